@@ -1,0 +1,53 @@
+// Run a command-line tool, capturing its exit code, stdout and stderr.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tk_test {
+
+struct RunResult {
+    int exit_code = -1;  // -1 when the tool died from a signal
+    int signal = 0;
+    std::string out, err;
+};
+
+inline std::string slurp(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+inline RunResult run_tool(const std::string &command, const std::string &scratch)
+{
+    RunResult r;
+    std::string out = scratch + "/stdout.txt", err = scratch + "/stderr.txt";
+    int status = std::system((command + " > '" + out + "' 2> '" + err + "' < /dev/null").c_str());
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+inline bool exists(const std::string &path)
+{
+    struct stat st;
+    return stat(path.c_str(), &st) == 0;
+}
+
+inline std::string make_temp_dir(const char *prefix)
+{
+    std::string tmpl = std::string("/tmp/") + prefix + "_XXXXXX";
+    return mkdtemp(&tmpl[0]);
+}
+
+}  // namespace tk_test

@@ -1,0 +1,159 @@
+/* TensorKernels: symmetric tensor Z-eigenpairs by SS-HOPM (one public header).
+ *
+ * Storage.  A symmetric tensor of order m and dimension n is stored packed: its
+ * K = binom(m+n-1, m) unique entries in lexicographic order of non-decreasing
+ * index tuples (m=4, n=3: 0000, 0001, 0002, 0011, 0012, 0022, 0111, ..., 2222 with
+ * 0-based indices).  A batch of T tensors is T*K contiguous values.
+ *
+ * Eigenpairs.  (lambda, x) with A x^(m-1) = lambda x and |x| = 1.  SS-HOPM
+ * (Kolda and Mayo 2011) iterates x <- s (A x^(m-1) + alpha x) / |...|; alpha >= 0
+ * converges to local maxima of A x^m on the sphere, alpha < 0 to local minima.
+ * The adaptive shift picks alpha at every step from the projected Hessian, as
+ * GEAP does (Kolda and Mayo 2014).
+ */
+#ifndef TK_SSHOPM_H
+#define TK_SSHOPM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tk_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Packed symmetric storage (the seed's Algorithms 2-4) ------------------ */
+
+/* K = binom(m+n-1, m), or 0 when m < 1, n < 1 or K overflows size_t. */
+size_t tk_sym_num_unique(int order, int dim);
+
+/* The first index tuple (all zeros) and its lexicographic successor (UPDATEINDEX).
+ * tk_sym_index_next returns 0 after the last tuple (n-1, ..., n-1). */
+void tk_sym_index_first(int order, int *index);
+int tk_sym_index_next(int order, int dim, int *index);
+
+/* Position of a non-decreasing tuple in the packed order; a tuple in any order
+ * is sorted first (so this maps a full-tensor index to its unique entry). */
+size_t tk_sym_rank(int order, int dim, const int *index);
+
+/* Number of full-tensor entries in the index class of a sorted tuple: m!/(k1!...kn!). */
+double tk_sym_multiplicity(int order, const int *sorted_index);
+
+/* A x^m (Algorithm 2), A x^(m-1) (Algorithm 3) and the n x n matrix A x^(m-2),
+ * by the index walk over the packed entries.  Reference kernels: exact sums,
+ * no tables. */
+double tk_sym_axm_d(int order, int dim, const double *packed, const double *x);
+float tk_sym_axm_f(int order, int dim, const float *packed, const float *x);
+void tk_sym_axm1_d(int order, int dim, const double *packed, const double *x, double *y);
+void tk_sym_axm1_f(int order, int dim, const float *packed, const float *x, float *y);
+void tk_sym_axm2_d(int order, int dim, const double *packed, const double *x, double *y);
+
+/* Full (n^m, C order) <-> packed.  Packing checks symmetry: every full entry must
+ * equal its class's first entry within tol * max|A| (tol = 0: exactly); on
+ * failure *bad_full_offset is the offending entry's offset and TK_ERR_DATA returned. */
+tk_status tk_sym_pack_d(int order, int dim, const double *full, double tol, double *packed,
+                        size_t *bad_full_offset);
+void tk_sym_unpack_d(int order, int dim, const double *packed, double *full);
+
+/* ---- SS-HOPM ---------------------------------------------------------------- */
+
+typedef enum { TK_PRECISION_SINGLE = 0, TK_PRECISION_DOUBLE = 1 } tk_precision;
+typedef enum { TK_BACKEND_CPU = 0, TK_BACKEND_OMP = 1, TK_BACKEND_CUDA = 2 } tk_backend;
+typedef enum { TK_IMPL_GENERAL = 0, TK_IMPL_UNROLLED = 1 } tk_impl;
+typedef enum { TK_SHIFT_FIXED = 0, TK_SHIFT_ADAPTIVE = 1 } tk_shift_mode;
+typedef enum {
+    TK_STABILITY_MAX = 0,       /* local maximum of A x^m on the sphere */
+    TK_STABILITY_MIN = 1,       /* local minimum */
+    TK_STABILITY_SADDLE = 2,    /* projected Hessian indefinite */
+    TK_STABILITY_DEGENERATE = 3 /* projected Hessian singular: the test is inconclusive */
+} tk_stability;
+
+typedef struct tk_sshopm_options {
+    int order;               /* m >= 2 */
+    int dim;                 /* n >= 2 */
+    tk_precision precision;  /* of the tensors, starts and results passed in and out */
+    tk_backend backend;
+    tk_impl impl;            /* UNROLLED exists for the (m, n) of tk_sshopm_has_unrolled */
+    tk_shift_mode shift_mode;
+    double shift;            /* FIXED: alpha.  ADAPTIVE: its sign picks maxima (>= 0) or minima (< 0) */
+    double tol;              /* converged when |x_{k+1} - x_k| <= tol */
+    int max_iter;            /* iteration cap per start */
+    int fixed_iterations;    /* nonzero: run exactly max_iter iterations (benchmarks) */
+    int num_starts;          /* starts per tensor, shared by every tensor */
+    uint64_t seed;           /* random starts when starts == NULL */
+    const void *starts;      /* optional: num_starts * dim start vectors (normalized here) */
+    int num_threads;         /* OMP backend: 0 = the OpenMP default */
+    int cuda_device;         /* CUDA backend: device ordinal */
+} tk_sshopm_options;
+
+/* Defaults: float, cpu, general, fixed shift 0, tol 1e-6 (1e-12 for double once
+ * precision is set before tk_sshopm_default_tol), 1000 iterations, 128 starts, seed 0. */
+void tk_sshopm_options_init(tk_sshopm_options *opts, int order, int dim);
+double tk_sshopm_default_tol(tk_precision precision);
+
+/* 1 if an unrolled kernel exists for (order, dim): (4,3), (6,3), (8,3). */
+int tk_sshopm_has_unrolled(int order, int dim);
+/* 1 if this library was built with the CUDA backend. */
+int tk_sshopm_has_cuda(void);
+
+/* Per-start results of num_tensors tensors (packed, in opts->precision), each
+ * array indexed [tensor * num_starts + start]: lambda (precision), x (precision,
+ * times dim), iterations (int32) and converged (uint8).  Any output may be NULL. */
+typedef struct tk_sshopm_starts_result {
+    void *lambda;
+    void *x;
+    int32_t *iterations;
+    uint8_t *converged;
+} tk_sshopm_starts_result;
+
+/* Timings the backend measured for its last solve (milliseconds). */
+typedef struct tk_sshopm_timing {
+    double kernel_ms;   /* the iterations alone (CUDA events on the GPU) */
+    double total_ms;    /* the whole call: set-up, transfers, kernel, copy-back */
+} tk_sshopm_timing;
+
+tk_status tk_sshopm_solve(const tk_sshopm_options *opts, size_t num_tensors, const void *packed,
+                          tk_sshopm_starts_result *out, tk_sshopm_timing *timing);
+
+/* The start vectors a solve uses (num_starts * dim doubles, unit length). */
+tk_status tk_sshopm_make_starts(const tk_sshopm_options *opts, double *starts);
+
+/* ---- Distinct eigenpairs ---------------------------------------------------- */
+
+typedef struct tk_eigenpairs {
+    size_t count;
+    int dim;
+    size_t *tensor;          /* which tensor each pair belongs to */
+    double *lambda;
+    double *x;               /* count * dim */
+    tk_stability *stability;
+    int32_t *num_starts;     /* how many starts reached the pair */
+} tk_eigenpairs;
+
+/* Merge converged starts into distinct pairs per tensor: two starts are one pair
+ * when their vectors are within merge_tol (for even m, x and -x are one pair,
+ * reported with its largest-magnitude entry positive).  Each pair's stability is
+ * classified in double from the projected Hessian.  Sorted by tensor, then lambda
+ * descending.  merge_tol <= 0 picks a default for the precision. */
+tk_status tk_sshopm_distinct(const tk_sshopm_options *opts, size_t num_tensors, const void *packed,
+                             const tk_sshopm_starts_result *starts, double merge_tol,
+                             tk_eigenpairs *out);
+void tk_eigenpairs_free(tk_eigenpairs *pairs);
+
+/* Stability of one eigenpair of one packed double tensor. */
+tk_stability tk_sym_stability_d(int order, int dim, const double *packed, const double *x,
+                                double lambda, double rel_tol);
+
+const char *tk_stability_name(tk_stability s);
+
+/* Flops of one SS-HOPM iteration of one start, for GFLOP/s figures: the seed's
+ * own count of one A x^(m-1), 140, for (m, n) = (4, 3); elsewhere, where the seed
+ * gives none, the direct evaluation's n * (m * K1 + K1 - 1) with K1 = binom(m+n-2, m-1)
+ * (m multiplies per term, K1 - 1 adds per entry).  Documentation/benchmarks.md. */
+double tk_sshopm_flops_per_iteration(int order, int dim);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/* CPU backends of SS-HOPM: sequential (cpu) and OpenMP (omp), general and unrolled. */
+#include "sshopm_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tk_hd.h"
+
+size_t tk_sshopm_cpu_scratch(int dim)
+{
+    /* x, y, x_new, then the adaptive shift's 3 dim^2 + 2 dim */
+    return (size_t)3 * (size_t)dim + (size_t)3 * (size_t)dim * (size_t)dim + (size_t)2 * (size_t)dim;
+}
+
+#define TK_REAL float
+#define TK_SFX(name) name##_f
+#define TK_FMA fmaf
+#define TK_SQRT sqrtf
+#define TK_RSQRT(v) (1.0f / sqrtf(v))
+#include "sshopm_kernels.h"
+#include "sshopm_unrolled_gen.h"
+#include "sshopm_cpu_body.h"
+#undef TK_REAL
+#undef TK_SFX
+#undef TK_FMA
+#undef TK_SQRT
+#undef TK_RSQRT
+
+#define TK_REAL double
+#define TK_SFX(name) name##_d
+#define TK_FMA fma
+#define TK_SQRT sqrt
+#define TK_RSQRT(v) (1.0 / sqrt(v))
+#include "sshopm_kernels.h"
+#include "sshopm_unrolled_gen.h"
+#include "sshopm_cpu_body.h"
+#undef TK_REAL
+#undef TK_SFX
+#undef TK_FMA
+#undef TK_SQRT
+#undef TK_RSQRT
+
+tk_status tk_sshopm_solve_cpu(const tk_sshopm_options *o, const tk_sshopm_tables *tables, size_t num_tensors,
+                              const void *packed, const void *starts, tk_sshopm_starts_result *out)
+{
+    if (o->precision == TK_PRECISION_DOUBLE)
+        return cpu_solve_d(o, tables, num_tensors, (const double *)packed, (const double *)starts, out);
+    return cpu_solve_f(o, tables, num_tensors, (const float *)packed, (const float *)starts, out);
+}

@@ -1,0 +1,96 @@
+/* CPU SS-HOPM for one precision; included by sshopm_cpu.c once per precision
+ * after TK_REAL and TK_SFX are defined.  No include guard on purpose. */
+
+/* A x^(m-1) of the kernel the options picked; the switch is predicted perfectly
+ * and lets the straight-line kernels inline. */
+static inline void TK_SFX(cpu_axm1)(const tk_sshopm_tables *tb, int kernel, const TK_REAL *c, const TK_REAL *x,
+                                    TK_REAL *y)
+{
+    switch (kernel) {
+    case 43: TK_SFX(tk_unrolled_axm1_4_3)(c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
+    case 63: TK_SFX(tk_unrolled_axm1_6_3)(c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
+    case 83: TK_SFX(tk_unrolled_axm1_8_3)(c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
+    default: TK_SFX(tk_k_axm1_general)(tb->order, tb->dim, tb->k1, tb->idx1, c, x, y); break;
+    }
+}
+
+static void TK_SFX(cpu_prescale)(const tk_sshopm_tables *tb, int kernel, const TK_REAL *a, TK_REAL *c)
+{
+    switch (kernel) {
+    case 43: TK_SFX(tk_unrolled_prescale_4_3)(a, c); break;
+    case 63: TK_SFX(tk_unrolled_prescale_6_3)(a, c); break;
+    case 83: TK_SFX(tk_unrolled_prescale_8_3)(a, c); break;
+    default: TK_SFX(tk_k_prescale)(tb->dim, tb->k1, tb->map, tb->mult1, a, c); break;
+    }
+}
+
+/* All starts of one tensor.  work: dim * k1 + tk_sshopm_cpu_scratch(dim) values. */
+static void TK_SFX(cpu_solve_tensor)(const tk_sshopm_options *o, const tk_sshopm_tables *tb, int kernel,
+                                     const TK_REAL *a, const TK_REAL *starts, TK_REAL *work, size_t tensor,
+                                     tk_sshopm_starts_result *out)
+{
+    const int n = o->dim;
+    const int maximize = o->shift >= 0;
+    const TK_REAL sign = maximize ? 1 : -1, tol = (TK_REAL)o->tol;
+    TK_REAL *c = work, *x = c + (size_t)n * (size_t)tb->k1, *y = x + n, *xn = y + n, *scratch = xn + n;
+    TK_SFX(cpu_prescale)(tb, kernel, a, c);
+    for (int s = 0; s < o->num_starts; ++s) {
+        for (int i = 0; i < n; ++i) x[i] = starts[(size_t)s * n + i];
+        TK_SFX(cpu_axm1)(tb, kernel, c, x, y);
+        TK_REAL lambda = TK_SFX(tk_k_dot)(n, x, y), dx = (TK_REAL)INFINITY;
+        int it = 0;
+        while (it < o->max_iter) {
+            TK_REAL alpha = o->shift_mode == TK_SHIFT_ADAPTIVE
+                                ? TK_SFX(tk_k_adaptive_shift)(o->order, n, a, x, maximize, scratch)
+                                : (TK_REAL)o->shift;
+            dx = TK_SFX(tk_k_step)(n, sign, alpha, x, y, xn);
+            if (dx < 0) break;
+            ++it;
+            for (int i = 0; i < n; ++i) x[i] = xn[i];
+            TK_SFX(cpu_axm1)(tb, kernel, c, x, y);
+            lambda = TK_SFX(tk_k_dot)(n, x, y);
+            if (!o->fixed_iterations && dx <= tol) break;
+        }
+        size_t slot = tensor * (size_t)o->num_starts + (size_t)s;
+        if (out->lambda) ((TK_REAL *)out->lambda)[slot] = lambda;
+        if (out->x)
+            for (int i = 0; i < n; ++i) ((TK_REAL *)out->x)[slot * n + i] = x[i];
+        if (out->iterations) out->iterations[slot] = it;
+        if (out->converged) out->converged[slot] = (uint8_t)(dx >= 0 && dx <= tol);
+    }
+}
+
+static tk_status TK_SFX(cpu_solve)(const tk_sshopm_options *o, const tk_sshopm_tables *tb, size_t num_tensors,
+                                   const TK_REAL *packed, const TK_REAL *starts, tk_sshopm_starts_result *out)
+{
+    const int kernel = o->impl == TK_IMPL_UNROLLED ? o->order * 10 + o->dim : 0;
+    const size_t per_thread = (size_t)o->dim * (size_t)tb->k1 + tk_sshopm_cpu_scratch(o->dim);
+    const long long count = (long long)num_tensors;
+    int failed = 0;
+    if (o->backend == TK_BACKEND_OMP) {
+#ifdef _OPENMP
+        int threads = o->num_threads > 0 ? o->num_threads : omp_get_max_threads();
+#pragma omp parallel num_threads(threads)
+        {
+            TK_REAL *work = malloc(sizeof(TK_REAL) * per_thread);
+            if (!work) {
+#pragma omp atomic write
+                failed = 1;
+            }
+#pragma omp for schedule(dynamic, 16)
+            for (long long t = 0; t < count; ++t)
+                if (work) TK_SFX(cpu_solve_tensor)(o, tb, kernel, packed + (size_t)t * tb->k, starts, work, (size_t)t, out);
+            free(work);
+        }
+#else
+        return tk_set_error(TK_ERR_UNSUPPORTED, "this build has no OpenMP: use the cpu backend");
+#endif
+    } else {
+        TK_REAL *work = malloc(sizeof(TK_REAL) * per_thread);
+        if (!work) failed = 1;
+        for (long long t = 0; t < count && work; ++t)
+            TK_SFX(cpu_solve_tensor)(o, tb, kernel, packed + (size_t)t * tb->k, starts, work, (size_t)t, out);
+        free(work);
+    }
+    return failed ? tk_set_error(TK_ERR_MEMORY, "out of memory for SS-HOPM scratch") : TK_OK;
+}

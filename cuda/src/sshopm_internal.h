@@ -1,0 +1,41 @@
+/* Internal interface between the SS-HOPM front end and its backends. */
+#ifndef TK_SSHOPM_INTERNAL_H
+#define TK_SSHOPM_INTERNAL_H
+
+#include "tk_sshopm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tables of one (order, dim) shared by every tensor (the seed keeps these in
+ * constant memory): the degree-(m-1) classes, their multiplicities, and for each
+ * output j and class t the unique entry of the class t + j. */
+typedef struct tk_sshopm_tables {
+    int order, dim, k1;
+    size_t k;
+    unsigned char *idx1;  /* k1 * (order - 1) */
+    unsigned *map;        /* dim * k1 */
+    double *mult1;        /* k1 */
+} tk_sshopm_tables;
+
+tk_status tk_sshopm_tables_build(int order, int dim, tk_sshopm_tables *tables);
+void tk_sshopm_tables_free(tk_sshopm_tables *tables);
+
+/* Scratch values one start needs on the CPU. */
+size_t tk_sshopm_cpu_scratch(int dim);
+
+/* Backends.  starts: num_starts * dim unit vectors in opts->precision. */
+tk_status tk_sshopm_solve_cpu(const tk_sshopm_options *opts, const tk_sshopm_tables *tables, size_t num_tensors,
+                              const void *packed, const void *starts, tk_sshopm_starts_result *out);
+tk_status tk_sshopm_solve_cuda(const tk_sshopm_options *opts, const tk_sshopm_tables *tables, size_t num_tensors,
+                               const void *packed, const void *starts, tk_sshopm_starts_result *out,
+                               tk_sshopm_timing *timing);
+
+/* Monotonic wall clock in milliseconds. */
+double tk_now_ms(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,5 @@
+/* Benchmark suites of tk-bench. */
+#ifndef TK_BENCH_H
+#define TK_BENCH_H
+int tk_bench_teig(int argc, char **argv);
+#endif

@@ -1,0 +1,189 @@
+/* tk-bench teig: SS-HOPM throughput, the seed's Table 6.1 set-up and dMRI-sized runs. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "tk_sshopm.h"
+
+static const char *prog = "tk-bench teig";
+
+/* The seed's Table 6.1(a), GFLOP/s on a Core i7 (4 cores) and a GeForce 9800 GT. */
+static double seed_gflops(tk_backend b, tk_impl impl)
+{
+    static const double table[3][2] = {{0.24, 1.86}, {0.92, 6.85}, {5.95, 131.73}};
+    return table[b][impl];
+}
+
+static const char *backend_name(tk_backend b) { return b == TK_BACKEND_CPU ? "cpu" : b == TK_BACKEND_OMP ? "omp" : "cuda"; }
+
+typedef struct {
+    long tensors, starts, iters, dmri_tensors, threads;
+    int precision_double, run_table, run_dmri;
+    int backends[3];
+} bench_args;
+
+static void fill_random(void *data, size_t count, int dbl, uint64_t seed)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < count; ++i) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double v = (double)(s >> 11) * 0x1.0p-52 - 1.0;
+        if (dbl) ((double *)data)[i] = v;
+        else ((float *)data)[i] = (float)v;
+    }
+}
+
+/* One timed solve; returns 0 when the backend is unavailable (printed as skipped). */
+static int run_one(const bench_args *a, int order, int dim, tk_backend backend, tk_impl impl, long tensors,
+                   double goal)
+{
+    tk_sshopm_options o;
+    tk_sshopm_options_init(&o, order, dim);
+    o.precision = a->precision_double ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+    o.backend = backend;
+    o.impl = impl;
+    o.shift = 0.0; /* the seed's alpha = 0; the iteration count is fixed either way */
+    o.tol = 0;
+    o.max_iter = (int)a->iters;
+    o.fixed_iterations = 1;
+    o.num_starts = (int)a->starts;
+    o.num_threads = (int)a->threads;
+    const size_t k = tk_sym_num_unique(order, dim), S = (size_t)a->starts, T = (size_t)tensors;
+    const size_t elem = a->precision_double ? sizeof(double) : sizeof(float);
+    void *packed = malloc(T * k * elem);
+    tk_sshopm_starts_result r = {malloc(T * S * elem), malloc(T * S * (size_t)dim * elem), malloc(T * S * sizeof(int32_t)),
+                                 malloc(T * S)};
+    int ok = packed && r.lambda && r.x && r.iterations && r.converged;
+    tk_sshopm_timing timing = {0, 0};
+    if (ok) {
+        fill_random(packed, T * k, a->precision_double, (uint64_t)order * 131 + (uint64_t)dim);
+        /* A small warm-up solve: the first CUDA call pays for context creation. */
+        if (backend == TK_BACKEND_CUDA) tk_sshopm_solve(&o, T < 64 ? T : 64, packed, &r, NULL);
+        ok = tk_sshopm_solve(&o, T, packed, &r, &timing) == TK_OK;
+        if (!ok)
+            printf("%-9s %-5s (%d,%d) %9ld  skipped: %s\n", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
+                   backend_name(backend), order, dim, tensors, tk_last_error());
+    } else {
+        printf("%-9s %-5s (%d,%d) %9ld  skipped: out of host memory\n", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
+               backend_name(backend), order, dim, tensors);
+    }
+    if (ok) {
+        double iterations = (double)T * (double)S * (double)a->iters;
+        double flops = iterations * tk_sshopm_flops_per_iteration(order, dim);
+        double kernel_gf = flops / (timing.kernel_ms * 1e6), total_gf = flops / (timing.total_ms * 1e6);
+        double ref = (order == 4 && dim == 3 && !a->precision_double) ? seed_gflops(backend, impl) : 0;
+        printf("%-9s %-5s (%d,%d) %9ld %10.3f %10.3f %11.4g %11.4g %11.4g", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
+               backend_name(backend), order, dim, tensors, timing.kernel_ms, timing.total_ms,
+               iterations / (timing.kernel_ms * 1e6), kernel_gf, total_gf);
+        if (ref > 0) printf(" %9.2f %7.1fx", ref, kernel_gf / ref);
+        else printf(" %9s %8s", "-", "-");
+        if (goal > 0) printf("  goal %.0f: %s", goal, kernel_gf >= goal ? "met" : "MISSED");
+        printf("\n");
+    }
+    fflush(stdout);
+    free(packed);
+    free(r.lambda), free(r.x), free(r.iterations), free(r.converged);
+    return ok;
+}
+
+static void header(void)
+{
+    printf("%-9s %-5s %-5s %9s %10s %10s %11s %11s %11s %9s %8s\n", "impl", "backend", "(m,n)", "tensors", "kernel_ms",
+           "total_ms", "Giter/s", "GFLOP/s", "GFLOP/s_e2e", "seed", "vs_seed");
+}
+
+int tk_bench_teig(int argc, char **argv)
+{
+    bench_args a = {1024, 128, 100, 1000000, 0, 0, 1, 1, {1, 1, 1}};
+    for (int i = 1; i < argc; ++i) {
+        const char *v;
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: tk-bench teig [--tensors 1024] [--starts 128] [--iters 100] [--dmri-tensors 1000000]\n"
+                   "                     [--backends cpu,omp,cuda] [--precision single|double] [--threads P]\n"
+                   "                     [--table-only | --dmri-only]\n"
+                   "Fixed iteration count, shift 0, random tensors with entries uniform in [-1, 1].\n"
+                   "GFLOP/s counts the seed's 140 flops per iteration for (4,3) (tk_sshopm.h for other sizes);\n"
+                   "'GFLOP/s' uses the kernel time (CUDA events on the GPU), 'GFLOP/s_e2e' the whole call\n"
+                   "with transfers.  'seed' is the seed's Table 6.1 figure for the same implementation.\n");
+            return 0;
+        } else if (tk_cli_is(argv[i], "--tensors")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--tensors")) ||
+                !tk_cli_parse_int(prog, "--tensors", v, 1, 100000000, &a.tensors))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--starts")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--starts")) ||
+                !tk_cli_parse_int(prog, "--starts", v, 1, 4096, &a.starts))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--iters")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--iters")) ||
+                !tk_cli_parse_int(prog, "--iters", v, 1, 1000000, &a.iters))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--dmri-tensors")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--dmri-tensors")) ||
+                !tk_cli_parse_int(prog, "--dmri-tensors", v, 1, 100000000, &a.dmri_tensors))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--threads")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
+                !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--precision")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--precision"))) return TK_EXIT_USAGE;
+            if (strcmp(v, "single") && strcmp(v, "double")) {
+                tk_cli_error(prog, "--precision expects single or double, got '%s'", v);
+                return TK_EXIT_USAGE;
+            }
+            a.precision_double = !strcmp(v, "double");
+        } else if (tk_cli_is(argv[i], "--backends")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return TK_EXIT_USAGE;
+            memset(a.backends, 0, sizeof a.backends);
+            char list[64];
+            snprintf(list, sizeof list, "%s", v);
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                if (!strcmp(tok, "cpu")) a.backends[0] = 1;
+                else if (!strcmp(tok, "omp")) a.backends[1] = 1;
+                else if (!strcmp(tok, "cuda")) a.backends[2] = 1;
+                else {
+                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'", tok);
+                    return TK_EXIT_USAGE;
+                }
+            }
+        } else if (!strcmp(argv[i], "--table-only")) {
+            a.run_dmri = 0;
+        } else if (!strcmp(argv[i], "--dmri-only")) {
+            a.run_table = 0;
+        } else {
+            tk_cli_error(prog, "unknown option '%s' (see --help)", argv[i]);
+            return TK_EXIT_USAGE;
+        }
+    }
+    printf("# tk-bench teig: %s precision, %ld starts, %ld fixed iterations, shift 0\n",
+           a.precision_double ? "double" : "single", a.starts, a.iters);
+    if (a.run_table) {
+        printf("# The seed's Table 6.1 set-up: %ld random (4,3) tensors; seed = its Core i7 / 9800 GT figure\n",
+               a.tensors);
+        header();
+        for (int b = 0; b < 3; ++b) {
+            if (!a.backends[b]) continue;
+            for (int impl = 0; impl < 2; ++impl) {
+                double goal = 0;
+                if (b == TK_BACKEND_OMP) goal = 6.85; /* the seed's CPU parallel figure */
+                run_one(&a, 4, 3, (tk_backend)b, (tk_impl)impl, a.tensors, goal);
+            }
+        }
+    }
+    if (a.run_dmri && a.backends[2]) {
+        printf("# Diffusion-MRI-sized runs: %ld tensors on CUDA (goal: unrolled (4,3) >= 10000 GFLOP/s, general >= 2500)\n",
+               a.dmri_tensors);
+        header();
+        static const int shapes[2][2] = {{4, 3}, {8, 3}};
+        for (int s = 0; s < 2; ++s)
+            for (int impl = 1; impl >= 0; --impl) {
+                double goal = shapes[s][0] == 4 ? (impl ? 10000 : 2500) : 0;
+                run_one(&a, shapes[s][0], shapes[s][1], TK_BACKEND_CUDA, (tk_impl)impl, a.dmri_tensors, goal);
+            }
+    }
+    return 0;
+}

@@ -1,0 +1,178 @@
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double tk_cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void tk_cli_error(const char *prog, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "%s: error: ", prog);
+    vfprintf(stderr, fmt, args);
+    fputc('\n', stderr);
+    va_end(args);
+}
+
+int tk_cli_parse_int(const char *prog, const char *flag, const char *text, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        tk_cli_error(prog, "%s expects an integer from %ld to %ld, got '%s'", flag, lo, hi, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int tk_cli_parse_double(const char *prog, const char *flag, const char *text, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < lo || v > hi) {
+        tk_cli_error(prog, "%s expects a number from %g to %g, got '%s'", flag, lo, hi, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int tk_cli_is(const char *arg, const char *flag)
+{
+    size_t n = strlen(flag);
+    return !strncmp(arg, flag, n) && (arg[n] == '\0' || arg[n] == '=');
+}
+
+const char *tk_cli_value(const char *prog, int argc, char **argv, int *i, const char *flag)
+{
+    const char *eq = strchr(argv[*i], '=');
+    if (eq) return eq + 1;
+    if (*i + 1 >= argc) {
+        tk_cli_error(prog, "%s needs a value", flag);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* ---- progress --------------------------------------------------------------- */
+
+static void progress_draw(tk_progress *p, int final)
+{
+    double now = tk_cli_now_ms(), elapsed = (now - p->start_ms) / 1e3;
+    double frac = p->total ? (double)p->done / (double)p->total : 1.0;
+    double rate = elapsed > 0 ? (double)p->done / elapsed : 0;
+    double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
+    char bar[31];
+    int filled = (int)(frac * 30);
+    for (int i = 0; i < 30; ++i) bar[i] = i < filled ? '#' : '.';
+    bar[30] = '\0';
+    fprintf(stderr, "\r%s [%s] %5.1f%% %zu/%zu  %.3g/s  ETA %.0fs ", p->label, bar, 100 * frac, p->done, p->total,
+            rate, eta);
+    if (final) fputc('\n', stderr);
+    fflush(stderr);
+    p->last_ms = now;
+}
+
+void tk_progress_begin(tk_progress *p, const char *label, size_t total, int quiet)
+{
+    memset(p, 0, sizeof *p);
+    p->label = label;
+    p->total = total;
+    p->enabled = !quiet && isatty(STDERR_FILENO);
+    p->start_ms = p->last_ms = tk_cli_now_ms();
+}
+
+void tk_progress_advance(tk_progress *p, size_t amount)
+{
+    p->done += amount;
+    if (p->enabled && tk_cli_now_ms() - p->last_ms > 100) progress_draw(p, 0);
+}
+
+void tk_progress_end(tk_progress *p)
+{
+    /* Only work that took a moment leaves a bar behind. */
+    if (p->enabled && tk_cli_now_ms() - p->start_ms > 500) progress_draw(p, 1);
+}
+
+/* ---- atomic output ------------------------------------------------------------ */
+
+int tk_output_open(tk_output *out, const char *path, const char *prog)
+{
+    memset(out, 0, sizeof *out);
+    if (!path || !strcmp(path, "-")) {
+        out->file = stdout;
+        return 1;
+    }
+    size_t n = strlen(path);
+    out->path = strdup(path);
+    out->tmp = malloc(n + 16);
+    if (!out->path || !out->tmp) {
+        tk_cli_error(prog, "out of memory");
+        tk_output_abort(out);
+        return 0;
+    }
+    snprintf(out->tmp, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(out->tmp);
+    if (fd < 0) {
+        tk_cli_error(prog, "%s: cannot create: %s", path, strerror(errno));
+        free(out->tmp);
+        out->tmp = NULL;
+        tk_output_abort(out);
+        return 0;
+    }
+    out->file = fdopen(fd, "w");
+    if (!out->file) {
+        close(fd);
+        tk_cli_error(prog, "%s: cannot create: %s", path, strerror(errno));
+        tk_output_abort(out);
+        return 0;
+    }
+    return 1;
+}
+
+int tk_output_commit(tk_output *out, const char *prog)
+{
+    if (out->file == stdout) {
+        int ok = fflush(stdout) == 0 && !ferror(stdout);
+        if (!ok) tk_cli_error(prog, "cannot write to standard output");
+        return ok;
+    }
+    int ok = !ferror(out->file);
+    ok = (fclose(out->file) == 0) && ok;
+    out->file = NULL;
+    mode_t mask = umask(0);
+    umask(mask);
+    if (ok) ok = chmod(out->tmp, 0666 & ~mask) == 0;
+    if (ok) ok = rename(out->tmp, out->path) == 0;
+    if (!ok) tk_cli_error(prog, "%s: cannot write: %s", out->path, strerror(errno ? errno : EIO));
+    if (!ok) unlink(out->tmp);
+    free(out->tmp);
+    free(out->path);
+    out->tmp = out->path = NULL;
+    return ok;
+}
+
+void tk_output_abort(tk_output *out)
+{
+    if (out->file && out->file != stdout) fclose(out->file);
+    if (out->tmp) unlink(out->tmp);
+    free(out->tmp);
+    free(out->path);
+    memset(out, 0, sizeof *out);
+}

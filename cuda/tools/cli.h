@@ -1,0 +1,53 @@
+/* Helpers shared by the command-line tools: option values, errors, progress bar,
+ * atomic text output. */
+#ifndef TK_CLI_H
+#define TK_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Exit codes: 1 for failed work (bad data, I/O), 2 for a bad command line. */
+#define TK_EXIT_FAILURE 1
+#define TK_EXIT_USAGE 2
+
+/* Print "PROG: error: ..." to stderr. */
+void tk_cli_error(const char *prog, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Parse a whole string as a number in [lo, hi]; 0 and a message on failure. */
+int tk_cli_parse_int(const char *prog, const char *flag, const char *text, long lo, long hi, long *out);
+int tk_cli_parse_double(const char *prog, const char *flag, const char *text, double lo, double hi, double *out);
+
+/* Split "--flag=value" and fetch the value of "--flag value": returns the value
+ * or NULL (and prints why) when it is missing. *i advances past what was used. */
+const char *tk_cli_value(const char *prog, int argc, char **argv, int *i, const char *flag);
+/* 1 if argv[i] is --flag or --flag=... */
+int tk_cli_is(const char *arg, const char *flag);
+
+/* A progress bar on stderr with rate and ETA; silent when stderr is not a terminal or quiet. */
+typedef struct tk_progress {
+    const char *label;
+    size_t total, done;
+    double start_ms, last_ms;
+    int enabled;
+} tk_progress;
+void tk_progress_begin(tk_progress *p, const char *label, size_t total, int quiet);
+void tk_progress_advance(tk_progress *p, size_t amount);
+void tk_progress_end(tk_progress *p);
+
+/* Text output written to a temporary beside path and renamed on commit; path
+ * NULL or "-" writes to stdout. */
+typedef struct tk_output {
+    FILE *file;
+    char *path, *tmp;
+} tk_output;
+int tk_output_open(tk_output *out, const char *path, const char *prog);
+int tk_output_commit(tk_output *out, const char *prog); /* 0 on failure, removing the temporary */
+void tk_output_abort(tk_output *out);
+
+double tk_cli_now_ms(void);
+
+#endif

@@ -1,0 +1,21 @@
+/* tk-bench: benchmarks that print each figure beside the reference it must beat. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fprintf(argc < 2 ? stderr : stdout,
+                "usage: tk-bench SUITE [options]\n"
+                "suites:\n"
+                "  teig    SS-HOPM: the seed's Table 6.1 set-up for {general, unrolled} x {cpu, omp, cuda},\n"
+                "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n");
+        return argc < 2 ? TK_EXIT_USAGE : 0;
+    }
+    if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
+    tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
+    return TK_EXIT_USAGE;
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Shared set-up of demo.sh and test.sh: install what is missing (Debian), configure
+# and build in build/.  Sourced, not run.
+set -euo pipefail
+
+TK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TK_BUILD="${TK_BUILD:-$TK_ROOT/build}"
+
+# Debian packages the build and the tests need.  The ITK and VTK parts add theirs
+# to TK_OPTIONAL_PACKAGES as they land; the C core needs none of them.
+TK_PACKAGES=(build-essential cmake libgtest-dev python3)
+TK_OPTIONAL_PACKAGES=()
+
+tk_missing_packages() {
+    local pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+    done
+}
+
+tk_install_packages() {
+    command -v dpkg-query >/dev/null 2>&1 || { echo "setup: not a Debian system; install the packages by hand: ${TK_PACKAGES[*]}" >&2; return 0; }
+    local missing
+    missing=$(tk_missing_packages "${TK_PACKAGES[@]}" "${TK_OPTIONAL_PACKAGES[@]+"${TK_OPTIONAL_PACKAGES[@]}"}")
+    [ -z "$missing" ] && return 0
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    echo "setup: installing $(echo $missing | tr '\n' ' ')" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    # shellcheck disable=SC2086
+    $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+tk_configure_and_build() {
+    local jobs
+    jobs=$(nproc 2>/dev/null || echo 2)
+    cmake -S "$TK_ROOT" -B "$TK_BUILD" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+    cmake --build "$TK_BUILD" -j "$jobs"
+}
