@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Set up, build, then run the whole CTest suite (GPU tests skip without a GPU).
+# Set up, build, then run the whole CTest suite (GPU tests skip without a GPU),
+# then the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+here="$(dirname "${BASH_SOURCE[0]}")"
+source "$here/setup.sh"
 tk_install_packages
 tk_configure_and_build
-cd "$TK_BUILD"
-ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" --timeout 600
+(cd "$TK_BUILD" && ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" --timeout 900)
+echo "== sanitizer build (ASan + UBSan), CPU tests =="
+TK_SKIP_INSTALL=1 "$here/sanitize.sh"

@@ -9,6 +9,23 @@
 
 #include "tk_hd.h"
 
+/* Starts per SIMD batch of the fixed-shift unrolled kernels: two AVX vectors of float. */
+#define TK_CPU_LANES 16
+/* Clone the lane kernels for AVX2+FMA and pick at run time, so one portable binary
+ * uses the wide vectors where the CPU has them. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define TK_CPU_TARGETS __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TK_CPU_TARGETS
+#endif
+#ifdef _OPENMP
+#define TK_SIMD _Pragma("omp simd")
+#define TK_SIMD_ANY _Pragma("omp simd reduction(| : any)")
+#else
+#define TK_SIMD
+#define TK_SIMD_ANY
+#endif
+
 size_t tk_sshopm_cpu_scratch(int dim)
 {
     /* x, y, x_new, then the adaptive shift's 3 dim^2 + 2 dim */
@@ -17,7 +34,7 @@ size_t tk_sshopm_cpu_scratch(int dim)
 
 #define TK_REAL float
 #define TK_SFX(name) name##_f
-#define TK_FMA fmaf
+#define TK_FMA(a, b, c) ((a) * (b) + (c))
 #define TK_SQRT sqrtf
 #define TK_RSQRT(v) (1.0f / sqrtf(v))
 #include "sshopm_kernels.h"
@@ -31,7 +48,7 @@ size_t tk_sshopm_cpu_scratch(int dim)
 
 #define TK_REAL double
 #define TK_SFX(name) name##_d
-#define TK_FMA fma
+#define TK_FMA(a, b, c) ((a) * (b) + (c))
 #define TK_SQRT sqrt
 #define TK_RSQRT(v) (1.0 / sqrt(v))
 #include "sshopm_kernels.h"

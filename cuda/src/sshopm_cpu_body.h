@@ -24,6 +24,85 @@ static void TK_SFX(cpu_prescale)(const tk_sshopm_tables *tb, int kernel, const T
     }
 }
 
+
+/* Fixed-shift SS-HOPM of up to TK_CPU_LANES starts of one (m, 3) tensor at once, one
+ * start per SIMD lane: the loops over lanes vectorize, and a lane that has converged
+ * (or failed) is frozen by selects, so each lane's result and iteration count are the
+ * scalar path's. */
+#define TK_DEFINE_CPU_LANES(M)                                                                                  \
+    TK_CPU_TARGETS static void TK_SFX(cpu_lanes_##M)(const TK_REAL *TK_RESTRICT c, const TK_REAL *starts,      \
+                                                     int count, const tk_sshopm_options *o, TK_REAL *lambda,    \
+                                                     TK_REAL *xout, int32_t *iterations, uint8_t *converged)    \
+    {                                                                                                           \
+        enum { L = TK_CPU_LANES };                                                                              \
+        TK_REAL x0[L], x1[L], x2[L], y0[L], y1[L], y2[L], dx[L];                                                \
+        int32_t it[L], live[L];                                                                                 \
+        const TK_REAL sign = o->shift >= 0 ? 1 : -1, alpha = (TK_REAL)o->shift, tol = (TK_REAL)o->tol;          \
+        const int fixed = o->fixed_iterations;                                                                  \
+        for (int l = 0; l < L; ++l) {                                                                           \
+            int s = l < count ? l : 0;                                                                          \
+            x0[l] = starts[3 * s], x1[l] = starts[3 * s + 1], x2[l] = starts[3 * s + 2];                        \
+            dx[l] = (TK_REAL)INFINITY, it[l] = 0, live[l] = l < count;                                          \
+        }                                                                                                       \
+        for (int l = 0; l < L; ++l) TK_SFX(tk_unrolled_axm1_##M##_3)(c, x0[l], x1[l], x2[l], &y0[l], &y1[l], &y2[l]); \
+        for (int k = 0; k < o->max_iter; ++k) {                                                                 \
+            int32_t any = 0;                                                                                    \
+            TK_SIMD_ANY                                                                                         \
+            for (int l = 0; l < L; ++l) {                                                                       \
+                TK_REAL n0 = sign * TK_FMA(alpha, x0[l], y0[l]), n1 = sign * TK_FMA(alpha, x1[l], y1[l]);       \
+                TK_REAL n2 = sign * TK_FMA(alpha, x2[l], y2[l]);                                                \
+                TK_REAL nn = n0 * n0 + n1 * n1 + n2 * n2;                                                       \
+                int32_t finite = (nn > 0) & (nn < (TK_REAL)INFINITY);                                              \
+                TK_REAL inv = (TK_REAL)1 / TK_SQRT(finite ? nn : (TK_REAL)1);                                   \
+                n0 *= inv, n1 *= inv, n2 *= inv;                                                                \
+                TK_REAL d0 = n0 - x0[l], d1 = n1 - x1[l], d2 = n2 - x2[l];                                      \
+                TK_REAL d = TK_SQRT(d0 * d0 + d1 * d1 + d2 * d2);                                               \
+                int32_t step = live[l] & finite;                                                                \
+                dx[l] = step ? d : (live[l] ? (TK_REAL)-1 : dx[l]);                                             \
+                x0[l] = step ? n0 : x0[l], x1[l] = step ? n1 : x1[l], x2[l] = step ? n2 : x2[l];                \
+                it[l] += step;                                                                                  \
+                live[l] = step & (fixed | (d > tol));                                                           \
+                any |= live[l];                                                                                 \
+            }                                                                                                   \
+            TK_SIMD                                                                                             \
+            for (int l = 0; l < L; ++l)                                                                         \
+                TK_SFX(tk_unrolled_axm1_##M##_3)(c, x0[l], x1[l], x2[l], &y0[l], &y1[l], &y2[l]);               \
+            if (!any) break;                                                                                    \
+        }                                                                                                       \
+        for (int l = 0; l < count; ++l) {                                                                       \
+            if (lambda) lambda[l] = x0[l] * y0[l] + x1[l] * y1[l] + x2[l] * y2[l];                             \
+            if (xout) xout[3 * l] = x0[l], xout[3 * l + 1] = x1[l], xout[3 * l + 2] = x2[l];                   \
+            if (iterations) iterations[l] = it[l];                                                              \
+            if (converged) converged[l] = (uint8_t)(dx[l] >= 0 && dx[l] <= tol);                                \
+        }                                                                                                       \
+    }
+TK_DEFINE_CPU_LANES(4)
+TK_DEFINE_CPU_LANES(6)
+TK_DEFINE_CPU_LANES(8)
+#undef TK_DEFINE_CPU_LANES
+
+/* All starts of one tensor through the lane kernels (fixed shift, unrolled (m, 3)). */
+static void TK_SFX(cpu_solve_tensor_lanes)(const tk_sshopm_options *o, const tk_sshopm_tables *tb, int kernel,
+                                           const TK_REAL *a, const TK_REAL *starts, TK_REAL *c, size_t tensor,
+                                           tk_sshopm_starts_result *out)
+{
+    TK_SFX(cpu_prescale)(tb, kernel, a, c);
+    for (int s = 0; s < o->num_starts; s += TK_CPU_LANES) {
+        int count = o->num_starts - s < TK_CPU_LANES ? o->num_starts - s : TK_CPU_LANES;
+        size_t slot = tensor * (size_t)o->num_starts + (size_t)s;
+        TK_REAL *lambda = out->lambda ? (TK_REAL *)out->lambda + slot : NULL;
+        TK_REAL *x = out->x ? (TK_REAL *)out->x + slot * 3 : NULL;
+        int32_t *its = out->iterations ? out->iterations + slot : NULL;
+        uint8_t *conv = out->converged ? out->converged + slot : NULL;
+        const TK_REAL *st = starts + (size_t)s * 3;
+        switch (kernel) {
+        case 43: TK_SFX(cpu_lanes_4)(c, st, count, o, lambda, x, its, conv); break;
+        case 63: TK_SFX(cpu_lanes_6)(c, st, count, o, lambda, x, its, conv); break;
+        default: TK_SFX(cpu_lanes_8)(c, st, count, o, lambda, x, its, conv); break;
+        }
+    }
+}
+
 /* All starts of one tensor.  work: dim * k1 + tk_sshopm_cpu_scratch(dim) values. */
 static void TK_SFX(cpu_solve_tensor)(const tk_sshopm_options *o, const tk_sshopm_tables *tb, int kernel,
                                      const TK_REAL *a, const TK_REAL *starts, TK_REAL *work, size_t tensor,
@@ -60,6 +139,16 @@ static void TK_SFX(cpu_solve_tensor)(const tk_sshopm_options *o, const tk_sshopm
     }
 }
 
+static void TK_SFX(cpu_solve_one)(const tk_sshopm_options *o, const tk_sshopm_tables *tb, int kernel,
+                                  const TK_REAL *a, const TK_REAL *starts, TK_REAL *work, size_t tensor,
+                                  tk_sshopm_starts_result *out)
+{
+    if (kernel && o->shift_mode == TK_SHIFT_FIXED)
+        TK_SFX(cpu_solve_tensor_lanes)(o, tb, kernel, a, starts, work, tensor, out);
+    else
+        TK_SFX(cpu_solve_tensor)(o, tb, kernel, a, starts, work, tensor, out);
+}
+
 static tk_status TK_SFX(cpu_solve)(const tk_sshopm_options *o, const tk_sshopm_tables *tb, size_t num_tensors,
                                    const TK_REAL *packed, const TK_REAL *starts, tk_sshopm_starts_result *out)
 {
@@ -79,7 +168,7 @@ static tk_status TK_SFX(cpu_solve)(const tk_sshopm_options *o, const tk_sshopm_t
             }
 #pragma omp for schedule(dynamic, 16)
             for (long long t = 0; t < count; ++t)
-                if (work) TK_SFX(cpu_solve_tensor)(o, tb, kernel, packed + (size_t)t * tb->k, starts, work, (size_t)t, out);
+                if (work) TK_SFX(cpu_solve_one)(o, tb, kernel, packed + (size_t)t * tb->k, starts, work, (size_t)t, out);
             free(work);
         }
 #else
@@ -89,7 +178,7 @@ static tk_status TK_SFX(cpu_solve)(const tk_sshopm_options *o, const tk_sshopm_t
         TK_REAL *work = malloc(sizeof(TK_REAL) * per_thread);
         if (!work) failed = 1;
         for (long long t = 0; t < count && work; ++t)
-            TK_SFX(cpu_solve_tensor)(o, tb, kernel, packed + (size_t)t * tb->k, starts, work, (size_t)t, out);
+            TK_SFX(cpu_solve_one)(o, tb, kernel, packed + (size_t)t * tb->k, starts, work, (size_t)t, out);
         free(work);
     }
     return failed ? tk_set_error(TK_ERR_MEMORY, "out of memory for SS-HOPM scratch") : TK_OK;

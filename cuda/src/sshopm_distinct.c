@@ -8,7 +8,7 @@
 
 #define TK_REAL double
 #define TK_SFX(name) name##_d
-#define TK_FMA fma
+#define TK_FMA(a, b, c) ((a) * (b) + (c))
 #define TK_SQRT sqrt
 #define TK_RSQRT(v) (1.0 / sqrt(v))
 #include "sshopm_kernels.h"

@@ -4,9 +4,12 @@
 #ifdef __CUDACC__
 #define TK_HD __host__ __device__
 #define TK_RESTRICT __restrict__
+#define TK_ALWAYS_INLINE __forceinline__
 #else
 #define TK_HD
 #define TK_RESTRICT restrict
+/* the straight-line kernels must inline into the per-lane loops to vectorize */
+#define TK_ALWAYS_INLINE __attribute__((always_inline))
 #endif
 /* Largest order and dimension the per-start scratch of the adaptive shift and the
  * GPU general kernel hold on the stack. */
