@@ -4,7 +4,7 @@
 #ifdef __CUDACC__
 #define TK_HD __host__ __device__
 #define TK_RESTRICT __restrict__
-#define TK_ALWAYS_INLINE __forceinline__
+#define TK_ALWAYS_INLINE __attribute__((always_inline))
 #else
 #define TK_HD
 #define TK_RESTRICT restrict
