@@ -94,8 +94,7 @@ TEST(Npy, ReadsVersions2And3AndBigEndian)
         EXPECT_EQ(((double *)a.data)[1], -2.0);
         tk_npy_free(&a);
     }
-    std::string be = "\x3f\xf8\0\0\0\0\0\0";  // 1.5 as a big-endian double
-    be = std::string(be.data(), 8);
+    const std::string be("\x3f\xf8\0\0\0\0\0\0", 8);  // 1.5 as a big-endian double
     std::string path = dir + "/be.npy";
     write_bytes(path, npy_bytes(1, "{\"descr\": \">f8\", \"fortran_order\": False, \"shape\": (1, )}", be));
     tk_npy_array a;
