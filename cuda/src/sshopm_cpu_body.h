@@ -35,14 +35,15 @@ static void TK_SFX(cpu_prescale)(const tk_sshopm_tables *tb, int kernel, const T
                                                      TK_REAL *xout, int32_t *iterations, uint8_t *converged)    \
     {                                                                                                           \
         enum { L = TK_CPU_LANES };                                                                              \
-        TK_REAL x0[L], x1[L], x2[L], y0[L], y1[L], y2[L], dx[L];                                                \
+        TK_REAL x0[L], x1[L], x2[L], y0[L], y1[L], y2[L], moved2[L];                                                \
         int32_t it[L], live[L];                                                                                 \
-        const TK_REAL sign = o->shift >= 0 ? 1 : -1, alpha = (TK_REAL)o->shift, tol = (TK_REAL)o->tol;          \
+        const TK_REAL sign = o->shift >= 0 ? 1 : -1, alpha = (TK_REAL)o->shift;                                \
+        const TK_REAL tol2 = (TK_REAL)(o->tol * o->tol);                                                        \
         const int fixed = o->fixed_iterations;                                                                  \
         for (int l = 0; l < L; ++l) {                                                                           \
             int s = l < count ? l : 0;                                                                          \
             x0[l] = starts[3 * s], x1[l] = starts[3 * s + 1], x2[l] = starts[3 * s + 2];                        \
-            dx[l] = (TK_REAL)INFINITY, it[l] = 0, live[l] = l < count;                                          \
+            moved2[l] = (TK_REAL)INFINITY, it[l] = 0, live[l] = l < count;                                          \
         }                                                                                                       \
         for (int l = 0; l < L; ++l) TK_SFX(tk_unrolled_axm1_##M##_3)(c, x0[l], x1[l], x2[l], &y0[l], &y1[l], &y2[l]); \
         for (int k = 0; k < o->max_iter; ++k) {                                                                 \
@@ -56,12 +57,12 @@ static void TK_SFX(cpu_prescale)(const tk_sshopm_tables *tb, int kernel, const T
                 TK_REAL inv = (TK_REAL)1 / TK_SQRT(finite ? nn : (TK_REAL)1);                                   \
                 n0 *= inv, n1 *= inv, n2 *= inv;                                                                \
                 TK_REAL d0 = n0 - x0[l], d1 = n1 - x1[l], d2 = n2 - x2[l];                                      \
-                TK_REAL d = TK_SQRT(d0 * d0 + d1 * d1 + d2 * d2);                                               \
+                TK_REAL d = d0 * d0 + d1 * d1 + d2 * d2; /* squared, against tol^2 */                          \
                 int32_t step = live[l] & finite;                                                                \
-                dx[l] = step ? d : (live[l] ? (TK_REAL)-1 : dx[l]);                                             \
+                moved2[l] = step ? d : (live[l] ? (TK_REAL)-1 : moved2[l]);                                             \
                 x0[l] = step ? n0 : x0[l], x1[l] = step ? n1 : x1[l], x2[l] = step ? n2 : x2[l];                \
                 it[l] += step;                                                                                  \
-                live[l] = step & (fixed | (d > tol));                                                           \
+                live[l] = step & (fixed | (d > tol2));                                                           \
                 any |= live[l];                                                                                 \
             }                                                                                                   \
             TK_SIMD                                                                                             \
@@ -73,7 +74,7 @@ static void TK_SFX(cpu_prescale)(const tk_sshopm_tables *tb, int kernel, const T
             if (lambda) lambda[l] = x0[l] * y0[l] + x1[l] * y1[l] + x2[l] * y2[l];                             \
             if (xout) xout[3 * l] = x0[l], xout[3 * l + 1] = x1[l], xout[3 * l + 2] = x2[l];                   \
             if (iterations) iterations[l] = it[l];                                                              \
-            if (converged) converged[l] = (uint8_t)(dx[l] >= 0 && dx[l] <= tol);                                \
+            if (converged) converged[l] = (uint8_t)(moved2[l] >= 0 && moved2[l] <= tol2);                               \
         }                                                                                                       \
     }
 TK_DEFINE_CPU_LANES(4)
@@ -110,32 +111,32 @@ static void TK_SFX(cpu_solve_tensor)(const tk_sshopm_options *o, const tk_sshopm
 {
     const int n = o->dim;
     const int maximize = o->shift >= 0;
-    const TK_REAL sign = maximize ? 1 : -1, tol = (TK_REAL)o->tol;
+    const TK_REAL sign = maximize ? 1 : -1, tol2 = (TK_REAL)(o->tol * o->tol);
     TK_REAL *c = work, *x = c + (size_t)n * (size_t)tb->k1, *y = x + n, *xn = y + n, *scratch = xn + n;
     TK_SFX(cpu_prescale)(tb, kernel, a, c);
     for (int s = 0; s < o->num_starts; ++s) {
         for (int i = 0; i < n; ++i) x[i] = starts[(size_t)s * n + i];
         TK_SFX(cpu_axm1)(tb, kernel, c, x, y);
-        TK_REAL lambda = TK_SFX(tk_k_dot)(n, x, y), dx = (TK_REAL)INFINITY;
+        TK_REAL lambda = TK_SFX(tk_k_dot)(n, x, y), moved2 = (TK_REAL)INFINITY;
         int it = 0;
         while (it < o->max_iter) {
             TK_REAL alpha = o->shift_mode == TK_SHIFT_ADAPTIVE
                                 ? TK_SFX(tk_k_adaptive_shift)(o->order, n, a, x, maximize, scratch)
                                 : (TK_REAL)o->shift;
-            dx = TK_SFX(tk_k_step)(n, sign, alpha, x, y, xn);
-            if (dx < 0) break;
+            moved2 = TK_SFX(tk_k_step)(n, sign, alpha, x, y, xn);
+            if (moved2 < 0) break;
             ++it;
             for (int i = 0; i < n; ++i) x[i] = xn[i];
             TK_SFX(cpu_axm1)(tb, kernel, c, x, y);
             lambda = TK_SFX(tk_k_dot)(n, x, y);
-            if (!o->fixed_iterations && dx <= tol) break;
+            if (!o->fixed_iterations && moved2 <= tol2) break;
         }
         size_t slot = tensor * (size_t)o->num_starts + (size_t)s;
         if (out->lambda) ((TK_REAL *)out->lambda)[slot] = lambda;
         if (out->x)
             for (int i = 0; i < n; ++i) ((TK_REAL *)out->x)[slot * n + i] = x[i];
         if (out->iterations) out->iterations[slot] = it;
-        if (out->converged) out->converged[slot] = (uint8_t)(dx >= 0 && dx <= tol);
+        if (out->converged) out->converged[slot] = (uint8_t)(moved2 >= 0 && moved2 <= tol2);
     }
 }
 

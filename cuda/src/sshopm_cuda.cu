@@ -106,17 +106,17 @@ template <typename R> struct Args {
     unsigned char *converged;
     size_t num_tensors;
     int order, dim, k, k1, num_starts, max_iter, fixed_iterations, maximize;
-    R shift, tol;
+    R shift, tol2; /* tol^2: steps report squared distances */
 };
 
 /* Record one start's result. */
 template <typename R>
-__device__ __forceinline__ void store(const Args<R> &p, size_t slot, int n, const R *x, R lambda, int it, R dx)
+__device__ __forceinline__ void store(const Args<R> &p, size_t slot, int n, const R *x, R lambda, int it, R moved2)
 {
     p.lambda[slot] = lambda;
     for (int i = 0; i < n; ++i) p.x[slot * n + i] = x[i];
     p.iterations[slot] = it;
-    p.converged[slot] = dx >= 0 && dx <= p.tol;
+    p.converged[slot] = moved2 >= 0 && moved2 <= p.tol2;
 }
 
 /* ---- unrolled: one thread per (tensor, start), everything in registers --------- */
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(128) sshopm_unrolled_kernel(Args<R> p)
 #pragma unroll
     for (int i = 0; i < N; ++i) x[i] = __ldg(p.starts + s * N + i);
     Unrolled<M, R>::axm1(c, x, y);
-    R lambda = K<R>::dot(N, x, y), dx = (R)INFINITY;
+    R lambda = K<R>::dot(N, x, y), moved2 = (R)INFINITY;
     const R sign = p.maximize ? 1 : -1;
     int it = 0;
     while (it < p.max_iter) {
@@ -146,16 +146,16 @@ __global__ void __launch_bounds__(128) sshopm_unrolled_kernel(Args<R> p)
             R work[3 * N * N + 2 * N];
             alpha = K<R>::shift(M, N, a, x, p.maximize, work);
         }
-        dx = K<R>::step(N, sign, alpha, x, y, xn);
-        if (dx < 0) break;
+        moved2 = K<R>::step(N, sign, alpha, x, y, xn);
+        if (moved2 < 0) break;
         ++it;
 #pragma unroll
         for (int i = 0; i < N; ++i) x[i] = xn[i];
         Unrolled<M, R>::axm1(c, x, y);
         lambda = K<R>::dot(N, x, y);
-        if (!p.fixed_iterations && dx <= p.tol) break;
+        if (!p.fixed_iterations && moved2 <= p.tol2) break;
     }
-    store(p, g, N, x, lambda, it, dx);
+    store(p, g, N, x, lambda, it, moved2);
 }
 
 /* ---- general: one block per tensor (the seed's design) ------------------------- */
@@ -178,7 +178,7 @@ __global__ void sshopm_general_kernel(Args<R> p, int stride)
         for (int s = threadIdx.x; s < p.num_starts; s += blockDim.x) {
             for (int i = 0; i < n; ++i) x[i] = p.starts[s * n + i];
             K<R>::axm1_general(p.order, n, k1, c_idx1, c, x, y);
-            R lambda = K<R>::dot(n, x, y), dx = (R)INFINITY;
+            R lambda = K<R>::dot(n, x, y), moved2 = (R)INFINITY;
             int it = 0;
             while (it < p.max_iter) {
                 R alpha = p.shift;
@@ -186,15 +186,15 @@ __global__ void sshopm_general_kernel(Args<R> p, int stride)
                     R work[3 * TK_KERNEL_MAX_DIM * TK_KERNEL_MAX_DIM + 2 * TK_KERNEL_MAX_DIM];
                     alpha = K<R>::shift(p.order, n, a, x, p.maximize, work);
                 }
-                dx = K<R>::step(n, sign, alpha, x, y, xn);
-                if (dx < 0) break;
+                moved2 = K<R>::step(n, sign, alpha, x, y, xn);
+                if (moved2 < 0) break;
                 ++it;
                 for (int i = 0; i < n; ++i) x[i] = xn[i];
                 K<R>::axm1_general(p.order, n, k1, c_idx1, c, x, y);
                 lambda = K<R>::dot(n, x, y);
-                if (!p.fixed_iterations && dx <= p.tol) break;
+                if (!p.fixed_iterations && moved2 <= p.tol2) break;
             }
-            store(p, t * (size_t)p.num_starts + s, n, x, lambda, it, dx);
+            store(p, t * (size_t)p.num_starts + s, n, x, lambda, it, moved2);
         }
         __syncthreads();
     }
@@ -323,7 +323,7 @@ static tk_status solve(const tk_sshopm_options *o, const tk_sshopm_tables *tb, s
     p.fixed_iterations = o->fixed_iterations;
     p.maximize = o->shift >= 0;
     p.shift = (R)o->shift;
-    p.tol = (R)o->tol;
+    p.tol2 = (R)(o->tol * o->tol);
     for (size_t first = 0; first < T; first += chunk) {
         size_t todo = T - first < chunk ? T - first : chunk, slots = todo * (size_t)S;
         CUDA_TRY(cudaMemcpy(d_packed, packed + first * k, sizeof(R) * k * todo, cudaMemcpyHostToDevice));

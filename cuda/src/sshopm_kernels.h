@@ -33,8 +33,9 @@ TK_HD static inline TK_REAL TK_SFX(tk_k_dot)(int dim, const TK_REAL *a, const TK
     return s;
 }
 
-/* The shifted power step x_new = sign (y + alpha x) / |...|.  Returns |x_new - x|,
- * or -1 when the step is zero or not finite (the start cannot go on). */
+/* The shifted power step x_new = sign (y + alpha x) / |...|.  Returns |x_new - x|^2
+ * (squared: callers compare with tol^2 and save a square root per iteration), or -1
+ * when the step is zero or not finite (the start cannot go on). */
 TK_HD static inline TK_REAL TK_SFX(tk_k_step)(int dim, TK_REAL sign, TK_REAL alpha, const TK_REAL *x,
                                               const TK_REAL *y, TK_REAL *x_new)
 {
@@ -50,7 +51,7 @@ TK_HD static inline TK_REAL TK_SFX(tk_k_step)(int dim, TK_REAL sign, TK_REAL alp
         TK_REAL d = x_new[i] - x[i];
         d2 = TK_FMA(d, d, d2);
     }
-    return TK_SQRT(d2);
+    return d2;
 }
 
 /* A x^(m-2) (dim x dim, row major) by the index walk over the packed entries. */
