@@ -1,0 +1,36 @@
+/* Internal: the per-(lmax, basis) plan of the peak finder, shared by its backends. */
+#ifndef TK_FIBERS_INTERNAL_H
+#define TK_FIBERS_INTERNAL_H
+
+#include "tk_fibers.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tk_fibers_plan {
+    int lmax, k;          /* k SH coefficients = k unique tensor entries */
+    tk_sh_basis basis;
+    int legacy;
+    double *map;          /* k x k: tensor = map * sh */
+    int grid;             /* directions on the upper hemisphere; their antipodes complete the sphere */
+    double *dirs;         /* grid x 3 */
+    double *basis_t;      /* k x grid: SH functions at the grid, coefficient-major */
+    int *nbr_start, *nbr; /* CSR neighbour lists over the hemisphere indices (antipodes folded in) */
+} tk_fibers_plan;
+
+tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *plan);
+void tk_fibers_plan_free(tk_fibers_plan *plan);
+
+/* Work buffers one voxel needs: tk_fibers_plan_work(plan) doubles. */
+size_t tk_fibers_plan_work(const tk_fibers_plan *plan);
+
+/* All local maxima of one SH series (double), sorted by amplitude descending; returns the
+ * count found (possibly above max_peaks; only max_peaks written). */
+int tk_fibers_voxel_maxima(const tk_fibers_plan *plan, const double *sh, double *work, int max_peaks,
+                           double *directions, double *amplitudes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,268 @@
+/* Fiber directions on the CPU: every local maximum of an SH series on the sphere.
+ *
+ * Method: evaluate the series on a hemisphere grid (one matrix-vector product), take every
+ * grid direction that is not below any neighbour (antipodes folded in), and polish each
+ * by Newton's method on the sphere applied to the equivalent symmetric tensor A x^lmax
+ * (its gradient A x^(lmax-1) and Hessian A x^(lmax-2)).  Polished maxima that coincide
+ * are merged. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fibers_internal.h"
+#include "tk_sshopm.h"
+
+#define TK_MAX_CANDIDATES 64
+
+void tk_fibers_options_init(tk_fibers_options *o, int lmax)
+{
+    memset(o, 0, sizeof *o);
+    o->lmax = lmax;
+    o->basis = TK_SH_TOURNIER;
+    o->num_peaks = 3;
+    o->threshold = 0.0;
+    o->relative_threshold = 0.0;
+    o->min_separation_deg = 0.0;
+    o->backend = TK_FIBERS_CPU;
+}
+
+static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+static void normalize3(double *v)
+{
+    double n = sqrt(dot3(v, v));
+    v[0] /= n, v[1] /= n, v[2] /= n;
+}
+
+/* u, w: an orthonormal basis of the plane orthogonal to unit x. */
+static void tangent_basis(const double *x, double *u, double *w)
+{
+    int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
+    double a[3] = {0, 0, 0};
+    a[small] = 1;
+    double d = dot3(a, x);
+    for (int i = 0; i < 3; ++i) u[i] = a[i] - d * x[i];
+    normalize3(u);
+    w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+}
+
+/* Tangent gradient g and Hessian h (2 x 2, both divided by m) of A x^m on the sphere at x. */
+static double sphere_derivatives(int m, const double *a, const double *x, const double *u, const double *w,
+                                 double *y, double *g, double *h)
+{
+    double mat[9], mu[3], mw[3];
+    tk_sym_axm1_d(m, 3, a, x, y);
+    double lambda = dot3(x, y);
+    tk_sym_axm2_d(m, 3, a, x, mat);
+    for (int i = 0; i < 3; ++i) {
+        mu[i] = mat[i * 3] * u[0] + mat[i * 3 + 1] * u[1] + mat[i * 3 + 2] * u[2];
+        mw[i] = mat[i * 3] * w[0] + mat[i * 3 + 1] * w[1] + mat[i * 3 + 2] * w[2];
+    }
+    g[0] = dot3(u, y), g[1] = dot3(w, y);
+    h[0] = (m - 1) * dot3(u, mu) - lambda;
+    h[1] = (m - 1) * dot3(u, mw);
+    h[2] = (m - 1) * dot3(w, mw) - lambda;
+    return lambda;
+}
+
+/* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
+ * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
+ * Marquardt), steps of at most 0.2 rad, and backtracking so that A x^m never falls. */
+static int polish(int m, const double *a, double *x, double *amplitude)
+{
+    double u[3], w[3], y[3], g[2], h[3];
+    for (int it = 0; it < 100; ++it) {
+        tangent_basis(x, u, w);
+        double lambda = sphere_derivatives(m, a, x, u, w, y, g, h);
+        double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
+        /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
+        double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
+        double top = mean + rad, shift = top > -1e-3 * scale ? top + 0.1 * scale : 0.0;
+        double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
+        double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
+        double len = sqrt(s0 * s0 + s1 * s1), xn[3];
+        if (len > 0.2) s0 *= 0.2 / len, s1 *= 0.2 / len, len = 0.2;
+        for (int half = 0; half < 40; ++half) {
+            for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
+            normalize3(xn);
+            if (tk_sym_axm_d(m, 3, a, xn) >= lambda - 1e-15 * scale) break;
+            s0 *= 0.5, s1 *= 0.5, len *= 0.5;
+        }
+        memcpy(x, xn, sizeof xn);
+        if (len < 1e-13) break;
+    }
+    tangent_basis(x, u, w);
+    double lambda = sphere_derivatives(m, a, x, u, w, y, g, h);
+    double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
+    *amplitude = lambda;
+    /* a strict maximum: gradient zero and Hessian negative definite (to rounding) */
+    return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && h[0] < -1e-9 * scale &&
+           h[0] * h[2] - h[1] * h[1] > 1e-18 * scale * scale;
+}
+
+/* Even lmax: x and -x are one direction; report the one whose largest entry is positive. */
+static void canonical(double *x)
+{
+    int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+    if (fabs(x[2]) > fabs(x[big])) big = 2;
+    if (x[big] < 0) x[0] = -x[0], x[1] = -x[1], x[2] = -x[2];
+}
+
+int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *work, int max_peaks,
+                           double *directions, double *amplitudes)
+{
+    const int g = p->grid, k = p->k, m = p->lmax;
+    double *values = work, *tensor = work + g;
+    /* the series on the grid: values = B sh, coefficient-major for contiguous axpys */
+    for (int i = 0; i < g; ++i) values[i] = 0;
+    for (int c = 0; c < k; ++c) {
+        const double coeff = sh[c], *col = p->basis_t + (size_t)c * g;
+        for (int i = 0; i < g; ++i) values[i] += coeff * col[i];
+    }
+    for (int r = 0; r < k; ++r) {
+        double s = 0;
+        for (int c = 0; c < k; ++c) s += p->map[(size_t)r * k + c] * sh[c];
+        tensor[r] = s;
+    }
+    /* grid directions not below any neighbour, largest first */
+    int cand[TK_MAX_CANDIDATES], ncand = 0;
+    for (int i = 0; i < g; ++i) {
+        int is_max = 1;
+        for (int e = p->nbr_start[i]; e < p->nbr_start[i + 1] && is_max; ++e) is_max = values[i] >= values[p->nbr[e]];
+        if (!is_max) continue;
+        int pos = ncand < TK_MAX_CANDIDATES ? ncand++ : TK_MAX_CANDIDATES;
+        if (pos == TK_MAX_CANDIDATES) {
+            if (values[i] <= values[cand[TK_MAX_CANDIDATES - 1]]) continue;
+            pos = TK_MAX_CANDIDATES - 1;
+        }
+        while (pos > 0 && values[cand[pos - 1]] < values[i]) cand[pos] = cand[pos - 1], --pos;
+        cand[pos] = i;
+    }
+    /* polish, merge, sort */
+    double found_dir[TK_MAX_CANDIDATES][3], found_amp[TK_MAX_CANDIDATES];
+    int found = 0;
+    for (int c = 0; c < ncand; ++c) {
+        double x[3], amp;
+        memcpy(x, p->dirs + (size_t)cand[c] * 3, sizeof x);
+        if (!polish(m, tensor, x, &amp)) continue;
+        canonical(x);
+        int dup = 0;
+        for (int f = 0; f < found && !dup; ++f) {
+            double d = fabs(dot3(found_dir[f], x));
+            dup = d > 1.0 - 1e-10; /* within about 1e-5 rad */
+        }
+        if (dup) continue;
+        int pos = found++;
+        while (pos > 0 && found_amp[pos - 1] < amp) {
+            memcpy(found_dir[pos], found_dir[pos - 1], sizeof found_dir[0]);
+            found_amp[pos] = found_amp[pos - 1];
+            --pos;
+        }
+        memcpy(found_dir[pos], x, sizeof x);
+        found_amp[pos] = amp;
+    }
+    for (int f = 0; f < found && f < max_peaks; ++f) {
+        if (directions) memcpy(directions + (size_t)f * 3, found_dir[f], sizeof found_dir[0]);
+        if (amplitudes) amplitudes[f] = found_amp[f];
+    }
+    return found;
+}
+
+int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
+                         double *amplitudes)
+{
+    tk_fibers_plan plan;
+    if (tk_fibers_plan_create(lmax, basis, legacy, &plan) != TK_OK) return -1;
+    double *work = malloc(sizeof(double) * tk_fibers_plan_work(&plan));
+    int found = work ? tk_fibers_voxel_maxima(&plan, sh, work, max_peaks, directions, amplitudes) : -1;
+    if (!work) tk_set_error(TK_ERR_MEMORY, "out of memory");
+    free(work);
+    tk_fibers_plan_free(&plan);
+    return found;
+}
+
+/* Thresholds, separation and the count limit of one voxel; NaN fills what is missing. */
+static void select_peaks(const tk_fibers_options *o, int found, const double *dirs, const double *amps, float *out_dir,
+                         float *out_amp)
+{
+    const double cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
+    int kept = 0, kept_index[TK_MAX_CANDIDATES];
+    for (int f = 0; f < found && kept < o->num_peaks; ++f) {
+        if (!(amps[f] > o->threshold) || amps[f] < o->relative_threshold * amps[0]) continue;
+        int close = 0; /* within the separation of a larger peak already kept */
+        for (int q = 0; q < kept && o->min_separation_deg > 0 && !close; ++q)
+            close = fabs(dot3(dirs + kept_index[q] * 3, dirs + f * 3)) > cos_sep;
+        if (close) continue;
+        if (out_dir)
+            for (int i = 0; i < 3; ++i) out_dir[kept * 3 + i] = (float)dirs[f * 3 + i];
+        if (out_amp) out_amp[kept] = (float)amps[f];
+        kept_index[kept++] = f;
+    }
+    for (int q = kept; q < o->num_peaks; ++q) {
+        if (out_dir) out_dir[q * 3] = out_dir[q * 3 + 1] = out_dir[q * 3 + 2] = NAN;
+        if (out_amp) out_amp[q] = NAN;
+    }
+}
+
+tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
+                         float *directions, float *amplitudes, size_t *bad_voxels)
+{
+    tk_clear_error();
+    if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
+    if (o->num_peaks < 1 || o->num_peaks > TK_MAX_CANDIDATES)
+        return tk_set_error(TK_ERR_ARGUMENT, "the number of peaks must be from 1 to %d, got %d", TK_MAX_CANDIDATES,
+                            o->num_peaks);
+    if (!(o->relative_threshold >= 0 && o->relative_threshold <= 1))
+        return tk_set_error(TK_ERR_ARGUMENT, "the relative threshold must be from 0 to 1");
+    if (!(o->min_separation_deg >= 0 && o->min_separation_deg <= 90))
+        return tk_set_error(TK_ERR_ARGUMENT, "the minimum separation must be from 0 to 90 degrees");
+    if (isnan(o->threshold)) return tk_set_error(TK_ERR_ARGUMENT, "the threshold is NaN");
+    if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
+    if (o->backend == TK_FIBERS_CUDA)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend is not in this build yet: use cpu or omp");
+    tk_fibers_plan plan;
+    tk_status status = tk_fibers_plan_create(o->lmax, o->basis, o->legacy, &plan);
+    if (status != TK_OK) return status;
+    const int k = plan.k, np = o->num_peaks;
+    const long long count = (long long)num_voxels;
+    size_t bad = 0;
+    int failed = 0;
+#ifdef _OPENMP
+    int threads = o->backend == TK_FIBERS_OMP ? (o->num_threads > 0 ? o->num_threads : omp_get_max_threads()) : 1;
+#pragma omp parallel num_threads(threads) reduction(+ : bad)
+#endif
+    {
+        double *work = malloc(sizeof(double) * (tk_fibers_plan_work(&plan) + (size_t)k + TK_MAX_CANDIDATES * 4));
+        if (!work) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            failed = 1;
+        }
+        double *coeffs = work + tk_fibers_plan_work(&plan), *dirs = coeffs + k, *amps = dirs + TK_MAX_CANDIDATES * 3;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 64)
+#endif
+        for (long long v = 0; v < count; ++v) {
+            if (!work) continue;
+            float *od = directions ? directions + (size_t)v * np * 3 : NULL;
+            float *oa = amplitudes ? amplitudes + (size_t)v * np : NULL;
+            int ok = !mask || mask[v];
+            for (int c = 0; c < k && ok; ++c) {
+                coeffs[c] = sh[(size_t)v * k + c];
+                if (!isfinite(coeffs[c])) ok = 0, ++bad;
+            }
+            int found = ok ? tk_fibers_voxel_maxima(&plan, coeffs, work, TK_MAX_CANDIDATES, dirs, amps) : 0;
+            if (found > TK_MAX_CANDIDATES) found = TK_MAX_CANDIDATES;
+            select_peaks(o, found, dirs, amps, od, oa);
+        }
+        free(work);
+    }
+    tk_fibers_plan_free(&plan);
+    if (bad_voxels) *bad_voxels = bad;
+    if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for peak-finder work buffers");
+    return TK_OK;
+}

@@ -1,0 +1,98 @@
+/* The peak finder's plan: the SH-to-tensor map, a hemisphere grid and its neighbours. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fibers_internal.h"
+
+#define TK_PI 3.14159265358979323846
+
+/* Grid density grows with lmax like the number of lobes the function can hold: about
+ * 1,500 directions on the hemisphere (3.7 degree spacing) at lmax 8. */
+static int grid_size(int lmax)
+{
+    int g = 24 * lmax * lmax;
+    return g < 200 ? 200 : g;
+}
+
+void tk_fibers_plan_free(tk_fibers_plan *p)
+{
+    free(p->map);
+    free(p->dirs);
+    free(p->basis_t);
+    free(p->nbr_start);
+    free(p->nbr);
+    memset(p, 0, sizeof *p);
+}
+
+size_t tk_fibers_plan_work(const tk_fibers_plan *p)
+{
+    /* grid values, tensor, candidates (index list as doubles), per-peak scratch */
+    return (size_t)p->grid * 2 + (size_t)p->k + 64;
+}
+
+tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (lmax < 2 || lmax % 2 || lmax > TK_SH_MAX_LMAX)
+        return tk_set_error(TK_ERR_ARGUMENT, "lmax must be even and from 2 to %d, got %d", TK_SH_MAX_LMAX, lmax);
+    p->lmax = lmax;
+    p->k = (int)tk_sh_num_coeffs(lmax);
+    p->basis = basis;
+    p->legacy = legacy;
+    p->grid = grid_size(lmax);
+    const int g = p->grid, k = p->k;
+    p->map = malloc(sizeof(double) * (size_t)k * k);
+    p->dirs = malloc(sizeof(double) * (size_t)g * 3);
+    p->basis_t = malloc(sizeof(double) * (size_t)k * g);
+    p->nbr_start = malloc(sizeof(int) * ((size_t)g + 1));
+    double *row = malloc(sizeof(double) * (size_t)k);
+    if (!p->map || !p->dirs || !p->basis_t || !p->nbr_start || !row) {
+        free(row);
+        tk_fibers_plan_free(p);
+        return tk_set_error(TK_ERR_MEMORY, "out of memory for the lmax %d peak-finder plan", lmax);
+    }
+    tk_status s = tk_sh_to_tensor_map(basis, legacy, lmax, p->map);
+    /* upper half of a 2g-point Fibonacci lattice */
+    for (int i = 0; i < g && s == TK_OK; ++i) {
+        double z = 1.0 - (2.0 * i + 1.0) / (2.0 * g), rho = sqrt(1.0 - z * z), ang = i * TK_PI * (3.0 - sqrt(5.0));
+        double *d = p->dirs + (size_t)i * 3;
+        d[0] = rho * cos(ang), d[1] = rho * sin(ang), d[2] = z;
+        s = tk_sh_eval(basis, legacy, lmax, d, row);
+        for (int c = 0; c < k; ++c) p->basis_t[(size_t)c * g + i] = row[c];
+    }
+    free(row);
+    if (s != TK_OK) {
+        tk_fibers_plan_free(p);
+        return s;
+    }
+    /* Neighbours: every grid direction (or antipode) within 1.8 grid spacings. */
+    const double spacing = sqrt(2.0 * TK_PI / g), cos_r = cos(1.3 * spacing);
+    size_t cap = (size_t)g * 16, used = 0;
+    p->nbr = malloc(sizeof(int) * cap);
+    for (int i = 0; i < g && p->nbr; ++i) {
+        p->nbr_start[i] = (int)used;
+        const double *a = p->dirs + (size_t)i * 3;
+        for (int j = 0; j < g; ++j) {
+            if (j == i) continue;
+            const double *b = p->dirs + (size_t)j * 3;
+            if (fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) < cos_r) continue;
+            if (used == cap) {
+                int *grown = realloc(p->nbr, sizeof(int) * (cap *= 2));
+                if (!grown) {
+                    free(p->nbr);
+                    p->nbr = NULL;
+                    break;
+                }
+                p->nbr = grown;
+            }
+            p->nbr[used++] = j;
+        }
+    }
+    if (!p->nbr) {
+        tk_fibers_plan_free(p);
+        return tk_set_error(TK_ERR_MEMORY, "out of memory for the peak-finder grid");
+    }
+    p->nbr_start[g] = (int)used;
+    return TK_OK;
+}
