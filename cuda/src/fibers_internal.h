@@ -15,7 +15,8 @@ typedef struct tk_fibers_plan {
     double *map;          /* k x k: tensor = map * sh */
     int grid;             /* directions on the upper hemisphere; their antipodes complete the sphere */
     double *dirs;         /* grid x 3 */
-    double *basis_t;      /* k x grid: SH functions at the grid, coefficient-major */
+    float *basis_t;       /* k x grid_padded: SH functions at the grid, coefficient-major */
+    int grid_padded;      /* grid rounded up to the evaluation block */
     int *nbr_start, *nbr; /* CSR neighbour lists over the hemisphere indices (antipodes folded in) */
 } tk_fibers_plan;
 

@@ -15,7 +15,68 @@
 #include "fibers_internal.h"
 #include "tk_sshopm.h"
 
+#include "tk_hd.h"
+#define TK_REAL double
+#define TK_SFX(name) name##_d
+#define TK_FMA(a, b, c) ((a) * (b) + (c))
+#include "sshopm_unrolled_gen.h"
+#undef TK_REAL
+#undef TK_SFX
+#undef TK_FMA
+
 #define TK_MAX_CANDIDATES 64
+
+/* One voxel's tensor with the prescaled tables of the straight-line kernels for
+ * lmax 2..8 (generated), or the reference index walk above that. */
+typedef struct {
+    int m;
+    const double *a;
+    double c[3 * TK_UNROLLED_K1_8_3], c2[6 * TK_UNROLLED_K2_8_3];
+} voxel_tensor;
+
+static void vt_init(voxel_tensor *t, int m, const double *a)
+{
+    t->m = m, t->a = a;
+    switch (m) {
+#define TK_CASE(M)                                                                                                     \
+    case M:                                                                                                            \
+        tk_unrolled_prescale_##M##_3_d(a, t->c);                                                                       \
+        tk_unrolled_prescale2_##M##_3_d(a, t->c2);                                                                     \
+        break;
+        TK_CASE(2) TK_CASE(4) TK_CASE(6) TK_CASE(8)
+#undef TK_CASE
+    default: break;
+    }
+}
+
+static void vt_axm1(const voxel_tensor *t, const double *x, double *y)
+{
+    switch (t->m) {
+    case 2: tk_unrolled_axm1_2_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
+    case 4: tk_unrolled_axm1_4_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
+    case 6: tk_unrolled_axm1_6_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
+    case 8: tk_unrolled_axm1_8_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
+    default: tk_sym_axm1_d(t->m, 3, t->a, x, y); break;
+    }
+}
+
+static void vt_axm2(const voxel_tensor *t, const double *x, double *y)
+{
+    switch (t->m) {
+    case 2: tk_unrolled_axm2_2_3_d(t->c2, x[0], x[1], x[2], y); break;
+    case 4: tk_unrolled_axm2_4_3_d(t->c2, x[0], x[1], x[2], y); break;
+    case 6: tk_unrolled_axm2_6_3_d(t->c2, x[0], x[1], x[2], y); break;
+    case 8: tk_unrolled_axm2_8_3_d(t->c2, x[0], x[1], x[2], y); break;
+    default: tk_sym_axm2_d(t->m, 3, t->a, x, y); break;
+    }
+}
+
+static double vt_axm(const voxel_tensor *t, const double *x)
+{
+    double y[3];
+    vt_axm1(t, x, y);
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+}
 
 void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 {
@@ -50,13 +111,14 @@ static void tangent_basis(const double *x, double *u, double *w)
 }
 
 /* Tangent gradient g and Hessian h (2 x 2, both divided by m) of A x^m on the sphere at x. */
-static double sphere_derivatives(int m, const double *a, const double *x, const double *u, const double *w,
-                                 double *y, double *g, double *h)
+static double sphere_derivatives(const voxel_tensor *t, const double *x, const double *u, const double *w, double *y,
+                                 double *g, double *h)
 {
+    const int m = t->m;
     double mat[9], mu[3], mw[3];
-    tk_sym_axm1_d(m, 3, a, x, y);
+    vt_axm1(t, x, y);
     double lambda = dot3(x, y);
-    tk_sym_axm2_d(m, 3, a, x, mat);
+    vt_axm2(t, x, mat);
     for (int i = 0; i < 3; ++i) {
         mu[i] = mat[i * 3] * u[0] + mat[i * 3 + 1] * u[1] + mat[i * 3 + 2] * u[2];
         mw[i] = mat[i * 3] * w[0] + mat[i * 3 + 1] * w[1] + mat[i * 3 + 2] * w[2];
@@ -71,12 +133,12 @@ static double sphere_derivatives(int m, const double *a, const double *x, const 
 /* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
  * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
  * Marquardt), steps of at most 0.2 rad, and backtracking so that A x^m never falls. */
-static int polish(int m, const double *a, double *x, double *amplitude)
+static int polish(const voxel_tensor *t, double *x, double *amplitude)
 {
     double u[3], w[3], y[3], g[2], h[3];
     for (int it = 0; it < 100; ++it) {
         tangent_basis(x, u, w);
-        double lambda = sphere_derivatives(m, a, x, u, w, y, g, h);
+        double lambda = sphere_derivatives(t, x, u, w, y, g, h);
         double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
         /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
         double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
@@ -88,14 +150,14 @@ static int polish(int m, const double *a, double *x, double *amplitude)
         for (int half = 0; half < 40; ++half) {
             for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
             normalize3(xn);
-            if (tk_sym_axm_d(m, 3, a, xn) >= lambda - 1e-15 * scale) break;
+            if (vt_axm(t, xn) >= lambda - 1e-15 * scale) break;
             s0 *= 0.5, s1 *= 0.5, len *= 0.5;
         }
         memcpy(x, xn, sizeof xn);
         if (len < 1e-13) break;
     }
     tangent_basis(x, u, w);
-    double lambda = sphere_derivatives(m, a, x, u, w, y, g, h);
+    double lambda = sphere_derivatives(t, x, u, w, y, g, h);
     double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
     *amplitude = lambda;
     /* a strict maximum: gradient zero and Hessian negative definite (to rounding) */
@@ -111,17 +173,33 @@ static void canonical(double *x)
     if (x[big] < 0) x[0] = -x[0], x[1] = -x[1], x[2] = -x[2];
 }
 
+/* The series on the grid, in float (it only ranks directions): blocks of 32 directions
+ * accumulate in registers over the coefficients; cloned for AVX2 + FMA. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+static void grid_values(const tk_fibers_plan *p, const double *sh, float *values)
+{
+    const int k = p->k, stride = p->grid_padded;
+    float coeff[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
+    for (int c = 0; c < k; ++c) coeff[c] = (float)sh[c];
+    for (int i0 = 0; i0 < stride; i0 += 32) {
+        float acc[32] = {0};
+        for (int c = 0; c < k; ++c) {
+            const float *col = p->basis_t + (size_t)c * stride + i0;
+            for (int j = 0; j < 32; ++j) acc[j] += coeff[c] * col[j];
+        }
+        for (int j = 0; j < 32; ++j) values[i0 + j] = acc[j];
+    }
+}
+
 int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *work, int max_peaks,
                            double *directions, double *amplitudes)
 {
     const int g = p->grid, k = p->k, m = p->lmax;
-    double *values = work, *tensor = work + g;
-    /* the series on the grid: values = B sh, coefficient-major for contiguous axpys */
-    for (int i = 0; i < g; ++i) values[i] = 0;
-    for (int c = 0; c < k; ++c) {
-        const double coeff = sh[c], *col = p->basis_t + (size_t)c * g;
-        for (int i = 0; i < g; ++i) values[i] += coeff * col[i];
-    }
+    float *values = (float *)work;
+    double *tensor = work + p->grid_padded / 2 + 1;
+    grid_values(p, sh, values);
     for (int r = 0; r < k; ++r) {
         double s = 0;
         for (int c = 0; c < k; ++c) s += p->map[(size_t)r * k + c] * sh[c];
@@ -130,8 +208,8 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     /* grid directions not below any neighbour, largest first */
     int cand[TK_MAX_CANDIDATES], ncand = 0;
     for (int i = 0; i < g; ++i) {
-        int is_max = 1;
-        for (int e = p->nbr_start[i]; e < p->nbr_start[i + 1] && is_max; ++e) is_max = values[i] >= values[p->nbr[e]];
+        int is_max = 1; /* branch-free: the early exit mispredicts more than it saves */
+        for (int e = p->nbr_start[i]; e < p->nbr_start[i + 1]; ++e) is_max &= values[i] >= values[p->nbr[e]];
         if (!is_max) continue;
         int pos = ncand < TK_MAX_CANDIDATES ? ncand++ : TK_MAX_CANDIDATES;
         if (pos == TK_MAX_CANDIDATES) {
@@ -142,12 +220,14 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
         cand[pos] = i;
     }
     /* polish, merge, sort */
+    voxel_tensor vt;
+    vt_init(&vt, m, tensor);
     double found_dir[TK_MAX_CANDIDATES][3], found_amp[TK_MAX_CANDIDATES];
     int found = 0;
     for (int c = 0; c < ncand; ++c) {
         double x[3], amp;
         memcpy(x, p->dirs + (size_t)cand[c] * 3, sizeof x);
-        if (!polish(m, tensor, x, &amp)) continue;
+        if (!polish(&vt, x, &amp)) continue;
         canonical(x);
         int dup = 0;
         for (int f = 0; f < found && !dup; ++f) {

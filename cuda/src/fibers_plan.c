@@ -27,8 +27,8 @@ void tk_fibers_plan_free(tk_fibers_plan *p)
 
 size_t tk_fibers_plan_work(const tk_fibers_plan *p)
 {
-    /* grid values, tensor, candidates (index list as doubles), per-peak scratch */
-    return (size_t)p->grid * 2 + (size_t)p->k + 64;
+    /* grid values (floats, padded), then the tensor */
+    return (size_t)p->grid_padded / 2 + 1 + (size_t)p->k;
 }
 
 tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *p)
@@ -41,10 +41,11 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
     p->basis = basis;
     p->legacy = legacy;
     p->grid = grid_size(lmax);
+    p->grid_padded = (p->grid + 31) / 32 * 32;
     const int g = p->grid, k = p->k;
     p->map = malloc(sizeof(double) * (size_t)k * k);
     p->dirs = malloc(sizeof(double) * (size_t)g * 3);
-    p->basis_t = malloc(sizeof(double) * (size_t)k * g);
+    p->basis_t = calloc((size_t)k * p->grid_padded, sizeof(float));
     p->nbr_start = malloc(sizeof(int) * ((size_t)g + 1));
     double *row = malloc(sizeof(double) * (size_t)k);
     if (!p->map || !p->dirs || !p->basis_t || !p->nbr_start || !row) {
@@ -59,7 +60,7 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
         double *d = p->dirs + (size_t)i * 3;
         d[0] = rho * cos(ang), d[1] = rho * sin(ang), d[2] = z;
         s = tk_sh_eval(basis, legacy, lmax, d, row);
-        for (int c = 0; c < k; ++c) p->basis_t[(size_t)c * g + i] = row[c];
+        for (int c = 0; c < k; ++c) p->basis_t[(size_t)c * p->grid_padded + i] = (float)row[c];
     }
     free(row);
     if (s != TK_OK) {
