@@ -23,6 +23,11 @@ typedef struct tk_fibers_plan {
 tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *plan);
 void tk_fibers_plan_free(tk_fibers_plan *plan);
 
+/* A shared, immutable plan per (lmax, basis, legacy), built on first use and kept for the
+ * process: filters call the finder once per thread and region, and the grid's neighbour
+ * search is the costly part of a plan.  Thread safe. */
+tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_fibers_plan **plan);
+
 /* Work buffers one voxel needs: tk_fibers_plan_work(plan) doubles. */
 size_t tk_fibers_plan_work(const tk_fibers_plan *plan);
 

@@ -303,9 +303,10 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
     if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
     if (o->backend == TK_FIBERS_CUDA)
         return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend is not in this build yet: use cpu or omp");
-    tk_fibers_plan plan;
-    tk_status status = tk_fibers_plan_create(o->lmax, o->basis, o->legacy, &plan);
+    const tk_fibers_plan *cached = NULL;
+    tk_status status = tk_fibers_plan_get(o->lmax, o->basis, o->legacy, &cached);
     if (status != TK_OK) return status;
+    const tk_fibers_plan plan = *cached;
     const int k = plan.k, np = o->num_peaks;
     const long long count = (long long)num_voxels;
     size_t bad = 0;
@@ -341,7 +342,6 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
         }
         free(work);
     }
-    tk_fibers_plan_free(&plan);
     if (bad_voxels) *bad_voxels = bad;
     if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for peak-finder work buffers");
     return TK_OK;

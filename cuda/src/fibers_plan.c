@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "fibers_internal.h"
 
 #define TK_PI 3.14159265358979323846
@@ -96,4 +98,27 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
     }
     p->nbr_start[g] = (int)used;
     return TK_OK;
+}
+
+static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_fibers_plan *plan_cache[TK_SH_MAX_LMAX / 2 + 1][2][2];
+
+tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_fibers_plan **plan)
+{
+    if (lmax < 2 || lmax % 2 || lmax > TK_SH_MAX_LMAX)
+        return tk_set_error(TK_ERR_ARGUMENT, "lmax must be even and from 2 to %d, got %d", TK_SH_MAX_LMAX, lmax);
+    if (basis != TK_SH_TOURNIER && basis != TK_SH_DESCOTEAUX)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown SH basis %d", (int)basis);
+    tk_status s = TK_OK;
+    pthread_mutex_lock(&plan_lock);
+    tk_fibers_plan **slot = &plan_cache[lmax / 2][basis][legacy != 0];
+    if (!*slot) {
+        tk_fibers_plan *fresh = malloc(sizeof *fresh);
+        if (!fresh) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a peak-finder plan");
+        else if ((s = tk_fibers_plan_create(lmax, basis, legacy != 0, fresh)) != TK_OK) free(fresh);
+        else *slot = fresh;
+    }
+    *plan = *slot;
+    pthread_mutex_unlock(&plan_lock);
+    return s;
 }

@@ -1,0 +1,112 @@
+/* itk::FiberDirectionsImageFilter: spherical-harmonic image in, fiber directions out. */
+#ifndef itkFiberDirectionsImageFilter_h
+#define itkFiberDirectionsImageFilter_h
+
+#include "itkImage.h"
+#include "itkImageToImageFilter.h"
+#include "itkVectorImage.h"
+#include "tk_fibers.h"
+
+namespace itk
+{
+/** \class FiberDirectionsImageFilter
+ * \brief The local maxima (fiber directions) of each voxel's spherical-harmonic function.
+ *
+ * Input: a 3-D itk::VectorImage whose components are the even-degree SH coefficients of
+ * order lmax (6, 15, 28, 45, ... components; MRtrix3's or DIPY's basis), and optionally a
+ * mask (SetMaskImage; voxels where it is zero get NaN).  Output 0 (GetOutput): a VectorImage
+ * of 3 * NumberOfPeaks components, each peak's unit direction times its amplitude as
+ * MRtrix3's sh2peaks writes it, NaN where a voxel has fewer peaks.  Output 1
+ * (GetAmplitudeOutput): the NumberOfPeaks amplitudes.  Peaks are sorted by amplitude.
+ *
+ * Frame: directions are reported in world RAS coordinates, as sh2peaks reports them. The
+ * tournier basis (MRtrix3) is already defined in that frame; the descoteaux basis (DIPY)
+ * is defined in voxel axes, so its peaks are rotated by the image's direction matrix
+ * (converted from ITK's LPS to RAS).
+ *
+ * The CPU backends run on ITK's threader over the requested region (streaming works); the
+ * CUDA backend processes the requested region on the GPU in large batches.
+ */
+template <typename TInputImage = VectorImage<float, 3>, typename TOutputImage = VectorImage<float, 3>>
+class ITK_TEMPLATE_EXPORT FiberDirectionsImageFilter : public ImageToImageFilter<TInputImage, TOutputImage>
+{
+public:
+    ITK_DISALLOW_COPY_AND_MOVE(FiberDirectionsImageFilter);
+
+    using Self = FiberDirectionsImageFilter;
+    using Superclass = ImageToImageFilter<TInputImage, TOutputImage>;
+    using Pointer = SmartPointer<Self>;
+    using ConstPointer = SmartPointer<const Self>;
+    itkNewMacro(Self);
+    itkTypeMacro(FiberDirectionsImageFilter, ImageToImageFilter);
+
+    using InputImageType = TInputImage;
+    using OutputImageType = TOutputImage;
+    using MaskImageType = Image<unsigned char, TInputImage::ImageDimension>;
+    using OutputRegionType = typename TOutputImage::RegionType;
+
+    enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
+    enum class BackendType { CPU, CUDA };
+
+    itkSetClampMacro(NumberOfPeaks, unsigned int, 1, 64);
+    itkGetConstMacro(NumberOfPeaks, unsigned int);
+    /** Keep peaks whose amplitude is greater than this (sh2peaks -threshold; default 0). */
+    itkSetMacro(Threshold, double);
+    itkGetConstMacro(Threshold, double);
+    /** Keep peaks at least this fraction of the voxel's largest (0..1; default 0). */
+    itkSetClampMacro(RelativeThreshold, double, 0.0, 1.0);
+    itkGetConstMacro(RelativeThreshold, double);
+    /** Drop a peak within this angle (degrees) of a larger one (default 0: off). */
+    itkSetClampMacro(MinimumSeparationAngle, double, 0.0, 90.0);
+    itkGetConstMacro(MinimumSeparationAngle, double);
+    itkSetMacro(Basis, BasisType);
+    itkGetConstMacro(Basis, BasisType);
+    /** DIPY's legacy descoteaux07 or MRtrix 0.2's tournier07 (no sqrt 2). */
+    itkSetMacro(Legacy, bool);
+    itkGetConstMacro(Legacy, bool);
+    itkBooleanMacro(Legacy);
+    itkSetMacro(Backend, BackendType);
+    itkGetConstMacro(Backend, BackendType);
+
+    void SetMaskImage(const MaskImageType *mask) { this->SetNthInput(1, const_cast<MaskImageType *>(mask)); }
+    const MaskImageType *GetMaskImage() const { return dynamic_cast<const MaskImageType *>(this->ProcessObject::GetInput(1)); }
+
+    TOutputImage *GetAmplitudeOutput() { return dynamic_cast<TOutputImage *>(this->ProcessObject::GetOutput(1)); }
+
+    /** Voxels skipped because their coefficients were not finite (after Update). */
+    itkGetConstMacro(NumberOfInvalidVoxels, SizeValueType);
+
+protected:
+    FiberDirectionsImageFilter();
+    ~FiberDirectionsImageFilter() override = default;
+
+    void GenerateOutputInformation() override;
+    void BeforeThreadedGenerateData() override;
+    void GenerateData() override;
+    void DynamicThreadedGenerateData(const OutputRegionType &region) override;
+    void AfterThreadedGenerateData() override;
+    void PrintSelf(std::ostream &os, Indent indent) const override;
+    void VerifyInputInformation() const override;
+
+private:
+    /** Peaks of one region, written to both outputs; returns the invalid-voxel count. */
+    SizeValueType ProcessRegion(const OutputRegionType &region, tk_fibers_backend backend);
+
+    unsigned int m_NumberOfPeaks{3};
+    double m_Threshold{0.0};
+    double m_RelativeThreshold{0.0};
+    double m_MinimumSeparationAngle{0.0};
+    BasisType m_Basis{BasisType::Tournier};
+    bool m_Legacy{false};
+    BackendType m_Backend{BackendType::CPU};
+    int m_Lmax{0};
+    double m_VoxelToRas[3][3]{};
+    std::atomic<SizeValueType> m_InvalidVoxels{0};
+    SizeValueType m_NumberOfInvalidVoxels{0};
+};
+} // namespace itk
+
+#ifndef ITK_MANUAL_INSTANTIATION
+#include "itkFiberDirectionsImageFilter.hxx"
+#endif
+#endif

@@ -1,0 +1,146 @@
+// itk::FiberDirectionsImageFilter: peaks against tk_fibers_all_maxima, sh2peaks's layout,
+// masks, streaming, the RAS frame of the DIPY basis, and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "itkFiberDirectionsImageFilter.h"
+#include "itkStreamingImageFilter.h"
+#include "tk_fibers.h"
+
+namespace {
+
+using SHImage = itk::VectorImage<float, 3>;
+using Filter = itk::FiberDirectionsImageFilter<>;
+
+// SH coefficients of (v.x)^8 + 0.5 (w.x)^8 by least squares on many directions.
+std::vector<double> two_fibers(tk_sh_basis basis, const double *v, const double *w)
+{
+    const int k = 45, rows = 400;
+    std::vector<double> ata(k * k, 0), atb(k, 0), y(k);
+    for (int r = 0; r < rows; ++r) {
+        double z = 1 - (2.0 * r + 1) / rows, rho = std::sqrt(1 - z * z), a = r * 2.399963229728653;
+        double g[3] = {rho * std::cos(a), rho * std::sin(a), z};
+        tk_sh_eval(basis, 0, 8, g, y.data());
+        double f = std::pow(g[0] * v[0] + g[1] * v[1] + g[2] * v[2], 8) + 0.5 * std::pow(g[0] * w[0] + g[1] * w[1] + g[2] * w[2], 8);
+        for (int i = 0; i < k; ++i) {
+            atb[i] += y[i] * f;
+            for (int j = 0; j < k; ++j) ata[i * k + j] += y[i] * y[j];
+        }
+    }
+    for (int c = 0; c < k; ++c)
+        for (int r = c + 1; r < k; ++r) {
+            double f = ata[r * k + c] / ata[c * k + c];
+            for (int j = c; j < k; ++j) ata[r * k + j] -= f * ata[c * k + j];
+            atb[r] -= f * atb[c];
+        }
+    std::vector<double> x(k);
+    for (int r = k - 1; r >= 0; --r) {
+        double s = atb[r];
+        for (int j = r + 1; j < k; ++j) s -= ata[r * k + j] * x[j];
+        x[r] = s / ata[r * k + r];
+    }
+    return x;
+}
+
+SHImage::Pointer make_image(const std::vector<double> &c, unsigned components = 45)
+{
+    auto image = SHImage::New();
+    SHImage::RegionType region;
+    region.SetSize({{4, 3, 2}});
+    image->SetRegions(region);
+    image->SetNumberOfComponentsPerPixel(components);
+    image->Allocate();
+    SHImage::PixelType p(components);
+    for (unsigned i = 0; i < components; ++i) p[i] = i < c.size() ? static_cast<float>(c[i]) : 0.f;
+    image->FillBuffer(p);
+    return image;
+}
+
+const double kV[3] = {0.6, 0.0, 0.8}, kW[3] = {0.0, 1.0, 0.0};
+
+}  // namespace
+
+TEST(FiberDirectionsImageFilter, WritesSh2peaksLayout)
+{
+    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto filter = Filter::New();
+    filter->SetInput(image);
+    filter->SetNumberOfPeaks(3);
+    filter->Update();
+    auto out = filter->GetOutput();
+    auto amps = filter->GetAmplitudeOutput();
+    ASSERT_EQ(out->GetNumberOfComponentsPerPixel(), 9u);
+    ASSERT_EQ(amps->GetNumberOfComponentsPerPixel(), 3u);
+    EXPECT_EQ(out->GetLargestPossibleRegion(), image->GetLargestPossibleRegion());
+    auto p = out->GetPixel({{3, 2, 1}});
+    auto a = amps->GetPixel({{3, 2, 1}});
+    // direction times amplitude, as sh2peaks writes it; amplitudes 1 and 0.5 (the lobes are orthogonal)
+    EXPECT_NEAR(a[0], 1.0, 1e-4);
+    EXPECT_NEAR(a[1], 0.5, 1e-4);
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(p[i], kV[i] * a[0], 1e-4);
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(p[3 + i], kW[i] * a[1], 1e-4);
+    EXPECT_TRUE(std::isnan(p[6]) && std::isnan(a[2]));
+}
+
+TEST(FiberDirectionsImageFilter, DipyBasisIsRotatedToWorldRas)
+{
+    // DIPY's SH live in voxel axes: with a direction matrix the peaks turn with the image.
+    auto image = make_image(two_fibers(TK_SH_DESCOTEAUX, kV, kW));
+    SHImage::DirectionType d;  // LPS direction: 90 degrees about z
+    d.Fill(0);
+    d[0][1] = -1, d[1][0] = 1, d[2][2] = 1;
+    image->SetDirection(d);
+    auto filter = Filter::New();
+    filter->SetInput(image);
+    filter->SetBasis(Filter::BasisType::Descoteaux);
+    filter->Update();
+    auto p = filter->GetOutput()->GetPixel({{0, 0, 0}});
+    // RAS = diag(-1,-1,1) * LPS direction * voxel vector
+    double expect[3];
+    for (int r = 0; r < 3; ++r) expect[r] = (r < 2 ? -1 : 1) * (d[r][0] * kV[0] + d[r][1] * kV[1] + d[r][2] * kV[2]);
+    double sign = (p[0] * expect[0] + p[1] * expect[1] + p[2] * expect[2]) < 0 ? -1 : 1;
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(p[i], sign * expect[i], 1e-4);
+    // MRtrix3's basis is already in world coordinates: the same direction matrix changes nothing.
+    auto image2 = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    image2->SetDirection(d);
+    auto f2 = Filter::New();
+    f2->SetInput(image2);
+    f2->Update();
+    auto q = f2->GetOutput()->GetPixel({{0, 0, 0}});
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(q[i], kV[i], 1e-4);
+}
+
+TEST(FiberDirectionsImageFilter, MaskAndStreaming)
+{
+    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto mask = Filter::MaskImageType::New();
+    mask->SetRegions(image->GetLargestPossibleRegion());
+    mask->Allocate();
+    mask->FillBuffer(1);
+    mask->SetPixel({{1, 1, 1}}, 0);
+    auto filter = Filter::New();
+    filter->SetInput(image);
+    filter->SetMaskImage(mask);
+    auto streamer = itk::StreamingImageFilter<SHImage, SHImage>::New();
+    streamer->SetInput(filter->GetOutput());
+    streamer->SetNumberOfStreamDivisions(3);
+    streamer->Update();
+    auto out = streamer->GetOutput();
+    EXPECT_TRUE(std::isnan(out->GetPixel({{1, 1, 1}})[0]));
+    EXPECT_NEAR(out->GetPixel({{2, 2, 1}})[2], 0.8, 1e-4);
+}
+
+TEST(FiberDirectionsImageFilter, RejectsANonShComponentCount)
+{
+    auto image = make_image({}, 44);
+    auto filter = Filter::New();
+    filter->SetInput(image);
+    try {
+        filter->Update();
+        FAIL() << "expected an exception";
+    } catch (const itk::ExceptionObject &e) {
+        EXPECT_NE(std::string(e.GetDescription()).find("44 components"), std::string::npos) << e.GetDescription();
+    }
+}
