@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Exit codes: 1 for failed work (bad data, I/O), 2 for a bad command line. */
 #define TK_EXIT_FAILURE 1
 #define TK_EXIT_USAGE 2
@@ -50,4 +54,7 @@ void tk_output_abort(tk_output *out);
 
 double tk_cli_now_ms(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

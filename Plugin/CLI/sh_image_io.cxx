@@ -1,0 +1,168 @@
+#include "sh_image_io.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "itkImageFileReader.h"
+#include "itkImageFileWriter.h"
+#include "itkImageIOFactory.h"
+#include "itkImageRegionConstIterator.h"
+
+namespace tk {
+namespace {
+
+using Image4 = itk::Image<float, 4>;
+
+void check_readable(const std::string &path)
+{
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a directory, not an image");
+    if (st.st_size == 0) throw std::runtime_error(path + ": empty file");
+}
+
+itk::ImageIOBase::Pointer probe(const std::string &path)
+{
+    check_readable(path);
+    auto io = itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
+    if (!io) throw std::runtime_error(path + ": not an image format ITK can read");
+    io->SetFileName(path);
+    try {
+        io->ReadImageInformation();
+    } catch (const itk::ExceptionObject &e) {
+        throw std::runtime_error(path + ": unreadable image header: " + e.GetDescription());
+    }
+    return io;
+}
+
+bool is_nifti(const std::string &path)
+{
+    auto ends = [&](const char *s) {
+        size_t n = std::strlen(s);
+        return path.size() >= n && path.compare(path.size() - n, n, s) == 0;
+    };
+    return ends(".nii") || ends(".nii.gz");
+}
+
+template <typename TImage> typename TImage::Pointer read(const std::string &path)
+{
+    auto reader = itk::ImageFileReader<TImage>::New();
+    reader->SetFileName(path);
+    try {
+        reader->Update();
+    } catch (const itk::ExceptionObject &e) {
+        throw std::runtime_error(path + ": cannot read: " + e.GetDescription());
+    }
+    return reader->GetOutput();
+}
+
+}  // namespace
+
+VectorImage3::Pointer read_vector_volume(const std::string &path)
+{
+    auto io = probe(path);
+    const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
+    if (dims == 3 && comps > 1) return read<VectorImage3>(path);
+    if (dims != 4 || comps != 1)
+        throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                                 std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
+    auto in = read<Image4>(path);
+    const auto size4 = in->GetLargestPossibleRegion().GetSize();
+    auto out = VectorImage3::New();
+    VectorImage3::RegionType region;
+    VectorImage3::SpacingType spacing;
+    VectorImage3::PointType origin;
+    VectorImage3::DirectionType direction;
+    for (unsigned r = 0; r < 3; ++r) {
+        region.SetSize(r, size4[r]);
+        spacing[r] = in->GetSpacing()[r];
+        origin[r] = in->GetOrigin()[r];
+        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
+    }
+    out->SetRegions(region);
+    out->SetSpacing(spacing);
+    out->SetOrigin(origin);
+    out->SetDirection(direction);
+    out->SetNumberOfComponentsPerPixel(static_cast<unsigned>(size4[3]));
+    out->Allocate();
+    // Both buffers are x-fastest: voxel v, volume t sits at t * nvox + v in the 4-D image.
+    const size_t nvox = region.GetNumberOfPixels(), nt = size4[3];
+    const float *src = in->GetBufferPointer();
+    float *dst = out->GetBufferPointer();
+    for (size_t v = 0; v < nvox; ++v)
+        for (size_t t = 0; t < nt; ++t) dst[v * nt + t] = src[t * nvox + v];
+    return out;
+}
+
+MaskImage3::Pointer read_mask(const std::string &path)
+{
+    auto io = probe(path);
+    if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
+        throw std::runtime_error(path + ": a mask must be a 3-D image");
+    if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
+    return read<MaskImage3>(path);
+}
+
+void write_vector_volume(const VectorImage3 *image, const std::string &path)
+{
+    // temporary beside the target, keeping the extension ITK picks the format from
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    std::string tmp = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
+    try {
+        if (is_nifti(path)) {
+            auto out = Image4::New();
+            Image4::RegionType region;
+            Image4::SpacingType spacing;
+            Image4::PointType origin;
+            Image4::DirectionType direction;
+            direction.SetIdentity();
+            const auto size3 = image->GetLargestPossibleRegion().GetSize();
+            const size_t nt = image->GetNumberOfComponentsPerPixel();
+            for (unsigned r = 0; r < 3; ++r) {
+                region.SetSize(r, size3[r]);
+                spacing[r] = image->GetSpacing()[r];
+                origin[r] = image->GetOrigin()[r];
+                for (unsigned c = 0; c < 3; ++c) direction[r][c] = image->GetDirection()[r][c];
+            }
+            region.SetSize(3, nt);
+            spacing[3] = 1;
+            origin[3] = 0;
+            out->SetRegions(region);
+            out->SetSpacing(spacing);
+            out->SetOrigin(origin);
+            out->SetDirection(direction);
+            out->Allocate();
+            const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels();
+            const float *src = image->GetBufferPointer();
+            float *dst = out->GetBufferPointer();
+            for (size_t v = 0; v < nvox; ++v)
+                for (size_t t = 0; t < nt; ++t) dst[t * nvox + v] = src[v * nt + t];
+            auto writer = itk::ImageFileWriter<Image4>::New();
+            writer->SetFileName(tmp);
+            writer->SetInput(out);
+            writer->Update();
+        } else {
+            auto writer = itk::ImageFileWriter<VectorImage3>::New();
+            writer->SetFileName(tmp);
+            writer->SetInput(image);
+            writer->Update();
+        }
+    } catch (const itk::ExceptionObject &e) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + e.GetDescription());
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::string why = std::strerror(errno);
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + why);
+    }
+}
+
+}  // namespace tk

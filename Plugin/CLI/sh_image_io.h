@@ -1,0 +1,25 @@
+// Reading and writing SH and peak volumes the way MRtrix3 and DIPY store them: 4-D NIfTI
+// with the coefficients (or peak components) on the 4th axis, or 3-D vector images (NRRD,
+// MHA).  ITK reads 4-D NIfTI as a 4-D scalar image; these convert to and from
+// itk::VectorImage<float, 3>.
+#pragma once
+
+#include <string>
+
+#include "itkImage.h"
+#include "itkVectorImage.h"
+
+namespace tk {
+
+using VectorImage3 = itk::VectorImage<float, 3>;
+using MaskImage3 = itk::Image<unsigned char, 3>;
+
+// Throws std::runtime_error naming the file and the problem.
+VectorImage3::Pointer read_vector_volume(const std::string &path);
+MaskImage3::Pointer read_mask(const std::string &path);
+
+// 4-D for NIfTI names (.nii, .nii.gz), a vector image otherwise; written to a temporary
+// beside path and renamed, so a failure leaves nothing behind.
+void write_vector_volume(const VectorImage3 *image, const std::string &path);
+
+}  // namespace tk

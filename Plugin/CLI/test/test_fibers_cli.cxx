@@ -1,0 +1,230 @@
+// tk-fibers end to end: peaks against the core and against MRtrix3's sh2peaks, formats,
+// and every bad input ending in a clear message with no output left behind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "itkImageFileReader.h"
+#include "itkImageFileWriter.h"
+
+#include <fstream>
+#include "sh_image_io.h"
+#include "tk_cli_runner.h"
+#include "tk_fibers.h"
+
+using namespace tk_test;
+
+namespace {
+
+const std::string exe = TK_FIBERS_EXE;
+
+// A 4 x 3 x 2 volume of lmax-8 SH: voxel v holds 1-3 random "fibers" (w (u.x)^8 lobes).
+tk::VectorImage3::Pointer phantom(std::vector<std::vector<double>> &coeffs, unsigned seed)
+{
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> g;
+    std::uniform_real_distribution<double> u(0.3, 1.0);
+    auto image = tk::VectorImage3::New();
+    tk::VectorImage3::RegionType region;
+    region.SetSize({{4, 3, 2}});
+    image->SetRegions(region);
+    image->SetNumberOfComponentsPerPixel(45);
+    tk::VectorImage3::SpacingType sp;
+    sp.Fill(2.0);
+    image->SetSpacing(sp);
+    image->Allocate();
+    const int rows = 400;
+    std::vector<double> basis(rows * 45);
+    std::vector<double> dirs(rows * 3);
+    for (int r = 0; r < rows; ++r) {
+        double z = 1 - (2.0 * r + 1) / rows, rho = std::sqrt(1 - z * z), a = r * 2.399963229728653;
+        dirs[r * 3] = rho * std::cos(a), dirs[r * 3 + 1] = rho * std::sin(a), dirs[r * 3 + 2] = z;
+        tk_sh_eval(TK_SH_TOURNIER, 0, 8, &dirs[r * 3], &basis[r * 45]);
+    }
+    coeffs.clear();
+    for (size_t v = 0; v < region.GetNumberOfPixels(); ++v) {
+        int fibers = 1 + v % 3;
+        std::vector<double> f(rows, 0.0);
+        for (int k = 0; k < fibers; ++k) {
+            double d[3] = {g(rng), g(rng), g(rng)}, n = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), w = u(rng);
+            for (int r = 0; r < rows; ++r)
+                f[r] += w * std::pow((d[0] * dirs[r * 3] + d[1] * dirs[r * 3 + 1] + d[2] * dirs[r * 3 + 2]) / n, 8);
+        }
+        // least squares through the normal equations (well conditioned at 400 rows)
+        std::vector<double> ata(45 * 45, 0), atb(45, 0), c(45);
+        for (int r = 0; r < rows; ++r)
+            for (int i = 0; i < 45; ++i) {
+                atb[i] += basis[r * 45 + i] * f[r];
+                for (int j = 0; j < 45; ++j) ata[i * 45 + j] += basis[r * 45 + i] * basis[r * 45 + j];
+            }
+        for (int col = 0; col < 45; ++col)
+            for (int r = col + 1; r < 45; ++r) {
+                double m = ata[r * 45 + col] / ata[col * 45 + col];
+                for (int j = col; j < 45; ++j) ata[r * 45 + j] -= m * ata[col * 45 + j];
+                atb[r] -= m * atb[col];
+            }
+        for (int r = 44; r >= 0; --r) {
+            double s = atb[r];
+            for (int j = r + 1; j < 45; ++j) s -= ata[r * 45 + j] * c[j];
+            c[r] = s / ata[r * 45 + r];
+        }
+        coeffs.push_back(c);
+        for (int i = 0; i < 45; ++i) image->GetBufferPointer()[v * 45 + i] = static_cast<float>(c[i]);
+    }
+    return image;
+}
+
+using Image4 = itk::Image<float, 4>;
+Image4::Pointer read4(const std::string &path)
+{
+    auto r = itk::ImageFileReader<Image4>::New();
+    r->SetFileName(path);
+    r->Update();
+    return r->GetOutput();
+}
+
+double angle_deg(const float *a, const float *b)
+{
+    // atan2 of |a x b| and |a . b|: exact near 0, where acos of a rounded dot product is not
+    double c0 = (double)a[1] * b[2] - (double)a[2] * b[1], c1 = (double)a[2] * b[0] - (double)a[0] * b[2],
+           c2 = (double)a[0] * b[1] - (double)a[1] * b[0];
+    double d = std::fabs((double)a[0] * b[0] + (double)a[1] * b[1] + (double)a[2] * b[2]);
+    return std::atan2(std::sqrt(c0 * c0 + c1 * c1 + c2 * c2), d) * 180 / 3.14159265358979;
+}
+
+}  // namespace
+
+TEST(FibersCli, PeaksMatchTheCoreAndTheLayoutIsSh2peaks)
+{
+    std::string dir = make_temp_dir("tk_fibers");
+    std::vector<std::vector<double>> coeffs;
+    tk::write_vector_volume(phantom(coeffs, 1), dir + "/sh.nrrd");
+    auto r = run_tool(exe + " " + dir + "/sh.nrrd " + dir + "/peaks.nii --amplitudes " + dir + "/amp.nii --num 3", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto peaks4 = read4(dir + "/peaks.nii");  // 4-D, 3 volumes per peak, as sh2peaks writes
+    ASSERT_EQ(peaks4->GetLargestPossibleRegion().GetSize()[3], 9u);
+    EXPECT_NEAR(peaks4->GetSpacing()[0], 2.0, 1e-9);
+    ASSERT_EQ(read4(dir + "/amp.nii")->GetLargestPossibleRegion().GetSize()[3], 3u);
+    // Values through NRRD: ITK 5.2's NIfTI reader turns NaN into 0 (nibabel and MRtrix3 keep it).
+    r = run_tool(exe + " " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --amplitudes " + dir + "/amp.nrrd --quiet", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto peaks = tk::read_vector_volume(dir + "/peaks.nrrd"), amps = tk::read_vector_volume(dir + "/amp.nrrd");
+    ASSERT_EQ(peaks->GetNumberOfComponentsPerPixel(), 9u);
+    const size_t nvox = 24;
+    for (size_t v = 0; v < nvox; ++v) {
+        double d[3 * 8], a[8];
+        std::vector<double> stored(coeffs[v].size());  // the coefficients as the float volume holds them
+        for (size_t i = 0; i < stored.size(); ++i) stored[i] = static_cast<float>(coeffs[v][i]);
+        int n = tk_fibers_all_maxima(8, TK_SH_TOURNIER, 0, stored.data(), 8, d, a);
+        int kept = 0;
+        for (int p = 0; p < n && kept < 3; ++p) kept += a[p] > 0;
+        for (int p = 0; p < 3; ++p) {
+            float got[3], amp = amps->GetBufferPointer()[v * 3 + p];
+            for (int i = 0; i < 3; ++i) got[i] = peaks->GetBufferPointer()[v * 9 + 3 * p + i];
+            if (p < kept) {  // the 4-D NIfTI holds the same numbers, volume-major
+                EXPECT_EQ(peaks4->GetBufferPointer()[(3 * p) * nvox + v], got[0]);
+            }
+            if (p >= kept) {
+                EXPECT_TRUE(std::isnan(got[0]) && std::isnan(amp)) << "voxel " << v << " peak " << p << " n " << n << " got " << amp << " a0 " << a[0];
+                continue;
+            }
+            EXPECT_NEAR(amp, a[p], 1e-4 * (1 + a[p]));
+            EXPECT_NEAR(std::sqrt(got[0] * got[0] + got[1] * got[1] + got[2] * got[2]), a[p], 1e-4 * (1 + a[p]));
+            float want[3] = {(float)d[p * 3], (float)d[p * 3 + 1], (float)d[p * 3 + 2]};
+            EXPECT_LT(angle_deg(got, want), 1e-3);
+        }
+    }
+}
+
+TEST(FibersCli, FindsEveryPeakSh2peaksFinds)
+{
+    const std::string sh2peaks = TK_SH2PEAKS_EXE;
+    if (sh2peaks.empty()) GTEST_SKIP() << "sh2peaks (Debian's mrtrix3) not installed";
+    std::string dir = make_temp_dir("tk_fibers_mrtrix");
+    std::vector<std::vector<double>> coeffs;
+    tk::write_vector_volume(phantom(coeffs, 7), dir + "/sh.nii");
+    auto ref = run_tool(sh2peaks + " -quiet -force -num 3 " + dir + "/sh.nii " + dir + "/ref.nii", dir);
+    ASSERT_EQ(ref.exit_code, 0) << ref.err;
+    auto ours = run_tool(exe + " --quiet --num 3 " + dir + "/sh.nii " + dir + "/ours.nrrd", dir);
+    ASSERT_EQ(ours.exit_code, 0) << ours.err;
+    auto a = read4(dir + "/ref.nii");  // absent peaks read back as 0 (see above)
+    auto b = tk::read_vector_volume(dir + "/ours.nrrd");
+    const size_t nvox = 24;
+    int matched = 0;
+    for (size_t v = 0; v < nvox; ++v)
+        for (int p = 0; p < 3; ++p) {
+            float rp[3];
+            for (int i = 0; i < 3; ++i) rp[i] = a->GetBufferPointer()[(3 * p + i) * nvox + v];
+            if (std::isnan(rp[0]) || (rp[0] == 0 && rp[1] == 0 && rp[2] == 0)) continue;
+            double best = 180, amp_ref = std::sqrt(rp[0] * rp[0] + rp[1] * rp[1] + rp[2] * rp[2]), amp_ours = 0;
+            for (int q = 0; q < 3; ++q) {
+                float op[3];
+                for (int i = 0; i < 3; ++i) op[i] = b->GetBufferPointer()[v * 9 + 3 * q + i];
+                if (std::isnan(op[0])) continue;
+                double ang = angle_deg(rp, op);
+                if (ang < best) best = ang, amp_ours = std::sqrt(op[0] * op[0] + op[1] * op[1] + op[2] * op[2]);
+            }
+            EXPECT_LT(best, 0.05) << "voxel " << v << ": sh2peaks peak " << p << " not found";
+            EXPECT_NEAR(amp_ours, amp_ref, 1e-3 * (1 + amp_ref));
+            ++matched;
+        }
+    EXPECT_GT(matched, 30);
+}
+
+TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
+{
+    std::string dir = make_temp_dir("tk_fibers_bad");
+    std::vector<std::vector<double>> coeffs;
+    auto good = phantom(coeffs, 3);
+    tk::write_vector_volume(good, dir + "/sh.nii");
+    auto odd = tk::VectorImage3::New();  // 44 components: no SH size
+    odd->SetRegions(good->GetLargestPossibleRegion());
+    odd->SetNumberOfComponentsPerPixel(44);
+    odd->Allocate();
+    tk::write_vector_volume(odd, dir + "/odd.nii");
+    auto mask = tk::MaskImage3::New();
+    tk::MaskImage3::RegionType small;
+    small.SetSize({{2, 2, 2}});
+    mask->SetRegions(small);
+    mask->Allocate();
+    mask->FillBuffer(1);
+    {
+        auto w = itk::ImageFileWriter<tk::MaskImage3>::New();
+        w->SetFileName(dir + "/mask.nii");
+        w->SetInput(mask);
+        w->Update();
+    }
+    { std::ofstream(dir + "/empty.nii"); }
+    { std::ofstream(dir + "/junk.nii") << "this is not a NIfTI file at all, just text"; }
+    struct Case {
+        std::string args, message;
+        int code;
+    };
+    const std::string out = " " + dir + "/out.nii";
+    std::vector<Case> cases = {
+        {dir + "/missing.nii" + out, "missing.nii: cannot open", 1},
+        {dir + out, "is a directory", 1},
+        {dir + "/empty.nii" + out, "empty file", 1},
+        {dir + "/junk.nii" + out, "junk.nii", 1},
+        {dir + "/odd.nii" + out, "44 volumes is no even-degree SH size", 1},
+        {dir + "/sh.nii" + out + " --mask " + dir + "/mask.nii", "mask's size differs", 1},
+        {dir + "/sh.nii" + out + " --frobnicate", "unknown option '--frobnicate'", 2},
+        {dir + "/sh.nii" + out + " --num 0", "--num expects an integer from 1 to 64", 2},
+        {dir + "/sh.nii" + out + " --basis mrtrix", "--basis expects tournier or descoteaux", 2},
+        {dir + "/sh.nii", "need INPUT_SH and OUTPUT_PEAKS", 2},
+        {dir + "/sh.nii " + dir + "/no/such/dir/out.nii", "cannot write", 1},
+    };
+    for (const auto &c : cases) {
+        auto r = run_tool(exe + " " + c.args, dir);
+        EXPECT_EQ(r.signal, 0) << c.args;
+        EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+        EXPECT_FALSE(exists(dir + "/out.nii")) << c.args;
+    }
+    // nothing but the inputs is left in the folder (no temporaries)
+    auto listing = run_tool("ls -A " + dir, dir);
+    EXPECT_EQ(listing.out, "empty.nii\njunk.nii\nmask.nii\nodd.nii\nsh.nii\nstderr.txt\nstdout.txt\n");
+}
