@@ -224,9 +224,16 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     vt_init(&vt, m, tensor);
     double found_dir[TK_MAX_CANDIDATES][3], found_amp[TK_MAX_CANDIDATES];
     int found = 0;
+    /* A candidate next to a maximum already polished (within 1.5 grid steps) climbs the same
+     * hill: two strict maxima of a band-limited function that close would need a saddle
+     * between them inside one grid cell, which the candidate test could not see anyway. */
+    const double cos_near = cos(1.5 * sqrt(2.0 * 3.14159265358979323846 / g));
     for (int c = 0; c < ncand; ++c) {
         double x[3], amp;
         memcpy(x, p->dirs + (size_t)cand[c] * 3, sizeof x);
+        int near = 0;
+        for (int f = 0; f < found && !near; ++f) near = fabs(dot3(found_dir[f], x)) > cos_near;
+        if (near) continue;
         if (!polish(&vt, x, &amp)) continue;
         canonical(x);
         int dup = 0;
