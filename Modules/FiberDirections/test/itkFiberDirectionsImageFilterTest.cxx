@@ -8,40 +8,17 @@
 #include "itkFiberDirectionsImageFilter.h"
 #include "itkStreamingImageFilter.h"
 #include "tk_fibers.h"
+#include "tk_sh_test_util.h"
 
 namespace {
 
 using SHImage = itk::VectorImage<float, 3>;
 using Filter = itk::FiberDirectionsImageFilter<>;
 
-// SH coefficients of (v.x)^8 + 0.5 (w.x)^8 by least squares on many directions.
+// SH coefficients of (v.x)^8 + 0.5 (w.x)^8.
 std::vector<double> two_fibers(tk_sh_basis basis, const double *v, const double *w)
 {
-    const int k = 45, rows = 400;
-    std::vector<double> ata(k * k, 0), atb(k, 0), y(k);
-    for (int r = 0; r < rows; ++r) {
-        double z = 1 - (2.0 * r + 1) / rows, rho = std::sqrt(1 - z * z), a = r * 2.399963229728653;
-        double g[3] = {rho * std::cos(a), rho * std::sin(a), z};
-        tk_sh_eval(basis, 0, 8, g, y.data());
-        double f = std::pow(g[0] * v[0] + g[1] * v[1] + g[2] * v[2], 8) + 0.5 * std::pow(g[0] * w[0] + g[1] * w[1] + g[2] * w[2], 8);
-        for (int i = 0; i < k; ++i) {
-            atb[i] += y[i] * f;
-            for (int j = 0; j < k; ++j) ata[i * k + j] += y[i] * y[j];
-        }
-    }
-    for (int c = 0; c < k; ++c)
-        for (int r = c + 1; r < k; ++r) {
-            double f = ata[r * k + c] / ata[c * k + c];
-            for (int j = c; j < k; ++j) ata[r * k + j] -= f * ata[c * k + j];
-            atb[r] -= f * atb[c];
-        }
-    std::vector<double> x(k);
-    for (int r = k - 1; r >= 0; --r) {
-        double s = atb[r];
-        for (int j = r + 1; j < k; ++j) s -= ata[r * k + j] * x[j];
-        x[r] = s / ata[r * k + r];
-    }
-    return x;
+    return tk_test::sh_of_fibers(8, basis, 0, {{v[0], v[1], v[2]}, {w[0], w[1], w[2]}}, {1.0, 0.5});
 }
 
 SHImage::Pointer make_image(const std::vector<double> &c, unsigned components = 45)

@@ -15,6 +15,7 @@
 #include "sh_image_io.h"
 #include "tk_cli_runner.h"
 #include "tk_fibers.h"
+#include "tk_sh_test_util.h"
 
 using namespace tk_test;
 
@@ -37,41 +38,17 @@ tk::VectorImage3::Pointer phantom(std::vector<std::vector<double>> &coeffs, unsi
     sp.Fill(2.0);
     image->SetSpacing(sp);
     image->Allocate();
-    const int rows = 400;
-    std::vector<double> basis(rows * 45);
-    std::vector<double> dirs(rows * 3);
-    for (int r = 0; r < rows; ++r) {
-        double z = 1 - (2.0 * r + 1) / rows, rho = std::sqrt(1 - z * z), a = r * 2.399963229728653;
-        dirs[r * 3] = rho * std::cos(a), dirs[r * 3 + 1] = rho * std::sin(a), dirs[r * 3 + 2] = z;
-        tk_sh_eval(TK_SH_TOURNIER, 0, 8, &dirs[r * 3], &basis[r * 45]);
-    }
     coeffs.clear();
     for (size_t v = 0; v < region.GetNumberOfPixels(); ++v) {
         int fibers = 1 + v % 3;
-        std::vector<double> f(rows, 0.0);
+        std::vector<std::vector<double>> dirs;
+        std::vector<double> weights;
         for (int k = 0; k < fibers; ++k) {
-            double d[3] = {g(rng), g(rng), g(rng)}, n = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), w = u(rng);
-            for (int r = 0; r < rows; ++r)
-                f[r] += w * std::pow((d[0] * dirs[r * 3] + d[1] * dirs[r * 3 + 1] + d[2] * dirs[r * 3 + 2]) / n, 8);
+            double d[3] = {g(rng), g(rng), g(rng)}, n = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            dirs.push_back({d[0] / n, d[1] / n, d[2] / n});
+            weights.push_back(u(rng));
         }
-        // least squares through the normal equations (well conditioned at 400 rows)
-        std::vector<double> ata(45 * 45, 0), atb(45, 0), c(45);
-        for (int r = 0; r < rows; ++r)
-            for (int i = 0; i < 45; ++i) {
-                atb[i] += basis[r * 45 + i] * f[r];
-                for (int j = 0; j < 45; ++j) ata[i * 45 + j] += basis[r * 45 + i] * basis[r * 45 + j];
-            }
-        for (int col = 0; col < 45; ++col)
-            for (int r = col + 1; r < 45; ++r) {
-                double m = ata[r * 45 + col] / ata[col * 45 + col];
-                for (int j = col; j < 45; ++j) ata[r * 45 + j] -= m * ata[col * 45 + j];
-                atb[r] -= m * atb[col];
-            }
-        for (int r = 44; r >= 0; --r) {
-            double s = atb[r];
-            for (int j = r + 1; j < 45; ++j) s -= ata[r * 45 + j] * c[j];
-            c[r] = s / ata[r * 45 + r];
-        }
+        auto c = sh_of_fibers(8, TK_SH_TOURNIER, 0, dirs, weights);
         coeffs.push_back(c);
         for (int i = 0; i < 45; ++i) image->GetBufferPointer()[v * 45 + i] = static_cast<float>(c[i]);
     }
