@@ -13,6 +13,7 @@
 #endif
 
 #include "fibers_internal.h"
+#include "sshopm_internal.h"
 #include "tk_sshopm.h"
 
 #include "tk_hd.h"
@@ -165,14 +166,6 @@ static int polish(const voxel_tensor *t, double *x, double *amplitude)
            h[0] * h[2] - h[1] * h[1] > 1e-18 * scale * scale;
 }
 
-/* Even lmax: x and -x are one direction; report the one whose largest entry is positive. */
-static void canonical(double *x)
-{
-    int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
-    if (fabs(x[2]) > fabs(x[big])) big = 2;
-    if (x[big] < 0) x[0] = -x[0], x[1] = -x[1], x[2] = -x[2];
-}
-
 /* The series on the grid, in float (it only ranks directions): blocks of 32 directions
  * accumulate in registers over the coefficients; cloned for AVX2 + FMA. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
@@ -235,7 +228,7 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
         for (int f = 0; f < found && !near; ++f) near = fabs(dot3(found_dir[f], x)) > cos_near;
         if (near) continue;
         if (!polish(&vt, x, &amp)) continue;
-        canonical(x);
+        tk_canonical_sign(3, x);
         int dup = 0;
         for (int f = 0; f < found && !dup; ++f) {
             double d = fabs(dot3(found_dir[f], x));
@@ -261,13 +254,12 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
 int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
                          double *amplitudes)
 {
-    tk_fibers_plan plan;
-    if (tk_fibers_plan_create(lmax, basis, legacy, &plan) != TK_OK) return -1;
-    double *work = malloc(sizeof(double) * tk_fibers_plan_work(&plan));
-    int found = work ? tk_fibers_voxel_maxima(&plan, sh, work, max_peaks, directions, amplitudes) : -1;
+    const tk_fibers_plan *plan = NULL;
+    if (tk_fibers_plan_get(lmax, basis, legacy, &plan) != TK_OK) return -1;
+    double *work = malloc(sizeof(double) * tk_fibers_plan_work(plan));
+    int found = work ? tk_fibers_voxel_maxima(plan, sh, work, max_peaks, directions, amplitudes) : -1;
     if (!work) tk_set_error(TK_ERR_MEMORY, "out of memory");
     free(work);
-    tk_fibers_plan_free(&plan);
     return found;
 }
 
@@ -310,11 +302,10 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
     if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
     if (o->backend == TK_FIBERS_CUDA)
         return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend is not in this build yet: use cpu or omp");
-    const tk_fibers_plan *cached = NULL;
-    tk_status status = tk_fibers_plan_get(o->lmax, o->basis, o->legacy, &cached);
+    const tk_fibers_plan *plan = NULL;
+    tk_status status = tk_fibers_plan_get(o->lmax, o->basis, o->legacy, &plan);
     if (status != TK_OK) return status;
-    const tk_fibers_plan plan = *cached;
-    const int k = plan.k, np = o->num_peaks;
+    const int k = plan->k, np = o->num_peaks;
     const long long count = (long long)num_voxels;
     size_t bad = 0;
     int failed = 0;
@@ -323,14 +314,14 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
 #pragma omp parallel num_threads(threads) reduction(+ : bad)
 #endif
     {
-        double *work = malloc(sizeof(double) * (tk_fibers_plan_work(&plan) + (size_t)k + TK_MAX_CANDIDATES * 4));
+        double *work = malloc(sizeof(double) * (tk_fibers_plan_work(plan) + (size_t)k + TK_MAX_CANDIDATES * 4));
         if (!work) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
             failed = 1;
         }
-        double *coeffs = work + tk_fibers_plan_work(&plan), *dirs = coeffs + k, *amps = dirs + TK_MAX_CANDIDATES * 3;
+        double *coeffs = work + tk_fibers_plan_work(plan), *dirs = coeffs + k, *amps = dirs + TK_MAX_CANDIDATES * 3;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 64)
 #endif
@@ -343,7 +334,7 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
                 coeffs[c] = sh[(size_t)v * k + c];
                 if (!isfinite(coeffs[c])) ok = 0, ++bad;
             }
-            int found = ok ? tk_fibers_voxel_maxima(&plan, coeffs, work, TK_MAX_CANDIDATES, dirs, amps) : 0;
+            int found = ok ? tk_fibers_voxel_maxima(plan, coeffs, work, TK_MAX_CANDIDATES, dirs, amps) : 0;
             if (found > TK_MAX_CANDIDATES) found = TK_MAX_CANDIDATES;
             select_peaks(o, found, dirs, amps, od, oa);
         }

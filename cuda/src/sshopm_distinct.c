@@ -64,8 +64,7 @@ void tk_eigenpairs_free(tk_eigenpairs *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Even order: x and -x are one pair; report the sign with the largest entry positive. */
-static void canonical_sign(int dim, double *x)
+void tk_canonical_sign(int dim, double *x)
 {
     int big = 0;
     for (int i = 1; i < dim; ++i)
@@ -128,7 +127,7 @@ tk_status tk_sshopm_distinct(const tk_sshopm_options *o, size_t num_tensors, con
                 norm2 += x[i] * x[i];
             }
             for (int i = 0; i < n; ++i) x[i] /= sqrt(norm2);
-            if (m % 2 == 0) canonical_sign(n, x);
+            if (m % 2 == 0) tk_canonical_sign(n, x);
             double lambda = dbl ? ((const double *)st->lambda)[slot] : ((const float *)st->lambda)[slot];
             size_t match = count;
             for (size_t p = first_of_tensor; p < count && match == count; ++p) {

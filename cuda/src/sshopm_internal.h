@@ -32,6 +32,10 @@ tk_status tk_sshopm_solve_cuda(const tk_sshopm_options *opts, const tk_sshopm_ta
                                const void *packed, const void *starts, tk_sshopm_starts_result *out,
                                tk_sshopm_timing *timing);
 
+/* x and -x as one direction (even order, fibers): flip x so its largest-magnitude entry
+ * is positive (the first such entry on ties). */
+void tk_canonical_sign(int dim, double *x);
+
 /* Monotonic wall clock in milliseconds. */
 double tk_now_ms(void);
 
