@@ -36,6 +36,16 @@ size_t tk_fibers_plan_work(const tk_fibers_plan *plan);
 int tk_fibers_voxel_maxima(const tk_fibers_plan *plan, const double *sh, double *work, int max_peaks,
                            double *directions, double *amplitudes);
 
+/* The CUDA backend of tk_fibers_find_timed (options already checked). */
+tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_plan *plan, size_t num_voxels,
+                              const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
+                              size_t *bad_voxels, tk_fibers_timing *timing);
+
+/* Monomial coefficients of the SH series' polynomial: poly = P * sh, P row-major k x k, with
+ * rows ordered by z power c = 0..lmax, then y power b = 0..lmax-c (x power lmax-c-b), each
+ * row holding the multinomial weight, so that f(x) = sum_i poly_i x^a y^b z^c. */
+tk_status tk_fibers_monomial_map(const tk_fibers_plan *plan, double *P);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "fibers_internal.h"
+#include "tk_sshopm.h"
 
 #define TK_PI 3.14159265358979323846
 
@@ -121,4 +122,22 @@ tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_f
     *plan = *slot;
     pthread_mutex_unlock(&plan_lock);
     return s;
+}
+
+tk_status tk_fibers_monomial_map(const tk_fibers_plan *p, double *P)
+{
+    const int m = p->lmax, k = p->k;
+    int index[TK_SH_MAX_LMAX], row = 0;
+    for (int c = 0; c <= m; ++c)
+        for (int b = 0; b <= m - c; ++b, ++row) {
+            /* the sorted index tuple 0^a 1^b 2^c of monomial x^a y^b z^c */
+            int a = m - c - b, pos = 0;
+            for (int i = 0; i < a; ++i) index[pos++] = 0;
+            for (int i = 0; i < b; ++i) index[pos++] = 1;
+            for (int i = 0; i < c; ++i) index[pos++] = 2;
+            const size_t rank = tk_sym_rank(m, 3, index);
+            const double weight = tk_sym_multiplicity(m, index);
+            for (int col = 0; col < k; ++col) P[(size_t)row * k + col] = weight * p->map[rank * k + col];
+        }
+    return row == k ? TK_OK : tk_set_error(TK_ERR_ARGUMENT, "monomial count %d differs from %d coefficients", row, k);
 }

@@ -1,0 +1,458 @@
+/* CUDA backend of the fiber peak finder.
+ *
+ * One warp per voxel.  The warp turns the voxel's SH coefficients into the monomial
+ * coefficients of its degree-lmax polynomial (one small matrix-vector product), evaluates
+ * the polynomial on the plan's hemisphere grid (homogeneous Horner in float: the grid only
+ * ranks directions), keeps the grid directions not below any neighbour as candidates,
+ * polishes them in parallel, one lane each, with the CPU's Newton code in double
+ * (fibers_newton.h), and lane 0 merges, sorts and selects (fibers_select.h) exactly as the
+ * CPU does.  The host streams the volume through in chunks on two streams so that one
+ * chunk's copies overlap the other's kernel.
+ */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fibers_internal.h"
+#include "fibers_select.h"
+#include "sshopm_internal.h"
+
+#define TK_FIB_WARPS 4
+#define TK_FIB_THREADS (TK_FIB_WARPS * 32)
+/* Candidates per voxel, as many as the CPU keeps (the largest by grid value). */
+#define TK_FIB_CAP 64
+#define TK_FIB_FULL 0xffffffffu
+
+extern "C" int tk_fibers_has_cuda(void) { return 1; }
+
+/* ---- the voxel's polynomial ------------------------------------------------------ */
+
+/* f(x) = sum_i c_i x^a y^b z^c, monomials ordered by z power c, then y power b (see
+ * tk_fibers_monomial_map).  Offset of the first monomial of z power c: */
+__host__ __device__ constexpr int poly_offset(int m, int c) { return c * (m + 1) - c * (c - 1) / 2; }
+
+template <int M> struct Poly {
+    const double *c; /* shared memory: every lane of the warp reads the same entry */
+};
+
+template <int M> __device__ __forceinline__ void poly_powers(const double *x, double *px, double *py, double *pz)
+{
+    px[0] = py[0] = pz[0] = 1;
+#pragma unroll
+    for (int i = 1; i <= M; ++i) px[i] = px[i - 1] * x[0], py[i] = py[i - 1] * x[1], pz[i] = pz[i - 1] * x[2];
+}
+
+/* y = A x^(m-1) = grad f / m */
+template <int M> __device__ void poly_axm1(const Poly<M> *t, const double *x, double *y)
+{
+    double px[M + 1], py[M + 1], pz[M + 1], g0 = 0, g1 = 0, g2 = 0;
+    poly_powers<M>(x, px, py, pz);
+#pragma unroll
+    for (int c = 0; c <= M; ++c)
+#pragma unroll
+        for (int b = 0; b <= M - c; ++b) {
+            const int a = M - c - b;
+            const double k = t->c[poly_offset(M, c) + b];
+            if (a > 0) g0 += k * a * px[a > 0 ? a - 1 : 0] * py[b] * pz[c];
+            if (b > 0) g1 += k * b * px[a] * py[b > 0 ? b - 1 : 0] * pz[c];
+            if (c > 0) g2 += k * c * px[a] * py[b] * pz[c > 0 ? c - 1 : 0];
+        }
+    y[0] = g0 / M, y[1] = g1 / M, y[2] = g2 / M;
+}
+
+/* h = A x^(m-2) = Hessian f / (m (m-1)), 3 x 3 row-major */
+template <int M> __device__ void poly_axm2(const Poly<M> *t, const double *x, double *h)
+{
+    double px[M + 1], py[M + 1], pz[M + 1], s00 = 0, s01 = 0, s02 = 0, s11 = 0, s12 = 0, s22 = 0;
+    poly_powers<M>(x, px, py, pz);
+#pragma unroll
+    for (int c = 0; c <= M; ++c)
+#pragma unroll
+        for (int b = 0; b <= M - c; ++b) {
+            const int a = M - c - b;
+            const double k = t->c[poly_offset(M, c) + b];
+            const int a1 = a > 0 ? a - 1 : 0, a2 = a > 1 ? a - 2 : 0, b1 = b > 0 ? b - 1 : 0, b2 = b > 1 ? b - 2 : 0;
+            const int c1 = c > 0 ? c - 1 : 0, c2 = c > 1 ? c - 2 : 0;
+            if (a > 1) s00 += k * (a * (a - 1)) * px[a2] * py[b] * pz[c];
+            if (a > 0 && b > 0) s01 += k * (a * b) * px[a1] * py[b1] * pz[c];
+            if (a > 0 && c > 0) s02 += k * (a * c) * px[a1] * py[b] * pz[c1];
+            if (b > 1) s11 += k * (b * (b - 1)) * px[a] * py[b2] * pz[c];
+            if (b > 0 && c > 0) s12 += k * (b * c) * px[a] * py[b1] * pz[c1];
+            if (c > 1) s22 += k * (c * (c - 1)) * px[a] * py[b] * pz[c2];
+        }
+    const double scale = 1.0 / (M * (M - 1));
+    h[0] = s00 * scale, h[1] = h[3] = s01 * scale, h[2] = h[6] = s02 * scale;
+    h[4] = s11 * scale, h[5] = h[7] = s12 * scale, h[8] = s22 * scale;
+}
+
+/* f at a grid direction, in float: Horner in x with y powers inside each z power, then
+ * Horner in z. */
+template <int M> __device__ __forceinline__ float poly_value_f(const float *cf, float x, float y, float z)
+{
+    float py[M + 1];
+    py[0] = 1.f;
+#pragma unroll
+    for (int i = 1; i <= M; ++i) py[i] = py[i - 1] * y;
+    float p = 0.f;
+#pragma unroll
+    for (int c = M; c >= 0; --c) {
+        const int o = poly_offset(M, c);
+        float s = cf[o];
+#pragma unroll
+        for (int b = 1; b <= M - c; ++b) s = fmaf(s, x, cf[o + b] * py[b]);
+        p = fmaf(p, z, s);
+    }
+    return p;
+}
+
+#define TK_NEWTON_FN template <int M> static __device__
+#define TK_NEWTON_UTIL static __device__ __forceinline__
+#define TK_NEWTON_CTX Poly<M>
+#define TK_NEWTON_SFX(name) name##_gpu
+#define TK_NEWTON_ORDER(t) (M)
+#define TK_NEWTON_AXM1(t, x, y) poly_axm1<M>(t, x, y)
+#define TK_NEWTON_AXM2(t, x, h) poly_axm2<M>(t, x, h)
+#include "fibers_newton.h"
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+struct FibArgs {
+    const float *sh;      /* chunk voxels x k */
+    const uint8_t *mask;  /* chunk voxels, or NULL */
+    float *dirs, *amps;   /* chunk voxels x num_peaks x 3, x num_peaks */
+    unsigned long long *bad;
+    const double *pt;     /* monomial map, column-major: pt[col * k + row] */
+    const float *gx, *gy, *gz;
+    const int *nbr_start, *nbr;
+    size_t num_voxels;
+    int grid, grid_padded, k, num_peaks;
+    double threshold, relative_threshold, min_separation_deg, cos_sep;
+};
+
+/* One warp's shared memory: doubles first (alignment), then floats, then ints. */
+__host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
+{
+    size_t doubles = (size_t)k + 4 * TK_FIB_CAP, floats = (size_t)grid_padded + 2 * (size_t)k;
+    size_t bytes = 8 * doubles + 4 * floats + 4 * TK_FIB_CAP;
+    return (bytes + 15) / 16 * 16;
+}
+
+__device__ static bool grid_is_max(const FibArgs &p, const float *vals, int d)
+{
+    const float v0 = vals[d];
+    bool is_max = true;
+    for (int e = __ldg(p.nbr_start + d), end = __ldg(p.nbr_start + d + 1); e < end; ++e)
+        is_max &= v0 >= vals[__ldg(p.nbr + e)];
+    return is_max;
+}
+
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    extern __shared__ double smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    char *base = (char *)smem + warp_shared_bytes(K, p.grid_padded) * warp;
+    double *cd = (double *)base, *res_dir = cd + K, *res_amp = res_dir + 3 * TK_FIB_CAP;
+    float *vals = (float *)(res_amp + TK_FIB_CAP), *cf = vals + p.grid_padded, *shv = cf + K;
+    int *cand = (int *)(shv + K);
+    const int np = p.num_peaks, G = p.grid;
+
+    for (size_t v = (size_t)blockIdx.x * TK_FIB_WARPS + warp; v < p.num_voxels; v += (size_t)gridDim.x * TK_FIB_WARPS) {
+        float *out_d = p.dirs + v * np * 3, *out_a = p.amps + v * np;
+        bool ok = !p.mask || p.mask[v], finite = true;
+        if (ok)
+            for (int j = lane; j < K; j += 32) {
+                const float s = __ldg(p.sh + v * K + j);
+                shv[j] = s;
+                finite &= isfinite(s);
+            }
+        if (ok && __any_sync(TK_FIB_FULL, !finite)) {
+            ok = false;
+            if (lane == 0) atomicAdd(p.bad, 1ull);
+        }
+        if (!ok) {
+            for (int j = lane; j < np * 3; j += 32) out_d[j] = NAN;
+            for (int j = lane; j < np; j += 32) out_a[j] = NAN;
+            continue;
+        }
+        __syncwarp();
+        for (int i = lane; i < K; i += 32) {
+            double s = 0;
+            for (int j = 0; j < K; ++j) s = fma(__ldg(p.pt + (size_t)j * K + i), (double)shv[j], s);
+            cd[i] = s;
+            cf[i] = (float)s;
+        }
+        __syncwarp();
+        for (int d = lane; d < G; d += 32) vals[d] = poly_value_f<M>(cf, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
+        __syncwarp();
+
+        /* candidates: grid directions not below any neighbour */
+        int count = 0;
+        for (int first = 0; first < G; first += 32) {
+            const int d = first + lane;
+            const bool is_max = d < G && grid_is_max(p, vals, d);
+            const unsigned ballot = __ballot_sync(TK_FIB_FULL, is_max);
+            const int pos = count + __popc(ballot & ((1u << lane) - 1u));
+            if (is_max && pos < TK_FIB_CAP) cand[pos] = d;
+            count += __popc(ballot);
+        }
+        __syncwarp();
+        if (count > TK_FIB_CAP) {
+            /* Rare (very noisy high orders): keep the CAP largest, as the CPU does. */
+            if (lane == 0) {
+                int n = 0;
+                for (int d = 0; d < G; ++d) {
+                    if (!grid_is_max(p, vals, d)) continue;
+                    int pos = n < TK_FIB_CAP ? n++ : TK_FIB_CAP;
+                    if (pos == TK_FIB_CAP) {
+                        if (vals[d] <= vals[cand[TK_FIB_CAP - 1]]) continue;
+                        pos = TK_FIB_CAP - 1;
+                    }
+                    while (pos > 0 && vals[cand[pos - 1]] < vals[d]) cand[pos] = cand[pos - 1], --pos;
+                    cand[pos] = d;
+                }
+            }
+            count = TK_FIB_CAP;
+            __syncwarp();
+        }
+
+        /* polish, one candidate per lane */
+        const Poly<M> poly = {cd};
+        for (int c = lane; c < count; c += 32) {
+            const int d = cand[c];
+            double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
+            nt_normalize3_gpu(x);
+            const int good = nt_polish_gpu<M>(&poly, x, &amp);
+            /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
+            int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+            if (fabs(x[2]) > fabs(x[big])) big = 2;
+            const double sign = x[big] < 0 ? -1.0 : 1.0;
+            for (int i = 0; i < 3; ++i) res_dir[c * 3 + i] = sign * x[i];
+            res_amp[c] = good ? amp : NAN;
+        }
+        __syncwarp();
+
+        /* merge duplicates, sort by amplitude, select: lane 0, in place */
+        if (lane == 0) {
+            int found = 0, kept[TK_FIB_CAP];
+            for (int c = 0; c < count; ++c) {
+                const double a = res_amp[c], x0 = res_dir[c * 3], x1 = res_dir[c * 3 + 1], x2 = res_dir[c * 3 + 2];
+                if (isnan(a)) continue;
+                bool dup = false;
+                for (int f = 0; f < found && !dup; ++f)
+                    dup = fabs(res_dir[f * 3] * x0 + res_dir[f * 3 + 1] * x1 + res_dir[f * 3 + 2] * x2) > 1.0 - 1e-10;
+                if (dup) continue;
+                int pos = found++;
+                while (pos > 0 && res_amp[pos - 1] < a) {
+                    res_amp[pos] = res_amp[pos - 1];
+                    for (int i = 0; i < 3; ++i) res_dir[pos * 3 + i] = res_dir[(pos - 1) * 3 + i];
+                    --pos;
+                }
+                res_amp[pos] = a, res_dir[pos * 3] = x0, res_dir[pos * 3 + 1] = x1, res_dir[pos * 3 + 2] = x2;
+            }
+            tk_fibers_select(np, p.threshold, p.relative_threshold, p.min_separation_deg, p.cos_sep, found, res_dir,
+                             res_amp, kept, out_d, out_a);
+        }
+        __syncwarp();
+    }
+}
+
+/* ---- host --------------------------------------------------------------------------- */
+
+#define CUDA_TRY(call)                                                                                          \
+    do {                                                                                                        \
+        cudaError_t err_ = (call);                                                                              \
+        if (err_ != cudaSuccess) {                                                                              \
+            status = tk_set_error(err_ == cudaErrorMemoryAllocation ? TK_ERR_MEMORY : TK_ERR_CUDA,              \
+                                  "CUDA fiber backend: %s failed: %s", #call, cudaGetErrorString(err_));        \
+            goto cleanup;                                                                                       \
+        }                                                                                                       \
+    } while (0)
+
+typedef void (*fibers_kernel_fn)(FibArgs);
+
+static fibers_kernel_fn kernel_for(int lmax)
+{
+    switch (lmax) {
+    case 2: return fibers_kernel<2>;
+    case 4: return fibers_kernel<4>;
+    case 6: return fibers_kernel<6>;
+    case 8: return fibers_kernel<8>;
+    case 10: return fibers_kernel<10>;
+    case 12: return fibers_kernel<12>;
+    case 14: return fibers_kernel<14>;
+    case 16: return fibers_kernel<16>;
+    default: return NULL;
+    }
+}
+
+extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fibers_plan *plan, size_t num_voxels,
+                                         const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
+                                         size_t *bad_voxels, tk_fibers_timing *timing)
+{
+    tk_status status = TK_OK;
+    const double start_ms = tk_now_ms();
+    const int k = plan->k, G = plan->grid, np = o->num_peaks;
+    const fibers_kernel_fn kernel = kernel_for(plan->lmax);
+    const size_t smem = warp_shared_bytes(k, plan->grid_padded) * TK_FIB_WARPS;
+    double *P = NULL, *d_pt = NULL;
+    float *h_grid = NULL, *d_grid = NULL, *d_sh[2] = {NULL, NULL}, *d_dirs[2] = {NULL, NULL}, *d_amps[2] = {NULL, NULL};
+    int *d_nbr_start = NULL, *d_nbr = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
+    uint8_t *d_mask[2] = {NULL, NULL};
+    unsigned long long *d_bad = NULL, bad = 0;
+    cudaStream_t stream[2] = {NULL, NULL};
+    cudaEvent_t ev_start[2] = {NULL, NULL}, ev_stop[2] = {NULL, NULL};
+    size_t chunk = 0, free_bytes = 0, total_bytes = 0, per_voxel = 0;
+    float kernel_ms = 0;
+    FibArgs a;
+    memset(&a, 0, sizeof a);
+
+    if (!kernel) return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend has no kernel for lmax %d", plan->lmax);
+    cudaError_t probe = cudaGetDeviceCount(&device_count);
+    if (probe != cudaSuccess || device_count == 0)
+        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
+                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
+    if (o->cuda_device < 0 || o->cuda_device >= device_count)
+        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", o->cuda_device, device_count);
+    if (bad_voxels) *bad_voxels = 0;
+
+    CUDA_TRY(cudaSetDevice(o->cuda_device));
+    CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, o->cuda_device));
+    CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, TK_FIB_THREADS, smem));
+    if (blocks_per_sm < 1) {
+        status = tk_set_error(TK_ERR_UNSUPPORTED, "lmax %d needs %zu bytes of shared memory per block, more than the device has",
+                              plan->lmax, smem);
+        goto cleanup;
+    }
+
+    /* The plan on the device: the monomial map (column-major), the grid, its neighbours. */
+    P = (double *)malloc(sizeof(double) * (size_t)k * k);
+    h_grid = (float *)malloc(sizeof(float) * 3 * (size_t)G);
+    if (!P || !h_grid) {
+        status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
+        goto cleanup;
+    }
+    if ((status = tk_fibers_monomial_map(plan, P)) != TK_OK) goto cleanup;
+    {
+        double *pt = (double *)malloc(sizeof(double) * (size_t)k * k);
+        if (!pt) {
+            status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
+            goto cleanup;
+        }
+        for (int r = 0; r < k; ++r)
+            for (int c = 0; c < k; ++c) pt[(size_t)c * k + r] = P[(size_t)r * k + c];
+        memcpy(P, pt, sizeof(double) * (size_t)k * k);
+        free(pt);
+    }
+    for (int d = 0; d < G; ++d)
+        for (int i = 0; i < 3; ++i) h_grid[(size_t)i * G + d] = (float)plan->dirs[(size_t)d * 3 + i];
+    CUDA_TRY(cudaMalloc(&d_pt, sizeof(double) * (size_t)k * k));
+    CUDA_TRY(cudaMalloc(&d_grid, sizeof(float) * 3 * (size_t)G));
+    CUDA_TRY(cudaMalloc(&d_nbr_start, sizeof(int) * ((size_t)G + 1)));
+    CUDA_TRY(cudaMalloc(&d_nbr, sizeof(int) * (size_t)plan->nbr_start[G] + sizeof(int)));
+    CUDA_TRY(cudaMalloc(&d_bad, sizeof(unsigned long long)));
+    CUDA_TRY(cudaMemcpy(d_pt, P, sizeof(double) * (size_t)k * k, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_grid, h_grid, sizeof(float) * 3 * (size_t)G, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_nbr_start, plan->nbr_start, sizeof(int) * ((size_t)G + 1), cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_nbr, plan->nbr, sizeof(int) * (size_t)plan->nbr_start[G], cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
+
+    /* Two chunk buffers, each at most 2^18 voxels and together at most half the free memory. */
+    per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0);
+    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    chunk = free_bytes / 4 / per_voxel;
+    if (chunk > ((size_t)1 << 18)) chunk = (size_t)1 << 18;
+    if (chunk > num_voxels) chunk = num_voxels;
+    if (num_voxels == 0) goto cleanup;
+    if (chunk == 0) {
+        status = tk_set_error(TK_ERR_MEMORY, "not enough GPU memory for the fiber finder's buffers");
+        goto cleanup;
+    }
+    for (int s = 0; s < 2; ++s) {
+        CUDA_TRY(cudaMalloc(&d_sh[s], sizeof(float) * (size_t)k * chunk));
+        CUDA_TRY(cudaMalloc(&d_dirs[s], sizeof(float) * 3 * (size_t)np * chunk));
+        CUDA_TRY(cudaMalloc(&d_amps[s], sizeof(float) * (size_t)np * chunk));
+        if (mask) CUDA_TRY(cudaMalloc(&d_mask[s], chunk));
+        CUDA_TRY(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
+        CUDA_TRY(cudaEventCreate(&ev_start[s]));
+        CUDA_TRY(cudaEventCreate(&ev_stop[s]));
+    }
+
+    a.bad = d_bad;
+    a.pt = d_pt;
+    a.gx = d_grid, a.gy = d_grid + G, a.gz = d_grid + 2 * (size_t)G;
+    a.nbr_start = d_nbr_start, a.nbr = d_nbr;
+    a.grid = G, a.grid_padded = plan->grid_padded, a.k = k, a.num_peaks = np;
+    a.threshold = o->threshold, a.relative_threshold = o->relative_threshold;
+    a.min_separation_deg = o->min_separation_deg;
+    a.cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
+
+    {
+        /* Issue order H2D(i), kernel(i), then D2H(i-1): copies to pageable memory return
+         * only when done, so the next chunk's kernel is queued before the host waits. */
+        const size_t chunks = (num_voxels + chunk - 1) / chunk;
+        const int grid_blocks_cap = sm_count * blocks_per_sm * 8;
+        for (size_t i = 0; i <= chunks; ++i) {
+            if (i < chunks) {
+                const int s = (int)(i & 1);
+                const size_t first = i * chunk, todo = num_voxels - first < chunk ? num_voxels - first : chunk;
+                CUDA_TRY(cudaMemcpyAsync(d_sh[s], sh + first * k, sizeof(float) * k * todo, cudaMemcpyHostToDevice,
+                                         stream[s]));
+                if (mask) CUDA_TRY(cudaMemcpyAsync(d_mask[s], mask + first, todo, cudaMemcpyHostToDevice, stream[s]));
+                FibArgs args = a;
+                args.sh = d_sh[s], args.mask = mask ? d_mask[s] : NULL, args.dirs = d_dirs[s], args.amps = d_amps[s];
+                args.num_voxels = todo;
+                size_t want = (todo + TK_FIB_WARPS - 1) / TK_FIB_WARPS;
+                int blocks = want < (size_t)grid_blocks_cap ? (int)want : grid_blocks_cap;
+                CUDA_TRY(cudaEventRecord(ev_start[s], stream[s]));
+                kernel<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                CUDA_TRY(cudaEventRecord(ev_stop[s], stream[s]));
+            }
+            if (i > 0) {
+                const size_t j = i - 1;
+                const int s = (int)(j & 1);
+                const size_t first = j * chunk, todo = num_voxels - first < chunk ? num_voxels - first : chunk;
+                if (directions)
+                    CUDA_TRY(cudaMemcpyAsync(directions + first * np * 3, d_dirs[s], sizeof(float) * 3 * np * todo,
+                                             cudaMemcpyDeviceToHost, stream[s]));
+                if (amplitudes)
+                    CUDA_TRY(cudaMemcpyAsync(amplitudes + first * np, d_amps[s], sizeof(float) * np * todo,
+                                             cudaMemcpyDeviceToHost, stream[s]));
+                CUDA_TRY(cudaStreamSynchronize(stream[s]));
+                float ms = 0;
+                CUDA_TRY(cudaEventElapsedTime(&ms, ev_start[s], ev_stop[s]));
+                kernel_ms += ms;
+            }
+        }
+    }
+    CUDA_TRY(cudaMemcpy(&bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+    if (bad_voxels) *bad_voxels = (size_t)bad;
+
+cleanup:
+    for (int s = 0; s < 2; ++s) {
+        if (stream[s]) cudaStreamSynchronize(stream[s]);
+        cudaFree(d_sh[s]);
+        cudaFree(d_dirs[s]);
+        cudaFree(d_amps[s]);
+        cudaFree(d_mask[s]);
+        if (stream[s]) cudaStreamDestroy(stream[s]);
+        if (ev_start[s]) cudaEventDestroy(ev_start[s]);
+        if (ev_stop[s]) cudaEventDestroy(ev_stop[s]);
+    }
+    cudaFree(d_pt);
+    cudaFree(d_grid);
+    cudaFree(d_nbr_start);
+    cudaFree(d_nbr);
+    cudaFree(d_bad);
+    free(P);
+    free(h_grid);
+    if (timing) {
+        timing->total_ms = tk_now_ms() - start_ms;
+        timing->kernel_ms = kernel_ms;
+    }
+    return status;
+}
