@@ -1,12 +1,12 @@
 /* CUDA backend of the fiber peak finder.
  *
- * One warp per voxel.  The warp turns the voxel's SH coefficients into the monomial
+ * A warp per voxel turns the voxel's SH coefficients into the monomial
  * coefficients of its degree-lmax polynomial (one small matrix-vector product), evaluates
  * the polynomial on the plan's hemisphere grid (homogeneous Horner in float: the grid only
  * ranks directions), keeps the grid directions not below any neighbour as candidates,
- * polishes them in parallel, one lane each, with the CPU's Newton code in double
- * (fibers_newton.h), and lane 0 merges, sorts and selects (fibers_select.h) exactly as the
- * CPU does.  The host streams the volume through in chunks on two streams so that one
+ * and appends them to one candidate list; a thread per candidate then polishes it with the
+ * CPU's Newton code in double (fibers_newton.h), and a thread per voxel merges, sorts and
+ * selects (fibers_select.h) exactly as the CPU does.  The host streams the volume through in chunks on two streams so that one
  * chunk's copies overlap the other's kernel.
  */
 #include <cuda_runtime.h>
@@ -116,8 +116,12 @@ template <int M> __device__ __forceinline__ float poly_value_f(const float *cf, 
 #define TK_NEWTON_AXM2(t, x, h) poly_axm2<M>(t, x, h)
 #include "fibers_newton.h"
 
-/* ---- the kernel ------------------------------------------------------------------ */
+/* ---- the kernels ----------------------------------------------------------------- */
 
+/* Three kernels per chunk, so that each runs at the occupancy its work wants: the grid
+ * pass (light, float, a warp per voxel) compacts its candidates into one list; the polish
+ * (heavy, double) runs a thread per candidate, every lane busy; the merge runs a thread
+ * per voxel over that voxel's stretch of the list. */
 struct FibArgs {
     const float *sh;      /* chunk voxels x k */
     const uint8_t *mask;  /* chunk voxels, or NULL */
@@ -126,16 +130,20 @@ struct FibArgs {
     const double *pt;     /* monomial map, column-major: pt[col * k + row] */
     const float *gx, *gy, *gz;
     const int *nbr_start, *nbr;
+    double *coef;         /* chunk voxels x k monomial coefficients */
+    int *first, *count;   /* per voxel: its stretch of the candidate list */
+    int *num_cands;       /* length of the candidate list */
+    int *cand_voxel, *cand_dir;
+    double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
     size_t num_voxels;
     int grid, grid_padded, k, num_peaks;
     double threshold, relative_threshold, min_separation_deg, cos_sep;
 };
 
-/* One warp's shared memory: doubles first (alignment), then floats, then ints. */
+/* One warp's shared memory in the grid pass. */
 __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
 {
-    size_t doubles = (size_t)k + 4 * TK_FIB_CAP, floats = (size_t)grid_padded + 2 * (size_t)k;
-    size_t bytes = 8 * doubles + 4 * floats + 4 * TK_FIB_CAP;
+    size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP);
     return (bytes + 15) / 16 * 16;
 }
 
@@ -148,19 +156,17 @@ __device__ static bool grid_is_max(const FibArgs &p, const float *vals, int d)
     return is_max;
 }
 
-template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_kernel(FibArgs p)
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
-    extern __shared__ double smem[];
+    extern __shared__ float fsmem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    char *base = (char *)smem + warp_shared_bytes(K, p.grid_padded) * warp;
-    double *cd = (double *)base, *res_dir = cd + K, *res_amp = res_dir + 3 * TK_FIB_CAP;
-    float *vals = (float *)(res_amp + TK_FIB_CAP), *cf = vals + p.grid_padded, *shv = cf + K;
+    float *vals = (float *)((char *)fsmem + warp_shared_bytes(K, p.grid_padded) * warp);
+    float *cf = vals + p.grid_padded, *shv = cf + K;
     int *cand = (int *)(shv + K);
-    const int np = p.num_peaks, G = p.grid;
+    const int G = p.grid;
 
     for (size_t v = (size_t)blockIdx.x * TK_FIB_WARPS + warp; v < p.num_voxels; v += (size_t)gridDim.x * TK_FIB_WARPS) {
-        float *out_d = p.dirs + v * np * 3, *out_a = p.amps + v * np;
         bool ok = !p.mask || p.mask[v], finite = true;
         if (ok)
             for (int j = lane; j < K; j += 32) {
@@ -173,15 +179,14 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_kernel
             if (lane == 0) atomicAdd(p.bad, 1ull);
         }
         if (!ok) {
-            for (int j = lane; j < np * 3; j += 32) out_d[j] = NAN;
-            for (int j = lane; j < np; j += 32) out_a[j] = NAN;
+            if (lane == 0) p.count[v] = 0, p.first[v] = 0;
             continue;
         }
         __syncwarp();
         for (int i = lane; i < K; i += 32) {
             double s = 0;
             for (int j = 0; j < K; ++j) s = fma(__ldg(p.pt + (size_t)j * K + i), (double)shv[j], s);
-            cd[i] = s;
+            p.coef[v * K + i] = s;
             cf[i] = (float)s;
         }
         __syncwarp();
@@ -217,45 +222,65 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_kernel
             count = TK_FIB_CAP;
             __syncwarp();
         }
-
-        /* polish, one candidate per lane */
-        const Poly<M> poly = {cd};
-        for (int c = lane; c < count; c += 32) {
-            const int d = cand[c];
-            double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
-            nt_normalize3_gpu(x);
-            const int good = nt_polish_gpu<M>(&poly, x, &amp);
-            /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
-            int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
-            if (fabs(x[2]) > fabs(x[big])) big = 2;
-            const double sign = x[big] < 0 ? -1.0 : 1.0;
-            for (int i = 0; i < 3; ++i) res_dir[c * 3 + i] = sign * x[i];
-            res_amp[c] = good ? amp : NAN;
-        }
+        int first = 0;
+        if (lane == 0) first = atomicAdd(p.num_cands, count), p.first[v] = first, p.count[v] = count;
+        first = __shfl_sync(TK_FIB_FULL, first, 0);
+        for (int c = lane; c < count; c += 32) p.cand_voxel[first + c] = (int)v, p.cand_dir[first + c] = cand[c];
         __syncwarp();
+    }
+}
 
-        /* merge duplicates, sort by amplitude, select: lane 0, in place */
-        if (lane == 0) {
-            int found = 0, kept[TK_FIB_CAP];
-            for (int c = 0; c < count; ++c) {
-                const double a = res_amp[c], x0 = res_dir[c * 3], x1 = res_dir[c * 3 + 1], x2 = res_dir[c * 3 + 2];
-                if (isnan(a)) continue;
-                bool dup = false;
-                for (int f = 0; f < found && !dup; ++f)
-                    dup = fabs(res_dir[f * 3] * x0 + res_dir[f * 3 + 1] * x1 + res_dir[f * 3 + 2] * x2) > 1.0 - 1e-10;
-                if (dup) continue;
-                int pos = found++;
-                while (pos > 0 && res_amp[pos - 1] < a) {
-                    res_amp[pos] = res_amp[pos - 1];
-                    for (int i = 0; i < 3; ++i) res_dir[pos * 3 + i] = res_dir[(pos - 1) * 3 + i];
-                    --pos;
-                }
-                res_amp[pos] = a, res_dir[pos * 3] = x0, res_dir[pos * 3 + 1] = x1, res_dir[pos * 3 + 2] = x2;
-            }
-            tk_fibers_select(np, p.threshold, p.relative_threshold, p.min_separation_deg, p.cos_sep, found, res_dir,
-                             res_amp, kept, out_d, out_a);
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    const int total = *p.num_cands;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int d = p.cand_dir[i];
+        const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * K};
+        double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
+        nt_normalize3_gpu(x);
+        const int good = nt_polish_gpu<M>(&poly, x, &amp);
+        /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
+        int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+        if (fabs(x[2]) > fabs(x[big])) big = 2;
+        const double sign = x[big] < 0 ? -1.0 : 1.0;
+        for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = sign * x[j];
+        p.res_amp[i] = good ? amp : NAN;
+    }
+}
+
+/* Merge duplicates and sort by amplitude, in place over one voxel's candidates; returns
+ * the number of distinct maxima.  Candidates keep the grid's index order, as on the CPU. */
+__device__ static int merge_maxima(double *dir, double *amp, int count)
+{
+    int found = 0;
+    for (int c = 0; c < count; ++c) {
+        const double a = amp[c], x0 = dir[c * 3], x1 = dir[c * 3 + 1], x2 = dir[c * 3 + 2];
+        if (isnan(a)) continue;
+        bool dup = false;
+        for (int f = 0; f < found && !dup; ++f)
+            dup = fabs(dir[f * 3] * x0 + dir[f * 3 + 1] * x1 + dir[f * 3 + 2] * x2) > 1.0 - 1e-10;
+        if (dup) continue;
+        int pos = found++;
+        while (pos > 0 && amp[pos - 1] < a) {
+            amp[pos] = amp[pos - 1];
+            for (int i = 0; i < 3; ++i) dir[pos * 3 + i] = dir[(pos - 1) * 3 + i];
+            --pos;
         }
-        __syncwarp();
+        amp[pos] = a, dir[pos * 3] = x0, dir[pos * 3 + 1] = x1, dir[pos * 3 + 2] = x2;
+    }
+    return found;
+}
+
+__global__ void __launch_bounds__(TK_FIB_THREADS) fibers_select_kernel(FibArgs p)
+{
+    const int np = p.num_peaks;
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < p.num_voxels; v += (size_t)gridDim.x * blockDim.x) {
+        const int first = p.first[v], count = p.count[v];
+        int kept[TK_FIB_CAP];
+        const int found = merge_maxima(p.res_dir + (size_t)first * 3, p.res_amp + first, count);
+        tk_fibers_select(np, p.threshold, p.relative_threshold, p.min_separation_deg, p.cos_sep, found,
+                         p.res_dir + (size_t)first * 3, p.res_amp + first, kept, p.dirs + v * np * 3, p.amps + v * np);
     }
 }
 
@@ -272,19 +297,23 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_kernel
     } while (0)
 
 typedef void (*fibers_kernel_fn)(FibArgs);
+typedef struct {
+    fibers_kernel_fn grid, polish;
+} fibers_kernels;
 
-static fibers_kernel_fn kernel_for(int lmax)
+static fibers_kernels kernels_for(int lmax)
 {
+    fibers_kernels none = {NULL, NULL};
     switch (lmax) {
-    case 2: return fibers_kernel<2>;
-    case 4: return fibers_kernel<4>;
-    case 6: return fibers_kernel<6>;
-    case 8: return fibers_kernel<8>;
-    case 10: return fibers_kernel<10>;
-    case 12: return fibers_kernel<12>;
-    case 14: return fibers_kernel<14>;
-    case 16: return fibers_kernel<16>;
-    default: return NULL;
+#define TK_FIB_CASE(M)                                                                                            \
+    case M: {                                                                                                     \
+        fibers_kernels k = {fibers_grid_kernel<M>, fibers_polish_kernel<M>};                                      \
+        return k;                                                                                                 \
+    }
+        TK_FIB_CASE(2) TK_FIB_CASE(4) TK_FIB_CASE(6) TK_FIB_CASE(8)
+        TK_FIB_CASE(10) TK_FIB_CASE(12) TK_FIB_CASE(14) TK_FIB_CASE(16)
+#undef TK_FIB_CASE
+    default: return none;
     }
 }
 
@@ -295,12 +324,15 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     tk_status status = TK_OK;
     const double start_ms = tk_now_ms();
     const int k = plan->k, G = plan->grid, np = o->num_peaks;
-    const fibers_kernel_fn kernel = kernel_for(plan->lmax);
+    const fibers_kernels kernels = kernels_for(plan->lmax);
     const size_t smem = warp_shared_bytes(k, plan->grid_padded) * TK_FIB_WARPS;
     double *P = NULL, *d_pt = NULL;
     float *h_grid = NULL, *d_grid = NULL, *d_sh[2] = {NULL, NULL}, *d_dirs[2] = {NULL, NULL}, *d_amps[2] = {NULL, NULL};
     int *d_nbr_start = NULL, *d_nbr = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
     uint8_t *d_mask[2] = {NULL, NULL};
+    double *d_coef[2] = {NULL, NULL}, *d_res[2] = {NULL, NULL};
+    int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL};
+    int polish_blocks = 0, select_blocks = 0;
     unsigned long long *d_bad = NULL, bad = 0;
     cudaStream_t stream[2] = {NULL, NULL};
     cudaEvent_t ev_start[2] = {NULL, NULL}, ev_stop[2] = {NULL, NULL};
@@ -309,7 +341,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     FibArgs a;
     memset(&a, 0, sizeof a);
 
-    if (!kernel) return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend has no kernel for lmax %d", plan->lmax);
+    if (!kernels.grid) return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend has no kernel for lmax %d", plan->lmax);
     cudaError_t probe = cudaGetDeviceCount(&device_count);
     if (probe != cudaSuccess || device_count == 0)
         return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
@@ -320,8 +352,10 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
 
     CUDA_TRY(cudaSetDevice(o->cuda_device));
     CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, o->cuda_device));
-    CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, TK_FIB_THREADS, smem));
+    CUDA_TRY(cudaFuncSetAttribute(kernels.grid, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernels.grid, TK_FIB_THREADS, smem));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&polish_blocks, kernels.polish, TK_FIB_THREADS, 0));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&select_blocks, fibers_select_kernel, TK_FIB_THREADS, 0));
     if (blocks_per_sm < 1) {
         status = tk_set_error(TK_ERR_UNSUPPORTED, "lmax %d needs %zu bytes of shared memory per block, more than the device has",
                               plan->lmax, smem);
@@ -361,7 +395,9 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     CUDA_TRY(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
 
     /* Two chunk buffers, each at most 2^18 voxels and together at most half the free memory. */
-    per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0);
+    /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
+    per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * (size_t)k +
+                2 * sizeof(int) + (size_t)TK_FIB_CAP * (2 * sizeof(int) + 4 * sizeof(double));
     CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
     chunk = free_bytes / 4 / per_voxel;
     if (chunk > ((size_t)1 << 18)) chunk = (size_t)1 << 18;
@@ -376,6 +412,11 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
         CUDA_TRY(cudaMalloc(&d_dirs[s], sizeof(float) * 3 * (size_t)np * chunk));
         CUDA_TRY(cudaMalloc(&d_amps[s], sizeof(float) * (size_t)np * chunk));
         if (mask) CUDA_TRY(cudaMalloc(&d_mask[s], chunk));
+        /* coefficients, then first/count/num_cands, then the candidate list and results */
+        CUDA_TRY(cudaMalloc(&d_coef[s], sizeof(double) * (size_t)k * chunk));
+        CUDA_TRY(cudaMalloc(&d_voxel_list[s], sizeof(int) * (2 * chunk + 1)));
+        CUDA_TRY(cudaMalloc(&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP * chunk));
+        CUDA_TRY(cudaMalloc(&d_res[s], sizeof(double) * 4 * TK_FIB_CAP * chunk));
         CUDA_TRY(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
         CUDA_TRY(cudaEventCreate(&ev_start[s]));
         CUDA_TRY(cudaEventCreate(&ev_stop[s]));
@@ -404,11 +445,22 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 if (mask) CUDA_TRY(cudaMemcpyAsync(d_mask[s], mask + first, todo, cudaMemcpyHostToDevice, stream[s]));
                 FibArgs args = a;
                 args.sh = d_sh[s], args.mask = mask ? d_mask[s] : NULL, args.dirs = d_dirs[s], args.amps = d_amps[s];
+                args.coef = d_coef[s];
+                args.first = d_voxel_list[s], args.count = d_voxel_list[s] + chunk, args.num_cands = d_voxel_list[s] + 2 * chunk;
+                args.cand_voxel = d_cand_list[s], args.cand_dir = d_cand_list[s] + (size_t)TK_FIB_CAP * chunk;
+                args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP * chunk;
                 args.num_voxels = todo;
                 size_t want = (todo + TK_FIB_WARPS - 1) / TK_FIB_WARPS;
                 int blocks = want < (size_t)grid_blocks_cap ? (int)want : grid_blocks_cap;
                 CUDA_TRY(cudaEventRecord(ev_start[s], stream[s]));
-                kernel<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
+                CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, sizeof(int), stream[s]));
+                kernels.grid<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                kernels.polish<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                want = (todo + TK_FIB_THREADS - 1) / TK_FIB_THREADS;
+                blocks = want < (size_t)(sm_count * select_blocks) ? (int)want : sm_count * select_blocks;
+                fibers_select_kernel<<<blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
                 CUDA_TRY(cudaGetLastError());
                 CUDA_TRY(cudaEventRecord(ev_stop[s], stream[s]));
             }
@@ -439,6 +491,10 @@ cleanup:
         cudaFree(d_dirs[s]);
         cudaFree(d_amps[s]);
         cudaFree(d_mask[s]);
+        cudaFree(d_coef[s]);
+        cudaFree(d_voxel_list[s]);
+        cudaFree(d_cand_list[s]);
+        cudaFree(d_res[s]);
         if (stream[s]) cudaStreamDestroy(stream[s]);
         if (ev_start[s]) cudaEventDestroy(ev_start[s]);
         if (ev_stop[s]) cudaEventDestroy(ev_stop[s]);
