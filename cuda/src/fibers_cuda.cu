@@ -37,54 +37,52 @@ template <int M> struct Poly {
     const double *c; /* shared memory: every lane of the warp reads the same entry */
 };
 
-template <int M> __device__ __forceinline__ void poly_powers(const double *x, double *px, double *py, double *pz)
+/* f, its gradient and its Hessian at x, by Horner chains that carry the derivatives along:
+ * in x over each z power's bivariate part (its y-derivatives through the y powers of the
+ * coefficients), then in z over the z powers.  About thirty live doubles, whatever M.
+ * Not inlined: inlined, the compiler hoists the coefficients and their scalings out of
+ * the Newton loop into registers and spills. */
+template <int M> __device__ __noinline__ void poly_derivs(const Poly<M> *t, const double *x, double *y, double *h)
 {
-    px[0] = py[0] = pz[0] = 1;
+    const double X = x[0], Y = x[1], Z = x[2];
+    double f0 = 0, f1 = 0, f2 = 0, gx0 = 0, gx1 = 0, gy0 = 0, gy1 = 0, hxx = 0, hxy = 0, hyy = 0;
 #pragma unroll
-    for (int i = 1; i <= M; ++i) px[i] = px[i - 1] * x[0], py[i] = py[i - 1] * x[1], pz[i] = pz[i - 1] * x[2];
-}
-
-/* y = A x^(m-1) = grad f / m */
-template <int M> __device__ void poly_axm1(const Poly<M> *t, const double *x, double *y)
-{
-    double px[M + 1], py[M + 1], pz[M + 1], g0 = 0, g1 = 0, g2 = 0;
-    poly_powers<M>(x, px, py, pz);
-#pragma unroll
-    for (int c = 0; c <= M; ++c)
+    for (int c = M; c >= 0; --c) {
+        const double *k = t->c + poly_offset(M, c);
+        double r0 = 0, r1 = 0, r2 = 0, s0 = 0, s1 = 0, u0 = 0, yb = 1, yb1 = 0, yb2 = 0;
 #pragma unroll
         for (int b = 0; b <= M - c; ++b) {
-            const int a = M - c - b;
-            const double k = t->c[poly_offset(M, c) + b];
-            if (a > 0) g0 += k * a * px[a > 0 ? a - 1 : 0] * py[b] * pz[c];
-            if (b > 0) g1 += k * b * px[a] * py[b > 0 ? b - 1 : 0] * pz[c];
-            if (c > 0) g2 += k * c * px[a] * py[b] * pz[c > 0 ? c - 1 : 0];
+            const double kb = k[b];
+            r2 = r2 * X + 2 * r1, r1 = r1 * X + r0, r0 = r0 * X + kb * yb;
+            s1 = s1 * X + s0, s0 = s0 * X + kb * b * yb1;
+            u0 = u0 * X + kb * (b * (b - 1)) * yb2;
+            yb2 = yb1, yb1 = yb, yb *= Y;
         }
-    y[0] = g0 / M, y[1] = g1 / M, y[2] = g2 / M;
+        f2 = f2 * Z + 2 * f1, f1 = f1 * Z + f0, f0 = f0 * Z + r0;
+        gx1 = gx1 * Z + gx0, gx0 = gx0 * Z + r1;
+        gy1 = gy1 * Z + gy0, gy0 = gy0 * Z + s0;
+        hxx = hxx * Z + r2, hxy = hxy * Z + s1, hyy = hyy * Z + u0;
+    }
+    /* y = grad f / M;  h = Hessian f / (M (M - 1)) */
+    const double g = 1.0 / M, q = 1.0 / (M * (M - 1));
+    y[0] = gx0 * g, y[1] = gy0 * g, y[2] = f1 * g;
+    h[0] = hxx * q, h[1] = h[3] = hxy * q, h[2] = h[6] = gx1 * q;
+    h[4] = hyy * q, h[5] = h[7] = gy1 * q, h[8] = f2 * q;
 }
 
-/* h = A x^(m-2) = Hessian f / (m (m-1)), 3 x 3 row-major */
-template <int M> __device__ void poly_axm2(const Poly<M> *t, const double *x, double *h)
+/* f at x in double (the backtracking test). */
+template <int M> __device__ __noinline__ double poly_value(const Poly<M> *t, const double *x)
 {
-    double px[M + 1], py[M + 1], pz[M + 1], s00 = 0, s01 = 0, s02 = 0, s11 = 0, s12 = 0, s22 = 0;
-    poly_powers<M>(x, px, py, pz);
+    double p = 0;
 #pragma unroll
-    for (int c = 0; c <= M; ++c)
+    for (int c = M; c >= 0; --c) {
+        const double *k = t->c + poly_offset(M, c);
+        double s = 0, yb = 1;
 #pragma unroll
-        for (int b = 0; b <= M - c; ++b) {
-            const int a = M - c - b;
-            const double k = t->c[poly_offset(M, c) + b];
-            const int a1 = a > 0 ? a - 1 : 0, a2 = a > 1 ? a - 2 : 0, b1 = b > 0 ? b - 1 : 0, b2 = b > 1 ? b - 2 : 0;
-            const int c1 = c > 0 ? c - 1 : 0, c2 = c > 1 ? c - 2 : 0;
-            if (a > 1) s00 += k * (a * (a - 1)) * px[a2] * py[b] * pz[c];
-            if (a > 0 && b > 0) s01 += k * (a * b) * px[a1] * py[b1] * pz[c];
-            if (a > 0 && c > 0) s02 += k * (a * c) * px[a1] * py[b] * pz[c1];
-            if (b > 1) s11 += k * (b * (b - 1)) * px[a] * py[b2] * pz[c];
-            if (b > 0 && c > 0) s12 += k * (b * c) * px[a] * py[b1] * pz[c1];
-            if (c > 1) s22 += k * (c * (c - 1)) * px[a] * py[b] * pz[c2];
-        }
-    const double scale = 1.0 / (M * (M - 1));
-    h[0] = s00 * scale, h[1] = h[3] = s01 * scale, h[2] = h[6] = s02 * scale;
-    h[4] = s11 * scale, h[5] = h[7] = s12 * scale, h[8] = s22 * scale;
+        for (int b = 0; b <= M - c; ++b) s = s * x[0] + k[b] * yb, yb *= x[1];
+        p = p * x[2] + s;
+    }
+    return p;
 }
 
 /* f at a grid direction, in float: Horner in x with y powers inside each z power, then
@@ -112,8 +110,8 @@ template <int M> __device__ __forceinline__ float poly_value_f(const float *cf, 
 #define TK_NEWTON_CTX Poly<M>
 #define TK_NEWTON_SFX(name) name##_gpu
 #define TK_NEWTON_ORDER(t) (M)
-#define TK_NEWTON_AXM1(t, x, y) poly_axm1<M>(t, x, y)
-#define TK_NEWTON_AXM2(t, x, h) poly_axm2<M>(t, x, h)
+#define TK_NEWTON_DERIVS(t, x, y, h) poly_derivs<M>(t, x, y, h)
+#define TK_NEWTON_VALUE(t, x) poly_value<M>(t, x)
 #include "fibers_newton.h"
 
 /* ---- the kernels ----------------------------------------------------------------- */

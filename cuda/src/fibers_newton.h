@@ -8,8 +8,8 @@
  *   TK_NEWTON_CTX            the evaluator type
  *   TK_NEWTON_SFX(name)      the functions' name suffix
  *   TK_NEWTON_ORDER(t)       the order m of t
- *   TK_NEWTON_AXM1(t, x, y)  y[3] = A x^(m-1)
- *   TK_NEWTON_AXM2(t, x, h)  h[9] = A x^(m-2)
+ *   TK_NEWTON_DERIVS(t, x, y, h)  y[3] = A x^(m-1) and h[9] = A x^(m-2)
+ *   TK_NEWTON_VALUE(t, x)         A x^m
  */
 
 TK_NEWTON_UTIL double TK_NEWTON_SFX(nt_dot3)(const double *a, const double *b)
@@ -42,9 +42,8 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
 {
     const int m = TK_NEWTON_ORDER(t);
     double y[3], mat[9], mu[3], mw[3];
-    TK_NEWTON_AXM1(t, x, y);
+    TK_NEWTON_DERIVS(t, x, y, mat);
     double lambda = TK_NEWTON_SFX(nt_dot3)(x, y);
-    TK_NEWTON_AXM2(t, x, mat);
     for (int i = 0; i < 3; ++i) {
         mu[i] = mat[i * 3] * u[0] + mat[i * 3 + 1] * u[1] + mat[i * 3 + 2] * u[2];
         mw[i] = mat[i * 3] * w[0] + mat[i * 3 + 1] * w[1] + mat[i * 3 + 2] * w[2];
@@ -54,13 +53,6 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
     h[1] = (m - 1) * TK_NEWTON_SFX(nt_dot3)(u, mw);
     h[2] = (m - 1) * TK_NEWTON_SFX(nt_dot3)(w, mw) - lambda;
     return lambda;
-}
-
-TK_NEWTON_FN double TK_NEWTON_SFX(nt_value)(const TK_NEWTON_CTX *t, const double *x)
-{
-    double y[3];
-    TK_NEWTON_AXM1(t, x, y);
-    return TK_NEWTON_SFX(nt_dot3)(x, y);
 }
 
 /* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
@@ -88,7 +80,7 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         for (; half < 40; ++half) {
             for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
             TK_NEWTON_SFX(nt_normalize3)(xn);
-            if (TK_NEWTON_SFX(nt_value)(t, xn) >= lambda - 1e-15 * scale) break;
+            if (TK_NEWTON_VALUE(t, xn) >= lambda - 1e-15 * scale) break;
             s0 *= 0.5, s1 *= 0.5, len *= 0.5;
         }
         x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];

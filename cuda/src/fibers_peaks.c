@@ -73,6 +73,13 @@ static void vt_axm2(const voxel_tensor *t, const double *x, double *y)
     }
 }
 
+static double vt_axm(const voxel_tensor *t, const double *x)
+{
+    double y[3];
+    vt_axm1(t, x, y);
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+}
+
 void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 {
     memset(o, 0, sizeof *o);
@@ -91,8 +98,8 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 #define TK_NEWTON_CTX voxel_tensor
 #define TK_NEWTON_SFX(name) name##_cpu
 #define TK_NEWTON_ORDER(t) ((t)->m)
-#define TK_NEWTON_AXM1(t, x, y) vt_axm1(t, x, y)
-#define TK_NEWTON_AXM2(t, x, h) vt_axm2(t, x, h)
+#define TK_NEWTON_DERIVS(t, x, y, h) (vt_axm1(t, x, y), vt_axm2(t, x, h))
+#define TK_NEWTON_VALUE(t, x) vt_axm(t, x)
 #include "fibers_newton.h"
 
 /* The series on the grid, in float (it only ranks directions): blocks of 32 directions
