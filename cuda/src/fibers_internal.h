@@ -13,11 +13,15 @@ typedef struct tk_fibers_plan {
     tk_sh_basis basis;
     int legacy;
     double *map;          /* k x k: tensor = map * sh */
+    double *map_t;        /* the same, column-major */
     int grid;             /* directions on the upper hemisphere; their antipodes complete the sphere */
     double *dirs;         /* grid x 3 */
     float *basis_t;       /* k x grid_padded: SH functions at the grid, coefficient-major */
     int grid_padded;      /* grid rounded up to the evaluation block */
     int *nbr_start, *nbr; /* CSR neighbour lists over the hemisphere indices (antipodes folded in) */
+    int nbr_width;        /* the most neighbours any direction has */
+    int *nbr_fixed;       /* nbr_width x grid_padded, neighbour-major, short lists padded with the
+                           * direction itself: the neighbour test then vectorizes (gathers) */
 } tk_fibers_plan;
 
 tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *plan);

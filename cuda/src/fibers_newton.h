@@ -57,10 +57,9 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
 
 /* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
  * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
- * Marquardt), steps of at most 0.05 rad, and backtracking so that A x^m never falls.  The
- * start is a grid direction, within a grid spacing (0.06 rad at lmax 8) of its maximum:
- * longer steps could cross a shallow saddle to a higher neighbouring maximum and lose
- * this one (seen with maxima 19 degrees apart).
+ * Marquardt), steps of at most 0.1 rad, and backtracking so that A x^m never falls.  The
+ * start is a grid direction, within about a grid spacing (0.064 rad at lmax 8) of its
+ * maximum: much longer steps could jump a valley to a higher neighbouring hill.
  * Convergence is quadratic near a strict maximum, so once a full Newton step is below
  * 1e-7 rad the point it reaches is within about 1e-13 of the maximum: stop there rather
  * than spend one more round of derivatives measuring a step of 1e-14. */
@@ -77,8 +76,8 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
         double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
         double len = sqrt(s0 * s0 + s1 * s1), xn[3];
-        const int pure_newton = shift == 0.0 && len <= 0.05;
-        if (len > 0.05) s0 *= 0.05 / len, s1 *= 0.05 / len, len = 0.05;
+        const int pure_newton = shift == 0.0 && len <= 0.1;
+        if (len > 0.1) s0 *= 0.1 / len, s1 *= 0.1 / len, len = 0.1;
         int half = 0;
         for (; half < 40; ++half) {
             for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];

@@ -34,11 +34,15 @@ typedef struct {
     int m;
     const double *a;
     double c[3 * TK_UNROLLED_K1_8_3], c2[6 * TK_UNROLLED_K2_8_3];
+    /* The last A x^(m-1): Newton's backtracking test evaluates it at the point the next
+     * iteration differentiates at, so one of each iteration's two evaluations is a copy. */
+    double last_x[3], last_y[3];
+    int has_last;
 } voxel_tensor;
 
 static void vt_init(voxel_tensor *t, int m, const double *a)
 {
-    t->m = m, t->a = a;
+    t->m = m, t->a = a, t->has_last = 0;
     switch (m) {
 #define TK_CASE(M)                                                                                                     \
     case M:                                                                                                            \
@@ -51,8 +55,13 @@ static void vt_init(voxel_tensor *t, int m, const double *a)
     }
 }
 
-static void vt_axm1(const voxel_tensor *t, const double *x, double *y)
+static void vt_axm1(const voxel_tensor *tc, const double *x, double *y)
 {
+    voxel_tensor *t = (voxel_tensor *)tc; /* the cache is no part of the tensor's value */
+    if (t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2]) {
+        y[0] = t->last_y[0], y[1] = t->last_y[1], y[2] = t->last_y[2];
+        return;
+    }
     switch (t->m) {
     case 2: tk_unrolled_axm1_2_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
     case 4: tk_unrolled_axm1_4_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
@@ -60,6 +69,8 @@ static void vt_axm1(const voxel_tensor *t, const double *x, double *y)
     case 8: tk_unrolled_axm1_8_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
     default: tk_sym_axm1_d(t->m, 3, t->a, x, y); break;
     }
+    for (int i = 0; i < 3; ++i) t->last_x[i] = x[i], t->last_y[i] = y[i];
+    t->has_last = 1;
 }
 
 static void vt_axm2(const voxel_tensor *t, const double *x, double *y)
@@ -102,6 +113,25 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 #define TK_NEWTON_VALUE(t, x) vt_axm(t, x)
 #include "fibers_newton.h"
 
+/* is_max[i] = 1 where grid direction i is not below any neighbour.  Neighbour-major over
+ * blocks of 32 directions, so each step is a gather and a compare across a vector. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsigned char *is_max)
+{
+    const int stride = p->grid_padded;
+    for (int i0 = 0; i0 < stride; i0 += 32) {
+        int ok[32];
+        for (int j = 0; j < 32; ++j) ok[j] = 1;
+        for (int n = 0; n < p->nbr_width; ++n) {
+            const int *nb = p->nbr_fixed + (size_t)n * stride + i0;
+            for (int j = 0; j < 32; ++j) ok[j] &= values[i0 + j] >= values[nb[j]];
+        }
+        for (int j = 0; j < 32; ++j) is_max[i0 + j] = (unsigned char)ok[j];
+    }
+}
+
 /* The series on the grid, in float (it only ranks directions): blocks of 32 directions
  * accumulate in registers over the coefficients; cloned for AVX2 + FMA. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
@@ -129,17 +159,16 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     float *values = (float *)work;
     double *tensor = work + p->grid_padded / 2 + 1;
     grid_values(p, sh, values);
-    for (int r = 0; r < k; ++r) {
-        double s = 0;
-        for (int c = 0; c < k; ++c) s += p->map[(size_t)r * k + c] * sh[c];
-        tensor[r] = s;
-    }
+    /* column by column, so that the inner loop vectorizes without reassociation */
+    for (int r = 0; r < k; ++r) tensor[r] = 0;
+    for (int c = 0; c < k; ++c)
+        for (int r = 0; r < k; ++r) tensor[r] += p->map_t[(size_t)c * k + r] * sh[c];
     /* grid directions not below any neighbour, largest first */
     int cand[TK_MAX_CANDIDATES], ncand = 0;
+    unsigned char *is_max = (unsigned char *)(tensor + k);
+    grid_local_maxima(p, values, is_max);
     for (int i = 0; i < g; ++i) {
-        int is_max = 1; /* branch-free: the early exit mispredicts more than it saves */
-        for (int e = p->nbr_start[i]; e < p->nbr_start[i + 1]; ++e) is_max &= values[i] >= values[p->nbr[e]];
-        if (!is_max) continue;
+        if (!is_max[i]) continue;
         int pos = ncand < TK_MAX_CANDIDATES ? ncand++ : TK_MAX_CANDIDATES;
         if (pos == TK_MAX_CANDIDATES) {
             if (values[i] <= values[cand[TK_MAX_CANDIDATES - 1]]) continue;
