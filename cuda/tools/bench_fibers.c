@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "mif_io.h"
 #include "tk_fibers.h"
+#include "tk_npy.h"
 
 extern char **environ;
 
@@ -32,7 +33,7 @@ static const double kPi = 3.14159265358979323846;
 typedef struct {
     long voxels, cuda_voxels, lmax, num, threads, repeat, accuracy_voxels;
     int backends[3];
-    const char *sh2peaks;
+    const char *sh2peaks, *input;
 } fibers_args;
 
 typedef struct {
@@ -80,6 +81,35 @@ static float *fod_like_volume(int lmax, size_t voxels, uint64_t seed)
                 for (int m = -l; m <= l; ++m, ++j) c[j] += (float)(w * smooth[l] * y[j]);
         }
     }
+    return sh;
+}
+
+/* The voxels of an .npy of SH coefficients (any shape whose last axis is an SH count),
+ * repeated to fill voxels; sets *lmax from the count. */
+static float *tiled_input(const char *path, size_t voxels, long *lmax)
+{
+    tk_npy_array arr;
+    if (tk_npy_read(path, &arr) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return NULL;
+    }
+    float *sh = NULL;
+    const size_t k = arr.ndim ? arr.shape[arr.ndim - 1] : 0;
+    const int l = tk_sh_lmax_for_count(k);
+    if ((arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) || l < 2 || arr.count == 0) {
+        tk_cli_error(prog, "%s: expected float32 or float64 SH coefficients on the last axis (6, 15, 28, 45, ...), got %s "
+                           "with %zu on the last axis", path, tk_npy_dtype_name(arr.dtype), k);
+    } else if ((sh = malloc(sizeof(float) * k * voxels)) != NULL) {
+        const size_t have = arr.count / k;
+        for (size_t v = 0; v < voxels; ++v)
+            for (size_t j = 0; j < k; ++j) {
+                size_t at = (v % have) * k + j;
+                sh[v * k + j] = arr.dtype == TK_NPY_FLOAT32 ? ((const float *)arr.data)[at]
+                                                            : (float)((const double *)arr.data)[at];
+            }
+        *lmax = l;
+    }
+    tk_npy_free(&arr);
     return sh;
 }
 
@@ -233,14 +263,16 @@ static double run_sh2peaks(const fibers_args *a, const float *sh, size_t voxels,
 }
 
 /* sh2peaks' peaks (scaled by amplitude) that none of ours (ours_np per voxel) matches within
- * 1 degree; *not_maxima counts those of them that are no local maximum of the series (an
- * independent ascent from them ends elsewhere or nowhere). */
+ * 1 degree; of those, *not_maxima are no local maximum of the series (an independent ascent
+ * from them ends elsewhere or nowhere) and *negative have an amplitude <= 0 (sh2peaks has no
+ * threshold by default; ours is 0). */
 static size_t unmatched_reference_peaks(const fibers_args *a, const float *sh, const float *ref, const float *ours,
-                                        int ours_np, size_t voxels, size_t *total, size_t *not_maxima)
+                                        int ours_np, size_t voxels, size_t *total, size_t *not_maxima,
+                                        size_t *negative)
 {
     const int np = (int)a->num, k = (int)tk_sh_num_coeffs((int)a->lmax);
     size_t missing = 0;
-    *total = *not_maxima = 0;
+    *total = *not_maxima = *negative = 0;
     for (size_t v = 0; v < voxels; ++v)
         for (int p = 0; p < np; ++p) {
             const float *r = ref + (v * np + p) * 3;
@@ -258,8 +290,9 @@ static size_t unmatched_reference_peaks(const fibers_args *a, const float *sh, c
                 float unit[3] = {(float)(r[0] / n), (float)(r[1] / n), (float)(r[2] / n)};
                 int is_max = 0;
                 for (int j = 0; j < k; ++j) c[j] = sh[v * k + j];
-                double moved = refine_angle((int)a->lmax, c, unit, &is_max);
-                *not_maxima += !is_max || moved > 1.0;
+                double moved = refine_angle((int)a->lmax, c, unit, &is_max), dir[3] = {unit[0], unit[1], unit[2]};
+                if (!is_max || moved > 1.0) ++*not_maxima;
+                else if (sh_value((int)a->lmax, c, dir) <= 0) ++*negative;
             }
         }
     return missing;
@@ -272,8 +305,10 @@ static int parse_args(int argc, char **argv, fibers_args *a)
         if (!strcmp(argv[i], "--help")) {
             printf("usage: tk-bench fibers [--voxels 64000] [--cuda-voxels 600000] [--lmax 8] [--num 3]\n"
                    "                       [--backends cpu,omp,cuda] [--threads P] [--repeat 5]\n"
-                   "                       [--accuracy-voxels 2000] [--sh2peaks sh2peaks|off]\n"
-                   "Peaks of an FOD-like volume (1-3 fibers per voxel, tournier07 basis).  voxels/s are the\n"
+                   "                       [--accuracy-voxels 2000] [--sh2peaks sh2peaks|off] [--input SH.npy]\n"
+                   "Peaks of an FOD-like volume (1-3 fibers per voxel, tournier07 basis), or of the voxels of\n"
+                   "--input (tournier07 coefficients on the last axis; lmax from their count) repeated to fill\n"
+                   "the volume.  voxels/s are the\n"
                    "median of --repeat calls of tk_fibers_find, memory to memory (CUDA: transfers included;\n"
                    "kernel = the kernels alone).  sh2peaks runs on the same volume (as .mif), threads and\n"
                    "peak count; its time includes reading and writing its files.  Accuracy: angle from each\n"
@@ -294,6 +329,10 @@ static int parse_args(int argc, char **argv, fibers_args *a)
         TK_INT_OPT("--repeat", repeat, 1, 64)
         TK_INT_OPT("--accuracy-voxels", accuracy_voxels, 0, 100000000)
 #undef TK_INT_OPT
+        else if (tk_cli_is(argv[i], "--input"))
+        {
+            if (!(a->input = tk_cli_value(prog, argc, argv, &i, "--input"))) return -1;
+        }
         else if (tk_cli_is(argv[i], "--sh2peaks"))
         {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--sh2peaks"))) return -1;
@@ -329,12 +368,15 @@ static int parse_args(int argc, char **argv, fibers_args *a)
 
 int tk_bench_fibers(int argc, char **argv)
 {
-    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, {0, 1, 1}, "sh2peaks"};
+    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, {0, 1, 1}, "sh2peaks", NULL};
     int parsed = parse_args(argc, argv, &a);
     if (parsed <= 0) return parsed < 0 ? TK_EXIT_USAGE : 0;
-    const size_t voxels = (size_t)a.voxels, np = (size_t)a.num, k = tk_sh_num_coeffs((int)a.lmax);
+    const size_t voxels = (size_t)a.voxels, np = (size_t)a.num;
     const size_t biggest = a.backends[2] && (size_t)a.cuda_voxels > voxels ? (size_t)a.cuda_voxels : voxels;
-    float *sh = fod_like_volume((int)a.lmax, biggest, 1), *dirs = malloc(sizeof(float) * biggest * np * 3),
+    float *sh = a.input ? tiled_input(a.input, biggest, &a.lmax) : fod_like_volume((int)a.lmax, biggest, 1);
+    if (!sh) return TK_EXIT_FAILURE;
+    const size_t k = tk_sh_num_coeffs((int)a.lmax);
+    float *dirs = malloc(sizeof(float) * biggest * np * 3),
           *amps = malloc(sizeof(float) * biggest * np);
     if (!sh || !dirs || !amps) {
         tk_cli_error(prog, "out of memory for %zu voxels", biggest);
@@ -342,7 +384,8 @@ int tk_bench_fibers(int argc, char **argv)
     }
     memset(dirs, 0, sizeof(float) * biggest * np * 3), memset(amps, 0, sizeof(float) * biggest * np);
     const size_t acc_voxels = (size_t)a.accuracy_voxels < voxels ? (size_t)a.accuracy_voxels : voxels;
-    printf("# tk-bench fibers: FOD-like volume, lmax %ld (%zu coefficients), %ld peaks, %s threads\n", a.lmax, k, a.num,
+    printf("# tk-bench fibers: %s%s, lmax %ld (%zu coefficients), %ld peaks, %s threads\n",
+           a.input ? "the voxels of " : "FOD-like volume", a.input ? a.input : "", a.lmax, k, a.num,
            a.threads ? "given" : "all");
     printf("# accuracy: median / largest angle (degrees) to the refined maxima over the first %zu voxels;\n"
            "# goals: omp >= 20x sh2peaks voxels/s, cuda >= 10,000,000 voxels/s at lmax 8 (transfers included),\n"
@@ -386,11 +429,13 @@ int tk_bench_fibers(int argc, char **argv)
                 tk_fibers_options_init(&o, (int)a.lmax);
                 o.num_peaks = all, o.backend = (tk_fibers_backend)b, o.num_threads = (int)a.threads;
                 if (every && tk_fibers_find(&o, voxels, sh, NULL, every, NULL, NULL) == TK_OK) {
-                    size_t total = 0, not_max = 0;
-                    size_t missing = unmatched_reference_peaks(&a, sh, ref, every, all, voxels, &total, &not_max);
-                    printf("%-10s sh2peaks peaks found within 1 degree: %zu of %zu; %zu not found, of which %zu are no "
-                           "local maximum of the series\n",
-                           backend_name(b), total - missing, total, missing, not_max);
+                    size_t total = 0, not_max = 0, negative = 0;
+                    size_t missing =
+                        unmatched_reference_peaks(&a, sh, ref, every, all, voxels, &total, &not_max, &negative);
+                    printf("%-10s sh2peaks peaks found within 1 degree: %zu of %zu; of the %zu others, %zu are no local "
+                           "maximum of the series, %zu have amplitude <= 0 (our default threshold), %zu are missed\n",
+                           backend_name(b), total - missing, total, missing, not_max, negative,
+                           missing - not_max - negative);
                 }
                 free(every);
             }
