@@ -93,6 +93,9 @@ tk_status tk_tns_read(const char *path, int order, const uint32_t *dims_hint, tk
  * or stale cache is rewritten (atomically; a cache that cannot be written is
  * not an error).  *from_cache (may be NULL) tells which happened. */
 tk_status tk_tns_read_cached(const char *path, int order, tk_tucker_coo *out, int *from_cache);
+/* Query files: like tk_tns_read with the order given, but lines may hold the N
+ * indices alone (values read as 0) or indices and a value. */
+tk_status tk_tns_read_queries(const char *path, int order, tk_tucker_coo *out);
 /* Write atomically (temporary, then rename); values with 9 significant digits. */
 tk_status tk_tns_write(const char *path, const tk_tucker_coo *t);
 
@@ -133,6 +136,20 @@ tk_status tk_tucker_evaluate(const tk_tucker_model *m, const tk_tucker_coo *t, d
  * grad_b[n] J*R (caller-allocated). */
 tk_status tk_tucker_gradient(const tk_tucker_model *m, const tk_tucker_coo *t, double lambda_a, double lambda_b,
                              double *const *grad_a, double *const *grad_b);
+
+/* ---- model directories ------------------------------------------------------------ */
+
+/* A model directory holds A1.npy..AN.npy (float32, I_n x J), B1.npy..BN.npy
+ * (float32, J x R) and manifest.txt ("key = value" lines: format, order, dims,
+ * rank_j, rank_r, then the caller's extra lines).  Saving builds a sibling
+ * directory and swaps it in with one atomic rename, so a reader (or a run killed
+ * at any instant) sees either the old model or the new one, never a mix.  An
+ * existing directory is replaced only if it holds a manifest.txt. */
+tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const char *extra_manifest);
+/* Load a model directory; *manifest (may be NULL) gets the manifest text (free()). */
+tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manifest);
+/* The value of "key = value" in manifest text, copied into out; 0 if absent. */
+int tk_tucker_manifest_get(const char *manifest, const char *key, char *out, size_t size);
 
 /* ---- synthetic data ----------------------------------------------------------------- */
 

@@ -28,7 +28,7 @@ static tk_status grow(tk_tucker_coo *t, size_t *cap, size_t order)
 
 /* Parse the whole text image; line numbers are 1-based. */
 static tk_status parse_tns(const char *path, const char *text, size_t size, int order, const uint32_t *dims_hint,
-                           tk_tucker_coo *out)
+                           int values_optional, tk_tucker_coo *out)
 {
     memset(out, 0, sizeof *out);
     size_t cap = 0, line = 0, nnz = 0;
@@ -67,9 +67,15 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
             }
             order = nf - 1;
         }
-        if (nf != order + 1) {
+        int has_value = nf == order + 1;
+        if (values_optional && nf == order) {
+            has_value = 0;
+        } else if (nf != order + 1) {
             st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns where %d indices and a value (%d columns) were expected",
                               path, line, nf, order, order + 1);
+            if (values_optional)
+                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns where %d indices (and optionally a value) were expected",
+                                  path, line, nf, order);
             goto fail;
         }
         if (nnz == cap && grow(out, &cap, (size_t)order) != TK_OK) {
@@ -77,7 +83,8 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
             goto fail;
         }
         char buf[64];
-        for (int k = 0; k <= order; ++k) {
+        if (!has_value) out->val[nnz] = 0;
+        for (int k = 0; k < order + has_value; ++k) {
             if (len[k] >= sizeof buf) {
                 st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: column %d is too long to be a number", path, line, k + 1);
                 goto fail;
@@ -171,7 +178,21 @@ tk_status tk_tns_read(const char *path, int order, const uint32_t *dims_hint, tk
     size_t size = 0;
     tk_status st = slurp(path, &text, &size);
     if (st != TK_OK) return st;
-    st = parse_tns(path, text, size, order, dims_hint, out);
+    st = parse_tns(path, text, size, order, dims_hint, 0, out);
+    free(text);
+    return st;
+}
+
+tk_status tk_tns_read_queries(const char *path, int order, tk_tucker_coo *out)
+{
+    memset(out, 0, sizeof *out);
+    if (order < 2 || order > TK_TUCKER_MAX_ORDER)
+        return tk_set_error(TK_ERR_ARGUMENT, "order %d is outside 2..%d", order, TK_TUCKER_MAX_ORDER);
+    char *text = NULL;
+    size_t size = 0;
+    tk_status st = slurp(path, &text, &size);
+    if (st != TK_OK) return st;
+    st = parse_tns(path, text, size, order, NULL, 1, out);
     free(text);
     return st;
 }
