@@ -65,10 +65,18 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
     /* B-CSF indexes rows of the model: use the model's dims. */
     tk_tucker_coo view = *train;
     memcpy(view.dims, model->dims, sizeof view.dims);
-    if (o->storage == TK_TUCKER_COO)
+    if (o->storage == TK_TUCKER_COO) {
         s->coo = train;
-    else
-        for (int n = 0; n < s->order && st == TK_OK; ++n) st = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
+    } else {
+        /* One mode per thread (each build is a sequential radix sort); a failed
+         * build is repeated here so its message lands in this thread. */
+        tk_status built[TK_TUCKER_MAX_ORDER];
+        int order = s->order;
+#pragma omp parallel for schedule(dynamic, 1) if (o->backend != TK_TUCKER_CPU && train->nnz > 100000)
+        for (int n = 0; n < order; ++n) built[n] = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
+        for (int n = 0; n < order && st == TK_OK; ++n)
+            if (built[n] != TK_OK) st = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
+    }
     if (st == TK_OK)
         st = o->backend == TK_TUCKER_CUDA ? tk_tucker_cuda_create(s, model) : tk_tucker_host_create(s, model);
     if (st != TK_OK) {
