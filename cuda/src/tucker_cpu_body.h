@@ -22,14 +22,22 @@ static const TK_REAL *TK_SFX(fiber_product)(TK_REAL *const *c, const int *others
     return pre + (size_t)(levels - 1) * (size_t)R;
 }
 
-/* v = B q: the shared intermediate of the factor gradient (seed eq. 10). */
-static void TK_SFX(core_times)(const TK_REAL *B, const TK_REAL *q, int J, int R, TK_REAL *v)
+/* v = B q: the shared intermediate of the factor gradient (seed eq. 10), from
+ * Bt = B^T (R x J) so the inner loop runs over j and vectorizes; each v[j] still
+ * sums r = 0..R-1 in order, as the GPU lanes do. */
+static void TK_SFX(core_times)(const TK_REAL *Bt, const TK_REAL *q, int J, int R, TK_REAL *v)
 {
-    for (int j = 0; j < J; ++j) {
-        TK_REAL sum = 0;
-        for (int r = 0; r < R; ++r) sum += B[j * R + r] * q[r];
-        v[j] = sum;
+    for (int j = 0; j < J; ++j) v[j] = 0;
+    for (int r = 0; r < R; ++r) {
+        const TK_REAL qr = q[r], *col = Bt + (size_t)r * (size_t)J;
+        for (int j = 0; j < J; ++j) v[j] += col[j] * qr;
     }
+}
+
+static void TK_SFX(transpose)(const TK_REAL *B, int J, int R, TK_REAL *Bt)
+{
+    for (int j = 0; j < J; ++j)
+        for (int r = 0; r < R; ++r) Bt[r * J + j] = B[j * R + r];
 }
 
 /* One SGD step of row a on entry value x (seed eqs. 9, 10). */
@@ -47,12 +55,15 @@ static void TK_SFX(refresh_rows)(tk_tucker_solver *s, int n, long lo, long hi)
     int J = s->rank_j, R = s->rank_r;
     const TK_REAL *A = (const TK_REAL *)s->host.a[n], *B = (const TK_REAL *)s->host.b[n];
     TK_REAL *C = (TK_REAL *)s->host.c[n];
-    for (long i = lo; i < hi; ++i)
-        for (int r = 0; r < R; ++r) {
-            TK_REAL sum = 0;
-            for (int j = 0; j < J; ++j) sum += A[(size_t)i * (size_t)J + (size_t)j] * B[j * R + r];
-            C[(size_t)i * (size_t)R + (size_t)r] = sum;
+    for (long i = lo; i < hi; ++i) {
+        TK_REAL *c = C + (size_t)i * (size_t)R;
+        const TK_REAL *a = A + (size_t)i * (size_t)J;
+        for (int r = 0; r < R; ++r) c[r] = 0;
+        for (int j = 0; j < J; ++j) {
+            const TK_REAL aj = a[j], *brow = B + (size_t)j * (size_t)R;
+            for (int r = 0; r < R; ++r) c[r] += aj * brow[r];
         }
+    }
 }
 
 static void TK_SFX(refresh)(tk_tucker_solver *s, int n, int threads)
@@ -72,7 +83,8 @@ static tk_status TK_SFX(factors_bcsf)(tk_tucker_solver *s, int n, int threads)
     int J = s->rank_j, R = s->rank_r, levels = s->order - 1;
     TK_REAL lr = (TK_REAL)s->opts.lr_a, lambda = (TK_REAL)s->opts.lambda_a;
     TK_REAL *A = (TK_REAL *)s->host.a[n];
-    const TK_REAL *B = (const TK_REAL *)s->host.b[n];
+    TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+    TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
     TK_REAL *const *C = (TK_REAL *const *)s->host.c;
     long parts = (long)b->num_parts;
     (void)threads;
@@ -93,7 +105,7 @@ static tk_status TK_SFX(factors_bcsf)(tk_tucker_solver *s, int n, int threads)
                     const uint32_t *ix = b->idx + e * (size_t)levels;
                     const TK_REAL *q = TK_SFX(fiber_product)(C, b->others, levels, R, ix, prev, pre);
                     prev = ix;
-                    TK_SFX(core_times)(B, q, J, R, v);
+                    TK_SFX(core_times)(Bt, q, J, R, v);
                     TK_SFX(sgd_step)(a, v, (TK_REAL)b->val[e], J, lr, lambda);
                 }
                 for (int j = 0; j < J; ++j) acc[j] += a[j] - a0[j];
@@ -118,7 +130,8 @@ static tk_status TK_SFX(factors_coo)(tk_tucker_solver *s, int n)
         if (m != n) others[k++] = m;
     TK_REAL lr = (TK_REAL)s->opts.lr_a, lambda = (TK_REAL)s->opts.lambda_a;
     TK_REAL *A = (TK_REAL *)s->host.a[n];
-    const TK_REAL *B = (const TK_REAL *)s->host.b[n];
+    TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+    TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
     TK_REAL *const *C = (TK_REAL *const *)s->host.c;
     TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK], v[TK_TUCKER_MAX_RANK];
     uint32_t ix[TK_TUCKER_MAX_ORDER];
@@ -126,7 +139,7 @@ static tk_status TK_SFX(factors_coo)(tk_tucker_solver *s, int n)
         const uint32_t *full = t->idx + e * (size_t)N;
         for (int k = 0; k < levels; ++k) ix[k] = full[others[k]];
         const TK_REAL *q = TK_SFX(fiber_product)(C, others, levels, R, ix, NULL, pre);
-        TK_SFX(core_times)(B, q, J, R, v);
+        TK_SFX(core_times)(Bt, q, J, R, v);
         TK_SFX(sgd_step)(A + (size_t)full[n] * (size_t)J, v, (TK_REAL)t->val[e], J, lr, lambda);
     }
     TK_SFX(refresh)(s, n, 1);
