@@ -288,6 +288,24 @@ TEST(Tucker, SynthIsDeterministicAndPowerLaw)
         EXPECT_NE(0, std::memcmp(u.t.idx + (e - 1) * 3, u.t.idx + e * 3, 12)) << e;
 }
 
+TEST(Tucker, DensePredictionMatchesTheTuckerOracle)
+{
+    uint32_t dims[4] = {5, 3, 4, 2};
+    Model m;
+    ASSERT_EQ(tk_tucker_model_alloc(&m.m, 4, dims, 4, 5), TK_OK);
+    tk_tucker_model_init(&m.m, 12, 0);
+    std::vector<float> dense(5 * 3 * 4 * 2);
+    ASSERT_EQ(tk_tucker_predict_dense(&m.m, dense.data()), TK_OK);
+    size_t k = 0;
+    for (uint32_t l = 0; l < 2; ++l)
+        for (uint32_t z = 0; z < 4; ++z)
+            for (uint32_t y = 0; y < 3; ++y)
+                for (uint32_t x = 0; x < 5; ++x, ++k) {
+                    uint32_t ix[4] = {x, y, z, l};
+                    EXPECT_NEAR(dense[k], tucker_value_dense(m.m, ix), 1e-5) << k;
+                }
+}
+
 TEST(Tucker, RejectsBadShapesAndRanks)
 {
     uint32_t dims[3] = {4, 4, 4};

@@ -121,6 +121,10 @@ double tk_tucker_model_value(const tk_tucker_model *m, const uint32_t *index);
 /* Values at every entry of t (indices only are used); out has t->nnz floats. */
 tk_status tk_tucker_predict(const tk_tucker_model *m, const tk_tucker_coo *t, float *out);
 
+/* Values at every cell of the model's full grid, written with the FIRST index
+ * fastest (ITK's and Fortran's order): out has prod(dims) floats. */
+tk_status tk_tucker_predict_dense(const tk_tucker_model *m, float *out);
+
 typedef struct tk_tucker_metrics {
     double sse;   /* sum of squared errors */
     double rmse;

@@ -160,6 +160,35 @@ tk_status tk_tucker_predict(const tk_tucker_model *m, const tk_tucker_coo *t, fl
     return TK_OK;
 }
 
+tk_status tk_tucker_predict_dense(const tk_tucker_model *m, float *out)
+{
+    int N = m->order, R = m->rank_r;
+    size_t outer = 1, inner = m->dims[0];
+    for (int n = 1; n < N; ++n) outer *= m->dims[n];
+    double **c = intermediates(m);
+    if (!c) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the model's intermediates");
+    /* Each line along mode 1 shares the product of the other modes' C rows. */
+#pragma omp parallel for schedule(static)
+    for (long line = 0; line < (long)outer; ++line) {
+        double shared[TK_TUCKER_MAX_RANK];
+        for (int r = 0; r < R; ++r) shared[r] = 1;
+        size_t rest = (size_t)line;
+        for (int n = 1; n < N; ++n) {
+            size_t i = rest % m->dims[n];
+            rest /= m->dims[n];
+            for (int r = 0; r < R; ++r) shared[r] *= c[n][i * (size_t)R + (size_t)r];
+        }
+        float *dst = out + (size_t)line * inner;
+        for (size_t i = 0; i < inner; ++i) {
+            double sum = 0;
+            for (int r = 0; r < R; ++r) sum += shared[r] * c[0][i * (size_t)R + (size_t)r];
+            dst[i] = (float)sum;
+        }
+    }
+    free_intermediates(c, N);
+    return TK_OK;
+}
+
 static double squared_norm(const float *x, size_t n)
 {
     double s = 0;
