@@ -13,8 +13,9 @@
  *     f = sum_Omega (x - x^)^2 + lambda_a sum_n |A(n)|^2 + lambda_b sum_n |B(n)|^2
  *
  * One iteration = factor updates (for n = 1..N: SGD over the entries, each
- * entry moving its row a(n)_{i_n} by  lr_a (e v - lambda_a a),  v = B(n) q,
- * q_r = prod_{k != n} C(k)[i_k][r], e = x - a . v: the seed's eq. 10 and 9), then
+ * entry moving its row a(n)_{i_n} by  s (e v - lambda_a a),  v = B(n) q,
+ * q_r = prod_{k != n} C(k)[i_k][r], e = x - a . v: the seed's eq. 10 and 9, with
+ * step s = lr_a, capped at 1/|v|^2 where lr_a would overshoot the entry), then
  * core updates (for n = 1..N: B(n) += lr_b (G / |Omega| - lambda_b B(n)) with
  * G = sum_Omega e a(n)_{i_n} q^T: the seed's eq. 11 with the gradient accumulated
  * over all entries, as its Algorithm 5 does).  C(n) is refreshed after each mode.

@@ -40,13 +40,16 @@ static void TK_SFX(transpose)(const TK_REAL *B, int J, int R, TK_REAL *Bt)
         for (int r = 0; r < R; ++r) Bt[r * J + j] = B[j * R + r];
 }
 
-/* One SGD step of row a on entry value x (seed eqs. 9, 10). */
+/* One SGD step of row a on entry value x (seed eqs. 9, 10).  The step is capped
+ * at 1 / |v|^2, the step that fits this entry exactly: a larger one overshoots it
+ * (and past 2 / |v|^2 diverges), which the seed's fixed rate allows once the
+ * factors grow.  Below the cap this is the seed's update unchanged. */
 static void TK_SFX(sgd_step)(TK_REAL *a, const TK_REAL *v, TK_REAL x, int J, TK_REAL lr, TK_REAL lambda)
 {
-    TK_REAL pred = 0;
-    for (int j = 0; j < J; ++j) pred += a[j] * v[j];
-    TK_REAL err = x - pred;
-    for (int j = 0; j < J; ++j) a[j] += lr * (err * v[j] - lambda * a[j]);
+    TK_REAL pred = 0, vv = 0;
+    for (int j = 0; j < J; ++j) pred += a[j] * v[j], vv += v[j] * v[j];
+    TK_REAL err = x - pred, step = lr * vv > 1 ? 1 / vv : lr;
+    for (int j = 0; j < J; ++j) a[j] += step * (err * v[j] - lambda * a[j]);
 }
 
 /* C(n)[i] = A(n)[i] B(n) for rows [lo, hi). */

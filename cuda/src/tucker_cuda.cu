@@ -87,6 +87,16 @@ __device__ __forceinline__ float warp_sum(float x)
     return x;
 }
 
+/* Two sums in one pass of shuffles (independent chains interleave). */
+__device__ __forceinline__ void warp_sum2(float &x, float &y)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        x += __shfl_xor_sync(FULL_MASK, x, o);
+        y += __shfl_xor_sync(FULL_MASK, y, o);
+    }
+}
+
 __device__ __forceinline__ unsigned long long next_part(unsigned long long *counter, int lane)
 {
     unsigned long long p = 0;
@@ -168,12 +178,15 @@ __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32) factor_kernel(pass_args 
                 }
             }
             __syncwarp();
-            float dot = 0.0f;
+            float dot = 0.0f, vv = 0.0f;
 #pragma unroll
-            for (int jj = 0; jj < JPL; ++jj) dot = fmaf(a[jj], v[jj], dot);
-            const float err = __ldg(p.val + e) - warp_sum(dot);
+            for (int jj = 0; jj < JPL; ++jj) dot = fmaf(a[jj], v[jj], dot), vv = fmaf(v[jj], v[jj], vv);
+            warp_sum2(dot, vv);
+            const float err = __ldg(p.val + e) - dot;
+            /* The step capped at 1 / |v|^2, as on the CPU (tucker_cpu_body.h). */
+            const float step = p.lr * vv > 1.0f ? 1.0f / vv : p.lr;
 #pragma unroll
-            for (int jj = 0; jj < JPL; ++jj) a[jj] += p.lr * (err * v[jj] - p.lambda * a[jj]);
+            for (int jj = 0; jj < JPL; ++jj) a[jj] += step * (err * v[jj] - p.lambda * a[jj]);
         }
 #pragma unroll
         for (int jj = 0; jj < JPL; ++jj) {
