@@ -186,4 +186,6 @@ TEST(TuckerCli, SigkillThenResumeEqualsUninterrupted)
     for (const char *f : {"A1.npy", "A2.npy", "A3.npy", "B1.npy", "B2.npy", "B3.npy"})
         EXPECT_EQ(slurp(d + "/whole/" + f), slurp(killed + "/" + f)) << f;
     EXPECT_EQ(manifest_value(killed, "test_rmse"), manifest_value(d + "/whole", "test_rmse"));
+    // The save the kill interrupted left no temporary directory behind after the resume.
+    EXPECT_FALSE(exists(killed + ".tmp" + std::to_string(pid)));
 }

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,38 @@ static void remove_model_dir(const char *dir)
     rmdir(dir);
 }
 
+/* Leftovers of saves killed mid-way (DIR.tmpPID of a process that is gone). */
+static void remove_stale_temporaries(const char *dir)
+{
+    const char *slash = strrchr(dir, '/');
+    size_t plen = slash ? (size_t)(slash - dir) : 0;
+    char *parent = malloc(plen + 2);
+    if (!parent) return;
+    if (slash) {
+        memcpy(parent, dir, plen ? plen : 1);
+        parent[plen ? plen : 1] = '\0';
+    } else {
+        strcpy(parent, ".");
+    }
+    const char *base = slash ? slash + 1 : dir;
+    size_t blen = strlen(base);
+    DIR *d = opendir(parent);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, blen) || strncmp(n + blen, ".tmp", 4)) continue;
+        char *end = NULL;
+        long pid = strtol(n + blen + 4, &end, 10);
+        if (end == n + blen + 4 || *end || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* still running */
+        char *p = join(parent, n);
+        if (p) remove_model_dir(p);
+        free(p);
+    }
+    if (d) closedir(d);
+    free(parent);
+}
+
 static tk_status write_manifest(const char *path, const tk_tucker_model *m, const char *extra)
 {
     FILE *f = fopen(path, "w");
@@ -89,6 +122,7 @@ tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const 
     char *tmp = malloc(n + 32);
     if (!tmp) return tk_set_error(TK_ERR_MEMORY, "out of memory");
     snprintf(tmp, n + 32, "%s.tmp%ld", dir, (long)getpid());
+    remove_stale_temporaries(dir);
     remove_model_dir(tmp);
     if (mkdir(tmp, 0777) != 0) {
         tk_status s = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
