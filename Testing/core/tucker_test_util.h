@@ -120,6 +120,7 @@ inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_t
         ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK) << tk_last_error();
         ASSERT_EQ(tk_tucker_update_core(s.s), TK_OK) << tk_last_error();
     }
+    tk_tucker_model_free(out);  // out may hold an earlier result
     ASSERT_EQ(tk_tucker_model_copy(out, &init), TK_OK);
     ASSERT_EQ(tk_tucker_solver_model(s.s, out), TK_OK);
 }
