@@ -297,8 +297,8 @@ tk_status tk_tns_write(const char *path, const tk_tucker_coo *t)
         free(tmp);
         return st;
     }
-    static char buffer[1 << 20];
-    setvbuf(f, buffer, _IOFBF, sizeof buffer);
+    char *buffer = malloc(1 << 20); /* large writes; per call, so threads may write concurrently */
+    if (buffer) setvbuf(f, buffer, _IOFBF, 1 << 20);
     int ok = 1;
     for (size_t e = 0; e < t->nnz && ok; ++e) {
         const uint32_t *ix = t->idx + e * (size_t)t->order;
@@ -306,6 +306,7 @@ tk_status tk_tns_write(const char *path, const tk_tucker_coo *t)
         ok = ok && fprintf(f, "%.9g\n", (double)t->val[e]) > 0;
     }
     if (fclose(f) != 0) ok = 0;
+    free(buffer);
     tk_status st = TK_OK;
     if (!ok)
         st = tk_set_error(TK_ERR_IO, "%s: write failed: %s", path, strerror(errno));
