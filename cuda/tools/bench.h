@@ -3,4 +3,5 @@
 #define TK_BENCH_H
 int tk_bench_teig(int argc, char **argv);
 int tk_bench_fibers(int argc, char **argv);
+int tk_bench_tucker(int argc, char **argv);
 #endif
