@@ -1,0 +1,343 @@
+/* PLTF: GTM and the multiplicative-update factorization, over any engine. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pltf_internal.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+const char *tk_pltf_divergence_name(tk_pltf_divergence d)
+{
+    switch (d) {
+    case TK_PLTF_KL: return "kl";
+    case TK_PLTF_EUCLIDEAN: return "euclidean";
+    case TK_PLTF_IS: return "is";
+    }
+    return "unknown";
+}
+
+void tk_pltf_options_init(tk_pltf_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->divergence = TK_PLTF_KL;
+    o->backend = TK_PLTF_CPU;
+    o->iterations = 100;
+    o->track_divergence = 1;
+}
+
+static void out_term(const tk_pltf_model *m, tk_pltf_term *t)
+{
+    t->ndim = m->out_ndim;
+    memcpy(t->idx, m->out, sizeof(int) * (size_t)m->out_ndim);
+}
+
+static void factor_term(const tk_pltf_model *m, int f, tk_pltf_term *t)
+{
+    t->ndim = m->factor_ndim[f];
+    memcpy(t->idx, m->factor[f], sizeof(int) * (size_t)m->factor_ndim[f]);
+}
+
+static tk_status make_engine(tk_pltf_engine *e, tk_pltf_backend b, int threads, int device)
+{
+    switch (b) {
+    case TK_PLTF_CPU: return tk_pltf_engine_cpu(e, 0, 0);
+    case TK_PLTF_OMP: return tk_pltf_engine_cpu(e, 1, threads);
+    case TK_PLTF_CUDA: return tk_pltf_engine_cuda(e, device);
+    }
+    return tk_set_error(TK_ERR_ARGUMENT, "PLTF: unknown backend %d", (int)b);
+}
+
+double tk_pltf_plan_describe(const tk_pltf_model *m, char *buf, size_t size)
+{
+    tk_pltf_term terms[TK_PLTF_MAX_FACTORS], out;
+    for (int f = 0; f < m->num_factors; ++f) factor_term(m, f, &terms[f]);
+    out_term(m, &out);
+    tk_pltf_plan p;
+    if (tk_pltf_plan_make(&p, m->dims, m->num_factors, terms, &out) != TK_OK) {
+        if (size) snprintf(buf, size, "(no plan: %s)", tk_last_error());
+        return -1;
+    }
+    tk_pltf_plan_text(&p, buf, size);
+    double cost = p.cost;
+    tk_pltf_plan_free(&p);
+    return cost;
+}
+
+tk_status tk_pltf_gtm(const tk_pltf_model *m, tk_pltf_backend backend, int naive, const double *const *operands,
+                      double *out)
+{
+    tk_status st = tk_pltf_check_dims(m);
+    if (st != TK_OK) return st;
+    tk_pltf_term terms[TK_PLTF_MAX_FACTORS], oterm;
+    for (int f = 0; f < m->num_factors; ++f) factor_term(m, f, &terms[f]);
+    out_term(m, &oterm);
+    tk_pltf_engine e;
+    if ((st = make_engine(&e, backend, 0, 0)) != TK_OK) return st;
+    void *dev[TK_PLTF_MAX_FACTORS] = {0}, *dout = NULL;
+    const size_t out_count = tk_pltf_out_count(m);
+    for (int f = 0; f < m->num_factors && st == TK_OK; ++f) {
+        size_t n = tk_pltf_factor_count(m, f);
+        if ((st = e.alloc(&e, n, &dev[f])) == TK_OK) st = e.upload(&e, dev[f], operands[f], n);
+    }
+    if (st == TK_OK) st = e.alloc(&e, out_count, &dout);
+    if (st == TK_OK) {
+        if (naive) {
+            st = e.naive_gtm(&e, m->dims, m->num_factors, terms, (const void *const *)dev, &oterm, dout);
+        } else {
+            tk_pltf_plan p;
+            st = tk_pltf_plan_make(&p, m->dims, m->num_factors, terms, &oterm);
+            if (st == TK_OK) st = tk_pltf_plan_run(&p, &e, (const void *const *)dev, dout);
+            tk_pltf_plan_free(&p);
+        }
+    }
+    if (st == TK_OK) st = e.download(&e, out, dout, out_count);
+    for (int f = 0; f < m->num_factors; ++f)
+        if (dev[f]) e.release(&e, dev[f]);
+    if (dout) e.release(&e, dout);
+    e.destroy(&e);
+    return st;
+}
+
+double tk_pltf_divergence_value(tk_pltf_divergence d, const double *x, const uint8_t *mask, const double *xhat,
+                                size_t count)
+{
+    double sum = 0;
+    for (size_t i = 0; i < count; ++i) {
+        if (mask && !mask[i]) continue;
+        const double h = xhat[i] > 1e-300 ? xhat[i] : 1e-300, v = x[i];
+        switch (d) {
+        case TK_PLTF_KL: sum += (v > 0 ? v * log(v / h) - v : 0) + h; break;
+        case TK_PLTF_EUCLIDEAN: sum += 0.5 * (v - xhat[i]) * (v - xhat[i]); break;
+        case TK_PLTF_IS: sum += v / h - log(v / h) - 1; break;
+        }
+    }
+    return sum;
+}
+
+/* splitmix64: a seeded stream that is the same on every platform. */
+static uint64_t next_random(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static tk_status check_model_for_updates(const tk_pltf_model *m)
+{
+    if (m->num_factors < 1) return tk_set_error(TK_ERR_ARGUMENT, "model \"%s\" has no factors", m->text);
+    for (int f = 0; f < m->num_factors; ++f)
+        for (int d = 0; d < m->factor_ndim[f]; ++d) {
+            int id = m->factor[f][d], found = 0;
+            for (int o = 0; o < m->out_ndim; ++o) found |= m->out[o] == id;
+            for (int g = 0; g < m->num_factors; ++g)
+                for (int e = 0; g != f && e < m->factor_ndim[g]; ++e) found |= m->factor[g][e] == id;
+            if (!found) {
+                char name[TK_PLTF_MAX_INDICES + 1];
+                tk_pltf_factor_name(m, f, name);
+                return tk_set_error(TK_ERR_ARGUMENT,
+                                    "model \"%s\": latent index '%c' appears only in factor '%s' (it would be summed "
+                                    "out of that factor alone; drop it)",
+                                    m->text, tk_pltf_index_letter(id), name);
+            }
+        }
+    return TK_OK;
+}
+
+static tk_status check_data(const tk_pltf_model *m, tk_pltf_divergence d, const double *x, const uint8_t *mask,
+                            size_t count, double *mean)
+{
+    size_t observed = 0;
+    double sum = 0;
+    for (size_t i = 0; i < count; ++i) {
+        if (mask && !mask[i]) continue;
+        const double v = x[i];
+        if (!isfinite(v)) return tk_set_error(TK_ERR_DATA, "observed entry %zu is not finite (%g)", i, v);
+        if (d == TK_PLTF_KL && v < 0)
+            return tk_set_error(TK_ERR_DATA,
+                                "observed entry %zu is negative (%g): the KL divergence needs non-negative data", i, v);
+        if (d == TK_PLTF_IS && !(v > 0))
+            return tk_set_error(TK_ERR_DATA,
+                                "observed entry %zu is %s (%g): the Itakura-Saito divergence needs positive data", i,
+                                v < 0 ? "negative" : "zero", v);
+        ++observed, sum += v;
+    }
+    if (!observed) return tk_set_error(TK_ERR_DATA, "model \"%s\": the mask leaves no observed entry", m->text);
+    *mean = sum / (double)observed;
+    return TK_OK;
+}
+
+/* Uniform in [0.5, 1.5), then scaled so that the mean of X^ is about the mean of
+ * the observed data (each entry of X^ sums prod(latent sizes) products of mean 1). */
+static void random_start(const tk_pltf_model *m, uint64_t seed, double data_mean, double *const *factors)
+{
+    double terms = 1;
+    for (int id = 0; id < TK_PLTF_MAX_INDICES; ++id) {
+        int latent = m->dims[id] > 0;
+        for (int o = 0; o < m->out_ndim; ++o) latent &= m->out[o] != id;
+        if (latent) terms *= (double)m->dims[id];
+    }
+    double target = data_mean > 0 ? data_mean : 1;
+    const double scale = pow(target / terms, 1.0 / m->num_factors);
+    uint64_t s = seed;
+    for (int f = 0; f < m->num_factors; ++f) {
+        size_t n = tk_pltf_factor_count(m, f);
+        for (size_t i = 0; i < n; ++i) factors[f][i] = scale * (0.5 + (double)(next_random(&s) >> 11) * 0x1.0p-53);
+    }
+}
+
+typedef struct {
+    tk_pltf_engine e;
+    void *x, *mask, *xhat, *qnum, *qden, *num, *den;
+    void *z[TK_PLTF_MAX_FACTORS];
+    tk_pltf_plan plan_x, plan_d[TK_PLTF_MAX_FACTORS];
+    tk_pltf_term out, terms[TK_PLTF_MAX_FACTORS], dterms[TK_PLTF_MAX_FACTORS][TK_PLTF_MAX_FACTORS];
+} run_state;
+
+static tk_status compute_xhat(run_state *r, const tk_pltf_model *m, int naive)
+{
+    if (naive)
+        return r->e.naive_gtm(&r->e, m->dims, m->num_factors, r->terms, (const void *const *)r->z, &r->out, r->xhat);
+    return tk_pltf_plan_run(&r->plan_x, &r->e, (const void *const *)r->z, r->xhat);
+}
+
+/* D_f(q) onto factor f's layout: q with every factor but f. */
+static tk_status delta(run_state *r, const tk_pltf_model *m, int f, const void *q, void *dst, int naive)
+{
+    const void *ops[TK_PLTF_MAX_FACTORS];
+    ops[0] = q;
+    for (int g = 0, k = 1; g < m->num_factors; ++g)
+        if (g != f) ops[k++] = r->z[g];
+    if (naive) return r->e.naive_gtm(&r->e, m->dims, m->num_factors, r->dterms[f], ops, &r->terms[f], dst);
+    return tk_pltf_plan_run(&r->plan_d[f], &r->e, ops, dst);
+}
+
+static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_options *o, tk_pltf_result *res,
+                         size_t count)
+{
+    const tk_pltf_divergence d = o->divergence;
+    const double exponent = d == TK_PLTF_IS ? 0.5 : 1.0;
+    int try_fused = r->e.fused_update && !o->naive_gtm;
+    tk_status st = TK_OK;
+    double t0 = now_ms();
+    for (int t = 0; t <= o->iterations; ++t) {
+        int have_xhat = 0, stop = 0;
+        if (o->track_divergence || t == o->iterations) {
+            double div;
+            if ((st = compute_xhat(r, m, o->naive_gtm)) != TK_OK) return st;
+            if ((st = r->e.divergence(&r->e, d, r->x, r->mask, r->xhat, count, &div)) != TK_OK) return st;
+            have_xhat = 1;
+            if (res->divergence) res->divergence[t] = div;
+            res->final_divergence = div;
+            res->iterations_done = t;
+            if (o->on_iteration && o->on_iteration(o->user, t, div)) stop = 1;
+        }
+        if (t == o->iterations || stop) break;
+        for (int f = 0; f < m->num_factors; ++f) {
+            if (try_fused) {
+                st = r->e.fused_update(&r->e, m, d, f, r->z, r->x, r->mask);
+                if (st == TK_OK) continue;
+                if (st != TK_ERR_UNSUPPORTED) return st;
+                try_fused = 0;
+            }
+            if (!have_xhat && (st = compute_xhat(r, m, o->naive_gtm)) != TK_OK) return st;
+            have_xhat = 0;
+            if ((st = r->e.mu_terms(&r->e, d, r->x, r->mask, r->xhat, count, r->qnum, r->qden)) != TK_OK) return st;
+            if ((st = delta(r, m, f, r->qnum, r->num, o->naive_gtm)) != TK_OK) return st;
+            if ((st = delta(r, m, f, r->qden, r->den, o->naive_gtm)) != TK_OK) return st;
+            st = r->e.mu_apply(&r->e, r->z[f], r->num, r->den, tk_pltf_factor_count(m, f), exponent);
+            if (st != TK_OK) return st;
+        }
+        if (!o->track_divergence) res->iterations_done = t + 1;
+    }
+    if ((st = r->e.sync(&r->e)) != TK_OK) return st;
+    res->iterate_ms = now_ms() - t0;
+    return TK_OK;
+}
+
+tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, const double *x, const uint8_t *mask,
+                            tk_pltf_result *res)
+{
+    const double start = now_ms();
+    tk_status st = tk_pltf_check_dims(m);
+    if (st != TK_OK) return st;
+    if ((st = check_model_for_updates(m)) != TK_OK) return st;
+    if (o->iterations < 0) return tk_set_error(TK_ERR_ARGUMENT, "PLTF: negative iteration count %d", o->iterations);
+    if (o->divergence != TK_PLTF_KL && o->divergence != TK_PLTF_EUCLIDEAN && o->divergence != TK_PLTF_IS)
+        return tk_set_error(TK_ERR_ARGUMENT, "PLTF: unknown divergence %d", (int)o->divergence);
+    for (int f = 0; f < m->num_factors; ++f)
+        if (!res->factors[f]) return tk_set_error(TK_ERR_ARGUMENT, "PLTF: no buffer for factor %d", f);
+    const size_t count = tk_pltf_out_count(m);
+    double mean = 0;
+    if ((st = check_data(m, o->divergence, x, mask, count, &mean)) != TK_OK) return st;
+    if (o->init_given) {
+        for (int f = 0; f < m->num_factors; ++f)
+            for (size_t i = 0, n = tk_pltf_factor_count(m, f); i < n; ++i)
+                if (!(res->factors[f][i] >= 0) || !isfinite(res->factors[f][i]))
+                    return tk_set_error(TK_ERR_DATA, "PLTF: start of factor %d, entry %zu is %g (must be finite, >= 0)",
+                                        f, i, res->factors[f][i]);
+    } else {
+        random_start(m, o->seed, mean, res->factors);
+    }
+
+    run_state r;
+    memset(&r, 0, sizeof r);
+    if ((st = make_engine(&r.e, o->backend, o->num_threads, o->cuda_device)) != TK_OK) return st;
+    out_term(m, &r.out);
+    for (int f = 0; f < m->num_factors; ++f) factor_term(m, f, &r.terms[f]);
+    for (int f = 0; f < m->num_factors; ++f) {
+        r.dterms[f][0] = r.out;
+        for (int g = 0, k = 1; g < m->num_factors; ++g)
+            if (g != f) r.dterms[f][k++] = r.terms[g];
+    }
+    size_t max_factor = 0;
+    for (int f = 0; f < m->num_factors; ++f)
+        if (tk_pltf_factor_count(m, f) > max_factor) max_factor = tk_pltf_factor_count(m, f);
+    /* The data goes to the engine with unobserved entries zeroed: they are never read. */
+    double *host = malloc(sizeof(double) * count);
+    if (!host) st = tk_set_error(TK_ERR_MEMORY, "PLTF: out of memory for %zu values", count);
+    const size_t sizes[6] = {count, count, count, count, max_factor, max_factor};
+    void **bufs[6] = {&r.x, &r.xhat, &r.qnum, &r.qden, &r.num, &r.den};
+    for (int b = 0; b < 6 && st == TK_OK; ++b) st = r.e.alloc(&r.e, sizes[b], bufs[b]);
+    if (st == TK_OK) {
+        for (size_t i = 0; i < count; ++i) host[i] = !mask || mask[i] ? x[i] : 0;
+        st = r.e.upload(&r.e, r.x, host, count);
+    }
+    if (st == TK_OK && mask) {
+        for (size_t i = 0; i < count; ++i) host[i] = mask[i] ? 1 : 0;
+        if ((st = r.e.alloc(&r.e, count, &r.mask)) == TK_OK) st = r.e.upload(&r.e, r.mask, host, count);
+    }
+    for (int f = 0; f < m->num_factors && st == TK_OK; ++f) {
+        size_t n = tk_pltf_factor_count(m, f);
+        if ((st = r.e.alloc(&r.e, n, &r.z[f])) == TK_OK) st = r.e.upload(&r.e, r.z[f], res->factors[f], n);
+    }
+    free(host);
+    if (st == TK_OK && !o->naive_gtm) {
+        st = tk_pltf_plan_make(&r.plan_x, m->dims, m->num_factors, r.terms, &r.out);
+        for (int f = 0; f < m->num_factors && st == TK_OK; ++f)
+            st = tk_pltf_plan_make(&r.plan_d[f], m->dims, m->num_factors, r.dterms[f], &r.terms[f]);
+    }
+    if (st == TK_OK) st = iterate(&r, m, o, res, count);
+    for (int f = 0; f < m->num_factors && st == TK_OK; ++f)
+        st = r.e.download(&r.e, res->factors[f], r.z[f], tk_pltf_factor_count(m, f));
+    if (st == TK_OK && res->xhat) st = r.e.download(&r.e, res->xhat, r.xhat, count);
+
+    tk_pltf_plan_free(&r.plan_x);
+    for (int f = 0; f < m->num_factors; ++f) tk_pltf_plan_free(&r.plan_d[f]);
+    void *all[7] = {r.x, r.mask, r.xhat, r.qnum, r.qden, r.num, r.den};
+    for (int b = 0; b < 7; ++b)
+        if (all[b]) r.e.release(&r.e, all[b]);
+    for (int f = 0; f < m->num_factors; ++f)
+        if (r.z[f]) r.e.release(&r.e, r.z[f]);
+    r.e.destroy(&r.e);
+    res->total_ms = now_ms() - start;
+    return st;
+}
