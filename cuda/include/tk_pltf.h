@@ -95,6 +95,7 @@ typedef struct tk_pltf_options {
     uint64_t seed;                 /* random start; default 0 */
     int init_given;                /* nonzero: the result's factors hold the start */
     int naive_gtm;                 /* the seed's full-joint GTM (comparison only) */
+    int no_fused;                  /* CUDA: cuBLAS GTM steps even where a fused kernel exists */
     int track_divergence;          /* compute the divergence every iteration (default 1) */
     int num_threads;               /* omp: 0 = the OpenMP default */
     int cuda_device;

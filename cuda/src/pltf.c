@@ -200,7 +200,49 @@ typedef struct {
     void *z[TK_PLTF_MAX_FACTORS];
     tk_pltf_plan plan_x, plan_d[TK_PLTF_MAX_FACTORS];
     tk_pltf_term out, terms[TK_PLTF_MAX_FACTORS], dterms[TK_PLTF_MAX_FACTORS][TK_PLTF_MAX_FACTORS];
+    /* KL with every entry observed: D_f(1) needs no pass over X, it is the GTM of
+     * the other factors onto the indices of Z_f they hold, broadcast over the rest. */
+    int ones_den;
+    tk_pltf_plan plan_ones[TK_PLTF_MAX_FACTORS];
+    tk_pltf_term ones_out[TK_PLTF_MAX_FACTORS];
+    void *ones_small;
 } run_state;
+
+static tk_status make_ones_plans(run_state *r, const tk_pltf_model *m)
+{
+    for (int f = 0; f < m->num_factors; ++f) {
+        uint64_t held = 0;
+        for (int k = 1; k < m->num_factors; ++k)
+            for (int d = 0; d < r->dterms[f][k].ndim; ++d) held |= (uint64_t)1 << r->dterms[f][k].idx[d];
+        tk_pltf_term *o = &r->ones_out[f];
+        o->ndim = 0;
+        for (int d = 0; d < r->terms[f].ndim; ++d)
+            if (held >> r->terms[f].idx[d] & 1) o->idx[o->ndim++] = r->terms[f].idx[d];
+        if (m->num_factors < 2) continue;
+        tk_status st = tk_pltf_plan_make(&r->plan_ones[f], m->dims, m->num_factors - 1, &r->dterms[f][1], o);
+        if (st != TK_OK) return st;
+    }
+    return TK_OK;
+}
+
+static tk_status delta_of_ones(run_state *r, const tk_pltf_model *m, int f, void *dst)
+{
+    const size_t n = tk_pltf_factor_count(m, f);
+    if (m->num_factors < 2) return r->e.fill(&r->e, dst, 1.0, n);
+    const void *ops[TK_PLTF_MAX_FACTORS];
+    for (int g = 0, k = 0; g < m->num_factors; ++g)
+        if (g != f) ops[k++] = r->z[g];
+    const tk_pltf_term *o = &r->ones_out[f];
+    tk_status st = tk_pltf_plan_run(&r->plan_ones[f], &r->e, ops, r->ones_small);
+    if (st != TK_OK) return st;
+    int axes[TK_PLTF_MAX_INDICES];
+    size_t shape[TK_PLTF_MAX_INDICES];
+    for (int d = 0, s = 0; d < r->terms[f].ndim; ++d) {
+        shape[d] = m->dims[r->terms[f].idx[d]];
+        if (s < o->ndim && o->idx[s] == r->terms[f].idx[d]) axes[s++] = d;
+    }
+    return r->e.broadcast(&r->e, r->ones_small, o->ndim, axes, dst, r->terms[f].ndim, shape);
+}
 
 static tk_status compute_xhat(run_state *r, const tk_pltf_model *m, int naive)
 {
@@ -225,7 +267,7 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
 {
     const tk_pltf_divergence d = o->divergence;
     const double exponent = d == TK_PLTF_IS ? 0.5 : 1.0;
-    int try_fused = r->e.fused_update && !o->naive_gtm;
+    int try_fused = r->e.fused_update && !o->naive_gtm && !o->no_fused;
     tk_status st = TK_OK;
     double t0 = now_ms();
     for (int t = 0; t <= o->iterations; ++t) {
@@ -250,9 +292,11 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
             }
             if (!have_xhat && (st = compute_xhat(r, m, o->naive_gtm)) != TK_OK) return st;
             have_xhat = 0;
-            if ((st = r->e.mu_terms(&r->e, d, r->x, r->mask, r->xhat, count, r->qnum, r->qden)) != TK_OK) return st;
+            st = r->e.mu_terms(&r->e, d, r->x, r->mask, r->xhat, count, r->qnum, r->ones_den ? NULL : r->qden);
+            if (st != TK_OK) return st;
             if ((st = delta(r, m, f, r->qnum, r->num, o->naive_gtm)) != TK_OK) return st;
-            if ((st = delta(r, m, f, r->qden, r->den, o->naive_gtm)) != TK_OK) return st;
+            st = r->ones_den ? delta_of_ones(r, m, f, r->den) : delta(r, m, f, r->qden, r->den, o->naive_gtm);
+            if (st != TK_OK) return st;
             st = r->e.mu_apply(&r->e, r->z[f], r->num, r->den, tk_pltf_factor_count(m, f), exponent);
             if (st != TK_OK) return st;
         }
@@ -324,6 +368,9 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
         st = tk_pltf_plan_make(&r.plan_x, m->dims, m->num_factors, r.terms, &r.out);
         for (int f = 0; f < m->num_factors && st == TK_OK; ++f)
             st = tk_pltf_plan_make(&r.plan_d[f], m->dims, m->num_factors, r.dterms[f], &r.terms[f]);
+        r.ones_den = o->divergence == TK_PLTF_KL && !mask;
+        if (r.ones_den && st == TK_OK) st = make_ones_plans(&r, m);
+        if (r.ones_den && st == TK_OK) st = r.e.alloc(&r.e, max_factor, &r.ones_small);
     }
     if (st == TK_OK) st = iterate(&r, m, o, res, count);
     for (int f = 0; f < m->num_factors && st == TK_OK; ++f)
@@ -331,9 +378,9 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
     if (st == TK_OK && res->xhat) st = r.e.download(&r.e, res->xhat, r.xhat, count);
 
     tk_pltf_plan_free(&r.plan_x);
-    for (int f = 0; f < m->num_factors; ++f) tk_pltf_plan_free(&r.plan_d[f]);
-    void *all[7] = {r.x, r.mask, r.xhat, r.qnum, r.qden, r.num, r.den};
-    for (int b = 0; b < 7; ++b)
+    for (int f = 0; f < m->num_factors; ++f) tk_pltf_plan_free(&r.plan_d[f]), tk_pltf_plan_free(&r.plan_ones[f]);
+    void *all[8] = {r.x, r.mask, r.xhat, r.qnum, r.qden, r.num, r.den, r.ones_small};
+    for (int b = 0; b < 8; ++b)
         if (all[b]) r.e.release(&r.e, all[b]);
     for (int f = 0; f < m->num_factors; ++f)
         if (r.z[f]) r.e.release(&r.e, r.z[f]);

@@ -134,18 +134,32 @@ static tk_status cpu_reduce_permute(tk_pltf_engine *e, const void *src_v, int sr
     return TK_OK;
 }
 
-static tk_status cpu_gemm(tk_pltf_engine *e, size_t batch, size_t m, size_t n, size_t k, const void *a_v, int trans_a,
-                          const void *b_v, int trans_b, void *c_v)
+static tk_status cpu_broadcast(tk_pltf_engine *e, const void *src_v, int src_ndim, const int *src_axes, void *dst_v,
+                               int dst_ndim, const size_t *dst_shape)
 {
-    const double *a = a_v, *b = b_v;
-    double *c = c_v;
-#ifdef TK_HAVE_CBLAS
     (void)e;
-    for (size_t q = 0; q < batch; ++q)
-        cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)m,
-                    (int)n, (int)k, 1.0, a + q * m * k, trans_a ? (int)m : (int)k, b + q * k * n,
-                    trans_b ? (int)k : (int)n, 0.0, c + q * m * n, (int)n);
-#else
+    const double *src = src_v;
+    double *dst = dst_v;
+    size_t sstride[TK_PLTF_MAX_INDICES] = {0}, count = 1, s = 1, pos[TK_PLTF_MAX_INDICES] = {0}, off = 0;
+    for (int d = src_ndim - 1; d >= 0; --d) sstride[src_axes[d]] = s, s *= dst_shape[src_axes[d]];
+    for (int d = 0; d < dst_ndim; ++d) count *= dst_shape[d];
+    for (size_t i = 0; i < count; ++i) {
+        dst[i] = src[off];
+        for (int d = dst_ndim - 1; d >= 0; --d) {
+            off += sstride[d];
+            if (++pos[d] < dst_shape[d]) break;
+            off -= pos[d] * sstride[d], pos[d] = 0;
+        }
+    }
+    return TK_OK;
+}
+
+/* C[b] = op(A[b]) op(B[b]) by plain loops: the fallback without CBLAS, and the
+ * faster choice for the many tiny products of a batched step (a BLAS call costs
+ * about a microsecond before any arithmetic). */
+static void loop_gemm(const tk_pltf_engine *e, size_t batch, size_t m, size_t n, size_t k, const double *a,
+                      int trans_a, const double *b, int trans_b, double *c)
+{
     const int threads = batch * m * n * k >= PAR_MIN ? threads_of(e) : 1;
     (void)threads;
     const long rows = (long)(batch * m);
@@ -163,7 +177,23 @@ static tk_status cpu_gemm(tk_pltf_engine *e, size_t batch, size_t m, size_t n, s
                 for (size_t j = 0; j < n; ++j) C[j] += aip * B[p * n + j];
         }
     }
+}
+
+static tk_status cpu_gemm(tk_pltf_engine *e, size_t batch, size_t m, size_t n, size_t k, const void *a_v, int trans_a,
+                          const void *b_v, int trans_b, void *c_v)
+{
+    const double *a = a_v, *b = b_v;
+    double *c = c_v;
+#ifdef TK_HAVE_CBLAS
+    if (m * n * k >= 4096) {
+        for (size_t q = 0; q < batch; ++q)
+            cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)m,
+                        (int)n, (int)k, 1.0, a + q * m * k, trans_a ? (int)m : (int)k, b + q * k * n,
+                        trans_b ? (int)k : (int)n, 0.0, c + q * m * n, (int)n);
+        return TK_OK;
+    }
 #endif
+    loop_gemm(e, batch, m, n, k, a, trans_a, b, trans_b, c);
     return TK_OK;
 }
 
@@ -269,7 +299,7 @@ tk_status tk_pltf_engine_cpu(tk_pltf_engine *e, int use_omp, int num_threads)
 #endif
     e->ctx = c;
     e->alloc = cpu_alloc, e->release = cpu_release, e->upload = cpu_upload, e->download = cpu_download;
-    e->fill = cpu_fill, e->reduce_permute = cpu_reduce_permute, e->gemm = cpu_gemm, e->mu_terms = cpu_mu_terms;
+    e->fill = cpu_fill, e->reduce_permute = cpu_reduce_permute, e->broadcast = cpu_broadcast, e->gemm = cpu_gemm, e->mu_terms = cpu_mu_terms;
     e->mu_apply = cpu_mu_apply, e->divergence = cpu_divergence, e->naive_gtm = cpu_naive, e->sync = cpu_sync;
     e->destroy = cpu_destroy;
     return TK_OK;

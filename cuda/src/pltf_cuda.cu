@@ -164,6 +164,37 @@ static tk_status cu_reduce_permute(tk_pltf_engine *e, const void *src, int src_n
     return tk_pltf_cuda_check(cudaGetLastError(), "permute kernel");
 }
 
+struct broadcast_params {
+    int dst_ndim;
+    unsigned long long shape[GPU_MAX_DIMS], sstride[GPU_MAX_DIMS], count;
+};
+
+__global__ void broadcast_kernel(const float *__restrict__ src, float *__restrict__ dst, broadcast_params p)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < p.count;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long rest = i, off = 0;
+        for (int d = p.dst_ndim - 1; d >= 0; --d) off += (rest % p.shape[d]) * p.sstride[d], rest /= p.shape[d];
+        dst[i] = src[off];
+    }
+}
+
+static tk_status cu_broadcast(tk_pltf_engine *e, const void *src, int src_ndim, const int *src_axes, void *dst,
+                              int dst_ndim, const size_t *dst_shape)
+{
+    (void)e;
+    if (dst_ndim > GPU_MAX_DIMS)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", dst_ndim, GPU_MAX_DIMS);
+    broadcast_params p;
+    memset(&p, 0, sizeof p);
+    p.dst_ndim = dst_ndim, p.count = 1;
+    unsigned long long s = 1;
+    for (int d = src_ndim - 1; d >= 0; --d) p.sstride[src_axes[d]] = s, s *= dst_shape[src_axes[d]];
+    for (int d = 0; d < dst_ndim; ++d) p.shape[d] = dst_shape[d], p.count *= dst_shape[d];
+    broadcast_kernel<<<blocks_for(p.count, 256), 256>>>((const float *)src, (float *)dst, p);
+    return tk_pltf_cuda_check(cudaGetLastError(), "broadcast kernel");
+}
+
 /* ---- GEMM ------------------------------------------------------------------------- */
 
 static tk_status cu_gemm(tk_pltf_engine *e, size_t batch, size_t m, size_t n, size_t k, const void *a, int trans_a,
@@ -315,7 +346,7 @@ extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
         return st;
     }
     e->alloc = cu_alloc, e->release = cu_release, e->upload = cu_upload, e->download = cu_download;
-    e->fill = cu_fill, e->reduce_permute = cu_reduce_permute, e->gemm = cu_gemm, e->mu_terms = cu_mu_terms;
+    e->fill = cu_fill, e->reduce_permute = cu_reduce_permute, e->broadcast = cu_broadcast, e->gemm = cu_gemm, e->mu_terms = cu_mu_terms;
     e->mu_apply = cu_mu_apply, e->divergence = cu_divergence, e->naive_gtm = tk_pltf_cuda_naive_gtm;
     e->fused_update = tk_pltf_cuda_fused_update, e->sync = cu_sync;
     return TK_OK;

@@ -31,6 +31,10 @@ struct tk_pltf_engine {
      * listed are summed out. */
     tk_status (*reduce_permute)(tk_pltf_engine *e, const void *src, int src_ndim, const size_t *src_shape, void *dst,
                                 int dst_ndim, const int *dst_axes);
+    /* dst (dst_shape) = src broadcast along the axes src lacks; src_axes[d] is the
+     * dst axis of src axis d (increasing). */
+    tk_status (*broadcast)(tk_pltf_engine *e, const void *src, int src_ndim, const int *src_axes, void *dst,
+                           int dst_ndim, const size_t *dst_shape);
     /* Row-major C[b] (m x n) = op(A[b]) op(B[b]); A[b] is m x k (k x m if trans_a),
      * B[b] k x n (n x k if trans_b); batches packed one after the other. */
     tk_status (*gemm)(tk_pltf_engine *e, size_t batch, size_t m, size_t n, size_t k, const void *a, int trans_a,

@@ -1,5 +1,6 @@
 /* GTM as pairwise contractions: the order of least multiply-adds by dynamic
- * programming over operand subsets, each step one batched GEMM on the engine. */
+ * programming over operand subsets (multiply-adds plus memory traffic), each step
+ * one batched GEMM on the engine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,11 @@ tk_status tk_pltf_plan_make(tk_pltf_plan *p, const size_t *dims, int n, const tk
         for (unsigned sub = rest;; sub = (sub - 1) & rest) {
             unsigned a = sub | low, b = s & ~a;
             if (b) {
-                double c = cost[a] + cost[b] + mask_size(dims, p->keep[a] | p->keep[b]);
+                /* multiply-adds, plus the entries read and written: between orders of
+                 * equal flops this prefers one large GEMM to many small batched ones
+                 * and fewer relayouts of big operands */
+                double c = cost[a] + cost[b] + mask_size(dims, p->keep[a] | p->keep[b]) + mask_size(dims, p->keep[a]) +
+                           mask_size(dims, p->keep[b]) + mask_size(dims, p->keep[s]);
                 if (best < 0 || c < best) best = c, p->split[s] = (uint16_t)a;
             }
             if (!sub) break;

@@ -12,10 +12,13 @@ int main(int argc, char **argv)
                 "usage: tk-bench SUITE [options]\n"
                 "suites:\n"
                 "  teig    SS-HOPM: the seed's Table 6.1 set-up for {general, unrolled} x {cpu, omp, cuda},\n"
-                "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n");
+                "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n"
+                "  pltf    KL-PARAFAC: the seed's 10x11x12 rank-20 set-up on the CPU, then 256^3 rank 32 on\n"
+                "          CUDA, against the seed's full-joint GTM (tk-bench pltf --help)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "pltf")) return tk_bench_pltf(argc - 1, argv + 1);
     tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
     return TK_EXIT_USAGE;
 }
