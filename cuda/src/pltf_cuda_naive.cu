@@ -23,22 +23,23 @@ struct naive_params {
 
 /* joint[(s - s0) * out_count + o] = prod_t op_t[entry of (s, o)]: summed major, so
  * the reduction below reads it coalesced. */
+template <typename IDX> /* 32-bit index arithmetic where the joint space allows: a fair baseline */
 __global__ void naive_joint(naive_params p, unsigned long long s0, unsigned long long entries, float *joint)
 {
     for (unsigned long long e = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; e < entries;
          e += (unsigned long long)gridDim.x * blockDim.x) {
-        unsigned long long s = s0 + e / p.out_count, o = e % p.out_count;
-        unsigned long long off[TK_PLTF_MAX_OPERANDS];
+        IDX s = (IDX)(s0 + e / p.out_count), o = (IDX)(e % p.out_count);
+        IDX off[TK_PLTF_MAX_OPERANDS];
         for (int t = 0; t < p.num_operands; ++t) off[t] = 0;
         for (int d = p.num_out - 1; d >= 0; --d) {
-            unsigned long long v = o % p.oshape[d];
-            o /= p.oshape[d];
-            for (int t = 0; t < p.num_operands; ++t) off[t] += v * p.ostride[t][d];
+            IDX v = o % (IDX)p.oshape[d];
+            o /= (IDX)p.oshape[d];
+            for (int t = 0; t < p.num_operands; ++t) off[t] += v * (IDX)p.ostride[t][d];
         }
         for (int d = p.num_summed - 1; d >= 0; --d) {
-            unsigned long long v = s % p.sshape[d];
-            s /= p.sshape[d];
-            for (int t = 0; t < p.num_operands; ++t) off[t] += v * p.sstride[t][d];
+            IDX v = s % (IDX)p.sshape[d];
+            s /= (IDX)p.sshape[d];
+            for (int t = 0; t < p.num_operands; ++t) off[t] += v * (IDX)p.sstride[t][d];
         }
         float prod = 1.0f;
         for (int t = 0; t < p.num_operands; ++t) prod *= p.op[t][off[t]];
@@ -90,6 +91,13 @@ tk_status tk_pltf_cuda_naive_gtm(tk_pltf_engine *e, const size_t *dims, int n, c
             s *= dims[id];
         }
     }
+    /* every offset below 2^32: the joint space and each operand */
+    bool small = summed_count * p.out_count < (1ull << 32);
+    for (int t = 0; t < n; ++t) {
+        unsigned long long size = 1;
+        for (int d = 0; d < terms[t].ndim; ++d) size *= dims[terms[t].idx[d]];
+        small = small && size < (1ull << 32);
+    }
     unsigned long long slices = NAIVE_SLICE / p.out_count;
     if (!slices) slices = 1;
     if (slices > summed_count) slices = summed_count;
@@ -101,7 +109,9 @@ tk_status tk_pltf_cuda_naive_gtm(tk_pltf_engine *e, const size_t *dims, int n, c
         unsigned long long ns = summed_count - s0 < slices ? summed_count - s0 : slices;
         unsigned long long entries = ns * p.out_count;
         unsigned long long blocks = (entries + 255) / 256;
-        naive_joint<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), 256>>>(p, s0, entries, (float *)joint);
+        const unsigned grid = (unsigned)(blocks < 1048576 ? blocks : 1048576);
+        if (small) naive_joint<unsigned><<<grid, 256>>>(p, s0, entries, (float *)joint);
+        else naive_joint<unsigned long long><<<grid, 256>>>(p, s0, entries, (float *)joint);
         unsigned long long ob = (p.out_count + 255) / 256;
         naive_sum<<<(unsigned)(ob < 1048576 ? ob : 1048576), 256>>>((const float *)joint, ns, p.out_count, (float *)out);
         err = cudaGetLastError();
