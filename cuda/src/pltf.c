@@ -206,7 +206,45 @@ typedef struct {
     tk_pltf_plan plan_ones[TK_PLTF_MAX_FACTORS];
     tk_pltf_term ones_out[TK_PLTF_MAX_FACTORS];
     void *ones_small;
+    /* Shared "rest": the other factors contracted once per update, R_f, feed both
+     * X^ = GTM(Z_f, R_f) and D_f(Q) = GTM(Q, R_f) (for PARAFAC R_f is the Khatri-Rao
+     * product, and both GTMs are one GEMM each).  Used where the plans say it is
+     * cheaper than separate X^ and D_f plans (not for Tucker's core, whose R_f would
+     * be the size of X times the core). */
+    int shared[TK_PLTF_MAX_FACTORS];
+    tk_pltf_plan plan_rest[TK_PLTF_MAX_FACTORS], plan_xs[TK_PLTF_MAX_FACTORS], plan_ds[TK_PLTF_MAX_FACTORS];
+    void *rest;
 } run_state;
+
+static tk_status make_shared_plans(run_state *r, const tk_pltf_model *m, size_t *rest_size)
+{
+    *rest_size = 0;
+    if (m->num_factors < 3) return TK_OK; /* with one other factor R_f is that factor: nothing to share */
+    for (int f = 0; f < m->num_factors; ++f) {
+        uint64_t want = 0;
+        for (int d = 0; d < r->out.ndim; ++d) want |= (uint64_t)1 << r->out.idx[d];
+        for (int d = 0; d < r->terms[f].ndim; ++d) want |= (uint64_t)1 << r->terms[f].idx[d];
+        tk_pltf_term rest = {0, {0}};
+        uint64_t seen = 0;
+        for (int k = 1; k < m->num_factors; ++k)
+            for (int d = 0; d < r->dterms[f][k].ndim; ++d) {
+                int id = r->dterms[f][k].idx[d];
+                if ((want >> id & 1) && !(seen >> id & 1)) seen |= (uint64_t)1 << id, rest.idx[rest.ndim++] = id;
+            }
+        tk_pltf_term pair[2] = {r->terms[f], rest};
+        tk_status st = tk_pltf_plan_make(&r->plan_rest[f], m->dims, m->num_factors - 1, &r->dterms[f][1], &rest);
+        if (st == TK_OK) st = tk_pltf_plan_make(&r->plan_xs[f], m->dims, 2, pair, &r->out);
+        pair[0] = r->out;
+        if (st == TK_OK) st = tk_pltf_plan_make(&r->plan_ds[f], m->dims, 2, pair, &r->terms[f]);
+        if (st != TK_OK) return st;
+        const double shared = r->plan_rest[f].cost + r->plan_xs[f].cost + r->plan_ds[f].cost;
+        r->shared[f] = shared < r->plan_x.cost + r->plan_d[f].cost;
+        size_t n = 1;
+        for (int d = 0; d < rest.ndim; ++d) n *= m->dims[rest.idx[d]];
+        if (r->shared[f] && n > *rest_size) *rest_size = n;
+    }
+    return TK_OK;
+}
 
 static tk_status make_ones_plans(run_state *r, const tk_pltf_model *m)
 {
@@ -290,12 +328,27 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
                 if (st != TK_ERR_UNSUPPORTED) return st;
                 try_fused = 0;
             }
-            if (!have_xhat && (st = compute_xhat(r, m, o->naive_gtm)) != TK_OK) return st;
+            const int shared = !o->naive_gtm && r->shared[f];
+            if (shared) {
+                const void *others[TK_PLTF_MAX_FACTORS], *pair[2] = {r->z[f], r->rest};
+                for (int g = 0, k = 0; g < m->num_factors; ++g)
+                    if (g != f) others[k++] = r->z[g];
+                if ((st = tk_pltf_plan_run(&r->plan_rest[f], &r->e, others, r->rest)) != TK_OK) return st;
+                if (!have_xhat && (st = tk_pltf_plan_run(&r->plan_xs[f], &r->e, pair, r->xhat)) != TK_OK) return st;
+            } else if (!have_xhat && (st = compute_xhat(r, m, o->naive_gtm)) != TK_OK) {
+                return st;
+            }
             have_xhat = 0;
             st = r->e.mu_terms(&r->e, d, r->x, r->mask, r->xhat, count, r->qnum, r->ones_den ? NULL : r->qden);
             if (st != TK_OK) return st;
-            if ((st = delta(r, m, f, r->qnum, r->num, o->naive_gtm)) != TK_OK) return st;
-            st = r->ones_den ? delta_of_ones(r, m, f, r->den) : delta(r, m, f, r->qden, r->den, o->naive_gtm);
+            if (shared) {
+                const void *num_ops[2] = {r->qnum, r->rest}, *den_ops[2] = {r->qden, r->rest};
+                if ((st = tk_pltf_plan_run(&r->plan_ds[f], &r->e, num_ops, r->num)) != TK_OK) return st;
+                st = r->ones_den ? delta_of_ones(r, m, f, r->den) : tk_pltf_plan_run(&r->plan_ds[f], &r->e, den_ops, r->den);
+            } else {
+                if ((st = delta(r, m, f, r->qnum, r->num, o->naive_gtm)) != TK_OK) return st;
+                st = r->ones_den ? delta_of_ones(r, m, f, r->den) : delta(r, m, f, r->qden, r->den, o->naive_gtm);
+            }
             if (st != TK_OK) return st;
             st = r->e.mu_apply(&r->e, r->z[f], r->num, r->den, tk_pltf_factor_count(m, f), exponent);
             if (st != TK_OK) return st;
@@ -371,6 +424,9 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
         r.ones_den = o->divergence == TK_PLTF_KL && !mask;
         if (r.ones_den && st == TK_OK) st = make_ones_plans(&r, m);
         if (r.ones_den && st == TK_OK) st = r.e.alloc(&r.e, max_factor, &r.ones_small);
+        size_t rest_size = 0;
+        if (st == TK_OK) st = make_shared_plans(&r, m, &rest_size);
+        if (st == TK_OK && rest_size) st = r.e.alloc(&r.e, rest_size, &r.rest);
     }
     if (st == TK_OK) st = iterate(&r, m, o, res, count);
     for (int f = 0; f < m->num_factors && st == TK_OK; ++f)
@@ -378,9 +434,12 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
     if (st == TK_OK && res->xhat) st = r.e.download(&r.e, res->xhat, r.xhat, count);
 
     tk_pltf_plan_free(&r.plan_x);
-    for (int f = 0; f < m->num_factors; ++f) tk_pltf_plan_free(&r.plan_d[f]), tk_pltf_plan_free(&r.plan_ones[f]);
-    void *all[8] = {r.x, r.mask, r.xhat, r.qnum, r.qden, r.num, r.den, r.ones_small};
-    for (int b = 0; b < 8; ++b)
+    for (int f = 0; f < m->num_factors; ++f) {
+        tk_pltf_plan_free(&r.plan_d[f]), tk_pltf_plan_free(&r.plan_ones[f]);
+        tk_pltf_plan_free(&r.plan_rest[f]), tk_pltf_plan_free(&r.plan_xs[f]), tk_pltf_plan_free(&r.plan_ds[f]);
+    }
+    void *all[9] = {r.x, r.mask, r.xhat, r.qnum, r.qden, r.num, r.den, r.ones_small, r.rest};
+    for (int b = 0; b < 9; ++b)
         if (all[b]) r.e.release(&r.e, all[b]);
     for (int f = 0; f < m->num_factors; ++f)
         if (r.z[f]) r.e.release(&r.e, r.z[f]);

@@ -79,24 +79,76 @@ static tk_status cpu_fill(tk_pltf_engine *e, void *dst, double value, size_t cou
     return TK_OK;
 }
 
+typedef struct {
+    int dst_ndim, nr;
+    size_t dshape[TK_PLTF_MAX_INDICES], dstride[TK_PLTF_MAX_INDICES];
+    size_t rshape[TK_PLTF_MAX_INDICES], rstride[TK_PLTF_MAX_INDICES];
+    size_t red_count;
+} permute_plan;
+
+/* dst[begin, end) of a reduce-permute; the innermost destination axis is a tight
+ * strided loop (most relayouts here are small, so per-element overhead matters). */
+static void permute_range(const permute_plan *p, const double *src, double *dst, size_t begin, size_t end)
+{
+    const int nd = p->dst_ndim;
+    size_t pos[TK_PLTF_MAX_INDICES], off = 0, rest = begin;
+    for (int d = nd - 1; d >= 0; --d) pos[d] = rest % p->dshape[d], rest /= p->dshape[d], off += pos[d] * p->dstride[d];
+    const size_t inner = nd ? p->dshape[nd - 1] : 1, istride = nd ? p->dstride[nd - 1] : 0;
+    size_t i = begin;
+    while (i < end) {
+        /* a run along the innermost axis, from pos[nd-1] to its end or to `end` */
+        const size_t start = nd ? pos[nd - 1] : 0;
+        size_t run = inner - start;
+        if (run > end - i) run = end - i;
+        if (!p->nr) {
+            for (size_t q = 0; q < run; ++q) dst[i + q] = src[off + q * istride];
+        } else {
+            for (size_t q = 0; q < run; ++q) {
+                size_t rpos[TK_PLTF_MAX_INDICES] = {0}, roff = 0;
+                double sum = 0;
+                for (size_t r = 0; r < p->red_count; ++r) {
+                    sum += src[off + q * istride + roff];
+                    for (int d = p->nr - 1; d >= 0; --d) {
+                        roff += p->rstride[d];
+                        if (++rpos[d] < p->rshape[d]) break;
+                        roff -= rpos[d] * p->rstride[d], rpos[d] = 0;
+                    }
+                }
+                dst[i + q] = sum;
+            }
+        }
+        i += run;
+        if (!nd) break;
+        off += run * istride, pos[nd - 1] += run;
+        for (int d = nd - 1; d > 0 && pos[d] == p->dshape[d]; --d) {
+            off -= pos[d] * p->dstride[d], pos[d] = 0;
+            off += p->dstride[d - 1], ++pos[d - 1];
+        }
+    }
+}
+
 static tk_status cpu_reduce_permute(tk_pltf_engine *e, const void *src_v, int src_ndim, const size_t *src_shape,
                                     void *dst_v, int dst_ndim, const int *dst_axes)
 {
     const double *src = src_v;
     double *dst = dst_v;
-    size_t src_stride[TK_PLTF_MAX_INDICES], dshape[TK_PLTF_MAX_INDICES], dstride[TK_PLTF_MAX_INDICES];
-    size_t rshape[TK_PLTF_MAX_INDICES], rstride[TK_PLTF_MAX_INDICES];
-    int listed[TK_PLTF_MAX_INDICES] = {0}, nr = 0;
-    size_t st = 1, dst_count = 1, red_count = 1;
+    permute_plan p;
+    size_t src_stride[TK_PLTF_MAX_INDICES];
+    int listed[TK_PLTF_MAX_INDICES] = {0};
+    size_t st = 1, dst_count = 1;
     for (int d = src_ndim - 1; d >= 0; --d) src_stride[d] = st, st *= src_shape[d];
+    p.dst_ndim = dst_ndim, p.nr = 0, p.red_count = 1;
     for (int d = 0; d < dst_ndim; ++d) {
-        dshape[d] = src_shape[dst_axes[d]], dstride[d] = src_stride[dst_axes[d]];
-        listed[dst_axes[d]] = 1, dst_count *= dshape[d];
+        p.dshape[d] = src_shape[dst_axes[d]], p.dstride[d] = src_stride[dst_axes[d]];
+        listed[dst_axes[d]] = 1, dst_count *= p.dshape[d];
     }
     for (int d = 0; d < src_ndim; ++d)
-        if (!listed[d]) rshape[nr] = src_shape[d], rstride[nr++] = src_stride[d], red_count *= src_shape[d];
-    const int threads = dst_count * red_count >= PAR_MIN ? threads_of(e) : 1;
-    (void)threads;
+        if (!listed[d]) p.rshape[p.nr] = src_shape[d], p.rstride[p.nr++] = src_stride[d], p.red_count *= src_shape[d];
+    const int threads = dst_count * p.red_count >= PAR_MIN ? threads_of(e) : 1;
+    if (threads <= 1) {
+        permute_range(&p, src, dst, 0, dst_count);
+        return TK_OK;
+    }
 #pragma omp parallel num_threads(threads)
     {
         size_t begin = 0, end = dst_count;
@@ -104,32 +156,7 @@ static tk_status cpu_reduce_permute(tk_pltf_engine *e, const void *src_v, int sr
         size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
         begin = dst_count * t / nt, end = dst_count * (t + 1) / nt;
 #endif
-        /* Odometer over the destination, started at `begin`. */
-        size_t pos[TK_PLTF_MAX_INDICES], off = 0, rest = begin;
-        for (int d = dst_ndim - 1; d >= 0; --d) pos[d] = rest % dshape[d], rest /= dshape[d], off += pos[d] * dstride[d];
-        for (size_t i = begin; i < end; ++i) {
-            double sum;
-            if (!nr) {
-                sum = src[off];
-            } else {
-                size_t rpos[TK_PLTF_MAX_INDICES] = {0}, roff = 0;
-                sum = 0;
-                for (size_t r = 0; r < red_count; ++r) {
-                    sum += src[off + roff];
-                    for (int d = nr - 1; d >= 0; --d) {
-                        roff += rstride[d];
-                        if (++rpos[d] < rshape[d]) break;
-                        roff -= rpos[d] * rstride[d], rpos[d] = 0;
-                    }
-                }
-            }
-            dst[i] = sum;
-            for (int d = dst_ndim - 1; d >= 0; --d) {
-                off += dstride[d];
-                if (++pos[d] < dshape[d]) break;
-                off -= pos[d] * dstride[d], pos[d] = 0;
-            }
-        }
+        permute_range(&p, src, dst, begin, end);
     }
     return TK_OK;
 }
@@ -163,7 +190,7 @@ static void loop_gemm(const tk_pltf_engine *e, size_t batch, size_t m, size_t n,
     const int threads = batch * m * n * k >= PAR_MIN ? threads_of(e) : 1;
     (void)threads;
     const long rows = (long)(batch * m);
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (long row = 0; row < rows; ++row) {
         const size_t q = (size_t)row / m, i = (size_t)row % m;
         const double *A = a + q * m * k, *B = b + q * k * n;
@@ -208,7 +235,7 @@ static tk_status cpu_mu_terms(tk_pltf_engine *e, tk_pltf_divergence d, const voi
     double *num = num_v, *den = den_v;
     const int threads = count >= PAR_MIN ? threads_of(e) : 1;
     (void)threads;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (long li = 0; li < (long)count; ++li) {
         const size_t i = (size_t)li;
         if (mask && mask[i] == 0) { /* unobserved: x is never read */
