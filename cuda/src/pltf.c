@@ -213,35 +213,99 @@ typedef struct {
      * be the size of X times the core). */
     int shared[TK_PLTF_MAX_FACTORS];
     tk_pltf_plan plan_rest[TK_PLTF_MAX_FACTORS], plan_xs[TK_PLTF_MAX_FACTORS], plan_ds[TK_PLTF_MAX_FACTORS];
+    tk_pltf_term layout[TK_PLTF_MAX_FACTORS];
+    void *x_f[TK_PLTF_MAX_FACTORS], *mask_f[TK_PLTF_MAX_FACTORS]; /* X, M in layout[f] (or X, M) */
     void *rest;
 } run_state;
 
-static tk_status make_shared_plans(run_state *r, const tk_pltf_model *m, size_t *rest_size)
+/* Index order of the shared path's X^ for factor f: Z_f's observed indices, then the
+ * other observed ones.  With X (and the mask) kept in that order too, X^ is the GEMM
+ * Z_f x R_f^T as it comes out and D_f(Q) the GEMM Q x R_f: no relayout per update
+ * (the mode-n unfoldings of the Tensor Toolbox). */
+static void shared_layout(const run_state *r, int f, tk_pltf_term *layout)
+{
+    uint64_t in_f = 0;
+    layout->ndim = 0;
+    for (int d = 0; d < r->terms[f].ndim; ++d) in_f |= (uint64_t)1 << r->terms[f].idx[d];
+    for (int d = 0; d < r->terms[f].ndim; ++d)
+        for (int o = 0; o < r->out.ndim; ++o)
+            if (r->out.idx[o] == r->terms[f].idx[d]) layout->idx[layout->ndim++] = r->terms[f].idx[d];
+    for (int o = 0; o < r->out.ndim; ++o)
+        if (!(in_f >> r->out.idx[o] & 1)) layout->idx[layout->ndim++] = r->out.idx[o];
+}
+
+static int same_term(const tk_pltf_term *a, const tk_pltf_term *b)
+{
+    if (a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; ++d)
+        if (a->idx[d] != b->idx[d]) return 0;
+    return 1;
+}
+
+static tk_status make_shared_plans(run_state *r, const tk_pltf_model *m, size_t count, size_t *rest_size)
 {
     *rest_size = 0;
     if (m->num_factors < 3) return TK_OK; /* with one other factor R_f is that factor: nothing to share */
+    /* Unfolded copies of X (and M) cost memory: at most 512 MiB of them. */
+    const size_t per_copy = count * sizeof(double) * (r->mask ? 2 : 1);
+    size_t budget = (size_t)512 << 20;
     for (int f = 0; f < m->num_factors; ++f) {
-        uint64_t want = 0;
+        uint64_t want = 0, held = 0;
         for (int d = 0; d < r->out.ndim; ++d) want |= (uint64_t)1 << r->out.idx[d];
         for (int d = 0; d < r->terms[f].ndim; ++d) want |= (uint64_t)1 << r->terms[f].idx[d];
-        tk_pltf_term rest = {0, {0}};
-        uint64_t seen = 0;
         for (int k = 1; k < m->num_factors; ++k)
-            for (int d = 0; d < r->dterms[f][k].ndim; ++d) {
-                int id = r->dterms[f][k].idx[d];
-                if ((want >> id & 1) && !(seen >> id & 1)) seen |= (uint64_t)1 << id, rest.idx[rest.ndim++] = id;
-            }
+            for (int d = 0; d < r->dterms[f][k].ndim; ++d) held |= (uint64_t)1 << r->dterms[f][k].idx[d];
+        held &= want;
+        /* R_f's order: Z_f's latent indices, then its observed ones in X's order.
+         * Latent first is how a batched step leaves it (e.g. the Khatri-Rao product
+         * of ja and ka comes out as ajk), and both GEMMs take it as it is. */
+        tk_pltf_term rest = {0, {0}};
+        uint64_t observed = 0;
+        for (int o = 0; o < r->out.ndim; ++o) observed |= (uint64_t)1 << r->out.idx[o];
+        for (int d = 0; d < r->terms[f].ndim; ++d)
+            if ((held & ~observed) >> r->terms[f].idx[d] & 1) rest.idx[rest.ndim++] = r->terms[f].idx[d];
+        for (int o = 0; o < r->out.ndim; ++o)
+            if (held >> r->out.idx[o] & 1) rest.idx[rest.ndim++] = r->out.idx[o];
+        shared_layout(r, f, &r->layout[f]);
+        if (!same_term(&r->layout[f], &r->out)) {
+            if (budget >= per_copy) budget -= per_copy;
+            else r->layout[f] = r->out;
+        }
         tk_pltf_term pair[2] = {r->terms[f], rest};
         tk_status st = tk_pltf_plan_make(&r->plan_rest[f], m->dims, m->num_factors - 1, &r->dterms[f][1], &rest);
-        if (st == TK_OK) st = tk_pltf_plan_make(&r->plan_xs[f], m->dims, 2, pair, &r->out);
-        pair[0] = r->out;
+        if (st == TK_OK) st = tk_pltf_plan_make(&r->plan_xs[f], m->dims, 2, pair, &r->layout[f]);
+        pair[0] = r->layout[f];
         if (st == TK_OK) st = tk_pltf_plan_make(&r->plan_ds[f], m->dims, 2, pair, &r->terms[f]);
         if (st != TK_OK) return st;
         const double shared = r->plan_rest[f].cost + r->plan_xs[f].cost + r->plan_ds[f].cost;
         r->shared[f] = shared < r->plan_x.cost + r->plan_d[f].cost;
+        if (!r->shared[f] && !same_term(&r->layout[f], &r->out)) budget += per_copy, r->layout[f] = r->out;
         size_t n = 1;
         for (int d = 0; d < rest.ndim; ++d) n *= m->dims[rest.idx[d]];
         if (r->shared[f] && n > *rest_size) *rest_size = n;
+    }
+    return TK_OK;
+}
+
+/* X and M in factor f's shared layout, where it differs from X's own. */
+static tk_status make_unfoldings(run_state *r, const tk_pltf_model *m, size_t count)
+{
+    size_t shape[TK_PLTF_MAX_INDICES];
+    for (int d = 0; d < r->out.ndim; ++d) shape[d] = m->dims[r->out.idx[d]];
+    for (int f = 0; f < m->num_factors; ++f) {
+        r->x_f[f] = r->x, r->mask_f[f] = r->mask;
+        if (!r->shared[f] || same_term(&r->layout[f], &r->out)) continue;
+        int axes[TK_PLTF_MAX_INDICES];
+        for (int d = 0; d < r->layout[f].ndim; ++d)
+            for (int o = 0; o < r->out.ndim; ++o)
+                if (r->out.idx[o] == r->layout[f].idx[d]) axes[d] = o;
+        tk_status st = r->e.alloc(&r->e, count, &r->x_f[f]);
+        if (st == TK_OK) st = r->e.reduce_permute(&r->e, r->x, r->out.ndim, shape, r->x_f[f], r->out.ndim, axes);
+        if (st == TK_OK && r->mask) {
+            if ((st = r->e.alloc(&r->e, count, &r->mask_f[f])) == TK_OK)
+                st = r->e.reduce_permute(&r->e, r->mask, r->out.ndim, shape, r->mask_f[f], r->out.ndim, axes);
+        }
+        if (st != TK_OK) return st;
     }
     return TK_OK;
 }
@@ -334,12 +398,16 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
                 for (int g = 0, k = 0; g < m->num_factors; ++g)
                     if (g != f) others[k++] = r->z[g];
                 if ((st = tk_pltf_plan_run(&r->plan_rest[f], &r->e, others, r->rest)) != TK_OK) return st;
-                if (!have_xhat && (st = tk_pltf_plan_run(&r->plan_xs[f], &r->e, pair, r->xhat)) != TK_OK) return st;
+                /* The X^ computed for the divergence is in X's order: reusable only there. */
+                if ((!have_xhat || r->x_f[f] != r->x) &&
+                    (st = tk_pltf_plan_run(&r->plan_xs[f], &r->e, pair, r->xhat)) != TK_OK)
+                    return st;
             } else if (!have_xhat && (st = compute_xhat(r, m, o->naive_gtm)) != TK_OK) {
                 return st;
             }
             have_xhat = 0;
-            st = r->e.mu_terms(&r->e, d, r->x, r->mask, r->xhat, count, r->qnum, r->ones_den ? NULL : r->qden);
+            const void *xs = shared ? r->x_f[f] : r->x, *ms = shared ? r->mask_f[f] : r->mask;
+            st = r->e.mu_terms(&r->e, d, xs, ms, r->xhat, count, r->qnum, r->ones_den ? NULL : r->qden);
             if (st != TK_OK) return st;
             if (shared) {
                 const void *num_ops[2] = {r->qnum, r->rest}, *den_ops[2] = {r->qden, r->rest};
@@ -425,8 +493,9 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
         if (r.ones_den && st == TK_OK) st = make_ones_plans(&r, m);
         if (r.ones_den && st == TK_OK) st = r.e.alloc(&r.e, max_factor, &r.ones_small);
         size_t rest_size = 0;
-        if (st == TK_OK) st = make_shared_plans(&r, m, &rest_size);
+        if (st == TK_OK) st = make_shared_plans(&r, m, count, &rest_size);
         if (st == TK_OK && rest_size) st = r.e.alloc(&r.e, rest_size, &r.rest);
+        if (st == TK_OK) st = make_unfoldings(&r, m, count);
     }
     if (st == TK_OK) st = iterate(&r, m, o, res, count);
     for (int f = 0; f < m->num_factors && st == TK_OK; ++f)
@@ -441,6 +510,10 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
     void *all[9] = {r.x, r.mask, r.xhat, r.qnum, r.qden, r.num, r.den, r.ones_small, r.rest};
     for (int b = 0; b < 9; ++b)
         if (all[b]) r.e.release(&r.e, all[b]);
+    for (int f = 0; f < m->num_factors; ++f) {
+        if (r.x_f[f] && r.x_f[f] != r.x) r.e.release(&r.e, r.x_f[f]);
+        if (r.mask_f[f] && r.mask_f[f] != r.mask) r.e.release(&r.e, r.mask_f[f]);
+    }
     for (int f = 0; f < m->num_factors; ++f)
         if (r.z[f]) r.e.release(&r.e, r.z[f]);
     r.e.destroy(&r.e);
