@@ -299,3 +299,157 @@ TEST(PltfFactorize, CallbackSeesEveryIterationAndCanStop)
     for (int t = 0; t < 7; ++t) EXPECT_EQ(seen[(size_t)t].first, t);
     EXPECT_EQ(seen.back().second, fit.divergence[6]);
 }
+
+namespace {
+
+// D_f(q) by brute force: the einsum "<factor indices>=<out>,<other factors>".
+std::vector<double> brute_delta(const tk_pltf_model &m, int f, const std::vector<double> &q,
+                                const std::vector<std::vector<double>> &factors)
+{
+    std::string text;
+    char name[TK_PLTF_MAX_INDICES + 1];
+    tk_pltf_factor_name(&m, f, name);
+    text = std::string(name) + "=";
+    for (int d = 0; d < m.out_ndim; ++d) text += tk_pltf_index_letter(m.out[d]);
+    std::vector<std::vector<double>> ops = {q};
+    for (int g = 0; g < m.num_factors; ++g)
+        if (g != f) {
+            tk_pltf_factor_name(&m, g, name);
+            text += std::string(",") + name;
+            ops.push_back(factors[(size_t)g]);
+        }
+    tk_pltf_model dm;
+    EXPECT_EQ(tk_pltf_parse(text.c_str(), &dm), TK_OK) << text;
+    memcpy(dm.dims, m.dims, sizeof dm.dims);
+    return brute_force_einsum(dm, ops);
+}
+
+}  // namespace
+
+TEST(PltfCoupled, OneIterationEqualsBruteForceUpdates)
+{
+    // Two views sharing "ia": a masked matrix X1 (i, j) and a matrix X2 (i, k).
+    tk_pltf_model m1 = pltf_model("ij=ia,ja", "i=4,j=5,a=2"), m2 = pltf_model("ik=ia,ka", "i=4,k=3,a=2");
+    auto x1 = uniform(20, 1, 0.5, 2.0), x2 = uniform(12, 2, 0.5, 2.0);
+    std::vector<uint8_t> mask1(20, 1);
+    mask1[3] = mask1[11] = 0;
+    x1[3] = NAN;  // unobserved: never read
+    std::vector<std::vector<double>> z = {uniform(8, 3), uniform(10, 4), uniform(6, 5)};  // ia, ja, ka
+    for (auto d : {TK_PLTF_KL, TK_PLTF_EUCLIDEAN, TK_PLTF_IS}) {
+        tk_pltf_view views[2] = {{&m1, x1.data(), mask1.data(), nullptr}, {&m2, x2.data(), nullptr, nullptr}};
+        char names[TK_PLTF_MAX_FACTORS][TK_PLTF_MAX_INDICES + 1];
+        ASSERT_EQ(tk_pltf_coupled_factors(2, views, names), 3);
+        EXPECT_STREQ(names[0], "ia");
+        EXPECT_STREQ(names[2], "ka");
+        auto got = z;
+        tk_pltf_result r{};
+        for (int g = 0; g < 3; ++g) r.factors[g] = got[(size_t)g].data();
+        tk_pltf_options o = opts(d, 1);
+        o.init_given = 1;
+        ASSERT_EQ(tk_pltf_factorize_coupled(2, views, &o, &r), TK_OK) << tk_last_error();
+
+        // The same step by brute force: each distinct factor in turn, summing the views.
+        const double beta = d == TK_PLTF_KL ? 1 : d == TK_PLTF_EUCLIDEAN ? 2 : 0, gamma = d == TK_PLTF_IS ? 0.5 : 1;
+        auto want = z;
+        const tk_pltf_model *models[2] = {&m1, &m2};
+        const std::vector<double> *xs[2] = {&x1, &x2};
+        const std::vector<int> map[2] = {{0, 1}, {0, 2}};
+        for (int g = 0; g < 3; ++g) {
+            std::vector<double> num(want[(size_t)g].size(), 0.0), den(num.size(), 0.0);
+            for (int v = 0; v < 2; ++v)
+                for (int f = 0; f < 2; ++f) {
+                    if (map[v][(size_t)f] != g) continue;
+                    std::vector<std::vector<double>> fs = {want[(size_t)map[v][0]], want[(size_t)map[v][1]]};
+                    auto xh = brute_force_einsum(*models[v], fs);
+                    std::vector<double> qn(xh.size()), qd(xh.size());
+                    for (size_t e = 0; e < xh.size(); ++e) {
+                        bool obs = v == 1 || mask1[e];
+                        qn[e] = obs ? (*xs[v])[e] * std::pow(xh[e], beta - 2) : 0;
+                        qd[e] = obs ? std::pow(xh[e], beta - 1) : 0;
+                    }
+                    auto dn = brute_delta(*models[v], f, qn, fs), dd = brute_delta(*models[v], f, qd, fs);
+                    for (size_t e = 0; e < num.size(); ++e) num[e] += dn[e], den[e] += dd[e];
+                }
+            for (size_t e = 0; e < num.size(); ++e) want[(size_t)g][e] *= std::pow(num[e] / den[e], gamma);
+        }
+        for (int g = 0; g < 3; ++g)
+            for (size_t e = 0; e < want[(size_t)g].size(); ++e)
+                ASSERT_NEAR(got[(size_t)g][e], want[(size_t)g][e], 1e-12 * (1 + want[(size_t)g][e]))
+                    << tk_pltf_divergence_name(d) << " factor " << g;
+    }
+}
+
+TEST(PltfCoupled, SummedDivergenceNeverIncreases)
+{
+    // A 3-way tensor and a matrix sharing the factor "ia" (e.g. a tensor and side information).
+    tk_pltf_model m1 = pltf_model("ijk=ia,ja,ka", "i=6,j=5,k=4,a=3"), m2 = pltf_model("il=ia,la", "i=6,l=7,a=3");
+    auto x1 = model_data(m1, 3), x2 = model_data(m2, 4);
+    std::vector<double> xh1(x1.size()), xh2(x2.size());
+    for (auto d : {TK_PLTF_KL, TK_PLTF_EUCLIDEAN, TK_PLTF_IS}) {
+        tk_pltf_view views[2] = {{&m1, x1.data(), nullptr, xh1.data()}, {&m2, x2.data(), nullptr, xh2.data()}};
+        std::vector<std::vector<double>> z = {std::vector<double>(18), std::vector<double>(15), std::vector<double>(12),
+                                              std::vector<double>(21)};
+        std::vector<double> trace(41);
+        tk_pltf_result r{};
+        for (int g = 0; g < 4; ++g) r.factors[g] = z[(size_t)g].data();
+        r.divergence = trace.data();
+        tk_pltf_options o = opts(d, 40);
+        for (auto b : {TK_PLTF_CPU, TK_PLTF_OMP}) {
+            o.backend = b;
+            ASSERT_EQ(tk_pltf_factorize_coupled(2, views, &o, &r), TK_OK) << tk_last_error();
+            for (size_t t = 1; t < trace.size(); ++t)
+                ASSERT_LE(trace[t], trace[t - 1] * (1 + 1e-12) + 1e-14) << tk_pltf_divergence_name(d) << " " << t;
+            EXPECT_LT(trace.back(), 0.9 * trace.front());
+            // The summed divergence is that of the views' returned reconstructions.
+            double sum = tk_pltf_divergence_value(d, x1.data(), nullptr, xh1.data(), x1.size()) +
+                         tk_pltf_divergence_value(d, x2.data(), nullptr, xh2.data(), x2.size());
+            EXPECT_NEAR(sum, trace.back(), 1e-9 * sum);
+        }
+    }
+}
+
+TEST(PltfCoupled, OneViewEqualsTheSingleFactorization)
+{
+    tk_pltf_model m = pltf_model("tucker3", "i=4,j=5,k=3,p=2,q=2,r=2");
+    auto x = model_data(m, 6);
+    auto single = pltf_fit(m, opts(TK_PLTF_KL, 15), x);
+    ASSERT_EQ(single.status, TK_OK);
+    auto start = pltf_fit(m, opts(TK_PLTF_KL, 0), x);  // the same seeded start
+    tk_pltf_view view = {&m, x.data(), nullptr, nullptr};
+    tk_pltf_result r{};
+    for (int f = 0; f < 4; ++f) r.factors[f] = start.factors[(size_t)f].data();
+    std::vector<double> trace(16);
+    r.divergence = trace.data();
+    tk_pltf_options o = opts(TK_PLTF_KL, 15);
+    o.init_given = 1;
+    ASSERT_EQ(tk_pltf_factorize_coupled(1, &view, &o, &r), TK_OK) << tk_last_error();
+    for (size_t t = 0; t < trace.size(); ++t) EXPECT_NEAR(trace[t], single.divergence[t], 1e-10 * trace[t]);
+}
+
+TEST(PltfCoupled, InconsistentViewsFailClearly)
+{
+    tk_pltf_model m1 = pltf_model("ij=ia,ja", "i=4,j=5,a=2"), m2 = pltf_model("ik=ia,ka", "i=3,k=3,a=2");
+    std::vector<double> x1(20, 1.0), x2(9, 1.0);
+    tk_pltf_view views[2] = {{&m1, x1.data(), nullptr, nullptr}, {&m2, x2.data(), nullptr, nullptr}};
+    tk_pltf_result r{};
+    tk_pltf_options o = opts(TK_PLTF_KL, 2);
+    EXPECT_EQ(tk_pltf_factorize_coupled(2, views, &o, &r), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("index 'i' has size 4 in view 0 (\"ij=ia,ja\") but 3 in view 1"),
+              std::string::npos)
+        << tk_last_error();
+    tk_pltf_model twice = pltf_model("ijk=ia,ja,ka,ia", "i=2,j=2,k=2,a=2");
+    std::vector<double> y(8, 1.0);
+    tk_pltf_view one = {&twice, y.data(), nullptr, nullptr};
+    EXPECT_EQ(tk_pltf_coupled_factors(1, &one, nullptr), -1);
+    EXPECT_NE(std::string(tk_last_error()).find("factor 'ia' occurs twice in view 0"), std::string::npos);
+    x2[4] = -1;
+    tk_pltf_model m3 = pltf_model("ik=ia,ka", "i=4,k=3,a=2");
+    std::vector<double> x3(12, 1.0);
+    x3[5] = -2;
+    views[1] = {&m3, x3.data(), nullptr, nullptr};
+    std::vector<double> a(8), b(10), c(6);
+    r.factors[0] = a.data(), r.factors[1] = b.data(), r.factors[2] = c.data();
+    EXPECT_EQ(tk_pltf_factorize_coupled(2, views, &o, &r), TK_ERR_DATA);
+    EXPECT_NE(std::string(tk_last_error()).find("view 1: observed entry 5 is negative"), std::string::npos)
+        << tk_last_error();
+}

@@ -154,3 +154,26 @@ TEST(PltfCuda, DivergenceDecreasesAndBadDeviceIsAnError)
     EXPECT_EQ(pltf_fit(m, o, x).status, TK_ERR_ARGUMENT);
     EXPECT_NE(std::string(tk_last_error()).find("CUDA device 999 does not exist"), std::string::npos);
 }
+
+TEST(PltfCuda, CoupledMatchesCpu)
+{
+    tk_pltf_model m1 = pltf_model("ijk=ia,ja,ka", "i=6,j=5,k=4,a=3"), m2 = pltf_model("il=ia,la", "i=6,l=7,a=3");
+    auto x1 = model_data(m1, 3), x2 = model_data(m2, 4);
+    std::vector<uint8_t> mask(x2.size(), 1);
+    mask[2] = mask[9] = 0;
+    tk_pltf_view views[2] = {{&m1, x1.data(), nullptr, nullptr}, {&m2, x2.data(), mask.data(), nullptr}};
+    std::vector<double> traces[2];
+    for (int b = 0; b < 2; ++b) {
+        std::vector<std::vector<double>> z = {std::vector<double>(18), std::vector<double>(15), std::vector<double>(12),
+                                              std::vector<double>(21)};
+        traces[b].resize(16);
+        tk_pltf_result r{};
+        for (int g = 0; g < 4; ++g) r.factors[g] = z[(size_t)g].data();
+        r.divergence = traces[b].data();
+        auto o = opts(TK_PLTF_KL, 15, b ? TK_PLTF_CUDA : TK_PLTF_CPU);
+        tk_status s = tk_pltf_factorize_coupled(2, views, &o, &r);
+        TK_PLTF_SKIP_IF_NO_CUDA(s);
+        ASSERT_EQ(s, TK_OK) << tk_last_error();
+    }
+    for (size_t t = 0; t < traces[0].size(); ++t) EXPECT_NEAR(traces[1][t], traces[0][t], 2e-4 * (1 + traces[0][t]));
+}

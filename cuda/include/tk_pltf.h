@@ -124,6 +124,32 @@ typedef struct tk_pltf_result {
 tk_status tk_pltf_factorize(const tk_pltf_model *model, const tk_pltf_options *opts, const double *x,
                             const uint8_t *mask, tk_pltf_result *result);
 
+/* ---- Coupled factorization (generalized coupled tensor factorization) ---------
+ * Several observed tensors X_v, each with its own model; factors with the same
+ * index string in different views ("ia" in "ij=ia,ja" and "ik=ia,ka") are one
+ * factor, updated from every view that holds it:
+ *   Z <- Z * (sum_v D_v(M_v X_v X^_v^(b-2)) / sum_v D_v(M_v X^_v^(b-1)))^g,
+ * which never increases the summed divergence.  A letter must have the same size
+ * in every view; a factor may occur once per view. */
+#define TK_PLTF_MAX_VIEWS 8
+typedef struct tk_pltf_view {
+    const tk_pltf_model *model; /* sizes set */
+    const double *x;            /* the view's observed tensor */
+    const uint8_t *mask;        /* optional */
+    double *xhat;               /* optional output: the view's reconstruction */
+} tk_pltf_view;
+
+/* The distinct factors of the views in order of first appearance (view 0's, then
+ * the new ones of view 1, ...): their count, and their names into names (NULL: count
+ * only); < 0 with tk_last_error() when inconsistent. */
+int tk_pltf_coupled_factors(int num_views, const tk_pltf_view *views, char (*names)[TK_PLTF_MAX_INDICES + 1]);
+
+/* result->factors[g] for the distinct factors in that order; divergence and
+ * final_divergence are sums over the views.  Options as for tk_pltf_factorize
+ * (naive_gtm and no_fused do not apply). */
+tk_status tk_pltf_factorize_coupled(int num_views, const tk_pltf_view *views, const tk_pltf_options *opts,
+                                    tk_pltf_result *result);
+
 /* The divergence of x^ from x over the observed entries. */
 double tk_pltf_divergence_value(tk_pltf_divergence d, const double *x, const uint8_t *mask, const double *xhat,
                                 size_t count);

@@ -7,7 +7,7 @@
 
 #include "pltf_internal.h"
 
-static double now_ms(void)
+double tk_pltf_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -33,19 +33,19 @@ void tk_pltf_options_init(tk_pltf_options *o)
     o->track_divergence = 1;
 }
 
-static void out_term(const tk_pltf_model *m, tk_pltf_term *t)
+void tk_pltf_out_term(const tk_pltf_model *m, tk_pltf_term *t)
 {
     t->ndim = m->out_ndim;
     memcpy(t->idx, m->out, sizeof(int) * (size_t)m->out_ndim);
 }
 
-static void factor_term(const tk_pltf_model *m, int f, tk_pltf_term *t)
+void tk_pltf_factor_term(const tk_pltf_model *m, int f, tk_pltf_term *t)
 {
     t->ndim = m->factor_ndim[f];
     memcpy(t->idx, m->factor[f], sizeof(int) * (size_t)m->factor_ndim[f]);
 }
 
-static tk_status make_engine(tk_pltf_engine *e, tk_pltf_backend b, int threads, int device)
+tk_status tk_pltf_make_engine(tk_pltf_engine *e, tk_pltf_backend b, int threads, int device)
 {
     switch (b) {
     case TK_PLTF_CPU: return tk_pltf_engine_cpu(e, 0, 0);
@@ -58,8 +58,8 @@ static tk_status make_engine(tk_pltf_engine *e, tk_pltf_backend b, int threads, 
 double tk_pltf_plan_describe(const tk_pltf_model *m, char *buf, size_t size)
 {
     tk_pltf_term terms[TK_PLTF_MAX_FACTORS], out;
-    for (int f = 0; f < m->num_factors; ++f) factor_term(m, f, &terms[f]);
-    out_term(m, &out);
+    for (int f = 0; f < m->num_factors; ++f) tk_pltf_factor_term(m, f, &terms[f]);
+    tk_pltf_out_term(m, &out);
     tk_pltf_plan p;
     if (tk_pltf_plan_make(&p, m->dims, m->num_factors, terms, &out) != TK_OK) {
         if (size) snprintf(buf, size, "(no plan: %s)", tk_last_error());
@@ -77,10 +77,10 @@ tk_status tk_pltf_gtm(const tk_pltf_model *m, tk_pltf_backend backend, int naive
     tk_status st = tk_pltf_check_dims(m);
     if (st != TK_OK) return st;
     tk_pltf_term terms[TK_PLTF_MAX_FACTORS], oterm;
-    for (int f = 0; f < m->num_factors; ++f) factor_term(m, f, &terms[f]);
-    out_term(m, &oterm);
+    for (int f = 0; f < m->num_factors; ++f) tk_pltf_factor_term(m, f, &terms[f]);
+    tk_pltf_out_term(m, &oterm);
     tk_pltf_engine e;
-    if ((st = make_engine(&e, backend, 0, 0)) != TK_OK) return st;
+    if ((st = tk_pltf_make_engine(&e, backend, 0, 0)) != TK_OK) return st;
     void *dev[TK_PLTF_MAX_FACTORS] = {0}, *dout = NULL;
     const size_t out_count = tk_pltf_out_count(m);
     for (int f = 0; f < m->num_factors && st == TK_OK; ++f) {
@@ -123,7 +123,7 @@ double tk_pltf_divergence_value(tk_pltf_divergence d, const double *x, const uin
 }
 
 /* splitmix64: a seeded stream that is the same on every platform. */
-static uint64_t next_random(uint64_t *s)
+uint64_t tk_pltf_next_random(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -131,7 +131,7 @@ static uint64_t next_random(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static tk_status check_model_for_updates(const tk_pltf_model *m)
+tk_status tk_pltf_check_model_for_updates(const tk_pltf_model *m)
 {
     if (m->num_factors < 1) return tk_set_error(TK_ERR_ARGUMENT, "model \"%s\" has no factors", m->text);
     for (int f = 0; f < m->num_factors; ++f)
@@ -152,7 +152,7 @@ static tk_status check_model_for_updates(const tk_pltf_model *m)
     return TK_OK;
 }
 
-static tk_status check_data(const tk_pltf_model *m, tk_pltf_divergence d, const double *x, const uint8_t *mask,
+tk_status tk_pltf_check_data(const tk_pltf_model *m, tk_pltf_divergence d, const double *x, const uint8_t *mask,
                             size_t count, double *mean)
 {
     size_t observed = 0;
@@ -190,7 +190,7 @@ static void random_start(const tk_pltf_model *m, uint64_t seed, double data_mean
     uint64_t s = seed;
     for (int f = 0; f < m->num_factors; ++f) {
         size_t n = tk_pltf_factor_count(m, f);
-        for (size_t i = 0; i < n; ++i) factors[f][i] = scale * (0.5 + (double)(next_random(&s) >> 11) * 0x1.0p-53);
+        for (size_t i = 0; i < n; ++i) factors[f][i] = scale * (0.5 + (double)(tk_pltf_next_random(&s) >> 11) * 0x1.0p-53);
     }
 }
 
@@ -371,7 +371,7 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
     const double exponent = d == TK_PLTF_IS ? 0.5 : 1.0;
     int try_fused = r->e.fused_update && !o->naive_gtm && !o->no_fused;
     tk_status st = TK_OK;
-    double t0 = now_ms();
+    double t0 = tk_pltf_now_ms();
     for (int t = 0; t <= o->iterations; ++t) {
         int have_xhat = 0, stop = 0;
         if (o->track_divergence || t == o->iterations) {
@@ -424,17 +424,17 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
         if (!o->track_divergence) res->iterations_done = t + 1;
     }
     if ((st = r->e.sync(&r->e)) != TK_OK) return st;
-    res->iterate_ms = now_ms() - t0;
+    res->iterate_ms = tk_pltf_now_ms() - t0;
     return TK_OK;
 }
 
 tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, const double *x, const uint8_t *mask,
                             tk_pltf_result *res)
 {
-    const double start = now_ms();
+    const double start = tk_pltf_now_ms();
     tk_status st = tk_pltf_check_dims(m);
     if (st != TK_OK) return st;
-    if ((st = check_model_for_updates(m)) != TK_OK) return st;
+    if ((st = tk_pltf_check_model_for_updates(m)) != TK_OK) return st;
     if (o->iterations < 0) return tk_set_error(TK_ERR_ARGUMENT, "PLTF: negative iteration count %d", o->iterations);
     if (o->divergence != TK_PLTF_KL && o->divergence != TK_PLTF_EUCLIDEAN && o->divergence != TK_PLTF_IS)
         return tk_set_error(TK_ERR_ARGUMENT, "PLTF: unknown divergence %d", (int)o->divergence);
@@ -442,7 +442,7 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
         if (!res->factors[f]) return tk_set_error(TK_ERR_ARGUMENT, "PLTF: no buffer for factor %d", f);
     const size_t count = tk_pltf_out_count(m);
     double mean = 0;
-    if ((st = check_data(m, o->divergence, x, mask, count, &mean)) != TK_OK) return st;
+    if ((st = tk_pltf_check_data(m, o->divergence, x, mask, count, &mean)) != TK_OK) return st;
     if (o->init_given) {
         for (int f = 0; f < m->num_factors; ++f)
             for (size_t i = 0, n = tk_pltf_factor_count(m, f); i < n; ++i)
@@ -455,9 +455,9 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
 
     run_state r;
     memset(&r, 0, sizeof r);
-    if ((st = make_engine(&r.e, o->backend, o->num_threads, o->cuda_device)) != TK_OK) return st;
-    out_term(m, &r.out);
-    for (int f = 0; f < m->num_factors; ++f) factor_term(m, f, &r.terms[f]);
+    if ((st = tk_pltf_make_engine(&r.e, o->backend, o->num_threads, o->cuda_device)) != TK_OK) return st;
+    tk_pltf_out_term(m, &r.out);
+    for (int f = 0; f < m->num_factors; ++f) tk_pltf_factor_term(m, f, &r.terms[f]);
     for (int f = 0; f < m->num_factors; ++f) {
         r.dterms[f][0] = r.out;
         for (int g = 0, k = 1; g < m->num_factors; ++g)
@@ -517,6 +517,6 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
     for (int f = 0; f < m->num_factors; ++f)
         if (r.z[f]) r.e.release(&r.e, r.z[f]);
     r.e.destroy(&r.e);
-    res->total_ms = now_ms() - start;
+    res->total_ms = tk_pltf_now_ms() - start;
     return st;
 }

@@ -262,6 +262,15 @@ static tk_status cpu_mu_terms(tk_pltf_engine *e, tk_pltf_divergence d, const voi
     return TK_OK;
 }
 
+static tk_status cpu_add(tk_pltf_engine *e, void *dst_v, const void *src_v, size_t count)
+{
+    (void)e;
+    double *dst = dst_v;
+    const double *src = src_v;
+    for (size_t i = 0; i < count; ++i) dst[i] += src[i];
+    return TK_OK;
+}
+
 static tk_status cpu_mu_apply(tk_pltf_engine *e, void *z_v, const void *num_v, const void *den_v, size_t count,
                               double exponent)
 {
@@ -327,7 +336,7 @@ tk_status tk_pltf_engine_cpu(tk_pltf_engine *e, int use_omp, int num_threads)
     e->ctx = c;
     e->alloc = cpu_alloc, e->release = cpu_release, e->upload = cpu_upload, e->download = cpu_download;
     e->fill = cpu_fill, e->reduce_permute = cpu_reduce_permute, e->broadcast = cpu_broadcast, e->gemm = cpu_gemm, e->mu_terms = cpu_mu_terms;
-    e->mu_apply = cpu_mu_apply, e->divergence = cpu_divergence, e->naive_gtm = cpu_naive, e->sync = cpu_sync;
+    e->add = cpu_add, e->mu_apply = cpu_mu_apply, e->divergence = cpu_divergence, e->naive_gtm = cpu_naive, e->sync = cpu_sync;
     e->destroy = cpu_destroy;
     return TK_OK;
 }

@@ -245,6 +245,19 @@ static tk_status cu_mu_terms(tk_pltf_engine *e, tk_pltf_divergence d, const void
     return tk_pltf_cuda_check(cudaGetLastError(), "update-terms kernel");
 }
 
+__global__ void add_kernel(float *dst, const float *__restrict__ src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] += src[i];
+}
+
+static tk_status cu_add(tk_pltf_engine *e, void *dst, const void *src, size_t count)
+{
+    (void)e;
+    add_kernel<<<blocks_for(count, 256), 256>>>((float *)dst, (const float *)src, count);
+    return tk_pltf_cuda_check(cudaGetLastError(), "add kernel");
+}
+
 __global__ void mu_apply_kernel(float *z, const float *__restrict__ num, const float *__restrict__ den, size_t n,
                                 float exponent)
 {
@@ -347,7 +360,7 @@ extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
     }
     e->alloc = cu_alloc, e->release = cu_release, e->upload = cu_upload, e->download = cu_download;
     e->fill = cu_fill, e->reduce_permute = cu_reduce_permute, e->broadcast = cu_broadcast, e->gemm = cu_gemm, e->mu_terms = cu_mu_terms;
-    e->mu_apply = cu_mu_apply, e->divergence = cu_divergence, e->naive_gtm = tk_pltf_cuda_naive_gtm;
+    e->add = cu_add, e->mu_apply = cu_mu_apply, e->divergence = cu_divergence, e->naive_gtm = tk_pltf_cuda_naive_gtm;
     e->fused_update = tk_pltf_cuda_fused_update, e->sync = cu_sync;
     return TK_OK;
 }

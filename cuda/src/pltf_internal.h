@@ -42,6 +42,8 @@ struct tk_pltf_engine {
     /* num = M X X^^(b-2), den = M X^^(b-1) (den NULL: M, for KL); mask NULL = all observed. */
     tk_status (*mu_terms)(tk_pltf_engine *e, tk_pltf_divergence d, const void *x, const void *mask, const void *xhat,
                           size_t count, void *num, void *den);
+    /* dst += src */
+    tk_status (*add)(tk_pltf_engine *e, void *dst, const void *src, size_t count);
     /* z *= (num / den)^exponent where den > 0. */
     tk_status (*mu_apply)(tk_pltf_engine *e, void *z, const void *num, const void *den, size_t count, double exponent);
     tk_status (*divergence)(tk_pltf_engine *e, tk_pltf_divergence d, const void *x, const void *mask, const void *xhat,
@@ -79,6 +81,16 @@ void tk_pltf_plan_text(const tk_pltf_plan *plan, char *buf, size_t size);
 
 tk_status tk_pltf_engine_cpu(tk_pltf_engine *e, int use_omp, int num_threads);
 tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device);
+
+/* Shared by the single and the coupled factorization (pltf.c). */
+double tk_pltf_now_ms(void);
+void tk_pltf_out_term(const tk_pltf_model *m, tk_pltf_term *t);
+void tk_pltf_factor_term(const tk_pltf_model *m, int f, tk_pltf_term *t);
+tk_status tk_pltf_make_engine(tk_pltf_engine *e, tk_pltf_backend b, int threads, int device);
+uint64_t tk_pltf_next_random(uint64_t *s);
+tk_status tk_pltf_check_model_for_updates(const tk_pltf_model *m);
+tk_status tk_pltf_check_data(const tk_pltf_model *m, tk_pltf_divergence d, const double *x, const uint8_t *mask,
+                             size_t count, double *mean);
 
 /* The CPU naive GTM, shared by the CPU engine. */
 tk_status tk_pltf_naive_gtm_cpu(const size_t *dims, int num_operands, const tk_pltf_term *terms,
