@@ -162,7 +162,11 @@ typedef struct {
 static int on_iteration(void *user, int it, double div)
 {
     progress_ctx *p = user;
-    if (it == 0) p->first = div;
+    if (it == 0) {
+        p->first = div;
+        /* the header only once the fit is under way: a failed start prints nothing on stdout */
+        printf("# iteration %s-divergence\n", tk_pltf_divergence_name(p->a->opts.divergence));
+    }
     if (it % p->a->print_every == 0 || it == p->a->opts.iterations) {
         printf("%d %.10g\n", it, div);
         fflush(stdout);
@@ -350,7 +354,6 @@ int main(int argc, char **argv)
     memset(&res, 0, sizeof res);
     for (int f = 0; f < m.num_factors; ++f) res.factors[f] = factors[f];
     res.xhat = xhat;
-    printf("# iteration %s-divergence\n", tk_pltf_divergence_name(a.opts.divergence));
     tk_progress_begin(&bar, prog, (size_t)a.opts.iterations, a.quiet);
     tk_status s = tk_pltf_factorize(&m, &a.opts, xd, mask, &res);
     tk_progress_end(&bar);
