@@ -177,3 +177,24 @@ TEST(PltfCuda, CoupledMatchesCpu)
     }
     for (size_t t = 0; t < traces[0].size(); ++t) EXPECT_NEAR(traces[1][t], traces[0][t], 2e-4 * (1 + traces[0][t]));
 }
+
+TEST(PltfCuda, CublasPathForKlParafacMatchesFused)
+{
+    // The same KL-PARAFAC fit by the fused kernels and by cuBLAS GEMMs (no_fused).
+    tk_pltf_model m = pltf_model("parafac", "i=20,j=30,k=40,a=8");
+    auto x = model_data(m, 5);
+    std::vector<uint8_t> mask(x.size(), 1);
+    for (size_t i = 0; i < mask.size(); i += 7) mask[i] = 0;
+    const std::vector<const std::vector<uint8_t> *> masks = {nullptr, &mask};
+    for (const auto *mk : masks) {
+        auto fused = pltf_fit(m, opts(TK_PLTF_KL, 10, TK_PLTF_CUDA), x, mk);
+        TK_PLTF_SKIP_IF_NO_CUDA(fused.status);
+        ASSERT_EQ(fused.status, TK_OK) << tk_last_error();
+        auto o = opts(TK_PLTF_KL, 10, TK_PLTF_CUDA);
+        o.no_fused = 1;
+        auto gemm = pltf_fit(m, o, x, mk);
+        ASSERT_EQ(gemm.status, TK_OK) << tk_last_error();
+        for (size_t t = 0; t < fused.divergence.size(); ++t)
+            EXPECT_NEAR(gemm.divergence[t], fused.divergence[t], 2e-4 * (1 + fused.divergence[t]));
+    }
+}
