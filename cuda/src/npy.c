@@ -20,6 +20,8 @@ static const struct {
     {"c8", TK_NPY_COMPLEX64, 8, "complex64"}, {"c16", TK_NPY_COMPLEX128, 16, "complex128"},
     {"i1", TK_NPY_INT8, 1, "int8"},         {"u1", TK_NPY_UINT8, 1, "uint8"},
     {"i4", TK_NPY_INT32, 4, "int32"},       {"i8", TK_NPY_INT64, 8, "int64"},
+    /* NumPy bool (masks) reads as uint8 0/1; written back it is uint8. */
+    {"b1", TK_NPY_UINT8, 1, "uint8"},
 };
 #define NUM_DTYPES (sizeof dtypes / sizeof dtypes[0])
 

@@ -1,0 +1,118 @@
+/* itk::NonnegativeTensorFactorizationImageFilter: a non-negative 3-D or 4-D image in,
+ * its low-rank reconstruction out, the factors kept on the filter. */
+#ifndef itkNonnegativeTensorFactorizationImageFilter_h
+#define itkNonnegativeTensorFactorizationImageFilter_h
+
+#include <string>
+#include <vector>
+
+#include "itkImage.h"
+#include "itkImageToImageFilter.h"
+#include "tk_pltf.h"
+
+namespace itk
+{
+/** \class NonnegativeTensorFactorizationImageFilter
+ * \brief Fits a non-negative low-rank model (PARAFAC by default, Tucker or any PLTF
+ * index expression) to an image and outputs the reconstruction.
+ *
+ * The image is the observed tensor, its axes in C (NumPy) order: for a 4-D image
+ * (x, y, z, t) the model's first observed index is t and its last x, as
+ * GetArrayFromImage presents it.  The default model is PARAFAC of rank Rank over every
+ * axis ("ijk=ia,ja,ka" in 3-D, "ijkl=ia,ja,ka,la" in 4-D); SetModel takes any
+ * expression whose observed part has ImageDimension indices (e.g. "tzyx=ta,za,ya,xa",
+ * or "tzyx=tp,zyxp" for a spatial map times a time course), with LatentSizes "a=8,..."
+ * for its latent indices.
+ *
+ * Updates: multiplicative, for the KL (default; Poisson counts such as dynamic PET),
+ * Euclidean or Itakura-Saito divergence, which never increase the divergence.  With
+ * a mask (SetMaskImage, nonzero = observed) the masked-out voxels are never read and the
+ * reconstruction fills them in (completion).  Observed voxels must be non-negative (KL)
+ * or positive (IS).  The whole image is processed at once (no streaming).
+ *
+ * After Update: GetFactor(n), GetFactorShape(n) and GetFactorName(n) (its indices, e.g.
+ * "ia") give factor n in C order; GetDivergenceHistory() the divergence per iteration.
+ */
+template <typename TInputImage = Image<float, 4>, typename TOutputImage = TInputImage>
+class ITK_TEMPLATE_EXPORT NonnegativeTensorFactorizationImageFilter : public ImageToImageFilter<TInputImage, TOutputImage>
+{
+public:
+    ITK_DISALLOW_COPY_AND_MOVE(NonnegativeTensorFactorizationImageFilter);
+
+    using Self = NonnegativeTensorFactorizationImageFilter;
+    using Superclass = ImageToImageFilter<TInputImage, TOutputImage>;
+    using Pointer = SmartPointer<Self>;
+    using ConstPointer = SmartPointer<const Self>;
+    itkNewMacro(Self);
+    itkTypeMacro(NonnegativeTensorFactorizationImageFilter, ImageToImageFilter);
+
+    static constexpr unsigned int ImageDimension = TInputImage::ImageDimension;
+    static_assert(ImageDimension == 3 || ImageDimension == 4, "3-D or 4-D images");
+    using MaskImageType = Image<unsigned char, ImageDimension>;
+
+    enum class DivergenceType { KL = TK_PLTF_KL, Euclidean = TK_PLTF_EUCLIDEAN, ItakuraSaito = TK_PLTF_IS };
+    enum class BackendType { CPU = TK_PLTF_CPU, OpenMP = TK_PLTF_OMP, CUDA = TK_PLTF_CUDA };
+
+    /** Rank of the default PARAFAC model (ignored when a Model is set). */
+    itkSetClampMacro(Rank, unsigned int, 1, 65536);
+    itkGetConstMacro(Rank, unsigned int);
+    /** A PLTF expression ("" = PARAFAC of rank Rank). */
+    itkSetStringMacro(Model);
+    itkGetStringMacro(Model);
+    /** Sizes of the model's latent indices, "a=8,b=3". */
+    itkSetStringMacro(LatentSizes);
+    itkGetStringMacro(LatentSizes);
+    itkSetMacro(Divergence, DivergenceType);
+    itkGetConstMacro(Divergence, DivergenceType);
+    itkSetClampMacro(NumberOfIterations, unsigned int, 0, 100000000);
+    itkGetConstMacro(NumberOfIterations, unsigned int);
+    itkSetMacro(Seed, uint64_t);
+    itkGetConstMacro(Seed, uint64_t);
+    itkSetMacro(Backend, BackendType);
+    itkGetConstMacro(Backend, BackendType);
+
+    void SetMaskImage(const MaskImageType *mask) { this->SetNthInput(1, const_cast<MaskImageType *>(mask)); }
+    const MaskImageType *GetMaskImage() const { return dynamic_cast<const MaskImageType *>(this->ProcessObject::GetInput(1)); }
+
+    /** The fitted model (valid after Update). */
+    unsigned int GetNumberOfFactors() const { return static_cast<unsigned int>(m_Factors.size()); }
+    const std::vector<double> &GetFactor(unsigned int n) const { return m_Factors.at(n); }
+    const std::vector<size_t> &GetFactorShape(unsigned int n) const { return m_FactorShapes.at(n); }
+    const std::string &GetFactorName(unsigned int n) const { return m_FactorNames.at(n); }
+    const std::vector<double> &GetDivergenceHistory() const { return m_DivergenceHistory; }
+    /** The model actually fitted, e.g. "ijkl=ia,ja,ka,la". */
+    const std::string &GetFittedModel() const { return m_FittedModel; }
+
+protected:
+    NonnegativeTensorFactorizationImageFilter();
+    ~NonnegativeTensorFactorizationImageFilter() override = default;
+
+    void GenerateInputRequestedRegion() override;
+    void EnlargeOutputRequestedRegion(DataObject *output) override;
+    void VerifyInputInformation() const override;
+    void GenerateData() override;
+    void PrintSelf(std::ostream &os, Indent indent) const override;
+
+private:
+    static int OnIteration(void *user, int iteration, double divergence);
+
+    unsigned int m_Rank{4};
+    std::string m_Model;
+    std::string m_LatentSizes;
+    DivergenceType m_Divergence{DivergenceType::KL};
+    unsigned int m_NumberOfIterations{200};
+    uint64_t m_Seed{0};
+    BackendType m_Backend{BackendType::CPU};
+
+    std::vector<std::vector<double>> m_Factors;
+    std::vector<std::vector<size_t>> m_FactorShapes;
+    std::vector<std::string> m_FactorNames;
+    std::vector<double> m_DivergenceHistory;
+    std::string m_FittedModel;
+};
+} // namespace itk
+
+#ifndef ITK_MANUAL_INSTANTIATION
+#include "itkNonnegativeTensorFactorizationImageFilter.hxx"
+#endif
+#endif

@@ -1,0 +1,141 @@
+#ifndef itkNonnegativeTensorFactorizationImageFilter_hxx
+#define itkNonnegativeTensorFactorizationImageFilter_hxx
+
+#include <vector>
+
+#include "itkImageRegionConstIterator.h"
+#include "itkImageRegionIterator.h"
+#include "itkMacro.h"
+#include "itkNonnegativeTensorFactorizationImageFilter.h"
+
+namespace itk
+{
+template <typename TInputImage, typename TOutputImage>
+NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::NonnegativeTensorFactorizationImageFilter()
+{
+    this->SetNumberOfRequiredInputs(1);
+}
+
+template <typename TInputImage, typename TOutputImage>
+void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::GenerateInputRequestedRegion()
+{
+    // Every voxel enters every factor: the whole image, always.
+    Superclass::GenerateInputRequestedRegion();
+    for (unsigned int n = 0; n < this->GetNumberOfIndexedInputs(); ++n)
+        if (auto *in = const_cast<ImageBase<ImageDimension> *>(
+                dynamic_cast<const ImageBase<ImageDimension> *>(this->ProcessObject::GetInput(n))))
+            in->SetRequestedRegionToLargestPossibleRegion();
+}
+
+template <typename TInputImage, typename TOutputImage>
+void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::EnlargeOutputRequestedRegion(DataObject *output)
+{
+    Superclass::EnlargeOutputRequestedRegion(output);
+    output->SetRequestedRegionToLargestPossibleRegion();
+}
+
+template <typename TInputImage, typename TOutputImage>
+void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::VerifyInputInformation() const
+{
+    if (const MaskImageType *mask = this->GetMaskImage()) {
+        if (mask->GetLargestPossibleRegion().GetSize() != this->GetInput()->GetLargestPossibleRegion().GetSize())
+            itkExceptionMacro(<< "the mask's size " << mask->GetLargestPossibleRegion().GetSize()
+                              << " differs from the image's " << this->GetInput()->GetLargestPossibleRegion().GetSize());
+        Superclass::VerifyInputInformation();
+    }
+}
+
+template <typename TInputImage, typename TOutputImage>
+int NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::OnIteration(void *user, int iteration,
+                                                                                       double divergence)
+{
+    auto *self = static_cast<Self *>(user);
+    self->m_DivergenceHistory.push_back(divergence);
+    if (self->m_NumberOfIterations) self->UpdateProgress(static_cast<float>(iteration) / self->m_NumberOfIterations);
+    return self->GetAbortGenerateData() ? 1 : 0;
+}
+
+template <typename TInputImage, typename TOutputImage>
+void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::GenerateData()
+{
+    const TInputImage *input = this->GetInput();
+    const MaskImageType *mask = this->GetMaskImage();
+    const auto region = input->GetLargestPossibleRegion();
+    const auto size = region.GetSize();
+
+    std::string text = m_Model, latent = m_LatentSizes;
+    if (text.empty()) {
+        text = ImageDimension == 3 ? "ijk=ia,ja,ka" : "ijkl=ia,ja,ka,la";
+        latent = "a=" + std::to_string(m_Rank);
+    }
+    tk_pltf_model model;
+    if (tk_pltf_parse(text.c_str(), &model) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    // C order: the first observed index is the image's last axis.
+    size_t shape[ImageDimension];
+    for (unsigned int d = 0; d < ImageDimension; ++d) shape[d] = size[ImageDimension - 1 - d];
+    if (tk_pltf_set_out_shape(&model, ImageDimension, shape) != TK_OK ||
+        (!latent.empty() && tk_pltf_set_dims(&model, latent.c_str()) != TK_OK) || tk_pltf_check_dims(&model) != TK_OK)
+        itkExceptionMacro(<< tk_last_error());
+
+    const size_t count = region.GetNumberOfPixels();
+    std::vector<double> x(count), xhat(count);
+    std::vector<uint8_t> observed(mask ? count : 0);
+    size_t v = 0;
+    // Unobserved voxels are never read, not even to copy them.
+    if (mask) {
+        for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) observed[v] = it.Get() != 0;
+    }
+    v = 0;
+    for (ImageRegionConstIterator<TInputImage> it(input, region); !it.IsAtEnd(); ++it, ++v)
+        x[v] = mask && !observed[v] ? 0.0 : static_cast<double>(it.Get());
+
+    m_Factors.assign(static_cast<size_t>(model.num_factors), {});
+    m_FactorShapes.assign(static_cast<size_t>(model.num_factors), {});
+    m_FactorNames.assign(static_cast<size_t>(model.num_factors), {});
+    m_DivergenceHistory.clear();
+    tk_pltf_result result{};
+    for (int f = 0; f < model.num_factors; ++f) {
+        m_Factors[f].resize(tk_pltf_factor_count(&model, f));
+        result.factors[f] = m_Factors[f].data();
+        char name[TK_PLTF_MAX_INDICES + 1];
+        tk_pltf_factor_name(&model, f, name);
+        m_FactorNames[f] = name;
+        for (int d = 0; d < model.factor_ndim[f]; ++d) m_FactorShapes[f].push_back(model.dims[model.factor[f][d]]);
+    }
+    result.xhat = xhat.data();
+    tk_pltf_options o;
+    tk_pltf_options_init(&o);
+    o.divergence = static_cast<tk_pltf_divergence>(m_Divergence);
+    o.backend = static_cast<tk_pltf_backend>(m_Backend);
+    o.iterations = static_cast<int>(m_NumberOfIterations);
+    o.seed = m_Seed;
+    o.on_iteration = &Self::OnIteration;
+    o.user = this;
+    if (tk_pltf_factorize(&model, &o, x.data(), mask ? observed.data() : nullptr, &result) != TK_OK)
+        itkExceptionMacro(<< "non-negative tensor factorization (" << model.text << ") failed: " << tk_last_error());
+    m_FittedModel = model.text;
+
+    TOutputImage *output = this->GetOutput();
+    output->SetBufferedRegion(output->GetRequestedRegion());
+    output->Allocate();
+    v = 0;
+    for (ImageRegionIterator<TOutputImage> it(output, region); !it.IsAtEnd(); ++it, ++v)
+        it.Set(static_cast<typename TOutputImage::PixelType>(xhat[v]));
+    this->UpdateProgress(1.0f);
+}
+
+template <typename TInputImage, typename TOutputImage>
+void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::PrintSelf(std::ostream &os, Indent indent) const
+{
+    Superclass::PrintSelf(os, indent);
+    os << indent << "Model: " << (m_Model.empty() ? "PARAFAC" : m_Model) << "\n"
+       << indent << "Rank: " << m_Rank << "\n"
+       << indent << "LatentSizes: " << m_LatentSizes << "\n"
+       << indent << "Divergence: " << tk_pltf_divergence_name(static_cast<tk_pltf_divergence>(m_Divergence)) << "\n"
+       << indent << "NumberOfIterations: " << m_NumberOfIterations << "\n"
+       << indent << "Seed: " << m_Seed << "\n"
+       << indent << "Backend: "
+       << (m_Backend == BackendType::CPU ? "cpu" : m_Backend == BackendType::OpenMP ? "omp" : "cuda") << "\n";
+}
+} // namespace itk
+#endif

@@ -1,0 +1,366 @@
+/* The CUDA engine of PLTF: float buffers on the device, GTM steps as cuBLAS
+ * strided-batched SGEMMs, element-wise kernels for the updates, and the fused
+ * KL-PARAFAC pass (pltf_cuda_fused.cu) where the model allows it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pltf_cuda_internal.h"
+
+extern "C" int tk_pltf_has_cuda(void) { return 1; }
+
+tk_status tk_pltf_cuda_check(cudaError_t err, const char *what)
+{
+    if (err == cudaSuccess) return TK_OK;
+    if (err == cudaErrorMemoryAllocation)
+        return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of device memory (%s)", what);
+    return tk_set_error(TK_ERR_CUDA, "PLTF on CUDA: %s failed: %s", what, cudaGetErrorString(err));
+}
+
+static tk_status blas_check(cublasStatus_t s, const char *what)
+{
+    if (s == CUBLAS_STATUS_SUCCESS) return TK_OK;
+    return tk_set_error(TK_ERR_CUDA, "PLTF on CUDA: %s failed (cuBLAS status %d)", what, (int)s);
+}
+
+static unsigned blocks_for(size_t n, unsigned threads)
+{
+    size_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 65535u * 16u ? (b ? b : 1) : 65535u * 16u);
+}
+
+/* ---- allocation with a reuse cache ------------------------------------------ */
+
+static tk_status remember(cuda_ctx *c, void *p, size_t count)
+{
+    if (c->live_used == c->live_cap) {
+        int cap = c->live_cap ? 2 * c->live_cap : 64;
+        void **np = (void **)realloc(c->live_ptr, sizeof(void *) * (size_t)cap);
+        if (!np) return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of host memory");
+        c->live_ptr = np;
+        size_t *nc = (size_t *)realloc(c->live_count, sizeof(size_t) * (size_t)cap);
+        if (!nc) return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of host memory");
+        c->live_count = nc;
+        c->live_cap = cap;
+    }
+    c->live_ptr[c->live_used] = p, c->live_count[c->live_used++] = count;
+    return TK_OK;
+}
+
+static tk_status cu_alloc(tk_pltf_engine *e, size_t count, void **out)
+{
+    cuda_ctx *c = (cuda_ctx *)e->ctx;
+    if (!count) count = 1;
+    for (int i = 0; i < c->cache_used; ++i)
+        if (c->cache_count[i] >= count && c->cache_count[i] <= 2 * count) {
+            *out = c->cache_ptr[i];
+            size_t have = c->cache_count[i];
+            c->cache_ptr[i] = c->cache_ptr[--c->cache_used], c->cache_count[i] = c->cache_count[c->cache_used];
+            return remember(c, *out, have);
+        }
+    TK_CUDA_TRY(cudaMalloc(out, count * sizeof(float)));
+    return remember(c, *out, count);
+}
+
+static void cu_release(tk_pltf_engine *e, void *p)
+{
+    cuda_ctx *c = (cuda_ctx *)e->ctx;
+    size_t count = 0;
+    for (int i = 0; i < c->live_used; ++i)
+        if (c->live_ptr[i] == p) {
+            count = c->live_count[i];
+            c->live_ptr[i] = c->live_ptr[--c->live_used], c->live_count[i] = c->live_count[c->live_used];
+            break;
+        }
+    if (c->cache_used < TK_PLTF_CUDA_CACHE) {
+        c->cache_ptr[c->cache_used] = p, c->cache_count[c->cache_used++] = count;
+    } else {
+        cudaFree(p);
+    }
+}
+
+static tk_status cu_upload(tk_pltf_engine *e, void *dst, const double *src, size_t count)
+{
+    (void)e;
+    float *tmp = (float *)malloc((count ? count : 1) * sizeof(float));
+    if (!tmp) return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of host memory for %zu values", count);
+    for (size_t i = 0; i < count; ++i) tmp[i] = (float)src[i];
+    cudaError_t err = cudaMemcpy(dst, tmp, count * sizeof(float), cudaMemcpyHostToDevice);
+    free(tmp);
+    return tk_pltf_cuda_check(err, "cudaMemcpy (upload)");
+}
+
+static tk_status cu_download(tk_pltf_engine *e, double *dst, const void *src, size_t count)
+{
+    (void)e;
+    float *tmp = (float *)malloc((count ? count : 1) * sizeof(float));
+    if (!tmp) return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of host memory for %zu values", count);
+    cudaError_t err = cudaMemcpy(tmp, src, count * sizeof(float), cudaMemcpyDeviceToHost);
+    for (size_t i = 0; err == cudaSuccess && i < count; ++i) dst[i] = tmp[i];
+    free(tmp);
+    return tk_pltf_cuda_check(err, "cudaMemcpy (download)");
+}
+
+__global__ void fill_kernel(float *d, float v, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) d[i] = v;
+}
+
+static tk_status cu_fill(tk_pltf_engine *e, void *dst, double value, size_t count)
+{
+    (void)e;
+    fill_kernel<<<blocks_for(count, 256), 256>>>((float *)dst, (float)value, count);
+    return tk_pltf_cuda_check(cudaGetLastError(), "fill kernel");
+}
+
+/* ---- permute and reduce --------------------------------------------------------- */
+
+#define GPU_MAX_DIMS 16
+struct permute_params {
+    int dst_ndim, red_ndim;
+    unsigned long long dshape[GPU_MAX_DIMS], dstride[GPU_MAX_DIMS];
+    unsigned long long rshape[GPU_MAX_DIMS], rstride[GPU_MAX_DIMS];
+    unsigned long long dst_count, red_count;
+};
+
+__global__ void reduce_permute_kernel(const float *__restrict__ src, float *__restrict__ dst, permute_params p)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < p.dst_count;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long rest = i, off = 0;
+        for (int d = p.dst_ndim - 1; d >= 0; --d) off += (rest % p.dshape[d]) * p.dstride[d], rest /= p.dshape[d];
+        float sum = 0;
+        for (unsigned long long r = 0; r < p.red_count; ++r) {
+            unsigned long long rr = r, roff = 0;
+            for (int d = p.red_ndim - 1; d >= 0; --d) roff += (rr % p.rshape[d]) * p.rstride[d], rr /= p.rshape[d];
+            sum += src[off + roff];
+        }
+        dst[i] = sum;
+    }
+}
+
+static tk_status cu_reduce_permute(tk_pltf_engine *e, const void *src, int src_ndim, const size_t *src_shape, void *dst,
+                                   int dst_ndim, const int *dst_axes)
+{
+    (void)e;
+    if (src_ndim > GPU_MAX_DIMS)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", src_ndim, GPU_MAX_DIMS);
+    permute_params p;
+    memset(&p, 0, sizeof p);
+    unsigned long long stride[GPU_MAX_DIMS], s = 1;
+    int listed[GPU_MAX_DIMS] = {0};
+    for (int d = src_ndim - 1; d >= 0; --d) stride[d] = s, s *= src_shape[d];
+    p.dst_ndim = dst_ndim, p.dst_count = 1, p.red_count = 1;
+    for (int d = 0; d < dst_ndim; ++d) {
+        p.dshape[d] = src_shape[dst_axes[d]], p.dstride[d] = stride[dst_axes[d]], listed[dst_axes[d]] = 1;
+        p.dst_count *= p.dshape[d];
+    }
+    for (int d = 0; d < src_ndim; ++d)
+        if (!listed[d]) {
+            p.rshape[p.red_ndim] = src_shape[d], p.rstride[p.red_ndim++] = stride[d];
+            p.red_count *= src_shape[d];
+        }
+    reduce_permute_kernel<<<blocks_for(p.dst_count, 256), 256>>>((const float *)src, (float *)dst, p);
+    return tk_pltf_cuda_check(cudaGetLastError(), "permute kernel");
+}
+
+struct broadcast_params {
+    int dst_ndim;
+    unsigned long long shape[GPU_MAX_DIMS], sstride[GPU_MAX_DIMS], count;
+};
+
+__global__ void broadcast_kernel(const float *__restrict__ src, float *__restrict__ dst, broadcast_params p)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < p.count;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long rest = i, off = 0;
+        for (int d = p.dst_ndim - 1; d >= 0; --d) off += (rest % p.shape[d]) * p.sstride[d], rest /= p.shape[d];
+        dst[i] = src[off];
+    }
+}
+
+static tk_status cu_broadcast(tk_pltf_engine *e, const void *src, int src_ndim, const int *src_axes, void *dst,
+                              int dst_ndim, const size_t *dst_shape)
+{
+    (void)e;
+    if (dst_ndim > GPU_MAX_DIMS)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", dst_ndim, GPU_MAX_DIMS);
+    broadcast_params p;
+    memset(&p, 0, sizeof p);
+    p.dst_ndim = dst_ndim, p.count = 1;
+    unsigned long long s = 1;
+    for (int d = src_ndim - 1; d >= 0; --d) p.sstride[src_axes[d]] = s, s *= dst_shape[src_axes[d]];
+    for (int d = 0; d < dst_ndim; ++d) p.shape[d] = dst_shape[d], p.count *= dst_shape[d];
+    broadcast_kernel<<<blocks_for(p.count, 256), 256>>>((const float *)src, (float *)dst, p);
+    return tk_pltf_cuda_check(cudaGetLastError(), "broadcast kernel");
+}
+
+/* ---- GEMM ------------------------------------------------------------------------- */
+
+static tk_status cu_gemm(tk_pltf_engine *e, size_t batch, size_t m, size_t n, size_t k, const void *a, int trans_a,
+                         const void *b, int trans_b, void *c)
+{
+    cuda_ctx *ctx = (cuda_ctx *)e->ctx;
+    if (m > 2147483647u || n > 2147483647u || k > 2147483647u || batch > 2147483647u)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a GEMM dimension exceeds 2^31");
+    const float one = 1.0f, zero = 0.0f;
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the row-major
+     * buffers read as column-major are already the transposes cuBLAS wants. */
+    cublasStatus_t s = cublasSgemmStridedBatched(
+        ctx->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one,
+        (const float *)b, trans_b ? (int)k : (int)n, (long long)(k * n), (const float *)a, trans_a ? (int)m : (int)k,
+        (long long)(m * k), &zero, (float *)c, (int)n, (long long)(m * n), (int)batch);
+    return blas_check(s, "cublasSgemmStridedBatched");
+}
+
+/* ---- element-wise steps of the updates -------------------------------------------- */
+
+#define XHAT_FLOOR 1e-30f
+
+__global__ void mu_terms_kernel(int d, const float *__restrict__ x, const float *__restrict__ mask,
+                                const float *__restrict__ xh, size_t n, float *__restrict__ num, float *__restrict__ den)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        if (mask && mask[i] == 0.0f) { /* unobserved: x is never read */
+            num[i] = 0;
+            if (den) den[i] = 0;
+            continue;
+        }
+        const float h = fmaxf(xh[i], XHAT_FLOOR);
+        float q, r;
+        if (d == TK_PLTF_KL) q = x[i] / h, r = 1.0f;
+        else if (d == TK_PLTF_EUCLIDEAN) q = x[i], r = h;
+        else q = x[i] / (h * h), r = 1.0f / h;
+        num[i] = q;
+        if (den) den[i] = r;
+    }
+}
+
+static tk_status cu_mu_terms(tk_pltf_engine *e, tk_pltf_divergence d, const void *x, const void *mask,
+                             const void *xhat, size_t count, void *num, void *den)
+{
+    (void)e;
+    mu_terms_kernel<<<blocks_for(count, 256), 256>>>((int)d, (const float *)x, (const float *)mask, (const float *)xhat,
+                                                     count, (float *)num, (float *)den);
+    return tk_pltf_cuda_check(cudaGetLastError(), "update-terms kernel");
+}
+
+__global__ void add_kernel(float *dst, const float *__restrict__ src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] += src[i];
+}
+
+static tk_status cu_add(tk_pltf_engine *e, void *dst, const void *src, size_t count)
+{
+    (void)e;
+    add_kernel<<<blocks_for(count, 256), 256>>>((float *)dst, (const float *)src, count);
+    return tk_pltf_cuda_check(cudaGetLastError(), "add kernel");
+}
+
+__global__ void mu_apply_kernel(float *z, const float *__restrict__ num, const float *__restrict__ den, size_t n,
+                                float exponent)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        if (den[i] > 0.0f) {
+            const float r = num[i] / den[i];
+            z[i] *= exponent == 1.0f ? r : powf(r, exponent);
+        }
+}
+
+static tk_status cu_mu_apply(tk_pltf_engine *e, void *z, const void *num, const void *den, size_t count,
+                             double exponent)
+{
+    (void)e;
+    mu_apply_kernel<<<blocks_for(count, 256), 256>>>((float *)z, (const float *)num, (const float *)den, count,
+                                                     (float)exponent);
+    return tk_pltf_cuda_check(cudaGetLastError(), "update kernel");
+}
+
+__global__ void divergence_kernel(int d, const float *__restrict__ x, const float *__restrict__ mask,
+                                  const float *__restrict__ xh, size_t n, double *out)
+{
+    double sum = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        if (mask && mask[i] == 0.0f) continue;
+        const double h = fmax((double)xh[i], 1e-30), v = x[i];
+        if (d == TK_PLTF_KL) sum += (v > 0 ? v * log(v / h) - v : 0.0) + h;
+        else if (d == TK_PLTF_EUCLIDEAN) sum += 0.5 * (v - xh[i]) * (v - xh[i]);
+        else sum += v / h - log(v / h) - 1;
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    __shared__ double part[32];
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double total = 0;
+        for (unsigned w = 0; w < blockDim.x / 32; ++w) total += part[w];
+        atomicAdd(out, total);
+    }
+}
+
+static tk_status cu_divergence(tk_pltf_engine *e, tk_pltf_divergence d, const void *x, const void *mask,
+                               const void *xhat, size_t count, double *out)
+{
+    cuda_ctx *c = (cuda_ctx *)e->ctx;
+    TK_CUDA_TRY(cudaMemset(c->reduce_slot, 0, sizeof(double)));
+    unsigned blocks = blocks_for(count, 256);
+    if (blocks > (unsigned)c->sm_count * 8) blocks = (unsigned)c->sm_count * 8;
+    divergence_kernel<<<blocks, 256>>>((int)d, (const float *)x, (const float *)mask, (const float *)xhat, count,
+                                       c->reduce_slot);
+    TK_CUDA_TRY(cudaGetLastError());
+    TK_CUDA_TRY(cudaMemcpy(out, c->reduce_slot, sizeof(double), cudaMemcpyDeviceToHost));
+    return TK_OK;
+}
+
+static tk_status cu_sync(tk_pltf_engine *e)
+{
+    (void)e;
+    TK_CUDA_TRY(cudaDeviceSynchronize());
+    return TK_OK;
+}
+
+static void cu_destroy(tk_pltf_engine *e)
+{
+    cuda_ctx *c = (cuda_ctx *)e->ctx;
+    if (!c) return;
+    for (int i = 0; i < c->cache_used; ++i) cudaFree(c->cache_ptr[i]);
+    for (int i = 0; i < c->live_used; ++i) cudaFree(c->live_ptr[i]);
+    cudaFree(c->fused_num), cudaFree(c->fused_den), cudaFree(c->reduce_slot);
+    if (c->blas) cublasDestroy(c->blas);
+    free(c->live_ptr), free(c->live_count);
+    free(c);
+    e->ctx = NULL;
+}
+
+extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
+{
+    memset(e, 0, sizeof *e);
+    int device_count = 0;
+    cudaError_t probe = cudaGetDeviceCount(&device_count);
+    if (probe != cudaSuccess || device_count == 0)
+        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
+                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
+    if (device < 0 || device >= device_count)
+        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", device, device_count);
+    cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
+    if (!c) return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of host memory");
+    e->ctx = c;
+    e->destroy = cu_destroy;
+    c->device = device;
+    tk_status st = tk_pltf_cuda_check(cudaSetDevice(device), "cudaSetDevice");
+    if (st == TK_OK)
+        st = tk_pltf_cuda_check(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device),
+                                "cudaDeviceGetAttribute");
+    if (st == TK_OK) st = blas_check(cublasCreate(&c->blas), "cublasCreate");
+    if (st == TK_OK) st = tk_pltf_cuda_check(cudaMalloc((void **)&c->reduce_slot, sizeof(double)), "cudaMalloc");
+    if (st != TK_OK) {
+        cu_destroy(e);
+        return st;
+    }
+    e->alloc = cu_alloc, e->release = cu_release, e->upload = cu_upload, e->download = cu_download;
+    e->fill = cu_fill, e->reduce_permute = cu_reduce_permute, e->broadcast = cu_broadcast, e->gemm = cu_gemm, e->mu_terms = cu_mu_terms;
+    e->add = cu_add, e->mu_apply = cu_mu_apply, e->divergence = cu_divergence, e->naive_gtm = tk_pltf_cuda_naive_gtm;
+    e->fused_update = tk_pltf_cuda_fused_update, e->sync = cu_sync;
+    return TK_OK;
+}

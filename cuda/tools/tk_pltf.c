@@ -1,0 +1,387 @@
+/* tk-pltf: fit any PLTF model (PARAFAC, Tucker, ...) to a .npy tensor with
+ * beta-divergence multiplicative updates, optionally masked. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "tk_npy.h"
+#include "tk_pltf.h"
+
+static const char *prog = "tk-pltf";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tk-pltf --model MODEL --input X.npy --dims a=N[,b=M...] --out DIR [options]\n"
+            "\n"
+            "Fits X ~ X^ = sum over the latent indices of the product of the factors, with\n"
+            "multiplicative updates for a beta-divergence (Yilmaz and Cemgil's PLTF).\n"
+            "MODEL: \"OUT=F1,F2,...\" with one-letter indices, e.g. \"ijk=ia,ja,ka\" (PARAFAC) or\n"
+            "\"ijk=ip,jq,kr,pqr\" (Tucker-3), or a preset: parafac, tucker3.  X's axes follow OUT;\n"
+            "--dims gives the sizes of the latent indices (those not in OUT).\n"
+            "\n"
+            "options:\n"
+            "  --mask M.npy            same shape as X; nonzero = observed (unobserved X is never read)\n"
+            "  --iters K               iterations, each updating every factor once (default 100)\n"
+            "  --divergence kl|euclidean|is   (default kl; kl needs X >= 0, is needs X > 0)\n"
+            "  --backend cpu|omp|cuda  (default cpu)\n"
+            "  --seed S                seed of the random non-negative start (default 0)\n"
+            "  --naive-gtm             the seed's full-joint-tensor GTM (slow; for comparison)\n"
+            "  --print-every K         print the divergence every K iterations (default 1)\n"
+            "  --threads P             threads of the omp backend (default: all)\n"
+            "  --device D              CUDA device (default 0)\n"
+            "  --quiet                 no progress bar or summary on stderr\n"
+            "\n"
+            "Output: the divergence per iteration on stdout (\"iteration divergence\"); DIR/<indices>.npy\n"
+            "for every factor (e.g. DIR/ia.npy, DIR/pqr.npy) and DIR/xhat.npy, in X's dtype, each\n"
+            "written to a temporary and renamed.  DIR is created if missing.\n");
+}
+
+typedef struct {
+    const char *model, *input, *mask, *dims, *out;
+    tk_pltf_options opts;
+    long print_every;
+    int quiet;
+} pltf_args;
+
+static int parse_args(int argc, char **argv, pltf_args *a)
+{
+    memset(a, 0, sizeof *a);
+    tk_pltf_options_init(&a->opts);
+    a->print_every = 1;
+    for (int i = 1; i < argc; ++i) {
+        const char *arg = argv[i], *v;
+        long iv;
+#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (tk_cli_is(arg, "--model")) {
+            if (!VALUE("--model")) return 0;
+            a->model = v;
+        } else if (tk_cli_is(arg, "--input")) {
+            if (!VALUE("--input")) return 0;
+            a->input = v;
+        } else if (tk_cli_is(arg, "--mask")) {
+            if (!VALUE("--mask")) return 0;
+            a->mask = v;
+        } else if (tk_cli_is(arg, "--dims")) {
+            if (!VALUE("--dims")) return 0;
+            a->dims = v;
+        } else if (tk_cli_is(arg, "--out")) {
+            if (!VALUE("--out")) return 0;
+            a->out = v;
+        } else if (tk_cli_is(arg, "--iters")) {
+            if (!VALUE("--iters") || !tk_cli_parse_int(prog, "--iters", v, 0, 100000000, &iv)) return 0;
+            a->opts.iterations = (int)iv;
+        } else if (tk_cli_is(arg, "--divergence")) {
+            if (!VALUE("--divergence")) return 0;
+            if (!strcmp(v, "kl")) a->opts.divergence = TK_PLTF_KL;
+            else if (!strcmp(v, "euclidean") || !strcmp(v, "eu")) a->opts.divergence = TK_PLTF_EUCLIDEAN;
+            else if (!strcmp(v, "is")) a->opts.divergence = TK_PLTF_IS;
+            else {
+                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'", v);
+                return 0;
+            }
+        } else if (tk_cli_is(arg, "--backend")) {
+            if (!VALUE("--backend")) return 0;
+            if (!strcmp(v, "cpu")) a->opts.backend = TK_PLTF_CPU;
+            else if (!strcmp(v, "omp")) a->opts.backend = TK_PLTF_OMP;
+            else if (!strcmp(v, "cuda")) a->opts.backend = TK_PLTF_CUDA;
+            else {
+                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
+                return 0;
+            }
+        } else if (tk_cli_is(arg, "--seed")) {
+            if (!VALUE("--seed")) return 0;
+            char *end = NULL;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (!*v || *end || *v == '-' || errno) {
+                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+                return 0;
+            }
+            a->opts.seed = (uint64_t)s;
+        } else if (!strcmp(arg, "--naive-gtm")) {
+            a->opts.naive_gtm = 1;
+        } else if (tk_cli_is(arg, "--print-every")) {
+            if (!VALUE("--print-every") || !tk_cli_parse_int(prog, "--print-every", v, 1, 100000000, &a->print_every))
+                return 0;
+        } else if (tk_cli_is(arg, "--threads")) {
+            if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
+            a->opts.num_threads = (int)iv;
+        } else if (tk_cli_is(arg, "--device")) {
+            if (!VALUE("--device") || !tk_cli_parse_int(prog, "--device", v, 0, 1024, &iv)) return 0;
+            a->opts.cuda_device = (int)iv;
+        } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
+            a->quiet = 1;
+        } else {
+            tk_cli_error(prog, "unknown option '%s' (see --help)", arg);
+            return 0;
+        }
+#undef VALUE
+    }
+    if (!a->model || !a->input || !a->out) {
+        tk_cli_error(prog, "--model, --input and --out are required (see --help)");
+        return 0;
+    }
+    return 1;
+}
+
+static void shape_text(const tk_npy_array *arr, char *buf, size_t size)
+{
+    int len = snprintf(buf, size, "(");
+    for (int d = 0; d < arr->ndim && len < (int)size - 24; ++d)
+        len += snprintf(buf + len, size - (size_t)len, "%zu%s", arr->shape[d], d + 1 < arr->ndim ? ", " : "");
+    snprintf(buf + len, size - (size_t)len, ")");
+}
+
+/* "(i, j, k) = (1, 0, 3)" for a flat offset. */
+static void where_text(const tk_pltf_model *m, size_t flat, char *buf, size_t size)
+{
+    size_t pos[TK_PLTF_MAX_INDICES];
+    for (int d = m->out_ndim - 1; d >= 0; --d) pos[d] = flat % m->dims[m->out[d]], flat /= m->dims[m->out[d]];
+    int len = snprintf(buf, size, "(");
+    for (int d = 0; d < m->out_ndim && len < (int)size - 24; ++d)
+        len += snprintf(buf + len, size - (size_t)len, "%zu%s", pos[d], d + 1 < m->out_ndim ? ", " : ")");
+}
+
+typedef struct {
+    const pltf_args *a;
+    tk_progress *bar;
+    int last;
+    double first;
+} progress_ctx;
+
+static int on_iteration(void *user, int it, double div)
+{
+    progress_ctx *p = user;
+    if (it == 0) {
+        p->first = div;
+        /* the header only once the fit is under way: a failed start prints nothing on stdout */
+        printf("# iteration %s-divergence\n", tk_pltf_divergence_name(p->a->opts.divergence));
+    }
+    if (it % p->a->print_every == 0 || it == p->a->opts.iterations) {
+        printf("%d %.10g\n", it, div);
+        fflush(stdout);
+    }
+    tk_progress_advance(p->bar, (size_t)(it - p->last));
+    p->last = it;
+    return 0;
+}
+
+/* Checked before the work, created (if missing) only after it succeeded. */
+static int check_dir(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        tk_cli_error(prog, "--out %s: exists and is not a directory", dir);
+        return 0;
+    }
+    return 1;
+}
+
+static int ensure_dir(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return 1;
+    if (mkdir(dir, 0777) != 0) {
+        tk_cli_error(prog, "--out %s: cannot create the directory: %s", dir, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+/* Write values (double) as dtype; 0 after printing why. */
+static int write_array(const char *dir, const char *name, tk_npy_dtype dtype, int ndim, const size_t *shape,
+                       const double *values, size_t count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    void *data = (void *)values;
+    float *f = NULL;
+    if (dtype == TK_NPY_FLOAT32) {
+        f = malloc((count ? count : 1) * sizeof(float));
+        if (!f) {
+            tk_cli_error(prog, "%s: out of memory", path);
+            return 0;
+        }
+        for (size_t i = 0; i < count; ++i) f[i] = (float)values[i];
+        data = f;
+    }
+    tk_status s = tk_npy_write(path, dtype, ndim, shape, data);
+    free(f);
+    if (s != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    pltf_args a;
+    if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    tk_pltf_model m;
+    if (tk_pltf_parse(a.model, &m) != TK_OK) {
+        tk_cli_error(prog, "--model: %s", tk_last_error());
+        return TK_EXIT_USAGE;
+    }
+    tk_npy_array x, mk;
+    memset(&mk, 0, sizeof mk);
+    if (tk_npy_read(a.input, &x) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return TK_EXIT_FAILURE;
+    }
+    int status = TK_EXIT_FAILURE;
+    double *xd = NULL, *xhat = NULL, *factors[TK_PLTF_MAX_FACTORS] = {0};
+    uint8_t *mask = NULL;
+    char shape[256], where[256];
+    shape_text(&x, shape, sizeof shape);
+    if (x.dtype != TK_NPY_FLOAT32 && x.dtype != TK_NPY_FLOAT64) {
+        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64)", a.input,
+                     tk_npy_dtype_name(x.dtype));
+        goto done;
+    }
+    if (x.ndim != m.out_ndim) {
+        tk_cli_error(prog, "%s: shape %s has %d axes, but model \"%s\" observes %d (its indices before '=')", a.input,
+                     shape, x.ndim, m.text, m.out_ndim);
+        goto done;
+    }
+    if (tk_pltf_set_out_shape(&m, x.ndim, x.shape) != TK_OK) {
+        tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
+        goto done;
+    }
+    if (a.dims && tk_pltf_set_dims(&m, a.dims) != TK_OK) {
+        tk_cli_error(prog, "--dims: %s", tk_last_error());
+        status = TK_EXIT_USAGE;
+        goto done;
+    }
+    for (int o = 0; o < m.out_ndim; ++o)
+        if (m.dims[m.out[o]] != x.shape[o]) {
+            tk_cli_error(prog, "--dims sets observed index '%c' to %zu, but %s has %zu along that axis",
+                         tk_pltf_index_letter(m.out[o]), m.dims[m.out[o]], a.input, x.shape[o]);
+            status = TK_EXIT_USAGE;
+            goto done;
+        }
+    if (tk_pltf_check_dims(&m) != TK_OK) {
+        tk_cli_error(prog, "%s (give it with --dims, e.g. --dims %c=10)", tk_last_error(),
+                     tk_last_error()[strlen(tk_last_error()) - 2]);
+        status = TK_EXIT_USAGE;
+        goto done;
+    }
+    if (a.mask) {
+        if (tk_npy_read(a.mask, &mk) != TK_OK) {
+            tk_cli_error(prog, "%s", tk_last_error());
+            goto done;
+        }
+        char mshape[256];
+        shape_text(&mk, mshape, sizeof mshape);
+        int same = mk.ndim == x.ndim;
+        for (int d = 0; same && d < x.ndim; ++d) same = mk.shape[d] == x.shape[d];
+        if (!same) {
+            tk_cli_error(prog, "%s: shape %s differs from the input's %s", a.mask, mshape, shape);
+            goto done;
+        }
+        if (mk.dtype == TK_NPY_COMPLEX64 || mk.dtype == TK_NPY_COMPLEX128) {
+            tk_cli_error(prog, "%s: dtype %s is not supported for a mask", a.mask, tk_npy_dtype_name(mk.dtype));
+            goto done;
+        }
+    }
+    const size_t count = x.count;
+    xd = malloc(sizeof(double) * (count ? count : 1));
+    mask = a.mask ? malloc(count ? count : 1) : NULL;
+    xhat = malloc(sizeof(double) * (count ? count : 1));
+    for (int f = 0; f < m.num_factors; ++f) factors[f] = malloc(sizeof(double) * tk_pltf_factor_count(&m, f));
+    int ok = xd && xhat && (!a.mask || mask);
+    for (int f = 0; f < m.num_factors; ++f) ok = ok && factors[f];
+    if (!ok) {
+        tk_cli_error(prog, "out of memory for a %s tensor and its factors", shape);
+        goto done;
+    }
+    size_t observed = 0;
+    for (size_t i = 0; i < count; ++i) {
+        if (mask) {
+            double mv = 0;
+            switch (mk.dtype) {
+            case TK_NPY_FLOAT32: mv = ((const float *)mk.data)[i]; break;
+            case TK_NPY_FLOAT64: mv = ((const double *)mk.data)[i]; break;
+            case TK_NPY_INT8: mv = ((const int8_t *)mk.data)[i]; break;
+            case TK_NPY_UINT8: mv = ((const uint8_t *)mk.data)[i]; break;
+            case TK_NPY_INT32: mv = ((const int32_t *)mk.data)[i]; break;
+            case TK_NPY_INT64: mv = (double)((const int64_t *)mk.data)[i]; break;
+            default: break;
+            }
+            mask[i] = mv != 0;
+            if (!mask[i]) {
+                xd[i] = 0; /* unobserved: never read */
+                continue;
+            }
+        }
+        ++observed;
+        const double v = x.dtype == TK_NPY_FLOAT64 ? ((const double *)x.data)[i] : ((const float *)x.data)[i];
+        xd[i] = v;
+        const tk_pltf_divergence dv = a.opts.divergence;
+        const char *bad = !isfinite(v)                       ? "is not finite"
+                          : dv == TK_PLTF_KL && v < 0        ? "is negative: the KL divergence needs X >= 0"
+                          : dv == TK_PLTF_IS && v < 0        ? "is negative: the Itakura-Saito divergence needs X > 0"
+                          : dv == TK_PLTF_IS && v == 0       ? "is zero: the Itakura-Saito divergence needs X > 0"
+                                                             : NULL;
+        if (bad) {
+            where_text(&m, i, where, sizeof where);
+            tk_cli_error(prog, "%s: entry %s = %g %s%s", a.input, where, v, bad,
+                         dv != TK_PLTF_EUCLIDEAN && isfinite(v) ? " (use --divergence euclidean, or mask it out)" : "");
+            goto done;
+        }
+    }
+    if (!observed) {
+        tk_cli_error(prog, "%s: the mask leaves no observed entry", a.mask);
+        goto done;
+    }
+    if (!check_dir(a.out)) goto done;
+
+    tk_progress bar;
+    progress_ctx pc = {&a, &bar, 0, 0};
+    a.opts.on_iteration = on_iteration;
+    a.opts.user = &pc;
+    tk_pltf_result res;
+    memset(&res, 0, sizeof res);
+    for (int f = 0; f < m.num_factors; ++f) res.factors[f] = factors[f];
+    res.xhat = xhat;
+    tk_progress_begin(&bar, prog, (size_t)a.opts.iterations, a.quiet);
+    tk_status s = tk_pltf_factorize(&m, &a.opts, xd, mask, &res);
+    tk_progress_end(&bar);
+    if (s != TK_OK) {
+        tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
+        status = s == TK_ERR_ARGUMENT ? TK_EXIT_USAGE : TK_EXIT_FAILURE;
+        goto done;
+    }
+    if (!ensure_dir(a.out)) goto done;
+    for (int f = 0; f < m.num_factors; ++f) {
+        char name[TK_PLTF_MAX_INDICES + 1];
+        size_t fshape[TK_PLTF_MAX_INDICES];
+        tk_pltf_factor_name(&m, f, name);
+        for (int d = 0; d < m.factor_ndim[f]; ++d) fshape[d] = m.dims[m.factor[f][d]];
+        if (!write_array(a.out, name, x.dtype, m.factor_ndim[f], fshape, factors[f], tk_pltf_factor_count(&m, f)))
+            goto done;
+    }
+    if (!write_array(a.out, "xhat", x.dtype, x.ndim, x.shape, xhat, count)) goto done;
+    if (!a.quiet)
+        fprintf(stderr, "%s: model %s, %d iterations on %s in %.1f ms; %s divergence %.6g -> %.6g\n", prog, m.text,
+                res.iterations_done, a.opts.backend == TK_PLTF_CPU ? "cpu" : a.opts.backend == TK_PLTF_OMP ? "omp" : "cuda",
+                res.iterate_ms, tk_pltf_divergence_name(a.opts.divergence), pc.first,
+                res.final_divergence);
+    status = 0;
+done:
+    tk_npy_free(&x);
+    if (a.mask) tk_npy_free(&mk);
+    free(xd), free(xhat), free(mask);
+    for (int f = 0; f < TK_PLTF_MAX_FACTORS; ++f) free(factors[f]);
+    return status;
+}
