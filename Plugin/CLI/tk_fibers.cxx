@@ -144,8 +144,8 @@ int parse(int argc, char **argv, Args &a)
         return 0;
     }
 #endif
-    if ((a.slice >= 0 || a.glyph_scale > 0) && a.vtp.empty() && a.png.empty()) {
-        tk_cli_error(prog, "%s only applies with --vtp or --png", a.slice >= 0 ? "--slice" : "--glyph-scale");
+    if (a.glyph_scale > 0 && a.vtp.empty() && a.png.empty()) {
+        tk_cli_error(prog, "--glyph-scale only applies with --vtp or --png");
         return 0;
     }
     if (a.slice >= 0 && a.png.empty()) {
