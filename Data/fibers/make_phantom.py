@@ -77,13 +77,13 @@ def watson_legendre(kappa, lmax):
 
 
 def lobe_coefficients(directions, fractions, kappa):
-    """SH of sum_k fraction_k * lobe(u_k), each lobe's projected peak scaled to 1."""
+    """SH of each fraction_k * lobe(u_k), (K, 45), each lobe's projected peak scaled to 1."""
     a = watson_legendre(kappa, LMAX)
     peak = np.polynomial.legendre.legval(1.0, a)  # the projected lobe's value at its own axis
     degrees = np.concatenate([[l] * (2 * l + 1) for l in range(0, LMAX + 1, 2)])
     # Funk-Hecke / addition theorem: P_l(u.x) = 4 pi / (2l+1) sum_m Y_lm(u) Y_lm(x)
     scale = a[degrees] * 4 * np.pi / (2 * degrees + 1) / peak
-    return (np.asarray(fractions)[:, None] * sh_basis(directions) * scale[None, :]).sum(axis=0)
+    return np.asarray(fractions)[:, None] * sh_basis(directions) * scale[None, :]
 
 
 def random_rotation(rng):
@@ -105,25 +105,30 @@ def config_directions(config):
 def make(samples, seed):
     rng = np.random.Generator(np.random.PCG64(seed))
     nx, ny, nz = len(CONFIGS), samples, len(NOISE)
-    sh = np.zeros((nx, ny, nz, 45))
     count = np.zeros((nx, ny, nz), dtype=np.int32)
     directions = np.full((nx, ny, nz, 3, 3), np.nan)
     fractions = np.full((nx, ny, nz, 3), np.nan)
-    coefficient_sigma = 1 / np.sqrt(45 / (4 * np.pi))  # unit noise std on the sphere
-    for x, config in enumerate(CONFIGS):
+    noise = np.zeros((nx, ny, nz, 45))
+    for x, config in enumerate(CONFIGS):  # the draws in a fixed order: rotation, then noise per level
         base = config_directions(config)
         n = len(base)
         for y in range(ny):
             dirs = base @ random_rotation(rng).T
             dirs *= np.where(dirs[:, 2:3] < 0, -1, 1)  # canonical sign: z >= 0
-            frac = np.full(n, 1.0 / n)
-            clean = lobe_coefficients(dirs, frac, KAPPA)
-            for z, sigma in enumerate(NOISE):
-                sh[x, y, z] = clean + sigma * coefficient_sigma * rng.normal(size=45)
+            for z in range(nz):
+                noise[x, y, z] = rng.normal(size=45)
                 count[x, y, z] = n
                 directions[x, y, z, :n] = dirs
-                fractions[x, y, z, :n] = frac
-    return sh, count, directions, fractions
+                fractions[x, y, z, :n] = 1.0 / n
+    # the noiseless lobes of all columns at once (the basis is evaluated once per direction)
+    clean = np.zeros((nx, ny, 45))
+    for x, config in enumerate(CONFIGS):
+        n = len(config_directions(config))
+        coeffs = lobe_coefficients(directions[x, :, 0, :n].reshape(-1, 3), np.full(ny * n, 1.0 / n), KAPPA)
+        clean[x] = coeffs.reshape(ny, n, 45).sum(axis=1)
+    coefficient_sigma = 1 / np.sqrt(45 / (4 * np.pi))  # unit noise std on the sphere
+    sigma = np.asarray(NOISE)[None, None, :, None]
+    return clean[:, :, None, :] + sigma * coefficient_sigma * noise, count, directions, fractions
 
 
 def main():
