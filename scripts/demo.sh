@@ -12,7 +12,7 @@ fod="$TK_ROOT/Data/fibers/small_101D_fod.nii.gz"
 if [ -x "$TK_BUILD/bin/tk-fibers" ]; then
     fibers=("$TK_BUILD/bin/tk-fibers" "$fod" "$out/small_101D_peaks.nii.gz" --amplitudes "$out/small_101D_amplitudes.nii.gz")
     visual=""
-    if "$TK_BUILD/bin/tk-fibers" --help | grep -q -- --vtp; then
+    if "$TK_BUILD/bin/tk-fibers" --help | grep -q -- "--vtp FIBERS.vtp"; then
         # The .vtp needs no display; the .png renders offscreen on X: Xvfb when there is no display.
         if [ -n "${DISPLAY:-}" ]; then
             fibers+=(--vtp "$out/small_101D_fibers.vtp" --png "$out/small_101D_slice.png"); visual=both

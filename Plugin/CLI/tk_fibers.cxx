@@ -39,17 +39,24 @@ void usage(FILE *f)
                  "  --mask MASK             only voxels where MASK is non-zero (others NaN)\n"
                  "  --basis tournier|descoteaux  MRtrix3's (default) or DIPY's SH basis\n"
                  "  --legacy                MRtrix 0.2 / DIPY legacy variant of the basis\n"
-                 "  --amplitudes AMP        also write the amplitudes, one volume per peak\n"
-                 "  --vtp FIBERS.vtp        also write the peaks as VTK lines (ParaView, Slicer): one per peak,\n"
+                 "  --amplitudes AMP        also write the amplitudes, one volume per peak\n");
+    // the glyph options where this build has VTK (scripts read --help to tell)
+#ifdef TK_HAVE_VTK
+    std::fputs(                 "  --vtp FIBERS.vtp        also write the peaks as VTK lines (ParaView, Slicer): one per peak,\n"
                  "                          centred on its voxel (world RAS, mm), length by amplitude, RGB\n"
                  "                          |x|,|y|,|z| by direction\n"
                  "  --png SLICE.png         also render an axial slice of those lines over the largest amplitude\n"
                  "                          (offscreen; needs an X display: run under xvfb-run -a without one)\n"
                  "  --slice K               the axial slice for --png (default: the middle one)\n"
                  "  --glyph-scale S         line length in mm per unit amplitude (default: the largest peak\n"
-                 "                          spans the smallest voxel spacing)\n"
-                 "  --backend cpu|omp|cuda  (default omp: all cores through ITK's threader)\n"
-                 "  --quiet                 no progress bar or warnings\n");
+                 "                          spans the smallest voxel spacing)\n",
+               f);
+#else
+    std::fputs("  --vtp, --png, --slice, --glyph-scale  fiber glyphs: not in this build (built without VTK)\n", f);
+#endif
+    std::fputs("  --backend cpu|omp|cuda  (default omp: all cores through ITK's threader)\n"
+               "  --quiet                 no progress bar or warnings\n",
+               f);
 }
 
 struct Args {

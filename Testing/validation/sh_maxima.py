@@ -95,6 +95,8 @@ def refine(coeffs, x, iterations=25, h=1e-4):
         norm = np.linalg.norm(step, axis=1)[:, None]
         step *= np.minimum(1.0, np.radians(1.0) / np.maximum(norm, 1e-300))  # at most 1 degree per step
         x = _normalize(x + step[:, 0:1] * e1 + step[:, 1:2] * e2)
+        if np.all(norm < 1e-12):  # converged (Newton: quadratically)
+            break
     e1, e2, f0, g, h11, h12, h22 = _derivatives(coeffs, x, h)
     curvature = np.maximum(np.abs(h11) + np.abs(h22), 1e-300)
     strict = (h11 < 0) & (h11 * h22 - h12 * h12 > 0) & (np.linalg.norm(g, axis=1) / curvature < 1e-6)
