@@ -7,12 +7,13 @@ TK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TK_BUILD="${TK_BUILD:-$TK_ROOT/build}"
 
 # Debian packages the build and the tests need.  The ITK and VTK parts add theirs
-# to TK_OPTIONAL_PACKAGES as they land; the C core needs none of them.  libfftw3-dev: ITK's
-# exported targets link FFTW, and it is only a Recommends of libinsighttoolkit5-dev.  The Python
+# to TK_OPTIONAL_PACKAGES as they land; the C core needs none of them.
+# libfftw3-dev and uuid-dev are only recommended by libinsighttoolkit5-dev, but its exported
+# CMake targets link FFTW, so a --no-install-recommends install needs them named.  The Python
 # packages run the phantom generator and its validation (Testing/validation).  VTK: tk-fibers
 # --vtp/--png; its render windows are X ones, so libx11-dev, and Xvfb (xvfb, xauth: xvfb-run)
 # to render without a display.
-TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev mrtrix3
+TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3
              python3-numpy python3-scipy python3-nibabel python3-dipy libvtk9-dev libx11-dev xvfb xauth)
 TK_OPTIONAL_PACKAGES=()
 

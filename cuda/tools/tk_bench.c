@@ -12,10 +12,12 @@ int main(int argc, char **argv)
                 "usage: tk-bench SUITE [options]\n"
                 "suites:\n"
                 "  teig    SS-HOPM: the seed's Table 6.1 set-up for {general, unrolled} x {cpu, omp, cuda},\n"
-                "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n");
+                "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n"
+                "  fibers  fiber directions: voxels/s and accuracy beside MRtrix3's sh2peaks (tk-bench fibers --help)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "fibers")) return tk_bench_fibers(argc - 1, argv + 1);
     tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
     return TK_EXIT_USAGE;
 }
