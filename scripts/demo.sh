@@ -10,10 +10,32 @@ mkdir -p "$out"
 
 fod="$TK_ROOT/Data/fibers/small_101D_fod.nii.gz"
 if [ -x "$TK_BUILD/bin/tk-fibers" ]; then
-    "$TK_BUILD/bin/tk-fibers" "$fod" "$out/small_101D_peaks.nii.gz" --amplitudes "$out/small_101D_amplitudes.nii.gz"
+    fibers=("$TK_BUILD/bin/tk-fibers" "$fod" "$out/small_101D_peaks.nii.gz" --amplitudes "$out/small_101D_amplitudes.nii.gz")
+    visual=""
+    if "$TK_BUILD/bin/tk-fibers" --help | grep -q -- "--vtp FIBERS.vtp"; then
+        # The .vtp needs no display; the .png renders offscreen on X: Xvfb when there is no display.
+        if [ -n "${DISPLAY:-}" ]; then
+            fibers+=(--vtp "$out/small_101D_fibers.vtp" --png "$out/small_101D_slice.png"); visual=both
+        elif command -v xvfb-run >/dev/null 2>&1; then
+            fibers=(xvfb-run -a "${fibers[@]}" --vtp "$out/small_101D_fibers.vtp" --png "$out/small_101D_slice.png"); visual=both
+        else
+            fibers+=(--vtp "$out/small_101D_fibers.vtp"); visual=vtp
+            echo "no X display and no xvfb-run (Debian's xvfb): the slice picture is left out" >&2
+        fi
+    fi
+    "${fibers[@]}"
     echo "tk-fibers: fiber directions of $fod (sh2peaks layout: 3 volumes per peak, direction x amplitude)"
     echo "  peaks:      $out/small_101D_peaks.nii.gz"
     echo "  amplitudes: $out/small_101D_amplitudes.nii.gz"
+    if [ -n "$visual" ]; then
+        echo "  glyphs:     $out/small_101D_fibers.vtp (VTK lines in RAS mm: ParaView, Slicer)"
+    fi
+    if [ "$visual" = both ]; then
+        echo "  picture:    $out/small_101D_slice.png (axial slice, radiological view)"
+    fi
+    if [ -z "$visual" ]; then
+        echo "  (no .vtp/.png: tk-fibers was built without VTK; install libvtk9-dev and rebuild)"
+    fi
 else
     echo "tk-fibers was not built (it needs ITK: libinsighttoolkit5-dev)" >&2
 fi

@@ -9,8 +9,12 @@ TK_BUILD="${TK_BUILD:-$TK_ROOT/build}"
 # Debian packages the build and the tests need.  The ITK and VTK parts add theirs
 # to TK_OPTIONAL_PACKAGES as they land; the C core needs none of them.
 # libfftw3-dev and uuid-dev are only recommended by libinsighttoolkit5-dev, but its exported
-# CMake targets link FFTW, so a --no-install-recommends install needs them named.
-TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3 libopenblas-dev)
+# CMake targets link FFTW, so a --no-install-recommends install needs them named.  The Python
+# packages run the phantom generator and its validation (Testing/validation).  VTK: tk-fibers
+# --vtp/--png; its render windows are X ones, so libx11-dev, and Xvfb (xvfb, xauth: xvfb-run)
+# to render without a display.
+TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3 libopenblas-dev
+             python3-numpy python3-scipy python3-nibabel python3-dipy libvtk9-dev libx11-dev xvfb xauth)
 TK_OPTIONAL_PACKAGES=()
 
 tk_missing_packages() {

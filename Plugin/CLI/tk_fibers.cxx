@@ -4,11 +4,16 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "itkCommand.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "sh_image_io.h"
+#ifdef TK_HAVE_VTK
+#include "tkFiberGlyphOutput.h"
+#include "tkPeaksToPolyData.h"
+#endif
 
 namespace {
 
@@ -34,15 +39,30 @@ void usage(FILE *f)
                  "  --mask MASK             only voxels where MASK is non-zero (others NaN)\n"
                  "  --basis tournier|descoteaux  MRtrix3's (default) or DIPY's SH basis\n"
                  "  --legacy                MRtrix 0.2 / DIPY legacy variant of the basis\n"
-                 "  --amplitudes AMP        also write the amplitudes, one volume per peak\n"
-                 "  --backend cpu|omp|cuda  (default omp: all cores through ITK's threader)\n"
-                 "  --quiet                 no progress bar or warnings\n");
+                 "  --amplitudes AMP        also write the amplitudes, one volume per peak\n");
+    // the glyph options where this build has VTK (scripts read --help to tell)
+#ifdef TK_HAVE_VTK
+    std::fputs(                 "  --vtp FIBERS.vtp        also write the peaks as VTK lines (ParaView, Slicer): one per peak,\n"
+                 "                          centred on its voxel (world RAS, mm), length by amplitude, RGB\n"
+                 "                          |x|,|y|,|z| by direction\n"
+                 "  --png SLICE.png         also render an axial slice of those lines over the largest amplitude\n"
+                 "                          (offscreen; needs an X display: run under xvfb-run -a without one)\n"
+                 "  --slice K               the axial slice for --png (default: the middle one)\n"
+                 "  --glyph-scale S         line length in mm per unit amplitude (default: the largest peak\n"
+                 "                          spans the smallest voxel spacing)\n",
+               f);
+#else
+    std::fputs("  --vtp, --png, --slice, --glyph-scale  fiber glyphs: not in this build (built without VTK)\n", f);
+#endif
+    std::fputs("  --backend cpu|omp|cuda  (default omp: all cores through ITK's threader)\n"
+               "  --quiet                 no progress bar or warnings\n",
+               f);
 }
 
 struct Args {
-    std::string input, output, mask, amplitudes;
-    long num = 3;
-    double threshold = 0, relative = 0, separation = 0;
+    std::string input, output, mask, amplitudes, vtp, png;
+    long num = 3, slice = -1;
+    double threshold = 0, relative = 0, separation = 0, glyph_scale = 0;
     bool descoteaux = false, legacy = false, quiet = false;
     std::string backend = "omp";
 };
@@ -76,6 +96,20 @@ int parse(int argc, char **argv, Args &a)
         } else if (tk_cli_is(arg, "--amplitudes")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--amplitudes"))) return 0;
             a.amplitudes = v;
+        } else if (tk_cli_is(arg, "--vtp")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--vtp"))) return 0;
+            a.vtp = v;
+        } else if (tk_cli_is(arg, "--png")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--png"))) return 0;
+            a.png = v;
+        } else if (tk_cli_is(arg, "--slice")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--slice")) ||
+                !tk_cli_parse_int(prog, "--slice", v, 0, 1L << 30, &a.slice))
+                return 0;
+        } else if (tk_cli_is(arg, "--glyph-scale")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--glyph-scale")) ||
+                !tk_cli_parse_double(prog, "--glyph-scale", v, 1e-30, 1e30, &a.glyph_scale))
+                return 0;
         } else if (tk_cli_is(arg, "--basis")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--basis"))) return 0;
             if (std::strcmp(v, "tournier") && std::strcmp(v, "descoteaux")) {
@@ -110,8 +144,54 @@ int parse(int argc, char **argv, Args &a)
         tk_cli_error(prog, "need INPUT_SH and OUTPUT_PEAKS (see --help)");
         return 0;
     }
+#ifndef TK_HAVE_VTK
+    if (!a.vtp.empty() || !a.png.empty()) {
+        tk_cli_error(prog, "%s needs VTK, and this tk-fibers was built without it (configure with "
+                     "-DTK_WITH_VTK=ON; Debian: libvtk9-dev)", a.vtp.empty() ? "--png" : "--vtp");
+        return 0;
+    }
+#endif
+    if (a.glyph_scale > 0 && a.vtp.empty() && a.png.empty()) {
+        tk_cli_error(prog, "--glyph-scale only applies with --vtp or --png");
+        return 0;
+    }
+    if (a.slice >= 0 && a.png.empty()) {
+        tk_cli_error(prog, "--slice only applies with --png");
+        return 0;
+    }
     return 1;
 }
+
+// Removes the outputs written so far unless dismissed: all outputs or none.
+struct OutputSet {
+    std::vector<std::string> written;
+    bool keep = false;
+    ~OutputSet()
+    {
+        if (!keep)
+            for (const auto &path : written) std::remove(path.c_str());
+    }
+};
+
+#ifdef TK_HAVE_VTK
+// The glyphs' view of the filter's outputs: ITK's geometry is LPS, the directions (and the
+// glyphs) are RAS, so voxel-to-RAS = diag(-1, -1, 1) (origin + direction * spacing * ijk).
+tk::PeaksImage peaks_view(const tk::VectorImage3 *peaks, const tk::VectorImage3 *amplitudes)
+{
+    tk::PeaksImage im;
+    im.peaks = peaks->GetBufferPointer();
+    im.amplitudes = amplitudes->GetBufferPointer();
+    im.num_peaks = amplitudes->GetNumberOfComponentsPerPixel();
+    const auto size = peaks->GetLargestPossibleRegion().GetSize();
+    for (int r = 0; r < 3; ++r) {
+        const double flip = r < 2 ? -1.0 : 1.0;
+        im.size[r] = size[r];
+        for (int c = 0; c < 3; ++c) im.ijk_to_ras[4 * r + c] = flip * peaks->GetDirection()[r][c] * peaks->GetSpacing()[c];
+        im.ijk_to_ras[4 * r + 3] = flip * peaks->GetOrigin()[r];
+    }
+    return im;
+}
+#endif
 
 }  // namespace
 
@@ -120,11 +200,34 @@ int main(int argc, char **argv)
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
     try {
+#ifdef TK_HAVE_VTK
+        if (!a.png.empty()) {  // before any work: no display, no outputs at all
+            std::string why = tk::RenderUnavailableReason();
+            if (!why.empty())
+                throw std::runtime_error(a.png + ": cannot render: " + why +
+                                         "; run under Xvfb, e.g. `xvfb-run -a tk-fibers ...`");
+        }
+#endif
         auto sh = tk::read_vector_volume(a.input);
         const unsigned comps = sh->GetNumberOfComponentsPerPixel();
         if (tk_sh_lmax_for_count(comps) < 2 || tk_sh_lmax_for_count(comps) > TK_SH_MAX_LMAX)
             throw std::runtime_error(a.input + ": " + std::to_string(comps) +
                                      " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153)");
+#ifdef TK_HAVE_VTK
+        if (!a.png.empty() && a.slice >= 0) {
+            tk::PeaksImage geometry;  // the slice axis follows from the orientation alone
+            const auto size = sh->GetLargestPossibleRegion().GetSize();
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c)
+                    geometry.ijk_to_ras[4 * r + c] = (r < 2 ? -1.0 : 1.0) * sh->GetDirection()[r][c] * sh->GetSpacing()[c];
+            const int axis = tk::AxialAxis(geometry.ijk_to_ras);
+            if (static_cast<unsigned long>(a.slice) >= size[axis]) {
+                tk_cli_error(prog, "--slice %ld is outside the axial slices of %s (0 to %lu)", a.slice, a.input.c_str(),
+                             static_cast<unsigned long>(size[axis]) - 1);
+                return TK_EXIT_USAGE;
+            }
+        }
+#endif
         using Filter = itk::FiberDirectionsImageFilter<>;
         auto filter = Filter::New();
         filter->SetInput(sh);
@@ -160,15 +263,36 @@ int main(int argc, char **argv)
         if (filter->GetNumberOfInvalidVoxels() && !a.quiet)
             std::fprintf(stderr, "%s: warning: %lu voxels have non-finite coefficients; their peaks are NaN\n", prog,
                          static_cast<unsigned long>(filter->GetNumberOfInvalidVoxels()));
+        OutputSet outputs;
         tk::write_vector_volume(filter->GetOutput(), a.output);
+        outputs.written.push_back(a.output);
         if (!a.amplitudes.empty()) {
-            try {
-                tk::write_vector_volume(filter->GetAmplitudeOutput(), a.amplitudes);
-            } catch (...) {
-                std::remove(a.output.c_str());  // all outputs or none
-                throw;
+            tk::write_vector_volume(filter->GetAmplitudeOutput(), a.amplitudes);
+            outputs.written.push_back(a.amplitudes);
+        }
+#ifdef TK_HAVE_VTK
+        if (!a.vtp.empty() || !a.png.empty()) {
+            const tk::PeaksImage peaks = peaks_view(filter->GetOutput(), filter->GetAmplitudeOutput());
+            tk::GlyphOptions glyphs;
+            glyphs.scale = a.glyph_scale;
+            if (!a.vtp.empty()) {
+                tk::WritePolyDataXML(tk::PeaksToPolyData(peaks, glyphs), a.vtp);
+                outputs.written.push_back(a.vtp);
+            }
+            if (!a.png.empty()) {
+                // the grey picture: each voxel's largest amplitude (the first; NaN where none)
+                const size_t nvox = peaks.size[0] * peaks.size[1] * peaks.size[2];
+                std::vector<float> largest(nvox);
+                for (size_t v = 0; v < nvox; ++v) largest[v] = peaks.amplitudes[v * peaks.num_peaks];
+                tk::SliceRenderOptions render;
+                render.glyphs = glyphs;
+                render.slice_index = a.slice;
+                tk::RenderAxialSlicePNG(peaks, largest.data(), render, a.png);
+                outputs.written.push_back(a.png);
             }
         }
+#endif
+        outputs.keep = true;
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
         tk_cli_error(prog, "%s", e.GetDescription());
         return TK_EXIT_FAILURE;
