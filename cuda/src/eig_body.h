@@ -58,7 +58,7 @@ TK_HD static inline void EIG_NAME(eig_swap)(EIG_NAME(eig_ctx) * c, int j, int m,
     EIG_SYNC(c);
 }
 
-TK_HD static void EIG_NAME(eig_balance)(EIG_NAME(eig_ctx) * c, int permute, int scale, int *ilo_out, int *ihi_out)
+TK_HD static inline void EIG_NAME(eig_balance)(EIG_NAME(eig_ctx) * c, int permute, int scale, int *ilo_out, int *ihi_out)
 {
     const int n = c->n;
     int ilo = 0, ihi = n - 1;
@@ -154,7 +154,7 @@ TK_HD static void EIG_NAME(eig_balance)(EIG_NAME(eig_ctx) * c, int permute, int 
 
 /* ---- Householder reduction to Hessenberg form ------------------------------------ */
 
-TK_HD static void EIG_NAME(eig_hessenberg)(EIG_NAME(eig_ctx) * c, int ilo, int ihi)
+TK_HD static inline void EIG_NAME(eig_hessenberg)(EIG_NAME(eig_ctx) * c, int ilo, int ihi)
 {
     const int n = c->n, want = c->z != 0;
     const int jmax = want ? n - 1 : ihi, rmin = want ? 0 : ilo;
@@ -202,7 +202,7 @@ TK_HD static void EIG_NAME(eig_hessenberg)(EIG_NAME(eig_ctx) * c, int ilo, int i
 
 /* ---- the standardized Schur form of a 2 x 2 block (as LAPACK's dlanv2) ------------- */
 
-TK_HD static void EIG_NAME(eig_lanv2)(EIG_REAL *a, EIG_REAL *b, EIG_REAL *cc, EIG_REAL *d, EIG_REAL *rt1r,
+TK_HD static inline void EIG_NAME(eig_lanv2)(EIG_REAL *a, EIG_REAL *b, EIG_REAL *cc, EIG_REAL *d, EIG_REAL *rt1r,
                                       EIG_REAL *rt1i, EIG_REAL *rt2r, EIG_REAL *rt2i, EIG_REAL *cs, EIG_REAL *sn)
 {
     const EIG_REAL eps = EIG_EPS;
@@ -270,7 +270,7 @@ TK_HD static void EIG_NAME(eig_lanv2)(EIG_REAL *a, EIG_REAL *b, EIG_REAL *cc, EI
 /* ---- implicit double-shift QR (the structure of LAPACK's dlahqr) ------------------- */
 
 /* Returns 0 on success, 1 when an eigenvalue did not converge within max_iter. */
-TK_HD static int EIG_NAME(eig_hqr)(EIG_NAME(eig_ctx) * c, int ilo, int ihi, int max_iter)
+TK_HD static inline int EIG_NAME(eig_hqr)(EIG_NAME(eig_ctx) * c, int ilo, int ihi, int max_iter)
 {
     const int n = c->n, wantt = c->z != 0;
     const EIG_REAL ulp = EIG_EPS;
@@ -513,7 +513,7 @@ TK_HD static inline void EIG_NAME(eig_cdiv)(EIG_REAL ar, EIG_REAL ai, EIG_REAL b
 
 /* Eigenvector of T for the eigenvalue (lr, li) at diagonal position p, into
  * out[2*(i*ostride)] (re, im) for i = 0..n-1. */
-TK_HD static void EIG_NAME(eig_schur_vector)(const EIG_NAME(eig_ctx) * c, int p, EIG_REAL lr, EIG_REAL li,
+TK_HD static inline void EIG_NAME(eig_schur_vector)(const EIG_NAME(eig_ctx) * c, int p, EIG_REAL lr, EIG_REAL li,
                                              EIG_REAL *out, int ostride)
 {
     const int n = c->n;
@@ -574,7 +574,7 @@ TK_HD static void EIG_NAME(eig_schur_vector)(const EIG_NAME(eig_ctx) * c, int p,
 
 /* a: the input matrix (row-major, n*n); values: 2n reals; vectors: 2n*n reals or
  * NULL (then c->z must be NULL).  Returns a tk_eig_matrix_status. */
-TK_HD static int EIG_NAME(eig_solve_one)(EIG_NAME(eig_ctx) * c, const EIG_REAL *a, EIG_REAL *values, EIG_REAL *vectors,
+TK_HD static inline int EIG_NAME(eig_solve_one)(EIG_NAME(eig_ctx) * c, const EIG_REAL *a, EIG_REAL *values, EIG_REAL *vectors,
                                          int balance, int max_iter)
 {
     const int n = c->n;
