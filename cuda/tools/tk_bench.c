@@ -12,10 +12,13 @@ int main(int argc, char **argv)
                 "usage: tk-bench SUITE [options]\n"
                 "suites:\n"
                 "  teig    SS-HOPM: the seed's Table 6.1 set-up for {general, unrolled} x {cpu, omp, cuda},\n"
-                "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n");
+                "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n"
+                "  eig     batched eigenvalues: the seed's Table 4 set-up on cuda, omp and LAPACK\n"
+                "          (tk-bench eig --help)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "eig")) return tk_bench_eig(argc - 1, argv + 1);
     tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
     return TK_EXIT_USAGE;
 }
