@@ -95,6 +95,18 @@ void expect_matches_lapack(const std::vector<double> &batch, int n, const char *
             EXPECT_LE(residual(batch, b, n, got), kC * n * eps) << what << " eigenvectors, n=" << n << " matrix " << b;
         }
     }
+    if (!check_vectors) return;
+    // values alone take the lockstep SIMD path (several matrices per vector): the same oracle
+    Solved<R> alone;
+    ASSERT_EQ(solve<R>(o, batch, alone, false), TK_OK) << tk_last_error();
+    for (size_t b = 0; b < count; ++b) {
+        ASSERT_EQ(alone.status[b], TK_EIG_CONVERGED) << what << " values only, n=" << n << " matrix " << b;
+        EXPECT_TRUE(sorted_row(alone, b, n)) << what << " values only, n=" << n;
+        auto ref = lapack_reference<R>(batch.data() + b * nn, n);
+        std::vector<cd> ours;
+        for (int k = 0; k < n; ++k) ours.push_back(alone.value(b, n, k));
+        EXPECT_LE(match_ratio(ours, ref.values, ref.bound), 1.0) << what << " values only, n=" << n << " matrix " << b;
+    }
 }
 
 std::vector<double> batch_of(int n, int count, uint64_t seed, std::vector<double> (*make)(int, uint64_t))
@@ -418,4 +430,39 @@ TEST(Eig, RejectsBadArguments)
     EXPECT_EQ(v[0], 1.0);
     EXPECT_EQ(v[1], 0.0);
     EXPECT_EQ(tk_eig_solve(&o, 0, nullptr, &none, nullptr, nullptr), TK_OK);
+}
+
+TEST(Eig, LockstepGroupsMixPathsAndFailuresPerMatrix)
+{
+    // values only: matrices go through the SIMD lockstep kernel in groups; a NaN, a
+    // triangular one (balancing isolates its eigenvalues: the one-matrix path), a zero
+    // one and a partial last group must each come out as when solved alone
+    for (auto backend : {TK_BACKEND_CPU, TK_BACKEND_OMP})
+        for (int n : {3, 8, 21}) {
+            const size_t nn = (size_t)n * n;
+            std::vector<double> batch;
+            for (int b = 0; b < 37; ++b) {
+                std::vector<double> a;
+                if (b % 9 == 4) a = triangular_matrix(n, 50 + (uint64_t)b, true);
+                else if (b % 11 == 6) a.assign(nn, 0.0);
+                else a = random_matrix(n, 70 + (uint64_t)b);
+                if (b == 10) a[nn / 2] = NAN;
+                batch.insert(batch.end(), a.begin(), a.end());
+            }
+            tk_eig_options o;
+            tk_eig_options_init(&o, n);
+            o.backend = backend;
+            Solved<double> group, alone;
+            ASSERT_EQ(solve<double>(o, batch, group, false), TK_OK);
+            ASSERT_EQ(solve<double>(o, batch, alone, true), TK_OK);  // with vectors: one matrix at a time
+            for (size_t b = 0; b < 37; ++b) {
+                ASSERT_EQ(group.status[b], b == 10 ? TK_EIG_NONFINITE : TK_EIG_CONVERGED) << "n=" << n << " matrix " << b;
+                EXPECT_EQ(alone.status[b], group.status[b]);
+                if (b == 10) continue;
+                std::vector<cd> g, a;
+                for (int k = 0; k < n; ++k) g.push_back(group.value(b, n, k)), a.push_back(alone.value(b, n, k));
+                auto ref = lapack_reference<double>(batch.data() + b * nn, n);
+                EXPECT_LE(match_ratio(g, ref.values, ref.bound), 1.0) << "n=" << n << " matrix " << b;
+            }
+        }
 }

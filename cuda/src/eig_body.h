@@ -572,38 +572,60 @@ TK_HD static inline void EIG_NAME(eig_schur_vector)(const EIG_NAME(eig_ctx) * c,
 
 /* ---- the whole solve of one matrix ---------------------------------------------------- */
 
+/* Load a into c->h, check it is finite, prescale by a power of two (*expo) so that
+ * max|a| lies in [0.5, 1) -- nothing below then over- or underflows needlessly
+ * (1e-150, 1e+150) -- and balance.  Returns 0, or 2 (TK_EIG_NONFINITE). */
+TK_HD static inline int EIG_NAME(eig_prepare)(EIG_NAME(eig_ctx) * c, const EIG_REAL *a, int balance, int *expo,
+                                             int *ilo, int *ihi)
+{
+    const int n = c->n;
+    EIG_FOR(e, 0, n * n - 1) EIG_H(e / n, e % n) = a[e];
+    EIG_SYNC(c);
+    EIG_REAL amax = 0;
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+            EIG_REAL v = EIG_FABS(EIG_H(i, j));
+            if (!isfinite(v)) return 2;
+            amax = EIG_MAX(amax, v);
+        }
+    *expo = 0;
+    if (amax > 0) {
+        EIG_FREXP(amax, expo);
+        const int e2 = *expo;
+        EIG_SYNC(c); /* every thread has finished reading the unscaled matrix */
+        EIG_FOR(e, 0, n * n - 1) EIG_H(e / n, e % n) = EIG_LDEXP(EIG_H(e / n, e % n), -e2);
+        EIG_SYNC(c);
+    }
+    EIG_NAME(eig_balance)(c, balance, balance, ilo, ihi);
+    return 0;
+}
+
+/* Sort (wr, wi) by real part, then imaginary part, ascending, carrying pos along. */
+TK_HD static inline void EIG_NAME(eig_sort)(EIG_NAME(eig_ctx) * c)
+{
+    const int n = c->n;
+    for (int i = 0; i < n; ++i) EIG_A(c->pos, i) = (EIG_REAL)i;
+    for (int i = 1; i < n; ++i) {
+        EIG_REAL r = EIG_A(c->wr, i), im = EIG_A(c->wi, i), ps = EIG_A(c->pos, i);
+        int j = i - 1;
+        while (j >= 0 && (EIG_A(c->wr, j) > r || (EIG_A(c->wr, j) == r && EIG_A(c->wi, j) > im))) {
+            EIG_A(c->wr, j + 1) = EIG_A(c->wr, j), EIG_A(c->wi, j + 1) = EIG_A(c->wi, j);
+            EIG_A(c->pos, j + 1) = EIG_A(c->pos, j);
+            --j;
+        }
+        EIG_A(c->wr, j + 1) = r, EIG_A(c->wi, j + 1) = im, EIG_A(c->pos, j + 1) = ps;
+    }
+}
+
 /* a: the input matrix (row-major, n*n); values: 2n reals; vectors: 2n*n reals or
  * NULL (then c->z must be NULL).  Returns a tk_eig_matrix_status. */
 TK_HD static inline int EIG_NAME(eig_solve_one)(EIG_NAME(eig_ctx) * c, const EIG_REAL *a, EIG_REAL *values, EIG_REAL *vectors,
                                          int balance, int max_iter)
 {
     const int n = c->n;
-    EIG_FOR(e, 0, n * n - 1) EIG_H(e / n, e % n) = a[e];
-    EIG_SYNC(c);
-    /* non-finite check and an exact power-of-two prescale that puts max|a| in [0.5, 1),
-     * so that nothing below can overflow or underflow needlessly (1e-150, 1e+150) */
-    EIG_REAL amax = 0;
-    int finite = 1;
-    for (int i = 0; i < n && finite; ++i)
-        for (int j = 0; j < n; ++j) {
-            EIG_REAL v = EIG_FABS(EIG_H(i, j));
-            if (!isfinite(v)) {
-                finite = 0;
-                break;
-            }
-            amax = EIG_MAX(amax, v);
-        }
-    int status = 0;
-    if (!finite) status = 2;
-    int expo = 0;
-    if (!status && amax > 0) {
-        EIG_FREXP(amax, &expo);
-        EIG_FOR(e, 0, n * n - 1) EIG_H(e / n, e % n) = EIG_LDEXP(EIG_H(e / n, e % n), -expo);
-        EIG_SYNC(c);
-    }
-    int ilo = 0, ihi = n - 1;
+    int expo = 0, ilo = 0, ihi = n - 1;
+    int status = EIG_NAME(eig_prepare)(c, a, balance, &expo, &ilo, &ihi);
     if (!status) {
-        EIG_NAME(eig_balance)(c, balance, balance, &ilo, &ihi);
         if (c->z) {
             EIG_FOR(e, 0, n * n - 1) EIG_Z(e / n, e % n) = (e / n == e % n) ? 1 : 0;
             EIG_SYNC(c);
@@ -620,19 +642,7 @@ TK_HD static inline int EIG_NAME(eig_solve_one)(EIG_NAME(eig_ctx) * c, const EIG
     }
     EIG_SYNC(c);
     /* sort by (re, im) ascending, remembering each value's place on T's diagonal */
-    if (EIG_LANE(c) == 0) {
-        for (int i = 0; i < n; ++i) EIG_A(c->pos, i) = (EIG_REAL)i;
-        for (int i = 1; i < n; ++i) {
-            EIG_REAL r = EIG_A(c->wr, i), im = EIG_A(c->wi, i), ps = EIG_A(c->pos, i);
-            int j = i - 1;
-            while (j >= 0 && (EIG_A(c->wr, j) > r || (EIG_A(c->wr, j) == r && EIG_A(c->wi, j) > im))) {
-                EIG_A(c->wr, j + 1) = EIG_A(c->wr, j), EIG_A(c->wi, j + 1) = EIG_A(c->wi, j);
-                EIG_A(c->pos, j + 1) = EIG_A(c->pos, j);
-                --j;
-            }
-            EIG_A(c->wr, j + 1) = r, EIG_A(c->wi, j + 1) = im, EIG_A(c->pos, j + 1) = ps;
-        }
-    }
+    if (EIG_LANE(c) == 0) EIG_NAME(eig_sort)(c);
     EIG_SYNC(c);
     EIG_FOR(s, 0, n - 1)
     {
