@@ -1,5 +1,6 @@
 /* CPU backends of the batched eigensolver: sequential (cpu) and OpenMP across
- * matrices (omp), both running the shared per-matrix body with one "lane". */
+ * matrices (omp).  Values only: groups of matrices through the lockstep SIMD kernel
+ * (eig_lanes_body.h); with vectors: the shared per-matrix body with one "lane". */
 #define _POSIX_C_SOURCE 200112L
 #include <math.h>
 #include <stdlib.h>
@@ -11,10 +12,12 @@
 #include "eig_internal.h"
 #include "tk_hd.h"
 
-/* Matrices per lockstep group: one AVX2 vector of each precision, times two for
- * instruction-level parallelism. */
-#define TK_EIG_LANES_D 8
-#define TK_EIG_LANES_F 16
+/* Matrices per lockstep group: four AVX2 vectors of either precision.  Measured on
+ * tk-bench eig: 16 doubles beat 4 and 8 (the per-bulge-position scalar set-up and
+ * the loop overheads are shared by more lanes) and 32 (more lanes idle while the
+ * slowest converges). */
+#define TK_EIG_LANES_D 16
+#define TK_EIG_LANES_F 32
 /* Below this order a matrix is solved faster alone than a group waits for its slowest lane. */
 #define TK_EIG_LANES_MIN_N 3
 
@@ -142,7 +145,7 @@ tk_status tk_eig_solve_cpu(const tk_eig_options *o, size_t count, const void *ma
     const int n = o->n, dbl = o->precision == TK_PRECISION_DOUBLE, want = vectors != NULL;
     const int max_iter = tk_eig_max_iter(o), balance = o->balance != 0;
     const size_t nn = (size_t)n * (size_t)n, elem = dbl ? sizeof(double) : sizeof(float);
-    const int lanes = want || n < TK_EIG_LANES_MIN_N || getenv("TK_EIG_NO_LANES") ? 1 : dbl ? TK_EIG_LANES_D : TK_EIG_LANES_F;
+    const int lanes = want || n < TK_EIG_LANES_MIN_N ? 1 : dbl ? TK_EIG_LANES_D : TK_EIG_LANES_F;
     const long long groups = (long long)((count + (size_t)lanes - 1) / (size_t)lanes);
     const size_t lane_reals = lanes > 1 ? ((size_t)(n + 1) * (size_t)(n + 1) + 3 * (size_t)n) * (size_t)lanes : 0;
     int threads = 1;
