@@ -593,11 +593,23 @@ TK_HD static inline int EIG_NAME(eig_prepare)(EIG_NAME(eig_ctx) * c, const EIG_R
         EIG_FREXP(amax, expo);
         const int e2 = *expo;
         EIG_SYNC(c); /* every thread has finished reading the unscaled matrix */
-        EIG_FOR(e, 0, n * n - 1) EIG_H(e / n, e % n) = EIG_LDEXP(EIG_H(e / n, e % n), -e2);
+        /* one exact power-of-two factor where it is representable, ldexp otherwise */
+        if (e2 > -100 && e2 < 100) {
+            const EIG_REAL f = EIG_LDEXP((EIG_REAL)1, -e2);
+            EIG_FOR(e, 0, n * n - 1) EIG_H(e / n, e % n) *= f;
+        } else {
+            EIG_FOR(e, 0, n * n - 1) EIG_H(e / n, e % n) = EIG_LDEXP(EIG_H(e / n, e % n), -e2);
+        }
         EIG_SYNC(c);
     }
     EIG_NAME(eig_balance)(c, balance, balance, ilo, ihi);
     return 0;
+}
+
+/* x * 2^e: one multiply where 2^e is representable, ldexp otherwise. */
+TK_HD static inline EIG_REAL EIG_NAME(eig_scale2)(EIG_REAL x, int e)
+{
+    return (e > -100 && e < 100) ? x * EIG_LDEXP((EIG_REAL)1, e) : EIG_LDEXP(x, e);
 }
 
 /* Sort (wr, wi) by real part, then imaginary part, ascending, carrying pos along. */
@@ -646,8 +658,8 @@ TK_HD static inline int EIG_NAME(eig_solve_one)(EIG_NAME(eig_ctx) * c, const EIG
     EIG_SYNC(c);
     EIG_FOR(s, 0, n - 1)
     {
-        values[2 * s] = EIG_LDEXP(EIG_A(c->wr, s), expo);
-        values[2 * s + 1] = EIG_LDEXP(EIG_A(c->wi, s), expo);
+        values[2 * s] = EIG_NAME(eig_scale2)(EIG_A(c->wr, s), expo);
+        values[2 * s + 1] = EIG_NAME(eig_scale2)(EIG_A(c->wi, s), expo);
     }
     if (!vectors) {
         EIG_SYNC(c);

@@ -128,14 +128,12 @@ static size_t scratch_reals(int n) { return 2 * (size_t)n * (size_t)n + 6 * (siz
             }                                                                                                    \
             for (int i = 0; i < n; ++i) ctx.wr[i] = wr[i * W + lane], ctx.wi[i] = wi[i * W + lane];              \
             eig_sort##SFX(&ctx);                                                                                 \
-            for (int s = 0; s < n; ++s) out[2 * s] = ldexp##SFX(ctx.wr[s], expo[lane]),                          \
-                                        out[2 * s + 1] = ldexp##SFX(ctx.wi[s], expo[lane]);                      \
+            for (int s = 0; s < n; ++s) out[2 * s] = eig_scale2##SFX(ctx.wr[s], expo[lane]),                     \
+                                        out[2 * s + 1] = eig_scale2##SFX(ctx.wi[s], expo[lane]);                 \
             status[b] = TK_EIG_CONVERGED;                                                                        \
         }                                                                                                        \
     }
 
-static inline double ldexp_d(double x, int e) { return ldexp(x, e); }
-static inline float ldexp_f(float x, int e) { return ldexpf(x, e); }
 TK_EIG_GROUP(_d, double, TK_EIG_LANES_D)
 TK_EIG_GROUP(_f, float, TK_EIG_LANES_F)
 
