@@ -42,7 +42,14 @@ static void fill_random(double *a, size_t count, uint64_t seed)
     }
 }
 
-static void verdict(int met) { printf("%s\n", met ? "met" : "MISSED"); }
+/* Goals judged, missed, and measurements skipped, for the closing line. */
+static int goals_judged, goals_missed, skipped;
+static void verdict(int met)
+{
+    ++goals_judged;
+    goals_missed += !met;
+    printf("%s\n", met ? "met" : "MISSED");
+}
 
 #ifdef TK_HAVE_LAPACKE
 /* OpenBLAS threads inside our OpenMP threads would only oversubscribe. */
@@ -185,9 +192,12 @@ int tk_bench_eig(int argc, char **argv)
         a.lapack = 0;
     }
 #endif
+    int have_lapack = 0;
+#ifdef TK_HAVE_LAPACKE
+    have_lapack = a.lapack;
+#endif
     if (count != (size_t)SEED_MATRICES) printf("# seed figures scaled linearly to %zu matrices\n", count);
     printf("%-3s %-22s %12s   %-26s %9s   %s\n", "n", "measure", "ms", "reference", "ratio", "goal");
-    int all_ok = 1;
     for (int s = 0; s < a.num_sizes; ++s) {
         const int n = a.sizes[s];
         const size_t nn = (size_t)n * (size_t)n;
@@ -197,7 +207,7 @@ int tk_bench_eig(int argc, char **argv)
         if (!mat || !values || !status) {
             printf("%-3d skipped: out of host memory for %zu matrices\n", n, count);
             tk_eig_host_free(mat), tk_eig_host_free(values), tk_eig_host_free(status);
-            all_ok = 0;
+            ++skipped;
             continue;
         }
         fill_random(mat, count * nn, (uint64_t)n);
@@ -221,6 +231,7 @@ int tk_bench_eig(int argc, char **argv)
             omp_ms = backend_ms(n, count, mat, values, status, TK_BACKEND_OMP, threads, &failed, NULL);
             if (omp_ms < 0) {
                 printf("%-3d %-22s skipped: %s\n", n, "omp", tk_last_error());
+                ++skipped;
             } else {
                 char ref[64] = "-", ratio[32] = "-";
                 if (lap > 0) {
@@ -231,7 +242,6 @@ int tk_bench_eig(int argc, char **argv)
                 if (lap > 0) {
                     printf(">= 3x lapack: ");
                     verdict(lap / omp_ms >= 3);
-                    all_ok &= lap / omp_ms >= 3;
                 } else {
                     printf("-\n");
                 }
@@ -245,6 +255,7 @@ int tk_bench_eig(int argc, char **argv)
             tk_eig_cuda_profile prof;
             if (tk_eig_cuda_measure(&o, count, mat, &prof) != TK_OK) {
                 printf("%-3d %-22s skipped: %s\n", n, "cuda", tk_last_error());
+                ++skipped;
             } else {
                 char name[64], ref[64];
                 const double seed = seed_ms(n) * seed_scale;
@@ -254,7 +265,6 @@ int tk_bench_eig(int argc, char **argv)
                     printf("%-3d %-22s %12.3f   %-26s %8.1fx   >= 20x seed: ", n, name, prof.kernel_ms, ref,
                            seed / prof.kernel_ms);
                     verdict(seed / prof.kernel_ms >= 20);
-                    all_ok &= seed / prof.kernel_ms >= 20;
                 } else {
                     printf("%-3d %-22s %12.3f   %-26s %9s   -\n", n, name, prof.kernel_ms, "(no seed figure)", "-");
                 }
@@ -264,19 +274,23 @@ int tk_bench_eig(int argc, char **argv)
                 cuda_e2e = backend_ms(n, count, mat, values, status, TK_BACKEND_CUDA, 0, &failed, &kern);
                 if (cuda_e2e < 0) {
                     printf("%-3d %-22s skipped: %s\n", n, "cuda host-to-host", tk_last_error());
+                    ++skipped;
                 } else {
                     snprintf(ref, sizeof ref, "copies alone %.3f ms", prof.copy_ms);
                     printf("%-3d %-22s %12.3f   %-26s %8.2fx   <= 1.25x copies: ", n, "cuda host-to-host", cuda_e2e,
                            ref, cuda_e2e / prof.copy_ms);
                     verdict(cuda_e2e / prof.copy_ms <= 1.25);
-                    all_ok &= cuda_e2e / prof.copy_ms <= 1.25;
                     if (failed) printf("    (%zu matrices did not converge)\n", failed);
                     if (lap > 0) {
                         snprintf(ref, sizeof ref, "lapack %.2f ms", lap);
                         printf("%-3d %-22s %12.3f   %-26s %8.1fx   >= 30x lapack: ", n, "cuda vs lapack", cuda_e2e,
                                ref, lap / cuda_e2e);
                         verdict(lap / cuda_e2e >= 30);
-                        all_ok &= lap / cuda_e2e >= 30;
+                    } else if (omp_ms > 0) {
+                        /* no LAPACK in this build: the omp backend as the CPU reference, no goal */
+                        snprintf(ref, sizeof ref, "omp %.2f ms", omp_ms);
+                        printf("%-3d %-22s %12.3f   %-26s %8.1fx   (no LAPACK: no goal)\n", n, "cuda vs omp", cuda_e2e,
+                               ref, omp_ms / cuda_e2e);
                     }
                 }
             }
@@ -284,6 +298,9 @@ int tk_bench_eig(int argc, char **argv)
         fflush(stdout);
         tk_eig_host_free(mat), tk_eig_host_free(values), tk_eig_host_free(status);
     }
-    printf("# %s\n", all_ok ? "all goals met" : "some goals MISSED or skipped (see above)");
+    printf("# goals: %d of %d met", goals_judged - goals_missed, goals_judged);
+    if (skipped) printf("; %d measurements skipped", skipped);
+    if (!have_lapack) printf("; the LAPACK goals need a build with LAPACKE");
+    printf("\n");
     return 0;
 }
