@@ -40,12 +40,13 @@ std::vector<double> random_batch(int n, int count, uint64_t seed)
 
 // CUDA against cpu: same status, eigenvalues within a loose multiple of the bound
 // (rounding differs: FMA contraction), eigenpair residuals at the backward-stable level.
-template <typename R> void expect_cuda_matches_cpu(int n, int count, bool vectors, size_t chunk = 0)
+template <typename R> void expect_cuda_matches_cpu(int n, int count, bool vectors, size_t chunk = 0, int lanes = 0)
 {
     auto batch = random_batch(n, count, 5000 + (uint64_t)n);
     tk_eig_options o;
     tk_eig_options_init(&o, n);
     o.cuda_chunk = chunk;
+    o.cuda_lanes = lanes;
     Solved<R> cpu, gpu;
     ASSERT_EQ(solve<R>(o, batch, cpu, vectors), TK_OK) << tk_last_error();
     o.backend = TK_BACKEND_CUDA;
@@ -55,15 +56,15 @@ template <typename R> void expect_cuda_matches_cpu(int n, int count, bool vector
     const double eps = sizeof(R) == sizeof(double) ? DBL_EPSILON : FLT_EPSILON;
     const size_t nn = (size_t)n * n;
     for (int b = 0; b < count; ++b) {
-        ASSERT_EQ(gpu.status[b], cpu.status[b]) << "n=" << n << " matrix " << b;
+        ASSERT_EQ(gpu.status[b], cpu.status[b]) << "n=" << n << " lanes " << lanes << " matrix " << b;
         EXPECT_TRUE(sorted_row(gpu, b, n));
         std::vector<cd> g, c;
         for (int k = 0; k < n; ++k) g.push_back(gpu.value(b, n, k)), c.push_back(cpu.value(b, n, k));
         // random Gaussian matrices: eigenvalue condition numbers stay far below 1e4 here
         std::vector<double> bound(n, 1e4 * kC * n * eps * frobenius(batch, b * nn, n));
-        EXPECT_LE(match_ratio(g, c, bound), 1.0) << "n=" << n << " matrix " << b;
+        EXPECT_LE(match_ratio(g, c, bound), 1.0) << "n=" << n << " lanes " << lanes << " matrix " << b;
         if (vectors) {
-            EXPECT_LE(residual(batch, b, n, gpu), kC * n * eps) << "n=" << n << " matrix " << b;
+            EXPECT_LE(residual(batch, b, n, gpu), kC * n * eps) << "n=" << n << " lanes " << lanes << " matrix " << b;
         }
     }
 }
@@ -95,6 +96,38 @@ TEST(EigCuda, EigenvectorsOnWarpAndBlockSchemes)
         expect_cuda_matches_cpu<float>(n, 50, true);
         if (HasFatalFailure() || IsSkipped()) return;
     }
+}
+
+TEST(EigCuda, EveryLanesPerMatrixChoice)
+{
+    // sub-warp groups sync only their own lanes; odd n leave lanes idle in every loop
+    for (int lanes : {1, 2, 4, 8, 16, 32, 64})
+        for (int n : {2, 7, 13, 30}) {
+            if (lanes == 1 && n > 13) continue;  // a thread per matrix holds small matrices only
+            expect_cuda_matches_cpu<double>(n, 150, false, 0, lanes);
+            if (HasFatalFailure() || IsSkipped()) return;
+            // 16 double matrices with vectors of order 30 per warp outgrow shared memory
+            if (lanes > 1 && !(lanes == 2 && n == 30)) {
+                expect_cuda_matches_cpu<double>(n, 70, true, 0, lanes);
+                if (HasFatalFailure() || IsSkipped()) return;
+                expect_cuda_matches_cpu<float>(n, 70, true, 0, lanes);
+                if (HasFatalFailure() || IsSkipped()) return;
+            }
+        }
+    tk_eig_options o;
+    tk_eig_options_init(&o, 4);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_lanes = 3;
+    Solved<double> r;
+    EXPECT_EQ(solve<double>(o, random_batch(4, 2, 1), r, false), TK_ERR_ARGUMENT);
+    o.cuda_lanes = 1;
+    EXPECT_EQ(solve<double>(o, random_batch(4, 2, 1), r, true), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "eigenvalues only"), nullptr) << tk_last_error();
+    tk_eig_options_init(&o, 64);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_lanes = 2;
+    EXPECT_EQ(solve<double>(o, random_batch(64, 2, 1), r, true), TK_ERR_UNSUPPORTED);
+    EXPECT_NE(std::strstr(tk_last_error(), "use more lanes per matrix"), nullptr) << tk_last_error();
 }
 
 TEST(EigCuda, ChunksAndStreamsCoverTheWholeBatch)

@@ -50,6 +50,8 @@ typedef struct tk_eig_options {
     int num_threads;        /* omp: 0 = the OpenMP default */
     int cuda_device;        /* cuda: device ordinal */
     size_t cuda_chunk;      /* cuda: matrices per transfer chunk; 0 = chosen from free memory */
+    int cuda_lanes;         /* cuda: threads per matrix, 1 (values only), 2, 4, 8, 16, 32 or 64;
+                               0 = chosen from n (the tuning knob of tk-bench eig --cuda-lanes) */
 } tk_eig_options;
 
 /* Defaults: double, cpu, balancing on, LAPACK's iteration cap. */
@@ -91,7 +93,7 @@ void tk_eig_host_free(void *ptr);
  * of the values alone.  The batch must fit in device memory. */
 typedef struct tk_eig_cuda_profile {
     double kernel_ms, copy_ms;
-    const char *scheme; /* "thread", "warp" or "block" per matrix */
+    const char *scheme; /* "thread", "N lanes", "warp" or "block" per matrix */
 } tk_eig_cuda_profile;
 tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const void *matrices,
                               tk_eig_cuda_profile *profile);

@@ -40,6 +40,11 @@ static tk_status validate(const tk_eig_options *o, size_t count, const void *mat
         return tk_set_error(TK_ERR_ARGUMENT, "unknown backend %d", (int)o->backend);
     if (o->max_iter < 0) return tk_set_error(TK_ERR_ARGUMENT, "max_iter must be >= 0, got %d", o->max_iter);
     if (o->num_threads < 0) return tk_set_error(TK_ERR_ARGUMENT, "num_threads must be >= 0, got %d", o->num_threads);
+    if (o->cuda_lanes < 0 || o->cuda_lanes > 64 || (o->cuda_lanes & (o->cuda_lanes - 1)))
+        return tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes must be 0 (automatic), 1, 2, 4, 8, 16, 32 or 64, got %d",
+                            o->cuda_lanes);
+    if (o->cuda_lanes == 1 && out && out->vectors)
+        return tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes 1 (a thread per matrix) computes eigenvalues only, not vectors");
     if (!out || (count && !out->values)) return tk_set_error(TK_ERR_ARGUMENT, "no output array for the eigenvalues");
     if (count && !matrices) return tk_set_error(TK_ERR_ARGUMENT, "no matrices given");
     const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);

@@ -33,6 +33,7 @@ typedef struct EIG_NAME(eig_ctx) {
     int n, ld;
 #ifdef __CUDACC__
     int lane, stride, es;
+    unsigned mask; /* the lanes of a group within a warp */
 #endif
 } EIG_NAME(eig_ctx);
 

@@ -1,13 +1,17 @@
 /* CUDA backend of the batched eigensolver.
  *
  * The per-matrix solver is the CPU's own text (eig_body.h); what changes is who
- * runs it and where the matrix lives, picked from n as the seed does:
- *   thread: one thread per matrix, the matrices of a block in shared memory
- *           interleaved element by element (the seed's EW layout: consecutive
- *           threads touch consecutive words, no bank conflicts), values only;
- *   warp:   one warp per matrix (matrix-wise layout, rows padded by one word), the
- *           row and column updates of every reflector split across the 32 lanes;
- *   block:  one block of 64 threads per matrix for the largest orders.
+ * runs it and where the matrix lives.  G threads share a matrix, G picked from n
+ * (tk_eig_options.cuda_lanes overrides it, for tuning):
+ *   G = 1:     one thread per matrix, the matrices of a block in shared memory
+ *              interleaved element by element (the seed's EW layout: consecutive
+ *              threads touch consecutive words, no bank conflicts), values only;
+ *   G = 2..32: a group of G lanes of one warp per matrix (matrix-wise layout, rows
+ *              padded by one word), the row and column updates of every reflector
+ *              split across the lanes, the scalar work (norms, shifts, deflation
+ *              tests) done by all of them alike, so G below 32 spends fewer lanes
+ *              on that redundant part; the seed's single-warp scheme is G = 32;
+ *   G = 64:    one block of 64 threads per matrix (the seed's multi-warp scheme).
  * Batches run in chunks through three streams, so the copies of one chunk overlap
  * the computation of the next; pinned caller arrays are copied directly, others
  * through pinned staging buffers.
@@ -21,21 +25,23 @@
 #include "eig_internal.h"
 #include "tk_hd.h"
 
-/* host-device because the shared body is; it only ever runs on the device */
-__host__ __device__ __forceinline__ void tk_eig_sync(int stride)
+/* host-device because the shared body is; it only ever runs on the device.  A group
+ * within a warp waits for its own lanes only: the other groups of the warp work on
+ * other matrices along other paths. */
+__host__ __device__ __forceinline__ void tk_eig_sync(int stride, unsigned mask)
 {
 #ifdef __CUDA_ARCH__
     if (stride > 32) __syncthreads();
-    else if (stride > 1) __syncwarp();
+    else if (stride > 1) __syncwarp(mask);
 #else
-    (void)stride;
+    (void)stride, (void)mask;
 #endif
 }
 
 #define EIG_LANE(c) ((c)->lane)
 #define EIG_STRIDE(c) ((c)->stride)
 #define EIG_ES(c) ((c)->es)
-#define EIG_SYNC(c) tk_eig_sync((c)->stride)
+#define EIG_SYNC(c) tk_eig_sync((c)->stride, (c)->mask)
 
 #define EIG_REAL double
 #define EIG_NAME(x) x##_d
@@ -89,36 +95,44 @@ template <> struct Eig<float> {
     }
 };
 
-enum { SCHEME_THREAD = 0, SCHEME_WARP = 1, SCHEME_BLOCK = 2 };
-
-/* How a batch of order n is laid out on the device. */
+/* How a batch of order n is laid out on the device: `lanes` threads per matrix
+ * (1, 2, 4, 8, 16, 32 or 64), `groups` matrices per block. */
 struct plan {
-    int scheme, threads, groups, ld;
+    int lanes, threads, groups, ld;
     size_t group_reals, smem;
 };
 
 static size_t group_reals(int n, int ld, int want) { return (size_t)(1 + want) * (size_t)n * (size_t)ld + 6 * (size_t)n; }
 
-static plan make_plan(int n, int want, size_t elem)
+/* The automatic choice; measured figures on the H100 should refine it (tk-bench eig
+ * --cuda-lanes). */
+static int auto_lanes(int n, int want, size_t elem)
 {
-    const size_t budget = 64 * 1024; /* per block: two or three blocks share an SM */
+    const size_t thread_bytes = group_reals(n, n, 0) * elem;
+    if (!want && 32 * thread_bytes <= 64 * 1024) return 1;
+    return n <= 8 ? 4 : n <= 20 ? 8 : n <= 32 ? 16 : 64;
+}
+
+static plan make_plan(int n, int want, size_t elem, int lanes)
+{
+    const size_t budget = 64 * 1024; /* per block: several blocks share an SM */
     plan p;
-    p.ld = n;
-    p.group_reals = group_reals(n, n, want);
-    int per_block = (int)(budget / (p.group_reals * elem)) / 32 * 32;
-    if (!want && per_block >= 32) {
-        p.scheme = SCHEME_THREAD;
-        p.threads = per_block > 128 ? 128 : per_block;
-        p.groups = p.threads;
-    } else if (n <= 32) {
-        p.scheme = SCHEME_WARP;
-        p.ld = n + 1; /* a column walk then hits 32 different banks */
+    p.lanes = lanes;
+    if (lanes == 1) {
+        p.ld = n;
+        p.group_reals = group_reals(n, n, want);
+        int per_block = (int)(budget / (p.group_reals * elem)) / 32 * 32;
+        p.groups = per_block < 32 ? 32 : per_block > 128 ? 128 : per_block;
+        p.threads = p.groups;
+    } else if (lanes <= 32) {
+        p.ld = n + 1; /* a column walk then hits different banks */
         p.group_reals = group_reals(n, p.ld, want);
-        int warps = (int)(budget / (p.group_reals * elem));
-        p.groups = warps < 1 ? 1 : warps > 4 ? 4 : warps;
-        p.threads = 32 * p.groups;
+        const int per_warp = 32 / lanes; /* whole warps: groups come in warp-fulls */
+        int warps = (int)(budget / (p.group_reals * elem * (size_t)per_warp));
+        warps = warps < 1 ? 1 : warps > 4 ? 4 : warps;
+        p.groups = warps * per_warp;
+        p.threads = 32 * warps;
     } else {
-        p.scheme = SCHEME_BLOCK;
         p.ld = n + 1;
         p.group_reals = group_reals(n, p.ld, want);
         p.groups = 1;
@@ -128,7 +142,34 @@ static plan make_plan(int n, int want, size_t elem)
     return p;
 }
 
-static const char *scheme_name(int s) { return s == SCHEME_THREAD ? "thread" : s == SCHEME_WARP ? "warp" : "block"; }
+static const char *scheme_name(int lanes)
+{
+    switch (lanes) {
+    case 1: return "thread";
+    case 2: return "2 lanes";
+    case 4: return "4 lanes";
+    case 8: return "8 lanes";
+    case 16: return "16 lanes";
+    case 32: return "warp";
+    default: return "block";
+    }
+}
+
+/* Lanes per matrix from the options; 0 after setting the error. */
+static int choose_lanes(const tk_eig_options *o, int want, size_t elem)
+{
+    int lanes = o->cuda_lanes;
+    if (!lanes) return auto_lanes(o->n, want, elem);
+    if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32 && lanes != 64) {
+        tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes must be 0 (automatic), 1, 2, 4, 8, 16, 32 or 64, got %d", lanes);
+        return 0;
+    }
+    if (lanes == 1 && want) {
+        tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes 1 (a thread per matrix) computes eigenvalues only, not vectors");
+        return 0;
+    }
+    return lanes;
+}
 
 template <typename R>
 __global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a, R *__restrict__ values,
@@ -141,21 +182,23 @@ __global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a,
     R *base;
     c.n = n;
     c.ld = p.ld;
-    if (p.scheme == SCHEME_THREAD) {
+    c.mask = 0xffffffffu;
+    if (p.lanes == 1) {
         idx = (size_t)blockIdx.x * (size_t)p.groups + threadIdx.x;
         c.lane = 0, c.stride = 1, c.es = p.groups;
         base = smem + threadIdx.x;
-    } else if (p.scheme == SCHEME_WARP) {
-        const int g = threadIdx.x / 32;
+    } else if (p.lanes <= 32) {
+        const int g = threadIdx.x / p.lanes;
         idx = (size_t)blockIdx.x * (size_t)p.groups + (size_t)g;
-        c.lane = threadIdx.x % 32, c.stride = 32, c.es = 1;
+        c.lane = threadIdx.x % p.lanes, c.stride = p.lanes, c.es = 1;
+        if (p.lanes < 32) c.mask = ((1u << p.lanes) - 1) << (threadIdx.x % 32 / p.lanes * p.lanes);
         base = smem + (size_t)g * p.group_reals;
     } else {
         idx = blockIdx.x;
         c.lane = threadIdx.x, c.stride = blockDim.x, c.es = 1;
         base = smem;
     }
-    if (idx >= count) return; /* a whole thread, warp or block: no barrier is left waiting */
+    if (idx >= count) return; /* a whole group: no barrier is left waiting for it */
     const size_t es = (size_t)c.es, nld = (size_t)n * (size_t)p.ld;
     const int want = vectors != nullptr;
     c.h = base;
@@ -191,6 +234,20 @@ static tk_status open_device(const tk_eig_options *o)
         return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", o->cuda_device, device_count);
     cudaError_t err = cudaSetDevice(o->cuda_device);
     if (err != cudaSuccess) return tk_set_error(TK_ERR_CUDA, "CUDA: cannot use device %d: %s", o->cuda_device, cudaGetErrorString(err));
+    return TK_OK;
+}
+
+/* The layout must fit the device's shared memory per block. */
+static tk_status check_smem(const plan &p, int device)
+{
+    int optin = 0;
+    cudaError_t err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err != cudaSuccess) return tk_set_error(TK_ERR_CUDA, "CUDA: cannot query shared memory: %s", cudaGetErrorString(err));
+    if (p.smem > (size_t)optin)
+        return tk_set_error(TK_ERR_UNSUPPORTED,
+                            "%s per matrix needs %zu bytes of shared memory per block, the device has %d: "
+                            "use more lanes per matrix",
+                            scheme_name(p.lanes), p.smem, optin);
     return TK_OK;
 }
 
@@ -239,7 +296,10 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     const size_t elem = dbl ? sizeof(double) : sizeof(float), nn = (size_t)n * (size_t)n;
     const size_t in_b = nn * elem, val_b = 2 * (size_t)n * elem, vec_b = want ? 2 * nn * elem : 0;
     const size_t per_matrix = in_b + val_b + vec_b + 1;
-    const plan p = make_plan(n, want, elem);
+    const int lanes = choose_lanes(o, want, elem);
+    if (!lanes) return TK_ERR_ARGUMENT;
+    const plan p = make_plan(n, want, elem, lanes);
+    if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
     const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
     const int direct = is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status);
 
@@ -366,14 +426,17 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     const int n = o->n, dbl = o->precision == TK_PRECISION_DOUBLE;
     const size_t elem = dbl ? sizeof(double) : sizeof(float), nn = (size_t)n * (size_t)n;
     const size_t in_b = count * nn * elem, val_b = count * 2 * (size_t)n * elem;
-    const plan p = make_plan(n, 0, elem);
+    const int lanes = choose_lanes(o, 0, elem);
+    if (!lanes) return TK_ERR_ARGUMENT;
+    const plan p = make_plan(n, 0, elem, lanes);
+    if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
     void *d_in = NULL, *d_val = NULL, *h_in = NULL, *h_val = NULL;
     const void *src = NULL;
     const size_t warm = count < 256 ? count : 256;
     int8_t *d_st = NULL;
     cudaEvent_t e[6] = {};
     float h2d = 0, kern = 0, d2h = 0;
-    prof->scheme = scheme_name(p.scheme);
+    prof->scheme = scheme_name(p.lanes);
     size_t free_b = 0, total_b = 0;
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     if (in_b + val_b + count > free_b) {

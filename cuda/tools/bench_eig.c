@@ -28,7 +28,7 @@ static double seed_ms(int n)
 }
 
 typedef struct {
-    long matrices, threads;
+    long matrices, threads, cuda_lanes;
     int sizes[64], num_sizes;
     int lapack, cpu, omp, cuda;
 } eig_bench_args;
@@ -102,12 +102,15 @@ static const char *lapack_library(void)
 }
 #endif
 
+static long bench_cuda_lanes; /* --cuda-lanes */
+
 static double backend_ms(int n, size_t count, const double *a, double *values, int8_t *status, tk_backend backend,
                          long threads, size_t *failed, double *kernel_ms)
 {
     tk_eig_options o;
     tk_eig_options_init(&o, n);
     o.backend = backend;
+    if (backend == TK_BACKEND_CUDA) o.cuda_lanes = (int)bench_cuda_lanes;
     o.num_threads = (int)threads;
     tk_eig_result r = {values, NULL, status};
     tk_eig_timing t;
@@ -131,12 +134,12 @@ static int parse_list(const char *text, eig_bench_args *a)
 
 int tk_bench_eig(int argc, char **argv)
 {
-    eig_bench_args a = {500000, 0, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1};
+    eig_bench_args a = {500000, 0, 0, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1};
     for (int i = 1; i < argc; ++i) {
         const char *v;
         if (!strcmp(argv[i], "--help")) {
             printf("usage: tk-bench eig [--matrices 500000] [--sizes 5,10,15,20,25,30]\n"
-                   "                    [--backends lapack,cpu,omp,cuda] [--threads P]\n"
+                   "                    [--backends lapack,cpu,omp,cuda] [--threads P] [--cuda-lanes G]\n"
                    "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
                    "cuda kernel:    matrices already in GPU memory, CUDA events; reference: the seed's\n"
                    "                TITAN X (Table 4, scaled to --matrices); goal >= 20x faster\n"
@@ -144,7 +147,8 @@ int tk_bench_eig(int argc, char **argv)
                    "                copy of the matrices plus the D2H copy of the values alone; goal <= 1.25x\n"
                    "lapack:         one LAPACKE dgeev per matrix, OpenMP across matrices, all cores\n"
                    "omp:            this library on the same cores; goal >= 3x LAPACK\n"
-                   "cuda vs lapack: host-to-host time; goal >= 30x LAPACK\n");
+                   "cuda vs lapack: host-to-host time; goal >= 30x LAPACK\n"
+                   "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n");
             return 0;
         } else if (tk_cli_is(argv[i], "--matrices")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--matrices")) ||
@@ -153,6 +157,10 @@ int tk_bench_eig(int argc, char **argv)
         } else if (tk_cli_is(argv[i], "--threads")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
                 !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--cuda-lanes")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-lanes")) ||
+                !tk_cli_parse_int(prog, "--cuda-lanes", v, 0, 64, &a.cuda_lanes))
                 return TK_EXIT_USAGE;
         } else if (tk_cli_is(argv[i], "--sizes")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--sizes")) || !parse_list(v, &a)) return TK_EXIT_USAGE;
@@ -181,6 +189,7 @@ int tk_bench_eig(int argc, char **argv)
     threads = a.threads > 0 ? (int)a.threads : omp_get_max_threads();
 #endif
     const size_t count = (size_t)a.matrices;
+    bench_cuda_lanes = a.cuda_lanes;
     const double seed_scale = (double)count / SEED_MATRICES;
     printf("# tk-bench eig: %zu random double matrices per size, eigenvalues only, %d CPU threads\n", count, threads);
 #ifdef TK_HAVE_LAPACKE
@@ -252,6 +261,7 @@ int tk_bench_eig(int argc, char **argv)
             tk_eig_options o;
             tk_eig_options_init(&o, n);
             o.backend = TK_BACKEND_CUDA;
+            o.cuda_lanes = (int)a.cuda_lanes;
             tk_eig_cuda_profile prof;
             if (tk_eig_cuda_measure(&o, count, mat, &prof) != TK_OK) {
                 printf("%-3d %-22s skipped: %s\n", n, "cuda", tk_last_error());
