@@ -313,9 +313,13 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         size_t free_b = 0, total_b = 0;
         CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
         size_t fit = free_b / 2 / TK_EIG_STREAMS / per_matrix;
-        /* several chunks per batch so that copies overlap compute, none too small */
+        /* several chunks per batch so that copies overlap compute, none too small to
+         * fill the GPU, none so large that the pinned staging buffers (three of them)
+         * take long to allocate */
         chunk = (count + 7) / 8;
         if (chunk < 8192) chunk = 8192;
+        const size_t cap = ((size_t)256 << 20) / per_matrix;
+        if (chunk > cap) chunk = cap > 1024 ? cap : 1024;
         if (chunk > fit) chunk = fit;
         if (chunk < 1)
             return tk_set_error(TK_ERR_MEMORY, "GPU memory is too full for even one matrix of order %d", n);
