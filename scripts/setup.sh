@@ -8,7 +8,9 @@ TK_BUILD="${TK_BUILD:-$TK_ROOT/build}"
 
 # Debian packages the build and the tests need.  The ITK and VTK parts add theirs
 # to TK_OPTIONAL_PACKAGES as they land; the C core needs none of them.
-TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev mrtrix3 liblapacke-dev libopenblas-dev)
+# libfftw3-dev and uuid-dev are only recommended by libinsighttoolkit5-dev, but its exported
+# CMake targets link FFTW, so a --no-install-recommends install needs them named.
+TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3 liblapacke-dev libopenblas-dev)
 TK_OPTIONAL_PACKAGES=()
 
 tk_missing_packages() {

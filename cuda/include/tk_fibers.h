@@ -56,7 +56,14 @@ typedef struct tk_fibers_options {
     double min_separation_deg;  /* drop a peak within this angle of a larger one (default 0) */
     tk_fibers_backend backend;
     int num_threads;            /* omp: 0 = OpenMP's default */
+    int cuda_device;            /* cuda: the device to run on (default 0) */
 } tk_fibers_options;
+
+/* Where the time of one tk_fibers_find_timed call went, in milliseconds. */
+typedef struct tk_fibers_timing {
+    double total_ms;  /* the whole call, host to host */
+    double kernel_ms; /* cuda: the peak-finder kernels alone (CUDA events); cpu/omp: = total_ms */
+} tk_fibers_timing;
 
 void tk_fibers_options_init(tk_fibers_options *opts, int lmax);
 
@@ -68,6 +75,13 @@ void tk_fibers_options_init(tk_fibers_options *opts, int lmax);
  * Either output may be NULL. */
 tk_status tk_fibers_find(const tk_fibers_options *opts, size_t num_voxels, const float *sh, const uint8_t *mask,
                          float *directions, float *amplitudes, size_t *bad_voxels);
+
+/* tk_fibers_find that also reports its timing (timing may be NULL). */
+tk_status tk_fibers_find_timed(const tk_fibers_options *opts, size_t num_voxels, const float *sh, const uint8_t *mask,
+                               float *directions, float *amplitudes, size_t *bad_voxels, tk_fibers_timing *timing);
+
+/* 1 if this build has the CUDA peak finder (a device may still be absent at run time). */
+int tk_fibers_has_cuda(void);
 
 /* All local maxima of one SH series, without thresholds or a count limit, in double:
  * up to max_peaks, sorted by amplitude descending; returns the number found (it may exceed

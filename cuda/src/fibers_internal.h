@@ -13,11 +13,15 @@ typedef struct tk_fibers_plan {
     tk_sh_basis basis;
     int legacy;
     double *map;          /* k x k: tensor = map * sh */
+    double *map_t;        /* the same, column-major */
     int grid;             /* directions on the upper hemisphere; their antipodes complete the sphere */
     double *dirs;         /* grid x 3 */
     float *basis_t;       /* k x grid_padded: SH functions at the grid, coefficient-major */
     int grid_padded;      /* grid rounded up to the evaluation block */
     int *nbr_start, *nbr; /* CSR neighbour lists over the hemisphere indices (antipodes folded in) */
+    int nbr_width;        /* the most neighbours any direction has */
+    int *nbr_fixed;       /* nbr_width x grid_padded, neighbour-major, short lists padded with the
+                           * direction itself: the neighbour test then vectorizes (gathers) */
 } tk_fibers_plan;
 
 tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *plan);
@@ -35,6 +39,16 @@ size_t tk_fibers_plan_work(const tk_fibers_plan *plan);
  * count found (possibly above max_peaks; only max_peaks written). */
 int tk_fibers_voxel_maxima(const tk_fibers_plan *plan, const double *sh, double *work, int max_peaks,
                            double *directions, double *amplitudes);
+
+/* The CUDA backend of tk_fibers_find_timed (options already checked). */
+tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_plan *plan, size_t num_voxels,
+                              const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
+                              size_t *bad_voxels, tk_fibers_timing *timing);
+
+/* Monomial coefficients of the SH series' polynomial: poly = P * sh, P row-major k x k, with
+ * rows ordered by z power c = 0..lmax, then y power b = 0..lmax-c (x power lmax-c-b), each
+ * row holding the multinomial weight, so that f(x) = sum_i poly_i x^a y^b z^c. */
+tk_status tk_fibers_monomial_map(const tk_fibers_plan *plan, double *P);
 
 #ifdef __cplusplus
 }

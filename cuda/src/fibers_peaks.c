@@ -13,6 +13,7 @@
 #endif
 
 #include "fibers_internal.h"
+#include "fibers_select.h"
 #include "sshopm_internal.h"
 #include "tk_sshopm.h"
 
@@ -33,11 +34,15 @@ typedef struct {
     int m;
     const double *a;
     double c[3 * TK_UNROLLED_K1_8_3], c2[6 * TK_UNROLLED_K2_8_3];
+    /* The last A x^(m-1): Newton's backtracking test evaluates it at the point the next
+     * iteration differentiates at, so one of each iteration's two evaluations is a copy. */
+    double last_x[3], last_y[3];
+    int has_last;
 } voxel_tensor;
 
 static void vt_init(voxel_tensor *t, int m, const double *a)
 {
-    t->m = m, t->a = a;
+    t->m = m, t->a = a, t->has_last = 0;
     switch (m) {
 #define TK_CASE(M)                                                                                                     \
     case M:                                                                                                            \
@@ -50,8 +55,13 @@ static void vt_init(voxel_tensor *t, int m, const double *a)
     }
 }
 
-static void vt_axm1(const voxel_tensor *t, const double *x, double *y)
+static void vt_axm1(const voxel_tensor *tc, const double *x, double *y)
 {
+    voxel_tensor *t = (voxel_tensor *)tc; /* the cache is no part of the tensor's value */
+    if (t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2]) {
+        y[0] = t->last_y[0], y[1] = t->last_y[1], y[2] = t->last_y[2];
+        return;
+    }
     switch (t->m) {
     case 2: tk_unrolled_axm1_2_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
     case 4: tk_unrolled_axm1_4_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
@@ -59,6 +69,8 @@ static void vt_axm1(const voxel_tensor *t, const double *x, double *y)
     case 8: tk_unrolled_axm1_8_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
     default: tk_sym_axm1_d(t->m, 3, t->a, x, y); break;
     }
+    for (int i = 0; i < 3; ++i) t->last_x[i] = x[i], t->last_y[i] = y[i];
+    t->has_last = 1;
 }
 
 static void vt_axm2(const voxel_tensor *t, const double *x, double *y)
@@ -91,79 +103,33 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
     o->backend = TK_FIBERS_CPU;
 }
 
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-static void normalize3(double *v)
-{
-    double n = sqrt(dot3(v, v));
-    v[0] /= n, v[1] /= n, v[2] /= n;
-}
+#define TK_NEWTON_FN static
+#define TK_NEWTON_UTIL static
+#define TK_NEWTON_CTX voxel_tensor
+#define TK_NEWTON_SFX(name) name##_cpu
+#define TK_NEWTON_ORDER(t) ((t)->m)
+#define TK_NEWTON_DERIVS(t, x, y, h) (vt_axm1(t, x, y), vt_axm2(t, x, h))
+#define TK_NEWTON_VALUE(t, x) vt_axm(t, x)
+#include "fibers_newton.h"
 
-/* u, w: an orthonormal basis of the plane orthogonal to unit x. */
-static void tangent_basis(const double *x, double *u, double *w)
+/* is_max[i] = 1 where grid direction i is not below any neighbour.  Neighbour-major over
+ * blocks of 32 directions, so each step is a gather and a compare across a vector. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsigned char *is_max)
 {
-    int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
-    double a[3] = {0, 0, 0};
-    a[small] = 1;
-    double d = dot3(a, x);
-    for (int i = 0; i < 3; ++i) u[i] = a[i] - d * x[i];
-    normalize3(u);
-    w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
-}
-
-/* Tangent gradient g and Hessian h (2 x 2, both divided by m) of A x^m on the sphere at x. */
-static double sphere_derivatives(const voxel_tensor *t, const double *x, const double *u, const double *w, double *y,
-                                 double *g, double *h)
-{
-    const int m = t->m;
-    double mat[9], mu[3], mw[3];
-    vt_axm1(t, x, y);
-    double lambda = dot3(x, y);
-    vt_axm2(t, x, mat);
-    for (int i = 0; i < 3; ++i) {
-        mu[i] = mat[i * 3] * u[0] + mat[i * 3 + 1] * u[1] + mat[i * 3 + 2] * u[2];
-        mw[i] = mat[i * 3] * w[0] + mat[i * 3 + 1] * w[1] + mat[i * 3 + 2] * w[2];
-    }
-    g[0] = dot3(u, y), g[1] = dot3(w, y);
-    h[0] = (m - 1) * dot3(u, mu) - lambda;
-    h[1] = (m - 1) * dot3(u, mw);
-    h[2] = (m - 1) * dot3(w, mw) - lambda;
-    return lambda;
-}
-
-/* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
- * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
- * Marquardt), steps of at most 0.2 rad, and backtracking so that A x^m never falls. */
-static int polish(const voxel_tensor *t, double *x, double *amplitude)
-{
-    double u[3], w[3], y[3], g[2], h[3];
-    for (int it = 0; it < 100; ++it) {
-        tangent_basis(x, u, w);
-        double lambda = sphere_derivatives(t, x, u, w, y, g, h);
-        double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
-        /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
-        double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
-        double top = mean + rad, shift = top > -1e-3 * scale ? top + 0.1 * scale : 0.0;
-        double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
-        double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
-        double len = sqrt(s0 * s0 + s1 * s1), xn[3];
-        if (len > 0.2) s0 *= 0.2 / len, s1 *= 0.2 / len, len = 0.2;
-        for (int half = 0; half < 40; ++half) {
-            for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
-            normalize3(xn);
-            if (vt_axm(t, xn) >= lambda - 1e-15 * scale) break;
-            s0 *= 0.5, s1 *= 0.5, len *= 0.5;
+    const int stride = p->grid_padded;
+    for (int i0 = 0; i0 < stride; i0 += 32) {
+        int ok[32];
+        for (int j = 0; j < 32; ++j) ok[j] = 1;
+        for (int n = 0; n < p->nbr_width; ++n) {
+            const int *nb = p->nbr_fixed + (size_t)n * stride + i0;
+            for (int j = 0; j < 32; ++j) ok[j] &= values[i0 + j] >= values[nb[j]];
         }
-        memcpy(x, xn, sizeof xn);
-        if (len < 1e-13) break;
+        for (int j = 0; j < 32; ++j) is_max[i0 + j] = (unsigned char)ok[j];
     }
-    tangent_basis(x, u, w);
-    double lambda = sphere_derivatives(t, x, u, w, y, g, h);
-    double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
-    *amplitude = lambda;
-    /* a strict maximum: gradient zero and Hessian negative definite (to rounding) */
-    return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && h[0] < -1e-9 * scale &&
-           h[0] * h[2] - h[1] * h[1] > 1e-18 * scale * scale;
 }
 
 /* The series on the grid, in float (it only ranks directions): blocks of 32 directions
@@ -193,17 +159,16 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     float *values = (float *)work;
     double *tensor = work + p->grid_padded / 2 + 1;
     grid_values(p, sh, values);
-    for (int r = 0; r < k; ++r) {
-        double s = 0;
-        for (int c = 0; c < k; ++c) s += p->map[(size_t)r * k + c] * sh[c];
-        tensor[r] = s;
-    }
+    /* column by column, so that the inner loop vectorizes without reassociation */
+    for (int r = 0; r < k; ++r) tensor[r] = 0;
+    for (int c = 0; c < k; ++c)
+        for (int r = 0; r < k; ++r) tensor[r] += p->map_t[(size_t)c * k + r] * sh[c];
     /* grid directions not below any neighbour, largest first */
     int cand[TK_MAX_CANDIDATES], ncand = 0;
+    unsigned char *is_max = (unsigned char *)(tensor + k);
+    grid_local_maxima(p, values, is_max);
     for (int i = 0; i < g; ++i) {
-        int is_max = 1; /* branch-free: the early exit mispredicts more than it saves */
-        for (int e = p->nbr_start[i]; e < p->nbr_start[i + 1]; ++e) is_max &= values[i] >= values[p->nbr[e]];
-        if (!is_max) continue;
+        if (!is_max[i]) continue;
         int pos = ncand < TK_MAX_CANDIDATES ? ncand++ : TK_MAX_CANDIDATES;
         if (pos == TK_MAX_CANDIDATES) {
             if (values[i] <= values[cand[TK_MAX_CANDIDATES - 1]]) continue;
@@ -225,13 +190,13 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
         double x[3], amp;
         memcpy(x, p->dirs + (size_t)cand[c] * 3, sizeof x);
         int near = 0;
-        for (int f = 0; f < found && !near; ++f) near = fabs(dot3(found_dir[f], x)) > cos_near;
+        for (int f = 0; f < found && !near; ++f) near = fabs(nt_dot3_cpu(found_dir[f], x)) > cos_near;
         if (near) continue;
-        if (!polish(&vt, x, &amp)) continue;
+        if (!nt_polish_cpu(&vt, x, &amp)) continue;
         tk_canonical_sign(3, x);
         int dup = 0;
         for (int f = 0; f < found && !dup; ++f) {
-            double d = fabs(dot3(found_dir[f], x));
+            double d = fabs(nt_dot3_cpu(found_dir[f], x));
             dup = d > 1.0 - 1e-10; /* within about 1e-5 rad */
         }
         if (dup) continue;
@@ -263,33 +228,18 @@ int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *
     return found;
 }
 
-/* Thresholds, separation and the count limit of one voxel; NaN fills what is missing. */
-static void select_peaks(const tk_fibers_options *o, int found, const double *dirs, const double *amps, float *out_dir,
-                         float *out_amp)
-{
-    const double cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
-    int kept = 0, kept_index[TK_MAX_CANDIDATES];
-    for (int f = 0; f < found && kept < o->num_peaks; ++f) {
-        if (!(amps[f] > o->threshold) || amps[f] < o->relative_threshold * amps[0]) continue;
-        int close = 0; /* within the separation of a larger peak already kept */
-        for (int q = 0; q < kept && o->min_separation_deg > 0 && !close; ++q)
-            close = fabs(dot3(dirs + kept_index[q] * 3, dirs + f * 3)) > cos_sep;
-        if (close) continue;
-        if (out_dir)
-            for (int i = 0; i < 3; ++i) out_dir[kept * 3 + i] = (float)dirs[f * 3 + i];
-        if (out_amp) out_amp[kept] = (float)amps[f];
-        kept_index[kept++] = f;
-    }
-    for (int q = kept; q < o->num_peaks; ++q) {
-        if (out_dir) out_dir[q * 3] = out_dir[q * 3 + 1] = out_dir[q * 3 + 2] = NAN;
-        if (out_amp) out_amp[q] = NAN;
-    }
-}
-
 tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
                          float *directions, float *amplitudes, size_t *bad_voxels)
 {
+    return tk_fibers_find_timed(o, num_voxels, sh, mask, directions, amplitudes, bad_voxels, NULL);
+}
+
+tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
+                               float *directions, float *amplitudes, size_t *bad_voxels, tk_fibers_timing *timing)
+{
     tk_clear_error();
+    const double start_ms = tk_now_ms();
+    if (timing) timing->total_ms = timing->kernel_ms = 0;
     if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
     if (o->num_peaks < 1 || o->num_peaks > TK_MAX_CANDIDATES)
         return tk_set_error(TK_ERR_ARGUMENT, "the number of peaks must be from 1 to %d, got %d", TK_MAX_CANDIDATES,
@@ -300,11 +250,14 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
         return tk_set_error(TK_ERR_ARGUMENT, "the minimum separation must be from 0 to 90 degrees");
     if (isnan(o->threshold)) return tk_set_error(TK_ERR_ARGUMENT, "the threshold is NaN");
     if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
-    if (o->backend == TK_FIBERS_CUDA)
-        return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend is not in this build yet: use cpu or omp");
+    if (o->backend != TK_FIBERS_CPU && o->backend != TK_FIBERS_OMP && o->backend != TK_FIBERS_CUDA)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown fiber backend %d", (int)o->backend);
     const tk_fibers_plan *plan = NULL;
     tk_status status = tk_fibers_plan_get(o->lmax, o->basis, o->legacy, &plan);
     if (status != TK_OK) return status;
+    if (o->backend == TK_FIBERS_CUDA)
+        return tk_fibers_find_cuda(o, plan, num_voxels, sh, mask, directions, amplitudes, bad_voxels, timing);
+    const double cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
     const int k = plan->k, np = o->num_peaks;
     const long long count = (long long)num_voxels;
     size_t bad = 0;
@@ -329,18 +282,20 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
             if (!work) continue;
             float *od = directions ? directions + (size_t)v * np * 3 : NULL;
             float *oa = amplitudes ? amplitudes + (size_t)v * np : NULL;
-            int ok = !mask || mask[v];
+            int ok = !mask || mask[v], kept[TK_MAX_CANDIDATES];
             for (int c = 0; c < k && ok; ++c) {
                 coeffs[c] = sh[(size_t)v * k + c];
                 if (!isfinite(coeffs[c])) ok = 0, ++bad;
             }
             int found = ok ? tk_fibers_voxel_maxima(plan, coeffs, work, TK_MAX_CANDIDATES, dirs, amps) : 0;
             if (found > TK_MAX_CANDIDATES) found = TK_MAX_CANDIDATES;
-            select_peaks(o, found, dirs, amps, od, oa);
+            tk_fibers_select(np, o->threshold, o->relative_threshold, o->min_separation_deg, cos_sep, found, dirs, amps,
+                             kept, od, oa);
         }
         free(work);
     }
     if (bad_voxels) *bad_voxels = bad;
     if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for peak-finder work buffers");
+    if (timing) timing->total_ms = timing->kernel_ms = tk_now_ms() - start_ms;
     return TK_OK;
 }

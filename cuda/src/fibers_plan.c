@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "fibers_internal.h"
+#include "tk_sshopm.h"
 
 #define TK_PI 3.14159265358979323846
 
@@ -20,17 +21,19 @@ static int grid_size(int lmax)
 void tk_fibers_plan_free(tk_fibers_plan *p)
 {
     free(p->map);
+    free(p->map_t);
     free(p->dirs);
     free(p->basis_t);
     free(p->nbr_start);
     free(p->nbr);
+    free(p->nbr_fixed);
     memset(p, 0, sizeof *p);
 }
 
 size_t tk_fibers_plan_work(const tk_fibers_plan *p)
 {
-    /* grid values (floats, padded), then the tensor */
-    return (size_t)p->grid_padded / 2 + 1 + (size_t)p->k;
+    /* grid values (floats, padded), the tensor, then the local-maximum flags (bytes) */
+    return (size_t)p->grid_padded / 2 + 1 + (size_t)p->k + (size_t)p->grid_padded / 8 + 1;
 }
 
 tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *p)
@@ -46,16 +49,19 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
     p->grid_padded = (p->grid + 31) / 32 * 32;
     const int g = p->grid, k = p->k;
     p->map = malloc(sizeof(double) * (size_t)k * k);
+    p->map_t = malloc(sizeof(double) * (size_t)k * k);
     p->dirs = malloc(sizeof(double) * (size_t)g * 3);
     p->basis_t = calloc((size_t)k * p->grid_padded, sizeof(float));
     p->nbr_start = malloc(sizeof(int) * ((size_t)g + 1));
     double *row = malloc(sizeof(double) * (size_t)k);
-    if (!p->map || !p->dirs || !p->basis_t || !p->nbr_start || !row) {
+    if (!p->map || !p->map_t || !p->dirs || !p->basis_t || !p->nbr_start || !row) {
         free(row);
         tk_fibers_plan_free(p);
         return tk_set_error(TK_ERR_MEMORY, "out of memory for the lmax %d peak-finder plan", lmax);
     }
     tk_status s = tk_sh_to_tensor_map(basis, legacy, lmax, p->map);
+    for (int r = 0; r < k && s == TK_OK; ++r)
+        for (int c = 0; c < k; ++c) p->map_t[(size_t)c * k + r] = p->map[(size_t)r * k + c];
     /* upper half of a 2g-point Fibonacci lattice */
     for (int i = 0; i < g && s == TK_OK; ++i) {
         double z = 1.0 - (2.0 * i + 1.0) / (2.0 * g), rho = sqrt(1.0 - z * z), ang = i * TK_PI * (3.0 - sqrt(5.0));
@@ -97,6 +103,19 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
         return tk_set_error(TK_ERR_MEMORY, "out of memory for the peak-finder grid");
     }
     p->nbr_start[g] = (int)used;
+    p->nbr_width = 0;
+    for (int i = 0; i < g; ++i)
+        if (p->nbr_start[i + 1] - p->nbr_start[i] > p->nbr_width) p->nbr_width = p->nbr_start[i + 1] - p->nbr_start[i];
+    p->nbr_fixed = malloc(sizeof(int) * (size_t)p->nbr_width * p->grid_padded);
+    if (!p->nbr_fixed) {
+        tk_fibers_plan_free(p);
+        return tk_set_error(TK_ERR_MEMORY, "out of memory for the peak-finder grid");
+    }
+    for (int i = 0; i < p->grid_padded; ++i)
+        for (int n = 0; n < p->nbr_width; ++n) {
+            int count = i < g ? p->nbr_start[i + 1] - p->nbr_start[i] : 0;
+            p->nbr_fixed[(size_t)n * p->grid_padded + i] = n < count ? p->nbr[p->nbr_start[i] + n] : (i < g ? i : 0);
+        }
     return TK_OK;
 }
 
@@ -121,4 +140,22 @@ tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_f
     *plan = *slot;
     pthread_mutex_unlock(&plan_lock);
     return s;
+}
+
+tk_status tk_fibers_monomial_map(const tk_fibers_plan *p, double *P)
+{
+    const int m = p->lmax, k = p->k;
+    int index[TK_SH_MAX_LMAX], row = 0;
+    for (int c = 0; c <= m; ++c)
+        for (int b = 0; b <= m - c; ++b, ++row) {
+            /* the sorted index tuple 0^a 1^b 2^c of monomial x^a y^b z^c */
+            int a = m - c - b, pos = 0;
+            for (int i = 0; i < a; ++i) index[pos++] = 0;
+            for (int i = 0; i < b; ++i) index[pos++] = 1;
+            for (int i = 0; i < c; ++i) index[pos++] = 2;
+            const size_t rank = tk_sym_rank(m, 3, index);
+            const double weight = tk_sym_multiplicity(m, index);
+            for (int col = 0; col < k; ++col) P[(size_t)row * k + col] = weight * p->map[rank * k + col];
+        }
+    return row == k ? TK_OK : tk_set_error(TK_ERR_ARGUMENT, "monomial count %d differs from %d coefficients", row, k);
 }

@@ -2,5 +2,7 @@
 #ifndef TK_BENCH_H
 #define TK_BENCH_H
 int tk_bench_teig(int argc, char **argv);
+int tk_bench_fibers(int argc, char **argv);
+int tk_bench_tucker(int argc, char **argv);
 int tk_bench_eig(int argc, char **argv);
 #endif

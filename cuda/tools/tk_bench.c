@@ -13,11 +13,17 @@ int main(int argc, char **argv)
                 "suites:\n"
                 "  teig    SS-HOPM: the seed's Table 6.1 set-up for {general, unrolled} x {cpu, omp, cuda},\n"
                 "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n"
+                "  fibers  fiber directions: voxels/s and accuracy beside MRtrix3's sh2peaks (tk-bench fibers --help)\n"
+                "  tucker  sparse FastTucker: per-iteration factor and core update times on a Netflix-shaped\n"
+                "          synthetic tensor vs the goals and cuFasterTucker, test RMSE vs the double CPU\n"
+                "          reference, omp nonzeros/s (tk-bench tucker --help)\n"
                 "  eig     batched eigenvalues: the seed's Table 4 set-up on cuda, omp and LAPACK\n"
                 "          (tk-bench eig --help)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "fibers")) return tk_bench_fibers(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "tucker")) return tk_bench_tucker(argc - 1, argv + 1);
     if (!strcmp(argv[1], "eig")) return tk_bench_eig(argc - 1, argv + 1);
     tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
     return TK_EXIT_USAGE;

@@ -1,0 +1,111 @@
+/* itk::TuckerCompletionImageFilter: image + mask of observed voxels in, low-rank
+ * FastTucker reconstruction out. */
+#ifndef itkTuckerCompletionImageFilter_h
+#define itkTuckerCompletionImageFilter_h
+
+#include "itkImage.h"
+#include "itkImageToImageFilter.h"
+#include "tk_tucker.h"
+
+namespace itk
+{
+/** \class TuckerCompletionImageFilter
+ * \brief Tensor completion: fills unobserved voxels of a 3-D or 4-D image from a low-rank
+ * sparse FastTucker model fitted to the observed ones.
+ *
+ * The image is an order-N tensor (N = ImageDimension, axis n = mode n).  The voxels where
+ * the mask (SetMaskImage, same grid; nonzero = observed) is set are the training entries;
+ * with no mask every voxel is observed and the output is a low-rank approximation.  The
+ * values are standardized (mean 0, standard deviation 1) before fitting, so the learning
+ * rates do not depend on the intensity scale, and the model is evaluated on the whole
+ * grid.  Output: the reconstruction everywhere, or with KeepObservedValues on, the input
+ * at observed voxels and the reconstruction elsewhere (e.g. a DWI series with dropped
+ * slices: the 4-D image and a mask that is zero on the dropped slices).
+ *
+ * The whole image is processed at once (the model couples every voxel): no streaming.
+ * Backend CPU runs the OpenMP backend; CUDA the GPU one.  With a fixed Seed the CPU result
+ * is reproducible for any thread count.
+ */
+template <typename TImage = Image<float, 3>>
+class ITK_TEMPLATE_EXPORT TuckerCompletionImageFilter : public ImageToImageFilter<TImage, TImage>
+{
+public:
+    ITK_DISALLOW_COPY_AND_MOVE(TuckerCompletionImageFilter);
+    static_assert(TImage::ImageDimension >= 3 && TImage::ImageDimension <= 4,
+                  "TuckerCompletionImageFilter works on 3-D and 4-D images");
+
+    using Self = TuckerCompletionImageFilter;
+    using Superclass = ImageToImageFilter<TImage, TImage>;
+    using Pointer = SmartPointer<Self>;
+    using ConstPointer = SmartPointer<const Self>;
+    itkNewMacro(Self);
+    itkTypeMacro(TuckerCompletionImageFilter, ImageToImageFilter);
+
+    using ImageType = TImage;
+    using MaskImageType = Image<unsigned char, TImage::ImageDimension>;
+    enum class BackendType { CPU, CUDA };
+
+    /** Factor rank J and core rank R (4..64; default 8). */
+    itkSetClampMacro(RankJ, unsigned int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK);
+    itkGetConstMacro(RankJ, unsigned int);
+    itkSetClampMacro(RankR, unsigned int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK);
+    itkGetConstMacro(RankR, unsigned int);
+    /** SGD iterations (default 200). */
+    itkSetClampMacro(NumberOfIterations, unsigned int, 1, 1000000);
+    itkGetConstMacro(NumberOfIterations, unsigned int);
+    /** Learning rates and regularization of the factor and core matrices (on the
+     *  standardized values; defaults 0.02, 0.5, 1e-3, 1e-3).  Ranks above the data's
+     *  true rank converge faster (the default 8 suits smooth images). */
+    itkSetMacro(LearningRateA, double);
+    itkGetConstMacro(LearningRateA, double);
+    itkSetMacro(LearningRateB, double);
+    itkGetConstMacro(LearningRateB, double);
+    itkSetMacro(LambdaA, double);
+    itkGetConstMacro(LambdaA, double);
+    itkSetMacro(LambdaB, double);
+    itkGetConstMacro(LambdaB, double);
+    itkSetMacro(Seed, uint64_t);
+    itkGetConstMacro(Seed, uint64_t);
+    itkSetMacro(KeepObservedValues, bool);
+    itkGetConstMacro(KeepObservedValues, bool);
+    itkBooleanMacro(KeepObservedValues);
+    itkSetMacro(Backend, BackendType);
+    itkGetConstMacro(Backend, BackendType);
+
+    void SetMaskImage(const MaskImageType *mask) { this->SetNthInput(1, const_cast<MaskImageType *>(mask)); }
+    const MaskImageType *GetMaskImage() const { return dynamic_cast<const MaskImageType *>(this->ProcessObject::GetInput(1)); }
+
+    /** After Update: observed voxels, and the fit's RMSE on them (input units). */
+    itkGetConstMacro(NumberOfObservedVoxels, SizeValueType);
+    itkGetConstMacro(TrainingRMSE, double);
+
+protected:
+    TuckerCompletionImageFilter();
+    ~TuckerCompletionImageFilter() override = default;
+
+    void GenerateInputRequestedRegion() override;
+    void EnlargeOutputRequestedRegion(DataObject *output) override;
+    void VerifyInputInformation() const override;
+    void GenerateData() override;
+    void PrintSelf(std::ostream &os, Indent indent) const override;
+
+private:
+    unsigned int m_RankJ{8};
+    unsigned int m_RankR{8};
+    unsigned int m_NumberOfIterations{200};
+    double m_LearningRateA{0.02};
+    double m_LearningRateB{0.5};
+    double m_LambdaA{1e-3};
+    double m_LambdaB{1e-3};
+    uint64_t m_Seed{0};
+    bool m_KeepObservedValues{false};
+    BackendType m_Backend{BackendType::CPU};
+    SizeValueType m_NumberOfObservedVoxels{0};
+    double m_TrainingRMSE{0.0};
+};
+} // namespace itk
+
+#ifndef ITK_MANUAL_INSTANTIATION
+#include "itkTuckerCompletionImageFilter.hxx"
+#endif
+#endif

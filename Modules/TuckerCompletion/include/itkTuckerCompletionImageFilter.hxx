@@ -1,0 +1,164 @@
+#ifndef itkTuckerCompletionImageFilter_hxx
+#define itkTuckerCompletionImageFilter_hxx
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "itkImageRegionConstIterator.h"
+#include "itkImageRegionIterator.h"
+#include "itkMacro.h"
+#include "itkTuckerCompletionImageFilter.h"
+
+namespace itk
+{
+template <typename TImage>
+TuckerCompletionImageFilter<TImage>::TuckerCompletionImageFilter()
+{
+    this->SetNumberOfRequiredInputs(1);
+}
+
+template <typename TImage>
+void TuckerCompletionImageFilter<TImage>::GenerateInputRequestedRegion()
+{
+    Superclass::GenerateInputRequestedRegion();
+    // The model couples every voxel: the whole input (and mask) is needed.
+    for (unsigned k = 0; k < this->GetNumberOfIndexedInputs(); ++k)
+        if (auto *input = dynamic_cast<ImageBase<TImage::ImageDimension> *>(this->ProcessObject::GetInput(k)))
+            input->SetRequestedRegionToLargestPossibleRegion();
+}
+
+template <typename TImage>
+void TuckerCompletionImageFilter<TImage>::EnlargeOutputRequestedRegion(DataObject *output)
+{
+    Superclass::EnlargeOutputRequestedRegion(output);
+    output->SetRequestedRegionToLargestPossibleRegion();
+}
+
+template <typename TImage>
+void TuckerCompletionImageFilter<TImage>::VerifyInputInformation() const
+{
+    Superclass::VerifyInputInformation(); // the mask must share the image's grid
+    const MaskImageType *mask = this->GetMaskImage();
+    if (mask && mask->GetLargestPossibleRegion().GetSize() != this->GetInput()->GetLargestPossibleRegion().GetSize())
+        itkExceptionMacro(<< "the mask's size " << mask->GetLargestPossibleRegion().GetSize()
+                          << " differs from the image's " << this->GetInput()->GetLargestPossibleRegion().GetSize());
+}
+
+template <typename TImage>
+void TuckerCompletionImageFilter<TImage>::GenerateData()
+{
+    constexpr unsigned D = TImage::ImageDimension;
+    const TImage *input = this->GetInput();
+    const MaskImageType *mask = this->GetMaskImage();
+    const auto region = input->GetLargestPossibleRegion();
+    this->AllocateOutputs();
+    TImage *output = this->GetOutput();
+
+    tk_tucker_coo coo{};
+    uint32_t dims[TK_TUCKER_MAX_ORDER] = {0};
+    size_t voxels = 1;
+    for (unsigned n = 0; n < D; ++n) {
+        dims[n] = static_cast<uint32_t>(region.GetSize(n));
+        voxels *= dims[n];
+        if (dims[n] < 1) itkExceptionMacro(<< "axis " << n << " of the image is empty");
+    }
+    // Observed voxels, in buffer order (axis 0 fastest).
+    std::vector<uint8_t> observed(voxels, 1);
+    if (mask) {
+        size_t v = 0;
+        for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) observed[v] = it.Get() != 0;
+    }
+    std::vector<double> values(voxels);
+    size_t count = 0, v = 0;
+    double mean = 0;
+    for (ImageRegionConstIterator<TImage> it(input, region); !it.IsAtEnd(); ++it, ++v) {
+        values[v] = static_cast<double>(it.Get());
+        if (!observed[v]) continue;
+        if (!std::isfinite(values[v]))
+            itkExceptionMacro(<< "observed voxel " << it.GetIndex() << " is not finite (" << values[v]
+                              << "): mask it out or fix the input");
+        mean += values[v];
+        ++count;
+    }
+    if (count == 0) itkExceptionMacro(<< "the mask marks no voxel as observed: nothing to fit");
+    mean /= static_cast<double>(count);
+    double var = 0;
+    for (v = 0; v < voxels; ++v)
+        if (observed[v]) var += (values[v] - mean) * (values[v] - mean);
+    const double scale = var > 0 ? std::sqrt(var / static_cast<double>(count)) : 1.0;
+
+    if (tk_tucker_coo_alloc(&coo, static_cast<int>(D), dims, count) != TK_OK)
+        itkExceptionMacro(<< "cannot hold the observed voxels: " << tk_last_error());
+    std::unique_ptr<tk_tucker_coo, void (*)(tk_tucker_coo *)> coo_guard(&coo, tk_tucker_coo_free);
+    size_t e = 0;
+    for (v = 0; v < voxels; ++v) {
+        if (!observed[v]) continue;
+        size_t rest = v;
+        for (unsigned n = 0; n < D; ++n) {
+            coo.idx[e * D + n] = static_cast<uint32_t>(rest % dims[n]);
+            rest /= dims[n];
+        }
+        coo.val[e++] = static_cast<float>((values[v] - mean) / scale);
+    }
+
+    tk_tucker_model model{};
+    if (tk_tucker_model_alloc(&model, static_cast<int>(D), dims, static_cast<int>(m_RankJ), static_cast<int>(m_RankR)) != TK_OK)
+        itkExceptionMacro(<< "cannot allocate the model: " << tk_last_error());
+    std::unique_ptr<tk_tucker_model, void (*)(tk_tucker_model *)> model_guard(&model, tk_tucker_model_free);
+    tk_tucker_model_init(&model, m_Seed, 0);
+
+    tk_tucker_options o;
+    tk_tucker_options_init(&o);
+    o.backend = m_Backend == BackendType::CUDA ? TK_TUCKER_CUDA : TK_TUCKER_OMP;
+    o.lr_a = m_LearningRateA;
+    o.lr_b = m_LearningRateB;
+    o.lambda_a = m_LambdaA;
+    o.lambda_b = m_LambdaB;
+    o.num_threads = static_cast<int>(this->GetNumberOfWorkUnits());
+    tk_tucker_solver *solver = nullptr;
+    if (tk_tucker_solver_create(&o, &coo, &model, &solver) != TK_OK)
+        itkExceptionMacro(<< "FastTucker set-up failed: " << tk_last_error());
+    std::unique_ptr<tk_tucker_solver, void (*)(tk_tucker_solver *)> solver_guard(solver, tk_tucker_solver_destroy);
+    for (unsigned it = 0; it < m_NumberOfIterations; ++it) {
+        if (tk_tucker_update_factors(solver) != TK_OK || tk_tucker_update_core(solver) != TK_OK)
+            itkExceptionMacro(<< "FastTucker iteration " << it + 1 << " failed: " << tk_last_error());
+        this->UpdateProgress(static_cast<float>(it + 1) / static_cast<float>(m_NumberOfIterations + 1));
+        if (this->GetAbortGenerateData()) break;
+    }
+    if (tk_tucker_solver_model(solver, &model) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    tk_tucker_metrics fit;
+    if (tk_tucker_evaluate(&model, &coo, 0, 0, &fit) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    if (!std::isfinite(fit.rmse))
+        itkExceptionMacro(<< "the fit diverged: lower LearningRateA / LearningRateB");
+    m_TrainingRMSE = fit.rmse * scale;
+    m_NumberOfObservedVoxels = count;
+
+    std::vector<float> dense(voxels);
+    if (tk_tucker_predict_dense(&model, dense.data()) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    v = 0;
+    using OutPixel = typename TImage::PixelType;
+    for (ImageRegionIterator<TImage> it(output, region); !it.IsAtEnd(); ++it, ++v) {
+        double value = m_KeepObservedValues && observed[v] ? values[v] : dense[v] * scale + mean;
+        it.Set(static_cast<OutPixel>(value));
+    }
+    this->UpdateProgress(1.0f);
+}
+
+template <typename TImage>
+void TuckerCompletionImageFilter<TImage>::PrintSelf(std::ostream &os, Indent indent) const
+{
+    Superclass::PrintSelf(os, indent);
+    os << indent << "RankJ: " << m_RankJ << "\n"
+       << indent << "RankR: " << m_RankR << "\n"
+       << indent << "NumberOfIterations: " << m_NumberOfIterations << "\n"
+       << indent << "LearningRateA: " << m_LearningRateA << "\n"
+       << indent << "LearningRateB: " << m_LearningRateB << "\n"
+       << indent << "LambdaA: " << m_LambdaA << "\n"
+       << indent << "LambdaB: " << m_LambdaB << "\n"
+       << indent << "Seed: " << m_Seed << "\n"
+       << indent << "KeepObservedValues: " << m_KeepObservedValues << "\n"
+       << indent << "Backend: " << (m_Backend == BackendType::CPU ? "cpu" : "cuda") << "\n";
+}
+} // namespace itk
+#endif

@@ -1,0 +1,191 @@
+// tk-tucker end to end: synth, train, predict, errors, and a SIGKILL during training.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tk_cli_runner.h"
+#include "tk_tucker.h"
+
+using namespace tk_test;
+
+namespace {
+
+const std::string exe = TK_TUCKER_EXE;
+
+RunResult tucker(const std::string &args, const std::string &dir) { return run_tool(exe + " " + args, dir); }
+
+std::vector<std::vector<double>> read_rows(const std::string &text)
+{
+    std::vector<std::vector<double>> rows;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        std::vector<double> row;
+        double v;
+        while (ls >> v) row.push_back(v);
+        if (!row.empty() && ls.eof()) rows.push_back(row);
+    }
+    return rows;
+}
+
+std::string manifest_value(const std::string &dir, const std::string &key)
+{
+    std::istringstream in(slurp(dir + "/manifest.txt"));
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(key + " = ", 0) == 0) return line.substr(key.size() + 3);
+    return "";
+}
+
+}  // namespace
+
+TEST(TuckerCli, SynthTrainPredict)
+{
+    std::string d = make_temp_dir("tk_tucker_cli");
+    auto r = tucker("synth --shape 120,80,60 --nnz 30000 --rank-j 4 --rank-r 4 --noise 0.1 --seed 2 --truth " + d +
+                        "/truth " + d + "/s.tns",
+                    d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // The true model reproduces its entries up to the noise.
+    r = tucker("predict " + d + "/truth " + d + "/s.tns " + d + "/p.tns", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto data = read_rows(slurp(d + "/s.tns")), pred = read_rows(slurp(d + "/p.tns"));
+    ASSERT_EQ(data.size(), 30000u);
+    ASSERT_EQ(pred.size(), data.size());
+    double sse = 0;
+    for (size_t e = 0; e < data.size(); ++e) {
+        ASSERT_EQ(pred[e].size(), 4u);
+        for (int k = 0; k < 3; ++k) ASSERT_EQ(pred[e][k], data[e][k]);
+        sse += (pred[e][3] - data[e][3]) * (pred[e][3] - data[e][3]);
+    }
+    EXPECT_NEAR(std::sqrt(sse / (double)data.size()), 0.1, 0.01);
+
+    r = tucker("train " + d + "/s.tns --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 12 --lr-a 0.1 --lr-b 5 "
+                   "--lambda-a 1e-4 --lambda-b 1e-4 --seed 1 --quiet --out " + d + "/m",
+               d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto rows = read_rows(r.out);
+    ASSERT_EQ(rows.size(), 12u) << r.out;
+    for (auto &row : rows) ASSERT_EQ(row.size(), 7u);
+    EXPECT_LT(rows.back()[5], rows.front()[5]);  // test RMSE went down
+    EXPECT_LT(rows.back()[5], 0.3);
+    EXPECT_TRUE(exists(d + "/s.tns.tkc"));  // the binary cache
+    EXPECT_EQ(manifest_value(d + "/m", "iteration"), "12");
+    for (const char *f : {"A1.npy", "A3.npy", "B2.npy"}) EXPECT_TRUE(exists(d + "/m/" + f)) << f;
+
+    // Queries without values; the output keeps their index columns.
+    std::ofstream(d + "/q.tns") << "# queries\n1 1 1\n120 80 60 9.5\n";
+    r = tucker("predict " + d + "/m " + d + "/q.tns " + d + "/qp.tns", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto q = read_rows(slurp(d + "/qp.tns"));
+    ASSERT_EQ(q.size(), 2u);
+    EXPECT_EQ(q[1][0], 120);
+    EXPECT_NE(q[1][3], 9.5);
+}
+
+TEST(TuckerCli, BadInputGivesClearErrors)
+{
+    std::string d = make_temp_dir("tk_tucker_bad");
+    std::ofstream(d + "/bad.tns") << "1 1 1 1\n2 2 two 1\n";
+    auto r = tucker("train " + d + "/bad.tns --out " + d + "/m", d);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("bad.tns:2:"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(d + "/m"));
+    std::ofstream(d + "/z.tns") << "1 1 1 1\n0 2 2 1\n";
+    r = tucker("train " + d + "/z.tns --out " + d + "/m", d);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("z.tns:2:"), std::string::npos) << r.err;
+    std::ofstream(d + "/o2.tns") << "1 1 1\n2 2 1\n";
+    r = tucker("train " + d + "/o2.tns --out " + d + "/m", d);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("order"), std::string::npos) << r.err;
+    r = tucker("train " + d + "/z.tns --out " + d + "/m --rank-j 100", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--rank-j"), std::string::npos) << r.err;
+    r = tucker("train " + d + "/z.tns --out " + d + "/m --frobnicate", d);
+    EXPECT_EQ(r.exit_code, 2);
+    r = tucker("frobnicate", d);
+    EXPECT_EQ(r.exit_code, 2);
+    r = tucker("synth --shape 10,0,5 --nnz 10 " + d + "/x.tns", d);
+    EXPECT_EQ(r.exit_code, 2);
+    r = tucker("predict " + d + "/nomodel " + d + "/bad.tns " + d + "/o.tns", d);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("nomodel"), std::string::npos) << r.err;
+    // A directory that is not ours is never replaced.
+    std::string other = d + "/other";
+    ASSERT_EQ(mkdir(other.c_str(), 0777), 0);
+    std::ofstream(other + "/keep.txt") << "mine";
+    r = tucker("synth --shape 10,10,10 --nnz 50 " + d + "/ok.tns", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --out " + other, d);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("not a tk-tucker model directory"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(other + "/keep.txt"), "mine");
+    // Queries beyond the model.
+    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --out " + d + "/m2", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::ofstream(d + "/far.tns") << "1 1 1\n11 1 1\n";
+    r = tucker("predict " + d + "/m2 " + d + "/far.tns " + d + "/o.tns", d);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("query 2"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(d + "/o.tns"));
+    // --resume with other settings than the checkpoint's.
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --lr-a 0.5 --resume --out " + d + "/m2", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("lr_a"), std::string::npos) << r.err;
+}
+
+// Kill -9 in the middle of training, resume, and get exactly the model of a run
+// that was never interrupted (cpu, fixed seed).
+TEST(TuckerCli, SigkillThenResumeEqualsUninterrupted)
+{
+    std::string d = make_temp_dir("tk_tucker_kill");
+    auto r = tucker("synth --shape 400,300,200 --nnz 150000 --rank-j 8 --rank-r 8 --seed 4 " + d + "/s.tns", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string common = "train " + d + "/s.tns --test-fraction 0.05 --rank-j 16 --rank-r 16 --iters 10 "
+                               "--backend cpu --seed 7 --checkpoint-every 1 --quiet --out ";
+    r = tucker(common + d + "/whole", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+
+    std::string killed = d + "/killed";
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        std::string cmd = "exec " + exe + " " + common + killed + " > /dev/null 2>&1";
+        execl("/bin/sh", "sh", "-c", cmd.c_str(), (char *)nullptr);
+        _exit(127);
+    }
+    long seen = 0;
+    for (int k = 0; k < 6000 && seen < 3; ++k) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::string it = exists(killed + "/manifest.txt") ? manifest_value(killed, "iteration") : "";
+        if (!it.empty()) seen = std::stol(it);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+    long at_kill = std::stol(manifest_value(killed, "iteration"));
+    EXPECT_GE(at_kill, 3);
+    EXPECT_LT(at_kill, 10);
+
+    r = tucker(common + killed + " --resume", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("resuming"), std::string::npos) << r.err;
+    EXPECT_EQ(read_rows(r.out).size(), (size_t)(10 - at_kill));
+    for (const char *f : {"A1.npy", "A2.npy", "A3.npy", "B1.npy", "B2.npy", "B3.npy"})
+        EXPECT_EQ(slurp(d + "/whole/" + f), slurp(killed + "/" + f)) << f;
+    EXPECT_EQ(manifest_value(killed, "test_rmse"), manifest_value(d + "/whole", "test_rmse"));
+    // The save the kill interrupted left no temporary directory behind after the resume.
+    EXPECT_FALSE(exists(killed + ".tmp" + std::to_string(pid)));
+}

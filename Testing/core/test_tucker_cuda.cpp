@@ -1,0 +1,123 @@
+// The CUDA backend of FastTucker against the cpu/omp backends (label gpu; skips without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tucker_test_util.h"
+
+using namespace tk_test;
+
+namespace {
+
+tk_tucker_options opts(tk_tucker_backend backend, size_t threshold)
+{
+    tk_tucker_options o;
+    tk_tucker_options_init(&o);
+    o.backend = backend;
+    o.lr_a = 0.05;
+    o.lr_b = 1;
+    o.lambda_a = o.lambda_b = 1e-3;
+    o.fiber_threshold = threshold;
+    return o;
+}
+
+// Train on cuda and omp from one start (skips the test when there is no GPU).
+void both(const tk_tucker_options &base, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
+          tk_tucker_model *gpu, tk_tucker_model *cpu)
+{
+    auto o = base;
+    o.backend = TK_TUCKER_CUDA;
+    Solver s;
+    tk_status st = tk_tucker_solver_create(&o, &t, &init, &s.s);
+    TK_TUCKER_SKIP_IF_NO_CUDA(st);
+    ASSERT_EQ(st, TK_OK) << tk_last_error();
+    for (int it = 0; it < iters; ++it) {
+        EXPECT_EQ(tk_tucker_update_factors(s.s), TK_OK) << tk_last_error();
+        EXPECT_EQ(tk_tucker_update_core(s.s), TK_OK) << tk_last_error();
+    }
+    EXPECT_EQ(tk_tucker_model_copy(gpu, &init), TK_OK);
+    EXPECT_EQ(tk_tucker_solver_model(s.s, gpu), TK_OK);
+    o.backend = TK_TUCKER_OMP;
+    train(o, t, init, iters, cpu);
+}
+
+}  // namespace
+
+TEST(TuckerCuda, MatchesOmpForEveryKernelShape)
+{
+    struct Case {
+        int order, j, r;
+        size_t threshold;
+    };
+    for (Case c : {Case{3, 8, 8, 128}, Case{3, 32, 32, 16}, Case{3, 48, 20, 128}, Case{3, 20, 48, 32},
+                   Case{3, 64, 64, 64}, Case{5, 16, 16, 8}, Case{10, 4, 4, 128}}) {
+        std::vector<uint32_t> dims = {70, 50, 40, 9, 8, 7, 6, 5, 4, 3};
+        auto so = synth_options(c.order, dims, 20000, 8, 0.1, (uint64_t)(c.order * 100 + c.j));
+        Coo t;
+        ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
+        Model init, gpu, cpu;
+        ASSERT_EQ(tk_tucker_model_alloc(&init.m, c.order, so.dims, c.j, c.r), TK_OK);
+        tk_tucker_model_init(&init.m, 2, 0);
+        auto o = opts(TK_TUCKER_OMP, c.threshold);
+        both(o, t.t, init.m, 2, &gpu.m, &cpu.m);
+        if (IsSkipped() || HasFailure()) return;
+        // Only float rounding (atomic sums, FMA) separates them.
+        EXPECT_LT(max_abs_diff(gpu.m, cpu.m), 2e-3) << "order " << c.order << " J " << c.j << " R " << c.r;
+        tk_tucker_metrics mg, mc;
+        ASSERT_EQ(tk_tucker_evaluate(&gpu.m, &t.t, 0, 0, &mg), TK_OK);
+        ASSERT_EQ(tk_tucker_evaluate(&cpu.m, &t.t, 0, 0, &mc), TK_OK);
+        EXPECT_NEAR(mg.rmse, mc.rmse, 1e-3 * mc.rmse) << "order " << c.order << " J " << c.j << " R " << c.r;
+    }
+}
+
+TEST(TuckerCuda, RecoversASyntheticModelLikeTheDoubleReference)
+{
+    auto so = synth_options(3, {300, 200, 100}, 100000, 4, 0.2, 11);
+    so.unique = 1;
+    Coo all, tr, te;
+    ASSERT_EQ(tk_tucker_synth(&so, &all.t, nullptr), TK_OK);
+    ASSERT_EQ(tk_tucker_coo_split(&all.t, 0.1, 3, &tr.t, &te.t), TK_OK);
+    Model init, gpu, ref;
+    ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 4, 4), TK_OK);
+    tk_tucker_model_init(&init.m, 5, 0);
+    auto o = opts(TK_TUCKER_OMP, 128);
+    o.lr_a = 0.1, o.lr_b = 5, o.lambda_a = o.lambda_b = 1e-4;
+    o.backend = TK_TUCKER_CUDA;
+    {
+        Solver s;
+        tk_status st = tk_tucker_solver_create(&o, &tr.t, &init.m, &s.s);
+        TK_TUCKER_SKIP_IF_NO_CUDA(st);
+        ASSERT_EQ(st, TK_OK) << tk_last_error();
+    }
+    o.backend = TK_TUCKER_OMP;
+    o.double_precision = 1;
+    train(o, tr.t, init.m, 70, &ref.m);
+    o.double_precision = 0;
+    o.backend = TK_TUCKER_CUDA;
+    train(o, tr.t, init.m, 70, &gpu.m);
+    tk_tucker_metrics mg, mr;
+    ASSERT_EQ(tk_tucker_evaluate(&gpu.m, &te.t, 0, 0, &mg), TK_OK);
+    ASSERT_EQ(tk_tucker_evaluate(&ref.m, &te.t, 0, 0, &mr), TK_OK);
+    EXPECT_LT(mg.rmse, 1.15 * 0.2);
+    EXPECT_LT(mg.rmse, mr.rmse * 1.02) << "double reference " << mr.rmse;  // float rounding only
+}
+
+TEST(TuckerCuda, BadDeviceIsAnArgumentError)
+{
+    auto so = synth_options(3, {10, 10, 10}, 100, 4, 0.1, 1);
+    Coo t;
+    ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
+    Model m;
+    ASSERT_EQ(tk_tucker_model_alloc(&m.m, 3, so.dims, 4, 4), TK_OK);
+    auto o = opts(TK_TUCKER_CUDA, 128);
+    o.cuda_device = 999;
+    Solver s;
+    tk_status st = tk_tucker_solver_create(&o, &t.t, &m.m, &s.s);
+    TK_TUCKER_SKIP_IF_NO_CUDA(st);
+    EXPECT_EQ(st, TK_ERR_ARGUMENT) << tk_last_error();
+    o.cuda_device = 0;
+    o.double_precision = 1;
+    EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &m.m, &s.s), TK_ERR_UNSUPPORTED);
+}

@@ -1,0 +1,128 @@
+// Helpers of the FastTucker tests: RAII wrappers, a brute-force Tucker oracle.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tk_tucker.h"
+
+// GPU tests skip, saying why, in a build without CUDA or on a machine without a GPU.
+#define TK_TUCKER_SKIP_IF_NO_CUDA(status)                                                                \
+    do {                                                                                                 \
+        if ((status) == TK_ERR_UNSUPPORTED && std::strstr(tk_last_error(), "no CUDA backend"))           \
+            GTEST_SKIP() << "SKIPPED: built without CUDA: " << tk_last_error();                          \
+        if ((status) == TK_ERR_CUDA && std::strstr(tk_last_error(), "no CUDA device"))                   \
+            GTEST_SKIP() << "SKIPPED: no GPU here: " << tk_last_error();                                 \
+    } while (0)
+
+namespace tk_test {
+
+struct Coo {
+    tk_tucker_coo t{};
+    ~Coo() { tk_tucker_coo_free(&t); }
+};
+struct Model {
+    tk_tucker_model m{};
+    ~Model() { tk_tucker_model_free(&m); }
+};
+struct Solver {
+    tk_tucker_solver *s = nullptr;
+    ~Solver() { tk_tucker_solver_destroy(s); }
+};
+
+inline tk_tucker_synth_options synth_options(int order, const std::vector<uint32_t> &dims, size_t nnz, int rank,
+                                             double noise, uint64_t seed)
+{
+    tk_tucker_synth_options o;
+    tk_tucker_synth_options_init(&o);
+    o.order = order;
+    for (int n = 0; n < order; ++n) o.dims[n] = dims[(size_t)n];
+    o.nnz = nnz;
+    o.rank_j = o.rank_r = rank;
+    o.noise = noise;
+    o.seed = seed;
+    return o;
+}
+
+// The Tucker form of the model, built the long way: the dense core
+// G[j1..jN] = sum_r prod_n B(n)[j_n][r], then x = G x_1 a(1) ... x_N a(N).
+inline double tucker_value_dense(const tk_tucker_model &m, const uint32_t *ix)
+{
+    int N = m.order, J = m.rank_j, R = m.rank_r;
+    size_t cells = 1;
+    for (int n = 0; n < N; ++n) cells *= (size_t)J;
+    double sum = 0;
+    for (size_t cell = 0; cell < cells; ++cell) {
+        size_t off = cell;
+        int j[TK_TUCKER_MAX_ORDER];
+        for (int n = 0; n < N; ++n) {
+            j[n] = (int)(off % (size_t)J);
+            off /= (size_t)J;
+        }
+        double core = 0;
+        for (int r = 0; r < R; ++r) {
+            double p = 1;
+            for (int n = 0; n < N; ++n) p *= m.b[n][j[n] * R + r];
+            core += p;
+        }
+        double w = core;
+        for (int n = 0; n < N; ++n) w *= m.a[n][(size_t)ix[n] * (size_t)J + (size_t)j[n]];
+        sum += w;
+    }
+    return sum;
+}
+
+inline double loss_dense(const tk_tucker_model &m, const tk_tucker_coo &t, double la, double lb)
+{
+    double f = 0;
+    for (size_t e = 0; e < t.nnz; ++e) {
+        double err = t.val[e] - tucker_value_dense(m, t.idx + e * (size_t)t.order);
+        f += err * err;
+    }
+    for (int n = 0; n < m.order; ++n) {
+        for (size_t k = 0; k < (size_t)m.dims[n] * (size_t)m.rank_j; ++k) f += la * (double)m.a[n][k] * m.a[n][k];
+        for (size_t k = 0; k < (size_t)m.rank_j * (size_t)m.rank_r; ++k) f += lb * (double)m.b[n][k] * m.b[n][k];
+    }
+    return f;
+}
+
+inline double max_abs_diff(const tk_tucker_model &x, const tk_tucker_model &y)
+{
+    double d = 0;
+    for (int n = 0; n < x.order; ++n) {
+        for (size_t k = 0; k < (size_t)x.dims[n] * (size_t)x.rank_j; ++k)
+            d = std::fmax(d, std::fabs((double)x.a[n][k] - y.a[n][k]));
+        for (size_t k = 0; k < (size_t)x.rank_j * (size_t)x.rank_r; ++k)
+            d = std::fmax(d, std::fabs((double)x.b[n][k] - y.b[n][k]));
+    }
+    return d;
+}
+
+inline bool models_identical(const tk_tucker_model &x, const tk_tucker_model &y)
+{
+    for (int n = 0; n < x.order; ++n)
+        if (std::memcmp(x.a[n], y.a[n], sizeof(float) * x.dims[n] * (size_t)x.rank_j) ||
+            std::memcmp(x.b[n], y.b[n], sizeof(float) * (size_t)x.rank_j * (size_t)x.rank_r))
+            return false;
+    return true;
+}
+
+// Train a copy of init for iters iterations; the result goes to out.
+inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
+                  tk_tucker_model *out)
+{
+    Solver s;
+    ASSERT_EQ(tk_tucker_solver_create(&o, &t, &init, &s.s), TK_OK) << tk_last_error();
+    for (int it = 0; it < iters; ++it) {
+        ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK) << tk_last_error();
+        ASSERT_EQ(tk_tucker_update_core(s.s), TK_OK) << tk_last_error();
+    }
+    tk_tucker_model_free(out);  // out may hold an earlier result
+    ASSERT_EQ(tk_tucker_model_copy(out, &init), TK_OK);
+    ASSERT_EQ(tk_tucker_solver_model(s.s, out), TK_OK);
+}
+
+}  // namespace tk_test

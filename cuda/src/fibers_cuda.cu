@@ -1,0 +1,512 @@
+/* CUDA backend of the fiber peak finder.
+ *
+ * A warp per voxel turns the voxel's SH coefficients into the monomial
+ * coefficients of its degree-lmax polynomial (one small matrix-vector product), evaluates
+ * the polynomial on the plan's hemisphere grid (homogeneous Horner in float: the grid only
+ * ranks directions), keeps the grid directions not below any neighbour as candidates,
+ * and appends them to one candidate list; a thread per candidate then polishes it with the
+ * CPU's Newton code in double (fibers_newton.h), and a thread per voxel merges, sorts and
+ * selects (fibers_select.h) exactly as the CPU does.  The host streams the volume through in chunks on two streams so that one
+ * chunk's copies overlap the other's kernel.
+ */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fibers_internal.h"
+#include "fibers_select.h"
+#include "sshopm_internal.h"
+
+#define TK_FIB_WARPS 4
+#define TK_FIB_THREADS (TK_FIB_WARPS * 32)
+/* Candidates per voxel, as many as the CPU keeps (the largest by grid value). */
+#define TK_FIB_CAP 64
+#define TK_FIB_FULL 0xffffffffu
+
+extern "C" int tk_fibers_has_cuda(void) { return 1; }
+
+/* ---- the voxel's polynomial ------------------------------------------------------ */
+
+/* f(x) = sum_i c_i x^a y^b z^c, monomials ordered by z power c, then y power b (see
+ * tk_fibers_monomial_map).  Offset of the first monomial of z power c: */
+__host__ __device__ constexpr int poly_offset(int m, int c) { return c * (m + 1) - c * (c - 1) / 2; }
+
+template <int M> struct Poly {
+    const double *c; /* shared memory: every lane of the warp reads the same entry */
+};
+
+/* f, its gradient and its Hessian at x, by Horner chains that carry the derivatives along:
+ * in x over each z power's bivariate part (its y-derivatives through the y powers of the
+ * coefficients), then in z over the z powers.  About thirty live doubles, whatever M.
+ * Not inlined: inlined, the compiler hoists the coefficients and their scalings out of
+ * the Newton loop into registers and spills. */
+template <int M> __device__ __noinline__ void poly_derivs(const Poly<M> *t, const double *x, double *y, double *h)
+{
+    const double X = x[0], Y = x[1], Z = x[2];
+    double f0 = 0, f1 = 0, f2 = 0, gx0 = 0, gx1 = 0, gy0 = 0, gy1 = 0, hxx = 0, hxy = 0, hyy = 0;
+#pragma unroll
+    for (int c = M; c >= 0; --c) {
+        const double *k = t->c + poly_offset(M, c);
+        double r0 = 0, r1 = 0, r2 = 0, s0 = 0, s1 = 0, u0 = 0, yb = 1, yb1 = 0, yb2 = 0;
+#pragma unroll
+        for (int b = 0; b <= M - c; ++b) {
+            const double kb = k[b];
+            r2 = r2 * X + 2 * r1, r1 = r1 * X + r0, r0 = r0 * X + kb * yb;
+            s1 = s1 * X + s0, s0 = s0 * X + kb * b * yb1;
+            u0 = u0 * X + kb * (b * (b - 1)) * yb2;
+            yb2 = yb1, yb1 = yb, yb *= Y;
+        }
+        f2 = f2 * Z + 2 * f1, f1 = f1 * Z + f0, f0 = f0 * Z + r0;
+        gx1 = gx1 * Z + gx0, gx0 = gx0 * Z + r1;
+        gy1 = gy1 * Z + gy0, gy0 = gy0 * Z + s0;
+        hxx = hxx * Z + r2, hxy = hxy * Z + s1, hyy = hyy * Z + u0;
+    }
+    /* y = grad f / M;  h = Hessian f / (M (M - 1)) */
+    const double g = 1.0 / M, q = 1.0 / (M * (M - 1));
+    y[0] = gx0 * g, y[1] = gy0 * g, y[2] = f1 * g;
+    h[0] = hxx * q, h[1] = h[3] = hxy * q, h[2] = h[6] = gx1 * q;
+    h[4] = hyy * q, h[5] = h[7] = gy1 * q, h[8] = f2 * q;
+}
+
+/* f at x in double (the backtracking test). */
+template <int M> __device__ __noinline__ double poly_value(const Poly<M> *t, const double *x)
+{
+    double p = 0;
+#pragma unroll
+    for (int c = M; c >= 0; --c) {
+        const double *k = t->c + poly_offset(M, c);
+        double s = 0, yb = 1;
+#pragma unroll
+        for (int b = 0; b <= M - c; ++b) s = s * x[0] + k[b] * yb, yb *= x[1];
+        p = p * x[2] + s;
+    }
+    return p;
+}
+
+/* f at a grid direction, in float: Horner in x with y powers inside each z power, then
+ * Horner in z. */
+template <int M> __device__ __forceinline__ float poly_value_f(const float *cf, float x, float y, float z)
+{
+    float py[M + 1];
+    py[0] = 1.f;
+#pragma unroll
+    for (int i = 1; i <= M; ++i) py[i] = py[i - 1] * y;
+    float p = 0.f;
+#pragma unroll
+    for (int c = M; c >= 0; --c) {
+        const int o = poly_offset(M, c);
+        float s = cf[o];
+#pragma unroll
+        for (int b = 1; b <= M - c; ++b) s = fmaf(s, x, cf[o + b] * py[b]);
+        p = fmaf(p, z, s);
+    }
+    return p;
+}
+
+#define TK_NEWTON_FN template <int M> static __device__
+#define TK_NEWTON_UTIL static __device__ __forceinline__
+#define TK_NEWTON_CTX Poly<M>
+#define TK_NEWTON_SFX(name) name##_gpu
+#define TK_NEWTON_ORDER(t) (M)
+#define TK_NEWTON_DERIVS(t, x, y, h) poly_derivs<M>(t, x, y, h)
+#define TK_NEWTON_VALUE(t, x) poly_value<M>(t, x)
+#include "fibers_newton.h"
+
+/* ---- the kernels ----------------------------------------------------------------- */
+
+/* Three kernels per chunk, so that each runs at the occupancy its work wants: the grid
+ * pass (light, float, a warp per voxel) compacts its candidates into one list; the polish
+ * (heavy, double) runs a thread per candidate, every lane busy; the merge runs a thread
+ * per voxel over that voxel's stretch of the list. */
+struct FibArgs {
+    const float *sh;      /* chunk voxels x k */
+    const uint8_t *mask;  /* chunk voxels, or NULL */
+    float *dirs, *amps;   /* chunk voxels x num_peaks x 3, x num_peaks */
+    unsigned long long *bad;
+    const double *pt;     /* monomial map, column-major: pt[col * k + row] */
+    const float *gx, *gy, *gz;
+    const int *nbr_start, *nbr;
+    double *coef;         /* chunk voxels x k monomial coefficients */
+    int *first, *count;   /* per voxel: its stretch of the candidate list */
+    int *num_cands;       /* length of the candidate list */
+    int *cand_voxel, *cand_dir;
+    double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
+    size_t num_voxels;
+    int grid, grid_padded, k, num_peaks;
+    double threshold, relative_threshold, min_separation_deg, cos_sep;
+};
+
+/* One warp's shared memory in the grid pass. */
+__host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
+{
+    size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP);
+    return (bytes + 15) / 16 * 16;
+}
+
+__device__ static bool grid_is_max(const FibArgs &p, const float *vals, int d)
+{
+    const float v0 = vals[d];
+    bool is_max = true;
+    for (int e = __ldg(p.nbr_start + d), end = __ldg(p.nbr_start + d + 1); e < end; ++e)
+        is_max &= v0 >= vals[__ldg(p.nbr + e)];
+    return is_max;
+}
+
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    extern __shared__ float fsmem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float *vals = (float *)((char *)fsmem + warp_shared_bytes(K, p.grid_padded) * warp);
+    float *cf = vals + p.grid_padded, *shv = cf + K;
+    int *cand = (int *)(shv + K);
+    const int G = p.grid;
+
+    for (size_t v = (size_t)blockIdx.x * TK_FIB_WARPS + warp; v < p.num_voxels; v += (size_t)gridDim.x * TK_FIB_WARPS) {
+        bool ok = !p.mask || p.mask[v], finite = true;
+        if (ok)
+            for (int j = lane; j < K; j += 32) {
+                const float s = __ldg(p.sh + v * K + j);
+                shv[j] = s;
+                finite &= isfinite(s);
+            }
+        if (ok && __any_sync(TK_FIB_FULL, !finite)) {
+            ok = false;
+            if (lane == 0) atomicAdd(p.bad, 1ull);
+        }
+        if (!ok) {
+            if (lane == 0) p.count[v] = 0, p.first[v] = 0;
+            continue;
+        }
+        __syncwarp();
+        for (int i = lane; i < K; i += 32) {
+            double s = 0;
+            for (int j = 0; j < K; ++j) s = fma(__ldg(p.pt + (size_t)j * K + i), (double)shv[j], s);
+            p.coef[v * K + i] = s;
+            cf[i] = (float)s;
+        }
+        __syncwarp();
+        for (int d = lane; d < G; d += 32) vals[d] = poly_value_f<M>(cf, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
+        __syncwarp();
+
+        /* candidates: grid directions not below any neighbour */
+        int count = 0;
+        for (int first = 0; first < G; first += 32) {
+            const int d = first + lane;
+            const bool is_max = d < G && grid_is_max(p, vals, d);
+            const unsigned ballot = __ballot_sync(TK_FIB_FULL, is_max);
+            const int pos = count + __popc(ballot & ((1u << lane) - 1u));
+            if (is_max && pos < TK_FIB_CAP) cand[pos] = d;
+            count += __popc(ballot);
+        }
+        __syncwarp();
+        if (count > TK_FIB_CAP) {
+            /* Rare (very noisy high orders): keep the CAP largest, as the CPU does. */
+            if (lane == 0) {
+                int n = 0;
+                for (int d = 0; d < G; ++d) {
+                    if (!grid_is_max(p, vals, d)) continue;
+                    int pos = n < TK_FIB_CAP ? n++ : TK_FIB_CAP;
+                    if (pos == TK_FIB_CAP) {
+                        if (vals[d] <= vals[cand[TK_FIB_CAP - 1]]) continue;
+                        pos = TK_FIB_CAP - 1;
+                    }
+                    while (pos > 0 && vals[cand[pos - 1]] < vals[d]) cand[pos] = cand[pos - 1], --pos;
+                    cand[pos] = d;
+                }
+            }
+            count = TK_FIB_CAP;
+            __syncwarp();
+        }
+        int first = 0;
+        if (lane == 0) first = atomicAdd(p.num_cands, count), p.first[v] = first, p.count[v] = count;
+        first = __shfl_sync(TK_FIB_FULL, first, 0);
+        for (int c = lane; c < count; c += 32) p.cand_voxel[first + c] = (int)v, p.cand_dir[first + c] = cand[c];
+        __syncwarp();
+    }
+}
+
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    const int total = *p.num_cands;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int d = p.cand_dir[i];
+        const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * K};
+        double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
+        nt_normalize3_gpu(x);
+        const int good = nt_polish_gpu<M>(&poly, x, &amp);
+        /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
+        int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+        if (fabs(x[2]) > fabs(x[big])) big = 2;
+        const double sign = x[big] < 0 ? -1.0 : 1.0;
+        for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = sign * x[j];
+        p.res_amp[i] = good ? amp : NAN;
+    }
+}
+
+/* Merge duplicates and sort by amplitude, in place over one voxel's candidates; returns
+ * the number of distinct maxima.  Candidates keep the grid's index order, as on the CPU. */
+__device__ static int merge_maxima(double *dir, double *amp, int count)
+{
+    int found = 0;
+    for (int c = 0; c < count; ++c) {
+        const double a = amp[c], x0 = dir[c * 3], x1 = dir[c * 3 + 1], x2 = dir[c * 3 + 2];
+        if (isnan(a)) continue;
+        bool dup = false;
+        for (int f = 0; f < found && !dup; ++f)
+            dup = fabs(dir[f * 3] * x0 + dir[f * 3 + 1] * x1 + dir[f * 3 + 2] * x2) > 1.0 - 1e-10;
+        if (dup) continue;
+        int pos = found++;
+        while (pos > 0 && amp[pos - 1] < a) {
+            amp[pos] = amp[pos - 1];
+            for (int i = 0; i < 3; ++i) dir[pos * 3 + i] = dir[(pos - 1) * 3 + i];
+            --pos;
+        }
+        amp[pos] = a, dir[pos * 3] = x0, dir[pos * 3 + 1] = x1, dir[pos * 3 + 2] = x2;
+    }
+    return found;
+}
+
+__global__ void __launch_bounds__(TK_FIB_THREADS) fibers_select_kernel(FibArgs p)
+{
+    const int np = p.num_peaks;
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < p.num_voxels; v += (size_t)gridDim.x * blockDim.x) {
+        const int first = p.first[v], count = p.count[v];
+        int kept[TK_FIB_CAP];
+        const int found = merge_maxima(p.res_dir + (size_t)first * 3, p.res_amp + first, count);
+        tk_fibers_select(np, p.threshold, p.relative_threshold, p.min_separation_deg, p.cos_sep, found,
+                         p.res_dir + (size_t)first * 3, p.res_amp + first, kept, p.dirs + v * np * 3, p.amps + v * np);
+    }
+}
+
+/* ---- host --------------------------------------------------------------------------- */
+
+#define CUDA_TRY(call)                                                                                          \
+    do {                                                                                                        \
+        cudaError_t err_ = (call);                                                                              \
+        if (err_ != cudaSuccess) {                                                                              \
+            status = tk_set_error(err_ == cudaErrorMemoryAllocation ? TK_ERR_MEMORY : TK_ERR_CUDA,              \
+                                  "CUDA fiber backend: %s failed: %s", #call, cudaGetErrorString(err_));        \
+            goto cleanup;                                                                                       \
+        }                                                                                                       \
+    } while (0)
+
+typedef void (*fibers_kernel_fn)(FibArgs);
+typedef struct {
+    fibers_kernel_fn grid, polish;
+} fibers_kernels;
+
+static fibers_kernels kernels_for(int lmax)
+{
+    fibers_kernels none = {NULL, NULL};
+    switch (lmax) {
+#define TK_FIB_CASE(M)                                                                                            \
+    case M: {                                                                                                     \
+        fibers_kernels k = {fibers_grid_kernel<M>, fibers_polish_kernel<M>};                                      \
+        return k;                                                                                                 \
+    }
+        TK_FIB_CASE(2) TK_FIB_CASE(4) TK_FIB_CASE(6) TK_FIB_CASE(8)
+        TK_FIB_CASE(10) TK_FIB_CASE(12) TK_FIB_CASE(14) TK_FIB_CASE(16)
+#undef TK_FIB_CASE
+    default: return none;
+    }
+}
+
+extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fibers_plan *plan, size_t num_voxels,
+                                         const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
+                                         size_t *bad_voxels, tk_fibers_timing *timing)
+{
+    tk_status status = TK_OK;
+    const double start_ms = tk_now_ms();
+    const int k = plan->k, G = plan->grid, np = o->num_peaks;
+    const fibers_kernels kernels = kernels_for(plan->lmax);
+    const size_t smem = warp_shared_bytes(k, plan->grid_padded) * TK_FIB_WARPS;
+    double *P = NULL, *d_pt = NULL;
+    float *h_grid = NULL, *d_grid = NULL, *d_sh[2] = {NULL, NULL}, *d_dirs[2] = {NULL, NULL}, *d_amps[2] = {NULL, NULL};
+    int *d_nbr_start = NULL, *d_nbr = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
+    uint8_t *d_mask[2] = {NULL, NULL};
+    double *d_coef[2] = {NULL, NULL}, *d_res[2] = {NULL, NULL};
+    int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL};
+    int polish_blocks = 0, select_blocks = 0;
+    unsigned long long *d_bad = NULL, bad = 0;
+    cudaStream_t stream[2] = {NULL, NULL};
+    cudaEvent_t ev_start[2] = {NULL, NULL}, ev_stop[2] = {NULL, NULL};
+    size_t chunk = 0, free_bytes = 0, total_bytes = 0, per_voxel = 0;
+    float kernel_ms = 0;
+    FibArgs a;
+    memset(&a, 0, sizeof a);
+
+    if (!kernels.grid) return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend has no kernel for lmax %d", plan->lmax);
+    cudaError_t probe = cudaGetDeviceCount(&device_count);
+    if (probe != cudaSuccess || device_count == 0)
+        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
+                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
+    if (o->cuda_device < 0 || o->cuda_device >= device_count)
+        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", o->cuda_device, device_count);
+    if (bad_voxels) *bad_voxels = 0;
+
+    CUDA_TRY(cudaSetDevice(o->cuda_device));
+    CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, o->cuda_device));
+    CUDA_TRY(cudaFuncSetAttribute(kernels.grid, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernels.grid, TK_FIB_THREADS, smem));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&polish_blocks, kernels.polish, TK_FIB_THREADS, 0));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&select_blocks, fibers_select_kernel, TK_FIB_THREADS, 0));
+    if (blocks_per_sm < 1) {
+        status = tk_set_error(TK_ERR_UNSUPPORTED, "lmax %d needs %zu bytes of shared memory per block, more than the device has",
+                              plan->lmax, smem);
+        goto cleanup;
+    }
+
+    /* The plan on the device: the monomial map (column-major), the grid, its neighbours. */
+    P = (double *)malloc(sizeof(double) * (size_t)k * k);
+    h_grid = (float *)malloc(sizeof(float) * 3 * (size_t)G);
+    if (!P || !h_grid) {
+        status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
+        goto cleanup;
+    }
+    if ((status = tk_fibers_monomial_map(plan, P)) != TK_OK) goto cleanup;
+    {
+        double *pt = (double *)malloc(sizeof(double) * (size_t)k * k);
+        if (!pt) {
+            status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
+            goto cleanup;
+        }
+        for (int r = 0; r < k; ++r)
+            for (int c = 0; c < k; ++c) pt[(size_t)c * k + r] = P[(size_t)r * k + c];
+        memcpy(P, pt, sizeof(double) * (size_t)k * k);
+        free(pt);
+    }
+    for (int d = 0; d < G; ++d)
+        for (int i = 0; i < 3; ++i) h_grid[(size_t)i * G + d] = (float)plan->dirs[(size_t)d * 3 + i];
+    CUDA_TRY(cudaMalloc(&d_pt, sizeof(double) * (size_t)k * k));
+    CUDA_TRY(cudaMalloc(&d_grid, sizeof(float) * 3 * (size_t)G));
+    CUDA_TRY(cudaMalloc(&d_nbr_start, sizeof(int) * ((size_t)G + 1)));
+    CUDA_TRY(cudaMalloc(&d_nbr, sizeof(int) * (size_t)plan->nbr_start[G] + sizeof(int)));
+    CUDA_TRY(cudaMalloc(&d_bad, sizeof(unsigned long long)));
+    CUDA_TRY(cudaMemcpy(d_pt, P, sizeof(double) * (size_t)k * k, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_grid, h_grid, sizeof(float) * 3 * (size_t)G, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_nbr_start, plan->nbr_start, sizeof(int) * ((size_t)G + 1), cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_nbr, plan->nbr, sizeof(int) * (size_t)plan->nbr_start[G], cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
+
+    /* Two chunk buffers, each at most 2^18 voxels and together at most half the free memory. */
+    /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
+    per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * (size_t)k +
+                2 * sizeof(int) + (size_t)TK_FIB_CAP * (2 * sizeof(int) + 4 * sizeof(double));
+    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    chunk = free_bytes / 4 / per_voxel;
+    if (chunk > ((size_t)1 << 18)) chunk = (size_t)1 << 18;
+    if (chunk > num_voxels) chunk = num_voxels;
+    if (num_voxels == 0) goto cleanup;
+    if (chunk == 0) {
+        status = tk_set_error(TK_ERR_MEMORY, "not enough GPU memory for the fiber finder's buffers");
+        goto cleanup;
+    }
+    for (int s = 0; s < 2; ++s) {
+        CUDA_TRY(cudaMalloc(&d_sh[s], sizeof(float) * (size_t)k * chunk));
+        CUDA_TRY(cudaMalloc(&d_dirs[s], sizeof(float) * 3 * (size_t)np * chunk));
+        CUDA_TRY(cudaMalloc(&d_amps[s], sizeof(float) * (size_t)np * chunk));
+        if (mask) CUDA_TRY(cudaMalloc(&d_mask[s], chunk));
+        /* coefficients, then first/count/num_cands, then the candidate list and results */
+        CUDA_TRY(cudaMalloc(&d_coef[s], sizeof(double) * (size_t)k * chunk));
+        CUDA_TRY(cudaMalloc(&d_voxel_list[s], sizeof(int) * (2 * chunk + 1)));
+        CUDA_TRY(cudaMalloc(&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP * chunk));
+        CUDA_TRY(cudaMalloc(&d_res[s], sizeof(double) * 4 * TK_FIB_CAP * chunk));
+        CUDA_TRY(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
+        CUDA_TRY(cudaEventCreate(&ev_start[s]));
+        CUDA_TRY(cudaEventCreate(&ev_stop[s]));
+    }
+
+    a.bad = d_bad;
+    a.pt = d_pt;
+    a.gx = d_grid, a.gy = d_grid + G, a.gz = d_grid + 2 * (size_t)G;
+    a.nbr_start = d_nbr_start, a.nbr = d_nbr;
+    a.grid = G, a.grid_padded = plan->grid_padded, a.k = k, a.num_peaks = np;
+    a.threshold = o->threshold, a.relative_threshold = o->relative_threshold;
+    a.min_separation_deg = o->min_separation_deg;
+    a.cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
+
+    {
+        /* Issue order H2D(i), kernel(i), then D2H(i-1): copies to pageable memory return
+         * only when done, so the next chunk's kernel is queued before the host waits. */
+        const size_t chunks = (num_voxels + chunk - 1) / chunk;
+        const int grid_blocks_cap = sm_count * blocks_per_sm * 8;
+        for (size_t i = 0; i <= chunks; ++i) {
+            if (i < chunks) {
+                const int s = (int)(i & 1);
+                const size_t first = i * chunk, todo = num_voxels - first < chunk ? num_voxels - first : chunk;
+                CUDA_TRY(cudaMemcpyAsync(d_sh[s], sh + first * k, sizeof(float) * k * todo, cudaMemcpyHostToDevice,
+                                         stream[s]));
+                if (mask) CUDA_TRY(cudaMemcpyAsync(d_mask[s], mask + first, todo, cudaMemcpyHostToDevice, stream[s]));
+                FibArgs args = a;
+                args.sh = d_sh[s], args.mask = mask ? d_mask[s] : NULL, args.dirs = d_dirs[s], args.amps = d_amps[s];
+                args.coef = d_coef[s];
+                args.first = d_voxel_list[s], args.count = d_voxel_list[s] + chunk, args.num_cands = d_voxel_list[s] + 2 * chunk;
+                args.cand_voxel = d_cand_list[s], args.cand_dir = d_cand_list[s] + (size_t)TK_FIB_CAP * chunk;
+                args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP * chunk;
+                args.num_voxels = todo;
+                size_t want = (todo + TK_FIB_WARPS - 1) / TK_FIB_WARPS;
+                int blocks = want < (size_t)grid_blocks_cap ? (int)want : grid_blocks_cap;
+                CUDA_TRY(cudaEventRecord(ev_start[s], stream[s]));
+                CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, sizeof(int), stream[s]));
+                kernels.grid<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                kernels.polish<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                want = (todo + TK_FIB_THREADS - 1) / TK_FIB_THREADS;
+                blocks = want < (size_t)(sm_count * select_blocks) ? (int)want : sm_count * select_blocks;
+                fibers_select_kernel<<<blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                CUDA_TRY(cudaEventRecord(ev_stop[s], stream[s]));
+            }
+            if (i > 0) {
+                const size_t j = i - 1;
+                const int s = (int)(j & 1);
+                const size_t first = j * chunk, todo = num_voxels - first < chunk ? num_voxels - first : chunk;
+                if (directions)
+                    CUDA_TRY(cudaMemcpyAsync(directions + first * np * 3, d_dirs[s], sizeof(float) * 3 * np * todo,
+                                             cudaMemcpyDeviceToHost, stream[s]));
+                if (amplitudes)
+                    CUDA_TRY(cudaMemcpyAsync(amplitudes + first * np, d_amps[s], sizeof(float) * np * todo,
+                                             cudaMemcpyDeviceToHost, stream[s]));
+                CUDA_TRY(cudaStreamSynchronize(stream[s]));
+                float ms = 0;
+                CUDA_TRY(cudaEventElapsedTime(&ms, ev_start[s], ev_stop[s]));
+                kernel_ms += ms;
+            }
+        }
+    }
+    CUDA_TRY(cudaMemcpy(&bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+    if (bad_voxels) *bad_voxels = (size_t)bad;
+
+cleanup:
+    for (int s = 0; s < 2; ++s) {
+        if (stream[s]) cudaStreamSynchronize(stream[s]);
+        cudaFree(d_sh[s]);
+        cudaFree(d_dirs[s]);
+        cudaFree(d_amps[s]);
+        cudaFree(d_mask[s]);
+        cudaFree(d_coef[s]);
+        cudaFree(d_voxel_list[s]);
+        cudaFree(d_cand_list[s]);
+        cudaFree(d_res[s]);
+        if (stream[s]) cudaStreamDestroy(stream[s]);
+        if (ev_start[s]) cudaEventDestroy(ev_start[s]);
+        if (ev_stop[s]) cudaEventDestroy(ev_stop[s]);
+    }
+    cudaFree(d_pt);
+    cudaFree(d_grid);
+    cudaFree(d_nbr_start);
+    cudaFree(d_nbr);
+    cudaFree(d_bad);
+    free(P);
+    free(h_grid);
+    if (timing) {
+        timing->total_ms = tk_now_ms() - start_ms;
+        timing->kernel_ms = kernel_ms;
+    }
+    return status;
+}

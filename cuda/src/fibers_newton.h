@@ -1,0 +1,98 @@
+/* Newton's method on the sphere for one local maximum of A x^m, shared by the CPU and the
+ * CUDA peak finders so that both polish a candidate the same way.
+ *
+ * No include guard: included once per evaluator.  Define before including:
+ *   TK_NEWTON_FN             specifiers of the functions that take an evaluator (e.g.
+ *                            `static`, or `template <int M> static __device__`)
+ *   TK_NEWTON_UTIL           specifiers of the plain vector helpers
+ *   TK_NEWTON_CTX            the evaluator type
+ *   TK_NEWTON_SFX(name)      the functions' name suffix
+ *   TK_NEWTON_ORDER(t)       the order m of t
+ *   TK_NEWTON_DERIVS(t, x, y, h)  y[3] = A x^(m-1) and h[9] = A x^(m-2)
+ *   TK_NEWTON_VALUE(t, x)         A x^m
+ */
+
+TK_NEWTON_UTIL double TK_NEWTON_SFX(nt_dot3)(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+TK_NEWTON_UTIL void TK_NEWTON_SFX(nt_normalize3)(double *v)
+{
+    double n = sqrt(TK_NEWTON_SFX(nt_dot3)(v, v));
+    v[0] /= n, v[1] /= n, v[2] /= n;
+}
+
+/* u, w: an orthonormal basis of the plane orthogonal to unit x. */
+TK_NEWTON_UTIL void TK_NEWTON_SFX(nt_tangent_basis)(const double *x, double *u, double *w)
+{
+    int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
+    double a[3] = {0, 0, 0};
+    a[small] = 1;
+    double d = TK_NEWTON_SFX(nt_dot3)(a, x);
+    for (int i = 0; i < 3; ++i) u[i] = a[i] - d * x[i];
+    TK_NEWTON_SFX(nt_normalize3)(u);
+    w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+}
+
+/* Tangent gradient g and Hessian h (2 x 2, both divided by m) of A x^m on the sphere at x;
+ * returns A x^m. */
+TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t, const double *x, const double *u,
+                                                         const double *w, double *g, double *h)
+{
+    const int m = TK_NEWTON_ORDER(t);
+    double y[3], mat[9], mu[3], mw[3];
+    TK_NEWTON_DERIVS(t, x, y, mat);
+    double lambda = TK_NEWTON_SFX(nt_dot3)(x, y);
+    for (int i = 0; i < 3; ++i) {
+        mu[i] = mat[i * 3] * u[0] + mat[i * 3 + 1] * u[1] + mat[i * 3 + 2] * u[2];
+        mw[i] = mat[i * 3] * w[0] + mat[i * 3 + 1] * w[1] + mat[i * 3 + 2] * w[2];
+    }
+    g[0] = TK_NEWTON_SFX(nt_dot3)(u, y), g[1] = TK_NEWTON_SFX(nt_dot3)(w, y);
+    h[0] = (m - 1) * TK_NEWTON_SFX(nt_dot3)(u, mu) - lambda;
+    h[1] = (m - 1) * TK_NEWTON_SFX(nt_dot3)(u, mw);
+    h[2] = (m - 1) * TK_NEWTON_SFX(nt_dot3)(w, mw) - lambda;
+    return lambda;
+}
+
+/* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
+ * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
+ * Marquardt), steps of at most 0.1 rad, and backtracking so that A x^m never falls.  The
+ * start is a grid direction, within about a grid spacing (0.064 rad at lmax 8) of its
+ * maximum: much longer steps could jump a valley to a higher neighbouring hill.
+ * Convergence is quadratic near a strict maximum, so once a full Newton step is below
+ * 1e-7 rad the point it reaches is within about 1e-13 of the maximum: stop there rather
+ * than spend one more round of derivatives measuring a step of 1e-14. */
+TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude)
+{
+    double u[3], w[3], g[2], h[3];
+    for (int it = 0; it < 100; ++it) {
+        TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
+        double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+        double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
+        /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
+        double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
+        double top = mean + rad, shift = top > -1e-3 * scale ? top + 0.1 * scale : 0.0;
+        double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
+        double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
+        double len = sqrt(s0 * s0 + s1 * s1), xn[3];
+        const int pure_newton = shift == 0.0 && len <= 0.1;
+        if (len > 0.1) s0 *= 0.1 / len, s1 *= 0.1 / len, len = 0.1;
+        int half = 0;
+        for (; half < 40; ++half) {
+            for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
+            TK_NEWTON_SFX(nt_normalize3)(xn);
+            if (TK_NEWTON_VALUE(t, xn) >= lambda - 1e-15 * scale) break;
+            s0 *= 0.5, s1 *= 0.5, len *= 0.5;
+        }
+        x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];
+        if (len < 1e-13 || (pure_newton && half == 0 && len < 1e-7)) break;
+    }
+    TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
+    double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+    double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
+    *amplitude = lambda;
+    /* a strict maximum: gradient zero and Hessian negative definite (to rounding) */
+    return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && h[0] < -1e-9 * scale &&
+           h[0] * h[2] - h[1] * h[1] > 1e-18 * scale * scale;
+}

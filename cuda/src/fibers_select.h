@@ -1,0 +1,37 @@
+/* The per-voxel choice of peaks (thresholds, separation, count, NaN fill), shared by the
+ * CPU and CUDA peak finders so that both apply the options identically. */
+#ifndef TK_FIBERS_SELECT_H
+#define TK_FIBERS_SELECT_H
+
+#include <math.h>
+
+#include "tk_hd.h"
+
+/* found maxima (dirs found x 3, amps), sorted by amplitude descending, to num_peaks outputs.
+ * kept_index: scratch of num_peaks ints.  cos_sep = cos(min_separation), used when
+ * min_separation_deg > 0. */
+TK_HD static inline void tk_fibers_select(int num_peaks, double threshold, double relative_threshold,
+                                          double min_separation_deg, double cos_sep, int found, const double *dirs,
+                                          const double *amps, int *kept_index, float *out_dir, float *out_amp)
+{
+    int kept = 0;
+    for (int f = 0; f < found && kept < num_peaks; ++f) {
+        if (!(amps[f] > threshold) || amps[f] < relative_threshold * amps[0]) continue;
+        int close = 0; /* within the separation of a larger peak already kept */
+        for (int q = 0; q < kept && min_separation_deg > 0 && !close; ++q) {
+            const double *a = dirs + kept_index[q] * 3, *b = dirs + f * 3;
+            close = fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) > cos_sep;
+        }
+        if (close) continue;
+        if (out_dir)
+            for (int i = 0; i < 3; ++i) out_dir[kept * 3 + i] = (float)dirs[f * 3 + i];
+        if (out_amp) out_amp[kept] = (float)amps[f];
+        kept_index[kept++] = f;
+    }
+    for (int q = kept; q < num_peaks; ++q) {
+        if (out_dir) out_dir[q * 3] = out_dir[q * 3 + 1] = out_dir[q * 3 + 2] = NAN;
+        if (out_amp) out_amp[q] = NAN;
+    }
+}
+
+#endif

@@ -1,0 +1,113 @@
+/* The cpu (sequential) and omp backends of FastTucker, in float or double. */
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tucker_internal.h"
+
+#define TK_REAL float
+#define TK_SFX(name) name##_f
+#include "tucker_cpu_body.h"
+#undef TK_REAL
+#undef TK_SFX
+
+#define TK_REAL double
+#define TK_SFX(name) name##_d
+#include "tucker_cpu_body.h"
+#undef TK_REAL
+#undef TK_SFX
+
+static int thread_count(const tk_tucker_solver *s)
+{
+    if (s->opts.backend != TK_TUCKER_OMP) return 1;
+#ifdef _OPENMP
+    return s->opts.num_threads > 0 ? s->opts.num_threads : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static size_t real_size(const tk_tucker_solver *s) { return s->opts.double_precision ? sizeof(double) : sizeof(float); }
+
+tk_status tk_tucker_host_create(tk_tucker_solver *s, const tk_tucker_model *m)
+{
+    size_t rs = real_size(s), J = (size_t)s->rank_j, R = (size_t)s->rank_r, maxdim = 0;
+    for (int n = 0; n < s->order; ++n) {
+        size_t rows = s->dims[n];
+        if (rows > maxdim) maxdim = rows;
+        s->host.a[n] = malloc(rows * J * rs);
+        s->host.b[n] = malloc(J * R * rs);
+        s->host.c[n] = malloc(rows * R * rs);
+        if (!s->host.a[n] || !s->host.b[n] || !s->host.c[n])
+            return tk_set_error(TK_ERR_MEMORY, "cannot allocate the model of mode %d (%zu rows)", n + 1, rows);
+        for (size_t k = 0; k < rows * J; ++k) {
+            if (s->opts.double_precision)
+                ((double *)s->host.a[n])[k] = m->a[n][k];
+            else
+                ((float *)s->host.a[n])[k] = m->a[n][k];
+        }
+        for (size_t k = 0; k < J * R; ++k) {
+            if (s->opts.double_precision)
+                ((double *)s->host.b[n])[k] = m->b[n][k];
+            else
+                ((float *)s->host.b[n])[k] = m->b[n][k];
+        }
+    }
+    s->host.z = malloc(maxdim * R * rs);
+    if (!s->host.z) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the core gradient buffer");
+    int threads = thread_count(s);
+    for (int n = 0; n < s->order; ++n) {
+        if (s->opts.double_precision)
+            refresh_d(s, n, threads);
+        else
+            refresh_f(s, n, threads);
+    }
+    return TK_OK;
+}
+
+void tk_tucker_host_destroy(tk_tucker_solver *s)
+{
+    for (int n = 0; n < TK_TUCKER_MAX_ORDER; ++n) {
+        free(s->host.a[n]);
+        free(s->host.b[n]);
+        free(s->host.c[n]);
+    }
+    free(s->host.z);
+    memset(&s->host, 0, sizeof s->host);
+}
+
+tk_status tk_tucker_host_factors(tk_tucker_solver *s)
+{
+    int threads = thread_count(s), dbl = s->opts.double_precision, coo = s->opts.storage == TK_TUCKER_COO;
+    for (int n = 0; n < s->order; ++n) {
+        tk_status st = coo ? (dbl ? factors_coo_d(s, n) : factors_coo_f(s, n))
+                           : (dbl ? factors_bcsf_d(s, n, threads) : factors_bcsf_f(s, n, threads));
+        if (st != TK_OK) return st;
+    }
+    return TK_OK;
+}
+
+tk_status tk_tucker_host_core(tk_tucker_solver *s)
+{
+    int threads = thread_count(s), dbl = s->opts.double_precision, coo = s->opts.storage == TK_TUCKER_COO;
+    for (int n = 0; n < s->order; ++n) {
+        tk_status st = coo ? (dbl ? core_coo_d(s, n) : core_coo_f(s, n))
+                           : (dbl ? core_bcsf_d(s, n, threads) : core_bcsf_f(s, n, threads));
+        if (st != TK_OK) return st;
+    }
+    return TK_OK;
+}
+
+void tk_tucker_host_model(const tk_tucker_solver *s, tk_tucker_model *out)
+{
+    size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
+    for (int n = 0; n < s->order; ++n) {
+        size_t na = (size_t)s->dims[n] * J;
+        for (size_t k = 0; k < na; ++k)
+            out->a[n][k] = s->opts.double_precision ? (float)((double *)s->host.a[n])[k] : ((float *)s->host.a[n])[k];
+        for (size_t k = 0; k < J * R; ++k)
+            out->b[n][k] = s->opts.double_precision ? (float)((double *)s->host.b[n])[k] : ((float *)s->host.b[n])[k];
+    }
+}

@@ -1,0 +1,236 @@
+/* The cpu/omp kernels of FastTucker, compiled once per precision: TK_REAL is
+ * float or double, TK_SFX(name) names the copy.  Included by tucker_cpu.c. */
+
+/* q = prod over the other modes of their C rows, reusing the prefix products of
+ * the previous entry from the first level whose index changed (the CSF fiber
+ * reuse).  pre holds (order - 1) rows of R; returns the full product row. */
+static const TK_REAL *TK_SFX(fiber_product)(TK_REAL *const *c, const int *others, int levels, int R,
+                                            const uint32_t *ix, const uint32_t *prev, TK_REAL *pre)
+{
+    int d = 0;
+    if (prev)
+        while (d < levels && ix[d] == prev[d]) ++d;
+    if (d == levels) return pre + (size_t)(levels - 1) * (size_t)R;
+    for (int k = d; k < levels; ++k) {
+        const TK_REAL *row = c[others[k]] + (size_t)ix[k] * (size_t)R;
+        TK_REAL *dst = pre + (size_t)k * (size_t)R;
+        if (k == 0)
+            for (int r = 0; r < R; ++r) dst[r] = row[r];
+        else
+            for (int r = 0; r < R; ++r) dst[r] = dst[r - R] * row[r];
+    }
+    return pre + (size_t)(levels - 1) * (size_t)R;
+}
+
+/* v = B q: the shared intermediate of the factor gradient (seed eq. 10), from
+ * Bt = B^T (R x J) so the inner loop runs over j and vectorizes; each v[j] still
+ * sums r = 0..R-1 in order, as the GPU lanes do. */
+static void TK_SFX(core_times)(const TK_REAL *Bt, const TK_REAL *q, int J, int R, TK_REAL *v)
+{
+    for (int j = 0; j < J; ++j) v[j] = 0;
+    for (int r = 0; r < R; ++r) {
+        const TK_REAL qr = q[r], *col = Bt + (size_t)r * (size_t)J;
+        for (int j = 0; j < J; ++j) v[j] += col[j] * qr;
+    }
+}
+
+static void TK_SFX(transpose)(const TK_REAL *B, int J, int R, TK_REAL *Bt)
+{
+    for (int j = 0; j < J; ++j)
+        for (int r = 0; r < R; ++r) Bt[r * J + j] = B[j * R + r];
+}
+
+/* One SGD step of row a on entry value x (seed eqs. 9, 10).  The step is capped
+ * at 1 / |v|^2, the step that fits this entry exactly: a larger one overshoots it
+ * (and past 2 / |v|^2 diverges), which the seed's fixed rate allows once the
+ * factors grow.  Below the cap this is the seed's update unchanged. */
+static void TK_SFX(sgd_step)(TK_REAL *a, const TK_REAL *v, TK_REAL x, int J, TK_REAL lr, TK_REAL lambda)
+{
+    TK_REAL pred = 0, vv = 0;
+    for (int j = 0; j < J; ++j) pred += a[j] * v[j], vv += v[j] * v[j];
+    TK_REAL err = x - pred, step = lr * vv > 1 ? 1 / vv : lr;
+    for (int j = 0; j < J; ++j) a[j] += step * (err * v[j] - lambda * a[j]);
+}
+
+/* C(n)[i] = A(n)[i] B(n) for rows [lo, hi). */
+static void TK_SFX(refresh_rows)(tk_tucker_solver *s, int n, long lo, long hi)
+{
+    int J = s->rank_j, R = s->rank_r;
+    const TK_REAL *A = (const TK_REAL *)s->host.a[n], *B = (const TK_REAL *)s->host.b[n];
+    TK_REAL *C = (TK_REAL *)s->host.c[n];
+    for (long i = lo; i < hi; ++i) {
+        TK_REAL *c = C + (size_t)i * (size_t)R;
+        const TK_REAL *a = A + (size_t)i * (size_t)J;
+        for (int r = 0; r < R; ++r) c[r] = 0;
+        for (int j = 0; j < J; ++j) {
+            const TK_REAL aj = a[j], *brow = B + (size_t)j * (size_t)R;
+            for (int r = 0; r < R; ++r) c[r] += aj * brow[r];
+        }
+    }
+}
+
+static void TK_SFX(refresh)(tk_tucker_solver *s, int n, int threads)
+{
+    long rows = (long)s->dims[n];
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long b = 0; b < (rows + 255) / 256; ++b)
+        TK_SFX(refresh_rows)(s, n, b * 256, (b + 1) * 256 < rows ? (b + 1) * 256 : rows);
+}
+
+/* Factor updates of mode n over its B-CSF.  Rows are independent: each thread
+ * takes whole rows, so the result does not depend on the schedule. */
+static tk_status TK_SFX(factors_bcsf)(tk_tucker_solver *s, int n, int threads)
+{
+    const tk_tucker_bcsf *b = &s->bcsf[n];
+    int J = s->rank_j, R = s->rank_r, levels = s->order - 1;
+    TK_REAL lr = (TK_REAL)s->opts.lr_a, lambda = (TK_REAL)s->opts.lambda_a;
+    TK_REAL *A = (TK_REAL *)s->host.a[n];
+    TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+    TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
+    TK_REAL *const *C = (TK_REAL *const *)s->host.c;
+    long parts = (long)b->num_parts;
+    (void)threads;
+#pragma omp parallel num_threads(threads)
+    {
+        TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK], v[TK_TUCKER_MAX_RANK];
+        TK_REAL a0[TK_TUCKER_MAX_RANK], a[TK_TUCKER_MAX_RANK], acc[TK_TUCKER_MAX_RANK];
+#pragma omp for schedule(dynamic, 64)
+        for (long p = 0; p < parts; ++p) {
+            if (p > 0 && b->part_row[p] == b->part_row[p - 1]) continue; /* not the row's first part */
+            uint32_t i = b->part_row[p], S = b->part_count[p];
+            TK_REAL *row = A + (size_t)i * (size_t)J;
+            for (int j = 0; j < J; ++j) a0[j] = row[j], acc[j] = 0;
+            for (uint32_t k = 0; k < S; ++k) {
+                for (int j = 0; j < J; ++j) a[j] = a0[j];
+                const uint32_t *prev = NULL;
+                for (size_t e = b->part_ptr[p + k]; e < b->part_ptr[p + k + 1]; ++e) {
+                    const uint32_t *ix = b->idx + e * (size_t)levels;
+                    const TK_REAL *q = TK_SFX(fiber_product)(C, b->others, levels, R, ix, prev, pre);
+                    prev = ix;
+                    TK_SFX(core_times)(Bt, q, J, R, v);
+                    TK_SFX(sgd_step)(a, v, (TK_REAL)b->val[e], J, lr, lambda);
+                }
+                for (int j = 0; j < J; ++j) acc[j] += a[j] - a0[j];
+            }
+            /* One sub-slice: plain sequential SGD, kept exact (a0 + (a - a0) may round). */
+            if (S == 1)
+                for (int j = 0; j < J; ++j) row[j] = a[j];
+            else
+                for (int j = 0; j < J; ++j) row[j] = a0[j] + acc[j] / (TK_REAL)S;
+            TK_SFX(refresh_rows)(s, n, (long)i, (long)i + 1);
+        }
+    }
+    return TK_OK;
+}
+
+/* Factor updates of mode n entry by entry in COO order (sequential reference). */
+static tk_status TK_SFX(factors_coo)(tk_tucker_solver *s, int n)
+{
+    const tk_tucker_coo *t = s->coo;
+    int J = s->rank_j, R = s->rank_r, N = s->order, levels = N - 1, others[TK_TUCKER_MAX_ORDER];
+    for (int k = 0, m = 0; m < N; ++m)
+        if (m != n) others[k++] = m;
+    TK_REAL lr = (TK_REAL)s->opts.lr_a, lambda = (TK_REAL)s->opts.lambda_a;
+    TK_REAL *A = (TK_REAL *)s->host.a[n];
+    TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+    TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
+    TK_REAL *const *C = (TK_REAL *const *)s->host.c;
+    TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK], v[TK_TUCKER_MAX_RANK];
+    uint32_t ix[TK_TUCKER_MAX_ORDER];
+    for (size_t e = 0; e < t->nnz; ++e) {
+        const uint32_t *full = t->idx + e * (size_t)N;
+        for (int k = 0; k < levels; ++k) ix[k] = full[others[k]];
+        const TK_REAL *q = TK_SFX(fiber_product)(C, others, levels, R, ix, NULL, pre);
+        TK_SFX(core_times)(Bt, q, J, R, v);
+        TK_SFX(sgd_step)(A + (size_t)full[n] * (size_t)J, v, (TK_REAL)t->val[e], J, lr, lambda);
+    }
+    TK_SFX(refresh)(s, n, 1);
+    return TK_OK;
+}
+
+/* B(n) += lr_b (G / nnz - lambda_b B(n)), then C(n) refreshed (seed Algorithm 5). */
+static void TK_SFX(apply_core)(tk_tucker_solver *s, int n, const double *G, int threads)
+{
+    int J = s->rank_j, R = s->rank_r;
+    TK_REAL *B = (TK_REAL *)s->host.b[n];
+    double scale = s->nnz ? 1.0 / (double)s->nnz : 0, lr = s->opts.lr_b, lambda = s->opts.lambda_b;
+    for (int k = 0; k < J * R; ++k) B[k] += (TK_REAL)(lr * (G[k] * scale - lambda * (double)B[k]));
+    TK_SFX(refresh)(s, n, threads);
+}
+
+/* Core gradient of mode n over its B-CSF: z_i = sum over row i of e q (one
+ * prediction per entry from the slice's C(n) row), then G = A(n)^T Z. */
+static tk_status TK_SFX(core_bcsf)(tk_tucker_solver *s, int n, int threads)
+{
+    const tk_tucker_bcsf *b = &s->bcsf[n];
+    int J = s->rank_j, R = s->rank_r, levels = s->order - 1;
+    const TK_REAL *A = (const TK_REAL *)s->host.a[n];
+    TK_REAL *const *C = (TK_REAL *const *)s->host.c;
+    TK_REAL *Z = (TK_REAL *)s->host.z;
+    long parts = (long)b->num_parts, rows = (long)b->rows;
+    memset(Z, 0, (size_t)rows * (size_t)R * sizeof(TK_REAL));
+    (void)threads;
+#pragma omp parallel num_threads(threads)
+    {
+        TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK];
+#pragma omp for schedule(dynamic, 64)
+        for (long p = 0; p < parts; ++p) {
+            if (p > 0 && b->part_row[p] == b->part_row[p - 1]) continue;
+            uint32_t i = b->part_row[p], S = b->part_count[p];
+            const TK_REAL *c = C[n] + (size_t)i * (size_t)R;
+            TK_REAL *z = Z + (size_t)i * (size_t)R;
+            const uint32_t *prev = NULL;
+            for (size_t e = b->part_ptr[p]; e < b->part_ptr[p + S]; ++e) {
+                const uint32_t *ix = b->idx + e * (size_t)levels;
+                const TK_REAL *q = TK_SFX(fiber_product)(C, b->others, levels, R, ix, prev, pre);
+                prev = ix;
+                TK_REAL pred = 0;
+                for (int r = 0; r < R; ++r) pred += c[r] * q[r];
+                TK_REAL err = (TK_REAL)b->val[e] - pred;
+                for (int r = 0; r < R; ++r) z[r] += err * q[r];
+            }
+        }
+    }
+    double G[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int j = 0; j < J; ++j) {
+        double g[TK_TUCKER_MAX_RANK] = {0};
+        for (long i = 0; i < rows; ++i) {
+            double aij = (double)A[(size_t)i * (size_t)J + (size_t)j];
+            if (aij == 0) continue;
+            const TK_REAL *z = Z + (size_t)i * (size_t)R;
+            for (int r = 0; r < R; ++r) g[r] += aij * (double)z[r];
+        }
+        for (int r = 0; r < R; ++r) G[j * R + r] = g[r];
+    }
+    TK_SFX(apply_core)(s, n, G, threads);
+    return TK_OK;
+}
+
+/* Core gradient entry by entry in COO order: G += e a q^T (sequential reference). */
+static tk_status TK_SFX(core_coo)(tk_tucker_solver *s, int n)
+{
+    const tk_tucker_coo *t = s->coo;
+    int J = s->rank_j, R = s->rank_r, N = s->order, levels = N - 1, others[TK_TUCKER_MAX_ORDER];
+    for (int k = 0, m = 0; m < N; ++m)
+        if (m != n) others[k++] = m;
+    const TK_REAL *A = (const TK_REAL *)s->host.a[n];
+    TK_REAL *const *C = (TK_REAL *const *)s->host.c;
+    TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK];
+    double G[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK] = {0};
+    uint32_t ix[TK_TUCKER_MAX_ORDER];
+    for (size_t e = 0; e < t->nnz; ++e) {
+        const uint32_t *full = t->idx + e * (size_t)N;
+        for (int k = 0; k < levels; ++k) ix[k] = full[others[k]];
+        const TK_REAL *q = TK_SFX(fiber_product)(C, others, levels, R, ix, NULL, pre);
+        const TK_REAL *c = C[n] + (size_t)full[n] * (size_t)R, *a = A + (size_t)full[n] * (size_t)J;
+        TK_REAL pred = 0;
+        for (int r = 0; r < R; ++r) pred += c[r] * q[r];
+        double err = (double)((TK_REAL)t->val[e] - pred);
+        for (int j = 0; j < J; ++j)
+            for (int r = 0; r < R; ++r) G[j * R + r] += err * (double)a[j] * (double)q[r];
+    }
+    TK_SFX(apply_core)(s, n, G, 1);
+    return TK_OK;
+}

@@ -1,0 +1,57 @@
+/* Internal interface of the FastTucker core: solver state and backends. */
+#ifndef TK_TUCKER_INTERNAL_H
+#define TK_TUCKER_INTERNAL_H
+
+#include "tk_tucker.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* splitmix64: seeds and per-entry hashes (reproducible, thread-count independent). */
+static inline uint64_t tk_tucker_mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+/* Uniform in [0, 1) from a hash. */
+static inline double tk_tucker_unit(uint64_t h) { return (double)(h >> 11) * (1.0 / 9007199254740992.0); }
+
+/* Host state of the cpu/omp backends, one precision (float or double arrays). */
+typedef struct tk_tucker_host {
+    void *a[TK_TUCKER_MAX_ORDER], *b[TK_TUCKER_MAX_ORDER], *c[TK_TUCKER_MAX_ORDER];
+    void *z;  /* max dims x R: per-row core gradient parts */
+} tk_tucker_host;
+
+struct tk_tucker_solver {
+    tk_tucker_options opts;
+    int order, rank_j, rank_r;
+    uint32_t dims[TK_TUCKER_MAX_ORDER];
+    size_t nnz;
+    const tk_tucker_coo *coo;              /* COO storage: the caller's entries */
+    tk_tucker_bcsf bcsf[TK_TUCKER_MAX_ORDER]; /* B-CSF storage: one per mode */
+    tk_tucker_host host;
+    void *cuda;                             /* CUDA backend state */
+    tk_tucker_timing timing;
+};
+
+tk_status tk_tucker_host_create(tk_tucker_solver *s, const tk_tucker_model *m);
+void tk_tucker_host_destroy(tk_tucker_solver *s);
+tk_status tk_tucker_host_factors(tk_tucker_solver *s);
+tk_status tk_tucker_host_core(tk_tucker_solver *s);
+void tk_tucker_host_model(const tk_tucker_solver *s, tk_tucker_model *out);
+
+tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m);
+void tk_tucker_cuda_destroy(tk_tucker_solver *s);
+tk_status tk_tucker_cuda_factors(tk_tucker_solver *s, double *ms);
+tk_status tk_tucker_cuda_core(tk_tucker_solver *s, double *ms);
+tk_status tk_tucker_cuda_model(const tk_tucker_solver *s, tk_tucker_model *out);
+
+double tk_tucker_now_ms(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

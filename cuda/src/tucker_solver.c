@@ -1,0 +1,127 @@
+/* FastTucker front end: options, storage build, backend dispatch, timing. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tucker_internal.h"
+
+double tk_tucker_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void tk_tucker_options_init(tk_tucker_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = TK_TUCKER_CPU;
+    o->storage = TK_TUCKER_BCSF;
+    o->lr_a = 0.05;
+    o->lr_b = 1.0;
+    o->lambda_a = 0.001;
+    o->lambda_b = 0.001;
+    o->fiber_threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
+}
+
+const char *tk_tucker_backend_name(tk_tucker_backend b)
+{
+    switch (b) {
+    case TK_TUCKER_CPU: return "cpu";
+    case TK_TUCKER_OMP: return "omp";
+    case TK_TUCKER_CUDA: return "cuda";
+    }
+    return "?";
+}
+
+tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_coo *train, const tk_tucker_model *model,
+                                  tk_tucker_solver **out)
+{
+    *out = NULL;
+    double t0 = tk_tucker_now_ms();
+    if (train->order != model->order)
+        return tk_set_error(TK_ERR_ARGUMENT, "the tensor has order %d but the model %d", train->order, model->order);
+    for (int n = 0; n < model->order; ++n)
+        if (train->dims[n] > model->dims[n])
+            return tk_set_error(TK_ERR_ARGUMENT, "mode %d of the tensor has size %u, beyond the model's %u", n + 1,
+                                train->dims[n], model->dims[n]);
+    if (!(o->lr_a >= 0) || !(o->lr_b >= 0) || !(o->lambda_a >= 0) || !(o->lambda_b >= 0))
+        return tk_set_error(TK_ERR_ARGUMENT, "learning rates and lambdas must be finite and >= 0");
+    if (o->fiber_threshold < 1) return tk_set_error(TK_ERR_ARGUMENT, "the fiber threshold must be at least 1");
+    if (o->storage == TK_TUCKER_COO && o->backend != TK_TUCKER_CPU)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "COO storage runs on the cpu backend only (use B-CSF)");
+    if (o->backend == TK_TUCKER_CUDA && o->double_precision)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "the cuda backend runs in float; double is the cpu/omp reference");
+    tk_tucker_solver *s = calloc(1, sizeof *s);
+    if (!s) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the solver");
+    s->opts = *o;
+    s->order = model->order;
+    s->rank_j = model->rank_j;
+    s->rank_r = model->rank_r;
+    memcpy(s->dims, model->dims, sizeof s->dims);
+    s->nnz = train->nnz;
+    tk_status st = TK_OK;
+    /* B-CSF indexes rows of the model: use the model's dims. */
+    tk_tucker_coo view = *train;
+    memcpy(view.dims, model->dims, sizeof view.dims);
+    if (o->storage == TK_TUCKER_COO) {
+        s->coo = train;
+    } else {
+        /* One mode per thread (each build is a sequential radix sort); a failed
+         * build is repeated here so its message lands in this thread. */
+        tk_status built[TK_TUCKER_MAX_ORDER];
+        int order = s->order;
+#pragma omp parallel for schedule(dynamic, 1) if (o->backend != TK_TUCKER_CPU && train->nnz > 100000)
+        for (int n = 0; n < order; ++n) built[n] = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
+        for (int n = 0; n < order && st == TK_OK; ++n)
+            if (built[n] != TK_OK) st = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
+    }
+    if (st == TK_OK)
+        st = o->backend == TK_TUCKER_CUDA ? tk_tucker_cuda_create(s, model) : tk_tucker_host_create(s, model);
+    if (st != TK_OK) {
+        tk_tucker_solver_destroy(s);
+        return st;
+    }
+    s->timing.setup_ms = tk_tucker_now_ms() - t0;
+    *out = s;
+    return TK_OK;
+}
+
+void tk_tucker_solver_destroy(tk_tucker_solver *s)
+{
+    if (!s) return;
+    if (s->opts.backend == TK_TUCKER_CUDA)
+        tk_tucker_cuda_destroy(s);
+    else
+        tk_tucker_host_destroy(s);
+    for (int n = 0; n < TK_TUCKER_MAX_ORDER; ++n) tk_tucker_bcsf_free(&s->bcsf[n]);
+    free(s);
+}
+
+tk_status tk_tucker_update_factors(tk_tucker_solver *s)
+{
+    double t0 = tk_tucker_now_ms(), ms = 0;
+    tk_status st = s->opts.backend == TK_TUCKER_CUDA ? tk_tucker_cuda_factors(s, &ms) : tk_tucker_host_factors(s);
+    s->timing.factor_ms = s->opts.backend == TK_TUCKER_CUDA ? ms : tk_tucker_now_ms() - t0;
+    return st;
+}
+
+tk_status tk_tucker_update_core(tk_tucker_solver *s)
+{
+    double t0 = tk_tucker_now_ms(), ms = 0;
+    tk_status st = s->opts.backend == TK_TUCKER_CUDA ? tk_tucker_cuda_core(s, &ms) : tk_tucker_host_core(s);
+    s->timing.core_ms = s->opts.backend == TK_TUCKER_CUDA ? ms : tk_tucker_now_ms() - t0;
+    return st;
+}
+
+tk_status tk_tucker_solver_model(const tk_tucker_solver *s, tk_tucker_model *out)
+{
+    if (out->order != s->order || out->rank_j != s->rank_j || out->rank_r != s->rank_r)
+        return tk_set_error(TK_ERR_ARGUMENT, "the output model's shape differs from the solver's");
+    if (s->opts.backend == TK_TUCKER_CUDA) return tk_tucker_cuda_model(s, out);
+    tk_tucker_host_model(s, out);
+    return TK_OK;
+}
+
+void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_tucker_timing *t) { *t = s->timing; }

@@ -1,0 +1,448 @@
+/* tk-bench fibers: peak-finder throughput and accuracy on an FOD-like volume, beside
+ * MRtrix3's sh2peaks run on the same data, the same threads, in the same run.
+ *
+ * The volume: per voxel 1-3 fibers of random directions and weights, each the lmax-
+ * truncated spike (what constrained spherical deconvolution aims at) with a mild
+ * smoothing, plus coefficient noise: real CSD FODs look like this, including their
+ * negative lobes and small spurious bumps.
+ *
+ * Accuracy: each reported peak is refined by an independent Newton ascent on the SH
+ * series itself (finite-difference derivatives of tk_sh_eval, no tensor); the angle it
+ * moves is the peak's error.  sh2peaks' peaks are matched to ours within 1 degree. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "mif_io.h"
+#include "tk_fibers.h"
+#include "tk_npy.h"
+
+extern char **environ;
+
+static const char *prog = "tk-bench fibers";
+static const double kPi = 3.14159265358979323846;
+
+typedef struct {
+    long voxels, cuda_voxels, lmax, num, threads, repeat, accuracy_voxels;
+    int backends[3];
+    const char *sh2peaks, *input;
+} fibers_args;
+
+typedef struct {
+    uint64_t s;
+} rng64;
+
+static double rng_uniform(rng64 *r)
+{
+    r->s ^= r->s << 13, r->s ^= r->s >> 7, r->s ^= r->s << 17;
+    return (double)(r->s >> 11) * 0x1.0p-53;
+}
+
+static double rng_gauss(rng64 *r)
+{
+    double u = rng_uniform(r) + 1e-300, v = rng_uniform(r);
+    return sqrt(-2 * log(u)) * cos(2 * kPi * v);
+}
+
+static void random_unit(rng64 *r, double *v)
+{
+    double n;
+    do {
+        for (int i = 0; i < 3; ++i) v[i] = rng_gauss(r);
+        n = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    } while (n < 1e-6);
+    for (int i = 0; i < 3; ++i) v[i] /= n;
+}
+
+static float *fod_like_volume(int lmax, size_t voxels, uint64_t seed)
+{
+    const int k = (int)tk_sh_num_coeffs(lmax);
+    float *sh = malloc(sizeof(float) * k * voxels);
+    double y[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], smooth[TK_SH_MAX_LMAX + 1];
+    if (!sh) return NULL;
+    for (int l = 0; l <= lmax; l += 2) smooth[l] = exp(-0.01 * l * (l + 1));
+    rng64 r = {seed * 0x9E3779B97F4A7C15ull + 7};
+    for (size_t v = 0; v < voxels; ++v) {
+        float *c = sh + v * k;
+        for (int j = 0; j < k; ++j) c[j] = (float)(0.005 * rng_gauss(&r));
+        for (int f = 0; f < 1 + (int)(v % 3); ++f) {
+            double dir[3], w = 0.3 + 0.7 * rng_uniform(&r);
+            random_unit(&r, dir);
+            tk_sh_eval(TK_SH_TOURNIER, 0, lmax, dir, y);
+            for (int l = 0, j = 0; l <= lmax; l += 2)
+                for (int m = -l; m <= l; ++m, ++j) c[j] += (float)(w * smooth[l] * y[j]);
+        }
+    }
+    return sh;
+}
+
+/* The voxels of an .npy of SH coefficients (any shape whose last axis is an SH count),
+ * repeated to fill voxels; sets *lmax from the count. */
+static float *tiled_input(const char *path, size_t voxels, long *lmax)
+{
+    tk_npy_array arr;
+    if (tk_npy_read(path, &arr) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return NULL;
+    }
+    float *sh = NULL;
+    const size_t k = arr.ndim ? arr.shape[arr.ndim - 1] : 0;
+    const int l = tk_sh_lmax_for_count(k);
+    if ((arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) || l < 2 || arr.count == 0) {
+        tk_cli_error(prog, "%s: expected float32 or float64 SH coefficients on the last axis (6, 15, 28, 45, ...), got %s "
+                           "with %zu on the last axis", path, tk_npy_dtype_name(arr.dtype), k);
+    } else if ((sh = malloc(sizeof(float) * k * voxels)) != NULL) {
+        const size_t have = arr.count / k;
+        for (size_t v = 0; v < voxels; ++v)
+            for (size_t j = 0; j < k; ++j) {
+                size_t at = (v % have) * k + j;
+                sh[v * k + j] = arr.dtype == TK_NPY_FLOAT32 ? ((const float *)arr.data)[at]
+                                                            : (float)((const double *)arr.data)[at];
+            }
+        *lmax = l;
+    }
+    tk_npy_free(&arr);
+    return sh;
+}
+
+/* ---- the independent accuracy oracle ----------------------------------------------- */
+
+static double sh_value(int lmax, const double *c, const double *x)
+{
+    double y[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], s = 0;
+    tk_sh_eval(TK_SH_TOURNIER, 0, lmax, x, y);
+    for (size_t j = 0; j < tk_sh_num_coeffs(lmax); ++j) s += c[j] * y[j];
+    return s;
+}
+
+static void on_sphere(const double *x, const double *u, const double *w, double a, double b, double *out)
+{
+    for (int i = 0; i < 3; ++i) out[i] = x[i] + a * u[i] + b * w[i];
+    double n = sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2]);
+    for (int i = 0; i < 3; ++i) out[i] /= n;
+}
+
+/* Angle in degrees from x to the maximum that a finite-difference Newton ascent reaches;
+ * *is_max (may be NULL) says whether it reached a strict local maximum. */
+static double refine_angle(int lmax, const double *c, const float *peak, int *is_max)
+{
+    if (is_max) *is_max = 0;
+    double x[3] = {peak[0], peak[1], peak[2]}, x0[3];
+    double n = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+    for (int i = 0; i < 3; ++i) x0[i] = x[i] /= n;
+    const double h = 2e-4;
+    for (int it = 0; it < 50; ++it) {
+        double u[3], w[3], a[3] = {0, 0, 0}, p[3];
+        int small = fabs(x[0]) < fabs(x[1]) ? (fabs(x[0]) < fabs(x[2]) ? 0 : 2) : (fabs(x[1]) < fabs(x[2]) ? 1 : 2);
+        a[small] = 1;
+        double d = a[0] * x[0] + a[1] * x[1] + a[2] * x[2];
+        for (int i = 0; i < 3; ++i) u[i] = a[i] - d * x[i];
+        double un = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        for (int i = 0; i < 3; ++i) u[i] /= un;
+        w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+        double f[3][3];
+        for (int i = -1; i <= 1; ++i)
+            for (int j = -1; j <= 1; ++j) on_sphere(x, u, w, i * h, j * h, p), f[i + 1][j + 1] = sh_value(lmax, c, p);
+        double g0 = (f[2][1] - f[0][1]) / (2 * h), g1 = (f[1][2] - f[1][0]) / (2 * h);
+        double h00 = (f[2][1] - 2 * f[1][1] + f[0][1]) / (h * h), h11 = (f[1][2] - 2 * f[1][1] + f[1][0]) / (h * h);
+        double h01 = (f[2][2] - f[2][0] - f[0][2] + f[0][0]) / (4 * h * h), det = h00 * h11 - h01 * h01;
+        if (!(h00 < 0 && det > 0)) break; /* not at a maximum's basin: report the distance so far */
+        double s0 = -(h11 * g0 - h01 * g1) / det, s1 = -(h00 * g1 - h01 * g0) / det;
+        on_sphere(x, u, w, s0, s1, p);
+        memcpy(x, p, sizeof p);
+        if (sqrt(s0 * s0 + s1 * s1) < 1e-10) {
+            if (is_max) *is_max = 1;
+            break;
+        }
+    }
+    double dot = fabs(x[0] * x0[0] + x[1] * x0[1] + x[2] * x0[2]);
+    return acos(dot > 1 ? 1 : dot) * 180 / kPi;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median and maximum angle to the refined maxima over the first voxels' present peaks. */
+static void accuracy(const fibers_args *a, const float *sh, const float *dirs, size_t voxels, double *median,
+                     double *worst)
+{
+    const int k = (int)tk_sh_num_coeffs((int)a->lmax), np = (int)a->num;
+    double *angles = malloc(sizeof(double) * voxels * np), c[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
+    size_t n = 0;
+    for (size_t v = 0; v < voxels && angles; ++v) {
+        for (int j = 0; j < k; ++j) c[j] = sh[v * k + j];
+        for (int p = 0; p < np; ++p) {
+            const float *d = dirs + (v * np + p) * 3;
+            if (!isnan(d[0])) angles[n++] = refine_angle((int)a->lmax, c, d, NULL);
+        }
+    }
+    *median = *worst = NAN;
+    if (n) {
+        qsort(angles, n, sizeof(double), cmp_double);
+        *median = angles[n / 2], *worst = angles[n - 1];
+    }
+    free(angles);
+}
+
+/* ---- runs -------------------------------------------------------------------------- */
+
+static const char *backend_name(int b) { return b == 0 ? "cpu" : b == 1 ? "omp" : "cuda"; }
+
+/* Median of repeat timed runs; 0 if the backend cannot run here (printed). */
+static int time_backend(const fibers_args *a, int b, const float *sh, size_t voxels, float *dirs, float *amps,
+                        tk_fibers_timing *best)
+{
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, (int)a->lmax);
+    o.num_peaks = (int)a->num;
+    o.backend = (tk_fibers_backend)b;
+    o.num_threads = (int)a->threads;
+    /* warm-up: the plan (built once per process) and, on CUDA, the context stay out of the figures */
+    if (tk_fibers_find(&o, voxels < 4096 ? voxels : 4096, sh, NULL, dirs, amps, NULL) != TK_OK) {
+        printf("%-10s %9zu  skipped: %s\n", backend_name(b), voxels, tk_last_error());
+        return 0;
+    }
+    double totals[64], kernels[64];
+    int runs = (int)(a->repeat < 64 ? a->repeat : 64);
+    for (int r = 0; r < runs; ++r) {
+        tk_fibers_timing t;
+        if (tk_fibers_find_timed(&o, voxels, sh, NULL, dirs, amps, NULL, &t) != TK_OK) {
+            printf("%-10s %9zu  failed: %s\n", backend_name(b), voxels, tk_last_error());
+            return 0;
+        }
+        totals[r] = t.total_ms, kernels[r] = t.kernel_ms;
+    }
+    qsort(totals, runs, sizeof(double), cmp_double);
+    qsort(kernels, runs, sizeof(double), cmp_double);
+    best->total_ms = totals[runs / 2], best->kernel_ms = kernels[runs / 2];
+    return 1;
+}
+
+/* sh2peaks on the same volume and threads; wall seconds, or -1 (message printed). */
+static double run_sh2peaks(const fibers_args *a, const float *sh, size_t voxels, float **peaks)
+{
+    *peaks = NULL;
+    char dir[] = "/tmp/tk-bench-fibers-XXXXXX", in[64], out[64], threads[32], num[32];
+    if (!mkdtemp(dir)) return printf("sh2peaks   skipped: no temporary folder\n"), -1;
+    snprintf(in, sizeof in, "%s/sh.mif", dir), snprintf(out, sizeof out, "%s/peaks.mif", dir);
+    snprintf(threads, sizeof threads, "%ld", a->threads > 0 ? a->threads : sysconf(_SC_NPROCESSORS_ONLN));
+    snprintf(num, sizeof num, "%ld", a->num);
+    const size_t k = tk_sh_num_coeffs((int)a->lmax), dim[4] = {voxels, 1, 1, k};
+    double seconds = -1;
+    if (!tk_mif_write_f32(in, dim, sh)) {
+        printf("sh2peaks   skipped: %s\n", tk_last_error());
+    } else {
+        char *argv[] = {(char *)a->sh2peaks, "-quiet", "-force", "-nthreads", threads, "-num", num, in, out, NULL};
+        pid_t pid;
+        double t0 = tk_cli_now_ms();
+        int status = 0;
+        if (posix_spawnp(&pid, a->sh2peaks, NULL, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) < 0 ||
+            !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            printf("sh2peaks   skipped: '%s' did not run (install mrtrix3, or --sh2peaks off)\n", a->sh2peaks);
+        } else {
+            seconds = (tk_cli_now_ms() - t0) / 1000;
+            size_t odim[4];
+            if (!tk_mif_read_f32(out, odim, peaks) || odim[0] * odim[1] * odim[2] != voxels || odim[3] != 3 * (size_t)a->num) {
+                printf("sh2peaks   output unreadable: %s\n", tk_last_error());
+                free(*peaks), *peaks = NULL;
+            }
+        }
+    }
+    remove(in), remove(out), rmdir(dir);
+    return seconds;
+}
+
+/* sh2peaks' peaks (scaled by amplitude) that none of ours (ours_np per voxel) matches within
+ * 1 degree; of those, *not_maxima are no local maximum of the series (an independent ascent
+ * from them ends elsewhere or nowhere) and *negative have an amplitude <= 0 (sh2peaks has no
+ * threshold by default; ours is 0). */
+static size_t unmatched_reference_peaks(const fibers_args *a, const float *sh, const float *ref, const float *ours,
+                                        int ours_np, size_t voxels, size_t *total, size_t *not_maxima,
+                                        size_t *negative)
+{
+    const int np = (int)a->num, k = (int)tk_sh_num_coeffs((int)a->lmax);
+    size_t missing = 0;
+    *total = *not_maxima = *negative = 0;
+    for (size_t v = 0; v < voxels; ++v)
+        for (int p = 0; p < np; ++p) {
+            const float *r = ref + (v * np + p) * 3;
+            double n = sqrt((double)r[0] * r[0] + (double)r[1] * r[1] + (double)r[2] * r[2]);
+            if (!(n > 0)) continue;
+            ++*total;
+            int hit = 0;
+            for (int q = 0; q < ours_np && !hit; ++q) {
+                const float *o = ours + (v * ours_np + q) * 3;
+                hit = !isnan(o[0]) && fabs(r[0] * o[0] + r[1] * o[1] + r[2] * o[2]) / n > cos(kPi / 180);
+            }
+            missing += !hit;
+            if (!hit) {
+                double c[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
+                float unit[3] = {(float)(r[0] / n), (float)(r[1] / n), (float)(r[2] / n)};
+                int is_max = 0;
+                for (int j = 0; j < k; ++j) c[j] = sh[v * k + j];
+                double moved = refine_angle((int)a->lmax, c, unit, &is_max), dir[3] = {unit[0], unit[1], unit[2]};
+                if (!is_max || moved > 1.0) ++*not_maxima;
+                else if (sh_value((int)a->lmax, c, dir) <= 0) ++*negative;
+            }
+        }
+    return missing;
+}
+
+static int parse_args(int argc, char **argv, fibers_args *a)
+{
+    for (int i = 1; i < argc; ++i) {
+        const char *v;
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: tk-bench fibers [--voxels 64000] [--cuda-voxels 600000] [--lmax 8] [--num 3]\n"
+                   "                       [--backends cpu,omp,cuda] [--threads P] [--repeat 5]\n"
+                   "                       [--accuracy-voxels 2000] [--sh2peaks sh2peaks|off] [--input SH.npy]\n"
+                   "Peaks of an FOD-like volume (1-3 fibers per voxel, tournier07 basis), or of the voxels of\n"
+                   "--input (tournier07 coefficients on the last axis; lmax from their count) repeated to fill\n"
+                   "the volume.  voxels/s are the\n"
+                   "median of --repeat calls of tk_fibers_find, memory to memory (CUDA: transfers included;\n"
+                   "kernel = the kernels alone).  sh2peaks runs on the same volume (as .mif), threads and\n"
+                   "peak count; its time includes reading and writing its files.  Accuracy: angle from each\n"
+                   "peak to the maximum an independent finite-difference Newton ascent reaches.\n");
+            return 0;
+        }
+#define TK_INT_OPT(flag, field, lo, hi)                                                                           \
+    else if (tk_cli_is(argv[i], flag))                                                                          \
+    {                                                                                                           \
+        if (!(v = tk_cli_value(prog, argc, argv, &i, flag)) || !tk_cli_parse_int(prog, flag, v, lo, hi, &a->field)) \
+            return -1;                                                                                          \
+    }
+        TK_INT_OPT("--voxels", voxels, 1, 100000000)
+        TK_INT_OPT("--cuda-voxels", cuda_voxels, 0, 100000000)
+        TK_INT_OPT("--lmax", lmax, 2, TK_SH_MAX_LMAX)
+        TK_INT_OPT("--num", num, 1, 64)
+        TK_INT_OPT("--threads", threads, 1, 4096)
+        TK_INT_OPT("--repeat", repeat, 1, 64)
+        TK_INT_OPT("--accuracy-voxels", accuracy_voxels, 0, 100000000)
+#undef TK_INT_OPT
+        else if (tk_cli_is(argv[i], "--input"))
+        {
+            if (!(a->input = tk_cli_value(prog, argc, argv, &i, "--input"))) return -1;
+        }
+        else if (tk_cli_is(argv[i], "--sh2peaks"))
+        {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--sh2peaks"))) return -1;
+            a->sh2peaks = strcmp(v, "off") ? v : NULL;
+        }
+        else if (tk_cli_is(argv[i], "--backends"))
+        {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return -1;
+            memset(a->backends, 0, sizeof a->backends);
+            char list[64];
+            snprintf(list, sizeof list, "%s", v);
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                int b = !strcmp(tok, "cpu") ? 0 : !strcmp(tok, "omp") ? 1 : !strcmp(tok, "cuda") ? 2 : -1;
+                if (b < 0) {
+                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'", tok);
+                    return -1;
+                }
+                a->backends[b] = 1;
+            }
+        }
+        else
+        {
+            tk_cli_error(prog, "unknown option '%s' (see --help)", argv[i]);
+            return -1;
+        }
+    }
+    if (a->lmax % 2) {
+        tk_cli_error(prog, "--lmax must be even, got %ld", a->lmax);
+        return -1;
+    }
+    return 1;
+}
+
+int tk_bench_fibers(int argc, char **argv)
+{
+    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, {0, 1, 1}, "sh2peaks", NULL};
+    int parsed = parse_args(argc, argv, &a);
+    if (parsed <= 0) return parsed < 0 ? TK_EXIT_USAGE : 0;
+    const size_t voxels = (size_t)a.voxels, np = (size_t)a.num;
+    const size_t biggest = a.backends[2] && (size_t)a.cuda_voxels > voxels ? (size_t)a.cuda_voxels : voxels;
+    float *sh = a.input ? tiled_input(a.input, biggest, &a.lmax) : fod_like_volume((int)a.lmax, biggest, 1);
+    if (!sh) return TK_EXIT_FAILURE;
+    const size_t k = tk_sh_num_coeffs((int)a.lmax);
+    float *dirs = malloc(sizeof(float) * biggest * np * 3),
+          *amps = malloc(sizeof(float) * biggest * np);
+    if (!sh || !dirs || !amps) {
+        tk_cli_error(prog, "out of memory for %zu voxels", biggest);
+        return TK_EXIT_FAILURE;
+    }
+    memset(dirs, 0, sizeof(float) * biggest * np * 3), memset(amps, 0, sizeof(float) * biggest * np);
+    const size_t acc_voxels = (size_t)a.accuracy_voxels < voxels ? (size_t)a.accuracy_voxels : voxels;
+    printf("# tk-bench fibers: %s%s, lmax %ld (%zu coefficients), %ld peaks, %s threads\n",
+           a.input ? "the voxels of " : "FOD-like volume", a.input ? a.input : "", a.lmax, k, a.num,
+           a.threads ? "given" : "all");
+    printf("# accuracy: median / largest angle (degrees) to the refined maxima over the first %zu voxels;\n"
+           "# goals: omp >= 20x sh2peaks voxels/s, cuda >= 10,000,000 voxels/s at lmax 8 (transfers included),\n"
+           "# median angle <= 0.01 degrees, every sh2peaks peak found\n",
+           acc_voxels);
+    printf("%-10s %9s %10s %10s %13s %13s %10s %10s  %s\n", "program", "voxels", "total_ms", "kernel_ms", "voxels/s",
+           "voxels/s_krn", "median_deg", "max_deg", "goal");
+    double sh2_rate = 0;
+    float *ref = NULL;
+    if (a.sh2peaks) {
+        double seconds = run_sh2peaks(&a, sh, voxels, &ref);
+        if (seconds > 0) {
+            sh2_rate = voxels / seconds;
+            double med = NAN, worst = NAN;
+            if (ref) accuracy(&a, sh, ref, acc_voxels, &med, &worst);
+            printf("%-10s %9zu %10.1f %10s %13.0f %13s %10.5f %10.5f  reference\n", "sh2peaks", voxels, seconds * 1000, "-",
+                   sh2_rate, "-", med, worst);
+        }
+    }
+    for (int b = 0; b < 3; ++b) {
+        if (!a.backends[b]) continue;
+        for (int big = 0; big < (b == 2 && (size_t)a.cuda_voxels > voxels ? 2 : 1); ++big) {
+            size_t n = big ? (size_t)a.cuda_voxels : voxels;
+            tk_fibers_timing t;
+            if (!time_backend(&a, b, sh, n, dirs, amps, &t)) continue;
+            double med = NAN, worst = NAN, rate = n / (t.total_ms / 1000), krate = n / (t.kernel_ms / 1000);
+            accuracy(&a, sh, dirs, acc_voxels, &med, &worst);
+            char goal[128] = "";
+            if (b == 1 && sh2_rate > 0)
+                snprintf(goal, sizeof goal, "%.1fx sh2peaks (goal 20x: %s)", rate / sh2_rate,
+                         rate >= 20 * sh2_rate ? "met" : "MISSED");
+            if (b == 2 && a.lmax == 8 && big == ((size_t)a.cuda_voxels > voxels))
+                snprintf(goal, sizeof goal, "goal 10M voxels/s: %s", rate >= 1e7 ? "met" : "MISSED");
+            printf("%-10s %9zu %10.1f %10.1f %13.0f %13.0f %10.5f %10.5f  %s\n", backend_name(b), n, t.total_ms,
+                   t.kernel_ms, rate, krate, med, worst, goal);
+            if (ref && !big) {
+                /* sh2peaks may rank peaks differently where it misses one: match against all of ours */
+                const int all = 16;
+                float *every = malloc(sizeof(float) * voxels * all * 3);
+                tk_fibers_options o;
+                tk_fibers_options_init(&o, (int)a.lmax);
+                o.num_peaks = all, o.backend = (tk_fibers_backend)b, o.num_threads = (int)a.threads;
+                if (every && tk_fibers_find(&o, voxels, sh, NULL, every, NULL, NULL) == TK_OK) {
+                    size_t total = 0, not_max = 0, negative = 0;
+                    size_t missing =
+                        unmatched_reference_peaks(&a, sh, ref, every, all, voxels, &total, &not_max, &negative);
+                    printf("%-10s sh2peaks peaks found within 1 degree: %zu of %zu; of the %zu others, %zu are no local "
+                           "maximum of the series, %zu have amplitude <= 0 (our default threshold), %zu are missed\n",
+                           backend_name(b), total - missing, total, missing, not_max, negative,
+                           missing - not_max - negative);
+                }
+                free(every);
+            }
+            fflush(stdout);
+        }
+    }
+    free(sh), free(dirs), free(amps), free(ref);
+    return 0;
+}

@@ -1,0 +1,528 @@
+/* tk-tucker: sparse FastTucker decomposition (train, predict, synth). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tk_tucker.h"
+
+static const char *prog = "tk-tucker";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tk-tucker train TRAIN.tns [--test TEST.tns | --test-fraction F] --out MODEL_DIR [options]\n"
+            "       tk-tucker predict MODEL_DIR QUERIES.tns OUT.tns\n"
+            "       tk-tucker synth --shape I1,I2,... --nnz N [options] OUT.tns\n"
+            "\n"
+            "Sparse FastTucker decomposition (cuFasterTucker's model and SGD updates) of a\n"
+            "FROSTT .tns tensor: 1-based indices, value last, '#' comments.  A binary cache\n"
+            "FILE.tns.tkc is kept beside each input for fast reloads.\n"
+            "\n"
+            "train options:\n"
+            "  --rank-j J, --rank-r R   factor and core ranks, 4..64 (default 32)\n"
+            "  --iters K                iterations (default 20)\n"
+            "  --lr-a X, --lr-b X       learning rates (default 0.05 and 1; lr-b scales the mean\n"
+            "                           core gradient; lower lr-a for large values, e.g. 0.005 for 1..5)\n"
+            "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
+            "  --backend cpu|omp|cuda   (default omp)\n"
+            "  --threads P              omp threads (default: all)\n"
+            "  --fiber-threshold T      B-CSF sub-slice size (default 128)\n"
+            "  --double                 cpu/omp in double precision (the reference path)\n"
+            "  --seed S                 seed of the start and of --test-fraction (default 0)\n"
+            "  --checkpoint-every K     save the model every K iterations (default: at the end only)\n"
+            "  --resume                 continue from the model saved in MODEL_DIR\n"
+            "  --quiet                  no progress bar\n"
+            "Each iteration prints its update time, train RMSE, test RMSE and test MAE.\n"
+            "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
+            "replaced atomically at each save, so a killed run loses at most one interval.\n"
+            "With --seed, cpu and omp runs are reproducible (bit for bit, any thread count).\n"
+            "\n"
+            "predict: the model's value at each query's indices (query values, if any, are\n"
+            "ignored), written as .tns with the same index columns.\n"
+            "\n"
+            "synth options:\n"
+            "  --rank-j J, --rank-r R   ranks of the true model (default 32)\n"
+            "  --noise S                Gaussian noise standard deviation (default 0.1)\n"
+            "  --popularity P           power-law exponent of index popularity (default 0.5)\n"
+            "  --seed S                 (default 0)\n"
+            "  --truth DIR              also save the true model as a model directory\n"
+            "  --allow-duplicates       skip the check that every index tuple occurs once\n");
+}
+
+static int parse_seed(const char *v, uint64_t *out)
+{
+    char *end = NULL;
+    unsigned long long s = strtoull(v, &end, 10);
+    if (!*v || *end || *v == '-') {
+        tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+        return 0;
+    }
+    *out = (uint64_t)s;
+    return 1;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int exit_code(tk_status s) { return s == TK_ERR_ARGUMENT ? TK_EXIT_USAGE : TK_EXIT_FAILURE; }
+
+/* ---- train ----------------------------------------------------------------------- */
+
+typedef struct {
+    const char *train, *test, *out;
+    double test_fraction;
+    long rank_j, rank_r, iters, every;
+    int resume, quiet;
+    uint64_t seed;
+    tk_tucker_options o;
+} train_args;
+
+static int parse_train(int argc, char **argv, train_args *a)
+{
+    memset(a, 0, sizeof *a);
+    tk_tucker_options_init(&a->o);
+    a->o.backend = TK_TUCKER_OMP;
+    a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
+    a->iters = 20;
+    for (int i = 2; i < argc; ++i) {
+        const char *arg = argv[i], *v;
+        long iv;
+#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (tk_cli_is(arg, "--test")) {
+            if (!VALUE("--test")) return 0;
+            a->test = v;
+        } else if (tk_cli_is(arg, "--test-fraction")) {
+            if (!VALUE("--test-fraction") || !tk_cli_parse_double(prog, "--test-fraction", v, 0, 0.99, &a->test_fraction))
+                return 0;
+        } else if (tk_cli_is(arg, "--out")) {
+            if (!VALUE("--out")) return 0;
+            a->out = v;
+        } else if (tk_cli_is(arg, "--rank-j")) {
+            if (!VALUE("--rank-j") || !tk_cli_parse_int(prog, "--rank-j", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a->rank_j))
+                return 0;
+        } else if (tk_cli_is(arg, "--rank-r")) {
+            if (!VALUE("--rank-r") || !tk_cli_parse_int(prog, "--rank-r", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a->rank_r))
+                return 0;
+        } else if (tk_cli_is(arg, "--iters")) {
+            if (!VALUE("--iters") || !tk_cli_parse_int(prog, "--iters", v, 1, 1000000, &a->iters)) return 0;
+        } else if (tk_cli_is(arg, "--lr-a")) {
+            if (!VALUE("--lr-a") || !tk_cli_parse_double(prog, "--lr-a", v, 0, 1e6, &a->o.lr_a)) return 0;
+        } else if (tk_cli_is(arg, "--lr-b")) {
+            if (!VALUE("--lr-b") || !tk_cli_parse_double(prog, "--lr-b", v, 0, 1e6, &a->o.lr_b)) return 0;
+        } else if (tk_cli_is(arg, "--lambda-a")) {
+            if (!VALUE("--lambda-a") || !tk_cli_parse_double(prog, "--lambda-a", v, 0, 1e6, &a->o.lambda_a)) return 0;
+        } else if (tk_cli_is(arg, "--lambda-b")) {
+            if (!VALUE("--lambda-b") || !tk_cli_parse_double(prog, "--lambda-b", v, 0, 1e6, &a->o.lambda_b)) return 0;
+        } else if (tk_cli_is(arg, "--backend")) {
+            if (!VALUE("--backend")) return 0;
+            if (!strcmp(v, "cpu")) a->o.backend = TK_TUCKER_CPU;
+            else if (!strcmp(v, "omp")) a->o.backend = TK_TUCKER_OMP;
+            else if (!strcmp(v, "cuda")) a->o.backend = TK_TUCKER_CUDA;
+            else {
+                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
+                return 0;
+            }
+        } else if (tk_cli_is(arg, "--threads")) {
+            if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
+            a->o.num_threads = (int)iv;
+        } else if (tk_cli_is(arg, "--fiber-threshold")) {
+            if (!VALUE("--fiber-threshold") || !tk_cli_parse_int(prog, "--fiber-threshold", v, 1, 1L << 40, &iv)) return 0;
+            a->o.fiber_threshold = (size_t)iv;
+        } else if (!strcmp(arg, "--double")) {
+            a->o.double_precision = 1;
+        } else if (tk_cli_is(arg, "--seed")) {
+            if (!VALUE("--seed") || !parse_seed(v, &a->seed)) return 0;
+        } else if (tk_cli_is(arg, "--checkpoint-every")) {
+            if (!VALUE("--checkpoint-every") || !tk_cli_parse_int(prog, "--checkpoint-every", v, 1, 1000000, &a->every))
+                return 0;
+        } else if (!strcmp(arg, "--resume")) {
+            a->resume = 1;
+        } else if (!strcmp(arg, "--quiet")) {
+            a->quiet = 1;
+        } else if (arg[0] == '-' && arg[1]) {
+            tk_cli_error(prog, "unknown option '%s' for train (see --help)", arg);
+            return 0;
+        } else if (!a->train) {
+            a->train = arg;
+        } else {
+            tk_cli_error(prog, "unexpected argument '%s'", arg);
+            return 0;
+        }
+#undef VALUE
+    }
+    if (!a->train || !a->out) {
+        tk_cli_error(prog, "train needs TRAIN.tns and --out MODEL_DIR (see --help)");
+        return 0;
+    }
+    if (a->test && a->test_fraction > 0) {
+        tk_cli_error(prog, "give --test or --test-fraction, not both");
+        return 0;
+    }
+    if (a->o.double_precision && a->o.backend == TK_TUCKER_CUDA) {
+        tk_cli_error(prog, "--double runs on cpu or omp (cuda computes in float)");
+        return 0;
+    }
+    return 1;
+}
+
+/* The settings a resumed run must share with the checkpoint, as manifest lines. */
+static void settings_text(const train_args *a, char *out, size_t size)
+{
+    snprintf(out, size,
+             "seed = %llu\nlr_a = %.17g\nlr_b = %.17g\nlambda_a = %.17g\nlambda_b = %.17g\nfiber_threshold = %zu\n"
+             "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\n",
+             (unsigned long long)a->seed, a->o.lr_a, a->o.lr_b, a->o.lambda_a, a->o.lambda_b, a->o.fiber_threshold,
+             a->o.double_precision ? "double" : "float", a->test_fraction, file_size(a->train));
+}
+
+static int check_resume(const train_args *a, const char *manifest, const tk_tucker_model *m, const tk_tucker_coo *train)
+{
+    char mine[2048], want[256], have[256];
+    settings_text(a, mine, sizeof mine);
+    static const char *keys[] = {"seed", "lr_a", "lr_b", "lambda_a", "lambda_b", "fiber_threshold",
+                                 "precision", "test_fraction", "train_bytes"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; ++k) {
+        tk_tucker_manifest_get(mine, keys[k], want, sizeof want);
+        if (!tk_tucker_manifest_get(manifest, keys[k], have, sizeof have) || strcmp(want, have)) {
+            tk_cli_error(prog, "--resume: %s is %s here but %s in the checkpoint in %s", keys[k], want, have, a->out);
+            return 0;
+        }
+    }
+    if (m->rank_j != a->rank_j || m->rank_r != a->rank_r || m->order != train->order) {
+        tk_cli_error(prog, "--resume: the checkpoint has order %d, J=%d, R=%d; asked for order %d, J=%ld, R=%ld", m->order,
+                     m->rank_j, m->rank_r, train->order, a->rank_j, a->rank_r);
+        return 0;
+    }
+    return 1;
+}
+
+static tk_status save(const train_args *a, const tk_tucker_model *m, long iteration, const tk_tucker_metrics *tr,
+                      const tk_tucker_metrics *te)
+{
+    char extra[4096], settings[2048];
+    settings_text(a, settings, sizeof settings);
+    snprintf(extra, sizeof extra,
+             "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\n%s"
+             "train_rmse = %.9g\ntest_rmse = %.9g\ntest_mae = %.9g\n",
+             iteration, a->iters, tk_tucker_backend_name(a->o.backend), a->train, a->test ? a->test : "", settings,
+             tr->rmse, te->count ? te->rmse : NAN, te->count ? te->mae : NAN);
+    return tk_tucker_model_save(a->out, m, extra);
+}
+
+/* Fail before training, not after it, when MODEL_DIR cannot take a model. */
+static int out_dir_usable(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) return 1;
+    size_t n = strlen(dir);
+    char *manifest = malloc(n + 16);
+    if (!manifest) return 0;
+    snprintf(manifest, n + 16, "%s/manifest.txt", dir);
+    int ok = S_ISDIR(st.st_mode) && (stat(manifest, &st) == 0 || rmdir(dir) == 0);
+    free(manifest);
+    if (!ok) tk_cli_error(prog, "%s exists and is not a tk-tucker model directory (no manifest.txt): refusing to replace it", dir);
+    return ok;
+}
+
+static int cmd_train(int argc, char **argv)
+{
+    train_args a;
+    if (!parse_train(argc, argv, &a)) return TK_EXIT_USAGE;
+    if (!out_dir_usable(a.out)) return TK_EXIT_FAILURE;
+    tk_tucker_coo all = {0}, train = {0}, test = {0};
+    tk_tucker_model model = {0};
+    tk_tucker_solver *solver = NULL;
+    char *manifest = NULL;
+    int rc = TK_EXIT_FAILURE;
+    tk_status s = tk_tns_read_cached(a.train, 0, &all, NULL);
+    if (s == TK_OK) s = tk_tucker_coo_check(&all, a.train);
+    if (s != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        goto done;
+    }
+    if (all.order < 3) {
+        tk_cli_error(prog, "%s: FastTucker needs order 3..%d, the file has order %d", a.train, TK_TUCKER_MAX_ORDER,
+                     all.order);
+        goto done;
+    }
+    if (a.test) {
+        if ((s = tk_tns_read_cached(a.test, all.order, &test, NULL)) != TK_OK ||
+            (s = tk_tucker_coo_check(&test, a.test)) != TK_OK) {
+            tk_cli_error(prog, "%s", tk_last_error());
+            goto done;
+        }
+        train = all;
+        memset(&all, 0, sizeof all);
+    } else if ((s = tk_tucker_coo_split(&all, a.test_fraction, a.seed, &train, &test)) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        goto done;
+    }
+    if (train.nnz == 0) {
+        tk_cli_error(prog, "%s: no training entries", a.train);
+        goto done;
+    }
+    uint32_t dims[TK_TUCKER_MAX_ORDER];
+    for (int n = 0; n < train.order; ++n) dims[n] = train.dims[n] > test.dims[n] ? train.dims[n] : test.dims[n];
+    long start = 0;
+    if (a.resume && file_size(a.out) >= 0) {
+        char v[64];
+        if ((s = tk_tucker_model_load(a.out, &model, &manifest)) != TK_OK) {
+            tk_cli_error(prog, "--resume: %s", tk_last_error());
+            goto done;
+        }
+        if (!check_resume(&a, manifest, &model, &train)) {
+            rc = TK_EXIT_USAGE;
+            goto done;
+        }
+        for (int n = 0; n < train.order; ++n)
+            if (model.dims[n] != dims[n]) {
+                tk_cli_error(prog, "--resume: mode %d has size %u in the checkpoint but %u in the data", n + 1,
+                             model.dims[n], dims[n]);
+                goto done;
+            }
+        start = tk_tucker_manifest_get(manifest, "iteration", v, sizeof v) ? strtol(v, NULL, 10) : 0;
+        fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
+    } else {
+        if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
+        if ((s = tk_tucker_model_alloc(&model, train.order, dims, (int)a.rank_j, (int)a.rank_r)) != TK_OK) {
+            tk_cli_error(prog, "%s", tk_last_error());
+            rc = exit_code(s);
+            goto done;
+        }
+        /* Non-negative data (ratings) starts from a positive model at the data's mean. */
+        double mean = 0, lo = INFINITY;
+        for (size_t e = 0; e < train.nnz; ++e) mean += train.val[e], lo = fmin(lo, train.val[e]);
+        mean /= (double)train.nnz;
+        tk_tucker_model_init(&model, a.seed, lo >= 0 ? mean : 0);
+    }
+    if ((s = tk_tucker_solver_create(&a.o, &train, &model, &solver)) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        rc = exit_code(s);
+        goto done;
+    }
+    printf("iter  update_s  factor_s    core_s  train_rmse   test_rmse    test_mae\n");
+    fflush(stdout);
+    tk_progress bar;
+    tk_progress_begin(&bar, "tk-tucker train", (size_t)(a.iters > start ? a.iters - start : 0), a.quiet);
+    tk_tucker_metrics mtr = {0}, mte = {0};
+    for (long it = start + 1; it <= a.iters; ++it) {
+        if ((s = tk_tucker_update_factors(solver)) != TK_OK || (s = tk_tucker_update_core(solver)) != TK_OK ||
+            (s = tk_tucker_solver_model(solver, &model)) != TK_OK ||
+            (s = tk_tucker_evaluate(&model, &train, a.o.lambda_a, a.o.lambda_b, &mtr)) != TK_OK ||
+            (s = tk_tucker_evaluate(&model, &test, 0, 0, &mte)) != TK_OK) {
+            tk_progress_end(&bar);
+            tk_cli_error(prog, "iteration %ld: %s", it, tk_last_error());
+            goto done;
+        }
+        if (!isfinite(mtr.rmse)) {
+            tk_progress_end(&bar);
+            tk_cli_error(prog, "iteration %ld: the model diverged (train RMSE %g): lower --lr-a / --lr-b", it, mtr.rmse);
+            goto done;
+        }
+        tk_tucker_timing t;
+        tk_tucker_solver_timing(solver, &t);
+        tk_progress_end(&bar);
+        if (test.nnz)
+            printf("%4ld %9.4f %9.4f %9.4f %11.6f %11.6f %11.6f\n", it, (t.factor_ms + t.core_ms) / 1e3,
+                   t.factor_ms / 1e3, t.core_ms / 1e3, mtr.rmse, mte.rmse, mte.mae);
+        else
+            printf("%4ld %9.4f %9.4f %9.4f %11.6f %11s %11s\n", it, (t.factor_ms + t.core_ms) / 1e3, t.factor_ms / 1e3,
+                   t.core_ms / 1e3, mtr.rmse, "-", "-");
+        fflush(stdout);
+        if ((a.every && it % a.every == 0) || it == a.iters) {
+            if ((s = save(&a, &model, it, &mtr, &mte)) != TK_OK) {
+                tk_cli_error(prog, "%s", tk_last_error());
+                goto done;
+            }
+        }
+        tk_progress_advance(&bar, 1);
+    }
+    tk_progress_end(&bar);
+    rc = 0;
+done:
+    tk_tucker_solver_destroy(solver);
+    tk_tucker_model_free(&model);
+    tk_tucker_coo_free(&all);
+    tk_tucker_coo_free(&train);
+    tk_tucker_coo_free(&test);
+    free(manifest);
+    return rc;
+}
+
+/* ---- predict ------------------------------------------------------------------------ */
+
+static int cmd_predict(int argc, char **argv)
+{
+    const char *pos[3];
+    int npos = 0;
+    for (int i = 2; i < argc; ++i) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            tk_cli_error(prog, "unknown option '%s' for predict", argv[i]);
+            return TK_EXIT_USAGE;
+        }
+        if (npos == 3) {
+            tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns");
+            return TK_EXIT_USAGE;
+        }
+        pos[npos++] = argv[i];
+    }
+    if (npos != 3) {
+        tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns");
+        return TK_EXIT_USAGE;
+    }
+    tk_tucker_model m;
+    tk_tucker_coo q;
+    if (tk_tucker_model_load(pos[0], &m, NULL) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return TK_EXIT_FAILURE;
+    }
+    int rc = TK_EXIT_FAILURE;
+    if (tk_tns_read_queries(pos[1], m.order, &q) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        tk_tucker_model_free(&m);
+        return rc;
+    }
+    for (size_t e = 0; e < q.nnz; ++e)
+        for (int n = 0; n < q.order; ++n)
+            if (q.idx[e * (size_t)q.order + (size_t)n] >= m.dims[n]) {
+                tk_cli_error(prog, "%s: query %zu has index %u in mode %d, beyond the model's size %u", pos[1], e + 1,
+                             q.idx[e * (size_t)q.order + (size_t)n] + 1, n + 1, m.dims[n]);
+                goto done;
+            }
+    memcpy(q.dims, m.dims, sizeof q.dims);
+    if (tk_tucker_predict(&m, &q, q.val) != TK_OK || tk_tns_write(pos[2], &q) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        goto done;
+    }
+    rc = 0;
+done:
+    tk_tucker_model_free(&m);
+    tk_tucker_coo_free(&q);
+    return rc;
+}
+
+/* ---- synth -------------------------------------------------------------------------- */
+
+static int parse_shape(const char *v, tk_tucker_synth_options *o)
+{
+    const char *c = v;
+    int n = 0;
+    while (*c) {
+        char *end = NULL;
+        unsigned long d = strtoul(c, &end, 10);
+        if (end == c || d == 0 || d > UINT32_MAX || *c == '-' || n == TK_TUCKER_MAX_ORDER || (*end && *end != ',')) {
+            tk_cli_error(prog, "--shape expects 3..%d positive sizes like 480189,17770,2182, got '%s'",
+                         TK_TUCKER_MAX_ORDER, v);
+            return 0;
+        }
+        o->dims[n++] = (uint32_t)d;
+        c = *end ? end + 1 : end;
+    }
+    if (n < 3) {
+        tk_cli_error(prog, "--shape needs at least 3 sizes (FastTucker orders 3..%d), got '%s'", TK_TUCKER_MAX_ORDER, v);
+        return 0;
+    }
+    o->order = n;
+    return 1;
+}
+
+static int cmd_synth(int argc, char **argv)
+{
+    tk_tucker_synth_options o;
+    tk_tucker_synth_options_init(&o);
+    o.unique = 1;
+    o.order = 0;
+    const char *out = NULL, *truth_dir = NULL;
+    long nnz = -1, iv;
+    for (int i = 2; i < argc; ++i) {
+        const char *arg = argv[i], *v;
+#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (tk_cli_is(arg, "--shape")) {
+            if (!VALUE("--shape") || !parse_shape(v, &o)) return TK_EXIT_USAGE;
+        } else if (tk_cli_is(arg, "--nnz")) {
+            if (!VALUE("--nnz") || !tk_cli_parse_int(prog, "--nnz", v, 1, 1L << 40, &nnz)) return TK_EXIT_USAGE;
+        } else if (tk_cli_is(arg, "--rank-j")) {
+            if (!VALUE("--rank-j") || !tk_cli_parse_int(prog, "--rank-j", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &iv))
+                return TK_EXIT_USAGE;
+            o.rank_j = (int)iv;
+        } else if (tk_cli_is(arg, "--rank-r")) {
+            if (!VALUE("--rank-r") || !tk_cli_parse_int(prog, "--rank-r", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &iv))
+                return TK_EXIT_USAGE;
+            o.rank_r = (int)iv;
+        } else if (tk_cli_is(arg, "--noise")) {
+            if (!VALUE("--noise") || !tk_cli_parse_double(prog, "--noise", v, 0, 1e6, &o.noise)) return TK_EXIT_USAGE;
+        } else if (tk_cli_is(arg, "--popularity")) {
+            if (!VALUE("--popularity") || !tk_cli_parse_double(prog, "--popularity", v, 0, 10, &o.popularity))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(arg, "--seed")) {
+            if (!VALUE("--seed") || !parse_seed(v, &o.seed)) return TK_EXIT_USAGE;
+        } else if (tk_cli_is(arg, "--truth")) {
+            if (!VALUE("--truth")) return TK_EXIT_USAGE;
+            truth_dir = v;
+        } else if (!strcmp(arg, "--allow-duplicates")) {
+            o.unique = 0;
+        } else if (arg[0] == '-' && arg[1]) {
+            tk_cli_error(prog, "unknown option '%s' for synth (see --help)", arg);
+            return TK_EXIT_USAGE;
+        } else if (!out) {
+            out = arg;
+        } else {
+            tk_cli_error(prog, "unexpected argument '%s'", arg);
+            return TK_EXIT_USAGE;
+        }
+#undef VALUE
+    }
+    if (!o.order || nnz < 0 || !out) {
+        tk_cli_error(prog, "synth needs --shape, --nnz and OUT.tns (see --help)");
+        return TK_EXIT_USAGE;
+    }
+    o.nnz = (size_t)nnz;
+    tk_tucker_coo t;
+    tk_tucker_model truth;
+    tk_status s = tk_tucker_synth(&o, &t, truth_dir ? &truth : NULL);
+    if (s != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return exit_code(s);
+    }
+    int rc = 0;
+    if (tk_tns_write(out, &t) != TK_OK ||
+        (truth_dir && tk_tucker_model_save(truth_dir, &truth, "source = tk-tucker synth (true model)\n") != TK_OK)) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        rc = TK_EXIT_FAILURE;
+    }
+    tk_tucker_coo_free(&t);
+    if (truth_dir) tk_tucker_model_free(&truth);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? TK_EXIT_USAGE : 0;
+    }
+    if (!strcmp(argv[1], "train")) return cmd_train(argc, argv);
+    if (!strcmp(argv[1], "predict")) return cmd_predict(argc, argv);
+    if (!strcmp(argv[1], "synth")) return cmd_synth(argc, argv);
+    tk_cli_error(prog, "unknown command '%s': use train, predict or synth (see --help)", argv[1]);
+    return TK_EXIT_USAGE;
+}
