@@ -13,7 +13,7 @@ TK_BUILD="${TK_BUILD:-$TK_ROOT/build}"
 # packages run the phantom generator and its validation (Testing/validation).  VTK: tk-fibers
 # --vtp/--png; its render windows are X ones, so libx11-dev, and Xvfb (xvfb, xauth: xvfb-run)
 # to render without a display.
-TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3 libopenblas-dev
+TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3 liblapacke-dev libopenblas-dev
              python3-numpy python3-scipy python3-nibabel python3-dipy libvtk9-dev libx11-dev xvfb xauth)
 TK_OPTIONAL_PACKAGES=()
 

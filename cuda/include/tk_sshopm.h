@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "tk_status.h"
+#include "tk_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,8 +59,6 @@ void tk_sym_unpack_d(int order, int dim, const double *packed, double *full);
 
 /* ---- SS-HOPM ---------------------------------------------------------------- */
 
-typedef enum { TK_PRECISION_SINGLE = 0, TK_PRECISION_DOUBLE = 1 } tk_precision;
-typedef enum { TK_BACKEND_CPU = 0, TK_BACKEND_OMP = 1, TK_BACKEND_CUDA = 2 } tk_backend;
 typedef enum { TK_IMPL_GENERAL = 0, TK_IMPL_UNROLLED = 1 } tk_impl;
 typedef enum { TK_SHIFT_FIXED = 0, TK_SHIFT_ADAPTIVE = 1 } tk_shift_mode;
 typedef enum {

@@ -18,13 +18,17 @@ int main(int argc, char **argv)
                 "          synthetic tensor vs the goals and cuFasterTucker, test RMSE vs the double CPU\n"
                 "          reference, omp nonzeros/s (tk-bench tucker --help)\n"
                 "  pltf    KL-PARAFAC: the seed's 10x11x12 rank-20 set-up on the CPU, then 256^3 rank 32 on\n"
-                "          CUDA, against the seed's full-joint GTM (tk-bench pltf --help)\n");
+                "          CUDA, against the seed's full-joint GTM (tk-bench pltf --help)\n"
+
+                "  eig     batched eigenvalues: the seed's Table 4 set-up on cuda, omp and LAPACK\n"
+                "          (tk-bench eig --help)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
     if (!strcmp(argv[1], "fibers")) return tk_bench_fibers(argc - 1, argv + 1);
     if (!strcmp(argv[1], "tucker")) return tk_bench_tucker(argc - 1, argv + 1);
     if (!strcmp(argv[1], "pltf")) return tk_bench_pltf(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "eig")) return tk_bench_eig(argc - 1, argv + 1);
     tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
     return TK_EXIT_USAGE;
 }

@@ -1,0 +1,250 @@
+// The CUDA backend of the batched eigensolver (label gpu; skips without a GPU).
+//
+// Oracles: the eigenpair residual ||A v - lambda v|| <= c n eps ||A|| (backward
+// stability, no reference needed), the cpu backend's eigenvalues, and LAPACK's
+// dgeev where LAPACKE was found at configure time (the GPU machine may lack it).
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "eig_test_util.h"
+#ifdef TK_HAVE_LAPACKE
+#include <lapacke.h>
+#endif
+
+using namespace tk_eig_test;
+
+#define TK_SKIP_IF_NO_GPU(status)                                                                                \
+    do {                                                                                                         \
+        if ((status) == TK_ERR_UNSUPPORTED && std::strstr(tk_last_error(), "no CUDA backend"))                   \
+            GTEST_SKIP() << "SKIPPED: built without CUDA: " << tk_last_error();                                   \
+        if ((status) == TK_ERR_CUDA && std::strstr(tk_last_error(), "no CUDA device"))                            \
+            GTEST_SKIP() << "SKIPPED: no GPU here: " << tk_last_error();                                          \
+    } while (0)
+
+namespace {
+
+constexpr double kC = 8;
+
+std::vector<double> random_batch(int n, int count, uint64_t seed)
+{
+    std::vector<double> out;
+    for (int b = 0; b < count; ++b) {
+        auto a = random_matrix(n, seed + (uint64_t)b);
+        out.insert(out.end(), a.begin(), a.end());
+    }
+    return out;
+}
+
+// CUDA against cpu: same status, eigenvalues within a loose multiple of the bound
+// (rounding differs: FMA contraction), eigenpair residuals at the backward-stable level.
+template <typename R> void expect_cuda_matches_cpu(int n, int count, bool vectors, size_t chunk = 0, int lanes = 0)
+{
+    auto batch = random_batch(n, count, 5000 + (uint64_t)n);
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    o.cuda_chunk = chunk;
+    o.cuda_lanes = lanes;
+    Solved<R> cpu, gpu;
+    ASSERT_EQ(solve<R>(o, batch, cpu, vectors), TK_OK) << tk_last_error();
+    o.backend = TK_BACKEND_CUDA;
+    tk_status s = solve<R>(o, batch, gpu, vectors);
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    const double eps = sizeof(R) == sizeof(double) ? DBL_EPSILON : FLT_EPSILON;
+    const size_t nn = (size_t)n * n;
+    for (int b = 0; b < count; ++b) {
+        ASSERT_EQ(gpu.status[b], cpu.status[b]) << "n=" << n << " lanes " << lanes << " matrix " << b;
+        EXPECT_TRUE(sorted_row(gpu, b, n));
+        std::vector<cd> g, c;
+        for (int k = 0; k < n; ++k) g.push_back(gpu.value(b, n, k)), c.push_back(cpu.value(b, n, k));
+        // random Gaussian matrices: eigenvalue condition numbers stay far below 1e4 here
+        std::vector<double> bound(n, 1e4 * kC * n * eps * frobenius(batch, b * nn, n));
+        EXPECT_LE(match_ratio(g, c, bound), 1.0) << "n=" << n << " lanes " << lanes << " matrix " << b;
+        if (vectors) {
+            EXPECT_LE(residual(batch, b, n, gpu), kC * n * eps) << "n=" << n << " lanes " << lanes << " matrix " << b;
+        }
+    }
+}
+
+}  // namespace
+
+TEST(EigCuda, EveryOrderAndSchemeDouble)
+{
+    // thread-per-matrix for small n, warp for n <= 32, block above
+    for (int n = 1; n <= 64; n += (n < 16 ? 1 : 7)) {
+        expect_cuda_matches_cpu<double>(n, 300, false);
+        if (HasFatalFailure() || IsSkipped()) return;
+    }
+}
+
+TEST(EigCuda, EveryOrderAndSchemeSingle)
+{
+    for (int n : {1, 2, 3, 5, 8, 12, 16, 20, 31, 32, 33, 47, 64}) {
+        expect_cuda_matches_cpu<float>(n, 200, false);
+        if (HasFatalFailure() || IsSkipped()) return;
+    }
+}
+
+TEST(EigCuda, EigenvectorsOnWarpAndBlockSchemes)
+{
+    for (int n : {2, 5, 10, 17, 30, 32, 40, 64}) {
+        expect_cuda_matches_cpu<double>(n, 100, true);
+        if (HasFatalFailure() || IsSkipped()) return;
+        expect_cuda_matches_cpu<float>(n, 50, true);
+        if (HasFatalFailure() || IsSkipped()) return;
+    }
+}
+
+TEST(EigCuda, EveryLanesPerMatrixChoice)
+{
+    // sub-warp groups sync only their own lanes; odd n leave lanes idle in every loop
+    for (int lanes : {1, 2, 4, 8, 16, 32, 64})
+        for (int n : {2, 7, 13, 30}) {
+            if (lanes == 1 && n > 13) continue;  // a thread per matrix holds small matrices only
+            expect_cuda_matches_cpu<double>(n, 150, false, 0, lanes);
+            if (HasFatalFailure() || IsSkipped()) return;
+            // 16 double matrices with vectors of order 30 per warp outgrow shared memory
+            if (lanes > 1 && !(lanes == 2 && n == 30)) {
+                expect_cuda_matches_cpu<double>(n, 70, true, 0, lanes);
+                if (HasFatalFailure() || IsSkipped()) return;
+                expect_cuda_matches_cpu<float>(n, 70, true, 0, lanes);
+                if (HasFatalFailure() || IsSkipped()) return;
+            }
+        }
+    tk_eig_options o;
+    tk_eig_options_init(&o, 4);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_lanes = 3;
+    Solved<double> r;
+    EXPECT_EQ(solve<double>(o, random_batch(4, 2, 1), r, false), TK_ERR_ARGUMENT);
+    o.cuda_lanes = 1;
+    EXPECT_EQ(solve<double>(o, random_batch(4, 2, 1), r, true), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "eigenvalues only"), nullptr) << tk_last_error();
+    tk_eig_options_init(&o, 64);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_lanes = 2;
+    EXPECT_EQ(solve<double>(o, random_batch(64, 2, 1), r, true), TK_ERR_UNSUPPORTED);
+    EXPECT_NE(std::strstr(tk_last_error(), "use more lanes per matrix"), nullptr) << tk_last_error();
+}
+
+TEST(EigCuda, ChunksAndStreamsCoverTheWholeBatch)
+{
+    // 10,007 matrices in chunks of 1,000: 11 chunks over three streams, the last partial
+    expect_cuda_matches_cpu<double>(6, 10007, false, 1000);
+    if (HasFatalFailure() || IsSkipped()) return;
+    expect_cuda_matches_cpu<double>(20, 2003, true, 300);
+}
+
+TEST(EigCuda, PinnedAndPageableHostArraysGiveTheSameResults)
+{
+    const int n = 9, count = 5000;
+    auto batch = random_batch(n, count, 77);
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_chunk = 1024;
+    const size_t in_b = batch.size() * sizeof(double), val_b = 2 * (size_t)count * n * sizeof(double);
+    double *pin_in = (double *)tk_eig_host_alloc(in_b), *pin_val = (double *)tk_eig_host_alloc(val_b);
+    int8_t *pin_st = (int8_t *)tk_eig_host_alloc(count);
+    ASSERT_TRUE(pin_in && pin_val && pin_st);
+    std::memcpy(pin_in, batch.data(), in_b);
+    tk_eig_result r = {pin_val, nullptr, pin_st};
+    tk_status s = tk_eig_solve(&o, count, pin_in, &r, nullptr, nullptr);
+    if (s != TK_OK) {
+        tk_eig_host_free(pin_in), tk_eig_host_free(pin_val), tk_eig_host_free(pin_st);
+    }
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    Solved<double> pageable;
+    ASSERT_EQ(solve<double>(o, batch, pageable, false), TK_OK) << tk_last_error();
+    EXPECT_EQ(0, std::memcmp(pin_val, pageable.values.data(), val_b));
+    EXPECT_EQ(0, std::memcmp(pin_st, pageable.status.data(), count));
+    tk_eig_host_free(pin_in), tk_eig_host_free(pin_val), tk_eig_host_free(pin_st);
+}
+
+TEST(EigCuda, NonFiniteAndNotConvergedArePerMatrix)
+{
+    for (int n : {4, 24, 50}) {
+        auto batch = random_batch(n, 6, 99);
+        const size_t nn = (size_t)n * n;
+        batch[1 * nn + 3] = NAN;
+        batch[4 * nn + nn - 1] = -INFINITY;
+        tk_eig_options o;
+        tk_eig_options_init(&o, n);
+        o.backend = TK_BACKEND_CUDA;
+        Solved<double> gpu;
+        tk_status s = solve<double>(o, batch, gpu, n > 10);
+        TK_SKIP_IF_NO_GPU(s);
+        ASSERT_EQ(s, TK_OK) << tk_last_error();
+        EXPECT_EQ(gpu.status, (std::vector<int8_t>{0, 2, 0, 0, 2, 0})) << "n=" << n;
+        EXPECT_TRUE(std::isnan(gpu.values[2 * 1 * n]));
+        if (n > 10) {
+            EXPECT_LE(residual(batch, 2, n, gpu), kC * n * DBL_EPSILON);
+        }
+        o.max_iter = 1;
+        ASSERT_EQ(solve<double>(o, batch, gpu, false), TK_OK);
+        EXPECT_EQ(gpu.status, (std::vector<int8_t>{1, 2, 1, 1, 2, 1})) << "n=" << n;
+    }
+}
+
+TEST(EigCuda, MeasureReportsKernelAndCopyTimes)
+{
+    const int n = 10, count = 20000;
+    auto batch = random_batch(n, count, 3);
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    o.backend = TK_BACKEND_CUDA;
+    tk_eig_cuda_profile prof;
+    tk_status s = tk_eig_cuda_measure(&o, count, batch.data(), &prof);
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    EXPECT_GT(prof.kernel_ms, 0.0);
+    EXPECT_GT(prof.copy_ms, 0.0);
+    EXPECT_STREQ(prof.scheme, "thread");
+}
+
+#ifdef TK_HAVE_LAPACKE
+TEST(EigCuda, MatchesLapackDgeev)
+{
+    for (int n : {3, 7, 15, 30, 45}) {
+        auto batch = random_batch(n, 20, 4242 + (uint64_t)n);
+        tk_eig_options o;
+        tk_eig_options_init(&o, n);
+        o.backend = TK_BACKEND_CUDA;
+        Solved<double> gpu;
+        tk_status s = solve<double>(o, batch, gpu, false);
+        TK_SKIP_IF_NO_GPU(s);
+        ASSERT_EQ(s, TK_OK) << tk_last_error();
+        const size_t nn = (size_t)n * n;
+        for (int b = 0; b < 20; ++b) {
+            std::vector<double> a(nn), wr(n), wi(n), vl(nn), vr(nn), scale(n), rce(n), rcv(n);
+            for (int i = 0; i < n; ++i)
+                for (int j = 0; j < n; ++j) a[(size_t)j * n + i] = batch[b * nn + (size_t)i * n + j];
+            double abnrm;
+            lapack_int ilo, ihi;
+            ASSERT_EQ(LAPACKE_dgeevx(LAPACK_COL_MAJOR, 'B', 'V', 'V', 'E', n, a.data(), n, wr.data(), wi.data(),
+                                     vl.data(), n, vr.data(), n, &ilo, &ihi, scale.data(), &abnrm, rce.data(),
+                                     rcv.data()),
+                      0);
+            std::vector<cd> ref, got;
+            std::vector<double> bound;
+            const double anorm = frobenius(batch, b * nn, n);
+            for (int k = 0; k < n; ++k) {
+                ref.emplace_back(wr[k], wi[k]);
+                got.push_back(gpu.value(b, n, k));
+                bound.push_back(kC * n * DBL_EPSILON * anorm / std::max(rce[k], 1e-300));
+            }
+            EXPECT_LE(match_ratio(got, ref, bound), 1.0) << "n=" << n << " matrix " << b;
+        }
+    }
+}
+#else
+TEST(EigCuda, MatchesLapackDgeev)
+{
+    GTEST_SKIP() << "SKIPPED: LAPACKE was not found at configure time; CUDA is compared with the cpu backend "
+                    "and by eigenpair residuals in the other tests";
+}
+#endif

@@ -1,0 +1,90 @@
+/* Batched eigenvalues: options, validation, dispatch and the per-matrix tally. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "eig_internal.h"
+
+void tk_eig_options_init(tk_eig_options *opts, int n)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->n = n;
+    opts->precision = TK_PRECISION_DOUBLE;
+    opts->backend = TK_BACKEND_CPU;
+    opts->balance = 1;
+}
+
+int tk_eig_max_iter(const tk_eig_options *o)
+{
+    if (o->max_iter > 0) return o->max_iter;
+    return 30 * (o->n > 10 ? o->n : 10);
+}
+
+const char *tk_eig_status_name(int status)
+{
+    switch (status) {
+    case TK_EIG_CONVERGED: return "converged";
+    case TK_EIG_NOT_CONVERGED: return "not converged";
+    case TK_EIG_NONFINITE: return "non-finite";
+    default: return "unknown";
+    }
+}
+
+static tk_status validate(const tk_eig_options *o, size_t count, const void *matrices, const tk_eig_result *out)
+{
+    if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
+    if (o->n < 1 || o->n > TK_EIG_MAX_N)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "matrix order %d is outside the supported 1..%d", o->n, TK_EIG_MAX_N);
+    if (o->precision != TK_PRECISION_SINGLE && o->precision != TK_PRECISION_DOUBLE)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown precision %d", (int)o->precision);
+    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown backend %d", (int)o->backend);
+    if (o->max_iter < 0) return tk_set_error(TK_ERR_ARGUMENT, "max_iter must be >= 0, got %d", o->max_iter);
+    if (o->num_threads < 0) return tk_set_error(TK_ERR_ARGUMENT, "num_threads must be >= 0, got %d", o->num_threads);
+    if (o->cuda_lanes < 0 || o->cuda_lanes > 64 || (o->cuda_lanes & (o->cuda_lanes - 1)))
+        return tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes must be 0 (automatic), 1, 2, 4, 8, 16, 32 or 64, got %d",
+                            o->cuda_lanes);
+    if (o->cuda_lanes == 1 && out && out->vectors)
+        return tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes 1 (a thread per matrix) computes eigenvalues only, not vectors");
+    if (!out || (count && !out->values)) return tk_set_error(TK_ERR_ARGUMENT, "no output array for the eigenvalues");
+    if (count && !matrices) return tk_set_error(TK_ERR_ARGUMENT, "no matrices given");
+    const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    const size_t nn = (size_t)o->n * (size_t)o->n;
+    if (count > SIZE_MAX / (2 * nn * elem))
+        return tk_set_error(TK_ERR_MEMORY, "%zu matrices of order %d overflow memory sizes", count, o->n);
+    return TK_OK;
+}
+
+tk_status tk_eig_solve(const tk_eig_options *o, size_t count, const void *matrices, tk_eig_result *out,
+                       tk_eig_timing *timing, size_t *num_failed)
+{
+    tk_clear_error();
+    const double t0 = tk_now_ms();
+    tk_status st = validate(o, count, matrices, out);
+    if (st != TK_OK) return st;
+    if (num_failed) *num_failed = 0;
+    if (!count) {
+        if (timing) timing->kernel_ms = timing->total_ms = 0;
+        return TK_OK;
+    }
+    int8_t *status = out->status ? out->status : malloc(count);
+    if (!status) return tk_set_error(TK_ERR_MEMORY, "out of memory for %zu status codes", count);
+    double kernel_ms = 0;
+    if (o->backend == TK_BACKEND_CUDA) {
+        st = tk_eig_solve_cuda(o, count, matrices, out->values, out->vectors, status, &kernel_ms);
+    } else {
+        const double k0 = tk_now_ms();
+        st = tk_eig_solve_cpu(o, count, matrices, out->values, out->vectors, status);
+        kernel_ms = tk_now_ms() - k0;
+    }
+    if (st == TK_OK && num_failed) {
+        size_t bad = 0;
+        for (size_t b = 0; b < count; ++b) bad += status[b] != TK_EIG_CONVERGED;
+        *num_failed = bad;
+    }
+    if (status != out->status) free(status);
+    if (timing) {
+        timing->kernel_ms = kernel_ms;
+        timing->total_ms = tk_now_ms() - t0;
+    }
+    return st;
+}

@@ -1,0 +1,496 @@
+/* CUDA backend of the batched eigensolver.
+ *
+ * The per-matrix solver is the CPU's own text (eig_body.h); what changes is who
+ * runs it and where the matrix lives.  G threads share a matrix, G picked from n
+ * (tk_eig_options.cuda_lanes overrides it, for tuning):
+ *   G = 1:     one thread per matrix, the matrices of a block in shared memory
+ *              interleaved element by element (the seed's EW layout: consecutive
+ *              threads touch consecutive words, no bank conflicts), values only;
+ *   G = 2..32: a group of G lanes of one warp per matrix (matrix-wise layout, rows
+ *              padded by one word), the row and column updates of every reflector
+ *              split across the lanes, the scalar work (norms, shifts, deflation
+ *              tests) done by all of them alike, so G below 32 spends fewer lanes
+ *              on that redundant part; the seed's single-warp scheme is G = 32;
+ *   G = 64:    one block of 64 threads per matrix (the seed's multi-warp scheme).
+ * Batches run in chunks through three streams, so the copies of one chunk overlap
+ * the computation of the next; pinned caller arrays are copied directly, others
+ * through pinned staging buffers.
+ */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eig_internal.h"
+#include "tk_hd.h"
+
+/* host-device because the shared body is; it only ever runs on the device.  A group
+ * within a warp waits for its own lanes only: the other groups of the warp work on
+ * other matrices along other paths. */
+__host__ __device__ __forceinline__ void tk_eig_sync(int stride, unsigned mask)
+{
+#ifdef __CUDA_ARCH__
+    if (stride > 32) __syncthreads();
+    else if (stride > 1) __syncwarp(mask);
+#else
+    (void)stride, (void)mask;
+#endif
+}
+
+#define EIG_LANE(c) ((c)->lane)
+#define EIG_STRIDE(c) ((c)->stride)
+#define EIG_ES(c) ((c)->es)
+#define EIG_SYNC(c) tk_eig_sync((c)->stride, (c)->mask)
+
+#define EIG_REAL double
+#define EIG_NAME(x) x##_d
+#define EIG_EPS 0x1p-52
+#define EIG_SAFMIN 0x1p-1022
+#define EIG_SQRT sqrt
+#define EIG_FABS fabs
+#define EIG_LDEXP ldexp
+#define EIG_FREXP frexp
+#define EIG_HYPOT hypot
+#define EIG_NAN ((double)NAN)
+#include "eig_body.h"
+#undef EIG_REAL
+#undef EIG_NAME
+#undef EIG_EPS
+#undef EIG_SAFMIN
+#undef EIG_SQRT
+#undef EIG_FABS
+#undef EIG_LDEXP
+#undef EIG_FREXP
+#undef EIG_HYPOT
+#undef EIG_NAN
+
+#define EIG_REAL float
+#define EIG_NAME(x) x##_f
+#define EIG_EPS 0x1p-23f
+#define EIG_SAFMIN 0x1p-126f
+#define EIG_SQRT sqrtf
+#define EIG_FABS fabsf
+#define EIG_LDEXP ldexpf
+#define EIG_FREXP frexpf
+#define EIG_HYPOT hypotf
+#define EIG_NAN ((float)NAN)
+#include "eig_body.h"
+
+extern "C" int tk_eig_has_cuda(void) { return 1; }
+
+template <typename R> struct Eig;
+template <> struct Eig<double> {
+    typedef eig_ctx_d ctx;
+    static __device__ int solve(ctx *c, const double *a, double *v, double *x, int bal, int it)
+    {
+        return eig_solve_one_d(c, a, v, x, bal, it);
+    }
+};
+template <> struct Eig<float> {
+    typedef eig_ctx_f ctx;
+    static __device__ int solve(ctx *c, const float *a, float *v, float *x, int bal, int it)
+    {
+        return eig_solve_one_f(c, a, v, x, bal, it);
+    }
+};
+
+/* How a batch of order n is laid out on the device: `lanes` threads per matrix
+ * (1, 2, 4, 8, 16, 32 or 64), `groups` matrices per block. */
+struct plan {
+    int lanes, threads, groups, ld;
+    size_t group_reals, smem;
+};
+
+static size_t group_reals(int n, int ld, int want) { return (size_t)(1 + want) * (size_t)n * (size_t)ld + 6 * (size_t)n; }
+
+/* The automatic choice; measured figures on the H100 should refine it (tk-bench eig
+ * --cuda-lanes). */
+static int auto_lanes(int n, int want, size_t elem)
+{
+    const size_t thread_bytes = group_reals(n, n, 0) * elem;
+    if (!want && 32 * thread_bytes <= 64 * 1024) return 1;
+    return n <= 8 ? 4 : n <= 20 ? 8 : n <= 32 ? 16 : 64;
+}
+
+static plan make_plan(int n, int want, size_t elem, int lanes)
+{
+    const size_t budget = 64 * 1024; /* per block: several blocks share an SM */
+    plan p;
+    p.lanes = lanes;
+    if (lanes == 1) {
+        p.ld = n;
+        p.group_reals = group_reals(n, n, want);
+        int per_block = (int)(budget / (p.group_reals * elem)) / 32 * 32;
+        p.groups = per_block < 32 ? 32 : per_block > 128 ? 128 : per_block;
+        p.threads = p.groups;
+    } else if (lanes <= 32) {
+        p.ld = n + 1; /* a column walk then hits different banks */
+        p.group_reals = group_reals(n, p.ld, want);
+        const int per_warp = 32 / lanes; /* whole warps: groups come in warp-fulls */
+        int warps = (int)(budget / (p.group_reals * elem * (size_t)per_warp));
+        warps = warps < 1 ? 1 : warps > 4 ? 4 : warps;
+        p.groups = warps * per_warp;
+        p.threads = 32 * warps;
+    } else {
+        p.ld = n + 1;
+        p.group_reals = group_reals(n, p.ld, want);
+        p.groups = 1;
+        p.threads = 64;
+    }
+    p.smem = p.group_reals * elem * (size_t)p.groups;
+    return p;
+}
+
+static const char *scheme_name(int lanes)
+{
+    switch (lanes) {
+    case 1: return "thread";
+    case 2: return "2 lanes";
+    case 4: return "4 lanes";
+    case 8: return "8 lanes";
+    case 16: return "16 lanes";
+    case 32: return "warp";
+    default: return "block";
+    }
+}
+
+/* Lanes per matrix from the options; 0 after setting the error. */
+static int choose_lanes(const tk_eig_options *o, int want, size_t elem)
+{
+    int lanes = o->cuda_lanes;
+    if (!lanes) return auto_lanes(o->n, want, elem);
+    if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32 && lanes != 64) {
+        tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes must be 0 (automatic), 1, 2, 4, 8, 16, 32 or 64, got %d", lanes);
+        return 0;
+    }
+    if (lanes == 1 && want) {
+        tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes 1 (a thread per matrix) computes eigenvalues only, not vectors");
+        return 0;
+    }
+    return lanes;
+}
+
+template <typename R>
+__global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a, R *__restrict__ values,
+                           R *__restrict__ vectors, int8_t *__restrict__ status, int balance, int max_iter)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    R *smem = reinterpret_cast<R *>(smem_raw);
+    typename Eig<R>::ctx c;
+    size_t idx;
+    R *base;
+    c.n = n;
+    c.ld = p.ld;
+    c.mask = 0xffffffffu;
+    if (p.lanes == 1) {
+        idx = (size_t)blockIdx.x * (size_t)p.groups + threadIdx.x;
+        c.lane = 0, c.stride = 1, c.es = p.groups;
+        base = smem + threadIdx.x;
+    } else if (p.lanes <= 32) {
+        const int g = threadIdx.x / p.lanes;
+        idx = (size_t)blockIdx.x * (size_t)p.groups + (size_t)g;
+        c.lane = threadIdx.x % p.lanes, c.stride = p.lanes, c.es = 1;
+        if (p.lanes < 32) c.mask = ((1u << p.lanes) - 1) << (threadIdx.x % 32 / p.lanes * p.lanes);
+        base = smem + (size_t)g * p.group_reals;
+    } else {
+        idx = blockIdx.x;
+        c.lane = threadIdx.x, c.stride = blockDim.x, c.es = 1;
+        base = smem;
+    }
+    if (idx >= count) return; /* a whole group: no barrier is left waiting for it */
+    const size_t es = (size_t)c.es, nld = (size_t)n * (size_t)p.ld;
+    const int want = vectors != nullptr;
+    c.h = base;
+    c.z = want ? base + nld * es : nullptr;
+    c.scale = base + (size_t)(1 + want) * nld * es;
+    c.wr = c.scale + (size_t)n * es;
+    c.wi = c.wr + (size_t)n * es;
+    c.pos = c.wi + (size_t)n * es;
+    c.tmp = c.pos + (size_t)n * es;
+    const size_t nn = (size_t)n * (size_t)n;
+    int s = Eig<R>::solve(&c, a + idx * nn, values + idx * 2 * (size_t)n, want ? vectors + idx * 2 * nn : nullptr,
+                          balance, max_iter);
+    if (c.lane == 0) status[idx] = (int8_t)s;
+}
+
+#define CUDA_TRY(call)                                                                                       \
+    do {                                                                                                     \
+        cudaError_t err_ = (call);                                                                           \
+        if (err_ != cudaSuccess) {                                                                           \
+            st = tk_set_error(TK_ERR_CUDA, "CUDA: %s failed: %s", #call, cudaGetErrorString(err_));          \
+            goto cleanup;                                                                                    \
+        }                                                                                                    \
+    } while (0)
+
+static tk_status open_device(const tk_eig_options *o)
+{
+    int device_count = 0;
+    cudaError_t probe = cudaGetDeviceCount(&device_count);
+    if (probe != cudaSuccess || device_count == 0)
+        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
+                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
+    if (o->cuda_device < 0 || o->cuda_device >= device_count)
+        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", o->cuda_device, device_count);
+    cudaError_t err = cudaSetDevice(o->cuda_device);
+    if (err != cudaSuccess) return tk_set_error(TK_ERR_CUDA, "CUDA: cannot use device %d: %s", o->cuda_device, cudaGetErrorString(err));
+    return TK_OK;
+}
+
+/* The layout must fit the device's shared memory per block. */
+static tk_status check_smem(const plan &p, int device)
+{
+    int optin = 0;
+    cudaError_t err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err != cudaSuccess) return tk_set_error(TK_ERR_CUDA, "CUDA: cannot query shared memory: %s", cudaGetErrorString(err));
+    if (p.smem > (size_t)optin)
+        return tk_set_error(TK_ERR_UNSUPPORTED,
+                            "%s per matrix needs %zu bytes of shared memory per block, the device has %d: "
+                            "use more lanes per matrix",
+                            scheme_name(p.lanes), p.smem, optin);
+    return TK_OK;
+}
+
+template <typename R> static cudaError_t prepare_kernel(const plan &p)
+{
+    if (p.smem > 48 * 1024)
+        return cudaFuncSetAttribute(eig_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
+    return cudaSuccess;
+}
+
+template <typename R>
+static void launch(const plan &p, int n, size_t count, const void *a, void *values, void *vectors, int8_t *status,
+                   int balance, int max_iter, cudaStream_t stream)
+{
+    const size_t blocks = (count + (size_t)p.groups - 1) / (size_t)p.groups;
+    eig_kernel<R><<<(unsigned)blocks, p.threads, p.smem, stream>>>(p, n, count, (const R *)a, (R *)values,
+                                                                   (R *)vectors, status, balance, max_iter);
+}
+
+static void launch_any(int dbl, const plan &p, int n, size_t count, const void *a, void *values, void *vectors,
+                       int8_t *status, int balance, int max_iter, cudaStream_t stream)
+{
+    if (dbl) launch<double>(p, n, count, a, values, vectors, status, balance, max_iter, stream);
+    else launch<float>(p, n, count, a, values, vectors, status, balance, max_iter, stream);
+}
+
+static int is_pinned(const void *ptr)
+{
+    if (!ptr) return 1;
+    cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky-free error of an unknown pointer */
+        return 0;
+    }
+    return attr.type == cudaMemoryTypeHost;
+}
+
+#define TK_EIG_STREAMS 3
+
+extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, const void *matrices, void *values,
+                                       void *vectors, int8_t *status, double *kernel_ms)
+{
+    tk_status st = open_device(o);
+    if (st != TK_OK) return st;
+    const int n = o->n, dbl = o->precision == TK_PRECISION_DOUBLE, want = vectors != NULL;
+    const size_t elem = dbl ? sizeof(double) : sizeof(float), nn = (size_t)n * (size_t)n;
+    const size_t in_b = nn * elem, val_b = 2 * (size_t)n * elem, vec_b = want ? 2 * nn * elem : 0;
+    const size_t per_matrix = in_b + val_b + vec_b + 1;
+    const int lanes = choose_lanes(o, want, elem);
+    if (!lanes) return TK_ERR_ARGUMENT;
+    const plan p = make_plan(n, want, elem, lanes);
+    if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
+    const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
+    const int direct = is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status);
+
+    cudaStream_t streams[TK_EIG_STREAMS] = {};
+    cudaEvent_t ev0[TK_EIG_STREAMS] = {}, ev1[TK_EIG_STREAMS] = {};
+    unsigned char *dbuf[TK_EIG_STREAMS] = {}, *hbuf[TK_EIG_STREAMS] = {};
+    size_t pending_first[TK_EIG_STREAMS], pending_count[TK_EIG_STREAMS] = {};
+    double kms = 0;
+    size_t chunk = o->cuda_chunk;
+    if (!chunk) {
+        size_t free_b = 0, total_b = 0;
+        CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+        size_t fit = free_b / 2 / TK_EIG_STREAMS / per_matrix;
+        /* several chunks per batch so that copies overlap compute, none too small to
+         * fill the GPU, none so large that the pinned staging buffers (three of them)
+         * take long to allocate */
+        chunk = (count + 7) / 8;
+        if (chunk < 8192) chunk = 8192;
+        const size_t cap = ((size_t)256 << 20) / per_matrix;
+        if (chunk > cap) chunk = cap > 1024 ? cap : 1024;
+        if (chunk > fit) chunk = fit;
+        if (chunk < 1)
+            return tk_set_error(TK_ERR_MEMORY, "GPU memory is too full for even one matrix of order %d", n);
+    }
+    if (chunk > count) chunk = count;
+    CUDA_TRY(prepare_kernel<double>(p));
+    CUDA_TRY(prepare_kernel<float>(p));
+    for (int s = 0; s < TK_EIG_STREAMS; ++s) {
+        CUDA_TRY(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking));
+        CUDA_TRY(cudaEventCreate(&ev0[s]));
+        CUDA_TRY(cudaEventCreate(&ev1[s]));
+        CUDA_TRY(cudaMalloc(&dbuf[s], chunk * per_matrix));
+        if (!direct) CUDA_TRY(cudaMallocHost(&hbuf[s], chunk * per_matrix));
+    }
+    {
+        size_t c = 0;
+        for (size_t first = 0; first < count; first += chunk, ++c) {
+            const int s = (int)(c % TK_EIG_STREAMS);
+            const size_t m = count - first < chunk ? count - first : chunk;
+            unsigned char *d_in = dbuf[s], *d_val = d_in + chunk * in_b, *d_vec = d_val + chunk * val_b;
+            int8_t *d_st = (int8_t *)(d_vec + chunk * vec_b);
+            /* the stream's previous chunk: its kernel time, and (staged) its results */
+            CUDA_TRY(cudaStreamSynchronize(streams[s]));
+            if (pending_count[s]) {
+                float ms = 0;
+                CUDA_TRY(cudaEventElapsedTime(&ms, ev0[s], ev1[s]));
+                kms += ms;
+                if (!direct) {
+                    const size_t pf = pending_first[s], pm = pending_count[s];
+                    unsigned char *h_val = hbuf[s] + chunk * in_b, *h_vec = h_val + chunk * val_b;
+                    memcpy((unsigned char *)values + pf * val_b, h_val, pm * val_b);
+                    if (want) memcpy((unsigned char *)vectors + pf * vec_b, h_vec, pm * vec_b);
+                    memcpy(status + pf, h_vec + chunk * vec_b, pm);
+                }
+            }
+            const unsigned char *src = (const unsigned char *)matrices + first * in_b;
+            if (!direct) {
+                memcpy(hbuf[s], src, m * in_b);
+                src = hbuf[s];
+            }
+            CUDA_TRY(cudaMemcpyAsync(d_in, src, m * in_b, cudaMemcpyHostToDevice, streams[s]));
+            CUDA_TRY(cudaEventRecord(ev0[s], streams[s]));
+            launch_any(dbl, p, n, m, d_in, d_val, want ? d_vec : NULL, d_st, balance, max_iter, streams[s]);
+            CUDA_TRY(cudaGetLastError());
+            CUDA_TRY(cudaEventRecord(ev1[s], streams[s]));
+            unsigned char *dst_val = direct ? (unsigned char *)values + first * val_b : hbuf[s] + chunk * in_b;
+            unsigned char *dst_vec = direct ? (want ? (unsigned char *)vectors + first * vec_b : NULL) : dst_val + chunk * val_b;
+            unsigned char *dst_st = direct ? (unsigned char *)(status + first) : hbuf[s] + chunk * (in_b + val_b + vec_b);
+            CUDA_TRY(cudaMemcpyAsync(dst_val, d_val, m * val_b, cudaMemcpyDeviceToHost, streams[s]));
+            if (want) CUDA_TRY(cudaMemcpyAsync(dst_vec, d_vec, m * vec_b, cudaMemcpyDeviceToHost, streams[s]));
+            CUDA_TRY(cudaMemcpyAsync(dst_st, d_st, m, cudaMemcpyDeviceToHost, streams[s]));
+            pending_first[s] = first, pending_count[s] = m;
+        }
+        for (int s = 0; s < TK_EIG_STREAMS; ++s) {
+            CUDA_TRY(cudaStreamSynchronize(streams[s]));
+            if (!pending_count[s]) continue;
+            float ms = 0;
+            CUDA_TRY(cudaEventElapsedTime(&ms, ev0[s], ev1[s]));
+            kms += ms;
+            if (!direct) {
+                const size_t pf = pending_first[s], pm = pending_count[s];
+                unsigned char *h_val = hbuf[s] + chunk * in_b, *h_vec = h_val + chunk * val_b;
+                memcpy((unsigned char *)values + pf * val_b, h_val, pm * val_b);
+                if (want) memcpy((unsigned char *)vectors + pf * vec_b, h_vec, pm * vec_b);
+                memcpy(status + pf, h_vec + chunk * vec_b, pm);
+            }
+            pending_count[s] = 0;
+        }
+    }
+    if (kernel_ms) *kernel_ms = kms;
+cleanup:
+    for (int s = 0; s < TK_EIG_STREAMS; ++s) {
+        if (streams[s]) cudaStreamSynchronize(streams[s]);
+        if (dbuf[s]) cudaFree(dbuf[s]);
+        if (hbuf[s]) cudaFreeHost(hbuf[s]);
+        if (ev0[s]) cudaEventDestroy(ev0[s]);
+        if (ev1[s]) cudaEventDestroy(ev1[s]);
+        if (streams[s]) cudaStreamDestroy(streams[s]);
+    }
+    return st;
+}
+
+extern "C" void *tk_eig_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMallocHost(&p, bytes ? bytes : 1) == cudaSuccess) return p;
+    cudaGetLastError();
+    return malloc(bytes ? bytes : 1);
+}
+
+extern "C" void tk_eig_host_free(void *ptr)
+{
+    if (!ptr) return;
+    if (is_pinned(ptr)) cudaFreeHost(ptr);
+    else free(ptr);
+}
+
+extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, const void *matrices,
+                                         tk_eig_cuda_profile *prof)
+{
+    tk_clear_error();
+    if (!o || !prof || (count && !matrices)) return tk_set_error(TK_ERR_ARGUMENT, "tk_eig_cuda_measure: missing argument");
+    if (o->n < 1 || o->n > TK_EIG_MAX_N)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "matrix order %d is outside the supported 1..%d", o->n, TK_EIG_MAX_N);
+    if (!count) return tk_set_error(TK_ERR_ARGUMENT, "tk_eig_cuda_measure: no matrices");
+    tk_status st = open_device(o);
+    if (st != TK_OK) return st;
+    const int n = o->n, dbl = o->precision == TK_PRECISION_DOUBLE;
+    const size_t elem = dbl ? sizeof(double) : sizeof(float), nn = (size_t)n * (size_t)n;
+    const size_t in_b = count * nn * elem, val_b = count * 2 * (size_t)n * elem;
+    const int lanes = choose_lanes(o, 0, elem);
+    if (!lanes) return TK_ERR_ARGUMENT;
+    const plan p = make_plan(n, 0, elem, lanes);
+    if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
+    void *d_in = NULL, *d_val = NULL, *h_in = NULL, *h_val = NULL;
+    const void *src = NULL;
+    const size_t warm = count < 256 ? count : 256;
+    int8_t *d_st = NULL;
+    cudaEvent_t e[6] = {};
+    float h2d = 0, kern = 0, d2h = 0;
+    prof->scheme = scheme_name(p.lanes);
+    size_t free_b = 0, total_b = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    if (in_b + val_b + count > free_b) {
+        st = tk_set_error(TK_ERR_MEMORY, "%zu matrices of order %d need %.1f GB of GPU memory, %.1f GB free", count, n,
+                          (double)(in_b + val_b + count) / 1e9, (double)free_b / 1e9);
+        goto cleanup;
+    }
+    CUDA_TRY(prepare_kernel<double>(p));
+    CUDA_TRY(prepare_kernel<float>(p));
+    CUDA_TRY(cudaMalloc(&d_in, in_b));
+    CUDA_TRY(cudaMalloc(&d_val, val_b));
+    CUDA_TRY(cudaMalloc(&d_st, count));
+    if (is_pinned(matrices)) {
+        src = matrices; /* the caller's pinned array: no second copy of a large batch */
+    } else {
+        CUDA_TRY(cudaMallocHost(&h_in, in_b));
+        memcpy(h_in, matrices, in_b);
+        src = h_in;
+    }
+    CUDA_TRY(cudaMallocHost(&h_val, val_b));
+    for (int i = 0; i < 6; ++i) CUDA_TRY(cudaEventCreate(&e[i]));
+    /* warm-up: module load and first-launch costs stay out of the figures */
+    CUDA_TRY(cudaMemcpy(d_in, src, warm * nn * elem, cudaMemcpyHostToDevice));
+    launch_any(dbl, p, n, warm, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), 0);
+    CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(cudaDeviceSynchronize());
+
+    CUDA_TRY(cudaEventRecord(e[0]));
+    CUDA_TRY(cudaMemcpyAsync(d_in, src, in_b, cudaMemcpyHostToDevice, 0));
+    CUDA_TRY(cudaEventRecord(e[1]));
+    CUDA_TRY(cudaEventRecord(e[2]));
+    launch_any(dbl, p, n, count, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), 0);
+    CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(cudaEventRecord(e[3]));
+    CUDA_TRY(cudaEventRecord(e[4]));
+    CUDA_TRY(cudaMemcpyAsync(h_val, d_val, val_b, cudaMemcpyDeviceToHost, 0));
+    CUDA_TRY(cudaEventRecord(e[5]));
+    CUDA_TRY(cudaEventSynchronize(e[5]));
+    CUDA_TRY(cudaEventElapsedTime(&h2d, e[0], e[1]));
+    CUDA_TRY(cudaEventElapsedTime(&kern, e[2], e[3]));
+    CUDA_TRY(cudaEventElapsedTime(&d2h, e[4], e[5]));
+    prof->kernel_ms = kern;
+    prof->copy_ms = (double)h2d + (double)d2h;
+cleanup:
+    for (int i = 0; i < 6; ++i)
+        if (e[i]) cudaEventDestroy(e[i]);
+    cudaFree(d_in);
+    cudaFree(d_val);
+    cudaFree(d_st);
+    cudaFreeHost(h_in);
+    cudaFreeHost(h_val);
+    return st;
+}

@@ -1,0 +1,316 @@
+/* tk-bench eig: batched eigenvalues of small random nonsymmetric matrices, the seed's
+ * Table 4 set-up, each figure beside the reference it must beat. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef TK_HAVE_LAPACKE
+#include <lapacke.h>
+#endif
+
+#include "bench.h"
+#include "cli.h"
+#include "tk_eig.h"
+
+static const char *prog = "tk-bench eig";
+
+/* The seed's Table 4: ms for 500,000 random double matrices on a TITAN X. */
+#define SEED_MATRICES 500000.0
+static double seed_ms(int n)
+{
+    static const double ms[6] = {20.01, 125.61, 338.79, 751.42, 1337.03, 2191.16};
+    return (n % 5 == 0 && n >= 5 && n <= 30) ? ms[n / 5 - 1] : 0;
+}
+
+typedef struct {
+    long matrices, threads, cuda_lanes;
+    int sizes[64], num_sizes;
+    int lapack, cpu, omp, cuda;
+} eig_bench_args;
+
+static void fill_random(double *a, size_t count, uint64_t seed)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < count; ++i) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        a[i] = (double)(s >> 11) * 0x1.0p-52 - 1.0; /* uniform in [-1, 1), as the seed's */
+    }
+}
+
+/* Goals judged, missed, and measurements skipped, for the closing line. */
+static int goals_judged, goals_missed, skipped;
+static void verdict(int met)
+{
+    ++goals_judged;
+    goals_missed += !met;
+    printf("%s\n", met ? "met" : "MISSED");
+}
+
+#ifdef TK_HAVE_LAPACKE
+/* OpenBLAS threads inside our OpenMP threads would only oversubscribe. */
+extern void openblas_set_num_threads(int) __attribute__((weak));
+
+/* One LAPACKE dgeev per matrix (eigenvalues only), OpenMP across matrices, a
+ * workspace per thread from one query (so LAPACK is timed, not malloc).  The data
+ * are row-major; read column-major they are A^T, whose eigenvalues are A's. */
+static double lapack_ms(int n, size_t count, const double *a, long threads, size_t *failed)
+{
+    const size_t nn = (size_t)n * (size_t)n;
+    size_t bad = 0;
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = threads > 0 ? (int)threads : omp_get_max_threads();
+#endif
+    (void)threads;
+    double t0 = tk_cli_now_ms();
+#pragma omp parallel num_threads(nthreads) reduction(+ : bad)
+    {
+        double *w = malloc(sizeof(double) * (nn + 2 * (size_t)n));
+        double query = 0;
+        LAPACKE_dgeev_work(LAPACK_COL_MAJOR, 'N', 'N', n, w, n, w, w, NULL, 1, NULL, 1, &query, -1);
+        lapack_int lwork = (lapack_int)query;
+        double *work = malloc(sizeof(double) * (size_t)(lwork > 1 ? lwork : 1));
+#pragma omp for schedule(dynamic, 64)
+        for (long long b = 0; b < (long long)count; ++b) {
+            if (!w || !work) {
+                ++bad;
+                continue;
+            }
+            memcpy(w, a + (size_t)b * nn, sizeof(double) * nn);
+            lapack_int info = LAPACKE_dgeev_work(LAPACK_COL_MAJOR, 'N', 'N', n, w, n, w + nn, w + nn + n, NULL, 1,
+                                                 NULL, 1, work, lwork);
+            bad += info != 0;
+        }
+        free(work);
+        free(w);
+    }
+    *failed = bad;
+    return tk_cli_now_ms() - t0;
+}
+
+static const char *lapack_library(void)
+{
+    Dl_info info;
+    void *sym = dlsym(RTLD_DEFAULT, "dgeev_");
+    if (sym && dladdr(sym, &info) && info.dli_fname) return info.dli_fname;
+    return "unknown";
+}
+#endif
+
+static long bench_cuda_lanes; /* --cuda-lanes */
+
+static double backend_ms(int n, size_t count, const double *a, double *values, int8_t *status, tk_backend backend,
+                         long threads, size_t *failed, double *kernel_ms)
+{
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    o.backend = backend;
+    if (backend == TK_BACKEND_CUDA) o.cuda_lanes = (int)bench_cuda_lanes;
+    o.num_threads = (int)threads;
+    tk_eig_result r = {values, NULL, status};
+    tk_eig_timing t;
+    if (tk_eig_solve(&o, count, a, &r, &t, failed) != TK_OK) return -1;
+    if (kernel_ms) *kernel_ms = t.kernel_ms;
+    return t.total_ms;
+}
+
+static int parse_list(const char *text, eig_bench_args *a)
+{
+    char list[512];
+    snprintf(list, sizeof list, "%s", text);
+    a->num_sizes = 0;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        long v;
+        if (a->num_sizes == 64 || !tk_cli_parse_int(prog, "--sizes", tok, 1, TK_EIG_MAX_N, &v)) return 0;
+        a->sizes[a->num_sizes++] = (int)v;
+    }
+    return a->num_sizes > 0;
+}
+
+int tk_bench_eig(int argc, char **argv)
+{
+    eig_bench_args a = {500000, 0, 0, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1};
+    for (int i = 1; i < argc; ++i) {
+        const char *v;
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: tk-bench eig [--matrices 500000] [--sizes 5,10,15,20,25,30]\n"
+                   "                    [--backends lapack,cpu,omp,cuda] [--threads P] [--cuda-lanes G]\n"
+                   "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
+                   "cuda kernel:    matrices already in GPU memory, CUDA events; reference: the seed's\n"
+                   "                TITAN X (Table 4, scaled to --matrices); goal >= 20x faster\n"
+                   "cuda e2e:       host to host (pinned), chunks over streams; reference: the H2D\n"
+                   "                copy of the matrices plus the D2H copy of the values alone; goal <= 1.25x\n"
+                   "lapack:         one LAPACKE dgeev per matrix, OpenMP across matrices, all cores\n"
+                   "omp:            this library on the same cores; goal >= 3x LAPACK\n"
+                   "cuda vs lapack: host-to-host time; goal >= 30x LAPACK\n"
+                   "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n");
+            return 0;
+        } else if (tk_cli_is(argv[i], "--matrices")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--matrices")) ||
+                !tk_cli_parse_int(prog, "--matrices", v, 1, 100000000, &a.matrices))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--threads")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
+                !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--cuda-lanes")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-lanes")) ||
+                !tk_cli_parse_int(prog, "--cuda-lanes", v, 0, 64, &a.cuda_lanes))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--sizes")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--sizes")) || !parse_list(v, &a)) return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--backends")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return TK_EXIT_USAGE;
+            a.lapack = a.cpu = a.omp = a.cuda = 0;
+            char list[128];
+            snprintf(list, sizeof list, "%s", v);
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                if (!strcmp(tok, "lapack")) a.lapack = 1;
+                else if (!strcmp(tok, "cpu")) a.cpu = 1;
+                else if (!strcmp(tok, "omp")) a.omp = 1;
+                else if (!strcmp(tok, "cuda")) a.cuda = 1;
+                else {
+                    tk_cli_error(prog, "--backends expects a list of lapack, cpu, omp, cuda, got '%s'", tok);
+                    return TK_EXIT_USAGE;
+                }
+            }
+        } else {
+            tk_cli_error(prog, "unknown option '%s' (see --help)", argv[i]);
+            return TK_EXIT_USAGE;
+        }
+    }
+    int threads = 1;
+#ifdef _OPENMP
+    threads = a.threads > 0 ? (int)a.threads : omp_get_max_threads();
+#endif
+    const size_t count = (size_t)a.matrices;
+    bench_cuda_lanes = a.cuda_lanes;
+    const double seed_scale = (double)count / SEED_MATRICES;
+    printf("# tk-bench eig: %zu random double matrices per size, eigenvalues only, %d CPU threads\n", count, threads);
+#ifdef TK_HAVE_LAPACKE
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
+    if (a.lapack) printf("# lapack: LAPACKE_dgeev_work per matrix from %s\n", lapack_library());
+#else
+    if (a.lapack) {
+        printf("# lapack: skipped: this build found no LAPACKE (liblapacke-dev); the ratios to LAPACK are left out\n");
+        a.lapack = 0;
+    }
+#endif
+    int have_lapack = 0;
+#ifdef TK_HAVE_LAPACKE
+    have_lapack = a.lapack;
+#endif
+    if (count != (size_t)SEED_MATRICES) printf("# seed figures scaled linearly to %zu matrices\n", count);
+    printf("%-3s %-22s %12s   %-26s %9s   %s\n", "n", "measure", "ms", "reference", "ratio", "goal");
+    for (int s = 0; s < a.num_sizes; ++s) {
+        const int n = a.sizes[s];
+        const size_t nn = (size_t)n * (size_t)n;
+        double *mat = tk_eig_host_alloc(count * nn * sizeof(double));
+        double *values = tk_eig_host_alloc(count * 2 * (size_t)n * sizeof(double));
+        int8_t *status = tk_eig_host_alloc(count);
+        if (!mat || !values || !status) {
+            printf("%-3d skipped: out of host memory for %zu matrices\n", n, count);
+            tk_eig_host_free(mat), tk_eig_host_free(values), tk_eig_host_free(status);
+            ++skipped;
+            continue;
+        }
+        fill_random(mat, count * nn, (uint64_t)n);
+        memset(values, 0, count * 2 * (size_t)n * sizeof(double));
+        memset(status, 0, count);
+        double lap = -1, omp_ms = -1, cuda_e2e = -1;
+        size_t failed = 0;
+#ifdef TK_HAVE_LAPACKE
+        if (a.lapack) {
+            lap = lapack_ms(n, count, mat, threads, &failed);
+            printf("%-3d %-22s %12.2f   %-26s %9s   %s", n, "lapack dgeev (omp)", lap, "-", "-", "-");
+            printf(failed ? "   (%zu failed)\n" : "\n", failed);
+        }
+#endif
+        if (a.cpu) {
+            double ms = backend_ms(n, count, mat, values, status, TK_BACKEND_CPU, 1, &failed, NULL);
+            if (ms < 0) printf("%-3d %-22s skipped: %s\n", n, "cpu (1 thread)", tk_last_error());
+            else printf("%-3d %-22s %12.2f   %-26s %9s   %s\n", n, "cpu (1 thread)", ms, "-", "-", "-");
+        }
+        if (a.omp) {
+            omp_ms = backend_ms(n, count, mat, values, status, TK_BACKEND_OMP, threads, &failed, NULL);
+            if (omp_ms < 0) {
+                printf("%-3d %-22s skipped: %s\n", n, "omp", tk_last_error());
+                ++skipped;
+            } else {
+                char ref[64] = "-", ratio[32] = "-";
+                if (lap > 0) {
+                    snprintf(ref, sizeof ref, "lapack %.2f ms", lap);
+                    snprintf(ratio, sizeof ratio, "%.2fx", lap / omp_ms);
+                }
+                printf("%-3d %-22s %12.2f   %-26s %9s   ", n, "omp", omp_ms, ref, ratio);
+                if (lap > 0) {
+                    printf(">= 3x lapack: ");
+                    verdict(lap / omp_ms >= 3);
+                } else {
+                    printf("-\n");
+                }
+                if (failed) printf("    (%zu matrices did not converge)\n", failed);
+            }
+        }
+        if (a.cuda) {
+            tk_eig_options o;
+            tk_eig_options_init(&o, n);
+            o.backend = TK_BACKEND_CUDA;
+            o.cuda_lanes = (int)a.cuda_lanes;
+            tk_eig_cuda_profile prof;
+            if (tk_eig_cuda_measure(&o, count, mat, &prof) != TK_OK) {
+                printf("%-3d %-22s skipped: %s\n", n, "cuda", tk_last_error());
+                ++skipped;
+            } else {
+                char name[64], ref[64];
+                const double seed = seed_ms(n) * seed_scale;
+                snprintf(name, sizeof name, "cuda kernel (%s)", prof.scheme);
+                if (seed > 0) {
+                    snprintf(ref, sizeof ref, "seed TITAN X %.2f ms", seed);
+                    printf("%-3d %-22s %12.3f   %-26s %8.1fx   >= 20x seed: ", n, name, prof.kernel_ms, ref,
+                           seed / prof.kernel_ms);
+                    verdict(seed / prof.kernel_ms >= 20);
+                } else {
+                    printf("%-3d %-22s %12.3f   %-26s %9s   -\n", n, name, prof.kernel_ms, "(no seed figure)", "-");
+                }
+                /* warm-up of the streamed path, then the host-to-host run */
+                backend_ms(n, count < 1024 ? count : 1024, mat, values, status, TK_BACKEND_CUDA, 0, &failed, NULL);
+                double kern = 0;
+                cuda_e2e = backend_ms(n, count, mat, values, status, TK_BACKEND_CUDA, 0, &failed, &kern);
+                if (cuda_e2e < 0) {
+                    printf("%-3d %-22s skipped: %s\n", n, "cuda host-to-host", tk_last_error());
+                    ++skipped;
+                } else {
+                    snprintf(ref, sizeof ref, "copies alone %.3f ms", prof.copy_ms);
+                    printf("%-3d %-22s %12.3f   %-26s %8.2fx   <= 1.25x copies: ", n, "cuda host-to-host", cuda_e2e,
+                           ref, cuda_e2e / prof.copy_ms);
+                    verdict(cuda_e2e / prof.copy_ms <= 1.25);
+                    if (failed) printf("    (%zu matrices did not converge)\n", failed);
+                    if (lap > 0) {
+                        snprintf(ref, sizeof ref, "lapack %.2f ms", lap);
+                        printf("%-3d %-22s %12.3f   %-26s %8.1fx   >= 30x lapack: ", n, "cuda vs lapack", cuda_e2e,
+                               ref, lap / cuda_e2e);
+                        verdict(lap / cuda_e2e >= 30);
+                    } else if (omp_ms > 0) {
+                        /* no LAPACK in this build: the omp backend as the CPU reference, no goal */
+                        snprintf(ref, sizeof ref, "omp %.2f ms", omp_ms);
+                        printf("%-3d %-22s %12.3f   %-26s %8.1fx   (no LAPACK: no goal)\n", n, "cuda vs omp", cuda_e2e,
+                               ref, omp_ms / cuda_e2e);
+                    }
+                }
+            }
+        }
+        fflush(stdout);
+        tk_eig_host_free(mat), tk_eig_host_free(values), tk_eig_host_free(status);
+    }
+    printf("# goals: %d of %d met", goals_judged - goals_missed, goals_judged);
+    if (skipped) printf("; %d measurements skipped", skipped);
+    if (!have_lapack) printf("; the LAPACK goals need a build with LAPACKE");
+    printf("\n");
+    return 0;
+}
