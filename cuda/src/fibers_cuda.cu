@@ -21,8 +21,10 @@
 
 #define TK_FIB_WARPS 4
 #define TK_FIB_THREADS (TK_FIB_WARPS * 32)
-/* Candidates per voxel, as many as the CPU keeps (the largest by grid value). */
+/* Candidates per voxel and kind, as many as the CPU keeps (the largest by grid value); a
+ * voxel has up to two lists (grid maxima, then shoulder candidates). */
 #define TK_FIB_CAP 64
+#define TK_FIB_CAP2 (2 * TK_FIB_CAP)
 #define TK_FIB_FULL 0xffffffffu
 
 extern "C" int tk_fibers_has_cuda(void) { return 1; }
@@ -127,7 +129,7 @@ struct FibArgs {
     unsigned long long *bad;
     const double *pt;     /* monomial map, column-major: pt[col * k + row] */
     const float *gx, *gy, *gz;
-    const int *nbr_start, *nbr;
+    const int *nbr_start, *nbr, *nbr_near;
     double *coef;         /* chunk voxels x k monomial coefficients */
     int *first, *count;   /* per voxel: its stretch of the candidate list */
     int *num_cands;       /* length of the candidate list */
@@ -135,23 +137,29 @@ struct FibArgs {
     double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
     size_t num_voxels;
     int grid, grid_padded, k, num_peaks;
-    double threshold, relative_threshold, min_separation_deg, cos_sep;
+    double threshold, relative_threshold, min_separation_deg, cos_sep, spacing;
 };
 
 /* One warp's shared memory in the grid pass. */
 __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
 {
-    size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP);
+    size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP2);
     return (bytes + 15) / 16 * 16;
 }
 
-__device__ static bool grid_is_max(const FibArgs &p, const float *vals, int d)
+/* 1: not below any neighbour; 2: not below the nearest ones (within 1.05 spacings: they
+ * come first) only, a shoulder candidate; 0: neither.  As grid_local_maxima on the CPU. */
+__device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, int d)
 {
     const float v0 = vals[d];
-    bool is_max = true;
-    for (int e = __ldg(p.nbr_start + d), end = __ldg(p.nbr_start + d + 1); e < end; ++e)
-        is_max &= v0 >= vals[__ldg(p.nbr + e)];
-    return is_max;
+    bool ok = true, ok_near = true;
+    const int first = __ldg(p.nbr_start + d), end = __ldg(p.nbr_start + d + 1), near = __ldg(p.nbr_near + d);
+    for (int e = first; e < end; ++e) {
+        const bool not_below = v0 >= vals[__ldg(p.nbr + e)];
+        ok &= not_below;
+        ok_near &= not_below | (e - first >= near);
+    }
+    return ok ? 1 : ok_near ? 2 : 0;
 }
 
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
@@ -191,33 +199,41 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
         for (int d = lane; d < G; d += 32) vals[d] = poly_value_f<M>(cf, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
         __syncwarp();
 
-        /* candidates: grid directions not below any neighbour */
+        /* candidates: grid directions not below any neighbour, then shoulder candidates
+         * (encoded -(d + 1) for the polish kernel's test); each list in index order */
         int count = 0;
-        for (int first = 0; first < G; first += 32) {
-            const int d = first + lane;
-            const bool is_max = d < G && grid_is_max(p, vals, d);
-            const unsigned ballot = __ballot_sync(TK_FIB_FULL, is_max);
-            const int pos = count + __popc(ballot & ((1u << lane) - 1u));
-            if (is_max && pos < TK_FIB_CAP) cand[pos] = d;
-            count += __popc(ballot);
-        }
-        __syncwarp();
-        if (count > TK_FIB_CAP) {
-            /* Rare (very noisy high orders): keep the CAP largest, as the CPU does. */
-            if (lane == 0) {
-                int n = 0;
-                for (int d = 0; d < G; ++d) {
-                    if (!grid_is_max(p, vals, d)) continue;
-                    int pos = n < TK_FIB_CAP ? n++ : TK_FIB_CAP;
-                    if (pos == TK_FIB_CAP) {
-                        if (vals[d] <= vals[cand[TK_FIB_CAP - 1]]) continue;
-                        pos = TK_FIB_CAP - 1;
-                    }
-                    while (pos > 0 && vals[cand[pos - 1]] < vals[d]) cand[pos] = cand[pos - 1], --pos;
-                    cand[pos] = d;
-                }
+        for (int kind = 1; kind <= 2; ++kind) {
+            int *list = cand + count, n = 0;
+            for (int first = 0; first < G; first += 32) {
+                const int d = first + lane;
+                const bool hit = d < G && grid_candidate_kind(p, vals, d) == kind;
+                const unsigned ballot = __ballot_sync(TK_FIB_FULL, hit);
+                const int pos = n + __popc(ballot & ((1u << lane) - 1u));
+                if (hit && pos < TK_FIB_CAP) list[pos] = d;
+                n += __popc(ballot);
             }
-            count = TK_FIB_CAP;
+            __syncwarp();
+            if (n > TK_FIB_CAP) {
+                /* Rare (very noisy high orders): keep the CAP largest, as the CPU does. */
+                if (lane == 0) {
+                    int m = 0;
+                    for (int d = 0; d < G; ++d) {
+                        if (grid_candidate_kind(p, vals, d) != kind) continue;
+                        int pos = m < TK_FIB_CAP ? m++ : TK_FIB_CAP;
+                        if (pos == TK_FIB_CAP) {
+                            if (vals[d] <= vals[list[TK_FIB_CAP - 1]]) continue;
+                            pos = TK_FIB_CAP - 1;
+                        }
+                        while (pos > 0 && vals[list[pos - 1]] < vals[d]) list[pos] = list[pos - 1], --pos;
+                        list[pos] = d;
+                    }
+                }
+                n = TK_FIB_CAP;
+                __syncwarp();
+            }
+            if (kind == 2)
+                for (int c = lane; c < n; c += 32) list[c] = -(list[c] + 1);
+            count += n;
             __syncwarp();
         }
         int first = 0;
@@ -233,10 +249,19 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
     constexpr int K = (M + 1) * (M + 2) / 2;
     const int total = *p.num_cands;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        const int d = p.cand_dir[i];
+        const int coded = p.cand_dir[i], d = coded < 0 ? -coded - 1 : coded;
         const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * K};
         double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
         nt_normalize3_gpu(x);
+        /* a shoulder candidate polishes only with a short Newton step, as on the CPU */
+        if (coded < 0) {
+            const double step = nt_newton_step_gpu<M>(&poly, x);
+            if (step < 0 || step > 1.5 * p.spacing) {
+                p.res_amp[i] = NAN;
+                for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = 0;
+                continue;
+            }
+        }
         const int good = nt_polish_gpu<M>(&poly, x, &amp);
         /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
         int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
@@ -326,7 +351,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     const size_t smem = warp_shared_bytes(k, plan->grid_padded) * TK_FIB_WARPS;
     double *P = NULL, *d_pt = NULL;
     float *h_grid = NULL, *d_grid = NULL, *d_sh[2] = {NULL, NULL}, *d_dirs[2] = {NULL, NULL}, *d_amps[2] = {NULL, NULL};
-    int *d_nbr_start = NULL, *d_nbr = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
+    int *d_nbr_start = NULL, *d_nbr = NULL, *d_nbr_near = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
     uint8_t *d_mask[2] = {NULL, NULL};
     double *d_coef[2] = {NULL, NULL}, *d_res[2] = {NULL, NULL};
     int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL};
@@ -385,17 +410,19 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     CUDA_TRY(cudaMalloc(&d_grid, sizeof(float) * 3 * (size_t)G));
     CUDA_TRY(cudaMalloc(&d_nbr_start, sizeof(int) * ((size_t)G + 1)));
     CUDA_TRY(cudaMalloc(&d_nbr, sizeof(int) * (size_t)plan->nbr_start[G] + sizeof(int)));
+    CUDA_TRY(cudaMalloc(&d_nbr_near, sizeof(int) * (size_t)G));
     CUDA_TRY(cudaMalloc(&d_bad, sizeof(unsigned long long)));
     CUDA_TRY(cudaMemcpy(d_pt, P, sizeof(double) * (size_t)k * k, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(d_grid, h_grid, sizeof(float) * 3 * (size_t)G, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(d_nbr_start, plan->nbr_start, sizeof(int) * ((size_t)G + 1), cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(d_nbr, plan->nbr, sizeof(int) * (size_t)plan->nbr_start[G], cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_nbr_near, plan->nbr_near, sizeof(int) * (size_t)G, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
 
     /* Two chunk buffers, each at most 2^18 voxels and together at most half the free memory. */
     /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
     per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * (size_t)k +
-                2 * sizeof(int) + (size_t)TK_FIB_CAP * (2 * sizeof(int) + 4 * sizeof(double));
+                2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (2 * sizeof(int) + 4 * sizeof(double));
     CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
     chunk = free_bytes / 4 / per_voxel;
     if (chunk > ((size_t)1 << 18)) chunk = (size_t)1 << 18;
@@ -413,8 +440,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
         /* coefficients, then first/count/num_cands, then the candidate list and results */
         CUDA_TRY(cudaMalloc(&d_coef[s], sizeof(double) * (size_t)k * chunk));
         CUDA_TRY(cudaMalloc(&d_voxel_list[s], sizeof(int) * (2 * chunk + 1)));
-        CUDA_TRY(cudaMalloc(&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP * chunk));
-        CUDA_TRY(cudaMalloc(&d_res[s], sizeof(double) * 4 * TK_FIB_CAP * chunk));
+        CUDA_TRY(cudaMalloc(&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP2 * chunk));
+        CUDA_TRY(cudaMalloc(&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk));
         CUDA_TRY(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
         CUDA_TRY(cudaEventCreate(&ev_start[s]));
         CUDA_TRY(cudaEventCreate(&ev_stop[s]));
@@ -423,7 +450,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     a.bad = d_bad;
     a.pt = d_pt;
     a.gx = d_grid, a.gy = d_grid + G, a.gz = d_grid + 2 * (size_t)G;
-    a.nbr_start = d_nbr_start, a.nbr = d_nbr;
+    a.nbr_start = d_nbr_start, a.nbr = d_nbr, a.nbr_near = d_nbr_near;
+    a.spacing = sqrt(2.0 * 3.14159265358979323846 / G);
     a.grid = G, a.grid_padded = plan->grid_padded, a.k = k, a.num_peaks = np;
     a.threshold = o->threshold, a.relative_threshold = o->relative_threshold;
     a.min_separation_deg = o->min_separation_deg;
@@ -445,8 +473,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 args.sh = d_sh[s], args.mask = mask ? d_mask[s] : NULL, args.dirs = d_dirs[s], args.amps = d_amps[s];
                 args.coef = d_coef[s];
                 args.first = d_voxel_list[s], args.count = d_voxel_list[s] + chunk, args.num_cands = d_voxel_list[s] + 2 * chunk;
-                args.cand_voxel = d_cand_list[s], args.cand_dir = d_cand_list[s] + (size_t)TK_FIB_CAP * chunk;
-                args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP * chunk;
+                args.cand_voxel = d_cand_list[s], args.cand_dir = d_cand_list[s] + (size_t)TK_FIB_CAP2 * chunk;
+                args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP2 * chunk;
                 args.num_voxels = todo;
                 size_t want = (todo + TK_FIB_WARPS - 1) / TK_FIB_WARPS;
                 int blocks = want < (size_t)grid_blocks_cap ? (int)want : grid_blocks_cap;
@@ -500,6 +528,7 @@ cleanup:
     cudaFree(d_pt);
     cudaFree(d_grid);
     cudaFree(d_nbr_start);
+    cudaFree(d_nbr_near);
     cudaFree(d_nbr);
     cudaFree(d_bad);
     free(P);

@@ -19,6 +19,8 @@ typedef struct tk_fibers_plan {
     float *basis_t;       /* k x grid_padded: SH functions at the grid, coefficient-major */
     int grid_padded;      /* grid rounded up to the evaluation block */
     int *nbr_start, *nbr; /* CSR neighbour lists over the hemisphere indices (antipodes folded in) */
+    int *nbr_near;        /* per direction (grid_padded): how many of its neighbours, which come
+                           * nearest first, lie within 1.05 grid spacings */
     int nbr_width;        /* the most neighbours any direction has */
     int *nbr_fixed;       /* nbr_width x grid_padded, neighbour-major, short lists padded with the
                            * direction itself: the neighbour test then vectorizes (gathers) */

@@ -96,3 +96,17 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
     return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && h[0] < -1e-9 * scale &&
            h[0] * h[2] - h[1] * h[1] > 1e-18 * scale * scale;
 }
+
+/* The length of a pure Newton step from x, or -1 where the Hessian on the sphere is not
+ * negative definite: a grid direction whose step is short has a maximum of the local
+ * quadratic model within reach. */
+TK_NEWTON_FN double TK_NEWTON_SFX(nt_newton_step)(const TK_NEWTON_CTX *t, const double *x)
+{
+    double u[3], w[3], g[2], h[3];
+    TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
+    TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+    const double det = h[0] * h[2] - h[1] * h[1];
+    if (!(h[0] < 0 && det > 0)) return -1;
+    const double s0 = -(h[2] * g[0] - h[1] * g[1]) / det, s1 = -(h[0] * g[1] - h[1] * g[0]) / det;
+    return sqrt(s0 * s0 + s1 * s1);
+}

@@ -113,8 +113,10 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 #define TK_NEWTON_VALUE(t, x) vt_axm(t, x)
 #include "fibers_newton.h"
 
-/* is_max[i] = 1 where grid direction i is not below any neighbour.  Neighbour-major over
- * blocks of 32 directions, so each step is a gather and a compare across a vector. */
+/* is_max[i] = 1 where grid direction i is not below any neighbour (a candidate), 2 where it
+ * is not below its nearest neighbours (within 1.05 spacings) only (a shoulder candidate, see
+ * tk_fibers_voxel_maxima), else 0.  Neighbour-major over blocks of 32 directions, so each
+ * step is a gather and a compare across a vector. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
@@ -122,13 +124,18 @@ static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsi
 {
     const int stride = p->grid_padded;
     for (int i0 = 0; i0 < stride; i0 += 32) {
-        int ok[32];
-        for (int j = 0; j < 32; ++j) ok[j] = 1;
+        int ok[32], ok_near[32];
+        const int *near = p->nbr_near + i0;
+        for (int j = 0; j < 32; ++j) ok[j] = ok_near[j] = 1;
         for (int n = 0; n < p->nbr_width; ++n) {
             const int *nb = p->nbr_fixed + (size_t)n * stride + i0;
-            for (int j = 0; j < 32; ++j) ok[j] &= values[i0 + j] >= values[nb[j]];
+            for (int j = 0; j < 32; ++j) {
+                const int not_below = values[i0 + j] >= values[nb[j]];
+                ok[j] &= not_below;
+                ok_near[j] &= not_below | (n >= near[j]);
+            }
         }
-        for (int j = 0; j < 32; ++j) is_max[i0 + j] = (unsigned char)ok[j];
+        for (int j = 0; j < 32; ++j) is_max[i0 + j] = (unsigned char)(ok[j] ? 1 : ok_near[j] ? 2 : 0);
     }
 }
 
@@ -163,19 +170,24 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     for (int r = 0; r < k; ++r) tensor[r] = 0;
     for (int c = 0; c < k; ++c)
         for (int r = 0; r < k; ++r) tensor[r] += p->map_t[(size_t)c * k + r] * sh[c];
-    /* grid directions not below any neighbour, largest first */
-    int cand[TK_MAX_CANDIDATES], ncand = 0;
+    /* candidates, largest first: grid directions not below any neighbour, then the shoulder
+     * candidates (each list keeps its TK_MAX_CANDIDATES largest) */
+    int cand[2 * TK_MAX_CANDIDATES], ncand = 0;
     unsigned char *is_max = (unsigned char *)(tensor + k);
     grid_local_maxima(p, values, is_max);
-    for (int i = 0; i < g; ++i) {
-        if (!is_max[i]) continue;
-        int pos = ncand < TK_MAX_CANDIDATES ? ncand++ : TK_MAX_CANDIDATES;
-        if (pos == TK_MAX_CANDIDATES) {
-            if (values[i] <= values[cand[TK_MAX_CANDIDATES - 1]]) continue;
-            pos = TK_MAX_CANDIDATES - 1;
+    for (int kind = 1; kind <= 2; ++kind) {
+        int *list = cand + ncand, n = 0;
+        for (int i = 0; i < g; ++i) {
+            if (is_max[i] != kind) continue;
+            int pos = n < TK_MAX_CANDIDATES ? n++ : TK_MAX_CANDIDATES;
+            if (pos == TK_MAX_CANDIDATES) {
+                if (values[i] <= values[list[TK_MAX_CANDIDATES - 1]]) continue;
+                pos = TK_MAX_CANDIDATES - 1;
+            }
+            while (pos > 0 && values[list[pos - 1]] < values[i]) list[pos] = list[pos - 1], --pos;
+            list[pos] = i;
         }
-        while (pos > 0 && values[cand[pos - 1]] < values[i]) cand[pos] = cand[pos - 1], --pos;
-        cand[pos] = i;
+        ncand += n;
     }
     /* polish, merge, sort */
     voxel_tensor vt;
@@ -186,12 +198,21 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
      * hill: two strict maxima of a band-limited function that close would need a saddle
      * between them inside one grid cell, which the candidate test could not see anyway. */
     const double cos_near = cos(1.5 * sqrt(2.0 * 3.14159265358979323846 / g));
-    for (int c = 0; c < ncand; ++c) {
+    const double spacing = sqrt(2.0 * 3.14159265358979323846 / g);
+    for (int c = 0; c < ncand && found < TK_MAX_CANDIDATES; ++c) {
         double x[3], amp;
         memcpy(x, p->dirs + (size_t)cand[c] * 3, sizeof x);
         int near = 0;
         for (int f = 0; f < found && !near; ++f) near = fabs(nt_dot3_cpu(found_dir[f], x)) > cos_near;
         if (near) continue;
+        /* A shoulder candidate (higher ground only beyond its nearest neighbours) starts a
+         * polish only where the function curves down around it with a maximum of its local
+         * quadratic model within a grid spacing: a small lobe on a large one's flank, whose
+         * basin the wider neighbourhood reaches across. */
+        if (is_max[cand[c]] == 2) {
+            double step = nt_newton_step_cpu(&vt, x);
+            if (step < 0 || step > 1.5 * spacing) continue;
+        }
         if (!nt_polish_cpu(&vt, x, &amp)) continue;
         tk_canonical_sign(3, x);
         int dup = 0;

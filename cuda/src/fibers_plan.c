@@ -26,6 +26,7 @@ void tk_fibers_plan_free(tk_fibers_plan *p)
     free(p->basis_t);
     free(p->nbr_start);
     free(p->nbr);
+    free(p->nbr_near);
     free(p->nbr_fixed);
     memset(p, 0, sizeof *p);
 }
@@ -75,17 +76,22 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
         tk_fibers_plan_free(p);
         return s;
     }
-    /* Neighbours: every grid direction (or antipode) within 1.8 grid spacings. */
-    const double spacing = sqrt(2.0 * TK_PI / g), cos_r = cos(1.3 * spacing);
+    /* Neighbours: every grid direction (or antipode) within 1.3 grid spacings, nearest
+     * first; the first nbr_near[i] of them lie within 1.05 spacings. */
+    const double spacing = sqrt(2.0 * TK_PI / g), cos_r = cos(1.3 * spacing), cos_near = cos(1.05 * spacing);
     size_t cap = (size_t)g * 16, used = 0;
     p->nbr = malloc(sizeof(int) * cap);
+    p->nbr_near = malloc(sizeof(int) * (size_t)p->grid_padded);
+    if (!p->nbr_near) free(p->nbr), p->nbr = NULL;
     for (int i = 0; i < g && p->nbr; ++i) {
         p->nbr_start[i] = (int)used;
+        p->nbr_near[i] = 0;
         const double *a = p->dirs + (size_t)i * 3;
         for (int j = 0; j < g; ++j) {
             if (j == i) continue;
             const double *b = p->dirs + (size_t)j * 3;
-            if (fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) < cos_r) continue;
+            const double d = fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]);
+            if (d < cos_r) continue;
             if (used == cap) {
                 int *grown = realloc(p->nbr, sizeof(int) * (cap *= 2));
                 if (!grown) {
@@ -95,9 +101,18 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
                 }
                 p->nbr = grown;
             }
-            p->nbr[used++] = j;
+            /* insertion by closeness within this direction's list */
+            size_t pos = used++;
+            while (pos > (size_t)p->nbr_start[i]) {
+                const double *c = p->dirs + (size_t)p->nbr[pos - 1] * 3;
+                if (fabs(a[0] * c[0] + a[1] * c[1] + a[2] * c[2]) >= d) break;
+                p->nbr[pos] = p->nbr[pos - 1], --pos;
+            }
+            p->nbr[pos] = j;
+            p->nbr_near[i] += d >= cos_near;
         }
     }
+    for (int i = g; i < p->grid_padded && p->nbr_near; ++i) p->nbr_near[i] = 0;
     if (!p->nbr) {
         tk_fibers_plan_free(p);
         return tk_set_error(TK_ERR_MEMORY, "out of memory for the peak-finder grid");
