@@ -137,7 +137,7 @@ struct FibArgs {
     double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
     size_t num_voxels;
     int grid, grid_padded, k, num_peaks;
-    double threshold, relative_threshold, min_separation_deg, cos_sep, spacing;
+    double threshold, relative_threshold, min_separation_deg, cos_sep, spacing, cos_near;
 };
 
 /* One warp's shared memory in the grid pass. */
@@ -206,7 +206,13 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
             int *list = cand + count, n = 0;
             for (int first = 0; first < G; first += 32) {
                 const int d = first + lane;
-                const bool hit = d < G && grid_candidate_kind(p, vals, d) == kind;
+                bool hit = d < G && grid_candidate_kind(p, vals, d) == kind;
+                /* a shoulder candidate next to a grid maximum is on that maximum's hill */
+                for (int q = 0; q < count && hit && kind == 2; ++q) {
+                    const int e = cand[q];
+                    hit = fabs(__ldg(p.gx + d) * (double)__ldg(p.gx + e) + __ldg(p.gy + d) * (double)__ldg(p.gy + e) +
+                               __ldg(p.gz + d) * (double)__ldg(p.gz + e)) <= p.cos_near;
+                }
                 const unsigned ballot = __ballot_sync(TK_FIB_FULL, hit);
                 const int pos = n + __popc(ballot & ((1u << lane) - 1u));
                 if (hit && pos < TK_FIB_CAP) list[pos] = d;
@@ -219,6 +225,14 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
                     int m = 0;
                     for (int d = 0; d < G; ++d) {
                         if (grid_candidate_kind(p, vals, d) != kind) continue;
+                        bool by_max = false;
+                        for (int q = 0; q < count && kind == 2 && !by_max; ++q) {
+                            const int e = cand[q];
+                            by_max = fabs(__ldg(p.gx + d) * (double)__ldg(p.gx + e) +
+                                          __ldg(p.gy + d) * (double)__ldg(p.gy + e) +
+                                          __ldg(p.gz + d) * (double)__ldg(p.gz + e)) > p.cos_near;
+                        }
+                        if (by_max) continue;
                         int pos = m < TK_FIB_CAP ? m++ : TK_FIB_CAP;
                         if (pos == TK_FIB_CAP) {
                             if (vals[d] <= vals[list[TK_FIB_CAP - 1]]) continue;
@@ -256,7 +270,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
         /* a shoulder candidate polishes only with a short Newton step, as on the CPU */
         if (coded < 0) {
             const double step = nt_newton_step_gpu<M>(&poly, x);
-            if (step < 0 || step > 1.5 * p.spacing) {
+            if (step < 0 || step > p.spacing) {
                 p.res_amp[i] = NAN;
                 for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = 0;
                 continue;
@@ -452,6 +466,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     a.gx = d_grid, a.gy = d_grid + G, a.gz = d_grid + 2 * (size_t)G;
     a.nbr_start = d_nbr_start, a.nbr = d_nbr, a.nbr_near = d_nbr_near;
     a.spacing = sqrt(2.0 * 3.14159265358979323846 / G);
+    a.cos_near = cos(1.5 * a.spacing);
     a.grid = G, a.grid_padded = plan->grid_padded, a.k = k, a.num_peaks = np;
     a.threshold = o->threshold, a.relative_threshold = o->relative_threshold;
     a.min_separation_deg = o->min_separation_deg;

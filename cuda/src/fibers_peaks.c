@@ -175,10 +175,16 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     int cand[2 * TK_MAX_CANDIDATES], ncand = 0;
     unsigned char *is_max = (unsigned char *)(tensor + k);
     grid_local_maxima(p, values, is_max);
+    const double cos_near = cos(1.5 * sqrt(2.0 * 3.14159265358979323846 / g));
     for (int kind = 1; kind <= 2; ++kind) {
         int *list = cand + ncand, n = 0;
         for (int i = 0; i < g; ++i) {
             if (is_max[i] != kind) continue;
+            /* a shoulder candidate next to a grid maximum is on that maximum's hill */
+            int by_max = 0;
+            for (int q = 0; q < ncand && kind == 2 && !by_max; ++q)
+                by_max = fabs(nt_dot3_cpu(p->dirs + (size_t)i * 3, p->dirs + (size_t)cand[q] * 3)) > cos_near;
+            if (by_max) continue;
             int pos = n < TK_MAX_CANDIDATES ? n++ : TK_MAX_CANDIDATES;
             if (pos == TK_MAX_CANDIDATES) {
                 if (values[i] <= values[list[TK_MAX_CANDIDATES - 1]]) continue;
@@ -197,7 +203,6 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     /* A candidate next to a maximum already polished (within 1.5 grid steps) climbs the same
      * hill: two strict maxima of a band-limited function that close would need a saddle
      * between them inside one grid cell, which the candidate test could not see anyway. */
-    const double cos_near = cos(1.5 * sqrt(2.0 * 3.14159265358979323846 / g));
     const double spacing = sqrt(2.0 * 3.14159265358979323846 / g);
     for (int c = 0; c < ncand && found < TK_MAX_CANDIDATES; ++c) {
         double x[3], amp;
@@ -211,7 +216,7 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
          * basin the wider neighbourhood reaches across. */
         if (is_max[cand[c]] == 2) {
             double step = nt_newton_step_cpu(&vt, x);
-            if (step < 0 || step > 1.5 * spacing) continue;
+            if (step < 0 || step > spacing) continue;
         }
         if (!nt_polish_cpu(&vt, x, &amp)) continue;
         tk_canonical_sign(3, x);
