@@ -9,6 +9,7 @@
 #include "itkCommand.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "sh_image_io.h"
+#include "tk_fibers_xml.h"
 
 namespace {
 
@@ -36,7 +37,8 @@ void usage(FILE *f)
                  "  --legacy                MRtrix 0.2 / DIPY legacy variant of the basis\n"
                  "  --amplitudes AMP        also write the amplitudes, one volume per peak\n"
                  "  --backend cpu|omp|cuda  (default omp: all cores through ITK's threader)\n"
-                 "  --quiet                 no progress bar or warnings\n");
+                 "  --quiet                 no progress bar or warnings\n"
+                 "  --xml                   print the SlicerExecutionModel description (3D Slicer CLI module)\n");
 }
 
 struct Args {
@@ -117,6 +119,7 @@ int parse(int argc, char **argv, Args &a)
 
 int main(int argc, char **argv)
 {
+    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_fibers_xml) ? 0 : TK_EXIT_FAILURE;
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
     try {
