@@ -13,6 +13,7 @@
 
 #include <fstream>
 #include "sh_image_io.h"
+#include "slicer_command_line.h"
 #include "tk_cli_runner.h"
 #include "tk_fibers.h"
 #include "tk_sh_test_util.h"
@@ -264,31 +265,16 @@ TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
     w->SetFileName(dir + "/mask.nrrd");
     w->Update();
 
-    // Each parameter element: its longflag, default and tag, from the description.
-    std::string args;
     int flagged = 0;
-    for (size_t at = 0; (at = xml.out.find("<longflag>--", at)) != std::string::npos; ++at) {
-        size_t open = xml.out.rfind("\n    <", at) + 6, end = xml.out.find("\n    </", at);
-        std::string tag = xml.out.substr(open, xml.out.find_first_of(" >", open) - open);
-        std::string flag = xml.out.substr(at + 10, xml.out.find('<', at + 10) - at - 10);
-        size_t d = xml.out.find("<default>", at);
-        std::string value = d < end ? xml.out.substr(d + 9, xml.out.find('<', d + 9) - d - 9) : "";
-        ++flagged;
-        if (tag == "boolean") {
-            if (value == "true") args += " " + flag;
-        } else if (flag == "--mask") {
-            args += " --mask " + dir + "/mask.nrrd";
-        } else if (flag == "--amplitudes") {
-            args += " --amplitudes " + dir + "/amp_slicer.nrrd";
-        } else if (flag == "--num") {
-            args += " --num 2";  // not the default, so the value is seen to reach the filter
-        } else {
-            ASSERT_FALSE(value.empty()) << flag << " has no default";
-            args += " " + flag + " " + value;
-        }
-    }
+    std::string args = slicer_command_line(xml.out,
+                                           {{"inputSH", dir + "/sh.nrrd"},
+                                            {"outputPeaks", dir + "/peaks_slicer.nrrd"},
+                                            {"mask", dir + "/mask.nrrd"},
+                                            {"amplitudes", dir + "/amp_slicer.nrrd"},
+                                            {"numberOfPeaks", "2"}},  // not the default: seen to reach the filter
+                                           &flagged);
     EXPECT_EQ(flagged, 9);
-    auto slicer = run_tool(exe + args + " " + dir + "/sh.nrrd " + dir + "/peaks_slicer.nrrd", dir);
+    auto slicer = run_tool(exe + args, dir);
     ASSERT_EQ(slicer.exit_code, 0) << args << "\n" << slicer.err;
     auto plain = run_tool(exe + " --quiet " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --num 2 --mask " + dir +
                               "/mask.nrrd --amplitudes " + dir + "/amp.nrrd",
