@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_json.h"
 #include "cli.h"
 
 int main(int argc, char **argv)
@@ -16,12 +17,24 @@ int main(int argc, char **argv)
                 "  fibers  fiber directions: voxels/s and accuracy beside MRtrix3's sh2peaks (tk-bench fibers --help)\n"
                 "  tucker  sparse FastTucker: per-iteration factor and core update times on a Netflix-shaped\n"
                 "          synthetic tensor vs the goals and cuFasterTucker, test RMSE vs the double CPU\n"
-                "          reference, omp nonzeros/s (tk-bench tucker --help)\n");
+                "          reference, omp nonzeros/s (tk-bench tucker --help)\n"
+                "every suite: --json FILE  also write the results as JSON (Documentation/plots/plot_benchmarks.py)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
-    if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "fibers")) return tk_bench_fibers(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "tucker")) return tk_bench_tucker(argc - 1, argv + 1);
-    tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
-    return TK_EXIT_USAGE;
+    int (*suite)(int, char **) = !strcmp(argv[1], "teig")     ? tk_bench_teig
+                                 : !strcmp(argv[1], "fibers") ? tk_bench_fibers
+                                 : !strcmp(argv[1], "tucker") ? tk_bench_tucker
+                                                              : NULL;
+    if (!suite) {
+        tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
+        return TK_EXIT_USAGE;
+    }
+    const char *json = NULL;
+    if (!tk_bench_json_take_option(&argc, argv, &json)) return TK_EXIT_USAGE;
+    for (int i = 2; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) json = NULL; /* usage only: no results */
+    if (!tk_bench_json_begin(json, argv[1], argc - 1, argv + 1)) return TK_EXIT_FAILURE;
+    int rc = suite(argc - 1, argv + 1);
+    if (!tk_bench_json_end(rc == 0) && rc == 0) rc = TK_EXIT_FAILURE;
+    return rc;
 }
