@@ -2,7 +2,8 @@
  * are those tk_fibers.cxx parses. */
 #include "tk_fibers_xml.h"
 
-#define IMAGES ".nii.gz,.nii,.nrrd,.nhdr,.mha"
+/* Slicer writes its temporaries in the first format listed: NRRD keeps vector volumes whole. */
+#define IMAGES ".nrrd,.nhdr,.nii.gz,.nii,.mha"
 
 static const tk_xml_param io_params[] = {
     {.kind = TK_XML_IMAGE, .name = "inputSH", .label = "Input SH volume",

@@ -2,7 +2,8 @@
  * flags and defaults are those tk_tucker_complete.cxx parses. */
 #include "tk_tucker_complete.h"
 
-#define IMAGES ".nii.gz,.nii,.nrrd,.nhdr,.mha"
+/* Slicer writes its temporaries in the first format listed: NRRD keeps vector volumes whole. */
+#define IMAGES ".nrrd,.nhdr,.nii.gz,.nii,.mha"
 
 static const tk_xml_param io_params[] = {
     /* Slicer appends positional arguments after the options: this makes the command line
