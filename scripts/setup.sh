@@ -11,10 +11,10 @@ TK_BUILD="${TK_BUILD:-$TK_ROOT/build}"
 # libfftw3-dev and uuid-dev are only recommended by libinsighttoolkit5-dev, but its exported
 # CMake targets link FFTW, so a --no-install-recommends install needs them named.
 TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3)
+TK_OPTIONAL_PACKAGES=()
 # xmllint checks the tools' Slicer descriptions; doxygen builds the API reference (target doc);
 # matplotlib draws the benchmark plots.
 TK_PACKAGES+=(libxml2-utils doxygen python3-matplotlib)
-TK_OPTIONAL_PACKAGES=()
 
 tk_missing_packages() {
     local pkg

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "cli.h"
+#include "tk_fibers_xml.h"
 #include "itkCommand.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "sh_image_io.h"
-#include "tk_fibers_xml.h"
 
 namespace {
 
@@ -19,6 +19,7 @@ void usage(FILE *f)
 {
     std::fprintf(f,
                  "usage: tk-fibers INPUT_SH OUTPUT_PEAKS [options]\n"
+                 "       tk-fibers --xml    the 3D Slicer CLI module description (SlicerExecutionModel)\n"
                  "\n"
                  "The local maxima (fiber directions) of each voxel's spherical-harmonic function, as\n"
                  "MRtrix3's sh2peaks writes them: 3 volumes per peak, the unit direction (world RAS) times\n"
@@ -37,8 +38,7 @@ void usage(FILE *f)
                  "  --legacy                MRtrix 0.2 / DIPY legacy variant of the basis\n"
                  "  --amplitudes AMP        also write the amplitudes, one volume per peak\n"
                  "  --backend cpu|omp|cuda  (default omp: all cores through ITK's threader)\n"
-                 "  --quiet                 no progress bar or warnings\n"
-                 "  --xml                   print the SlicerExecutionModel description (3D Slicer CLI module)\n");
+                 "  --quiet                 no progress bar or warnings\n");
 }
 
 struct Args {
