@@ -16,6 +16,9 @@ TK_BUILD="${TK_BUILD:-$TK_ROOT/build}"
 TK_PACKAGES=(build-essential cmake libgtest-dev python3 libinsighttoolkit5-dev libfftw3-dev uuid-dev mrtrix3 liblapacke-dev libopenblas-dev
              python3-numpy python3-scipy python3-nibabel python3-dipy libvtk9-dev libx11-dev xvfb xauth)
 TK_OPTIONAL_PACKAGES=()
+# xmllint checks the tools' Slicer descriptions; doxygen builds the API reference (target doc);
+# matplotlib draws the benchmark plots.
+TK_PACKAGES+=(libxml2-utils doxygen python3-matplotlib)
 
 tk_missing_packages() {
     local pkg

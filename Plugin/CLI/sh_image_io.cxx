@@ -61,7 +61,48 @@ template <typename TImage> typename TImage::Pointer read(const std::string &path
     return reader->GetOutput();
 }
 
+// Written to a temporary beside path (keeping the extension ITK picks the format from)
+// and renamed: a failure leaves nothing behind.
+template <typename TImage> void write_atomically(const TImage *image, const std::string &path)
+{
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    std::string tmp = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
+    try {
+        auto writer = itk::ImageFileWriter<TImage>::New();
+        writer->SetFileName(tmp);
+        writer->SetInput(image);
+        writer->Update();
+    } catch (const itk::ExceptionObject &e) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + e.GetDescription());
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::string why = std::strerror(errno);
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + why);
+    }
+}
+
 }  // namespace
+
+VolumeShape probe_volume(const std::string &path)
+{
+    auto io = probe(path);
+    return {io->GetNumberOfDimensions(), io->GetNumberOfComponents()};
+}
+
+ScalarImage3::Pointer read_scalar_volume(const std::string &path)
+{
+    auto io = probe(path);
+    if (io->GetNumberOfComponents() != 1 ||
+        !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
+        throw std::runtime_error(path + ": expected a 3-D scalar image");
+    return read<ScalarImage3>(path);
+}
+
+void write_scalar_volume(const ScalarImage3 *image, const std::string &path) { write_atomically(image, path); }
 
 VectorImage3::Pointer read_vector_volume(const std::string &path)
 {

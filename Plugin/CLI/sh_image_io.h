@@ -13,13 +13,22 @@ namespace tk {
 
 using VectorImage3 = itk::VectorImage<float, 3>;
 using MaskImage3 = itk::Image<unsigned char, 3>;
+using ScalarImage3 = itk::Image<float, 3>;
+
+// Dimension and components per pixel from the header alone.
+struct VolumeShape {
+    unsigned dimensions, components;
+};
+VolumeShape probe_volume(const std::string &path);
 
 // Throws std::runtime_error naming the file and the problem.
 VectorImage3::Pointer read_vector_volume(const std::string &path);
 MaskImage3::Pointer read_mask(const std::string &path);
+ScalarImage3::Pointer read_scalar_volume(const std::string &path);
 
 // 4-D for NIfTI names (.nii, .nii.gz), a vector image otherwise; written to a temporary
 // beside path and renamed, so a failure leaves nothing behind.
 void write_vector_volume(const VectorImage3 *image, const std::string &path);
+void write_scalar_volume(const ScalarImage3 *image, const std::string &path);
 
 }  // namespace tk

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "tk_fibers_xml.h"
 #include "itkCommand.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "sh_image_io.h"
@@ -23,6 +24,7 @@ void usage(FILE *f)
 {
     std::fprintf(f,
                  "usage: tk-fibers INPUT_SH OUTPUT_PEAKS [options]\n"
+                 "       tk-fibers --xml    the 3D Slicer CLI module description (SlicerExecutionModel)\n"
                  "\n"
                  "The local maxima (fiber directions) of each voxel's spherical-harmonic function, as\n"
                  "MRtrix3's sh2peaks writes them: 3 volumes per peak, the unit direction (world RAS) times\n"
@@ -197,6 +199,7 @@ tk::PeaksImage peaks_view(const tk::VectorImage3 *peaks, const tk::VectorImage3 
 
 int main(int argc, char **argv)
 {
+    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_fibers_xml) ? 0 : TK_EXIT_FAILURE;
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
     try {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_json.h"
 #include "cli.h"
 #include "mif_io.h"
 #include "tk_fibers.h"
@@ -394,6 +395,10 @@ int tk_bench_fibers(int argc, char **argv)
            acc_voxels);
     printf("%-10s %9s %10s %10s %13s %13s %10s %10s  %s\n", "program", "voxels", "total_ms", "kernel_ms", "voxels/s",
            "voxels/s_krn", "median_deg", "max_deg", "goal");
+    tk_bench_json_setting_str("input", a.input ? a.input : "FOD-like volume"), tk_bench_json_setting_num("lmax", a.lmax);
+    tk_bench_json_setting_num("peaks", a.num), tk_bench_json_setting_num("threads", a.threads); /* 0: all */
+    tk_bench_json_reference("goal cuda voxels/s (lmax 8)", 1e7, "voxels/s", "issue goal, transfers included");
+    tk_bench_json_reference("goal median angle", 0.01, "degrees", "issue goal");
     double sh2_rate = 0;
     float *ref = NULL;
     if (a.sh2peaks) {
@@ -404,6 +409,11 @@ int tk_bench_fibers(int argc, char **argv)
             if (ref) accuracy(&a, sh, ref, acc_voxels, &med, &worst);
             printf("%-10s %9zu %10.1f %10s %13.0f %13s %10.5f %10.5f  reference\n", "sh2peaks", voxels, seconds * 1000, "-",
                    sh2_rate, "-", med, worst);
+            tk_bench_json_row("peaks"), tk_bench_json_str("program", "sh2peaks"), tk_bench_json_num("voxels", voxels);
+            tk_bench_json_num("total_ms", seconds * 1000), tk_bench_json_num("voxels_per_s", sh2_rate);
+            tk_bench_json_num("median_deg", med), tk_bench_json_num("max_deg", worst);
+            tk_bench_json_reference("sh2peaks voxels/s", sh2_rate, "voxels/s", "MRtrix3 sh2peaks, measured in this run");
+            tk_bench_json_reference("goal omp voxels/s (20x sh2peaks)", 20 * sh2_rate, "voxels/s", "issue goal");
         }
     }
     for (int b = 0; b < 3; ++b) {
@@ -422,6 +432,10 @@ int tk_bench_fibers(int argc, char **argv)
                 snprintf(goal, sizeof goal, "goal 10M voxels/s: %s", rate >= 1e7 ? "met" : "MISSED");
             printf("%-10s %9zu %10.1f %10.1f %13.0f %13.0f %10.5f %10.5f  %s\n", backend_name(b), n, t.total_ms,
                    t.kernel_ms, rate, krate, med, worst, goal);
+            tk_bench_json_row("peaks"), tk_bench_json_str("program", backend_name(b)), tk_bench_json_num("voxels", n);
+            tk_bench_json_num("total_ms", t.total_ms), tk_bench_json_num("kernel_ms", t.kernel_ms);
+            tk_bench_json_num("voxels_per_s", rate), tk_bench_json_num("kernel_voxels_per_s", krate);
+            tk_bench_json_num("median_deg", med), tk_bench_json_num("max_deg", worst);
             if (ref && !big) {
                 /* sh2peaks may rank peaks differently where it misses one: match against all of ours */
                 const int all = 16;

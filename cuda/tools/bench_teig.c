@@ -1,10 +1,12 @@
 /* tk-bench teig: SS-HOPM throughput, the seed's Table 6.1 set-up and dMRI-sized runs. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "bench_json.h"
 #include "cli.h"
 #include "tk_sshopm.h"
 
@@ -37,8 +39,8 @@ static void fill_random(void *data, size_t count, int dbl, uint64_t seed)
 }
 
 /* One timed solve; returns 0 when the backend is unavailable (printed as skipped). */
-static int run_one(const bench_args *a, int order, int dim, tk_backend backend, tk_impl impl, long tensors,
-                   double goal)
+static int run_one(const bench_args *a, const char *table, int order, int dim, tk_backend backend, tk_impl impl,
+                   long tensors, double goal)
 {
     tk_sshopm_options o;
     tk_sshopm_options_init(&o, order, dim);
@@ -58,6 +60,12 @@ static int run_one(const bench_args *a, int order, int dim, tk_backend backend, 
                                  malloc(T * S)};
     int ok = packed && r.lambda && r.x && r.iterations && r.converged;
     tk_sshopm_timing timing = {0, 0};
+    tk_bench_json_row(table);
+    tk_bench_json_str("impl", impl == TK_IMPL_UNROLLED ? "unrolled" : "general");
+    tk_bench_json_str("backend", backend_name(backend));
+    tk_bench_json_num("order", order);
+    tk_bench_json_num("dim", dim);
+    tk_bench_json_num("tensors", (double)tensors);
     if (ok) {
         fill_random(packed, T * k, a->precision_double, (uint64_t)order * 131 + (uint64_t)dim);
         /* Touch the result buffers once, as a program reusing them would have: the
@@ -72,9 +80,11 @@ static int run_one(const bench_args *a, int order, int dim, tk_backend backend, 
         if (!ok)
             printf("%-9s %-5s (%d,%d) %9ld  skipped: %s\n", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
                    backend_name(backend), order, dim, tensors, tk_last_error());
+        if (!ok) tk_bench_json_str("skipped", tk_last_error());
     } else {
         printf("%-9s %-5s (%d,%d) %9ld  skipped: out of host memory\n", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
                backend_name(backend), order, dim, tensors);
+        tk_bench_json_str("skipped", "out of host memory");
     }
     if (ok) {
         double iterations = (double)T * (double)S * (double)a->iters;
@@ -88,6 +98,14 @@ static int run_one(const bench_args *a, int order, int dim, tk_backend backend, 
         else printf(" %9s %8s", "-", "-");
         if (goal > 0) printf("  goal %.4g: %s", goal, kernel_gf >= goal ? "met" : "MISSED");
         printf("\n");
+        tk_bench_json_num("kernel_ms", timing.kernel_ms);
+        tk_bench_json_num("total_ms", timing.total_ms);
+        tk_bench_json_num("giter_per_s", iterations / (timing.kernel_ms * 1e6));
+        tk_bench_json_num("gflops", kernel_gf);
+        tk_bench_json_num("gflops_e2e", total_gf);
+        tk_bench_json_num("seed_gflops", ref > 0 ? ref : NAN);
+        tk_bench_json_num("goal_gflops", goal > 0 ? goal : NAN);
+        if (goal > 0) tk_bench_json_bool("goal_met", kernel_gf >= goal);
     }
     fflush(stdout);
     free(packed);
@@ -167,6 +185,22 @@ int tk_bench_teig(int argc, char **argv)
     }
     printf("# tk-bench teig: %s precision, %ld starts, %ld fixed iterations, shift 0\n",
            a.precision_double ? "double" : "single", a.starts, a.iters);
+    tk_bench_json_setting_str("precision", a.precision_double ? "double" : "single");
+    tk_bench_json_setting_num("tensors", (double)a.tensors);
+    tk_bench_json_setting_num("starts", (double)a.starts);
+    tk_bench_json_setting_num("iterations", (double)a.iters);
+    tk_bench_json_setting_num("dmri_tensors", (double)a.dmri_tensors);
+    tk_bench_json_setting_num("threads", (double)a.threads); /* 0: all */
+    for (int b = 0; b < 3; ++b)
+        for (int impl = 0; impl < 2; ++impl) {
+            char name[64];
+            snprintf(name, sizeof name, "seed Table 6.1 %s %s", backend_name((tk_backend)b), impl ? "unrolled" : "general");
+            tk_bench_json_reference(name, seed_gflops((tk_backend)b, (tk_impl)impl), "GFLOP/s",
+                                    "the seed paper's Table 6.1(a): (4,3) tensors, Core i7 (cpu, omp) / GeForce 9800 GT (cuda)");
+        }
+    tk_bench_json_reference("goal omp unrolled (4,3)", 6.85, "GFLOP/s", "the seed's CPU parallel figure");
+    tk_bench_json_reference("goal cuda unrolled (4,3)", 10000, "GFLOP/s", "issue goal, dMRI-sized runs");
+    tk_bench_json_reference("goal cuda general (4,3)", 2500, "GFLOP/s", "issue goal, dMRI-sized runs");
     if (a.run_table) {
         printf("# The seed's Table 6.1 set-up: %ld random (4,3) tensors; seed = its Core i7 / 9800 GT figure\n",
                a.tensors);
@@ -176,7 +210,7 @@ int tk_bench_teig(int argc, char **argv)
             for (int impl = 0; impl < 2; ++impl) {
                 double goal = 0;
                 if (b == TK_BACKEND_OMP && impl == TK_IMPL_UNROLLED) goal = 6.85; /* the seed's CPU parallel figure */
-                run_one(&a, 4, 3, (tk_backend)b, (tk_impl)impl, a.tensors, goal);
+                run_one(&a, "table_6_1", 4, 3, (tk_backend)b, (tk_impl)impl, a.tensors, goal);
             }
         }
     }
@@ -188,7 +222,7 @@ int tk_bench_teig(int argc, char **argv)
         for (int s = 0; s < 2; ++s)
             for (int impl = 1; impl >= 0; --impl) {
                 double goal = shapes[s][0] == 4 ? (impl ? 10000 : 2500) : 0;
-                run_one(&a, shapes[s][0], shapes[s][1], TK_BACKEND_CUDA, (tk_impl)impl, a.dmri_tensors, goal);
+                run_one(&a, "dmri", shapes[s][0], shapes[s][1], TK_BACKEND_CUDA, (tk_impl)impl, a.dmri_tensors, goal);
             }
     }
     return 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_json.h"
 #include "cli.h"
 #include "tk_tucker.h"
 
@@ -251,6 +252,17 @@ int tk_bench_tucker(int argc, char **argv)
            "# authors' code on the H100 (0.58-0.61 s / 0.65-0.66 s)\n");
     printf("%-11s %9s %9s %9s %11s %11s %11s %10s %9s %9s\n", "backend", "setup_s", "factor_s", "core_s", "nnz/s",
            "test_rmse", "test_mae", "vs_ref", "goal_f", "goal_c");
+    tk_bench_json_setting_num("order", a.order), tk_bench_json_setting_num("train_nnz", (double)train.nnz);
+    tk_bench_json_setting_num("test_nnz", (double)test.nnz), tk_bench_json_setting_num("rank_j", a.rank_j);
+    tk_bench_json_setting_num("rank_r", a.rank_r), tk_bench_json_setting_num("iterations", a.iters);
+    tk_bench_json_reference("goal factor update", GOAL_FACTOR_S, "s/iteration", "issue goal: H100, J = R = 32, Netflix size");
+    tk_bench_json_reference("goal core update", GOAL_CORE_S, "s/iteration", "issue goal: H100, J = R = 32, Netflix size");
+    tk_bench_json_reference("cuFasterTucker 3080Ti factor update", SEED_3080TI_FACTOR_S, "s/iteration", "the seed paper");
+    tk_bench_json_reference("cuFasterTucker 3080Ti core update", SEED_3080TI_CORE_S, "s/iteration", "the seed paper");
+    tk_bench_json_reference("cuFasterTucker COO H100 factor update", SEED_COO_H100_FACTOR_S, "s/iteration",
+                            "the seed's COO code measured on an H100");
+    tk_bench_json_reference("cuFasterTucker COO H100 core update", SEED_COO_H100_CORE_S, "s/iteration",
+                            "the seed's COO code measured on an H100");
     bench_result res[B_COUNT];
     memset(res, 0, sizeof res);
     /* The reference first, so the others print beside it. */
@@ -263,6 +275,13 @@ int tk_bench_tucker(int argc, char **argv)
         if (!r->ran) continue;
         printf("%-11s %9.2f %9.4f %9.4f %11.4g %11.6f %11.6f", bname[b], r->setup_s, r->factor_s, r->core_s,
                r->nnz_per_s, r->rmse, r->mae);
+        tk_bench_json_row("iteration"), tk_bench_json_str("backend", bname[b]);
+        tk_bench_json_num("setup_s", r->setup_s), tk_bench_json_num("factor_s", r->factor_s);
+        tk_bench_json_num("core_s", r->core_s), tk_bench_json_num("nnz_per_s", r->nnz_per_s);
+        tk_bench_json_num("test_rmse", r->rmse), tk_bench_json_num("test_mae", r->mae);
+        tk_bench_json_num("rmse_vs_reference", b != B_OMP_DOUBLE && res[B_OMP_DOUBLE].ran
+                                                   ? (r->rmse - res[B_OMP_DOUBLE].rmse) / res[B_OMP_DOUBLE].rmse
+                                                   : NAN);
         if (b != B_OMP_DOUBLE && res[B_OMP_DOUBLE].ran)
             printf(" %+9.2f%%", 100 * (r->rmse - res[B_OMP_DOUBLE].rmse) / res[B_OMP_DOUBLE].rmse);
         else

@@ -3,13 +3,30 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_json.h"
 #include "cli.h"
+
+int main(int argc, char **argv);
+
+/* --json FILE: the suite runs as usual (main again, the option now taken out of argv)
+ * between the start of the run's JSON document and its writing, which only a
+ * successful suite commits (bench_json.h). */
+static int run_with_json(const char *path, int argc, char **argv)
+{
+    for (int i = 2; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return main(argc, argv); /* usage: no results */
+    if (!tk_bench_json_begin(path, argv[1], argc - 1, argv + 1)) return TK_EXIT_FAILURE;
+    int rc = main(argc, argv);
+    if (!tk_bench_json_end(rc == 0) && rc == 0) rc = TK_EXIT_FAILURE;
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fprintf(argc < 2 ? stderr : stdout,
-                "usage: tk-bench SUITE [options]\n"
+                "usage: tk-bench SUITE [options] [--json FILE]\n"
+                "--json FILE: also write the results as JSON (Documentation/plots/plot_benchmarks.py)\n"
                 "suites:\n"
                 "  teig    SS-HOPM: the seed's Table 6.1 set-up for {general, unrolled} x {cpu, omp, cuda},\n"
                 "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n"
@@ -24,6 +41,9 @@ int main(int argc, char **argv)
                 "          (tk-bench eig --help)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
+    const char *json = NULL;
+    if (!tk_bench_json_take_option(&argc, argv, &json)) return TK_EXIT_USAGE;
+    if (json) return run_with_json(json, argc, argv);
     if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
     if (!strcmp(argv[1], "fibers")) return tk_bench_fibers(argc - 1, argv + 1);
     if (!strcmp(argv[1], "tucker")) return tk_bench_tucker(argc - 1, argv + 1);

@@ -9,7 +9,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_xml.h"
 #include "tk_tucker.h"
+#ifdef TK_TUCKER_WITH_IMAGES
+#include "tk_tucker_complete.h" /* Plugin/CLI: the ITK image mode, when built with ITK */
+#endif
 
 static const char *prog = "tk-tucker";
 
@@ -19,6 +23,9 @@ static void usage(FILE *f)
             "usage: tk-tucker train TRAIN.tns [--test TEST.tns | --test-fraction F] --out MODEL_DIR [options]\n"
             "       tk-tucker predict MODEL_DIR QUERIES.tns OUT.tns\n"
             "       tk-tucker synth --shape I1,I2,... --nnz N [options] OUT.tns\n"
+            "       tk-tucker complete IN_IMAGE OUT_IMAGE [--mask MASK] [options]  (built with ITK;\n"
+            "                 tk-tucker complete --help)\n"
+            "       tk-tucker --xml   the Slicer description of complete (a 3D Slicer CLI module)\n"
             "\n"
             "Sparse FastTucker decomposition (cuFasterTucker's model and SGD updates) of a\n"
             "FROSTT .tns tensor: 1-based indices, value last, '#' comments.  A binary cache\n"
@@ -523,6 +530,22 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "train")) return cmd_train(argc, argv);
     if (!strcmp(argv[1], "predict")) return cmd_predict(argc, argv);
     if (!strcmp(argv[1], "synth")) return cmd_synth(argc, argv);
-    tk_cli_error(prog, "unknown command '%s': use train, predict or synth (see --help)", argv[1]);
+#ifdef TK_TUCKER_WITH_IMAGES
+    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_tucker_complete_xml) ? 0 : TK_EXIT_FAILURE;
+    /* Slicer writes the options first: `tk-tucker --mask M ... complete IN OUT`. */
+    if (!strcmp(argv[1], "complete") || !strncmp(argv[1], "--", 2)) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            tk_tucker_complete_usage(stdout);
+            return 0;
+        }
+        return tk_tucker_complete_main(argc, argv);
+    }
+#else
+    if (!strcmp(argv[1], "complete") || tk_xml_requested(argc, argv)) {
+        tk_cli_error(prog, "%s needs the image mode: build TensorKernels with ITK (-DTK_WITH_ITK=ON)", argv[1]);
+        return TK_EXIT_USAGE;
+    }
+#endif
+    tk_cli_error(prog, "unknown command '%s': use train, predict, synth or complete (see --help)", argv[1]);
     return TK_EXIT_USAGE;
 }

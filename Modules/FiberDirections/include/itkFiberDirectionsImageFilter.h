@@ -47,6 +47,12 @@ public:
 
     enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
     enum class BackendType { CPU, CUDA };
+    // Printed by the Set macros' debug output (builds without NDEBUG).
+    friend std::ostream &operator<<(std::ostream &os, BasisType b)
+    {
+        return os << (b == BasisType::Tournier ? "Tournier" : "Descoteaux");
+    }
+    friend std::ostream &operator<<(std::ostream &os, BackendType b) { return os << (b == BackendType::CPU ? "CPU" : "CUDA"); }
 
     itkSetClampMacro(NumberOfPeaks, unsigned int, 1, 64);
     itkGetConstMacro(NumberOfPeaks, unsigned int);

@@ -44,6 +44,8 @@ public:
     using ImageType = TImage;
     using MaskImageType = Image<unsigned char, TImage::ImageDimension>;
     enum class BackendType { CPU, CUDA };
+    // Printed by the Set macros' debug output (builds without NDEBUG).
+    friend std::ostream &operator<<(std::ostream &os, BackendType b) { return os << (b == BackendType::CPU ? "CPU" : "CUDA"); }
 
     /** Factor rank J and core rank R (4..64; default 8). */
     itkSetClampMacro(RankJ, unsigned int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK);

@@ -13,6 +13,7 @@
 
 #include <fstream>
 #include "sh_image_io.h"
+#include "slicer_command_line.h"
 #include "tk_cli_runner.h"
 #include "tk_fibers.h"
 #include "tk_sh_test_util.h"
@@ -241,4 +242,56 @@ TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
     // nothing but the inputs is left in the folder (no temporaries)
     auto listing = run_tool("ls -A " + dir, dir);
     EXPECT_EQ(listing.out, "empty.nii\njunk.nii\nmask.nii\nodd.nii\nsh.nii\nstderr.txt\nstdout.txt\n");
+}
+
+// What 3D Slicer runs: every flag of the --xml description with its default (a boolean's
+// flag only when true), then the positional images in <index> order, all as NRRD (a
+// vector volume and a short label map).  The result must equal a plain run's.
+TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
+{
+    std::string dir = make_temp_dir("tk_fibers_slicer");
+    auto xml = run_tool(exe + " --xml", dir);
+    ASSERT_EQ(xml.exit_code, 0) << xml.err;
+    std::vector<std::vector<double>> coeffs;
+    tk::write_vector_volume(phantom(coeffs, 11), dir + "/sh.nrrd");
+    using Label = itk::Image<short, 3>;
+    auto label = Label::New();
+    label->SetRegions(tk::VectorImage3::RegionType({{0, 0, 0}}, {{4, 3, 2}}));
+    label->Allocate();
+    for (size_t v = 0; v < 24; ++v) label->GetBufferPointer()[v] = v % 5 ? 1 : 0;
+    label->SetSpacing(tk::VectorImage3::SpacingType(2.0));
+    auto w = itk::ImageFileWriter<Label>::New();
+    w->SetInput(label);
+    w->SetFileName(dir + "/mask.nrrd");
+    w->Update();
+
+    int flagged = 0;
+    std::string args = slicer_command_line(xml.out,
+                                           {{"inputSH", dir + "/sh.nrrd"},
+                                            {"outputPeaks", dir + "/peaks_slicer.nrrd"},
+                                            {"mask", dir + "/mask.nrrd"},
+                                            {"amplitudes", dir + "/amp_slicer.nrrd"},
+                                            {"numberOfPeaks", "2"}},  // not the default: seen to reach the filter
+                                           &flagged);
+    EXPECT_EQ(flagged, 9);
+    auto slicer = run_tool(exe + args, dir);
+    ASSERT_EQ(slicer.exit_code, 0) << args << "\n" << slicer.err;
+    auto plain = run_tool(exe + " --quiet " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --num 2 --mask " + dir +
+                              "/mask.nrrd --amplitudes " + dir + "/amp.nrrd",
+                          dir);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    for (const char *name : {"peaks", "amp"}) {
+        auto a = tk::read_vector_volume(dir + "/" + name + ".nrrd");
+        auto b = tk::read_vector_volume(dir + "/" + name + "_slicer.nrrd");
+        ASSERT_EQ(a->GetNumberOfComponentsPerPixel(), b->GetNumberOfComponentsPerPixel());
+        const size_t n = 24 * a->GetNumberOfComponentsPerPixel();
+        int masked = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const float x = a->GetBufferPointer()[i], y = b->GetBufferPointer()[i];
+            if (std::isnan(x)) EXPECT_TRUE(std::isnan(y)) << name << " " << i;
+            else EXPECT_EQ(x, y) << name << " " << i;
+            masked += (i / a->GetNumberOfComponentsPerPixel()) % 5 == 0 && std::isnan(y);
+        }
+        EXPECT_EQ(masked, 5 * (int)a->GetNumberOfComponentsPerPixel()) << name << ": masked voxels are NaN";
+    }
 }

@@ -1,0 +1,74 @@
+// The command line 3D Slicer builds from a tool's --xml description: each flagged
+// parameter with its value (the given one, else its <default>; a boolean's bare flag only
+// when true), then the positional parameters in <index> order.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tk_test {
+
+struct SlicerParameter {
+    std::string tag, name, flag, value;  // flag empty for positional ones
+    int index = -1;
+};
+
+inline std::string xml_child(const std::string &block, const std::string &tag)
+{
+    size_t at = block.find("<" + tag + ">");
+    if (at == std::string::npos) return "";
+    at += tag.size() + 2;
+    return block.substr(at, block.find('<', at) - at);
+}
+
+// The parameters of the description our cli_xml prints (one element per "    <tag" line).
+inline std::vector<SlicerParameter> slicer_parameters(const std::string &xml)
+{
+    std::vector<SlicerParameter> params;
+    for (size_t at = 0; (at = xml.find("\n    <", at)) != std::string::npos;) {
+        at += 6;
+        if (xml[at] == '/' || xml.compare(at, 5, "label") == 0 || xml.compare(at, 11, "description") == 0) continue;
+        size_t end = xml.find("\n    </", at);
+        std::string block = xml.substr(at, end - at);
+        SlicerParameter p;
+        p.tag = block.substr(0, block.find_first_of(" >"));
+        p.name = xml_child(block, "name");
+        p.flag = xml_child(block, "longflag");
+        p.value = xml_child(block, "default");
+        std::string index = xml_child(block, "index");
+        if (!index.empty()) p.index = std::stoi(index);
+        params.push_back(p);
+        at = end;
+    }
+    return params;
+}
+
+// values: by parameter name, overriding the defaults (images have none).
+inline std::string slicer_command_line(const std::string &xml, const std::map<std::string, std::string> &values,
+                                       int *flagged = nullptr)
+{
+    auto params = slicer_parameters(xml);
+    std::string args;
+    std::map<int, std::string> positional;
+    int count = 0;
+    for (auto &p : params) {
+        auto given = values.find(p.name);
+        std::string value = given != values.end() ? given->second : p.value;
+        if (p.index >= 0) {
+            positional[p.index] = value;
+        } else if (p.tag == "boolean") {
+            if (value == "true") args += " " + p.flag;
+            ++count;
+        } else if (!value.empty()) {  // Slicer leaves out an unset optional image
+            args += " " + p.flag + " " + value;
+            ++count;
+        }
+    }
+    for (auto &kv : positional) args += " " + kv.second;
+    if (flagged) *flagged = count;
+    return args;
+}
+
+}  // namespace tk_test

@@ -1,0 +1,284 @@
+// tk-tucker complete: itk::TuckerCompletionImageFilter on an image file (the mode 3D
+// Slicer runs).  3-D scalar volumes stay 3-D; 4-D NIfTI and vector volumes (NRRD, e.g. a
+// DWI series) become 4-D images with the volumes on the 4th axis and are written back in
+// the input's layout.
+#include "tk_tucker_complete.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "cli.h"
+#include "itkCommand.h"
+#include "itkTuckerCompletionImageFilter.h"
+#include "sh_image_io.h"
+
+namespace {
+
+const char *prog = "tk-tucker";
+
+struct CompleteArgs {
+    std::string input, output, mask;
+    long rank_j = 8, rank_r = 8, iters = 200;
+    double lr_a = 0.02, lr_b = 0.5, lambda_a = 1e-3, lambda_b = 1e-3;
+    uint64_t seed = 0;
+    bool keep_observed = false, cuda = false, quiet = false;
+};
+
+int parse(int argc, char **argv, CompleteArgs &a)
+{
+    int positional = 0;  // "complete", IN, OUT
+    for (int i = 1; i < argc; ++i) {
+        const char *arg = argv[i], *v = nullptr;
+#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
+#define NUMBER(flag, parse_fn, lo, hi, out) \
+    (VALUE(flag) && parse_fn(prog, flag, v, lo, hi, out))
+        if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
+            tk_tucker_complete_usage(stdout);
+            std::exit(0);
+        } else if (tk_cli_is(arg, "--mask")) {
+            if (!VALUE("--mask")) return 0;
+            a.mask = v;
+        } else if (tk_cli_is(arg, "--rank-j")) {
+            if (!NUMBER("--rank-j", tk_cli_parse_int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a.rank_j)) return 0;
+        } else if (tk_cli_is(arg, "--rank-r")) {
+            if (!NUMBER("--rank-r", tk_cli_parse_int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a.rank_r)) return 0;
+        } else if (tk_cli_is(arg, "--iters")) {
+            if (!NUMBER("--iters", tk_cli_parse_int, 1, 1000000, &a.iters)) return 0;
+        } else if (tk_cli_is(arg, "--lr-a")) {
+            if (!NUMBER("--lr-a", tk_cli_parse_double, 1e-12, 1e6, &a.lr_a)) return 0;
+        } else if (tk_cli_is(arg, "--lr-b")) {
+            if (!NUMBER("--lr-b", tk_cli_parse_double, 0, 1e6, &a.lr_b)) return 0;
+        } else if (tk_cli_is(arg, "--lambda-a")) {
+            if (!NUMBER("--lambda-a", tk_cli_parse_double, 0, 1e6, &a.lambda_a)) return 0;
+        } else if (tk_cli_is(arg, "--lambda-b")) {
+            if (!NUMBER("--lambda-b", tk_cli_parse_double, 0, 1e6, &a.lambda_b)) return 0;
+        } else if (tk_cli_is(arg, "--seed")) {
+            if (!VALUE("--seed")) return 0;
+            char *end = nullptr;
+            errno = 0;
+            unsigned long long s = std::strtoull(v, &end, 10);
+            if (!*v || *end || *v == '-' || errno) {
+                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+                return 0;
+            }
+            a.seed = s;
+        } else if (tk_cli_is(arg, "--backend")) {
+            if (!VALUE("--backend")) return 0;
+            if (std::strcmp(v, "omp") && std::strcmp(v, "cpu") && std::strcmp(v, "cuda")) {
+                tk_cli_error(prog, "--backend expects omp, cpu or cuda, got '%s'", v);
+                return 0;
+            }
+            a.cuda = !std::strcmp(v, "cuda");
+        } else if (!std::strcmp(arg, "--keep-observed")) {
+            a.keep_observed = true;
+        } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
+            a.quiet = true;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            tk_cli_error(prog, "unknown option '%s' for complete (see tk-tucker complete --help)", arg);
+            return 0;
+        } else if (positional == 0) {
+            if (std::strcmp(arg, "complete")) {
+                tk_cli_error(prog, "unexpected argument '%s' (see --help)", arg);
+                return 0;
+            }
+            ++positional;
+        } else if (positional == 1) {
+            a.input = arg, ++positional;
+        } else if (positional == 2) {
+            a.output = arg, ++positional;
+        } else {
+            tk_cli_error(prog, "unexpected argument '%s' (see tk-tucker complete --help)", arg);
+            return 0;
+        }
+#undef NUMBER
+#undef VALUE
+    }
+    if (positional != 3) {
+        tk_cli_error(prog, "complete needs IN_IMAGE and OUT_IMAGE (see tk-tucker complete --help)");
+        return 0;
+    }
+    return 1;
+}
+
+using Image3 = itk::Image<float, 3>;
+using Image4 = itk::Image<float, 4>;
+
+// The components of a vector volume as the 4th axis (and back): same grid, volume-major.
+Image4::Pointer to_4d(const tk::VectorImage3 *in)
+{
+    auto out = Image4::New();
+    Image4::RegionType region;
+    Image4::SpacingType spacing;
+    Image4::PointType origin;
+    Image4::DirectionType direction;
+    direction.SetIdentity();
+    spacing.Fill(1.0);
+    origin.Fill(0.0);
+    const auto size3 = in->GetLargestPossibleRegion().GetSize();
+    for (unsigned r = 0; r < 3; ++r) {
+        region.SetSize(r, size3[r]);
+        spacing[r] = in->GetSpacing()[r];
+        origin[r] = in->GetOrigin()[r];
+        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
+    }
+    const size_t nt = in->GetNumberOfComponentsPerPixel(), nvox = in->GetLargestPossibleRegion().GetNumberOfPixels();
+    region.SetSize(3, nt);
+    out->SetRegions(region);
+    out->SetSpacing(spacing);
+    out->SetOrigin(origin);
+    out->SetDirection(direction);
+    out->Allocate();
+    for (size_t v = 0; v < nvox; ++v)
+        for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[t * nvox + v] = in->GetBufferPointer()[v * nt + t];
+    return out;
+}
+
+void copy_back(const Image4 *in, tk::VectorImage3 *out)
+{
+    const size_t nt = out->GetNumberOfComponentsPerPixel(), nvox = out->GetLargestPossibleRegion().GetNumberOfPixels();
+    for (size_t v = 0; v < nvox; ++v)
+        for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[v * nt + t] = in->GetBufferPointer()[t * nvox + v];
+}
+
+template <typename TImage, typename TMask> void same_grid(const TImage *image, TMask *mask, const std::string &path)
+{
+    if (mask->GetLargestPossibleRegion().GetSize() != image->GetLargestPossibleRegion().GetSize())
+        throw std::runtime_error(path + ": the mask's size differs from the input image's");
+    mask->SetOrigin(image->GetOrigin());  // same grid; tolerate header rounding
+    mask->SetSpacing(image->GetSpacing());
+    mask->SetDirection(image->GetDirection());
+}
+
+// A 4-D mask: a 3-D one repeated over the volumes, or one with the image's volumes.
+itk::Image<unsigned char, 4>::Pointer mask_4d(const Image4 *image, const std::string &path)
+{
+    using Mask4 = itk::Image<unsigned char, 4>;
+    auto mask = Mask4::New();
+    mask->CopyInformation(image);  // same grid
+    mask->SetRegions(image->GetLargestPossibleRegion());
+    mask->Allocate();
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    const size_t nvox = size[0] * size[1] * size[2], nt = size[3];
+    const auto shape = tk::probe_volume(path);
+    if (shape.components == 1 && shape.dimensions == 3) {
+        auto m3 = tk::read_mask(path);
+        const auto s3 = m3->GetLargestPossibleRegion().GetSize();
+        if (s3[0] != size[0] || s3[1] != size[1] || s3[2] != size[2])
+            throw std::runtime_error(path + ": the mask's size differs from the input image's");
+        for (size_t t = 0; t < nt; ++t)
+            for (size_t v = 0; v < nvox; ++v) mask->GetBufferPointer()[t * nvox + v] = m3->GetBufferPointer()[v] != 0;
+    } else {
+        auto m = to_4d(tk::read_vector_volume(path));
+        if (m->GetLargestPossibleRegion().GetSize() != size)
+            throw std::runtime_error(path + ": the mask's size differs from the input image's (3-D masks apply to "
+                                            "every volume; a 4-D one needs the image's volumes)");
+        for (size_t i = 0; i < nvox * nt; ++i) mask->GetBufferPointer()[i] = m->GetBufferPointer()[i] != 0;
+    }
+    return mask;
+}
+
+template <typename TImage>
+typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
+                                  const typename itk::TuckerCompletionImageFilter<TImage>::MaskImageType *mask)
+{
+    using Filter = itk::TuckerCompletionImageFilter<TImage>;
+    auto filter = Filter::New();
+    filter->SetInput(image);
+    if (mask) filter->SetMaskImage(mask);
+    filter->SetRankJ(static_cast<unsigned>(a.rank_j));
+    filter->SetRankR(static_cast<unsigned>(a.rank_r));
+    filter->SetNumberOfIterations(static_cast<unsigned>(a.iters));
+    filter->SetLearningRateA(a.lr_a);
+    filter->SetLearningRateB(a.lr_b);
+    filter->SetLambdaA(a.lambda_a);
+    filter->SetLambdaB(a.lambda_b);
+    filter->SetSeed(a.seed);
+    filter->SetKeepObservedValues(a.keep_observed);
+    filter->SetBackend(a.cuda ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
+    tk_progress bar;
+    tk_progress_begin(&bar, prog, 1000, a.quiet);
+    auto progress = itk::CStyleCommand::New();
+    progress->SetClientData(&bar);
+    progress->SetCallback([](itk::Object *caller, const itk::EventObject &, void *data) {
+        auto *b = static_cast<tk_progress *>(data);
+        size_t done = static_cast<size_t>(static_cast<itk::ProcessObject *>(caller)->GetProgress() * 1000);
+        if (done > b->done) tk_progress_advance(b, done - b->done);
+    });
+    filter->AddObserver(itk::ProgressEvent(), progress);
+    filter->Update();
+    tk_progress_end(&bar);
+    if (!a.quiet)
+        std::fprintf(stderr, "%s: %lu observed voxels, training RMSE %.6g\n", prog,
+                     static_cast<unsigned long>(filter->GetNumberOfObservedVoxels()), filter->GetTrainingRMSE());
+    typename TImage::Pointer out = filter->GetOutput();
+    out->DisconnectPipeline();
+    return out;
+}
+
+}  // namespace
+
+extern "C" void tk_tucker_complete_usage(FILE *f)
+{
+    std::fprintf(f,
+                 "usage: tk-tucker complete IN_IMAGE OUT_IMAGE [--mask MASK] [options]\n"
+                 "\n"
+                 "Tensor completion of an image (itk::TuckerCompletionImageFilter): a low-rank FastTucker\n"
+                 "model fitted by SGD to the voxels MASK marks as observed (non-zero), evaluated on the\n"
+                 "whole grid, so the voxels where MASK is zero (dropped slices or volumes) are filled.\n"
+                 "IN_IMAGE: a 3-D scalar volume, or 4-D (4-D NIfTI, or a vector volume such as a DWI\n"
+                 "series in NRRD); OUT_IMAGE keeps its layout.  MASK: 3-D (the same for every volume) or\n"
+                 "with the image's volumes.  No mask: a low-rank approximation of the whole image.\n"
+                 "A voxel row no observation reaches (a whole slice dropped from every volume) cannot be\n"
+                 "recovered by a low-rank model: drop slices per volume (a 4-D mask).\n"
+                 "\n"
+                 "options:\n"
+                 "  --rank-j J, --rank-r R   factor and core ranks, 4..64 (default 8)\n"
+                 "  --iters K                SGD iterations (default 200)\n"
+                 "  --lr-a X, --lr-b X       learning rates on the standardized values (default 0.02, 0.5)\n"
+                 "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
+                 "  --seed S                 seed of the model's start (default 0)\n"
+                 "  --keep-observed          copy the input at observed voxels\n"
+                 "  --backend omp|cuda       (default omp; cpu is the same as omp)\n"
+                 "  --quiet                  no progress bar or summary\n"
+                 "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
+                 "  tk-tucker --mask MASK --iters 100 complete IN_IMAGE OUT_IMAGE\n");
+}
+
+extern "C" int tk_tucker_complete_main(int argc, char **argv)
+{
+    CompleteArgs a;
+    if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    try {
+        const auto shape = tk::probe_volume(a.input);
+        if (shape.components == 1 && shape.dimensions == 3) {
+            auto image = tk::read_scalar_volume(a.input);
+            tk::MaskImage3::Pointer mask;
+            if (!a.mask.empty()) {
+                mask = tk::read_mask(a.mask);
+                same_grid(image.GetPointer(), mask.GetPointer(), a.mask);
+            }
+            auto out = complete<Image3>(a, image, mask);
+            tk::write_scalar_volume(out, a.output);
+        } else {
+            auto vectors = tk::read_vector_volume(a.input);  // 4-D NIfTI or vector volume
+            auto image = to_4d(vectors);
+            itk::Image<unsigned char, 4>::Pointer mask;
+            if (!a.mask.empty()) mask = mask_4d(image, a.mask);
+            auto out = complete<Image4>(a, image, mask);
+            copy_back(out, vectors);  // the input's grid and layout, the completed values
+            tk::write_vector_volume(vectors, a.output);
+        }
+    } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
+        tk_cli_error(prog, "%s", e.GetDescription());
+        return TK_EXIT_FAILURE;
+    } catch (const std::exception &e) {
+        tk_cli_error(prog, "%s", e.what());
+        return TK_EXIT_FAILURE;
+    }
+    return 0;
+}

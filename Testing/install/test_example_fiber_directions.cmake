@@ -1,0 +1,46 @@
+# Install the build tree to a scratch prefix, build Documentation/examples/fiber_directions
+# against it as a host application would (find_package(TensorKernels), no build type, so
+# the filter's debug-output code is compiled too), run it on the bundled FOD volume and
+# compare its peaks with the installed tk-fibers' (same filter settings): the same file.
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P test_example_fiber_directions.cmake
+file(REMOVE_RECURSE ${WORK_DIR})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE out)
+if(rc)
+  message(FATAL_ERROR "install failed: ${rc}\n${out}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/Documentation/examples/fiber_directions -B ${WORK_DIR}/build
+                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc)
+  message(FATAL_ERROR "configuring the example failed:\n${out}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc)
+  message(FATAL_ERROR "building the example failed:\n${out}")
+endif()
+set(input ${SOURCE_DIR}/Data/fibers/small_101D_fod.nii.gz)
+execute_process(COMMAND ${WORK_DIR}/build/fiber_directions ${input} ${WORK_DIR}/example_peaks.nrrd
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc)
+  message(FATAL_ERROR "the example failed (${rc}):\n${out}${err}")
+endif()
+# 600 voxels of DIPY's small_101D; most hold two or three peaks above 10% of their largest.
+if(NOT out MATCHES "^600 voxels, ([0-9]+) peaks")
+  message(FATAL_ERROR "unexpected summary from the example: ${out}")
+endif()
+if(CMAKE_MATCH_1 LESS 1200 OR CMAKE_MATCH_1 GREATER 1800)
+  message(FATAL_ERROR "the example found ${CMAKE_MATCH_1} peaks in 600 voxels (expected 1200..1800)")
+endif()
+execute_process(COMMAND ${WORK_DIR}/prefix/bin/tk-fibers ${input} ${WORK_DIR}/tk_fibers_peaks.nrrd
+                        --num 3 --relative-threshold 0.1 --backend cpu --quiet
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc)
+  message(FATAL_ERROR "the installed tk-fibers failed (${rc}): ${err}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK_DIR}/example_peaks.nrrd ${WORK_DIR}/tk_fibers_peaks.nrrd
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "the example's peaks differ from tk-fibers' (${WORK_DIR})")
+endif()
+message(STATUS "${out}")
