@@ -466,7 +466,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     a.gx = d_grid, a.gy = d_grid + G, a.gz = d_grid + 2 * (size_t)G;
     a.nbr_start = d_nbr_start, a.nbr = d_nbr, a.nbr_near = d_nbr_near;
     a.spacing = sqrt(2.0 * 3.14159265358979323846 / G);
-    a.cos_near = cos(1.5 * a.spacing);
+    a.cos_near = cos(TK_SHOULDER_GAP * a.spacing);
     a.grid = G, a.grid_padded = plan->grid_padded, a.k = k, a.num_peaks = np;
     a.threshold = o->threshold, a.relative_threshold = o->relative_threshold;
     a.min_separation_deg = o->min_separation_deg;

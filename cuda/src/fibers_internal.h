@@ -8,6 +8,12 @@
 extern "C" {
 #endif
 
+/* A shoulder candidate within this many grid spacings of a grid maximum is taken to lie on
+ * that maximum's hill and is not polished (both backends). */
+#ifndef TK_SHOULDER_GAP
+#define TK_SHOULDER_GAP 1.5
+#endif
+
 typedef struct tk_fibers_plan {
     int lmax, k;          /* k SH coefficients = k unique tensor entries */
     tk_sh_basis basis;

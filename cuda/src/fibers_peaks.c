@@ -176,6 +176,7 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     unsigned char *is_max = (unsigned char *)(tensor + k);
     grid_local_maxima(p, values, is_max);
     const double cos_near = cos(1.5 * sqrt(2.0 * 3.14159265358979323846 / g));
+    const double cos_by_max = cos(TK_SHOULDER_GAP * sqrt(2.0 * 3.14159265358979323846 / g));
     for (int kind = 1; kind <= 2; ++kind) {
         int *list = cand + ncand, n = 0;
         for (int i = 0; i < g; ++i) {
@@ -183,7 +184,7 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
             /* a shoulder candidate next to a grid maximum is on that maximum's hill */
             int by_max = 0;
             for (int q = 0; q < ncand && kind == 2 && !by_max; ++q)
-                by_max = fabs(nt_dot3_cpu(p->dirs + (size_t)i * 3, p->dirs + (size_t)cand[q] * 3)) > cos_near;
+                by_max = fabs(nt_dot3_cpu(p->dirs + (size_t)i * 3, p->dirs + (size_t)cand[q] * 3)) > cos_by_max;
             if (by_max) continue;
             int pos = n < TK_MAX_CANDIDATES ? n++ : TK_MAX_CANDIDATES;
             if (pos == TK_MAX_CANDIDATES) {
