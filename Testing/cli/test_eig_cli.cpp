@@ -196,7 +196,7 @@ TEST(EigCli, BadInputsFailClearlyAndLeaveNoOutput)
         {dir / "big.npy" + out, "matrix order 65 is outside the supported 1..64", 1},
         {dir / "good.npy" + out + " --frobnicate", "unknown option '--frobnicate'", 2},
         {dir / "good.npy" + out + " --backend gpu", "--backend expects cpu, omp or cuda", 2},
-        {dir / "good.npy" + out + " --precision half", "--precision expects single or double", 2},
+        {dir / "good.npy" + out + " --precision half", "--precision expects auto, single or double", 2},
         {dir / "good.npy" + out + " --threads 0", "--threads expects an integer from 1", 2},
         {dir / "good.npy" + out + " extra.npy", "unexpected argument 'extra.npy'", 2},
         {dir / "good.npy" + out + " --status " + dir / "out.npy", "two outputs would go to the same file", 2},

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tk_eig_xml.h"
 #include "tk_eig.h"
 #include "tk_npy.h"
 
@@ -31,7 +32,7 @@ static void usage(FILE *f)
             "  --status STATUS.npy      int8 per matrix, shape (...): 0 converged, 1 not converged\n"
             "                           within the iteration cap, 2 non-finite input (NaN or Inf);\n"
             "                           the values (and vectors) of a failed matrix are NaN\n"
-            "  --precision single|double  (default: the input's)\n"
+            "  --precision auto|single|double  (default auto: the input's)\n"
             "  --backend cpu|omp|cuda   (default omp)\n"
             "  --threads P              threads of the omp backend (default: all)\n"
             "  --no-balance             skip the balancing step (LAPACK's balanc='N')\n"
@@ -70,11 +71,11 @@ static int parse_args(int argc, char **argv, eig_args *a)
             if (!VALUE("--precision")) return 0;
             if (!strcmp(v, "single")) a->opts.precision = TK_PRECISION_SINGLE;
             else if (!strcmp(v, "double")) a->opts.precision = TK_PRECISION_DOUBLE;
-            else {
-                tk_cli_error(prog, "--precision expects single or double, got '%s'", v);
+            else if (strcmp(v, "auto")) {
+                tk_cli_error(prog, "--precision expects auto, single or double, got '%s'", v);
                 return 0;
             }
-            a->precision_given = 1;
+            a->precision_given = strcmp(v, "auto") != 0;
         } else if (tk_cli_is(arg, "--backend")) {
             if (!VALUE("--backend")) return 0;
             if (!strcmp(v, "cpu")) a->opts.backend = TK_BACKEND_CPU;
@@ -128,6 +129,7 @@ static void shape_text(const tk_npy_array *arr, char *buf, size_t size)
 
 int main(int argc, char **argv)
 {
+    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_eig_xml) ? 0 : TK_EXIT_FAILURE;
     eig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
 
