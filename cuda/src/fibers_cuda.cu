@@ -399,7 +399,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
         goto cleanup;
     }
 
-    /* The plan on the device: the monomial map (column-major), the grid, its neighbours. */
+    /* The plan on the device: the monomial map, the grid, its neighbours. */
     P = (double *)malloc(sizeof(double) * (size_t)k * k);
     h_grid = (float *)malloc(sizeof(float) * 3 * (size_t)G);
     if (!P || !h_grid) {
@@ -407,17 +407,6 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
         goto cleanup;
     }
     if ((status = tk_fibers_monomial_map(plan, P)) != TK_OK) goto cleanup;
-    {
-        double *pt = (double *)malloc(sizeof(double) * (size_t)k * k);
-        if (!pt) {
-            status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
-            goto cleanup;
-        }
-        for (int r = 0; r < k; ++r)
-            for (int c = 0; c < k; ++c) pt[(size_t)c * k + r] = P[(size_t)r * k + c];
-        memcpy(P, pt, sizeof(double) * (size_t)k * k);
-        free(pt);
-    }
     for (int d = 0; d < G; ++d)
         for (int i = 0; i < 3; ++i) h_grid[(size_t)i * G + d] = (float)plan->dirs[(size_t)d * 3 + i];
     CUDA_TRY(cudaMalloc(&d_pt, sizeof(double) * (size_t)k * k));

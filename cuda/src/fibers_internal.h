@@ -53,7 +53,8 @@ tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_pla
                               const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
                               size_t *bad_voxels, tk_fibers_timing *timing);
 
-/* Monomial coefficients of the SH series' polynomial: poly = P * sh, P row-major k x k, with
+/* Monomial coefficients of the SH series' polynomial: poly = P * sh, P column-major k x k
+ * (P[col * k + row]: the CUDA kernel's lanes read consecutive rows of one column), with
  * rows ordered by z power c = 0..lmax, then y power b = 0..lmax-c (x power lmax-c-b), each
  * row holding the multinomial weight, so that f(x) = sum_i poly_i x^a y^b z^c. */
 tk_status tk_fibers_monomial_map(const tk_fibers_plan *plan, double *P);

@@ -170,7 +170,7 @@ tk_status tk_fibers_monomial_map(const tk_fibers_plan *p, double *P)
             for (int i = 0; i < c; ++i) index[pos++] = 2;
             const size_t rank = tk_sym_rank(m, 3, index);
             const double weight = tk_sym_multiplicity(m, index);
-            for (int col = 0; col < k; ++col) P[(size_t)row * k + col] = weight * p->map[rank * k + col];
+            for (int col = 0; col < k; ++col) P[(size_t)col * k + row] = weight * p->map[rank * k + col];
         }
     return row == k ? TK_OK : tk_set_error(TK_ERR_ARGUMENT, "monomial count %d differs from %d coefficients", row, k);
 }
