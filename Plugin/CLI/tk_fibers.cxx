@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "tk_fibers_xml.h"
-#include "itkCommand.h"
+#include "itk_progress_bar.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "sh_image_io.h"
 #ifdef TK_HAVE_VTK
@@ -251,18 +251,7 @@ int main(int argc, char **argv)
         filter->SetLegacy(a.legacy);
         filter->SetBackend(a.backend == "cuda" ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
         if (a.backend == "cpu") filter->SetNumberOfWorkUnits(1);
-        tk_progress bar;
-        tk_progress_begin(&bar, prog, 1000, a.quiet);
-        auto progress = itk::CStyleCommand::New();
-        progress->SetClientData(&bar);
-        progress->SetCallback([](itk::Object *caller, const itk::EventObject &, void *data) {
-            auto *b = static_cast<tk_progress *>(data);
-            size_t done = static_cast<size_t>(static_cast<itk::ProcessObject *>(caller)->GetProgress() * 1000);
-            if (done > b->done) tk_progress_advance(b, done - b->done);
-        });
-        filter->AddObserver(itk::ProgressEvent(), progress);
-        filter->Update();
-        tk_progress_end(&bar);
+        tk::update_with_progress(filter, prog, a.quiet);
         if (filter->GetNumberOfInvalidVoxels() && !a.quiet)
             std::fprintf(stderr, "%s: warning: %lu voxels have non-finite coefficients; their peaks are NaN\n", prog,
                          static_cast<unsigned long>(filter->GetNumberOfInvalidVoxels()));

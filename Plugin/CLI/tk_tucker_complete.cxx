@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cli.h"
-#include "itkCommand.h"
+#include "itk_progress_bar.h"
 #include "itkTuckerCompletionImageFilter.h"
 #include "sh_image_io.h"
 
@@ -200,18 +200,7 @@ typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
     filter->SetSeed(a.seed);
     filter->SetKeepObservedValues(a.keep_observed);
     filter->SetBackend(a.cuda ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-    tk_progress bar;
-    tk_progress_begin(&bar, prog, 1000, a.quiet);
-    auto progress = itk::CStyleCommand::New();
-    progress->SetClientData(&bar);
-    progress->SetCallback([](itk::Object *caller, const itk::EventObject &, void *data) {
-        auto *b = static_cast<tk_progress *>(data);
-        size_t done = static_cast<size_t>(static_cast<itk::ProcessObject *>(caller)->GetProgress() * 1000);
-        if (done > b->done) tk_progress_advance(b, done - b->done);
-    });
-    filter->AddObserver(itk::ProgressEvent(), progress);
-    filter->Update();
-    tk_progress_end(&bar);
+    tk::update_with_progress(filter, prog, a.quiet);
     if (!a.quiet)
         std::fprintf(stderr, "%s: %lu observed voxels, training RMSE %.6g\n", prog,
                      static_cast<unsigned long>(filter->GetNumberOfObservedVoxels()), filter->GetTrainingRMSE());
