@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -26,6 +28,24 @@ void check_readable(const std::string &path)
     if (st.st_size == 0) throw std::runtime_error(path + ": empty file");
 }
 
+// A header that promises more voxel data than this machine's memory fails here, naming the
+// file, instead of as a std::bad_alloc from deep inside the reader (which would not).
+void check_claimed_size(const std::string &path, const itk::ImageIOBase *io)
+{
+    const uint64_t item = std::max<uint64_t>(io->GetComponentSize(), sizeof(float));  // read as float
+    uint64_t bytes = item, total = 0;
+    bool overflow = __builtin_mul_overflow(bytes, static_cast<uint64_t>(io->GetNumberOfComponents()), &bytes);
+    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
+        overflow = overflow || __builtin_mul_overflow(bytes, static_cast<uint64_t>(io->GetDimensions(d)), &bytes);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) total = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+    if (overflow || (total && bytes > total))
+        throw std::runtime_error(path + ": the header claims " +
+                                 (overflow ? std::string("more than 2^64 bytes") : std::to_string(bytes) + " bytes") +
+                                 " of voxel data, more than this machine's memory (" + std::to_string(total) +
+                                 " bytes); the header is corrupt or the image too large");
+}
+
 itk::ImageIOBase::Pointer probe(const std::string &path)
 {
     check_readable(path);
@@ -34,6 +54,7 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
     io->SetFileName(path);
     try {
         io->ReadImageInformation();
+        check_claimed_size(path, io);  // ITK throws for a component type it does not know
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": unreadable image header: " + e.GetDescription());
     }

@@ -208,8 +208,16 @@ static tk_status parse_preamble(const unsigned char *bytes, size_t size, const c
 static tk_status check_data_size(const tk_npy_array *a, size_t available, const char *name)
 {
     size_t item = tk_npy_dtype_size(a->dtype);
-    if (a->count > SIZE_MAX / item)
-        return tk_set_error(TK_ERR_FORMAT, "%s: header claims %zu elements, too many to address", name, a->count);
+    /* As numpy does: the non-zero axes too must multiply (times the item size) to an
+     * addressable size, so that no product of axes a reader forms can wrap, even for an
+     * array with no elements. */
+    size_t span = item;
+    for (int d = 0; d < a->ndim; ++d)
+        if (a->shape[d] && span > SIZE_MAX / a->shape[d])
+            return tk_set_error(TK_ERR_FORMAT, "%s: shape's axes multiply to more than %zu bytes, too many to address",
+                                name, (size_t)SIZE_MAX);
+        else if (a->shape[d])
+            span *= a->shape[d];
     size_t need = a->count * item;
     if (need > available)
         return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %zu bytes of data but the file holds %zu",

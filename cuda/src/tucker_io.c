@@ -182,20 +182,19 @@ int tk_tucker_manifest_get(const char *manifest, const char *key, char *out, siz
     return 0;
 }
 
-static tk_status load_matrix(const char *dir, const char *name, size_t rows, size_t cols, float *dst)
+/* One matrix file, checked against the shape the manifest gives; *a holds it on success. */
+static tk_status load_matrix(const char *dir, const char *name, size_t rows, size_t cols, tk_npy_array *a)
 {
     char *p = join(dir, name);
     if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory");
-    tk_npy_array a;
-    tk_status s = tk_npy_read(p, &a);
+    tk_status s = tk_npy_read(p, a);
     if (s == TK_OK) {
-        if (a.dtype != TK_NPY_FLOAT32 || a.ndim != 2 || a.shape[0] != rows || a.shape[1] != cols)
+        if (a->dtype != TK_NPY_FLOAT32 || a->ndim != 2 || a->shape[0] != rows || a->shape[1] != cols)
             s = tk_set_error(TK_ERR_FORMAT, "%s: expected float32 (%zu, %zu) as the manifest says", p, rows, cols);
-        else
-            memcpy(dst, a.data, rows * cols * sizeof(float));
+        const float *v = a->data;
         for (size_t k = 0; s == TK_OK && k < rows * cols; ++k)
-            if (dst[k] != dst[k] || dst[k] - dst[k] != 0) s = tk_set_error(TK_ERR_DATA, "%s: non-finite entry", p);
-        tk_npy_free(&a);
+            if (v[k] != v[k] || v[k] - v[k] != 0) s = tk_set_error(TK_ERR_DATA, "%s: non-finite entry", p);
+        if (s != TK_OK) tk_npy_free(a);
     }
     free(p);
     return s;
@@ -227,9 +226,11 @@ tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manif
     }
     if (!tk_tucker_manifest_get(text, "order", v, sizeof v) || (order = strtol(v, NULL, 10)) < 3 ||
         order > TK_TUCKER_MAX_ORDER || !tk_tucker_manifest_get(text, "rank_j", v, sizeof v) ||
-        (rj = strtol(v, NULL, 10)) < 1 || !tk_tucker_manifest_get(text, "rank_r", v, sizeof v) ||
-        (rr = strtol(v, NULL, 10)) < 1 || !tk_tucker_manifest_get(text, "dims", v, sizeof v)) {
-        s = tk_set_error(TK_ERR_FORMAT, "%s: order, dims, rank_j or rank_r missing or invalid", p);
+        (rj = strtol(v, NULL, 10)) < TK_TUCKER_MIN_RANK || rj > TK_TUCKER_MAX_RANK ||
+        !tk_tucker_manifest_get(text, "rank_r", v, sizeof v) || (rr = strtol(v, NULL, 10)) < TK_TUCKER_MIN_RANK ||
+        rr > TK_TUCKER_MAX_RANK || !tk_tucker_manifest_get(text, "dims", v, sizeof v)) {
+        s = tk_set_error(TK_ERR_FORMAT, "%s: order (3..%d), dims, rank_j or rank_r (%d..%d) missing or invalid", p,
+                         TK_TUCKER_MAX_ORDER, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK);
         goto done;
     }
     {
@@ -245,14 +246,25 @@ tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manif
             c = end + 1;
         }
     }
-    s = tk_tucker_model_alloc(m, (int)order, dims, (int)rj, (int)rr);
-    for (int k = 0; k < order && s == TK_OK; ++k) {
-        char name[32];
-        snprintf(name, sizeof name, "A%d.npy", k + 1);
-        s = load_matrix(dir, name, dims[k], (size_t)rj, m->a[k]);
-        if (s != TK_OK) break;
-        snprintf(name, sizeof name, "B%d.npy", k + 1);
-        s = load_matrix(dir, name, (size_t)rj, (size_t)rr, m->b[k]);
+    /* The matrices before the model: their files bound what is allocated, so a manifest
+     * claiming huge sizes fails on a file's shape, not on an allocation it implies. */
+    {
+        tk_npy_array mats[2 * TK_TUCKER_MAX_ORDER];
+        memset(mats, 0, sizeof mats);
+        for (int k = 0; k < order && s == TK_OK; ++k) {
+            char name[32];
+            snprintf(name, sizeof name, "A%d.npy", k + 1);
+            s = load_matrix(dir, name, dims[k], (size_t)rj, &mats[2 * k]);
+            if (s != TK_OK) break;
+            snprintf(name, sizeof name, "B%d.npy", k + 1);
+            s = load_matrix(dir, name, (size_t)rj, (size_t)rr, &mats[2 * k + 1]);
+        }
+        if (s == TK_OK) s = tk_tucker_model_alloc(m, (int)order, dims, (int)rj, (int)rr);
+        for (int k = 0; k < order && s == TK_OK; ++k) {
+            memcpy(m->a[k], mats[2 * k].data, (size_t)dims[k] * (size_t)rj * sizeof(float));
+            memcpy(m->b[k], mats[2 * k + 1].data, (size_t)rj * (size_t)rr * sizeof(float));
+        }
+        for (int k = 0; k < 2 * order; ++k) tk_npy_free(&mats[k]);
     }
 done:
     free(p);
