@@ -8,7 +8,8 @@
  * Asserts, for every input:
  *  - a rejection zeroes the tensor and leaves a message;
  *  - an accepted tensor has the order asked for (2..10 when taken from the file), one
- *    entry per line that is neither blank nor a comment (counted here), dims equal to
+ *    entry per line that is neither blank nor a comment (counted here), no NUL byte in
+ *    those lines (zero-filled blocks of a torn write must not read as numbers), dims equal to
  *    the largest index of each mode (or the hint when larger), every index inside them
  *    and finite values (tk_tucker_coo_check);
  *  - written back with tk_tns_write it reads back bit-identical (indices and values). */
@@ -19,14 +20,19 @@
 
 static int blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
-/* Lines holding an entry: a non-blank character that does not start a comment. */
-static size_t entry_lines(const uint8_t *text, size_t size)
+/* Lines holding an entry: a non-blank character that does not start a comment.
+ * *nul: whether a NUL byte sits in such a line before its comment. */
+static size_t entry_lines(const uint8_t *text, size_t size, int *nul)
 {
     size_t lines = 0;
+    *nul = 0;
     for (size_t p = 0; p < size;) {
         size_t s = p;
         while (s < size && text[s] != '\n' && blank((char)text[s])) ++s;
-        if (s < size && text[s] != '\n' && text[s] != '#') ++lines;
+        if (s < size && text[s] != '\n' && text[s] != '#') {
+            ++lines;
+            for (; s < size && text[s] != '\n' && text[s] != '#'; ++s) *nul |= text[s] == '\0';
+        }
         while (p < size && text[p] != '\n') ++p;
         ++p;
     }
@@ -57,8 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (mode == 0) TK_FUZZ_CHECK(t.order >= 2 && t.order <= TK_TUCKER_MAX_ORDER, "order %d", t.order);
     else TK_FUZZ_CHECK(t.order == given, "order %d, asked for %d", t.order, given);
-    size_t lines = entry_lines(data + 1, size - 1);
+    int nul = 0;
+    size_t lines = entry_lines(data + 1, size - 1, &nul);
     TK_FUZZ_CHECK(t.nnz == lines, "%zu entries from %zu entry lines", t.nnz, lines);
+    TK_FUZZ_CHECK(!nul, "accepted an entry line holding a NUL byte (a corrupt or binary file)");
     if (t.nnz == 0) { /* order given, only comments: an empty tensor */
         tk_tucker_coo_free(&t);
         free(path);

@@ -19,7 +19,9 @@ set(inputs ${CORPUS})
 if(REGRESSIONS AND IS_DIRECTORY ${REGRESSIONS})
   list(APPEND inputs ${REGRESSIONS})
 endif()
-set(options -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+# -max_len: mutate small inputs (longer regression inputs are read truncated here; the
+# replay tests run them whole).
+set(options -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1
             -artifact_prefix=${WORK}/)
 if(MALLOC_LIMIT_MB STREQUAL "physical")
   cmake_host_system_information(RESULT physical QUERY TOTAL_PHYSICAL_MEMORY)

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define TK_NPY_MAX_HEADER 65536
+
 static const struct {
     const char *code; /* the descr without its byte-order character */
     tk_npy_dtype dtype;
@@ -196,6 +198,11 @@ static tk_status parse_preamble(const unsigned char *bytes, size_t size, const c
     } else {
         return tk_set_error(TK_ERR_FORMAT, "%s: unsupported .npy format version %u.%u", name, major, bytes[7]);
     }
+    /* numpy's own loader stops at 10 KB (max_header_size); 64 KiB is what tk_npy_read
+     * reads ahead, so both entry points accept the same files. */
+    if (len > TK_NPY_MAX_HEADER)
+        return tk_set_error(TK_ERR_FORMAT, "%s: .npy header of %zu bytes, longer than the %d supported", name, len,
+                            TK_NPY_MAX_HEADER);
     if (len > size - start) return tk_set_error(TK_ERR_FORMAT, "%s: truncated .npy header", name);
     cursor c = {(const char *)bytes + start, (const char *)bytes + start + len, name};
     memset(out, 0, sizeof *out);
@@ -255,7 +262,7 @@ tk_status tk_npy_read(const char *path, tk_npy_array *out)
     FILE *f = fopen(path, "rb");
     if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     /* Read the preamble alone first, so that an absurd shape fails before any allocation. */
-    unsigned char head[65536 + 12];
+    unsigned char head[TK_NPY_MAX_HEADER + 12];
     size_t got = fread(head, 1, sizeof head, f);
     if (ferror(f)) {
         fclose(f);
