@@ -28,15 +28,24 @@ void check_readable(const std::string &path)
     if (st.st_size == 0) throw std::runtime_error(path + ": empty file");
 }
 
+bool ends_with(const std::string &path, const char *suffix)
+{
+    const size_t n = std::strlen(suffix);
+    return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
+}
+
 // A header that promises more voxel data than this machine's memory fails here, naming the
-// file, instead of as a std::bad_alloc from deep inside the reader (which would not).
+// file, instead of as a std::bad_alloc from deep inside the reader (which would not); so does
+// an uncompressed NIfTI file shorter than its header says, which ITK would otherwise read
+// into a buffer of the claimed size (zeros where the file ends) before noticing, if at all.
 void check_claimed_size(const std::string &path, const itk::ImageIOBase *io)
 {
-    const uint64_t item = std::max<uint64_t>(io->GetComponentSize(), sizeof(float));  // read as float
-    uint64_t bytes = item, total = 0;
-    bool overflow = __builtin_mul_overflow(bytes, static_cast<uint64_t>(io->GetNumberOfComponents()), &bytes);
+    uint64_t count = io->GetNumberOfComponents(), bytes = 0, total = 0;
+    bool overflow = false;
     for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
-        overflow = overflow || __builtin_mul_overflow(bytes, static_cast<uint64_t>(io->GetDimensions(d)), &bytes);
+        overflow = overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(io->GetDimensions(d)), &count);
+    const uint64_t item = std::max<uint64_t>(io->GetComponentSize(), sizeof(float));  // read as float
+    overflow = overflow || __builtin_mul_overflow(count, item, &bytes);
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) total = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
     if (overflow || (total && bytes > total))
@@ -44,6 +53,11 @@ void check_claimed_size(const std::string &path, const itk::ImageIOBase *io)
                                  (overflow ? std::string("more than 2^64 bytes") : std::to_string(bytes) + " bytes") +
                                  " of voxel data, more than this machine's memory (" + std::to_string(total) +
                                  " bytes); the header is corrupt or the image too large");
+    struct stat st;
+    const uint64_t stored = count * io->GetComponentSize();  // <= bytes: no overflow
+    if (ends_with(path, ".nii") && stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < stored)
+        throw std::runtime_error(path + ": truncated: the header claims " + std::to_string(stored) +
+                                 " bytes of voxel data but the file holds " + std::to_string(st.st_size) + " bytes");
 }
 
 itk::ImageIOBase::Pointer probe(const std::string &path)
@@ -61,14 +75,7 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
     return io;
 }
 
-bool is_nifti(const std::string &path)
-{
-    auto ends = [&](const char *s) {
-        size_t n = std::strlen(s);
-        return path.size() >= n && path.compare(path.size() - n, n, s) == 0;
-    };
-    return ends(".nii") || ends(".nii.gz");
-}
+bool is_nifti(const std::string &path) { return ends_with(path, ".nii") || ends_with(path, ".nii.gz"); }
 
 template <typename TImage> typename TImage::Pointer read(const std::string &path)
 {
@@ -167,7 +174,19 @@ MaskImage3::Pointer read_mask(const std::string &path)
     if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
         throw std::runtime_error(path + ": a mask must be a 3-D image");
     if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
-    return read<MaskImage3>(path);
+    // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
+    // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
+    // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
+    auto values = read<itk::Image<double, 3>>(path);
+    auto mask = MaskImage3::New();
+    mask->CopyInformation(values);
+    mask->SetRegions(values->GetLargestPossibleRegion());
+    mask->Allocate();
+    const size_t n = values->GetLargestPossibleRegion().GetNumberOfPixels();
+    const double *src = values->GetBufferPointer();
+    unsigned char *dst = mask->GetBufferPointer();
+    for (size_t v = 0; v < n; ++v) dst[v] = src[v] != 0;
+    return mask;
 }
 
 void write_vector_volume(const VectorImage3 *image, const std::string &path)

@@ -13,7 +13,7 @@
 // own, or a 4-D image's 4th size), and every value equals the 4-D image's as ITK reads
 // it (the transposition is checked voxel by voxel); tk-fibers' SH size rule
 // (tk_sh_lmax_for_count) maps a count to an lmax whose count is that count; a mask or
-// scalar volume is 3-D with the header's voxel count.
+// scalar volume is 3-D, and a mask is 1 exactly where the file's value is nonzero.
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -75,6 +75,21 @@ template <typename TImage> void check_3d(const std::string &path, const TImage *
     TK_FUZZ_CHECK(size[0] * size[1] * size[2] > 0 && image->GetBufferPointer(), "an empty volume came back");
 }
 
+// A mask is 1 exactly where the file's value (read here as double) is nonzero.
+void check_mask(const std::string &path, const tk::MaskImage3 *mask)
+{
+    check_3d(path, mask);
+    auto reader = itk::ImageFileReader<itk::Image<double, 3>>::New();
+    reader->SetFileName(path);
+    reader->Update();
+    const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
+    TK_FUZZ_CHECK(reader->GetOutput()->GetLargestPossibleRegion().GetNumberOfPixels() == n, "mask size differs");
+    const double *values = reader->GetOutput()->GetBufferPointer();
+    for (size_t v = 0; v < n; ++v)
+        TK_FUZZ_CHECK(mask->GetBufferPointer()[v] == (values[v] != 0), "voxel %zu: mask %d for value %g", v,
+                      mask->GetBufferPointer()[v], values[v]);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -104,7 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (call == 1) {
             check_vector(path, tk::read_vector_volume(path).GetPointer());
         } else if (call == 2) {
-            check_3d(path, tk::read_mask(path).GetPointer());
+            check_mask(path, tk::read_mask(path).GetPointer());
         } else {
             check_3d(path, tk::read_scalar_volume(path).GetPointer());
         }

@@ -35,6 +35,7 @@ if(DICT)
 endif()
 set(ENV{TMPDIR} ${WORK}/tmp)
 set(ENV{ASAN_OPTIONS} "detect_leaks=1:abort_on_error=0")
+set(ENV{LSAN_OPTIONS} "suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp:print_suppressions=0")
 set(ENV{UBSAN_OPTIONS} "print_stacktrace=1:halt_on_error=1")
 execute_process(COMMAND ${FUZZER} ${options} ${WORK}/corpus ${inputs}
   RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
