@@ -68,6 +68,11 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
     io->SetFileName(path);
     try {
         io->ReadImageInformation();
+        for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
+            if (io->GetDimensions(d) == 0)
+                throw std::runtime_error(path + ": the header gives axis " + std::to_string(d + 1) +
+                                         " size 0 (an empty image)");
+        if (io->GetNumberOfComponents() == 0) throw std::runtime_error(path + ": the header gives 0 components per voxel");
         check_claimed_size(path, io);  // ITK throws for a component type it does not know
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": unreadable image header: " + e.GetDescription());

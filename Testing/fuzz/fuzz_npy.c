@@ -3,6 +3,7 @@
  * Asserts, for every input:
  *  - tk_npy_parse and tk_npy_read (the same bytes as a file) agree: both accept or both
  *    reject with the same status, and accepted arrays are identical;
+ *  - an accepted header has no NUL byte in its dictionary (a C string would end there);
  *  - an accepted array has 0..TK_NPY_MAX_DIMS axes whose non-zero sizes times the item
  *    size fit in size_t (numpy's rule, even with a zero axis), count = the product of
  *    the shape, and count x itemsize equals the bytes after the header (its end computed here from
@@ -50,6 +51,9 @@ static void check_accepted(const uint8_t *data, size_t size, const tk_npy_array 
     size_t len = data[6] == 1 ? (size_t)data[8] | (size_t)data[9] << 8
                               : (size_t)data[8] | (size_t)data[9] << 8 | (size_t)data[10] << 16 | (size_t)data[11] << 24;
     TK_FUZZ_CHECK(start + len <= size, "header end %zu past %zu bytes", start + len, size);
+    const unsigned char *close = memchr(data + start, '}', len);
+    TK_FUZZ_CHECK(close && !memchr(data + start, '\0', (size_t)(close - (data + start))),
+                  "accepted a header dictionary holding a NUL byte");
     size_t payload = size - start - len;
     TK_FUZZ_CHECK(a->count * item == payload, "shape x itemsize = %zu x %zu, %zu bytes of data", a->count, item, payload);
     TK_FUZZ_CHECK(a->data != NULL, "no data buffer");

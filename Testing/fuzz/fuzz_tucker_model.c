@@ -7,7 +7,9 @@
  * Asserts: a rejection leaves a zeroed model and a message; an accepted model has order
  * 3..10 and ranks 4..64, and for every mode n A<n>.npy and B<n>.npy, parsed here with
  * tk_npy_parse, are float32 of shapes (dims[n], J) and (J, R) holding exactly the
- * model's values, all finite; the manifest returned is manifest.txt's text. */
+ * model's values, all finite; the manifest returned is manifest.txt's text, in which
+ * order, rank_j and rank_r are whole integers equal to the model's and dims lists exactly
+ * its sizes (read here digit by digit; trailing blanks allowed). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <string.h>
@@ -46,6 +48,45 @@ static const char *file_name(int f, char *buf, size_t cap)
     if (f == 0) snprintf(buf, cap, "manifest.txt");
     else snprintf(buf, cap, "%c%d.npy", f % 2 ? 'A' : 'B', (f + 1) / 2);
     return buf;
+}
+
+/* The value of key in the manifest as whole unsigned integers separated by commas (each
+ * may start with blanks and '+'; blanks, a CR included, may end the value); their count,
+ * or -1 when it is not that. */
+static int manifest_numbers(const char *manifest, const char *key, unsigned long long *out, int cap)
+{
+    char v[4096];
+    if (!tk_tucker_manifest_get(manifest, key, v, sizeof v)) return -1;
+    size_t end = strlen(v);
+    while (end && (v[end - 1] == ' ' || v[end - 1] == '\t' || v[end - 1] == '\r')) v[--end] = '\0';
+    int n = 0;
+    for (const char *c = v;; ++c) {
+        while (*c == ' ' || (*c >= '\t' && *c <= '\r')) ++c; /* as strtol reads them: blanks, then a '+' */
+        if (*c == '+') ++c;
+        if (*c < '0' || *c > '9' || n == cap) return -1;
+        unsigned long long x = 0;
+        for (; *c >= '0' && *c <= '9'; ++c) {
+            if (x > (~0ull - 9) / 10) return -1;
+            x = x * 10 + (unsigned)(*c - '0');
+        }
+        out[n++] = x;
+        if (*c == '\0') return n;
+        if (*c != ',') return -1;
+    }
+}
+
+static void check_manifest(const char *manifest, const tk_tucker_model *m)
+{
+    unsigned long long x[TK_TUCKER_MAX_ORDER + 1];
+    TK_FUZZ_CHECK(manifest_numbers(manifest, "order", x, 1) == 1 && x[0] == (unsigned long long)m->order,
+                  "order %d is not the manifest's whole value", m->order);
+    TK_FUZZ_CHECK(manifest_numbers(manifest, "rank_j", x, 1) == 1 && x[0] == (unsigned long long)m->rank_j,
+                  "rank_j %d is not the manifest's whole value", m->rank_j);
+    TK_FUZZ_CHECK(manifest_numbers(manifest, "rank_r", x, 1) == 1 && x[0] == (unsigned long long)m->rank_r,
+                  "rank_r %d is not the manifest's whole value", m->rank_r);
+    TK_FUZZ_CHECK(manifest_numbers(manifest, "dims", x, TK_TUCKER_MAX_ORDER + 1) == m->order,
+                  "the manifest's dims do not list exactly %d sizes", m->order);
+    for (int n = 0; n < m->order; ++n) TK_FUZZ_CHECK(x[n] == m->dims[n], "mode %d: size %u", n + 1, m->dims[n]);
 }
 
 static void check_matrix(const section *file, const char *name, size_t rows, size_t cols, const float *values)
@@ -99,6 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t text = files[0].size < 65536 ? files[0].size : 65536;
     TK_FUZZ_CHECK(manifest && !memcmp(manifest, files[0].data, text) && manifest[text] == '\0',
                   "the manifest returned is not manifest.txt's text");
+    check_manifest(manifest, &m);
     free(manifest);
     tk_tucker_model_free(&m);
     return 0;

@@ -77,7 +77,8 @@ static int parse_string(cursor *c, char *buf, size_t cap)
     char quote = *c->p++;
     size_t len = 0;
     while (c->p < c->end && *c->p != quote) {
-        if (len + 1 >= cap) return 0;
+        /* a NUL would end the C string early: 'descr\0junk' must not read as 'descr' */
+        if (len + 1 >= cap || *c->p == '\0') return 0;
         buf[len++] = *c->p++;
     }
     if (c->p >= c->end) return 0;
