@@ -60,32 +60,37 @@ void check_claimed_size(const std::string &path, const itk::ImageIOBase *io)
                                  " bytes of voxel data but the file holds " + std::to_string(st.st_size) + " bytes");
 }
 
-// ITK 5.2's MetaIO takes NDims at its word: a header claiming 10^120 dimensions keeps it
-// reading the fields that follow for minutes.  The header's text (up to ElementDataFile,
-// its last line) is checked for a plausible NDims first.
+// ITK 5.2's MetaIO trusts the header too far: it takes NDims at its word (a header claiming
+// 10^120 dimensions keeps it reading for minutes) and copies each key, the text up to the
+// next '=' even across lines, into a 255-byte buffer (a longer one overflows it).  So the
+// header's records, up to ElementDataFile (the last), are checked here first.
 void check_metaimage_header(const std::string &path)
 {
     std::FILE *f = std::fopen(path.c_str(), "rb");
     if (!f) return;  // ITK reports it
-    char line[4096];
-    for (size_t scanned = 0; scanned < (1u << 20) && std::fgets(line, sizeof line, f); scanned += std::strlen(line)) {
-        std::string text(line);
-        const size_t eq = text.find('=');
-        if (eq == std::string::npos) continue;
-        auto trim = [](std::string t) {
-            const size_t a = t.find_first_not_of(" \t\r\n"), b = t.find_last_not_of(" \t\r\n");
-            return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
-        };
-        const std::string key = trim(text.substr(0, eq)), value = trim(text.substr(eq + 1));
-        if (key == "ElementDataFile") break;
-        if (key != "NDims") continue;
-        const bool small = !value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos;
-        if (!small || std::stoi(value) < 1 || std::stoi(value) > 16) {
-            std::fclose(f);
-            throw std::runtime_error(path + ": NDims '" + value.substr(0, 40) + "' is not a dimension from 1 to 16");
-        }
-    }
+    std::string text(1 << 20, '\0');
+    text.resize(std::fread(&text[0], 1, text.size(), f));
     std::fclose(f);
+    auto trim = [](const std::string &t) {
+        const size_t a = t.find_first_not_of(" \t\r\n"), b = t.find_last_not_of(" \t\r\n");
+        return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+    };
+    for (size_t pos = 0; pos < text.size();) {
+        const size_t eq = text.find('=', pos);
+        if (eq == std::string::npos) break;  // ITK reports what is missing
+        if (eq - pos > 128)
+            throw std::runtime_error(path + ": malformed MetaImage header: " + std::to_string(eq - pos) +
+                                     " bytes before an '=' (a key or a line without '=')");
+        const size_t eol = std::min(text.find('\n', eq), text.size());
+        const std::string key = trim(text.substr(pos, eq - pos)), value = trim(text.substr(eq + 1, eol - eq - 1));
+        if (key == "ElementDataFile") break;
+        if (key == "NDims") {
+            const bool small = !value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos;
+            if (!small || std::stoi(value) < 1 || std::stoi(value) > 16)
+                throw std::runtime_error(path + ": NDims '" + value.substr(0, 40) + "' is not a dimension from 1 to 16");
+        }
+        pos = eol + 1;
+    }
 }
 
 itk::ImageIOBase::Pointer probe(const std::string &path)
