@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "itkImageFileWriter.h"
 #include "itkImageIOFactory.h"
 #include "itkImageRegionConstIterator.h"
+#include "itk_zlib.h"
 
 namespace tk {
 namespace {
@@ -93,10 +95,56 @@ void check_metaimage_header(const std::string &path)
     }
 }
 
+// ITK 5.2's NIfTI reader builds the orientation from pixdim and the qform or sform its codes
+// select, and aborts the process (vnl's assert_finite) when they hold NaN, or values so
+// large that the matrix overflows.  A NIfTI-1 header (gzipped or not: gzread reads both) is
+// checked for that first; nothing in millimetres comes near 1e6.
+void check_nifti_header(const std::string &path)
+{
+    unsigned char h[348];
+    gzFile g = gzopen(path.c_str(), "rb");
+    if (!g) return;  // ITK reports it
+    const int got = gzread(g, h, sizeof h);
+    gzclose(g);
+    if (got != static_cast<int>(sizeof h)) return;
+    const bool swap = h[0] == 0 && h[1] == 0 && h[2] == 1 && h[3] == 0x5c;  // sizeof_hdr 348, big-endian
+    if (!swap && !(h[0] == 0x5c && h[1] == 1 && h[2] == 0 && h[3] == 0)) return;  // not NIfTI-1: ITK decides
+    auto bytes = [&](size_t at, unsigned n, unsigned char *out) {
+        for (unsigned k = 0; k < n; ++k) out[k] = h[at + (swap ? n - 1 - k : k)];
+    };
+    auto f32 = [&](size_t at) {
+        unsigned char b[4];
+        bytes(at, 4, b);
+        float v;
+        std::memcpy(&v, b, 4);
+        return v;
+    };
+    auto i16 = [&](size_t at) {
+        unsigned char b[2];
+        bytes(at, 2, b);
+        int16_t v;
+        std::memcpy(&v, b, 2);
+        return v;
+    };
+    auto check = [&](const char *what, size_t at, int count) {
+        for (int k = 0; k < count; ++k) {
+            const float v = f32(at + 4 * static_cast<size_t>(k));
+            if (!std::isfinite(v) || std::fabs(v) > 1e6f)
+                throw std::runtime_error(path + ": NIfTI header: " + what + " holds " + std::to_string(v) +
+                                         ", no orientation can be built from it");
+        }
+    };
+    const int dims = std::min<int>(std::max<int>(i16(40), 1), 7);
+    check("pixdim", 80, dims);                     // pixdim[1..dim[0]]; pixdim[0] is qfac, a sign
+    if (i16(252) > 0) check("the qform", 256, 6);  // quatern_b, c, d, qoffset_x, y, z
+    if (i16(254) > 0) check("the sform", 280, 12); // srow_x, srow_y, srow_z
+}
+
 itk::ImageIOBase::Pointer probe(const std::string &path)
 {
     check_readable(path);
     if (ends_with(path, ".mha") || ends_with(path, ".mhd")) check_metaimage_header(path);
+    if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) check_nifti_header(path);
     auto io = itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
     if (!io) throw std::runtime_error(path + ": not an image format ITK can read");
     io->SetFileName(path);
