@@ -147,6 +147,12 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
     if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) check_nifti_header(path);
     auto io = itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
     if (!io) throw std::runtime_error(path + ": not an image format ITK can read");
+    // ITK picks a reader by content too: bytes that start like a PNG go to libpng, which
+    // aborts the process on a corrupt one.  Volumes come in the three formats documented.
+    const std::string kind = io->GetNameOfClass();
+    if (kind != "NiftiImageIO" && kind != "NrrdImageIO" && kind != "MetaImageIO")
+        throw std::runtime_error(path + ": read as " + kind + "; volumes are read from NIfTI (.nii, .nii.gz), NRRD "
+                                        "(.nrrd, .nhdr) or MetaImage (.mha, .mhd) files");
     io->SetFileName(path);
     try {
         io->ReadImageInformation();
