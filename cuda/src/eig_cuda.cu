@@ -1,7 +1,9 @@
 /* CUDA backend of the batched eigensolver.
  *
- * The per-matrix solver is the CPU's own text (eig_body.h); what changes is who
- * runs it and where the matrix lives.  G threads share a matrix, G picked from n
+ * The per-matrix solver is the CPU's own text (eig_body.h), except that values-only
+ * solves on up to 32 lanes run the GPU's own QR iteration (eig_cuda_hqr.cuh: no
+ * search for a lower bulge start, a parallel deflation scan, fewer barriers); what
+ * changes is who runs it and where the matrix lives.  G threads share a matrix, G picked from n
  * (tk_eig_options.cuda_lanes overrides it, for tuning):
  *   G = 1:     one thread per matrix, the matrices of a block in shared memory
  *              interleaved element by element (the seed's EW layout: consecutive
@@ -12,7 +14,8 @@
  *              tests) done by all of them alike, so G below 32 spends fewer lanes
  *              on that redundant part; the seed's single-warp scheme is G = 32;
  *   G = 64:    one block of 64 threads per matrix (the seed's multi-warp scheme).
- * Batches run in chunks through three streams, so the copies of one chunk overlap
+ * The block size is the one that keeps the most matrices resident per SM (shared
+ * memory bounds it; pack_plan).  Batches run in chunks through three streams, so the copies of one chunk overlap
  * the computation of the next; pinned caller arrays are copied directly, others
  * through pinned staging buffers.
  */
@@ -80,20 +83,56 @@ __host__ __device__ __forceinline__ void tk_eig_sync(int stride, unsigned mask)
 extern "C" int tk_eig_has_cuda(void) { return 1; }
 
 template <typename R> struct Eig;
-template <> struct Eig<double> {
-    typedef eig_ctx_d ctx;
-    static __device__ int solve(ctx *c, const double *a, double *v, double *x, int bal, int it)
-    {
-        return eig_solve_one_d(c, a, v, x, bal, it);
+#define TK_EIG_BIND(R, S)                                                                                      \
+    template <> struct Eig<R> {                                                                                \
+        typedef eig_ctx_##S ctx;                                                                               \
+        static __device__ int solve(ctx *c, const R *a, R *v, R *x, int bal, int it)                           \
+        {                                                                                                      \
+            return eig_solve_one_##S(c, a, v, x, bal, it);                                                     \
+        }                                                                                                      \
+        static __device__ int prepare(ctx *c, const R *a, int bal, int *expo, int *ilo, int *ihi)              \
+        {                                                                                                      \
+            return eig_prepare_##S(c, a, bal, expo, ilo, ihi);                                                 \
+        }                                                                                                      \
+        static __device__ void hessenberg(ctx *c, int ilo, int ihi) { eig_hessenberg_##S(c, ilo, ihi); }      \
+        static __device__ void sort(ctx *c) { eig_sort_##S(c); }                                               \
+        static __device__ R scale2(R x, int e) { return eig_scale2_##S(x, e); }                                \
+        static __device__ void lanv2(R *a, R *b, R *c, R *d, R *r1r, R *r1i, R *r2r, R *r2i, R *cs, R *sn)     \
+        {                                                                                                      \
+            eig_lanv2_##S(a, b, c, d, r1r, r1i, r2r, r2i, cs, sn);                                             \
+        }                                                                                                      \
+    };
+TK_EIG_BIND(double, d)
+TK_EIG_BIND(float, f)
+#undef TK_EIG_BIND
+
+#include "eig_cuda_hqr.cuh"
+
+/* Eigenvalues only, by lanes of one warp (stride <= 32): eig_solve_one's steps with
+ * the GPU's own QR iteration (eig_cuda_hqr.cuh). */
+template <typename R>
+__device__ int eig_gpu_solve_values(typename Eig<R>::ctx *c, const R *a, R *values, int balance, int max_iter)
+{
+    const int n = c->n;
+    int expo = 0, ilo = 0, ihi = n - 1;
+    int status = Eig<R>::prepare(c, a, balance, &expo, &ilo, &ihi);
+    if (!status) {
+        Eig<R>::hessenberg(c, ilo, ihi);
+        if (eig_gpu_hqr_values<R>(c, ilo, ihi, max_iter)) status = 1;
     }
-};
-template <> struct Eig<float> {
-    typedef eig_ctx_f ctx;
-    static __device__ int solve(ctx *c, const float *a, float *v, float *x, int bal, int it)
-    {
-        return eig_solve_one_f(c, a, v, x, bal, it);
+    if (status) {
+        for (int e = c->lane; e < 2 * n; e += c->stride) values[e] = (R)NAN;
+        return status;
     }
-};
+    if (c->lane == 0) Eig<R>::sort(c);
+    if (c->stride > 1) __syncwarp(c->mask);
+    const int es = c->es;
+    for (int s = c->lane; s < n; s += c->stride) {
+        values[2 * s] = Eig<R>::scale2(c->wr[s * es], expo);
+        values[2 * s + 1] = Eig<R>::scale2(c->wi[s * es], expo);
+    }
+    return 0;
+}
 
 /* How a batch of order n is laid out on the device: `lanes` threads per matrix
  * (1, 2, 4, 8, 16, 32 or 64), `groups` matrices per block. */
@@ -102,14 +141,35 @@ struct plan {
     size_t group_reals, smem;
 };
 
-static size_t group_reals(int n, int ld, int want) { return (size_t)(1 + want) * (size_t)n * (size_t)ld + 6 * (size_t)n; }
+/* Shared-memory reals per matrix: H (and Z) plus the scratch vectors.  Values only,
+ * the scratch phases follow one another and share 3n reals: the balancing scales
+ * (read by balancing alone), then the Householder vector (Hessenberg reduction),
+ * then wr, wi and pos (QR, sort); with vectors each has its own (6n).  Shared memory
+ * bounds how many matrices an SM holds, so every real saved there adds some. */
+static size_t group_reals(int n, int ld, int want)
+{
+    return (size_t)(1 + want) * (size_t)n * (size_t)ld + (want ? 6 : 3) * (size_t)n;
+}
 
-/* The automatic choice; measured figures on the H100 should refine it (tk-bench eig
- * --cuda-lanes). */
+/* The automatic choice.  Values only, from `tk-bench eig --cuda-lanes G` on an H100
+ * (500,000 random double matrices, kernel ms, 2026-11-23):
+ *     n     thread   4 lanes   8 lanes   16 lanes   warp
+ *     5      1.32     3.69      6.32      10.4      17.1
+ *    10     12.0      9.73     14.6       23.5      38.7
+ *    15       -      31.6      36.8       56.8      77.0
+ *    20       -      92.8      62.1       69.5     108.1
+ *    25       -     182.2     127.4      128.0     157.0
+ *    30       -     401.8     252.1      189.0     213.6
+ * (2 lanes lost everywhere; a block of 64 threads was 3-4x slower than the warp).
+ * Above 30 unmeasured: 16 lanes to 40, then the whole warp.  With vectors (the
+ * shared body's QR) the older table, not re-measured. */
 static int auto_lanes(int n, int want, size_t elem)
 {
-    const size_t thread_bytes = group_reals(n, n, 0) * elem;
-    if (!want && 32 * thread_bytes <= 64 * 1024) return 1;
+    if (!want) {
+        const size_t thread_bytes = group_reals(n, n, 0) * elem;
+        if (n <= 7 && 32 * thread_bytes <= 64 * 1024) return 1;
+        return n <= 16 ? 4 : n <= 24 ? 8 : n <= 40 ? 16 : 32;
+    }
     return n <= 8 ? 4 : n <= 20 ? 8 : n <= 32 ? 16 : 64;
 }
 
@@ -204,13 +264,22 @@ __global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a,
     c.h = base;
     c.z = want ? base + nld * es : nullptr;
     c.scale = base + (size_t)(1 + want) * nld * es;
-    c.wr = c.scale + (size_t)n * es;
-    c.wi = c.wr + (size_t)n * es;
-    c.pos = c.wi + (size_t)n * es;
-    c.tmp = c.pos + (size_t)n * es;
+    if (want) {
+        c.wr = c.scale + (size_t)n * es;
+        c.wi = c.wr + (size_t)n * es;
+        c.pos = c.wi + (size_t)n * es;
+        c.tmp = c.pos + (size_t)n * es;
+    } else {
+        c.tmp = c.scale; /* see group_reals */
+        c.wr = c.scale;
+        c.wi = c.wr + (size_t)n * es;
+        c.pos = c.wi + (size_t)n * es;
+    }
     const size_t nn = (size_t)n * (size_t)n;
-    int s = Eig<R>::solve(&c, a + idx * nn, values + idx * 2 * (size_t)n, want ? vectors + idx * 2 * nn : nullptr,
-                          balance, max_iter);
+    int s = !want && p.lanes <= 32
+                ? eig_gpu_solve_values<R>(&c, a + idx * nn, values + idx * 2 * (size_t)n, balance, max_iter)
+                : Eig<R>::solve(&c, a + idx * nn, values + idx * 2 * (size_t)n, want ? vectors + idx * 2 * nn : nullptr,
+                                balance, max_iter);
     if (c.lane == 0) status[idx] = (int8_t)s;
 }
 
@@ -249,6 +318,48 @@ static tk_status check_smem(const plan &p, int device)
                             "use more lanes per matrix",
                             scheme_name(p.lanes), p.smem, optin);
     return TK_OK;
+}
+
+/* Matrices of plan p resident on one SM at once: shared memory (and, for the small
+ * orders, registers) bound it, so the block size decides how much of the SM's
+ * shared memory is left over as a remainder no block fits in. */
+template <typename R> static int resident_matrices(const plan &p)
+{
+    int blocks = 0;
+    if (p.smem > 48 * 1024 &&
+        cudaFuncSetAttribute(eig_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem) != cudaSuccess)
+        return (void)cudaGetLastError(), 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, eig_kernel<R>, p.threads, p.smem) != cudaSuccess)
+        return (void)cudaGetLastError(), 0;
+    return blocks * p.groups;
+}
+
+/* Groups per block that keep the most matrices resident (ties: the smaller block,
+ * which balances better over the SMs at a batch's tail). */
+template <typename R> static void pack_plan(plan *p, int device)
+{
+    int optin = 0;
+    if (p->lanes > 32 || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+        return (void)cudaGetLastError();
+    const int per_warp = p->lanes == 1 ? 32 : 32 / p->lanes;
+    plan best = *p;
+    int best_resident = resident_matrices<R>(best);
+    for (int warps = 1; warps <= 16; ++warps) {
+        plan q = *p;
+        q.groups = warps * per_warp;
+        q.threads = 32 * warps;
+        q.smem = q.group_reals * sizeof(R) * (size_t)q.groups;
+        if (q.smem > (size_t)optin) break;
+        const int r = resident_matrices<R>(q);
+        if (r > best_resident) best = q, best_resident = r;
+    }
+    *p = best;
+}
+
+static void pack_plan_any(int dbl, plan *p, int device)
+{
+    if (dbl) pack_plan<double>(p, device);
+    else pack_plan<float>(p, device);
 }
 
 template <typename R> static cudaError_t prepare_kernel(const plan &p)
@@ -298,8 +409,9 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     const size_t per_matrix = in_b + val_b + vec_b + 1;
     const int lanes = choose_lanes(o, want, elem);
     if (!lanes) return TK_ERR_ARGUMENT;
-    const plan p = make_plan(n, want, elem, lanes);
+    plan p = make_plan(n, want, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
+    pack_plan_any(dbl, &p, o->cuda_device);
     const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
     const int direct = is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status);
 
@@ -432,8 +544,9 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     const size_t in_b = count * nn * elem, val_b = count * 2 * (size_t)n * elem;
     const int lanes = choose_lanes(o, 0, elem);
     if (!lanes) return TK_ERR_ARGUMENT;
-    const plan p = make_plan(n, 0, elem, lanes);
+    plan p = make_plan(n, 0, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
+    pack_plan_any(dbl, &p, o->cuda_device);
     void *d_in = NULL, *d_val = NULL, *h_in = NULL, *h_val = NULL;
     const void *src = NULL;
     const size_t warm = count < 256 ? count : 256;
