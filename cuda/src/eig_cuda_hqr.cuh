@@ -9,8 +9,9 @@
  *   and almost never found a lower start.  Starting at the top is always valid.
  * - the deflation scan tests G subdiagonals at once, one per lane, and a ballot
  *   picks the lowest negligible one (the serial scan is what every lane redid);
- * - the reflector's norm is sqrt(v0^2 + |v'|^2) where that cannot over- or
- *   underflow (the matrix is prescaled to max |a| in [0.5, 1)), hypot otherwise;
+ * - the reflector comes from rsqrt(v0^2 + |v'|^2) and one division where the
+ *   squares cannot over- or underflow (the matrix is prescaled to max |a| in
+ *   [0.5, 1)), from hypot otherwise;
  * - two barriers per bulge position instead of three: the bulge column's new
  *   entries are written in the column phase, which no other lane reads.
  * The values differ from eig_hqr's by rounding only (the tests hold both to
@@ -173,13 +174,22 @@ template <typename R, typename Ctx> __device__ int eig_gpu_hqr_values(Ctx *c, in
                 const R xn2 = v1 * v1 + v2 * v2;
                 R t1 = 0, beta = v0;
                 if (xn2 != 0) {
+                    /* beta = -sign(v0) |v|, t1 = (beta - v0) / beta = 1 + |v0| / |v|, and the
+                     * scale 1 / (v0 - beta) = sign(v0) / (|v0| + |v|): one reciprocal
+                     * square root and one division */
                     const R all = v0 * v0 + xn2;
-                    const R nrm = (all > EigLimits<R>::sq_lo() && all < EigLimits<R>::sq_hi()) ? sqrt(all)
-                                                                                              : hypot(v0, sqrt(xn2));
+                    R nrm, rnrm;
+                    if (all > EigLimits<R>::sq_lo() && all < EigLimits<R>::sq_hi()) {
+                        rnrm = rsqrt(all);
+                        nrm = all * rnrm;
+                    } else {
+                        nrm = hypot(v0, sqrt(xn2));
+                        rnrm = 1 / nrm;
+                    }
+                    const R a0 = fabs(v0);
                     beta = v0 >= 0 ? -nrm : nrm;
-                    const R d = beta - v0; /* |d| = |beta| + |v0|: no cancellation */
-                    t1 = d / beta;
-                    const R sc = -1 / d;
+                    t1 = 1 + a0 * rnrm;
+                    const R sc = (v0 >= 0 ? (R)1 : (R)-1) / (a0 + nrm);
                     v1 *= sc, v2 *= sc;
                 }
                 if (t1 == 0) {

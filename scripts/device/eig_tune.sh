@@ -11,7 +11,7 @@ cmake -S . -B build-dev -DTK_WITH_ITK=OFF -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=R
 cmake --build build-dev --target ${TK_TARGETS:-tk-bench} -j16 > "$OUT/build.log" 2>&1 || { grep -m20 -B2 -A5 error "$OUT/build.log"; exit 1; }
 export LD_LIBRARY_PATH=$PWD/.deps/lapack/lib
 B=build-dev/bin/tk-bench
-for lanes in ${LANES:-0 1 2 4 8 16 32 64}; do
+for lanes in ${LANES-0 1 2 4 8 16 32 64}; do
   echo "== lanes $lanes"
   $B eig --backends cuda --sizes ${SIZES:-5,10,15,20,25,30} --cuda-lanes $lanes 2>&1 | grep -v '^ *$' | tail -12
 done
