@@ -21,6 +21,8 @@ tk_status tk_pltf_cuda_check(cudaError_t err, const char *what)
 static tk_status blas_check(cublasStatus_t s, const char *what)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return TK_OK;
+    if (s == CUBLAS_STATUS_ALLOC_FAILED)
+        return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: %s failed: cuBLAS could not allocate its GPU memory", what);
     return tk_set_error(TK_ERR_CUDA, "PLTF on CUDA: %s failed (cuBLAS status %d)", what, (int)s);
 }
 
