@@ -91,6 +91,7 @@ static tk_status cu_alloc(tk_pltf_engine *e, size_t count, void **out)
 static void cu_release(tk_pltf_engine *e, void *p)
 {
     cuda_ctx *c = (cuda_ctx *)e->ctx;
+    if (!p) return; /* a failed allocation's slot */
     size_t count = 0;
     for (int i = 0; i < c->live_used; ++i)
         if (c->live_ptr[i] == p) {
@@ -390,7 +391,12 @@ extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
         st = tk_pltf_cuda_check(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device),
                                 "cudaDeviceGetAttribute");
     if (st == TK_OK) st = blas_check(cublasCreate(&c->blas), "cublasCreate");
-    if (st == TK_OK) st = tk_pltf_cuda_check(tk_cuda_malloc((void **)&c->reduce_slot, sizeof(double)), "cudaMalloc");
+    if (st == TK_OK) {
+        const cudaError_t err = tk_cuda_malloc((void **)&c->reduce_slot, sizeof(double));
+        st = err == cudaErrorMemoryAllocation
+                 ? tk_cuda_out_of_memory("PLTF on CUDA", "the divergence's reduction slot", sizeof(double))
+                 : tk_pltf_cuda_check(err, "cudaMalloc");
+    }
     if (st != TK_OK) {
         cu_destroy(e);
         return st;
