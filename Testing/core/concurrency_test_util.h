@@ -21,6 +21,7 @@
 #include "tk_fibers.h"
 #include "tk_sh_test_util.h"
 #include "tk_sshopm.h"
+#include "tk_thread_test_util.h"
 #include "tk_tucker.h"
 #include "tucker_test_util.h"
 
@@ -70,20 +71,6 @@ inline ::testing::AssertionResult same_result(const Result &a, const Result &b, 
                                                  << ")";
     }
     return ::testing::AssertionSuccess();
-}
-
-// Run a and b on two threads released together, so that their calls overlap.
-inline void run_concurrently(const std::function<void()> &a, const std::function<void()> &b)
-{
-    std::atomic<int> ready{0};
-    auto start = [&ready](const std::function<void()> &f) {
-        ++ready;
-        while (ready.load() < 2) std::this_thread::yield();
-        f();
-    };
-    std::thread ta(start, std::cref(a)), tb(start, std::cref(b));
-    ta.join();
-    tb.join();
 }
 
 // The same call on two inputs, one after the other and then (rounds times) on two
