@@ -102,6 +102,11 @@ TEST(Concurrency, PltfCpuAndOmp)
         expect_concurrent_equals_sequential<PltfInput>(c, c, pltf_run, 0, 1);
         if (HasFatalFailure()) return;
     }
+    // cpu beside omp: each engine sets OpenBLAS's process-wide thread count for itself, so
+    // either may run its GEMMs with the other's count; the results must not change.
+    auto a = pltf_input(TK_PLTF_CPU, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 3, true);
+    auto c = pltf_input(TK_PLTF_OMP, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 4, true);
+    expect_concurrent_equals_sequential<PltfInput>(a, c, pltf_run);
 }
 
 TEST(Concurrency, DifferentCoresAtOnce)
