@@ -252,14 +252,14 @@ struct TuckerInput {
     int iterations = 3;
 };
 
-inline TuckerInput tucker_input(tk_tucker_backend backend, uint64_t seed)
+inline TuckerInput tucker_input(tk_tucker_backend backend, uint64_t seed, size_t nnz = 30000)
 {
     TuckerInput in;
     tk_tucker_options_init(&in.opts);
     in.opts.backend = backend;
     in.opts.num_threads = 2;
     in.opts.fiber_threshold = 16;
-    in.synth = synth_options(3, {120, 90, 40}, 30000, 6, 0.1, seed);
+    in.synth = synth_options(3, {120, 90, 40}, nnz, 6, 0.1, seed);
     return in;
 }
 

@@ -53,7 +53,8 @@ TEST(Concurrency, SshopmCpuAndOmp)
 {
     for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP})
         for (tk_impl impl : {TK_IMPL_GENERAL, TK_IMPL_UNROLLED}) {
-            auto a = sshopm_input(b, impl, impl == TK_IMPL_GENERAL, 600, 1), c = sshopm_input(b, impl, impl == TK_IMPL_GENERAL, 900, 2);
+            const bool dbl = impl == TK_IMPL_GENERAL;
+            auto a = sshopm_input(b, impl, dbl, 250, 1), c = sshopm_input(b, impl, dbl, 400, 2);
             expect_concurrent_equals_sequential<SshopmInput>(a, c, sshopm_run);
             expect_concurrent_equals_sequential<SshopmInput>(a, a, sshopm_run, 0, 1); // two copies of one input
             if (HasFatalFailure()) return;
@@ -64,7 +65,7 @@ TEST(Concurrency, FibersCpuAndOmp)
 {
     for (tk_fibers_backend b : {TK_FIBERS_CPU, TK_FIBERS_OMP}) {
         // different orders too: the plan cache is shared between threads
-        auto a = fibers_input(b, 8, 300, 1, true), c = fibers_input(b, 6, 400, 2, false);
+        auto a = fibers_input(b, 8, 160, 1, true), c = fibers_input(b, 6, 240, 2, false);
         expect_concurrent_equals_sequential<FibersInput>(a, c, fibers_run);
         expect_concurrent_equals_sequential<FibersInput>(a, a, fibers_run, 0, 1);
         if (HasFatalFailure()) return;
@@ -84,7 +85,7 @@ TEST(Concurrency, EigCpuAndOmp)
 TEST(Concurrency, TuckerCpuAndOmp)
 {
     for (tk_tucker_backend b : {TK_TUCKER_CPU, TK_TUCKER_OMP}) {
-        auto a = tucker_input(b, 1), c = tucker_input(b, 2);
+        auto a = tucker_input(b, 1, 12000), c = tucker_input(b, 2, 12000);
         expect_concurrent_equals_sequential<TuckerInput>(a, c, tucker_run, 0, 2);
         expect_concurrent_equals_sequential<TuckerInput>(a, a, tucker_run, 0, 1);
         if (HasFatalFailure()) return;
@@ -112,7 +113,7 @@ TEST(Concurrency, PltfCpuAndOmp)
 TEST(Concurrency, DifferentCoresAtOnce)
 {
     // One thread per core kind at the same time: cpu fibers beside omp eigenvalues.
-    auto f = fibers_input(TK_FIBERS_CPU, 8, 300, 3, false);
+    auto f = fibers_input(TK_FIBERS_CPU, 8, 200, 3, false);
     auto e = eig_input(TK_BACKEND_OMP, 12, true, true, 500, 3);
     const Result f0 = fibers_run(f), e0 = eig_run(e);
     Result f1, e1;
