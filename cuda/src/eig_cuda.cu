@@ -22,9 +22,11 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_memory.h"
 #include "eig_internal.h"
 #include "tk_hd.h"
 
@@ -287,7 +289,8 @@ __global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a,
     do {                                                                                                     \
         cudaError_t err_ = (call);                                                                           \
         if (err_ != cudaSuccess) {                                                                           \
-            st = tk_set_error(TK_ERR_CUDA, "CUDA: %s failed: %s", #call, cudaGetErrorString(err_));          \
+            st = tk_set_error(err_ == cudaErrorMemoryAllocation ? TK_ERR_MEMORY : TK_ERR_CUDA,               \
+                              "CUDA: %s failed: %s", #call, cudaGetErrorString(err_));                       \
             goto cleanup;                                                                                    \
         }                                                                                                    \
     } while (0)
@@ -423,8 +426,8 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     size_t chunk = o->cuda_chunk;
     if (!chunk) {
         size_t free_b = 0, total_b = 0;
-        CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-        size_t fit = free_b / 2 / TK_EIG_STREAMS / per_matrix;
+        if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) return st;
+        size_t fit = tk_cuda_budget(free_b) / TK_EIG_STREAMS / per_matrix;
         /* several chunks per batch so that copies overlap compute, none too small to
          * fill the GPU, none so large that the pinned staging buffers (three of them)
          * take long to allocate */
@@ -433,17 +436,36 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         const size_t cap = ((size_t)256 << 20) / per_matrix;
         if (chunk > cap) chunk = cap > 1024 ? cap : 1024;
         if (chunk > fit) chunk = fit;
-        if (chunk < 1)
-            return tk_set_error(TK_ERR_MEMORY, "GPU memory is too full for even one matrix of order %d", n);
+        if (chunk < 1) chunk = 1; /* the allocation below decides, and words the error */
     }
     if (chunk > count) chunk = count;
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
+    /* Device buffers first, all or none.  An automatic chunk whose buffers do not fit
+     * (another thread or process took memory since the query) is halved; a cuda_chunk
+     * the caller chose is kept, and its failure reported. */
+    for (;;) {
+        tk_cuda_buffer bufs[TK_EIG_STREAMS];
+        for (int s = 0; s < TK_EIG_STREAMS; ++s) bufs[s] = {(void **)&dbuf[s], chunk * per_matrix};
+        cudaError_t err = tk_cuda_malloc_all(bufs, TK_EIG_STREAMS);
+        if (err == cudaSuccess) break;
+        if (err != cudaErrorMemoryAllocation) {
+            st = tk_set_error(TK_ERR_CUDA, "CUDA: cudaMalloc failed: %s", cudaGetErrorString(err));
+            goto cleanup;
+        }
+        if (o->cuda_chunk || chunk == 1) {
+            char what[160];
+            snprintf(what, sizeof what, "a chunk of %zu matrices of order %d on each of %d streams%s", chunk, n,
+                     TK_EIG_STREAMS, o->cuda_chunk ? " (cuda_chunk; 0 picks a chunk that fits)" : "");
+            st = tk_cuda_out_of_memory("Eigenvalues on CUDA", what, (size_t)TK_EIG_STREAMS * chunk * per_matrix);
+            goto cleanup;
+        }
+        chunk = (chunk + 1) / 2;
+    }
     for (int s = 0; s < TK_EIG_STREAMS; ++s) {
         CUDA_TRY(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking));
         CUDA_TRY(cudaEventCreate(&ev0[s]));
         CUDA_TRY(cudaEventCreate(&ev1[s]));
-        CUDA_TRY(cudaMalloc(&dbuf[s], chunk * per_matrix));
         if (!direct) CUDA_TRY(cudaMallocHost(&hbuf[s], chunk * per_matrix));
     }
     {
@@ -505,7 +527,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
 cleanup:
     for (int s = 0; s < TK_EIG_STREAMS; ++s) {
         if (streams[s]) cudaStreamSynchronize(streams[s]);
-        if (dbuf[s]) cudaFree(dbuf[s]);
+        tk_cuda_free(dbuf[s]);
         if (hbuf[s]) cudaFreeHost(hbuf[s]);
         if (ev0[s]) cudaEventDestroy(ev0[s]);
         if (ev1[s]) cudaEventDestroy(ev1[s]);
@@ -555,17 +577,20 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     float h2d = 0, kern = 0, d2h = 0;
     prof->scheme = scheme_name(p.lanes);
     size_t free_b = 0, total_b = 0;
-    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-    if (in_b + val_b + count > free_b) {
-        st = tk_set_error(TK_ERR_MEMORY, "%zu matrices of order %d need %.1f GB of GPU memory, %.1f GB free", count, n,
-                          (double)(in_b + val_b + count) / 1e9, (double)free_b / 1e9);
-        goto cleanup;
+    if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) goto cleanup;
+    {
+        char what[96];
+        snprintf(what, sizeof what, "the whole batch of %zu matrices of order %d", count, n);
+        tk_cuda_buffer bufs[] = {{&d_in, in_b}, {&d_val, val_b}, {(void **)&d_st, count}};
+        cudaError_t err = in_b + val_b + count > free_b ? cudaErrorMemoryAllocation : tk_cuda_malloc_all(bufs, 3);
+        if (err == cudaErrorMemoryAllocation) {
+            st = tk_cuda_out_of_memory("Eigenvalues on CUDA (measure)", what, in_b + val_b + count);
+            goto cleanup;
+        }
+        CUDA_TRY(err);
     }
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
-    CUDA_TRY(cudaMalloc(&d_in, in_b));
-    CUDA_TRY(cudaMalloc(&d_val, val_b));
-    CUDA_TRY(cudaMalloc(&d_st, count));
     if (is_pinned(matrices)) {
         src = matrices; /* the caller's pinned array: no second copy of a large batch */
     } else {
@@ -600,9 +625,9 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
 cleanup:
     for (int i = 0; i < 6; ++i)
         if (e[i]) cudaEventDestroy(e[i]);
-    cudaFree(d_in);
-    cudaFree(d_val);
-    cudaFree(d_st);
+    tk_cuda_free(d_in);
+    tk_cuda_free(d_val);
+    tk_cuda_free(d_st);
     cudaFreeHost(h_in);
     cudaFreeHost(h_val);
     return st;
