@@ -5,6 +5,9 @@
 // written back as a vector volume.
 #include "tk_pltf_complete.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -196,6 +199,46 @@ tk_pltf_backend resolve_backend(const CompleteArgs &a)
     return TK_PLTF_OMP;
 }
 
+// A rough upper estimate of the fit's host memory, in bytes: image-sized buffers (the
+// image and the output here, the filter's copies, the updates' ratios), the factors with
+// their numerators, denominators and update terms, and the largest intermediate of the
+// reconstruction's contraction order (peak RSS measured at 0.6-0.9 of it for PARAFAC
+// and Tucker models).  Run before the fit so that a model too large for
+// this machine is an error, not a process the kernel kills half-way.
+double fit_bytes(const Fit &fit, unsigned dims, const size_t *c_shape)
+{
+    tk_pltf_model m;
+    if (tk_pltf_parse(fit.model.c_str(), &m) != TK_OK || tk_pltf_set_out_shape(&m, static_cast<int>(dims), c_shape) != TK_OK ||
+        (!fit.latent.empty() && tk_pltf_set_dims(&m, fit.latent.c_str()) != TK_OK) || tk_pltf_check_dims(&m) != TK_OK)
+        throw std::runtime_error(std::string("model \"") + fit.model + "\": " + tk_last_error());
+    double factors = 0, largest = 0;
+    for (int f = 0; f < m.num_factors; ++f) factors += static_cast<double>(tk_pltf_factor_count(&m, f));
+    std::string plan(8192, '\0');
+    tk_pltf_plan_describe(&m, &plan[0], plan.size());  // "(ia,ja)->aij; (aij,ka)->ijk"
+    for (size_t at = plan.find("->"); at != std::string::npos; at = plan.find("->", at + 2)) {
+        double size = 1;
+        for (size_t c = at + 2; c < plan.size() && tk_pltf_index_id(plan[c]) >= 0; ++c)
+            size *= static_cast<double>(m.dims[tk_pltf_index_id(plan[c])]);
+        largest = std::max(largest, size);
+    }
+    const double libraries = 256.0 * (1 << 20);  // what ITK, BLAS and CUDA hold before any data (measured)
+    return libraries + 8.0 * (10.0 * static_cast<double>(tk_pltf_out_count(&m)) + 8.0 * factors + 4.0 * largest);
+}
+
+// What this machine can give now (MemAvailable; all of its memory where that is unknown).
+double available_bytes()
+{
+    if (FILE *f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        unsigned long long kib = 0;
+        while (std::fgets(line, sizeof line, f))
+            if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+        std::fclose(f);
+        if (kib) return 1024.0 * static_cast<double>(kib);
+    }
+    return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
 const char *backend_name(tk_pltf_backend b) { return b == TK_PLTF_CPU ? "cpu" : b == TK_PLTF_OMP ? "omp" : "cuda"; }
 
 // The observed voxels the divergence can take (finite; >= 0 for KL, > 0 for IS), or an
@@ -242,6 +285,17 @@ typename TImage::Pointer complete(const CompleteArgs &a, const Fit &fit, tk_pltf
                                   const itk::Image<unsigned char, TImage::ImageDimension> *mask)
 {
     const size_t observed = check_observed(a, image, mask);
+    constexpr unsigned D = TImage::ImageDimension;
+    size_t c_shape[D];  // C order: the image's last axis first
+    for (unsigned d = 0; d < D; ++d) c_shape[d] = image->GetLargestPossibleRegion().GetSize()[D - 1 - d];
+    const double need = fit_bytes(fit, D, c_shape), have = available_bytes();
+    if (need > have) {
+        char text[160];
+        std::snprintf(text, sizeof text, "about %.1f GiB of memory, %.1f GiB available", need / (1 << 30),
+                      have / (1 << 30));
+        throw std::runtime_error(a.input + ": model " + fit.model + " (" + fit.latent + ") needs " + text +
+                                 " (lower --rank or --dims)");
+    }
     using Filter = itk::NonnegativeTensorFactorizationImageFilter<TImage>;
     auto filter = Filter::New();
     filter->SetInput(image);
@@ -268,6 +322,15 @@ typename TImage::Pointer complete(const CompleteArgs &a, const Fit &fit, tk_pltf
             if (!mask || mask->GetBufferPointer()[v]) out->GetBufferPointer()[v] = image->GetBufferPointer()[v];
     }
     return out;
+}
+
+// The filter's message without itkExceptionMacro's "ITK ERROR: Class(0x...): ".
+std::string itk_message(const itk::ExceptionObject &e)
+{
+    std::string text = e.GetDescription();
+    const size_t at = text.find("): ");
+    if (text.rfind("ITK ERROR: ", 0) == 0 && at != std::string::npos) text.erase(0, at + 3);
+    return text;
 }
 
 }  // namespace
@@ -356,7 +419,7 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
         tk_cli_error(prog, "%s", e.what());
         return TK_EXIT_USAGE;
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s: %s", a.input.c_str(), e.GetDescription());
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), itk_message(e).c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::bad_alloc &) {
         tk_cli_error(prog, "%s: out of memory for the image and the model's factors (try a smaller --rank)",

@@ -313,6 +313,12 @@ TEST(PltfCompleteCli, BackendAutoRunsOnTheCpuWithOneWarningWithoutAGpu)
     r = run_tool(exe + common + dir + "/auto2.mha --iters 5 --quiet", dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
+    // Asked for by name, CUDA is an error here, and leaves nothing behind.
+    r = run_tool(exe + common + dir + "/cuda.mha --iters 5 --backend cuda", dir);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("in.mha: non-negative tensor factorization (ijk=ia,ja,ka) failed: "), std::string::npos)
+        << r.err;
+    EXPECT_FALSE(exists(dir + "/cuda.mha"));
 }
 
 TEST(PltfCompleteCli, BadInputsFailClearlyLeaveNoOutputAndTheInputUnchanged)
@@ -359,6 +365,8 @@ TEST(PltfCompleteCli, BadInputsFailClearlyLeaveNoOutputAndTheInputUnchanged)
         {"complete " + in + " " + out + " --model ij=ia,ja", "a 3-D image, but model \"ij=ia,ja\" observes 2 indices", 1},
         {"complete " + in + " " + out + " --dims i=3", "--dims sets 'i', an observed index", 2},
         {"complete " + in + " " + out + " --dims q=3", "--dims:", 2},
+        {"complete " + in + " " + out + " --model tucker --dims p=1000000 --rank 1024",
+         "(p=1000000,q=1024,r=1024) needs about", 1},  // a 1e12-entry core: refused before any allocation
         {"complete " + in + " " + out + " --rank 0", "--rank", 2},
         {"complete " + in + " " + out + " --backend gpu", "--backend expects auto, cpu, omp or cuda, got 'gpu'", 2},
         {"complete " + in + " " + out + " --bogus", "unknown option '--bogus'", 2},
