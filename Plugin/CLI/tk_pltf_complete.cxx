@@ -158,7 +158,8 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
         throw std::runtime_error(a.input + ": a " + std::to_string(dims) + "-D image, but model \"" + m.text +
                                  "\" observes " + std::to_string(m.out_ndim) +
                                  " indices (those before '='); name the image's axes in C order, " +
-                                 (dims == 3 ? "z, y, x (e.g. \"zyx=za,ya,xa\")" : "t, z, y, x (e.g. \"tzyx=tp,zyxp\")"));
+                                 (dims == 3 ? "z, y, x (e.g. \"zyx=za,ya,xa\")"
+                                            : "t, z, y, x (e.g. \"tzyx=tp,zyxp\")"));
     bool observed[TK_PLTF_MAX_INDICES] = {false}, used[TK_PLTF_MAX_INDICES] = {false};
     for (int o = 0; o < m.out_ndim; ++o) observed[m.out[o]] = true;
     for (int f = 0; f < m.num_factors; ++f)
@@ -208,7 +209,8 @@ tk_pltf_backend resolve_backend(const CompleteArgs &a)
 double fit_bytes(const Fit &fit, unsigned dims, const size_t *c_shape)
 {
     tk_pltf_model m;
-    if (tk_pltf_parse(fit.model.c_str(), &m) != TK_OK || tk_pltf_set_out_shape(&m, static_cast<int>(dims), c_shape) != TK_OK ||
+    if (tk_pltf_parse(fit.model.c_str(), &m) != TK_OK ||
+        tk_pltf_set_out_shape(&m, static_cast<int>(dims), c_shape) != TK_OK ||
         (!fit.latent.empty() && tk_pltf_set_dims(&m, fit.latent.c_str()) != TK_OK) || tk_pltf_check_dims(&m) != TK_OK)
         throw std::runtime_error(std::string("model \"") + fit.model + "\": " + tk_last_error());
     double factors = 0, largest = 0;
@@ -244,7 +246,8 @@ const char *backend_name(tk_pltf_backend b) { return b == TK_PLTF_CPU ? "cpu" : 
 // The observed voxels the divergence can take (finite; >= 0 for KL, > 0 for IS), or an
 // error naming the first other one as (x, y, z[, t]); returns how many are observed.
 template <typename TImage>
-size_t check_observed(const CompleteArgs &a, const TImage *image, const itk::Image<unsigned char, TImage::ImageDimension> *mask)
+size_t check_observed(const CompleteArgs &a, const TImage *image,
+                      const itk::Image<unsigned char, TImage::ImageDimension> *mask)
 {
     constexpr unsigned D = TImage::ImageDimension;
     const auto size = image->GetLargestPossibleRegion().GetSize();
@@ -257,10 +260,10 @@ size_t check_observed(const CompleteArgs &a, const TImage *image, const itk::Ima
         ++observed;
         const double value = x[v];
         const tk_pltf_divergence dv = a.divergence;
-        const char *bad = !std::isfinite(value)                ? "is not finite"
-                          : dv == TK_PLTF_KL && value < 0       ? "is negative: the KL divergence needs values >= 0"
-                          : dv == TK_PLTF_IS && !(value > 0)    ? "is not positive: the Itakura-Saito divergence needs values > 0"
-                                                                : nullptr;
+        const char *bad = !std::isfinite(value)             ? "is not finite"
+                          : dv == TK_PLTF_KL && value < 0    ? "is negative: the KL divergence needs values >= 0"
+                          : dv == TK_PLTF_IS && !(value > 0) ? "is not positive: Itakura-Saito needs values > 0"
+                                                             : nullptr;
         if (!bad) continue;
         std::string where = "(";
         size_t rest = v;
@@ -361,7 +364,7 @@ extern "C" void tk_pltf_complete_usage(FILE *f)
                  "MASK: 3-D (the same for every volume) or with the image's volumes.\n"
                  "\n"
                  "options:\n"
-                 "  --model MODEL            parafac (default), tucker, or a PLTF expression over the\n"
+                 "  --model MODEL            parafac (default; or cp), tucker, or a PLTF expression over the\n"
                  "                           image's axes in C order: \"zyx=...\" in 3-D, \"tzyx=...\" in 4-D\n"
                  "                           (t the 4th axis), e.g. \"tzyx=tp,zyxp\" (spatial maps times\n"
                  "                           time courses)\n"

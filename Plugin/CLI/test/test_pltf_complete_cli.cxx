@@ -104,7 +104,8 @@ template <typename TImage> void set_geometry(TImage *image)
     image->SetDirection(direction);
 }
 
-template <typename TImage> typename TImage::Pointer image_of(const std::vector<size_t> &size, const std::vector<float> &values)
+template <typename TImage>
+typename TImage::Pointer image_of(const std::vector<size_t> &size, const std::vector<float> &values)
 {
     auto image = TImage::New();
     typename TImage::SizeType sz;
@@ -360,9 +361,12 @@ TEST(PltfCompleteCli, BadInputsFailClearlyLeaveNoOutputAndTheInputUnchanged)
         {"complete " + dir + "/junk.nrrd " + out, "junk.nrrd: not an image format", 1},
         {"complete " + dir + "/flat.nrrd " + out, "flat.nrrd: expected a 3-D or 4-D image", 1},
         {"complete " + dir + "/negative.nrrd " + out, "negative.nrrd: voxel (3, 2, 1) = -5 is negative", 1},
-        {"complete " + dir + "/nan.nrrd " + out + " --divergence euclidean", "nan.nrrd: voxel (4, 0, 0) = nan is not finite", 1},
-        {"complete " + in + " " + out + " --model ijk=ia,j2,ka", "--model: model \"ijk=ia,j2,ka\": not an index letter", 2},
-        {"complete " + in + " " + out + " --model ij=ia,ja", "a 3-D image, but model \"ij=ia,ja\" observes 2 indices", 1},
+        {"complete " + dir + "/nan.nrrd " + out + " --divergence euclidean",
+         "nan.nrrd: voxel (4, 0, 0) = nan is not finite", 1},
+        {"complete " + in + " " + out + " --model ijk=ia,j2,ka",
+         "--model: model \"ijk=ia,j2,ka\": not an index letter", 2},
+        {"complete " + in + " " + out + " --model ij=ia,ja",
+         "in.nrrd: a 3-D image, but model \"ij=ia,ja\" observes 2 indices", 1},
         {"complete " + in + " " + out + " --dims i=3", "--dims sets 'i', an observed index", 2},
         {"complete " + in + " " + out + " --dims q=3", "--dims:", 2},
         {"complete " + in + " " + out + " --model tucker --dims p=1000000 --rank 1024",
@@ -393,8 +397,8 @@ TEST(PltfCompleteCli, TheNpyModeStillRunsWithTheWordCompleteAsAValue)
     const auto x = parafac_truth(size, 2, 10, 1.0);
     const size_t shape[3] = {6, 5, 4};  // C order
     ASSERT_EQ(tk_npy_write((dir + "/x.npy").c_str(), TK_NPY_FLOAT32, 3, shape, x.data()), TK_OK);
-    auto r = run_tool("cd " + dir + " && " + exe + " --model parafac --input x.npy --dims a=2 --iters 3 --out complete --quiet",
-                      dir);
+    auto r = run_tool(
+        "cd " + dir + " && " + exe + " --model parafac --input x.npy --dims a=2 --iters 3 --out complete --quiet", dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(exists(dir + "/complete/xhat.npy"));
 }
