@@ -104,6 +104,18 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 
 void write_scalar_volume(const ScalarImage3 *image, const std::string &path) { write_atomically(image, path); }
 
+ScalarImage4::Pointer read_scalar_image4(const std::string &path)
+{
+    auto io = probe(path);
+    if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
+        throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
+                                 std::to_string(io->GetNumberOfDimensions()) + "-D with " +
+                                 std::to_string(io->GetNumberOfComponents()) + " component(s)");
+    return read<ScalarImage4>(path);
+}
+
+void write_scalar_image4(const ScalarImage4 *image, const std::string &path) { write_atomically(image, path); }
+
 VectorImage3::Pointer read_vector_volume(const std::string &path)
 {
     auto io = probe(path);

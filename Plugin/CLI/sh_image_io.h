@@ -31,4 +31,10 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path);
 void write_vector_volume(const VectorImage3 *image, const std::string &path);
 void write_scalar_volume(const ScalarImage3 *image, const std::string &path);
 
+// A 4-D scalar image (e.g. a 4-D NIfTI) as it is, with its 4-D geometry (the 4th axis'
+// spacing, such as a frame time, included); written atomically as above.
+using ScalarImage4 = itk::Image<float, 4>;
+ScalarImage4::Pointer read_scalar_image4(const std::string &path);
+void write_scalar_image4(const ScalarImage4 *image, const std::string &path);
+
 }  // namespace tk

@@ -10,8 +10,12 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_xml.h"
 #include "tk_npy.h"
 #include "tk_pltf.h"
+#ifdef TK_PLTF_WITH_IMAGES
+#include "tk_pltf_complete.h" /* Plugin/CLI: the ITK image mode, when built with ITK */
+#endif
 
 static const char *prog = "tk-pltf";
 
@@ -19,6 +23,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tk-pltf --model MODEL --input X.npy --dims a=N[,b=M...] --out DIR [options]\n"
+            "       tk-pltf complete IN_IMAGE OUT_IMAGE [--model MODEL] [--mask MASK] [options]  (built with\n"
+            "                 ITK; tk-pltf complete --help)\n"
+            "       tk-pltf --xml   the Slicer description of complete (a 3D Slicer CLI module)\n"
             "\n"
             "Fits X ~ X^ = sum over the latent indices of the product of the factors, with\n"
             "multiplicative updates for a beta-divergence (Yilmaz and Cemgil's PLTF).\n"
@@ -226,6 +233,16 @@ static int write_array(const char *dir, const char *name, tk_npy_dtype dtype, in
 
 int main(int argc, char **argv)
 {
+#ifdef TK_PLTF_WITH_IMAGES
+    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_pltf_complete_xml) ? 0 : TK_EXIT_FAILURE;
+    /* Slicer writes the options first: `tk-pltf --model M ... complete IN OUT`. */
+    if (tk_pltf_complete_requested(argc, argv)) return tk_pltf_complete_main(argc, argv);
+#else
+    if ((argc > 1 && !strcmp(argv[1], "complete")) || tk_xml_requested(argc, argv)) {
+        tk_cli_error(prog, "%s needs the image mode: build TensorKernels with ITK (-DTK_WITH_ITK=ON)", argv[1]);
+        return TK_EXIT_USAGE;
+    }
+#endif
     pltf_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
     tk_pltf_model m;
