@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "tk_device.h"
 
 #include <errno.h>
 #include <math.h>
@@ -175,4 +176,51 @@ void tk_output_abort(tk_output *out)
     free(out->tmp);
     free(out->path);
     memset(out, 0, sizeof *out);
+}
+
+/* ---- backends ------------------------------------------------------------------ */
+
+const char *tk_cli_backend_name(tk_cli_backend b)
+{
+    switch (b) {
+    case TK_CLI_AUTO: return "auto";
+    case TK_CLI_CPU: return "cpu";
+    case TK_CLI_OMP: return "omp";
+    case TK_CLI_CUDA: return "cuda";
+    }
+    return "?";
+}
+
+int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_cli_backend *out)
+{
+    static const tk_cli_backend all[] = {TK_CLI_AUTO, TK_CLI_CPU, TK_CLI_OMP, TK_CLI_CUDA};
+    for (size_t i = 0; i < sizeof all / sizeof *all; ++i)
+        if ((accept_cpu || all[i] != TK_CLI_CPU) && !strcmp(text, tk_cli_backend_name(all[i]))) {
+            *out = all[i];
+            return 1;
+        }
+    tk_cli_error(prog, "--backend expects %s, got '%s'", accept_cpu ? "auto, cpu, omp or cuda" : "auto, omp or cuda",
+                 text);
+    return 0;
+}
+
+int tk_cli_resolve_backend(const char *prog, tk_cli_backend requested, int device, tk_cli_backend cpu_fallback,
+                           int quiet, tk_cli_backend *run)
+{
+    *run = requested;
+    if (requested != TK_CLI_AUTO && requested != TK_CLI_CUDA) return 1;
+    char reason[512] = "";
+    if (tk_cuda_device_usable(device, reason, sizeof reason)) {
+        *run = TK_CLI_CUDA;
+        return 1;
+    }
+    if (requested == TK_CLI_CUDA) {
+        tk_cli_error(prog, "--backend cuda: no usable CUDA GPU (%s); use --backend auto, omp or cpu", reason);
+        return 0;
+    }
+    if (!quiet)
+        fprintf(stderr, "%s: warning: no usable CUDA GPU (%s); running on the CPU (%s)\n", prog, reason,
+                tk_cli_backend_name(cpu_fallback));
+    *run = cpu_fallback;
+    return 1;
 }

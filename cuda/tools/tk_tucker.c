@@ -37,14 +37,15 @@ static void usage(FILE *f)
             "  --lr-a X, --lr-b X       learning rates (default 0.05 and 1; lr-b scales the mean\n"
             "                           core gradient; lower lr-a for large values, e.g. 0.005 for 1..5)\n"
             "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
-            "  --backend cpu|omp|cuda   (default omp)\n"
+            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
+            "                           omp with a warning on stderr (omp with --double)\n"
             "  --threads P              omp threads (default: all)\n"
             "  --fiber-threshold T      B-CSF sub-slice size (default 128)\n"
             "  --double                 cpu/omp in double precision (the reference path)\n"
             "  --seed S                 seed of the start and of --test-fraction (default 0)\n"
             "  --checkpoint-every K     save the model every K iterations (default: at the end only)\n"
             "  --resume                 continue from the model saved in MODEL_DIR\n"
-            "  --quiet                  no progress bar\n"
+            "  --quiet                  no progress bar or warnings (the CPU fallback's included)\n"
             "Each iteration prints its update time, train RMSE, test RMSE and test MAE.\n"
             "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
             "replaced atomically at each save, so a killed run loses at most one interval.\n"
@@ -90,6 +91,7 @@ typedef struct {
     long rank_j, rank_r, iters, every;
     int resume, quiet;
     uint64_t seed;
+    tk_cli_backend backend;
     tk_tucker_options o;
 } train_args;
 
@@ -97,7 +99,7 @@ static int parse_train(int argc, char **argv, train_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_tucker_options_init(&a->o);
-    a->o.backend = TK_TUCKER_OMP;
+    a->backend = TK_CLI_AUTO;
     a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
     a->iters = 20;
     for (int i = 2; i < argc; ++i) {
@@ -133,14 +135,7 @@ static int parse_train(int argc, char **argv, train_args *a)
         } else if (tk_cli_is(arg, "--lambda-b")) {
             if (!VALUE("--lambda-b") || !tk_cli_parse_double(prog, "--lambda-b", v, 0, 1e6, &a->o.lambda_b)) return 0;
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (!strcmp(v, "cpu")) a->o.backend = TK_TUCKER_CPU;
-            else if (!strcmp(v, "omp")) a->o.backend = TK_TUCKER_OMP;
-            else if (!strcmp(v, "cuda")) a->o.backend = TK_TUCKER_CUDA;
-            else {
-                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
-                return 0;
-            }
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
         } else if (tk_cli_is(arg, "--threads")) {
             if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
             a->o.num_threads = (int)iv;
@@ -177,7 +172,7 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "give --test or --test-fraction, not both");
         return 0;
     }
-    if (a->o.double_precision && a->o.backend == TK_TUCKER_CUDA) {
+    if (a->o.double_precision && a->backend == TK_CLI_CUDA) {
         tk_cli_error(prog, "--double runs on cpu or omp (cuda computes in float)");
         return 0;
     }
@@ -280,6 +275,10 @@ static int cmd_train(int argc, char **argv)
         tk_cli_error(prog, "%s: no training entries", a.train);
         goto done;
     }
+    /* --double is a CPU path: auto picks omp for it without asking for a GPU. */
+    tk_cli_backend run = a.backend == TK_CLI_AUTO && a.o.double_precision ? TK_CLI_OMP : a.backend;
+    if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
+    a.o.backend = (tk_tucker_backend)run;
     uint32_t dims[TK_TUCKER_MAX_ORDER];
     for (int n = 0; n < train.order; ++n) dims[n] = train.dims[n] > test.dims[n] ? train.dims[n] : test.dims[n];
     long start = 0;
