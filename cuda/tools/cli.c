@@ -111,7 +111,66 @@ void tk_progress_end(tk_progress *p)
     if (p->enabled && tk_cli_now_ms() - p->start_ms > 500) progress_draw(p, 1);
 }
 
+/* ---- memory ------------------------------------------------------------------- */
+
+int tk_cli_fits_memory(const char *prog, double bytes, const char *what)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 1; /* unknown: let the allocation decide */
+    double have = (double)pages * (double)page;
+    if (bytes <= have) return 1;
+    tk_cli_error(prog, "%s needs %.3g GiB, more than this machine's %.3g GiB of memory", what, bytes / (1 << 30),
+                 have / (1 << 30));
+    return 0;
+}
+
 /* ---- atomic output ------------------------------------------------------------ */
+
+int tk_cli_check_output(const char *prog, const char *path, int is_dir, const char *const *inputs)
+{
+    if (!path || !strcmp(path, "-")) return 0;
+    if (!*path) {
+        tk_cli_error(prog, "an output path is empty");
+        return TK_EXIT_USAGE;
+    }
+    struct stat st, in;
+    if (stat(path, &st) == 0) {
+        for (const char *const *i = inputs; i && *i; ++i)
+            if (stat(*i, &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
+                tk_cli_error(prog, "%s: is the input %s as well: refusing to overwrite an input", path, *i);
+                return TK_EXIT_USAGE;
+            }
+        if (!is_dir && S_ISDIR(st.st_mode)) {
+            tk_cli_error(prog, "%s: cannot write: it is a directory", path);
+            return TK_EXIT_FAILURE;
+        }
+    }
+    /* The folder the output (or its temporary) goes to. */
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') --n; /* "model/" is the folder model */
+    const char *slash = NULL;
+    for (size_t k = 0; k < n; ++k)
+        if (path[k] == '/') slash = path + k;
+    char *folder = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!folder) {
+        tk_cli_error(prog, "out of memory");
+        return TK_EXIT_FAILURE;
+    }
+    int code = 0;
+    if (stat(folder, &st) != 0) {
+        tk_cli_error(prog, "%s: cannot write: the folder %s %s", path, folder,
+                     errno == ENOENT ? "does not exist" : strerror(errno));
+        code = TK_EXIT_FAILURE;
+    } else if (!S_ISDIR(st.st_mode)) {
+        tk_cli_error(prog, "%s: cannot write: %s is not a folder", path, folder);
+        code = TK_EXIT_FAILURE;
+    } else if (access(folder, W_OK | X_OK) != 0) {
+        tk_cli_error(prog, "%s: cannot write: the folder %s is not writable (%s)", path, folder, strerror(errno));
+        code = TK_EXIT_FAILURE;
+    }
+    free(folder);
+    return code;
+}
 
 int tk_output_open(tk_output *out, const char *path, const char *prog)
 {
@@ -119,6 +178,11 @@ int tk_output_open(tk_output *out, const char *path, const char *prog)
     if (!path || !strcmp(path, "-")) {
         out->file = stdout;
         return 1;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        tk_cli_error(prog, "%s: cannot write: it is a directory", path);
+        return 0;
     }
     size_t n = strlen(path);
     out->path = strdup(path);

@@ -42,6 +42,19 @@ void tk_progress_begin(tk_progress *p, const char *label, size_t total, int quie
 void tk_progress_advance(tk_progress *p, size_t amount);
 void tk_progress_end(tk_progress *p);
 
+/* Before the work, can an output go to path?  Its folder must exist and (where
+ * permissions apply) be writable; path must not be a directory (unless is_dir: a folder
+ * output such as a model directory, replaced as a whole) and must not be one of the
+ * inputs (a NULL-terminated list; same file by device and inode, so links count).
+ * Returns 0, or the exit code (TK_EXIT_FAILURE; TK_EXIT_USAGE for an input given as
+ * an output) after a message naming path and the problem.  path NULL or "-": 0. */
+int tk_cli_check_output(const char *prog, const char *path, int is_dir, const char *const *inputs);
+
+/* 1 when bytes fit in this machine's physical memory; else 0 after "PROG: error: WHAT
+ * needs N GiB, more than this machine's M GiB of memory".  For sizes known before any
+ * allocation (a request that could never be served fails at once, and clearly). */
+int tk_cli_fits_memory(const char *prog, double bytes, const char *what);
+
 /* Text output written to a temporary beside path and renamed on commit; path
  * NULL or "-" writes to stdout. */
 typedef struct tk_output {

@@ -127,6 +127,11 @@ int main(int argc, char **argv)
     if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_eig_xml) ? 0 : TK_EXIT_FAILURE;
     eig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input, NULL}, *outputs[] = {a.output, a.vectors, a.status};
+    for (int o = 0; o < 3; ++o) {
+        int bad_output = tk_cli_check_output(prog, outputs[o], 0, inputs);
+        if (bad_output) return bad_output;
+    }
 
     tk_npy_array arr;
     if (tk_npy_read(a.input, &arr) != TK_OK) {

@@ -139,6 +139,12 @@ static int parse_args(int argc, char **argv, teig_args *a)
     a->opts.order = (int)a->order;
     a->opts.dim = (int)a->dim;
     if (!a->impl_given) a->opts.impl = tk_sshopm_has_unrolled(a->opts.order, a->opts.dim) ? TK_IMPL_UNROLLED : TK_IMPL_GENERAL;
+    if (a->opts.impl == TK_IMPL_UNROLLED && !tk_sshopm_has_unrolled(a->opts.order, a->opts.dim)) {
+        tk_cli_error(prog, "--impl unrolled: no unrolled kernel for order %d, dimension %d (there are (4,3), (6,3), "
+                           "(8,3)); use --impl general",
+                     a->opts.order, a->opts.dim);
+        return 0;
+    }
     return 1;
 }
 
@@ -233,6 +239,9 @@ int main(int argc, char **argv)
 {
     teig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input, NULL};
+    int bad_output = tk_cli_check_output(prog, a.output, 0, inputs);
+    if (bad_output) return bad_output;
     void *packed = NULL;
     size_t count = 0;
     if (!load_tensors(&a, &packed, &count)) return TK_EXIT_FAILURE;

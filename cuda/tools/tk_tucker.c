@@ -83,6 +83,18 @@ static long file_size(const char *path)
 
 static int exit_code(tk_status s) { return s == TK_ERR_ARGUMENT ? TK_EXIT_USAGE : TK_EXIT_FAILURE; }
 
+/* The .tns.tkc cache this run wrote beside an input it then refused: not left behind. */
+static void drop_cache(const char *tns)
+{
+    size_t n = strlen(tns);
+    char *cache = malloc(n + 5);
+    if (!cache) return;
+    memcpy(cache, tns, n);
+    memcpy(cache + n, ".tkc", 5);
+    unlink(cache);
+    free(cache);
+}
+
 /* ---- train ----------------------------------------------------------------------- */
 
 typedef struct {
@@ -242,27 +254,34 @@ static int cmd_train(int argc, char **argv)
 {
     train_args a;
     if (!parse_train(argc, argv, &a)) return TK_EXIT_USAGE;
+    int bad_output = tk_cli_check_output(prog, a.out, 1, NULL);
+    if (bad_output) return bad_output;
     if (!out_dir_usable(a.out)) return TK_EXIT_FAILURE;
     tk_tucker_coo all = {0}, train = {0}, test = {0};
     tk_tucker_model model = {0};
     tk_tucker_solver *solver = NULL;
     char *manifest = NULL;
     int rc = TK_EXIT_FAILURE;
-    tk_status s = tk_tns_read_cached(a.train, 0, &all, NULL);
+    int train_cached = 1;
+    tk_status s = tk_tns_read_cached(a.train, 0, &all, &train_cached);
     if (s == TK_OK) s = tk_tucker_coo_check(&all, a.train);
     if (s != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
+        if (!train_cached) drop_cache(a.train);
         goto done;
     }
     if (all.order < 3) {
         tk_cli_error(prog, "%s: FastTucker needs order 3..%d, the file has order %d", a.train, TK_TUCKER_MAX_ORDER,
                      all.order);
+        if (!train_cached) drop_cache(a.train);
         goto done;
     }
     if (a.test) {
-        if ((s = tk_tns_read_cached(a.test, all.order, &test, NULL)) != TK_OK ||
+        int test_cached = 1;
+        if ((s = tk_tns_read_cached(a.test, all.order, &test, &test_cached)) != TK_OK ||
             (s = tk_tucker_coo_check(&test, a.test)) != TK_OK) {
             tk_cli_error(prog, "%s", tk_last_error());
+            if (!test_cached) drop_cache(a.test);
             goto done;
         }
         train = all;
@@ -302,8 +321,17 @@ static int cmd_train(int argc, char **argv)
         fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
     } else {
         if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
+        double rows = 0;
+        for (int n = 0; n < train.order; ++n) rows += dims[n];
+        char what[256];
+        snprintf(what, sizeof what, "%s: the model of its shape (%.0f rows at J=%ld)", a.train, rows, a.rank_j);
+        if (!tk_cli_fits_memory(prog, rows * (double)a.rank_j * sizeof(float), what)) {
+            if (!train_cached) drop_cache(a.train);
+            goto done;
+        }
         if ((s = tk_tucker_model_alloc(&model, train.order, dims, (int)a.rank_j, (int)a.rank_r)) != TK_OK) {
-            tk_cli_error(prog, "%s", tk_last_error());
+            tk_cli_error(prog, "%s: the model of its shape: %s", a.train, tk_last_error());
+            if (!train_cached) drop_cache(a.train);
             rc = exit_code(s);
             goto done;
         }
@@ -392,6 +420,9 @@ static int cmd_predict(int argc, char **argv)
         tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns");
         return TK_EXIT_USAGE;
     }
+    const char *inputs[] = {pos[1], NULL};
+    int bad_output = tk_cli_check_output(prog, pos[2], 0, inputs);
+    if (bad_output) return bad_output;
     tk_tucker_model m;
     tk_tucker_coo q;
     if (tk_tucker_model_load(pos[0], &m, NULL) != TK_OK) {
@@ -403,6 +434,10 @@ static int cmd_predict(int argc, char **argv)
         tk_cli_error(prog, "%s", tk_last_error());
         tk_tucker_model_free(&m);
         return rc;
+    }
+    if (q.nnz == 0) {
+        tk_cli_error(prog, "%s: no queries (the file holds no entries)", pos[1]);
+        goto done;
     }
     for (size_t e = 0; e < q.nnz; ++e)
         for (int n = 0; n < q.order; ++n)
@@ -424,6 +459,24 @@ done:
 }
 
 /* ---- synth -------------------------------------------------------------------------- */
+
+/* Take back a model directory this run created: its files, then the folder. */
+static void remove_model(const char *dir)
+{
+    size_t n = strlen(dir) + 32;
+    char *p = malloc(n);
+    if (!p) return;
+    snprintf(p, n, "%s/manifest.txt", dir);
+    unlink(p);
+    for (int k = 1; k <= TK_TUCKER_MAX_ORDER; ++k) {
+        snprintf(p, n, "%s/A%d.npy", dir, k);
+        unlink(p);
+        snprintf(p, n, "%s/B%d.npy", dir, k);
+        unlink(p);
+    }
+    free(p);
+    rmdir(dir);
+}
 
 static int parse_shape(const char *v, tk_tucker_synth_options *o)
 {
@@ -454,7 +507,7 @@ static int cmd_synth(int argc, char **argv)
     tk_tucker_synth_options_init(&o);
     o.unique = 1;
     o.order = 0;
-    const char *out = NULL, *truth_dir = NULL;
+    const char *out = NULL, *truth_dir = NULL, *shape_text = NULL;
     long nnz = -1, iv;
     for (int i = 2; i < argc; ++i) {
         const char *arg = argv[i], *v;
@@ -464,6 +517,7 @@ static int cmd_synth(int argc, char **argv)
             return 0;
         } else if (tk_cli_is(arg, "--shape")) {
             if (!VALUE("--shape") || !parse_shape(v, &o)) return TK_EXIT_USAGE;
+            shape_text = v;
         } else if (tk_cli_is(arg, "--nnz")) {
             if (!VALUE("--nnz") || !tk_cli_parse_int(prog, "--nnz", v, 1, 1L << 40, &nnz)) return TK_EXIT_USAGE;
         } else if (tk_cli_is(arg, "--rank-j")) {
@@ -502,6 +556,22 @@ static int cmd_synth(int argc, char **argv)
         return TK_EXIT_USAGE;
     }
     o.nnz = (size_t)nnz;
+    double cells = 1, rows = 0;
+    for (int n = 0; n < o.order; ++n) cells *= o.dims[n], rows += o.dims[n];
+    if (o.unique && (double)nnz > 0.5 * cells) {
+        tk_cli_error(prog, "--nnz %ld: that many distinct entries do not fit comfortably in the %.0f cells of --shape %s "
+                           "(at most half of them; or --allow-duplicates)",
+                     nnz, cells, shape_text);
+        return TK_EXIT_USAGE;
+    }
+    /* Refused before any allocation: the entries (twice while duplicates are weeded out) and the true model. */
+    double bytes = (double)nnz * (4.0 * o.order + 4) * (o.unique ? 2 : 1) + rows * o.rank_j * 4.0;
+    if (!tk_cli_fits_memory(prog, bytes, "--shape and --nnz: the tensor")) return TK_EXIT_FAILURE;
+    int bad_output = tk_cli_check_output(prog, out, 0, NULL);
+    if (!bad_output) bad_output = tk_cli_check_output(prog, truth_dir, 1, NULL);
+    if (bad_output) return bad_output;
+    if (truth_dir && !out_dir_usable(truth_dir)) return TK_EXIT_FAILURE;
+    const int truth_existed = truth_dir && file_size(truth_dir) >= 0;
     tk_tucker_coo t;
     tk_tucker_model truth;
     tk_status s = tk_tucker_synth(&o, &t, truth_dir ? &truth : NULL);
@@ -510,9 +580,13 @@ static int cmd_synth(int argc, char **argv)
         return exit_code(s);
     }
     int rc = 0;
-    if (tk_tns_write(out, &t) != TK_OK ||
-        (truth_dir && tk_tucker_model_save(truth_dir, &truth, "source = tk-tucker synth (true model)\n") != TK_OK)) {
+    /* Both outputs or neither: the model first, and the tensor's failure takes it back. */
+    if (truth_dir && tk_tucker_model_save(truth_dir, &truth, "source = tk-tucker synth (true model)\n") != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
+        rc = TK_EXIT_FAILURE;
+    } else if (tk_tns_write(out, &t) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        if (truth_dir && !truth_existed) remove_model(truth_dir);
         rc = TK_EXIT_FAILURE;
     }
     tk_tucker_coo_free(&t);
