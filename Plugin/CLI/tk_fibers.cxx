@@ -199,6 +199,14 @@ int main(int argc, char **argv)
     if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_fibers_xml) ? 0 : TK_EXIT_FAILURE;
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    {
+        const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+        const std::string *outputs[] = {&a.output, &a.amplitudes, &a.vtp, &a.png};
+        for (const std::string *o : outputs) {
+            if (o->empty()) continue;
+            if (int bad = tk_cli_check_output(prog, o->c_str(), 0, inputs)) return bad;
+        }
+    }
     try {
 #ifdef TK_HAVE_VTK
         if (!a.png.empty()) {  // before any work: no display, no outputs at all
@@ -285,7 +293,7 @@ int main(int argc, char **argv)
 #endif
         outputs.keep = true;
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s", e.GetDescription());
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -196,7 +196,14 @@ typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
     filter->SetSeed(a.seed);
     filter->SetKeepObservedValues(a.keep_observed);
     filter->SetBackend(a.backend == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-    tk::update_with_progress(filter, prog, a.quiet);
+    try {
+        tk::update_with_progress(filter, prog, a.quiet);
+    } catch (const itk::ExceptionObject &e) {
+        // The filter's complaints are about the data: name the file they come from.
+        const std::string why = tk::itk_message(e);
+        const bool about_mask = !a.mask.empty() && why.rfind("the mask", 0) == 0;
+        throw std::runtime_error((about_mask ? a.mask : a.input) + ": " + why);
+    }
     if (!a.quiet)
         std::fprintf(stderr, "%s: %lu observed voxels, training RMSE %.6g\n", prog,
                      static_cast<unsigned long>(filter->GetNumberOfObservedVoxels()), filter->GetTrainingRMSE());
@@ -239,6 +246,8 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
     try {
         const auto shape = tk::probe_volume(a.input);
         if (shape.components == 1 && shape.dimensions == 3) {
@@ -262,7 +271,7 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             tk::write_vector_volume(vectors, a.output);
         }
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s", e.GetDescription());
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -113,12 +113,16 @@ void tk_progress_end(tk_progress *p)
 
 /* ---- memory ------------------------------------------------------------------- */
 
-int tk_cli_fits_memory(const char *prog, double bytes, const char *what)
+double tk_cli_physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return 1; /* unknown: let the allocation decide */
-    double have = (double)pages * (double)page;
-    if (bytes <= have) return 1;
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+int tk_cli_fits_memory(const char *prog, double bytes, const char *what)
+{
+    double have = tk_cli_physical_memory();
+    if (have <= 0 || bytes <= have) return 1; /* unknown: let the allocation decide */
     tk_cli_error(prog, "%s needs %.3g GiB, more than this machine's %.3g GiB of memory", what, bytes / (1 << 30),
                  have / (1 << 30));
     return 0;

@@ -224,6 +224,8 @@ int main(int argc, char **argv)
 {
     pltf_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    int bad_output = tk_cli_check_output(prog, a.out, 1, NULL);
+    if (bad_output) return bad_output;
     tk_pltf_model m;
     if (tk_pltf_parse(a.model, &m) != TK_OK) {
         tk_cli_error(prog, "--model: %s", tk_last_error());
@@ -291,6 +293,13 @@ int main(int argc, char **argv)
         }
     }
     const size_t count = x.count;
+    double bytes = (double)count * (2 * sizeof(double) + 1);
+    for (int f = 0; f < m.num_factors; ++f) { /* in double: a product of --dims may overflow size_t */
+        double elems = 1;
+        for (int d = 0; d < m.factor_ndim[f]; ++d) elems *= (double)m.dims[m.factor[f][d]];
+        bytes += elems * sizeof(double);
+    }
+    if (!tk_cli_fits_memory(prog, bytes, "--dims: the factorization")) goto done;
     xd = malloc(sizeof(double) * (count ? count : 1));
     mask = a.mask ? malloc(count ? count : 1) : NULL;
     xhat = malloc(sizeof(double) * (count ? count : 1));
