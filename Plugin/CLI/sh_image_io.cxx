@@ -11,8 +11,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "cli.h"
-
 #include "itkImageFileReader.h"
 #include "itkImageFileWriter.h"
 #include "itkImageIOFactory.h"
@@ -22,6 +20,13 @@ namespace tk {
 namespace {
 
 using Image4 = itk::Image<float, 4>;
+
+// This machine's physical memory in bytes (0 when unknown).
+double physical_memory()
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
 
 void check_readable(const std::string &path)
 {
@@ -50,7 +55,7 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
         values *= static_cast<double>(io->GetDimensions(d));
         size << (d ? " x " : "") << io->GetDimensions(d);
     }
-    const double bytes = 2 * values * sizeof(float), have = tk_cli_physical_memory();
+    const double bytes = 2 * values * sizeof(float), have = physical_memory();
     if (have > 0 && bytes > have) {
         std::ostringstream why;
         why.precision(3);

@@ -766,6 +766,8 @@ def main():
             print("%s: %s was not built" % (tool, exe))
             failures.append(tool)
             continue
+        global rng
+        rng = np.random.default_rng(7)  # each tool's files the same whichever tools run
         rows = makers[tool]()
         if os.geteuid() != 0:
             rows += extra_readonly_cases(tool, rows)

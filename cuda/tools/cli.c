@@ -113,7 +113,8 @@ void tk_progress_end(tk_progress *p)
 
 /* ---- memory ------------------------------------------------------------------- */
 
-double tk_cli_physical_memory(void)
+/* This machine's physical memory in bytes (0 when unknown). */
+static double physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
@@ -121,7 +122,7 @@ double tk_cli_physical_memory(void)
 
 int tk_cli_fits_memory(const char *prog, double bytes, const char *what)
 {
-    double have = tk_cli_physical_memory();
+    double have = physical_memory();
     if (have <= 0 || bytes <= have) return 1; /* unknown: let the allocation decide */
     tk_cli_error(prog, "%s needs %.3g GiB, more than this machine's %.3g GiB of memory", what, bytes / (1 << 30),
                  have / (1 << 30));

@@ -54,8 +54,6 @@ int tk_cli_check_output(const char *prog, const char *path, int is_dir, const ch
  * needs N GiB, more than this machine's M GiB of memory".  For sizes known before any
  * allocation (a request that could never be served fails at once, and clearly). */
 int tk_cli_fits_memory(const char *prog, double bytes, const char *what);
-/* This machine's physical memory in bytes (0 when unknown). */
-double tk_cli_physical_memory(void);
 
 /* Text output written to a temporary beside path and renamed on commit; path
  * NULL or "-" writes to stdout. */
