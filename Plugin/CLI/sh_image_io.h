@@ -21,7 +21,13 @@ struct VolumeShape {
 };
 VolumeShape probe_volume(const std::string &path);
 
-// Throws std::runtime_error naming the file and the problem.
+// An ITK exception's description as one line for a tool's message: without ITK's
+// "ITK ERROR: Class(0x...): " prefix, the first line and (for multi-line reports such as
+// NRRD's) the innermost reason.
+std::string itk_message(const itk::ExceptionObject &e);
+
+// Throws std::runtime_error naming the file and the problem (an image too large for this
+// machine's memory is refused from its header, before any allocation).
 VectorImage3::Pointer read_vector_volume(const std::string &path);
 MaskImage3::Pointer read_mask(const std::string &path);
 ScalarImage3::Pointer read_scalar_volume(const std::string &path);

@@ -18,10 +18,6 @@
 #include <stdexcept>
 #include <string>
 
-#ifdef TK_PLTF_COMPLETE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 #include "cli.h"
 #include "image_layout.h"
 #include "itkNonnegativeTensorFactorizationImageFilter.h"
@@ -179,25 +175,19 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
     return fit;
 }
 
-// --backend auto: CUDA where a device answers, else the CPU (omp, all cores) with one
-// warning line.  Kept here until the tools share one helper.
-tk_pltf_backend resolve_backend(const CompleteArgs &a)
+// --backend: auto through the tools' shared rule (tk_cli_resolve_backend: CUDA where a
+// usable GPU runs this build's code, else omp with one warning line); false after an
+// explicit cuda that cannot run (the message is printed).
+bool resolve_backend(const CompleteArgs &a, tk_pltf_backend *run)
 {
-    switch (a.backend) {
-    case Backend::CPU: return TK_PLTF_CPU;
-    case Backend::OpenMP: return TK_PLTF_OMP;
-    case Backend::CUDA: return TK_PLTF_CUDA;
-    case Backend::Auto: break;
-    }
-    const char *why = "TensorKernels was built without CUDA";
-#ifdef TK_PLTF_COMPLETE_CUDA
-    int count = 0;
-    const cudaError_t probe = cudaGetDeviceCount(&count);
-    if (probe == cudaSuccess && count > 0) return TK_PLTF_CUDA;
-    why = probe != cudaSuccess ? cudaGetErrorString(probe) : "no CUDA device found";
-#endif
-    if (!a.quiet) std::fprintf(stderr, "%s: warning: --backend auto: %s; running on the CPU (omp)\n", prog, why);
-    return TK_PLTF_OMP;
+    const tk_cli_backend asked = a.backend == Backend::CPU      ? TK_CLI_CPU
+                                 : a.backend == Backend::OpenMP ? TK_CLI_OMP
+                                 : a.backend == Backend::CUDA   ? TK_CLI_CUDA
+                                                                : TK_CLI_AUTO;
+    tk_cli_backend chosen = TK_CLI_OMP;
+    if (!tk_cli_resolve_backend(prog, asked, 0, TK_CLI_OMP, a.quiet, &chosen)) return false;
+    *run = chosen == TK_CLI_CUDA ? TK_PLTF_CUDA : chosen == TK_CLI_CPU ? TK_PLTF_CPU : TK_PLTF_OMP;
+    return true;
 }
 
 // A rough upper estimate of the fit's host memory, in bytes: image-sized buffers (the
@@ -396,7 +386,8 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
                                      std::to_string(shape.dimensions) + "-D with " +
                                      std::to_string(shape.components) + " component(s)");
         const Fit fit = fit_for(a, scalar3 ? 3 : 4);
-        const tk_pltf_backend backend = resolve_backend(a);
+        tk_pltf_backend backend = TK_PLTF_OMP;
+        if (!resolve_backend(a, &backend)) return TK_EXIT_FAILURE;
         if (scalar3) {
             auto image = tk::read_scalar_volume(a.input);
             tk::MaskImage3::Pointer mask;

@@ -27,7 +27,8 @@ struct CompleteArgs {
     long rank_j = 8, rank_r = 8, iters = 200;
     double lr_a = 0.02, lr_b = 0.5, lambda_a = 1e-3, lambda_b = 1e-3;
     uint64_t seed = 0;
-    bool keep_observed = false, cuda = false, quiet = false;
+    bool keep_observed = false, quiet = false;
+    tk_cli_backend backend = TK_CLI_AUTO;
 };
 
 int parse(int argc, char **argv, CompleteArgs &a)
@@ -69,12 +70,7 @@ int parse(int argc, char **argv, CompleteArgs &a)
             }
             a.seed = s;
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (std::strcmp(v, "omp") && std::strcmp(v, "cpu") && std::strcmp(v, "cuda")) {
-                tk_cli_error(prog, "--backend expects omp, cpu or cuda, got '%s'", v);
-                return 0;
-            }
-            a.cuda = !std::strcmp(v, "cuda");
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a.backend)) return 0;
         } else if (!std::strcmp(arg, "--keep-observed")) {
             a.keep_observed = true;
         } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
@@ -126,8 +122,15 @@ typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
     filter->SetLambdaB(a.lambda_b);
     filter->SetSeed(a.seed);
     filter->SetKeepObservedValues(a.keep_observed);
-    filter->SetBackend(a.cuda ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-    tk::update_with_progress(filter, prog, a.quiet);
+    filter->SetBackend(a.backend == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
+    try {
+        tk::update_with_progress(filter, prog, a.quiet);
+    } catch (const itk::ExceptionObject &e) {
+        // The filter's complaints are about the data: name the file they come from.
+        const std::string why = tk::itk_message(e);
+        const bool about_mask = !a.mask.empty() && why.rfind("the mask", 0) == 0;
+        throw std::runtime_error((about_mask ? a.mask : a.input) + ": " + why);
+    }
     if (!a.quiet)
         std::fprintf(stderr, "%s: %lu observed voxels, training RMSE %.6g\n", prog,
                      static_cast<unsigned long>(filter->GetNumberOfObservedVoxels()), filter->GetTrainingRMSE());
@@ -159,8 +162,9 @@ extern "C" void tk_tucker_complete_usage(FILE *f)
                  "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
                  "  --seed S                 seed of the model's start (default 0)\n"
                  "  --keep-observed          copy the input at observed voxels\n"
-                 "  --backend omp|cuda       (default omp; cpu is the same as omp)\n"
-                 "  --quiet                  no progress bar or summary\n"
+                 "  --backend auto|omp|cuda  auto (default): cuda where a usable GPU is found, else omp\n"
+                 "                           with a warning on stderr (cpu is the same as omp)\n"
+                 "  --quiet                  no progress bar, summary or warnings\n"
                  "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
                  "  tk-tucker --mask MASK --iters 100 complete IN_IMAGE OUT_IMAGE\n");
 }
@@ -169,6 +173,8 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
     try {
         const auto shape = tk::probe_volume(a.input);
         if (shape.components == 1 && shape.dimensions == 3) {
@@ -178,6 +184,7 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
                 mask = tk::read_mask(a.mask);
                 tk::same_grid(image.GetPointer(), mask.GetPointer(), a.mask);
             }
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             auto out = complete<Image3>(a, image, mask);
             tk::write_scalar_volume(out, a.output);
         } else {
@@ -185,12 +192,13 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             auto image = tk::to_4d(vectors);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             auto out = complete<Image4>(a, image, mask);
             tk::copy_back(out, vectors);  // the input's grid and layout, the completed values
             tk::write_vector_volume(vectors, a.output);
         }
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s", e.GetDescription());
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

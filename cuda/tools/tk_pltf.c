@@ -37,13 +37,14 @@ static void usage(FILE *f)
             "  --mask M.npy            same shape as X; nonzero = observed (unobserved X is never read)\n"
             "  --iters K               iterations, each updating every factor once (default 100)\n"
             "  --divergence kl|euclidean|is   (default kl; kl needs X >= 0, is needs X > 0)\n"
-            "  --backend cpu|omp|cuda  (default cpu)\n"
+            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
+            "                          omp with a warning on stderr\n"
             "  --seed S                seed of the random non-negative start (default 0)\n"
             "  --naive-gtm             the seed's full-joint-tensor GTM (slow; for comparison)\n"
             "  --print-every K         print the divergence every K iterations (default 1)\n"
             "  --threads P             threads of the omp backend (default: all)\n"
             "  --device D              CUDA device (default 0)\n"
-            "  --quiet                 no progress bar or summary on stderr\n"
+            "  --quiet                 no progress bar, summary or warnings on stderr\n"
             "\n"
             "Output: the divergence per iteration on stdout (\"iteration divergence\"); DIR/<indices>.npy\n"
             "for every factor (e.g. DIR/ia.npy, DIR/pqr.npy) and DIR/xhat.npy, in X's dtype, each\n"
@@ -55,6 +56,7 @@ typedef struct {
     tk_pltf_options opts;
     long print_every;
     int quiet;
+    tk_cli_backend backend;
 } pltf_args;
 
 static int parse_args(int argc, char **argv, pltf_args *a)
@@ -62,6 +64,7 @@ static int parse_args(int argc, char **argv, pltf_args *a)
     memset(a, 0, sizeof *a);
     tk_pltf_options_init(&a->opts);
     a->print_every = 1;
+    a->backend = TK_CLI_AUTO;
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v;
         long iv;
@@ -97,14 +100,7 @@ static int parse_args(int argc, char **argv, pltf_args *a)
                 return 0;
             }
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (!strcmp(v, "cpu")) a->opts.backend = TK_PLTF_CPU;
-            else if (!strcmp(v, "omp")) a->opts.backend = TK_PLTF_OMP;
-            else if (!strcmp(v, "cuda")) a->opts.backend = TK_PLTF_CUDA;
-            else {
-                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
-                return 0;
-            }
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
         } else if (tk_cli_is(arg, "--seed")) {
             if (!VALUE("--seed")) return 0;
             char *end = NULL;
@@ -245,6 +241,8 @@ int main(int argc, char **argv)
 #endif
     pltf_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    int bad_output = tk_cli_check_output(prog, a.out, 1, NULL);
+    if (bad_output) return bad_output;
     tk_pltf_model m;
     if (tk_pltf_parse(a.model, &m) != TK_OK) {
         tk_cli_error(prog, "--model: %s", tk_last_error());
@@ -312,6 +310,13 @@ int main(int argc, char **argv)
         }
     }
     const size_t count = x.count;
+    double bytes = (double)count * (2 * sizeof(double) + 1);
+    for (int f = 0; f < m.num_factors; ++f) { /* in double: a product of --dims may overflow size_t */
+        double elems = 1;
+        for (int d = 0; d < m.factor_ndim[f]; ++d) elems *= (double)m.dims[m.factor[f][d]];
+        bytes += elems * sizeof(double);
+    }
+    if (!tk_cli_fits_memory(prog, bytes, "--dims: the factorization")) goto done;
     xd = malloc(sizeof(double) * (count ? count : 1));
     mask = a.mask ? malloc(count ? count : 1) : NULL;
     xhat = malloc(sizeof(double) * (count ? count : 1));
@@ -362,6 +367,9 @@ int main(int argc, char **argv)
         goto done;
     }
     if (!check_dir(a.out)) goto done;
+    tk_cli_backend run;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
+    a.opts.backend = (tk_pltf_backend)run;
 
     tk_progress bar;
     progress_ctx pc = {&a, &bar, 0, 0};

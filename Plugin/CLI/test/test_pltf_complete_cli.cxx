@@ -299,7 +299,7 @@ TEST(PltfCompleteCli, BackendAutoRunsOnTheCpuWithOneWarningWithoutAGpu)
     ASSERT_EQ(omp.exit_code, 0) << omp.err;
     auto r = run_tool(exe + common + dir + "/auto.mha --iters 50", dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string warning = "tk-pltf: warning: --backend auto: ";
+    const std::string warning = "tk-pltf: warning: no usable CUDA GPU (";
     const size_t at = r.err.find(warning);
     if (at == std::string::npos) {  // a GPU answered: nothing to fall back from
         EXPECT_NE(r.err.find("iterations on cuda"), std::string::npos) << r.err;
@@ -317,8 +317,8 @@ TEST(PltfCompleteCli, BackendAutoRunsOnTheCpuWithOneWarningWithoutAGpu)
     // Asked for by name, CUDA is an error here, and leaves nothing behind.
     r = run_tool(exe + common + dir + "/cuda.mha --iters 5 --backend cuda", dir);
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("in.mha: non-negative tensor factorization (ijk=ia,ja,ka) failed: "), std::string::npos)
-        << r.err;
+    EXPECT_NE(r.err.find("tk-pltf: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(dir + "/cuda.mha"));
 }
 
