@@ -19,6 +19,8 @@ TK_OPTIONAL_PACKAGES=()
 # xmllint checks the tools' Slicer descriptions; doxygen builds the API reference (target doc);
 # matplotlib draws the benchmark plots.
 TK_PACKAGES+=(libxml2-utils doxygen python3-matplotlib)
+# clang with libFuzzer (libclang-rt-14-dev holds libclang_rt.fuzzer): the fuzz targets (TK_FUZZ).
+TK_PACKAGES+=(clang libclang-rt-14-dev)
 
 tk_missing_packages() {
     local pkg

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -36,14 +38,86 @@ void check_readable(const std::string &path)
     if (st.st_size == 0) throw std::runtime_error(path + ": empty file");
 }
 
+bool ends_with(const std::string &path, const char *suffix)
+{
+    const size_t n = std::strlen(suffix);
+    return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
+}
+
+// A header that promises more voxel data than this machine's memory fails here, naming the
+// file, instead of as a std::bad_alloc from deep inside the reader (which would not); so does
+// an uncompressed NIfTI file shorter than its header says, which ITK would otherwise read
+// into a buffer of the claimed size (zeros where the file ends) before noticing, if at all.
+void check_claimed_size(const std::string &path, const itk::ImageIOBase *io)
+{
+    uint64_t count = io->GetNumberOfComponents(), bytes = 0, total = 0;
+    bool overflow = false;
+    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
+        overflow = overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(io->GetDimensions(d)), &count);
+    const uint64_t item = std::max<uint64_t>(io->GetComponentSize(), sizeof(float));  // read as float
+    overflow = overflow || __builtin_mul_overflow(count, item, &bytes);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) total = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+    if (overflow || (total && bytes > total))
+        throw std::runtime_error(path + ": the header claims " +
+                                 (overflow ? std::string("more than 2^64 bytes") : std::to_string(bytes) + " bytes") +
+                                 " of voxel data, more than this machine's memory (" + std::to_string(total) +
+                                 " bytes); the header is corrupt or the image too large");
+    struct stat st;
+    const uint64_t stored = count * io->GetComponentSize();  // <= bytes: no overflow
+    if (ends_with(path, ".nii") && stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < stored)
+        throw std::runtime_error(path + ": truncated: the header claims " + std::to_string(stored) +
+                                 " bytes of voxel data but the file holds " + std::to_string(st.st_size) + " bytes");
+}
+
+// ITK 5.2's MetaIO trusts the header too far: it takes NDims at its word (a header claiming
+// 10^120 dimensions keeps it reading for minutes) and copies each key, the text up to the
+// next '=' even across lines, into a 255-byte buffer (a longer one overflows it).  So the
+// header's records, up to ElementDataFile (the last), are checked here first.
+void check_metaimage_header(const std::string &path)
+{
+    std::FILE *f = std::fopen(path.c_str(), "rb");
+    if (!f) return;  // ITK reports it
+    std::string text(1 << 20, '\0');
+    text.resize(std::fread(&text[0], 1, text.size(), f));
+    std::fclose(f);
+    auto trim = [](const std::string &t) {
+        const size_t a = t.find_first_not_of(" \t\r\n"), b = t.find_last_not_of(" \t\r\n");
+        return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+    };
+    for (size_t pos = 0; pos < text.size();) {
+        const size_t eq = text.find('=', pos);
+        if (eq == std::string::npos) break;  // ITK reports what is missing
+        if (eq - pos > 128)
+            throw std::runtime_error(path + ": malformed MetaImage header: " + std::to_string(eq - pos) +
+                                     " bytes before an '=' (a key or a line without '=')");
+        const size_t eol = std::min(text.find('\n', eq), text.size());
+        const std::string key = trim(text.substr(pos, eq - pos)), value = trim(text.substr(eq + 1, eol - eq - 1));
+        if (key == "ElementDataFile") break;
+        if (key == "NDims") {
+            const bool small = !value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos;
+            if (!small || std::stoi(value) < 1 || std::stoi(value) > 16)
+                throw std::runtime_error(path + ": NDims '" + value.substr(0, 40) + "' is not a dimension from 1 to 16");
+        }
+        pos = eol + 1;
+    }
+}
+
 itk::ImageIOBase::Pointer probe(const std::string &path)
 {
     check_readable(path);
+    if (ends_with(path, ".mha") || ends_with(path, ".mhd")) check_metaimage_header(path);
     auto io = itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
     if (!io) throw std::runtime_error(path + ": not an image format ITK can read");
     io->SetFileName(path);
     try {
         io->ReadImageInformation();
+        for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
+            if (io->GetDimensions(d) == 0)
+                throw std::runtime_error(path + ": the header gives axis " + std::to_string(d + 1) +
+                                         " size 0 (an empty image)");
+        if (io->GetNumberOfComponents() == 0) throw std::runtime_error(path + ": the header gives 0 components per voxel");
+        check_claimed_size(path, io);  // ITK throws for a component type it does not know
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": unreadable image header: " + itk_message(e));
     }
@@ -88,14 +162,7 @@ std::string without_temporary(std::string text, const std::string &tmp, const st
     return text;
 }
 
-bool is_nifti(const std::string &path)
-{
-    auto ends = [&](const char *s) {
-        size_t n = std::strlen(s);
-        return path.size() >= n && path.compare(path.size() - n, n, s) == 0;
-    };
-    return ends(".nii") || ends(".nii.gz");
-}
+bool is_nifti(const std::string &path) { return ends_with(path, ".nii") || ends_with(path, ".nii.gz"); }
 
 template <typename TImage> typename TImage::Pointer read(const std::string &path)
 {
@@ -228,7 +295,19 @@ MaskImage3::Pointer read_mask(const std::string &path)
     if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
         throw std::runtime_error(path + ": a mask must be a 3-D image");
     if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
-    return read<MaskImage3>(path);
+    // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
+    // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
+    // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
+    auto values = read<itk::Image<double, 3>>(path);
+    auto mask = MaskImage3::New();
+    mask->CopyInformation(values);
+    mask->SetRegions(values->GetLargestPossibleRegion());
+    mask->Allocate();
+    const size_t n = values->GetLargestPossibleRegion().GetNumberOfPixels();
+    const double *src = values->GetBufferPointer();
+    unsigned char *dst = mask->GetBufferPointer();
+    for (size_t v = 0; v < n; ++v) dst[v] = src[v] != 0;
+    return mask;
 }
 
 void write_vector_volume(const VectorImage3 *image, const std::string &path)

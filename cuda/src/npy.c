@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define TK_NPY_MAX_HEADER 65536
+
 static const struct {
     const char *code; /* the descr without its byte-order character */
     tk_npy_dtype dtype;
@@ -75,7 +77,8 @@ static int parse_string(cursor *c, char *buf, size_t cap)
     char quote = *c->p++;
     size_t len = 0;
     while (c->p < c->end && *c->p != quote) {
-        if (len + 1 >= cap) return 0;
+        /* a NUL would end the C string early: 'descr\0junk' must not read as 'descr' */
+        if (len + 1 >= cap || *c->p == '\0') return 0;
         buf[len++] = *c->p++;
     }
     if (c->p >= c->end) return 0;
@@ -196,6 +199,11 @@ static tk_status parse_preamble(const unsigned char *bytes, size_t size, const c
     } else {
         return tk_set_error(TK_ERR_FORMAT, "%s: unsupported .npy format version %u.%u", name, major, bytes[7]);
     }
+    /* numpy's own loader stops at 10 KB (max_header_size); 64 KiB is what tk_npy_read
+     * reads ahead, so both entry points accept the same files. */
+    if (len > TK_NPY_MAX_HEADER)
+        return tk_set_error(TK_ERR_FORMAT, "%s: .npy header of %zu bytes, longer than the %d supported", name, len,
+                            TK_NPY_MAX_HEADER);
     if (len > size - start) return tk_set_error(TK_ERR_FORMAT, "%s: truncated .npy header", name);
     cursor c = {(const char *)bytes + start, (const char *)bytes + start + len, name};
     memset(out, 0, sizeof *out);
@@ -208,8 +216,16 @@ static tk_status parse_preamble(const unsigned char *bytes, size_t size, const c
 static tk_status check_data_size(const tk_npy_array *a, size_t available, const char *name)
 {
     size_t item = tk_npy_dtype_size(a->dtype);
-    if (a->count > SIZE_MAX / item)
-        return tk_set_error(TK_ERR_FORMAT, "%s: header claims %zu elements, too many to address", name, a->count);
+    /* As numpy does: the non-zero axes too must multiply (times the item size) to an
+     * addressable size, so that no product of axes a reader forms can wrap, even for an
+     * array with no elements. */
+    size_t span = item;
+    for (int d = 0; d < a->ndim; ++d)
+        if (a->shape[d] && span > SIZE_MAX / a->shape[d])
+            return tk_set_error(TK_ERR_FORMAT, "%s: shape's axes multiply to more than %zu bytes, too many to address",
+                                name, (size_t)SIZE_MAX);
+        else if (a->shape[d])
+            span *= a->shape[d];
     size_t need = a->count * item;
     if (need > available)
         return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %zu bytes of data but the file holds %zu",
@@ -247,7 +263,7 @@ tk_status tk_npy_read(const char *path, tk_npy_array *out)
     FILE *f = fopen(path, "rb");
     if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     /* Read the preamble alone first, so that an absurd shape fails before any allocation. */
-    unsigned char head[65536 + 12];
+    unsigned char head[TK_NPY_MAX_HEADER + 12];
     size_t got = fread(head, 1, sizeof head, f);
     if (ferror(f)) {
         fclose(f);

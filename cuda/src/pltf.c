@@ -1,4 +1,6 @@
 /* PLTF: GTM and the multiplicative-update factorization, over any engine. */
+/* clock_gettime: POSIX, which -std=c11 hides unless asked for (gcc's -fopenmp happened to) */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* PLTF models: the "OUT=F1,F2,..." parser, presets and index sizes. */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,18 @@ tk_status tk_pltf_check_dims(const tk_pltf_model *m)
         if (model_has_index(m, id) && !m->dims[id])
             return tk_set_error(TK_ERR_ARGUMENT, "model \"%s\": no size given for index '%c'", m->text,
                                 tk_pltf_index_letter(id));
+    /* Every tensor of the model (observed, factor, intermediate of a contraction) spans a
+     * subset of the indices, so a joint index space whose doubles fit in size_t keeps all
+     * their element counts and byte sizes from wrapping. */
+    size_t joint = 1;
+    for (int id = 0; id < TK_PLTF_MAX_INDICES; ++id)
+        if (model_has_index(m, id)) {
+            if (m->dims[id] > SIZE_MAX / sizeof(double) / joint)
+                return tk_set_error(TK_ERR_ARGUMENT,
+                                    "model \"%s\": the index sizes multiply to more than 2^64 bytes of tensor entries",
+                                    m->text);
+            joint *= m->dims[id];
+        }
     return TK_OK;
 }
 

@@ -209,6 +209,22 @@ static tk_status read_matrix(const char *dir, const char *name, size_t rows, siz
     return s;
 }
 
+/* Blanks a hand-edited manifest may leave at the end of a value (a CR among them). */
+static const char *skip_blanks(const char *c)
+{
+    while (*c == ' ' || *c == '\t' || *c == '\r') ++c;
+    return c;
+}
+
+/* A manifest integer: the whole value, else -1 (every count here is positive). */
+static long manifest_long(const char *v)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    return end == v || errno || *skip_blanks(end) ? -1 : x;
+}
+
 tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manifest)
 {
     memset(m, 0, sizeof *m);
@@ -233,11 +249,13 @@ tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manif
         s = tk_set_error(TK_ERR_FORMAT, "%s: not a tk-tucker model manifest", p);
         goto done;
     }
-    if (!tk_tucker_manifest_get(text, "order", v, sizeof v) || (order = strtol(v, NULL, 10)) < 3 ||
+    if (!tk_tucker_manifest_get(text, "order", v, sizeof v) || (order = manifest_long(v)) < 3 ||
         order > TK_TUCKER_MAX_ORDER || !tk_tucker_manifest_get(text, "rank_j", v, sizeof v) ||
-        (rj = strtol(v, NULL, 10)) < 1 || !tk_tucker_manifest_get(text, "rank_r", v, sizeof v) ||
-        (rr = strtol(v, NULL, 10)) < 1 || !tk_tucker_manifest_get(text, "dims", v, sizeof v)) {
-        s = tk_set_error(TK_ERR_FORMAT, "%s: order, dims, rank_j or rank_r missing or invalid", p);
+        (rj = manifest_long(v)) < TK_TUCKER_MIN_RANK || rj > TK_TUCKER_MAX_RANK ||
+        !tk_tucker_manifest_get(text, "rank_r", v, sizeof v) || (rr = manifest_long(v)) < TK_TUCKER_MIN_RANK ||
+        rr > TK_TUCKER_MAX_RANK || !tk_tucker_manifest_get(text, "dims", v, sizeof v)) {
+        s = tk_set_error(TK_ERR_FORMAT, "%s: order (3..%d), dims, rank_j or rank_r (%d..%d) missing or invalid", p,
+                         TK_TUCKER_MAX_ORDER, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK);
         goto done;
     }
     {
@@ -245,7 +263,7 @@ tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manif
         for (long k = 0; k < order; ++k) {
             char *end = NULL;
             unsigned long d = strtoul(c, &end, 10);
-            if (end == c || d == 0 || d > UINT32_MAX || (k + 1 < order && *end != ',')) {
+            if (end == c || d == 0 || d > UINT32_MAX || (k + 1 < order ? *end != ',' : *skip_blanks(end) != '\0')) {
                 s = tk_set_error(TK_ERR_FORMAT, "%s: dims '%s' do not list %ld sizes", p, v, order);
                 goto done;
             }

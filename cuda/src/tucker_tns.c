@@ -91,6 +91,11 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
             }
             memcpy(buf, field[k], len[k]);
             buf[len[k]] = '\0';
+            if (strlen(buf) != len[k]) { /* zero-filled blocks of a torn write must not read as numbers */
+                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: column %d holds a NUL byte (a corrupt or binary file?)", path,
+                                  line, k + 1);
+                goto fail;
+            }
             char *stop = NULL;
             errno = 0;
             if (k < order) {
@@ -226,9 +231,12 @@ static int read_cache(const char *cache, const cache_header *want, int order, tk
              h.mtime_sec == want->mtime_sec && h.mtime_nsec == want->mtime_nsec && h.order >= 2 &&
              h.order <= TK_TUCKER_MAX_ORDER && (order == 0 || (uint32_t)order == h.order);
     if (ok) {
+        /* The entries must fill the rest of the file exactly; divided, not multiplied, so
+         * that no entry count wraps the product into a match. */
         struct stat st;
-        uint64_t expect = sizeof h + h.nnz * h.order * sizeof(uint32_t) + h.nnz * sizeof(float);
-        ok = fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size == expect;
+        const uint64_t entry = (uint64_t)h.order * sizeof(uint32_t) + sizeof(float);
+        ok = fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size >= sizeof h &&
+             ((uint64_t)st.st_size - sizeof h) % entry == 0 && ((uint64_t)st.st_size - sizeof h) / entry == h.nnz;
     }
     if (ok) ok = tk_tucker_coo_alloc(out, (int)h.order, h.dims, (size_t)h.nnz) == TK_OK;
     if (ok) {

@@ -1,0 +1,144 @@
+// Fuzz target: the SH / peak volume readers of the ITK tools (Plugin/CLI/sh_image_io.cxx:
+// probe_volume, read_vector_volume, read_mask, read_scalar_volume), through ITK's NIfTI,
+// NRRD and MetaImage readers.
+//
+// Input: byte 0 picks the file name: .nii, .nii.gz, .nrrd, .nhdr, .mha or .mhd (byte 0
+// mod 6); byte 1 the call (mod 4, in the order above).  The rest is the file, or for the
+// detached headers (.nhdr, .mhd) the header, "@@FILE@@\n", then the data file, which the
+// header names "data.raw".
+//
+// Asserts: a failure is a std::runtime_error whose message starts with the file's path
+// (never another exception type); probe_volume's shape has 1+ axes and 1+ components;
+// an accepted vector volume has the components the header promises (a 3-D vector image's
+// own, or a 4-D image's 4th size), and every value equals the 4-D image's as ITK reads
+// it (the transposition is checked voxel by voxel); tk-fibers' SH size rule
+// (tk_sh_lmax_for_count) maps a count to an lmax whose count is that count; a mask or
+// scalar volume is 3-D, and a mask is 1 exactly where the file's value is nonzero.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "fuzz_common.h"
+#include "fuzz_quiet.h"
+#include "itkImageFileReader.h"
+#include "sh_image_io.h"
+#include "tk_fibers.h"
+
+namespace {
+
+const char *const kNames[] = {"input.nii", "input.nii.gz", "input.nrrd", "input.nhdr", "input.mha", "input.mhd"};
+
+std::string scratch(const char *name)
+{
+    char *p = tk_fuzz_scratch_path(name);
+    std::string s(p);
+    std::free(p);
+    return s;
+}
+
+using Image4 = itk::Image<float, 4>;
+
+void check_vector(const std::string &path, const tk::VectorImage3 *image)
+{
+    const tk::VolumeShape shape = tk::probe_volume(path);
+    const size_t comps = image->GetNumberOfComponentsPerPixel();
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    const size_t nvox = size[0] * size[1] * size[2];
+    TK_FUZZ_CHECK(comps >= 1, "no components");
+    const int lmax = tk_sh_lmax_for_count(comps);
+    TK_FUZZ_CHECK(lmax < 0 || tk_sh_num_coeffs(lmax) == comps, "lmax %d for %zu coefficients", lmax, comps);
+    if (shape.dimensions == 3) {
+        TK_FUZZ_CHECK(shape.components > 1 && comps == shape.components, "%zu components, the header says %u", comps,
+                      shape.components);
+        return;
+    }
+    TK_FUZZ_CHECK(shape.dimensions == 4 && shape.components == 1, "accepted a %u-D image of %u components",
+                  shape.dimensions, shape.components);
+    auto reader = itk::ImageFileReader<Image4>::New();
+    reader->SetFileName(path);
+    reader->Update();
+    const Image4 *in = reader->GetOutput();
+    const auto size4 = in->GetLargestPossibleRegion().GetSize();
+    TK_FUZZ_CHECK(size4[0] == size[0] && size4[1] == size[1] && size4[2] == size[2] && size4[3] == comps,
+                  "grid differs from the 4-D image's");
+    const float *src = in->GetBufferPointer(), *dst = image->GetBufferPointer();
+    for (size_t v = 0; v < nvox; ++v)
+        for (size_t t = 0; t < comps; ++t)
+            TK_FUZZ_CHECK(!std::memcmp(&dst[v * comps + t], &src[t * nvox + v], sizeof(float)),
+                          "voxel %zu, volume %zu differs from the 4-D image", v, t);
+}
+
+template <typename TImage> void check_3d(const std::string &path, const TImage *image)
+{
+    const tk::VolumeShape shape = tk::probe_volume(path);
+    TK_FUZZ_CHECK(shape.components == 1, "%u components", shape.components);
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    TK_FUZZ_CHECK(size[0] * size[1] * size[2] > 0 && image->GetBufferPointer(), "an empty volume came back");
+}
+
+// A mask is 1 exactly where the file's value (read here as double) is nonzero.
+void check_mask(const std::string &path, const tk::MaskImage3 *mask)
+{
+    check_3d(path, mask);
+    auto reader = itk::ImageFileReader<itk::Image<double, 3>>::New();
+    reader->SetFileName(path);
+    reader->Update();
+    const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
+    TK_FUZZ_CHECK(reader->GetOutput()->GetLargestPossibleRegion().GetNumberOfPixels() == n, "mask size differs");
+    const double *values = reader->GetOutput()->GetBufferPointer();
+    for (size_t v = 0; v < n; ++v)
+        TK_FUZZ_CHECK(mask->GetBufferPointer()[v] == (values[v] != 0), "voxel %zu: mask %d for value %g", v,
+                      mask->GetBufferPointer()[v], values[v]);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2) return 0;
+    const int format = data[0] % 6, call = data[1] % 4;
+    const std::string path = scratch(kNames[format]), raw = scratch("data.raw");
+    const uint8_t *body = data + 2;
+    size_t body_size = size - 2;
+    std::remove(raw.c_str());
+    if (format == 3 || format == 5) {
+        static const char sep[] = "@@FILE@@\n";
+        const uint8_t *at = static_cast<const uint8_t *>(memmem(body, body_size, sep, sizeof sep - 1));
+        if (at) {
+            const size_t head = static_cast<size_t>(at - body), skip = head + sizeof sep - 1;
+            tk_fuzz_write_file(raw.c_str(), body + skip, body_size - skip);
+            body_size = head;
+        }
+    }
+    tk_fuzz_write_file(path.c_str(), body, body_size);
+
+    // ITK's warnings and the NIfTI library's "** ERROR" lines would fill the log; the
+    // verdict is the exception the reader throws.
+    itk::Object::GlobalWarningDisplayOff();
+    tk_fuzz_quiet_begin();
+    try {
+        if (call == 0) {
+            const tk::VolumeShape shape = tk::probe_volume(path);
+            TK_FUZZ_CHECK(shape.dimensions >= 1 && shape.components >= 1,
+                          "probed %u-D with %u components", shape.dimensions, shape.components);
+        } else if (call == 1) {
+            check_vector(path, tk::read_vector_volume(path).GetPointer());
+        } else if (call == 2) {
+            check_mask(path, tk::read_mask(path).GetPointer());
+        } else {
+            check_3d(path, tk::read_scalar_volume(path).GetPointer());
+        }
+        tk_fuzz_quiet_end();
+    } catch (const std::runtime_error &e) {
+        tk_fuzz_quiet_end();
+        TK_FUZZ_CHECK(!std::strncmp(e.what(), path.c_str(), path.size()), "the message does not name the file: %s",
+                      e.what());
+    } catch (const itk::ExceptionObject &e) {
+        tk_fuzz_quiet_end();
+        TK_FUZZ_CHECK(false, "an ITK exception escaped the reader: %s", e.GetDescription());
+    } catch (const std::exception &e) {
+        tk_fuzz_quiet_end();
+        TK_FUZZ_CHECK(false, "a %s escaped the reader: %s", typeid(e).name(), e.what());
+    }
+    return 0;
+}

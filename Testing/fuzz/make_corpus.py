@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (Testing/fuzz/corpus/<target>/): small valid
+files of every kind each parser reads, and near-valid ones that stop at each of its
+checks.  Plain Python (no numpy): the bytes are laid out here as the formats define
+them.  Run from anywhere; it replaces the corpus directories it owns.
+
+    python3 Testing/fuzz/make_corpus.py
+"""
+import gzip
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- .npy ------------------------------------------------------------------------
+
+def npy(descr, shape, data, major=1, fortran="False", pad=True, extra=""):
+    shape_text = "(" + "".join("%d, " % s for s in shape).rstrip(" ")
+    if len(shape) > 1:
+        shape_text = shape_text.rstrip(",")
+    shape_text += ")"
+    d = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, %s}" % (descr, fortran, shape_text, extra)
+    pre = 10 if major == 1 else 12
+    if pad:
+        while (pre + len(d) + 1) % 64:
+            d += " "
+    d += "\n"
+    n = len(d)
+    head = b"\x93NUMPY" + bytes([major, 0])
+    head += struct.pack("<H", n) if major == 1 else struct.pack("<I", n)
+    return head + d.encode("latin-1") + data
+
+
+def npy_seeds():
+    f4 = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    write("npy", "f4_2x3", npy("<f4", (2, 3), f4))
+    write("npy", "f8_1d", npy("<f8", (3,), struct.pack("<3d", 1.5, -2, 1e300)))
+    write("npy", "f8_big_endian", npy(">f8", (2,), struct.pack(">2d", 1, 2)))
+    write("npy", "c8_big_endian", npy(">c8", (1,), struct.pack(">2f", 1, -1)))
+    write("npy", "c16", npy("<c16", (1, 1), struct.pack("<2d", 0.5, 2)))
+    write("npy", "i1", npy("|i1", (4,), bytes([1, 255, 0, 127])))
+    write("npy", "u1", npy("|u1", (2, 2), bytes([1, 2, 3, 4])))
+    write("npy", "bool", npy("|b1", (3,), bytes([1, 0, 1])))
+    write("npy", "i4_native", npy("=i4", (2,), struct.pack("<2i", -1, 7)))
+    write("npy", "i8", npy("<i8", (1, 2, 1), struct.pack("<2q", -5, 1 << 40)))
+    write("npy", "v2", npy("<f4", (2,), struct.pack("<2f", 1, 2), major=2))
+    write("npy", "v3", npy("<f4", (1,), struct.pack("<f", 3), major=3))
+    write("npy", "scalar", npy("<f8", (), struct.pack("<d", 4)))
+    write("npy", "empty_0x3", npy("<f4", (0, 3), b""))
+    write("npy", "python2_long", npy("<f4", (2,), f4[:8]).replace(b"(2,)", b"(2L,)"))
+    write("npy", "unpadded_double_quotes", npy("<f4", (1,), f4[:4], pad=False).replace(b"'", b'"'))
+    # near-valid: each stops at one check
+    write("npy", "bad_truncated_data", npy("<f4", (2, 3), f4[:20]))
+    write("npy", "bad_trailing_bytes", npy("<f4", (1,), f4[:8]))
+    write("npy", "bad_fortran", npy("<f4", (2, 3), f4, fortran="True"))
+    write("npy", "bad_unknown_key", npy("<f4", (1,), f4[:4], extra="'x': 1, "))
+    write("npy", "bad_structured", npy("<f4", (1,), f4[:4]).replace(b"'<f4'", b"[('a', '<f4')]"))
+    write("npy", "bad_dtype_f2", npy("<f2", (1,), b"\0\0"))
+    write("npy", "bad_version4", npy("<f4", (1,), f4[:4]).replace(b"NUMPY\x01", b"NUMPY\x04"))
+    write("npy", "bad_magic", b"\x93NUMPZ" + npy("<f4", (1,), f4[:4])[6:])
+    write("npy", "bad_huge_shape", npy("<f8", (1 << 62, 1 << 62), b""))
+    write("npy", "bad_header_length", npy("<f4", (1,), f4[:4])[:9] + b"\xff")
+
+
+# ---- .tns ------------------------------------------------------------------------
+# Byte 0 of a tns input chooses the call (see fuzz_tns.c): mode | (order - 2) << 2.
+
+def tns_mode(mode, order=3):
+    return bytes([mode | (order - 2) << 2])
+
+
+def tns_seeds():
+    text = "# a FROSTT tensor\n1 2 3 1.5\n2 1 1 -2\n\n3 3 2 0.25  # trailing comment\n"
+    write("tns", "order_from_file", tns_mode(0) + text.encode())
+    write("tns", "order_given", tns_mode(1) + text.encode())
+    write("tns", "queries_mixed", tns_mode(2) + b"1 2 3\n2 1 1 4.5\n")
+    write("tns", "dims_hint", tns_mode(3, 4) + b"1 1 1 1 1e-3\r\n4\t4\t4\t4\t-7E2\n")
+    write("tns", "order_2_hex_float", tns_mode(0) + b"1 1 0x1p-3\n4294967295 2 -0\n")
+    write("tns", "order_10", tns_mode(0) + (" ".join(["1"] * 10) + " 1\n").encode())
+    write("tns", "comments_only_order_given", tns_mode(1) + b"# nothing\n\n   \n")
+    write("tns", "bad_index_zero", tns_mode(0) + b"0 1 1 1\n")
+    write("tns", "bad_negative", tns_mode(0) + b"1 -1 1 1\n")
+    write("tns", "bad_columns", tns_mode(0) + b"1 2 3 1\n1 2 1\n")
+    write("tns", "bad_nan", tns_mode(0) + b"1 2 3 nan\n")
+    write("tns", "bad_too_large", tns_mode(0) + b"4294967296 1 1\n")
+    write("tns", "bad_float_overflow", tns_mode(0) + b"1 1 1e39\n")
+    write("tns", "bad_no_entries", tns_mode(0) + b"# only a comment\n")
+
+
+# ---- .tns binary cache (fuzz_tns_cache.c: its text is 1 2 3 1.5 / 2 1 1 -2 / 3 3 2 0.25)
+
+def cache(order, dims, idx, val, nnz=None):
+    nnz = len(val) if nnz is None else nnz
+    dims = list(dims) + [0] * (10 - len(dims))
+    h = b"TKTNSC01" + struct.pack("<Qqq", 0, 0, 0) + struct.pack("<II", order, 0)
+    h += struct.pack("<10I", *dims) + struct.pack("<Q", nnz)
+    return h + struct.pack("<%dI" % len(idx), *idx) + struct.pack("<%df" % len(val), *val)
+
+
+def tns_cache_seeds():
+    idx, val = [0, 1, 2, 1, 0, 0, 2, 2, 1], [1.5, -2, 0.25]
+    write("tns_cache", "valid", cache(3, (3, 3, 3), idx, val))
+    write("tns_cache", "valid_larger_dims", cache(3, (5, 4, 3), idx, val))
+    write("tns_cache", "bad_index_beyond_dims", cache(3, (2, 3, 3), idx, val))
+    write("tns_cache", "bad_nnz", cache(3, (3, 3, 3), idx, val, nnz=4))
+    write("tns_cache", "bad_order", cache(11, (3, 3, 3), idx, val))
+    write("tns_cache", "bad_nan", cache(3, (3, 3, 3), idx, [1.5, float("nan"), 0]))
+    write("tns_cache", "bad_magic", b"TKTNSC02" + cache(3, (3, 3, 3), idx, val)[8:])
+    write("tns_cache", "bad_short", cache(3, (3, 3, 3), idx, val)[:60])
+
+
+# ---- model directories (fuzz_tucker_model.c: files separated by "@@FILE@@\n") -------
+
+SEP = b"@@FILE@@\n"
+
+
+def f32(rows, cols, start=0.0):
+    vals = [start + 0.25 * k for k in range(rows * cols)]
+    return npy("<f4", (rows, cols), struct.pack("<%df" % len(vals), *vals))
+
+
+def model(dims, j, r, manifest=None, extra=b"", replace=None):
+    text = manifest if manifest is not None else (
+        "format = tk-tucker-model 1\norder = %d\ndims = %s\nrank_j = %d\nrank_r = %d\n"
+        % (len(dims), ",".join(str(d) for d in dims), j, r))
+    files = [text.encode() + extra]
+    for n, d in enumerate(dims):
+        files += [f32(d, j, n), f32(j, r, -n)]
+    if replace:
+        for k, v in replace.items():
+            files[k] = v
+    return SEP.join(files)
+
+
+def tucker_model_seeds():
+    write("tucker_model", "order3", model((2, 3, 2), 4, 4))
+    write("tucker_model", "order4_checkpoint", model((1, 2, 1, 3), 4, 5,
+                                                      extra=b"iteration = 7\nseed = 1\nrmse = 0.5\n"))
+    write("tucker_model", "bad_rank_65", model((2, 2, 2), 65, 4))
+    write("tucker_model", "bad_dims_short", model((2, 3, 2), 4, 4).replace(b"dims = 2,3,2", b"dims = 2,3", 1))
+    write("tucker_model", "bad_shape", model((2, 3, 2), 4, 4, replace={1: f32(3, 4)}))
+    write("tucker_model", "bad_float64", model((2, 2, 2), 4, 4, replace={2: npy("<f8", (4, 4), bytes(128))}))
+    write("tucker_model", "bad_nan", model((2, 2, 2), 4, 4,
+                                           replace={1: npy("<f4", (2, 4), struct.pack("<8f", *[float("nan")] * 8))}))
+    write("tucker_model", "bad_missing_file", SEP.join(model((2, 2, 2), 4, 4).split(SEP)[:4]))
+    write("tucker_model", "bad_format", model((2, 2, 2), 4, 4).replace(b"model 1", b"model 2", 1))
+    write("tucker_model", "bad_huge_dims", model((2, 2, 2), 4, 4).replace(b"dims = 2,2,2", b"dims = 4000000000,2,2", 1))
+
+
+# ---- PLTF models: the expression, a newline, the sizes -------------------------------
+
+def pltf_seeds():
+    seeds = {
+        "parafac_sizes": "ijk=ia,ja,ka\ni=3,j=4,k=5,a=2",
+        "preset_parafac": "parafac\na=3 i=2 j=2 k=2",
+        "preset_tucker3": "tucker3\np=2,q=2,r=2,i=3,j=3,k=3",
+        "blanks": " ij = ia , ja \n i=2, j=2 ,a=1",
+        "latent_only_factor": "ij=iab,jab\ni=2,j=2,a=2,b=3",
+        "upper_case": "iJ=iA,AJ\ni=2,J=3,A=4",
+        "twelve_factors": "ab=ac,bc,cd,de,ef,fg,gh,hi,ij,jk,kl,la\n",
+        "large_sizes": "ij=ia,ja\ni=2147483648,j=2147483648,a=2",
+        "bad_repeat": "iij=ia,ja",
+        "bad_missing_index": "ijk=ia,ja",
+        "bad_second_eq": "ij=ia=ja",
+        "bad_empty_factor": "ij=ia,,ja",
+        "bad_size_zero": "ij=ia,ja\ni=0",
+        "bad_size_letter": "ij=ia,ja\nz=2",
+        "bad_character": "ij=i1,ja",
+    }
+    for name, text in seeds.items():
+        write("pltf_model", name, text)
+
+
+# ---- command lines: NUL-separated arguments -------------------------------------------
+
+def args(*a):
+    return b"\0".join(x.encode() for x in a)
+
+
+def cli_seeds():
+    write("cli", "numbers", args("4", "-3", "0.5", "1e-3", " 12", "+7", "-0", "4096"))
+    write("cli", "flags", args("--threads", "8", "--input=x.npy", "--x", "-q", "--threads"))
+    write("cli", "edge_numbers", args("0x10", "nan", "inf", "1e309", "9223372036854775808", "-9223372036854775808", ""))
+
+
+def eig_args_seeds():
+    write("eig_args", "minimal", args("in.npy", "out.npy"))
+    write("eig_args", "all_options", args("in.npy", "out.npy", "--vectors", "v.npy", "--status=s.npy", "--precision",
+                                          "single", "--backend=cpu", "--threads", "4", "--no-balance", "-q"))
+    write("eig_args", "precision_auto", args("--precision=auto", "a.npy", "b.npy", "--backend", "cuda"))
+    write("eig_args", "bad_same_output", args("in.npy", "out.npy", "--vectors", "out.npy"))
+    write("eig_args", "bad_threads", args("in.npy", "out.npy", "--threads", "0"))
+    write("eig_args", "bad_unknown", args("in.npy", "out.npy", "--bogus"))
+    write("eig_args", "bad_missing_value", args("in.npy", "out.npy", "--status"))
+    write("eig_args", "bad_three_positionals", args("a.npy", "b.npy", "c.npy"))
+
+
+# ---- SH images: byte 0 the file name, byte 1 the call (fuzz_sh_image.cxx) ------------
+NII, NII_GZ, NRRD, NHDR, MHA, MHD = range(6)
+PROBE, VECTOR, MASK, SCALAR = range(4)
+
+
+def nifti(dims, datatype, bitpix, data, vox_offset=352.0):
+    h = bytearray(348)
+    struct.pack_into("<i", h, 0, 348)
+    dim = [len(dims)] + list(dims) + [1] * (7 - len(dims))
+    struct.pack_into("<8h", h, 40, *dim)
+    struct.pack_into("<hh", h, 70, datatype, bitpix)
+    struct.pack_into("<8f", h, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into("<f", h, 108, vox_offset)
+    struct.pack_into("<f", h, 112, 1.0)        # scl_slope
+    struct.pack_into("<hh", h, 252, 1, 0)      # qform_code scanner, sform_code unset
+    h[344:348] = b"n+1\0"
+    return bytes(h) + b"\0\0\0\0" + data
+
+
+def floats(n, start=0.0):
+    return struct.pack("<%df" % n, *[start + 0.5 * k for k in range(n)])
+
+
+def sh(fmt, call, body):
+    return bytes([fmt, call]) + body
+
+
+def sh_image_seeds():
+    sh4 = nifti((2, 2, 2, 6), 16, 32, floats(48))
+    write("sh_image", "nii_4d_sh6_vector", sh(NII, VECTOR, sh4))
+    write("sh_image", "nii_4d_probe", sh(NII, PROBE, sh4))
+    write("sh_image", "nii_gz_4d_sh15", sh(NII_GZ, VECTOR, gzip.compress(nifti((1, 2, 1, 15), 16, 32, floats(30)), mtime=0)))
+    write("sh_image", "nii_mask_u8", sh(NII, MASK, nifti((2, 2, 2), 2, 8, bytes([0, 1, 1, 0, 1, 1, 1, 0]))))
+    write("sh_image", "nii_scalar_f32", sh(NII, SCALAR, nifti((2, 1, 2), 16, 32, floats(4))))
+    write("sh_image", "nii_scalar_4d_single_volume", sh(NII, SCALAR, nifti((2, 1, 2, 1), 16, 32, floats(4))))
+    nrrd = (b"NRRD0004\ntype: float\ndimension: 4\nsizes: 6 2 1 1\nkinds: vector domain domain domain\n"
+            b"encoding: raw\nendian: little\nspace: left-posterior-superior\n"
+            b"space directions: none (1,0,0) (0,1,0) (0,0,1)\nspace origin: (0,0,0)\n\n")
+    write("sh_image", "nrrd_vector6", sh(NRRD, VECTOR, nrrd + floats(12)))
+    nhdr = nrrd.replace(b"encoding: raw\n", b"encoding: raw\ndata file: data.raw\n")
+    write("sh_image", "nhdr_detached", sh(NHDR, VECTOR, nhdr + SEP + floats(12)))
+    write("sh_image", "nrrd_mask", sh(NRRD, MASK, b"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 1\nencoding: raw\n\n"
+                                             + bytes([1, 0, 0, 1])))
+    mha = (b"ObjectType = Image\nNDims = 3\nDimSize = 2 1 1\nElementNumberOfChannels = 6\nElementType = MET_FLOAT\n"
+           b"ElementSpacing = 1 1 1\nElementDataFile = LOCAL\n")
+    write("sh_image", "mha_vector6", sh(MHA, VECTOR, mha + floats(12)))
+    write("sh_image", "mhd_detached", sh(MHD, VECTOR, mha.replace(b"LOCAL", b"data.raw") + SEP + floats(12)))
+    write("sh_image", "mha_scalar", sh(MHA, SCALAR, b"ObjectType = Image\nNDims = 3\nDimSize = 2 2 1\n"
+                                                    b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + floats(4)))
+    # near-valid
+    write("sh_image", "bad_nii_truncated", sh(NII, VECTOR, sh4[:-20]))
+    write("sh_image", "bad_nii_huge_dims", sh(NII, VECTOR, nifti((1000, 1000, 1000, 45), 16, 32, floats(8))))
+    write("sh_image", "bad_nii_3d_scalar_as_vector", sh(NII, VECTOR, nifti((2, 2, 2), 16, 32, floats(8))))
+    write("sh_image", "bad_mask_4d", sh(NII, MASK, sh4))
+    write("sh_image", "bad_empty", sh(MHA, PROBE, b""))
+    write("sh_image", "bad_mha_huge", sh(MHA, VECTOR, mha.replace(b"DimSize = 2 1 1", b"DimSize = 100000 100000 1000")
+                                         + floats(12)))
+
+
+def main():
+    for target in ("npy", "tns", "tns_cache", "tucker_model", "pltf_model", "cli", "eig_args", "sh_image"):
+        shutil.rmtree(os.path.join(CORPUS, target), ignore_errors=True)
+    npy_seeds()
+    tns_seeds()
+    tns_cache_seeds()
+    tucker_model_seeds()
+    pltf_seeds()
+    cli_seeds()
+    eig_args_seeds()
+    sh_image_seeds()
+
+
+if __name__ == "__main__":
+    main()
