@@ -9,7 +9,10 @@ must print exactly one line "TOOL: warning: no usable CUDA GPU (REASON); running
 (omp)" on stderr and write the same bytes as `--backend omp`; `--backend auto` is the same
 as the default; with --quiet there is no warning; an explicit `--backend cuda` fails with
 exit 1 and a message saying why, leaving no output.  With a usable GPU the default prints
-no such warning and writes what `--backend cuda` writes.
+no such warning, `--backend cuda` works too, and (where the CUDA backend is bit-for-bit
+reproducible: teig, eig, fibers) the default writes what `--backend cuda` writes; tk-pltf's
+fused kernels and FastTucker's SGD accumulate with float atomics, so their CUDA runs differ
+in the last bits from run to run and are not compared.
 """
 import argparse
 import filecmp
@@ -70,6 +73,7 @@ def make_inputs(tool, d):
     raise ValueError(tool)
 
 
+REPRODUCIBLE_ON_CUDA = {"teig", "eig", "fibers"}
 EXE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker", "pltf": "tk-pltf", "fibers": "tk-fibers",
        "tucker-complete": "tk-tucker"}
 
@@ -139,7 +143,7 @@ def main():
                 problems.append("unexpected warnings:\n  " + "\n  ".join(warnings))
             if cuda_code != 0:
                 problems.append("the default found a usable GPU but --backend cuda failed: %s" % cuda_err.strip())
-            elif not same_output(where("default_" + out), where("cuda_" + out)):
+            elif a.tool in REPRODUCIBLE_ON_CUDA and not same_output(where("default_" + out), where("cuda_" + out)):
                 problems.append("the default run's output differs from --backend cuda's")
     finally:
         shutil.rmtree(d, ignore_errors=True)
