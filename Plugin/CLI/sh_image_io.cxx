@@ -1,5 +1,6 @@
 #include "sh_image_io.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +10,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "itkImageFileReader.h"
 #include "itkImageFileWriter.h"
@@ -21,6 +24,13 @@ namespace tk {
 namespace {
 
 using Image4 = itk::Image<float, 4>;
+
+// This machine's physical memory in bytes (0 when unknown).
+double physical_memory()
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
 
 void check_readable(const std::string &path)
 {
@@ -163,9 +173,47 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
         if (io->GetNumberOfComponents() == 0) throw std::runtime_error(path + ": the header gives 0 components per voxel");
         check_claimed_size(path, io);  // ITK throws for a component type it does not know
     } catch (const itk::ExceptionObject &e) {
-        throw std::runtime_error(path + ": unreadable image header: " + e.GetDescription());
+        throw std::runtime_error(path + ": unreadable image header: " + itk_message(e));
+    }
+    // The tools hold it as float (twice while converting layouts): refuse what cannot fit
+    // before ITK tries to allocate it.
+    double values = io->GetNumberOfComponents();
+    std::ostringstream size;
+    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) {
+        values *= static_cast<double>(io->GetDimensions(d));
+        size << (d ? " x " : "") << io->GetDimensions(d);
+    }
+    const double bytes = 2 * values * sizeof(float), have = physical_memory();
+    if (have > 0 && bytes > have) {
+        std::ostringstream why;
+        why.precision(3);
+        why << path << ": the header claims " << size.str() << " voxels of " << io->GetNumberOfComponents()
+            << " component(s), which need " << bytes / (1 << 30) << " GiB, more than this machine's "
+            << have / (1 << 30) << " GiB of memory";
+        throw std::runtime_error(why.str());
     }
     return io;
+}
+
+// The temporary an output goes to first, created here so that an unwritable place is
+// reported with the system's reason (ITK's writers do not say why).
+std::string make_temporary(const std::string &path)
+{
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    std::string tmp = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
+    close(fd);
+    return tmp;
+}
+
+// ITK's messages name the temporary: name the output instead.
+std::string without_temporary(std::string text, const std::string &tmp, const std::string &path)
+{
+    for (size_t at; (at = text.find(tmp)) != std::string::npos;) text.replace(at, tmp.size(), path);
+    return text;
 }
 
 bool is_nifti(const std::string &path) { return ends_with(path, ".nii") || ends_with(path, ".nii.gz"); }
@@ -177,7 +225,7 @@ template <typename TImage> typename TImage::Pointer read(const std::string &path
     try {
         reader->Update();
     } catch (const itk::ExceptionObject &e) {
-        throw std::runtime_error(path + ": cannot read: " + e.GetDescription());
+        throw std::runtime_error(path + ": cannot read: " + itk_message(e));
     }
     return reader->GetOutput();
 }
@@ -186,10 +234,7 @@ template <typename TImage> typename TImage::Pointer read(const std::string &path
 // and renamed: a failure leaves nothing behind.
 template <typename TImage> void write_atomically(const TImage *image, const std::string &path)
 {
-    size_t slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    std::string tmp = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
+    const std::string tmp = make_temporary(path);
     try {
         auto writer = itk::ImageFileWriter<TImage>::New();
         writer->SetFileName(tmp);
@@ -197,7 +242,7 @@ template <typename TImage> void write_atomically(const TImage *image, const std:
         writer->Update();
     } catch (const itk::ExceptionObject &e) {
         std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + e.GetDescription());
+        throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         std::string why = std::strerror(errno);
@@ -207,6 +252,31 @@ template <typename TImage> void write_atomically(const TImage *image, const std:
 }
 
 }  // namespace
+
+std::string itk_message(const itk::ExceptionObject &e)
+{
+    std::vector<std::string> lines;
+    std::istringstream in(e.GetDescription());
+    for (std::string line; std::getline(in, line);) {
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == ':')) line.pop_back();
+        if (!line.empty()) lines.push_back(line);
+    }
+    if (lines.empty()) return "unknown ITK error";
+    std::string first = lines.front();
+    if (first.rfind("ITK ERROR: ", 0) == 0) {  // "ITK ERROR: NrrdImageIO(0x55...): Read: ..."
+        size_t close = first.find("): ");
+        if (close != std::string::npos) first = first.substr(close + 3);
+    }
+    if (lines.size() > 1) {
+        std::string last = lines.back();  // "[nrrd] _nrrdEncodingRaw_read: fread got only ..."
+        if (!last.empty() && last[0] == '[') {
+            size_t colon = last.find(": ");
+            if (colon != std::string::npos) last = last.substr(colon + 2);
+        }
+        first += ": " + last;
+    }
+    return first;
+}
 
 VolumeShape probe_volume(const std::string &path)
 {
@@ -224,6 +294,18 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 }
 
 void write_scalar_volume(const ScalarImage3 *image, const std::string &path) { write_atomically(image, path); }
+
+ScalarImage4::Pointer read_scalar_image4(const std::string &path)
+{
+    auto io = probe(path);
+    if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
+        throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
+                                 std::to_string(io->GetNumberOfDimensions()) + "-D with " +
+                                 std::to_string(io->GetNumberOfComponents()) + " component(s)");
+    return read<ScalarImage4>(path);
+}
+
+void write_scalar_image4(const ScalarImage4 *image, const std::string &path) { write_atomically(image, path); }
 
 VectorImage3::Pointer read_vector_volume(const std::string &path)
 {
@@ -285,10 +367,7 @@ MaskImage3::Pointer read_mask(const std::string &path)
 void write_vector_volume(const VectorImage3 *image, const std::string &path)
 {
     // temporary beside the target, keeping the extension ITK picks the format from
-    size_t slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    std::string tmp = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
+    const std::string tmp = make_temporary(path);
     try {
         if (is_nifti(path)) {
             auto out = Image4::New();
@@ -330,7 +409,7 @@ void write_vector_volume(const VectorImage3 *image, const std::string &path)
         }
     } catch (const itk::ExceptionObject &e) {
         std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + e.GetDescription());
+        throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         std::string why = std::strerror(errno);

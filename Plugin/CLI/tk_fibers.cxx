@@ -56,8 +56,9 @@ void usage(FILE *f)
 #else
     std::fputs("  --vtp, --png, --slice, --glyph-scale  fiber glyphs: not in this build (built without VTK)\n", f);
 #endif
-    std::fputs("  --backend cpu|omp|cuda  (default omp: all cores through ITK's threader)\n"
-               "  --quiet                 no progress bar or warnings\n",
+    std::fputs("  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
+               "                          omp (all cores through ITK's threader) with a warning on stderr\n"
+               "  --quiet                 no progress bar or warnings (the CPU fallback's included)\n",
                f);
 }
 
@@ -66,7 +67,7 @@ struct Args {
     long num = 3, slice = -1;
     double threshold = 0, relative = 0, separation = 0, glyph_scale = 0;
     bool descoteaux = false, legacy = false, quiet = false;
-    std::string backend = "omp";
+    tk_cli_backend backend = TK_CLI_AUTO;
 };
 
 int parse(int argc, char **argv, Args &a)
@@ -120,12 +121,8 @@ int parse(int argc, char **argv, Args &a)
             }
             a.descoteaux = !std::strcmp(v, "descoteaux");
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backend"))) return 0;
-            a.backend = v;
-            if (a.backend != "cpu" && a.backend != "omp" && a.backend != "cuda") {
-                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backend")) || !tk_cli_parse_backend(prog, v, 1, &a.backend))
                 return 0;
-            }
         } else if (!std::strcmp(arg, "--legacy")) {
             a.legacy = true;
         } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
@@ -202,6 +199,14 @@ int main(int argc, char **argv)
     if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_fibers_xml) ? 0 : TK_EXIT_FAILURE;
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    {
+        const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+        const std::string *outputs[] = {&a.output, &a.amplitudes, &a.vtp, &a.png};
+        for (const std::string *o : outputs) {
+            if (o->empty()) continue;
+            if (int bad = tk_cli_check_output(prog, o->c_str(), 0, inputs)) return bad;
+        }
+    }
     try {
 #ifdef TK_HAVE_VTK
         if (!a.png.empty()) {  // before any work: no display, no outputs at all
@@ -231,6 +236,8 @@ int main(int argc, char **argv)
             }
         }
 #endif
+        tk_cli_backend run;
+        if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &run)) return TK_EXIT_FAILURE;
         using Filter = itk::FiberDirectionsImageFilter<>;
         auto filter = Filter::New();
         filter->SetInput(sh);
@@ -249,8 +256,8 @@ int main(int argc, char **argv)
         filter->SetMinimumSeparationAngle(a.separation);
         filter->SetBasis(a.descoteaux ? Filter::BasisType::Descoteaux : Filter::BasisType::Tournier);
         filter->SetLegacy(a.legacy);
-        filter->SetBackend(a.backend == "cuda" ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-        if (a.backend == "cpu") filter->SetNumberOfWorkUnits(1);
+        filter->SetBackend(run == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
+        if (run == TK_CLI_CPU) filter->SetNumberOfWorkUnits(1);
         tk::update_with_progress(filter, prog, a.quiet);
         if (filter->GetNumberOfInvalidVoxels() && !a.quiet)
             std::fprintf(stderr, "%s: warning: %lu voxels have non-finite coefficients; their peaks are NaN\n", prog,
@@ -286,7 +293,7 @@ int main(int argc, char **argv)
 #endif
         outputs.keep = true;
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s", e.GetDescription());
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -46,8 +46,10 @@ static const tk_xml_param peak_params[] = {
 
 static const tk_xml_param run_params[] = {
     {.kind = TK_XML_STRING_ENUMERATION, .name = "backend", .label = "Backend",
-     .description = "omp: all cores; cpu: one core; cuda: the GPU", .longflag = "backend", .index = -1,
-     .default_value = "omp", .elements = "omp|cpu|cuda"},
+     .description = "auto: the GPU where a usable one is found, else all cores (with a warning); "
+                    "omp: all cores; cpu: one core; cuda: the GPU",
+     .longflag = "backend", .index = -1,
+     .default_value = "auto", .elements = "auto|omp|cpu|cuda"},
 };
 
 static const tk_xml_group groups[] = {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli.h"
+#include "image_layout.h"
 #include "itk_progress_bar.h"
 #include "itkTuckerCompletionImageFilter.h"
 #include "sh_image_io.h"
@@ -26,7 +27,8 @@ struct CompleteArgs {
     long rank_j = 8, rank_r = 8, iters = 200;
     double lr_a = 0.02, lr_b = 0.5, lambda_a = 1e-3, lambda_b = 1e-3;
     uint64_t seed = 0;
-    bool keep_observed = false, cuda = false, quiet = false;
+    bool keep_observed = false, quiet = false;
+    tk_cli_backend backend = TK_CLI_AUTO;
 };
 
 int parse(int argc, char **argv, CompleteArgs &a)
@@ -68,12 +70,7 @@ int parse(int argc, char **argv, CompleteArgs &a)
             }
             a.seed = s;
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (std::strcmp(v, "omp") && std::strcmp(v, "cpu") && std::strcmp(v, "cuda")) {
-                tk_cli_error(prog, "--backend expects omp, cpu or cuda, got '%s'", v);
-                return 0;
-            }
-            a.cuda = !std::strcmp(v, "cuda");
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a.backend)) return 0;
         } else if (!std::strcmp(arg, "--keep-observed")) {
             a.keep_observed = true;
         } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
@@ -108,80 +105,6 @@ int parse(int argc, char **argv, CompleteArgs &a)
 using Image3 = itk::Image<float, 3>;
 using Image4 = itk::Image<float, 4>;
 
-// The components of a vector volume as the 4th axis (and back): same grid, volume-major.
-Image4::Pointer to_4d(const tk::VectorImage3 *in)
-{
-    auto out = Image4::New();
-    Image4::RegionType region;
-    Image4::SpacingType spacing;
-    Image4::PointType origin;
-    Image4::DirectionType direction;
-    direction.SetIdentity();
-    spacing.Fill(1.0);
-    origin.Fill(0.0);
-    const auto size3 = in->GetLargestPossibleRegion().GetSize();
-    for (unsigned r = 0; r < 3; ++r) {
-        region.SetSize(r, size3[r]);
-        spacing[r] = in->GetSpacing()[r];
-        origin[r] = in->GetOrigin()[r];
-        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
-    }
-    const size_t nt = in->GetNumberOfComponentsPerPixel(), nvox = in->GetLargestPossibleRegion().GetNumberOfPixels();
-    region.SetSize(3, nt);
-    out->SetRegions(region);
-    out->SetSpacing(spacing);
-    out->SetOrigin(origin);
-    out->SetDirection(direction);
-    out->Allocate();
-    for (size_t v = 0; v < nvox; ++v)
-        for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[t * nvox + v] = in->GetBufferPointer()[v * nt + t];
-    return out;
-}
-
-void copy_back(const Image4 *in, tk::VectorImage3 *out)
-{
-    const size_t nt = out->GetNumberOfComponentsPerPixel(), nvox = out->GetLargestPossibleRegion().GetNumberOfPixels();
-    for (size_t v = 0; v < nvox; ++v)
-        for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[v * nt + t] = in->GetBufferPointer()[t * nvox + v];
-}
-
-template <typename TImage, typename TMask> void same_grid(const TImage *image, TMask *mask, const std::string &path)
-{
-    if (mask->GetLargestPossibleRegion().GetSize() != image->GetLargestPossibleRegion().GetSize())
-        throw std::runtime_error(path + ": the mask's size differs from the input image's");
-    mask->SetOrigin(image->GetOrigin());  // same grid; tolerate header rounding
-    mask->SetSpacing(image->GetSpacing());
-    mask->SetDirection(image->GetDirection());
-}
-
-// A 4-D mask: a 3-D one repeated over the volumes, or one with the image's volumes.
-itk::Image<unsigned char, 4>::Pointer mask_4d(const Image4 *image, const std::string &path)
-{
-    using Mask4 = itk::Image<unsigned char, 4>;
-    auto mask = Mask4::New();
-    mask->CopyInformation(image);  // same grid
-    mask->SetRegions(image->GetLargestPossibleRegion());
-    mask->Allocate();
-    const auto size = image->GetLargestPossibleRegion().GetSize();
-    const size_t nvox = size[0] * size[1] * size[2], nt = size[3];
-    const auto shape = tk::probe_volume(path);
-    if (shape.components == 1 && shape.dimensions == 3) {
-        auto m3 = tk::read_mask(path);
-        const auto s3 = m3->GetLargestPossibleRegion().GetSize();
-        if (s3[0] != size[0] || s3[1] != size[1] || s3[2] != size[2])
-            throw std::runtime_error(path + ": the mask's size differs from the input image's");
-        for (size_t t = 0; t < nt; ++t)
-            for (size_t v = 0; v < nvox; ++v) mask->GetBufferPointer()[t * nvox + v] = m3->GetBufferPointer()[v] != 0;
-    } else {
-        auto m = to_4d(tk::read_vector_volume(path));
-        if (m->GetLargestPossibleRegion().GetSize() != size)
-            throw std::runtime_error(path + ": the mask's size differs from the input image's (3-D masks apply to "
-                                            "every volume; a 4-D one needs the image's volumes)");
-        for (size_t i = 0; i < nvox * nt; ++i) mask->GetBufferPointer()[i] = m->GetBufferPointer()[i] != 0;
-    }
-    return mask;
-}
-
 template <typename TImage>
 typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
                                   const typename itk::TuckerCompletionImageFilter<TImage>::MaskImageType *mask)
@@ -199,8 +122,15 @@ typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
     filter->SetLambdaB(a.lambda_b);
     filter->SetSeed(a.seed);
     filter->SetKeepObservedValues(a.keep_observed);
-    filter->SetBackend(a.cuda ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-    tk::update_with_progress(filter, prog, a.quiet);
+    filter->SetBackend(a.backend == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
+    try {
+        tk::update_with_progress(filter, prog, a.quiet);
+    } catch (const itk::ExceptionObject &e) {
+        // The filter's complaints are about the data: name the file they come from.
+        const std::string why = tk::itk_message(e);
+        const bool about_mask = !a.mask.empty() && why.rfind("the mask", 0) == 0;
+        throw std::runtime_error((about_mask ? a.mask : a.input) + ": " + why);
+    }
     if (!a.quiet)
         std::fprintf(stderr, "%s: %lu observed voxels, training RMSE %.6g\n", prog,
                      static_cast<unsigned long>(filter->GetNumberOfObservedVoxels()), filter->GetTrainingRMSE());
@@ -232,8 +162,9 @@ extern "C" void tk_tucker_complete_usage(FILE *f)
                  "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
                  "  --seed S                 seed of the model's start (default 0)\n"
                  "  --keep-observed          copy the input at observed voxels\n"
-                 "  --backend omp|cuda       (default omp; cpu is the same as omp)\n"
-                 "  --quiet                  no progress bar or summary\n"
+                 "  --backend auto|omp|cuda  auto (default): cuda where a usable GPU is found, else omp\n"
+                 "                           with a warning on stderr (cpu is the same as omp)\n"
+                 "  --quiet                  no progress bar, summary or warnings\n"
                  "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
                  "  tk-tucker --mask MASK --iters 100 complete IN_IMAGE OUT_IMAGE\n");
 }
@@ -242,6 +173,8 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
     try {
         const auto shape = tk::probe_volume(a.input);
         if (shape.components == 1 && shape.dimensions == 3) {
@@ -249,21 +182,23 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             tk::MaskImage3::Pointer mask;
             if (!a.mask.empty()) {
                 mask = tk::read_mask(a.mask);
-                same_grid(image.GetPointer(), mask.GetPointer(), a.mask);
+                tk::same_grid(image.GetPointer(), mask.GetPointer(), a.mask);
             }
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             auto out = complete<Image3>(a, image, mask);
             tk::write_scalar_volume(out, a.output);
         } else {
             auto vectors = tk::read_vector_volume(a.input);  // 4-D NIfTI or vector volume
-            auto image = to_4d(vectors);
+            auto image = tk::to_4d(vectors);
             itk::Image<unsigned char, 4>::Pointer mask;
-            if (!a.mask.empty()) mask = mask_4d(image, a.mask);
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             auto out = complete<Image4>(a, image, mask);
-            copy_back(out, vectors);  // the input's grid and layout, the completed values
+            tk::copy_back(out, vectors);  // the input's grid and layout, the completed values
             tk::write_vector_volume(vectors, a.output);
         }
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s", e.GetDescription());
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -47,8 +47,10 @@ static const tk_xml_param solver_params[] = {
      .description = "Seed of the model's start: a fixed seed gives the same result on any thread count",
      .longflag = "seed", .index = -1, .default_value = "0"},
     {.kind = TK_XML_STRING_ENUMERATION, .name = "backend", .label = "Backend",
-     .description = "omp: all cores; cuda: the GPU", .longflag = "backend", .index = -1, .default_value = "omp",
-     .elements = "omp|cuda"},
+     .description = "auto: the GPU where a usable one is found, else all cores (with a warning); "
+                    "omp: all cores; cuda: the GPU",
+     .longflag = "backend", .index = -1, .default_value = "auto",
+     .elements = "auto|omp|cuda"},
 };
 
 static const tk_xml_group groups[] = {

@@ -38,7 +38,7 @@ bad = os.path.join(work, "bad.json")
 run = subprocess.run([bench, "teig", "--bogus", "--json", bad], capture_output=True, text=True)
 assert run.returncode == 2 and not os.path.exists(bad) and not [f for f in os.listdir(work) if ".tmp." in f], run
 run = subprocess.run([bench, "teig", "--json", os.path.join(work, "no/such/dir.json")], capture_output=True, text=True)
-assert run.returncode == 1 and "cannot create" in run.stderr and not run.stdout, run
+assert run.returncode == 1 and "does not exist" in run.stderr and not run.stdout, run
 run = subprocess.run([bench, "teig", "--json"], capture_output=True, text=True)
 assert run.returncode == 2 and "needs a value" in run.stderr, run
 

@@ -210,7 +210,7 @@ TEST(PltfCli, BadInputsFailClearlyAndLeaveNoOutput)
         {base + in + " --dims z=3", "has no index 'z'", 2},
         {" --model parafac --dims a=2,i=7" + in, "sets observed index 'i' to 7, but", 2},
         {base + in + " --divergence hellinger", "--divergence expects kl, euclidean or is", 2},
-        {base + in + " --backend gpu", "--backend expects cpu, omp or cuda", 2},
+        {base + in + " --backend gpu", "--backend expects auto, cpu, omp or cuda", 2},
         {base + in + " --iters -1", "--iters expects an integer from 0", 2},
         {base + in + " --frobnicate", "unknown option '--frobnicate'", 2},
         {" --dims a=2" + in, "are required", 2},

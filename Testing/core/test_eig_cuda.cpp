@@ -203,6 +203,9 @@ TEST(EigCuda, MeasureReportsKernelAndCopyTimes)
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     EXPECT_GT(prof.kernel_ms, 0.0);
     EXPECT_GT(prof.copy_ms, 0.0);
+    EXPECT_STREQ(prof.scheme, "4 lanes");  // the automatic choice at n = 10 (eig_cuda.cu's table)
+    o.cuda_lanes = 1;
+    ASSERT_EQ(tk_eig_cuda_measure(&o, count, batch.data(), &prof), TK_OK) << tk_last_error();
     EXPECT_STREQ(prof.scheme, "thread");
 }
 

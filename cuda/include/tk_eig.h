@@ -49,7 +49,9 @@ typedef struct tk_eig_options {
     int max_iter;           /* QR iterations per eigenvalue; 0: LAPACK's 30 * max(10, n) */
     int num_threads;        /* omp: 0 = the OpenMP default */
     int cuda_device;        /* cuda: device ordinal */
-    size_t cuda_chunk;      /* cuda: matrices per transfer chunk; 0 = chosen from free memory */
+    size_t cuda_chunk;      /* cuda: matrices per transfer chunk; 0 = chosen from free memory (and
+                               halved where it does not fit); a chosen one that does not fit is
+                               TK_ERR_MEMORY (tk_cuda_memory.h) */
     int cuda_lanes;         /* cuda: threads per matrix, 1 (values only), 2, 4, 8, 16, 32 or 64;
                                0 = chosen from n (the tuning knob of tk-bench eig --cuda-lanes) */
 } tk_eig_options;

@@ -1,7 +1,9 @@
 /* CUDA backend of the batched eigensolver.
  *
- * The per-matrix solver is the CPU's own text (eig_body.h); what changes is who
- * runs it and where the matrix lives.  G threads share a matrix, G picked from n
+ * The per-matrix solver is the CPU's own text (eig_body.h), except that values-only
+ * solves on up to 32 lanes run the GPU's own QR iteration (eig_cuda_hqr.cuh: no
+ * search for a lower bulge start, a parallel deflation scan, fewer barriers); what
+ * changes is who runs it and where the matrix lives.  G threads share a matrix, G picked from n
  * (tk_eig_options.cuda_lanes overrides it, for tuning):
  *   G = 1:     one thread per matrix, the matrices of a block in shared memory
  *              interleaved element by element (the seed's EW layout: consecutive
@@ -12,16 +14,19 @@
  *              tests) done by all of them alike, so G below 32 spends fewer lanes
  *              on that redundant part; the seed's single-warp scheme is G = 32;
  *   G = 64:    one block of 64 threads per matrix (the seed's multi-warp scheme).
- * Batches run in chunks through three streams, so the copies of one chunk overlap
+ * The block size is the one that keeps the most matrices resident per SM (shared
+ * memory bounds it; pack_plan).  Batches run in chunks through three streams, so the copies of one chunk overlap
  * the computation of the next; pinned caller arrays are copied directly, others
  * through pinned staging buffers.
  */
 #include <cuda_runtime.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_memory.h"
 #include "eig_internal.h"
 #include "tk_hd.h"
 
@@ -80,20 +85,56 @@ __host__ __device__ __forceinline__ void tk_eig_sync(int stride, unsigned mask)
 extern "C" int tk_eig_has_cuda(void) { return 1; }
 
 template <typename R> struct Eig;
-template <> struct Eig<double> {
-    typedef eig_ctx_d ctx;
-    static __device__ int solve(ctx *c, const double *a, double *v, double *x, int bal, int it)
-    {
-        return eig_solve_one_d(c, a, v, x, bal, it);
+#define TK_EIG_BIND(R, S)                                                                                      \
+    template <> struct Eig<R> {                                                                                \
+        typedef eig_ctx_##S ctx;                                                                               \
+        static __device__ int solve(ctx *c, const R *a, R *v, R *x, int bal, int it)                           \
+        {                                                                                                      \
+            return eig_solve_one_##S(c, a, v, x, bal, it);                                                     \
+        }                                                                                                      \
+        static __device__ int prepare(ctx *c, const R *a, int bal, int *expo, int *ilo, int *ihi)              \
+        {                                                                                                      \
+            return eig_prepare_##S(c, a, bal, expo, ilo, ihi);                                                 \
+        }                                                                                                      \
+        static __device__ void hessenberg(ctx *c, int ilo, int ihi) { eig_hessenberg_##S(c, ilo, ihi); }      \
+        static __device__ void sort(ctx *c) { eig_sort_##S(c); }                                               \
+        static __device__ R scale2(R x, int e) { return eig_scale2_##S(x, e); }                                \
+        static __device__ void lanv2(R *a, R *b, R *c, R *d, R *r1r, R *r1i, R *r2r, R *r2i, R *cs, R *sn)     \
+        {                                                                                                      \
+            eig_lanv2_##S(a, b, c, d, r1r, r1i, r2r, r2i, cs, sn);                                             \
+        }                                                                                                      \
+    };
+TK_EIG_BIND(double, d)
+TK_EIG_BIND(float, f)
+#undef TK_EIG_BIND
+
+#include "eig_cuda_hqr.cuh"
+
+/* Eigenvalues only, by lanes of one warp (stride <= 32): eig_solve_one's steps with
+ * the GPU's own QR iteration (eig_cuda_hqr.cuh). */
+template <typename R>
+__device__ int eig_gpu_solve_values(typename Eig<R>::ctx *c, const R *a, R *values, int balance, int max_iter)
+{
+    const int n = c->n;
+    int expo = 0, ilo = 0, ihi = n - 1;
+    int status = Eig<R>::prepare(c, a, balance, &expo, &ilo, &ihi);
+    if (!status) {
+        Eig<R>::hessenberg(c, ilo, ihi);
+        if (eig_gpu_hqr_values<R>(c, ilo, ihi, max_iter)) status = 1;
     }
-};
-template <> struct Eig<float> {
-    typedef eig_ctx_f ctx;
-    static __device__ int solve(ctx *c, const float *a, float *v, float *x, int bal, int it)
-    {
-        return eig_solve_one_f(c, a, v, x, bal, it);
+    if (status) {
+        for (int e = c->lane; e < 2 * n; e += c->stride) values[e] = (R)NAN;
+        return status;
     }
-};
+    if (c->lane == 0) Eig<R>::sort(c);
+    if (c->stride > 1) __syncwarp(c->mask);
+    const int es = c->es;
+    for (int s = c->lane; s < n; s += c->stride) {
+        values[2 * s] = Eig<R>::scale2(c->wr[s * es], expo);
+        values[2 * s + 1] = Eig<R>::scale2(c->wi[s * es], expo);
+    }
+    return 0;
+}
 
 /* How a batch of order n is laid out on the device: `lanes` threads per matrix
  * (1, 2, 4, 8, 16, 32 or 64), `groups` matrices per block. */
@@ -102,14 +143,35 @@ struct plan {
     size_t group_reals, smem;
 };
 
-static size_t group_reals(int n, int ld, int want) { return (size_t)(1 + want) * (size_t)n * (size_t)ld + 6 * (size_t)n; }
+/* Shared-memory reals per matrix: H (and Z) plus the scratch vectors.  Values only,
+ * the scratch phases follow one another and share 3n reals: the balancing scales
+ * (read by balancing alone), then the Householder vector (Hessenberg reduction),
+ * then wr, wi and pos (QR, sort); with vectors each has its own (6n).  Shared memory
+ * bounds how many matrices an SM holds, so every real saved there adds some. */
+static size_t group_reals(int n, int ld, int want)
+{
+    return (size_t)(1 + want) * (size_t)n * (size_t)ld + (want ? 6 : 3) * (size_t)n;
+}
 
-/* The automatic choice; measured figures on the H100 should refine it (tk-bench eig
- * --cuda-lanes). */
+/* The automatic choice.  Values only, from `tk-bench eig --cuda-lanes G` on an H100
+ * (500,000 random double matrices, kernel ms, 2026-11-23):
+ *     n     thread   4 lanes   8 lanes   16 lanes   warp
+ *     5      1.32     3.69      6.32      10.4      17.1
+ *    10     12.0      9.73     14.6       23.5      38.7
+ *    15       -      31.6      36.8       56.8      77.0
+ *    20       -      92.8      62.1       69.5     108.1
+ *    25       -     182.2     127.4      128.0     157.0
+ *    30       -     401.8     252.1      189.0     213.6
+ * (2 lanes lost everywhere; a block of 64 threads was 3-4x slower than the warp).
+ * Above 30 unmeasured: 16 lanes to 40, then the whole warp.  With vectors (the
+ * shared body's QR) the older table, not re-measured. */
 static int auto_lanes(int n, int want, size_t elem)
 {
-    const size_t thread_bytes = group_reals(n, n, 0) * elem;
-    if (!want && 32 * thread_bytes <= 64 * 1024) return 1;
+    if (!want) {
+        const size_t thread_bytes = group_reals(n, n, 0) * elem;
+        if (n <= 7 && 32 * thread_bytes <= 64 * 1024) return 1;
+        return n <= 16 ? 4 : n <= 24 ? 8 : n <= 40 ? 16 : 32;
+    }
     return n <= 8 ? 4 : n <= 20 ? 8 : n <= 32 ? 16 : 64;
 }
 
@@ -204,13 +266,22 @@ __global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a,
     c.h = base;
     c.z = want ? base + nld * es : nullptr;
     c.scale = base + (size_t)(1 + want) * nld * es;
-    c.wr = c.scale + (size_t)n * es;
-    c.wi = c.wr + (size_t)n * es;
-    c.pos = c.wi + (size_t)n * es;
-    c.tmp = c.pos + (size_t)n * es;
+    if (want) {
+        c.wr = c.scale + (size_t)n * es;
+        c.wi = c.wr + (size_t)n * es;
+        c.pos = c.wi + (size_t)n * es;
+        c.tmp = c.pos + (size_t)n * es;
+    } else {
+        c.tmp = c.scale; /* see group_reals */
+        c.wr = c.scale;
+        c.wi = c.wr + (size_t)n * es;
+        c.pos = c.wi + (size_t)n * es;
+    }
     const size_t nn = (size_t)n * (size_t)n;
-    int s = Eig<R>::solve(&c, a + idx * nn, values + idx * 2 * (size_t)n, want ? vectors + idx * 2 * nn : nullptr,
-                          balance, max_iter);
+    int s = !want && p.lanes <= 32
+                ? eig_gpu_solve_values<R>(&c, a + idx * nn, values + idx * 2 * (size_t)n, balance, max_iter)
+                : Eig<R>::solve(&c, a + idx * nn, values + idx * 2 * (size_t)n, want ? vectors + idx * 2 * nn : nullptr,
+                                balance, max_iter);
     if (c.lane == 0) status[idx] = (int8_t)s;
 }
 
@@ -218,7 +289,8 @@ __global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a,
     do {                                                                                                     \
         cudaError_t err_ = (call);                                                                           \
         if (err_ != cudaSuccess) {                                                                           \
-            st = tk_set_error(TK_ERR_CUDA, "CUDA: %s failed: %s", #call, cudaGetErrorString(err_));          \
+            st = tk_set_error(err_ == cudaErrorMemoryAllocation ? TK_ERR_MEMORY : TK_ERR_CUDA,               \
+                              "CUDA: %s failed: %s", #call, cudaGetErrorString(err_));                       \
             goto cleanup;                                                                                    \
         }                                                                                                    \
     } while (0)
@@ -249,6 +321,48 @@ static tk_status check_smem(const plan &p, int device)
                             "use more lanes per matrix",
                             scheme_name(p.lanes), p.smem, optin);
     return TK_OK;
+}
+
+/* Matrices of plan p resident on one SM at once: shared memory (and, for the small
+ * orders, registers) bound it, so the block size decides how much of the SM's
+ * shared memory is left over as a remainder no block fits in. */
+template <typename R> static int resident_matrices(const plan &p)
+{
+    int blocks = 0;
+    if (p.smem > 48 * 1024 &&
+        cudaFuncSetAttribute(eig_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem) != cudaSuccess)
+        return (void)cudaGetLastError(), 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, eig_kernel<R>, p.threads, p.smem) != cudaSuccess)
+        return (void)cudaGetLastError(), 0;
+    return blocks * p.groups;
+}
+
+/* Groups per block that keep the most matrices resident (ties: the smaller block,
+ * which balances better over the SMs at a batch's tail). */
+template <typename R> static void pack_plan(plan *p, int device)
+{
+    int optin = 0;
+    if (p->lanes > 32 || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+        return (void)cudaGetLastError();
+    const int per_warp = p->lanes == 1 ? 32 : 32 / p->lanes;
+    plan best = *p;
+    int best_resident = resident_matrices<R>(best);
+    for (int warps = 1; warps <= 16; ++warps) {
+        plan q = *p;
+        q.groups = warps * per_warp;
+        q.threads = 32 * warps;
+        q.smem = q.group_reals * sizeof(R) * (size_t)q.groups;
+        if (q.smem > (size_t)optin) break;
+        const int r = resident_matrices<R>(q);
+        if (r > best_resident) best = q, best_resident = r;
+    }
+    *p = best;
+}
+
+static void pack_plan_any(int dbl, plan *p, int device)
+{
+    if (dbl) pack_plan<double>(p, device);
+    else pack_plan<float>(p, device);
 }
 
 template <typename R> static cudaError_t prepare_kernel(const plan &p)
@@ -298,8 +412,9 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     const size_t per_matrix = in_b + val_b + vec_b + 1;
     const int lanes = choose_lanes(o, want, elem);
     if (!lanes) return TK_ERR_ARGUMENT;
-    const plan p = make_plan(n, want, elem, lanes);
+    plan p = make_plan(n, want, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
+    pack_plan_any(dbl, &p, o->cuda_device);
     const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
     const int direct = is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status);
 
@@ -311,8 +426,8 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     size_t chunk = o->cuda_chunk;
     if (!chunk) {
         size_t free_b = 0, total_b = 0;
-        CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-        size_t fit = free_b / 2 / TK_EIG_STREAMS / per_matrix;
+        if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) return st;
+        size_t fit = tk_cuda_budget(free_b) / TK_EIG_STREAMS / per_matrix;
         /* several chunks per batch so that copies overlap compute, none too small to
          * fill the GPU, none so large that the pinned staging buffers (three of them)
          * take long to allocate */
@@ -321,17 +436,36 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         const size_t cap = ((size_t)256 << 20) / per_matrix;
         if (chunk > cap) chunk = cap > 1024 ? cap : 1024;
         if (chunk > fit) chunk = fit;
-        if (chunk < 1)
-            return tk_set_error(TK_ERR_MEMORY, "GPU memory is too full for even one matrix of order %d", n);
+        if (chunk < 1) chunk = 1; /* the allocation below decides, and words the error */
     }
     if (chunk > count) chunk = count;
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
+    /* Device buffers first, all or none.  An automatic chunk whose buffers do not fit
+     * (another thread or process took memory since the query) is halved; a cuda_chunk
+     * the caller chose is kept, and its failure reported. */
+    for (;;) {
+        tk_cuda_buffer bufs[TK_EIG_STREAMS];
+        for (int s = 0; s < TK_EIG_STREAMS; ++s) bufs[s] = {(void **)&dbuf[s], chunk * per_matrix};
+        cudaError_t err = tk_cuda_malloc_all(bufs, TK_EIG_STREAMS);
+        if (err == cudaSuccess) break;
+        if (err != cudaErrorMemoryAllocation) {
+            st = tk_set_error(TK_ERR_CUDA, "CUDA: cudaMalloc failed: %s", cudaGetErrorString(err));
+            goto cleanup;
+        }
+        if (o->cuda_chunk || chunk == 1) {
+            char what[160];
+            snprintf(what, sizeof what, "a chunk of %zu matrices of order %d on each of %d streams%s", chunk, n,
+                     TK_EIG_STREAMS, o->cuda_chunk ? " (cuda_chunk; 0 picks a chunk that fits)" : "");
+            st = tk_cuda_out_of_memory("Eigenvalues on CUDA", what, (size_t)TK_EIG_STREAMS * chunk * per_matrix);
+            goto cleanup;
+        }
+        chunk = (chunk + 1) / 2;
+    }
     for (int s = 0; s < TK_EIG_STREAMS; ++s) {
         CUDA_TRY(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking));
         CUDA_TRY(cudaEventCreate(&ev0[s]));
         CUDA_TRY(cudaEventCreate(&ev1[s]));
-        CUDA_TRY(cudaMalloc(&dbuf[s], chunk * per_matrix));
         if (!direct) CUDA_TRY(cudaMallocHost(&hbuf[s], chunk * per_matrix));
     }
     {
@@ -393,7 +527,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
 cleanup:
     for (int s = 0; s < TK_EIG_STREAMS; ++s) {
         if (streams[s]) cudaStreamSynchronize(streams[s]);
-        if (dbuf[s]) cudaFree(dbuf[s]);
+        tk_cuda_free(dbuf[s]);
         if (hbuf[s]) cudaFreeHost(hbuf[s]);
         if (ev0[s]) cudaEventDestroy(ev0[s]);
         if (ev1[s]) cudaEventDestroy(ev1[s]);
@@ -432,8 +566,9 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     const size_t in_b = count * nn * elem, val_b = count * 2 * (size_t)n * elem;
     const int lanes = choose_lanes(o, 0, elem);
     if (!lanes) return TK_ERR_ARGUMENT;
-    const plan p = make_plan(n, 0, elem, lanes);
+    plan p = make_plan(n, 0, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
+    pack_plan_any(dbl, &p, o->cuda_device);
     void *d_in = NULL, *d_val = NULL, *h_in = NULL, *h_val = NULL;
     const void *src = NULL;
     const size_t warm = count < 256 ? count : 256;
@@ -442,17 +577,20 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     float h2d = 0, kern = 0, d2h = 0;
     prof->scheme = scheme_name(p.lanes);
     size_t free_b = 0, total_b = 0;
-    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-    if (in_b + val_b + count > free_b) {
-        st = tk_set_error(TK_ERR_MEMORY, "%zu matrices of order %d need %.1f GB of GPU memory, %.1f GB free", count, n,
-                          (double)(in_b + val_b + count) / 1e9, (double)free_b / 1e9);
-        goto cleanup;
+    if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) goto cleanup;
+    {
+        char what[96];
+        snprintf(what, sizeof what, "the whole batch of %zu matrices of order %d", count, n);
+        tk_cuda_buffer bufs[] = {{&d_in, in_b}, {&d_val, val_b}, {(void **)&d_st, count}};
+        cudaError_t err = in_b + val_b + count > free_b ? cudaErrorMemoryAllocation : tk_cuda_malloc_all(bufs, 3);
+        if (err == cudaErrorMemoryAllocation) {
+            st = tk_cuda_out_of_memory("Eigenvalues on CUDA (measure)", what, in_b + val_b + count);
+            goto cleanup;
+        }
+        CUDA_TRY(err);
     }
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
-    CUDA_TRY(cudaMalloc(&d_in, in_b));
-    CUDA_TRY(cudaMalloc(&d_val, val_b));
-    CUDA_TRY(cudaMalloc(&d_st, count));
     if (is_pinned(matrices)) {
         src = matrices; /* the caller's pinned array: no second copy of a large batch */
     } else {
@@ -487,9 +625,9 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
 cleanup:
     for (int i = 0; i < 6; ++i)
         if (e[i]) cudaEventDestroy(e[i]);
-    cudaFree(d_in);
-    cudaFree(d_val);
-    cudaFree(d_st);
+    tk_cuda_free(d_in);
+    tk_cuda_free(d_val);
+    tk_cuda_free(d_st);
     cudaFreeHost(h_in);
     cudaFreeHost(h_val);
     return st;

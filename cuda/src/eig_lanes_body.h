@@ -73,13 +73,16 @@ TK_CPU_TARGETS static void EIG_NAME(eig_lanes_hqr)(int n, EIG_REAL *TK_RESTRICT 
     }
 
     /* ---- double-shift QR, lanes in lockstep ---- */
-    int li[EIG_W], ll[EIG_W], its[EIG_W], kdefl[EIG_W], active = 0;
+    /* lane bit masks: unsigned, since float groups have 32 lanes */
+    int li[EIG_W], ll[EIG_W], its[EIG_W], kdefl[EIG_W];
+    unsigned active = 0;
     for (int lane = 0; lane < EIG_W; ++lane) {
         li[lane] = n - 1, ll[lane] = 0, its[lane] = 0, kdefl[lane] = 0;
-        if (status[lane] == 0) active |= 1 << lane;
+        if (status[lane] == 0) active |= 1u << lane;
     }
     while (active) {
-        int sweeping = 0, kmin = n, kmax = -1, rmin = n, cmax = 0;
+        unsigned sweeping = 0;
+        int kmin = n, kmax = -1, rmin = n, cmax = 0;
         int ms[EIG_W];
         EIG_REAL iv0[EIG_W], iv1[EIG_W], iv2[EIG_W];
         for (int lane = 0; lane < EIG_W; ++lane) ms[lane] = n, iv0[lane] = iv1[lane] = iv2[lane] = 0;
@@ -117,13 +120,13 @@ TK_CPU_TARGETS static void EIG_NAME(eig_lanes_hqr)(int n, EIG_REAL *TK_RESTRICT 
                     wr[i * EIG_W + lane] = r2r, wi[i * EIG_W + lane] = r2i;
                 }
                 li[lane] = l - 1, ll[lane] = 0, its[lane] = 0, kdefl[lane] = 0;
-                if (l - 1 < 0) active &= ~(1 << lane);
+                if (l - 1 < 0) active &= ~(1u << lane);
                 goto next_window; /* the next window in this same round: no lane idles a round */
             }
             ll[lane] = l;
             if (its[lane]++ > max_iter) {
                 status[lane] = 1;
-                active &= ~(1 << lane);
+                active &= ~(1u << lane);
                 continue;
             }
             ++kdefl[lane];
@@ -167,7 +170,7 @@ TK_CPU_TARGETS static void EIG_NAME(eig_lanes_hqr)(int n, EIG_REAL *TK_RESTRICT 
                 v0 /= ss, v1 /= ss, v2 /= ss;
             }
             ms[lane] = m, iv0[lane] = v0, iv1[lane] = v1, iv2[lane] = v2;
-            sweeping |= 1 << lane;
+            sweeping |= 1u << lane;
             kmin = EIG_MIN(kmin, m), kmax = EIG_MAX(kmax, i - 1);
             rmin = EIG_MIN(rmin, l), cmax = EIG_MAX(cmax, i);
         }

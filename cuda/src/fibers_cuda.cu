@@ -12,9 +12,11 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_memory.h"
 #include "fibers_internal.h"
 #include "fibers_select.h"
 #include "sshopm_internal.h"
@@ -409,12 +411,28 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     if ((status = tk_fibers_monomial_map(plan, P)) != TK_OK) goto cleanup;
     for (int d = 0; d < G; ++d)
         for (int i = 0; i < 3; ++i) h_grid[(size_t)i * G + d] = (float)plan->dirs[(size_t)d * 3 + i];
-    CUDA_TRY(cudaMalloc(&d_pt, sizeof(double) * (size_t)k * k));
-    CUDA_TRY(cudaMalloc(&d_grid, sizeof(float) * 3 * (size_t)G));
-    CUDA_TRY(cudaMalloc(&d_nbr_start, sizeof(int) * ((size_t)G + 1)));
-    CUDA_TRY(cudaMalloc(&d_nbr, sizeof(int) * (size_t)plan->nbr_start[G] + sizeof(int)));
-    CUDA_TRY(cudaMalloc(&d_nbr_near, sizeof(int) * (size_t)G));
-    CUDA_TRY(cudaMalloc(&d_bad, sizeof(unsigned long long)));
+    {
+        tk_cuda_buffer plan_bufs[] = {{(void **)&d_pt, sizeof(double) * (size_t)k * k},
+                                      {(void **)&d_grid, sizeof(float) * 3 * (size_t)G},
+                                      {(void **)&d_nbr_start, sizeof(int) * ((size_t)G + 1)},
+                                      {(void **)&d_nbr, sizeof(int) * (size_t)plan->nbr_start[G] + sizeof(int)},
+                                      {(void **)&d_nbr_near, sizeof(int) * (size_t)G},
+                                      {(void **)&d_bad, sizeof(unsigned long long)}};
+        const int count = (int)(sizeof plan_bufs / sizeof plan_bufs[0]);
+        cudaError_t err = tk_cuda_malloc_all(plan_bufs, count);
+        if (err == cudaErrorMemoryAllocation) {
+            size_t bytes = 0;
+            for (int b = 0; b < count; ++b) bytes += plan_bufs[b].bytes;
+            char what[96];
+            snprintf(what, sizeof what, "the peak finder's plan for lmax %d", plan->lmax);
+            status = tk_cuda_out_of_memory("Fibers on CUDA", what, bytes);
+            goto cleanup;
+        }
+        if (err != cudaSuccess) {
+            status = tk_set_error(TK_ERR_CUDA, "CUDA fiber backend: cudaMalloc failed: %s", cudaGetErrorString(err));
+            goto cleanup;
+        }
+    }
     CUDA_TRY(cudaMemcpy(d_pt, P, sizeof(double) * (size_t)k * k, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(d_grid, h_grid, sizeof(float) * 3 * (size_t)G, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(d_nbr_start, plan->nbr_start, sizeof(int) * ((size_t)G + 1), cudaMemcpyHostToDevice));
@@ -422,29 +440,46 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     CUDA_TRY(cudaMemcpy(d_nbr_near, plan->nbr_near, sizeof(int) * (size_t)G, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
 
-    /* Two chunk buffers, each at most 2^18 voxels and together at most half the free memory. */
+    /* Two chunk buffers (one per stream), each at most 2^18 voxels and together within the
+     * free memory less headroom; buffers that still do not fit (another thread or process
+     * took memory meanwhile) are retried with half the chunk, down to one voxel. */
     /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
     per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * (size_t)k +
                 2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (2 * sizeof(int) + 4 * sizeof(double));
-    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-    chunk = free_bytes / 4 / per_voxel;
+    if (num_voxels == 0) goto cleanup;
+    if ((status = tk_cuda_memory_get(&free_bytes, &total_bytes)) != TK_OK) goto cleanup;
+    chunk = tk_cuda_budget(free_bytes) / 2 / per_voxel;
     if (chunk > ((size_t)1 << 18)) chunk = (size_t)1 << 18;
     if (chunk > num_voxels) chunk = num_voxels;
-    if (num_voxels == 0) goto cleanup;
-    if (chunk == 0) {
-        status = tk_set_error(TK_ERR_MEMORY, "not enough GPU memory for the fiber finder's buffers");
-        goto cleanup;
+    if (chunk == 0) chunk = 1; /* the allocation below decides, and words the error */
+    for (;;) {
+        tk_cuda_buffer bufs[16];
+        for (int s = 0; s < 2; ++s) {
+            tk_cuda_buffer *b = bufs + 8 * s;
+            b[0] = {(void **)&d_sh[s], sizeof(float) * (size_t)k * chunk};
+            b[1] = {(void **)&d_dirs[s], sizeof(float) * 3 * (size_t)np * chunk};
+            b[2] = {(void **)&d_amps[s], sizeof(float) * (size_t)np * chunk};
+            b[3] = {(void **)&d_mask[s], mask ? chunk : 0};
+            /* coefficients, then first/count/num_cands, then the candidate list and results */
+            b[4] = {(void **)&d_coef[s], sizeof(double) * (size_t)k * chunk};
+            b[5] = {(void **)&d_voxel_list[s], sizeof(int) * (2 * chunk + 1)};
+            b[6] = {(void **)&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP2 * chunk};
+            b[7] = {(void **)&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};
+        }
+        cudaError_t err = tk_cuda_malloc_all(bufs, 16);
+        if (err == cudaSuccess) break;
+        if (err != cudaErrorMemoryAllocation) {
+            status = tk_set_error(TK_ERR_CUDA, "CUDA fiber backend: cudaMalloc failed: %s", cudaGetErrorString(err));
+            goto cleanup;
+        }
+        if (chunk == 1) {
+            status = tk_cuda_out_of_memory("Fibers on CUDA", "the buffers of one voxel on each of two streams",
+                                           2 * (per_voxel + sizeof(int)));
+            goto cleanup;
+        }
+        chunk = (chunk + 1) / 2;
     }
     for (int s = 0; s < 2; ++s) {
-        CUDA_TRY(cudaMalloc(&d_sh[s], sizeof(float) * (size_t)k * chunk));
-        CUDA_TRY(cudaMalloc(&d_dirs[s], sizeof(float) * 3 * (size_t)np * chunk));
-        CUDA_TRY(cudaMalloc(&d_amps[s], sizeof(float) * (size_t)np * chunk));
-        if (mask) CUDA_TRY(cudaMalloc(&d_mask[s], chunk));
-        /* coefficients, then first/count/num_cands, then the candidate list and results */
-        CUDA_TRY(cudaMalloc(&d_coef[s], sizeof(double) * (size_t)k * chunk));
-        CUDA_TRY(cudaMalloc(&d_voxel_list[s], sizeof(int) * (2 * chunk + 1)));
-        CUDA_TRY(cudaMalloc(&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP2 * chunk));
-        CUDA_TRY(cudaMalloc(&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk));
         CUDA_TRY(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
         CUDA_TRY(cudaEventCreate(&ev_start[s]));
         CUDA_TRY(cudaEventCreate(&ev_stop[s]));
@@ -517,24 +552,24 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
 cleanup:
     for (int s = 0; s < 2; ++s) {
         if (stream[s]) cudaStreamSynchronize(stream[s]);
-        cudaFree(d_sh[s]);
-        cudaFree(d_dirs[s]);
-        cudaFree(d_amps[s]);
-        cudaFree(d_mask[s]);
-        cudaFree(d_coef[s]);
-        cudaFree(d_voxel_list[s]);
-        cudaFree(d_cand_list[s]);
-        cudaFree(d_res[s]);
+        tk_cuda_free(d_sh[s]);
+        tk_cuda_free(d_dirs[s]);
+        tk_cuda_free(d_amps[s]);
+        tk_cuda_free(d_mask[s]);
+        tk_cuda_free(d_coef[s]);
+        tk_cuda_free(d_voxel_list[s]);
+        tk_cuda_free(d_cand_list[s]);
+        tk_cuda_free(d_res[s]);
         if (stream[s]) cudaStreamDestroy(stream[s]);
         if (ev_start[s]) cudaEventDestroy(ev_start[s]);
         if (ev_stop[s]) cudaEventDestroy(ev_stop[s]);
     }
-    cudaFree(d_pt);
-    cudaFree(d_grid);
-    cudaFree(d_nbr_start);
-    cudaFree(d_nbr_near);
-    cudaFree(d_nbr);
-    cudaFree(d_bad);
+    tk_cuda_free(d_pt);
+    tk_cuda_free(d_grid);
+    tk_cuda_free(d_nbr_start);
+    tk_cuda_free(d_nbr_near);
+    tk_cuda_free(d_nbr);
+    tk_cuda_free(d_bad);
     free(P);
     free(h_grid);
     if (timing) {

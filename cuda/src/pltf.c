@@ -468,6 +468,17 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
     size_t max_factor = 0;
     for (int f = 0; f < m->num_factors; ++f)
         if (tk_pltf_factor_count(m, f) > max_factor) max_factor = tk_pltf_factor_count(m, f);
+    /* What stays resident for the whole fit, refused up front where the engine (the
+     * GPU) cannot hold it: X, X^, the two update terms, the mask, the update buffers
+     * and the factors. */
+    if (r.e.check_fit) {
+        size_t values = (mask ? 5 : 4) * count + 2 * max_factor;
+        for (int f = 0; f < m->num_factors; ++f) values += tk_pltf_factor_count(m, f);
+        char what[TK_PLTF_MAX_TEXT + 96];
+        snprintf(what, sizeof what, "model \"%s\" with its data, reconstruction and update terms (all resident)",
+                 m->text);
+        st = r.e.check_fit(&r.e, values, what);
+    }
     /* The data goes to the engine with unobserved entries zeroed: they are never read. */
     double *host = malloc(sizeof(double) * count);
     if (!host) st = tk_set_error(TK_ERR_MEMORY, "PLTF: out of memory for %zu values", count);

@@ -215,6 +215,16 @@ tk_status tk_pltf_factorize_coupled(int nv, const tk_pltf_view *views, const tk_
     size_t max_factor = 0, max_count = 0;
     for (int g = 0; g < c->map.num_factors; ++g)
         if (c->map.counts[g] > max_factor) max_factor = c->map.counts[g];
+    /* Refused up front where the engine (the GPU) cannot hold what stays resident: the
+     * factors, their update buffers, and each view's X, X^, update terms and mask. */
+    if (c->e.check_fit) {
+        size_t values = 3 * max_factor;
+        for (int g = 0; g < c->map.num_factors; ++g) values += c->map.counts[g];
+        for (int v = 0; v < nv; ++v) values += (views[v].mask ? 5 : 4) * tk_pltf_out_count(views[v].model);
+        char what[96];
+        snprintf(what, sizeof what, "the %d coupled views with their factors (all resident)", nv);
+        st = c->e.check_fit(&c->e, values, what);
+    }
     for (int g = 0; g < c->map.num_factors && st == TK_OK; ++g)
         if ((st = c->e.alloc(&c->e, c->map.counts[g], &c->z[g])) == TK_OK)
             st = c->e.upload(&c->e, c->z[g], res->factors[g], c->map.counts[g]);

@@ -330,7 +330,10 @@ tk_status tk_pltf_engine_cpu(tk_pltf_engine *e, int use_omp, int num_threads)
     if (!c) return tk_set_error(TK_ERR_MEMORY, "PLTF: out of memory");
     c->use_omp = use_omp, c->num_threads = num_threads;
 #if defined(TK_HAVE_OPENBLAS_THREADS)
-    /* cpu is one thread throughout, GEMMs included; omp lets OpenBLAS use its pool. */
+    /* cpu is one thread throughout, GEMMs included; omp lets OpenBLAS use its pool.  The
+     * count is process-wide: a cpu and an omp fit running at once on two threads may each
+     * run GEMMs with the other's count.  Results do not depend on it (OpenBLAS splits a GEMM
+     * by output blocks, never its sums; Testing/core/test_concurrency.cpp checks). */
     openblas_set_num_threads(use_omp ? (num_threads > 0 ? num_threads : threads_of(&(tk_pltf_engine){.ctx = c})) : 1);
 #endif
     e->ctx = c;

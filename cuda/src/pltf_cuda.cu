@@ -2,6 +2,7 @@
  * strided-batched SGEMMs, element-wise kernels for the updates, and the fused
  * KL-PARAFAC pass (pltf_cuda_fused.cu) where the model allows it. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,8 @@ tk_status tk_pltf_cuda_check(cudaError_t err, const char *what)
 static tk_status blas_check(cublasStatus_t s, const char *what)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return TK_OK;
+    if (s == CUBLAS_STATUS_ALLOC_FAILED)
+        return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: %s failed: cuBLAS could not allocate its GPU memory", what);
     return tk_set_error(TK_ERR_CUDA, "PLTF on CUDA: %s failed (cuBLAS status %d)", what, (int)s);
 }
 
@@ -58,13 +61,37 @@ static tk_status cu_alloc(tk_pltf_engine *e, size_t count, void **out)
             c->cache_ptr[i] = c->cache_ptr[--c->cache_used], c->cache_count[i] = c->cache_count[c->cache_used];
             return remember(c, *out, have);
         }
-    TK_CUDA_TRY(cudaMalloc(out, count * sizeof(float)));
-    return remember(c, *out, count);
+    const size_t bytes = count * sizeof(float);
+    cudaError_t err = tk_cuda_malloc(out, bytes);
+    if (err == cudaErrorMemoryAllocation && c->cache_used) {
+        /* the buffers kept for reuse are the first to go */
+        for (int i = 0; i < c->cache_used; ++i) tk_cuda_free(c->cache_ptr[i]);
+        c->cache_used = 0;
+        err = tk_cuda_malloc(out, bytes);
+    }
+    if (err == cudaErrorMemoryAllocation) {
+        size_t held = 0;
+        for (int i = 0; i < c->live_used; ++i) held += c->live_count[i] * sizeof(float);
+        char held_text[32], what[160];
+        tk_cuda_format_bytes(held, held_text, sizeof held_text);
+        snprintf(what, sizeof what,
+                 "a buffer of %zu values, beside the %s this factorization holds (the whole model stays on the GPU),",
+                 count, held_text);
+        return tk_cuda_out_of_memory("PLTF on CUDA", what, bytes);
+    }
+    TK_CUDA_TRY(err);
+    tk_status st = remember(c, *out, count);
+    if (st != TK_OK) {
+        tk_cuda_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static void cu_release(tk_pltf_engine *e, void *p)
 {
     cuda_ctx *c = (cuda_ctx *)e->ctx;
+    if (!p) return; /* a failed allocation's slot */
     size_t count = 0;
     for (int i = 0; i < c->live_used; ++i)
         if (c->live_ptr[i] == p) {
@@ -75,7 +102,7 @@ static void cu_release(tk_pltf_engine *e, void *p)
     if (c->cache_used < TK_PLTF_CUDA_CACHE) {
         c->cache_ptr[c->cache_used] = p, c->cache_count[c->cache_used++] = count;
     } else {
-        cudaFree(p);
+        tk_cuda_free(p);
     }
 }
 
@@ -320,13 +347,24 @@ static tk_status cu_sync(tk_pltf_engine *e)
     return TK_OK;
 }
 
+static tk_status cu_check_fit(tk_pltf_engine *e, size_t count, const char *what)
+{
+    cuda_ctx *c = (cuda_ctx *)e->ctx;
+    TK_CUDA_TRY(cudaSetDevice(c->device));
+    size_t free_b = 0, total_b = 0;
+    tk_status st = tk_cuda_memory_get(&free_b, &total_b);
+    if (st != TK_OK) return st;
+    if (count > free_b / sizeof(float)) return tk_cuda_out_of_memory("PLTF on CUDA", what, count * sizeof(float));
+    return TK_OK;
+}
+
 static void cu_destroy(tk_pltf_engine *e)
 {
     cuda_ctx *c = (cuda_ctx *)e->ctx;
     if (!c) return;
-    for (int i = 0; i < c->cache_used; ++i) cudaFree(c->cache_ptr[i]);
-    for (int i = 0; i < c->live_used; ++i) cudaFree(c->live_ptr[i]);
-    cudaFree(c->fused_num), cudaFree(c->fused_den), cudaFree(c->reduce_slot);
+    for (int i = 0; i < c->cache_used; ++i) tk_cuda_free(c->cache_ptr[i]);
+    for (int i = 0; i < c->live_used; ++i) tk_cuda_free(c->live_ptr[i]);
+    tk_cuda_free(c->fused_num), tk_cuda_free(c->fused_den), tk_cuda_free(c->reduce_slot);
     if (c->blas) cublasDestroy(c->blas);
     free(c->live_ptr), free(c->live_count);
     free(c);
@@ -353,7 +391,12 @@ extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
         st = tk_pltf_cuda_check(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device),
                                 "cudaDeviceGetAttribute");
     if (st == TK_OK) st = blas_check(cublasCreate(&c->blas), "cublasCreate");
-    if (st == TK_OK) st = tk_pltf_cuda_check(cudaMalloc((void **)&c->reduce_slot, sizeof(double)), "cudaMalloc");
+    if (st == TK_OK) {
+        const cudaError_t err = tk_cuda_malloc((void **)&c->reduce_slot, sizeof(double));
+        st = err == cudaErrorMemoryAllocation
+                 ? tk_cuda_out_of_memory("PLTF on CUDA", "the divergence's reduction slot", sizeof(double))
+                 : tk_pltf_cuda_check(err, "cudaMalloc");
+    }
     if (st != TK_OK) {
         cu_destroy(e);
         return st;
@@ -361,6 +404,6 @@ extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
     e->alloc = cu_alloc, e->release = cu_release, e->upload = cu_upload, e->download = cu_download;
     e->fill = cu_fill, e->reduce_permute = cu_reduce_permute, e->broadcast = cu_broadcast, e->gemm = cu_gemm, e->mu_terms = cu_mu_terms;
     e->add = cu_add, e->mu_apply = cu_mu_apply, e->divergence = cu_divergence, e->naive_gtm = tk_pltf_cuda_naive_gtm;
-    e->fused_update = tk_pltf_cuda_fused_update, e->sync = cu_sync;
+    e->fused_update = tk_pltf_cuda_fused_update, e->sync = cu_sync, e->check_fit = cu_check_fit;
     return TK_OK;
 }

@@ -200,11 +200,14 @@ tk_status tk_pltf_cuda_fused_update(tk_pltf_engine *e, const tk_pltf_model *m, t
     cuda_ctx *c = (cuda_ctx *)e->ctx;
     const size_t rows = m->dims[m->out[mode]];
     if (c->fused_cap < rows * R) {
-        cudaFree(c->fused_num), cudaFree(c->fused_den);
+        tk_cuda_free(c->fused_num), tk_cuda_free(c->fused_den);
         c->fused_num = c->fused_den = NULL, c->fused_cap = 0;
         size_t cap = 1024 * R > rows * R ? 1024 * R : rows * R;
-        TK_CUDA_TRY(cudaMalloc((void **)&c->fused_num, cap * sizeof(float)));
-        TK_CUDA_TRY(cudaMalloc((void **)&c->fused_den, cap * sizeof(float)));
+        tk_cuda_buffer bufs[] = {{(void **)&c->fused_num, cap * sizeof(float)}, {(void **)&c->fused_den, cap * sizeof(float)}};
+        cudaError_t err = tk_cuda_malloc_all(bufs, 2);
+        if (err == cudaErrorMemoryAllocation)
+            return tk_cuda_out_of_memory("PLTF on CUDA", "the fused KL update's scratch", 2 * cap * sizeof(float));
+        TK_CUDA_TRY(err);
         c->fused_cap = cap;
     }
     const float *Af = (const float *)factors[by_mode[0]], *Bf = (const float *)factors[by_mode[1]],

@@ -101,8 +101,15 @@ tk_status tk_pltf_cuda_naive_gtm(tk_pltf_engine *e, const size_t *dims, int n, c
     unsigned long long slices = NAIVE_SLICE / p.out_count;
     if (!slices) slices = 1;
     if (slices > summed_count) slices = summed_count;
+    /* The joint slices are only a working buffer: fewer summed entries per slice where
+     * GPU memory is short (the sums run in the same order whatever the slice). */
     void *joint = NULL;
-    tk_status st = e->alloc(e, (size_t)(slices * p.out_count), &joint);
+    tk_status st;
+    for (;;) {
+        st = e->alloc(e, (size_t)(slices * p.out_count), &joint);
+        if (st != TK_ERR_MEMORY || slices == 1) break;
+        slices = (slices + 1) / 2;
+    }
     if (st != TK_OK) return st;
     cudaError_t err = cudaMemsetAsync(out, 0, p.out_count * sizeof(float));
     for (unsigned long long s0 = 0; err == cudaSuccess && s0 < summed_count; s0 += slices) {

@@ -56,6 +56,9 @@ struct tk_pltf_engine {
     tk_status (*fused_update)(tk_pltf_engine *e, const tk_pltf_model *m, tk_pltf_divergence d, int factor,
                               void *const *factors, const void *x, const void *mask);
     tk_status (*sync)(tk_pltf_engine *e);
+    /* Optional: TK_ERR_MEMORY (naming what) when count values cannot all be resident at
+     * once; the GPU engine's up-front refusal of a model that does not fit. */
+    tk_status (*check_fit)(tk_pltf_engine *e, size_t count, const char *what);
     void (*destroy)(tk_pltf_engine *e);
 };
 

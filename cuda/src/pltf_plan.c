@@ -135,7 +135,7 @@ static tk_status relayout(const tk_pltf_plan *p, tk_pltf_engine *e, value *v, co
     if (!buf) st = e->alloc(e, group_size(p->dims, want->idx, want->ndim), &buf);
     if (st == TK_OK) st = e->reduce_permute(e, v->data, v->term.ndim, shape, buf, want->ndim, axes);
     if (v->owned) e->release(e, v->data);
-    v->data = buf, v->term = *want, v->owned = dst == NULL;
+    v->data = buf, v->term = *want, v->owned = dst == NULL && buf != NULL;
     return st;
 }
 

@@ -10,9 +10,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_memory.h"
 #include "sshopm_internal.h"
 #include "tk_hd.h"
 
@@ -206,7 +208,8 @@ __global__ void sshopm_general_kernel(Args<R> p, int stride)
     do {                                                                                                           \
         cudaError_t err_ = (call);                                                                                 \
         if (err_ != cudaSuccess) {                                                                                 \
-            status = tk_set_error(TK_ERR_CUDA, "CUDA: %s failed: %s", #call, cudaGetErrorString(err_));            \
+            status = tk_set_error(err_ == cudaErrorMemoryAllocation ? TK_ERR_MEMORY : TK_ERR_CUDA,                 \
+                                  "SS-HOPM on CUDA: %s failed: %s", #call, cudaGetErrorString(err_));              \
             goto cleanup;                                                                                          \
         }                                                                                                          \
     } while (0)
@@ -287,24 +290,39 @@ static tk_status solve(const tk_sshopm_options *o, const tk_sshopm_tables *tb, s
         CUDA_TRY(cudaMemcpyToSymbol(c_map, tb->map, sizeof(unsigned) * (size_t)tb->k1 * n));
         CUDA_TRY(cudaMemcpyToSymbol(c_mult1, tb->mult1, sizeof(double) * (size_t)tb->k1));
     }
-    /* Chunks of tensors sized to half the free device memory. */
-    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    /* Chunks of tensors sized to the free device memory less headroom; buffers that
+     * still do not fit (another thread or process took memory meanwhile) are retried
+     * with half the chunk, down to one tensor. */
+    if (T == 0) goto cleanup;
+    if ((status = tk_cuda_memory_get(&free_bytes, &total_bytes)) != TK_OK) goto cleanup;
     {
-        size_t per_tensor = sizeof(R) * k + (size_t)S * (sizeof(R) * (n + 1) + sizeof(int) + 1);
-        chunk = free_bytes / 2 / per_tensor;
+        const size_t per_tensor = sizeof(R) * k + (size_t)S * (sizeof(R) * (n + 1) + sizeof(int) + 1);
+        const size_t fixed = sizeof(R) * (size_t)S * n, budget = tk_cuda_budget(free_bytes);
+        chunk = budget > fixed ? (budget - fixed) / per_tensor : 0;
         if (chunk > T) chunk = T;
-        if (chunk == 0 && T > 0) {
-            status = tk_set_error(TK_ERR_MEMORY, "not enough GPU memory for one tensor's %d starts", S);
-            goto cleanup;
+        if (chunk == 0) chunk = 1; /* the allocation below decides, and words the error */
+        for (;;) {
+            tk_cuda_buffer bufs[] = {{(void **)&d_packed, sizeof(R) * k * chunk},
+                                     {(void **)&d_starts, fixed},
+                                     {(void **)&d_lambda, sizeof(R) * (size_t)S * chunk},
+                                     {(void **)&d_x, sizeof(R) * (size_t)S * n * chunk},
+                                     {(void **)&d_iter, sizeof(int) * (size_t)S * chunk},
+                                     {(void **)&d_conv, (size_t)S * chunk}};
+            cudaError_t err = tk_cuda_malloc_all(bufs, (int)(sizeof bufs / sizeof bufs[0]));
+            if (err == cudaSuccess) break;
+            if (err != cudaErrorMemoryAllocation) {
+                status = tk_set_error(TK_ERR_CUDA, "SS-HOPM on CUDA: cudaMalloc failed: %s", cudaGetErrorString(err));
+                goto cleanup;
+            }
+            if (chunk == 1) {
+                char what[96];
+                snprintf(what, sizeof what, "one tensor with its %d starts", S);
+                status = tk_cuda_out_of_memory("SS-HOPM on CUDA", what, fixed + per_tensor);
+                goto cleanup;
+            }
+            chunk = (chunk + 1) / 2;
         }
     }
-    if (T == 0) goto cleanup;
-    CUDA_TRY(cudaMalloc(&d_packed, sizeof(R) * k * chunk));
-    CUDA_TRY(cudaMalloc(&d_starts, sizeof(R) * (size_t)S * n));
-    CUDA_TRY(cudaMalloc(&d_lambda, sizeof(R) * (size_t)S * chunk));
-    CUDA_TRY(cudaMalloc(&d_x, sizeof(R) * (size_t)S * n * chunk));
-    CUDA_TRY(cudaMalloc(&d_iter, sizeof(int) * (size_t)S * chunk));
-    CUDA_TRY(cudaMalloc(&d_conv, (size_t)S * chunk));
     CUDA_TRY(cudaMemcpy(d_starts, starts, sizeof(R) * (size_t)S * n, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaEventCreate(&ev0));
     CUDA_TRY(cudaEventCreate(&ev1));
@@ -348,12 +366,12 @@ static tk_status solve(const tk_sshopm_options *o, const tk_sshopm_tables *tb, s
     }
     timing->kernel_ms = kernel_ms;
 cleanup:
-    cudaFree(d_packed);
-    cudaFree(d_starts);
-    cudaFree(d_lambda);
-    cudaFree(d_x);
-    cudaFree(d_iter);
-    cudaFree(d_conv);
+    tk_cuda_free(d_packed);
+    tk_cuda_free(d_starts);
+    tk_cuda_free(d_lambda);
+    tk_cuda_free(d_x);
+    tk_cuda_free(d_iter);
+    tk_cuda_free(d_conv);
     if (ev0) cudaEventDestroy(ev0);
     if (ev1) cudaEventDestroy(ev1);
     pthread_mutex_unlock(&cuda_solve_lock);

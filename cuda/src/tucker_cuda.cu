@@ -29,9 +29,11 @@
 #include <cuda_runtime.h>
 
 #include <new>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_memory.h"
 #include "tucker_internal.h"
 
 #define FULL_MASK 0xffffffffu
@@ -320,10 +322,51 @@ __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32)
 
 static dev_state *state(const tk_tucker_solver *s) { return static_cast<dev_state *>(s->cuda); }
 
-template <typename T>
-static tk_status upload(T **dst, const T *src, size_t count)
+/* Device bytes of an array of count T (16 bytes of slack keep empty arrays allocatable). */
+template <typename T> static size_t dev_bytes(size_t count) { return count * sizeof(T) + 16; }
+
+/* Everything tk_tucker_cuda_create puts on the device: the model (A, B, C of every mode),
+ * every mode's B-CSF storage, and the pass scratch.  None of it is chunked. */
+static size_t resident_bytes(const tk_tucker_solver *s)
 {
-    CK(cudaMalloc(reinterpret_cast<void **>(dst), count * sizeof(T) + 16));
+    const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
+    size_t bytes = 0, maxdim = 0;
+    for (int n = 0; n < s->order; ++n) {
+        const size_t rows = s->dims[n];
+        const tk_tucker_bcsf *b = &s->bcsf[n];
+        if (rows > maxdim) maxdim = rows;
+        bytes += dev_bytes<float>(rows * J) + dev_bytes<float>(J * R) + dev_bytes<float>(rows * R);
+        bytes += dev_bytes<unsigned long long>(b->num_parts + 1) + 2 * dev_bytes<uint32_t>(b->num_parts);
+        bytes += dev_bytes<uint32_t>(b->nnz * (size_t)(s->order - 1)) + dev_bytes<float>(b->nnz);
+    }
+    return bytes + dev_bytes<float>(maxdim * J) + dev_bytes<float>(maxdim * R) + J * R * sizeof(float) +
+           sizeof(unsigned long long);
+}
+
+/* The whole model must be resident: a refusal names all of it, not the one buffer that
+ * did not fit. */
+static tk_status out_of_memory(const tk_tucker_solver *s)
+{
+    char what[192];
+    snprintf(what, sizeof what,
+             "the resident model and tensor (order %d, ranks %d and %d, %zu entries; FastTucker does not chunk)",
+             s->order, s->rank_j, s->rank_r, s->nnz);
+    return tk_cuda_out_of_memory("FastTucker on CUDA", what, resident_bytes(s));
+}
+
+static tk_status dev_alloc(const tk_tucker_solver *s, void **dst, size_t bytes)
+{
+    cudaError_t err = tk_cuda_malloc(dst, bytes);
+    if (err == cudaErrorMemoryAllocation) return out_of_memory(s);
+    CK(err);
+    return TK_OK;
+}
+
+template <typename T>
+static tk_status upload(const tk_tucker_solver *s, T **dst, const T *src, size_t count)
+{
+    tk_status st = dev_alloc(s, reinterpret_cast<void **>(dst), dev_bytes<T>(count));
+    if (st != TK_OK) return st;
     if (count) CK(cudaMemcpy(*dst, src, count * sizeof(T), cudaMemcpyHostToDevice));
     return TK_OK;
 }
@@ -359,40 +402,43 @@ extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_
     d->device = s->opts.cuda_device;
     CK(cudaSetDevice(d->device));
     CK(cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, d->device));
+    /* Refused up front when it cannot fit, before any upload; a partial set-up is freed
+     * by tk_tucker_cuda_destroy (the front end calls it on every failure). */
+    size_t free_b = 0, total_b = 0;
+    tk_status st = tk_cuda_memory_get(&free_b, &total_b);
+    if (st != TK_OK) return st;
+    if (resident_bytes(s) > free_b) return out_of_memory(s);
     const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
     size_t maxdim = 0;
     for (int n = 0; n < s->order; ++n) {
         size_t rows = s->dims[n];
         if (rows > maxdim) maxdim = rows;
-        tk_status st;
-        if ((st = upload(&d->a[n], m->a[n], rows * J)) != TK_OK) return st;
-        if ((st = upload(&d->b[n], m->b[n], J * R)) != TK_OK) return st;
-        CK(cudaMalloc(&d->c[n], rows * R * sizeof(float) + 16));
+        if ((st = upload(s, &d->a[n], m->a[n], rows * J)) != TK_OK) return st;
+        if ((st = upload(s, &d->b[n], m->b[n], J * R)) != TK_OK) return st;
+        if ((st = dev_alloc(s, (void **)&d->c[n], dev_bytes<float>(rows * R))) != TK_OK) return st;
         const tk_tucker_bcsf *b = &s->bcsf[n];
         dev_mode &dm = d->mode[n];
         dm.parts = b->num_parts;
         unsigned long long *ptr = (unsigned long long *)malloc((b->num_parts + 1) * sizeof *ptr);
         if (!ptr) return tk_set_error(TK_ERR_MEMORY, "out of memory");
         for (size_t k = 0; k <= b->num_parts; ++k) ptr[k] = b->part_ptr[k];
-        st = upload(&dm.part_ptr, ptr, b->num_parts + 1);
+        st = upload(s, &dm.part_ptr, ptr, b->num_parts + 1);
         free(ptr);
         if (st != TK_OK) return st;
-        if ((st = upload(&dm.part_row, b->part_row, b->num_parts)) != TK_OK) return st;
-        if ((st = upload(&dm.part_count, b->part_count, b->num_parts)) != TK_OK) return st;
-        if ((st = upload(&dm.idx, b->idx, b->nnz * (size_t)(s->order - 1))) != TK_OK) return st;
-        if ((st = upload(&dm.val, b->val, b->nnz)) != TK_OK) return st;
+        if ((st = upload(s, &dm.part_row, b->part_row, b->num_parts)) != TK_OK) return st;
+        if ((st = upload(s, &dm.part_count, b->part_count, b->num_parts)) != TK_OK) return st;
+        if ((st = upload(s, &dm.idx, b->idx, b->nnz * (size_t)(s->order - 1))) != TK_OK) return st;
+        if ((st = upload(s, &dm.val, b->val, b->nnz)) != TK_OK) return st;
     }
-    CK(cudaMalloc(&d->delta, maxdim * J * sizeof(float) + 16));
+    if ((st = dev_alloc(s, (void **)&d->delta, dev_bytes<float>(maxdim * J))) != TK_OK) return st;
     CK(cudaMemset(d->delta, 0, maxdim * J * sizeof(float)));
-    CK(cudaMalloc(&d->z, maxdim * R * sizeof(float) + 16));
-    CK(cudaMalloc(&d->g, J * R * sizeof(float)));
-    CK(cudaMalloc(&d->counter, sizeof(unsigned long long)));
+    if ((st = dev_alloc(s, (void **)&d->z, dev_bytes<float>(maxdim * R))) != TK_OK) return st;
+    if ((st = dev_alloc(s, (void **)&d->g, J * R * sizeof(float))) != TK_OK) return st;
+    if ((st = dev_alloc(s, (void **)&d->counter, sizeof(unsigned long long))) != TK_OK) return st;
     CK(cudaEventCreate(&d->start));
     CK(cudaEventCreate(&d->stop));
-    for (int n = 0; n < s->order; ++n) {
-        tk_status st = refresh(s, n, false);
-        if (st != TK_OK) return st;
-    }
+    for (int n = 0; n < s->order; ++n)
+        if ((st = refresh(s, n, false)) != TK_OK) return st;
     CK(cudaDeviceSynchronize());
     /* The device copy is what the passes use; the host B-CSF is no longer needed. */
     for (int n = 0; n < s->order; ++n) tk_tucker_bcsf_free(&s->bcsf[n]);
@@ -405,19 +451,19 @@ extern "C" void tk_tucker_cuda_destroy(tk_tucker_solver *s)
     if (!d) return;
     cudaSetDevice(d->device);
     for (int n = 0; n < TK_TUCKER_MAX_ORDER; ++n) {
-        cudaFree(d->a[n]);
-        cudaFree(d->b[n]);
-        cudaFree(d->c[n]);
-        cudaFree(d->mode[n].part_row);
-        cudaFree(d->mode[n].part_count);
-        cudaFree(d->mode[n].part_ptr);
-        cudaFree(d->mode[n].idx);
-        cudaFree(d->mode[n].val);
+        tk_cuda_free(d->a[n]);
+        tk_cuda_free(d->b[n]);
+        tk_cuda_free(d->c[n]);
+        tk_cuda_free(d->mode[n].part_row);
+        tk_cuda_free(d->mode[n].part_count);
+        tk_cuda_free(d->mode[n].part_ptr);
+        tk_cuda_free(d->mode[n].idx);
+        tk_cuda_free(d->mode[n].val);
     }
-    cudaFree(d->delta);
-    cudaFree(d->z);
-    cudaFree(d->g);
-    cudaFree(d->counter);
+    tk_cuda_free(d->delta);
+    tk_cuda_free(d->z);
+    tk_cuda_free(d->g);
+    tk_cuda_free(d->counter);
     if (d->start) cudaEventDestroy(d->start);
     if (d->stop) cudaEventDestroy(d->stop);
     delete d;

@@ -125,7 +125,7 @@ tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const 
     remove_stale_temporaries(dir);
     remove_model_dir(tmp);
     if (mkdir(tmp, 0777) != 0) {
-        tk_status s = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        tk_status s = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
         free(tmp);
         return s;
     }
@@ -182,20 +182,29 @@ int tk_tucker_manifest_get(const char *manifest, const char *key, char *out, siz
     return 0;
 }
 
-/* One matrix file, checked against the shape the manifest gives; *a holds it on success. */
-static tk_status load_matrix(const char *dir, const char *name, size_t rows, size_t cols, tk_npy_array *a)
+/* DIR/name as a float32 matrix of the manifest's shape with finite entries; checked before
+ * the model is allocated, so a manifest claiming absurd sizes costs nothing. */
+static tk_status read_matrix(const char *dir, const char *name, size_t rows, size_t cols, tk_npy_array *a)
 {
+    memset(a, 0, sizeof *a);
     char *p = join(dir, name);
     if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory");
     tk_status s = tk_npy_read(p, a);
-    if (s == TK_OK) {
-        if (a->dtype != TK_NPY_FLOAT32 || a->ndim != 2 || a->shape[0] != rows || a->shape[1] != cols)
-            s = tk_set_error(TK_ERR_FORMAT, "%s: expected float32 (%zu, %zu) as the manifest says", p, rows, cols);
-        const float *v = a->data;
-        for (size_t k = 0; s == TK_OK && k < rows * cols; ++k)
-            if (v[k] != v[k] || v[k] - v[k] != 0) s = tk_set_error(TK_ERR_DATA, "%s: non-finite entry", p);
-        if (s != TK_OK) tk_npy_free(a);
+    if (s == TK_OK && (a->dtype != TK_NPY_FLOAT32 || a->ndim != 2 || a->shape[0] != rows || a->shape[1] != cols)) {
+        char shape[96] = "";
+        int len = 0;
+        for (int d = 0; d < a->ndim && len < 64; ++d)
+            len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%zu", d ? ", " : "", a->shape[d]);
+        s = tk_set_error(TK_ERR_FORMAT, "%s: holds %s (%s), but the manifest says float32 (%zu, %zu)", p,
+                         tk_npy_dtype_name(a->dtype), shape, rows, cols);
     }
+    for (size_t k = 0; s == TK_OK && k < rows * cols; ++k) {
+        const float v = ((const float *)a->data)[k];
+        if (v != v || v - v != 0)
+            s = tk_set_error(TK_ERR_DATA, "%s: non-finite entry (NaN or Inf) at row %zu, column %zu", p, k / cols,
+                             k % cols);
+    }
+    if (s != TK_OK) tk_npy_free(a);
     free(p);
     return s;
 }
@@ -262,25 +271,23 @@ tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manif
             c = end + 1;
         }
     }
-    /* The matrices before the model: their files bound what is allocated, so a manifest
-     * claiming huge sizes fails on a file's shape, not on an allocation it implies. */
     {
-        tk_npy_array mats[2 * TK_TUCKER_MAX_ORDER];
-        memset(mats, 0, sizeof mats);
+        tk_npy_array arrays[2 * TK_TUCKER_MAX_ORDER];
+        memset(arrays, 0, sizeof arrays);
         for (int k = 0; k < order && s == TK_OK; ++k) {
             char name[32];
             snprintf(name, sizeof name, "A%d.npy", k + 1);
-            s = load_matrix(dir, name, dims[k], (size_t)rj, &mats[2 * k]);
+            s = read_matrix(dir, name, dims[k], (size_t)rj, &arrays[2 * k]);
             if (s != TK_OK) break;
             snprintf(name, sizeof name, "B%d.npy", k + 1);
-            s = load_matrix(dir, name, (size_t)rj, (size_t)rr, &mats[2 * k + 1]);
+            s = read_matrix(dir, name, (size_t)rj, (size_t)rr, &arrays[2 * k + 1]);
         }
         if (s == TK_OK) s = tk_tucker_model_alloc(m, (int)order, dims, (int)rj, (int)rr);
         for (int k = 0; k < order && s == TK_OK; ++k) {
-            memcpy(m->a[k], mats[2 * k].data, (size_t)dims[k] * (size_t)rj * sizeof(float));
-            memcpy(m->b[k], mats[2 * k + 1].data, (size_t)rj * (size_t)rr * sizeof(float));
+            memcpy(m->a[k], arrays[2 * k].data, (size_t)dims[k] * (size_t)rj * sizeof(float));
+            memcpy(m->b[k], arrays[2 * k + 1].data, (size_t)rj * (size_t)rr * sizeof(float));
         }
-        for (int k = 0; k < 2 * order; ++k) tk_npy_free(&mats[k]);
+        for (int k = 0; k < 2 * order; ++k) tk_npy_free(&arrays[k]);
     }
 done:
     free(p);

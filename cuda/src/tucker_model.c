@@ -24,7 +24,8 @@ tk_status tk_tucker_model_alloc(tk_tucker_model *m, int order, const uint32_t *d
         m->b[n] = calloc((size_t)rank_j * (size_t)rank_r, sizeof(float));
         if (!m->a[n] || !m->b[n]) {
             tk_tucker_model_free(m);
-            return tk_set_error(TK_ERR_MEMORY, "cannot allocate factor %d (%u x %d)", n + 1, dims[n], rank_j);
+            return tk_set_error(TK_ERR_MEMORY, "out of memory for factor %d (%u x %d float32: %.3g GiB)", n + 1,
+                                dims[n], rank_j, (double)dims[n] * rank_j * sizeof(float) / (1 << 30));
         }
     }
     return TK_OK;

@@ -301,7 +301,7 @@ tk_status tk_tns_write(const char *path, const tk_tucker_coo *t)
     snprintf(tmp, n + 32, "%s.tmp%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        tk_status st = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        tk_status st = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
         free(tmp);
         return st;
     }

@@ -85,6 +85,14 @@ static float *fod_like_volume(int lmax, size_t voxels, uint64_t seed)
     return sh;
 }
 
+static int all_finite(const tk_npy_array *arr)
+{
+    for (size_t i = 0; i < arr->count; ++i)
+        if (!isfinite(arr->dtype == TK_NPY_FLOAT32 ? ((const float *)arr->data)[i] : ((const double *)arr->data)[i]))
+            return 0;
+    return 1;
+}
+
 /* The voxels of an .npy of SH coefficients (any shape whose last axis is an SH count),
  * repeated to fill voxels; sets *lmax from the count. */
 static float *tiled_input(const char *path, size_t voxels, long *lmax)
@@ -100,6 +108,8 @@ static float *tiled_input(const char *path, size_t voxels, long *lmax)
     if ((arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) || l < 2 || arr.count == 0) {
         tk_cli_error(prog, "%s: expected float32 or float64 SH coefficients on the last axis (6, 15, 28, 45, ...), got %s "
                            "with %zu on the last axis", path, tk_npy_dtype_name(arr.dtype), k);
+    } else if (!all_finite(&arr)) {
+        tk_cli_error(prog, "%s: a coefficient is not finite (NaN or Inf): a benchmark needs finite data", path);
     } else if ((sh = malloc(sizeof(float) * k * voxels)) != NULL) {
         const size_t have = arr.count / k;
         for (size_t v = 0; v < voxels; ++v)
@@ -109,6 +119,8 @@ static float *tiled_input(const char *path, size_t voxels, long *lmax)
                                                             : (float)((const double *)arr.data)[at];
             }
         *lmax = l;
+    } else {
+        tk_cli_error(prog, "%s: out of memory for %zu voxels of %zu coefficients", path, voxels, k);
     }
     tk_npy_free(&arr);
     return sh;

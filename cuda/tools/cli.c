@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "tk_device.h"
 
 #include <errno.h>
 #include <math.h>
@@ -110,7 +111,71 @@ void tk_progress_end(tk_progress *p)
     if (p->enabled && tk_cli_now_ms() - p->start_ms > 500) progress_draw(p, 1);
 }
 
+/* ---- memory ------------------------------------------------------------------- */
+
+/* This machine's physical memory in bytes (0 when unknown). */
+static double physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+int tk_cli_fits_memory(const char *prog, double bytes, const char *what)
+{
+    double have = physical_memory();
+    if (have <= 0 || bytes <= have) return 1; /* unknown: let the allocation decide */
+    tk_cli_error(prog, "%s needs %.3g GiB, more than this machine's %.3g GiB of memory", what, bytes / (1 << 30),
+                 have / (1 << 30));
+    return 0;
+}
+
 /* ---- atomic output ------------------------------------------------------------ */
+
+int tk_cli_check_output(const char *prog, const char *path, int is_dir, const char *const *inputs)
+{
+    if (!path || !strcmp(path, "-")) return 0;
+    if (!*path) {
+        tk_cli_error(prog, "an output path is empty");
+        return TK_EXIT_USAGE;
+    }
+    struct stat st, in;
+    if (stat(path, &st) == 0) {
+        for (const char *const *i = inputs; i && *i; ++i)
+            if (stat(*i, &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
+                tk_cli_error(prog, "%s: is the input %s as well: refusing to overwrite an input", path, *i);
+                return TK_EXIT_USAGE;
+            }
+        if (!is_dir && S_ISDIR(st.st_mode)) {
+            tk_cli_error(prog, "%s: cannot write: it is a directory", path);
+            return TK_EXIT_FAILURE;
+        }
+    }
+    /* The folder the output (or its temporary) goes to. */
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') --n; /* "model/" is the folder model */
+    const char *slash = NULL;
+    for (size_t k = 0; k < n; ++k)
+        if (path[k] == '/') slash = path + k;
+    char *folder = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!folder) {
+        tk_cli_error(prog, "out of memory");
+        return TK_EXIT_FAILURE;
+    }
+    int code = 0;
+    if (stat(folder, &st) != 0) {
+        tk_cli_error(prog, "%s: cannot write: the folder %s %s", path, folder,
+                     errno == ENOENT ? "does not exist" : strerror(errno));
+        code = TK_EXIT_FAILURE;
+    } else if (!S_ISDIR(st.st_mode)) {
+        tk_cli_error(prog, "%s: cannot write: %s is not a folder", path, folder);
+        code = TK_EXIT_FAILURE;
+    } else if (access(folder, W_OK | X_OK) != 0) {
+        tk_cli_error(prog, "%s: cannot write: the folder %s is not writable (%s)", path, folder, strerror(errno));
+        code = TK_EXIT_FAILURE;
+    }
+    free(folder);
+    return code;
+}
 
 int tk_output_open(tk_output *out, const char *path, const char *prog)
 {
@@ -118,6 +183,11 @@ int tk_output_open(tk_output *out, const char *path, const char *prog)
     if (!path || !strcmp(path, "-")) {
         out->file = stdout;
         return 1;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        tk_cli_error(prog, "%s: cannot write: it is a directory", path);
+        return 0;
     }
     size_t n = strlen(path);
     out->path = strdup(path);
@@ -175,4 +245,51 @@ void tk_output_abort(tk_output *out)
     free(out->tmp);
     free(out->path);
     memset(out, 0, sizeof *out);
+}
+
+/* ---- backends ------------------------------------------------------------------ */
+
+const char *tk_cli_backend_name(tk_cli_backend b)
+{
+    switch (b) {
+    case TK_CLI_AUTO: return "auto";
+    case TK_CLI_CPU: return "cpu";
+    case TK_CLI_OMP: return "omp";
+    case TK_CLI_CUDA: return "cuda";
+    }
+    return "?";
+}
+
+int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_cli_backend *out)
+{
+    static const tk_cli_backend all[] = {TK_CLI_AUTO, TK_CLI_CPU, TK_CLI_OMP, TK_CLI_CUDA};
+    for (size_t i = 0; i < sizeof all / sizeof *all; ++i)
+        if ((accept_cpu || all[i] != TK_CLI_CPU) && !strcmp(text, tk_cli_backend_name(all[i]))) {
+            *out = all[i];
+            return 1;
+        }
+    tk_cli_error(prog, "--backend expects %s, got '%s'", accept_cpu ? "auto, cpu, omp or cuda" : "auto, omp or cuda",
+                 text);
+    return 0;
+}
+
+int tk_cli_resolve_backend(const char *prog, tk_cli_backend requested, int device, tk_cli_backend cpu_fallback,
+                           int quiet, tk_cli_backend *run)
+{
+    *run = requested;
+    if (requested != TK_CLI_AUTO && requested != TK_CLI_CUDA) return 1;
+    char reason[512] = "";
+    if (tk_cuda_device_usable(device, reason, sizeof reason)) {
+        *run = TK_CLI_CUDA;
+        return 1;
+    }
+    if (requested == TK_CLI_CUDA) {
+        tk_cli_error(prog, "--backend cuda: no usable CUDA GPU (%s); use --backend auto, omp or cpu", reason);
+        return 0;
+    }
+    if (!quiet)
+        fprintf(stderr, "%s: warning: no usable CUDA GPU (%s); running on the CPU (%s)\n", prog, reason,
+                tk_cli_backend_name(cpu_fallback));
+    *run = cpu_fallback;
+    return 1;
 }

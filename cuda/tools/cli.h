@@ -42,6 +42,19 @@ void tk_progress_begin(tk_progress *p, const char *label, size_t total, int quie
 void tk_progress_advance(tk_progress *p, size_t amount);
 void tk_progress_end(tk_progress *p);
 
+/* Before the work, can an output go to path?  Its folder must exist and (where
+ * permissions apply) be writable; path must not be a directory (unless is_dir: a folder
+ * output such as a model directory, replaced as a whole) and must not be one of the
+ * inputs (a NULL-terminated list; same file by device and inode, so links count).
+ * Returns 0, or the exit code (TK_EXIT_FAILURE; TK_EXIT_USAGE for an input given as
+ * an output) after a message naming path and the problem.  path NULL or "-": 0. */
+int tk_cli_check_output(const char *prog, const char *path, int is_dir, const char *const *inputs);
+
+/* 1 when bytes fit in this machine's physical memory; else 0 after "PROG: error: WHAT
+ * needs N GiB, more than this machine's M GiB of memory".  For sizes known before any
+ * allocation (a request that could never be served fails at once, and clearly). */
+int tk_cli_fits_memory(const char *prog, double bytes, const char *what);
+
 /* Text output written to a temporary beside path and renamed on commit; path
  * NULL or "-" writes to stdout. */
 typedef struct tk_output {
@@ -53,6 +66,21 @@ int tk_output_commit(tk_output *out, const char *prog); /* 0 on failure, removin
 void tk_output_abort(tk_output *out);
 
 double tk_cli_now_ms(void);
+
+/* --backend: auto (the default everywhere) runs on CUDA where tk_cuda_device_usable says
+ * a GPU can run this build's code, else on the CPU with one warning line. */
+typedef enum { TK_CLI_AUTO = -1, TK_CLI_CPU = 0, TK_CLI_OMP = 1, TK_CLI_CUDA = 2 } tk_cli_backend;
+/* Parse "auto", "cpu", "omp" or "cuda" (cpu only where accept_cpu; otherwise the tool has
+ * one CPU path, named omp); 0 and a usage message on anything else. */
+int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_cli_backend *out);
+/* The backend to run, in *run: auto becomes TK_CLI_CUDA with a usable GPU, else
+ * cpu_fallback after "PROG: warning: no usable CUDA GPU (REASON); running on the CPU
+ * (NAME)" on stderr (not when quiet); cpu and omp pass through.  An explicit cuda without
+ * a usable GPU is an error: 0 after printing why (exit TK_EXIT_FAILURE). */
+int tk_cli_resolve_backend(const char *prog, tk_cli_backend requested, int device, tk_cli_backend cpu_fallback,
+                           int quiet, tk_cli_backend *run);
+/* "auto", "cpu", "omp", "cuda". */
+const char *tk_cli_backend_name(tk_cli_backend b);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,8 @@ static int run_with_json(const char *path, int argc, char **argv)
 {
     for (int i = 2; i < argc; ++i)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return main(argc, argv); /* usage: no results */
+    int bad_output = tk_cli_check_output("tk-bench", path, 0, NULL); /* before the suite runs */
+    if (bad_output) return bad_output;
     if (!tk_bench_json_begin(path, argv[1], argc - 1, argv + 1)) return TK_EXIT_FAILURE;
     int rc = main(argc, argv);
     if (!tk_bench_json_end(rc == 0) && rc == 0) rc = TK_EXIT_FAILURE;

@@ -33,10 +33,11 @@ static void usage(FILE *f)
             "                           within the iteration cap, 2 non-finite input (NaN or Inf);\n"
             "                           the values (and vectors) of a failed matrix are NaN\n"
             "  --precision auto|single|double  (default auto: the input's)\n"
-            "  --backend cpu|omp|cuda   (default omp)\n"
+            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
+            "                           omp with a warning on stderr\n"
             "  --threads P              threads of the omp backend (default: all)\n"
             "  --no-balance             skip the balancing step (LAPACK's balanc='N')\n"
-            "  --quiet                  no progress bar or warnings\n"
+            "  --quiet                  no progress bar or warnings (the CPU fallback's included)\n"
             "\n"
             "Matrices that fail do not stop the run: they are counted in a warning on stderr\n"
             "and marked in STATUS.npy.  Outputs are written atomically.\n",
@@ -47,13 +48,14 @@ typedef struct {
     const char *input, *output, *vectors, *status;
     tk_eig_options opts;
     int precision_given, quiet;
+    tk_cli_backend backend;
 } eig_args;
 
 static int parse_args(int argc, char **argv, eig_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_eig_options_init(&a->opts, 0);
-    a->opts.backend = TK_BACKEND_OMP;
+    a->backend = TK_CLI_AUTO;
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v;
         long iv;
@@ -77,14 +79,7 @@ static int parse_args(int argc, char **argv, eig_args *a)
             }
             a->precision_given = strcmp(v, "auto") != 0;
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (!strcmp(v, "cpu")) a->opts.backend = TK_BACKEND_CPU;
-            else if (!strcmp(v, "omp")) a->opts.backend = TK_BACKEND_OMP;
-            else if (!strcmp(v, "cuda")) a->opts.backend = TK_BACKEND_CUDA;
-            else {
-                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
-                return 0;
-            }
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
         } else if (tk_cli_is(arg, "--threads")) {
             if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
             a->opts.num_threads = (int)iv;
@@ -132,6 +127,11 @@ int main(int argc, char **argv)
     if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_eig_xml) ? 0 : TK_EXIT_FAILURE;
     eig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input, NULL}, *outputs[] = {a.output, a.vectors, a.status};
+    for (int o = 0; o < 3; ++o) {
+        int bad_output = tk_cli_check_output(prog, outputs[o], 0, inputs);
+        if (bad_output) return bad_output;
+    }
 
     tk_npy_array arr;
     if (tk_npy_read(a.input, &arr) != TK_OK) {
@@ -167,6 +167,9 @@ int main(int argc, char **argv)
     if (!a.precision_given)
         a.opts.precision = arr.dtype == TK_NPY_FLOAT64 ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     a.opts.n = (int)n;
+    tk_cli_backend run;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
+    a.opts.backend = (tk_backend)run;
     const int dbl = a.opts.precision == TK_PRECISION_DOUBLE;
     const size_t elem = dbl ? sizeof(double) : sizeof(float);
     if ((arr.dtype == TK_NPY_FLOAT64) == dbl) {

@@ -10,8 +10,12 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_xml.h"
 #include "tk_npy.h"
 #include "tk_pltf.h"
+#ifdef TK_PLTF_WITH_IMAGES
+#include "tk_pltf_complete.h" /* Plugin/CLI: the ITK image mode, when built with ITK */
+#endif
 
 static const char *prog = "tk-pltf";
 
@@ -19,6 +23,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tk-pltf --model MODEL --input X.npy --dims a=N[,b=M...] --out DIR [options]\n"
+            "       tk-pltf complete IN_IMAGE OUT_IMAGE [--model MODEL] [--mask MASK] [options]  (built with\n"
+            "                 ITK; tk-pltf complete --help)\n"
+            "       tk-pltf --xml   the Slicer description of complete (a 3D Slicer CLI module)\n"
             "\n"
             "Fits X ~ X^ = sum over the latent indices of the product of the factors, with\n"
             "multiplicative updates for a beta-divergence (Yilmaz and Cemgil's PLTF).\n"
@@ -30,13 +37,14 @@ static void usage(FILE *f)
             "  --mask M.npy            same shape as X; nonzero = observed (unobserved X is never read)\n"
             "  --iters K               iterations, each updating every factor once (default 100)\n"
             "  --divergence kl|euclidean|is   (default kl; kl needs X >= 0, is needs X > 0)\n"
-            "  --backend cpu|omp|cuda  (default cpu)\n"
+            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
+            "                          omp with a warning on stderr\n"
             "  --seed S                seed of the random non-negative start (default 0)\n"
             "  --naive-gtm             the seed's full-joint-tensor GTM (slow; for comparison)\n"
             "  --print-every K         print the divergence every K iterations (default 1)\n"
             "  --threads P             threads of the omp backend (default: all)\n"
             "  --device D              CUDA device (default 0)\n"
-            "  --quiet                 no progress bar or summary on stderr\n"
+            "  --quiet                 no progress bar, summary or warnings on stderr\n"
             "\n"
             "Output: the divergence per iteration on stdout (\"iteration divergence\"); DIR/<indices>.npy\n"
             "for every factor (e.g. DIR/ia.npy, DIR/pqr.npy) and DIR/xhat.npy, in X's dtype, each\n"
@@ -48,6 +56,7 @@ typedef struct {
     tk_pltf_options opts;
     long print_every;
     int quiet;
+    tk_cli_backend backend;
 } pltf_args;
 
 static int parse_args(int argc, char **argv, pltf_args *a)
@@ -55,6 +64,7 @@ static int parse_args(int argc, char **argv, pltf_args *a)
     memset(a, 0, sizeof *a);
     tk_pltf_options_init(&a->opts);
     a->print_every = 1;
+    a->backend = TK_CLI_AUTO;
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v;
         long iv;
@@ -90,14 +100,7 @@ static int parse_args(int argc, char **argv, pltf_args *a)
                 return 0;
             }
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (!strcmp(v, "cpu")) a->opts.backend = TK_PLTF_CPU;
-            else if (!strcmp(v, "omp")) a->opts.backend = TK_PLTF_OMP;
-            else if (!strcmp(v, "cuda")) a->opts.backend = TK_PLTF_CUDA;
-            else {
-                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
-                return 0;
-            }
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
         } else if (tk_cli_is(arg, "--seed")) {
             if (!VALUE("--seed")) return 0;
             char *end = NULL;
@@ -226,8 +229,20 @@ static int write_array(const char *dir, const char *name, tk_npy_dtype dtype, in
 
 int main(int argc, char **argv)
 {
+#ifdef TK_PLTF_WITH_IMAGES
+    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_pltf_complete_xml) ? 0 : TK_EXIT_FAILURE;
+    /* Slicer writes the options first: `tk-pltf --model M ... complete IN OUT`. */
+    if (tk_pltf_complete_requested(argc, argv)) return tk_pltf_complete_main(argc, argv);
+#else
+    if ((argc > 1 && !strcmp(argv[1], "complete")) || tk_xml_requested(argc, argv)) {
+        tk_cli_error(prog, "%s needs the image mode: build TensorKernels with ITK (-DTK_WITH_ITK=ON)", argv[1]);
+        return TK_EXIT_USAGE;
+    }
+#endif
     pltf_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    int bad_output = tk_cli_check_output(prog, a.out, 1, NULL);
+    if (bad_output) return bad_output;
     tk_pltf_model m;
     if (tk_pltf_parse(a.model, &m) != TK_OK) {
         tk_cli_error(prog, "--model: %s", tk_last_error());
@@ -295,6 +310,13 @@ int main(int argc, char **argv)
         }
     }
     const size_t count = x.count;
+    double bytes = (double)count * (2 * sizeof(double) + 1);
+    for (int f = 0; f < m.num_factors; ++f) { /* in double: a product of --dims may overflow size_t */
+        double elems = 1;
+        for (int d = 0; d < m.factor_ndim[f]; ++d) elems *= (double)m.dims[m.factor[f][d]];
+        bytes += elems * sizeof(double);
+    }
+    if (!tk_cli_fits_memory(prog, bytes, "--dims: the factorization")) goto done;
     xd = malloc(sizeof(double) * (count ? count : 1));
     mask = a.mask ? malloc(count ? count : 1) : NULL;
     xhat = malloc(sizeof(double) * (count ? count : 1));
@@ -345,6 +367,9 @@ int main(int argc, char **argv)
         goto done;
     }
     if (!check_dir(a.out)) goto done;
+    tk_cli_backend run;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
+    a.opts.backend = (tk_pltf_backend)run;
 
     tk_progress bar;
     progress_ctx pc = {&a, &bar, 0, 0};

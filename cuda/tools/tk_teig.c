@@ -30,10 +30,11 @@ static void usage(FILE *f)
             "  --tol T                 stop when |x_k+1 - x_k| <= T (default 1e-6 single, 1e-12 double)\n"
             "  --max-iter K            iteration cap per start (default 1000)\n"
             "  --precision single|double  (default: the input's)\n"
-            "  --backend cpu|omp|cuda  (default cpu)\n"
+            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else omp\n"
+            "                          with a warning on stderr\n"
             "  --impl general|unrolled (default: unrolled where it exists for (M, N), else general)\n"
             "  --threads P             threads of the omp backend (default: all)\n"
-            "  --quiet                 no progress bar or warnings\n"
+            "  --quiet                 no progress bar or warnings (the CPU fallback's included)\n"
             "\n"
             "Output CSV: tensor,lambda,x0,...,x{N-1},stability,starts: one row per distinct\n"
             "eigenpair (x and -x are one pair for even M), sorted by tensor, then lambda\n"
@@ -45,6 +46,7 @@ typedef struct {
     const char *input, *output;
     tk_sshopm_options opts;
     int precision_given, impl_given, tol_given, quiet;
+    tk_cli_backend backend;
 } teig_args;
 
 static int parse_args(int argc, char **argv, teig_args *a)
@@ -52,6 +54,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
     memset(a, 0, sizeof *a);
     tk_sshopm_options_init(&a->opts, 0, 0);
     a->opts.shift_mode = TK_SHIFT_ADAPTIVE;
+    a->backend = TK_CLI_AUTO;
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v;
         long iv;
@@ -108,14 +111,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
             }
             a->precision_given = 1;
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (!strcmp(v, "cpu")) a->opts.backend = TK_BACKEND_CPU;
-            else if (!strcmp(v, "omp")) a->opts.backend = TK_BACKEND_OMP;
-            else if (!strcmp(v, "cuda")) a->opts.backend = TK_BACKEND_CUDA;
-            else {
-                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
-                return 0;
-            }
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
         } else if (tk_cli_is(arg, "--impl")) {
             if (!VALUE("--impl")) return 0;
             if (!strcmp(v, "general")) a->opts.impl = TK_IMPL_GENERAL;
@@ -143,6 +139,12 @@ static int parse_args(int argc, char **argv, teig_args *a)
     a->opts.order = (int)a->order;
     a->opts.dim = (int)a->dim;
     if (!a->impl_given) a->opts.impl = tk_sshopm_has_unrolled(a->opts.order, a->opts.dim) ? TK_IMPL_UNROLLED : TK_IMPL_GENERAL;
+    if (a->opts.impl == TK_IMPL_UNROLLED && !tk_sshopm_has_unrolled(a->opts.order, a->opts.dim)) {
+        tk_cli_error(prog, "--impl unrolled: no unrolled kernel for order %d, dimension %d (there are (4,3), (6,3), "
+                           "(8,3)); use --impl general",
+                     a->opts.order, a->opts.dim);
+        return 0;
+    }
     return 1;
 }
 
@@ -237,9 +239,18 @@ int main(int argc, char **argv)
 {
     teig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input, NULL};
+    int bad_output = tk_cli_check_output(prog, a.output, 0, inputs);
+    if (bad_output) return bad_output;
     void *packed = NULL;
     size_t count = 0;
     if (!load_tensors(&a, &packed, &count)) return TK_EXIT_FAILURE;
+    tk_cli_backend run;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) {
+        free(packed);
+        return TK_EXIT_FAILURE;
+    }
+    a.opts.backend = (tk_backend)run;
 
     const tk_sshopm_options *o = &a.opts;
     const int n = o->dim, dbl = o->precision == TK_PRECISION_DOUBLE;

@@ -37,14 +37,15 @@ static void usage(FILE *f)
             "  --lr-a X, --lr-b X       learning rates (default 0.05 and 1; lr-b scales the mean\n"
             "                           core gradient; lower lr-a for large values, e.g. 0.005 for 1..5)\n"
             "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
-            "  --backend cpu|omp|cuda   (default omp)\n"
+            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
+            "                           omp with a warning on stderr (omp with --double)\n"
             "  --threads P              omp threads (default: all)\n"
             "  --fiber-threshold T      B-CSF sub-slice size (default 128)\n"
             "  --double                 cpu/omp in double precision (the reference path)\n"
             "  --seed S                 seed of the start and of --test-fraction (default 0)\n"
             "  --checkpoint-every K     save the model every K iterations (default: at the end only)\n"
             "  --resume                 continue from the model saved in MODEL_DIR\n"
-            "  --quiet                  no progress bar\n"
+            "  --quiet                  no progress bar or warnings (the CPU fallback's included)\n"
             "Each iteration prints its update time, train RMSE, test RMSE and test MAE.\n"
             "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
             "replaced atomically at each save, so a killed run loses at most one interval.\n"
@@ -82,6 +83,18 @@ static long file_size(const char *path)
 
 static int exit_code(tk_status s) { return s == TK_ERR_ARGUMENT ? TK_EXIT_USAGE : TK_EXIT_FAILURE; }
 
+/* The .tns.tkc cache this run wrote beside an input it then refused: not left behind. */
+static void drop_cache(const char *tns)
+{
+    size_t n = strlen(tns);
+    char *cache = malloc(n + 5);
+    if (!cache) return;
+    memcpy(cache, tns, n);
+    memcpy(cache + n, ".tkc", 5);
+    unlink(cache);
+    free(cache);
+}
+
 /* ---- train ----------------------------------------------------------------------- */
 
 typedef struct {
@@ -90,6 +103,7 @@ typedef struct {
     long rank_j, rank_r, iters, every;
     int resume, quiet;
     uint64_t seed;
+    tk_cli_backend backend;
     tk_tucker_options o;
 } train_args;
 
@@ -97,7 +111,7 @@ static int parse_train(int argc, char **argv, train_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_tucker_options_init(&a->o);
-    a->o.backend = TK_TUCKER_OMP;
+    a->backend = TK_CLI_AUTO;
     a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
     a->iters = 20;
     for (int i = 2; i < argc; ++i) {
@@ -133,14 +147,7 @@ static int parse_train(int argc, char **argv, train_args *a)
         } else if (tk_cli_is(arg, "--lambda-b")) {
             if (!VALUE("--lambda-b") || !tk_cli_parse_double(prog, "--lambda-b", v, 0, 1e6, &a->o.lambda_b)) return 0;
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (!strcmp(v, "cpu")) a->o.backend = TK_TUCKER_CPU;
-            else if (!strcmp(v, "omp")) a->o.backend = TK_TUCKER_OMP;
-            else if (!strcmp(v, "cuda")) a->o.backend = TK_TUCKER_CUDA;
-            else {
-                tk_cli_error(prog, "--backend expects cpu, omp or cuda, got '%s'", v);
-                return 0;
-            }
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
         } else if (tk_cli_is(arg, "--threads")) {
             if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
             a->o.num_threads = (int)iv;
@@ -177,7 +184,7 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "give --test or --test-fraction, not both");
         return 0;
     }
-    if (a->o.double_precision && a->o.backend == TK_TUCKER_CUDA) {
+    if (a->o.double_precision && a->backend == TK_CLI_CUDA) {
         tk_cli_error(prog, "--double runs on cpu or omp (cuda computes in float)");
         return 0;
     }
@@ -247,27 +254,34 @@ static int cmd_train(int argc, char **argv)
 {
     train_args a;
     if (!parse_train(argc, argv, &a)) return TK_EXIT_USAGE;
+    int bad_output = tk_cli_check_output(prog, a.out, 1, NULL);
+    if (bad_output) return bad_output;
     if (!out_dir_usable(a.out)) return TK_EXIT_FAILURE;
     tk_tucker_coo all = {0}, train = {0}, test = {0};
     tk_tucker_model model = {0};
     tk_tucker_solver *solver = NULL;
     char *manifest = NULL;
     int rc = TK_EXIT_FAILURE;
-    tk_status s = tk_tns_read_cached(a.train, 0, &all, NULL);
+    int train_cached = 1;
+    tk_status s = tk_tns_read_cached(a.train, 0, &all, &train_cached);
     if (s == TK_OK) s = tk_tucker_coo_check(&all, a.train);
     if (s != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
+        if (!train_cached) drop_cache(a.train);
         goto done;
     }
     if (all.order < 3) {
         tk_cli_error(prog, "%s: FastTucker needs order 3..%d, the file has order %d", a.train, TK_TUCKER_MAX_ORDER,
                      all.order);
+        if (!train_cached) drop_cache(a.train);
         goto done;
     }
     if (a.test) {
-        if ((s = tk_tns_read_cached(a.test, all.order, &test, NULL)) != TK_OK ||
+        int test_cached = 1;
+        if ((s = tk_tns_read_cached(a.test, all.order, &test, &test_cached)) != TK_OK ||
             (s = tk_tucker_coo_check(&test, a.test)) != TK_OK) {
             tk_cli_error(prog, "%s", tk_last_error());
+            if (!test_cached) drop_cache(a.test);
             goto done;
         }
         train = all;
@@ -280,6 +294,10 @@ static int cmd_train(int argc, char **argv)
         tk_cli_error(prog, "%s: no training entries", a.train);
         goto done;
     }
+    /* --double is a CPU path: auto picks omp for it without asking for a GPU. */
+    tk_cli_backend run = a.backend == TK_CLI_AUTO && a.o.double_precision ? TK_CLI_OMP : a.backend;
+    if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
+    a.o.backend = (tk_tucker_backend)run;
     uint32_t dims[TK_TUCKER_MAX_ORDER];
     for (int n = 0; n < train.order; ++n) dims[n] = train.dims[n] > test.dims[n] ? train.dims[n] : test.dims[n];
     long start = 0;
@@ -303,8 +321,17 @@ static int cmd_train(int argc, char **argv)
         fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
     } else {
         if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
+        double rows = 0;
+        for (int n = 0; n < train.order; ++n) rows += dims[n];
+        char what[256];
+        snprintf(what, sizeof what, "%s: the model of its shape (%.0f rows at J=%ld)", a.train, rows, a.rank_j);
+        if (!tk_cli_fits_memory(prog, rows * (double)a.rank_j * sizeof(float), what)) {
+            if (!train_cached) drop_cache(a.train);
+            goto done;
+        }
         if ((s = tk_tucker_model_alloc(&model, train.order, dims, (int)a.rank_j, (int)a.rank_r)) != TK_OK) {
-            tk_cli_error(prog, "%s", tk_last_error());
+            tk_cli_error(prog, "%s: the model of its shape: %s", a.train, tk_last_error());
+            if (!train_cached) drop_cache(a.train);
             rc = exit_code(s);
             goto done;
         }
@@ -393,6 +420,9 @@ static int cmd_predict(int argc, char **argv)
         tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns");
         return TK_EXIT_USAGE;
     }
+    const char *inputs[] = {pos[1], NULL};
+    int bad_output = tk_cli_check_output(prog, pos[2], 0, inputs);
+    if (bad_output) return bad_output;
     tk_tucker_model m;
     tk_tucker_coo q;
     if (tk_tucker_model_load(pos[0], &m, NULL) != TK_OK) {
@@ -404,6 +434,10 @@ static int cmd_predict(int argc, char **argv)
         tk_cli_error(prog, "%s", tk_last_error());
         tk_tucker_model_free(&m);
         return rc;
+    }
+    if (q.nnz == 0) {
+        tk_cli_error(prog, "%s: no queries (the file holds no entries)", pos[1]);
+        goto done;
     }
     for (size_t e = 0; e < q.nnz; ++e)
         for (int n = 0; n < q.order; ++n)
@@ -425,6 +459,24 @@ done:
 }
 
 /* ---- synth -------------------------------------------------------------------------- */
+
+/* Take back a model directory this run created: its files, then the folder. */
+static void remove_model(const char *dir)
+{
+    size_t n = strlen(dir) + 32;
+    char *p = malloc(n);
+    if (!p) return;
+    snprintf(p, n, "%s/manifest.txt", dir);
+    unlink(p);
+    for (int k = 1; k <= TK_TUCKER_MAX_ORDER; ++k) {
+        snprintf(p, n, "%s/A%d.npy", dir, k);
+        unlink(p);
+        snprintf(p, n, "%s/B%d.npy", dir, k);
+        unlink(p);
+    }
+    free(p);
+    rmdir(dir);
+}
 
 static int parse_shape(const char *v, tk_tucker_synth_options *o)
 {
@@ -455,7 +507,7 @@ static int cmd_synth(int argc, char **argv)
     tk_tucker_synth_options_init(&o);
     o.unique = 1;
     o.order = 0;
-    const char *out = NULL, *truth_dir = NULL;
+    const char *out = NULL, *truth_dir = NULL, *shape_text = NULL;
     long nnz = -1, iv;
     for (int i = 2; i < argc; ++i) {
         const char *arg = argv[i], *v;
@@ -465,6 +517,7 @@ static int cmd_synth(int argc, char **argv)
             return 0;
         } else if (tk_cli_is(arg, "--shape")) {
             if (!VALUE("--shape") || !parse_shape(v, &o)) return TK_EXIT_USAGE;
+            shape_text = v;
         } else if (tk_cli_is(arg, "--nnz")) {
             if (!VALUE("--nnz") || !tk_cli_parse_int(prog, "--nnz", v, 1, 1L << 40, &nnz)) return TK_EXIT_USAGE;
         } else if (tk_cli_is(arg, "--rank-j")) {
@@ -503,6 +556,22 @@ static int cmd_synth(int argc, char **argv)
         return TK_EXIT_USAGE;
     }
     o.nnz = (size_t)nnz;
+    double cells = 1, rows = 0;
+    for (int n = 0; n < o.order; ++n) cells *= o.dims[n], rows += o.dims[n];
+    if (o.unique && (double)nnz > 0.5 * cells) {
+        tk_cli_error(prog, "--nnz %ld: that many distinct entries do not fit comfortably in the %.0f cells of --shape %s "
+                           "(at most half of them; or --allow-duplicates)",
+                     nnz, cells, shape_text);
+        return TK_EXIT_USAGE;
+    }
+    /* Refused before any allocation: the entries (twice while duplicates are weeded out) and the true model. */
+    double bytes = (double)nnz * (4.0 * o.order + 4) * (o.unique ? 2 : 1) + rows * o.rank_j * 4.0;
+    if (!tk_cli_fits_memory(prog, bytes, "--shape and --nnz: the tensor")) return TK_EXIT_FAILURE;
+    int bad_output = tk_cli_check_output(prog, out, 0, NULL);
+    if (!bad_output) bad_output = tk_cli_check_output(prog, truth_dir, 1, NULL);
+    if (bad_output) return bad_output;
+    if (truth_dir && !out_dir_usable(truth_dir)) return TK_EXIT_FAILURE;
+    const int truth_existed = truth_dir && file_size(truth_dir) >= 0;
     tk_tucker_coo t;
     tk_tucker_model truth;
     tk_status s = tk_tucker_synth(&o, &t, truth_dir ? &truth : NULL);
@@ -511,9 +580,13 @@ static int cmd_synth(int argc, char **argv)
         return exit_code(s);
     }
     int rc = 0;
-    if (tk_tns_write(out, &t) != TK_OK ||
-        (truth_dir && tk_tucker_model_save(truth_dir, &truth, "source = tk-tucker synth (true model)\n") != TK_OK)) {
+    /* Both outputs or neither: the model first, and the tensor's failure takes it back. */
+    if (truth_dir && tk_tucker_model_save(truth_dir, &truth, "source = tk-tucker synth (true model)\n") != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
+        rc = TK_EXIT_FAILURE;
+    } else if (tk_tns_write(out, &t) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        if (truth_dir && !truth_existed) remove_model(truth_dir);
         rc = TK_EXIT_FAILURE;
     }
     tk_tucker_coo_free(&t);

@@ -10,6 +10,7 @@
 #include "itkImageToImageFilter.h"
 #include "itkMatrix.h"
 #include "itkVectorImage.h"
+#include "tk_device.h"
 #include "tk_eig.h"
 
 namespace itk
@@ -68,12 +69,20 @@ public:
     static_assert(std::is_same<OutputComponentType, float>::value || std::is_same<OutputComponentType, double>::value,
                   "the output's components must be float or double");
 
-    enum class BackendType { CPU, CUDA };
+    enum class BackendType { Auto, CPU, CUDA };
+    // Printed by the Set macros' debug output (builds without NDEBUG).
+    friend std::ostream &operator<<(std::ostream &os, BackendType b)
+    {
+        return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");
+    }
 
     /** LAPACK-style balancing before the reduction (default on). */
     itkSetMacro(Balance, bool);
     itkGetConstMacro(Balance, bool);
     itkBooleanMacro(Balance);
+    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
+     * that runs this build's code, else on the CPU, silently (the debug output says which and
+     * why); CPU and CUDA force one (CUDA without a usable GPU throws). */
     itkSetMacro(Backend, BackendType);
     itkGetConstMacro(Backend, BackendType);
 
@@ -96,9 +105,11 @@ protected:
 private:
     /** Eigenvalues of one region into the output; returns its failed-pixel count. */
     SizeValueType ProcessRegion(const OutputRegionType &region, tk_backend backend);
+    /** The Backend setting resolved: true to run on CUDA. */
+    bool UsesCUDA() const;
 
     bool m_Balance{true};
-    BackendType m_Backend{BackendType::CPU};
+    BackendType m_Backend{BackendType::Auto};
     unsigned int m_MatrixOrder{0};
     std::atomic<SizeValueType> m_FailedPixels{0};
     SizeValueType m_NumberOfFailedPixels{0};

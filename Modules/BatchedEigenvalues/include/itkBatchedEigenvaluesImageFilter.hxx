@@ -44,9 +44,19 @@ void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::BeforeThreadedGen
 }
 
 template <typename TInputImage, typename TOutputImage>
+bool BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::UsesCUDA() const
+{
+    if (m_Backend != BackendType::Auto) return m_Backend == BackendType::CUDA;
+    char reason[512] = "";
+    const bool usable = tk_cuda_device_usable(0, reason, sizeof reason) != 0;
+    itkDebugMacro(<< "Backend Auto: " << (usable ? "CUDA" : "CPU, no usable CUDA GPU: ") << (usable ? "" : reason));
+    return usable;
+}
+
+template <typename TInputImage, typename TOutputImage>
 void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::GenerateData()
 {
-    if (m_Backend == BackendType::CPU) {
+    if (!UsesCUDA()) {
         Superclass::GenerateData(); // ITK's threader over the requested region
         return;
     }
@@ -109,7 +119,7 @@ void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::PrintSelf(std::os
     Superclass::PrintSelf(os, indent);
     os << indent << "MatrixOrder: " << m_MatrixOrder << "\n"
        << indent << "Balance: " << (m_Balance ? "on" : "off") << "\n"
-       << indent << "Backend: " << (m_Backend == BackendType::CPU ? "cpu" : "cuda") << "\n";
+       << indent << "Backend: " << m_Backend << "\n";
 }
 } // namespace itk
 #endif

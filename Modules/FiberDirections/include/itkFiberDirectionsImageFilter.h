@@ -5,6 +5,7 @@
 #include "itkImage.h"
 #include "itkImageToImageFilter.h"
 #include "itkVectorImage.h"
+#include "tk_device.h"
 #include "tk_fibers.h"
 
 namespace itk
@@ -46,13 +47,16 @@ public:
     using OutputRegionType = typename TOutputImage::RegionType;
 
     enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
-    enum class BackendType { CPU, CUDA };
+    enum class BackendType { Auto, CPU, CUDA };
     // Printed by the Set macros' debug output (builds without NDEBUG).
     friend std::ostream &operator<<(std::ostream &os, BasisType b)
     {
         return os << (b == BasisType::Tournier ? "Tournier" : "Descoteaux");
     }
-    friend std::ostream &operator<<(std::ostream &os, BackendType b) { return os << (b == BackendType::CPU ? "CPU" : "CUDA"); }
+    friend std::ostream &operator<<(std::ostream &os, BackendType b)
+    {
+        return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");
+    }
 
     itkSetClampMacro(NumberOfPeaks, unsigned int, 1, 64);
     itkGetConstMacro(NumberOfPeaks, unsigned int);
@@ -71,6 +75,9 @@ public:
     itkSetMacro(Legacy, bool);
     itkGetConstMacro(Legacy, bool);
     itkBooleanMacro(Legacy);
+    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
+     * that runs this build's code, else on the CPU, silently (the debug output says which and
+     * why); CPU and CUDA force one (CUDA without a usable GPU throws). */
     itkSetMacro(Backend, BackendType);
     itkGetConstMacro(Backend, BackendType);
 
@@ -97,6 +104,8 @@ protected:
 private:
     /** Peaks of one region, written to both outputs; returns the invalid-voxel count. */
     SizeValueType ProcessRegion(const OutputRegionType &region, tk_fibers_backend backend);
+    /** The Backend setting resolved: true to run on CUDA. */
+    bool UsesCUDA() const;
 
     unsigned int m_NumberOfPeaks{3};
     double m_Threshold{0.0};
@@ -104,7 +113,7 @@ private:
     double m_MinimumSeparationAngle{0.0};
     BasisType m_Basis{BasisType::Tournier};
     bool m_Legacy{false};
-    BackendType m_Backend{BackendType::CPU};
+    BackendType m_Backend{BackendType::Auto};
     int m_Lmax{0};
     double m_VoxelToRas[3][3]{};
     std::atomic<SizeValueType> m_InvalidVoxels{0};

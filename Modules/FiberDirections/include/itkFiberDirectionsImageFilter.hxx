@@ -61,9 +61,19 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::BeforeThreadedGenera
 }
 
 template <typename TInputImage, typename TOutputImage>
+bool FiberDirectionsImageFilter<TInputImage, TOutputImage>::UsesCUDA() const
+{
+    if (m_Backend != BackendType::Auto) return m_Backend == BackendType::CUDA;
+    char reason[512] = "";
+    const bool usable = tk_cuda_device_usable(0, reason, sizeof reason) != 0;
+    itkDebugMacro(<< "Backend Auto: " << (usable ? "CUDA" : "CPU, no usable CUDA GPU: ") << (usable ? "" : reason));
+    return usable;
+}
+
+template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
 {
-    if (m_Backend == BackendType::CPU) {
+    if (!UsesCUDA()) {
         Superclass::GenerateData(); // ITK's threader over the requested region
         return;
     }
@@ -148,7 +158,7 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::PrintSelf(std::ostre
        << indent << "MinimumSeparationAngle: " << m_MinimumSeparationAngle << "\n"
        << indent << "Basis: " << (m_Basis == BasisType::Tournier ? "tournier" : "descoteaux") << (m_Legacy ? " (legacy)" : "")
        << "\n"
-       << indent << "Backend: " << (m_Backend == BackendType::CPU ? "cpu" : "cuda") << "\n";
+       << indent << "Backend: " << m_Backend << "\n";
 }
 } // namespace itk
 #endif

@@ -8,6 +8,7 @@
 
 #include "itkImage.h"
 #include "itkImageToImageFilter.h"
+#include "tk_device.h"
 #include "tk_pltf.h"
 
 namespace itk
@@ -51,7 +52,7 @@ public:
     using MaskImageType = Image<unsigned char, ImageDimension>;
 
     enum class DivergenceType { KL = TK_PLTF_KL, Euclidean = TK_PLTF_EUCLIDEAN, ItakuraSaito = TK_PLTF_IS };
-    enum class BackendType { CPU = TK_PLTF_CPU, OpenMP = TK_PLTF_OMP, CUDA = TK_PLTF_CUDA };
+    enum class BackendType { Auto = -1, CPU = TK_PLTF_CPU, OpenMP = TK_PLTF_OMP, CUDA = TK_PLTF_CUDA };
 
     /** Rank of the default PARAFAC model (ignored when a Model is set). */
     itkSetClampMacro(Rank, unsigned int, 1, 65536);
@@ -68,6 +69,9 @@ public:
     itkGetConstMacro(NumberOfIterations, unsigned int);
     itkSetMacro(Seed, uint64_t);
     itkGetConstMacro(Seed, uint64_t);
+    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
+     * that runs this build's code, else on the CPU (OpenMP), silently (the debug output says which
+     * and why); the others force one (CUDA without a usable GPU throws). */
     itkSetMacro(Backend, BackendType);
     itkGetConstMacro(Backend, BackendType);
 
@@ -102,7 +106,7 @@ private:
     DivergenceType m_Divergence{DivergenceType::KL};
     unsigned int m_NumberOfIterations{200};
     uint64_t m_Seed{0};
-    BackendType m_Backend{BackendType::CPU};
+    BackendType m_Backend{BackendType::Auto};
 
     std::vector<std::vector<double>> m_Factors;
     std::vector<std::vector<size_t>> m_FactorShapes;

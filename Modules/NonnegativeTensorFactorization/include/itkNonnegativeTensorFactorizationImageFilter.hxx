@@ -106,7 +106,14 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
     tk_pltf_options o;
     tk_pltf_options_init(&o);
     o.divergence = static_cast<tk_pltf_divergence>(m_Divergence);
-    o.backend = static_cast<tk_pltf_backend>(m_Backend);
+    BackendType backend = m_Backend;
+    if (backend == BackendType::Auto) {
+        char reason[512] = "";
+        backend = tk_cuda_device_usable(0, reason, sizeof reason) ? BackendType::CUDA : BackendType::OpenMP;
+        itkDebugMacro(<< "Backend Auto: " << (backend == BackendType::CUDA ? "CUDA" : "OpenMP, no usable CUDA GPU: ")
+                      << (backend == BackendType::CUDA ? "" : reason));
+    }
+    o.backend = static_cast<tk_pltf_backend>(backend);
     o.iterations = static_cast<int>(m_NumberOfIterations);
     o.seed = m_Seed;
     o.on_iteration = &Self::OnIteration;
@@ -135,7 +142,11 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Print
        << indent << "NumberOfIterations: " << m_NumberOfIterations << "\n"
        << indent << "Seed: " << m_Seed << "\n"
        << indent << "Backend: "
-       << (m_Backend == BackendType::CPU ? "cpu" : m_Backend == BackendType::OpenMP ? "omp" : "cuda") << "\n";
+       << (m_Backend == BackendType::Auto  ? "auto"
+           : m_Backend == BackendType::CPU  ? "cpu"
+           : m_Backend == BackendType::OpenMP ? "omp"
+                                              : "cuda")
+       << "\n";
 }
 } // namespace itk
 #endif

@@ -5,6 +5,7 @@
 
 #include "itkImage.h"
 #include "itkImageToImageFilter.h"
+#include "tk_device.h"
 #include "tk_tucker.h"
 
 namespace itk
@@ -23,8 +24,8 @@ namespace itk
  * slices: the 4-D image and a mask that is zero on the dropped slices).
  *
  * The whole image is processed at once (the model couples every voxel): no streaming.
- * Backend CPU runs the OpenMP backend; CUDA the GPU one.  With a fixed Seed the CPU result
- * is reproducible for any thread count.
+ * Backend CPU runs the OpenMP backend; CUDA the GPU one; Auto (default) CUDA where a GPU
+ * is usable, else CPU.  With a fixed Seed the CPU result is reproducible for any thread count.
  */
 template <typename TImage = Image<float, 3>>
 class ITK_TEMPLATE_EXPORT TuckerCompletionImageFilter : public ImageToImageFilter<TImage, TImage>
@@ -43,9 +44,12 @@ public:
 
     using ImageType = TImage;
     using MaskImageType = Image<unsigned char, TImage::ImageDimension>;
-    enum class BackendType { CPU, CUDA };
+    enum class BackendType { Auto, CPU, CUDA };
     // Printed by the Set macros' debug output (builds without NDEBUG).
-    friend std::ostream &operator<<(std::ostream &os, BackendType b) { return os << (b == BackendType::CPU ? "CPU" : "CUDA"); }
+    friend std::ostream &operator<<(std::ostream &os, BackendType b)
+    {
+        return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");
+    }
 
     /** Factor rank J and core rank R (4..64; default 8). */
     itkSetClampMacro(RankJ, unsigned int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK);
@@ -71,6 +75,9 @@ public:
     itkSetMacro(KeepObservedValues, bool);
     itkGetConstMacro(KeepObservedValues, bool);
     itkBooleanMacro(KeepObservedValues);
+    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
+     * that runs this build's code, else on the CPU (OpenMP), silently (the debug output says which
+     * and why); the others force one (CUDA without a usable GPU throws). */
     itkSetMacro(Backend, BackendType);
     itkGetConstMacro(Backend, BackendType);
 
@@ -101,7 +108,7 @@ private:
     double m_LambdaB{1e-3};
     uint64_t m_Seed{0};
     bool m_KeepObservedValues{false};
-    BackendType m_Backend{BackendType::CPU};
+    BackendType m_Backend{BackendType::Auto};
     SizeValueType m_NumberOfObservedVoxels{0};
     double m_TrainingRMSE{0.0};
 };

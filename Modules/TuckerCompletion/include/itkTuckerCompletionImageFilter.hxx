@@ -110,7 +110,13 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
 
     tk_tucker_options o;
     tk_tucker_options_init(&o);
-    o.backend = m_Backend == BackendType::CUDA ? TK_TUCKER_CUDA : TK_TUCKER_OMP;
+    bool cuda = m_Backend == BackendType::CUDA;
+    if (m_Backend == BackendType::Auto) {
+        char reason[512] = "";
+        cuda = tk_cuda_device_usable(0, reason, sizeof reason) != 0;
+        itkDebugMacro(<< "Backend Auto: " << (cuda ? "CUDA" : "CPU, no usable CUDA GPU: ") << (cuda ? "" : reason));
+    }
+    o.backend = cuda ? TK_TUCKER_CUDA : TK_TUCKER_OMP;
     o.lr_a = m_LearningRateA;
     o.lr_b = m_LearningRateB;
     o.lambda_a = m_LambdaA;
@@ -158,7 +164,7 @@ void TuckerCompletionImageFilter<TImage>::PrintSelf(std::ostream &os, Indent ind
        << indent << "LambdaB: " << m_LambdaB << "\n"
        << indent << "Seed: " << m_Seed << "\n"
        << indent << "KeepObservedValues: " << m_KeepObservedValues << "\n"
-       << indent << "Backend: " << (m_Backend == BackendType::CPU ? "cpu" : "cuda") << "\n";
+       << indent << "Backend: " << m_Backend << "\n";
 }
 } // namespace itk
 #endif

@@ -1,0 +1,78 @@
+#include "image_layout.h"
+
+#include <stdexcept>
+
+namespace tk {
+
+ScalarImage4::Pointer to_4d(const VectorImage3 *in)
+{
+    auto out = ScalarImage4::New();
+    ScalarImage4::RegionType region;
+    ScalarImage4::SpacingType spacing;
+    ScalarImage4::PointType origin;
+    ScalarImage4::DirectionType direction;
+    direction.SetIdentity();
+    spacing.Fill(1.0);
+    origin.Fill(0.0);
+    const auto size3 = in->GetLargestPossibleRegion().GetSize();
+    for (unsigned r = 0; r < 3; ++r) {
+        region.SetSize(r, size3[r]);
+        spacing[r] = in->GetSpacing()[r];
+        origin[r] = in->GetOrigin()[r];
+        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
+    }
+    const size_t nt = in->GetNumberOfComponentsPerPixel(), nvox = in->GetLargestPossibleRegion().GetNumberOfPixels();
+    region.SetSize(3, nt);
+    out->SetRegions(region);
+    out->SetSpacing(spacing);
+    out->SetOrigin(origin);
+    out->SetDirection(direction);
+    out->Allocate();
+    for (size_t v = 0; v < nvox; ++v)
+        for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[t * nvox + v] = in->GetBufferPointer()[v * nt + t];
+    return out;
+}
+
+void copy_back(const ScalarImage4 *in, VectorImage3 *out)
+{
+    const size_t nt = out->GetNumberOfComponentsPerPixel(), nvox = out->GetLargestPossibleRegion().GetNumberOfPixels();
+    for (size_t v = 0; v < nvox; ++v)
+        for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[v * nt + t] = in->GetBufferPointer()[t * nvox + v];
+}
+
+void same_grid(const itk::ImageBase<3> *image, itk::ImageBase<3> *mask, const std::string &path)
+{
+    if (mask->GetLargestPossibleRegion().GetSize() != image->GetLargestPossibleRegion().GetSize())
+        throw std::runtime_error(path + ": the mask's size differs from the input image's");
+    mask->SetOrigin(image->GetOrigin());  // same grid; tolerate header rounding
+    mask->SetSpacing(image->GetSpacing());
+    mask->SetDirection(image->GetDirection());
+}
+
+MaskImage4::Pointer mask_4d(const ScalarImage4 *image, const std::string &path)
+{
+    auto mask = MaskImage4::New();
+    mask->CopyInformation(image);  // same grid
+    mask->SetRegions(image->GetLargestPossibleRegion());
+    mask->Allocate();
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    const size_t nvox = size[0] * size[1] * size[2], nt = size[3];
+    const auto shape = probe_volume(path);
+    if (shape.components == 1 && shape.dimensions == 3) {
+        auto m3 = read_mask(path);
+        const auto s3 = m3->GetLargestPossibleRegion().GetSize();
+        if (s3[0] != size[0] || s3[1] != size[1] || s3[2] != size[2])
+            throw std::runtime_error(path + ": the mask's size differs from the input image's");
+        for (size_t t = 0; t < nt; ++t)
+            for (size_t v = 0; v < nvox; ++v) mask->GetBufferPointer()[t * nvox + v] = m3->GetBufferPointer()[v] != 0;
+    } else {
+        auto m = to_4d(read_vector_volume(path));
+        if (m->GetLargestPossibleRegion().GetSize() != size)
+            throw std::runtime_error(path + ": the mask's size differs from the input image's (3-D masks apply to "
+                                            "every volume; a 4-D one needs the image's volumes)");
+        for (size_t i = 0; i < nvox * nt; ++i) mask->GetBufferPointer()[i] = m->GetBufferPointer()[i] != 0;
+    }
+    return mask;
+}
+
+}  // namespace tk

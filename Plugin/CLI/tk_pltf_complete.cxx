@@ -1,0 +1,427 @@
+// tk-pltf complete: itk::NonnegativeTensorFactorizationImageFilter on an image file (the
+// mode 3D Slicer runs).  A 3-D scalar volume stays 3-D; a 4-D image (4-D NIfTI, NRRD,
+// MHA) keeps its whole 4-D geometry; a vector volume (NRRD, e.g. a DWI series or dynamic
+// PET frames as components) becomes 4-D with the components on the 4th axis and is
+// written back as a vector volume.
+#include "tk_pltf_complete.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "cli.h"
+#include "image_layout.h"
+#include "itkNonnegativeTensorFactorizationImageFilter.h"
+#include "itk_progress_bar.h"
+#include "sh_image_io.h"
+#include "tk_pltf.h"
+
+namespace {
+
+const char *prog = "tk-pltf";
+
+// A bad command line found only once the image is known (exit 2, not 1).
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+enum class Backend { Auto, CPU, OpenMP, CUDA };
+
+struct CompleteArgs {
+    std::string input, output, mask, model = "parafac", dims;
+    long rank = 4, iters = 200;
+    tk_pltf_divergence divergence = TK_PLTF_KL;
+    uint64_t seed = 0;
+    Backend backend = Backend::Auto;
+    bool keep_observed = false, quiet = false;
+};
+
+bool is_preset(const std::string &model) { return model == "parafac" || model == "cp" || model == "tucker"; }
+
+int parse(int argc, char **argv, CompleteArgs &a)
+{
+    int positional = 0;  // "complete", IN, OUT
+    for (int i = 1; i < argc; ++i) {
+        const char *arg = argv[i], *v = nullptr;
+#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
+#define NUMBER(flag, lo, hi, out) (VALUE(flag) && tk_cli_parse_int(prog, flag, v, lo, hi, out))
+        if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
+            tk_pltf_complete_usage(stdout);
+            std::exit(0);
+        } else if (tk_cli_is(arg, "--mask")) {
+            if (!VALUE("--mask")) return 0;
+            a.mask = v;
+        } else if (tk_cli_is(arg, "--model")) {
+            if (!VALUE("--model")) return 0;
+            a.model = v;
+        } else if (tk_cli_is(arg, "--rank")) {
+            if (!NUMBER("--rank", 1, 1024, &a.rank)) return 0;
+        } else if (tk_cli_is(arg, "--dims")) {
+            if (!VALUE("--dims")) return 0;
+            a.dims = v;
+        } else if (tk_cli_is(arg, "--iters")) {
+            if (!NUMBER("--iters", 1, 1000000, &a.iters)) return 0;
+        } else if (tk_cli_is(arg, "--divergence")) {
+            if (!VALUE("--divergence")) return 0;
+            if (!std::strcmp(v, "kl")) a.divergence = TK_PLTF_KL;
+            else if (!std::strcmp(v, "euclidean") || !std::strcmp(v, "eu")) a.divergence = TK_PLTF_EUCLIDEAN;
+            else if (!std::strcmp(v, "is")) a.divergence = TK_PLTF_IS;
+            else {
+                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'", v);
+                return 0;
+            }
+        } else if (tk_cli_is(arg, "--seed")) {
+            if (!VALUE("--seed")) return 0;
+            char *end = nullptr;
+            errno = 0;
+            unsigned long long s = std::strtoull(v, &end, 10);
+            if (!*v || *end || *v == '-' || errno) {
+                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+                return 0;
+            }
+            a.seed = s;
+        } else if (tk_cli_is(arg, "--backend")) {
+            if (!VALUE("--backend")) return 0;
+            if (!std::strcmp(v, "auto")) a.backend = Backend::Auto;
+            else if (!std::strcmp(v, "cpu")) a.backend = Backend::CPU;
+            else if (!std::strcmp(v, "omp")) a.backend = Backend::OpenMP;
+            else if (!std::strcmp(v, "cuda")) a.backend = Backend::CUDA;
+            else {
+                tk_cli_error(prog, "--backend expects auto, cpu, omp or cuda, got '%s'", v);
+                return 0;
+            }
+        } else if (!std::strcmp(arg, "--keep-observed")) {
+            a.keep_observed = true;
+        } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
+            a.quiet = true;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            tk_cli_error(prog, "unknown option '%s' for complete (see tk-pltf complete --help)", arg);
+            return 0;
+        } else if (positional == 0) {
+            if (std::strcmp(arg, "complete")) {
+                tk_cli_error(prog, "unexpected argument '%s' (see tk-pltf complete --help)", arg);
+                return 0;
+            }
+            ++positional;
+        } else if (positional == 1) {
+            a.input = arg, ++positional;
+        } else if (positional == 2) {
+            a.output = arg, ++positional;
+        } else {
+            tk_cli_error(prog, "unexpected argument '%s' (see tk-pltf complete --help)", arg);
+            return 0;
+        }
+#undef NUMBER
+#undef VALUE
+    }
+    if (positional != 3) {
+        tk_cli_error(prog, "complete needs IN_IMAGE and OUT_IMAGE (see tk-pltf complete --help)");
+        return 0;
+    }
+    // A malformed expression is a usage error before any file is touched.
+    tk_pltf_model m;
+    if (!is_preset(a.model) && tk_pltf_parse(a.model.c_str(), &m) != TK_OK) {
+        tk_cli_error(prog, "--model: %s", tk_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+// What the filter fits: the expression and the sizes of its latent indices.
+struct Fit {
+    std::string model, latent;
+};
+
+// The preset for a D-dimensional image or the user's expression; every latent index is
+// --rank long unless --dims sizes it.
+Fit fit_for(const CompleteArgs &a, unsigned dims)
+{
+    std::string text = a.model;
+    if (a.model == "parafac" || a.model == "cp") text = dims == 3 ? "ijk=ia,ja,ka" : "ijkl=ia,ja,ka,la";
+    if (a.model == "tucker") text = dims == 3 ? "ijk=ip,jq,kr,pqr" : "ijkl=ip,jq,kr,ls,pqrs";
+    tk_pltf_model m;
+    if (tk_pltf_parse(text.c_str(), &m) != TK_OK) throw UsageError(std::string("--model: ") + tk_last_error());
+    if (m.out_ndim != static_cast<int>(dims))
+        throw std::runtime_error(a.input + ": a " + std::to_string(dims) + "-D image, but model \"" + m.text +
+                                 "\" observes " + std::to_string(m.out_ndim) +
+                                 " indices (those before '='); name the image's axes in C order, " +
+                                 (dims == 3 ? "z, y, x (e.g. \"zyx=za,ya,xa\")"
+                                            : "t, z, y, x (e.g. \"tzyx=tp,zyxp\")"));
+    bool observed[TK_PLTF_MAX_INDICES] = {false}, used[TK_PLTF_MAX_INDICES] = {false};
+    for (int o = 0; o < m.out_ndim; ++o) observed[m.out[o]] = true;
+    for (int f = 0; f < m.num_factors; ++f)
+        for (int d = 0; d < m.factor_ndim[f]; ++d) used[m.factor[f][d]] = true;
+    if (!a.dims.empty() && tk_pltf_set_dims(&m, a.dims.c_str()) != TK_OK)
+        throw UsageError(std::string("--dims: ") + tk_last_error());
+    Fit fit{m.text, ""};
+    for (int id = 0; id < TK_PLTF_MAX_INDICES; ++id) {
+        if (observed[id] && m.dims[id])
+            throw UsageError(std::string("--dims sets '") + tk_pltf_index_letter(id) +
+                             "', an observed index of \"" + m.text + "\": its size is the image's");
+        if (observed[id] || !used[id]) continue;
+        const size_t size = m.dims[id] ? m.dims[id] : static_cast<size_t>(a.rank);
+        fit.latent += (fit.latent.empty() ? "" : ",") + std::string(1, tk_pltf_index_letter(id)) + "=" +
+                      std::to_string(size);
+    }
+    return fit;
+}
+
+// --backend: auto through the tools' shared rule (tk_cli_resolve_backend: CUDA where a
+// usable GPU runs this build's code, else omp with one warning line); false after an
+// explicit cuda that cannot run (the message is printed).
+bool resolve_backend(const CompleteArgs &a, tk_pltf_backend *run)
+{
+    const tk_cli_backend asked = a.backend == Backend::CPU      ? TK_CLI_CPU
+                                 : a.backend == Backend::OpenMP ? TK_CLI_OMP
+                                 : a.backend == Backend::CUDA   ? TK_CLI_CUDA
+                                                                : TK_CLI_AUTO;
+    tk_cli_backend chosen = TK_CLI_OMP;
+    if (!tk_cli_resolve_backend(prog, asked, 0, TK_CLI_OMP, a.quiet, &chosen)) return false;
+    *run = chosen == TK_CLI_CUDA ? TK_PLTF_CUDA : chosen == TK_CLI_CPU ? TK_PLTF_CPU : TK_PLTF_OMP;
+    return true;
+}
+
+// A rough upper estimate of the fit's host memory, in bytes: image-sized buffers (the
+// image and the output here, the filter's copies, the updates' ratios), the factors with
+// their numerators, denominators and update terms, and the largest intermediate of the
+// reconstruction's contraction order (peak RSS measured at 0.6-0.9 of it for PARAFAC
+// and Tucker models).  Run before the fit so that a model too large for
+// this machine is an error, not a process the kernel kills half-way.
+double fit_bytes(const Fit &fit, unsigned dims, const size_t *c_shape)
+{
+    tk_pltf_model m;
+    if (tk_pltf_parse(fit.model.c_str(), &m) != TK_OK ||
+        tk_pltf_set_out_shape(&m, static_cast<int>(dims), c_shape) != TK_OK ||
+        (!fit.latent.empty() && tk_pltf_set_dims(&m, fit.latent.c_str()) != TK_OK) || tk_pltf_check_dims(&m) != TK_OK)
+        throw std::runtime_error(std::string("model \"") + fit.model + "\": " + tk_last_error());
+    double factors = 0, largest = 0;
+    for (int f = 0; f < m.num_factors; ++f) factors += static_cast<double>(tk_pltf_factor_count(&m, f));
+    std::string plan(8192, '\0');
+    tk_pltf_plan_describe(&m, &plan[0], plan.size());  // "(ia,ja)->aij; (aij,ka)->ijk"
+    for (size_t at = plan.find("->"); at != std::string::npos; at = plan.find("->", at + 2)) {
+        double size = 1;
+        for (size_t c = at + 2; c < plan.size() && tk_pltf_index_id(plan[c]) >= 0; ++c)
+            size *= static_cast<double>(m.dims[tk_pltf_index_id(plan[c])]);
+        largest = std::max(largest, size);
+    }
+    const double libraries = 256.0 * (1 << 20);  // what ITK, BLAS and CUDA hold before any data (measured)
+    return libraries + 8.0 * (10.0 * static_cast<double>(tk_pltf_out_count(&m)) + 8.0 * factors + 4.0 * largest);
+}
+
+// What this machine can give now (MemAvailable; all of its memory where that is unknown).
+double available_bytes()
+{
+    if (FILE *f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        unsigned long long kib = 0;
+        while (std::fgets(line, sizeof line, f))
+            if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+        std::fclose(f);
+        if (kib) return 1024.0 * static_cast<double>(kib);
+    }
+    return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+const char *backend_name(tk_pltf_backend b) { return b == TK_PLTF_CPU ? "cpu" : b == TK_PLTF_OMP ? "omp" : "cuda"; }
+
+// The observed voxels the divergence can take (finite; >= 0 for KL, > 0 for IS), or an
+// error naming the first other one as (x, y, z[, t]); returns how many are observed.
+template <typename TImage>
+size_t check_observed(const CompleteArgs &a, const TImage *image,
+                      const itk::Image<unsigned char, TImage::ImageDimension> *mask)
+{
+    constexpr unsigned D = TImage::ImageDimension;
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    const size_t count = image->GetLargestPossibleRegion().GetNumberOfPixels();
+    const float *x = image->GetBufferPointer();
+    const unsigned char *m = mask ? mask->GetBufferPointer() : nullptr;
+    size_t observed = 0;
+    for (size_t v = 0; v < count; ++v) {
+        if (m && !m[v]) continue;  // never read, may hold anything
+        ++observed;
+        const double value = x[v];
+        const tk_pltf_divergence dv = a.divergence;
+        const char *bad = !std::isfinite(value)             ? "is not finite"
+                          : dv == TK_PLTF_KL && value < 0    ? "is negative: the KL divergence needs values >= 0"
+                          : dv == TK_PLTF_IS && !(value > 0) ? "is not positive: Itakura-Saito needs values > 0"
+                                                             : nullptr;
+        if (!bad) continue;
+        std::string where = "(";
+        size_t rest = v;
+        for (unsigned d = 0; d < D; ++d) {  // x fastest
+            where += std::to_string(rest % size[d]) + (d + 1 < D ? ", " : ")");
+            rest /= size[d];
+        }
+        char text[64];
+        std::snprintf(text, sizeof text, "%g", value);
+        throw std::runtime_error(a.input + ": voxel " + where + " = " + text + " " + bad +
+                                 (dv != TK_PLTF_EUCLIDEAN && std::isfinite(value)
+                                      ? " (use --divergence euclidean, or mask it out)"
+                                      : " (mask it out)"));
+    }
+    if (!observed)
+        throw std::runtime_error(a.mask + ": no voxel is observed (the mask is zero everywhere)");
+    return observed;
+}
+
+template <typename TImage>
+typename TImage::Pointer complete(const CompleteArgs &a, const Fit &fit, tk_pltf_backend backend, const TImage *image,
+                                  const itk::Image<unsigned char, TImage::ImageDimension> *mask)
+{
+    const size_t observed = check_observed(a, image, mask);
+    constexpr unsigned D = TImage::ImageDimension;
+    size_t c_shape[D];  // C order: the image's last axis first
+    for (unsigned d = 0; d < D; ++d) c_shape[d] = image->GetLargestPossibleRegion().GetSize()[D - 1 - d];
+    const double need = fit_bytes(fit, D, c_shape), have = available_bytes();
+    if (need > have) {
+        char text[160];
+        std::snprintf(text, sizeof text, "about %.1f GiB of memory, %.1f GiB available", need / (1 << 30),
+                      have / (1 << 30));
+        throw std::runtime_error(a.input + ": model " + fit.model + " (" + fit.latent + ") needs " + text +
+                                 " (lower --rank or --dims)");
+    }
+    using Filter = itk::NonnegativeTensorFactorizationImageFilter<TImage>;
+    auto filter = Filter::New();
+    filter->SetInput(image);
+    if (mask) filter->SetMaskImage(mask);
+    filter->SetModel(fit.model);
+    filter->SetLatentSizes(fit.latent);
+    filter->SetDivergence(static_cast<typename Filter::DivergenceType>(a.divergence));
+    filter->SetNumberOfIterations(static_cast<unsigned>(a.iters));
+    filter->SetSeed(a.seed);
+    filter->SetBackend(static_cast<typename Filter::BackendType>(backend));
+    tk::update_with_progress(filter, prog, a.quiet);
+    const auto &history = filter->GetDivergenceHistory();
+    if (!a.quiet && !history.empty())
+        std::fprintf(stderr, "%s: model %s (%s), %ld iterations on %s; %zu of %zu voxels observed; "
+                             "%s divergence %.6g -> %.6g\n",
+                     prog, filter->GetFittedModel().c_str(), fit.latent.c_str(), a.iters, backend_name(backend),
+                     observed, static_cast<size_t>(image->GetLargestPossibleRegion().GetNumberOfPixels()),
+                     tk_pltf_divergence_name(a.divergence), history.front(), history.back());
+    typename TImage::Pointer out = filter->GetOutput();
+    out->DisconnectPipeline();
+    if (a.keep_observed) {
+        const size_t count = image->GetLargestPossibleRegion().GetNumberOfPixels();
+        for (size_t v = 0; v < count; ++v)
+            if (!mask || mask->GetBufferPointer()[v]) out->GetBufferPointer()[v] = image->GetBufferPointer()[v];
+    }
+    return out;
+}
+
+// The filter's message without itkExceptionMacro's "ITK ERROR: Class(0x...): ".
+std::string itk_message(const itk::ExceptionObject &e)
+{
+    std::string text = e.GetDescription();
+    const size_t at = text.find("): ");
+    if (text.rfind("ITK ERROR: ", 0) == 0 && at != std::string::npos) text.erase(0, at + 3);
+    return text;
+}
+
+}  // namespace
+
+extern "C" int tk_pltf_complete_requested(int argc, char **argv)
+{
+    if (argc >= 2 && !std::strcmp(argv[1], "complete")) return 1;
+    int word = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (tk_cli_is(argv[i], "--input")) return 0;
+        word = word || !std::strcmp(argv[i], "complete");
+    }
+    return word;
+}
+
+extern "C" void tk_pltf_complete_usage(FILE *f)
+{
+    std::fprintf(f,
+                 "usage: tk-pltf complete IN_IMAGE OUT_IMAGE [--model MODEL] [--mask MASK] [options]\n"
+                 "\n"
+                 "Non-negative low-rank completion of an image (itk::NonnegativeTensorFactorizationImageFilter):\n"
+                 "a PLTF model fitted by multiplicative updates to the voxels MASK marks as observed\n"
+                 "(non-zero; the others are never read), evaluated on the whole grid, so the voxels where\n"
+                 "MASK is zero are filled.  No mask: a low-rank approximation of the whole image.\n"
+                 "IN_IMAGE: a 3-D scalar volume, a 4-D image (4-D NIfTI, NRRD, MHA) or a vector volume\n"
+                 "(NRRD, e.g. a DWI series or PET frames as components, taken as the 4th axis).\n"
+                 "OUT_IMAGE: the reconstruction with the input's geometry and layout, in float.\n"
+                 "MASK: 3-D (the same for every volume) or with the image's volumes.\n"
+                 "\n"
+                 "options:\n"
+                 "  --model MODEL            parafac (default; or cp), tucker, or a PLTF expression over the\n"
+                 "                           image's axes in C order: \"zyx=...\" in 3-D, \"tzyx=...\" in 4-D\n"
+                 "                           (t the 4th axis), e.g. \"tzyx=tp,zyxp\" (spatial maps times\n"
+                 "                           time courses)\n"
+                 "  --rank R                 size of every latent index (default 4): the PARAFAC rank,\n"
+                 "                           Tucker's core sizes\n"
+                 "  --dims a=N[,b=M...]      sizes of single latent indices (the others: --rank)\n"
+                 "  --divergence kl|euclidean|is  (default kl: observed voxels >= 0; is: > 0)\n"
+                 "  --iters K                iterations, each updating every factor once (default 200)\n"
+                 "  --seed S                 seed of the random non-negative start (default 0)\n"
+                 "  --keep-observed          copy the input at observed voxels\n"
+                 "  --backend auto|cpu|omp|cuda  (default auto: cuda when a GPU is usable, else omp\n"
+                 "                           with a warning; cpu is one thread, omp all cores)\n"
+                 "  --quiet                  no progress bar, warning or summary\n"
+                 "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
+                 "  tk-pltf --mask MASK --rank 6 complete IN_IMAGE OUT_IMAGE\n");
+}
+
+extern "C" int tk_pltf_complete_main(int argc, char **argv)
+{
+    CompleteArgs a;
+    if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    try {
+        const auto shape = tk::probe_volume(a.input);
+        const bool scalar3 = shape.components == 1 && shape.dimensions == 3;
+        const bool scalar4 = shape.components == 1 && shape.dimensions == 4;
+        const bool vector3 = shape.components > 1 && shape.dimensions == 3;
+        if (!scalar3 && !scalar4 && !vector3)
+            throw std::runtime_error(a.input + ": expected a 3-D or 4-D image (or a 3-D vector volume), got " +
+                                     std::to_string(shape.dimensions) + "-D with " +
+                                     std::to_string(shape.components) + " component(s)");
+        const Fit fit = fit_for(a, scalar3 ? 3 : 4);
+        tk_pltf_backend backend = TK_PLTF_OMP;
+        if (!resolve_backend(a, &backend)) return TK_EXIT_FAILURE;
+        if (scalar3) {
+            auto image = tk::read_scalar_volume(a.input);
+            tk::MaskImage3::Pointer mask;
+            if (!a.mask.empty()) {
+                mask = tk::read_mask(a.mask);
+                tk::same_grid(image, mask, a.mask);
+            }
+            tk::write_scalar_volume(complete<tk::ScalarImage3>(a, fit, backend, image, mask), a.output);
+        } else if (scalar4) {
+            auto image = tk::read_scalar_image4(a.input);
+            tk::MaskImage4::Pointer mask;
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            tk::write_scalar_image4(complete<tk::ScalarImage4>(a, fit, backend, image, mask), a.output);
+        } else {
+            auto vectors = tk::read_vector_volume(a.input);
+            auto image = tk::to_4d(vectors);
+            tk::MaskImage4::Pointer mask;
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            tk::copy_back(complete<tk::ScalarImage4>(a, fit, backend, image, mask), vectors);
+            tk::write_vector_volume(vectors, a.output);  // the input's grid and layout, the completed values
+        }
+    } catch (const UsageError &e) {
+        tk_cli_error(prog, "%s", e.what());
+        return TK_EXIT_USAGE;
+    } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), itk_message(e).c_str());
+        return TK_EXIT_FAILURE;
+    } catch (const std::bad_alloc &) {
+        tk_cli_error(prog, "%s: out of memory for the image and the model's factors (try a smaller --rank)",
+                     a.input.c_str());
+        return TK_EXIT_FAILURE;
+    } catch (const std::exception &e) {
+        tk_cli_error(prog, "%s", e.what());
+        return TK_EXIT_FAILURE;
+    }
+    return 0;
+}

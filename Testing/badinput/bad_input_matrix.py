@@ -1,0 +1,820 @@
+#!/usr/bin/python3
+"""The bad-input matrix: every tool against missing, unreadable, malformed, non-finite and
+absurdly large inputs, bad command lines and unwritable outputs.
+
+Each case runs in a fresh folder holding the files it needs (made here with numpy and
+plain bytes), with that folder as the working directory so messages name short relative
+paths.  A case passes when the tool
+  - exits with the expected code (1 bad data or I/O, 2 bad command line; 0 only for the
+    rows marked "exit 0", which are controls or documented per-item outcomes),
+    never by a signal;
+  - prints an error line ("TOOL: error: ...") that names the file or flag (`names`) and
+    says what is wrong (`says`, a regular expression);
+  - leaves every file it was given byte for byte unchanged (SHA-256 before and after);
+  - leaves nothing new behind: no output, no temporary (only the documented .tns.tkc
+    cache beside a valid .tns input, and the outputs of a control run).
+
+    bad_input_matrix.py --bin DIR --tool teig [--tool eig ...] --doc Documentation/bad-input.md
+        runs the tools' cases and fails when the committed table of outcomes in --doc
+        differs from this run's (so the document stays true);
+    bad_input_matrix.py --bin DIR --all --doc Documentation/bad-input.md --write-doc
+        runs every tool and rewrites the document.
+Tools: teig, eig, tucker-train, tucker-predict, tucker-synth, tucker-complete, pltf,
+fibers, bench.  Without numpy the run prints SKIPPED and passes.
+"""
+import argparse
+import difflib
+import hashlib
+import os
+import re
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:  # the GPU machine may lack it
+    print("SKIPPED: numpy is not installed for %s" % sys.executable)
+    sys.exit(0)
+
+TOOLS = ["teig", "eig", "tucker-train", "tucker-predict", "tucker-synth", "tucker-complete", "pltf", "fibers",
+         "bench"]
+EXE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker", "tucker-predict": "tk-tucker",
+       "tucker-synth": "tk-tucker", "tucker-complete": "tk-tucker", "pltf": "tk-pltf", "fibers": "tk-fibers",
+       "bench": "tk-bench"}
+TITLE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker train", "tucker-predict": "tk-tucker predict",
+         "tucker-synth": "tk-tucker synth", "tucker-complete": "tk-tucker complete", "pltf": "tk-pltf",
+         "fibers": "tk-fibers", "bench": "tk-bench"}
+
+HUGE = 1 << 40  # "a header claiming 2^40 elements"
+RO_DIR = "/proc"  # not writable, even by root
+# What the messages must say, per kind of problem.
+MISSING = r"no such file or directory|does not exist"
+IS_DIR = r"is a directory|not a regular file"
+EMPTY = r"empty|no entries|too short|truncated|not a|header"
+TRUNCATED = r"truncated|too short|short|expected|end of|missing|bytes"
+NOT_FINITE = r"nan|inf|not finite|non-finite"
+TOO_LARGE = r"too large|exceeds|overflow|out of memory|bytes|beyond|above|not fit"
+
+rng = np.random.default_rng(7)
+
+
+class Case:
+    def __init__(self, name, args, setup=None, code=1, names=None, says=None, allow_new=(), check=None,
+                 may_change=(), varies=False):
+        self.name = name          # the table's first column
+        self.args = args          # argv after the program, relative to the case folder
+        self.setup = setup        # callable(folder) making the inputs
+        self.code = code          # expected exit code
+        self.names = names        # what the message must name (file or flag); None for exit 0
+        self.says = says          # regular expression the message must match (case-insensitive)
+        self.allow_new = allow_new  # paths a run may create (controls, documented caches)
+        self.check = check        # callable(folder, result) -> error text or None (extra checks)
+        self.may_change = may_change  # given files a run may rewrite (a stale cache)
+        self.varies = varies      # the message depends on the machine: the document check skips it
+
+
+# ---- files ---------------------------------------------------------------------------
+
+def npy_header(descr, shape):
+    """The bytes of a .npy (format 1.0) header for descr and shape, data not included."""
+    text = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join("%d, " % s for s in shape) if len(shape) != 1 else "%d," % shape[0])
+    pad = 64 - (10 + len(text) + 1) % 64
+    text += " " * pad + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin1")
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def save(path, array):
+    np.save(path, array)
+
+
+def truncated_copy(path, array):
+    """array as .npy, cut in the middle of its data."""
+    save(path, array)
+    size = os.path.getsize(path)
+    data = open(path, "rb").read()
+    write(path, data[: size - (array.nbytes // 2 or 1)])
+
+
+def absurd_npy(path, descr, shape):
+    """A header claiming shape (2^40 elements or more) over a few bytes of data."""
+    write(path, npy_header(descr, shape) + b"\0" * 64)
+
+
+def nrrd(path, array, kind_vector=False, pixel="float", data=None):
+    """array (z, y, x) or (z, y, x, components) as a raw little-endian NRRD."""
+    if kind_vector:
+        sizes = (array.shape[3], array.shape[2], array.shape[1], array.shape[0])
+        kinds = "vector domain domain domain"
+    else:
+        sizes = (array.shape[2], array.shape[1], array.shape[0])
+        kinds = "domain domain domain"
+    header = ("NRRD0004\ntype: %s\ndimension: %d\nsizes: %s\nkinds: %s\nspacings: %s\nencoding: raw\n"
+              "endian: little\n\n" % (pixel, len(sizes), " ".join(map(str, sizes)), kinds,
+                                      " ".join(["nan"] * (len(sizes) - 3) + ["1"] * 3)))
+    dtype = {"float": "<f4", "uchar": "u1", "double": "<f8"}[pixel]
+    body = array.astype(dtype).tobytes() if data is None else data
+    write(path, header.encode() + body)
+
+
+def nrrd_header_only(path, sizes, pixel="float", kinds=None, data=b"\0" * 64):
+    kinds = kinds or " ".join(["domain"] * len(sizes))
+    header = ("NRRD0004\ntype: %s\ndimension: %d\nsizes: %s\nkinds: %s\nencoding: raw\nendian: little\n\n"
+              % (pixel, len(sizes), " ".join(map(str, sizes)), kinds))
+    write(path, header.encode() + data)
+
+
+def tns(path, rows):
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(" ".join(str(v) for v in r) + "\n")
+
+
+def small_tns_rows(n=300, dims=(12, 10, 8)):
+    seen, rows = set(), []
+    while len(rows) < n:
+        idx = tuple(int(rng.integers(1, d + 1)) for d in dims)
+        if idx in seen:
+            continue
+        seen.add(idx)
+        rows.append(idx + (round(float(rng.uniform(1, 5)), 3),))
+    return rows
+
+
+def symmetric_packed(count):
+    return rng.standard_normal((count, 15)).astype(np.float32)
+
+
+def files(*makers):
+    """setup from (name, function(path)) pairs."""
+    def setup(folder):
+        for name, make in makers:
+            make(os.path.join(folder, name))
+    return setup
+
+
+def mkdir(path):
+    os.mkdir(path)
+
+
+def both(*setups):
+    def setup(folder):
+        for s in setups:
+            if s:
+                s(folder)
+    return setup
+
+
+# ---- the tools' cases --------------------------------------------------------------------
+
+def npy_input_cases(prefix, make_args, good_name, good, bad_dtype, bad_shape, absurd, descr):
+    """The rows every .npy input gets; make_args(name) is the command line reading it."""
+    def nonfinite(value):
+        a = good.copy()
+        a.flat[a.size // 2] = value
+        return lambda p: save(p, a)
+    return [
+        Case(prefix + "missing file", make_args("missing.npy"), names="missing.npy", says=MISSING),
+        Case(prefix + "a directory", make_args("dir.npy"), files(("dir.npy", mkdir)), names="dir.npy", says=IS_DIR),
+        Case(prefix + "empty file", make_args("empty.npy"), files(("empty.npy", lambda p: write(p, b""))),
+             names="empty.npy", says=EMPTY),
+        Case(prefix + "not a .npy file (text)", make_args("text.npy"),
+             files(("text.npy", lambda p: write(p, b"1,2,3\n4,5,6\n"))), names="text.npy", says=r"not a|magic|npy"),
+        Case(prefix + "truncated file", make_args("cut.npy"), files(("cut.npy", lambda p: truncated_copy(p, good))),
+             names="cut.npy", says=TRUNCATED),
+        Case(prefix + "wrong dtype", make_args("int.npy"), files(("int.npy", lambda p: save(p, bad_dtype))),
+             names="int.npy", says=r"dtype|int32"),
+        Case(prefix + "wrong shape", make_args("shape.npy"), files(("shape.npy", lambda p: save(p, bad_shape))),
+             names="shape.npy", says=r"shape|axes|square"),
+        Case(prefix + "NaN", make_args("nan.npy"), files(("nan.npy", nonfinite(np.nan))), names="nan.npy",
+             says=NOT_FINITE),
+        Case(prefix + "Inf", make_args("inf.npy"), files(("inf.npy", nonfinite(np.inf))), names="inf.npy",
+             says=NOT_FINITE),
+        Case(prefix + "header claiming 2^40 elements", make_args("huge.npy"),
+             files(("huge.npy", lambda p: absurd_npy(p, descr, absurd))), names="huge.npy", says=TOO_LARGE),
+        Case(prefix + "header whose size overflows 64 bits", make_args("overflow.npy"),
+             files(("overflow.npy", lambda p: absurd_npy(p, descr, (1 << 62, 1 << 62) + tuple(absurd[2:])))),
+             names="overflow.npy", says=TOO_LARGE),
+    ]
+
+
+def output_cases(make_args, setup, flag, name="out", is_dir=False, input_name=None, input_code=2):
+    """The rows of an output path: a missing folder, a read-only one, a directory, the input."""
+    rows = [
+        Case("%s in a missing folder" % flag, make_args("nodir/" + name), setup, names="nodir/" + name,
+             says=r"does not exist|no such file"),
+        Case("%s in a read-only folder (%s)" % (flag, RO_DIR), make_args(RO_DIR + "/" + name), setup,
+             names=RO_DIR + "/" + name, says=r"cannot|not writable|permission|read-only|no such file", varies=True),
+    ]
+    if not is_dir:
+        rows.append(Case("%s is a directory" % flag, make_args("outdir"), both(setup, files(("outdir", mkdir))),
+                         names="outdir", says=IS_DIR))
+    if input_name:
+        rows.append(Case("%s is the input file" % flag, make_args(input_name), setup, code=input_code,
+                         names=input_name, says=r"input|same file|not a .* directory|is not a directory"))
+    return rows
+
+
+def flag_cases(base_args, setup, unknown_at=None, missing_value=None, bad_value=None, conflict=None):
+    rows = [Case("unknown flag", base_args + ["--frobnicate"], setup, code=2, names="--frobnicate", says=r"unknown")]
+    if missing_value:
+        rows.append(Case("flag without its value", base_args + [missing_value], setup, code=2, names=missing_value,
+                         says=r"needs a value|value"))
+    if bad_value:
+        flag, value = bad_value
+        rows.append(Case("flag with a value out of range", base_args + [flag, value], setup, code=2, names=flag,
+                         says=r"expects|range|must"))
+    if conflict:
+        args, names, says = conflict
+        rows.append(Case("conflicting flags", base_args + args, setup, code=2, names=names, says=says))
+    return rows
+
+
+def teig_cases():
+    good = symmetric_packed(3)
+    base = lambda inp: ["--order", "4", "--dim", "3", "--starts", "8", "--input", inp, "--output", "e.csv"]
+    g = files(("t.npy", lambda p: save(p, good)))
+    nonsym = rng.standard_normal((1, 3, 3, 3, 3))
+    rows = [Case("valid input (control)", base("t.npy"), g, code=0, allow_new=("e.csv",))]
+    rows += npy_input_cases("input: ", base, "t.npy", good, good.astype(np.int32), good[:, :14],
+                            (HUGE // 16, 16), "<f4")
+    rows += [Case("input: full tensors that are not symmetric", base("full.npy"),
+                  files(("full.npy", lambda p: save(p, nonsym))), names="full.npy", says=r"not symmetric")]
+    rows += flag_cases(base("t.npy"), g, missing_value="--input", bad_value=("--starts", "0"),
+                       conflict=(["--impl", "unrolled", "--order", "5"], "--impl", r"unrolled"))
+    rows += output_cases(lambda o: ["--order", "4", "--dim", "3", "--starts", "8", "--input", "t.npy", "--output", o],
+                         g, "--output", "e.csv", input_name="t.npy")
+    return rows
+
+
+def eig_cases():
+    good = rng.standard_normal((4, 3, 3))
+    base = lambda inp: [inp, "vals.npy"]
+    g = files(("m.npy", lambda p: save(p, good)))
+
+    def nan_status(folder, r):
+        values = np.load(os.path.join(folder, "vals.npy"))
+        status = np.load(os.path.join(folder, "st.npy"))
+        if list(status) != [0, 0, 2, 0] or not np.isnan(values[2]).all() or np.isnan(values[[0, 1, 3]]).any():
+            return "expected status [0 0 2 0] and NaN values for matrix 2 only, got %s" % list(status)
+        return None
+    nan = good.copy()
+    nan[2, 1, 1] = np.nan
+    rows = [Case("valid input (control)", base("m.npy"), g, code=0, allow_new=("vals.npy",))]
+    rows += [c for c in npy_input_cases("input: ", base, "m.npy", good, good.astype(np.int32), good[:, :, :2],
+                                        (HUGE // 9, 3, 3), "<f8") if not re.search(r"NaN|Inf", c.name)]
+    rows += [Case("input: a matrix with NaN (documented: that matrix's status is 2, its values NaN)",
+                  ["nan.npy", "vals.npy", "--status", "st.npy"], files(("nan.npy", lambda p: save(p, nan))), code=0,
+                  names="nan.npy", says=r"NaN or Inf", allow_new=("vals.npy", "st.npy"), check=nan_status)]
+    rows += flag_cases(base("m.npy"), g, missing_value="--vectors", bad_value=("--threads", "0"),
+                       conflict=(["--status", "vals.npy"], "vals.npy", r"same file"))
+    rows += output_cases(lambda o: ["m.npy", o], g, "OUTPUT", "vals.npy", input_name="m.npy")
+    rows += [Case("--vectors in a missing folder", ["m.npy", "vals.npy", "--vectors", "nodir/v.npy"], g,
+                  names="nodir/v.npy", says=r"does not exist|no such file")]
+    return rows
+
+
+def tucker_train_cases():
+    rows_ok = small_tns_rows()
+    g = files(("s.tns", lambda p: tns(p, rows_ok)))
+    base = lambda inp: ["train", inp, "--out", "model", "--iters", "2", "--rank-j", "4", "--rank-r", "4", "--quiet"]
+    cache = ("s.tns.tkc",)
+
+    def with_row(row, at=5):
+        return lambda p: tns(p, rows_ok[:at] + [row] + rows_ok[at:])
+
+    def cut(p):
+        tns(p, rows_ok)
+        data = open(p, "rb").read()
+        write(p, data[: data.rindex(b" ")])  # the last line loses its value
+
+    rows = [Case("valid input (control)", base("s.tns"), g, code=0, allow_new=("model", "s.tns.tkc"))]
+    rows += [
+        Case("missing file", base("missing.tns"), names="missing.tns", says=MISSING),
+        Case("a directory", base("dir.tns"), files(("dir.tns", mkdir)), names="dir.tns", says=IS_DIR),
+        Case("empty file", base("empty.tns"), files(("empty.tns", lambda p: write(p, b""))), names="empty.tns",
+             says=EMPTY),
+        Case("truncated file (last value cut)", base("cut.tns"), files(("cut.tns", cut)), names="cut.tns",
+             says=r"line|columns|values"),
+        Case("non-numeric value", base("word.tns"), files(("word.tns", with_row((1, 2, 3, "abc")))),
+             names="word.tns", says=r"word.tns:6: .*not a number"),
+        Case("wrong shape (order 2)", base("two.tns"), files(("two.tns", lambda p: tns(p, [(1, 2, 1.0), (2, 1, 2.0)]))),
+             names="two.tns", says=r"order"),
+        Case("index 0 (the format is 1-based)", base("zero.tns"), files(("zero.tns", with_row((0, 2, 3, 1.0)))),
+             names="zero.tns", says=r"zero.tns:6: .*1-based"),
+        Case("NaN value", base("nan.tns"), files(("nan.tns", with_row((1, 2, 3, "nan")))), names="nan.tns",
+             says=NOT_FINITE),
+        Case("Inf value", base("inf.tns"), files(("inf.tns", with_row((1, 2, 3, "inf")))), names="inf.tns",
+             says=NOT_FINITE),
+        Case("index 2^40", base("huge.tns"), files(("huge.tns", with_row((HUGE, 2, 3, 1.0)))), names="huge.tns",
+             says=r"huge.tns:6: .*larger than"),
+        Case("index 4e9 (a mode of 4e9 rows)", base("wide.tns"), files(("wide.tns", with_row((4000000000, 2, 3, 1.0)))),
+             names="wide.tns", says=r"GiB", varies=True),
+        Case("corrupt .tkc cache beside a valid input (ignored, rebuilt)", base("s.tns"),
+             both(g, files(("s.tns.tkc", lambda p: write(p, b"TKTNSC01" + b"\xff" * 200)))), code=0,
+             allow_new=("model",), may_change=("s.tns.tkc",)),
+        Case("--test: missing file", base("s.tns") + ["--test", "missing.tns"], g, names="missing.tns",
+             says=MISSING, allow_new=cache),
+        Case("--resume with --out holding other files", base("s.tns") + ["--resume"],
+             both(g, files(("model", mkdir), ("model/notes.txt", lambda p: write(p, b"mine\n")))), names="model",
+             says=r"not a tk-tucker model"),
+    ]
+    rows += flag_cases(base("s.tns"), g, missing_value="--lr-a", bad_value=("--rank-j", "3"),
+                       conflict=(["--test", "s.tns", "--test-fraction", "0.1"], "--test", r"not both"))
+    rows += output_cases(lambda o: ["train", "s.tns", "--out", o, "--iters", "2", "--rank-j", "4", "--rank-r", "4",
+                                    "--quiet"], g, "--out", "model", is_dir=True, input_name="s.tns", input_code=1)
+    for r in rows:
+        if r.code != 0 and not r.allow_new and "s.tns" in r.args:
+            r.allow_new = cache  # the documented cache of a valid input
+    return rows
+
+
+def synth_model(folder, exe):
+    subprocess.run([exe, "synth", "--shape", "12,10,8", "--nnz", "200", "--rank-j", "4", "--rank-r", "4", "--truth",
+                    "model", "s.tns"], cwd=folder, check=True, stdout=subprocess.DEVNULL)
+    os.remove(os.path.join(folder, "s.tns"))
+
+
+def tucker_predict_cases(exe):
+    q_rows = [(i % 12 + 1, i % 10 + 1, i % 8 + 1) for i in range(20)]
+    gm = lambda folder: synth_model(folder, exe)
+    gq = files(("q.tns", lambda p: tns(p, q_rows)))
+    g = both(gm, gq)
+    base = lambda m, q: ["predict", m, q, "p.tns"]
+
+    def model_edit(edit):
+        def setup(folder):
+            g(folder)
+            edit(os.path.join(folder, "model"))
+        return setup
+
+    def cut_a1(m):
+        p = os.path.join(m, "A1.npy")
+        data = open(p, "rb").read()
+        write(p, data[: len(data) - 40])
+
+    def a1(array_fn):
+        def edit(m):
+            p = os.path.join(m, "A1.npy")
+            save(p, array_fn(np.load(p)))
+        return edit
+
+    def nan_a1(a):
+        a = a.copy()
+        a[3, 1] = np.nan
+        return a
+    rows = [Case("valid input (control)", base("model", "q.tns"), g, code=0, allow_new=("p.tns",))]
+    rows += [
+        Case("model: missing folder", base("nomodel", "q.tns"), gq, names="nomodel", says=MISSING),
+        Case("model: a file, not a folder", base("q.tns", "q.tns"), gq, names="q.tns",
+             says=r"not a directory|manifest|not a tk-tucker model|cannot"),
+        Case("model: empty manifest.txt", base("model", "q.tns"),
+             model_edit(lambda m: write(os.path.join(m, "manifest.txt"), b"")), names="manifest.txt",
+             says=r"manifest|missing|order|format"),
+        Case("model: truncated A1.npy", base("model", "q.tns"), model_edit(cut_a1), names="A1.npy", says=TRUNCATED),
+        Case("model: A1.npy of the wrong dtype", base("model", "q.tns"), model_edit(a1(lambda a: a.astype(np.float64))),
+             names="A1.npy", says=r"dtype|float32"),
+        Case("model: A1.npy of the wrong shape", base("model", "q.tns"), model_edit(a1(lambda a: a[:, :3].copy())),
+             names="A1.npy", says=r"holds .* but the manifest says"),
+        Case("model: NaN in A1.npy", base("model", "q.tns"), model_edit(a1(nan_a1)), names="A1.npy",
+             says=NOT_FINITE),
+        Case("model: manifest claiming 2^32-1 rows", base("model", "q.tns"),
+             model_edit(lambda m: write(os.path.join(m, "manifest.txt"),
+                                        open(os.path.join(m, "manifest.txt"), "rb").read().replace(
+                                            b"dims = 12,10,8", b"dims = 4294967295,10,8"))),
+             names="A1.npy", says=r"holds .* but the manifest says"),
+        Case("queries: missing file", base("model", "missing.tns"), gm, names="missing.tns", says=MISSING),
+        Case("queries: a directory", base("model", "dir.tns"), both(gm, files(("dir.tns", mkdir))), names="dir.tns",
+             says=IS_DIR),
+        Case("queries: empty file", base("model", "empty.tns"), both(gm, files(("empty.tns", lambda p: write(p, b"")))),
+             names="empty.tns", says=EMPTY),
+        Case("queries: non-numeric index", base("model", "word.tns"),
+             both(gm, files(("word.tns", lambda p: tns(p, q_rows[:3] + [(1, "x", 2)])))), names="word.tns",
+             says=r"word.tns:4: .*not an integer"),
+        Case("queries: wrong order (4 indices)", base("model", "four.tns"),
+             both(gm, files(("four.tns", lambda p: tns(p, [(1, 2, 3, 4, 1.0)])))), names="four.tns",
+             says=r"order|columns|line 1"),
+        Case("queries: index beyond the model", base("model", "far.tns"),
+             both(gm, files(("far.tns", lambda p: tns(p, q_rows[:3] + [(13, 1, 1)])))), names="far.tns",
+             says=r"beyond"),
+        Case("queries: index 2^40", base("model", "huge.tns"),
+             both(gm, files(("huge.tns", lambda p: tns(p, q_rows[:3] + [(HUGE, 1, 1)])))), names="huge.tns",
+             says=r"huge.tns:4: .*larger than"),
+        Case("missing argument", ["predict", "model", "q.tns"], g, code=2, names="predict", says=r"takes"),
+        Case("unknown flag", base("model", "q.tns") + ["--frobnicate"], g, code=2, names="--frobnicate",
+             says=r"unknown"),
+    ]
+    rows += output_cases(lambda o: ["predict", "model", "q.tns", o], g, "OUT.tns", "p.tns", input_name="q.tns")
+    return rows
+
+
+def tucker_synth_cases():
+    base = ["synth", "--shape", "12,10,8", "--nnz", "100", "--rank-j", "4", "--rank-r", "4"]
+    rows = [Case("valid command (control)", base + ["s.tns"], code=0, allow_new=("s.tns",))]
+    rows += [
+        Case("--nnz 2^40 in a 12x10x8 tensor", ["synth", "--shape", "12,10,8", "--nnz", str(HUGE), "s.tns"], code=2,
+             names="--nnz", says=r"fit|cells"),
+        Case("--nnz 2^40 in a tensor of 2^96 cells", ["synth", "--shape", "4294967295,4294967295,4294967295", "--nnz",
+                                                      str(HUGE), "s.tns"], names="--nnz", says=r"GiB",
+             varies=True),
+        Case("--shape with a zero size", ["synth", "--shape", "12,0,8", "--nnz", "10", "s.tns"], code=2,
+             names="--shape", says=r"positive"),
+        Case("--shape of order 2", ["synth", "--shape", "12,10", "--nnz", "10", "s.tns"], code=2, names="--shape",
+             says=r"at least 3"),
+        Case("--shape not a list of numbers", ["synth", "--shape", "12,ten,8", "--nnz", "10", "s.tns"], code=2,
+             names="--shape", says=r"expects"),
+        Case("--truth in a missing folder", base + ["--truth", "nodir/truth", "s.tns"], names="nodir/truth",
+             says=r"does not exist|no such file"),
+    ]
+    rows += flag_cases(base + ["s.tns"], None, missing_value="--seed", bad_value=("--rank-r", "65"),
+                       conflict=(["--nnz", "1000"], "--nnz", r"fit|cells"))
+    rows += output_cases(lambda o: base + [o], None, "OUT.tns", "s.tns")
+    return rows
+
+
+def image3(shape=(4, 5, 6)):
+    return rng.uniform(1, 2, shape).astype(np.float32)
+
+
+def tucker_complete_cases():
+    img = image3()
+    mask = (rng.uniform(0, 1, img.shape) > 0.3).astype(np.uint8)
+    g = files(("img.nrrd", lambda p: nrrd(p, img)), ("mask.nrrd", lambda p: nrrd(p, mask, pixel="uchar")))
+    base = lambda inp: ["complete", inp, "out.nrrd", "--mask", "mask.nrrd", "--iters", "2", "--rank-j", "4",
+                        "--rank-r", "4", "--quiet"]
+    nan = img.copy()
+    nan[mask.astype(bool)] = np.where(np.arange(mask.sum()) == 3, np.nan, img[mask.astype(bool)])
+    rows = [Case("valid input (control)", base("img.nrrd"), g, code=0, allow_new=("out.nrrd",))]
+    rows += [
+        Case("missing file", base("missing.nrrd"), g, names="missing.nrrd", says=MISSING),
+        Case("a directory", base("dir.nrrd"), both(g, files(("dir.nrrd", mkdir))), names="dir.nrrd", says=IS_DIR),
+        Case("empty file", base("empty.nrrd"), both(g, files(("empty.nrrd", lambda p: write(p, b"")))),
+             names="empty.nrrd", says=r"empty|cannot read|not a|unknown|format"),
+        Case("not an image (text)", base("text.nrrd"), both(g, files(("text.nrrd", lambda p: write(p, b"1 2 3\n")))),
+             names="text.nrrd", says=r"cannot read|not a|format|unknown"),
+        Case("truncated file", base("cut.nrrd"),
+             both(g, files(("cut.nrrd", lambda p: nrrd(p, img, data=img.tobytes()[:200])))), names="cut.nrrd",
+             says=r"truncated|short|read|expected|bytes"),
+        Case("wrong shape (2-D image)", base("flat.nrrd"),
+             both(g, files(("flat.nrrd", lambda p: nrrd_header_only(p, (6, 5), data=img[0].tobytes())))),
+             names="flat.nrrd", says=r"2-d|dimension|3-d"),
+        Case("NaN at an observed voxel", base("nan.nrrd"), both(g, files(("nan.nrrd", lambda p: nrrd(p, nan)))),
+             names="nan.nrrd", says=NOT_FINITE),
+        Case("header claiming 2^40 voxels", base("huge.nrrd"),
+             both(g, files(("huge.nrrd", lambda p: nrrd_header_only(p, (1 << 14, 1 << 13, 1 << 13))))),
+             names="huge.nrrd", says=r"GiB", varies=True),
+        Case("--mask: missing file", base("img.nrrd")[:3] + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd",
+             says=MISSING),
+        Case("--mask: of another size", base("img.nrrd")[:3] + ["--mask", "small.nrrd"],
+             both(g, files(("small.nrrd", lambda p: nrrd(p, mask[:, :, :3], pixel="uchar")))), names="small.nrrd",
+             says=r"size"),
+        Case("--mask: no observed voxel", base("img.nrrd")[:3] + ["--mask", "zero.nrrd"],
+             both(g, files(("zero.nrrd", lambda p: nrrd(p, 0 * mask, pixel="uchar")))), names="zero.nrrd",
+             says=r"no voxel as observed"),
+    ]
+    rows += flag_cases(base("img.nrrd"), g, missing_value="--mask", bad_value=("--rank-j", "3"),
+                       conflict=(["--keep-observed", "extra.nrrd"], "extra.nrrd", r"unexpected"))
+    rows += output_cases(lambda o: ["complete", "img.nrrd", o, "--mask", "mask.nrrd", "--iters", "2", "--rank-j", "4",
+                                    "--rank-r", "4", "--quiet"], g, "OUT_IMAGE", "out.nrrd", input_name="img.nrrd")
+    return rows
+
+
+def pltf_cases():
+    good = rng.uniform(0, 3, (4, 5, 6))
+    g = files(("x.npy", lambda p: save(p, good)))
+    base = lambda inp: ["--model", "parafac", "--input", inp, "--dims", "a=2", "--out", "fit", "--iters", "3", "--quiet"]
+    negative = good.copy()
+    negative[1, 2, 3] = -1
+    rows = [Case("valid input (control)", base("x.npy"), g, code=0, allow_new=("fit",))]
+    rows += npy_input_cases("input: ", base, "x.npy", good, good.astype(np.int32), good[0],
+                            (1 << 14, 1 << 13, 1 << 13), "<f8")
+    rows += [Case("input: a negative value (KL)", base("neg.npy"), files(("neg.npy", lambda p: save(p, negative))),
+                  names="neg.npy", says=r"negative")]
+    mrows = [
+        ("--mask: missing file", "nomask.npy", None, MISSING),
+        ("--mask: of another shape", "small.npy", good[:, :, :3] > 1, r"shape"),
+        ("--mask: complex dtype", "cplx.npy", (good > 1).astype(np.complex64), r"dtype"),
+        ("--mask: no observed entry", "zero.npy", np.zeros(good.shape, np.uint8), r"no observed"),
+    ]
+    for name, f, arr, says in mrows:
+        setup = g if arr is None else both(g, files((f, (lambda a: lambda p: save(p, a))(arr))))
+        rows.append(Case(name, base("x.npy") + ["--mask", f], setup, names=f, says=says))
+    rows += [Case("--model malformed", ["--model", "ijk=ia,j2,ka", "--input", "x.npy", "--dims", "a=2", "--out", "fit"],
+                  g, code=2, names="--model", says=r"position"),
+             Case("--dims a=2^31 (factors beyond memory)", ["--model", "parafac", "--input", "x.npy", "--dims",
+                                                             "a=2147483648", "--out", "fit"], g, names="--dims",
+                  says=r"GiB", varies=True),
+             Case("--dims missing a latent size", ["--model", "parafac", "--input", "x.npy", "--out", "fit"], g, code=2,
+                  names="--dims", says=r"size|dims")]
+    rows += flag_cases(base("x.npy"), g, missing_value="--out", bad_value=("--iters", "-1"),
+                       conflict=(["--dims", "i=3"], "--dims", r"observed index"))
+    rows += output_cases(lambda o: ["--model", "parafac", "--input", "x.npy", "--dims", "a=2", "--out", o, "--iters",
+                                    "3", "--quiet"], g, "--out", "fit", is_dir=True, input_name="x.npy", input_code=1)
+    return rows
+
+
+def fibers_cases():
+    sh = rng.standard_normal((2, 3, 3, 15)).astype(np.float32)
+    sh[..., 0] = 1 + np.abs(sh[..., 0])
+    g = files(("sh.nrrd", lambda p: nrrd(p, sh, kind_vector=True)))
+    base = lambda inp: [inp, "peaks.nrrd", "--quiet"]
+    nan = sh.copy()
+    nan[1, 1, 1, 4] = np.nan
+
+    def nan_peaks(folder, r):
+        return None if "1 voxels" in r.stderr else "expected the warning to count 1 voxel"
+    rows = [Case("valid input (control)", base("sh.nrrd"), g, code=0, allow_new=("peaks.nrrd",))]
+    rows += [
+        Case("missing file", base("missing.nrrd"), names="missing.nrrd", says=MISSING),
+        Case("a directory", base("dir.nrrd"), files(("dir.nrrd", mkdir)), names="dir.nrrd", says=IS_DIR),
+        Case("empty file", base("empty.nrrd"), files(("empty.nrrd", lambda p: write(p, b""))), names="empty.nrrd",
+             says=r"empty|cannot read|not a|unknown|format"),
+        Case("not an image (text)", base("text.nrrd"), files(("text.nrrd", lambda p: write(p, b"1 2 3\n"))),
+             names="text.nrrd", says=r"cannot read|not a|format|unknown"),
+        Case("truncated file", base("cut.nrrd"),
+             files(("cut.nrrd", lambda p: nrrd(p, sh, kind_vector=True, data=sh.tobytes()[:300]))), names="cut.nrrd",
+             says=r"truncated|short|read|expected|bytes"),
+        Case("wrong shape (14 coefficients)", base("k14.nrrd"),
+             files(("k14.nrrd", lambda p: nrrd(p, sh[..., :14], kind_vector=True))), names="k14.nrrd",
+             says=r"no even-degree SH size"),
+        Case("a voxel with NaN (documented: that voxel's peaks are NaN)", [ "nan.nrrd", "peaks.nrrd"],
+             files(("nan.nrrd", lambda p: nrrd(p, nan, kind_vector=True))), code=0, names="1 voxels",
+             says=r"non-finite", allow_new=("peaks.nrrd",), check=nan_peaks),
+        Case("header claiming 2^40 voxels", base("huge.nrrd"),
+             files(("huge.nrrd", lambda p: nrrd_header_only(p, (15, 1 << 14, 1 << 13, 1 << 13),
+                                                            kinds="vector domain domain domain"))),
+             names="huge.nrrd", says=r"GiB", varies=True),
+        Case("--mask: missing file", base("sh.nrrd") + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd",
+             says=MISSING),
+        Case("--mask: of another size", base("sh.nrrd") + ["--mask", "small.nrrd"],
+             both(g, files(("small.nrrd", lambda p: nrrd(p, np.ones((2, 3, 2)), pixel="uchar")))), names="small.nrrd",
+             says=r"size"),
+    ]
+    rows += flag_cases(base("sh.nrrd"), g, missing_value="--num", bad_value=("--num", "0"),
+                       conflict=(["--slice", "1"], "--slice", r"only applies"))
+    rows += output_cases(lambda o: ["sh.nrrd", o, "--quiet"], g, "OUTPUT_PEAKS", "peaks.nrrd", input_name="sh.nrrd")
+    rows += [Case("--amplitudes in a missing folder", base("sh.nrrd") + ["--amplitudes", "nodir/amp.nrrd"], g,
+                  names="nodir/amp.nrrd", says=r"does not exist|no such file")]
+    return rows
+
+
+def bench_cases():
+    sh = rng.standard_normal((10, 15)).astype(np.float32)
+    g = files(("sh.npy", lambda p: save(p, sh)))
+    fib = lambda inp: ["fibers", "--voxels", "20", "--accuracy-voxels", "5", "--repeat", "1", "--sh2peaks", "off",
+                       "--backends", "cpu", "--input", inp]
+    eig = ["eig", "--matrices", "20", "--sizes", "3", "--backends", "cpu"]
+    rows = [Case("valid command (control)", eig + ["--json", "r.json"], code=0, allow_new=("r.json",))]
+    rows += [
+        Case("unknown suite", ["frobnicate"], code=2, names="frobnicate", says=r"unknown suite"),
+        Case("unknown flag", eig + ["--frobnicate"], code=2, names="--frobnicate", says=r"unknown"),
+        Case("flag without its value", eig + ["--json"], code=2, names="--json", says=r"value"),
+        Case("flag with a value out of range", ["eig", "--matrices", "0"], code=2, names="--matrices",
+             says=r"expects"),
+        Case("--backends with an unknown backend", ["eig", "--backends", "cpu,gpu"], code=2, names="gpu",
+             says=r"expects"),
+    ]
+    rows += output_cases(lambda o: eig + ["--json", o], None, "--json", "r.json")
+    fibers_rows = npy_input_cases("fibers --input: ", fib, "sh.npy", sh, sh.astype(np.int32), sh[:, :14],
+                                  (HUGE // 15, 15), "<f4")
+    rows += [r for r in fibers_rows if not re.search(r"NaN|Inf", r.name)]
+    rows += [Case("fibers --input: NaN", fib("nan.npy"),
+                  files(("nan.npy", lambda p: save(p, np.where(np.arange(sh.size).reshape(sh.shape) == 20, np.nan, sh)))),
+                  names="nan.npy", says=NOT_FINITE)]
+    return rows
+
+
+# ---- running -----------------------------------------------------------------------------
+
+def snapshot(folder):
+    out = {}
+    for root, dirs, names in os.walk(folder):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(root, d), folder) + "/"] = "dir"
+        for n in names:
+            p = os.path.join(root, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, folder)] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def limit_memory():
+    # A tool that believed an absurd header would ask for terabytes: let the allocation
+    # fail (and be reported) instead of the machine's OOM killer picking a process.
+    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+
+class Result:
+    def __init__(self, code, stdout, stderr):
+        self.code, self.stdout, self.stderr = code, stdout, stderr
+
+
+def first_message(stderr, code):
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    if code != 0:
+        errors = [l for l in lines if ": error: " in l]
+        return errors[0] if errors else (lines[0] if lines else "")
+    # exit 0: the documented warning, not the CPU-fallback notice (which depends on the machine)
+    warnings = [l for l in lines if ": warning: " in l and "no usable CUDA GPU" not in l]
+    return warnings[0] if warnings else ""
+
+
+def run_case(tool, exe, case, folder, memory_limit):
+    os.makedirs(folder)
+    if case.setup:
+        case.setup(folder)
+    before = snapshot(folder)
+    env = dict(os.environ, LC_ALL="C")
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"
+    try:
+        p = subprocess.run([exe] + case.args, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=300, env=env,
+                           preexec_fn=limit_memory if memory_limit else None)
+        r = Result(p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"))
+    except subprocess.TimeoutExpired:
+        r = Result(None, "", "timed out after 300 s")
+    problems = []
+    msg = first_message(r.stderr, r.code or 0)
+    if r.code is None:
+        problems.append("timed out")
+    elif r.code < 0:
+        problems.append("killed by signal %d" % -r.code)
+    elif r.code != case.code:
+        problems.append("exit code %d, expected %d" % (r.code, case.code))
+    if case.code != 0 or case.names:
+        if not msg:
+            problems.append("no %s message on stderr" % ("error" if case.code else "warning"))
+        else:
+            if case.names and case.names not in msg:
+                problems.append("the message does not name %r" % case.names)
+            if case.says and not re.search(case.says, msg, re.I):
+                problems.append("the message does not say what is wrong (/%s/)" % case.says)
+    after = snapshot(folder)
+    for path, digest in before.items():
+        if path in case.may_change and path in after:
+            continue
+        if after.get(path) != digest:
+            problems.append("input %s %s" % (path, "was removed" if path not in after else "was changed"))
+    allowed = tuple(case.allow_new)
+    for path in after:
+        if path not in before and not any(path == a or path.startswith(a + "/") or path == a + "/" for a in allowed):
+            problems.append("left behind: %s" % path)
+    if case.check and not problems:
+        extra = case.check(folder, r)
+        if extra:
+            problems.append(extra)
+    return r, msg, problems
+
+
+def md_cell(text):
+    return "`%s`" % text.replace("`", "'").replace("|", "\\|") if text else ""
+
+
+def comparable(section):
+    """A section without the messages of † rows (they name this machine's memory, or the
+    system's reason, which differs between root and other users)."""
+    return [l.rsplit(" | ", 1)[0] if " † | " in l else l for l in section.splitlines()]
+
+
+def tool_section(tool, outcomes):
+    lines = ["<!-- begin %s -->" % tool, "## %s" % TITLE[tool], "",
+             "| case | command | exit | message |", "| --- | --- | ---: | --- |"]
+    for case, r, msg in outcomes:
+        exit_text = "signal" if r.code is not None and r.code < 0 else str(r.code)
+        command = " ".join([EXE[tool]] + [a if a and " " not in a else "'%s'" % a for a in case.args])
+        name = case.name.replace("|", "\\|") + (" †" if case.varies else "")
+        lines.append("| %s | %s | %s | %s |" % (name, md_cell(command), exit_text, md_cell(msg)))
+    lines.append("<!-- end %s -->" % tool)
+    return "\n".join(lines) + "\n"
+
+
+DOC_HEAD = """# Bad input: what each tool does
+
+Generated by `Testing/badinput/bad_input_matrix.py --write-doc` (CMake target `bad_input_doc`);
+the CTests `tk_bad_input_<tool>` run the same cases and fail when this table is out of date.
+
+Every case runs in a fresh folder (the command's relative paths are inside it). A row passes
+when the tool exits with the code shown (1: bad data or I/O, 2: bad command line; never a
+signal), prints the message shown (`TOOL: error: ...`: it names the file or flag and says what
+is wrong), leaves its input files byte for byte unchanged and leaves no output or temporary
+behind (a valid `.tns` input may gain its documented `.tns.tkc` cache). The `exit 0` rows are
+controls (the same command with good input) and two documented per-item outcomes: `tk-eig`
+marks a matrix holding NaN or Inf in `--status` and `tk-fibers` gives a voxel with non-finite
+coefficients NaN peaks, each with one warning, as LAPACK-style batch tools and `sh2peaks` do,
+so that one bad voxel does not stop a whole volume.
+
+The "read-only folder" rows write under `/proc`, where no one may create files, root
+included. When the tests do not run as root they also try a folder of mode 0555 (those rows
+are not in this table: as root, permissions do not bite). Rows marked † have a message that
+depends on the machine (its memory, or the system's reason, which differs between root,
+shown here, and other users); the check compares everything else in them. Runs have an
+8 GiB address-space limit (not under the sanitizers), so a tool that believed an absurd
+header would fail to allocate rather than wake the OOM killer; every absurd-size row below
+is refused from the header or the flags, before any large allocation.
+"""
+
+
+def extra_readonly_cases(tool, rows):
+    """As a user that permissions bind, the output rows again in a folder of mode 0555."""
+    out = []
+    for c in rows:
+        if "read-only folder" not in c.name:
+            continue
+        args = [a.replace(RO_DIR + "/", "ro/") for a in c.args]
+
+        def setup(folder, base=c.setup):
+            if base:
+                base(folder)
+            os.mkdir(os.path.join(folder, "ro"), 0o555)
+        out.append(Case(c.name.replace(RO_DIR, "mode 0555"), args, setup, code=c.code,
+                        names=c.names.replace(RO_DIR + "/", "ro/"), says=r"permission|not writable|cannot"))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True, help="the folder of the built tools")
+    ap.add_argument("--tool", action="append", choices=TOOLS, default=[])
+    ap.add_argument("--all", action="store_true", help="every tool")
+    ap.add_argument("--doc", help="Documentation/bad-input.md: checked against (or, with --write-doc, rewritten)")
+    ap.add_argument("--write-doc", action="store_true")
+    ap.add_argument("--no-memory-limit", action="store_true", help="for sanitizer builds (ASan reserves terabytes)")
+    ap.add_argument("--scratch", help="keep the case folders here")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    tools = TOOLS if a.all else a.tool
+    if not tools:
+        ap.error("give --tool or --all")
+    scratch = a.scratch or tempfile.mkdtemp(prefix="tk_bad_input_")
+    makers = {"teig": teig_cases, "eig": eig_cases, "tucker-train": tucker_train_cases,
+              "tucker-predict": lambda: tucker_predict_cases(os.path.abspath(os.path.join(a.bin, "tk-tucker"))),
+              "tucker-synth": tucker_synth_cases, "tucker-complete": tucker_complete_cases, "pltf": pltf_cases,
+              "fibers": fibers_cases, "bench": bench_cases}
+    sections, failures, total = {}, [], 0
+    for tool in tools:
+        exe = os.path.abspath(os.path.join(a.bin, EXE[tool]))
+        if not os.access(exe, os.X_OK):
+            print("%s: %s was not built" % (tool, exe))
+            failures.append(tool)
+            continue
+        global rng
+        rng = np.random.default_rng(7)  # each tool's files the same whichever tools run
+        rows = makers[tool]()
+        if os.geteuid() != 0:
+            rows += extra_readonly_cases(tool, rows)
+        outcomes = []
+        for n, case in enumerate(rows):
+            folder = os.path.join(scratch, tool, "%02d" % n)
+            r, msg, problems = run_case(tool, exe, case, folder, not a.no_memory_limit)
+            total += 1
+            if "mode 0555" not in case.name:
+                outcomes.append((case, r, msg))
+            status = "ok  " if not problems else "FAIL"
+            if problems or a.verbose:
+                print("%s %s: %s\n     %s %s\n     exit %s; %s" % (status, TITLE[tool], case.name, EXE[tool],
+                                                                   " ".join(case.args), r.code, msg))
+                for p in problems:
+                    print("     - " + p)
+                if problems and r.stderr.strip():
+                    print("     stderr: " + r.stderr.strip().replace("\n", "\n             "))
+            if problems:
+                failures.append("%s: %s" % (TITLE[tool], case.name))
+        sections[tool] = tool_section(tool, outcomes)
+    if not a.scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
+    doc_ok = True
+    if a.doc and a.write_doc:
+        if set(tools) != set(TOOLS):
+            print("--write-doc needs every tool (--all)")
+            return 1
+        with open(a.doc, "w") as f:
+            f.write(DOC_HEAD + "".join("\n" + sections[t] for t in TOOLS))
+        print("wrote %s" % a.doc)
+    elif a.doc:
+        committed = open(a.doc).read() if os.path.exists(a.doc) else ""
+        for tool in sections:
+            m = re.search(r"<!-- begin %s -->\n.*?<!-- end %s -->\n" % (re.escape(tool), re.escape(tool)), committed,
+                          re.S)
+            if not m or comparable(m.group(0)) != comparable(sections[tool]):
+                doc_ok = False
+                print("%s: the table in %s is out of date (regenerate: cmake --build BUILD --target bad_input_doc):"
+                      % (TITLE[tool], a.doc))
+                sys.stdout.writelines(difflib.unified_diff((m.group(0) if m else "").splitlines(True),
+                                                           sections[tool].splitlines(True), "committed", "this run"))
+    print("%d cases, %d failed%s" % (total, len(failures), "" if doc_ok else "; the document is out of date"))
+    for f in failures:
+        print("  failed: " + f)
+    return 0 if not failures and doc_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

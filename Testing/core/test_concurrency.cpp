@@ -1,0 +1,123 @@
+// Two calls of one core on two threads of one process (as two ITK pipelines make them)
+// give, bit for bit, what they give one after the other: every CPU backend of every core,
+// on different inputs and on two copies of one input.  And each thread keeps its own
+// error message.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "concurrency_test_util.h"
+
+using namespace tk_test;
+
+TEST(Concurrency, EachThreadKeepsItsOwnErrorMessage)
+{
+    // Two threads fail over and over with different messages, each until both have failed
+    // many times (so their failures interleave); neither ever reads the other's message.
+    std::atomic<int> wrong{0}, done[2] = {{0}, {0}};
+    auto fail_with = [&](int self, int n) {
+        return [&, self, n] {
+            const std::string mine = "order " + std::to_string(n) + " ";
+            for (int i = 0; i < 20000 || done[1 - self].load() < 20000; ++i) {
+                tk_eig_options o;
+                tk_eig_options_init(&o, n);
+                double a = 0, v[2];
+                tk_eig_result out = {v, nullptr, nullptr};
+                if (tk_eig_solve(&o, 1, &a, &out, nullptr, nullptr) != TK_ERR_UNSUPPORTED ||
+                    std::string(tk_last_error()).find(mine) == std::string::npos)
+                    ++wrong;
+                done[self].store(i + 1);
+            }
+        };
+    };
+    run_concurrently(fail_with(0, 0), fail_with(1, TK_EIG_MAX_N + 7));
+    EXPECT_EQ(wrong.load(), 0);
+    // One thread's message survives the other thread clearing its own, many times over.
+    std::atomic<int> clears{0};
+    std::atomic<bool> read{false};
+    std::string seen;
+    run_concurrently(
+        [&] {
+            tk_set_error(TK_ERR_DATA, "this thread's own failure");
+            while (clears.load() < 10000) std::this_thread::yield();
+            seen = tk_last_error();
+            read = true;
+        },
+        [&] {
+            while (!read.load()) tk_clear_error(), ++clears;
+        });
+    EXPECT_EQ(seen, "this thread's own failure");
+}
+
+TEST(Concurrency, SshopmCpuAndOmp)
+{
+    for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP})
+        for (tk_impl impl : {TK_IMPL_GENERAL, TK_IMPL_UNROLLED}) {
+            const bool dbl = impl == TK_IMPL_GENERAL;
+            auto a = sshopm_input(b, impl, dbl, 250, 1), c = sshopm_input(b, impl, dbl, 400, 2);
+            expect_concurrent_equals_sequential<SshopmInput>(a, c, sshopm_run);
+            expect_concurrent_equals_sequential<SshopmInput>(a, a, sshopm_run, 0, 1); // two copies of one input
+            if (HasFatalFailure()) return;
+        }
+}
+
+TEST(Concurrency, FibersCpuAndOmp)
+{
+    for (tk_fibers_backend b : {TK_FIBERS_CPU, TK_FIBERS_OMP}) {
+        // different orders too: the plan cache is shared between threads
+        auto a = fibers_input(b, 8, 160, 1, true), c = fibers_input(b, 6, 240, 2, false);
+        expect_concurrent_equals_sequential<FibersInput>(a, c, fibers_run);
+        expect_concurrent_equals_sequential<FibersInput>(a, a, fibers_run, 0, 1);
+        if (HasFatalFailure()) return;
+    }
+}
+
+TEST(Concurrency, EigCpuAndOmp)
+{
+    for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
+        auto a = eig_input(b, 9, true, true, 700, 1), c = eig_input(b, 5, false, false, 1500, 2);
+        expect_concurrent_equals_sequential<EigInput>(a, c, eig_run);
+        expect_concurrent_equals_sequential<EigInput>(a, a, eig_run, 0, 1);
+        if (HasFatalFailure()) return;
+    }
+}
+
+TEST(Concurrency, TuckerCpuAndOmp)
+{
+    for (tk_tucker_backend b : {TK_TUCKER_CPU, TK_TUCKER_OMP}) {
+        auto a = tucker_input(b, 1, 12000), c = tucker_input(b, 2, 12000);
+        expect_concurrent_equals_sequential<TuckerInput>(a, c, tucker_run, 0, 2);
+        expect_concurrent_equals_sequential<TuckerInput>(a, a, tucker_run, 0, 1);
+        if (HasFatalFailure()) return;
+    }
+}
+
+TEST(Concurrency, PltfCpuAndOmp)
+{
+    // The generic GEMM path (Euclidean, masked Tucker-3) and KL PARAFAC, on cpu and omp: both
+    // create their CPU engine concurrently, and the BLAS thread count is process-wide.
+    for (tk_pltf_backend b : {TK_PLTF_CPU, TK_PLTF_OMP}) {
+        auto a = pltf_input(b, "ijk=ia,ja,ka", "i=30,j=24,k=20,a=5", TK_PLTF_KL, 1, false);
+        auto c = pltf_input(b, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 2, true);
+        expect_concurrent_equals_sequential<PltfInput>(a, c, pltf_run);
+        expect_concurrent_equals_sequential<PltfInput>(c, c, pltf_run, 0, 1);
+        if (HasFatalFailure()) return;
+    }
+    // cpu beside omp: each engine sets OpenBLAS's process-wide thread count for itself, so
+    // either may run its GEMMs with the other's count; the results must not change.
+    auto a = pltf_input(TK_PLTF_CPU, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 3, true);
+    auto c = pltf_input(TK_PLTF_OMP, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 4, true);
+    expect_concurrent_equals_sequential<PltfInput>(a, c, pltf_run);
+}
+
+TEST(Concurrency, DifferentCoresAtOnce)
+{
+    // One thread per core kind at the same time: cpu fibers beside omp eigenvalues.
+    auto f = fibers_input(TK_FIBERS_CPU, 8, 200, 3, false);
+    auto e = eig_input(TK_BACKEND_OMP, 12, true, true, 500, 3);
+    const Result f0 = fibers_run(f), e0 = eig_run(e);
+    Result f1, e1;
+    run_concurrently([&] { f1 = fibers_run(f); }, [&] { e1 = eig_run(e); });
+    EXPECT_TRUE(same_result(f1, f0));
+    EXPECT_TRUE(same_result(e1, e0));
+}

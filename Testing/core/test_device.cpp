@@ -1,0 +1,63 @@
+// tk_cuda_device_usable: the one "can CUDA run here?" query behind --backend auto.  Its
+// oracle is the CUDA backend itself: where the query says yes a CUDA solve runs, where it
+// says no one fails, and the reason is never empty.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "tk_device.h"
+#include "tk_eig.h"
+
+namespace {
+
+// A 2x2 eigenproblem on the CUDA backend of device `device`: does it run?
+tk_status cuda_solve(int device)
+{
+    tk_eig_options o;
+    tk_eig_options_init(&o, 2);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_device = device;
+    const double m[4] = {2, 1, 1, 3};
+    double values[4];
+    tk_eig_result r = {values, nullptr, nullptr};
+    return tk_eig_solve(&o, 1, m, &r, nullptr, nullptr);
+}
+
+}  // namespace
+
+TEST(CudaDevice, AgreesWithTheCudaBackend)
+{
+    char reason[512] = "unchanged";
+    const int usable = tk_cuda_device_usable(0, reason, sizeof reason);
+    const tk_status solved = cuda_solve(0);
+    if (!tk_eig_has_cuda()) {
+        EXPECT_EQ(usable, 0);
+        EXPECT_NE(std::string(reason).find("no CUDA backend"), std::string::npos) << reason;
+        EXPECT_EQ(solved, TK_ERR_UNSUPPORTED);
+        return;
+    }
+    if (usable) {
+        EXPECT_EQ(solved, TK_OK) << "the query found a usable GPU, the backend failed: " << tk_last_error();
+    } else {
+        EXPECT_NE(solved, TK_OK) << "the query found no usable GPU (" << reason << "), yet a CUDA solve ran";
+        EXPECT_GT(std::strlen(reason), 0u);
+        EXPECT_STRNE(reason, "unchanged");
+    }
+}
+
+TEST(CudaDevice, NoDeviceOutOfRangeAndNoReasonBuffer)
+{
+    char reason[256];
+    EXPECT_EQ(tk_cuda_device_usable(-1, reason, sizeof reason), 0);
+    EXPECT_GT(std::strlen(reason), 0u);
+    EXPECT_EQ(tk_cuda_device_usable(1 << 20, reason, sizeof reason), 0);
+    EXPECT_GT(std::strlen(reason), 0u);
+    // A NULL reason (or size 0) is allowed; the answer is the same.
+    EXPECT_EQ(tk_cuda_device_usable(0, nullptr, 0), tk_cuda_device_usable(0, reason, sizeof reason));
+    // A short buffer is filled and terminated.
+    char tiny[8];
+    std::memset(tiny, 'x', sizeof tiny);
+    EXPECT_EQ(tk_cuda_device_usable(1 << 20, tiny, sizeof tiny), 0);
+    EXPECT_EQ(std::strlen(tiny), sizeof tiny - 1);
+}

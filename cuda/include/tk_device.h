@@ -1,0 +1,23 @@
+/* TensorKernels: can the CUDA backends run here?  One query that every tool and filter
+ * uses for `--backend auto` (CUDA when this answers yes, else the CPU) and to refuse an
+ * explicit CUDA request early with the reason. */
+#ifndef TK_DEVICE_H
+#define TK_DEVICE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when this build has the CUDA backends and GPU `device` exists and runs this build's
+ * code (a trivial kernel is launched on it); else 0 with the reason in reason[0..size)
+ * ("this build has no CUDA backend", "no CUDA-capable device is detected", the CUDA
+ * runtime's message, ...).  reason may be NULL.  Thread-safe; it creates the device's
+ * context, which the CUDA backends need anyway. */
+int tk_cuda_device_usable(int device, char *reason, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/* tk_cuda_device_usable: is there a GPU that runs this build's kernels? */
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+#include "tk_device.h"
+
+/* Does nothing: launching it proves the device takes a context and has machine code (or
+ * PTX it can compile) for this build's architectures. */
+__global__ void tk_device_probe_kernel(int *unused) { (void)unused; }
+
+static int say(char *reason, size_t size, const char *what, cudaError_t e)
+{
+    if (reason && size) snprintf(reason, size, "%s%s", what, e == cudaSuccess ? "" : cudaGetErrorString(e));
+    return 0;
+}
+
+extern "C" int tk_cuda_device_usable(int device, char *reason, size_t size)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: leave no error for the caller's next CUDA call */
+        return say(reason, size, "", e);
+    }
+    if (count == 0) return say(reason, size, "no CUDA-capable device is detected", cudaSuccess);
+    if (device < 0 || device >= count) {
+        if (reason && size) snprintf(reason, size, "CUDA device %d does not exist (%d found)", device, count);
+        return 0;
+    }
+    int previous = 0;
+    if ((e = cudaGetDevice(&previous)) != cudaSuccess || (e = cudaSetDevice(device)) != cudaSuccess) {
+        cudaGetLastError();
+        return say(reason, size, "", e);
+    }
+    tk_device_probe_kernel<<<1, 1>>>(NULL);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    cudaGetLastError();
+    cudaSetDevice(previous);
+    if (e != cudaSuccess) {
+        cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, device) == cudaSuccess && reason && size) {
+            snprintf(reason, size, "GPU %d (%s, compute capability %d.%d) cannot run this build's code: %s", device,
+                     prop.name, prop.major, prop.minor, cudaGetErrorString(e));
+            cudaGetLastError();
+            return 0;
+        }
+        cudaGetLastError();
+        return say(reason, size, "", e);
+    }
+    return 1;
+}
