@@ -46,28 +46,18 @@ bool ends_with(const std::string &path, const char *suffix)
     return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
 }
 
-// A header that promises more voxel data than this machine's memory fails here, naming the
-// file, instead of as a std::bad_alloc from deep inside the reader (which would not); so does
-// an uncompressed NIfTI file shorter than its header says, which ITK would otherwise read
-// into a buffer of the claimed size (zeros where the file ends) before noticing, if at all.
-void check_claimed_size(const std::string &path, const itk::ImageIOBase *io)
+// An uncompressed NIfTI file shorter than its header says: ITK would read it into a buffer
+// of the claimed size (zeros where the file ends) before noticing, if at all.  (A claim
+// beyond this machine's memory is refused after the header is read, with the shape.)
+void check_nifti_not_truncated(const std::string &path, const itk::ImageIOBase *io)
 {
-    uint64_t count = io->GetNumberOfComponents(), bytes = 0, total = 0;
-    bool overflow = false;
+    if (!ends_with(path, ".nii")) return;
+    uint64_t stored = io->GetNumberOfComponents();
+    bool overflow = __builtin_mul_overflow(stored, static_cast<uint64_t>(io->GetComponentSize()), &stored);
     for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
-        overflow = overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(io->GetDimensions(d)), &count);
-    const uint64_t item = std::max<uint64_t>(io->GetComponentSize(), sizeof(float));  // read as float
-    overflow = overflow || __builtin_mul_overflow(count, item, &bytes);
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0) total = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
-    if (overflow || (total && bytes > total))
-        throw std::runtime_error(path + ": the header claims " +
-                                 (overflow ? std::string("more than 2^64 bytes") : std::to_string(bytes) + " bytes") +
-                                 " of voxel data, more than this machine's memory (" + std::to_string(total) +
-                                 " bytes); the header is corrupt or the image too large");
+        overflow = overflow || __builtin_mul_overflow(stored, static_cast<uint64_t>(io->GetDimensions(d)), &stored);
     struct stat st;
-    const uint64_t stored = count * io->GetComponentSize();  // <= bytes: no overflow
-    if (ends_with(path, ".nii") && stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < stored)
+    if (!overflow && stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < stored)
         throw std::runtime_error(path + ": truncated: the header claims " + std::to_string(stored) +
                                  " bytes of voxel data but the file holds " + std::to_string(st.st_size) + " bytes");
 }
@@ -171,7 +161,7 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
                 throw std::runtime_error(path + ": the header gives axis " + std::to_string(d + 1) +
                                          " size 0 (an empty image)");
         if (io->GetNumberOfComponents() == 0) throw std::runtime_error(path + ": the header gives 0 components per voxel");
-        check_claimed_size(path, io);  // ITK throws for a component type it does not know
+        check_nifti_not_truncated(path, io);  // ITK throws for a component type it does not know
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": unreadable image header: " + itk_message(e));
     }

@@ -376,6 +376,8 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
     try {
         const auto shape = tk::probe_volume(a.input);
         const bool scalar3 = shape.components == 1 && shape.dimensions == 3;

@@ -40,14 +40,14 @@ except ImportError:  # the GPU machine may lack it
     print("SKIPPED: numpy is not installed for %s" % sys.executable)
     sys.exit(0)
 
-TOOLS = ["teig", "eig", "tucker-train", "tucker-predict", "tucker-synth", "tucker-complete", "pltf", "fibers",
-         "bench"]
+TOOLS = ["teig", "eig", "tucker-train", "tucker-predict", "tucker-synth", "tucker-complete", "pltf",
+         "pltf-complete", "fibers", "bench"]
 EXE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker", "tucker-predict": "tk-tucker",
-       "tucker-synth": "tk-tucker", "tucker-complete": "tk-tucker", "pltf": "tk-pltf", "fibers": "tk-fibers",
-       "bench": "tk-bench"}
+       "tucker-synth": "tk-tucker", "tucker-complete": "tk-tucker", "pltf": "tk-pltf", "pltf-complete": "tk-pltf",
+       "fibers": "tk-fibers", "bench": "tk-bench"}
 TITLE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker train", "tucker-predict": "tk-tucker predict",
          "tucker-synth": "tk-tucker synth", "tucker-complete": "tk-tucker complete", "pltf": "tk-pltf",
-         "fibers": "tk-fibers", "bench": "tk-bench"}
+         "pltf-complete": "tk-pltf complete", "fibers": "tk-fibers", "bench": "tk-bench"}
 
 HUGE = 1 << 40  # "a header claiming 2^40 elements"
 RO_DIR = "/proc"  # not writable, even by root
@@ -488,6 +488,54 @@ def tucker_complete_cases():
     return rows
 
 
+def pltf_complete_cases():
+    img = image3()
+    mask = (rng.uniform(0, 1, img.shape) > 0.3).astype(np.uint8)
+    g = files(("img.nrrd", lambda p: nrrd(p, img)), ("mask.nrrd", lambda p: nrrd(p, mask, pixel="uchar")))
+    base = lambda inp: ["complete", inp, "out.nrrd", "--mask", "mask.nrrd", "--iters", "2", "--rank", "2", "--quiet"]
+    nan = img.copy()
+    nan[mask.astype(bool)] = np.where(np.arange(mask.sum()) == 3, np.nan, img[mask.astype(bool)])
+    negative = img.copy()
+    negative[0, 0, 0], mask_neg = -1.0, mask.copy()
+    mask_neg[0, 0, 0] = 1
+    rows = [Case("valid input (control)", base("img.nrrd"), g, code=0, allow_new=("out.nrrd",))]
+    rows += [
+        Case("missing file", base("missing.nrrd"), g, names="missing.nrrd", says=MISSING),
+        Case("a directory", base("dir.nrrd"), both(g, files(("dir.nrrd", mkdir))), names="dir.nrrd", says=IS_DIR),
+        Case("empty file", base("empty.nrrd"), both(g, files(("empty.nrrd", lambda p: write(p, b"")))),
+             names="empty.nrrd", says=r"empty|cannot read|not a|unknown|format"),
+        Case("not an image (text)", base("text.nrrd"), both(g, files(("text.nrrd", lambda p: write(p, b"1 2 3\n")))),
+             names="text.nrrd", says=r"cannot read|not a|format|unknown"),
+        Case("truncated file", base("cut.nrrd"),
+             both(g, files(("cut.nrrd", lambda p: nrrd(p, img, data=img.tobytes()[:200])))), names="cut.nrrd",
+             says=r"truncated|short|read|expected|bytes"),
+        Case("wrong shape (2-D image)", base("flat.nrrd"),
+             both(g, files(("flat.nrrd", lambda p: nrrd_header_only(p, (6, 5), data=img[0].tobytes())))),
+             names="flat.nrrd", says=r"2-d|dimension|3-d"),
+        Case("NaN at an observed voxel", base("nan.nrrd"), both(g, files(("nan.nrrd", lambda p: nrrd(p, nan)))),
+             names="nan.nrrd", says=NOT_FINITE),
+        Case("negative value at an observed voxel", base("neg.nrrd")[:3] + ["--mask", "mneg.nrrd"],
+             both(g, files(("neg.nrrd", lambda p: nrrd(p, negative)),
+                           ("mneg.nrrd", lambda p: nrrd(p, mask_neg, pixel="uchar")))),
+             names="neg.nrrd", says=r"negative"),
+        Case("header claiming 2^40 voxels", base("huge.nrrd"),
+             both(g, files(("huge.nrrd", lambda p: nrrd_header_only(p, (1 << 14, 1 << 13, 1 << 13))))),
+             names="huge.nrrd", says=r"GiB", varies=True),
+        Case("--mask: missing file", base("img.nrrd")[:3] + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd",
+             says=MISSING),
+        Case("--mask: of another size", base("img.nrrd")[:3] + ["--mask", "small.nrrd"],
+             both(g, files(("small.nrrd", lambda p: nrrd(p, mask[:, :, :3], pixel="uchar")))), names="small.nrrd",
+             says=r"size"),
+        Case("--model: malformed expression", base("img.nrrd") + ["--model", "ijk=ia,"], g, names="--model",
+             says=r"model|expression|expected", code=2),
+    ]
+    rows += flag_cases(base("img.nrrd"), g, missing_value="--mask", bad_value=("--rank", "0"),
+                       conflict=(["--keep-observed", "extra.nrrd"], "extra.nrrd", r"unexpected"))
+    rows += output_cases(lambda o: ["complete", "img.nrrd", o, "--mask", "mask.nrrd", "--iters", "2", "--rank", "2",
+                                    "--quiet"], g, "OUT_IMAGE", "out.nrrd", input_name="img.nrrd")
+    return rows
+
+
 def pltf_cases():
     good = rng.uniform(0, 3, (4, 5, 6))
     g = files(("x.npy", lambda p: save(p, good)))
@@ -758,6 +806,7 @@ def main():
     makers = {"teig": teig_cases, "eig": eig_cases, "tucker-train": tucker_train_cases,
               "tucker-predict": lambda: tucker_predict_cases(os.path.abspath(os.path.join(a.bin, "tk-tucker"))),
               "tucker-synth": tucker_synth_cases, "tucker-complete": tucker_complete_cases, "pltf": pltf_cases,
+              "pltf-complete": pltf_complete_cases,
               "fibers": fibers_cases, "bench": bench_cases}
     sections, failures, total = {}, [], 0
     for tool in tools:
