@@ -39,7 +39,7 @@ for t in "${run[@]}"; do
     limit=""
     [ "$t" = sh_image ] && limit=physical
     echo "== fuzz_$t for ${seconds}s"
-    cmake -DFUZZER="$fuzzer" -DSECONDS="$seconds" -DWORK="$build/Testing/fuzz/long/$t" -DKEEP=1 \
+    cmake -DFUZZER="$fuzzer" -DSECONDS="$seconds" -DSEED=0 -DWORK="$build/Testing/fuzz/long/$t" -DKEEP=1 \
           -DCORPUS="$root/Testing/fuzz/corpus/$t" -DREGRESSIONS="$root/Testing/fuzz/regressions/$t" \
           -DDICT="$([ -f "$dict" ] && echo "$dict")" -DMALLOC_LIMIT_MB="$limit" \
           -P "$root/Testing/fuzz/run_fuzzer.cmake"

@@ -84,7 +84,11 @@ void check_metaimage_header(const std::string &path)
             throw std::runtime_error(path + ": malformed MetaImage header: " + std::to_string(eq - pos) +
                                      " bytes before an '=' (a key or a line without '=')");
         const size_t eol = std::min(text.find('\n', eq), text.size());
-        const std::string key = trim(text.substr(pos, eq - pos)), value = trim(text.substr(eq + 1, eol - eq - 1));
+        // MetaIO takes a record's key from the line the '=' is on: junk lines before it
+        // (no '=') do not hide an NDims from this check
+        std::string raw = text.substr(pos, eq - pos);
+        if (const size_t nl = raw.find_last_of('\n'); nl != std::string::npos) raw.erase(0, nl + 1);
+        const std::string key = trim(raw), value = trim(text.substr(eq + 1, eol - eq - 1));
         if (key == "ElementDataFile") break;
         if (key == "NDims") {
             const bool small = !value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos;
