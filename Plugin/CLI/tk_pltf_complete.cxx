@@ -34,14 +34,13 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-enum class Backend { Auto, CPU, OpenMP, CUDA };
 
 struct CompleteArgs {
     std::string input, output, mask, model = "parafac", dims;
     long rank = 4, iters = 200;
     tk_pltf_divergence divergence = TK_PLTF_KL;
     uint64_t seed = 0;
-    Backend backend = Backend::Auto;
+    tk_cli_backend backend = TK_CLI_AUTO;
     bool keep_observed = false, quiet = false;
 };
 
@@ -90,15 +89,7 @@ int parse(int argc, char **argv, CompleteArgs &a)
             }
             a.seed = s;
         } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend")) return 0;
-            if (!std::strcmp(v, "auto")) a.backend = Backend::Auto;
-            else if (!std::strcmp(v, "cpu")) a.backend = Backend::CPU;
-            else if (!std::strcmp(v, "omp")) a.backend = Backend::OpenMP;
-            else if (!std::strcmp(v, "cuda")) a.backend = Backend::CUDA;
-            else {
-                tk_cli_error(prog, "--backend expects auto, cpu, omp or cuda, got '%s'", v);
-                return 0;
-            }
+            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a.backend)) return 0;
         } else if (!std::strcmp(arg, "--keep-observed")) {
             a.keep_observed = true;
         } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
@@ -180,12 +171,8 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
 // explicit cuda that cannot run (the message is printed).
 bool resolve_backend(const CompleteArgs &a, tk_pltf_backend *run)
 {
-    const tk_cli_backend asked = a.backend == Backend::CPU      ? TK_CLI_CPU
-                                 : a.backend == Backend::OpenMP ? TK_CLI_OMP
-                                 : a.backend == Backend::CUDA   ? TK_CLI_CUDA
-                                                                : TK_CLI_AUTO;
     tk_cli_backend chosen = TK_CLI_OMP;
-    if (!tk_cli_resolve_backend(prog, asked, 0, TK_CLI_OMP, a.quiet, &chosen)) return false;
+    if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &chosen)) return false;
     *run = chosen == TK_CLI_CUDA ? TK_PLTF_CUDA : chosen == TK_CLI_CPU ? TK_PLTF_CPU : TK_PLTF_OMP;
     return true;
 }
