@@ -89,7 +89,20 @@ void check_metaimage_header(const std::string &path)
         std::string raw = text.substr(pos, eq - pos);
         if (const size_t nl = raw.find_last_of('\n'); nl != std::string::npos) raw.erase(0, nl + 1);
         const std::string key = trim(raw), value = trim(text.substr(eq + 1, eol - eq - 1));
-        if (key == "ElementDataFile") break;
+        if (key == "ElementDataFile") {
+            // MetaIO uses a name with '%' as a printf format for numbered slice files
+            // ("slice%03d.raw 1 40 1"): anything but one %d-style conversion would be a
+            // format it cannot fill (it threw from inside the reader, or worse)
+            const size_t pct = value.find('%');
+            if (pct != std::string::npos) {
+                size_t k = pct + 1;
+                while (k < value.size() && value[k] >= '0' && value[k] <= '9') ++k;
+                if (k >= value.size() || value[k] != 'd' || value.find('%', k) != std::string::npos)
+                    throw std::runtime_error(path + ": malformed MetaImage header: ElementDataFile '" +
+                                             value.substr(0, 40) + "' has a '%' that is not one %d file-number pattern");
+            }
+            break;
+        }
         if (key == "NDims") {
             const bool small = !value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos;
             if (!small || std::stoi(value) < 1 || std::stoi(value) > 16)
