@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "eig_test_util.h"
 #ifdef TK_HAVE_LAPACKE
@@ -130,6 +131,72 @@ TEST(EigCuda, EveryLanesPerMatrixChoice)
     EXPECT_NE(std::strstr(tk_last_error(), "use more lanes per matrix"), nullptr) << tk_last_error();
 }
 
+// The structured matrices of test_eig.cpp (checked there against LAPACK on the cpu
+// backend) on every values-only scheme: balancing's permutations (triangular,
+// diagonal, zero), its scaling (D A D^-1), companion and repeated eigenvalues, a
+// defective Jordan block, 1e-150 and 1e+150 scales, with balancing on and off.
+TEST(EigCuda, StructuredMatricesOnEveryValuesScheme)
+{
+    for (int n : {2, 3, 5, 8, 13, 17, 30, 33, 64}) {
+        std::vector<std::vector<double>> family;
+        family.push_back(random_matrix(n, 31));
+        family.push_back(symmetric_matrix(n, 32));
+        family.push_back(triangular_matrix(n, 33, true));
+        family.push_back(triangular_matrix(n, 34, false));
+        family.push_back(companion_matrix(n, 35));
+        std::vector<double> diag((size_t)n * n, 0.0), zero((size_t)n * n, 0.0), rep;
+        for (int i = 0; i < n; ++i) diag[(size_t)i * n + i] = (double)((i * 7) % n) - n / 2.0;
+        family.push_back(diag);
+        family.push_back(zero);
+        for (double scale : {1e-150, 1e+150}) family.push_back(random_matrix(n, 36, scale));
+        auto graded = random_matrix(n, 37);
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) graded[(size_t)i * n + j] *= std::ldexp(1.0, 6 * ((i - j) % 9));
+        family.push_back(graded);
+        for (int i = 0; i < n; ++i) rep.push_back((double)(i % 3));
+        family.push_back(orthogonal_similar(rep, 38));
+        const bool jordan = n <= 8;  // beyond, eps^(1/n) says little
+        if (jordan) family.push_back(jordan_block(n, 2.5));
+        std::vector<double> batch;
+        for (auto &m : family) batch.insert(batch.end(), m.begin(), m.end());
+        const size_t nn = (size_t)n * n, count = family.size();
+        for (int balance : {1, 0})
+            for (int lanes : {0, 8, 16, 32}) {
+                tk_eig_options o;
+                tk_eig_options_init(&o, n);
+                o.balance = balance;
+                Solved<double> cpu, gpu;
+                ASSERT_EQ(solve<double>(o, batch, cpu, false), TK_OK) << tk_last_error();
+                o.backend = TK_BACKEND_CUDA;
+                o.cuda_lanes = lanes;
+                tk_status s = solve<double>(o, batch, gpu, false);
+                TK_SKIP_IF_NO_GPU(s);
+                ASSERT_EQ(s, TK_OK) << tk_last_error();
+                for (size_t b = 0; b < count; ++b) {
+                    // unbalanced, the lower triangular and the graded matrices have
+                    // eigenvalue condition numbers far beyond this bound on any solver
+                    if (!balance && (b == 3 || b == 9)) continue;
+                    const std::string where = "n=" + std::to_string(n) + " lanes " + std::to_string(lanes) +
+                                              " balance " + std::to_string(balance) + " matrix " + std::to_string(b);
+                    ASSERT_EQ(gpu.status[b], cpu.status[b]) << where;
+                    ASSERT_EQ(gpu.status[b], TK_EIG_CONVERGED) << where;
+                    EXPECT_TRUE(sorted_row(gpu, b, n)) << where;
+                    std::vector<cd> g, c;
+                    for (int k = 0; k < n; ++k) g.push_back(gpu.value(b, n, k)), c.push_back(cpu.value(b, n, k));
+                    const double anorm = frobenius(batch, b * nn, n);
+                    const bool defective = jordan && b + 1 == count;
+                    const double tol = defective ? 2 * kC * std::pow(n * DBL_EPSILON, 1.0 / n) * anorm
+                                                 : 1e4 * kC * n * DBL_EPSILON * anorm;
+                    EXPECT_LE(match_ratio(g, c, std::vector<double>(n, tol)), 1.0) << where;
+                    if (b == 5 || b == 6) {  // diagonal and zero: exact
+                        for (int k = 0; k < n; ++k) EXPECT_EQ(g[k], c[k]) << where;
+                    }
+                }
+                if (HasFatalFailure()) return;
+            }
+    }
+}
+
 TEST(EigCuda, ChunksAndStreamsCoverTheWholeBatch)
 {
     // 10,007 matrices in chunks of 1,000: 11 chunks over three streams, the last partial
@@ -203,7 +270,7 @@ TEST(EigCuda, MeasureReportsKernelAndCopyTimes)
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     EXPECT_GT(prof.kernel_ms, 0.0);
     EXPECT_GT(prof.copy_ms, 0.0);
-    EXPECT_STREQ(prof.scheme, "4 lanes");  // the automatic choice at n = 10 (eig_cuda.cu's table)
+    EXPECT_STREQ(prof.scheme, "4 lanes lockstep");  // the automatic choice at n = 10 (eig_cuda.cu's table)
     o.cuda_lanes = 1;
     ASSERT_EQ(tk_eig_cuda_measure(&o, count, batch.data(), &prof), TK_OK) << tk_last_error();
     EXPECT_STREQ(prof.scheme, "thread");

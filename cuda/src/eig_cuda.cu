@@ -1,6 +1,9 @@
 /* CUDA backend of the batched eigensolver.
  *
- * The per-matrix solver is the CPU's own text (eig_body.h), except that values-only
+ * Eigenvalues only on 4, 8, 16 or 32 lanes per matrix (the automatic choice from
+ * n = 8 up) run the lockstep kernel of eig_cuda_lockstep.cuh: every phase lane-
+ * parallel, the groups of a warp in lockstep, straight-line bulge steps.  Otherwise
+ * the per-matrix solver is the CPU's own text (eig_body.h), except that values-only
  * solves on up to 32 lanes run the GPU's own QR iteration (eig_cuda_hqr.cuh: no
  * search for a lower bulge start, a parallel deflation scan, fewer barriers); what
  * changes is who runs it and where the matrix lives.  G threads share a matrix, G picked from n
@@ -109,6 +112,7 @@ TK_EIG_BIND(float, f)
 #undef TK_EIG_BIND
 
 #include "eig_cuda_hqr.cuh"
+#include "eig_cuda_lockstep.cuh"
 
 /* Eigenvalues only, by lanes of one warp (stride <= 32): eig_solve_one's steps with
  * the GPU's own QR iteration (eig_cuda_hqr.cuh). */
@@ -140,8 +144,40 @@ __device__ int eig_gpu_solve_values(typename Eig<R>::ctx *c, const R *a, R *valu
  * (1, 2, 4, 8, 16, 32 or 64), `groups` matrices per block. */
 struct plan {
     int lanes, threads, groups, ld;
+    int elems; /* > 0: the lockstep kernel (eig_cuda_lockstep.cuh), rows per lane and phase */
     size_t group_reals, smem;
 };
+
+/* Eigenvalues only on 4, 8, 16 or 32 lanes run the lockstep kernel where each lane
+ * holds at most four rows or columns of a phase (two on 32 lanes); 0 where the
+ * older kernel runs. */
+static int lockstep_elems(int n, int want, int lanes)
+{
+    if (want || (lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32)) return 0;
+    const int elems = (n + lanes - 1) / lanes;
+    return elems <= (lanes == 32 ? 2 : 4) ? elems : 0;
+}
+
+template <typename R>
+using lockstep_fn = void (*)(int, int, int, int, size_t, const R *, R *, int8_t *, int, int);
+
+template <typename R, int G> static lockstep_fn<R> lockstep_kernel_of(int elems)
+{
+    switch (elems) {
+    case 1: return eig_lockstep_kernel<R, G, 1>;
+    case 2: return eig_lockstep_kernel<R, G, 2>;
+    case 3: return eig_lockstep_kernel<R, G, 3>;
+    default: return eig_lockstep_kernel<R, G, 4>;
+    }
+}
+
+template <typename R> static lockstep_fn<R> lockstep_kernel(int lanes, int elems)
+{
+    if (lanes == 4) return lockstep_kernel_of<R, 4>(elems);
+    if (lanes == 8) return lockstep_kernel_of<R, 8>(elems);
+    if (lanes == 16) return lockstep_kernel_of<R, 16>(elems);
+    return elems == 1 ? eig_lockstep_kernel<R, 32, 1> : eig_lockstep_kernel<R, 32, 2>;
+}
 
 /* Shared-memory reals per matrix: H (and Z) plus the scratch vectors.  Values only,
  * the scratch phases follow one another and share 3n reals: the balancing scales
@@ -154,23 +190,24 @@ static size_t group_reals(int n, int ld, int want)
 }
 
 /* The automatic choice.  Values only, from `tk-bench eig --cuda-lanes G` on an H100
- * (500,000 random double matrices, kernel ms, 2026-11-23):
- *     n     thread   4 lanes   8 lanes   16 lanes   warp
- *     5      1.32     3.69      6.32      10.4      17.1
- *    10     12.0      9.73     14.6       23.5      38.7
- *    15       -      31.6      36.8       56.8      77.0
- *    20       -      92.8      62.1       69.5     108.1
- *    25       -     182.2     127.4      128.0     157.0
- *    30       -     401.8     252.1      189.0     213.6
- * (2 lanes lost everywhere; a block of 64 threads was 3-4x slower than the warp).
- * Above 30 unmeasured: 16 lanes to 40, then the whole warp.  With vectors (the
- * shared body's QR) the older table, not re-measured. */
+ * (500,000 random double matrices, kernel ms, 2026-11-23; "ls" = the lockstep
+ * kernel, the others eig_cuda_hqr.cuh's):
+ *     n     thread   4 lanes    8 lanes    16 lanes   warp
+ *     5      1.29       -          -          -          -
+ *    10     12.0      6.97 ls    8.54 ls   12.5 ls    22.5 ls
+ *    15       -      19.8 ls    15.3 ls    22.1 ls    40.8 ls
+ *    20       -      90.5       37.5 ls    40.9 ls    63.8 ls
+ *    25       -     176.1       94.8 ls    60.9 ls    90.4 ls
+ *    30       -     388.4      153.3 ls   106.1 ls   121.3 ls
+ * Above 30 unmeasured: the whole warp (two rows or columns a lane), as 16 lanes
+ * are best at 25-30.  With vectors (the shared body's QR) the older table, not
+ * re-measured. */
 static int auto_lanes(int n, int want, size_t elem)
 {
     if (!want) {
         const size_t thread_bytes = group_reals(n, n, 0) * elem;
         if (n <= 7 && 32 * thread_bytes <= 64 * 1024) return 1;
-        return n <= 16 ? 4 : n <= 24 ? 8 : n <= 40 ? 16 : 32;
+        return n <= 12 ? 4 : n <= 22 ? 8 : n <= 32 ? 16 : 32;
     }
     return n <= 8 ? 4 : n <= 20 ? 8 : n <= 32 ? 16 : 64;
 }
@@ -180,7 +217,16 @@ static plan make_plan(int n, int want, size_t elem, int lanes)
     const size_t budget = 64 * 1024; /* per block: several blocks share an SM */
     plan p;
     p.lanes = lanes;
-    if (lanes == 1) {
+    p.elems = lockstep_elems(n, want, lanes);
+    if (p.elems) {
+        p.ld = n | 1; /* odd: a column walk then hits different banks */
+        p.group_reals = (size_t)n * (size_t)p.ld + 2 * (size_t)n;
+        const int per_warp = 32 / lanes;
+        int warps = (int)(budget / (p.group_reals * elem * (size_t)per_warp));
+        warps = warps < 1 ? 1 : warps > 4 ? 4 : warps;
+        p.groups = warps * per_warp;
+        p.threads = 32 * warps;
+    } else if (lanes == 1) {
         p.ld = n;
         p.group_reals = group_reals(n, n, want);
         int per_block = (int)(budget / (p.group_reals * elem)) / 32 * 32;
@@ -204,8 +250,11 @@ static plan make_plan(int n, int want, size_t elem, int lanes)
     return p;
 }
 
-static const char *scheme_name(int lanes)
+static const char *scheme_name(const plan &p)
 {
+    if (p.elems)
+        return p.lanes == 4 ? "4 lanes lockstep" : p.lanes == 8 ? "8 lanes lockstep" : p.lanes == 16 ? "16 lanes lockstep" : "warp lockstep";
+    const int lanes = p.lanes;
     switch (lanes) {
     case 1: return "thread";
     case 2: return "2 lanes";
@@ -319,21 +368,30 @@ static tk_status check_smem(const plan &p, int device)
         return tk_set_error(TK_ERR_UNSUPPORTED,
                             "%s per matrix needs %zu bytes of shared memory per block, the device has %d: "
                             "use more lanes per matrix",
-                            scheme_name(p.lanes), p.smem, optin);
+                            scheme_name(p), p.smem, optin);
     return TK_OK;
 }
 
 /* Matrices of plan p resident on one SM at once: shared memory (and, for the small
  * orders, registers) bound it, so the block size decides how much of the SM's
  * shared memory is left over as a remainder no block fits in. */
+template <typename R> static cudaError_t set_smem(const plan &p)
+{
+    if (p.smem <= 48 * 1024) return cudaSuccess;
+    if (p.elems)
+        return cudaFuncSetAttribute(lockstep_kernel<R>(p.lanes, p.elems), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)p.smem);
+    return cudaFuncSetAttribute(eig_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
+}
+
 template <typename R> static int resident_matrices(const plan &p)
 {
     int blocks = 0;
-    if (p.smem > 48 * 1024 &&
-        cudaFuncSetAttribute(eig_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem) != cudaSuccess)
-        return (void)cudaGetLastError(), 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, eig_kernel<R>, p.threads, p.smem) != cudaSuccess)
-        return (void)cudaGetLastError(), 0;
+    if (set_smem<R>(p) != cudaSuccess) return (void)cudaGetLastError(), 0;
+    cudaError_t err = p.elems ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                    &blocks, lockstep_kernel<R>(p.lanes, p.elems), p.threads, p.smem)
+                              : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, eig_kernel<R>, p.threads, p.smem);
+    if (err != cudaSuccess) return (void)cudaGetLastError(), 0;
     return blocks * p.groups;
 }
 
@@ -365,18 +423,18 @@ static void pack_plan_any(int dbl, plan *p, int device)
     else pack_plan<float>(p, device);
 }
 
-template <typename R> static cudaError_t prepare_kernel(const plan &p)
-{
-    if (p.smem > 48 * 1024)
-        return cudaFuncSetAttribute(eig_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
-    return cudaSuccess;
-}
+template <typename R> static cudaError_t prepare_kernel(const plan &p) { return set_smem<R>(p); }
 
 template <typename R>
 static void launch(const plan &p, int n, size_t count, const void *a, void *values, void *vectors, int8_t *status,
                    int balance, int max_iter, cudaStream_t stream)
 {
     const size_t blocks = (count + (size_t)p.groups - 1) / (size_t)p.groups;
+    if (p.elems) {
+        lockstep_kernel<R>(p.lanes, p.elems)<<<(unsigned)blocks, p.threads, p.smem, stream>>>(
+            n, p.ld, p.groups, (int)p.group_reals, count, (const R *)a, (R *)values, status, balance, max_iter);
+        return;
+    }
     eig_kernel<R><<<(unsigned)blocks, p.threads, p.smem, stream>>>(p, n, count, (const R *)a, (R *)values,
                                                                    (R *)vectors, status, balance, max_iter);
 }
@@ -575,7 +633,7 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     int8_t *d_st = NULL;
     cudaEvent_t e[6] = {};
     float h2d = 0, kern = 0, d2h = 0;
-    prof->scheme = scheme_name(p.lanes);
+    prof->scheme = scheme_name(p);
     size_t free_b = 0, total_b = 0;
     if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) goto cleanup;
     {

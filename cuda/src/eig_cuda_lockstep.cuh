@@ -1,0 +1,544 @@
+/* Eigenvalues only on the GPU: G lanes per matrix (8, 16 or 32), every group of a
+ * warp in lockstep, each lane holding at most E rows or columns of a phase.
+ *
+ * Why this shape.  Nsight Compute on the earlier kernels (eig_cuda_hqr.cuh, one
+ * group per matrix following its own path) found them latency bound, not short of
+ * arithmetic: each bulge step was a chain of about 180 dependent instructions --
+ * inner loops of one or two trips with their branches, reloads the compiler could
+ * not prove safe, a warp-sync of a run-time lane mask that costs a convergence
+ * check -- and half the stalls were fixed-latency waits on that chain.  Here a
+ * step is straight-line code: the reflector from one rsqrt and a Newton
+ * reciprocal, then at most E predicated triples per lane for the rows and E for
+ * the columns, the operands loaded before anything is stored, and two full-warp
+ * syncs.  The groups of a warp run the same sweeps in lockstep (a group whose own
+ * window does not cover a bulge position sits that step out), so every loop and
+ * every collective is warp-uniform: no divergence, no masks.
+ *
+ * The other phases are parallel over the lanes too: the finiteness check and the
+ * prescaling, LAPACK's balancing (permutation search one row or column per lane,
+ * norms by shuffle reductions), the Householder reduction, the deflation scan
+ * (one subdiagonal per lane, a ballot) and the final sort (each lane ranks its
+ * eigenvalues).  The arithmetic is eig_body.h's (same shifts, deflation tests,
+ * exceptional shifts, balancing decisions); the results differ from the CPU's by
+ * rounding only.  Differences from eig_hqr: the bulge always starts at the top of
+ * the active window (see eig_cuda_hqr.cuh), and the bulge's rows outside a
+ * lane's window are never touched (values only). */
+#ifndef TK_EIG_CUDA_LOCKSTEP_CUH
+#define TK_EIG_CUDA_LOCKSTEP_CUH
+
+#define TK_WARP_ALL 0xffffffffu
+
+/* 1/x for x in [1, 2]: the hardware's approximation and two Newton steps (its
+ * error squared twice), no special cases since x is far from zero and infinity. */
+__device__ __forceinline__ double eig_rcp_1to2(double x)
+{
+    double r;
+    asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
+    double e = fma(-x, r, 1.0);
+    r = fma(r, e, r);
+    e = fma(-x, r, 1.0);
+    return fma(r, e, r);
+}
+__device__ __forceinline__ float eig_rcp_1to2(float x) { return __frcp_rn(x); }
+
+/* 1/sqrt(x) for x well inside the normal range (the caller checks), without the
+ * library's branch for the other cases: the hardware's approximation and one
+ * third-order correction. */
+__device__ __forceinline__ double eig_rsqrt_normal(double x)
+{
+    double y;
+    asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(x));
+    const double e = fma(-x, y * y, 1.0);
+    return fma(y * e, fma(0.375, e, 0.5), y);
+}
+__device__ __forceinline__ float eig_rsqrt_normal(float x) { return rsqrtf(x); }
+
+template <int G, typename T> __device__ __forceinline__ T eig_group_sum(T v)
+{
+#pragma unroll
+    for (int o = G / 2; o >= 1; o >>= 1) v += __shfl_xor_sync(TK_WARP_ALL, v, o);
+    return v;
+}
+template <int G, typename T> __device__ __forceinline__ T eig_group_max(T v)
+{
+#pragma unroll
+    for (int o = G / 2; o >= 1; o >>= 1) v = fmax(v, __shfl_xor_sync(TK_WARP_ALL, v, o));
+    return v;
+}
+
+/* The group's lanes whose flag is set, as bits 0..G-1. */
+template <int G> __device__ __forceinline__ unsigned eig_group_ballot(bool flag, int sub)
+{
+    const unsigned all = __ballot_sync(TK_WARP_ALL, flag);
+    return G == 32 ? all : (all >> (sub * G)) & ((1u << (G & 31)) - 1u);
+}
+
+/* Is H(k, k-1) negligible (LAPACK's test with Ahues and Tisseur's refinement)? */
+template <typename R>
+__device__ __forceinline__ bool eig_ls_negligible(const R *h, int ld, int k, int ilo, int ihi, R smlnum)
+{
+    const R ulp = EigLimits<R>::eps();
+    const R sub = fabs(h[k * ld + k - 1]);
+    if (sub <= smlnum) return true;
+    const R hkk = h[k * ld + k], hk1 = h[(k - 1) * ld + k - 1];
+    R tst = fabs(hk1) + fabs(hkk);
+    if (tst == 0) {
+        if (k - 2 >= ilo) tst += fabs(h[(k - 1) * ld + k - 2]);
+        if (k + 1 <= ihi) tst += fabs(h[(k + 1) * ld + k]);
+    }
+    if (sub > ulp * tst) return false;
+    const R up = fabs(h[(k - 1) * ld + k]);
+    const R ab = fmax(sub, up), ba = fmin(sub, up);
+    const R dk = fabs(hkk), dd = fabs(hk1 - hkk);
+    const R aa = fmax(dk, dd), bb = fmin(dk, dd), s = aa + ab;
+    return ba * (ab / s) <= fmax(smlnum, ulp * (bb * (aa / s)));
+}
+
+/* Swap columns j and m over rows 0..ihi, then rows j and m over columns ilo..n-1
+ * (the permutation step of balancing), for the groups with `act` set. */
+template <typename R, int G, int E>
+__device__ __forceinline__ void eig_ls_swap(R *h, int ld, int n, int t, bool act, int j, int m, int ilo, int ihi)
+{
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+        const int r = t + G * e;
+        if (act && r <= ihi) {
+            const R x = h[r * ld + j];
+            h[r * ld + j] = h[r * ld + m];
+            h[r * ld + m] = x;
+        }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+        const int q = ilo + t + G * e;
+        if (act && q < n) {
+            const R x = h[j * ld + q];
+            h[j * ld + q] = h[m * ld + q];
+            h[m * ld + q] = x;
+        }
+    }
+    __syncwarp();
+}
+
+/* LAPACK's dgebal 'B' for the values: permutations isolating eigenvalues, then
+ * power-of-two scaling until the row and column norms balance within 5%.  The
+ * scale factors go to `scale` (needed only for their bounds: values need no back
+ * transformation). */
+template <typename R, int G, int E>
+__device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bool act, int *ilo_out, int *ihi_out)
+{
+    int ilo = 0, ihi = n - 1;
+    /* rows with no off-diagonal entry in columns 0..ihi go to the bottom */
+    bool go = act;
+    while (__any_sync(TK_WARP_ALL, go && ihi > 0)) {
+        go = go && ihi > 0;
+        int jz = -1;
+#pragma unroll
+        for (int e = E - 1; e >= 0; --e) {
+            const int j = t + G * e;
+            bool zero = go && j <= ihi;
+            for (int c = 0; zero && c <= ihi; ++c)
+                if (c != j && h[j * ld + c] != 0) zero = false;
+            const unsigned bits = eig_group_ballot<G>(zero, sub);
+            if (jz < 0 && bits) jz = G * e + 31 - __clz((int)bits);
+        }
+        go = go && jz >= 0;
+        eig_ls_swap<R, G, E>(h, ld, n, t, go && jz != ihi, jz, ihi, ilo, ihi);
+        if (go) --ihi;
+    }
+    /* columns with no off-diagonal entry in rows ilo..ihi go to the top */
+    go = act;
+    while (__any_sync(TK_WARP_ALL, go && ilo < ihi)) {
+        go = go && ilo < ihi;
+        int jz = n;
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            const int j = ilo + t + G * e;
+            bool zero = go && j <= ihi;
+            for (int r = ilo; zero && r <= ihi; ++r)
+                if (r != j && h[r * ld + j] != 0) zero = false;
+            const unsigned bits = eig_group_ballot<G>(zero, sub);
+            if (jz == n && bits) jz = ilo + G * e + __ffs((int)bits) - 1;
+        }
+        go = go && jz < n;
+        eig_ls_swap<R, G, E>(h, ld, n, t, go && jz != ilo, jz, ilo, ilo, ihi);
+        if (go) ++ilo;
+    }
+    /* scaling */
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+        if (t + G * e < n) scale[t + G * e] = 1;
+    __syncwarp();
+    const R sfmin1 = EigLimits<R>::safmin() / EigLimits<R>::eps(), sfmax1 = 1 / sfmin1;
+    const R sfmin2 = sfmin1 * 2, sfmax2 = 1 / sfmin2;
+    bool noconv = act && ilo < ihi;
+    int sweeps = 0;
+    while (__any_sync(TK_WARP_ALL, noconv)) {
+        const bool sweep = noconv && sweeps++ < 100;
+        noconv = false;
+        const int ifirst = __reduce_min_sync(TK_WARP_ALL, sweep ? ilo : n);
+        const int ilast = __reduce_max_sync(TK_WARP_ALL, sweep ? ihi : -1);
+        for (int i = ifirst; i <= ilast; ++i) {
+            const bool mine = sweep && i >= ilo && i <= ihi;
+            R cn = 0, rn = 0, ca = 0, ra = 0;
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                const int k = t + G * e;
+                if (mine && k < n) {
+                    const R col = h[k * ld + i], row = h[i * ld + k];
+                    if (k >= ilo && k <= ihi) cn += col * col, rn += row * row;
+                    if (k <= ihi) ca = fmax(ca, fabs(col));
+                    if (k >= ilo) ra = fmax(ra, fabs(row));
+                }
+            }
+            cn = sqrt(eig_group_sum<G>(cn));
+            rn = sqrt(eig_group_sum<G>(rn));
+            ca = eig_group_max<G>(ca);
+            ra = eig_group_max<G>(ra);
+            R f = 1;
+            bool apply = mine && cn != 0 && rn != 0;
+            const R si = apply ? scale[i] : 1;
+            if (apply) {
+                R g = rn / 2, s = cn + rn;
+                while (cn < g && fmax(f, fmax(cn, ca)) < sfmax2 && fmin(rn, fmin(g, ra)) > sfmin2)
+                    f *= 2, cn *= 2, ca *= 2, rn /= 2, g /= 2, ra /= 2;
+                g = cn / 2;
+                while (g >= rn && fmax(rn, ra) < sfmax2 && fmin(fmin(f, cn), fmin(g, ca)) > sfmin2)
+                    f /= 2, cn /= 2, g /= 2, ca /= 2, rn *= 2, ra *= 2;
+                if (cn + rn >= (R)0.95 * s) apply = false;
+                else if (f < 1 && si < 1 && f * si <= sfmin1) apply = false;
+                else if (f > 1 && si > 1 && si >= sfmax1 / f) apply = false;
+            }
+            __syncwarp(); /* every lane has read scale[i] */
+            if (apply) {
+                if (t == 0) scale[i] = si * f;
+                const R gi = 1 / f;
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    const int k = t + G * e;
+                    if (k >= ilo && k < n && k != i) h[i * ld + k] *= gi;
+                    if (k <= ihi && k != i) h[k * ld + i] *= f;
+                }
+                noconv = true;
+            }
+            __syncwarp();
+        }
+        noconv = noconv && sweeps < 100;
+    }
+    *ilo_out = ilo;
+    *ihi_out = ihi;
+}
+
+/* Householder reduction of rows and columns ilo..ihi to Hessenberg form (values:
+ * nothing outside the block is needed).  v: n scratch reals. */
+template <typename R, int G, int E>
+__device__ void eig_ls_hessenberg(R *h, R *v, int ld, int t, bool act, int ilo, int ihi)
+{
+    const int kfirst = __reduce_min_sync(TK_WARP_ALL, act ? ilo : 1 << 30);
+    const int klast = __reduce_max_sync(TK_WARP_ALL, act ? ihi - 2 : -1);
+    for (int k = kfirst; k <= klast; ++k) {
+        const bool mine = act && k >= ilo && k < ihi - 1;
+        const int m = ihi - k; /* reflector length: rows k+1..ihi */
+        R x2 = 0;
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            const int i = k + 2 + t + G * e;
+            if (mine && i <= ihi) x2 += h[i * ld + k] * h[i * ld + k];
+        }
+        const R alpha = mine ? h[(k + 1) * ld + k] : (R)0;
+        x2 = eig_group_sum<G>(x2);
+        const bool live = mine && x2 != 0; /* else the column is already reduced */
+        __syncwarp(); /* column k read by every lane before it is overwritten */
+        R tau = 0;
+        if (live) {
+            const R beta = -copysign(hypot(alpha, sqrt(x2)), alpha);
+            tau = (beta - alpha) / beta;
+            const R sc = 1 / (alpha - beta);
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                const int i = t + G * e;
+                if (i < m) {
+                    const int r = k + 1 + i;
+                    v[i] = i == 0 ? (R)1 : h[r * ld + k] * sc;
+                    h[r * ld + k] = i == 0 ? beta : (R)0;
+                }
+            }
+        }
+        __syncwarp();
+        /* from the left: columns k+1..ihi, one per lane */
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            const int j = k + 1 + t + G * e;
+            if (live && j <= ihi) {
+                R s = 0;
+                for (int i = 0; i < m; ++i) s += v[i] * h[(k + 1 + i) * ld + j];
+                s *= tau;
+                for (int i = 0; i < m; ++i) h[(k + 1 + i) * ld + j] -= s * v[i];
+            }
+        }
+        __syncwarp();
+        /* from the right: rows ilo..ihi, one per lane */
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            const int r = ilo + t + G * e;
+            if (live && r <= ihi) {
+                R *row = h + r * ld + k + 1;
+                R s = 0;
+                for (int i = 0; i < m; ++i) s += row[i] * v[i];
+                s *= tau;
+                for (int i = 0; i < m; ++i) row[i] -= s * v[i];
+            }
+        }
+        __syncwarp();
+    }
+}
+
+/* Returns whether the iteration converged; eigenvalues (unsorted) in wr, wi. */
+template <typename R, int G, int E>
+__device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bool act, int ilo, int ihi,
+                           int max_iter)
+{
+    const R ulp = EigLimits<R>::eps();
+    const R smlnum = EigLimits<R>::safmin() * ((R)(ihi - ilo + 1) / ulp);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+        const int k = t + G * e;
+        if (act && k < n && (k < ilo || k > ihi)) wr[k] = h[k * ld + k], wi[k] = 0;
+    }
+    int qi = ihi, ql = ilo, its = 0, kdefl = 0;
+    bool fail = false;
+    while (__any_sync(TK_WARP_ALL, act && !fail && qi >= ilo)) {
+        /* ---- deflation: scan (ql, qi] from the bottom, record what split off, and go on
+         * with the next window in this same round until a sweep is due */
+        bool need = act && !fail && qi >= ilo, sweep = false;
+        while (__any_sync(TK_WARP_ALL, need)) {
+            int k = ql;
+#pragma unroll
+            for (int p = 0; p < E; ++p) {
+                const int kk = qi - t - G * p;
+                const unsigned bits =
+                    eig_group_ballot<G>(need && kk > ql && eig_ls_negligible<R>(h, ld, kk, ilo, ihi, smlnum), sub);
+                if (k == ql && bits) k = qi - G * p - (__ffs((int)bits) - 1);
+            }
+            if (need) {
+                ql = k;
+                if (ql >= qi - 1) {
+                    /* the scan's reads are behind the ballot: lane 0 may write now */
+                    if (t == 0) {
+                        if (ql > ilo) h[ql * ld + ql - 1] = 0;
+                        if (ql == qi) {
+                            wr[qi] = h[qi * ld + qi], wi[qi] = 0;
+                        } else {
+                            R a = h[(qi - 1) * ld + qi - 1], b = h[(qi - 1) * ld + qi];
+                            R cc = h[qi * ld + qi - 1], d = h[qi * ld + qi];
+                            R r1r, r1i, r2r, r2i, cs, sn;
+                            Eig<R>::lanv2(&a, &b, &cc, &d, &r1r, &r1i, &r2r, &r2i, &cs, &sn);
+                            wr[qi - 1] = r1r, wi[qi - 1] = r1i;
+                            wr[qi] = r2r, wi[qi] = r2i;
+                        }
+                    }
+                    qi = ql - 1, ql = ilo, its = 0, kdefl = 0;
+                    need = qi >= ilo;
+                } else if (its > max_iter) {
+                    fail = true, need = false;
+                } else {
+                    ++its, ++kdefl;
+                    need = false, sweep = true;
+                }
+            }
+            __syncwarp();
+        }
+        if (sweep && ql > ilo && t == 0) h[ql * ld + ql - 1] = 0;
+
+        /* ---- the shifts and the first column of (H - s1)(H - s2) at the top */
+        R v0 = 0, v1 = 0, v2 = 0;
+        if (sweep) {
+            R h11, h12, h21, h22;
+            if (kdefl % 20 == 0) {
+                const R s = fabs(h[qi * ld + qi - 1]) + fabs(h[(qi - 1) * ld + qi - 2]);
+                h11 = (R)0.75 * s + h[qi * ld + qi], h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
+            } else if (kdefl % 10 == 0) {
+                const R s = fabs(h[(ql + 1) * ld + ql]) + fabs(h[(ql + 2) * ld + ql + 1]);
+                h11 = (R)0.75 * s + h[ql * ld + ql], h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
+            } else {
+                h11 = h[(qi - 1) * ld + qi - 1], h21 = h[qi * ld + qi - 1];
+                h12 = h[(qi - 1) * ld + qi], h22 = h[qi * ld + qi];
+            }
+            R rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
+            const R s = fabs(h11) + fabs(h12) + fabs(h21) + fabs(h22);
+            if (s != 0) {
+                h11 /= s, h21 /= s, h12 /= s, h22 /= s;
+                const R tr = (h11 + h22) / 2;
+                const R det = (h11 - tr) * (h22 - tr) - h12 * h21;
+                const R rtdisc = sqrt(fabs(det));
+                if (det >= 0) {
+                    rt1r = tr * s, rt2r = rt1r, rt1i = rtdisc * s, rt2i = -rt1i;
+                } else {
+                    rt1r = tr + rtdisc, rt2r = tr - rtdisc;
+                    if (fabs(rt1r - h22) <= fabs(rt2r - h22)) rt1r *= s, rt2r = rt1r;
+                    else rt2r *= s, rt1r = rt2r;
+                }
+            }
+            R h21s = h[(ql + 1) * ld + ql];
+            const R hll = h[ql * ld + ql];
+            R ss = fabs(hll - rt2r) + fabs(rt2i) + fabs(h21s);
+            h21s /= ss;
+            v0 = h21s * h[ql * ld + ql + 1] + (hll - rt1r) * ((hll - rt2r) / ss) - rt1i * (rt2i / ss);
+            v1 = h21s * (hll + h[(ql + 1) * ld + ql + 1] - rt1r - rt2r);
+            v2 = h21s * h[(ql + 2) * ld + ql + 1];
+            ss = fabs(v0) + fabs(v1) + fabs(v2);
+            v0 /= ss, v1 /= ss, v2 /= ss;
+        }
+        __syncwarp();
+
+        /* ---- the bulge chase, every group of the warp at the same position K */
+        const int kfirst = __reduce_min_sync(TK_WARP_ALL, sweep ? ql : 1 << 30);
+        const int klast = __reduce_max_sync(TK_WARP_ALL, sweep ? qi - 1 : -1);
+        for (int K = kfirst; K <= klast; ++K) {
+            /* straight-line code: loads from addresses valid for every group (K + 2 <= n,
+             * and the group's region holds a row beyond H), selects instead of branches */
+            const bool on = sweep && K >= ql && K < qi, first = K == ql, three = K + 2 <= qi;
+            R *r0 = h + K * ld;
+            const int kc = K > 0 ? K - 1 : 0;
+            R x0 = r0[kc], x1 = r0[ld + kc], x2 = r0[2 * ld + kc];
+            if (first) x0 = v0, x1 = v1, x2 = v2;
+            if (!three) x2 = 0;
+            const R xn2 = x1 * x1 + x2 * x2;
+            const bool live = on && xn2 != 0;
+            /* beta = -sign(x0) |x|; t1 = (beta - x0) / beta = 1 + |x0| / |x|; the
+             * vector's scale 1 / (x0 - beta) = sign(x0) / (|x| t1); t1 u1 = -x1 / beta */
+            const R all = fma(x0, x0, xn2);
+            R rnrm = eig_rsqrt_normal(all), nrm = all * rnrm;
+            if (live && !(all > EigLimits<R>::sq_lo() && all < EigLimits<R>::sq_hi())) {
+                nrm = hypot(x0, sqrt(xn2));
+                rnrm = 1 / nrm;
+            }
+            const R sg = x0 >= 0 ? (R)1 : (R)-1, srn = sg * rnrm;
+            const R beta = -sg * nrm;
+            R t1 = fma(fabs(x0), rnrm, (R)1);
+            const R sc = srn * eig_rcp_1to2(t1);
+            R u1 = x1 * sc, u2 = x2 * sc, t2 = srn * x1, t3 = srn * x2;
+            if (!live) t1 = t2 = t3 = u1 = u2 = 0;
+            /* rows K..K+2 from the left, columns K..qi */
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                const int j = K + t + G * e;
+                const bool mine = live && j <= qi;
+                const int jj = mine ? j : K;
+                const R a = r0[jj], b = r0[ld + jj], c = three ? r0[2 * ld + jj] : (R)0;
+                const R sum = fma(u2, c, fma(u1, b, a));
+                if (mine) {
+                    r0[jj] = fma(-sum, t1, a);
+                    r0[ld + jj] = fma(-sum, t2, b);
+                    if (three) r0[2 * ld + jj] = fma(-sum, t3, c);
+                }
+            }
+            __syncwarp();
+            /* the bulge column K-1 (no lane reads it in this phase); then columns
+             * K..K+2 from the right, rows ql..min(K+3, qi) */
+            if (on && !first && t == 0) {
+                if (live) r0[K - 1] = beta;
+                r0[ld + K - 1] = 0;
+                if (three) r0[2 * ld + K - 1] = 0;
+            }
+            const int rlast = K + 3 < qi ? K + 3 : qi;
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                const int r = ql + t + G * e;
+                const bool mine = live && r <= rlast;
+                R *p = h + (mine ? r : K) * ld + K;
+                const R a = p[0], b = p[1], c = three ? p[2] : (R)0;
+                const R sum = fma(u2, c, fma(u1, b, a));
+                if (mine) {
+                    p[0] = fma(-sum, t1, a);
+                    p[1] = fma(-sum, t2, b);
+                    if (three) p[2] = fma(-sum, t3, c);
+                }
+            }
+            __syncwarp();
+        }
+    }
+    return !fail;
+}
+
+/* One group of G lanes per matrix, 32 / G groups per warp, per_block groups per
+ * block; group_reals shared reals per group (H with leading dimension ld, then
+ * two scratch vectors of n). */
+template <typename R, int G, int E>
+__global__ void eig_lockstep_kernel(int n, int ld, int per_block, int group_reals, size_t count,
+                                    const R *__restrict__ a, R *__restrict__ values, int8_t *__restrict__ status,
+                                    int balance, int max_iter)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int lane = threadIdx.x & 31, t = lane % G, sub = lane / G, group = threadIdx.x / G;
+    const size_t idx = (size_t)blockIdx.x * (size_t)per_block + (size_t)group;
+    const bool real = idx < count;
+    /* warp-uniform exit; a group past the batch's end in a live warp works along
+     * on the last matrix and writes nothing */
+    if (!__any_sync(TK_WARP_ALL, real)) return;
+    R *h = reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals;
+    R *w1 = h + n * ld, *w2 = w1 + n;
+    const R *src = a + (real ? idx : count - 1) * (size_t)n * (size_t)n;
+
+    /* load, check finiteness, prescale by a power of two to max |a| in [0.5, 1) */
+    R amax = 0;
+    bool finite = true;
+    for (int r = 0; r < n; ++r)
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            const int c = t + G * e;
+            if (c < n) {
+                const R x = src[r * n + c];
+                finite = finite && isfinite(x);
+                amax = fmax(amax, fabs(x));
+                h[r * ld + c] = x;
+            }
+        }
+    const bool ok = eig_group_ballot<G>(!finite, sub) == 0;
+    amax = eig_group_max<G>(amax);
+    int expo = 0;
+    if (ok && amax > 0) {
+        frexp(amax, &expo);
+        const R f = ldexp((R)1, -expo);
+        for (int r = 0; r < n; ++r)
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                const int c = t + G * e;
+                if (c < n) h[r * ld + c] = (expo > -100 && expo < 100) ? h[r * ld + c] * f : ldexp(h[r * ld + c], -expo);
+            }
+    }
+    __syncwarp();
+    int ilo = 0, ihi = n - 1;
+    if (balance) eig_ls_balance<R, G, E>(h, w1, ld, n, t, sub, ok, &ilo, &ihi);
+    __syncwarp();
+    eig_ls_hessenberg<R, G, E>(h, w2, ld, t, ok, ilo, ihi);
+    const bool converged = eig_ls_hqr<R, G, E>(h, w1, w2, ld, n, t, sub, ok, ilo, ihi, max_iter);
+    __syncwarp();
+    if (!real) return;
+    R *out = values + idx * 2 * (size_t)n;
+    const int st = !ok ? 2 : !converged ? 1 : 0;
+    if (st) {
+        for (int e = t; e < 2 * n; e += G) out[e] = (R)NAN;
+    } else {
+        /* each lane ranks its eigenvalues: by real part, then imaginary part, then
+         * position (eig_sort's stable order) */
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            const int s = t + G * e;
+            if (s < n) {
+                const R re = w1[s], im = w2[s];
+                int rank = 0;
+                for (int q = 0; q < n; ++q) {
+                    const R qr = w1[q], qi = w2[q];
+                    rank += qr < re || (qr == re && (qi < im || (qi == im && q < s)));
+                }
+                out[2 * rank] = Eig<R>::scale2(re, expo);
+                out[2 * rank + 1] = Eig<R>::scale2(im, expo);
+            }
+        }
+    }
+    if (t == 0) status[idx] = (int8_t)st;
+}
+
+#endif

@@ -1,0 +1,11 @@
+# Sourced by the device scripts: configure build-dev with -DTK_WITH_ITK=OFF against the
+# carried .deps/ (googletest .deb, LAPACKE/OpenBLAS .so files) and build the targets given
+# as arguments (all when none).  Logs in $OUT.
+mkdir -p /tmp/gt && dpkg -x .deps/googletest_*.deb /tmp/gt
+cmake -S . -B build-dev -DTK_WITH_ITK=OFF -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=Release \
+  -DTK_GTEST_SOURCE_DIR=/tmp/gt/usr/src/googletest -DTK_LAPACKE_INCLUDE_DIR=$PWD/.deps/lapack/include \
+  -DTK_LAPACKE_LIBRARY=$PWD/.deps/lapack/lib/liblapacke.so.3 -DTK_LAPACK_LIBRARY=$PWD/.deps/lapack/lib/liblapack.so.3 \
+  > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; return 1; }
+targets=""; for t in "$@"; do targets="$targets --target $t"; done
+cmake --build build-dev $targets -j16 > "$OUT/build.log" 2>&1 || { grep -m20 -B2 -A5 error "$OUT/build.log"; return 1; }
+export LD_LIBRARY_PATH=$PWD/.deps/lapack/lib
