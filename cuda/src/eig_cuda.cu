@@ -144,39 +144,71 @@ __device__ int eig_gpu_solve_values(typename Eig<R>::ctx *c, const R *a, R *valu
  * (1, 2, 4, 8, 16, 32 or 64), `groups` matrices per block. */
 struct plan {
     int lanes, threads, groups, ld;
-    int elems; /* > 0: the lockstep kernel (eig_cuda_lockstep.cuh), rows per lane and phase */
+    int elems; /* > 0: the lockstep kernels (eig_cuda_lockstep.cuh), rows per lane and phase */
     size_t group_reals, smem;
+    /* lockstep: the QR kernel's layout (the fields above are the reduction's), and the
+     * global scratch per matrix between the two kernels (the band and its EigLsMeta) */
+    int qr_threads, qr_groups;
+    size_t qr_group_reals, qr_smem, scratch_bytes;
 };
 
-/* Eigenvalues only on 4, 8, 16 or 32 lanes run the lockstep kernel where each lane
+/* Eigenvalues only on 1 (n <= 8), 2, 4, 8, 16 or 32 lanes run the lockstep kernels where each lane
  * holds at most four rows or columns of a phase (two on 32 lanes); 0 where the
  * older kernel runs. */
 static int lockstep_elems(int n, int want, int lanes)
 {
-    if (want || (lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32)) return 0;
+    if (want) return 0;
+    if (lanes == 1) return n <= 8 ? n : 0; /* a thread per matrix: n rows or columns a phase */
+    if (lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32) return 0;
     const int elems = (n + lanes - 1) / lanes;
     return elems <= (lanes == 32 ? 2 : 4) ? elems : 0;
 }
 
-template <typename R>
-using lockstep_fn = void (*)(int, int, int, int, size_t, const R *, R *, int8_t *, int, int);
+/* The lockstep kernels of one precision, lanes and rows per lane. */
+template <typename R> struct Lockstep {
+    typedef void (*reduce_fn)(int, int, int, int, size_t, const R *, R *, EigLsMeta *, int);
+    typedef void (*qr_fn)(int, int, int, size_t, const R *, const EigLsMeta *, R *, int8_t *, int);
+    reduce_fn reduce;
+    qr_fn qr;
+};
 
-template <typename R, int G> static lockstep_fn<R> lockstep_kernel_of(int elems)
+template <typename R, int G, int E> static Lockstep<R> lockstep_pair()
+{
+    return Lockstep<R>{eig_ls_reduce_kernel<R, G, E>, eig_ls_qr_kernel<R, G, E>};
+}
+
+template <typename R, int G> static Lockstep<R> lockstep_of(int elems)
 {
     switch (elems) {
-    case 1: return eig_lockstep_kernel<R, G, 1>;
-    case 2: return eig_lockstep_kernel<R, G, 2>;
-    case 3: return eig_lockstep_kernel<R, G, 3>;
-    default: return eig_lockstep_kernel<R, G, 4>;
+    case 1: return lockstep_pair<R, G, 1>();
+    case 2: return lockstep_pair<R, G, 2>();
+    case 3: return lockstep_pair<R, G, 3>();
+    default: return lockstep_pair<R, G, 4>();
     }
 }
 
-template <typename R> static lockstep_fn<R> lockstep_kernel(int lanes, int elems)
+template <typename R> static Lockstep<R> lockstep_of_thread(int elems)
 {
-    if (lanes == 4) return lockstep_kernel_of<R, 4>(elems);
-    if (lanes == 8) return lockstep_kernel_of<R, 8>(elems);
-    if (lanes == 16) return lockstep_kernel_of<R, 16>(elems);
-    return elems == 1 ? eig_lockstep_kernel<R, 32, 1> : eig_lockstep_kernel<R, 32, 2>;
+    switch (elems) {
+    case 1: return lockstep_pair<R, 1, 1>();
+    case 2: return lockstep_pair<R, 1, 2>();
+    case 3: return lockstep_pair<R, 1, 3>();
+    case 4: return lockstep_pair<R, 1, 4>();
+    case 5: return lockstep_pair<R, 1, 5>();
+    case 6: return lockstep_pair<R, 1, 6>();
+    case 7: return lockstep_pair<R, 1, 7>();
+    default: return lockstep_pair<R, 1, 8>();
+    }
+}
+
+template <typename R> static Lockstep<R> lockstep_kernels(int lanes, int elems)
+{
+    if (lanes == 1) return lockstep_of_thread<R>(elems);
+    if (lanes == 2) return lockstep_of<R, 2>(elems);
+    if (lanes == 4) return lockstep_of<R, 4>(elems);
+    if (lanes == 8) return lockstep_of<R, 8>(elems);
+    if (lanes == 16) return lockstep_of<R, 16>(elems);
+    return elems == 1 ? lockstep_pair<R, 32, 1>() : lockstep_pair<R, 32, 2>();
 }
 
 /* Shared-memory reals per matrix: H (and Z) plus the scratch vectors.  Values only,
@@ -191,16 +223,18 @@ static size_t group_reals(int n, int ld, int want)
 
 /* The automatic choice.  Values only, from `tk-bench eig --cuda-lanes G` on an H100
  * (500,000 random double matrices, kernel ms, 2026-11-23; "ls" = the lockstep
- * kernel, the others eig_cuda_hqr.cuh's):
- *     n     thread   4 lanes    8 lanes    16 lanes   warp
- *     5      1.29       -          -          -          -
- *    10     12.0      6.97 ls    8.54 ls   12.5 ls    22.5 ls
- *    15       -      19.8 ls    15.3 ls    22.1 ls    40.8 ls
- *    20       -      90.5       37.5 ls    40.9 ls    63.8 ls
- *    25       -     176.1       94.8 ls    60.9 ls    90.4 ls
- *    30       -     388.4      153.3 ls   106.1 ls   121.3 ls
- * Above 30 unmeasured: the whole warp (two rows or columns a lane), as 16 lanes
- * are best at 25-30.  With vectors (the shared body's QR) the older table, not
+ * kernels, band QR; the others eig_cuda_hqr.cuh's QR):
+ *     n     thread      2 lanes    4 lanes    8 lanes    16 lanes   warp
+ *     5      1.31 ls    1.54 ls    1.74 ls      -          -          -
+ *    10        -          -        5.17 ls      -          -          -
+ *    15        -          -          -       15.7 ls       -          -
+ *    20        -          -          -       29.9 ls    39.2 ls       -
+ *    25        -          -          -       60.8 ls    59.4 ls       -
+ *    30        -          -          -          -       88.9 ls   124.0 ls
+ * Before the band QR (one kernel, full matrix): n = 10 4 lanes 6.77, 8 lanes 8.54;
+ * n = 30 8 lanes 153, 16 lanes 106, warp 121; the older kernel's best: 4 lanes 9.4
+ * at n = 10, 16 lanes 180 at n = 30.  Above 30 unmeasured: the whole warp (two rows
+ * or columns a lane).  With vectors (the shared body's QR) the older table, not
  * re-measured. */
 static int auto_lanes(int n, int want, size_t elem)
 {
@@ -218,14 +252,18 @@ static plan make_plan(int n, int want, size_t elem, int lanes)
     plan p;
     p.lanes = lanes;
     p.elems = lockstep_elems(n, want, lanes);
+    p.qr_threads = p.qr_groups = 0;
+    p.qr_group_reals = p.qr_smem = p.scratch_bytes = 0;
     if (p.elems) {
         p.ld = n | 1; /* odd: a column walk then hits different banks */
         p.group_reals = (size_t)n * (size_t)p.ld + 2 * (size_t)n;
+        p.qr_group_reals = (size_t)eig_band_reals(n) + 2 * (size_t)n;
+        if (lanes == 1) /* the 32 matrices of a warp an odd number of reals apart: no bank conflicts */
+            p.group_reals |= 1, p.qr_group_reals |= 1;
+        p.scratch_bytes = (size_t)eig_band_reals(n) * elem + sizeof(EigLsMeta);
         const int per_warp = 32 / lanes;
-        int warps = (int)(budget / (p.group_reals * elem * (size_t)per_warp));
-        warps = warps < 1 ? 1 : warps > 4 ? 4 : warps;
-        p.groups = warps * per_warp;
-        p.threads = 32 * warps;
+        p.groups = p.qr_groups = per_warp; /* pack_plan picks the block sizes */
+        p.threads = p.qr_threads = 32;
     } else if (lanes == 1) {
         p.ld = n;
         p.group_reals = group_reals(n, n, want);
@@ -247,13 +285,14 @@ static plan make_plan(int n, int want, size_t elem, int lanes)
         p.threads = 64;
     }
     p.smem = p.group_reals * elem * (size_t)p.groups;
+    p.qr_smem = p.qr_group_reals * elem * (size_t)p.qr_groups;
     return p;
 }
 
 static const char *scheme_name(const plan &p)
 {
     if (p.elems)
-        return p.lanes == 4 ? "4 lanes lockstep" : p.lanes == 8 ? "8 lanes lockstep" : p.lanes == 16 ? "16 lanes lockstep" : "warp lockstep";
+        return p.lanes == 1 ? "thread lockstep" : p.lanes == 2 ? "2 lanes lockstep" : p.lanes == 4 ? "4 lanes lockstep" : p.lanes == 8 ? "8 lanes lockstep" : p.lanes == 16 ? "16 lanes lockstep" : "warp lockstep";
     const int lanes = p.lanes;
     switch (lanes) {
     case 1: return "thread";
@@ -375,46 +414,67 @@ static tk_status check_smem(const plan &p, int device)
 /* Matrices of plan p resident on one SM at once: shared memory (and, for the small
  * orders, registers) bound it, so the block size decides how much of the SM's
  * shared memory is left over as a remainder no block fits in. */
-template <typename R> static cudaError_t set_smem(const plan &p)
+/* The kernel a layout is for: the older kernel, or one of the lockstep pair. */
+enum which_kernel { KERNEL_OLD, KERNEL_REDUCE, KERNEL_QR };
+
+template <typename R> static cudaError_t set_smem_of(which_kernel k, const plan &p, size_t smem)
 {
-    if (p.smem <= 48 * 1024) return cudaSuccess;
-    if (p.elems)
-        return cudaFuncSetAttribute(lockstep_kernel<R>(p.lanes, p.elems), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)p.smem);
-    return cudaFuncSetAttribute(eig_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
+    if (smem <= 48 * 1024) return cudaSuccess;
+    const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    if (k == KERNEL_REDUCE) return cudaFuncSetAttribute(lockstep_kernels<R>(p.lanes, p.elems).reduce, attr, (int)smem);
+    if (k == KERNEL_QR) return cudaFuncSetAttribute(lockstep_kernels<R>(p.lanes, p.elems).qr, attr, (int)smem);
+    return cudaFuncSetAttribute(eig_kernel<R>, attr, (int)smem);
 }
 
-template <typename R> static int resident_matrices(const plan &p)
+template <typename R> static cudaError_t set_smem(const plan &p)
+{
+    if (!p.elems) return set_smem_of<R>(KERNEL_OLD, p, p.smem);
+    cudaError_t err = set_smem_of<R>(KERNEL_REDUCE, p, p.smem);
+    return err != cudaSuccess ? err : set_smem_of<R>(KERNEL_QR, p, p.qr_smem);
+}
+
+/* Matrices resident on one SM at once with `groups` matrices in blocks of `threads`
+ * threads: shared memory (and, for the small orders, registers) bound it, so the
+ * block size decides how much of the SM's shared memory is left over as a remainder
+ * no block fits in. */
+template <typename R> static int resident_matrices(which_kernel k, const plan &p, int threads, int groups, size_t smem)
 {
     int blocks = 0;
-    if (set_smem<R>(p) != cudaSuccess) return (void)cudaGetLastError(), 0;
-    cudaError_t err = p.elems ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                    &blocks, lockstep_kernel<R>(p.lanes, p.elems), p.threads, p.smem)
-                              : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, eig_kernel<R>, p.threads, p.smem);
+    if (set_smem_of<R>(k, p, smem) != cudaSuccess) return (void)cudaGetLastError(), 0;
+    cudaError_t err;
+    if (k == KERNEL_REDUCE)
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, lockstep_kernels<R>(p.lanes, p.elems).reduce, threads, smem);
+    else if (k == KERNEL_QR)
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, lockstep_kernels<R>(p.lanes, p.elems).qr, threads, smem);
+    else
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, eig_kernel<R>, threads, smem);
     if (err != cudaSuccess) return (void)cudaGetLastError(), 0;
-    return blocks * p.groups;
+    return blocks * groups;
 }
 
 /* Groups per block that keep the most matrices resident (ties: the smaller block,
  * which balances better over the SMs at a batch's tail). */
+template <typename R>
+static void pack_one(which_kernel k, const plan &p, size_t group_reals, int optin, int *threads, int *groups, size_t *smem)
+{
+    const int per_warp = p.lanes == 1 ? 32 : 32 / p.lanes;
+    int best = resident_matrices<R>(k, p, *threads, *groups, *smem);
+    for (int warps = 1; warps <= 16; ++warps) {
+        const int g = warps * per_warp;
+        const size_t sm = group_reals * sizeof(R) * (size_t)g;
+        if (sm > (size_t)optin) break;
+        const int r = resident_matrices<R>(k, p, 32 * warps, g, sm);
+        if (r > best) best = r, *threads = 32 * warps, *groups = g, *smem = sm;
+    }
+}
+
 template <typename R> static void pack_plan(plan *p, int device)
 {
     int optin = 0;
     if (p->lanes > 32 || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
         return (void)cudaGetLastError();
-    const int per_warp = p->lanes == 1 ? 32 : 32 / p->lanes;
-    plan best = *p;
-    int best_resident = resident_matrices<R>(best);
-    for (int warps = 1; warps <= 16; ++warps) {
-        plan q = *p;
-        q.groups = warps * per_warp;
-        q.threads = 32 * warps;
-        q.smem = q.group_reals * sizeof(R) * (size_t)q.groups;
-        if (q.smem > (size_t)optin) break;
-        const int r = resident_matrices<R>(q);
-        if (r > best_resident) best = q, best_resident = r;
-    }
-    *p = best;
+    pack_one<R>(p->elems ? KERNEL_REDUCE : KERNEL_OLD, *p, p->group_reals, optin, &p->threads, &p->groups, &p->smem);
+    if (p->elems) pack_one<R>(KERNEL_QR, *p, p->qr_group_reals, optin, &p->qr_threads, &p->qr_groups, &p->qr_smem);
 }
 
 static void pack_plan_any(int dbl, plan *p, int device)
@@ -425,14 +485,22 @@ static void pack_plan_any(int dbl, plan *p, int device)
 
 template <typename R> static cudaError_t prepare_kernel(const plan &p) { return set_smem<R>(p); }
 
+/* scratch: count * p.scratch_bytes bytes (the lockstep kernels' bands, then their
+ * EigLsMeta records), 8-byte aligned */
 template <typename R>
 static void launch(const plan &p, int n, size_t count, const void *a, void *values, void *vectors, int8_t *status,
-                   int balance, int max_iter, cudaStream_t stream)
+                   int balance, int max_iter, void *scratch, cudaStream_t stream)
 {
     const size_t blocks = (count + (size_t)p.groups - 1) / (size_t)p.groups;
     if (p.elems) {
-        lockstep_kernel<R>(p.lanes, p.elems)<<<(unsigned)blocks, p.threads, p.smem, stream>>>(
-            n, p.ld, p.groups, (int)p.group_reals, count, (const R *)a, (R *)values, status, balance, max_iter);
+        const Lockstep<R> k = lockstep_kernels<R>(p.lanes, p.elems);
+        R *band = (R *)scratch;
+        EigLsMeta *meta = (EigLsMeta *)(band + count * (size_t)eig_band_reals(n));
+        k.reduce<<<(unsigned)blocks, p.threads, p.smem, stream>>>(n, p.ld, p.groups, (int)p.group_reals, count,
+                                                                   (const R *)a, band, meta, balance);
+        const size_t qr_blocks = (count + (size_t)p.qr_groups - 1) / (size_t)p.qr_groups;
+        k.qr<<<(unsigned)qr_blocks, p.qr_threads, p.qr_smem, stream>>>(n, p.qr_groups, (int)p.qr_group_reals, count,
+                                                                       band, meta, (R *)values, status, max_iter);
         return;
     }
     eig_kernel<R><<<(unsigned)blocks, p.threads, p.smem, stream>>>(p, n, count, (const R *)a, (R *)values,
@@ -440,10 +508,10 @@ static void launch(const plan &p, int n, size_t count, const void *a, void *valu
 }
 
 static void launch_any(int dbl, const plan &p, int n, size_t count, const void *a, void *values, void *vectors,
-                       int8_t *status, int balance, int max_iter, cudaStream_t stream)
+                       int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
 {
-    if (dbl) launch<double>(p, n, count, a, values, vectors, status, balance, max_iter, stream);
-    else launch<float>(p, n, count, a, values, vectors, status, balance, max_iter, stream);
+    if (dbl) launch<double>(p, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+    else launch<float>(p, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
 }
 
 static int is_pinned(const void *ptr)
@@ -473,6 +541,8 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     plan p = make_plan(n, want, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
     pack_plan_any(dbl, &p, o->cuda_device);
+    /* on the device each matrix also has the lockstep kernels' scratch */
+    const size_t dev_per_matrix = per_matrix + p.scratch_bytes;
     const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
     const int direct = is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status);
 
@@ -485,7 +555,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     if (!chunk) {
         size_t free_b = 0, total_b = 0;
         if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) return st;
-        size_t fit = tk_cuda_budget(free_b) / TK_EIG_STREAMS / per_matrix;
+        size_t fit = tk_cuda_budget(free_b) / TK_EIG_STREAMS / dev_per_matrix;
         /* several chunks per batch so that copies overlap compute, none too small to
          * fill the GPU, none so large that the pinned staging buffers (three of them)
          * take long to allocate */
@@ -504,7 +574,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
      * the caller chose is kept, and its failure reported. */
     for (;;) {
         tk_cuda_buffer bufs[TK_EIG_STREAMS];
-        for (int s = 0; s < TK_EIG_STREAMS; ++s) bufs[s] = {(void **)&dbuf[s], chunk * per_matrix};
+        for (int s = 0; s < TK_EIG_STREAMS; ++s) bufs[s] = {(void **)&dbuf[s], chunk * dev_per_matrix + 8};
         cudaError_t err = tk_cuda_malloc_all(bufs, TK_EIG_STREAMS);
         if (err == cudaSuccess) break;
         if (err != cudaErrorMemoryAllocation) {
@@ -515,7 +585,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
             char what[160];
             snprintf(what, sizeof what, "a chunk of %zu matrices of order %d on each of %d streams%s", chunk, n,
                      TK_EIG_STREAMS, o->cuda_chunk ? " (cuda_chunk; 0 picks a chunk that fits)" : "");
-            st = tk_cuda_out_of_memory("Eigenvalues on CUDA", what, (size_t)TK_EIG_STREAMS * chunk * per_matrix);
+            st = tk_cuda_out_of_memory("Eigenvalues on CUDA", what, (size_t)TK_EIG_STREAMS * chunk * dev_per_matrix);
             goto cleanup;
         }
         chunk = (chunk + 1) / 2;
@@ -533,6 +603,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
             const size_t m = count - first < chunk ? count - first : chunk;
             unsigned char *d_in = dbuf[s], *d_val = d_in + chunk * in_b, *d_vec = d_val + chunk * val_b;
             int8_t *d_st = (int8_t *)(d_vec + chunk * vec_b);
+            void *d_scratch = d_in + ((chunk * per_matrix + 7) & ~(size_t)7);
             /* the stream's previous chunk: its kernel time, and (staged) its results */
             CUDA_TRY(cudaStreamSynchronize(streams[s]));
             if (pending_count[s]) {
@@ -554,7 +625,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
             }
             CUDA_TRY(cudaMemcpyAsync(d_in, src, m * in_b, cudaMemcpyHostToDevice, streams[s]));
             CUDA_TRY(cudaEventRecord(ev0[s], streams[s]));
-            launch_any(dbl, p, n, m, d_in, d_val, want ? d_vec : NULL, d_st, balance, max_iter, streams[s]);
+            launch_any(dbl, p, n, m, d_in, d_val, want ? d_vec : NULL, d_st, balance, max_iter, d_scratch, streams[s]);
             CUDA_TRY(cudaGetLastError());
             CUDA_TRY(cudaEventRecord(ev1[s], streams[s]));
             unsigned char *dst_val = direct ? (unsigned char *)values + first * val_b : hbuf[s] + chunk * in_b;
@@ -627,7 +698,7 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     plan p = make_plan(n, 0, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
     pack_plan_any(dbl, &p, o->cuda_device);
-    void *d_in = NULL, *d_val = NULL, *h_in = NULL, *h_val = NULL;
+    void *d_in = NULL, *d_val = NULL, *d_scratch = NULL, *h_in = NULL, *h_val = NULL;
     const void *src = NULL;
     const size_t warm = count < 256 ? count : 256;
     int8_t *d_st = NULL;
@@ -639,10 +710,12 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     {
         char what[96];
         snprintf(what, sizeof what, "the whole batch of %zu matrices of order %d", count, n);
-        tk_cuda_buffer bufs[] = {{&d_in, in_b}, {&d_val, val_b}, {(void **)&d_st, count}};
-        cudaError_t err = in_b + val_b + count > free_b ? cudaErrorMemoryAllocation : tk_cuda_malloc_all(bufs, 3);
+        const size_t scratch_b = count * p.scratch_bytes + 8;
+        const size_t all_b = in_b + val_b + count + scratch_b;
+        tk_cuda_buffer bufs[] = {{&d_in, in_b}, {&d_val, val_b}, {(void **)&d_st, count}, {&d_scratch, scratch_b}};
+        cudaError_t err = all_b > free_b ? cudaErrorMemoryAllocation : tk_cuda_malloc_all(bufs, 4);
         if (err == cudaErrorMemoryAllocation) {
-            st = tk_cuda_out_of_memory("Eigenvalues on CUDA (measure)", what, in_b + val_b + count);
+            st = tk_cuda_out_of_memory("Eigenvalues on CUDA (measure)", what, all_b);
             goto cleanup;
         }
         CUDA_TRY(err);
@@ -660,7 +733,7 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     for (int i = 0; i < 6; ++i) CUDA_TRY(cudaEventCreate(&e[i]));
     /* warm-up: module load and first-launch costs stay out of the figures */
     CUDA_TRY(cudaMemcpy(d_in, src, warm * nn * elem, cudaMemcpyHostToDevice));
-    launch_any(dbl, p, n, warm, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), 0);
+    launch_any(dbl, p, n, warm, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), d_scratch, 0);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaDeviceSynchronize());
 
@@ -668,7 +741,7 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     CUDA_TRY(cudaMemcpyAsync(d_in, src, in_b, cudaMemcpyHostToDevice, 0));
     CUDA_TRY(cudaEventRecord(e[1]));
     CUDA_TRY(cudaEventRecord(e[2]));
-    launch_any(dbl, p, n, count, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), 0);
+    launch_any(dbl, p, n, count, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), d_scratch, 0);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaEventRecord(e[3]));
     CUDA_TRY(cudaEventRecord(e[4]));
@@ -686,6 +759,7 @@ cleanup:
     tk_cuda_free(d_in);
     tk_cuda_free(d_val);
     tk_cuda_free(d_st);
+    tk_cuda_free(d_scratch);
     cudaFreeHost(h_in);
     cudaFreeHost(h_val);
     return st;

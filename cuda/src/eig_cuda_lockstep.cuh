@@ -73,21 +73,41 @@ template <int G> __device__ __forceinline__ unsigned eig_group_ballot(bool flag,
     return G == 32 ? all : (all >> (sub * G)) & ((1u << (G & 31)) - 1u);
 }
 
+/* Where H lives in shared memory.  EigFull: row-major with leading dimension ld
+ * (balancing and the Householder reduction need every entry).  EigBand: the QR
+ * phase's upper Hessenberg matrix and its bulge, row r holding columns r-3..n-1
+ * (rows 0..2 padded on the left), n(n+7)/2 reals instead of n(n+1): more matrices
+ * fit an SM, and the QR phase is bound by how many do. */
+template <typename R> struct EigFull {
+    R *h;
+    int ld;
+    __device__ R *row(int r) const { return h + r * ld; }
+    __device__ R &operator()(int r, int c) const { return h[r * ld + c]; }
+};
+template <typename R> struct EigBand {
+    R *h;
+    int n2; /* n + 2 */
+    __device__ static int base(int r, int n2) { return r * n2 - ((r * (r - 1)) >> 1) + 3; }
+    __device__ R *row(int r) const { return h + base(r, n2); }
+    __device__ R &operator()(int r, int c) const { return h[base(r, n2) + c]; }
+};
+__host__ __device__ inline int eig_band_reals(int n) { return n * (n + 7) / 2; }
+
 /* Is H(k, k-1) negligible (LAPACK's test with Ahues and Tisseur's refinement)? */
-template <typename R>
-__device__ __forceinline__ bool eig_ls_negligible(const R *h, int ld, int k, int ilo, int ihi, R smlnum)
+template <typename R, typename L>
+__device__ __forceinline__ bool eig_ls_negligible(const L &H, int k, int ilo, int ihi, R smlnum)
 {
     const R ulp = EigLimits<R>::eps();
-    const R sub = fabs(h[k * ld + k - 1]);
+    const R sub = fabs(H(k, k - 1));
     if (sub <= smlnum) return true;
-    const R hkk = h[k * ld + k], hk1 = h[(k - 1) * ld + k - 1];
+    const R hkk = H(k, k), hk1 = H(k - 1, k - 1);
     R tst = fabs(hk1) + fabs(hkk);
     if (tst == 0) {
-        if (k - 2 >= ilo) tst += fabs(h[(k - 1) * ld + k - 2]);
-        if (k + 1 <= ihi) tst += fabs(h[(k + 1) * ld + k]);
+        if (k - 2 >= ilo) tst += fabs(H(k - 1, k - 2));
+        if (k + 1 <= ihi) tst += fabs(H(k + 1, k));
     }
     if (sub > ulp * tst) return false;
-    const R up = fabs(h[(k - 1) * ld + k]);
+    const R up = fabs(H(k - 1, k));
     const R ab = fmax(sub, up), ba = fmin(sub, up);
     const R dk = fabs(hkk), dd = fabs(hk1 - hkk);
     const R aa = fmax(dk, dd), bb = fmin(dk, dd), s = aa + ab;
@@ -99,6 +119,7 @@ __device__ __forceinline__ bool eig_ls_negligible(const R *h, int ld, int k, int
 template <typename R, int G, int E>
 __device__ __forceinline__ void eig_ls_swap(R *h, int ld, int n, int t, bool act, int j, int m, int ilo, int ihi)
 {
+    __syncwarp(); /* the search's reads before the writes */
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         const int r = t + G * e;
@@ -295,8 +316,8 @@ __device__ void eig_ls_hessenberg(R *h, R *v, int ld, int t, bool act, int ilo, 
 }
 
 /* Returns whether the iteration converged; eigenvalues (unsorted) in wr, wi. */
-template <typename R, int G, int E>
-__device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bool act, int ilo, int ihi,
+template <typename R, int G, int E, typename L>
+__device__ bool eig_ls_hqr(const L &H, R *wr, R *wi, int n, int t, int sub, bool act, int ilo, int ihi,
                            int max_iter)
 {
     const R ulp = EigLimits<R>::eps();
@@ -304,7 +325,7 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         const int k = t + G * e;
-        if (act && k < n && (k < ilo || k > ihi)) wr[k] = h[k * ld + k], wi[k] = 0;
+        if (act && k < n && (k < ilo || k > ihi)) wr[k] = H(k, k), wi[k] = 0;
     }
     int qi = ihi, ql = ilo, its = 0, kdefl = 0;
     bool fail = false;
@@ -318,20 +339,20 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
             for (int p = 0; p < E; ++p) {
                 const int kk = qi - t - G * p;
                 const unsigned bits =
-                    eig_group_ballot<G>(need && kk > ql && eig_ls_negligible<R>(h, ld, kk, ilo, ihi, smlnum), sub);
+                    eig_group_ballot<G>(need && kk > ql && eig_ls_negligible<R>(H, kk, ilo, ihi, smlnum), sub);
                 if (k == ql && bits) k = qi - G * p - (__ffs((int)bits) - 1);
             }
+            if (need) ql = k;
+            __syncwarp(); /* the scan's reads before lane 0's writes */
             if (need) {
-                ql = k;
                 if (ql >= qi - 1) {
-                    /* the scan's reads are behind the ballot: lane 0 may write now */
                     if (t == 0) {
-                        if (ql > ilo) h[ql * ld + ql - 1] = 0;
+                        if (ql > ilo) H(ql, ql - 1) = 0;
                         if (ql == qi) {
-                            wr[qi] = h[qi * ld + qi], wi[qi] = 0;
+                            wr[qi] = H(qi, qi), wi[qi] = 0;
                         } else {
-                            R a = h[(qi - 1) * ld + qi - 1], b = h[(qi - 1) * ld + qi];
-                            R cc = h[qi * ld + qi - 1], d = h[qi * ld + qi];
+                            R a = H(qi - 1, qi - 1), b = H(qi - 1, qi);
+                            R cc = H(qi, qi - 1), d = H(qi, qi);
                             R r1r, r1i, r2r, r2i, cs, sn;
                             Eig<R>::lanv2(&a, &b, &cc, &d, &r1r, &r1i, &r2r, &r2i, &cs, &sn);
                             wr[qi - 1] = r1r, wi[qi - 1] = r1i;
@@ -349,21 +370,21 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
             }
             __syncwarp();
         }
-        if (sweep && ql > ilo && t == 0) h[ql * ld + ql - 1] = 0;
+        if (sweep && ql > ilo && t == 0) H(ql, ql - 1) = 0;
 
         /* ---- the shifts and the first column of (H - s1)(H - s2) at the top */
         R v0 = 0, v1 = 0, v2 = 0;
         if (sweep) {
             R h11, h12, h21, h22;
             if (kdefl % 20 == 0) {
-                const R s = fabs(h[qi * ld + qi - 1]) + fabs(h[(qi - 1) * ld + qi - 2]);
-                h11 = (R)0.75 * s + h[qi * ld + qi], h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
+                const R s = fabs(H(qi, qi - 1)) + fabs(H(qi - 1, qi - 2));
+                h11 = (R)0.75 * s + H(qi, qi), h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
             } else if (kdefl % 10 == 0) {
-                const R s = fabs(h[(ql + 1) * ld + ql]) + fabs(h[(ql + 2) * ld + ql + 1]);
-                h11 = (R)0.75 * s + h[ql * ld + ql], h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
+                const R s = fabs(H(ql + 1, ql)) + fabs(H(ql + 2, ql + 1));
+                h11 = (R)0.75 * s + H(ql, ql), h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
             } else {
-                h11 = h[(qi - 1) * ld + qi - 1], h21 = h[qi * ld + qi - 1];
-                h12 = h[(qi - 1) * ld + qi], h22 = h[qi * ld + qi];
+                h11 = H(qi - 1, qi - 1), h21 = H(qi, qi - 1);
+                h12 = H(qi - 1, qi), h22 = H(qi, qi);
             }
             R rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
             const R s = fabs(h11) + fabs(h12) + fabs(h21) + fabs(h22);
@@ -380,13 +401,13 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
                     else rt2r *= s, rt1r = rt2r;
                 }
             }
-            R h21s = h[(ql + 1) * ld + ql];
-            const R hll = h[ql * ld + ql];
+            R h21s = H(ql + 1, ql);
+            const R hll = H(ql, ql);
             R ss = fabs(hll - rt2r) + fabs(rt2i) + fabs(h21s);
             h21s /= ss;
-            v0 = h21s * h[ql * ld + ql + 1] + (hll - rt1r) * ((hll - rt2r) / ss) - rt1i * (rt2i / ss);
-            v1 = h21s * (hll + h[(ql + 1) * ld + ql + 1] - rt1r - rt2r);
-            v2 = h21s * h[(ql + 2) * ld + ql + 1];
+            v0 = h21s * H(ql, ql + 1) + (hll - rt1r) * ((hll - rt2r) / ss) - rt1i * (rt2i / ss);
+            v1 = h21s * (hll + H(ql + 1, ql + 1) - rt1r - rt2r);
+            v2 = h21s * H(ql + 2, ql + 1);
             ss = fabs(v0) + fabs(v1) + fabs(v2);
             v0 /= ss, v1 /= ss, v2 /= ss;
         }
@@ -399,9 +420,9 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
             /* straight-line code: loads from addresses valid for every group (K + 2 <= n,
              * and the group's region holds a row beyond H), selects instead of branches */
             const bool on = sweep && K >= ql && K < qi, first = K == ql, three = K + 2 <= qi;
-            R *r0 = h + K * ld;
+            R *r0 = H.row(K), *r1 = H.row(K + 1), *r2 = H.row(K + 2);
             const int kc = K > 0 ? K - 1 : 0;
-            R x0 = r0[kc], x1 = r0[ld + kc], x2 = r0[2 * ld + kc];
+            R x0 = r0[kc], x1 = r1[kc], x2 = r2[kc];
             if (first) x0 = v0, x1 = v1, x2 = v2;
             if (!three) x2 = 0;
             const R xn2 = x1 * x1 + x2 * x2;
@@ -416,22 +437,22 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
             }
             const R sg = x0 >= 0 ? (R)1 : (R)-1, srn = sg * rnrm;
             const R beta = -sg * nrm;
-            R t1 = fma(fabs(x0), rnrm, (R)1);
+            const R t1 = fma(fabs(x0), rnrm, (R)1);
             const R sc = srn * eig_rcp_1to2(t1);
-            R u1 = x1 * sc, u2 = x2 * sc, t2 = srn * x1, t3 = srn * x2;
-            if (!live) t1 = t2 = t3 = u1 = u2 = 0;
+            const R u1 = x1 * sc, u2 = x2 * sc, t2 = srn * x1, t3 = srn * x2;
+            /* a group with nothing to do here (live false) computes along but stores nothing */
             /* rows K..K+2 from the left, columns K..qi */
 #pragma unroll
             for (int e = 0; e < E; ++e) {
                 const int j = K + t + G * e;
                 const bool mine = live && j <= qi;
                 const int jj = mine ? j : K;
-                const R a = r0[jj], b = r0[ld + jj], c = three ? r0[2 * ld + jj] : (R)0;
+                const R a = r0[jj], b = r1[jj], c = three ? r2[jj] : (R)0;
                 const R sum = fma(u2, c, fma(u1, b, a));
                 if (mine) {
                     r0[jj] = fma(-sum, t1, a);
-                    r0[ld + jj] = fma(-sum, t2, b);
-                    if (three) r0[2 * ld + jj] = fma(-sum, t3, c);
+                    r1[jj] = fma(-sum, t2, b);
+                    if (three) r2[jj] = fma(-sum, t3, c);
                 }
             }
             __syncwarp();
@@ -439,15 +460,15 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
              * K..K+2 from the right, rows ql..min(K+3, qi) */
             if (on && !first && t == 0) {
                 if (live) r0[K - 1] = beta;
-                r0[ld + K - 1] = 0;
-                if (three) r0[2 * ld + K - 1] = 0;
+                r1[K - 1] = 0;
+                if (three) r2[K - 1] = 0;
             }
             const int rlast = K + 3 < qi ? K + 3 : qi;
 #pragma unroll
             for (int e = 0; e < E; ++e) {
                 const int r = ql + t + G * e;
                 const bool mine = live && r <= rlast;
-                R *p = h + (mine ? r : K) * ld + K;
+                R *p = H.row(mine ? r : K) + K;
                 const R a = p[0], b = p[1], c = three ? p[2] : (R)0;
                 const R sum = fma(u2, c, fma(u1, b, a));
                 if (mine) {
@@ -462,13 +483,24 @@ __device__ bool eig_ls_hqr(R *h, R *wr, R *wi, int ld, int n, int t, int sub, bo
     return !fail;
 }
 
-/* One group of G lanes per matrix, 32 / G groups per warp, per_block groups per
- * block; group_reals shared reals per group (H with leading dimension ld, then
- * two scratch vectors of n). */
+/* The matrices go through two kernels per batch: eig_ls_reduce_kernel (load,
+ * finiteness, prescaling, balancing, Householder reduction on the full matrix) writes
+ * each Hessenberg matrix as a band to global scratch, with its ilo, ihi, exponent and
+ * status; eig_ls_qr_kernel runs the QR iteration on the band.  The QR phase is most
+ * of the work and its residency is bound by shared memory, so giving it the band
+ * alone (about 0.6 of the full matrix at n = 30) lets more matrices share an SM.
+ *
+ * One group of G lanes per matrix, 32 / G groups per warp, per_block groups per
+ * block; group_reals shared reals per group (reduce: H with leading dimension ld,
+ * then two scratch vectors of n; QR: the band, then wr and wi). */
+struct EigLsMeta {
+    int ilo, ihi, expo, status; /* status 0, or 2 (TK_EIG_NONFINITE) */
+};
+
 template <typename R, int G, int E>
-__global__ void eig_lockstep_kernel(int n, int ld, int per_block, int group_reals, size_t count,
-                                    const R *__restrict__ a, R *__restrict__ values, int8_t *__restrict__ status,
-                                    int balance, int max_iter)
+__global__ void eig_ls_reduce_kernel(int n, int ld, int per_block, int group_reals, size_t count,
+                                     const R *__restrict__ a, R *__restrict__ band, EigLsMeta *__restrict__ meta,
+                                     int balance)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int lane = threadIdx.x & 31, t = lane % G, sub = lane / G, group = threadIdx.x / G;
@@ -513,11 +545,40 @@ __global__ void eig_lockstep_kernel(int n, int ld, int per_block, int group_real
     if (balance) eig_ls_balance<R, G, E>(h, w1, ld, n, t, sub, ok, &ilo, &ihi);
     __syncwarp();
     eig_ls_hessenberg<R, G, E>(h, w2, ld, t, ok, ilo, ihi);
-    const bool converged = eig_ls_hqr<R, G, E>(h, w1, w2, ld, n, t, sub, ok, ilo, ihi, max_iter);
+    if (!real) return;
+    /* the band, the three slots left of rows 0..2 as zeros */
+    R *out = band + idx * (size_t)eig_band_reals(n);
+    const int n2 = n + 2;
+    for (int r = 0; r < n; ++r)
+        for (int c = r - 3 + t; c < n; c += G) out[EigBand<R>::base(r, n2) + c] = c < 0 ? (R)0 : h[r * ld + c];
+    if (t == 0) meta[idx] = EigLsMeta{ilo, ihi, expo, ok ? 0 : 2};
+}
+
+template <typename R, int G, int E>
+__global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t count, const R *__restrict__ band,
+                                 const EigLsMeta *__restrict__ meta, R *__restrict__ values,
+                                 int8_t *__restrict__ status, int max_iter)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int lane = threadIdx.x & 31, t = lane % G, sub = lane / G, group = threadIdx.x / G;
+    const size_t idx = (size_t)blockIdx.x * (size_t)per_block + (size_t)group;
+    const bool real = idx < count;
+    if (!__any_sync(TK_WARP_ALL, real)) return;
+    const size_t use = real ? idx : count - 1;
+    const int nb = eig_band_reals(n);
+    R *h = reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals;
+    R *wr = h + nb, *wi = wr + n;
+    const R *src = band + use * (size_t)nb;
+    for (int e = t; e < nb; e += G) h[e] = src[e];
+    const EigLsMeta m = meta[use];
+    __syncwarp();
+    const EigBand<R> H = {h, n + 2};
+    const bool ok = m.status == 0;
+    const bool converged = eig_ls_hqr<R, G, E>(H, wr, wi, n, t, sub, ok, m.ilo, m.ihi, max_iter);
     __syncwarp();
     if (!real) return;
     R *out = values + idx * 2 * (size_t)n;
-    const int st = !ok ? 2 : !converged ? 1 : 0;
+    const int st = !ok ? m.status : !converged ? 1 : 0;
     if (st) {
         for (int e = t; e < 2 * n; e += G) out[e] = (R)NAN;
     } else {
@@ -527,14 +588,14 @@ __global__ void eig_lockstep_kernel(int n, int ld, int per_block, int group_real
         for (int e = 0; e < E; ++e) {
             const int s = t + G * e;
             if (s < n) {
-                const R re = w1[s], im = w2[s];
+                const R re = wr[s], im = wi[s];
                 int rank = 0;
                 for (int q = 0; q < n; ++q) {
-                    const R qr = w1[q], qi = w2[q];
+                    const R qr = wr[q], qi = wi[q];
                     rank += qr < re || (qr == re && (qi < im || (qi == im && q < s)));
                 }
-                out[2 * rank] = Eig<R>::scale2(re, expo);
-                out[2 * rank + 1] = Eig<R>::scale2(im, expo);
+                out[2 * rank] = Eig<R>::scale2(re, m.expo);
+                out[2 * rank + 1] = Eig<R>::scale2(im, m.expo);
             }
         }
     }

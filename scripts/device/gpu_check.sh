@@ -3,16 +3,11 @@
 # every `gpu` CTest plus the tests that change behaviour with a GPU present, the eig
 # benchmark, then compute-sanitizer memcheck / racecheck / initcheck over every GPU test
 # binary (in parallel, each bounded by SAN_TIMEOUT seconds).  Logs under $OUT.
-# Needs .deps/ (googletest .deb, LAPACKE/OpenBLAS .so files) carried along.
+# Needs .deps/ (googletest .deb, LAPACKE/OpenBLAS .so files) carried along.  SAN_TOOLS, SAN_BINS
+# and SAN_FILTER (a gtest filter) narrow the sanitizer runs; SAN_TOOLS=none skips them.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-mkdir -p /tmp/gt && dpkg -x .deps/googletest_*.deb /tmp/gt
-cmake -S . -B build-dev -DTK_WITH_ITK=OFF -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=Release \
-  -DTK_GTEST_SOURCE_DIR=/tmp/gt/usr/src/googletest -DTK_LAPACKE_INCLUDE_DIR=$PWD/.deps/lapack/include \
-  -DTK_LAPACKE_LIBRARY=$PWD/.deps/lapack/lib/liblapacke.so.3 -DTK_LAPACK_LIBRARY=$PWD/.deps/lapack/lib/liblapack.so.3 \
-  > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build build-dev -j16 > "$OUT/build.log" 2>&1 || { grep -m20 -B2 -A5 error "$OUT/build.log"; exit 1; }
-export LD_LIBRARY_PATH=$PWD/.deps/lapack/lib
+. "$(dirname "$0")/build_dev.sh" || exit 1
 (cd build-dev && ctest -L gpu --output-on-failure > "$OUT/ctest_gpu.log" 2>&1; tail -4 "$OUT/ctest_gpu.log")
 (cd build-dev && ctest -R "CudaDevice|tk_backend_auto|tk_bad_input" --output-on-failure > "$OUT/ctest_auto.log" 2>&1; tail -4 "$OUT/ctest_auto.log")
 if [ -z "${NO_BENCH:-}" ]; then
@@ -21,11 +16,11 @@ if [ -z "${NO_BENCH:-}" ]; then
 fi
 [ "${SAN_TOOLS:-}" = none ] && exit 0
 SAN_TIMEOUT=${SAN_TIMEOUT:-200}
-bins="tk_test_sshopm_cuda tk_test_fibers_cuda tk_test_eig_cuda tk_test_tucker_cuda tk_test_pltf_cuda tk_test_cuda_memory tk_test_concurrency_cuda tk_test_device"
+bins=${SAN_BINS:-"tk_test_sshopm_cuda tk_test_fibers_cuda tk_test_eig_cuda tk_test_tucker_cuda tk_test_pltf_cuda tk_test_cuda_memory tk_test_concurrency_cuda tk_test_device"}
 for tool in ${SAN_TOOLS:-memcheck racecheck initcheck}; do
   for b in $bins; do
     extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
-    ( timeout $SAN_TIMEOUT compute-sanitizer --tool $tool $extra --error-exitcode 99 build-dev/bin/$b \
+    ( timeout $SAN_TIMEOUT compute-sanitizer --tool $tool $extra --error-exitcode 99 build-dev/bin/$b ${SAN_FILTER:+--gtest_filter=$SAN_FILTER} \
         > "$OUT/san_${tool}_$b.log" 2>&1; echo "$tool $b rc=$?" > "$OUT/san_${tool}_$b.rc" ) &
   done
 done
