@@ -124,8 +124,18 @@ void check_nifti_header(const std::string &path)
     const int got = gzread(g, h, sizeof h);
     gzclose(g);
     if (got != static_cast<int>(sizeof h)) return;
-    const bool swap = h[0] == 0 && h[1] == 0 && h[2] == 1 && h[3] == 0x5c;  // sizeof_hdr 348, big-endian
-    if (!swap && !(h[0] == 0x5c && h[1] == 1 && h[2] == 0 && h[3] == 0)) return;  // not NIfTI-1: ITK decides
+    // NIfTI-1 by its size field (either byte order) or by its magic: ITK's reader takes a
+    // header with the magic whatever the size field says.
+    const bool big348 = h[0] == 0 && h[1] == 0 && h[2] == 1 && h[3] == 0x5c;
+    const bool little348 = h[0] == 0x5c && h[1] == 1 && h[2] == 0 && h[3] == 0;
+    const bool magic = h[344] == 'n' && (h[345] == '+' || h[345] == 'i') && h[346] == '1' && h[347] == 0;
+    if (!big348 && !little348 && !magic) return;  // not NIfTI-1: ITK decides
+    // The byte order as the NIfTI library reads it: dim[0] (1..7) decides where it is set,
+    // else the size field.
+    const int dim0_little = h[40] | h[41] << 8, dim0_big = h[41] | h[40] << 8;
+    const bool swap = (dim0_little >= 1 && dim0_little <= 7) ? false
+                      : (dim0_big >= 1 && dim0_big <= 7) ? true
+                                                           : big348;
     auto bytes = [&](size_t at, unsigned n, unsigned char *out) {
         for (unsigned k = 0; k < n; ++k) out[k] = h[at + (swap ? n - 1 - k : k)];
     };
