@@ -1,7 +1,8 @@
-# Runs one libFuzzer target for SECONDS (CTest fuzz_<target>, scripts/fuzz.sh): from the
+# Runs one libFuzzer target for SECONDS at most, and RUNS inputs where given (CTest
+# fuzz_<target>; scripts/fuzz.sh gives no RUNS and a random seed): from the
 # seed corpus and the regression inputs, read only; new inputs, crash files and the
 # targets' scratch files go to WORK (made afresh), never into the source tree.
-#   cmake -DFUZZER=... -DSECONDS=... -DWORK=... -DCORPUS=... [-DREGRESSIONS=...] [-DDICT=...]
+#   cmake -DFUZZER=... -DSECONDS=... [-DRUNS=...] -DWORK=... -DCORPUS=... [-DREGRESSIONS=...] [-DDICT=...]
 #         [-DKEEP=1 (reuse WORK's corpus)] [-DMALLOC_LIMIT_MB=N|physical] -P run_fuzzer.cmake
 # MALLOC_LIMIT_MB: the largest single allocation libFuzzer lets pass (default: the RSS
 # limit, 2048); "physical" for the image readers, which refuse headers claiming more than
@@ -21,14 +22,20 @@ if(REGRESSIONS AND IS_DIRECTORY ${REGRESSIONS})
 endif()
 # -max_len: mutate small inputs (longer regression inputs are read truncated here; the
 # replay tests run them whole).
-# -seed: CTest's short runs start from one fixed seed, so CI explores the same way on every
-# run and a red CI means a change, not luck; scripts/fuzz.sh passes SEED=0 (a fresh random
-# seed) for the long runs that look for new bugs.
+# -seed and -runs: CTest's short runs start from one fixed seed and stop after a fixed
+# number of inputs, so CI does as much on a loaded machine as on an idle one (the path
+# still varies a little: two runs here ended with coverage a few features apart, so a
+# run can still find a new bug -- a real one, reported with its input); -reload=0: no
+# rereading of the corpus folder on a timer.  scripts/fuzz.sh passes SEED=0 (a fresh
+# random seed) and no RUNS for the long runs that look for new bugs.
 if(NOT DEFINED SEED)
   set(SEED 1)
 endif()
-set(options -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1
+set(options -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 -reload=0
             -seed=${SEED} -artifact_prefix=${WORK}/)
+if(RUNS)
+  list(APPEND options -runs=${RUNS})
+endif()
 if(MALLOC_LIMIT_MB STREQUAL "physical")
   cmake_host_system_information(RESULT physical QUERY TOTAL_PHYSICAL_MEMORY)
   math(EXPR MALLOC_LIMIT_MB "${physical} + 1")
