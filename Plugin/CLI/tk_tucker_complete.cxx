@@ -1,7 +1,7 @@
 // tk-tucker complete: itk::TuckerCompletionImageFilter on an image file (the mode 3D
-// Slicer runs).  3-D scalar volumes stay 3-D; 4-D NIfTI and vector volumes (NRRD, e.g. a
-// DWI series) become 4-D images with the volumes on the 4th axis and are written back in
-// the input's layout.
+// Slicer runs).  3-D scalar volumes stay 3-D; a 4-D image (4-D NIfTI, NRRD, MHA) keeps its
+// whole 4-D geometry; a vector volume (NRRD, e.g. a DWI series) becomes 4-D with the
+// components on the 4th axis and is written back in the input's layout.
 #include "tk_tucker_complete.h"
 
 #include <cerrno>
@@ -177,7 +177,13 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
     if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
     try {
         const auto shape = tk::probe_volume(a.input);
-        if (shape.components == 1 && shape.dimensions == 3) {
+        const bool scalar3 = shape.components == 1 && shape.dimensions == 3;
+        const bool scalar4 = shape.components == 1 && shape.dimensions == 4;
+        if (!scalar3 && !scalar4 && !(shape.components > 1 && shape.dimensions == 3))
+            throw std::runtime_error(a.input + ": expected a 3-D or 4-D image (or a 3-D vector volume), got " +
+                                     std::to_string(shape.dimensions) + "-D with " +
+                                     std::to_string(shape.components) + " component(s)");
+        if (scalar3) {
             auto image = tk::read_scalar_volume(a.input);
             tk::MaskImage3::Pointer mask;
             if (!a.mask.empty()) {
@@ -187,8 +193,15 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             auto out = complete<Image3>(a, image, mask);
             tk::write_scalar_volume(out, a.output);
+        } else if (scalar4) {
+            // a 4-D image keeps its whole 4-D geometry (the volumes' spacing on the 4th axis)
+            auto image = tk::read_scalar_image4(a.input);
+            itk::Image<unsigned char, 4>::Pointer mask;
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
+            tk::write_scalar_image4(complete<Image4>(a, image, mask), a.output);
         } else {
-            auto vectors = tk::read_vector_volume(a.input);  // 4-D NIfTI or vector volume
+            auto vectors = tk::read_vector_volume(a.input);  // a vector volume (NRRD, e.g. a DWI series)
             auto image = tk::to_4d(vectors);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);

@@ -158,6 +158,8 @@ TEST(TuckerCompleteCli, FourDimensionalNiftiWithAThreeDimensionalMask)
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto out = read<Image4>(dir + "/out.nii.gz");
     ASSERT_EQ(out->GetLargestPossibleRegion().GetSize()[3], 5u);
+    for (unsigned d = 0; d < 4; ++d)  // the 4th axis's spacing too (the volumes' interval)
+        EXPECT_NEAR(out->GetSpacing()[d], 1.5, 1e-6) << "axis " << d;
 
     using Filter = itk::TuckerCompletionImageFilter<Image4>;
     auto filter = Filter::New();
