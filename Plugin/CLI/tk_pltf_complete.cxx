@@ -8,9 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +17,7 @@
 #include <string>
 
 #include "cli.h"
+#include "complete_args.h"
 #include "image_layout.h"
 #include "itkNonnegativeTensorFactorizationImageFilter.h"
 #include "itk_progress_bar.h"
@@ -35,20 +34,16 @@ struct UsageError : std::runtime_error {
 };
 
 
-struct CompleteArgs {
-    std::string input, output, mask, model = "parafac", dims;
+struct CompleteArgs : tk::CompleteShared {
+    std::string model = "parafac", dims;
     long rank = 4, iters = 200;
     tk_pltf_divergence divergence = TK_PLTF_KL;
-    uint64_t seed = 0;
-    tk_cli_backend backend = TK_CLI_AUTO;
-    bool keep_observed = false, quiet = false;
 };
 
 bool is_preset(const std::string &model) { return model == "parafac" || model == "cp" || model == "tucker"; }
 
 int parse(int argc, char **argv, CompleteArgs &a)
 {
-    int positional = 0;  // "complete", IN, OUT
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v = nullptr;
 #define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
@@ -56,9 +51,6 @@ int parse(int argc, char **argv, CompleteArgs &a)
         if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
             tk_pltf_complete_usage(stdout);
             std::exit(0);
-        } else if (tk_cli_is(arg, "--mask")) {
-            if (!VALUE("--mask")) return 0;
-            a.mask = v;
         } else if (tk_cli_is(arg, "--model")) {
             if (!VALUE("--model")) return 0;
             a.model = v;
@@ -78,46 +70,13 @@ int parse(int argc, char **argv, CompleteArgs &a)
                 tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'", v);
                 return 0;
             }
-        } else if (tk_cli_is(arg, "--seed")) {
-            if (!VALUE("--seed")) return 0;
-            char *end = nullptr;
-            errno = 0;
-            unsigned long long s = std::strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-' || errno) {
-                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
-                return 0;
-            }
-            a.seed = s;
-        } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a.backend)) return 0;
-        } else if (!std::strcmp(arg, "--keep-observed")) {
-            a.keep_observed = true;
-        } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
-            a.quiet = true;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            tk_cli_error(prog, "unknown option '%s' for complete (see tk-pltf complete --help)", arg);
-            return 0;
-        } else if (positional == 0) {
-            if (std::strcmp(arg, "complete")) {
-                tk_cli_error(prog, "unexpected argument '%s' (see tk-pltf complete --help)", arg);
-                return 0;
-            }
-            ++positional;
-        } else if (positional == 1) {
-            a.input = arg, ++positional;
-        } else if (positional == 2) {
-            a.output = arg, ++positional;
-        } else {
-            tk_cli_error(prog, "unexpected argument '%s' (see tk-pltf complete --help)", arg);
+        } else if (!tk::parse_complete_shared(prog, "tk-pltf complete", argc, argv, &i, a)) {
             return 0;
         }
 #undef NUMBER
 #undef VALUE
     }
-    if (positional != 3) {
-        tk_cli_error(prog, "complete needs IN_IMAGE and OUT_IMAGE (see tk-pltf complete --help)");
-        return 0;
-    }
+    if (!tk::complete_operands_given(prog, "tk-pltf complete", a)) return 0;
     // A malformed expression is a usage error before any file is touched.
     tk_pltf_model m;
     if (!is_preset(a.model) && tk_pltf_parse(a.model.c_str(), &m) != TK_OK) {

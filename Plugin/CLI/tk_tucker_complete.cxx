@@ -4,8 +4,6 @@
 // components on the 4th axis and is written back in the input's layout.
 #include "tk_tucker_complete.h"
 
-#include <cerrno>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "cli.h"
+#include "complete_args.h"
 #include "image_layout.h"
 #include "itk_progress_bar.h"
 #include "itkTuckerCompletionImageFilter.h"
@@ -22,18 +21,13 @@ namespace {
 
 const char *prog = "tk-tucker";
 
-struct CompleteArgs {
-    std::string input, output, mask;
+struct CompleteArgs : tk::CompleteShared {
     long rank_j = 8, rank_r = 8, iters = 200;
     double lr_a = 0.02, lr_b = 0.5, lambda_a = 1e-3, lambda_b = 1e-3;
-    uint64_t seed = 0;
-    bool keep_observed = false, quiet = false;
-    tk_cli_backend backend = TK_CLI_AUTO;
 };
 
 int parse(int argc, char **argv, CompleteArgs &a)
 {
-    int positional = 0;  // "complete", IN, OUT
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v = nullptr;
 #define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
@@ -42,9 +36,6 @@ int parse(int argc, char **argv, CompleteArgs &a)
         if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
             tk_tucker_complete_usage(stdout);
             std::exit(0);
-        } else if (tk_cli_is(arg, "--mask")) {
-            if (!VALUE("--mask")) return 0;
-            a.mask = v;
         } else if (tk_cli_is(arg, "--rank-j")) {
             if (!NUMBER("--rank-j", tk_cli_parse_int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a.rank_j)) return 0;
         } else if (tk_cli_is(arg, "--rank-r")) {
@@ -59,46 +50,13 @@ int parse(int argc, char **argv, CompleteArgs &a)
             if (!NUMBER("--lambda-a", tk_cli_parse_double, 0, 1e6, &a.lambda_a)) return 0;
         } else if (tk_cli_is(arg, "--lambda-b")) {
             if (!NUMBER("--lambda-b", tk_cli_parse_double, 0, 1e6, &a.lambda_b)) return 0;
-        } else if (tk_cli_is(arg, "--seed")) {
-            if (!VALUE("--seed")) return 0;
-            char *end = nullptr;
-            errno = 0;
-            unsigned long long s = std::strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-' || errno) {
-                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
-                return 0;
-            }
-            a.seed = s;
-        } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a.backend)) return 0;
-        } else if (!std::strcmp(arg, "--keep-observed")) {
-            a.keep_observed = true;
-        } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
-            a.quiet = true;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            tk_cli_error(prog, "unknown option '%s' for complete (see tk-tucker complete --help)", arg);
-            return 0;
-        } else if (positional == 0) {
-            if (std::strcmp(arg, "complete")) {
-                tk_cli_error(prog, "unexpected argument '%s' (see --help)", arg);
-                return 0;
-            }
-            ++positional;
-        } else if (positional == 1) {
-            a.input = arg, ++positional;
-        } else if (positional == 2) {
-            a.output = arg, ++positional;
-        } else {
-            tk_cli_error(prog, "unexpected argument '%s' (see tk-tucker complete --help)", arg);
+        } else if (!tk::parse_complete_shared(prog, "tk-tucker complete", argc, argv, &i, a)) {
             return 0;
         }
 #undef NUMBER
 #undef VALUE
     }
-    if (positional != 3) {
-        tk_cli_error(prog, "complete needs IN_IMAGE and OUT_IMAGE (see tk-tucker complete --help)");
-        return 0;
-    }
+    if (!tk::complete_operands_given(prog, "tk-tucker complete", a)) return 0;
     return 1;
 }
 
