@@ -1,8 +1,8 @@
 /* CUDA backend of the batched eigensolver.
  *
- * Eigenvalues only on 4, 8, 16 or 32 lanes per matrix (the automatic choice from
- * n = 8 up) run the lockstep kernel of eig_cuda_lockstep.cuh: every phase lane-
- * parallel, the groups of a warp in lockstep, straight-line bulge steps.  Otherwise
+ * Eigenvalues only on 1 to 32 lanes per matrix (every automatic choice; lockstep_elems
+ * says which explicit ones) run the lockstep pair of eig_cuda_lockstep.cuh: every phase
+ * lane-parallel, the groups of a warp in lockstep, the QR on the Hessenberg band.  Otherwise
  * the per-matrix solver is the CPU's own text (eig_body.h), except that values-only
  * solves on up to 32 lanes run the GPU's own QR iteration (eig_cuda_hqr.cuh: no
  * search for a lower bulge start, a parallel deflation scan, fewer barriers); what
@@ -236,13 +236,9 @@ static size_t group_reals(int n, int ld, int want)
  * at n = 10, 16 lanes 180 at n = 30.  Above 30 unmeasured: the whole warp (two rows
  * or columns a lane).  With vectors (the shared body's QR) the older table, not
  * re-measured. */
-static int auto_lanes(int n, int want, size_t elem)
+static int auto_lanes(int n, int want)
 {
-    if (!want) {
-        const size_t thread_bytes = group_reals(n, n, 0) * elem;
-        if (n <= 7 && 32 * thread_bytes <= 64 * 1024) return 1;
-        return n <= 12 ? 4 : n <= 22 ? 8 : n <= 32 ? 16 : 32;
-    }
+    if (!want) return n <= 7 ? 1 : n <= 12 ? 4 : n <= 22 ? 8 : n <= 32 ? 16 : 32;
     return n <= 8 ? 4 : n <= 20 ? 8 : n <= 32 ? 16 : 64;
 }
 
@@ -306,10 +302,10 @@ static const char *scheme_name(const plan &p)
 }
 
 /* Lanes per matrix from the options; 0 after setting the error. */
-static int choose_lanes(const tk_eig_options *o, int want, size_t elem)
+static int choose_lanes(const tk_eig_options *o, int want)
 {
     int lanes = o->cuda_lanes;
-    if (!lanes) return auto_lanes(o->n, want, elem);
+    if (!lanes) return auto_lanes(o->n, want);
     if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32 && lanes != 64) {
         tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes must be 0 (automatic), 1, 2, 4, 8, 16, 32 or 64, got %d", lanes);
         return 0;
@@ -411,9 +407,6 @@ static tk_status check_smem(const plan &p, int device)
     return TK_OK;
 }
 
-/* Matrices of plan p resident on one SM at once: shared memory (and, for the small
- * orders, registers) bound it, so the block size decides how much of the SM's
- * shared memory is left over as a remainder no block fits in. */
 /* The kernel a layout is for: the older kernel, or one of the lockstep pair. */
 enum which_kernel { KERNEL_OLD, KERNEL_REDUCE, KERNEL_QR };
 
@@ -426,7 +419,7 @@ template <typename R> static cudaError_t set_smem_of(which_kernel k, const plan 
     return cudaFuncSetAttribute(eig_kernel<R>, attr, (int)smem);
 }
 
-template <typename R> static cudaError_t set_smem(const plan &p)
+template <typename R> static cudaError_t prepare_kernel(const plan &p)
 {
     if (!p.elems) return set_smem_of<R>(KERNEL_OLD, p, p.smem);
     cudaError_t err = set_smem_of<R>(KERNEL_REDUCE, p, p.smem);
@@ -483,8 +476,6 @@ static void pack_plan_any(int dbl, plan *p, int device)
     else pack_plan<float>(p, device);
 }
 
-template <typename R> static cudaError_t prepare_kernel(const plan &p) { return set_smem<R>(p); }
-
 /* scratch: count * p.scratch_bytes bytes (the lockstep kernels' bands, then their
  * EigLsMeta records), 8-byte aligned */
 template <typename R>
@@ -536,7 +527,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     const size_t elem = dbl ? sizeof(double) : sizeof(float), nn = (size_t)n * (size_t)n;
     const size_t in_b = nn * elem, val_b = 2 * (size_t)n * elem, vec_b = want ? 2 * nn * elem : 0;
     const size_t per_matrix = in_b + val_b + vec_b + 1;
-    const int lanes = choose_lanes(o, want, elem);
+    const int lanes = choose_lanes(o, want);
     if (!lanes) return TK_ERR_ARGUMENT;
     plan p = make_plan(n, want, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;
@@ -693,7 +684,7 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     const int n = o->n, dbl = o->precision == TK_PRECISION_DOUBLE;
     const size_t elem = dbl ? sizeof(double) : sizeof(float), nn = (size_t)n * (size_t)n;
     const size_t in_b = count * nn * elem, val_b = count * 2 * (size_t)n * elem;
-    const int lanes = choose_lanes(o, 0, elem);
+    const int lanes = choose_lanes(o, 0);
     if (!lanes) return TK_ERR_ARGUMENT;
     plan p = make_plan(n, 0, elem, lanes);
     if ((st = check_smem(p, o->cuda_device)) != TK_OK) return st;

@@ -1,5 +1,5 @@
-/* Eigenvalues only on the GPU: G lanes per matrix (8, 16 or 32), every group of a
- * warp in lockstep, each lane holding at most E rows or columns of a phase.
+/* Eigenvalues only on the GPU: G lanes per matrix (1, 2, 4, 8, 16 or 32), every group
+ * of a warp in lockstep, each lane holding at most E rows or columns of a phase.
  *
  * Why this shape.  Nsight Compute on the earlier kernels (eig_cuda_hqr.cuh, one
  * group per matrix following its own path) found them latency bound, not short of
@@ -73,17 +73,11 @@ template <int G> __device__ __forceinline__ unsigned eig_group_ballot(bool flag,
     return G == 32 ? all : (all >> (sub * G)) & ((1u << (G & 31)) - 1u);
 }
 
-/* Where H lives in shared memory.  EigFull: row-major with leading dimension ld
- * (balancing and the Householder reduction need every entry).  EigBand: the QR
- * phase's upper Hessenberg matrix and its bulge, row r holding columns r-3..n-1
- * (rows 0..2 padded on the left), n(n+7)/2 reals instead of n(n+1): more matrices
- * fit an SM, and the QR phase is bound by how many do. */
-template <typename R> struct EigFull {
-    R *h;
-    int ld;
-    __device__ R *row(int r) const { return h + r * ld; }
-    __device__ R &operator()(int r, int c) const { return h[r * ld + c]; }
-};
+/* The QR phase's upper Hessenberg matrix and its bulge in shared memory, row r holding
+ * columns r-3..n-1 (rows 0..2 padded on the left): n(n+7)/2 reals instead of the n(n+1)
+ * of the full matrix that balancing and the Householder reduction need (row-major,
+ * leading dimension ld).  More matrices fit an SM, and the QR phase is bound by how
+ * many do. */
 template <typename R> struct EigBand {
     R *h;
     int n2; /* n + 2 */
