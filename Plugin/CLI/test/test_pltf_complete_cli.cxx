@@ -11,10 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "itkImageFileReader.h"
-#include "itkImageFileWriter.h"
 #include "itkNonnegativeTensorFactorizationImageFilter.h"
 #include "itkVectorImage.h"
+#include "itk_file_io.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
 #include "tk_npy.h"
@@ -132,22 +131,6 @@ itk::VectorImage<float, 3>::Pointer vector_volume_of(const std::vector<size_t> &
     for (size_t v = 0; v < nvox; ++v)
         for (size_t t = 0; t < size[3]; ++t) image->GetBufferPointer()[v * size[3] + t] = values[t * nvox + v];
     return image;
-}
-
-template <typename TImage> void write(const TImage *image, const std::string &path)
-{
-    auto w = itk::ImageFileWriter<TImage>::New();
-    w->SetInput(image);
-    w->SetFileName(path);
-    w->Update();
-}
-
-template <typename TImage> typename TImage::Pointer read(const std::string &path)
-{
-    auto r = itk::ImageFileReader<TImage>::New();
-    r->SetFileName(path);
-    r->Update();
-    return r->GetOutput();
 }
 
 template <typename TA, typename TB> void expect_same_geometry(const TA *got, const TB *want)

@@ -8,10 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "itkImageFileReader.h"
-#include "itkImageFileWriter.h"
 #include "itkTuckerCompletionImageFilter.h"
 #include "sh_image_io.h"
+#include "itk_file_io.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
 #include "tk_tucker.h"
@@ -50,22 +49,6 @@ template <typename TImage> typename TImage::Pointer image_of(const std::vector<u
     for (size_t v = 0; v < image->GetLargestPossibleRegion().GetNumberOfPixels(); ++v)
         image->GetBufferPointer()[v] = static_cast<typename TImage::PixelType>(values[v]);
     return image;
-}
-
-template <typename TImage> void write(const TImage *image, const std::string &path)
-{
-    auto w = itk::ImageFileWriter<TImage>::New();
-    w->SetInput(image);
-    w->SetFileName(path);
-    w->Update();
-}
-
-template <typename TImage> typename TImage::Pointer read(const std::string &path)
-{
-    auto r = itk::ImageFileReader<TImage>::New();
-    r->SetFileName(path);
-    r->Update();
-    return r->GetOutput();
 }
 
 }  // namespace
