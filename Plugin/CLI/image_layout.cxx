@@ -1,8 +1,20 @@
 #include "image_layout.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace tk {
+
+CompletionInput completion_input(const std::string &path)
+{
+    const auto shape = probe_volume(path);
+    if (shape.components == 1 && shape.dimensions == 3) return CompletionInput::Scalar3;
+    if (shape.components == 1 && shape.dimensions == 4) return CompletionInput::Scalar4;
+    if (shape.components > 1 && shape.dimensions == 3) return CompletionInput::Vector3;
+    throw std::runtime_error(path + ": expected a 3-D or 4-D image (or a 3-D vector volume), got " +
+                             std::to_string(shape.dimensions) + "-D with " + std::to_string(shape.components) +
+                             " component(s)");
+}
 
 ScalarImage4::Pointer to_4d(const VectorImage3 *in)
 {

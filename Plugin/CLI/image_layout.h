@@ -11,6 +11,11 @@ namespace tk {
 
 using MaskImage4 = itk::Image<unsigned char, 4>;
 
+// What a completion tool takes from path: a 3-D scalar volume, a 4-D scalar image, or a
+// 3-D vector volume; anything else throws, naming the file.
+enum class CompletionInput { Scalar3, Scalar4, Vector3 };
+CompletionInput completion_input(const std::string &path);
+
 // The components of a vector volume as the 4th axis: same grid, volume-major (spacing 1
 // and origin 0 along the new axis).
 ScalarImage4::Pointer to_4d(const VectorImage3 *in);

@@ -325,14 +325,8 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
     const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
     if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
     try {
-        const auto shape = tk::probe_volume(a.input);
-        const bool scalar3 = shape.components == 1 && shape.dimensions == 3;
-        const bool scalar4 = shape.components == 1 && shape.dimensions == 4;
-        const bool vector3 = shape.components > 1 && shape.dimensions == 3;
-        if (!scalar3 && !scalar4 && !vector3)
-            throw std::runtime_error(a.input + ": expected a 3-D or 4-D image (or a 3-D vector volume), got " +
-                                     std::to_string(shape.dimensions) + "-D with " +
-                                     std::to_string(shape.components) + " component(s)");
+        const tk::CompletionInput kind = tk::completion_input(a.input);
+        const bool scalar3 = kind == tk::CompletionInput::Scalar3, scalar4 = kind == tk::CompletionInput::Scalar4;
         const Fit fit = fit_for(a, scalar3 ? 3 : 4);
         tk_pltf_backend backend = TK_PLTF_OMP;
         if (!resolve_backend(a, &backend)) return TK_EXIT_FAILURE;

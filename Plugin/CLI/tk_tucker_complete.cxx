@@ -134,14 +134,8 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
     const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
     if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
     try {
-        const auto shape = tk::probe_volume(a.input);
-        const bool scalar3 = shape.components == 1 && shape.dimensions == 3;
-        const bool scalar4 = shape.components == 1 && shape.dimensions == 4;
-        if (!scalar3 && !scalar4 && !(shape.components > 1 && shape.dimensions == 3))
-            throw std::runtime_error(a.input + ": expected a 3-D or 4-D image (or a 3-D vector volume), got " +
-                                     std::to_string(shape.dimensions) + "-D with " +
-                                     std::to_string(shape.components) + " component(s)");
-        if (scalar3) {
+        const tk::CompletionInput kind = tk::completion_input(a.input);
+        if (kind == tk::CompletionInput::Scalar3) {
             auto image = tk::read_scalar_volume(a.input);
             tk::MaskImage3::Pointer mask;
             if (!a.mask.empty()) {
@@ -151,7 +145,7 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             auto out = complete<Image3>(a, image, mask);
             tk::write_scalar_volume(out, a.output);
-        } else if (scalar4) {
+        } else if (kind == tk::CompletionInput::Scalar4) {
             // a 4-D image keeps its whole 4-D geometry (the volumes' spacing on the 4th axis)
             auto image = tk::read_scalar_image4(a.input);
             itk::Image<unsigned char, 4>::Pointer mask;
