@@ -445,12 +445,9 @@ def image3(shape=(4, 5, 6)):
     return rng.uniform(1, 2, shape).astype(np.float32)
 
 
-def tucker_complete_cases():
-    img = image3()
-    mask = (rng.uniform(0, 1, img.shape) > 0.3).astype(np.uint8)
-    g = files(("img.nrrd", lambda p: nrrd(p, img)), ("mask.nrrd", lambda p: nrrd(p, mask, pixel="uchar")))
-    base = lambda inp: ["complete", inp, "out.nrrd", "--mask", "mask.nrrd", "--iters", "2", "--rank-j", "4",
-                        "--rank-r", "4", "--quiet"]
+def completion_cases(base, g, img, mask, after_nan=(), extra=()):
+    """The cases of both completion commands (tk-tucker complete, tk-pltf complete) on their
+    image and --mask files; after_nan and extra: the command's own, in their places."""
     nan = img.copy()
     nan[mask.astype(bool)] = np.where(np.arange(mask.sum()) == 3, np.nan, img[mask.astype(bool)])
     rows = [Case("valid input (control)", base("img.nrrd"), g, code=0, allow_new=("out.nrrd",))]
@@ -469,6 +466,9 @@ def tucker_complete_cases():
              names="flat.nrrd", says=r"2-d|dimension|3-d"),
         Case("NaN at an observed voxel", base("nan.nrrd"), both(g, files(("nan.nrrd", lambda p: nrrd(p, nan)))),
              names="nan.nrrd", says=NOT_FINITE),
+    ]
+    rows += list(after_nan)
+    rows += [
         Case("header claiming 2^40 voxels", base("huge.nrrd"),
              both(g, files(("huge.nrrd", lambda p: nrrd_header_only(p, (1 << 14, 1 << 13, 1 << 13))))),
              names="huge.nrrd", says=r"GiB", varies=True),
@@ -477,10 +477,21 @@ def tucker_complete_cases():
         Case("--mask: of another size", base("img.nrrd")[:3] + ["--mask", "small.nrrd"],
              both(g, files(("small.nrrd", lambda p: nrrd(p, mask[:, :, :3], pixel="uchar")))), names="small.nrrd",
              says=r"size"),
+    ]
+    return rows + list(extra)
+
+
+def tucker_complete_cases():
+    img = image3()
+    mask = (rng.uniform(0, 1, img.shape) > 0.3).astype(np.uint8)
+    g = files(("img.nrrd", lambda p: nrrd(p, img)), ("mask.nrrd", lambda p: nrrd(p, mask, pixel="uchar")))
+    base = lambda inp: ["complete", inp, "out.nrrd", "--mask", "mask.nrrd", "--iters", "2", "--rank-j", "4",
+                        "--rank-r", "4", "--quiet"]
+    rows = completion_cases(base, g, img, mask, extra=[
         Case("--mask: no observed voxel", base("img.nrrd")[:3] + ["--mask", "zero.nrrd"],
              both(g, files(("zero.nrrd", lambda p: nrrd(p, 0 * mask, pixel="uchar")))), names="zero.nrrd",
              says=r"no voxel as observed"),
-    ]
+    ])
     rows += flag_cases(base("img.nrrd"), g, missing_value="--mask", bad_value=("--rank-j", "3"),
                        conflict=(["--keep-observed", "extra.nrrd"], "extra.nrrd", r"unexpected"))
     rows += output_cases(lambda o: ["complete", "img.nrrd", o, "--mask", "mask.nrrd", "--iters", "2", "--rank-j", "4",
@@ -493,42 +504,18 @@ def pltf_complete_cases():
     mask = (rng.uniform(0, 1, img.shape) > 0.3).astype(np.uint8)
     g = files(("img.nrrd", lambda p: nrrd(p, img)), ("mask.nrrd", lambda p: nrrd(p, mask, pixel="uchar")))
     base = lambda inp: ["complete", inp, "out.nrrd", "--mask", "mask.nrrd", "--iters", "2", "--rank", "2", "--quiet"]
-    nan = img.copy()
-    nan[mask.astype(bool)] = np.where(np.arange(mask.sum()) == 3, np.nan, img[mask.astype(bool)])
     negative = img.copy()
     negative[0, 0, 0], mask_neg = -1.0, mask.copy()
     mask_neg[0, 0, 0] = 1
-    rows = [Case("valid input (control)", base("img.nrrd"), g, code=0, allow_new=("out.nrrd",))]
-    rows += [
-        Case("missing file", base("missing.nrrd"), g, names="missing.nrrd", says=MISSING),
-        Case("a directory", base("dir.nrrd"), both(g, files(("dir.nrrd", mkdir))), names="dir.nrrd", says=IS_DIR),
-        Case("empty file", base("empty.nrrd"), both(g, files(("empty.nrrd", lambda p: write(p, b"")))),
-             names="empty.nrrd", says=r"empty|cannot read|not a|unknown|format"),
-        Case("not an image (text)", base("text.nrrd"), both(g, files(("text.nrrd", lambda p: write(p, b"1 2 3\n")))),
-             names="text.nrrd", says=r"cannot read|not a|format|unknown"),
-        Case("truncated file", base("cut.nrrd"),
-             both(g, files(("cut.nrrd", lambda p: nrrd(p, img, data=img.tobytes()[:200])))), names="cut.nrrd",
-             says=r"truncated|short|read|expected|bytes"),
-        Case("wrong shape (2-D image)", base("flat.nrrd"),
-             both(g, files(("flat.nrrd", lambda p: nrrd_header_only(p, (6, 5), data=img[0].tobytes())))),
-             names="flat.nrrd", says=r"2-d|dimension|3-d"),
-        Case("NaN at an observed voxel", base("nan.nrrd"), both(g, files(("nan.nrrd", lambda p: nrrd(p, nan)))),
-             names="nan.nrrd", says=NOT_FINITE),
+    rows = completion_cases(base, g, img, mask, after_nan=[
         Case("negative value at an observed voxel", base("neg.nrrd")[:3] + ["--mask", "mneg.nrrd"],
              both(g, files(("neg.nrrd", lambda p: nrrd(p, negative)),
                            ("mneg.nrrd", lambda p: nrrd(p, mask_neg, pixel="uchar")))),
              names="neg.nrrd", says=r"negative"),
-        Case("header claiming 2^40 voxels", base("huge.nrrd"),
-             both(g, files(("huge.nrrd", lambda p: nrrd_header_only(p, (1 << 14, 1 << 13, 1 << 13))))),
-             names="huge.nrrd", says=r"GiB", varies=True),
-        Case("--mask: missing file", base("img.nrrd")[:3] + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd",
-             says=MISSING),
-        Case("--mask: of another size", base("img.nrrd")[:3] + ["--mask", "small.nrrd"],
-             both(g, files(("small.nrrd", lambda p: nrrd(p, mask[:, :, :3], pixel="uchar")))), names="small.nrrd",
-             says=r"size"),
+    ], extra=[
         Case("--model: malformed expression", base("img.nrrd") + ["--model", "ijk=ia,"], g, names="--model",
              says=r"model|expression|expected", code=2),
-    ]
+    ])
     rows += flag_cases(base("img.nrrd"), g, missing_value="--mask", bad_value=("--rank", "0"),
                        conflict=(["--keep-observed", "extra.nrrd"], "extra.nrrd", r"unexpected"))
     rows += output_cases(lambda o: ["complete", "img.nrrd", o, "--mask", "mask.nrrd", "--iters", "2", "--rank", "2",
