@@ -103,10 +103,14 @@ TEST(EigCuda, EveryLanesPerMatrixChoice)
 {
     // sub-warp groups sync only their own lanes; odd n leave lanes idle in every loop
     for (int lanes : {1, 2, 4, 8, 16, 32, 64})
-        for (int n : {2, 7, 13, 30}) {
+        for (int n : {2, 7, 8, 13, 30}) {
             if (lanes == 1 && n > 13) continue;  // a thread per matrix holds small matrices only
             expect_cuda_matches_cpu<double>(n, 150, false, 0, lanes);
             if (HasFatalFailure() || IsSkipped()) return;
+            if (lanes == 1 && n <= 8) {  // the register kernel in single precision too
+                expect_cuda_matches_cpu<float>(n, 150, false, 0, lanes);
+                if (HasFatalFailure() || IsSkipped()) return;
+            }
             // 16 double matrices with vectors of order 30 per warp outgrow shared memory
             if (lanes > 1 && !(lanes == 2 && n == 30)) {
                 expect_cuda_matches_cpu<double>(n, 70, true, 0, lanes);
@@ -137,7 +141,7 @@ TEST(EigCuda, EveryLanesPerMatrixChoice)
 // defective Jordan block, 1e-150 and 1e+150 scales, with balancing on and off.
 TEST(EigCuda, StructuredMatricesOnEveryValuesScheme)
 {
-    for (int n : {2, 3, 5, 8, 13, 17, 30, 33, 64}) {
+    for (int n : {2, 3, 4, 5, 6, 7, 8, 13, 17, 30, 33, 64}) {
         std::vector<std::vector<double>> family;
         family.push_back(random_matrix(n, 31));
         family.push_back(symmetric_matrix(n, 32));
@@ -161,7 +165,8 @@ TEST(EigCuda, StructuredMatricesOnEveryValuesScheme)
         for (auto &m : family) batch.insert(batch.end(), m.begin(), m.end());
         const size_t nn = (size_t)n * n, count = family.size();
         for (int balance : {1, 0})
-            for (int lanes : {0, 8, 16, 32}) {
+            for (int lanes : {0, 1, 8, 16, 32}) {
+                if (lanes == 1 && n > 8) continue;  // the register kernel; above, the older per-thread kernel
                 tk_eig_options o;
                 tk_eig_options_init(&o, n);
                 o.balance = balance;
@@ -274,6 +279,11 @@ TEST(EigCuda, MeasureReportsKernelAndCopyTimes)
     o.cuda_lanes = 1;
     ASSERT_EQ(tk_eig_cuda_measure(&o, count, batch.data(), &prof), TK_OK) << tk_last_error();
     EXPECT_STREQ(prof.scheme, "thread");
+    auto small = random_batch(5, count, 4);
+    tk_eig_options_init(&o, 5);
+    o.backend = TK_BACKEND_CUDA;
+    ASSERT_EQ(tk_eig_cuda_measure(&o, count, small.data(), &prof), TK_OK) << tk_last_error();
+    EXPECT_STREQ(prof.scheme, "thread registers");  // the automatic choice at n = 5
 }
 
 #ifdef TK_HAVE_LAPACKE

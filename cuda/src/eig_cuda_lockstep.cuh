@@ -1,4 +1,4 @@
-/* Eigenvalues only on the GPU: G lanes per matrix (1, 2, 4, 8, 16 or 32), every group
+/* Eigenvalues only on the GPU: G lanes per matrix (2, 4, 8, 16 or 32), every group
  * of a warp in lockstep, each lane holding at most E rows or columns of a phase.
  *
  * Why this shape.  Nsight Compute on the earlier kernels (eig_cuda_hqr.cuh, one
@@ -84,8 +84,17 @@ template <typename R> struct EigBand {
     __device__ static int base(int r, int n2) { return r * n2 - ((r * (r - 1)) >> 1) + 3; }
     __device__ R *row(int r) const { return h + base(r, n2); }
     __device__ R &operator()(int r, int c) const { return h[base(r, n2) + c]; }
+    /* An eigenvalue split off at row k is kept in that row's slots for columns k-3 and
+     * k-2: once row k has split off (or lies outside ilo..ihi) no bulge step stores
+     * there and no later window reads it, so the QR needs no shared memory of its own
+     * for the eigenvalues, and more matrices fit an SM. */
+    __device__ R &wr(int k) const { return h[base(k, n2) + k - 3]; }
+    __device__ R &wi(int k) const { return h[base(k, n2) + k - 2]; }
 };
 __host__ __device__ inline int eig_band_reals(int n) { return n * (n + 7) / 2; }
+/* Reals after a band in the QR kernel's shared memory: the bulge steps load row K + 2
+ * unconditionally, and at K = n - 2 that is the row past the last, up to column n - 1. */
+#define EIG_BAND_PAD 3
 
 /* Is H(k, k-1) negligible (LAPACK's test with Ahues and Tisseur's refinement)? */
 template <typename R, typename L>
@@ -309,9 +318,9 @@ __device__ void eig_ls_hessenberg(R *h, R *v, int ld, int t, bool act, int ilo, 
     }
 }
 
-/* Returns whether the iteration converged; eigenvalues (unsorted) in wr, wi. */
+/* Returns whether the iteration converged; eigenvalues (unsorted) in H.wr(k), H.wi(k). */
 template <typename R, int G, int E, typename L>
-__device__ bool eig_ls_hqr(const L &H, R *wr, R *wi, int n, int t, int sub, bool act, int ilo, int ihi,
+__device__ bool eig_ls_hqr(const L &H, int n, int t, int sub, bool act, int ilo, int ihi,
                            int max_iter)
 {
     const R ulp = EigLimits<R>::eps();
@@ -319,7 +328,7 @@ __device__ bool eig_ls_hqr(const L &H, R *wr, R *wi, int n, int t, int sub, bool
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         const int k = t + G * e;
-        if (act && k < n && (k < ilo || k > ihi)) wr[k] = H(k, k), wi[k] = 0;
+        if (act && k < n && (k < ilo || k > ihi)) H.wr(k) = H(k, k), H.wi(k) = 0;
     }
     int qi = ihi, ql = ilo, its = 0, kdefl = 0;
     bool fail = false;
@@ -343,14 +352,14 @@ __device__ bool eig_ls_hqr(const L &H, R *wr, R *wi, int n, int t, int sub, bool
                     if (t == 0) {
                         if (ql > ilo) H(ql, ql - 1) = 0;
                         if (ql == qi) {
-                            wr[qi] = H(qi, qi), wi[qi] = 0;
+                            H.wr(qi) = H(qi, qi), H.wi(qi) = 0;
                         } else {
                             R a = H(qi - 1, qi - 1), b = H(qi - 1, qi);
                             R cc = H(qi, qi - 1), d = H(qi, qi);
                             R r1r, r1i, r2r, r2i, cs, sn;
                             Eig<R>::lanv2(&a, &b, &cc, &d, &r1r, &r1i, &r2r, &r2i, &cs, &sn);
-                            wr[qi - 1] = r1r, wi[qi - 1] = r1i;
-                            wr[qi] = r2r, wi[qi] = r2i;
+                            H.wr(qi - 1) = r1r, H.wi(qi - 1) = r1i;
+                            H.wr(qi) = r2r, H.wi(qi) = r2i;
                         }
                     }
                     qi = ql - 1, ql = ilo, its = 0, kdefl = 0;
@@ -412,7 +421,8 @@ __device__ bool eig_ls_hqr(const L &H, R *wr, R *wi, int n, int t, int sub, bool
         const int klast = __reduce_max_sync(TK_WARP_ALL, sweep ? qi - 1 : -1);
         for (int K = kfirst; K <= klast; ++K) {
             /* straight-line code: loads from addresses valid for every group (K + 2 <= n,
-             * and the group's region holds a row beyond H), selects instead of branches */
+             * and row n's first n reals end EIG_BAND_PAD reals past the band, inside the
+             * group's region), selects instead of branches */
             const bool on = sweep && K >= ql && K < qi, first = K == ql, three = K + 2 <= qi;
             R *r0 = H.row(K), *r1 = H.row(K + 1), *r2 = H.row(K + 2);
             const int kc = K > 0 ? K - 1 : 0;
@@ -486,7 +496,7 @@ __device__ bool eig_ls_hqr(const L &H, R *wr, R *wi, int n, int t, int sub, bool
  *
  * One group of G lanes per matrix, 32 / G groups per warp, per_block groups per
  * block; group_reals shared reals per group (reduce: H with leading dimension ld,
- * then two scratch vectors of n; QR: the band, then wr and wi). */
+ * then two scratch vectors of n; QR: the band alone). */
 struct EigLsMeta {
     int ilo, ihi, expo, status; /* status 0, or 2 (TK_EIG_NONFINITE) */
 };
@@ -561,14 +571,13 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
     const size_t use = real ? idx : count - 1;
     const int nb = eig_band_reals(n);
     R *h = reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals;
-    R *wr = h + nb, *wi = wr + n;
     const R *src = band + use * (size_t)nb;
     for (int e = t; e < nb; e += G) h[e] = src[e];
     const EigLsMeta m = meta[use];
     __syncwarp();
     const EigBand<R> H = {h, n + 2};
     const bool ok = m.status == 0;
-    const bool converged = eig_ls_hqr<R, G, E>(H, wr, wi, n, t, sub, ok, m.ilo, m.ihi, max_iter);
+    const bool converged = eig_ls_hqr<R, G, E>(H, n, t, sub, ok, m.ilo, m.ihi, max_iter);
     __syncwarp();
     if (!real) return;
     R *out = values + idx * 2 * (size_t)n;
@@ -582,10 +591,10 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
         for (int e = 0; e < E; ++e) {
             const int s = t + G * e;
             if (s < n) {
-                const R re = wr[s], im = wi[s];
+                const R re = H.wr(s), im = H.wi(s);
                 int rank = 0;
                 for (int q = 0; q < n; ++q) {
-                    const R qr = wr[q], qi = wi[q];
+                    const R qr = H.wr(q), qi = H.wi(q);
                     rank += qr < re || (qr == re && (qi < im || (qi == im && q < s)));
                 }
                 out[2 * rank] = Eig<R>::scale2(re, m.expo);
