@@ -419,12 +419,19 @@ __device__ bool eig_ls_hqr(const L &H, int n, int t, int sub, bool act, int ilo,
         /* ---- the bulge chase, every group of the warp at the same position K */
         const int kfirst = __reduce_min_sync(TK_WARP_ALL, sweep ? ql : 1 << 30);
         const int klast = __reduce_max_sync(TK_WARP_ALL, sweep ? qi - 1 : -1);
-        for (int K = kfirst; K <= klast; ++K) {
+        /* Row addresses advance by the band's row lengths instead of being recomputed
+         * (a multiply-add chain each): rows K..K+2 of the row phase, and this lane's
+         * rows of the column phase, which stay the same through a sweep. */
+        const int kf = kfirst < n ? kfirst : 0; /* no group sweeps: the loop does not run */
+        R *r0 = H.row(kf), *r1 = r0 + H.n2 - kf, *r2 = r1 + H.n2 - (kf + 1);
+        R *crow[E];
+#pragma unroll
+        for (int e = 0; e < E; ++e) crow[e] = H.row(ql + t + G * e < n ? ql + t + G * e : n);
+        for (int K = kfirst; K <= klast; ++K, r0 = r1, r1 = r2, r2 += H.n2 - (K + 1)) {
             /* straight-line code: loads from addresses valid for every group (K + 2 <= n,
              * and row n's first n reals end EIG_BAND_PAD reals past the band, inside the
              * group's region), selects instead of branches */
             const bool on = sweep && K >= ql && K < qi, first = K == ql, three = K + 2 <= qi;
-            R *r0 = H.row(K), *r1 = H.row(K + 1), *r2 = H.row(K + 2);
             const int kc = K > 0 ? K - 1 : 0;
             R x0 = r0[kc], x1 = r1[kc], x2 = r2[kc];
             if (first) x0 = v0, x1 = v1, x2 = v2;
@@ -472,7 +479,7 @@ __device__ bool eig_ls_hqr(const L &H, int n, int t, int sub, bool act, int ilo,
             for (int e = 0; e < E; ++e) {
                 const int r = ql + t + G * e;
                 const bool mine = live && r <= rlast;
-                R *p = H.row(mine ? r : K) + K;
+                R *p = (mine ? crow[e] : r0) + K;
                 const R a = p[0], b = p[1], c = three ? p[2] : (R)0;
                 const R sum = fma(u2, c, fma(u1, b, a));
                 if (mine) {

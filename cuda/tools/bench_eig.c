@@ -28,7 +28,7 @@ static double seed_ms(int n)
 }
 
 typedef struct {
-    long matrices, threads, cuda_lanes;
+    long matrices, threads, cuda_lanes, cuda_chunk;
     int sizes[64], num_sizes;
     int lapack, cpu, omp, cuda;
 } eig_bench_args;
@@ -102,7 +102,7 @@ static const char *lapack_library(void)
 }
 #endif
 
-static long bench_cuda_lanes; /* --cuda-lanes */
+static long bench_cuda_lanes, bench_cuda_chunk; /* --cuda-lanes, --cuda-chunk */
 
 static double backend_ms(int n, size_t count, const double *a, double *values, int8_t *status, tk_backend backend,
                          long threads, size_t *failed, double *kernel_ms)
@@ -110,7 +110,7 @@ static double backend_ms(int n, size_t count, const double *a, double *values, i
     tk_eig_options o;
     tk_eig_options_init(&o, n);
     o.backend = backend;
-    if (backend == TK_BACKEND_CUDA) o.cuda_lanes = (int)bench_cuda_lanes;
+    if (backend == TK_BACKEND_CUDA) o.cuda_lanes = (int)bench_cuda_lanes, o.cuda_chunk = (size_t)bench_cuda_chunk;
     o.num_threads = (int)threads;
     tk_eig_result r = {values, NULL, status};
     tk_eig_timing t;
@@ -134,12 +134,13 @@ static int parse_list(const char *text, eig_bench_args *a)
 
 int tk_bench_eig(int argc, char **argv)
 {
-    eig_bench_args a = {500000, 0, 0, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1};
+    eig_bench_args a = {500000, 0, 0, 0, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1};
     for (int i = 1; i < argc; ++i) {
         const char *v;
         if (!strcmp(argv[i], "--help")) {
             printf("usage: tk-bench eig [--matrices 500000] [--sizes 5,10,15,20,25,30]\n"
                    "                    [--backends lapack,cpu,omp,cuda] [--threads P] [--cuda-lanes G]\n"
+                   "                    [--cuda-chunk M]\n"
                    "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
                    "cuda kernel:    matrices already in GPU memory, CUDA events; reference: the seed's\n"
                    "                TITAN X (Table 4, scaled to --matrices); goal >= 20x faster\n"
@@ -148,7 +149,8 @@ int tk_bench_eig(int argc, char **argv)
                    "lapack:         one LAPACKE dgeev per matrix, OpenMP across matrices, all cores\n"
                    "omp:            this library on the same cores; goal >= 3x LAPACK\n"
                    "cuda vs lapack: host-to-host time; goal >= 30x LAPACK\n"
-                   "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n");
+                   "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n"
+                   "--cuda-chunk M: at most M matrices per chunk of the host-to-host run (default: from n and memory)\n");
             return 0;
         } else if (tk_cli_is(argv[i], "--matrices")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--matrices")) ||
@@ -157,6 +159,10 @@ int tk_bench_eig(int argc, char **argv)
         } else if (tk_cli_is(argv[i], "--threads")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
                 !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
+                return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--cuda-chunk")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-chunk")) ||
+                !tk_cli_parse_int(prog, "--cuda-chunk", v, 0, 100000000, &a.cuda_chunk))
                 return TK_EXIT_USAGE;
         } else if (tk_cli_is(argv[i], "--cuda-lanes")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-lanes")) ||
@@ -189,7 +195,7 @@ int tk_bench_eig(int argc, char **argv)
     threads = a.threads > 0 ? (int)a.threads : omp_get_max_threads();
 #endif
     const size_t count = (size_t)a.matrices;
-    bench_cuda_lanes = a.cuda_lanes;
+    bench_cuda_lanes = a.cuda_lanes, bench_cuda_chunk = a.cuda_chunk;
     const double seed_scale = (double)count / SEED_MATRICES;
     printf("# tk-bench eig: %zu random double matrices per size, eigenvalues only, %d CPU threads\n", count, threads);
 #ifdef TK_HAVE_LAPACKE
