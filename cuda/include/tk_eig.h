@@ -92,10 +92,11 @@ void tk_eig_host_free(void *ptr);
 /* Times of one batch on the GPU (milliseconds), all from pinned host memory:
  * kernel_ms with the matrices already in device memory (CUDA events, values only),
  * copy_ms for the host-to-device copy of the matrices plus the device-to-host copy
- * of the values alone.  The batch must fit in device memory. */
+ * of the values alone (each the median of three runs).  The batch must fit in device
+ * memory. */
 typedef struct tk_eig_cuda_profile {
     double kernel_ms, copy_ms;
-    const char *scheme; /* "thread", "N lanes", "warp" or "block" per matrix */
+    const char *scheme; /* "thread registers", "thread", "N lanes [lockstep]", "warp [lockstep]" or "block" */
 } tk_eig_cuda_profile;
 tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const void *matrices,
                               tk_eig_cuda_profile *profile);
