@@ -103,6 +103,7 @@ static const char *lapack_library(void)
 #endif
 
 static long bench_cuda_lanes, bench_cuda_chunk; /* --cuda-lanes, --cuda-chunk */
+static int bench_balance = 1;             /* --no-balance */
 
 static double backend_ms(int n, size_t count, const double *a, double *values, int8_t *status, tk_backend backend,
                          long threads, size_t *failed, double *kernel_ms)
@@ -110,6 +111,7 @@ static double backend_ms(int n, size_t count, const double *a, double *values, i
     tk_eig_options o;
     tk_eig_options_init(&o, n);
     o.backend = backend;
+    o.balance = bench_balance;
     if (backend == TK_BACKEND_CUDA) o.cuda_lanes = (int)bench_cuda_lanes, o.cuda_chunk = (size_t)bench_cuda_chunk;
     o.num_threads = (int)threads;
     tk_eig_result r = {values, NULL, status};
@@ -140,7 +142,7 @@ int tk_bench_eig(int argc, char **argv)
         if (!strcmp(argv[i], "--help")) {
             printf("usage: tk-bench eig [--matrices 500000] [--sizes 5,10,15,20,25,30]\n"
                    "                    [--backends lapack,cpu,omp,cuda] [--threads P] [--cuda-lanes G]\n"
-                   "                    [--cuda-chunk M]\n"
+                   "                    [--cuda-chunk M] [--no-balance]\n"
                    "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
                    "cuda kernel:    matrices already in GPU memory, CUDA events; reference: the seed's\n"
                    "                TITAN X (Table 4, scaled to --matrices); goal >= 20x faster\n"
@@ -150,7 +152,8 @@ int tk_bench_eig(int argc, char **argv)
                    "omp:            this library on the same cores; goal >= 3x LAPACK\n"
                    "cuda vs lapack: host-to-host time; goal >= 30x LAPACK\n"
                    "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n"
-                   "--cuda-chunk M: at most M matrices per chunk of the host-to-host run (default: from n and memory)\n");
+                   "--cuda-chunk M: at most M matrices per chunk of the host-to-host run (default: from n and memory)\n"
+                   "--no-balance:   this library without balancing (LAPACK's dgeev still balances: for tuning)\n");
             return 0;
         } else if (tk_cli_is(argv[i], "--matrices")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--matrices")) ||
@@ -160,6 +163,8 @@ int tk_bench_eig(int argc, char **argv)
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
                 !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
                 return TK_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--no-balance")) {
+            bench_balance = 0;
         } else if (tk_cli_is(argv[i], "--cuda-chunk")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-chunk")) ||
                 !tk_cli_parse_int(prog, "--cuda-chunk", v, 0, 100000000, &a.cuda_chunk))
@@ -267,6 +272,7 @@ int tk_bench_eig(int argc, char **argv)
             tk_eig_options o;
             tk_eig_options_init(&o, n);
             o.backend = TK_BACKEND_CUDA;
+            o.balance = bench_balance;
             o.cuda_lanes = (int)a.cuda_lanes;
             tk_eig_cuda_profile prof;
             if (tk_eig_cuda_measure(&o, count, mat, &prof) != TK_OK) {
