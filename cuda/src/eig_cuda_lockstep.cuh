@@ -145,6 +145,28 @@ __device__ __forceinline__ void eig_ls_swap(R *h, int ld, int n, int t, bool act
     __syncwarp();
 }
 
+/* LAPACK's dgebal scaling decision for row and column i, given their 2-norms (cn,
+ * rn) and largest entries (ca, ra) and the scale si already applied to them: the power
+ * of two f that brings them within `within` (LAPACK: 0.95) of balance, or 1 where no
+ * scaling is due. */
+template <typename R> __device__ __forceinline__ R eig_balance_factor(R cn, R rn, R ca, R ra, R si, R within)
+{
+    const R sfmin1 = EigLimits<R>::safmin() / EigLimits<R>::eps(), sfmax1 = 1 / sfmin1;
+    const R sfmin2 = sfmin1 * 2, sfmax2 = 1 / sfmin2;
+    if (cn == 0 || rn == 0) return 1;
+    R f = 1, g = rn / 2;
+    const R s = cn + rn;
+    while (cn < g && fmax(f, fmax(cn, ca)) < sfmax2 && fmin(rn, fmin(g, ra)) > sfmin2)
+        f *= 2, cn *= 2, ca *= 2, rn /= 2, g /= 2, ra /= 2;
+    g = cn / 2;
+    while (g >= rn && fmax(rn, ra) < sfmax2 && fmin(fmin(f, cn), fmin(g, ca)) > sfmin2)
+        f /= 2, cn /= 2, g /= 2, ca /= 2, rn *= 2, ra *= 2;
+    if (cn + rn >= within * s) return 1;
+    if (f < 1 && si < 1 && f * si <= sfmin1) return 1;
+    if (f > 1 && si > 1 && si >= sfmax1 / f) return 1;
+    return f;
+}
+
 /* LAPACK's dgebal 'B' for the values: permutations isolating eigenvalues, then
  * power-of-two scaling until the row and column norms balance within 5%.  The
  * scale factors go to `scale` (needed only for their bounds: values need no back
@@ -194,9 +216,30 @@ __device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bo
     for (int e = 0; e < E; ++e)
         if (t + G * e < n) scale[t + G * e] = 1;
     __syncwarp();
-    const R sfmin1 = EigLimits<R>::safmin() / EigLimits<R>::eps(), sfmax1 = 1 / sfmin1;
-    const R sfmin2 = sfmin1 * 2, sfmax2 = 1 / sfmin2;
-    bool noconv = act && ilo < ihi;
+    /* A first sweep that scales nothing leaves the matrix as it is and ends the
+     * scaling, so when no row and column is out of balance on the matrix as it stands
+     * the sweeps can be skipped: each lane checks its own i at once (no reductions
+     * over the group; random dense matrices need no scaling, and the sweeps' 4n group
+     * reductions were a sixth of the reduction kernel at n = 30).  The check sums in
+     * another order than the sweep, so it calls a pair out of balance already at 0.96
+     * (the sweep: 0.95): rounding can only send it to the exact sweeps. */
+    bool due = false;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+        const int i = t + G * e;
+        if (act && i >= ilo && i <= ihi) {
+            R cn = 0, rn = 0, ca = 0, ra = 0;
+            for (int k = 0; k < n; ++k) {
+                const R col = h[k * ld + i], row = h[i * ld + k];
+                if (k >= ilo && k <= ihi) cn = fma(col, col, cn), rn = fma(row, row, rn);
+                if (k <= ihi) ca = fmax(ca, fabs(col));
+                if (k >= ilo) ra = fmax(ra, fabs(row));
+            }
+            due = due || eig_balance_factor(sqrt(cn), sqrt(rn), ca, ra, (R)1, (R)0.96) != 1;
+        }
+    }
+    const bool any_due = eig_group_ballot<G>(due, sub) != 0; /* every lane of the warp votes */
+    bool noconv = act && ilo < ihi && any_due;
     int sweeps = 0;
     while (__any_sync(TK_WARP_ALL, noconv)) {
         const bool sweep = noconv && sweeps++ < 100;
@@ -220,20 +263,9 @@ __device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bo
             rn = sqrt(eig_group_sum<G>(rn));
             ca = eig_group_max<G>(ca);
             ra = eig_group_max<G>(ra);
-            R f = 1;
-            bool apply = mine && cn != 0 && rn != 0;
-            const R si = apply ? scale[i] : 1;
-            if (apply) {
-                R g = rn / 2, s = cn + rn;
-                while (cn < g && fmax(f, fmax(cn, ca)) < sfmax2 && fmin(rn, fmin(g, ra)) > sfmin2)
-                    f *= 2, cn *= 2, ca *= 2, rn /= 2, g /= 2, ra /= 2;
-                g = cn / 2;
-                while (g >= rn && fmax(rn, ra) < sfmax2 && fmin(fmin(f, cn), fmin(g, ca)) > sfmin2)
-                    f /= 2, cn /= 2, g /= 2, ca /= 2, rn *= 2, ra *= 2;
-                if (cn + rn >= (R)0.95 * s) apply = false;
-                else if (f < 1 && si < 1 && f * si <= sfmin1) apply = false;
-                else if (f > 1 && si > 1 && si >= sfmax1 / f) apply = false;
-            }
+            const R si = mine ? scale[i] : 1;
+            const R f = mine ? eig_balance_factor(cn, rn, ca, ra, si, (R)0.95) : (R)1;
+            const bool apply = f != 1;
             __syncwarp(); /* every lane has read scale[i] */
             if (apply) {
                 if (t == 0) scale[i] = si * f;

@@ -104,8 +104,6 @@ template <typename R, int N> __device__ __forceinline__ void eig_small_balance(R
     R scale[N];
 #pragma unroll
     for (int i = 0; i < N; ++i) scale[i] = 1;
-    const R sfmin1 = EigLimits<R>::safmin() / EigLimits<R>::eps(), sfmax1 = 1 / sfmin1;
-    const R sfmin2 = sfmin1 * 2, sfmax2 = 1 / sfmin2;
     bool noconv = ilo < ihi;
     for (int sweeps = 0; noconv && sweeps < 100; ++sweeps) {
         noconv = false;
@@ -120,18 +118,8 @@ template <typename R, int N> __device__ __forceinline__ void eig_small_balance(R
                 if (k <= ihi) ca = fmax(ca, fabs(col));
                 if (k >= ilo) ra = fmax(ra, fabs(row));
             }
-            cn = sqrt(cn), rn = sqrt(rn);
-            if (cn == 0 || rn == 0) continue;
-            R f = 1, g = rn / 2;
-            const R s = cn + rn;
-            while (cn < g && fmax(f, fmax(cn, ca)) < sfmax2 && fmin(rn, fmin(g, ra)) > sfmin2)
-                f *= 2, cn *= 2, ca *= 2, rn /= 2, g /= 2, ra /= 2;
-            g = cn / 2;
-            while (g >= rn && fmax(rn, ra) < sfmax2 && fmin(fmin(f, cn), fmin(g, ca)) > sfmin2)
-                f /= 2, cn /= 2, g /= 2, ca /= 2, rn *= 2, ra *= 2;
-            if (cn + rn >= (R)0.95 * s) continue;
-            if (f < 1 && scale[i] < 1 && f * scale[i] <= sfmin1) continue;
-            if (f > 1 && scale[i] > 1 && scale[i] >= sfmax1 / f) continue;
+            const R f = eig_balance_factor(sqrt(cn), sqrt(rn), ca, ra, scale[i], (R)0.95);
+            if (f == 1) continue;
             scale[i] *= f;
             const R gi = 1 / f;
 #pragma unroll
