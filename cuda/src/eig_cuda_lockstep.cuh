@@ -421,30 +421,10 @@ __device__ bool eig_ls_hqr(const L &H, int n, int t, int sub, bool act, int ilo,
                 h11 = H(qi - 1, qi - 1), h21 = H(qi, qi - 1);
                 h12 = H(qi - 1, qi), h22 = H(qi, qi);
             }
-            R rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
-            const R s = fabs(h11) + fabs(h12) + fabs(h21) + fabs(h22);
-            if (s != 0) {
-                h11 /= s, h21 /= s, h12 /= s, h22 /= s;
-                const R tr = (h11 + h22) / 2;
-                const R det = (h11 - tr) * (h22 - tr) - h12 * h21;
-                const R rtdisc = sqrt(fabs(det));
-                if (det >= 0) {
-                    rt1r = tr * s, rt2r = rt1r, rt1i = rtdisc * s, rt2i = -rt1i;
-                } else {
-                    rt1r = tr + rtdisc, rt2r = tr - rtdisc;
-                    if (fabs(rt1r - h22) <= fabs(rt2r - h22)) rt1r *= s, rt2r = rt1r;
-                    else rt2r *= s, rt1r = rt2r;
-                }
-            }
-            R h21s = H(ql + 1, ql);
-            const R hll = H(ql, ql);
-            R ss = fabs(hll - rt2r) + fabs(rt2i) + fabs(h21s);
-            h21s /= ss;
-            v0 = h21s * H(ql, ql + 1) + (hll - rt1r) * ((hll - rt2r) / ss) - rt1i * (rt2i / ss);
-            v1 = h21s * (hll + H(ql + 1, ql + 1) - rt1r - rt2r);
-            v2 = h21s * H(ql + 2, ql + 1);
-            ss = fabs(v0) + fabs(v1) + fabs(v2);
-            v0 /= ss, v1 /= ss, v2 /= ss;
+            R rt[4], v[3];
+            eig_double_shift<R>(h11, h12, h21, h22, rt);
+            eig_shift_column<R>(rt, H(ql, ql), H(ql + 1, ql), H(ql, ql + 1), H(ql + 1, ql + 1), H(ql + 2, ql + 1), v);
+            v0 = v[0], v1 = v[1], v2 = v[2];
         }
         __syncwarp();
 

@@ -271,29 +271,10 @@ __device__ __forceinline__ bool eig_small_hqr(R (&h)[N][N], R *w, int ilo, int i
             const R s = fabs(hl1l) + fabs(hl2l1);
             h11 = (R)0.75 * s + hll, h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
         }
-        R rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
-        const R s = fabs(h11) + fabs(h12) + fabs(h21) + fabs(h22);
-        if (s != 0) {
-            h11 /= s, h21 /= s, h12 /= s, h22 /= s;
-            const R tr = (h11 + h22) / 2;
-            const R det = (h11 - tr) * (h22 - tr) - h12 * h21;
-            const R rtdisc = sqrt(fabs(det));
-            if (det >= 0) {
-                rt1r = tr * s, rt2r = rt1r, rt1i = rtdisc * s, rt2i = -rt1i;
-            } else {
-                rt1r = tr + rtdisc, rt2r = tr - rtdisc;
-                if (fabs(rt1r - h22) <= fabs(rt2r - h22)) rt1r *= s, rt2r = rt1r;
-                else rt2r *= s, rt1r = rt2r;
-            }
-        }
-        R h21s = hl1l;
-        R ss = fabs(hll - rt2r) + fabs(rt2i) + fabs(h21s);
-        h21s /= ss;
-        R v0 = h21s * hll1 + (hll - rt1r) * ((hll - rt2r) / ss) - rt1i * (rt2i / ss);
-        R v1 = h21s * (hll + hl1l1 - rt1r - rt2r);
-        R v2 = h21s * hl2l1;
-        ss = fabs(v0) + fabs(v1) + fabs(v2);
-        v0 /= ss, v1 /= ss, v2 /= ss;
+        R rt[4], v[3];
+        eig_double_shift<R>(h11, h12, h21, h22, rt);
+        eig_shift_column<R>(rt, hll, hl1l, hll1, hl1l1, hl2l1, v);
+        const R v0 = v[0], v1 = v[1], v2 = v[2];
 
         /* the bulge chase over the window's positions K = ql..qi-1 */
 #pragma unroll
