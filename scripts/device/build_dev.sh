@@ -1,5 +1,5 @@
 # Sourced by the device scripts: configure build-dev with -DTK_WITH_ITK=OFF against the
-# carried .deps/ (googletest .deb, LAPACKE/OpenBLAS .so files) and build the targets given
+# carried .deps/ (googletest .deb, LAPACKE/OpenBLAS .so files: make_deps.sh) and build the targets given
 # as arguments (all when none).  Logs in $OUT.
 mkdir -p /tmp/gt && dpkg -x .deps/googletest_*.deb /tmp/gt
 cmake -S . -B build-dev -DTK_WITH_ITK=OFF -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=Release \

@@ -3,7 +3,7 @@
 # every `gpu` CTest plus the tests that change behaviour with a GPU present, the eig
 # benchmark, then compute-sanitizer memcheck / racecheck / initcheck over every GPU test
 # binary (in parallel, each bounded by SAN_TIMEOUT seconds).  Logs under $OUT.
-# Needs .deps/ (googletest .deb, LAPACKE/OpenBLAS .so files) carried along.  SAN_TOOLS, SAN_BINS
+# Needs .deps/ (googletest .deb, LAPACKE/OpenBLAS .so files; scripts/device/make_deps.sh) carried along.  SAN_TOOLS, SAN_BINS
 # and SAN_FILTER (a gtest filter) narrow the sanitizer runs; SAN_TOOLS=none skips them.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

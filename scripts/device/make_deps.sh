@@ -1,0 +1,15 @@
+#!/bin/bash
+# Here (Debian, not on the GPU machine): fill .deps/ (ignored by git) with what the device
+# scripts carry -- the googletest .deb and LAPACKE/OpenBLAS with the libraries they need --
+# then pass carry [".deps"] to the device run.  About 50 MB.  Needs liblapacke-dev and
+# libopenblas-dev installed (scripts/setup.sh installs both).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+L=/usr/lib/x86_64-linux-gnu
+rm -rf .deps && mkdir -p .deps/lapack/include .deps/lapack/lib
+cp /usr/include/lapacke*.h .deps/lapack/include/
+cp "$L"/openblas-pthread/*.h .deps/lapack/include/ 2>/dev/null || true
+for f in liblapacke.so.3 libtmglib.so.3 libgfortran.so.5 libquadmath.so.0; do cp -L "$L/$f" .deps/lapack/lib/; done
+for f in liblapack.so.3 libblas.so.3 libopenblas.so.0; do cp -L "$L/openblas-pthread/$f" .deps/lapack/lib/; done
+(cd .deps && apt-get download googletest >/dev/null)
+du -sh .deps
