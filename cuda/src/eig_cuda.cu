@@ -171,12 +171,10 @@ static int lockstep_elems(int n, int want, int lanes)
 
 /* The lockstep kernels of one precision, lanes and rows per lane: the reduction and the
  * QR meet only through the band in global scratch, so each has its own lanes. */
-template <typename R> struct Lockstep {
-    typedef void (*reduce_fn)(int, int, int, int, size_t, const R *, R *, EigLsMeta *, int);
-    typedef void (*qr_fn)(int, int, int, size_t, const R *, const EigLsMeta *, R *, int8_t *, int);
-};
+template <typename R> using reduce_fn = void (*)(int, int, int, int, size_t, const R *, R *, EigLsMeta *, int);
+template <typename R> using qr_fn = void (*)(int, int, int, size_t, const R *, const EigLsMeta *, R *, int8_t *, int);
 
-template <typename R, int G> static typename Lockstep<R>::reduce_fn lockstep_reduce_of(int elems)
+template <typename R, int G> static reduce_fn<R> lockstep_reduce_of(int elems)
 {
     switch (elems) {
     case 1: return eig_ls_reduce_kernel<R, G, 1>;
@@ -186,7 +184,7 @@ template <typename R, int G> static typename Lockstep<R>::reduce_fn lockstep_red
     }
 }
 
-template <typename R, int G> static typename Lockstep<R>::qr_fn lockstep_qr_of(int elems)
+template <typename R, int G> static qr_fn<R> lockstep_qr_of(int elems)
 {
     switch (elems) {
     case 1: return eig_ls_qr_kernel<R, G, 1>;
@@ -196,7 +194,7 @@ template <typename R, int G> static typename Lockstep<R>::qr_fn lockstep_qr_of(i
     }
 }
 
-template <typename R> static typename Lockstep<R>::reduce_fn lockstep_reduce(int lanes, int elems)
+template <typename R> static reduce_fn<R> lockstep_reduce(int lanes, int elems)
 {
     if (lanes == 2) return lockstep_reduce_of<R, 2>(elems);
     if (lanes == 4) return lockstep_reduce_of<R, 4>(elems);
@@ -205,7 +203,7 @@ template <typename R> static typename Lockstep<R>::reduce_fn lockstep_reduce(int
     return elems == 1 ? eig_ls_reduce_kernel<R, 32, 1> : eig_ls_reduce_kernel<R, 32, 2>;
 }
 
-template <typename R> static typename Lockstep<R>::qr_fn lockstep_qr(int lanes, int elems)
+template <typename R> static qr_fn<R> lockstep_qr(int lanes, int elems)
 {
     if (lanes == 2) return lockstep_qr_of<R, 2>(elems);
     if (lanes == 4) return lockstep_qr_of<R, 4>(elems);
