@@ -21,9 +21,9 @@
  *              on that redundant part; the seed's single-warp scheme is G = 32;
  *   G = 64:    one block of 64 threads per matrix (the seed's multi-warp scheme).
  * The block size is the one that keeps the most matrices resident per SM (shared
- * memory bounds it; pack_plan).  Batches run in chunks through three streams, so the copies of one chunk overlap
- * the computation of the next; pinned caller arrays are copied directly, others
- * through pinned staging buffers.
+ * memory bounds it; pack_plan).  Batches run in chunks through a pipeline of streams
+ * (see tk_eig_solve_cuda), so the copies overlap the kernels; pinned caller arrays are
+ * copied directly, others through pinned staging buffers.
  */
 #include <cuda_runtime.h>
 
@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_memory.h"
 #include "eig_internal.h"
@@ -576,25 +577,72 @@ static int is_pinned(const void *ptr)
     return attr.type == cudaMemoryTypeHost;
 }
 
-#define TK_EIG_STREAMS 3
+/* The streamed pipeline.  A chunk holds one of TK_EIG_SLOTS device buffers (its
+ * matrices, results and the lockstep kernels' scratch; with pageable caller arrays also
+ * a pinned staging buffer) from its H2D copy until its results are back on the host.
+ * The H2D copies go one after another through one stream, each slot's kernels through
+ * a stream of its own (waiting for the chunk's copy by an event; the slots' kernels
+ * overlap, which fills each launch's tail), and the D2H copies through a third: so the
+ * copy engine is never held up behind a kernel.  More slots did not pay on an H100
+ * (n = 30: 8 slots 94 ms against 89 ms with 3): allocating and freeing their device
+ * memory costs more than the deeper pipeline gains. */
+#define TK_EIG_SLOTS 3
 
-/* Matrices in the chunk that starts at `first` (the c-th chunk; buffers hold `chunk`).
- * The first chunks ramp up from a sixteenth of a chunk and the last ones ramp down to
- * it: the GPU waits for the first chunk's matrices to arrive, and the host for the last
- * chunk's computation and results, so small ends keep the pipeline's fill and drain
- * short; chunks of fewer than 4096 matrices fill the GPU poorly and are not made. */
-static size_t chunk_at(size_t c, size_t first, size_t count, size_t chunk)
+/* Matrices in the next chunk, the one starting at `first` (prev: the previous chunk's
+ * size, 0 for the first; buffers hold `chunk`).  Chunks start at a sixteenth of a
+ * chunk (at least 4096 matrices: fewer fill the GPU poorly) so that the GPU starts
+ * early, grow to `chunk`, and shrink back toward the end so that the host waits little
+ * for the last chunk's computation and results.  They double where the kernels outrun
+ * the copies; where the copies are faster (`gentle`) a chunk twice the previous one
+ * would arrive after the GPU has finished everything before it, so they grow by 30%
+ * (n = 30 on an H100: 2.4 ms less than doubling, the idle time a model of the pipeline
+ * predicted). */
+static size_t next_chunk(size_t prev, size_t first, size_t count, size_t chunk, int gentle)
 {
     const size_t left = count - first, floor = chunk < 4096 ? chunk : 4096;
-    size_t m = c < 4 ? chunk >> (4 - c) : chunk;
+    size_t m = !prev ? chunk / 16 : gentle ? prev + prev * 3 / 10 : 2 * prev;
+    if (m > chunk) m = chunk;
     if (left / 2 < m) m = left / 2;
     if (m < floor) m = floor;
     return m < left ? m : left;
 }
 
+static size_t chunks_in(size_t count, size_t chunk, int gentle)
+{
+    size_t c = 0;
+    for (size_t first = 0, m = 0; first < count; ++c) first += m = next_chunk(m, first, count, chunk, gentle);
+    return c;
+}
+
+/* One slot of the pipeline: its buffers, its stream, the chunk it holds, and that
+ * chunk's events: copy started and done, kernels started and done, results out. */
+struct eig_slot {
+    unsigned char *dev, *host;
+    cudaStream_t stream;
+    size_t first, count;
+    cudaEvent_t in0, arrived, k0, k1, freed;
+};
+
+/* TK_EIG_CUDA_TIMELINE set (and not 0) prints each chunk's copies and kernels, in ms
+ * from the batch's start, and the host's set-up and clean-up times to stderr: what
+ * Nsight Systems would show, where it is not installed (a tuning aid, read at every
+ * call). */
+static int timeline_wanted(void)
+{
+    const char *knob = getenv("TK_EIG_CUDA_TIMELINE");
+    return knob && *knob && strcmp(knob, "0") != 0;
+}
+
+static double ms_between(const struct timespec &a, const struct timespec &b)
+{
+    return (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6;
+}
+
 extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, const void *matrices, void *values,
                                        void *vectors, int8_t *status, double *kernel_ms)
 {
+    struct timespec host_t[4];
+    clock_gettime(CLOCK_MONOTONIC, &host_t[0]);
     tk_status st = open_device(o);
     if (st != TK_OK) return st;
     const int n = o->n, dbl = o->precision == TK_PRECISION_DOUBLE, want = vectors != NULL;
@@ -610,23 +658,26 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     const size_t dev_per_matrix = per_matrix + p.scratch_bytes;
     const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
     const int direct = is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status);
+    const int timeline = timeline_wanted();
+    /* where the kernels trail the copies (an H100: from n = 25 on) */
+    const int gentle = n > 20;
 
-    cudaStream_t streams[TK_EIG_STREAMS] = {};
-    cudaEvent_t ev0[TK_EIG_STREAMS] = {}, ev1[TK_EIG_STREAMS] = {};
-    unsigned char *dbuf[TK_EIG_STREAMS] = {}, *hbuf[TK_EIG_STREAMS] = {};
-    size_t pending_first[TK_EIG_STREAMS], pending_count[TK_EIG_STREAMS] = {};
+    cudaStream_t copy_in = NULL, copy_out = NULL;
+    eig_slot slot[TK_EIG_SLOTS] = {};
+    cudaEvent_t t0 = NULL;
     double kms = 0;
     size_t chunk = o->cuda_chunk;
+    int slots = TK_EIG_SLOTS;
     if (!chunk) {
         size_t free_b = 0, total_b = 0;
         if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) return st;
-        size_t fit = tk_cuda_budget(free_b) / TK_EIG_STREAMS / dev_per_matrix;
+        size_t fit = tk_cuda_budget(free_b) / TK_EIG_SLOTS / dev_per_matrix;
         /* several chunks per batch so that copies overlap compute, none too small to
-         * fill the GPU, none so large that the pinned staging buffers (three of them)
-         * take long to allocate.  Where the kernels outrun the copies (n <= 20 on an
-         * H100) chunks of 64 MB pipeline more finely (n = 20: 1.17x the copies against
-         * 1.25x with 256 MB); above, fewer and larger launches keep the GPU busier
-         * (n = 30: 99 ms against 102 ms with 64 MB). */
+         * fill the GPU, none so large that the pinned staging buffers take long to
+         * allocate.  Where the kernels outrun the copies (n <= 20 on an H100) chunks of
+         * 64 MB pipeline more finely (n = 20: 1.17x the copies against 1.25x with
+         * 256 MB); above, fewer and larger launches keep the GPU busier (n = 30: 99 ms
+         * against 102 ms with 64 MB). */
         chunk = (count + 7) / 8;
         if (chunk < 8192) chunk = 8192;
         const size_t cap = ((size_t)(n <= 20 ? 64 : 256) << 20) / per_matrix;
@@ -635,15 +686,16 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         if (chunk < 1) chunk = 1; /* the allocation below decides, and words the error */
     }
     if (chunk > count) chunk = count;
+    if ((size_t)slots > chunks_in(count, chunk, gentle)) slots = (int)chunks_in(count, chunk, gentle);
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
     /* Device buffers first, all or none.  An automatic chunk whose buffers do not fit
      * (another thread or process took memory since the query) is halved; a cuda_chunk
      * the caller chose is kept, and its failure reported. */
     for (;;) {
-        tk_cuda_buffer bufs[TK_EIG_STREAMS];
-        for (int s = 0; s < TK_EIG_STREAMS; ++s) bufs[s] = {(void **)&dbuf[s], chunk * dev_per_matrix + 8};
-        cudaError_t err = tk_cuda_malloc_all(bufs, TK_EIG_STREAMS);
+        tk_cuda_buffer bufs[TK_EIG_SLOTS];
+        for (int s = 0; s < slots; ++s) bufs[s] = {(void **)&slot[s].dev, chunk * dev_per_matrix + 8};
+        cudaError_t err = tk_cuda_malloc_all(bufs, slots);
         if (err == cudaSuccess) break;
         if (err != cudaErrorMemoryAllocation) {
             st = tk_set_error(TK_ERR_CUDA, "CUDA: cudaMalloc failed: %s", cudaGetErrorString(err));
@@ -651,84 +703,118 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         }
         if (o->cuda_chunk || chunk == 1) {
             char what[160];
-            snprintf(what, sizeof what, "a chunk of %zu matrices of order %d on each of %d streams%s", chunk, n,
-                     TK_EIG_STREAMS, o->cuda_chunk ? " (cuda_chunk; 0 picks a chunk that fits)" : "");
-            st = tk_cuda_out_of_memory("Eigenvalues on CUDA", what, (size_t)TK_EIG_STREAMS * chunk * dev_per_matrix);
+            snprintf(what, sizeof what, "a chunk of %zu matrices of order %d in each of %d buffers%s", chunk, n, slots,
+                     o->cuda_chunk ? " (cuda_chunk; 0 picks a chunk that fits)" : "");
+            st = tk_cuda_out_of_memory("Eigenvalues on CUDA", what, (size_t)slots * chunk * dev_per_matrix);
             goto cleanup;
         }
         chunk = (chunk + 1) / 2;
     }
-    for (int s = 0; s < TK_EIG_STREAMS; ++s) {
-        CUDA_TRY(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking));
-        CUDA_TRY(cudaEventCreate(&ev0[s]));
-        CUDA_TRY(cudaEventCreate(&ev1[s]));
-        if (!direct) CUDA_TRY(cudaMallocHost(&hbuf[s], chunk * per_matrix));
+    CUDA_TRY(cudaStreamCreateWithFlags(&copy_in, cudaStreamNonBlocking));
+    CUDA_TRY(cudaStreamCreateWithFlags(&copy_out, cudaStreamNonBlocking));
+    CUDA_TRY(cudaEventCreate(&t0));
+    for (int s = 0; s < slots; ++s) {
+        eig_slot &sl = slot[s];
+        CUDA_TRY(cudaStreamCreateWithFlags(&sl.stream, cudaStreamNonBlocking));
+        CUDA_TRY(cudaEventCreate(&sl.in0));
+        CUDA_TRY(cudaEventCreate(&sl.arrived));
+        CUDA_TRY(cudaEventCreate(&sl.k0));
+        CUDA_TRY(cudaEventCreate(&sl.k1));
+        CUDA_TRY(cudaEventCreate(&sl.freed));
+        if (!direct) CUDA_TRY(cudaMallocHost(&sl.host, chunk * per_matrix));
     }
+    clock_gettime(CLOCK_MONOTONIC, &host_t[1]);
+    CUDA_TRY(cudaEventRecord(t0, copy_in));
     {
+        /* The slot's chunk is done (the host waited for its `freed`): its kernel time,
+         * its line of the timeline, and (staged) its results to the caller's arrays. */
+        auto retire = [&](eig_slot &sl, size_t c) -> cudaError_t {
+            float ms = 0;
+            const cudaError_t err = cudaEventElapsedTime(&ms, sl.k0, sl.k1);
+            if (err != cudaSuccess) return err;
+            kms += ms;
+            if (timeline) {
+                float in0 = 0, in1 = 0, k0 = 0, k1 = 0, out = 0;
+                cudaEventElapsedTime(&in0, t0, sl.in0), cudaEventElapsedTime(&in1, t0, sl.arrived);
+                cudaEventElapsedTime(&k0, t0, sl.k0), cudaEventElapsedTime(&k1, t0, sl.k1);
+                cudaEventElapsedTime(&out, t0, sl.freed);
+                fprintf(stderr, "eig timeline: chunk %zu (%zu matrices from %zu): h2d %.3f-%.3f, kernels %.3f-%.3f, d2h done %.3f ms\n",
+                        c, sl.count, sl.first, in0, in1, k0, k1, out);
+            }
+            if (!direct) {
+                unsigned char *h_val = sl.host + chunk * in_b, *h_vec = h_val + chunk * val_b;
+                memcpy((unsigned char *)values + sl.first * val_b, h_val, sl.count * val_b);
+                if (want) memcpy((unsigned char *)vectors + sl.first * vec_b, h_vec, sl.count * vec_b);
+                memcpy(status + sl.first, h_vec + chunk * vec_b, sl.count);
+            }
+            sl.count = 0;
+            return cudaSuccess;
+        };
         size_t c = 0, m = 0;
         for (size_t first = 0; first < count; first += m, ++c) {
-            const int s = (int)(c % TK_EIG_STREAMS);
-            m = chunk_at(c, first, count, chunk);
-            unsigned char *d_in = dbuf[s], *d_val = d_in + chunk * in_b, *d_vec = d_val + chunk * val_b;
+            eig_slot &sl = slot[c % (size_t)slots];
+            m = next_chunk(m, first, count, chunk, gentle);
+            unsigned char *d_in = sl.dev, *d_val = d_in + chunk * in_b, *d_vec = d_val + chunk * val_b;
             int8_t *d_st = (int8_t *)(d_vec + chunk * vec_b);
             void *d_scratch = d_in + ((chunk * per_matrix + 7) & ~(size_t)7);
-            /* the stream's previous chunk: its kernel time, and (staged) its results */
-            CUDA_TRY(cudaStreamSynchronize(streams[s]));
-            if (pending_count[s]) {
-                float ms = 0;
-                CUDA_TRY(cudaEventElapsedTime(&ms, ev0[s], ev1[s]));
-                kms += ms;
-                if (!direct) {
-                    const size_t pf = pending_first[s], pm = pending_count[s];
-                    unsigned char *h_val = hbuf[s] + chunk * in_b, *h_vec = h_val + chunk * val_b;
-                    memcpy((unsigned char *)values + pf * val_b, h_val, pm * val_b);
-                    if (want) memcpy((unsigned char *)vectors + pf * vec_b, h_vec, pm * vec_b);
-                    memcpy(status + pf, h_vec + chunk * vec_b, pm);
-                }
+            if (sl.count) { /* the slot's previous chunk */
+                CUDA_TRY(cudaEventSynchronize(sl.freed));
+                CUDA_TRY(retire(sl, c - (size_t)slots));
             }
             const unsigned char *src = (const unsigned char *)matrices + first * in_b;
             if (!direct) {
-                memcpy(hbuf[s], src, m * in_b);
-                src = hbuf[s];
+                memcpy(sl.host, src, m * in_b);
+                src = sl.host;
             }
-            CUDA_TRY(cudaMemcpyAsync(d_in, src, m * in_b, cudaMemcpyHostToDevice, streams[s]));
-            CUDA_TRY(cudaEventRecord(ev0[s], streams[s]));
-            launch_any(dbl, p, n, m, d_in, d_val, want ? d_vec : NULL, d_st, balance, max_iter, d_scratch, streams[s]);
+            CUDA_TRY(cudaEventRecord(sl.in0, copy_in));
+            CUDA_TRY(cudaMemcpyAsync(d_in, src, m * in_b, cudaMemcpyHostToDevice, copy_in));
+            CUDA_TRY(cudaEventRecord(sl.arrived, copy_in));
+            CUDA_TRY(cudaStreamWaitEvent(sl.stream, sl.arrived, 0));
+            CUDA_TRY(cudaEventRecord(sl.k0, sl.stream));
+            launch_any(dbl, p, n, m, d_in, d_val, want ? d_vec : NULL, d_st, balance, max_iter, d_scratch, sl.stream);
             CUDA_TRY(cudaGetLastError());
-            CUDA_TRY(cudaEventRecord(ev1[s], streams[s]));
-            unsigned char *dst_val = direct ? (unsigned char *)values + first * val_b : hbuf[s] + chunk * in_b;
+            CUDA_TRY(cudaEventRecord(sl.k1, sl.stream));
+            CUDA_TRY(cudaStreamWaitEvent(copy_out, sl.k1, 0));
+            unsigned char *dst_val = direct ? (unsigned char *)values + first * val_b : sl.host + chunk * in_b;
             unsigned char *dst_vec = direct ? (want ? (unsigned char *)vectors + first * vec_b : NULL) : dst_val + chunk * val_b;
-            unsigned char *dst_st = direct ? (unsigned char *)(status + first) : hbuf[s] + chunk * (in_b + val_b + vec_b);
-            CUDA_TRY(cudaMemcpyAsync(dst_val, d_val, m * val_b, cudaMemcpyDeviceToHost, streams[s]));
-            if (want) CUDA_TRY(cudaMemcpyAsync(dst_vec, d_vec, m * vec_b, cudaMemcpyDeviceToHost, streams[s]));
-            CUDA_TRY(cudaMemcpyAsync(dst_st, d_st, m, cudaMemcpyDeviceToHost, streams[s]));
-            pending_first[s] = first, pending_count[s] = m;
+            unsigned char *dst_st = direct ? (unsigned char *)(status + first) : sl.host + chunk * (in_b + val_b + vec_b);
+            CUDA_TRY(cudaMemcpyAsync(dst_val, d_val, m * val_b, cudaMemcpyDeviceToHost, copy_out));
+            if (want) CUDA_TRY(cudaMemcpyAsync(dst_vec, d_vec, m * vec_b, cudaMemcpyDeviceToHost, copy_out));
+            CUDA_TRY(cudaMemcpyAsync(dst_st, d_st, m, cudaMemcpyDeviceToHost, copy_out));
+            CUDA_TRY(cudaEventRecord(sl.freed, copy_out));
+            sl.first = first, sl.count = m;
         }
-        for (int s = 0; s < TK_EIG_STREAMS; ++s) {
-            CUDA_TRY(cudaStreamSynchronize(streams[s]));
-            if (!pending_count[s]) continue;
-            float ms = 0;
-            CUDA_TRY(cudaEventElapsedTime(&ms, ev0[s], ev1[s]));
-            kms += ms;
-            if (!direct) {
-                const size_t pf = pending_first[s], pm = pending_count[s];
-                unsigned char *h_val = hbuf[s] + chunk * in_b, *h_vec = h_val + chunk * val_b;
-                memcpy((unsigned char *)values + pf * val_b, h_val, pm * val_b);
-                if (want) memcpy((unsigned char *)vectors + pf * vec_b, h_vec, pm * vec_b);
-                memcpy(status + pf, h_vec + chunk * vec_b, pm);
-            }
-            pending_count[s] = 0;
+        /* the last chunks, in the order they were issued */
+        for (size_t cc = c > (size_t)slots ? c - (size_t)slots : 0; cc < c; ++cc) {
+            eig_slot &sl = slot[cc % (size_t)slots];
+            if (!sl.count) continue;
+            CUDA_TRY(cudaEventSynchronize(sl.freed));
+            CUDA_TRY(retire(sl, cc));
         }
     }
     if (kernel_ms) *kernel_ms = kms;
+    clock_gettime(CLOCK_MONOTONIC, &host_t[2]);
 cleanup:
-    for (int s = 0; s < TK_EIG_STREAMS; ++s) {
-        if (streams[s]) cudaStreamSynchronize(streams[s]);
-        tk_cuda_free(dbuf[s]);
-        if (hbuf[s]) cudaFreeHost(hbuf[s]);
-        if (ev0[s]) cudaEventDestroy(ev0[s]);
-        if (ev1[s]) cudaEventDestroy(ev1[s]);
-        if (streams[s]) cudaStreamDestroy(streams[s]);
+    if (copy_in) cudaStreamSynchronize(copy_in);
+    for (int s = 0; s < TK_EIG_SLOTS; ++s)
+        if (slot[s].stream) cudaStreamSynchronize(slot[s].stream);
+    if (copy_out) cudaStreamSynchronize(copy_out);
+    for (int s = 0; s < TK_EIG_SLOTS; ++s) {
+        eig_slot &sl = slot[s];
+        tk_cuda_free(sl.dev);
+        if (sl.host) cudaFreeHost(sl.host);
+        for (cudaEvent_t e : {sl.in0, sl.arrived, sl.k0, sl.k1, sl.freed})
+            if (e) cudaEventDestroy(e);
+        if (sl.stream) cudaStreamDestroy(sl.stream);
+    }
+    if (t0) cudaEventDestroy(t0);
+    if (copy_in) cudaStreamDestroy(copy_in);
+    if (copy_out) cudaStreamDestroy(copy_out);
+    if (timeline && st == TK_OK) {
+        clock_gettime(CLOCK_MONOTONIC, &host_t[3]);
+        fprintf(stderr, "eig timeline: host set-up %.3f ms, pipeline %.3f ms, clean-up %.3f ms (%d buffers of %zu matrices)\n",
+                ms_between(host_t[0], host_t[1]), ms_between(host_t[1], host_t[2]), ms_between(host_t[2], host_t[3]),
+                slots, chunk);
     }
     return st;
 }
