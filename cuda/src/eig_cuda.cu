@@ -665,6 +665,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     cudaStream_t copy_in = NULL, copy_out = NULL;
     eig_slot slot[TK_EIG_SLOTS] = {};
     cudaEvent_t t0 = NULL;
+    void *dev_all = NULL;
     double kms = 0;
     size_t chunk = o->cuda_chunk;
     int slots = TK_EIG_SLOTS;
@@ -689,14 +690,17 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     if ((size_t)slots > chunks_in(count, chunk, gentle)) slots = (int)chunks_in(count, chunk, gentle);
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
-    /* Device buffers first, all or none.  An automatic chunk whose buffers do not fit
-     * (another thread or process took memory since the query) is halved; a cuda_chunk
-     * the caller chose is kept, and its failure reported. */
+    /* The device buffers first, as one allocation (at n = 5 the host's set-up and
+     * clean-up are a fifth of the whole run).  An automatic chunk whose buffers do not
+     * fit (another thread or process took memory since the query) is halved; a
+     * cuda_chunk the caller chose is kept, and its failure reported. */
     for (;;) {
-        tk_cuda_buffer bufs[TK_EIG_SLOTS];
-        for (int s = 0; s < slots; ++s) bufs[s] = {(void **)&slot[s].dev, chunk * dev_per_matrix + 8};
-        cudaError_t err = tk_cuda_malloc_all(bufs, slots);
-        if (err == cudaSuccess) break;
+        const size_t slot_b = (chunk * dev_per_matrix + 8 + 255) & ~(size_t)255;
+        cudaError_t err = tk_cuda_malloc(&dev_all, (size_t)slots * slot_b);
+        if (err == cudaSuccess) {
+            for (int s = 0; s < slots; ++s) slot[s].dev = (unsigned char *)dev_all + (size_t)s * slot_b;
+            break;
+        }
         if (err != cudaErrorMemoryAllocation) {
             st = tk_set_error(TK_ERR_CUDA, "CUDA: cudaMalloc failed: %s", cudaGetErrorString(err));
             goto cleanup;
@@ -801,12 +805,12 @@ cleanup:
     if (copy_out) cudaStreamSynchronize(copy_out);
     for (int s = 0; s < TK_EIG_SLOTS; ++s) {
         eig_slot &sl = slot[s];
-        tk_cuda_free(sl.dev);
         if (sl.host) cudaFreeHost(sl.host);
         for (cudaEvent_t e : {sl.in0, sl.arrived, sl.k0, sl.k1, sl.freed})
             if (e) cudaEventDestroy(e);
         if (sl.stream) cudaStreamDestroy(sl.stream);
     }
+    tk_cuda_free(dev_all);
     if (t0) cudaEventDestroy(t0);
     if (copy_in) cudaStreamDestroy(copy_in);
     if (copy_out) cudaStreamDestroy(copy_out);
