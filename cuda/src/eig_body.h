@@ -201,6 +201,53 @@ TK_HD static inline void EIG_NAME(eig_hessenberg)(EIG_NAME(eig_ctx) * c, int ilo
     }
 }
 
+/* ---- LAPACK dlahqr's double shift --------------------------------------------------
+ * One text for every QR iteration of the library: eig_hqr below, the CPU's SIMD lanes
+ * (eig_lanes_body.h) and the GPU's three (eig_cuda_hqr.cuh, eig_cuda_lockstep.cuh,
+ * eig_cuda_small.cuh, through Eig<R>). */
+
+/* The eigenvalues rt = (s1 re, s1 im, s2 re, s2 im) of the 2 x 2 block (h11 h12; h21
+ * h22): the window's trailing block, or the exceptional shift the caller put there.
+ * A real pair becomes the one closer to h22, twice. */
+TK_HD TK_ALWAYS_INLINE static inline void EIG_NAME(eig_double_shift)(EIG_REAL h11, EIG_REAL h12, EIG_REAL h21,
+                                                                     EIG_REAL h22, EIG_REAL rt[4])
+{
+    EIG_REAL rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
+    const EIG_REAL s = EIG_FABS(h11) + EIG_FABS(h12) + EIG_FABS(h21) + EIG_FABS(h22);
+    if (s != 0) {
+        h11 /= s, h21 /= s, h12 /= s, h22 /= s;
+        const EIG_REAL tr = (h11 + h22) / 2;
+        const EIG_REAL det = (h11 - tr) * (h22 - tr) - h12 * h21;
+        const EIG_REAL rtdisc = EIG_SQRT(EIG_FABS(det));
+        if (det >= 0) {
+            rt1r = tr * s, rt2r = rt1r, rt1i = rtdisc * s, rt2i = -rt1i;
+        } else {
+            rt1r = tr + rtdisc, rt2r = tr - rtdisc;
+            if (EIG_FABS(rt1r - h22) <= EIG_FABS(rt2r - h22)) rt1r *= s, rt2r = rt1r;
+            else rt2r *= s, rt1r = rt2r;
+        }
+    }
+    rt[0] = rt1r, rt[1] = rt1i, rt[2] = rt2r, rt[3] = rt2i;
+}
+
+/* The first column (v[0], v[1], v[2]) of (H - s1)(H - s2) at row m, scaled to unit
+ * 1-norm, from the shifts rt and hmm = H(m, m), hm1m = H(m+1, m), hmm1 = H(m, m+1),
+ * hm1m1 = H(m+1, m+1), hm2m1 = H(m+2, m+1). */
+TK_HD TK_ALWAYS_INLINE static inline void EIG_NAME(eig_shift_column)(const EIG_REAL rt[4], EIG_REAL hmm, EIG_REAL hm1m,
+                                                                     EIG_REAL hmm1, EIG_REAL hm1m1, EIG_REAL hm2m1,
+                                                                     EIG_REAL v[3])
+{
+    const EIG_REAL rt1r = rt[0], rt1i = rt[1], rt2r = rt[2], rt2i = rt[3];
+    EIG_REAL h21s = hm1m;
+    EIG_REAL ss = EIG_FABS(hmm - rt2r) + EIG_FABS(rt2i) + EIG_FABS(h21s);
+    h21s /= ss;
+    v[0] = h21s * hmm1 + (hmm - rt1r) * ((hmm - rt2r) / ss) - rt1i * (rt2i / ss);
+    v[1] = h21s * (hmm + hm1m1 - rt1r - rt2r);
+    v[2] = h21s * hm2m1;
+    ss = EIG_FABS(v[0]) + EIG_FABS(v[1]) + EIG_FABS(v[2]);
+    v[0] /= ss, v[1] /= ss, v[2] /= ss;
+}
+
 /* ---- the standardized Schur form of a 2 x 2 block (as LAPACK's dlanv2) ------------- */
 
 TK_HD static inline void EIG_NAME(eig_lanv2)(EIG_REAL *a, EIG_REAL *b, EIG_REAL *cc, EIG_REAL *d, EIG_REAL *rt1r,
@@ -333,36 +380,17 @@ TK_HD static inline int EIG_NAME(eig_hqr)(EIG_NAME(eig_ctx) * c, int ilo, int ih
             } else {
                 h11 = EIG_H(i - 1, i - 1), h21 = EIG_H(i, i - 1), h12 = EIG_H(i - 1, i), h22 = EIG_H(i, i);
             }
-            EIG_REAL s = EIG_FABS(h11) + EIG_FABS(h12) + EIG_FABS(h21) + EIG_FABS(h22);
-            EIG_REAL rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
-            if (s != 0) {
-                h11 /= s, h21 /= s, h12 /= s, h22 /= s;
-                EIG_REAL tr = (h11 + h22) / 2;
-                EIG_REAL det = (h11 - tr) * (h22 - tr) - h12 * h21;
-                EIG_REAL rtdisc = EIG_SQRT(EIG_FABS(det));
-                if (det >= 0) {
-                    rt1r = tr * s, rt2r = rt1r, rt1i = rtdisc * s, rt2i = -rt1i;
-                } else {
-                    rt1r = tr + rtdisc, rt2r = tr - rtdisc;
-                    /* a real pair: use the one closer to h22 twice */
-                    if (EIG_FABS(rt1r - h22) <= EIG_FABS(rt2r - h22)) rt1r *= s, rt2r = rt1r;
-                    else rt2r *= s, rt1r = rt2r;
-                    rt1i = rt2i = 0;
-                }
-            }
+            EIG_REAL rt[4];
+            EIG_NAME(eig_double_shift)(h11, h12, h21, h22, rt);
 
             /* look for two consecutive small subdiagonals */
             int m;
             EIG_REAL v0 = 0, v1 = 0, v2 = 0;
             for (m = i - 2; m >= l; --m) {
-                EIG_REAL h21s = EIG_H(m + 1, m);
-                EIG_REAL ss = EIG_FABS(EIG_H(m, m) - rt2r) + EIG_FABS(rt2i) + EIG_FABS(h21s);
-                h21s /= ss;
-                v0 = h21s * EIG_H(m, m + 1) + (EIG_H(m, m) - rt1r) * ((EIG_H(m, m) - rt2r) / ss) - rt1i * (rt2i / ss);
-                v1 = h21s * (EIG_H(m, m) + EIG_H(m + 1, m + 1) - rt1r - rt2r);
-                v2 = h21s * EIG_H(m + 2, m + 1);
-                ss = EIG_FABS(v0) + EIG_FABS(v1) + EIG_FABS(v2);
-                v0 /= ss, v1 /= ss, v2 /= ss;
+                EIG_REAL v[3];
+                EIG_NAME(eig_shift_column)(rt, EIG_H(m, m), EIG_H(m + 1, m), EIG_H(m, m + 1), EIG_H(m + 1, m + 1),
+                                           EIG_H(m + 2, m + 1), v);
+                v0 = v[0], v1 = v[1], v2 = v[2];
                 if (m == l) break;
                 EIG_REAL h00 = EIG_FABS(EIG_H(m, m - 1)) * (EIG_FABS(v1) + EIG_FABS(v2));
                 EIG_REAL h01 = EIG_FABS(v0) * (EIG_FABS(EIG_H(m - 1, m - 1)) + EIG_FABS(EIG_H(m, m)) +

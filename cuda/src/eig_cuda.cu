@@ -110,6 +110,14 @@ template <typename R> struct Eig;
         {                                                                                                      \
             eig_lanv2_##S(a, b, c, d, r1r, r1i, r2r, r2i, cs, sn);                                             \
         }                                                                                                      \
+        static __device__ __forceinline__ void double_shift(R h11, R h12, R h21, R h22, R rt[4])               \
+        {                                                                                                      \
+            eig_double_shift_##S(h11, h12, h21, h22, rt);                                                      \
+        }                                                                                                      \
+        static __device__ __forceinline__ void shift_column(const R rt[4], R a, R b, R c, R d, R e, R v[3])    \
+        {                                                                                                      \
+            eig_shift_column_##S(rt, a, b, c, d, e, v);                                                        \
+        }                                                                                                      \
     };
 TK_EIG_BIND(double, d)
 TK_EIG_BIND(float, f)

@@ -34,47 +34,6 @@ template <> struct EigLimits<float> {
     static __device__ __forceinline__ float sq_hi() { return 0x1p+100f; }
 };
 
-/* LAPACK dlahqr's double shift: the eigenvalues rt = (s1 re, s1 im, s2 re, s2 im) of the
- * 2 x 2 block (h11 h12; h21 h22) -- the window's trailing block, or the exceptional shift
- * the caller put there.  One text for the GPU's three QR iterations (eig_cuda_hqr,
- * eig_cuda_lockstep, eig_cuda_small), as is eig_shift_column. */
-template <typename R> __host__ __device__ __forceinline__ void eig_double_shift(R h11, R h12, R h21, R h22, R rt[4])
-{
-    R rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
-    const R s = fabs(h11) + fabs(h12) + fabs(h21) + fabs(h22);
-    if (s != 0) {
-        h11 /= s, h21 /= s, h12 /= s, h22 /= s;
-        const R tr = (h11 + h22) / 2;
-        const R det = (h11 - tr) * (h22 - tr) - h12 * h21;
-        const R rtdisc = sqrt(fabs(det));
-        if (det >= 0) {
-            rt1r = tr * s, rt2r = rt1r, rt1i = rtdisc * s, rt2i = -rt1i;
-        } else {
-            rt1r = tr + rtdisc, rt2r = tr - rtdisc;
-            if (fabs(rt1r - h22) <= fabs(rt2r - h22)) rt1r *= s, rt2r = rt1r;
-            else rt2r *= s, rt1r = rt2r;
-        }
-    }
-    rt[0] = rt1r, rt[1] = rt1i, rt[2] = rt2r, rt[3] = rt2i;
-}
-
-/* The first column (v[0], v[1], v[2]) of (H - s1)(H - s2) at the window's top l, scaled
- * to unit 1-norm, from the shifts rt (eig_double_shift) and hll = H(l, l),
- * hl1l = H(l+1, l), hll1 = H(l, l+1), hl1l1 = H(l+1, l+1), hl2l1 = H(l+2, l+1). */
-template <typename R>
-__host__ __device__ __forceinline__ void eig_shift_column(const R rt[4], R hll, R hl1l, R hll1, R hl1l1, R hl2l1, R v[3])
-{
-    const R rt1r = rt[0], rt1i = rt[1], rt2r = rt[2], rt2i = rt[3];
-    R h21s = hl1l;
-    R ss = fabs(hll - rt2r) + fabs(rt2i) + fabs(h21s);
-    h21s /= ss;
-    v[0] = h21s * hll1 + (hll - rt1r) * ((hll - rt2r) / ss) - rt1i * (rt2i / ss);
-    v[1] = h21s * (hll + hl1l1 - rt1r - rt2r);
-    v[2] = h21s * hl2l1;
-    ss = fabs(v[0]) + fabs(v[1]) + fabs(v[2]);
-    v[0] /= ss, v[1] /= ss, v[2] /= ss;
-}
-
 /* One group of `stride` <= 32 lanes of a warp; shared-memory offsets fit an int. */
 template <typename R, typename Ctx> struct EigGroup {
     Ctx *c;
@@ -175,8 +134,8 @@ template <typename R, typename Ctx> __device__ int eig_gpu_hqr_values(Ctx *c, in
             }
             /* the first column of (H - s1)(H - s2), at the top of the window */
             R rt[4], v[3];
-            eig_double_shift<R>(h11, h12, h21, h22, rt);
-            eig_shift_column<R>(rt, g.at(l, l), g.at(l + 1, l), g.at(l, l + 1), g.at(l + 1, l + 1), g.at(l + 2, l + 1), v);
+            Eig<R>::double_shift(h11, h12, h21, h22, rt);
+            Eig<R>::shift_column(rt, g.at(l, l), g.at(l + 1, l), g.at(l, l + 1), g.at(l + 1, l + 1), g.at(l + 2, l + 1), v);
             R v0 = v[0], v1 = v[1], v2 = v[2];
 
             for (int k2 = l; k2 <= i - 1; ++k2) {

@@ -422,8 +422,8 @@ __device__ bool eig_ls_hqr(const L &H, int n, int t, int sub, bool act, int ilo,
                 h12 = H(qi - 1, qi), h22 = H(qi, qi);
             }
             R rt[4], v[3];
-            eig_double_shift<R>(h11, h12, h21, h22, rt);
-            eig_shift_column<R>(rt, H(ql, ql), H(ql + 1, ql), H(ql, ql + 1), H(ql + 1, ql + 1), H(ql + 2, ql + 1), v);
+            Eig<R>::double_shift(h11, h12, h21, h22, rt);
+            Eig<R>::shift_column(rt, H(ql, ql), H(ql + 1, ql), H(ql, ql + 1), H(ql + 1, ql + 1), H(ql + 2, ql + 1), v);
             v0 = v[0], v1 = v[1], v2 = v[2];
         }
         __syncwarp();

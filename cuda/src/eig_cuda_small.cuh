@@ -272,8 +272,8 @@ __device__ __forceinline__ bool eig_small_hqr(R (&h)[N][N], R *w, int ilo, int i
             h11 = (R)0.75 * s + hll, h12 = (R)-0.4375 * s, h21 = s, h22 = h11;
         }
         R rt[4], v[3];
-        eig_double_shift<R>(h11, h12, h21, h22, rt);
-        eig_shift_column<R>(rt, hll, hl1l, hll1, hl1l1, hl2l1, v);
+        Eig<R>::double_shift(h11, h12, h21, h22, rt);
+        Eig<R>::shift_column(rt, hll, hl1l, hll1, hl1l1, hl2l1, v);
         const R v0 = v[0], v1 = v[1], v2 = v[2];
 
         /* the bulge chase over the window's positions K = ql..qi-1 */

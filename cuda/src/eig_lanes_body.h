@@ -140,36 +140,14 @@ TK_CPU_TARGETS static void EIG_NAME(eig_lanes_hqr)(int n, EIG_REAL *TK_RESTRICT 
             } else {
                 h11 = LH(i - 1, i - 1), h21 = LH(i, i - 1), h12 = LH(i - 1, i), h22 = LH(i, i);
             }
-            EIG_REAL s = EIG_FABS(h11) + EIG_FABS(h12) + EIG_FABS(h21) + EIG_FABS(h22);
-            EIG_REAL rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
-            if (s != 0) {
-                h11 /= s, h21 /= s, h12 /= s, h22 /= s;
-                EIG_REAL tr = (h11 + h22) / 2, det = (h11 - tr) * (h22 - tr) - h12 * h21;
-                EIG_REAL rtdisc = EIG_SQRT(EIG_FABS(det));
-                if (det >= 0) {
-                    rt1r = tr * s, rt2r = rt1r, rt1i = rtdisc * s, rt2i = -rt1i;
-                } else {
-                    rt1r = tr + rtdisc, rt2r = tr - rtdisc;
-                    if (EIG_FABS(rt1r - h22) <= EIG_FABS(rt2r - h22)) rt1r *= s, rt2r = rt1r;
-                    else rt2r *= s, rt1r = rt2r;
-                }
-            }
+            EIG_REAL rt[4], v[3];
+            EIG_NAME(eig_double_shift)(h11, h12, h21, h22, rt);
             /* The bulge starts at the top of the window: LAPACK's search for two small
              * consecutive subdiagonals below l rarely pays for its O(n) scalar scan per
              * lane and per sweep at these sizes. */
             const int m = l;
-            EIG_REAL v0, v1, v2;
-            {
-                EIG_REAL h21s = LH(m + 1, m);
-                EIG_REAL ss = EIG_FABS(LH(m, m) - rt2r) + EIG_FABS(rt2i) + EIG_FABS(h21s);
-                h21s /= ss;
-                v0 = h21s * LH(m, m + 1) + (LH(m, m) - rt1r) * ((LH(m, m) - rt2r) / ss) - rt1i * (rt2i / ss);
-                v1 = h21s * (LH(m, m) + LH(m + 1, m + 1) - rt1r - rt2r);
-                v2 = h21s * LH(m + 2, m + 1);
-                ss = EIG_FABS(v0) + EIG_FABS(v1) + EIG_FABS(v2);
-                v0 /= ss, v1 /= ss, v2 /= ss;
-            }
-            ms[lane] = m, iv0[lane] = v0, iv1[lane] = v1, iv2[lane] = v2;
+            EIG_NAME(eig_shift_column)(rt, LH(m, m), LH(m + 1, m), LH(m, m + 1), LH(m + 1, m + 1), LH(m + 2, m + 1), v);
+            ms[lane] = m, iv0[lane] = v[0], iv1[lane] = v[1], iv2[lane] = v[2];
             sweeping |= 1u << lane;
             kmin = EIG_MIN(kmin, m), kmax = EIG_MAX(kmax, i - 1);
             rmin = EIG_MIN(rmin, l), cmax = EIG_MAX(cmax, i);
