@@ -34,6 +34,14 @@ template <> struct EigLimits<float> {
     static __device__ __forceinline__ float sq_hi() { return 0x1p+100f; }
 };
 
+/* Does eigenvalue q (qr + i qi) come before eigenvalue s (sr + i si) in the output:
+ * by real part, then imaginary part, then position (eig_sort's stable order)?  The
+ * GPU kernels rank each eigenvalue by counting those before it. */
+template <typename R> __device__ __forceinline__ bool eig_sorts_before(R qr, R qi, int q, R sr, R si, int s)
+{
+    return qr < sr || (qr == sr && (qi < si || (qi == si && q < s)));
+}
+
 /* One group of `stride` <= 32 lanes of a warp; shared-memory offsets fit an int. */
 template <typename R, typename Ctx> struct EigGroup {
     Ctx *c;

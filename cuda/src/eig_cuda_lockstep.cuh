@@ -604,8 +604,7 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
     if (st) {
         for (int e = t; e < 2 * n; e += G) out[e] = (R)NAN;
     } else {
-        /* each lane ranks its eigenvalues: by real part, then imaginary part, then
-         * position (eig_sort's stable order) */
+        /* each lane ranks its eigenvalues (eig_sorts_before) */
 #pragma unroll
         for (int e = 0; e < E; ++e) {
             const int s = t + G * e;
@@ -614,7 +613,7 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
                 int rank = 0;
                 for (int q = 0; q < n; ++q) {
                     const R qr = H.wr(q), qi = H.wi(q);
-                    rank += qr < re || (qr == re && (qi < im || (qi == im && q < s)));
+                    rank += eig_sorts_before(qr, qi, q, re, im, s);
                 }
                 out[2 * rank] = Eig<R>::scale2(re, m.expo);
                 out[2 * rank + 1] = Eig<R>::scale2(im, m.expo);

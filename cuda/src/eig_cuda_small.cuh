@@ -383,7 +383,7 @@ __global__ void eig_small_kernel(size_t count, const R *__restrict__ a, R *__res
 #pragma unroll
             for (int e = 0; e < 2 * N; ++e) w[e] = (R)NAN;
         } else {
-            /* rank by real part, then imaginary part, then position (eig_sort's stable order) */
+            /* each eigenvalue goes to its rank: how many come before it (eig_sorts_before) */
             R re[N], im[N];
 #pragma unroll
             for (int s = 0; s < N; ++s) re[s] = w[2 * s], im[s] = w[2 * s + 1];
@@ -392,7 +392,7 @@ __global__ void eig_small_kernel(size_t count, const R *__restrict__ a, R *__res
                 int rank = 0;
 #pragma unroll
                 for (int q = 0; q < N; ++q)
-                    rank += re[q] < re[s] || (re[q] == re[s] && (im[q] < im[s] || (im[q] == im[s] && q < s)));
+                    rank += eig_sorts_before(re[q], im[q], q, re[s], im[s], s);
                 w[2 * rank] = Eig<R>::scale2(re[s], expo);
                 w[2 * rank + 1] = Eig<R>::scale2(im[s], expo);
             }
