@@ -28,9 +28,9 @@ static double seed_ms(int n)
 }
 
 typedef struct {
-    long matrices, threads, cuda_lanes, cuda_chunk;
+    long matrices, threads, cuda_lanes, cuda_chunk, torch_matrices;
     int sizes[64], num_sizes;
-    int lapack, cpu, omp, cuda;
+    int lapack, cpu, omp, cuda, torch;
 } eig_bench_args;
 
 static void fill_random(double *a, size_t count, uint64_t seed)
@@ -115,6 +115,91 @@ static int median_of_3(const double runs[3])
     return 0;
 }
 
+/* torch.linalg.eigvals as a reference, where python3 can import torch: a child
+ * python3 times it on the CPU (P threads) and, where CUDA is available, on the GPU with
+ * the matrices already there, for `count` random matrices of order n (the same
+ * distribution; torch draws its own).  The script holds no single quote: it goes to the
+ * shell inside them. */
+static const char torch_script[] =
+    "import sys, time\n"
+    "import torch\n"
+    "n, count, threads = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])\n"
+    "torch.set_num_threads(threads)\n"
+    "print(\"version\", torch.__version__, flush=True)\n"
+    "for dev in [\"cpu\"] + ([\"cuda\"] if torch.cuda.is_available() else []):\n"
+    "    d = torch.device(dev)\n"
+    "    g = torch.Generator(device=d).manual_seed(n)\n"
+    "    x = torch.rand(count, n, n, dtype=torch.float64, device=d, generator=g) * 2 - 1\n"
+    "    torch.linalg.eigvals(x[:16])\n"
+    "    if dev == \"cuda\": torch.cuda.synchronize()\n"
+    "    t0 = time.perf_counter()\n"
+    "    torch.linalg.eigvals(x)\n"
+    "    if dev == \"cuda\": torch.cuda.synchronize()\n"
+    "    print(dev, (time.perf_counter() - t0) * 1e3, flush=True)\n";
+
+typedef struct {
+    double cpu_ms, cuda_ms; /* < 0: not measured */
+    char version[64];
+} torch_times;
+
+/* 0 when python3 or torch is missing or the script failed (why: in `why`). */
+static int torch_measure(int n, long count, int threads, torch_times *t, char *why, size_t why_size)
+{
+    char cmd[sizeof torch_script + 128], line[256];
+    snprintf(cmd, sizeof cmd, "python3 -c '%s' %d %ld %d 2>&1", torch_script, n, count, threads);
+    t->cpu_ms = t->cuda_ms = -1, t->version[0] = 0;
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    if (!p) return snprintf(why, why_size, "cannot run python3"), 0;
+    char last[256] = "";
+    while (fgets(line, sizeof line, p)) {
+        double ms;
+        char ver[64];
+        if (sscanf(line, "version %63s", ver) == 1) snprintf(t->version, sizeof t->version, "%s", ver);
+        else if (sscanf(line, "cpu %lf", &ms) == 1) t->cpu_ms = ms;
+        else if (sscanf(line, "cuda %lf", &ms) == 1) t->cuda_ms = ms;
+        else snprintf(last, sizeof last, "%s", line);
+    }
+    const int rc = pclose(p);
+    if (t->cpu_ms >= 0) return 1;
+    last[strcspn(last, "\n")] = 0;
+    snprintf(why, why_size, "python3 with torch did not run (exit %d%s%s)", rc, *last ? ": " : "", last);
+    return 0;
+}
+
+/* The torch lines of order n, beside our host-to-host and omp times (< 0: not
+ * measured); the first failure prints why and turns torch off for the other sizes. */
+static void torch_lines(int n, size_t count, long torch_count, int threads, double cuda_e2e, double omp_ms, int *on)
+{
+    static int said;
+    const long k = (size_t)torch_count < count ? torch_count : (long)count;
+    const double scale = (double)count / (double)k;
+    torch_times t;
+    char why[320], ref[64], ratio[32], name[40];
+    if (!torch_measure(n, k, threads, &t, why, sizeof why)) {
+        printf("# torch: skipped: %s\n", why);
+        *on = 0;
+        return;
+    }
+    if (!said++)
+        printf("# torch %s: linalg.eigvals on %ld matrices per size, times scaled to %zu%s\n", t.version, k, count,
+               t.cuda_ms < 0 ? "; no CUDA for torch here" : "");
+    const double ours[2] = {cuda_e2e, omp_ms}, theirs[2] = {t.cuda_ms, t.cpu_ms};
+    for (int d = 0; d < 2; ++d) {
+        if (theirs[d] < 0) continue;
+        const double ms = theirs[d] * scale;
+        if (d) snprintf(name, sizeof name, "torch cpu (%d thr)", threads);
+        else snprintf(name, sizeof name, "torch cuda (on device)");
+        if (ours[d] > 0) {
+            snprintf(ref, sizeof ref, "%s %.3f ms", d ? "omp" : "cuda host-to-host", ours[d]);
+            snprintf(ratio, sizeof ratio, "%.1fx", ms / ours[d]);
+        } else {
+            snprintf(ref, sizeof ref, "-"), snprintf(ratio, sizeof ratio, "-");
+        }
+        printf("%-3d %-22s %12.2f   %-26s %9s   (reference: ours faster by the ratio)\n", n, name, ms, ref, ratio);
+    }
+}
+
 static long bench_cuda_lanes, bench_cuda_chunk; /* --cuda-lanes, --cuda-chunk */
 static int bench_balance = 1;             /* --no-balance */
 
@@ -149,13 +234,13 @@ static int parse_list(const char *text, eig_bench_args *a)
 
 int tk_bench_eig(int argc, char **argv)
 {
-    eig_bench_args a = {500000, 0, 0, 0, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1};
+    eig_bench_args a = {500000, 0, 0, 0, 10000, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1, 1};
     for (int i = 1; i < argc; ++i) {
         const char *v;
         if (!strcmp(argv[i], "--help")) {
             printf("usage: tk-bench eig [--matrices 500000] [--sizes 5,10,15,20,25,30]\n"
-                   "                    [--backends lapack,cpu,omp,cuda] [--threads P] [--cuda-lanes G]\n"
-                   "                    [--cuda-chunk M] [--no-balance]\n"
+                   "                    [--backends lapack,cpu,omp,cuda,torch] [--threads P] [--cuda-lanes G]\n"
+                   "                    [--cuda-chunk M] [--no-balance] [--torch-matrices 10000]\n"
                    "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
                    "cuda kernel:    matrices already in GPU memory, CUDA events; reference: the seed's\n"
                    "                TITAN X (Table 4, scaled to --matrices); goal >= 20x faster\n"
@@ -165,6 +250,9 @@ int tk_bench_eig(int argc, char **argv)
                    "omp:            this library on the same cores; goal >= 3x LAPACK\n"
                    "                (lapack, omp and host-to-host: the median of 3 runs)\n"
                    "cuda vs lapack: host-to-host time; goal >= 30x LAPACK\n"
+                   "torch:          torch.linalg.eigvals beside cuda host-to-host and omp, where python3 can\n"
+                   "                import torch (GPU: matrices already there; CPU: P threads); no goal\n"
+                   "--torch-matrices K: torch runs on K matrices (slow on the GPU), scaled to --matrices\n"
                    "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n"
                    "--cuda-chunk M: at most M matrices per chunk of the host-to-host run (default: from n and memory)\n"
                    "--no-balance:   this library without balancing (LAPACK's dgeev still balances: for tuning)\n");
@@ -187,11 +275,15 @@ int tk_bench_eig(int argc, char **argv)
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-lanes")) ||
                 !tk_cli_parse_int(prog, "--cuda-lanes", v, 0, 64, &a.cuda_lanes))
                 return TK_EXIT_USAGE;
+        } else if (tk_cli_is(argv[i], "--torch-matrices")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--torch-matrices")) ||
+                !tk_cli_parse_int(prog, "--torch-matrices", v, 1, 100000000, &a.torch_matrices))
+                return TK_EXIT_USAGE;
         } else if (tk_cli_is(argv[i], "--sizes")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--sizes")) || !parse_list(v, &a)) return TK_EXIT_USAGE;
         } else if (tk_cli_is(argv[i], "--backends")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return TK_EXIT_USAGE;
-            a.lapack = a.cpu = a.omp = a.cuda = 0;
+            a.lapack = a.cpu = a.omp = a.cuda = a.torch = 0;
             char list[128];
             snprintf(list, sizeof list, "%s", v);
             for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
@@ -199,8 +291,9 @@ int tk_bench_eig(int argc, char **argv)
                 else if (!strcmp(tok, "cpu")) a.cpu = 1;
                 else if (!strcmp(tok, "omp")) a.omp = 1;
                 else if (!strcmp(tok, "cuda")) a.cuda = 1;
+                else if (!strcmp(tok, "torch")) a.torch = 1;
                 else {
-                    tk_cli_error(prog, "--backends expects a list of lapack, cpu, omp, cuda, got '%s'", tok);
+                    tk_cli_error(prog, "--backends expects a list of lapack, cpu, omp, cuda, torch, got '%s'", tok);
                     return TK_EXIT_USAGE;
                 }
             }
@@ -342,6 +435,7 @@ int tk_bench_eig(int argc, char **argv)
                 }
             }
         }
+        if (a.torch) torch_lines(n, count, (long)a.torch_matrices, threads, cuda_e2e, omp_ms, &a.torch);
         fflush(stdout);
         tk_eig_host_free(mat), tk_eig_host_free(values), tk_eig_host_free(status);
     }
