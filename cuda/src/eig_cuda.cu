@@ -179,47 +179,43 @@ static int lockstep_elems(int n, int want, int lanes)
 }
 
 /* The lockstep kernels of one precision, lanes and rows per lane: the reduction and the
- * QR meet only through the band in global scratch, so each has its own lanes. */
+ * QR meet only through the band in global scratch, so each has its own lanes.  One
+ * picker serves both: K names the kernel template (LsReduce or LsQr). */
 template <typename R> using reduce_fn = void (*)(int, int, int, int, size_t, const R *, R *, EigLsMeta *, int);
 template <typename R> using qr_fn = void (*)(int, int, int, size_t, const R *, const EigLsMeta *, R *, int8_t *, int);
+template <typename R, int G, int E> struct LsReduce {
+    static constexpr reduce_fn<R> fn = eig_ls_reduce_kernel<R, G, E>;
+};
+template <typename R, int G, int E> struct LsQr {
+    static constexpr qr_fn<R> fn = eig_ls_qr_kernel<R, G, E>;
+};
 
-template <typename R, int G> static reduce_fn<R> lockstep_reduce_of(int elems)
+template <template <typename, int, int> class K, typename R, int G>
+static decltype(K<R, G, 1>::fn) lockstep_of(int elems)
 {
     switch (elems) {
-    case 1: return eig_ls_reduce_kernel<R, G, 1>;
-    case 2: return eig_ls_reduce_kernel<R, G, 2>;
-    case 3: return eig_ls_reduce_kernel<R, G, 3>;
-    default: return eig_ls_reduce_kernel<R, G, 4>;
+    case 1: return K<R, G, 1>::fn;
+    case 2: return K<R, G, 2>::fn;
+    case 3: return K<R, G, 3>::fn;
+    default: return K<R, G, 4>::fn;
     }
 }
 
-template <typename R, int G> static qr_fn<R> lockstep_qr_of(int elems)
+template <template <typename, int, int> class K, typename R>
+static decltype(K<R, 2, 1>::fn) lockstep_kernel(int lanes, int elems)
 {
-    switch (elems) {
-    case 1: return eig_ls_qr_kernel<R, G, 1>;
-    case 2: return eig_ls_qr_kernel<R, G, 2>;
-    case 3: return eig_ls_qr_kernel<R, G, 3>;
-    default: return eig_ls_qr_kernel<R, G, 4>;
-    }
+    if (lanes == 2) return lockstep_of<K, R, 2>(elems);
+    if (lanes == 4) return lockstep_of<K, R, 4>(elems);
+    if (lanes == 8) return lockstep_of<K, R, 8>(elems);
+    if (lanes == 16) return lockstep_of<K, R, 16>(elems);
+    return elems == 1 ? K<R, 32, 1>::fn : K<R, 32, 2>::fn;
 }
 
 template <typename R> static reduce_fn<R> lockstep_reduce(int lanes, int elems)
 {
-    if (lanes == 2) return lockstep_reduce_of<R, 2>(elems);
-    if (lanes == 4) return lockstep_reduce_of<R, 4>(elems);
-    if (lanes == 8) return lockstep_reduce_of<R, 8>(elems);
-    if (lanes == 16) return lockstep_reduce_of<R, 16>(elems);
-    return elems == 1 ? eig_ls_reduce_kernel<R, 32, 1> : eig_ls_reduce_kernel<R, 32, 2>;
+    return lockstep_kernel<LsReduce, R>(lanes, elems);
 }
-
-template <typename R> static qr_fn<R> lockstep_qr(int lanes, int elems)
-{
-    if (lanes == 2) return lockstep_qr_of<R, 2>(elems);
-    if (lanes == 4) return lockstep_qr_of<R, 4>(elems);
-    if (lanes == 8) return lockstep_qr_of<R, 8>(elems);
-    if (lanes == 16) return lockstep_qr_of<R, 16>(elems);
-    return elems == 1 ? eig_ls_qr_kernel<R, 32, 1> : eig_ls_qr_kernel<R, 32, 2>;
-}
+template <typename R> static qr_fn<R> lockstep_qr(int lanes, int elems) { return lockstep_kernel<LsQr, R>(lanes, elems); }
 
 /* The register kernel of one precision and order 1..TK_EIG_SMALL_MAX_N. */
 template <typename R> using small_fn = void (*)(size_t, const R *, R *, int8_t *, int, int);
