@@ -31,39 +31,35 @@
  * more, odd so that the 32 threads of a warp hit different banks. */
 __host__ __device__ constexpr int eig_small_slice(int n) { return (n * n > 2 * n ? n * n : 2 * n) | 1; }
 
+/* Swap entries j and m of the N values at(0..N-1) where `on` (register arrays: the
+ * indices are run-time values, so selects instead of addresses). */
+template <typename R, int N, typename At>
+__device__ __forceinline__ void eig_small_swap_entries(At at, int j, int m, bool on)
+{
+    R xj = 0, xm = 0;
+#pragma unroll
+    for (int c = 0; c < N; ++c) {
+        if (c == j) xj = at(c);
+        if (c == m) xm = at(c);
+    }
+#pragma unroll
+    for (int c = 0; c < N; ++c) {
+        if (on && c == j) at(c) = xm;
+        if (on && c == m) at(c) = xj;
+    }
+}
+
 /* Swap columns j and m over rows 0..ihi, then rows j and m over columns ilo..N-1 (the
- * permutation step of balancing, rare: selects instead of register addresses). */
+ * permutation step of balancing, rare). */
 template <typename R, int N>
 __device__ __forceinline__ void eig_small_swap(R (&h)[N][N], int j, int m, int ilo, int ihi)
 {
 #pragma unroll
-    for (int r = 0; r < N; ++r) {
-        R hj = 0, hm = 0;
+    for (int r = 0; r < N; ++r)
+        eig_small_swap_entries<R, N>([&](int c) -> R & { return h[r][c]; }, j, m, r <= ihi);
 #pragma unroll
-        for (int c = 0; c < N; ++c) {
-            if (c == j) hj = h[r][c];
-            if (c == m) hm = h[r][c];
-        }
-#pragma unroll
-        for (int c = 0; c < N; ++c) {
-            if (r <= ihi && c == j) h[r][c] = hm;
-            if (r <= ihi && c == m) h[r][c] = hj;
-        }
-    }
-#pragma unroll
-    for (int q = 0; q < N; ++q) {
-        R hj = 0, hm = 0;
-#pragma unroll
-        for (int r = 0; r < N; ++r) {
-            if (r == j) hj = h[r][q];
-            if (r == m) hm = h[r][q];
-        }
-#pragma unroll
-        for (int r = 0; r < N; ++r) {
-            if (q >= ilo && r == j) h[r][q] = hm;
-            if (q >= ilo && r == m) h[r][q] = hj;
-        }
-    }
+    for (int q = 0; q < N; ++q)
+        eig_small_swap_entries<R, N>([&](int r) -> R & { return h[r][q]; }, j, m, q >= ilo);
 }
 
 /* LAPACK's dgebal 'B' (eig_ls_balance with one lane): permutations, then power-of-two
