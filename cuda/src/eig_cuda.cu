@@ -691,7 +691,8 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         if (chunk < 1) chunk = 1; /* the allocation below decides, and words the error */
     }
     if (chunk > count) chunk = count;
-    if ((size_t)slots > chunks_in(count, chunk, gentle)) slots = (int)chunks_in(count, chunk, gentle);
+    const size_t chunks = chunks_in(count, chunk, gentle);
+    if ((size_t)slots > chunks) slots = (int)chunks;
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
     /* The device buffers first, as one allocation (at n = 5 the host's set-up and

@@ -219,6 +219,19 @@ static double backend_ms(int n, size_t count, const double *a, double *values, i
     return t.total_ms;
 }
 
+/* The median of three backend_ms runs (-1 as soon as one fails); kernel_ms, where
+ * given, is the median run's. */
+static double median_backend_ms(int n, size_t count, const double *a, double *values, int8_t *status,
+                                tk_backend backend, long threads, size_t *failed, double *kernel_ms)
+{
+    double runs[3], kerns[3] = {0, 0, 0};
+    for (int r = 0; r < 3; ++r)
+        if ((runs[r] = backend_ms(n, count, a, values, status, backend, threads, failed, &kerns[r])) < 0) return -1;
+    const int mid = median_of_3(runs);
+    if (kernel_ms) *kernel_ms = kerns[mid];
+    return runs[mid];
+}
+
 static int parse_list(const char *text, eig_bench_args *a)
 {
     char list[512];
@@ -357,10 +370,7 @@ int tk_bench_eig(int argc, char **argv)
             else printf("%-3d %-22s %12.2f   %-26s %9s   %s\n", n, "cpu (1 thread)", ms, "-", "-", "-");
         }
         if (a.omp) {
-            double runs[3] = {-1, -1, -1};
-            for (int r = 0; r < 3 && (r == 0 || runs[r - 1] >= 0); ++r)
-                runs[r] = backend_ms(n, count, mat, values, status, TK_BACKEND_OMP, threads, &failed, NULL);
-            omp_ms = runs[0] < 0 || runs[1] < 0 || runs[2] < 0 ? -1 : runs[median_of_3(runs)];
+            omp_ms = median_backend_ms(n, count, mat, values, status, TK_BACKEND_OMP, threads, &failed, NULL);
             if (omp_ms < 0) {
                 printf("%-3d %-22s skipped: %s\n", n, "omp", tk_last_error());
                 ++skipped;
@@ -404,13 +414,8 @@ int tk_bench_eig(int argc, char **argv)
                 }
                 /* warm-up of the streamed path, then the median of three host-to-host runs */
                 backend_ms(n, count < 1024 ? count : 1024, mat, values, status, TK_BACKEND_CUDA, 0, &failed, NULL);
-                double runs[3] = {-1, -1, -1}, kerns[3] = {0, 0, 0};
-                int ok = 1;
-                for (int r = 0; r < 3 && ok; ++r)
-                    ok = (runs[r] = backend_ms(n, count, mat, values, status, TK_BACKEND_CUDA, 0, &failed, &kerns[r])) >= 0;
-                const int mid = ok ? median_of_3(runs) : 0;
-                cuda_e2e = ok ? runs[mid] : -1;
-                const double kern = kerns[mid];
+                double kern = 0;
+                cuda_e2e = median_backend_ms(n, count, mat, values, status, TK_BACKEND_CUDA, 0, &failed, &kern);
                 if (cuda_e2e < 0) {
                     printf("%-3d %-22s skipped: %s\n", n, "cuda host-to-host", tk_last_error());
                     ++skipped;
