@@ -538,36 +538,51 @@ static void pack_plan_any(int dbl, plan *p, int device)
 }
 
 /* scratch: count * p.scratch_bytes bytes (the lockstep kernels' bands, then their
- * EigLsMeta records), 8-byte aligned */
+ * EigLsMeta records), 8-byte aligned.  A batch runs in two stages: stage 0 reads the
+ * matrices (the register kernel, the older kernel, or the lockstep reduction), stage 1
+ * is the lockstep QR on the reduction's bands (nothing for the other schemes).  The
+ * pipeline issues them apart (see tk_eig_solve_cuda). */
 template <typename R>
-static void launch(const plan &p, int n, size_t count, const void *a, void *values, void *vectors, int8_t *status,
-                   int balance, int max_iter, void *scratch, cudaStream_t stream)
+static void launch(const plan &p, int stage, int n, size_t count, const void *a, void *values, void *vectors,
+                   int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
 {
     const size_t blocks = (count + (size_t)p.groups - 1) / (size_t)p.groups;
+    R *band = (R *)scratch;
+    EigLsMeta *meta = (EigLsMeta *)(band + count * (size_t)eig_band_reals(n));
+    if (stage == 1) {
+        if (!p.elems) return;
+        const size_t qr_blocks = (count + (size_t)p.qr_groups - 1) / (size_t)p.qr_groups;
+        lockstep_qr<R>(p.lanes, p.elems)<<<(unsigned)qr_blocks, p.qr_threads, p.qr_smem, stream>>>(
+            n, p.qr_groups, (int)p.qr_group_reals, count, band, meta, (R *)values, status, max_iter);
+        return;
+    }
     if (p.small) {
         small_kernel<R>(n)<<<(unsigned)blocks, p.threads, p.smem, stream>>>(count, (const R *)a, (R *)values, status,
                                                                            balance, max_iter);
         return;
     }
     if (p.elems) {
-        R *band = (R *)scratch;
-        EigLsMeta *meta = (EigLsMeta *)(band + count * (size_t)eig_band_reals(n));
         lockstep_reduce<R>(p.red_lanes, p.red_elems)<<<(unsigned)blocks, p.threads, p.smem, stream>>>(
             n, p.ld, p.groups, (int)p.group_reals, count, (const R *)a, band, meta, balance);
-        const size_t qr_blocks = (count + (size_t)p.qr_groups - 1) / (size_t)p.qr_groups;
-        lockstep_qr<R>(p.lanes, p.elems)<<<(unsigned)qr_blocks, p.qr_threads, p.qr_smem, stream>>>(
-            n, p.qr_groups, (int)p.qr_group_reals, count, band, meta, (R *)values, status, max_iter);
         return;
     }
     eig_kernel<R><<<(unsigned)blocks, p.threads, p.smem, stream>>>(p, n, count, (const R *)a, (R *)values,
                                                                    (R *)vectors, status, balance, max_iter);
 }
 
+static void launch_stage(int dbl, const plan &p, int stage, int n, size_t count, const void *a, void *values,
+                         void *vectors, int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
+{
+    if (dbl) launch<double>(p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+    else launch<float>(p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+}
+
+/* Both stages, one after the other in one stream. */
 static void launch_any(int dbl, const plan &p, int n, size_t count, const void *a, void *values, void *vectors,
                        int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
 {
-    if (dbl) launch<double>(p, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
-    else launch<float>(p, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+    for (int stage = 0; stage < 2; ++stage)
+        launch_stage(dbl, p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
 }
 
 static int is_pinned(const void *ptr)
@@ -591,6 +606,16 @@ static int is_pinned(const void *ptr)
  * (n = 30: 8 slots 94 ms against 89 ms with 3): allocating and freeing their device
  * memory costs more than the deeper pipeline gains. */
 #define TK_EIG_SLOTS 3
+#define TK_EIG_MAX_SLOTS 16
+
+/* TK_EIG_CUDA_SLOTS (1..16; a tuning knob like TK_EIG_CUDA_REDUCE_LANES, read at every
+ * call) overrides TK_EIG_SLOTS. */
+static int pipeline_slots(void)
+{
+    const char *knob = getenv("TK_EIG_CUDA_SLOTS");
+    const int s = knob && *knob ? atoi(knob) : 0;
+    return s >= 1 && s <= TK_EIG_MAX_SLOTS ? s : TK_EIG_SLOTS;
+}
 
 /* Matrices in the next chunk, the one starting at `first` (prev: the previous chunk's
  * size, 0 for the first; buffers hold `chunk`).  Chunks start at a sixteenth of a
@@ -624,7 +649,7 @@ struct eig_slot {
     unsigned char *dev, *host;
     cudaStream_t stream;
     size_t first, count;
-    cudaEvent_t in0, arrived, k0, k1, freed;
+    cudaEvent_t in0, arrived, k0, mid, k1, freed;
 };
 
 /* TK_EIG_CUDA_TIMELINE set (and not 0) prints each chunk's copies and kernels, in ms
@@ -667,16 +692,16 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     const int gentle = n > 20;
 
     cudaStream_t copy_in = NULL, copy_out = NULL;
-    eig_slot slot[TK_EIG_SLOTS] = {};
+    eig_slot slot[TK_EIG_MAX_SLOTS] = {};
     cudaEvent_t t0 = NULL;
     void *dev_all = NULL;
     double kms = 0;
     size_t chunk = o->cuda_chunk;
-    int slots = TK_EIG_SLOTS;
+    int slots = pipeline_slots();
     if (!chunk) {
         size_t free_b = 0, total_b = 0;
         if ((st = tk_cuda_memory_get(&free_b, &total_b)) != TK_OK) return st;
-        size_t fit = tk_cuda_budget(free_b) / TK_EIG_SLOTS / dev_per_matrix;
+        size_t fit = tk_cuda_budget(free_b) / (size_t)slots / dev_per_matrix;
         /* several chunks per batch so that copies overlap compute, none too small to
          * fill the GPU, none so large that the pinned staging buffers take long to
          * allocate.  Where the kernels outrun the copies (n <= 20 on an H100) chunks of
@@ -728,6 +753,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         CUDA_TRY(cudaEventCreate(&sl.in0));
         CUDA_TRY(cudaEventCreate(&sl.arrived));
         CUDA_TRY(cudaEventCreate(&sl.k0));
+        CUDA_TRY(cudaEventCreate(&sl.mid));
         CUDA_TRY(cudaEventCreate(&sl.k1));
         CUDA_TRY(cudaEventCreate(&sl.freed));
         if (!direct) CUDA_TRY(cudaMallocHost(&sl.host, chunk * per_matrix));
@@ -737,18 +763,21 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     {
         /* The slot's chunk is done (the host waited for its `freed`): its kernel time,
          * its line of the timeline, and (staged) its results to the caller's arrays. */
+        const size_t scratch_at = (chunk * per_matrix + 7) & ~(size_t)7; /* in a slot's buffer */
         auto retire = [&](eig_slot &sl, size_t c) -> cudaError_t {
             float ms = 0;
             const cudaError_t err = cudaEventElapsedTime(&ms, sl.k0, sl.k1);
             if (err != cudaSuccess) return err;
             kms += ms;
             if (timeline) {
-                float in0 = 0, in1 = 0, k0 = 0, k1 = 0, out = 0;
+                float in0 = 0, in1 = 0, k0 = 0, mid = 0, k1 = 0, out = 0;
                 cudaEventElapsedTime(&in0, t0, sl.in0), cudaEventElapsedTime(&in1, t0, sl.arrived);
-                cudaEventElapsedTime(&k0, t0, sl.k0), cudaEventElapsedTime(&k1, t0, sl.k1);
-                cudaEventElapsedTime(&out, t0, sl.freed);
-                fprintf(stderr, "eig timeline: chunk %zu (%zu matrices from %zu): h2d %.3f-%.3f, kernels %.3f-%.3f, d2h done %.3f ms\n",
-                        c, sl.count, sl.first, in0, in1, k0, k1, out);
+                cudaEventElapsedTime(&k0, t0, sl.k0), cudaEventElapsedTime(&mid, t0, sl.mid);
+                cudaEventElapsedTime(&k1, t0, sl.k1), cudaEventElapsedTime(&out, t0, sl.freed);
+                fprintf(stderr,
+                        "eig timeline: chunk %zu (%zu matrices from %zu): h2d %.3f-%.3f, kernels %.3f-%.3f (stage 0 done "
+                        "%.3f), d2h done %.3f ms\n",
+                        c, sl.count, sl.first, in0, in1, k0, k1, mid, out);
             }
             if (!direct) {
                 unsigned char *h_val = sl.host + chunk * in_b, *h_vec = h_val + chunk * val_b;
@@ -759,40 +788,67 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
             sl.count = 0;
             return cudaSuccess;
         };
-        size_t c = 0, m = 0;
-        for (size_t first = 0; first < count; first += m, ++c) {
-            eig_slot &sl = slot[c % (size_t)slots];
-            m = next_chunk(m, first, count, chunk, gentle);
-            unsigned char *d_in = sl.dev, *d_val = d_in + chunk * in_b, *d_vec = d_val + chunk * val_b;
-            int8_t *d_st = (int8_t *)(d_vec + chunk * vec_b);
-            void *d_scratch = d_in + ((chunk * per_matrix + 7) & ~(size_t)7);
-            if (sl.count) { /* the slot's previous chunk */
-                CUDA_TRY(cudaEventSynchronize(sl.freed));
-                CUDA_TRY(retire(sl, c - (size_t)slots));
-            }
+        /* The host issues a chunk in two halves: the front (its H2D copy, then stage 0 in
+         * the slot's stream) and the back (stage 1 in the same stream, then the D2H
+         * copies).  A chunk's back is issued after the next chunk's front, so that every
+         * QR launch finds the reduction it depends on already queued ahead of it, and the
+         * GPU can fill one launch's tail with the next launch's blocks. */
+        auto front = [&](eig_slot &sl, size_t first, size_t m) -> cudaError_t {
             const unsigned char *src = (const unsigned char *)matrices + first * in_b;
             if (!direct) {
                 memcpy(sl.host, src, m * in_b);
                 src = sl.host;
             }
-            CUDA_TRY(cudaEventRecord(sl.in0, copy_in));
-            CUDA_TRY(cudaMemcpyAsync(d_in, src, m * in_b, cudaMemcpyHostToDevice, copy_in));
-            CUDA_TRY(cudaEventRecord(sl.arrived, copy_in));
-            CUDA_TRY(cudaStreamWaitEvent(sl.stream, sl.arrived, 0));
-            CUDA_TRY(cudaEventRecord(sl.k0, sl.stream));
-            launch_any(dbl, p, n, m, d_in, d_val, want ? d_vec : NULL, d_st, balance, max_iter, d_scratch, sl.stream);
-            CUDA_TRY(cudaGetLastError());
-            CUDA_TRY(cudaEventRecord(sl.k1, sl.stream));
-            CUDA_TRY(cudaStreamWaitEvent(copy_out, sl.k1, 0));
+            cudaError_t err;
+            if ((err = cudaEventRecord(sl.in0, copy_in)) != cudaSuccess ||
+                (err = cudaMemcpyAsync(sl.dev, src, m * in_b, cudaMemcpyHostToDevice, copy_in)) != cudaSuccess ||
+                (err = cudaEventRecord(sl.arrived, copy_in)) != cudaSuccess ||
+                (err = cudaStreamWaitEvent(sl.stream, sl.arrived, 0)) != cudaSuccess ||
+                (err = cudaEventRecord(sl.k0, sl.stream)) != cudaSuccess)
+                return err;
+            unsigned char *d_val = sl.dev + chunk * in_b, *d_vec = d_val + chunk * val_b;
+            launch_stage(dbl, p, 0, n, m, sl.dev, d_val, want ? d_vec : NULL, (int8_t *)(d_vec + chunk * vec_b), balance,
+                         max_iter, sl.dev + scratch_at, sl.stream);
+            if ((err = cudaGetLastError()) != cudaSuccess) return err;
+            sl.first = first, sl.count = m;
+            return cudaEventRecord(sl.mid, sl.stream);
+        };
+        auto back = [&](eig_slot &sl) -> cudaError_t {
+            const size_t first = sl.first, m = sl.count;
+            unsigned char *d_val = sl.dev + chunk * in_b, *d_vec = d_val + chunk * val_b, *d_st = d_vec + chunk * vec_b;
+            launch_stage(dbl, p, 1, n, m, sl.dev, d_val, want ? d_vec : NULL, (int8_t *)d_st, balance, max_iter,
+                         sl.dev + scratch_at, sl.stream);
+            cudaError_t err;
+            if ((err = cudaGetLastError()) != cudaSuccess || (err = cudaEventRecord(sl.k1, sl.stream)) != cudaSuccess ||
+                (err = cudaStreamWaitEvent(copy_out, sl.k1, 0)) != cudaSuccess)
+                return err;
             unsigned char *dst_val = direct ? (unsigned char *)values + first * val_b : sl.host + chunk * in_b;
             unsigned char *dst_vec = direct ? (want ? (unsigned char *)vectors + first * vec_b : NULL) : dst_val + chunk * val_b;
             unsigned char *dst_st = direct ? (unsigned char *)(status + first) : sl.host + chunk * (in_b + val_b + vec_b);
-            CUDA_TRY(cudaMemcpyAsync(dst_val, d_val, m * val_b, cudaMemcpyDeviceToHost, copy_out));
-            if (want) CUDA_TRY(cudaMemcpyAsync(dst_vec, d_vec, m * vec_b, cudaMemcpyDeviceToHost, copy_out));
-            CUDA_TRY(cudaMemcpyAsync(dst_st, d_st, m, cudaMemcpyDeviceToHost, copy_out));
-            CUDA_TRY(cudaEventRecord(sl.freed, copy_out));
-            sl.first = first, sl.count = m;
+            if ((err = cudaMemcpyAsync(dst_val, d_val, m * val_b, cudaMemcpyDeviceToHost, copy_out)) != cudaSuccess ||
+                (want && (err = cudaMemcpyAsync(dst_vec, d_vec, m * vec_b, cudaMemcpyDeviceToHost, copy_out)) != cudaSuccess) ||
+                (err = cudaMemcpyAsync(dst_st, d_st, m, cudaMemcpyDeviceToHost, copy_out)) != cudaSuccess)
+                return err;
+            return cudaEventRecord(sl.freed, copy_out);
+        };
+        size_t c = 0, m = 0;
+        eig_slot *pending = NULL; /* the chunk whose back is still to be issued */
+        for (size_t first = 0; first < count; first += m, ++c) {
+            eig_slot &sl = slot[c % (size_t)slots];
+            m = next_chunk(m, first, count, chunk, gentle);
+            if (pending == &sl) { /* one slot: its chunk must be out before the next comes in */
+                CUDA_TRY(back(sl));
+                pending = NULL;
+            }
+            if (sl.count) { /* the slot's previous chunk */
+                CUDA_TRY(cudaEventSynchronize(sl.freed));
+                CUDA_TRY(retire(sl, c - (size_t)slots));
+            }
+            CUDA_TRY(front(sl, first, m));
+            if (pending) CUDA_TRY(back(*pending));
+            pending = &sl;
         }
+        if (pending) CUDA_TRY(back(*pending));
         /* the last chunks, in the order they were issued */
         for (size_t cc = c > (size_t)slots ? c - (size_t)slots : 0; cc < c; ++cc) {
             eig_slot &sl = slot[cc % (size_t)slots];
@@ -805,13 +861,13 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     clock_gettime(CLOCK_MONOTONIC, &host_t[2]);
 cleanup:
     if (copy_in) cudaStreamSynchronize(copy_in);
-    for (int s = 0; s < TK_EIG_SLOTS; ++s)
+    for (int s = 0; s < TK_EIG_MAX_SLOTS; ++s)
         if (slot[s].stream) cudaStreamSynchronize(slot[s].stream);
     if (copy_out) cudaStreamSynchronize(copy_out);
-    for (int s = 0; s < TK_EIG_SLOTS; ++s) {
+    for (int s = 0; s < TK_EIG_MAX_SLOTS; ++s) {
         eig_slot &sl = slot[s];
         if (sl.host) cudaFreeHost(sl.host);
-        for (cudaEvent_t e : {sl.in0, sl.arrived, sl.k0, sl.k1, sl.freed})
+        for (cudaEvent_t e : {sl.in0, sl.arrived, sl.k0, sl.mid, sl.k1, sl.freed})
             if (e) cudaEventDestroy(e);
         if (sl.stream) cudaStreamDestroy(sl.stream);
     }

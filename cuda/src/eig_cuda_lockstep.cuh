@@ -464,9 +464,13 @@ __device__ bool eig_ls_hqr(const L &H, int n, int t, int sub, bool act, int ilo,
             const R sc = srn * eig_rcp_1to2(t1);
             const R u1 = x1 * sc, u2 = x2 * sc, t2 = srn * x1, t3 = srn * x2;
             /* a group with nothing to do here (live false) computes along but stores nothing */
-            /* rows K..K+2 from the left, columns K..qi */
+            /* rows K..K+2 from the left, columns K..qi.  A lane's e-th slot beyond the
+             * first is needed only while some group's columns reach that far (K + G e <= qi
+             * for the warp's largest qi, klast + 1); the test is warp-uniform, so the slots
+             * no group needs cost a branch instead of their loads and arithmetic. */
 #pragma unroll
             for (int e = 0; e < E; ++e) {
+                if (e > 0 && K + G * e > klast + 1) break;
                 const int j = K + t + G * e;
                 const bool mine = live && j <= qi;
                 const int jj = mine ? j : K;
@@ -489,6 +493,9 @@ __device__ bool eig_ls_hqr(const L &H, int n, int t, int sub, bool act, int ilo,
             const int rlast = K + 3 < qi ? K + 3 : qi;
 #pragma unroll
             for (int e = 0; e < E; ++e) {
+                /* rows ql..rlast: the e-th slot only while some group's rows reach past
+                 * G e (the warp's smallest ql is kfirst), warp-uniform as above */
+                if (e > 0 && kfirst + G * e > K + 3) break;
                 const int r = ql + t + G * e;
                 const bool mine = live && r <= rlast;
                 R *p = (mine ? crow[e] : r0) + K;
