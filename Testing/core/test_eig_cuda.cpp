@@ -262,6 +262,58 @@ TEST(EigCuda, NonFiniteAndNotConvergedArePerMatrix)
     }
 }
 
+// The persistent QR kernel (n > 16, or at any n with TK_EIG_CUDA_QR_GRID) hands matrices
+// out from a counter once the grid's first round is taken.  A grid of one block makes
+// nearly every matrix come from the counter, into warps whose groups finished at
+// different times.
+struct OneQrBlock {
+    OneQrBlock() { setenv("TK_EIG_CUDA_QR_GRID", "1", 1); }
+    ~OneQrBlock() { unsetenv("TK_EIG_CUDA_QR_GRID"); }
+};
+
+TEST(EigCuda, PersistentQrHandsOutEveryMatrixOnce)
+{
+    OneQrBlock knob;
+    for (int n : {12, 20, 30, 45}) {
+        expect_cuda_matches_cpu<double>(n, 700, false);
+        if (HasFatalFailure() || IsSkipped()) return;
+    }
+    expect_cuda_matches_cpu<float>(25, 700, false);
+}
+
+// ... and the statuses of non-finite and unconverged matrices among the refills
+TEST(EigCuda, PersistentQrKeepsStatusesPerMatrix)
+{
+    OneQrBlock knob;
+    const int n = 30, count = 300;
+    auto batch = random_batch(n, count, 123);
+    const size_t nn = (size_t)n * n;
+    for (int b = 7; b < count; b += 37) batch[(size_t)b * nn + (size_t)(b % n)] = b % 2 ? NAN : INFINITY;
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    Solved<double> cpu, gpu;
+    for (int max_iter : {0, 1}) {
+        o.max_iter = max_iter;
+        o.backend = TK_BACKEND_CPU;
+        ASSERT_EQ(solve<double>(o, batch, cpu, false), TK_OK) << tk_last_error();
+        o.backend = TK_BACKEND_CUDA;
+        tk_status s = solve<double>(o, batch, gpu, false);
+        TK_SKIP_IF_NO_GPU(s);
+        ASSERT_EQ(s, TK_OK) << tk_last_error();
+        EXPECT_EQ(gpu.status, cpu.status) << "max_iter " << max_iter;
+        for (int b = 0; b < count; ++b) {
+            std::vector<cd> g, c;
+            for (int k = 0; k < n; ++k) g.push_back(gpu.value(b, n, k)), c.push_back(cpu.value(b, n, k));
+            if (cpu.status[b]) {
+                for (const cd &v : g) EXPECT_TRUE(std::isnan(v.real()) && std::isnan(v.imag())) << "matrix " << b;
+            } else {
+                std::vector<double> bound(n, 1e4 * kC * n * DBL_EPSILON * frobenius(batch, b * nn, n));
+                EXPECT_LE(match_ratio(g, c, bound), 1.0) << "max_iter " << max_iter << " matrix " << b;
+            }
+        }
+    }
+}
+
 TEST(EigCuda, MeasureReportsKernelAndCopyTimes)
 {
     const int n = 10, count = 20000;

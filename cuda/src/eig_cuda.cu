@@ -165,6 +165,10 @@ struct plan {
      * global scratch per matrix between the two kernels (the band and its EigLsMeta) */
     int red_lanes, red_elems, qr_threads, qr_groups;
     size_t qr_group_reals, qr_smem, scratch_bytes;
+    /* the QR kernel: persistent or not (eig_cuda_lockstep.cuh), and its grid, for the
+     * persistent one the blocks the device holds at once (0: a block per qr_groups
+     * matrices) */
+    int qr_persistent, qr_grid;
 };
 
 /* Eigenvalues only on 2, 4, 8, 16 or 32 lanes run the lockstep kernels where each lane
@@ -182,12 +186,16 @@ static int lockstep_elems(int n, int want, int lanes)
  * QR meet only through the band in global scratch, so each has its own lanes.  One
  * picker serves both: K names the kernel template (LsReduce or LsQr). */
 template <typename R> using reduce_fn = void (*)(int, int, int, int, size_t, const R *, R *, EigLsMeta *, int);
-template <typename R> using qr_fn = void (*)(int, int, int, size_t, const R *, const EigLsMeta *, R *, int8_t *, int);
+template <typename R>
+using qr_fn = void (*)(int, int, int, size_t, const R *, const EigLsMeta *, R *, int8_t *, int, unsigned long long *);
 template <typename R, int G, int E> struct LsReduce {
     static constexpr reduce_fn<R> fn = eig_ls_reduce_kernel<R, G, E>;
 };
 template <typename R, int G, int E> struct LsQr {
     static constexpr qr_fn<R> fn = eig_ls_qr_kernel<R, G, E>;
+};
+template <typename R, int G, int E> struct LsQrPersistent {
+    static constexpr qr_fn<R> fn = eig_ls_qr_persistent_kernel<R, G, E>;
 };
 
 template <template <typename, int, int> class K, typename R, int G>
@@ -215,7 +223,11 @@ template <typename R> static reduce_fn<R> lockstep_reduce(int lanes, int elems)
 {
     return lockstep_kernel<LsReduce, R>(lanes, elems);
 }
-template <typename R> static qr_fn<R> lockstep_qr(int lanes, int elems) { return lockstep_kernel<LsQr, R>(lanes, elems); }
+template <typename R> static qr_fn<R> lockstep_qr(const plan &p)
+{
+    return p.qr_persistent ? lockstep_kernel<LsQrPersistent, R>(p.lanes, p.elems)
+                           : lockstep_kernel<LsQr, R>(p.lanes, p.elems);
+}
 
 /* The register kernel of one precision and order 1..TK_EIG_SMALL_MAX_N. */
 template <typename R> using small_fn = void (*)(size_t, const R *, R *, int8_t *, int, int);
@@ -301,6 +313,7 @@ static plan make_plan(int n, int want, size_t elem, int lanes)
     p.elems = lockstep_elems(n, want, lanes);
     p.red_lanes = p.red_elems = p.qr_threads = p.qr_groups = 0;
     p.qr_group_reals = p.qr_smem = p.scratch_bytes = 0;
+    p.qr_persistent = p.qr_grid = 0;
     if (p.small) {
         p.ld = n;
         p.group_reals = (size_t)eig_small_slice(n);
@@ -315,6 +328,14 @@ static plan make_plan(int n, int want, size_t elem, int lanes)
         p.groups = 32 / p.red_lanes; /* pack_plan picks the block sizes */
         p.qr_groups = 32 / lanes;
         p.threads = p.qr_threads = 32;
+        /* Persistent where a matrix's QR iteration is long (H200, kernel ms, n = 10, 15,
+         * 20, 25, 30: 5.50 -> 5.67, 14.05 -> 14.10, 29.05 -> 28.10, 47.14 -> 46.85,
+         * 76.6 -> 75.6): for short ones the refills cost more than the tails they save.
+         * TK_EIG_CUDA_QR_GRID (a tuning and testing knob, read at every call) forces the
+         * persistent kernel on a grid of that many blocks at any n, or (0) the other. */
+        p.qr_persistent = n > 16;
+        const char *knob = getenv("TK_EIG_CUDA_QR_GRID");
+        if (knob && *knob) p.qr_persistent = p.qr_grid = atoi(knob) > 0 ? atoi(knob) : 0;
     } else if (lanes == 1) {
         p.ld = n;
         p.group_reals = group_reals(n, n, want);
@@ -471,7 +492,7 @@ enum which_kernel { KERNEL_OLD, KERNEL_REDUCE, KERNEL_QR, KERNEL_SMALL };
 template <typename R> static const void *kernel_of(which_kernel k, const plan &p)
 {
     if (k == KERNEL_REDUCE) return (const void *)lockstep_reduce<R>(p.red_lanes, p.red_elems);
-    if (k == KERNEL_QR) return (const void *)lockstep_qr<R>(p.lanes, p.elems);
+    if (k == KERNEL_QR) return (const void *)lockstep_qr<R>(p);
     if (k == KERNEL_SMALL) return (const void *)small_kernel<R>(p.ld);
     return (const void *)eig_kernel<R>;
 }
@@ -504,14 +525,18 @@ template <typename R> static int resident_matrices(which_kernel k, const plan &p
 }
 
 /* Groups per block that keep the most matrices resident (ties: the smaller block,
- * which balances better over the SMs at a batch's tail). */
+ * which balances better over the SMs at a batch's tail).  Blocks of up to 16 warps,
+ * and up to 32 for the persistent QR kernel: its blocks last until the batch runs
+ * out, so one large block per SM leaves no tail behind, and it wastes less of the SM's
+ * shared memory than several smaller ones (the QR is bound by how many matrices an SM
+ * holds: 18 warps at n = 25 where blocks of 16 held 16, 26 at n = 30 against 25). */
 template <typename R>
 static void pack_one(which_kernel k, const plan &p, int lanes, size_t group_reals, int optin, int *threads, int *groups,
                      size_t *smem)
 {
-    const int per_warp = lanes == 1 ? 32 : 32 / lanes;
+    const int per_warp = lanes == 1 ? 32 : 32 / lanes, max_warps = k == KERNEL_QR && p.qr_persistent ? 32 : 16;
     int best = resident_matrices<R>(k, p, *threads, *groups, *smem);
-    for (int warps = 1; warps <= 16; ++warps) {
+    for (int warps = 1; warps <= max_warps; ++warps) {
         const int g = warps * per_warp;
         const size_t sm = group_reals * sizeof(R) * (size_t)g;
         if (sm > (size_t)optin) break;
@@ -527,8 +552,14 @@ template <typename R> static void pack_plan(plan *p, int device)
         return (void)cudaGetLastError();
     const which_kernel first = p->small ? KERNEL_SMALL : p->elems ? KERNEL_REDUCE : KERNEL_OLD;
     pack_one<R>(first, *p, p->elems ? p->red_lanes : p->lanes, p->group_reals, optin, &p->threads, &p->groups, &p->smem);
-    if (p->elems)
+    if (p->elems) {
         pack_one<R>(KERNEL_QR, *p, p->lanes, p->qr_group_reals, optin, &p->qr_threads, &p->qr_groups, &p->qr_smem);
+        int sms = 0;
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) sms = 0;
+        const int per_sm = resident_matrices<R>(KERNEL_QR, *p, p->qr_threads, p->qr_groups, p->qr_smem) / p->qr_groups;
+        if (p->qr_persistent && !p->qr_grid) p->qr_grid = per_sm * sms;
+        cudaGetLastError();
+    }
 }
 
 static void pack_plan_any(int dbl, plan *p, int device)
@@ -537,52 +568,71 @@ static void pack_plan_any(int dbl, plan *p, int device)
     else pack_plan<float>(p, device);
 }
 
-/* scratch: count * p.scratch_bytes bytes (the lockstep kernels' bands, then their
- * EigLsMeta records), 8-byte aligned.  A batch runs in two stages: stage 0 reads the
+/* The scratch of a batch of `count`: the lockstep kernels' bands, their EigLsMeta
+ * records, then the persistent QR kernel's counter of matrices taken, 8-byte aligned. */
+static size_t scratch_size(const plan &p, size_t count) { return count * p.scratch_bytes + 2 * sizeof(unsigned long long); }
+
+static unsigned long long *qr_counter(const plan &p, size_t count, void *scratch)
+{
+    const uintptr_t at = (uintptr_t)scratch + count * p.scratch_bytes;
+    return (unsigned long long *)((at + 7) & ~(uintptr_t)7);
+}
+
+/* Where the scratch starts in a pipeline slot's device buffer, after the chunk's
+ * matrices, values, vectors and status. */
+static size_t scratch_offset(size_t chunk, size_t per_matrix) { return (chunk * per_matrix + 7) & ~(size_t)7; }
+
+/* scratch: scratch_size(p, count) bytes, 8-byte aligned.  A batch runs in two stages: stage 0 reads the
  * matrices (the register kernel, the older kernel, or the lockstep reduction), stage 1
  * is the lockstep QR on the reduction's bands (nothing for the other schemes).  The
  * pipeline issues them apart (see tk_eig_solve_cuda). */
 template <typename R>
-static void launch(const plan &p, int stage, int n, size_t count, const void *a, void *values, void *vectors,
-                   int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
+static cudaError_t launch(const plan &p, int stage, int n, size_t count, const void *a, void *values, void *vectors,
+                          int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
 {
     const size_t blocks = (count + (size_t)p.groups - 1) / (size_t)p.groups;
     R *band = (R *)scratch;
     EigLsMeta *meta = (EigLsMeta *)(band + count * (size_t)eig_band_reals(n));
     if (stage == 1) {
-        if (!p.elems) return;
-        const size_t qr_blocks = (count + (size_t)p.qr_groups - 1) / (size_t)p.qr_groups;
-        lockstep_qr<R>(p.lanes, p.elems)<<<(unsigned)qr_blocks, p.qr_threads, p.qr_smem, stream>>>(
-            n, p.qr_groups, (int)p.qr_group_reals, count, band, meta, (R *)values, status, max_iter);
-        return;
+        if (!p.elems) return cudaSuccess;
+        size_t qr_blocks = (count + (size_t)p.qr_groups - 1) / (size_t)p.qr_groups;
+        if (p.qr_grid > 0 && qr_blocks > (size_t)p.qr_grid) qr_blocks = (size_t)p.qr_grid;
+        unsigned long long *taken = qr_counter(p, count, scratch);
+        const cudaError_t err = cudaMemsetAsync(taken, 0, sizeof *taken, stream);
+        if (err != cudaSuccess) return err;
+        lockstep_qr<R>(p)<<<(unsigned)qr_blocks, p.qr_threads, p.qr_smem, stream>>>(
+            n, p.qr_groups, (int)p.qr_group_reals, count, band, meta, (R *)values, status, max_iter, taken);
+        return cudaGetLastError();
     }
     if (p.small) {
         small_kernel<R>(n)<<<(unsigned)blocks, p.threads, p.smem, stream>>>(count, (const R *)a, (R *)values, status,
                                                                            balance, max_iter);
-        return;
-    }
-    if (p.elems) {
+    } else if (p.elems) {
         lockstep_reduce<R>(p.red_lanes, p.red_elems)<<<(unsigned)blocks, p.threads, p.smem, stream>>>(
             n, p.ld, p.groups, (int)p.group_reals, count, (const R *)a, band, meta, balance);
-        return;
+    } else {
+        eig_kernel<R><<<(unsigned)blocks, p.threads, p.smem, stream>>>(p, n, count, (const R *)a, (R *)values,
+                                                                       (R *)vectors, status, balance, max_iter);
     }
-    eig_kernel<R><<<(unsigned)blocks, p.threads, p.smem, stream>>>(p, n, count, (const R *)a, (R *)values,
-                                                                   (R *)vectors, status, balance, max_iter);
+    return cudaGetLastError();
 }
 
-static void launch_stage(int dbl, const plan &p, int stage, int n, size_t count, const void *a, void *values,
-                         void *vectors, int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
+static cudaError_t launch_stage(int dbl, const plan &p, int stage, int n, size_t count, const void *a, void *values,
+                                void *vectors, int8_t *status, int balance, int max_iter, void *scratch,
+                                cudaStream_t stream)
 {
-    if (dbl) launch<double>(p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
-    else launch<float>(p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+    if (dbl) return launch<double>(p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+    return launch<float>(p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
 }
 
 /* Both stages, one after the other in one stream. */
-static void launch_any(int dbl, const plan &p, int n, size_t count, const void *a, void *values, void *vectors,
-                       int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
+static cudaError_t launch_any(int dbl, const plan &p, int n, size_t count, const void *a, void *values, void *vectors,
+                              int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)
 {
-    for (int stage = 0; stage < 2; ++stage)
-        launch_stage(dbl, p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+    cudaError_t err = cudaSuccess;
+    for (int stage = 0; stage < 2 && err == cudaSuccess; ++stage)
+        err = launch_stage(dbl, p, stage, n, count, a, values, vectors, status, balance, max_iter, scratch, stream);
+    return err;
 }
 
 static int is_pinned(const void *ptr)
@@ -670,7 +720,9 @@ static double ms_between(const struct timespec &a, const struct timespec &b)
 extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, const void *matrices, void *values,
                                        void *vectors, int8_t *status, double *kernel_ms)
 {
-    struct timespec host_t[4];
+    /* host clock: start, kernels prepared, device memory, streams and events, pipeline
+     * done, cleaned up (TK_EIG_CUDA_TIMELINE) */
+    struct timespec host_t[6];
     clock_gettime(CLOCK_MONOTONIC, &host_t[0]);
     tk_status st = open_device(o);
     if (st != TK_OK) return st;
@@ -720,12 +772,13 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
     if ((size_t)slots > chunks) slots = (int)chunks;
     CUDA_TRY(prepare_kernel<double>(p));
     CUDA_TRY(prepare_kernel<float>(p));
+    clock_gettime(CLOCK_MONOTONIC, &host_t[1]);
     /* The device buffers first, as one allocation (at n = 5 the host's set-up and
      * clean-up are a fifth of the whole run).  An automatic chunk whose buffers do not
      * fit (another thread or process took memory since the query) is halved; a
      * cuda_chunk the caller chose is kept, and its failure reported. */
     for (;;) {
-        const size_t slot_b = (chunk * dev_per_matrix + 8 + 255) & ~(size_t)255;
+        const size_t slot_b = (scratch_offset(chunk, per_matrix) + scratch_size(p, chunk) + 255) & ~(size_t)255;
         cudaError_t err = tk_cuda_malloc(&dev_all, (size_t)slots * slot_b);
         if (err == cudaSuccess) {
             for (int s = 0; s < slots; ++s) slot[s].dev = (unsigned char *)dev_all + (size_t)s * slot_b;
@@ -744,26 +797,32 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         }
         chunk = (chunk + 1) / 2;
     }
+    clock_gettime(CLOCK_MONOTONIC, &host_t[2]);
     CUDA_TRY(cudaStreamCreateWithFlags(&copy_in, cudaStreamNonBlocking));
     CUDA_TRY(cudaStreamCreateWithFlags(&copy_out, cudaStreamNonBlocking));
     CUDA_TRY(cudaEventCreate(&t0));
-    for (int s = 0; s < slots; ++s) {
-        eig_slot &sl = slot[s];
-        CUDA_TRY(cudaStreamCreateWithFlags(&sl.stream, cudaStreamNonBlocking));
-        CUDA_TRY(cudaEventCreate(&sl.in0));
-        CUDA_TRY(cudaEventCreate(&sl.arrived));
-        CUDA_TRY(cudaEventCreate(&sl.k0));
-        CUDA_TRY(cudaEventCreate(&sl.mid));
-        CUDA_TRY(cudaEventCreate(&sl.k1));
-        CUDA_TRY(cudaEventCreate(&sl.freed));
-        if (!direct) CUDA_TRY(cudaMallocHost(&sl.host, chunk * per_matrix));
+    {
+        /* events the host only waits on, or only orders streams by, keep no time
+         * (cheaper to record), unless the timeline reads them */
+        const unsigned untimed = timeline ? cudaEventDefault : cudaEventDisableTiming;
+        for (int s = 0; s < slots; ++s) {
+            eig_slot &sl = slot[s];
+            CUDA_TRY(cudaStreamCreateWithFlags(&sl.stream, cudaStreamNonBlocking));
+            CUDA_TRY(cudaEventCreateWithFlags(&sl.in0, untimed));
+            CUDA_TRY(cudaEventCreateWithFlags(&sl.arrived, untimed));
+            CUDA_TRY(cudaEventCreate(&sl.k0));
+            CUDA_TRY(cudaEventCreateWithFlags(&sl.mid, untimed));
+            CUDA_TRY(cudaEventCreate(&sl.k1));
+            CUDA_TRY(cudaEventCreateWithFlags(&sl.freed, untimed));
+            if (!direct) CUDA_TRY(cudaMallocHost(&sl.host, chunk * per_matrix));
+        }
     }
-    clock_gettime(CLOCK_MONOTONIC, &host_t[1]);
+    clock_gettime(CLOCK_MONOTONIC, &host_t[3]);
     CUDA_TRY(cudaEventRecord(t0, copy_in));
     {
         /* The slot's chunk is done (the host waited for its `freed`): its kernel time,
          * its line of the timeline, and (staged) its results to the caller's arrays. */
-        const size_t scratch_at = (chunk * per_matrix + 7) & ~(size_t)7; /* in a slot's buffer */
+        const size_t scratch_at = scratch_offset(chunk, per_matrix);
         auto retire = [&](eig_slot &sl, size_t c) -> cudaError_t {
             float ms = 0;
             const cudaError_t err = cudaEventElapsedTime(&ms, sl.k0, sl.k1);
@@ -807,19 +866,19 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
                 (err = cudaEventRecord(sl.k0, sl.stream)) != cudaSuccess)
                 return err;
             unsigned char *d_val = sl.dev + chunk * in_b, *d_vec = d_val + chunk * val_b;
-            launch_stage(dbl, p, 0, n, m, sl.dev, d_val, want ? d_vec : NULL, (int8_t *)(d_vec + chunk * vec_b), balance,
-                         max_iter, sl.dev + scratch_at, sl.stream);
-            if ((err = cudaGetLastError()) != cudaSuccess) return err;
+            if ((err = launch_stage(dbl, p, 0, n, m, sl.dev, d_val, want ? d_vec : NULL, (int8_t *)(d_vec + chunk * vec_b),
+                                    balance, max_iter, sl.dev + scratch_at, sl.stream)) != cudaSuccess)
+                return err;
             sl.first = first, sl.count = m;
             return cudaEventRecord(sl.mid, sl.stream);
         };
         auto back = [&](eig_slot &sl) -> cudaError_t {
             const size_t first = sl.first, m = sl.count;
             unsigned char *d_val = sl.dev + chunk * in_b, *d_vec = d_val + chunk * val_b, *d_st = d_vec + chunk * vec_b;
-            launch_stage(dbl, p, 1, n, m, sl.dev, d_val, want ? d_vec : NULL, (int8_t *)d_st, balance, max_iter,
-                         sl.dev + scratch_at, sl.stream);
             cudaError_t err;
-            if ((err = cudaGetLastError()) != cudaSuccess || (err = cudaEventRecord(sl.k1, sl.stream)) != cudaSuccess ||
+            if ((err = launch_stage(dbl, p, 1, n, m, sl.dev, d_val, want ? d_vec : NULL, (int8_t *)d_st, balance, max_iter,
+                                    sl.dev + scratch_at, sl.stream)) != cudaSuccess ||
+                (err = cudaEventRecord(sl.k1, sl.stream)) != cudaSuccess ||
                 (err = cudaStreamWaitEvent(copy_out, sl.k1, 0)) != cudaSuccess)
                 return err;
             unsigned char *dst_val = direct ? (unsigned char *)values + first * val_b : sl.host + chunk * in_b;
@@ -858,7 +917,7 @@ extern "C" tk_status tk_eig_solve_cuda(const tk_eig_options *o, size_t count, co
         }
     }
     if (kernel_ms) *kernel_ms = kms;
-    clock_gettime(CLOCK_MONOTONIC, &host_t[2]);
+    clock_gettime(CLOCK_MONOTONIC, &host_t[4]);
 cleanup:
     if (copy_in) cudaStreamSynchronize(copy_in);
     for (int s = 0; s < TK_EIG_MAX_SLOTS; ++s)
@@ -876,9 +935,12 @@ cleanup:
     if (copy_in) cudaStreamDestroy(copy_in);
     if (copy_out) cudaStreamDestroy(copy_out);
     if (timeline && st == TK_OK) {
-        clock_gettime(CLOCK_MONOTONIC, &host_t[3]);
-        fprintf(stderr, "eig timeline: host set-up %.3f ms, pipeline %.3f ms, clean-up %.3f ms (%d buffers of %zu matrices)\n",
-                ms_between(host_t[0], host_t[1]), ms_between(host_t[1], host_t[2]), ms_between(host_t[2], host_t[3]),
+        clock_gettime(CLOCK_MONOTONIC, &host_t[5]);
+        fprintf(stderr,
+                "eig timeline: host set-up %.3f ms (plan and kernels %.3f, device memory %.3f, streams and events "
+                "%.3f), pipeline %.3f ms, clean-up %.3f ms (%d buffers of %zu matrices)\n",
+                ms_between(host_t[0], host_t[3]), ms_between(host_t[0], host_t[1]), ms_between(host_t[1], host_t[2]),
+                ms_between(host_t[2], host_t[3]), ms_between(host_t[3], host_t[4]), ms_between(host_t[4], host_t[5]),
                 slots, chunk);
     }
     return st;
@@ -935,7 +997,7 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     {
         char what[96];
         snprintf(what, sizeof what, "the whole batch of %zu matrices of order %d", count, n);
-        const size_t scratch_b = count * p.scratch_bytes + 8;
+        const size_t scratch_b = scratch_size(p, count);
         const size_t all_b = in_b + val_b + count + scratch_b;
         tk_cuda_buffer bufs[] = {{&d_in, in_b}, {&d_val, val_b}, {(void **)&d_st, count}, {&d_scratch, scratch_b}};
         cudaError_t err = all_b > free_b ? cudaErrorMemoryAllocation : tk_cuda_malloc_all(bufs, 4);
@@ -958,16 +1020,14 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     for (int i = 0; i < 6; ++i) CUDA_TRY(cudaEventCreate(&e[i]));
     /* warm-up: module load and first-launch costs stay out of the figures */
     CUDA_TRY(cudaMemcpy(d_in, src, warm * nn * elem, cudaMemcpyHostToDevice));
-    launch_any(dbl, p, n, warm, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), d_scratch, 0);
-    CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(launch_any(dbl, p, n, warm, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), d_scratch, 0));
     CUDA_TRY(cudaDeviceSynchronize());
 
     CUDA_TRY(cudaEventRecord(e[0]));
     CUDA_TRY(cudaMemcpyAsync(d_in, src, in_b, cudaMemcpyHostToDevice, 0));
     CUDA_TRY(cudaEventRecord(e[1]));
     CUDA_TRY(cudaEventRecord(e[2]));
-    launch_any(dbl, p, n, count, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), d_scratch, 0);
-    CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(launch_any(dbl, p, n, count, d_in, d_val, NULL, d_st, o->balance != 0, tk_eig_max_iter(o), d_scratch, 0));
     CUDA_TRY(cudaEventRecord(e[3]));
     CUDA_TRY(cudaEventRecord(e[4]));
     CUDA_TRY(cudaMemcpyAsync(h_val, d_val, val_b, cudaMemcpyDeviceToHost, 0));
