@@ -316,6 +316,28 @@ TEST(Eig, BalancingRescuesABadlyScaledMatrixAndCanBeSwitchedOff)
     expect_matches_lapack<double>(a, n, "unbalanced", TK_BACKEND_CPU, true, 0);
 }
 
+// num_failed over a batch long enough for the word-at-a-time count: failures alone and
+// side by side in one eight-byte word, at the batch's start and in its tail.
+TEST(Eig, FailedCountCoversTheWholeBatch)
+{
+    const int n = 3, count = 1003;
+    auto batch = batch_of(n, count, 4000, random_default);
+    const std::vector<size_t> bad = {0, 9, 10, 11, 512, 999, 1000, 1002};
+    for (size_t b : bad) batch[b * 9 + 4] = NAN;
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    std::vector<double> values(2 * (size_t)count * n);
+    std::vector<int8_t> status(count);
+    tk_eig_result r = {values.data(), nullptr, status.data()};
+    size_t failed = 0;
+    ASSERT_EQ(tk_eig_solve(&o, count, batch.data(), &r, nullptr, &failed), TK_OK) << tk_last_error();
+    EXPECT_EQ(failed, bad.size());
+    r.status = nullptr; /* the library's own status array */
+    failed = 0;
+    ASSERT_EQ(tk_eig_solve(&o, count, batch.data(), &r, nullptr, &failed), TK_OK) << tk_last_error();
+    EXPECT_EQ(failed, bad.size());
+}
+
 TEST(Eig, NonFiniteMatricesAreReportedPerMatrix)
 {
     const int n = 6;

@@ -1,4 +1,5 @@
 /* Batched eigenvalues: options, validation, dispatch and the per-matrix tally. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,22 @@ static tk_status validate(const tk_eig_options *o, size_t count, const void *mat
     return TK_OK;
 }
 
+/* Statuses other than TK_EIG_CONVERGED (0), eight at a time: a byte-wise loop over a
+ * batch of 500,000 took a quarter of a millisecond, a tenth of a whole GPU solve at
+ * n = 5. */
+static size_t count_failed(const int8_t *status, size_t count)
+{
+    size_t bad = 0, b = 0;
+    for (; b + 8 <= count; b += 8) {
+        uint64_t w;
+        memcpy(&w, status + b, sizeof w);
+        if (!w) continue;
+        for (int k = 0; k < 8; ++k) bad += status[b + (size_t)k] != TK_EIG_CONVERGED;
+    }
+    for (; b < count; ++b) bad += status[b] != TK_EIG_CONVERGED;
+    return bad;
+}
+
 tk_status tk_eig_solve(const tk_eig_options *o, size_t count, const void *matrices, tk_eig_result *out,
                        tk_eig_timing *timing, size_t *num_failed)
 {
@@ -76,11 +93,7 @@ tk_status tk_eig_solve(const tk_eig_options *o, size_t count, const void *matric
         st = tk_eig_solve_cpu(o, count, matrices, out->values, out->vectors, status);
         kernel_ms = tk_now_ms() - k0;
     }
-    if (st == TK_OK && num_failed) {
-        size_t bad = 0;
-        for (size_t b = 0; b < count; ++b) bad += status[b] != TK_EIG_CONVERGED;
-        *num_failed = bad;
-    }
+    if (st == TK_OK && num_failed) *num_failed = count_failed(status, count);
     if (status != out->status) free(status);
     if (timing) {
         timing->kernel_ms = kernel_ms;
