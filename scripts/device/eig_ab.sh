@@ -3,8 +3,7 @@
 # and, where BASE names a copy of an older tree (carried, e.g. `git archive HEAD | tar -x -C .base`),
 # from that copy too (build-base); run the test binaries named in TESTS; then time both builds
 # alternately, ROUNDS times each, at SIZES (`tk-bench eig --backends cuda`: kernel, host-to-host,
-# copies).  EXTRA, if set, is one more tk-bench argument list run on the new build only (a
-# lanes override, say).  TIMELINE=n prints the new build's pipeline timeline at order n.
+# copies).  EXTRA (below) names more runs of the new build (a lanes override, say).  TIMELINE=n prints the new build's pipeline timeline at order n.
 # SWEEP="S:M ..." times the new build's host-to-host run with S pipeline slots
 # (TK_EIG_CUDA_SLOTS) and chunks of M matrices (--cuda-chunk; 0: the default), ROUNDS times.
 # Needs .deps/ (scripts/device/make_deps.sh).  A summary on stdout; the logs as one file,
@@ -29,9 +28,18 @@ for r in $(seq 1 "$ROUNDS"); do
     summary "$OUT/ab_${b}_$r.txt" "$b#$r"
   done
 done
+# EXTRA: ';'-separated runs of the new build, each words of VAR=value (environment) and
+# tk-bench arguments, e.g. "--cuda-lanes 8;TK_EIG_CUDA_REDUCE_LANES=16"
 if [ -n "${EXTRA:-}" ]; then
-  build-dev/bin/tk-bench eig --backends cuda --sizes "$SIZES" $EXTRA > "$OUT/ab_extra.txt" 2>&1
-  summary "$OUT/ab_extra.txt" "dev[$EXTRA]"
+  IFS=';' read -ra runs <<< "$EXTRA"
+  i=0
+  for run in "${runs[@]}"; do
+    envs=(); args=()
+    for w in $run; do case "$w" in --*) args+=("$w") ;; *=*) envs+=("$w") ;; *) args+=("$w") ;; esac; done
+    i=$((i + 1))
+    env "${envs[@]}" build-dev/bin/tk-bench eig --backends cuda --sizes "$SIZES" "${args[@]}" > "$OUT/ab_extra_$i.txt" 2>&1
+    summary "$OUT/ab_extra_$i.txt" "dev[$run]"
+  done
 fi
 for r in $(seq 1 "$ROUNDS"); do
   for sm in ${SWEEP:-}; do
