@@ -544,19 +544,35 @@ struct EigLsMeta {
     int ilo, ihi, expo, status; /* status 0, or 2 (TK_EIG_NONFINITE) */
 };
 
+/* Where a thread of a lockstep kernel stands: its lane t in its group of G, its
+ * group's place in the warp (sub), the group's first matrix, and the group's
+ * group_reals reals of the block's shared memory. */
+template <typename R, int G> struct EigLsPlace {
+    int lane, t, sub;
+    size_t idx;
+    R *h;
+};
+template <typename R, int G> __device__ __forceinline__ EigLsPlace<R, G> eig_ls_place(int per_block, int group_reals)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int lane = threadIdx.x & 31, group = threadIdx.x / G;
+    return EigLsPlace<R, G>{lane, lane % G, lane / G, (size_t)blockIdx.x * (size_t)per_block + (size_t)group,
+                            reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals};
+}
+
 template <typename R, int G, int E>
 __global__ void eig_ls_reduce_kernel(int n, int ld, int per_block, int group_reals, size_t count,
                                      const R *__restrict__ a, R *__restrict__ band, EigLsMeta *__restrict__ meta,
                                      int balance)
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int lane = threadIdx.x & 31, t = lane % G, sub = lane / G, group = threadIdx.x / G;
-    const size_t idx = (size_t)blockIdx.x * (size_t)per_block + (size_t)group;
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const int t = at.t, sub = at.sub;
+    const size_t idx = at.idx;
     const bool real = idx < count;
     /* warp-uniform exit; a group past the batch's end in a live warp works along
      * on the last matrix and writes nothing */
     if (!__any_sync(TK_WARP_ALL, real)) return;
-    R *h = reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals;
+    R *h = at.h;
     R *w1 = h + n * ld, *w2 = w1 + n;
     const R *src = a + (real ? idx : count - 1) * (size_t)n * (size_t)n;
 
@@ -647,12 +663,12 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
                                  const EigLsMeta *__restrict__ meta, R *__restrict__ values,
                                  int8_t *__restrict__ status, int max_iter, unsigned long long *__restrict__)
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int lane = threadIdx.x & 31, t = lane % G, sub = lane / G, group = threadIdx.x / G;
-    const size_t idx = (size_t)blockIdx.x * (size_t)per_block + (size_t)group;
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const int t = at.t, sub = at.sub;
+    const size_t idx = at.idx;
     const bool have = idx < count;
     if (!__any_sync(TK_WARP_ALL, have)) return;
-    R *h = reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals;
+    R *h = at.h;
     const EigBand<R> H = {h, n + 2};
     const EigLsMeta m = have ? eig_ls_qr_load<R, G>(h, eig_band_reals(n), t, band, meta, idx) : EigLsMeta{0, -1, 0, 0};
     EigLsQr<R> s;
@@ -683,12 +699,12 @@ __global__ void __maxnreg__(72) eig_ls_qr_persistent_kernel(int n, int per_block
                                  const EigLsMeta *__restrict__ meta, R *__restrict__ values,
                                  int8_t *__restrict__ status, int max_iter, unsigned long long *__restrict__ taken)
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int lane = threadIdx.x & 31, t = lane % G, sub = lane / G, group = threadIdx.x / G;
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const int lane = at.lane, t = at.t, sub = at.sub;
     const size_t handed = (size_t)gridDim.x * (size_t)per_block; /* matrices the first round takes */
-    size_t idx = (size_t)blockIdx.x * (size_t)per_block + (size_t)group;
+    size_t idx = at.idx;
     const int nb = eig_band_reals(n);
-    R *h = reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals;
+    R *h = at.h;
     const EigBand<R> H = {h, n + 2};
     EigLsMeta m = {0, -1, 0, 0};
     EigLsQr<R> s;
