@@ -2,11 +2,14 @@
 """The committed phantom (Data/fibers/phantom_*) is what make_phantom.py makes: regenerate it
 into a temporary folder and compare every array.  Exit 1 naming the first difference.
 
-Floating-point arrays match to a few units in the last place of their own precision, relative
+Floating-point arrays match to 64 units in the last place of their own precision, relative
 to the array's largest entry, with NaN in the same places; integers exactly.  Bit-for-bit
-equality does not hold across machines: numpy picks its exp/arccos/arctan2 kernels by the
-CPU's SIMD features, and on another AMD EPYC the regenerated SH differed from the committed
-ones in 71 of 34,560 float32 entries, by at most 1.1e-16 (entries up to 0.45)."""
+equality does not hold across machines: numpy picks its exp/arccos/arctan2 kernels, and
+OpenBLAS its matrix-product kernels, by the CPU's SIMD features.  On another AMD EPYC the
+regenerated SH differed from the committed ones in 71 of 34,560 float32 entries, by at most
+1.1e-16 (entries up to 0.45); on an Intel Xeon the fiber directions (rotated by a matrix
+product) in 1,424 of 4,896 entries, by at most 1.2e-15, 5.5 units of 2.2e-16.  Any change to
+what the script makes moves entries by far more than 64 units."""
 import os
 import subprocess
 import sys
@@ -29,7 +32,7 @@ def same(a, b):
     if not np.array_equal(np.isnan(a), np.isnan(b)):
         return False
     scale = np.nanmax(np.abs(a)) if np.isfinite(a).any() else 0.0
-    return bool(np.all(np.abs(a[~np.isnan(a)] - b[~np.isnan(b)]) <= 4 * np.finfo(a.dtype).eps * scale))
+    return bool(np.all(np.abs(a[~np.isnan(a)] - b[~np.isnan(b)]) <= 64 * np.finfo(a.dtype).eps * scale))
 
 
 data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Data", "fibers")
