@@ -335,7 +335,10 @@ static plan make_plan(int n, int want, size_t elem, int lanes)
          * persistent kernel on a grid of that many blocks at any n, or (0) the other. */
         p.qr_persistent = n > 16;
         const char *knob = getenv("TK_EIG_CUDA_QR_GRID");
-        if (knob && *knob) p.qr_persistent = p.qr_grid = atoi(knob) > 0 ? atoi(knob) : 0;
+        if (knob && *knob) {
+            const int blocks = atoi(knob);
+            p.qr_persistent = p.qr_grid = blocks > 0 ? blocks : 0;
+        }
     } else if (lanes == 1) {
         p.ld = n;
         p.group_reals = group_reals(n, n, want);
@@ -529,9 +532,10 @@ template <typename R> static int resident_matrices(which_kernel k, const plan &p
  * and up to 32 for the persistent QR kernel: its blocks last until the batch runs
  * out, so one large block per SM leaves no tail behind, and it wastes less of the SM's
  * shared memory than several smaller ones (the QR is bound by how many matrices an SM
- * holds: 18 warps at n = 25 where blocks of 16 held 16, 26 at n = 30 against 25). */
+ * holds: 18 warps at n = 25 where blocks of 16 held 16, 26 at n = 30 against 25).
+ * Returns the matrices an SM holds with the layout chosen. */
 template <typename R>
-static void pack_one(which_kernel k, const plan &p, int lanes, size_t group_reals, int optin, int *threads, int *groups,
+static int pack_one(which_kernel k, const plan &p, int lanes, size_t group_reals, int optin, int *threads, int *groups,
                      size_t *smem)
 {
     const int per_warp = lanes == 1 ? 32 : 32 / lanes, max_warps = k == KERNEL_QR && p.qr_persistent ? 32 : 16;
@@ -543,6 +547,7 @@ static void pack_one(which_kernel k, const plan &p, int lanes, size_t group_real
         const int r = resident_matrices<R>(k, p, 32 * warps, g, sm);
         if (r > best) best = r, *threads = 32 * warps, *groups = g, *smem = sm;
     }
+    return best;
 }
 
 template <typename R> static void pack_plan(plan *p, int device)
@@ -553,11 +558,11 @@ template <typename R> static void pack_plan(plan *p, int device)
     const which_kernel first = p->small ? KERNEL_SMALL : p->elems ? KERNEL_REDUCE : KERNEL_OLD;
     pack_one<R>(first, *p, p->elems ? p->red_lanes : p->lanes, p->group_reals, optin, &p->threads, &p->groups, &p->smem);
     if (p->elems) {
-        pack_one<R>(KERNEL_QR, *p, p->lanes, p->qr_group_reals, optin, &p->qr_threads, &p->qr_groups, &p->qr_smem);
+        const int resident =
+            pack_one<R>(KERNEL_QR, *p, p->lanes, p->qr_group_reals, optin, &p->qr_threads, &p->qr_groups, &p->qr_smem);
         int sms = 0;
-        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) sms = 0;
-        const int per_sm = resident_matrices<R>(KERNEL_QR, *p, p->qr_threads, p->qr_groups, p->qr_smem) / p->qr_groups;
-        if (p->qr_persistent && !p->qr_grid) p->qr_grid = per_sm * sms;
+        if (p->qr_persistent && !p->qr_grid && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess)
+            p->qr_grid = resident / p->qr_groups * sms;
         cudaGetLastError();
     }
 }

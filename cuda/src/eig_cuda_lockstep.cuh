@@ -695,9 +695,10 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
  * 86, which would cost warps at n = 30, where shared memory allows 26 a
  * multiprocessor): what then goes to local memory is kept outside the QR's loops. */
 template <typename R, int G, int E>
-__global__ void __maxnreg__(72) eig_ls_qr_persistent_kernel(int n, int per_block, int group_reals, size_t count, const R *__restrict__ band,
-                                 const EigLsMeta *__restrict__ meta, R *__restrict__ values,
-                                 int8_t *__restrict__ status, int max_iter, unsigned long long *__restrict__ taken)
+__global__ void __maxnreg__(72)
+    eig_ls_qr_persistent_kernel(int n, int per_block, int group_reals, size_t count, const R *__restrict__ band,
+                                const EigLsMeta *__restrict__ meta, R *__restrict__ values, int8_t *__restrict__ status,
+                                int max_iter, unsigned long long *__restrict__ taken)
 {
     const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
     const int lane = at.lane, t = at.t, sub = at.sub;
