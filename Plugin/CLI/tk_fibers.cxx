@@ -35,7 +35,9 @@ void usage(FILE *f)
                  "\n"
                  "options:\n"
                  "  --num N                 peaks per voxel (default 3)\n"
-                 "  --threshold A           keep peaks with amplitude > A (default 0)\n"
+                 "  --threshold A           keep peaks with amplitude > A, any A, negative included; 'none' (or\n"
+                 "                          -inf) keeps every maximum, negative lobes too, as sh2peaks does by\n"
+                 "                          default (default 0: positive peaks only, unlike sh2peaks)\n"
                  "  --relative-threshold R  keep peaks >= R times the voxel's largest (default 0)\n"
                  "  --min-separation DEG    drop a peak within DEG degrees of a larger one (default 0)\n"
                  "  --mask MASK             only voxels where MASK is non-zero (others NaN)\n"
@@ -82,8 +84,10 @@ int parse(int argc, char **argv, Args &a)
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--num")) || !tk_cli_parse_int(prog, "--num", v, 1, 64, &a.num))
                 return 0;
         } else if (tk_cli_is(arg, "--threshold")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threshold")) ||
-                !tk_cli_parse_double(prog, "--threshold", v, -1e300, 1e300, &a.threshold))
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threshold"))) return 0;
+            if (!std::strcmp(v, "none") || !std::strcmp(v, "-inf"))
+                a.threshold = -INFINITY;
+            else if (!tk_cli_parse_double(prog, "--threshold", v, -1e300, 1e300, &a.threshold))
                 return 0;
         } else if (tk_cli_is(arg, "--relative-threshold")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--relative-threshold")) ||

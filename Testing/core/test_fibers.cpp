@@ -290,3 +290,194 @@ TEST(Fibers, OptionsSelectSortAndFillWithNan)
     ASSERT_EQ(tk_fibers_find(&o, 1, cf.data(), nullptr, dirs.data(), amps.data(), nullptr), TK_OK);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(a3[i], amps[i]);
 }
+
+namespace {
+
+tk_fibers_timing find_timed(tk_fibers_options o, const std::vector<float> &sh, std::vector<float> &dirs,
+                            std::vector<float> &amps)
+{
+    const size_t voxels = sh.size() / tk_sh_num_coeffs(o.lmax);
+    dirs.assign(voxels * o.num_peaks * 3, 0.f);
+    amps.assign(voxels * o.num_peaks, 0.f);
+    tk_fibers_timing t;
+    EXPECT_EQ(tk_fibers_find_timed(&o, voxels, sh.data(), nullptr, dirs.data(), amps.data(), nullptr, &t), TK_OK)
+        << tk_last_error();
+    return t;
+}
+
+}  // namespace
+
+TEST(Fibers, ConstantZeroNanAndDenormalVoxelsCostNoNewton)
+{
+    // A whole-brain FOD is exactly zero outside the mask; isotropic compartments are constant
+    // on the sphere; resampling leaves denormal residue.  None has a maximum, and each costs
+    // at most its grid pass: no candidate is polished (this once cost ~140 ms per zero voxel).
+    const int lmax = 8, k = 45;
+    std::vector<float> sh(5 * k, 0.f);
+    sh[1 * k] = 3.f;                                             // constant (l = 0 only)
+    sh[2 * k] = -2.f;                                            // constant, negative
+    for (int j = 1; j < k; ++j) sh[3 * k + j] = (j % 2 ? 1 : -1) * 1e-40f;  // denormal residue
+    sh[4 * k + 7] = NAN;
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, lmax);
+    o.threshold = -INFINITY;  // not even a negative peak
+    for (auto backend : {TK_FIBERS_CPU, TK_FIBERS_OMP}) {
+        o.backend = backend;
+        std::vector<float> dirs, amps;
+        tk_fibers_timing t = find_timed(o, sh, dirs, amps);
+        EXPECT_EQ(t.polished, 0u);
+        EXPECT_EQ(t.newton_iterations, 0u);
+        for (float a : amps) EXPECT_TRUE(std::isnan(a));
+        for (float d : dirs) EXPECT_TRUE(std::isnan(d));
+    }
+}
+
+TEST(Fibers, NewtonWorkIsBoundedOnNoiseFreeLobes)
+{
+    // One noise-free fiber is axially symmetric: its lmax-truncated side lobes are rings of
+    // equal maxima, dozens of grid candidates each, none a strict maximum.  Each climb must
+    // end within a few iterations (it once crawled on for its whole budget: ~1,200 Newton
+    // iterations a voxel, 24 a candidate), and the fiber itself must be exact.
+    const int lmax = 8;
+    std::mt19937_64 rng(17);
+    std::vector<float> sh;
+    std::vector<std::vector<double>> truth;
+    for (int v = 0; v < 50; ++v) {
+        truth.push_back(random_unit(3, rng));
+        auto c = sh_of_fibers(lmax, TK_SH_TOURNIER, 0, {truth.back()}, {1.0});
+        sh.insert(sh.end(), c.begin(), c.end());
+    }
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, lmax);
+    o.num_peaks = 1;
+    std::vector<float> dirs, amps;
+    tk_fibers_timing t = find_timed(o, sh, dirs, amps);
+    ASSERT_GT(t.polished, 0u);
+    EXPECT_LE((double)t.newton_iterations / (double)t.polished, 8.0);
+    EXPECT_LE(t.most_iterations, 400u);
+    for (int v = 0; v < 50; ++v) {
+        double d[3] = {dirs[v * 3], dirs[v * 3 + 1], dirs[v * 3 + 2]};
+        const double norm = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);  // float's unit length is 1 +- 1e-7
+        for (double &e : d) e /= norm;
+        EXPECT_LT(angle_deg(d, truth[v].data()), 1e-4) << "voxel " << v;
+    }
+}
+
+TEST(Fibers, ScaleAndIsotropicPartLeavePeaksAlone)
+{
+    // The peaks of c and of a c + b Y00 (a > 0) are the same directions, amplitudes a f + b:
+    // whether the voxel is tiny, huge or dominated by an isotropic compartment.
+    const int lmax = 8;
+    std::mt19937_64 rng(23);
+    std::uniform_real_distribution<double> uni(0, 1);
+    for (int voxel = 0; voxel < 20; ++voxel) {
+        std::vector<std::vector<double>> v;
+        std::vector<double> w;
+        for (int f = 0; f < 1 + voxel % 3; ++f) v.push_back(random_unit(3, rng)), w.push_back(0.3 + uni(rng));
+        auto c = sh_of_fibers(lmax, TK_SH_TOURNIER, 0, v, w);
+        for (auto &x : c) x += 0.01 * (uni(rng) - 0.5);
+        double dirs[3 * 64], amps[64];
+        const int n = tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps);
+        ASSERT_GE(n, 1);
+        const struct {
+            double a, b;
+        } variants[] = {{1e-30, 0}, {1e30, 0}, {1e-3, 1e4}, {1, -50}};
+        for (const auto &var : variants) {
+            std::vector<double> c2(c);
+            for (auto &x : c2) x *= var.a;
+            c2[0] += var.b / 0.28209479177387814;
+            double d2[3 * 64], a2[64];
+            const int n2 = tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c2.data(), 64, d2, a2);
+            ASSERT_EQ(n2, n) << "voxel " << voxel << " scale " << var.a << " offset " << var.b;
+            for (int p = 0; p < n; ++p) {
+                EXPECT_LT(angle_deg(&dirs[p * 3], &d2[p * 3]), 1e-5) << "voxel " << voxel << " peak " << p;
+                EXPECT_NEAR(a2[p], var.a * amps[p] + var.b, 1e-9 * (std::fabs(var.a * amps[p]) + std::fabs(var.b)));
+            }
+        }
+    }
+}
+
+TEST(Fibers, AnyThresholdNegativeIncludedIsHonoured)
+{
+    // sh2peaks reports negative lobes by default (no threshold); --threshold -inf does too,
+    // and a negative threshold keeps exactly the maxima above it.  (Negative peaks were once
+    // dropped whatever the threshold.)
+    const int lmax = 8;
+    std::mt19937_64 rng(29);
+    std::uniform_real_distribution<double> uni(0, 1);
+    int negative_seen = 0;
+    for (int voxel = 0; voxel < 20; ++voxel) {
+        auto c = sh_of_fibers(lmax, TK_SH_TOURNIER, 0, {random_unit(3, rng), random_unit(3, rng)}, {1.0, 0.7});
+        for (auto &x : c) x += 0.05 * (uni(rng) - 0.5);
+        c[0] -= 0.2 / 0.28209479177387814;  // lower the whole function: the small lobes go negative
+        double all_d[3 * 64], all_a[64];
+        const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, all_d, all_a));
+        std::vector<float> cf(c.begin(), c.end()), dirs, amps;
+        tk_fibers_options o;
+        tk_fibers_options_init(&o, lmax);
+        o.num_peaks = 64;
+        for (double threshold : {-(double)INFINITY, -0.02, 0.0}) {
+            o.threshold = threshold;
+            find_timed(o, cf, dirs, amps);
+            int expect = 0;
+            for (int p = 0; p < n; ++p) expect += all_a[p] > threshold;
+            int got = 0;
+            for (int p = 0; p < 64; ++p) got += !std::isnan(amps[p]);
+            EXPECT_EQ(got, expect) << "voxel " << voxel << " threshold " << threshold;
+            for (int p = 0; p < got; ++p) EXPECT_NEAR(amps[p], all_a[p], 1e-5);
+            if (threshold < 0)
+                for (int p = 0; p < got; ++p) negative_seen += amps[p] < 0;
+        }
+    }
+    EXPECT_GT(negative_seen, 10);
+}
+
+TEST(Fibers, FindsEveryMaximumOfRealFodsADenseSearchFinds)
+{
+    // Real FODs (DIPY's small_64D through MRtrix3's dwi2fod; Testing/data/make_real_fod_voxels.sh).
+    // Voxel 0 holds a strict maximum of amplitude 0.1753 (19% of the voxel's largest) on a
+    // ridge that climbs on to a larger lobe: no grid direction near it is above all its
+    // neighbours, and the finder once missed it (sh2peaks -threshold 0 finds it).
+    tk_npy_array voxels;
+    ASSERT_EQ(tk_npy_read(TK_TEST_DATA "/real_fod_voxels.npy", &voxels), TK_OK) << tk_last_error();
+    ASSERT_EQ(voxels.shape[1], 45u);
+    const int lmax = 8, dense_n = 20000;
+    auto dense = fib_dirs(dense_n, true);
+    const double spacing = std::sqrt(2 * kPi / dense_n), cos_r = std::cos(1.5 * spacing);
+    std::vector<std::vector<int>> neighbours(dense_n);
+    for (int i = 0; i < dense_n; ++i)
+        for (int j = i + 1; j < dense_n; ++j)
+            if (std::fabs(dense[i * 3] * dense[j * 3] + dense[i * 3 + 1] * dense[j * 3 + 1] +
+                          dense[i * 3 + 2] * dense[j * 3 + 2]) >= cos_r)
+                neighbours[i].push_back(j), neighbours[j].push_back(i);
+    int total = 0;
+    bool ridge_bump_found = false;
+    for (size_t v = 0; v < voxels.shape[0]; ++v) {
+        std::vector<double> c(45);
+        for (int j = 0; j < 45; ++j) c[j] = ((const float *)voxels.data)[v * 45 + j];
+        double dirs[3 * 64], amps[64];
+        const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
+        ASSERT_GE(n, 1);
+        std::vector<double> f(dense_n);
+        for (int i = 0; i < dense_n; ++i) f[i] = sh_value(lmax, TK_SH_TOURNIER, 0, c, &dense[i * 3]);
+        for (int i = 0; i < dense_n; ++i) {
+            bool is_max = true;
+            for (int j : neighbours[i]) is_max = is_max && f[j] <= f[i];
+            if (!is_max) continue;
+            double x[3] = {dense[i * 3], dense[i * 3 + 1], dense[i * 3 + 2]}, value = 0;
+            if (!refine_by_ascent(lmax, c, x, &value) || value < 0.05 * amps[0]) continue;
+            double best = 180;
+            for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], x));
+            EXPECT_LT(best, 0.01) << "real voxel " << v << ": maximum (amplitude " << value << ") missed";
+            ++total;
+        }
+        if (v == 0) {
+            const double bump[3] = {-0.9528, 0.2373, 0.1894};
+            for (int p = 0; p < n; ++p)
+                ridge_bump_found |= angle_deg(&dirs[p * 3], bump) < 0.05 && std::fabs(amps[p] - 0.1753) < 1e-3;
+        }
+    }
+    EXPECT_TRUE(ridge_bump_found);
+    EXPECT_GT(total, 30);
+    tk_npy_free(&voxels);
+}

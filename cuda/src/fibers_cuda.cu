@@ -132,7 +132,9 @@ struct FibArgs {
     const double *pt;     /* monomial map, column-major: pt[col * k + row] */
     const float *gx, *gy, *gz;
     const int *nbr_start, *nbr, *nbr_near;
-    double *coef;         /* chunk voxels x k monomial coefficients */
+    double *coef;         /* chunk voxels x (k + 2): the monomial coefficients of the series'
+                           * anisotropic part scaled to unit size, then that scale and the
+                           * constant term (tk_fibers_anisotropic_part) */
     int *first, *count;   /* per voxel: its stretch of the candidate list */
     int *num_cands;       /* length of the candidate list */
     int *cand_voxel, *cand_dir;
@@ -150,18 +152,20 @@ __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
 }
 
 /* 1: not below any neighbour; 2: not below the nearest ones (within 1.05 spacings: they
- * come first) only, a shoulder candidate; 0: neither.  As grid_local_maxima on the CPU. */
+ * come first) or below one neighbour only, a shoulder candidate; 0: neither.  As
+ * grid_local_maxima on the CPU. */
 __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, int d)
 {
     const float v0 = vals[d];
-    bool ok = true, ok_near = true;
+    bool ok_near = true;
+    int higher = 0;
     const int first = __ldg(p.nbr_start + d), end = __ldg(p.nbr_start + d + 1), near = __ldg(p.nbr_near + d);
     for (int e = first; e < end; ++e) {
         const bool not_below = v0 >= vals[__ldg(p.nbr + e)];
-        ok &= not_below;
+        higher += !not_below;
         ok_near &= not_below | (e - first >= near);
     }
-    return ok ? 1 : ok_near ? 2 : 0;
+    return higher == 0 ? 1 : ok_near || higher == 1 ? 2 : 0;
 }
 
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
@@ -186,15 +190,22 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
             ok = false;
             if (lane == 0) atomicAdd(p.bad, 1ull);
         }
-        if (!ok) {
+        /* as tk_fibers_anisotropic_part: a constant voxel has no maxima and stops here */
+        float big = 0.f;
+        for (int j = lane + 1; j < K && ok; j += 32) big = fmaxf(big, fabsf(shv[j]));
+        for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(TK_FIB_FULL, big, o));
+        double *coef = p.coef + v * (K + 2);
+        if (ok && lane == 0) coef[K] = big, coef[K + 1] = shv[0] * TK_SH_Y00;
+        if (!ok || big == 0.f) {
             if (lane == 0) p.count[v] = 0, p.first[v] = 0;
             continue;
         }
         __syncwarp();
+        const double inv = 1.0 / (double)big;
         for (int i = lane; i < K; i += 32) {
             double s = 0;
-            for (int j = 0; j < K; ++j) s = fma(__ldg(p.pt + (size_t)j * K + i), (double)shv[j], s);
-            p.coef[v * K + i] = s;
+            for (int j = 1; j < K; ++j) s = fma(__ldg(p.pt + (size_t)j * K + i), (double)shv[j] * inv, s);
+            coef[i] = s;
             cf[i] = (float)s;
         }
         __syncwarp();
@@ -266,7 +277,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
     const int total = *p.num_cands;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         const int coded = p.cand_dir[i], d = coded < 0 ? -coded - 1 : coded;
-        const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * K};
+        const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
         double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
         nt_normalize3_gpu(x);
         /* a shoulder candidate polishes only with a short Newton step, as on the CPU */
@@ -278,7 +289,8 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
                 continue;
             }
         }
-        const int good = nt_polish_gpu<M>(&poly, x, &amp);
+        int iterations;
+        const int good = nt_polish_gpu<M>(&poly, x, &amp, &iterations);
         /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
         int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
         if (fabs(x[2]) > fabs(x[big])) big = 2;
@@ -318,6 +330,9 @@ __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_select_kernel(FibArgs p
         const int first = p.first[v], count = p.count[v];
         int kept[TK_FIB_CAP];
         const int found = merge_maxima(p.res_dir + (size_t)first * 3, p.res_amp + first, count);
+        /* back from the unit-size anisotropic part to the series' own values */
+        const double scale = found ? p.coef[v * (p.k + 2) + p.k] : 0, iso = found ? p.coef[v * (p.k + 2) + p.k + 1] : 0;
+        for (int f = 0; f < found; ++f) p.res_amp[first + f] = p.res_amp[first + f] * scale + iso;
         tk_fibers_select(np, p.threshold, p.relative_threshold, p.min_separation_deg, p.cos_sep, found,
                          p.res_dir + (size_t)first * 3, p.res_amp + first, kept, p.dirs + v * np * 3, p.amps + v * np);
     }
@@ -444,7 +459,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
      * free memory less headroom; buffers that still do not fit (another thread or process
      * took memory meanwhile) are retried with half the chunk, down to one voxel. */
     /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
-    per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * (size_t)k +
+    per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * ((size_t)k + 2) +
                 2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (2 * sizeof(int) + 4 * sizeof(double));
     if (num_voxels == 0) goto cleanup;
     if ((status = tk_cuda_memory_get(&free_bytes, &total_bytes)) != TK_OK) goto cleanup;
@@ -461,7 +476,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
             b[2] = {(void **)&d_amps[s], sizeof(float) * (size_t)np * chunk};
             b[3] = {(void **)&d_mask[s], mask ? chunk : 0};
             /* coefficients, then first/count/num_cands, then the candidate list and results */
-            b[4] = {(void **)&d_coef[s], sizeof(double) * (size_t)k * chunk};
+            b[4] = {(void **)&d_coef[s], sizeof(double) * ((size_t)k + 2) * chunk};
             b[5] = {(void **)&d_voxel_list[s], sizeof(int) * (2 * chunk + 1)};
             b[6] = {(void **)&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP2 * chunk};
             b[7] = {(void **)&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};

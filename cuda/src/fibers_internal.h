@@ -2,6 +2,8 @@
 #ifndef TK_FIBERS_INTERNAL_H
 #define TK_FIBERS_INTERNAL_H
 
+#include <math.h>
+
 #include "tk_fibers.h"
 
 #ifdef __cplusplus
@@ -43,10 +45,35 @@ tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_f
 /* Work buffers one voxel needs: tk_fibers_plan_work(plan) doubles. */
 size_t tk_fibers_plan_work(const tk_fibers_plan *plan);
 
+/* float's smallest normal number (FLT_MIN, spelled out for nvcc's host and device passes) */
+#define TK_FLT_MIN 1.17549435082228750797e-38
+
+/* The value of the l = 0 basis function, 1 / (2 sqrt(pi)), in every basis and variant. */
+#define TK_SH_Y00 0.28209479177387814347
+
+/* The series split as sh = iso_term + scale * aniso on the sphere: aniso[0] = 0 and the
+ * other coefficients sh[j] / scale, scale the largest |sh[j]| over j >= 1, *iso the constant
+ * sh[0] Y00.  Returns scale: 0 where the series is constant on the sphere (no maxima, as
+ * sh2peaks takes a voxel whose coefficients past the first are all zero). */
+static inline double tk_fibers_anisotropic_part(int k, const double *sh, double *aniso, double *iso)
+{
+    double scale = 0;
+    for (int j = 1; j < k; ++j) scale = fabs(sh[j]) > scale ? fabs(sh[j]) : scale;
+    /* below float's smallest normal number the coefficients are rounding residue (a masked
+     * or resampled background), not a function worth a peak */
+    if (scale < TK_FLT_MIN) scale = 0;
+    *iso = sh[0] * TK_SH_Y00;
+    aniso[0] = 0;
+    for (int j = 1; j < k; ++j) aniso[j] = scale > 0 ? sh[j] / scale : 0;
+    return scale;
+}
+
 /* All local maxima of one SH series (double), sorted by amplitude descending; returns the
- * count found (possibly above max_peaks; only max_peaks written). */
+ * count found (possibly above max_peaks; only max_peaks written).  polished, iterations
+ * (may be NULL): incremented by the candidates polished and their Newton iterations. */
 int tk_fibers_voxel_maxima(const tk_fibers_plan *plan, const double *sh, double *work, int max_peaks,
-                           double *directions, double *amplitudes);
+                           double *directions, double *amplitudes, unsigned long long *polished,
+                           unsigned long long *iterations);
 
 /* The CUDA backend of tk_fibers_find_timed (options already checked). */
 tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_plan *plan, size_t num_voxels,

@@ -55,6 +55,16 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
     return lambda;
 }
 
+/* At most this many Newton iterations, and this many step halvings over all of them, per
+ * candidate: a start within a grid spacing of a strict maximum converges in 3-6 iterations
+ * and rarely halves, so the budget only bounds the candidates that sit on something flatter
+ * (a ridge or ring of an axially symmetric lobe, a near-degenerate saddle), whose climb
+ * would otherwise crawl on for the full budget of a general-purpose optimizer. */
+#ifndef TK_NEWTON_MAX_ITERATIONS
+#define TK_NEWTON_MAX_ITERATIONS 24
+#define TK_NEWTON_MAX_HALVINGS 48
+#endif
+
 /* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
  * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
  * Marquardt), steps of at most 0.1 rad, and backtracking so that A x^m never falls.  The
@@ -62,39 +72,59 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
  * maximum: much longer steps could jump a valley to a higher neighbouring hill.
  * Convergence is quadratic near a strict maximum, so once a full Newton step is below
  * 1e-7 rad the point it reaches is within about 1e-13 of the maximum: stop there rather
- * than spend one more round of derivatives measuring a step of 1e-14. */
-TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude)
+ * than spend one more round of derivatives measuring a step of 1e-14.  Where no step,
+ * however short, raises A x^m above rounding, x is as high as double resolves: stop too.
+ * A strict maximum needs the Hessian's larger eigenvalue below -1e-6 of the scale: a
+ * ring or ridge (one zero curvature) whose rounding leaves a determinant of 1e-18 is not
+ * one. */
+TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations)
 {
     double u[3], w[3], g[2], h[3];
-    for (int it = 0; it < 100; ++it) {
+    int halvings = 0, it = 0, flat = 0;
+    for (; it < TK_NEWTON_MAX_ITERATIONS; ++it) {
         TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
         double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
         double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
         /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
         double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
         double top = mean + rad, shift = top > -1e-3 * scale ? top + 0.1 * scale : 0.0;
+        /* a curvature of zero to 1e-6 twice running: a ring or ridge of equal maxima (an
+         * axially symmetric lobe's), where the shifted steps would crawl along for the whole
+         * budget towards a point the strictness test below rejects anyway */
+        flat = fabs(top) < 1e-6 * scale ? flat + 1 : 0;
+        if (flat == 2) break;
         double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
         double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
         double len = sqrt(s0 * s0 + s1 * s1), xn[3];
         const int pure_newton = shift == 0.0 && len <= 0.1;
+        if (!(len > 1e-13)) break; /* at the maximum (or a NaN step: keep x) */
         if (len > 0.1) s0 *= 0.1 / len, s1 *= 0.1 / len, len = 0.1;
-        int half = 0;
-        for (; half < 40; ++half) {
+        int half = 0, rose = 0;
+        for (;;) {
             for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
             TK_NEWTON_SFX(nt_normalize3)(xn);
-            if (TK_NEWTON_VALUE(t, xn) >= lambda - 1e-15 * scale) break;
-            s0 *= 0.5, s1 *= 0.5, len *= 0.5;
+            if (TK_NEWTON_VALUE(t, xn) >= lambda - 1e-15 * scale) {
+                rose = 1;
+                break;
+            }
+            if (len < 1e-13 || halvings >= TK_NEWTON_MAX_HALVINGS) break;
+            s0 *= 0.5, s1 *= 0.5, len *= 0.5, ++half, ++halvings;
         }
+        if (!rose) break;
         x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];
-        if (len < 1e-13 || (pure_newton && half == 0 && len < 1e-7)) break;
+        if (len < 1e-13 || (pure_newton && half == 0 && len < 1e-7)) {
+            ++it;
+            break;
+        }
     }
+    *iterations = it;
     TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
     double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
     double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
+    double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
     *amplitude = lambda;
-    /* a strict maximum: gradient zero and Hessian negative definite (to rounding) */
-    return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && h[0] < -1e-9 * scale &&
-           h[0] * h[2] - h[1] * h[1] > 1e-18 * scale * scale;
+    /* a strict maximum: gradient zero and Hessian negative definite (beyond rounding) */
+    return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && mean + rad < -1e-6 * scale;
 }
 
 /* The length of a pure Newton step from x, or -1 where the Hessian on the sphere is not

@@ -114,9 +114,9 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 #include "fibers_newton.h"
 
 /* is_max[i] = 1 where grid direction i is not below any neighbour (a candidate), 2 where it
- * is not below its nearest neighbours (within 1.05 spacings) only (a shoulder candidate, see
- * tk_fibers_voxel_maxima), else 0.  Neighbour-major over blocks of 32 directions, so each
- * step is a gather and a compare across a vector. */
+ * is not below its nearest neighbours (within 1.05 spacings) or below one neighbour only
+ * (a shoulder candidate, see tk_fibers_voxel_maxima), else 0.  Neighbour-major over blocks
+ * of 32 directions, so each step is a gather and a compare across a vector. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
@@ -124,18 +124,19 @@ static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsi
 {
     const int stride = p->grid_padded;
     for (int i0 = 0; i0 < stride; i0 += 32) {
-        int ok[32], ok_near[32];
+        int ok_near[32], higher[32];
         const int *near = p->nbr_near + i0;
-        for (int j = 0; j < 32; ++j) ok[j] = ok_near[j] = 1;
+        for (int j = 0; j < 32; ++j) ok_near[j] = 1, higher[j] = 0;
         for (int n = 0; n < p->nbr_width; ++n) {
             const int *nb = p->nbr_fixed + (size_t)n * stride + i0;
             for (int j = 0; j < 32; ++j) {
                 const int not_below = values[i0 + j] >= values[nb[j]];
-                ok[j] &= not_below;
+                higher[j] += !not_below;
                 ok_near[j] &= not_below | (n >= near[j]);
             }
         }
-        for (int j = 0; j < 32; ++j) is_max[i0 + j] = (unsigned char)(ok[j] ? 1 : ok_near[j] ? 2 : 0);
+        for (int j = 0; j < 32; ++j)
+            is_max[i0 + j] = (unsigned char)(higher[j] == 0 ? 1 : ok_near[j] || higher[j] == 1 ? 2 : 0);
     }
 }
 
@@ -160,16 +161,24 @@ static void grid_values(const tk_fibers_plan *p, const double *sh, float *values
 }
 
 int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *work, int max_peaks,
-                           double *directions, double *amplitudes)
+                           double *directions, double *amplitudes, unsigned long long *polished,
+                           unsigned long long *iterations)
 {
     const int g = p->grid, k = p->k, m = p->lmax;
     float *values = (float *)work;
     double *tensor = work + p->grid_padded / 2 + 1;
-    grid_values(p, sh, values);
+    /* The peaks of the series are those of its anisotropic part scaled to unit size: a
+     * constant (zero, isotropic) voxel has none and costs no grid pass, and an isotropic
+     * term that dwarfs the rest, or coefficients near float's underflow, no longer drown
+     * the ranking and the Newton tests in rounding. */
+    double aniso[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], iso;
+    const double scale = tk_fibers_anisotropic_part(k, sh, aniso, &iso);
+    if (!(scale > 0)) return 0;
+    grid_values(p, aniso, values);
     /* column by column, so that the inner loop vectorizes without reassociation */
     for (int r = 0; r < k; ++r) tensor[r] = 0;
-    for (int c = 0; c < k; ++c)
-        for (int r = 0; r < k; ++r) tensor[r] += p->map_t[(size_t)c * k + r] * sh[c];
+    for (int c = 1; c < k; ++c)
+        for (int r = 0; r < k; ++r) tensor[r] += p->map_t[(size_t)c * k + r] * aniso[c];
     /* candidates, largest first: grid directions not below any neighbour, then the shoulder
      * candidates (each list keeps its TK_MAX_CANDIDATES largest) */
     int cand[2 * TK_MAX_CANDIDATES], ncand = 0;
@@ -211,15 +220,20 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
         int near = 0;
         for (int f = 0; f < found && !near; ++f) near = fabs(nt_dot3_cpu(found_dir[f], x)) > cos_near;
         if (near) continue;
-        /* A shoulder candidate (higher ground only beyond its nearest neighbours) starts a
-         * polish only where the function curves down around it with a maximum of its local
+        /* A shoulder candidate (higher ground only beyond its nearest neighbours, or at one
+         * neighbour only: a bump on a ridge that climbs on to a larger lobe) starts a polish
+         * only where the function curves down around it with a maximum of its local
          * quadratic model within a grid spacing: a small lobe on a large one's flank, whose
          * basin the wider neighbourhood reaches across. */
         if (is_max[cand[c]] == 2) {
             double step = nt_newton_step_cpu(&vt, x);
             if (step < 0 || step > spacing) continue;
         }
-        if (!nt_polish_cpu(&vt, x, &amp)) continue;
+        int climbed = 0;
+        const int strict = nt_polish_cpu(&vt, x, &amp, &climbed);
+        if (polished) ++*polished;
+        if (iterations) *iterations += (unsigned long long)climbed;
+        if (!strict) continue;
         tk_canonical_sign(3, x);
         int dup = 0;
         for (int f = 0; f < found && !dup; ++f) {
@@ -238,7 +252,7 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     }
     for (int f = 0; f < found && f < max_peaks; ++f) {
         if (directions) memcpy(directions + (size_t)f * 3, found_dir[f], sizeof found_dir[0]);
-        if (amplitudes) amplitudes[f] = found_amp[f];
+        if (amplitudes) amplitudes[f] = found_amp[f] * scale + iso;
     }
     return found;
 }
@@ -249,7 +263,7 @@ int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *
     const tk_fibers_plan *plan = NULL;
     if (tk_fibers_plan_get(lmax, basis, legacy, &plan) != TK_OK) return -1;
     double *work = malloc(sizeof(double) * tk_fibers_plan_work(plan));
-    int found = work ? tk_fibers_voxel_maxima(plan, sh, work, max_peaks, directions, amplitudes) : -1;
+    int found = work ? tk_fibers_voxel_maxima(plan, sh, work, max_peaks, directions, amplitudes, NULL, NULL) : -1;
     if (!work) tk_set_error(TK_ERR_MEMORY, "out of memory");
     free(work);
     return found;
@@ -266,7 +280,7 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
 {
     tk_clear_error();
     const double start_ms = tk_now_ms();
-    if (timing) timing->total_ms = timing->kernel_ms = 0;
+    if (timing) memset(timing, 0, sizeof *timing);
     if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
     if (o->num_peaks < 1 || o->num_peaks > TK_MAX_CANDIDATES)
         return tk_set_error(TK_ERR_ARGUMENT, "the number of peaks must be from 1 to %d, got %d", TK_MAX_CANDIDATES,
@@ -288,10 +302,11 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
     const int k = plan->k, np = o->num_peaks;
     const long long count = (long long)num_voxels;
     size_t bad = 0;
+    unsigned long long polished = 0, iterations = 0, most = 0;
     int failed = 0;
 #ifdef _OPENMP
     int threads = o->backend == TK_FIBERS_OMP ? (o->num_threads > 0 ? o->num_threads : omp_get_max_threads()) : 1;
-#pragma omp parallel num_threads(threads) reduction(+ : bad)
+#pragma omp parallel num_threads(threads) reduction(+ : bad, polished, iterations) reduction(max : most)
 #endif
     {
         double *work = malloc(sizeof(double) * (tk_fibers_plan_work(plan) + (size_t)k + TK_MAX_CANDIDATES * 4));
@@ -314,7 +329,12 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
                 coeffs[c] = sh[(size_t)v * k + c];
                 if (!isfinite(coeffs[c])) ok = 0, ++bad;
             }
-            int found = ok ? tk_fibers_voxel_maxima(plan, coeffs, work, TK_MAX_CANDIDATES, dirs, amps) : 0;
+            unsigned long long voxel_iterations = 0;
+            int found = ok ? tk_fibers_voxel_maxima(plan, coeffs, work, TK_MAX_CANDIDATES, dirs, amps, &polished,
+                                                    &voxel_iterations)
+                           : 0;
+            iterations += voxel_iterations;
+            most = voxel_iterations > most ? voxel_iterations : most;
             if (found > TK_MAX_CANDIDATES) found = TK_MAX_CANDIDATES;
             tk_fibers_select(np, o->threshold, o->relative_threshold, o->min_separation_deg, cos_sep, found, dirs, amps,
                              kept, od, oa);
@@ -323,6 +343,9 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
     }
     if (bad_voxels) *bad_voxels = bad;
     if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for peak-finder work buffers");
-    if (timing) timing->total_ms = timing->kernel_ms = tk_now_ms() - start_ms;
+    if (timing) {
+        timing->total_ms = timing->kernel_ms = tk_now_ms() - start_ms;
+        timing->polished = polished, timing->newton_iterations = iterations, timing->most_iterations = most;
+    }
     return TK_OK;
 }

@@ -16,7 +16,10 @@ TK_HD static inline void tk_fibers_select(int num_peaks, double threshold, doubl
 {
     int kept = 0;
     for (int f = 0; f < found && kept < num_peaks; ++f) {
-        if (!(amps[f] > threshold) || amps[f] < relative_threshold * amps[0]) continue;
+        /* Any threshold, negative (or -inf: none, sh2peaks' default) included.  The relative
+         * threshold is a fraction of the voxel's largest peak: with none positive, none passes. */
+        if (!(amps[f] > threshold)) continue;
+        if (relative_threshold > 0 && !(amps[0] > 0 && amps[f] >= relative_threshold * amps[0])) continue;
         int close = 0; /* within the separation of a larger peak already kept */
         for (int q = 0; q < kept && min_separation_deg > 0 && !close; ++q) {
             const double *a = dirs + kept_index[q] * 3, *b = dirs + f * 3;
