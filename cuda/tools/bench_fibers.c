@@ -34,8 +34,16 @@ static const double kPi = 3.14159265358979323846;
 typedef struct {
     long voxels, cuda_voxels, lmax, num, threads, repeat, accuracy_voxels;
     int backends[3];
-    const char *sh2peaks, *input;
+    const char *sh2peaks, *input, *tk_fibers;
+    int inputs[4]; /* which volumes: see kInputNames */
 } fibers_args;
+
+/* The volumes a run measures, each as users' files hold them: real FOD voxels from a brain's
+ * interior, a noise-free phantom (what simulations write), and a whole-brain volume (the real
+ * voxels inside a zero background, as dwi2fod writes outside its mask); the FOD-like synthetic
+ * volume of earlier runs on request. */
+enum { INPUT_REAL, INPUT_PHANTOM, INPUT_WHOLE_BRAIN, INPUT_FOD_LIKE, INPUT_COUNT };
+static const char *const kInputNames[INPUT_COUNT] = {"real", "phantom", "wholebrain", "fodlike"};
 
 typedef struct {
     uint64_t s;
@@ -81,6 +89,87 @@ static float *fod_like_volume(int lmax, size_t voxels, uint64_t seed)
             for (int l = 0, j = 0; l <= lmax; l += 2)
                 for (int m = -l; m <= l; ++m, ++j) c[j] += (float)(w * smooth[l] * y[j]);
         }
+    }
+    return sh;
+}
+
+/* Legendre coefficients a_l (even l <= lmax) of the Watson lobe exp(kappa (t^2 - 1)) on
+ * [-1, 1], by 64-point Gauss-Legendre quadrature (exact to rounding for kappa 10). */
+static void watson_legendre(double kappa, int lmax, double *a)
+{
+    enum { N = 64 };
+    double t[N], w[N];
+    for (int i = 0; i < N; ++i) { /* nodes by Newton on P_N from Chebyshev guesses */
+        double x = cos(kPi * (i + 0.75) / (N + 0.5)), dp = 1;
+        for (int it = 0; it < 100; ++it) {
+            double p0 = 1, p1 = x;
+            for (int n = 2; n <= N; ++n) {
+                double p2 = ((2 * n - 1) * x * p1 - (n - 1) * p0) / n;
+                p0 = p1, p1 = p2;
+            }
+            dp = N * (x * p1 - p0) / (x * x - 1);
+            double dx = p1 / dp;
+            x -= dx;
+            if (fabs(dx) < 1e-16) break;
+        }
+        t[i] = x, w[i] = 2 / ((1 - x * x) * dp * dp);
+    }
+    for (int l = 0; l <= lmax; l += 2) {
+        double sum = 0;
+        for (int i = 0; i < N; ++i) {
+            double p0 = 1, p1 = t[i], pl = l == 0 ? 1 : t[i];
+            for (int n = 2; n <= l; ++n) {
+                double p2 = ((2 * n - 1) * t[i] * p1 - (n - 1) * p0) / n;
+                p0 = p1, p1 = p2, pl = p2;
+            }
+            sum += w[i] * exp(kappa * (t[i] * t[i] - 1)) * pl;
+        }
+        a[l] = (2 * l + 1) / 2.0 * sum;
+    }
+}
+
+/* A noise-free phantom as Data/fibers/make_phantom.py draws one: per voxel 1-3 fibers of
+ * random directions and equal fractions, each a Watson lobe (kappa 10) projected exactly on
+ * the even harmonics up to lmax (Funk-Hecke: c_lm = a_l 4 pi / (2l + 1) Y_lm(u)), scaled so
+ * that one fiber's peak is 1.  No noise: single fibers are exactly axially symmetric. */
+static float *phantom_volume(int lmax, size_t voxels, uint64_t seed)
+{
+    const int k = (int)tk_sh_num_coeffs(lmax);
+    double a[TK_SH_MAX_LMAX + 1], y[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], peak = 0;
+    float *sh = malloc(sizeof(float) * k * voxels);
+    if (!sh) return NULL;
+    watson_legendre(10.0, lmax, a);
+    for (int l = 0; l <= lmax; l += 2) peak += a[l]; /* P_l(1) = 1 */
+    rng64 r = {seed * 0x9E3779B97F4A7C15ull + 11};
+    for (size_t v = 0; v < voxels; ++v) {
+        float *c = sh + v * k;
+        const int fibers = 1 + (int)(v % 3);
+        for (int j = 0; j < k; ++j) c[j] = 0;
+        for (int f = 0; f < fibers; ++f) {
+            double dir[3];
+            random_unit(&r, dir);
+            tk_sh_eval(TK_SH_TOURNIER, 0, lmax, dir, y);
+            for (int l = 0, j = 0; l <= lmax; l += 2)
+                for (int m = -l; m <= l; ++m, ++j) c[j] += (float)(a[l] * 4 * kPi / (2 * l + 1) * y[j] / peak / fibers);
+        }
+    }
+    return sh;
+}
+
+/* A whole-brain-shaped volume: a cube whose centred ball (40% of the voxels) holds the real
+ * voxels in turn and zero elsewhere (dwi2fod's output outside its mask), voxels in x-fastest
+ * order as an image file holds them. */
+static float *whole_brain_volume(const float *real, size_t real_voxels, int k, size_t voxels)
+{
+    float *sh = calloc(voxels * (size_t)k, sizeof(float));
+    if (!sh) return NULL;
+    const size_t n = (size_t)ceil(cbrt((double)voxels));
+    const double radius = cbrt(0.4 * 3 / (4 * kPi)); /* the ball's share of the unit cube: 0.4 */
+    size_t next = 0;
+    for (size_t v = 0; v < voxels; ++v) {
+        const double x = ((v % n) + 0.5) / n - 0.5, y = ((v / n % n) + 0.5) / n - 0.5, z = ((v / n / n) + 0.5) / n - 0.5;
+        if (x * x + y * y + z * z > radius * radius) continue;
+        memcpy(sh + v * k, real + (next++ % real_voxels) * k, sizeof(float) * k);
     }
     return sh;
 }
@@ -228,8 +317,8 @@ static int time_backend(const fibers_args *a, int b, const float *sh, size_t vox
     }
     double totals[64], kernels[64];
     int runs = (int)(a->repeat < 64 ? a->repeat : 64);
+    tk_fibers_timing t;
     for (int r = 0; r < runs; ++r) {
-        tk_fibers_timing t;
         if (tk_fibers_find_timed(&o, voxels, sh, NULL, dirs, amps, NULL, &t) != TK_OK) {
             printf("%-10s %9zu  failed: %s\n", backend_name(b), voxels, tk_last_error());
             return 0;
@@ -238,41 +327,78 @@ static int time_backend(const fibers_args *a, int b, const float *sh, size_t vox
     }
     qsort(totals, runs, sizeof(double), cmp_double);
     qsort(kernels, runs, sizeof(double), cmp_double);
+    *best = t; /* the Newton counts are the same in every run */
     best->total_ms = totals[runs / 2], best->kernel_ms = kernels[runs / 2];
     return 1;
 }
 
-/* sh2peaks on the same volume and threads; wall seconds, or -1 (message printed). */
-static double run_sh2peaks(const fibers_args *a, const float *sh, size_t voxels, float **peaks)
+/* Wall seconds of one whole process (argv[0] looked up on PATH), or -1 where it did not run
+ * or failed. */
+static double timed_process(char *const argv[])
+{
+    pid_t pid;
+    int status = 0;
+    const double t0 = tk_cli_now_ms();
+    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) < 0 ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    return (tk_cli_now_ms() - t0) / 1000;
+}
+
+/* The volume as one .mif that both whole processes read (voxels in a line), in a fresh
+ * temporary folder; 0 (message printed) where it cannot be written. */
+typedef struct {
+    char dir[64], in[96], out[96], threads[32], num[32];
+} bench_files;
+
+static int write_bench_input(const fibers_args *a, const float *sh, size_t voxels, bench_files *f)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/tk-bench-fibers-XXXXXX");
+    if (!mkdtemp(f->dir)) return printf("whole processes skipped: no temporary folder\n"), 0;
+    snprintf(f->in, sizeof f->in, "%s/sh.mif", f->dir), snprintf(f->out, sizeof f->out, "%s/peaks.mif", f->dir);
+    snprintf(f->threads, sizeof f->threads, "%ld", a->threads > 0 ? a->threads : sysconf(_SC_NPROCESSORS_ONLN));
+    snprintf(f->num, sizeof f->num, "%ld", a->num);
+    const size_t dim[4] = {voxels, 1, 1, tk_sh_num_coeffs((int)a->lmax)};
+    if (!tk_mif_write_f32(f->in, dim, sh)) {
+        printf("whole processes skipped: %s\n", tk_last_error());
+        rmdir(f->dir);
+        return 0;
+    }
+    return 1;
+}
+
+static void remove_bench_files(const bench_files *f) { remove(f->in), remove(f->out), rmdir(f->dir); }
+
+/* sh2peaks on the volume, same threads: wall seconds (its file I/O included), or -1
+ * (message printed); *peaks: its output, voxel-major. */
+static double run_sh2peaks(const fibers_args *a, const bench_files *f, size_t voxels, float **peaks)
 {
     *peaks = NULL;
-    char dir[] = "/tmp/tk-bench-fibers-XXXXXX", in[64], out[64], threads[32], num[32];
-    if (!mkdtemp(dir)) return printf("sh2peaks   skipped: no temporary folder\n"), -1;
-    snprintf(in, sizeof in, "%s/sh.mif", dir), snprintf(out, sizeof out, "%s/peaks.mif", dir);
-    snprintf(threads, sizeof threads, "%ld", a->threads > 0 ? a->threads : sysconf(_SC_NPROCESSORS_ONLN));
-    snprintf(num, sizeof num, "%ld", a->num);
-    const size_t k = tk_sh_num_coeffs((int)a->lmax), dim[4] = {voxels, 1, 1, k};
-    double seconds = -1;
-    if (!tk_mif_write_f32(in, dim, sh)) {
-        printf("sh2peaks   skipped: %s\n", tk_last_error());
-    } else {
-        char *argv[] = {(char *)a->sh2peaks, "-quiet", "-force", "-nthreads", threads, "-num", num, in, out, NULL};
-        pid_t pid;
-        double t0 = tk_cli_now_ms();
-        int status = 0;
-        if (posix_spawnp(&pid, a->sh2peaks, NULL, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) < 0 ||
-            !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            printf("sh2peaks   skipped: '%s' did not run (install mrtrix3, or --sh2peaks off)\n", a->sh2peaks);
-        } else {
-            seconds = (tk_cli_now_ms() - t0) / 1000;
-            size_t odim[4];
-            if (!tk_mif_read_f32(out, odim, peaks) || odim[0] * odim[1] * odim[2] != voxels || odim[3] != 3 * (size_t)a->num) {
-                printf("sh2peaks   output unreadable: %s\n", tk_last_error());
-                free(*peaks), *peaks = NULL;
-            }
-        }
+    char *argv[] = {(char *)a->sh2peaks, "-quiet", "-force", "-nthreads", (char *)f->threads, "-num", (char *)f->num,
+                    (char *)f->in, (char *)f->out, NULL};
+    const double seconds = timed_process(argv);
+    if (seconds < 0) {
+        printf("sh2peaks   skipped: '%s' did not run (install mrtrix3, or --sh2peaks off)\n", a->sh2peaks);
+        return -1;
     }
-    remove(in), remove(out), rmdir(dir);
+    size_t odim[4];
+    if (!tk_mif_read_f32(f->out, odim, peaks) || odim[0] * odim[1] * odim[2] != voxels || odim[3] != 3 * (size_t)a->num) {
+        printf("sh2peaks   output unreadable: %s\n", tk_last_error());
+        free(*peaks), *peaks = NULL;
+    }
+    remove(f->out);
+    return seconds;
+}
+
+/* tk-fibers (omp, the same threads and peaks) on the same file as sh2peaks: wall seconds,
+ * or -1 (message printed). */
+static double run_tk_fibers(const fibers_args *a, const bench_files *f)
+{
+    char *argv[] = {(char *)a->tk_fibers, "--quiet", "--backend", "omp", "--threads", (char *)f->threads, "--num",
+                    (char *)f->num, (char *)f->in, (char *)f->out, NULL};
+    const double seconds = timed_process(argv);
+    if (seconds < 0) printf("tk-fibers  skipped: '%s' did not run on %s (--tk-fibers PATH, or off)\n", a->tk_fibers, f->in);
+    remove(f->out);
     return seconds;
 }
 
@@ -317,16 +443,23 @@ static int parse_args(int argc, char **argv, fibers_args *a)
     for (int i = 1; i < argc; ++i) {
         const char *v;
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: tk-bench fibers [--voxels 64000] [--cuda-voxels 600000] [--lmax 8] [--num 3]\n"
-                   "                       [--backends cpu,omp,cuda] [--threads P] [--repeat 5]\n"
-                   "                       [--accuracy-voxels 2000] [--sh2peaks sh2peaks|off] [--input SH.npy]\n"
-                   "Peaks of an FOD-like volume (1-3 fibers per voxel, tournier07 basis), or of the voxels of\n"
-                   "--input (tournier07 coefficients on the last axis; lmax from their count) repeated to fill\n"
-                   "the volume.  voxels/s are the\n"
-                   "median of --repeat calls of tk_fibers_find, memory to memory (CUDA: transfers included;\n"
-                   "kernel = the kernels alone).  sh2peaks runs on the same volume (as .mif), threads and\n"
-                   "peak count; its time includes reading and writing its files.  Accuracy: angle from each\n"
-                   "peak to the maximum an independent finite-difference Newton ascent reaches.\n");
+            printf("usage: tk-bench fibers [--inputs real,phantom,wholebrain] [--input SH.npy] [--voxels 64000]\n"
+                   "                       [--cuda-voxels 600000] [--lmax 8] [--num 3] [--backends cpu,omp,cuda]\n"
+                   "                       [--threads P] [--repeat 5] [--accuracy-voxels 2000]\n"
+                   "                       [--sh2peaks sh2peaks|off] [--tk-fibers PATH|off]\n"
+                   "Peak-finder speed and accuracy on the volumes users have, each in turn:\n"
+                   "  real        the voxels of --input (tournier07 coefficients on the last axis; lmax from\n"
+                   "              their count; default the bundled real FOD, %s), repeated\n"
+                   "  phantom     a noise-free phantom (1-3 Watson fibers a voxel, kappa 10, as\n"
+                   "              Data/fibers/make_phantom.py with noise 0; lmax from --lmax)\n"
+                   "  wholebrain  the real voxels in a ball of 40%% of a cube, zero outside (dwi2fod's background)\n"
+                   "  fodlike     the synthetic FOD-like volume of earlier runs (1-3 smoothed spikes + noise)\n"
+                   "cpu/omp/cuda: median of --repeat calls of tk_fibers_find, memory to memory (CUDA: transfers\n"
+                   "included; kernel = the kernels alone); Newton = iterations per voxel (cpu/omp).\n"
+                   "sh2peaks and tk-fibers (omp) run as whole processes on the same .mif file, threads and peak\n"
+                   "count, reading and writing files: the 20x goal compares those two.  Accuracy: angle from\n"
+                   "each peak to the maximum an independent finite-difference Newton ascent reaches.\n",
+                   TK_BENCH_REAL_FOD);
             return 0;
         }
 #define TK_INT_OPT(flag, field, lo, hi)                                                                           \
@@ -351,6 +484,28 @@ static int parse_args(int argc, char **argv, fibers_args *a)
         {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--sh2peaks"))) return -1;
             a->sh2peaks = strcmp(v, "off") ? v : NULL;
+        }
+        else if (tk_cli_is(argv[i], "--tk-fibers"))
+        {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--tk-fibers"))) return -1;
+            a->tk_fibers = strcmp(v, "off") ? v : NULL;
+        }
+        else if (tk_cli_is(argv[i], "--inputs"))
+        {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--inputs"))) return -1;
+            memset(a->inputs, 0, sizeof a->inputs);
+            char list[128];
+            snprintf(list, sizeof list, "%s", v);
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                int which = -1;
+                for (int n = 0; n < INPUT_COUNT; ++n)
+                    if (!strcmp(tok, kInputNames[n])) which = n;
+                if (which < 0) {
+                    tk_cli_error(prog, "--inputs expects a list of real, phantom, wholebrain, fodlike, got '%s'", tok);
+                    return -1;
+                }
+                a->inputs[which] = 1;
+            }
         }
         else if (tk_cli_is(argv[i], "--backends"))
         {
@@ -380,85 +535,141 @@ static int parse_args(int argc, char **argv, fibers_args *a)
     return 1;
 }
 
-int tk_bench_fibers(int argc, char **argv)
+/* tk-fibers beside this tk-bench (the build's bin/ or the install's), else on PATH. */
+static const char *default_tk_fibers(char *buf, size_t size)
 {
-    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, {0, 1, 1}, "sh2peaks", NULL};
-    int parsed = parse_args(argc, argv, &a);
-    if (parsed <= 0) return parsed < 0 ? TK_EXIT_USAGE : 0;
-    const size_t voxels = (size_t)a.voxels, np = (size_t)a.num;
-    const size_t biggest = a.backends[2] && (size_t)a.cuda_voxels > voxels ? (size_t)a.cuda_voxels : voxels;
-    float *sh = a.input ? tiled_input(a.input, biggest, &a.lmax) : fod_like_volume((int)a.lmax, biggest, 1);
-    if (!sh) return TK_EXIT_FAILURE;
-    const size_t k = tk_sh_num_coeffs((int)a.lmax);
-    float *dirs = malloc(sizeof(float) * biggest * np * 3),
-          *amps = malloc(sizeof(float) * biggest * np);
-    if (!sh || !dirs || !amps) {
+    ssize_t n = readlink("/proc/self/exe", buf, size - 16);
+    if (n > 0) {
+        buf[n] = '\0';
+        char *slash = strrchr(buf, '/');
+        if (slash) {
+            strcpy(slash + 1, "tk-fibers");
+            if (access(buf, X_OK) == 0) return buf;
+        }
+    }
+    return "tk-fibers";
+}
+
+/* One input's volume of `voxels` voxels (message printed on failure). */
+static float *input_volume(fibers_args *a, int input, size_t voxels)
+{
+    const char *real = a->input ? a->input : TK_BENCH_REAL_FOD;
+    switch (input) {
+    case INPUT_PHANTOM: return phantom_volume((int)a->lmax, voxels, 1);
+    case INPUT_FOD_LIKE: return fod_like_volume((int)a->lmax, voxels, 1);
+    case INPUT_REAL: return tiled_input(real, voxels, &a->lmax);
+    default: {
+        long lmax = a->lmax;
+        const size_t inside = (size_t)(0.45 * voxels) + 1; /* enough real voxels for the ball */
+        float *interior = tiled_input(real, inside, &lmax), *sh = NULL;
+        if (interior) sh = whole_brain_volume(interior, inside, (int)tk_sh_num_coeffs((int)lmax), voxels);
+        if (interior && !sh) tk_cli_error(prog, "out of memory for %zu voxels", voxels);
+        if (sh) a->lmax = lmax;
+        free(interior);
+        return sh;
+    }
+    }
+}
+
+/* Everything measured on one input. */
+static int bench_input(fibers_args *a, int input)
+{
+    const size_t voxels = (size_t)a->voxels, np = (size_t)a->num;
+    const size_t biggest = a->backends[2] && (size_t)a->cuda_voxels > voxels ? (size_t)a->cuda_voxels : voxels;
+    float *sh = input_volume(a, input, biggest);
+    if (!sh) return 0;
+    const size_t k = tk_sh_num_coeffs((int)a->lmax);
+    size_t zero = 0;
+    for (size_t v = 0; v < voxels; ++v) {
+        int all = 1;
+        for (size_t j = 1; j < k && all; ++j) all = sh[v * k + j] == 0;
+        zero += all;
+    }
+    float *dirs = malloc(sizeof(float) * biggest * np * 3), *amps = malloc(sizeof(float) * biggest * np);
+    if (!dirs || !amps) {
         tk_cli_error(prog, "out of memory for %zu voxels", biggest);
-        return TK_EXIT_FAILURE;
+        free(sh), free(dirs), free(amps);
+        return 0;
     }
     memset(dirs, 0, sizeof(float) * biggest * np * 3), memset(amps, 0, sizeof(float) * biggest * np);
-    const size_t acc_voxels = (size_t)a.accuracy_voxels < voxels ? (size_t)a.accuracy_voxels : voxels;
-    printf("# tk-bench fibers: %s%s, lmax %ld (%zu coefficients), %ld peaks, %s threads\n",
-           a.input ? "the voxels of " : "FOD-like volume", a.input ? a.input : "", a.lmax, k, a.num,
-           a.threads ? "given" : "all");
-    printf("# accuracy: median / largest angle (degrees) to the refined maxima over the first %zu voxels;\n"
-           "# goals: omp >= 20x sh2peaks voxels/s, cuda >= 10,000,000 voxels/s at lmax 8 (transfers included),\n"
-           "# median angle <= 0.01 degrees, every sh2peaks peak found\n",
-           acc_voxels);
-    printf("%-10s %9s %10s %10s %13s %13s %10s %10s  %s\n", "program", "voxels", "total_ms", "kernel_ms", "voxels/s",
-           "voxels/s_krn", "median_deg", "max_deg", "goal");
-    tk_bench_json_setting_str("input", a.input ? a.input : "FOD-like volume"), tk_bench_json_setting_num("lmax", a.lmax);
-    tk_bench_json_setting_num("peaks", a.num), tk_bench_json_setting_num("threads", a.threads); /* 0: all */
-    tk_bench_json_reference("goal cuda voxels/s (lmax 8)", 1e7, "voxels/s", "issue goal, transfers included");
-    tk_bench_json_reference("goal median angle", 0.01, "degrees", "issue goal");
+    const size_t acc_voxels = (size_t)a->accuracy_voxels < voxels ? (size_t)a->accuracy_voxels : voxels;
+    printf("\n## %s: %s, lmax %ld (%zu coefficients), %ld peaks, %s threads, %.0f%% of voxels zero\n",
+           kInputNames[input],
+           input == INPUT_PHANTOM    ? "noise-free Watson phantom"
+           : input == INPUT_FOD_LIKE ? "FOD-like synthetic volume"
+           : input == INPUT_REAL     ? (a->input ? a->input : TK_BENCH_REAL_FOD)
+                                     : "real FOD in a zero background",
+           a->lmax, k, a->num, a->threads ? "given" : "all", 100.0 * zero / voxels);
+    printf("%-10s %9s %10s %10s %13s %13s %10s %10s %8s  %s\n", "program", "voxels", "total_ms", "kernel_ms", "voxels/s",
+           "voxels/s_krn", "median_deg", "max_deg", "newton", "goal");
     double sh2_rate = 0;
     float *ref = NULL;
-    if (a.sh2peaks) {
-        double seconds = run_sh2peaks(&a, sh, voxels, &ref);
+    bench_files files;
+    const int have_files = (a->sh2peaks || a->tk_fibers) && write_bench_input(a, sh, voxels, &files);
+    if (have_files && a->sh2peaks) {
+        double seconds = run_sh2peaks(a, &files, voxels, &ref);
         if (seconds > 0) {
             sh2_rate = voxels / seconds;
             double med = NAN, worst = NAN;
-            if (ref) accuracy(&a, sh, ref, acc_voxels, &med, &worst);
-            printf("%-10s %9zu %10.1f %10s %13.0f %13s %10.5f %10.5f  reference\n", "sh2peaks", voxels, seconds * 1000, "-",
-                   sh2_rate, "-", med, worst);
-            tk_bench_json_row("peaks"), tk_bench_json_str("program", "sh2peaks"), tk_bench_json_num("voxels", voxels);
+            if (ref) accuracy(a, sh, ref, acc_voxels, &med, &worst);
+            printf("%-10s %9zu %10.1f %10s %13.0f %13s %10.5f %10.5f %8s  reference (whole process)\n", "sh2peaks", voxels,
+                   seconds * 1000, "-", sh2_rate, "-", med, worst, "-");
+            tk_bench_json_row("peaks"), tk_bench_json_str("input", kInputNames[input]);
+            tk_bench_json_str("program", "sh2peaks"), tk_bench_json_num("voxels", voxels);
             tk_bench_json_num("total_ms", seconds * 1000), tk_bench_json_num("voxels_per_s", sh2_rate);
             tk_bench_json_num("median_deg", med), tk_bench_json_num("max_deg", worst);
-            tk_bench_json_reference("sh2peaks voxels/s", sh2_rate, "voxels/s", "MRtrix3 sh2peaks, measured in this run");
-            tk_bench_json_reference("goal omp voxels/s (20x sh2peaks)", 20 * sh2_rate, "voxels/s", "issue goal");
         }
     }
-    for (int b = 0; b < 3; ++b) {
-        if (!a.backends[b]) continue;
-        for (int big = 0; big < (b == 2 && (size_t)a.cuda_voxels > voxels ? 2 : 1); ++big) {
-            size_t n = big ? (size_t)a.cuda_voxels : voxels;
-            tk_fibers_timing t;
-            if (!time_backend(&a, b, sh, n, dirs, amps, &t)) continue;
-            double med = NAN, worst = NAN, rate = n / (t.total_ms / 1000), krate = n / (t.kernel_ms / 1000);
-            accuracy(&a, sh, dirs, acc_voxels, &med, &worst);
-            char goal[128] = "";
-            if (b == 1 && sh2_rate > 0)
+    if (have_files && a->tk_fibers) {
+        double seconds = run_tk_fibers(a, &files);
+        if (seconds > 0) {
+            const double rate = voxels / seconds;
+            char goal[96] = "";
+            if (sh2_rate > 0)
                 snprintf(goal, sizeof goal, "%.1fx sh2peaks (goal 20x: %s)", rate / sh2_rate,
                          rate >= 20 * sh2_rate ? "met" : "MISSED");
-            if (b == 2 && a.lmax == 8 && big == ((size_t)a.cuda_voxels > voxels))
+            printf("%-10s %9zu %10.1f %10s %13.0f %13s %10s %10s %8s  whole process, omp; %s\n", "tk-fibers", voxels,
+                   seconds * 1000, "-", rate, "-", "-", "-", "-", goal);
+            tk_bench_json_row("peaks"), tk_bench_json_str("input", kInputNames[input]);
+            tk_bench_json_str("program", "tk-fibers"), tk_bench_json_num("voxels", voxels);
+            tk_bench_json_num("total_ms", seconds * 1000), tk_bench_json_num("voxels_per_s", rate);
+            if (sh2_rate > 0) tk_bench_json_num("vs_sh2peaks", rate / sh2_rate);
+        }
+    }
+    if (have_files) remove_bench_files(&files);
+    for (int b = 0; b < 3; ++b) {
+        if (!a->backends[b]) continue;
+        for (int big = 0; big < (b == 2 && (size_t)a->cuda_voxels > voxels ? 2 : 1); ++big) {
+            size_t n = big ? (size_t)a->cuda_voxels : voxels;
+            tk_fibers_timing t;
+            if (!time_backend(a, b, sh, n, dirs, amps, &t)) continue;
+            double med = NAN, worst = NAN, rate = n / (t.total_ms / 1000), krate = n / (t.kernel_ms / 1000);
+            accuracy(a, sh, dirs, acc_voxels, &med, &worst);
+            char goal[128] = "", newton[32] = "-";
+            if (b == 1 && sh2_rate > 0)
+                snprintf(goal, sizeof goal, "memory to memory: %.1fx sh2peaks", rate / sh2_rate);
+            if (b == 2 && a->lmax == 8 && big == ((size_t)a->cuda_voxels > voxels))
                 snprintf(goal, sizeof goal, "goal 10M voxels/s: %s", rate >= 1e7 ? "met" : "MISSED");
-            printf("%-10s %9zu %10.1f %10.1f %13.0f %13.0f %10.5f %10.5f  %s\n", backend_name(b), n, t.total_ms,
-                   t.kernel_ms, rate, krate, med, worst, goal);
-            tk_bench_json_row("peaks"), tk_bench_json_str("program", backend_name(b)), tk_bench_json_num("voxels", n);
+            if (b < 2) snprintf(newton, sizeof newton, "%.1f", (double)t.newton_iterations / n);
+            printf("%-10s %9zu %10.1f %10.1f %13.0f %13.0f %10.5f %10.5f %8s  %s\n", backend_name(b), n, t.total_ms,
+                   t.kernel_ms, rate, krate, med, worst, newton, goal);
+            tk_bench_json_row("peaks"), tk_bench_json_str("input", kInputNames[input]);
+            tk_bench_json_str("program", backend_name(b)), tk_bench_json_num("voxels", n);
             tk_bench_json_num("total_ms", t.total_ms), tk_bench_json_num("kernel_ms", t.kernel_ms);
             tk_bench_json_num("voxels_per_s", rate), tk_bench_json_num("kernel_voxels_per_s", krate);
             tk_bench_json_num("median_deg", med), tk_bench_json_num("max_deg", worst);
+            if (b < 2) tk_bench_json_num("newton_per_voxel", (double)t.newton_iterations / n);
             if (ref && !big) {
                 /* sh2peaks may rank peaks differently where it misses one: match against all of ours */
                 const int all = 16;
                 float *every = malloc(sizeof(float) * voxels * all * 3);
                 tk_fibers_options o;
-                tk_fibers_options_init(&o, (int)a.lmax);
-                o.num_peaks = all, o.backend = (tk_fibers_backend)b, o.num_threads = (int)a.threads;
+                tk_fibers_options_init(&o, (int)a->lmax);
+                o.num_peaks = all, o.backend = (tk_fibers_backend)b, o.num_threads = (int)a->threads;
                 if (every && tk_fibers_find(&o, voxels, sh, NULL, every, NULL, NULL) == TK_OK) {
                     size_t total = 0, not_max = 0, negative = 0;
                     size_t missing =
-                        unmatched_reference_peaks(&a, sh, ref, every, all, voxels, &total, &not_max, &negative);
+                        unmatched_reference_peaks(a, sh, ref, every, all, voxels, &total, &not_max, &negative);
                     printf("%-10s sh2peaks peaks found within 1 degree: %zu of %zu; of the %zu others, %zu are no local "
                            "maximum of the series, %zu have amplitude <= 0 (our default threshold), %zu are missed\n",
                            backend_name(b), total - missing, total, missing, not_max, negative,
@@ -470,5 +681,28 @@ int tk_bench_fibers(int argc, char **argv)
         }
     }
     free(sh), free(dirs), free(amps), free(ref);
-    return 0;
+    return 1;
+}
+
+int tk_bench_fibers(int argc, char **argv)
+{
+    char exe[4096];
+    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, {0, 1, 1}, "sh2peaks", NULL, NULL, {1, 1, 1, 0}};
+    a.tk_fibers = default_tk_fibers(exe, sizeof exe);
+    int parsed = parse_args(argc, argv, &a);
+    if (parsed <= 0) return parsed < 0 ? TK_EXIT_USAGE : 0;
+    printf("# tk-bench fibers: accuracy is the median / largest angle (degrees) to the refined maxima over the\n"
+           "# first %ld voxels; goals: tk-fibers (omp, whole process, file I/O included) >= 20x sh2peaks voxels/s\n"
+           "# on the same cores, cuda >= 10,000,000 voxels/s at lmax 8 (transfers included), median angle <= 0.01\n"
+           "# degrees, every sh2peaks peak found\n",
+           a.accuracy_voxels);
+    tk_bench_json_setting_num("lmax", a.lmax);
+    tk_bench_json_setting_num("peaks", a.num), tk_bench_json_setting_num("threads", a.threads); /* 0: all */
+    tk_bench_json_reference("goal cuda voxels/s (lmax 8)", 1e7, "voxels/s", "issue goal, transfers included");
+    tk_bench_json_reference("goal tk-fibers vs sh2peaks", 20, "x", "issue goal, whole processes, same cores");
+    tk_bench_json_reference("goal median angle", 0.01, "degrees", "issue goal");
+    int failed = 0;
+    for (int input = 0; input < INPUT_COUNT; ++input)
+        if (a.inputs[input]) failed |= !bench_input(&a, input);
+    return failed ? TK_EXIT_FAILURE : 0;
 }
