@@ -151,21 +151,24 @@ __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
     return (bytes + 15) / 16 * 16;
 }
 
-/* 1: not below any neighbour; 2: not below the nearest ones (within 1.05 spacings: they
- * come first) or below one neighbour only, a shoulder candidate; 0: neither.  As
- * grid_local_maxima on the CPU. */
+/* 1: not below any neighbour; 2: a shoulder candidate, not below the nearest ones (within
+ * 1.05 spacings: they come first), or below one only and by less than TK_RIDGE_RISE of the
+ * steepest fall to another; 0: neither.  As grid_local_maxima on the CPU. */
 __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, int d)
 {
     const float v0 = vals[d];
     bool ok_near = true;
     int higher = 0;
+    float rise = 0.f, fall = 0.f;
     const int first = __ldg(p.nbr_start + d), end = __ldg(p.nbr_start + d + 1), near = __ldg(p.nbr_near + d);
     for (int e = first; e < end; ++e) {
-        const bool not_below = v0 >= vals[__ldg(p.nbr + e)];
+        const float step = vals[__ldg(p.nbr + e)] - v0;
+        const bool not_below = step <= 0.f;
         higher += !not_below;
         ok_near &= not_below | (e - first >= near);
+        rise = fmaxf(rise, step), fall = fmaxf(fall, -step);
     }
-    return higher == 0 ? 1 : ok_near || higher == 1 ? 2 : 0;
+    return higher == 0 ? 1 : ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall) ? 2 : 0;
 }
 
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)

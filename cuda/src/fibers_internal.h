@@ -16,6 +16,12 @@ extern "C" {
 #define TK_SHOULDER_GAP 1.5
 #endif
 
+/* A grid direction below one neighbour only, by less than this share of its steepest fall to
+ * another, is a shoulder candidate too (both backends). */
+#ifndef TK_RIDGE_RISE
+#define TK_RIDGE_RISE 0.25f
+#endif
+
 typedef struct tk_fibers_plan {
     int lmax, k;          /* k SH coefficients = k unique tensor entries */
     tk_sh_basis basis;

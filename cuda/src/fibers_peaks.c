@@ -114,9 +114,12 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 #include "fibers_newton.h"
 
 /* is_max[i] = 1 where grid direction i is not below any neighbour (a candidate), 2 where it
- * is not below its nearest neighbours (within 1.05 spacings) or below one neighbour only
- * (a shoulder candidate, see tk_fibers_voxel_maxima), else 0.  Neighbour-major over blocks
- * of 32 directions, so each step is a gather and a compare across a vector. */
+ * is a shoulder candidate (see tk_fibers_voxel_maxima): not below its nearest neighbours
+ * (within 1.05 spacings), or below one neighbour only and by less than TK_RIDGE_RISE of its
+ * steepest fall to another (the top of a bump on a ridge that climbs on gently to a larger
+ * lobe; on an even slope the one rise matches the fall opposite it), else 0.
+ * Neighbour-major over blocks of 32 directions, so each step is a gather and a compare
+ * across a vector. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
@@ -125,18 +128,24 @@ static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsi
     const int stride = p->grid_padded;
     for (int i0 = 0; i0 < stride; i0 += 32) {
         int ok_near[32], higher[32];
+        float rise[32], fall[32];
         const int *near = p->nbr_near + i0;
-        for (int j = 0; j < 32; ++j) ok_near[j] = 1, higher[j] = 0;
+        for (int j = 0; j < 32; ++j) ok_near[j] = 1, higher[j] = 0, rise[j] = fall[j] = 0.f;
         for (int n = 0; n < p->nbr_width; ++n) {
             const int *nb = p->nbr_fixed + (size_t)n * stride + i0;
             for (int j = 0; j < 32; ++j) {
-                const int not_below = values[i0 + j] >= values[nb[j]];
+                const float step = values[nb[j]] - values[i0 + j];
+                const int not_below = step <= 0.f;
                 higher[j] += !not_below;
                 ok_near[j] &= not_below | (n >= near[j]);
+                rise[j] = step > rise[j] ? step : rise[j];
+                fall[j] = -step > fall[j] ? -step : fall[j];
             }
         }
         for (int j = 0; j < 32; ++j)
-            is_max[i0 + j] = (unsigned char)(higher[j] == 0 ? 1 : ok_near[j] || higher[j] == 1 ? 2 : 0);
+            is_max[i0 + j] = (unsigned char)(higher[j] == 0                                                  ? 1
+                                             : ok_near[j] || (higher[j] == 1 && rise[j] < TK_RIDGE_RISE * fall[j]) ? 2
+                                                                                                                 : 0);
     }
 }
 

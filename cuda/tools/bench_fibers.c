@@ -156,18 +156,20 @@ static float *phantom_volume(int lmax, size_t voxels, uint64_t seed)
     return sh;
 }
 
-/* A whole-brain-shaped volume: a cube whose centred ball (40% of the voxels) holds the real
- * voxels in turn and zero elsewhere (dwi2fod's output outside its mask), voxels in x-fastest
- * order as an image file holds them. */
-static float *whole_brain_volume(const float *real, size_t real_voxels, int k, size_t voxels)
+/* A whole-brain-shaped volume: a cube of `block` voxels whose centred ball (40% of them)
+ * holds the real voxels in turn and zero elsewhere (dwi2fod's output outside its mask),
+ * voxels in x-fastest order as an image file holds them; repeated to fill `voxels`, so that
+ * the first `block` (the CPU's and the files') and the whole (CUDA's) have the same share. */
+static float *whole_brain_volume(const float *real, size_t real_voxels, int k, size_t block, size_t voxels)
 {
     float *sh = calloc(voxels * (size_t)k, sizeof(float));
     if (!sh) return NULL;
-    const size_t n = (size_t)ceil(cbrt((double)voxels));
+    const size_t n = (size_t)ceil(cbrt((double)block));
     const double radius = cbrt(0.4 * 3 / (4 * kPi)); /* the ball's share of the unit cube: 0.4 */
     size_t next = 0;
     for (size_t v = 0; v < voxels; ++v) {
-        const double x = ((v % n) + 0.5) / n - 0.5, y = ((v / n % n) + 0.5) / n - 0.5, z = ((v / n / n) + 0.5) / n - 0.5;
+        const size_t b = v % block;
+        const double x = ((b % n) + 0.5) / n - 0.5, y = ((b / n % n) + 0.5) / n - 0.5, z = ((b / n / n) + 0.5) / n - 0.5;
         if (x * x + y * y + z * z > radius * radius) continue;
         memcpy(sh + v * k, real + (next++ % real_voxels) * k, sizeof(float) * k);
     }
@@ -275,14 +277,17 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median and maximum angle to the refined maxima over the first voxels' present peaks. */
-static void accuracy(const fibers_args *a, const float *sh, const float *dirs, size_t voxels, double *median,
-                     double *worst)
+/* Median and maximum angle to the refined maxima over the present peaks of the first `wanted`
+ * voxels that have any. */
+static void accuracy(const fibers_args *a, const float *sh, const float *dirs, size_t voxels, size_t wanted,
+                     double *median, double *worst)
 {
     const int k = (int)tk_sh_num_coeffs((int)a->lmax), np = (int)a->num;
-    double *angles = malloc(sizeof(double) * voxels * np), c[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
-    size_t n = 0;
-    for (size_t v = 0; v < voxels && angles; ++v) {
+    double *angles = malloc(sizeof(double) * wanted * np), c[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
+    size_t n = 0, with_peaks = 0;
+    for (size_t v = 0; v < voxels && with_peaks < wanted && angles; ++v) {
+        if (isnan(dirs[v * np * 3])) continue; /* no peak (a background voxel): not counted */
+        ++with_peaks;
         for (int j = 0; j < k; ++j) c[j] = sh[v * k + j];
         for (int p = 0; p < np; ++p) {
             const float *d = dirs + (v * np + p) * 3;
@@ -296,8 +301,6 @@ static void accuracy(const fibers_args *a, const float *sh, const float *dirs, s
     }
     free(angles);
 }
-
-/* ---- runs -------------------------------------------------------------------------- */
 
 static const char *backend_name(int b) { return b == 0 ? "cpu" : b == 1 ? "omp" : "cuda"; }
 
@@ -562,7 +565,8 @@ static float *input_volume(fibers_args *a, int input, size_t voxels)
         long lmax = a->lmax;
         const size_t inside = (size_t)(0.45 * voxels) + 1; /* enough real voxels for the ball */
         float *interior = tiled_input(real, inside, &lmax), *sh = NULL;
-        if (interior) sh = whole_brain_volume(interior, inside, (int)tk_sh_num_coeffs((int)lmax), voxels);
+        if (interior)
+            sh = whole_brain_volume(interior, inside, (int)tk_sh_num_coeffs((int)lmax), (size_t)a->voxels, voxels);
         if (interior && !sh) tk_cli_error(prog, "out of memory for %zu voxels", voxels);
         if (sh) a->lmax = lmax;
         free(interior);
@@ -611,7 +615,7 @@ static int bench_input(fibers_args *a, int input)
         if (seconds > 0) {
             sh2_rate = voxels / seconds;
             double med = NAN, worst = NAN;
-            if (ref) accuracy(a, sh, ref, acc_voxels, &med, &worst);
+            if (ref) accuracy(a, sh, ref, voxels, acc_voxels, &med, &worst);
             printf("%-10s %9zu %10.1f %10s %13.0f %13s %10.5f %10.5f %8s  reference (whole process)\n", "sh2peaks", voxels,
                    seconds * 1000, "-", sh2_rate, "-", med, worst, "-");
             tk_bench_json_row("peaks"), tk_bench_json_str("input", kInputNames[input]);
@@ -644,7 +648,7 @@ static int bench_input(fibers_args *a, int input)
             tk_fibers_timing t;
             if (!time_backend(a, b, sh, n, dirs, amps, &t)) continue;
             double med = NAN, worst = NAN, rate = n / (t.total_ms / 1000), krate = n / (t.kernel_ms / 1000);
-            accuracy(a, sh, dirs, acc_voxels, &med, &worst);
+            accuracy(a, sh, dirs, n, acc_voxels, &med, &worst);
             char goal[128] = "", newton[32] = "-";
             if (b == 1 && sh2_rate > 0)
                 snprintf(goal, sizeof goal, "memory to memory: %.1fx sh2peaks", rate / sh2_rate);
