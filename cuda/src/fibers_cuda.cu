@@ -392,7 +392,11 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     int polish_blocks = 0, select_blocks = 0;
     unsigned long long *d_bad = NULL, bad = 0;
     cudaStream_t stream[2] = {NULL, NULL};
-    cudaEvent_t ev_start[2] = {NULL, NULL}, ev_stop[2] = {NULL, NULL};
+    cudaEvent_t ev_start[2] = {NULL, NULL}, ev_stop[2] = {NULL, NULL}, ev_grid[2] = {NULL, NULL}, ev_polish[2] = {NULL, NULL};
+    /* TK_FIBERS_CUDA_TIMELINE set (and not 0): each chunk's kernels on stderr, in ms, with its
+     * candidate count (where the GPU's time goes, with no profiler on the lent machine) */
+    const char *timeline_knob = getenv("TK_FIBERS_CUDA_TIMELINE");
+    const int timeline = timeline_knob && strcmp(timeline_knob, "0") != 0;
     size_t chunk = 0, free_bytes = 0, total_bytes = 0, per_voxel = 0;
     float kernel_ms = 0;
     FibArgs a;
@@ -501,6 +505,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
         CUDA_TRY(cudaStreamCreateWithFlags(&stream[s], cudaStreamNonBlocking));
         CUDA_TRY(cudaEventCreate(&ev_start[s]));
         CUDA_TRY(cudaEventCreate(&ev_stop[s]));
+        CUDA_TRY(cudaEventCreate(&ev_grid[s]));
+        CUDA_TRY(cudaEventCreate(&ev_polish[s]));
     }
 
     a.bad = d_bad;
@@ -539,8 +545,10 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, sizeof(int), stream[s]));
                 kernels.grid<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
                 CUDA_TRY(cudaGetLastError());
+                CUDA_TRY(cudaEventRecord(ev_grid[s], stream[s]));
                 kernels.polish<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
                 CUDA_TRY(cudaGetLastError());
+                CUDA_TRY(cudaEventRecord(ev_polish[s], stream[s]));
                 want = (todo + TK_FIB_THREADS - 1) / TK_FIB_THREADS;
                 blocks = want < (size_t)(sm_count * select_blocks) ? (int)want : sm_count * select_blocks;
                 fibers_select_kernel<<<blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
@@ -561,6 +569,16 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 float ms = 0;
                 CUDA_TRY(cudaEventElapsedTime(&ms, ev_start[s], ev_stop[s]));
                 kernel_ms += ms;
+                if (timeline) {
+                    float grid_ms = 0, polish_ms = 0;
+                    int cands = 0;
+                    CUDA_TRY(cudaEventElapsedTime(&grid_ms, ev_start[s], ev_grid[s]));
+                    CUDA_TRY(cudaEventElapsedTime(&polish_ms, ev_grid[s], ev_polish[s]));
+                    CUDA_TRY(cudaMemcpy(&cands, d_voxel_list[s] + 2 * chunk, sizeof cands, cudaMemcpyDeviceToHost));
+                    fprintf(stderr, "fibers chunk %zu: %zu voxels, grid %.3f ms, polish %.3f ms (%d candidates, %.1f a voxel), "
+                            "select %.3f ms\n", j, todo, grid_ms, polish_ms, cands, (double)cands / todo,
+                            ms - grid_ms - polish_ms);
+                }
             }
         }
     }
@@ -581,6 +599,8 @@ cleanup:
         if (stream[s]) cudaStreamDestroy(stream[s]);
         if (ev_start[s]) cudaEventDestroy(ev_start[s]);
         if (ev_stop[s]) cudaEventDestroy(ev_stop[s]);
+        if (ev_grid[s]) cudaEventDestroy(ev_grid[s]);
+        if (ev_polish[s]) cudaEventDestroy(ev_polish[s]);
     }
     tk_cuda_free(d_pt);
     tk_cuda_free(d_grid);
