@@ -137,6 +137,12 @@ struct FibArgs {
                            * constant term (tk_fibers_anisotropic_part) */
     int *first, *count;   /* per voxel: its stretch of the candidate list */
     int *num_cands;       /* length of the candidate list */
+    int *num_kind1, *num_kind2; /* how many of them are grid maxima / shoulder candidates */
+    int *order;           /* the polish kernel's work order: grid maxima from the front, shoulder
+                           * candidates from the back (order_cap entries), so that a warp's
+                           * threads mostly do the same work: a whole climb, or one Newton step
+                           * that most shoulder candidates fail */
+    int order_cap;
     int *cand_voxel, *cand_dir;
     double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
     size_t num_voxels;
@@ -174,6 +180,8 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
+    /* 64-bit words of kind bits a lane needs: the plan's grid is max(200, 24 M^2) directions */
+    constexpr int KIND_WORDS = ((24 * M * M > 200 ? 24 * M * M : 200) + 32 * 64 - 1) / (32 * 64);
     extern __shared__ float fsmem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *vals = (float *)((char *)fsmem + warp_shared_bytes(K, p.grid_padded) * warp);
@@ -199,7 +207,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
         for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(TK_FIB_FULL, big, o));
         double *coef = p.coef + v * (K + 2);
         if (ok && lane == 0) coef[K] = big, coef[K + 1] = shv[0] * TK_SH_Y00;
-        if (!ok || big == 0.f) {
+        if (!ok || !(big >= (float)TK_FLT_MIN)) {
             if (lane == 0) p.count[v] = 0, p.first[v] = 0;
             continue;
         }
@@ -215,20 +223,42 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
         for (int d = lane; d < G; d += 32) vals[d] = poly_value_f<M>(cf, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
         __syncwarp();
 
+        /* each direction's kind once, as bits: lane l's bit b is direction 32 b + l */
+        unsigned long long kind1[KIND_WORDS], kind2[KIND_WORDS];
+#pragma unroll
+        for (int w = 0; w < KIND_WORDS; ++w) kind1[w] = kind2[w] = 0;
+        for (int first = 0, b = 0; first < G; first += 32, ++b) {
+            const int d = first + lane, kd = d < G ? grid_candidate_kind(p, vals, d) : 0;
+            const unsigned long long bit = 1ull << (b & 63);
+#pragma unroll
+            for (int w = 0; w < KIND_WORDS; ++w)
+                if (w == b >> 6) kind1[w] |= kd == 1 ? bit : 0, kind2[w] |= kd == 2 ? bit : 0;
+        }
+
         /* candidates: grid directions not below any neighbour, then shoulder candidates
          * (encoded -(d + 1) for the polish kernel's test); each list in index order */
-        int count = 0;
+        int count = 0, count1 = 0;
         for (int kind = 1; kind <= 2; ++kind) {
             int *list = cand + count, n = 0;
-            for (int first = 0; first < G; first += 32) {
+            unsigned long long hits[KIND_WORDS]; /* this lane's hits, as the kind bits */
+#pragma unroll
+            for (int w = 0; w < KIND_WORDS; ++w) hits[w] = 0;
+            for (int first = 0, b = 0; first < G; first += 32, ++b) {
                 const int d = first + lane;
-                bool hit = d < G && grid_candidate_kind(p, vals, d) == kind;
+                unsigned long long word = 0;
+#pragma unroll
+                for (int w = 0; w < KIND_WORDS; ++w)
+                    if (w == b >> 6) word = kind == 1 ? kind1[w] : kind2[w];
+                bool hit = d < G && ((word >> (b & 63)) & 1ull);
                 /* a shoulder candidate next to a grid maximum is on that maximum's hill */
                 for (int q = 0; q < count && hit && kind == 2; ++q) {
                     const int e = cand[q];
                     hit = fabs(__ldg(p.gx + d) * (double)__ldg(p.gx + e) + __ldg(p.gy + d) * (double)__ldg(p.gy + e) +
                                __ldg(p.gz + d) * (double)__ldg(p.gz + e)) <= p.cos_near;
                 }
+#pragma unroll
+                for (int w = 0; w < KIND_WORDS; ++w)
+                    if (w == b >> 6 && hit) hits[w] |= 1ull << (b & 63);
                 const unsigned ballot = __ballot_sync(TK_FIB_FULL, hit);
                 const int pos = n + __popc(ballot & ((1u << lane) - 1u));
                 if (hit && pos < TK_FIB_CAP) list[pos] = d;
@@ -236,27 +266,30 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
             }
             __syncwarp();
             if (n > TK_FIB_CAP) {
-                /* Rare (very noisy high orders): keep the CAP largest, as the CPU does. */
-                if (lane == 0) {
-                    int m = 0;
-                    for (int d = 0; d < G; ++d) {
-                        if (grid_candidate_kind(p, vals, d) != kind) continue;
-                        bool by_max = false;
-                        for (int q = 0; q < count && kind == 2 && !by_max; ++q) {
-                            const int e = cand[q];
-                            by_max = fabs(__ldg(p.gx + d) * (double)__ldg(p.gx + e) +
-                                          __ldg(p.gy + d) * (double)__ldg(p.gy + e) +
-                                          __ldg(p.gz + d) * (double)__ldg(p.gz + e)) > p.cos_near;
+                /* Rare but for noise-free phantoms' rings: keep the CAP largest, as the CPU does,
+                 * largest first, taken one at a time by a warp-wide arg-max over the hit bits
+                 * (ties to the lower direction). */
+                for (int c = 0; c < TK_FIB_CAP; ++c) {
+                    float best = -INFINITY;
+                    int best_d = 0x7fffffff;
+#pragma unroll
+                    for (int w = 0; w < KIND_WORDS; ++w)
+                        for (unsigned long long rest = hits[w]; rest; rest &= rest - 1) {
+                            const int d = (w * 64 + __ffsll((long long)rest) - 1) * 32 + lane;
+                            if (vals[d] > best || (vals[d] == best && d < best_d)) best = vals[d], best_d = d;
                         }
-                        if (by_max) continue;
-                        int pos = m < TK_FIB_CAP ? m++ : TK_FIB_CAP;
-                        if (pos == TK_FIB_CAP) {
-                            if (vals[d] <= vals[list[TK_FIB_CAP - 1]]) continue;
-                            pos = TK_FIB_CAP - 1;
-                        }
-                        while (pos > 0 && vals[list[pos - 1]] < vals[d]) list[pos] = list[pos - 1], --pos;
-                        list[pos] = d;
+                    for (int o = 16; o > 0; o >>= 1) {
+                        const float ov = __shfl_xor_sync(TK_FIB_FULL, best, o);
+                        const int od = __shfl_xor_sync(TK_FIB_FULL, best_d, o);
+                        if (ov > best || (ov == best && od < best_d)) best = ov, best_d = od;
                     }
+                    if ((best_d & 31) == lane) {
+                        const int bit = best_d >> 5;
+#pragma unroll
+                        for (int w = 0; w < KIND_WORDS; ++w)
+                            if (w == bit >> 6) hits[w] &= ~(1ull << (bit & 63));
+                    }
+                    if (lane == 0) list[c] = best_d;
                 }
                 n = TK_FIB_CAP;
                 __syncwarp();
@@ -264,12 +297,21 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
             if (kind == 2)
                 for (int c = lane; c < n; c += 32) list[c] = -(list[c] + 1);
             count += n;
+            if (kind == 1) count1 = n;
             __syncwarp();
         }
-        int first = 0;
-        if (lane == 0) first = atomicAdd(p.num_cands, count), p.first[v] = first, p.count[v] = count;
+        int first = 0, first1 = 0, first2 = 0;
+        if (lane == 0) {
+            first = atomicAdd(p.num_cands, count), p.first[v] = first, p.count[v] = count;
+            first1 = atomicAdd(p.num_kind1, count1), first2 = atomicAdd(p.num_kind2, count - count1);
+        }
         first = __shfl_sync(TK_FIB_FULL, first, 0);
-        for (int c = lane; c < count; c += 32) p.cand_voxel[first + c] = (int)v, p.cand_dir[first + c] = cand[c];
+        first1 = __shfl_sync(TK_FIB_FULL, first1, 0), first2 = __shfl_sync(TK_FIB_FULL, first2, 0);
+        for (int c = lane; c < count; c += 32) {
+            p.cand_voxel[first + c] = (int)v, p.cand_dir[first + c] = cand[c];
+            if (c < count1) p.order[first1 + c] = first + c;
+            else p.order[p.order_cap - 1 - (first2 + c - count1)] = first + c;
+        }
         __syncwarp();
     }
 }
@@ -277,8 +319,9 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
-    const int total = *p.num_cands;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int total = *p.num_cands, total1 = *p.num_kind1;
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        const int i = t < total1 ? p.order[t] : p.order[p.order_cap - 1 - (t - total1)];
         const int coded = p.cand_dir[i], d = coded < 0 ? -coded - 1 : coded;
         const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
         double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
@@ -403,6 +446,11 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     memset(&a, 0, sizeof a);
 
     if (!kernels.grid) return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend has no kernel for lmax %d", plan->lmax);
+    {
+        const int m = plan->lmax, grid_kernel_room = ((24 * m * m > 200 ? 24 * m * m : 200) + 2047) / 2048 * 2048;
+        if (G > grid_kernel_room) /* fibers_grid_kernel's KIND_WORDS follow fibers_plan.c's grid_size */
+            return tk_set_error(TK_ERR_UNSUPPORTED, "the lmax %d grid of %d directions outgrows the CUDA grid kernel", m, G);
+    }
     cudaError_t probe = cudaGetDeviceCount(&device_count);
     if (probe != cudaSuccess || device_count == 0)
         return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
@@ -467,7 +515,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
      * took memory meanwhile) are retried with half the chunk, down to one voxel. */
     /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
     per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * ((size_t)k + 2) +
-                2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (2 * sizeof(int) + 4 * sizeof(double));
+                2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (3 * sizeof(int) + 4 * sizeof(double));
     if (num_voxels == 0) goto cleanup;
     if ((status = tk_cuda_memory_get(&free_bytes, &total_bytes)) != TK_OK) goto cleanup;
     chunk = tk_cuda_budget(free_bytes) / 2 / per_voxel;
@@ -484,8 +532,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
             b[3] = {(void **)&d_mask[s], mask ? chunk : 0};
             /* coefficients, then first/count/num_cands, then the candidate list and results */
             b[4] = {(void **)&d_coef[s], sizeof(double) * ((size_t)k + 2) * chunk};
-            b[5] = {(void **)&d_voxel_list[s], sizeof(int) * (2 * chunk + 1)};
-            b[6] = {(void **)&d_cand_list[s], sizeof(int) * 2 * TK_FIB_CAP2 * chunk};
+            b[5] = {(void **)&d_voxel_list[s], sizeof(int) * (2 * chunk + 3)};
+            b[6] = {(void **)&d_cand_list[s], sizeof(int) * 3 * TK_FIB_CAP2 * chunk};
             b[7] = {(void **)&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};
         }
         cudaError_t err = tk_cuda_malloc_all(bufs, 16);
@@ -537,12 +585,14 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 args.coef = d_coef[s];
                 args.first = d_voxel_list[s], args.count = d_voxel_list[s] + chunk, args.num_cands = d_voxel_list[s] + 2 * chunk;
                 args.cand_voxel = d_cand_list[s], args.cand_dir = d_cand_list[s] + (size_t)TK_FIB_CAP2 * chunk;
+                args.order = d_cand_list[s] + (size_t)2 * TK_FIB_CAP2 * chunk, args.order_cap = (int)(TK_FIB_CAP2 * chunk);
+                args.num_kind1 = args.num_cands + 1, args.num_kind2 = args.num_cands + 2;
                 args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP2 * chunk;
                 args.num_voxels = todo;
                 size_t want = (todo + TK_FIB_WARPS - 1) / TK_FIB_WARPS;
                 int blocks = want < (size_t)grid_blocks_cap ? (int)want : grid_blocks_cap;
                 CUDA_TRY(cudaEventRecord(ev_start[s], stream[s]));
-                CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, sizeof(int), stream[s]));
+                CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, 3 * sizeof(int), stream[s]));
                 kernels.grid<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
                 CUDA_TRY(cudaGetLastError());
                 CUDA_TRY(cudaEventRecord(ev_grid[s], stream[s]));
