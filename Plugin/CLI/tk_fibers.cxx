@@ -11,6 +11,7 @@
 #include "itk_progress_bar.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "sh_image_io.h"
+#include "sh_basis_warning.h"
 #ifdef TK_HAVE_VTK
 #include "tkFiberGlyphOutput.h"
 #include "tkPeaksToPolyData.h"
@@ -221,6 +222,7 @@ int main(int argc, char **argv)
         if (tk_sh_lmax_for_count(comps) < 2 || tk_sh_lmax_for_count(comps) > TK_SH_MAX_LMAX)
             throw std::runtime_error(a.input + ": " + std::to_string(comps) +
                                      " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153)");
+        if (!a.quiet) tk::warn_if_other_basis(stderr, prog, a.input, sh, a.descoteaux, a.legacy);
 #ifdef TK_HAVE_VTK
         if (!a.png.empty() && a.slice >= 0) {
             tk::PeaksImage geometry;  // the slice axis follows from the orientation alone
