@@ -51,7 +51,7 @@ void usage(FILE *f)
                  "  --png SLICE.png         also render an axial slice of those lines over the largest amplitude\n"
                  "                          (offscreen; needs an X display: run under xvfb-run -a without one)\n"
                  "  --slice K               the axial slice for --png (default: the middle one)\n"
-                 "  --glyph-scale S         line length in mm per unit amplitude (default: the largest peak\n"
+                 "  --glyph-scale S         line length in mm per unit amplitude (default 0: the largest peak\n"
                  "                          spans the smallest voxel spacing)\n",
                f);
 #else
@@ -112,7 +112,7 @@ int parse(int argc, char **argv, Args &a)
                 return 0;
         } else if (tk_cli_is(arg, "--glyph-scale")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--glyph-scale")) ||
-                !tk_cli_parse_double(prog, "--glyph-scale", v, 1e-30, 1e30, &a.glyph_scale))
+                !tk_cli_parse_double(prog, "--glyph-scale", v, 0, 1e30, &a.glyph_scale))  // 0: automatic (Slicer passes it)
                 return 0;
         } else if (tk_cli_is(arg, "--basis")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--basis"))) return 0;
