@@ -246,8 +246,9 @@ TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
 
 // A volume read in another basis than it was written in gives wrong peaks (DIPY's default
 // read as MRtrix3's: a median 72 degrees off on small_64D), so tk-fibers warns, naming the
-// flags that read it right; not for the right flags, --quiet, MRtrix3's own output, or the
-// bundled tournier volumes (real and phantom).  The files are DIPY's and MRtrix3's own
+// flags that read it right, from the data or, for --legacy on MRtrix3's files, the header;
+// not for the right flags, --quiet, MRtrix3's own output, or the bundled tournier volumes
+// (real and phantom).  The files are DIPY's and MRtrix3's own
 // (Data/fibers/make_small_64D_fods.py).  A warning changes nothing else: exit 0, outputs written.
 TEST(FibersCli, WarnsWhenTheDataLookLikeAnotherBasis)
 {
@@ -262,11 +263,15 @@ TEST(FibersCli, WarnsWhenTheDataLookLikeAnotherBasis)
         {dipy, "--basis descoteaux --legacy", ""},
         {dipy, "--quiet", ""},
         {mrtrix, "", ""},
-        {mrtrix, "--legacy", ""},  // tournier's two scales cannot be told apart: no false alarm
-        {mrtrix, "--basis descoteaux --legacy", "looks like MRtrix3's basis (tournier07), not the given --basis "
-                                                "descoteaux --legacy"},
+        // tournier's two scales look alike in the data; MRtrix3's header tells (mrconvert's description)
+        {mrtrix, "--legacy", "was written by MRtrix3 (its description says 'MRtrix version: 3.0.3'), whose SH "
+                             "basis is tournier07, not the given --basis tournier --legacy"},
+        {mrtrix, "--basis descoteaux --legacy", "rerun with --basis tournier and without --legacy"},
         {data + "phantom_sh.nii.gz", "", ""},
+        {data + "phantom_sh.nii.gz", "--legacy", ""},  // no header to tell: no false alarm
         {data + "small_101D_fod.nii.gz", "", ""},
+        {data + "small_101D_fod.nii.gz", "--basis descoteaux --legacy",
+         "looks like MRtrix3's basis (tournier07), not the given --basis descoteaux --legacy"},
     };
     for (const auto &c : cases) {
         std::remove((dir + "/peaks.nii.gz").c_str());
@@ -281,6 +286,17 @@ TEST(FibersCli, WarnsWhenTheDataLookLikeAnotherBasis)
             EXPECT_NE(r.err.find(c.warning), std::string::npos) << r.err;
             EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
         }
+    }
+    // mrconvert stamps MRtrix3's description on DIPY's file too: there the data, not the header, decide
+    const std::string sh2peaks = TK_SH2PEAKS_EXE;
+    if (!sh2peaks.empty()) {
+        const std::string mrconvert = sh2peaks.substr(0, sh2peaks.rfind('/') + 1) + "mrconvert";
+        ASSERT_EQ(run_tool(mrconvert + " -quiet " + dipy + " " + dir + "/dipy_via_mrconvert.nii", dir).exit_code, 0);
+        auto r = run_tool(exe + " " + dir + "/dipy_via_mrconvert.nii " + dir +
+                              "/p.nii --num 1 --backend omp --basis descoteaux --legacy",
+                          dir);
+        EXPECT_EQ(r.exit_code, 0);
+        EXPECT_EQ(r.err, "") << "DIPY's data with MRtrix3's description, read right";
     }
     // the fix it names works: DIPY's file read as it says gives MRtrix3's peaks of the same data
     // (the two tools' CSDs differ; their main fiber directions agree in most voxels)
