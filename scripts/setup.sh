@@ -21,6 +21,8 @@ TK_OPTIONAL_PACKAGES=()
 TK_PACKAGES+=(libxml2-utils doxygen python3-matplotlib)
 # clang with libFuzzer (libclang-rt-14-dev holds libclang_rt.fuzzer): the fuzz targets (TK_FUZZ).
 TK_PACKAGES+=(clang libclang-rt-14-dev)
+# The Slicer round-trip test: VTK's Python (reads the .vtp), venv and pip for ctk_cli (tk_python_env).
+TK_PACKAGES+=(python3-vtk9 python3-venv python3-pip)
 
 tk_missing_packages() {
     local pkg
@@ -41,6 +43,15 @@ tk_install_packages() {
     $sudo apt-get update -qq
     # shellcheck disable=SC2086
     $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+# ctk_cli (PyPI ctk-cli), CommonTK's parser of Slicer module descriptions, for the Slicer
+# round-trip test: in a virtual environment in the build tree (Debian's Python is externally
+# managed) that also sees Debian's numpy, nibabel and VTK (--system-site-packages).
+tk_python_env() {
+    local env="$TK_BUILD/python"
+    if [ ! -x "$env/bin/python3" ]; then /usr/bin/python3 -m venv --system-site-packages "$env"; fi
+    "$env/bin/python3" -c "import ctk_cli" 2>/dev/null || "$env/bin/python3" -m pip install -q "ctk-cli==1.5"
 }
 
 tk_configure_and_build() {

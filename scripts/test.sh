@@ -5,6 +5,7 @@ set -euo pipefail
 here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/setup.sh"
 tk_install_packages
+tk_python_env
 tk_configure_and_build
 (cd "$TK_BUILD" && ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" --timeout 900)
 echo "== sanitizer build (ASan + UBSan), CPU tests =="

@@ -11,6 +11,7 @@
 #include "itk_progress_bar.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "sh_image_io.h"
+#include "sh_basis_warning.h"
 #ifdef TK_HAVE_VTK
 #include "tkFiberGlyphOutput.h"
 #include "tkPeaksToPolyData.h"
@@ -52,7 +53,7 @@ void usage(FILE *f)
                  "  --png SLICE.png         also render an axial slice of those lines over the largest amplitude\n"
                  "                          (offscreen; needs an X display: run under xvfb-run -a without one)\n"
                  "  --slice K               the axial slice for --png (default: the middle one)\n"
-                 "  --glyph-scale S         line length in mm per unit amplitude (default: the largest peak\n"
+                 "  --glyph-scale S         line length in mm per unit amplitude (default 0: the largest peak\n"
                  "                          spans the smallest voxel spacing)\n",
                f);
 #else
@@ -115,7 +116,7 @@ int parse(int argc, char **argv, Args &a)
                 return 0;
         } else if (tk_cli_is(arg, "--glyph-scale")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--glyph-scale")) ||
-                !tk_cli_parse_double(prog, "--glyph-scale", v, 1e-30, 1e30, &a.glyph_scale))
+                !tk_cli_parse_double(prog, "--glyph-scale", v, 0, 1e30, &a.glyph_scale))  // 0: automatic (Slicer passes it)
                 return 0;
         } else if (tk_cli_is(arg, "--basis")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--basis"))) return 0;
@@ -225,6 +226,7 @@ int main(int argc, char **argv)
         if (tk_sh_lmax_for_count(comps) < 2 || tk_sh_lmax_for_count(comps) > TK_SH_MAX_LMAX)
             throw std::runtime_error(a.input + ": " + std::to_string(comps) +
                                      " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153)");
+        if (!a.quiet) tk::warn_if_other_basis(stderr, prog, a.input, sh, a.descoteaux, a.legacy);
 #ifdef TK_HAVE_VTK
         if (!a.png.empty() && a.slice >= 0) {
             tk::PeaksImage geometry;  // the slice axis follows from the orientation alone

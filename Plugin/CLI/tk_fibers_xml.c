@@ -21,6 +21,14 @@ static const tk_xml_param io_params[] = {
      .description = "Optional: the peak amplitudes, one component per peak",
      .longflag = "amplitudes", .index = -1, .channel = TK_XML_OUTPUT, .image_type = "vector",
      .file_extensions = IMAGES},
+#ifdef TK_HAVE_VTK
+    /* Slicer loads the .vtp into a model node for the 3D view; the file says its points are
+     * RAS (field data SPACE), so it lands on the volume. */
+    {.kind = TK_XML_GEOMETRY, .name = "glyphs", .label = "Output glyphs (model)",
+     .description = "Optional: the peaks as lines for the 3D view, one per peak centred on its voxel, length by "
+                    "amplitude, coloured by direction (point scalars RGB: show them as direct colours)",
+     .longflag = "vtp", .index = -1, .channel = TK_XML_OUTPUT, .image_type = "model", .file_extensions = ".vtp"},
+#endif
 };
 
 static const tk_xml_param peak_params[] = {
@@ -44,6 +52,15 @@ static const tk_xml_param peak_params[] = {
      .default_value = "false"},
 };
 
+#ifdef TK_HAVE_VTK
+static const tk_xml_param glyph_params[] = {
+    {.kind = TK_XML_DOUBLE, .name = "glyphScale", .label = "Glyph length (mm per unit amplitude)",
+     .description = "Length of the glyph lines per unit amplitude; 0: the largest peak spans the smallest voxel "
+                    "spacing",
+     .longflag = "glyph-scale", .index = -1, .default_value = "0"},
+};
+#endif
+
 static const tk_xml_param run_params[] = {
     {.kind = TK_XML_STRING_ENUMERATION, .name = "backend", .label = "Backend",
      .description = "auto: the GPU where a usable one is found, else all cores (with a warning); "
@@ -56,6 +73,10 @@ static const tk_xml_group groups[] = {
     {.label = "Input/Output", .description = "Images", .params = io_params, .count = TK_XML_COUNT(io_params)},
     {.label = "Peaks", .description = "Which local maxima count as fibers", .params = peak_params,
      .count = TK_XML_COUNT(peak_params)},
+#ifdef TK_HAVE_VTK
+    {.label = "Glyphs", .description = "The output model's lines", .advanced = 1, .params = glyph_params,
+     .count = TK_XML_COUNT(glyph_params)},
+#endif
     {.label = "Computation", .description = "Where it runs", .advanced = 1, .params = run_params,
      .count = TK_XML_COUNT(run_params)},
 };

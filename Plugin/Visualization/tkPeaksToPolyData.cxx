@@ -7,11 +7,13 @@
 
 #include "vtkCellArray.h"
 #include "vtkCellData.h"
+#include "vtkFieldData.h"
 #include "vtkFloatArray.h"
 #include "vtkIntArray.h"
 #include "vtkPointData.h"
 #include "vtkPoints.h"
 #include "vtkPolyData.h"
+#include "vtkStringArray.h"
 #include "vtkUnsignedCharArray.h"
 
 namespace tk {
@@ -126,6 +128,12 @@ vtkSmartPointer<vtkPolyData> PeaksToPolyData(const PeaksImage &im, const GlyphOp
     poly->GetPointData()->SetScalars(rgb);
     poly->GetCellData()->AddArray(amplitude);
     poly->GetCellData()->AddArray(rank);
+    // The frame of the points, where Slicer's model reader looks for it (a string array SPACE in
+    // the field data); without it Slicer takes a model file for LPS and mirrors the glyphs.
+    auto space = vtkSmartPointer<vtkStringArray>::New();
+    space->SetName("SPACE");
+    space->InsertNextValue("RAS");
+    poly->GetFieldData()->AddArray(space);
     return poly;
 }
 

@@ -34,7 +34,8 @@ struct GlyphOptions {
 
 // vtkPolyData with one line cell (2 points) per present peak, in voxel then peak order.
 // Point scalars "RGB" (unsigned char, |x|, |y|, |z| of the RAS direction times 255), cell
-// data "amplitude" (float) and "peak" (int, 0 = largest).  Throws std::invalid_argument on
+// data "amplitude" (float) and "peak" (int, 0 = largest), field data "SPACE" = "RAS" (read by
+// Slicer, whose default for model files is LPS).  Throws std::invalid_argument on
 // bad input (null buffer, no peaks, negative scale, slice out of range).
 vtkSmartPointer<vtkPolyData> PeaksToPolyData(const PeaksImage &image, const GlyphOptions &options = {});
 

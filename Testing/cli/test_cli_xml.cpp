@@ -86,6 +86,32 @@ TEST(CliXml, PrintsTheDocumentSlicerReads)
     EXPECT_EQ(xml.substr(xml.size() - 30), "  </parameters>\n</executable>\n");
 }
 
+// A geometry output (tk-fibers' glyphs): Slicer offers a model node for it, names a temporary
+// file with the first extension and loads what the tool wrote there into that node.
+TEST(CliXml, PrintsAGeometryOutputSlicerLoadsAsAModel)
+{
+    tk_xml_param glyphs{};
+    glyphs.kind = TK_XML_GEOMETRY, glyphs.name = "glyphs", glyphs.label = "Glyphs", glyphs.description = "lines";
+    glyphs.longflag = "vtp", glyphs.index = -1, glyphs.channel = TK_XML_OUTPUT;
+    glyphs.image_type = "model", glyphs.file_extensions = ".vtp";
+    std::string xml = print({image("input", 0, TK_XML_INPUT), glyphs});
+    EXPECT_NE(xml.find("    <geometry type=\"model\" fileExtensions=\".vtp\">\n      <name>glyphs</name>\n"
+                       "      <label>Glyphs</label>\n      <description>lines</description>\n"
+                       "      <longflag>--vtp</longflag>\n      <channel>output</channel>\n    </geometry>\n"),
+              std::string::npos) << xml;
+    std::string errors;
+    auto untyped = glyphs;
+    untyped.image_type = nullptr;
+    EXPECT_EQ(print({untyped}, &errors), "") << "geometry without a type";
+    auto odd = glyphs;
+    odd.image_type = "vector";
+    EXPECT_EQ(print({odd}, &errors), "") << "geometry of an image's type";
+    auto no_channel = glyphs;
+    no_channel.channel = TK_XML_NO_CHANNEL;
+    EXPECT_EQ(print({no_channel}, &errors), "") << "geometry without a channel";
+    EXPECT_EQ(errors, "refused");
+}
+
 TEST(CliXml, RefusesTablesSlicerWouldMisread)
 {
     auto in = image("input", 0, TK_XML_INPUT);

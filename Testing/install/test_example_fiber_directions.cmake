@@ -1,8 +1,10 @@
 # Install the build tree to a scratch prefix, build Documentation/examples/fiber_directions
 # against it as a host application would (find_package(TensorKernels), no build type, so
 # the filter's debug-output code is compiled too), run it on the bundled FOD volume and
-# compare its peaks with the installed tk-fibers' (same filter settings): the same file.
-# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P test_example_fiber_directions.cmake
+# compare its peaks with the installed tk-fibers' (same filter settings): the same file.  A
+# NIfTI output is 4-D as sh2peaks writes it (10x10x10x9, not ITK's 5-D 10x10x10x1x9 vector
+# image): MRtrix3's mrinfo and peaks2amp, where found, read it as peaks.
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DMRINFO=... -DPEAKS2AMP=...] -P test_example_fiber_directions.cmake
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE out)
@@ -43,4 +45,42 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK_DIR}/example_pe
 if(rc)
   message(FATAL_ERROR "the example's peaks differ from tk-fibers' (${WORK_DIR})")
 endif()
-message(STATUS "${out}")
+
+# NIfTI: DIPY's small_64D through MRtrix3's dwi2fod (10 x 10 x 10, lmax 8), peaks as 4-D NIfTI.
+set(input ${SOURCE_DIR}/Data/fibers/small_64D_fod_mrtrix.nii.gz)
+execute_process(COMMAND ${WORK_DIR}/build/fiber_directions ${input} ${WORK_DIR}/example_peaks.nii.gz
+                RESULT_VARIABLE rc OUTPUT_VARIABLE nifti_out ERROR_VARIABLE err)
+if(rc)
+  message(FATAL_ERROR "the example failed on ${input} (${rc}):\n${nifti_out}${err}")
+endif()
+if(MRINFO AND PEAKS2AMP)
+  execute_process(COMMAND ${MRINFO} -size ${WORK_DIR}/example_peaks.nii.gz
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE size ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(rc OR NOT size STREQUAL "10 10 10 9")
+    message(FATAL_ERROR "mrinfo reads the example's NIfTI peaks as '${size}' (${rc}; expected 10 10 10 9): ${err}")
+  endif()
+  execute_process(COMMAND ${PEAKS2AMP} -quiet -force ${WORK_DIR}/example_peaks.nii.gz ${WORK_DIR}/example_amp.nii
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out2 ERROR_VARIABLE err)
+  if(rc)
+    message(FATAL_ERROR "MRtrix3's peaks2amp rejects the example's NIfTI peaks (${rc}): ${err}")
+  endif()
+  execute_process(COMMAND ${MRINFO} -size ${WORK_DIR}/example_amp.nii
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE size ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(rc OR NOT size STREQUAL "10 10 10 3")
+    message(FATAL_ERROR "peaks2amp wrote amplitudes of size '${size}' (expected 10 10 10 3): ${err}")
+  endif()
+else()
+  message(STATUS "MRtrix3's mrinfo/peaks2amp not found: the NIfTI layout checked against tk-fibers' only")
+endif()
+execute_process(COMMAND ${WORK_DIR}/prefix/bin/tk-fibers ${input} ${WORK_DIR}/tk_fibers_peaks.nii.gz
+                        --num 3 --relative-threshold 0.1 --backend cpu --quiet
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc)
+  message(FATAL_ERROR "the installed tk-fibers failed (${rc}): ${err}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK_DIR}/example_peaks.nii.gz ${WORK_DIR}/tk_fibers_peaks.nii.gz
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "the example's NIfTI peaks differ from tk-fibers' (${WORK_DIR})")
+endif()
+message(STATUS "${out}${nifti_out}")

@@ -42,6 +42,45 @@ tk_status tk_sh_eval(tk_sh_basis basis, int legacy, int lmax, const double dir[3
  * and A x^lmax agree at every unit x. */
 tk_status tk_sh_to_tensor_map(tk_sh_basis basis, int legacy, int lmax, double *map);
 
+/* ---- which basis a volume is in ---------------------------------------------------- */
+
+/* A volume read in another basis than it was written in gives wrong peaks silently (DIPY's
+ * default, descoteaux legacy, read as MRtrix3's: off by a median 73 degrees).  Read in its own
+ * basis a fiber ODF is mostly positive with roughly axially symmetric lobes; read in another
+ * its coefficients are scrambled.  score[] rates each reading over a sample of voxels on a
+ * dense sphere: negative mass / absolute mass plus the energy (l >= 2) outside the best
+ * axially symmetric fit about the largest value / energy; lower is likelier.  Tournier's
+ * legacy scale cannot be told from the data (reading true data with the other scale keeps
+ * them as positive and symmetric), so tournier and tournier legacy are one class. */
+typedef struct tk_sh_basis_guess {
+    tk_sh_basis basis;     /* the likeliest */
+    int legacy;            /* its variant; 0 for tournier, where legacy_known is 0 */
+    int legacy_known;      /* 1 for descoteaux (its variants differ in the data), 0 for tournier */
+    double confidence;     /* the next likeliest class's score / the likeliest's (>= 1; 1: no evidence) */
+    double score[4];       /* tournier, tournier legacy, descoteaux, descoteaux legacy */
+    size_t usable_voxels;  /* voxels with finite coefficients, not all zero, positive mean */
+    size_t sampled_voxels; /* of those, evenly spread, the ones scored */
+} tk_sh_basis_guess;
+
+/* The evidence a guess needs before it contradicts the given basis: this many voxels
+ * scored, the given class's score this many times the likeliest's. */
+#define TK_SH_GUESS_MIN_VOXELS 20
+#define TK_SH_GUESS_MIN_RATIO 1.25
+
+/* Guesses the basis of num_voxels SH series (voxel-major, tk_sh_num_coeffs(lmax) floats
+ * each) from up to max_samples of them (0: tk_sh_guess_default_samples).  Background (all
+ * zero), non-finite and negative-mean voxels are skipped; with none left the guess is
+ * tournier with confidence 1 and 0 voxels. */
+tk_status tk_sh_guess_basis(int lmax, size_t num_voxels, const float *sh, size_t max_samples,
+                            tk_sh_basis_guess *guess);
+/* The default sample: 1000 voxels up to lmax 12, fewer above (each costs ~(lmax+1)^4). */
+size_t tk_sh_guess_default_samples(int lmax);
+/* How many times the given basis' class scores worse than the likeliest (1 where they are the
+ * same class, or where the guess scored fewer than TK_SH_GUESS_MIN_VOXELS voxels). */
+double tk_sh_basis_evidence(const tk_sh_basis_guess *guess, tk_sh_basis basis, int legacy);
+/* 1 when the data contradict the given basis: evidence >= TK_SH_GUESS_MIN_RATIO. */
+int tk_sh_basis_contradicts(const tk_sh_basis_guess *guess, tk_sh_basis basis, int legacy);
+
 /* ---- peaks ----------------------------------------------------------------------- */
 
 typedef enum { TK_FIBERS_CPU = 0, TK_FIBERS_OMP = 1, TK_FIBERS_CUDA = 2 } tk_fibers_backend;

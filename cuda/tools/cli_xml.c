@@ -19,6 +19,7 @@ static const char *kind_tag(tk_xml_kind k)
 {
     switch (k) {
     case TK_XML_IMAGE: return "image";
+    case TK_XML_GEOMETRY: return "geometry";
     case TK_XML_FILE: return "file";
     case TK_XML_DIRECTORY: return "directory";
     case TK_XML_INTEGER: return "integer";
@@ -103,9 +104,14 @@ static int check(const tk_xml_module *m)
             if (p->longflag && !is_longflag(p->longflag)) return param_error(p, "bad longflag (no dashes: \"mask\")");
             if (p->flag && !isalpha((unsigned char)p->flag)) return param_error(p, "the flag must be a letter");
             if (p->index >= 0) ++positional;
-            int has_channel = p->kind == TK_XML_IMAGE || p->kind == TK_XML_FILE || p->kind == TK_XML_DIRECTORY;
+            int has_channel = p->kind == TK_XML_IMAGE || p->kind == TK_XML_GEOMETRY || p->kind == TK_XML_FILE ||
+                              p->kind == TK_XML_DIRECTORY;
             if (has_channel != (p->channel != TK_XML_NO_CHANNEL))
-                return param_error(p, "images, files and directories (only) need a channel");
+                return param_error(p, "images, geometry, files and directories (only) need a channel");
+            /* Slicer picks the node type from it: a model node, or a fiber bundle (SlicerDMRI) */
+            if (p->kind == TK_XML_GEOMETRY &&
+                (!p->image_type || (strcmp(p->image_type, "model") && strcmp(p->image_type, "fiberbundle"))))
+                return param_error(p, "geometry needs the type model or fiberbundle");
             if (p->kind == TK_XML_BOOLEAN && (p->index >= 0 || !p->default_value ||
                                               (strcmp(p->default_value, "true") && strcmp(p->default_value, "false"))))
                 return param_error(p, "a boolean needs a flag and the default true or false");

@@ -15,6 +15,7 @@ extern "C" {
 
 typedef enum {
     TK_XML_IMAGE,
+    TK_XML_GEOMETRY, /* a model (mesh, lines) file: Slicer passes a model node, .vtp by default */
     TK_XML_FILE,
     TK_XML_DIRECTORY,
     TK_XML_INTEGER,
@@ -36,9 +37,10 @@ typedef struct tk_xml_param {
     const char *longflag;    /* "mask" for --mask; NULL for a positional parameter */
     char flag;               /* 'm' for -m; 0 for none */
     int index;               /* position among the positional arguments, -1 when flagged */
-    tk_xml_channel channel;  /* images, files, directories */
-    const char *image_type;  /* image: "scalar", "label", "vector", "diffusion-weighted", ... */
-    const char *file_extensions; /* image/file: ".nii.gz,.nrrd" (Slicer's save format choice) */
+    tk_xml_channel channel;  /* images, geometry, files, directories */
+    const char *image_type;  /* the type attribute: image "scalar", "label", "vector", "diffusion-weighted", ...;
+                              * geometry "model" (Slicer's model node) or "fiberbundle" */
+    const char *file_extensions; /* image/geometry/file: ".nii.gz,.nrrd" (Slicer's save format: the first) */
     const char *default_value;
     const char *elements;    /* string-enumeration: "a|b|c" */
     const char *minimum, *maximum, *step; /* integer/double constraints, all three or none */

@@ -1,9 +1,11 @@
 // fiber_directions: reader -> itk::FiberDirectionsImageFilter -> writer, as a program of
 // your own would use TensorKernels.  Input: a 4-D NIfTI of spherical-harmonic coefficients
-// (MRtrix3 dwi2fod, DIPY CSD; MRtrix3's basis), output: the peaks as a 3-D vector image
-// (3 components per peak: unit direction times amplitude, NaN where a voxel has fewer).
+// (MRtrix3 dwi2fod, DIPY CSD; MRtrix3's basis), output: the peaks, 3 components per peak
+// (unit direction times amplitude, NaN where a voxel has fewer), as MRtrix3's sh2peaks
+// writes them: a 4-D NIfTI with the components on the 4th axis, or a 3-D vector image (NRRD).
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "itkFiberDirectionsImageFilter.h"
 #include "itkImage.h"
@@ -41,10 +43,51 @@ static SHImage::Pointer to_vector_image(const SHImage4 *in)
     return out;
 }
 
+// The other way: each voxel's vector becomes the 4th axis.  NIfTI tools (MRtrix3's
+// peaks2amp, FSL, nibabel) expect peaks so; ITK's NIfTI writer would store the vector image as
+// a 5-D 10x10x10x1x9 image instead, which MRtrix3 does not take as peaks.
+static SHImage4::Pointer to_4d_image(const SHImage *in)
+{
+    const auto size = in->GetLargestPossibleRegion().GetSize();
+    const unsigned comps = in->GetNumberOfComponentsPerPixel();
+    SHImage4::RegionType region;
+    SHImage4::SpacingType spacing;  // the 4th axis: spacing 1, origin 0, not rotated (as MRtrix3 writes it)
+    SHImage4::PointType origin;
+    SHImage4::DirectionType direction;
+    spacing.Fill(1.0);
+    origin.Fill(0.0);
+    direction.SetIdentity();
+    for (unsigned r = 0; r < 3; ++r) {
+        region.SetSize(r, size[r]);
+        spacing[r] = in->GetSpacing()[r];
+        origin[r] = in->GetOrigin()[r];
+        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
+    }
+    region.SetSize(3, comps);
+    auto out = SHImage4::New();
+    out->SetRegions(region);
+    out->SetSpacing(spacing);
+    out->SetOrigin(origin);
+    out->SetDirection(direction);
+    out->Allocate();
+    const size_t voxels = in->GetLargestPossibleRegion().GetNumberOfPixels();
+    for (size_t v = 0; v < voxels; ++v)
+        for (size_t k = 0; k < comps; ++k) out->GetBufferPointer()[k * voxels + v] = in->GetBufferPointer()[v * comps + k];
+    return out;
+}
+
+static bool is_nifti(const std::string &name)
+{
+    const auto ends_with = [&](const std::string &tail) {
+        return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    return ends_with(".nii") || ends_with(".nii.gz");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        std::fprintf(stderr, "usage: fiber_directions SH.nii.gz PEAKS.nrrd\n");
+        std::fprintf(stderr, "usage: fiber_directions SH.nii.gz PEAKS.nii.gz   (or PEAKS.nrrd: a vector image)\n");
         return 2;
     }
     try {
@@ -60,10 +103,18 @@ int main(int argc, char **argv)
         filter->SetBasis(Filter::BasisType::Tournier);    // MRtrix3's; Descoteaux for DIPY's
         filter->SetBackend(Filter::BackendType::CPU);     // CUDA where TensorKernels was built with it
 
-        auto writer = itk::ImageFileWriter<SHImage>::New();
-        writer->SetFileName(argv[2]);
-        writer->SetInput(filter->GetOutput());
-        writer->Update();  // runs the pipeline
+        filter->Update();
+        if (is_nifti(argv[2])) {  // 4-D, as sh2peaks writes NIfTI
+            auto writer = itk::ImageFileWriter<SHImage4>::New();
+            writer->SetFileName(argv[2]);
+            writer->SetInput(to_4d_image(filter->GetOutput()));
+            writer->Update();
+        } else {  // NRRD, MHA: the vector image as it is
+            auto writer = itk::ImageFileWriter<SHImage>::New();
+            writer->SetFileName(argv[2]);
+            writer->SetInput(filter->GetOutput());
+            writer->Update();
+        }
 
         // A summary a caller (or a test) can check.
         const auto *peaks = filter->GetOutput();

@@ -305,7 +305,7 @@ TEST(FiberGlyphs, BadVisualizationRequestsFailClearlyAndLeaveNoOutput)
         {"env -u DISPLAY " + exe + " " + in + " --vtp " + dir + "/f.vtp --png " + dir + "/s.png", "no X display", 1},
         {exe + " " + in + " --vtp " + dir + "/no/such/dir/f.vtp", "f.vtp: cannot write", 1},
         {exe + " " + in + " --slice 2", "--slice only applies with --png", 2},
-        {exe + " " + in + " --glyph-scale 0 --vtp " + dir + "/f.vtp", "--glyph-scale", 2},
+        {exe + " " + in + " --glyph-scale -1 --vtp " + dir + "/f.vtp", "--glyph-scale", 2},  // 0: automatic
         {exe + " " + in + " --vtp", "--vtp", 2},
     };
     const std::string prefix = render_prefix();
