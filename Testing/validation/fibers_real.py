@@ -15,11 +15,12 @@ Checks (each FOD a row of a Markdown table; --check turns them into pass/fail):
             within MATCH_DEG of a tk-fibers peak (--basis descoteaux --legacy for DIPY's files)
   geometry  tk-fibers' output has the input's world affine (nibabel reads the sform where
             its code is non-zero, as MRtrix3 does), as sh2peaks' output has
+  data      the committed Data/fibers/small_64D_fod.nii.gz is the MRtrix3 source FOD made here
 
 Amplitudes are the SH function's values at the reported directions (sh2peaks writes
 negative maxima as vectors too), evaluated through DIPY's basis functions.
 
-usage: fibers_real.py --tk-fibers BUILD/bin/tk-fibers [--check [sh2peaks,complete,dipy,geometry]]
+usage: fibers_real.py --tk-fibers BUILD/bin/tk-fibers [--check [sh2peaks,complete,dipy,geometry,data]]
                       [--dipy-voxels N] [--geometries source,oblique,...] [--keep DIR]
 Run with Debian's /usr/bin/python3 (python3-dipy, python3-nibabel, python3-scipy) and MRtrix3.
 """
@@ -47,7 +48,7 @@ except ImportError as e:  # CTest reads SKIPPED as a skip
     sys.exit(0)
 
 ROOT = real_fods.ROOT
-CHECKS = ("sh2peaks", "complete", "dipy", "geometry")
+CHECKS = ("sh2peaks", "complete", "dipy", "geometry", "data")
 NUM = 20  # peaks asked of both programs: more than any voxel here has above 10%
 RELATIVE = 0.1  # "every peak above 10% of the voxel's largest"
 MATCH_DEG = 0.1  # a peak is found where the other program has one this close
@@ -236,6 +237,22 @@ def check_geometry(row, tk_out, ref_out):
                                     f"{np.round(got, 4)}\ninput (nibabel, sform):\n{np.round(want, 4)}")
 
 
+def check_committed(fods):
+    """The committed MRtrix3 FOD of small_64D (make_small_64D_fod.py) against the one made
+    here: the same coefficients (to 1e-5 of the largest) and header."""
+    made = [f for f in fods if f.maker == "mrtrix3" and f.geometry == "source"]
+    if not made:
+        return [], "not made (no source geometry)"
+    path = os.path.join(ROOT, "Data", "fibers", "small_64D_fod.nii.gz")
+    a, b = nib.load(path), nib.load(made[0].path)
+    x, y = np.asarray(a.dataobj, dtype=np.float64), np.asarray(b.dataobj, dtype=np.float64)
+    if x.shape != y.shape or not np.allclose(a.affine, b.affine, atol=1e-4):
+        return [f"{path}: its shape or affine differs from the MRtrix3 source FOD made here"], "differs"
+    err = np.abs(x - y).max() / np.abs(y).max()
+    fig = f"Data/fibers/small_64D_fod.nii.gz is the MRtrix3 source FOD made here to {err:.2g} of the largest coefficient"
+    return ([] if err <= 1e-5 else [f"{path}: differs from the MRtrix3 source FOD made here by {err:.3g}"]), fig
+
+
 def validate(args, fod, tmp, checks):
     row = Row(fod)
     img = nib.load(fod.path)
@@ -353,13 +370,15 @@ def main():
         fods.append(real_fods.Fod("bundled small_101D", os.path.join(ROOT, "Data", "fibers", "small_101D_fod.nii.gz"),
                                   "tournier", "dipy", "source"))
         print(f"made {len(fods)} FODs in {time.time() - start:.0f} s")
+        data_failures, data_figure = check_committed(fods)
         rows = [validate(args, fod, tmp, CHECKS) for fod in fods]
         print(f"validated in {time.time() - start:.0f} s")
     finally:
         if not args.keep:
             shutil.rmtree(tmp)
     report(rows)
-    failures = [m for r in rows for c in checks for m in r.fail[c]]
+    print(f"\ndata: {data_figure}: {'FAIL' if data_failures else 'pass'}")
+    failures = [m for r in rows for c in checks for m in r.fail[c]] + (data_failures if "data" in checks else [])
     if failures:
         print("\nFAILED:\n" + "\n".join(failures))
         return 1
