@@ -227,7 +227,7 @@ def check_dipy(row, coeffs, world, tk, voxels):
 
 def check_geometry(row, tk_out, ref_out):
     fod = row.fod
-    want = nib.load(fod.path).affine
+    want = nib.load(fod.nifti).affine
     got = nib.load(tk_out).affine
     err = float(np.abs(got - want).max())
     ref_err = float(np.abs(nib.load(ref_out).affine - want).max()) if ref_out else float("nan")
@@ -255,11 +255,11 @@ def check_committed(fods):
 
 def validate(args, fod, tmp, checks):
     row = Row(fod)
-    img = nib.load(fod.path)
+    img = nib.load(fod.nifti)
     row.shape = img.shape[:3]
     nvox = int(np.prod(row.shape))
     coeffs = np.asarray(img.dataobj, dtype=np.float64).reshape(nvox, -1, order="F")
-    stem = os.path.join(tmp, fod.name.replace(" ", "_").replace("(", "").replace(")", ""))
+    stem = os.path.join(tmp, "".join(c if c.isalnum() or c in "-_" else "_" for c in fod.name))
     tk, ref = {}, {}
     for label, ref_t, tk_t in THRESHOLDS:
         out = f"{stem}_tk_{label}.nii"
@@ -377,8 +377,12 @@ def main():
         if not args.keep:
             shutil.rmtree(tmp)
     report(rows)
+    unread = [r.fod.name for r in rows if not r.fig]
+    if unread:
+        print(f"\nNo figures for {', '.join(unread)}: tk-fibers failed on them (below).")
     print(f"\ndata: {data_figure}: {'FAIL' if data_failures else 'pass'}")
     failures = [m for r in rows for c in checks for m in r.fail[c]] + (data_failures if "data" in checks else [])
+    failures = list(dict.fromkeys(failures))  # a tool's failure is every check's: said once
     if failures:
         print("\nFAILED:\n" + "\n".join(failures))
         return 1

@@ -25,7 +25,9 @@ b-vectors are both; the flipped copy keeps FSL's bvecs (the convention makes the
 storage-independent) and gives DIPY the voxel frame's, x negated.
 
 dwi2fod writes sform = qform; the sform-qform copy of the MRtrix3 FOD gets the DWI's two
-transforms back (sform code 2, qform code 1) so that the FOD file itself carries them.
+transforms back (sform code 2, qform code 1) so that the FOD file itself carries them.  The
+MRtrix3 FODs of the source, oblique and flipped geometries also come as .mif (dwi2fod's
+own format), with a NIfTI copy (mrconvert) for nibabel to read.
 For sh2peaks, each DIPY FOD also gets a copy in MRtrix3's basis and world frame: the value
 at world direction w is DIPY's at voxel direction R^-1 w (R: the sform's 3x3 with unit
 columns), refitted in tournier07 on a dense sphere (exact for a rotation).
@@ -43,6 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RESPONSE = os.path.join(ROOT, "Data", "fibers", "small_64D_response.txt")
 GEOMETRIES = ("source", "oblique", "flipped", "sform-qform")
 OBLIQUE_DEG, OBLIQUE_AXIS = 25.0, (1.0, 2.0, 3.0)
+MIF_GEOMETRIES = ("source", "oblique", "flipped")  # a .mif has one transform: no sform-qform
 
 
 class Fod:
@@ -50,10 +53,11 @@ class Fod:
     (legacy, voxel frame); rotation: voxel-to-world directions (unit columns of the affine
     nibabel gives the file)."""
 
-    def __init__(self, name, path, basis, maker, geometry, dipy_check=True):
+    def __init__(self, name, path, basis, maker, geometry, dipy_check=True, nifti=None):
         self.name, self.path, self.basis, self.maker, self.geometry = name, path, basis, maker, geometry
         self.dipy_check = dipy_check  # False: a copy whose source the DIPY check already covers
-        self.rotation = unit_columns(nib.load(path).affine)
+        self.nifti = nifti or path  # what nibabel reads: a NIfTI copy of a .mif
+        self.rotation = unit_columns(nib.load(self.nifti).affine)
 
 
 def unit_columns(affine):
@@ -162,13 +166,18 @@ def make(out, geometries=GEOMETRIES, makers=("mrtrix3", "dipy")):
                  dwi, mif])
             fod = os.path.join(out, f"fod_mrtrix3_{g}.nii")
             run(["dwi2fod", "-quiet", "-force", "csd", "-lmax", "8", mif, RESPONSE, fod])
-            os.remove(mif)
             made = nib.load(fod, mmap=False)  # rewritten below: no mapping of a file being replaced
             if not np.allclose(made.affine, sform, atol=1e-4):
                 sys.exit(f"real_fods: dwi2fod wrote {fod} with another voxel order or affine:\n{made.affine}")
             if (scode, qcode) != (1, 1) or not np.allclose(sform, qform):
                 save(np.asarray(made.dataobj), sform, scode, qform, qcode, fod)
             fods.append(Fod(f"MRtrix3 {g}", fod, "tournier", "mrtrix3", g))
+            if g in MIF_GEOMETRIES:  # MRtrix3's own format, as dwi2fod writes it by default
+                mif_fod, twin = os.path.join(out, f"fod_mrtrix3_{g}.mif"), os.path.join(out, f"fod_mrtrix3_{g}_mif.nii")
+                run(["dwi2fod", "-quiet", "-force", "csd", "-lmax", "8", mif, RESPONSE, mif_fod])
+                run(["mrconvert", "-quiet", "-force", mif_fod, twin])
+                fods.append(Fod(f"MRtrix3 {g} (.mif)", mif_fod, "tournier", "mrtrix3", g, dipy_check=False, nifti=twin))
+            os.remove(mif)
         if "dipy" in makers:
             voxel_bvecs = bvecs * ([-1.0, 1.0, 1.0] if flip else [1.0, 1.0, 1.0])
             gtab = gradient_table(bvals, voxel_bvecs)
