@@ -4,7 +4,7 @@ fiber directions tk-fibers finds in the bundled FOD volume, one axial slice, as 
 coloured by direction (red |x|, green |y|, blue |z|) over the largest peak amplitude.
 
     build/bin/tk-fibers Data/fibers/small_101D_fod.nii.gz /tmp/peaks.nii.gz --amplitudes /tmp/amp.nii.gz
-    Documentation/images/make_fibers_axial.py /tmp/peaks.nii.gz /tmp/amp.nii.gz [SLICE]
+    Documentation/images/make_fibers_axial.py /tmp/peaks.nii.gz /tmp/amp.nii.gz [SLICE]   (the picture: slice 3)
 
 Needs nibabel and matplotlib (Debian: python3-nibabel, python3-matplotlib)."""
 import os
@@ -19,7 +19,10 @@ import numpy as np  # noqa: E402
 
 
 def main(peaks_path, amps_path, slice_arg=None):
-    peaks = np.asarray(nib.load(peaks_path).dataobj, dtype=float)  # x, y, z, 3 * num (RAS vectors)
+    img = nib.load(peaks_path)
+    peaks = np.asarray(img.dataobj, dtype=float)  # x, y, z, 3 * num (RAS vectors)
+    # RAS vectors into voxel axes, where the picture is drawn (the bundled volume is LAS)
+    to_voxel = np.linalg.inv(img.affine[:3, :3] / np.linalg.norm(img.affine[:3, :3], axis=0))
     amps = np.asarray(nib.load(amps_path).dataobj, dtype=float)    # x, y, z, num
     k = int(slice_arg) if slice_arg is not None else peaks.shape[2] // 2
     nx, ny = peaks.shape[:2]
@@ -34,7 +37,7 @@ def main(peaks_path, amps_path, slice_arg=None):
                 if not np.all(np.isfinite(v)) or not v.any():
                     continue  # ITK's NIfTI writer keeps NaN; absent peaks may read back as 0
                 colour = np.abs(v) / np.linalg.norm(v)
-                d = v * scale  # in-plane projection of the RAS vector (axis-aligned grid)
+                d = to_voxel @ v * scale  # in-plane projection, voxel axes
                 ax.plot([i - d[0], i + d[0]], [j - d[1], j + d[1]], color=colour, lw=2.5, solid_capstyle="round")
     ax.set_xlim(-0.5, nx - 0.5)
     ax.set_ylim(-0.5, ny - 0.5)
