@@ -21,6 +21,8 @@ TK_OPTIONAL_PACKAGES=()
 TK_PACKAGES+=(libxml2-utils doxygen python3-matplotlib)
 # clang with libFuzzer (libclang-rt-14-dev holds libclang_rt.fuzzer): the fuzz targets (TK_FUZZ).
 TK_PACKAGES+=(clang libclang-rt-14-dev)
+# zlib: .mif.gz and .nii.gz in the tools' own image-format code (cuda/tools/mif_io.c, nifti_header.c).
+TK_PACKAGES+=(zlib1g-dev)
 
 tk_missing_packages() {
     local pkg
