@@ -65,13 +65,14 @@ void usage(FILE *f)
 #endif
     std::fputs("  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
                "                          omp (all cores through ITK's threader) with a warning on stderr\n"
+               "  --threads P             threads of the omp backend (ITK's threader); 0 (default): all cores\n"
                "  --quiet                 no progress bar or warnings (the CPU fallback's included)\n",
                f);
 }
 
 struct Args {
     std::string input, output, mask, amplitudes, vtp, png;
-    long num = 3, slice = -1;
+    long num = 3, slice = -1, threads = 0;
     double threshold = 0, relative = 0, separation = 0, glyph_scale = 0;
     bool descoteaux = false, legacy = false, quiet = false;
     tk_cli_backend backend = TK_CLI_AUTO;
@@ -127,6 +128,10 @@ int parse(int argc, char **argv, Args &a)
                 return 0;
             }
             a.descoteaux = !std::strcmp(v, "descoteaux");
+        } else if (tk_cli_is(arg, "--threads")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
+                !tk_cli_parse_int(prog, "--threads", v, 0, 4096, &a.threads))
+                return 0;
         } else if (tk_cli_is(arg, "--backend")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--backend")) || !tk_cli_parse_backend(prog, v, 1, &a.backend))
                 return 0;
@@ -317,7 +322,12 @@ int main(int argc, char **argv)
         filter->SetBasis(a.descoteaux ? Filter::BasisType::Descoteaux : Filter::BasisType::Tournier);
         filter->SetLegacy(a.legacy);
         filter->SetBackend(run == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-        if (run == TK_CLI_CPU) filter->SetNumberOfWorkUnits(1);
+        if (run == TK_CLI_CPU) {
+            filter->SetNumberOfWorkUnits(1);
+        } else if (a.threads > 0) {  // ITK's threader: at most this many pieces at once
+            filter->GetMultiThreader()->SetMaximumNumberOfThreads(static_cast<itk::ThreadIdType>(a.threads));
+            filter->SetNumberOfWorkUnits(static_cast<itk::ThreadIdType>(a.threads));
+        }
         tk::update_with_progress(filter, prog, a.quiet);
         if (filter->GetNumberOfInvalidVoxels() && !a.quiet)
             std::fprintf(stderr, "%s: warning: %lu voxels have non-finite coefficients; their peaks are NaN\n", prog,

@@ -51,6 +51,9 @@ static const tk_xml_param run_params[] = {
                     "omp: all cores; cpu: one core; cuda: the GPU",
      .longflag = "backend", .index = -1,
      .default_value = "auto", .elements = "auto|omp|cpu|cuda"},
+    {.kind = TK_XML_INTEGER, .name = "threads", .label = "Threads",
+     .description = "Threads of the omp backend (ITK's threader); 0: all cores", .longflag = "threads", .index = -1,
+     .default_value = "0", .minimum = "0", .maximum = "4096", .step = "1"},
 };
 
 static const tk_xml_group groups[] = {

@@ -622,6 +622,8 @@ def fibers_cases():
     ]
     rows += flag_cases(base("sh.nrrd"), g, missing_value="--num", bad_value=("--num", "0"),
                        conflict=(["--slice", "1"], "--slice", r"only applies"))
+    rows += [Case("--threads out of range", base("sh.nrrd") + ["--threads", "-1"], g, code=2, names="--threads",
+                  says=r"expects")]
     rows += output_cases(lambda o: ["sh.nrrd", o, "--quiet"], g, "OUTPUT_PEAKS", "peaks.nrrd", input_name="sh.nrrd")
     rows += [Case("OUTPUT_PEAKS of an unknown format", ["sh.nrrd", "peaks.xyz", "--quiet"], g, code=2,
                   names="peaks.xyz", says=r"unknown output format"),

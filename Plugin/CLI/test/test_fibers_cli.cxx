@@ -285,7 +285,7 @@ TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
                                             {"amplitudes", dir + "/amp_slicer.nrrd"},
                                             {"numberOfPeaks", "2"}},  // not the default: seen to reach the filter
                                            &flagged);
-    EXPECT_EQ(flagged, 9);
+    EXPECT_EQ(flagged, 10);
     auto slicer = run_tool(exe + args, dir);
     ASSERT_EQ(slicer.exit_code, 0) << args << "\n" << slicer.err;
     auto plain = run_tool(exe + " --quiet " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --num 2 --mask " + dir +
@@ -386,4 +386,30 @@ TEST(FibersCli, WritesEveryVolumeFormatItAccepts)
     auto listing = run_tool("ls -A " + dir, dir);
     EXPECT_EQ(listing.out, "peaks.mha\npeaks.mhd\npeaks.mif.gz\npeaks.nhdr\npeaks.nii.gz\npeaks.nrrd\npeaks.raw\nref.mif\n"
                            "sh.nii\nstderr.txt\nstdout.txt\n");
+}
+
+// --threads P (issue 20, item 11): ITK's threader runs the omp backend in at most P pieces
+// at once; the peaks do not depend on it.  0 is all cores (the default); --help and the
+// Slicer description list it.
+TEST(FibersCli, ThreadsSetsTheThreaderAndNotTheResult)
+{
+    std::string dir = make_temp_dir("tk_fibers_threads");
+    std::vector<std::vector<double>> coeffs;
+    tk::write_vector_volume(phantom(coeffs, 13), dir + "/sh.nii");
+    auto r = run_tool(exe + " " + dir + "/sh.nii " + dir + "/all.mif --quiet --backend omp", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string all = slurp(dir + "/all.mif");
+    for (const char *threads : {"1", "2", "7", "0"}) {
+        const std::string out = dir + "/t" + threads + ".mif";
+        r = run_tool(exe + " " + dir + "/sh.nii " + out + " --quiet --backend omp --threads " + threads, dir);
+        ASSERT_EQ(r.exit_code, 0) << threads << ": " << r.err;
+        EXPECT_EQ(slurp(out), all) << "--threads " << threads;
+    }
+    for (const char *bad : {"-1", "4097", "two", "1.5"}) {
+        r = run_tool(exe + " " + dir + "/sh.nii " + dir + "/bad.mif --threads " + bad, dir);
+        EXPECT_EQ(r.exit_code, 2) << bad;
+        EXPECT_NE(r.err.find("--threads expects an integer from 0 to 4096"), std::string::npos) << r.err;
+    }
+    EXPECT_NE(run_tool(exe + " --help", dir).out.find("--threads P"), std::string::npos);
+    EXPECT_NE(run_tool(exe + " --xml", dir).out.find("<longflag>--threads</longflag>"), std::string::npos);
 }
