@@ -723,6 +723,12 @@ std::string volume_output_problem(const std::string &path)
     return path + ": unknown output format (by its extension): volumes are written as " + volume_output_extensions();
 }
 
+std::vector<std::string> volume_files(const std::string &path)
+{
+    if (!is_detached(path)) return {path};
+    return {path.substr(0, path.size() - (ends_with(path, ".nhdr") ? 5 : 4)) + ".raw", path};
+}
+
 std::string creation_problem(const std::string &path)
 {
     const std::string probe_path =

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.h"
@@ -214,10 +215,28 @@ int check_outputs(const Args &a)
                          o.path->c_str(), o.flag, o.extension ? o.extension : tk::volume_output_extensions());
             return TK_EXIT_USAGE;
         }
-        for (const Output &p : outputs)
-            if (&p != &o && !p.path->empty() && resolved(*p.path) == resolved(*o.path)) {
-                tk_cli_error(prog, "%s and %s would go to the same file '%s'", &p < &o ? p.flag : o.flag,
-                             &p < &o ? o.flag : p.flag, o.path->c_str());
+    }
+    // no two outputs, or an output and an input, share a file (a detached header's data file
+    // included: peaks.nhdr and peaks.mhd both write peaks.raw)
+    std::vector<std::pair<const char *, std::string>> written, read;
+    for (const Output &o : outputs)
+        if (!o.path->empty())
+            for (const std::string &f : o.extension ? std::vector<std::string>{*o.path} : tk::volume_files(*o.path))
+                written.emplace_back(o.flag, resolved(f));
+    for (const std::string *in : {&a.input, &a.mask})
+        if (!in->empty())
+            for (const std::string &f : tk::volume_files(*in)) read.emplace_back(in->c_str(), resolved(f));
+    for (size_t i = 0; i < written.size(); ++i) {
+        for (size_t j = 0; j < i; ++j)
+            if (written[i].second == written[j].second) {
+                tk_cli_error(prog, "%s and %s would go to the same file '%s'", written[j].first, written[i].first,
+                             written[i].second.substr(written[i].second.find_last_of('/') + 1).c_str());
+                return TK_EXIT_USAGE;
+            }
+        for (const auto &in : read)
+            if (written[i].second == in.second) {
+                tk_cli_error(prog, "%s would write %s, a file of the input %s: refusing to overwrite an input",
+                             written[i].first, in.second.substr(in.second.find_last_of('/') + 1).c_str(), in.first);
                 return TK_EXIT_USAGE;
             }
     }

@@ -330,6 +330,7 @@ TEST(FibersCli, OutputsAreCheckedBeforeAnyWork)
         {d + "out.nii --amplitudes " + d + "amp.xyz", "--amplitudes " + d + "amp.xyz", "unknown output format", 2},
         {d + "out.nii --amplitudes " + d + "amp.nii.zip", "--amplitudes " + d + "amp.nii.zip", ".mif.gz", 2},
         {d + "out.nii --amplitudes " + d + "out.nii", "OUTPUT_PEAKS and --amplitudes", "same file", 2},
+        {d + "out.nhdr --amplitudes " + d + "out.mhd", "OUTPUT_PEAKS and --amplitudes", "same file 'out.raw'", 2},
         {d + "out.nii --amplitudes " + d + "nodir/amp.nii", d + "nodir/amp.nii", "does not exist", 1},
         {d + "out.nii --amplitudes /proc/amp.nii", "/proc/amp.nii", "cannot", 1},
     };
