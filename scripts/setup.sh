@@ -23,6 +23,8 @@ TK_PACKAGES+=(libxml2-utils doxygen python3-matplotlib)
 TK_PACKAGES+=(clang libclang-rt-14-dev)
 # The Slicer round-trip test: VTK's Python (reads the .vtp), venv and pip for ctk_cli (tk_python_env).
 TK_PACKAGES+=(python3-vtk9 python3-venv python3-pip)
+# zlib: .mif.gz and .nii.gz in the tools' own image-format code (cuda/tools/mif_io.c, nifti_header.c).
+TK_PACKAGES+=(zlib1g-dev)
 
 tk_missing_packages() {
     local pkg

@@ -1,5 +1,6 @@
 #include "sh_image_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -18,7 +21,10 @@
 #include "itkImageFileWriter.h"
 #include "itkImageIOFactory.h"
 #include "itkImageRegionConstIterator.h"
+#include "itkMetaDataObject.h"
 #include "itk_zlib.h"
+#include "mif_io.h"
+#include "tk_status.h"
 
 namespace tk {
 namespace {
@@ -112,74 +118,66 @@ void check_metaimage_header(const std::string &path)
     }
 }
 
+bool is_nifti(const std::string &path) { return ends_with(path, ".nii") || ends_with(path, ".nii.gz"); }
+bool is_mif(const std::string &path)
+{
+    return ends_with(path, ".mif") || ends_with(path, ".mif.gz") || ends_with(path, ".mih");
+}
+bool is_nrrd(const std::string &path) { return ends_with(path, ".nrrd") || ends_with(path, ".nhdr"); }
+// Formats that write the voxels to a second file named after the header.
+bool is_detached(const std::string &path) { return ends_with(path, ".nhdr") || ends_with(path, ".mhd"); }
+
 // ITK 5.2's NIfTI reader builds the orientation from pixdim and the qform or sform its codes
 // select, and aborts the process (vnl's assert_finite) when they hold NaN, or values so
-// large that the matrix overflows.  A NIfTI-1 header (gzipped or not: gzread reads both) is
-// checked for that first; nothing in millimetres comes near 1e6.
+// large that the matrix overflows.  A NIfTI-1 or NIfTI-2 header (gzipped or not: gzread
+// reads both) is checked for that first (tk_nifti_parse: nothing in millimetres comes near
+// 1e6); bytes that are no NIfTI header are left to ITK.
 void check_nifti_header(const std::string &path)
 {
-    unsigned char h[348];
+    unsigned char h[540];
     gzFile g = gzopen(path.c_str(), "rb");
     if (!g) return;  // ITK reports it
     const int got = gzread(g, h, sizeof h);
     gzclose(g);
-    if (got != static_cast<int>(sizeof h)) return;
-    // NIfTI-1 by its size field (either byte order) or by its magic: ITK's reader takes a
-    // header with the magic whatever the size field says.
-    const bool big348 = h[0] == 0 && h[1] == 0 && h[2] == 1 && h[3] == 0x5c;
-    const bool little348 = h[0] == 0x5c && h[1] == 1 && h[2] == 0 && h[3] == 0;
-    const bool magic = h[344] == 'n' && (h[345] == '+' || h[345] == 'i') && h[346] == '1' && h[347] == 0;
-    if (!big348 && !little348 && !magic) return;  // not NIfTI-1: ITK decides
-    // The byte order as the NIfTI library reads it: dim[0] (1..7) decides where it is set,
-    // else the size field.
-    const int dim0_little = h[40] | h[41] << 8, dim0_big = h[41] | h[40] << 8;
-    const bool swap = (dim0_little >= 1 && dim0_little <= 7) ? false
-                      : (dim0_big >= 1 && dim0_big <= 7) ? true
-                                                           : big348;
-    auto bytes = [&](size_t at, unsigned n, unsigned char *out) {
-        for (unsigned k = 0; k < n; ++k) out[k] = h[at + (swap ? n - 1 - k : k)];
-    };
-    auto f32 = [&](size_t at) {
-        unsigned char b[4];
-        bytes(at, 4, b);
-        float v;
-        std::memcpy(&v, b, 4);
-        return v;
-    };
-    auto i16 = [&](size_t at) {
-        unsigned char b[2];
-        bytes(at, 2, b);
-        int16_t v;
-        std::memcpy(&v, b, 2);
-        return v;
-    };
-    auto check = [&](const char *what, size_t at, int count) {
-        for (int k = 0; k < count; ++k) {
-            const float v = f32(at + 4 * static_cast<size_t>(k));
-            if (!std::isfinite(v) || std::fabs(v) > 1e6f)
-                throw std::runtime_error(path + ": NIfTI header: " + what + " holds " + std::to_string(v) +
-                                         ", no orientation can be built from it");
-        }
-    };
-    const int dims = std::min<int>(std::max<int>(i16(40), 1), 7);
-    check("pixdim", 80, dims);                     // pixdim[1..dim[0]]; pixdim[0] is qfac, a sign
-    if (i16(252) > 0) check("the qform", 256, 6);  // quatern_b, c, d, qoffset_x, y, z
-    if (i16(254) > 0) check("the sform", 280, 12); // srow_x, srow_y, srow_z
+    tk_nifti_header header;
+    if (got > 0 && tk_nifti_parse(h, static_cast<size_t>(got), &header, path.c_str()) < 0)
+        throw std::runtime_error(tk_last_error());
+}
+
+// The tools hold a volume as float (twice while converting layouts): refuse what cannot
+// fit before anything is allocated.
+void check_fits_memory(const std::string &path, const std::vector<size_t> &dims, size_t components)
+{
+    double values = static_cast<double>(components);
+    std::ostringstream size;
+    for (size_t d = 0; d < dims.size(); ++d) {
+        values *= static_cast<double>(dims[d]);
+        size << (d ? " x " : "") << dims[d];
+    }
+    const double bytes = 2 * values * sizeof(float), have = physical_memory();
+    if (have > 0 && bytes > have) {
+        std::ostringstream why;
+        why.precision(3);
+        why << path << ": the header claims " << size.str() << " voxels of " << components
+            << " component(s), which need " << bytes / (1 << 30) << " GiB, more than this machine's "
+            << have / (1 << 30) << " GiB of memory";
+        throw std::runtime_error(why.str());
+    }
 }
 
 itk::ImageIOBase::Pointer probe(const std::string &path)
 {
     check_readable(path);
     if (ends_with(path, ".mha") || ends_with(path, ".mhd")) check_metaimage_header(path);
-    if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) check_nifti_header(path);
+    if (is_nifti(path)) check_nifti_header(path);
     auto io = itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
     if (!io) throw std::runtime_error(path + ": not an image format ITK can read");
     // ITK picks a reader by content too: bytes that start like a PNG go to libpng, which
-    // aborts the process on a corrupt one.  Volumes come in the three formats documented.
+    // aborts the process on a corrupt one.  Volumes come in the formats documented.
     const std::string kind = io->GetNameOfClass();
     if (kind != "NiftiImageIO" && kind != "NrrdImageIO" && kind != "MetaImageIO")
-        throw std::runtime_error(path + ": read as " + kind + "; volumes are read from NIfTI (.nii, .nii.gz), NRRD "
-                                        "(.nrrd, .nhdr) or MetaImage (.mha, .mhd) files");
+        throw std::runtime_error(path + ": read as " + kind + "; volumes are read from NIfTI (.nii, .nii.gz), MRtrix3 "
+                                        "(.mif, .mif.gz, .mih), NRRD (.nrrd, .nhdr) or MetaImage (.mha, .mhd) files");
     io->SetFileName(path);
     try {
         io->ReadImageInformation();
@@ -192,25 +190,113 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": unreadable image header: " + itk_message(e));
     }
-    // The tools hold it as float (twice while converting layouts): refuse what cannot fit
-    // before ITK tries to allocate it.
-    double values = io->GetNumberOfComponents();
-    std::ostringstream size;
-    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) {
-        values *= static_cast<double>(io->GetDimensions(d));
-        size << (d ? " x " : "") << io->GetDimensions(d);
-    }
-    const double bytes = 2 * values * sizeof(float), have = physical_memory();
-    if (have > 0 && bytes > have) {
-        std::ostringstream why;
-        why.precision(3);
-        why << path << ": the header claims " << size.str() << " voxels of " << io->GetNumberOfComponents()
-            << " component(s), which need " << bytes / (1 << 30) << " GiB, more than this machine's "
-            << have / (1 << 30) << " GiB of memory";
-        throw std::runtime_error(why.str());
-    }
+    std::vector<size_t> dims;
+    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) dims.push_back(io->GetDimensions(d));
+    check_fits_memory(path, dims, io->GetNumberOfComponents());
     return io;
 }
+
+// ---- geometry: a voxel-to-world RAS matrix m (world = m[:, 0:3] * ijk + m[:, 3]) and ITK's
+// LPS origin, spacing and direction (RAS = diag(-1, -1, 1) * LPS) ---------------------------
+
+double flip(unsigned r) { return r < 2 ? -1.0 : 1.0; }
+
+template <typename TImage> void set_world(TImage *image, const double m[3][4], const std::string &path, const char *what)
+{
+    double len[3];
+    for (unsigned c = 0; c < 3; ++c) len[c] = std::sqrt(m[0][c] * m[0][c] + m[1][c] * m[1][c] + m[2][c] * m[2][c]);
+    const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+                       m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+    if (!(std::fabs(det) > 1e-9 * len[0] * len[1] * len[2]) || !(len[0] > 0 && len[1] > 0 && len[2] > 0))
+        throw std::runtime_error(path + ": " + what + " is singular: no orientation can be built from it");
+    auto spacing = image->GetSpacing();
+    auto origin = image->GetOrigin();
+    auto direction = image->GetDirection();
+    for (unsigned r = 0; r < 3; ++r) {
+        spacing[r] = len[r];
+        origin[r] = flip(r) * m[r][3];
+        for (unsigned c = 0; c < 3; ++c) direction[r][c] = flip(r) * m[r][c] / len[c];
+    }
+    image->SetSpacing(spacing);
+    image->SetOrigin(origin);
+    image->SetDirection(direction);
+}
+
+template <typename TImage> void world_of(const TImage *image, double m[3][4])
+{
+    for (unsigned r = 0; r < 3; ++r) {
+        for (unsigned c = 0; c < 3; ++c) m[r][c] = flip(r) * image->GetDirection()[r][c] * image->GetSpacing()[c];
+        m[r][3] = flip(r) * image->GetOrigin()[r];
+    }
+}
+
+// A NIfTI file's geometry by the NIfTI rule, in place of the one ITK's reader chose.
+template <typename TImage> void apply_nifti_geometry(TImage *image, const std::string &path, FileGeometry *geometry)
+{
+    tk_nifti_header h;
+    if (!tk_nifti_read_header(path.c_str(), &h)) throw std::runtime_error(tk_last_error());
+    double m[3][4];
+    const std::string which = tk_nifti_world_matrix(&h, m);
+    set_world(image, m, path, ("NIfTI header: the " + which).c_str());
+    if (geometry) geometry->nifti = true, geometry->header = h;
+}
+
+// ---- MRtrix3 .mif ------------------------------------------------------------------------
+
+struct MifImage {
+    tk_mif_header h;
+    std::vector<size_t> dims;  // without trailing axes of size 1 past the third
+    std::unique_ptr<float, void (*)(void *)> data{nullptr, std::free};
+};
+
+MifImage mif_header(const std::string &path)
+{
+    MifImage im;
+    if (!tk_mif_read_header(path.c_str(), &im.h)) throw std::runtime_error(tk_last_error());
+    im.dims.assign(im.h.dim, im.h.dim + im.h.ndim);
+    while (im.dims.size() > 3 && im.dims.back() == 1) im.dims.pop_back();
+    check_fits_memory(path, im.dims, 1);
+    return im;
+}
+
+MifImage read_mif(const std::string &path)
+{
+    MifImage im = mif_header(path);
+    float *data = nullptr;
+    if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
+    im.data.reset(data);
+    return im;
+}
+
+template <typename TImage> void set_mif_world(TImage *image, const tk_mif_header &h, const std::string &path)
+{
+    double m[3][4];
+    for (unsigned r = 0; r < 3; ++r) {
+        for (unsigned c = 0; c < 3; ++c) m[r][c] = h.transform[r][c] * (static_cast<int>(c) < h.ndim ? h.vox[c] : 1.0);
+        m[r][3] = h.transform[r][3];
+    }
+    set_world(image, m, path, "the .mif transform");
+}
+
+// An ITK image's header for a .mif: dim and vox of its axes (then extra), its transform.
+template <typename TImage>
+tk_mif_header mif_header_of(const TImage *image, const std::vector<size_t> &dims, const std::vector<double> &vox,
+                            const std::string &path)
+{
+    tk_mif_header h;
+    tk_mif_header_init(&h, static_cast<int>(dims.size()), dims.data());
+    double m[3][4];
+    world_of(image, m);
+    for (unsigned c = 0; c < dims.size(); ++c) h.vox[c] = vox[c];
+    for (unsigned r = 0; r < 3; ++r) {
+        for (unsigned c = 0; c < 3; ++c) h.transform[r][c] = m[r][c] / vox[c];
+        h.transform[r][3] = m[r][3];
+    }
+    h.gzip = ends_with(path, ".mif.gz");
+    return h;
+}
+
+// ---- writing ------------------------------------------------------------------------------
 
 // The temporary an output goes to first, created here so that an unwritable place is
 // reported with the system's reason (ITK's writers do not say why).
@@ -233,9 +319,136 @@ std::string without_temporary(std::string text, const std::string &tmp, const st
     return text;
 }
 
-bool is_nifti(const std::string &path) { return ends_with(path, ".nii") || ends_with(path, ".nii.gz"); }
+std::string folder_of(const std::string &path)
+{
+    const size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
 
-template <typename TImage> typename TImage::Pointer read(const std::string &path)
+void remove_folder(const std::string &dir)
+{
+    if (DIR *d = opendir(dir.c_str())) {
+        while (dirent *e = readdir(d))
+            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) std::remove((dir + "/" + e->d_name).c_str());
+        closedir(d);
+    }
+    rmdir(dir.c_str());
+}
+
+// Writes path through write(temporary): a single file goes to a temporary beside path and
+// is renamed; a detached header (.nhdr, .mhd) and its data file, named after the header,
+// are written in a temporary folder beside path under their final names and moved into
+// place, the data first.  Returns the files written (the header last); throws naming path.
+template <typename TWrite> std::vector<std::string> write_atomically(const std::string &path, TWrite write)
+{
+    if (!is_detached(path)) {
+        const std::string tmp = make_temporary(path);
+        try {
+            write(tmp);
+        } catch (const itk::ExceptionObject &e) {
+            std::remove(tmp.c_str());
+            throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
+        } catch (...) {
+            std::remove(tmp.c_str());
+            throw;
+        }
+        if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+            std::string why = std::strerror(errno);
+            std::remove(tmp.c_str());
+            throw std::runtime_error(path + ": cannot write: " + why);
+        }
+        return {path};
+    }
+    const std::string dir = folder_of(path), base = path.substr(path.find_last_of('/') + 1);
+    const std::string tmpdir = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base + ".d";
+    if (mkdir(tmpdir.c_str(), 0777) != 0) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
+    const std::string tmp = tmpdir + "/" + base;
+    try {
+        write(tmp);
+    } catch (const itk::ExceptionObject &e) {
+        remove_folder(tmpdir);
+        throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
+    } catch (...) {
+        remove_folder(tmpdir);
+        throw;
+    }
+    std::vector<std::string> names;
+    if (DIR *d = opendir(tmpdir.c_str())) {
+        while (dirent *e = readdir(d))
+            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..") && base != e->d_name) names.push_back(e->d_name);
+        closedir(d);
+    }
+    names.push_back(base);  // the header last
+    std::vector<std::string> written;
+    for (const std::string &name : names) {
+        const std::string to = dir + "/" + name;
+        if (std::rename((tmpdir + "/" + name).c_str(), to.c_str()) != 0) {
+            const std::string why = std::strerror(errno);
+            for (const std::string &w : written) std::remove(w.c_str());
+            remove_folder(tmpdir);
+            throw std::runtime_error(to + ": cannot write: " + why);
+        }
+        written.push_back(to);
+    }
+    rmdir(tmpdir.c_str());
+    return written;
+}
+
+template <typename TImage> void itk_write(const TImage *image, const std::string &file)
+{
+    auto writer = itk::ImageFileWriter<TImage>::New();
+    writer->SetFileName(file);
+    writer->SetInput(image);
+    writer->Update();
+}
+
+// The NIfTI header of an output on image's grid: the input's (both transforms and codes)
+// where geometry holds one whose transform is this grid's, else both from the grid.
+template <typename TImage>
+tk_nifti_header nifti_output_header(const TImage *image, const FileGeometry *geometry, const std::vector<size_t> &dims,
+                                    double pixdim4)
+{
+    double m[3][4];
+    world_of(image, m);
+    tk_nifti_header h{};
+    bool kept = false;
+    if (geometry && geometry->nifti) {
+        double stored[3][4], scale = 1, worst = 0;
+        tk_nifti_world_matrix(&geometry->header, stored);
+        for (unsigned r = 0; r < 3; ++r)
+            for (unsigned c = 0; c < 4; ++c) {
+                scale = std::max(scale, std::fabs(stored[r][c]));
+                worst = std::max(worst, std::fabs(stored[r][c] - m[r][c]));
+            }
+        kept = worst <= 1e-6 * scale;
+    }
+    if (kept) {
+        h = geometry->header;
+    } else {
+        tk_nifti_set_qform(&h, m, 1);  // NIFTI_XFORM_SCANNER_ANAT
+        std::memcpy(h.srow, m, sizeof h.srow);
+        h.sform_code = 1;
+        h.xyzt_units = 2 | 8;  // mm, s
+    }
+    h.ndim = static_cast<int>(dims.size());
+    for (unsigned k = 0; k < dims.size(); ++k) h.dim[k + 1] = static_cast<int64_t>(dims[k]);
+    for (unsigned k = 4; k < 8; ++k) h.pixdim[k] = 1;
+    if (dims.size() > 3) h.pixdim[4] = pixdim4;
+    return h;
+}
+
+void write_nifti(const std::string &file, const tk_nifti_header &h, const float *data, const std::string &path)
+{
+    if (!tk_nifti1_write_f32(file.c_str(), &h, data, ends_with(path, ".nii.gz")))
+        throw std::runtime_error(without_temporary(tk_last_error(), file, path));
+}
+
+void write_mif(const std::string &file, const tk_mif_header &h, const float *data, const std::string &path)
+{
+    if (!tk_mif_write(file.c_str(), &h, data)) throw std::runtime_error(without_temporary(tk_last_error(), file, path));
+}
+
+template <typename TImage> typename TImage::Pointer read(const std::string &path, FileGeometry *geometry = nullptr)
 {
     auto reader = itk::ImageFileReader<TImage>::New();
     reader->SetFileName(path);
@@ -244,29 +457,12 @@ template <typename TImage> typename TImage::Pointer read(const std::string &path
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": cannot read: " + itk_message(e));
     }
-    return reader->GetOutput();
+    typename TImage::Pointer image = reader->GetOutput();
+    if (is_nifti(path)) apply_nifti_geometry(image.GetPointer(), path, geometry);
+    return image;
 }
 
-// Written to a temporary beside path (keeping the extension ITK picks the format from)
-// and renamed: a failure leaves nothing behind.
-template <typename TImage> void write_atomically(const TImage *image, const std::string &path)
-{
-    const std::string tmp = make_temporary(path);
-    try {
-        auto writer = itk::ImageFileWriter<TImage>::New();
-        writer->SetFileName(tmp);
-        writer->SetInput(image);
-        writer->Update();
-    } catch (const itk::ExceptionObject &e) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + why);
-    }
-}
+const char *const kOutputExtensions[] = {".nii", ".nii.gz", ".mif", ".mif.gz", ".nrrd", ".nhdr", ".mha", ".mhd"};
 
 }  // namespace
 
@@ -295,14 +491,31 @@ std::string itk_message(const itk::ExceptionObject &e)
     return first;
 }
 
+
 VolumeShape probe_volume(const std::string &path)
 {
+    if (is_mif(path)) {
+        const MifImage im = mif_header(path);
+        return {static_cast<unsigned>(im.dims.size()), 1};
+    }
     auto io = probe(path);
     return {io->GetNumberOfDimensions(), io->GetNumberOfComponents()};
 }
 
 ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 {
+    if (is_mif(path)) {
+        MifImage im = read_mif(path);
+        if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+            throw std::runtime_error(path + ": expected a 3-D scalar image");
+        auto out = ScalarImage3::New();
+        out->SetRegions(ScalarImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
+        set_mif_world(out.GetPointer(), im.h, path);
+        out->Allocate();
+        std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
+                  out->GetBufferPointer());
+        return out;
+    }
     auto io = probe(path);
     if (io->GetNumberOfComponents() != 1 ||
         !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
@@ -310,10 +523,40 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path)
     return read<ScalarImage3>(path);
 }
 
-void write_scalar_volume(const ScalarImage3 *image, const std::string &path) { write_atomically(image, path); }
+std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const std::string &path)
+{
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    const std::vector<size_t> dims = {size[0], size[1], size[2]};
+    return write_atomically(path, [&](const std::string &file) {
+        if (is_nifti(path)) {
+            write_nifti(file, nifti_output_header(image, nullptr, dims, 1), image->GetBufferPointer(), path);
+        } else if (is_mif(path)) {
+            const auto sp = image->GetSpacing();
+            write_mif(file, mif_header_of(image, dims, {sp[0], sp[1], sp[2]}, path), image->GetBufferPointer(), path);
+        } else {
+            itk_write(image, file);
+        }
+    });
+}
 
 ScalarImage4::Pointer read_scalar_image4(const std::string &path)
 {
+    if (is_mif(path)) {
+        MifImage im = read_mif(path);
+        if (im.dims.size() != 4)
+            throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
+                                     "-D with 1 component(s)");
+        auto out = ScalarImage4::New();
+        out->SetRegions(ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
+        auto spacing = out->GetSpacing();
+        spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
+        out->SetSpacing(spacing);
+        set_mif_world(out.GetPointer(), im.h, path);
+        out->Allocate();
+        std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
+                  out->GetBufferPointer());
+        return out;
+    }
     auto io = probe(path);
     if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
         throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
@@ -322,18 +565,51 @@ ScalarImage4::Pointer read_scalar_image4(const std::string &path)
     return read<ScalarImage4>(path);
 }
 
-void write_scalar_image4(const ScalarImage4 *image, const std::string &path) { write_atomically(image, path); }
-
-VectorImage3::Pointer read_vector_volume(const std::string &path)
+std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const std::string &path)
 {
-    auto io = probe(path);
-    const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
-    if (dims == 3 && comps > 1) return read<VectorImage3>(path);
-    if (dims != 4 || comps != 1)
-        throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
-                                 std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
-    auto in = read<Image4>(path);
-    const auto size4 = in->GetLargestPossibleRegion().GetSize();
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    const std::vector<size_t> dims = {size[0], size[1], size[2], size[3]};
+    const auto sp = image->GetSpacing();
+    return write_atomically(path, [&](const std::string &file) {
+        if (is_nifti(path)) {
+            write_nifti(file, nifti_output_header(image, nullptr, dims, sp[3]), image->GetBufferPointer(), path);
+        } else if (is_mif(path)) {
+            write_mif(file, mif_header_of(image, dims, {sp[0], sp[1], sp[2], sp[3]}, path), image->GetBufferPointer(),
+                      path);
+        } else {
+            itk_write(image, file);
+        }
+    });
+}
+
+VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *geometry)
+{
+    if (geometry) *geometry = FileGeometry();
+    Image4::Pointer in;
+    std::unique_ptr<float, void (*)(void *)> mif_data{nullptr, std::free};
+    std::vector<size_t> size4;
+    if (is_mif(path)) {
+        MifImage im = mif_header(path);
+        if (im.dims.size() != 4)
+            throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                                     std::to_string(im.dims.size()) + "-D with 1 component(s)");
+        float *data = nullptr;
+        if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
+        mif_data.reset(data);
+        size4 = im.dims;
+        in = Image4::New();  // geometry only: the values stay in mif_data
+        set_mif_world(in.GetPointer(), im.h, path);
+    } else {
+        auto io = probe(path);
+        const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
+        if (dims == 3 && comps > 1) return read<VectorImage3>(path, geometry);
+        if (dims != 4 || comps != 1)
+            throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                                     std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
+        in = read<Image4>(path, geometry);
+        const auto s = in->GetLargestPossibleRegion().GetSize();
+        size4 = {s[0], s[1], s[2], s[3]};
+    }
     auto out = VectorImage3::New();
     VectorImage3::RegionType region;
     VectorImage3::SpacingType spacing;
@@ -353,7 +629,7 @@ VectorImage3::Pointer read_vector_volume(const std::string &path)
     out->Allocate();
     // Both buffers are x-fastest: voxel v, volume t sits at t * nvox + v in the 4-D image.
     const size_t nvox = region.GetNumberOfPixels(), nt = size4[3];
-    const float *src = in->GetBufferPointer();
+    const float *src = mif_data ? mif_data.get() : in->GetBufferPointer();
     float *dst = out->GetBufferPointer();
     for (size_t v = 0; v < nvox; ++v)
         for (size_t t = 0; t < nt; ++t) dst[v * nt + t] = src[t * nvox + v];
@@ -362,6 +638,18 @@ VectorImage3::Pointer read_vector_volume(const std::string &path)
 
 MaskImage3::Pointer read_mask(const std::string &path)
 {
+    if (is_mif(path)) {
+        MifImage im = read_mif(path);
+        if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+            throw std::runtime_error(path + ": a mask must be a 3-D image");
+        auto mask = MaskImage3::New();
+        mask->SetRegions(MaskImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
+        set_mif_world(mask.GetPointer(), im.h, path);
+        mask->Allocate();
+        const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
+        for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
+        return mask;
+    }
     auto io = probe(path);
     if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
         throw std::runtime_error(path + ": a mask must be a 3-D image");
@@ -381,58 +669,75 @@ MaskImage3::Pointer read_mask(const std::string &path)
     return mask;
 }
 
-void write_vector_volume(const VectorImage3 *image, const std::string &path)
+std::vector<std::string> write_vector_volume(const VectorImage3 *image, const std::string &path, Components what,
+                                             const FileGeometry *geometry)
 {
-    // temporary beside the target, keeping the extension ITK picks the format from
-    const std::string tmp = make_temporary(path);
-    try {
-        if (is_nifti(path)) {
-            auto out = Image4::New();
-            Image4::RegionType region;
-            Image4::SpacingType spacing;
-            Image4::PointType origin;
-            Image4::DirectionType direction;
-            direction.SetIdentity();
-            const auto size3 = image->GetLargestPossibleRegion().GetSize();
-            const size_t nt = image->GetNumberOfComponentsPerPixel();
-            for (unsigned r = 0; r < 3; ++r) {
-                region.SetSize(r, size3[r]);
-                spacing[r] = image->GetSpacing()[r];
-                origin[r] = image->GetOrigin()[r];
-                for (unsigned c = 0; c < 3; ++c) direction[r][c] = image->GetDirection()[r][c];
-            }
-            region.SetSize(3, nt);
-            spacing[3] = 1;
-            origin[3] = 0;
-            out->SetRegions(region);
-            out->SetSpacing(spacing);
-            out->SetOrigin(origin);
-            out->SetDirection(direction);
-            out->Allocate();
-            const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels();
-            const float *src = image->GetBufferPointer();
-            float *dst = out->GetBufferPointer();
-            for (size_t v = 0; v < nvox; ++v)
-                for (size_t t = 0; t < nt; ++t) dst[t * nvox + v] = src[v * nt + t];
-            auto writer = itk::ImageFileWriter<Image4>::New();
-            writer->SetFileName(tmp);
-            writer->SetInput(out);
-            writer->Update();
-        } else {
-            auto writer = itk::ImageFileWriter<VectorImage3>::New();
-            writer->SetFileName(tmp);
-            writer->SetInput(image);
-            writer->Update();
-        }
-    } catch (const itk::ExceptionObject &e) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
+    const auto size3 = image->GetLargestPossibleRegion().GetSize();
+    const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels(), nt = image->GetNumberOfComponentsPerPixel();
+    const std::vector<size_t> dims = {size3[0], size3[1], size3[2], nt};
+    if (is_nifti(path)) {
+        // 4-D, volume-major: voxel v, volume t at t * nvox + v
+        std::vector<float> volumes(nvox * nt);
+        const float *src = image->GetBufferPointer();
+        for (size_t v = 0; v < nvox; ++v)
+            for (size_t t = 0; t < nt; ++t) volumes[t * nvox + v] = src[v * nt + t];
+        const tk_nifti_header h = nifti_output_header(image, geometry, dims, 1);
+        return write_atomically(path, [&](const std::string &file) { write_nifti(file, h, volumes.data(), path); });
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + why);
+    if (is_mif(path)) {
+        // the buffer as it is: layout +1,+2,+3,+0 (a voxel's values together, as dwi2fod writes)
+        const auto sp = image->GetSpacing();
+        tk_mif_header h = mif_header_of(image, dims, {sp[0], sp[1], sp[2], 1.0}, path);
+        const int layout[4] = {2, 3, 4, 1};
+        std::copy(layout, layout + 4, h.layout);
+        return write_atomically(path, [&](const std::string &file) { write_mif(file, h, image->GetBufferPointer(), path); });
     }
+    if (what == Components::Values) return write_atomically(path, [&](const std::string &file) { itk_write(image, file); });
+    // RAS vectors into ITK's LPS frame (what NRRD's "space: left-posterior-superior" and
+    // MetaImage's orientation declare): x and y of every triple negated
+    if (nt % 3) throw std::runtime_error(path + ": cannot write " + std::to_string(nt) + " components as vectors");
+    auto lps = VectorImage3::New();
+    lps->CopyInformation(image);
+    lps->SetRegions(image->GetLargestPossibleRegion());
+    lps->SetNumberOfComponentsPerPixel(static_cast<unsigned>(nt));
+    lps->Allocate();
+    const float *src = image->GetBufferPointer();
+    float *dst = lps->GetBufferPointer();
+    for (size_t i = 0; i < nvox * nt; ++i) dst[i] = i % 3 < 2 && !std::isnan(src[i]) ? -src[i] : src[i];  // NaN as is
+    if (is_nrrd(path)) {
+        // said in the file too: the vectors' coordinates are those of the space (LPS)
+        std::vector<std::vector<double>> frame = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+        itk::EncapsulateMetaData<std::vector<std::vector<double>>>(lps->GetMetaDataDictionary(), "NRRD_measurement frame",
+                                                                   frame);
+    }
+    return write_atomically(path, [&](const std::string &file) { itk_write(lps.GetPointer(), file); });
+}
+
+const char *volume_output_extensions() { return ".nii, .nii.gz, .mif, .mif.gz, .nrrd, .nhdr, .mha or .mhd"; }
+
+std::string volume_output_problem(const std::string &path)
+{
+    for (const char *ext : kOutputExtensions)
+        if (ends_with(path, ext) && path.size() > std::strlen(ext) && path[path.size() - std::strlen(ext) - 1] != '/')
+            return "";
+    return path + ": unknown output format (by its extension): volumes are written as " + volume_output_extensions();
+}
+
+std::vector<std::string> volume_files(const std::string &path)
+{
+    if (!is_detached(path)) return {path};
+    return {path.substr(0, path.size() - (ends_with(path, ".nhdr") ? 5 : 4)) + ".raw", path};
+}
+
+std::string creation_problem(const std::string &path)
+{
+    const std::string probe_path =
+        folder_of(path) + "/.tk-tmp-" + std::to_string(getpid()) + "-probe-" + path.substr(path.find_last_of('/') + 1);
+    const int fd = open(probe_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0) return path + ": cannot create: " + std::strerror(errno);
+    close(fd);
+    std::remove(probe_path.c_str());
+    return "";
 }
 
 }  // namespace tk

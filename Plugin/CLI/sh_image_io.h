@@ -1,13 +1,22 @@
 // Reading and writing SH and peak volumes the way MRtrix3 and DIPY store them: 4-D NIfTI
-// with the coefficients (or peak components) on the 4th axis, or 3-D vector images (NRRD,
-// MHA).  ITK reads 4-D NIfTI as a 4-D scalar image; these convert to and from
-// itk::VectorImage<float, 3>.
+// or MRtrix3 .mif with the coefficients (or peak components) on the 4th axis, or 3-D vector
+// images (NRRD, MHA).  One path per format:
+//   NIfTI (.nii, .nii.gz): voxel data through ITK; the geometry from the header by the
+//     NIfTI rule as nibabel and MRtrix3 apply it (nifti_header.h: the sform where
+//     sform_code > 0, else the qform, else pixdim), not ITK's choice; written by
+//     nifti_header.c, keeping the input's qform and sform with their codes;
+//   MRtrix3 (.mif, .mif.gz; .mih read): mif_io.h, reading and writing;
+//   NRRD (.nrrd, .nhdr) and MetaImage (.mha, .mhd): ITK.
+// ITK reads 4-D images as 4-D scalar images; these convert to and from
+// itk::VectorImage<float, 3>.  Geometry in ITK's images is LPS, as always.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "itkImage.h"
 #include "itkVectorImage.h"
+#include "nifti_header.h"
 
 namespace tk {
 
@@ -26,21 +35,56 @@ VolumeShape probe_volume(const std::string &path);
 // NRRD's) the innermost reason.
 std::string itk_message(const itk::ExceptionObject &e);
 
+// What a file's header says beyond ITK's origin, spacing and direction: a NIfTI input's
+// header as read (both transforms, both codes, pixdim, units).  A NIfTI output of the same
+// grid keeps them; other outputs (or another grid) get both transforms from the image's
+// geometry with code 1 (scanner), as ITK and MRtrix3 write them.
+struct FileGeometry {
+    bool nifti = false;
+    tk_nifti_header header{};
+};
+
 // Throws std::runtime_error naming the file and the problem (an image too large for this
-// machine's memory is refused from its header, before any allocation).
-VectorImage3::Pointer read_vector_volume(const std::string &path);
+// machine's memory is refused from its header, before any allocation).  geometry, where
+// given, receives what the header said beyond ITK's geometry.
+VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *geometry = nullptr);
 MaskImage3::Pointer read_mask(const std::string &path);
 ScalarImage3::Pointer read_scalar_volume(const std::string &path);
 
-// 4-D for NIfTI names (.nii, .nii.gz), a vector image otherwise; written to a temporary
-// beside path and renamed, so a failure leaves nothing behind.
-void write_vector_volume(const VectorImage3 *image, const std::string &path);
-void write_scalar_volume(const ScalarImage3 *image, const std::string &path);
+// What a vector volume's components are.  Values (SH coefficients, amplitudes, anything)
+// are written as they are.  RasVectors (peaks: triples of world RAS vectors) are written in
+// the frame each format declares: RAS for NIfTI and .mif (as sh2peaks writes them), LPS
+// for NRRD (with "space: left-posterior-superior" and an identity "measurement frame", so
+// that NRRD readers such as 3D Slicer get the same world directions) and MetaImage (ITK's
+// LPS physical space).
+enum class Components { Values, RasVectors };
+
+// 4-D for NIfTI and .mif names (.nii, .nii.gz, .mif, .mif.gz), a vector image otherwise;
+// written to a temporary beside path and renamed, so a failure leaves nothing behind.
+// Returns the files written: path, and before it the data file of a detached header
+// (.nhdr, .mhd).
+std::vector<std::string> write_vector_volume(const VectorImage3 *image, const std::string &path,
+                                             Components what = Components::Values,
+                                             const FileGeometry *geometry = nullptr);
+std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const std::string &path);
 
 // A 4-D scalar image (e.g. a 4-D NIfTI) as it is, with its 4-D geometry (the 4th axis'
 // spacing, such as a frame time, included); written atomically as above.
 using ScalarImage4 = itk::Image<float, 4>;
 ScalarImage4::Pointer read_scalar_image4(const std::string &path);
-void write_scalar_image4(const ScalarImage4 *image, const std::string &path);
+std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const std::string &path);
+
+// Before any work: "" when path ends in an extension the volume writers know (.nii,
+// .nii.gz, .mif, .mif.gz, .nrrd, .nhdr, .mha, .mhd), else why not (naming path).
+std::string volume_output_problem(const std::string &path);
+// The extensions above, for messages: ".nii, .nii.gz, .mif, ...".
+const char *volume_output_extensions();
+// The files of a volume at path: path, and before it, for a detached header (.nhdr, .mhd),
+// the data file ITK writes beside it (the name without the extension, then .raw).  For
+// telling, before any work, that two outputs (or an output and an input) share a file.
+std::vector<std::string> volume_files(const std::string &path);
+// Before any work: "" when a file can be created in path's folder now (one is created
+// there and removed), else "PATH: cannot create: REASON".
+std::string creation_problem(const std::string &path);
 
 }  // namespace tk

@@ -1,9 +1,12 @@
 // tk-fibers: fiber directions of a spherical-harmonic volume, in sh2peaks' output layout.
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.h"
@@ -30,9 +33,14 @@ void usage(FILE *f)
                  "The local maxima (fiber directions) of each voxel's spherical-harmonic function, as\n"
                  "MRtrix3's sh2peaks writes them: 3 volumes per peak, the unit direction (world RAS) times\n"
                  "the peak's amplitude, sorted by amplitude, NaN where a voxel has fewer peaks.\n"
-                 "INPUT_SH: 4-D NIfTI with the even-degree SH coefficients on the 4th axis (MRtrix3's\n"
-                 "dwi2fod, DIPY's CSD), or a 3-D vector image ITK reads (NRRD, MHA); lmax follows from\n"
-                 "the number of coefficients (6, 15, 28, 45, ...).\n"
+                 "INPUT_SH: 4-D NIfTI (.nii, .nii.gz) or MRtrix3 image (.mif, .mif.gz, .mih) with the\n"
+                 "even-degree SH coefficients on the 4th axis (MRtrix3's dwi2fod, DIPY's CSD), or a 3-D\n"
+                 "vector image (NRRD, MHA); lmax follows from the number of coefficients (6, 15, 28, 45,\n"
+                 "...).  NIfTI orientation as nibabel and MRtrix3 read it: the sform where sform_code > 0,\n"
+                 "else the qform; NIfTI outputs keep the input's qform and sform with their codes.\n"
+                 "OUTPUT_PEAKS: .nii, .nii.gz, .mif, .mif.gz (RAS vectors, 4-D), .nrrd, .nhdr, .mha, .mhd\n"
+                 "(a vector image; its vectors in the file's LPS space, as NRRD readers such as 3D Slicer\n"
+                 "take them).\n"
                  "\n"
                  "options:\n"
                  "  --num N                 peaks per voxel (default 3)\n"
@@ -61,13 +69,14 @@ void usage(FILE *f)
 #endif
     std::fputs("  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
                "                          omp (all cores through ITK's threader) with a warning on stderr\n"
+               "  --threads P             threads of the omp backend (ITK's threader); 0 (default): all cores\n"
                "  --quiet                 no progress bar or warnings (the CPU fallback's included)\n",
                f);
 }
 
 struct Args {
     std::string input, output, mask, amplitudes, vtp, png;
-    long num = 3, slice = -1;
+    long num = 3, slice = -1, threads = 0;
     double threshold = 0, relative = 0, separation = 0, glyph_scale = 0;
     bool descoteaux = false, legacy = false, quiet = false;
     tk_cli_backend backend = TK_CLI_AUTO;
@@ -125,6 +134,10 @@ int parse(int argc, char **argv, Args &a)
                 return 0;
             }
             a.descoteaux = !std::strcmp(v, "descoteaux");
+        } else if (tk_cli_is(arg, "--threads")) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
+                !tk_cli_parse_int(prog, "--threads", v, 0, 4096, &a.threads))
+                return 0;
         } else if (tk_cli_is(arg, "--backend")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--backend")) || !tk_cli_parse_backend(prog, v, 1, &a.backend))
                 return 0;
@@ -166,6 +179,83 @@ int parse(int argc, char **argv, Args &a)
     return 1;
 }
 
+bool ends_with(const std::string &s, const char *suffix)
+{
+    const size_t n = std::strlen(suffix);
+    return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// The folder and name of a path as the system resolves them (a link or "./" names the same
+// file), for telling two outputs apart before either exists.
+std::string resolved(const std::string &path)
+{
+    const size_t slash = path.find_last_of('/');
+    const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    char buf[PATH_MAX];
+    return (realpath(folder.c_str(), buf) ? std::string(buf) : folder) + "/" + path.substr(slash + 1);
+}
+
+// Every output, before any work: a format tk-fibers writes (by its extension), a folder
+// that exists and takes a new file now, not a directory, not an input, no two the same.
+// 0, or the exit code after a message naming the flag and the file.
+int check_outputs(const Args &a)
+{
+    struct Output {
+        const char *flag;
+        const std::string *path;
+        const char *extension;  // the one a glyph output takes; null for a volume
+    };
+    const Output outputs[] = {{"OUTPUT_PEAKS", &a.output, nullptr},
+                              {"--amplitudes", &a.amplitudes, nullptr},
+                              {"--vtp", &a.vtp, ".vtp"},
+                              {"--png", &a.png, ".png"}};
+    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+    for (const Output &o : outputs)  // a directory, an input, a folder missing or not writable
+        if (!o.path->empty())
+            if (int bad = tk_cli_check_output(prog, o.path->c_str(), 0, inputs)) return bad;
+    for (const Output &o : outputs) {
+        if (o.path->empty()) continue;
+        if (o.extension ? !ends_with(*o.path, o.extension) : !tk::volume_output_problem(*o.path).empty()) {
+            tk_cli_error(prog, "%s %s: unknown output format (by its extension): %s writes %s", o.flag,
+                         o.path->c_str(), o.flag, o.extension ? o.extension : tk::volume_output_extensions());
+            return TK_EXIT_USAGE;
+        }
+    }
+    // no two outputs, or an output and an input, share a file (a detached header's data file
+    // included: peaks.nhdr and peaks.mhd both write peaks.raw)
+    std::vector<std::pair<const char *, std::string>> written, read;
+    for (const Output &o : outputs)
+        if (!o.path->empty())
+            for (const std::string &f : o.extension ? std::vector<std::string>{*o.path} : tk::volume_files(*o.path))
+                written.emplace_back(o.flag, resolved(f));
+    for (const std::string *in : {&a.input, &a.mask})
+        if (!in->empty())
+            for (const std::string &f : tk::volume_files(*in)) read.emplace_back(in->c_str(), resolved(f));
+    for (size_t i = 0; i < written.size(); ++i) {
+        for (size_t j = 0; j < i; ++j)
+            if (written[i].second == written[j].second) {
+                tk_cli_error(prog, "%s and %s would go to the same file '%s'", written[j].first, written[i].first,
+                             written[i].second.substr(written[i].second.find_last_of('/') + 1).c_str());
+                return TK_EXIT_USAGE;
+            }
+        for (const auto &in : read)
+            if (written[i].second == in.second) {
+                tk_cli_error(prog, "%s would write %s, a file of the input %s: refusing to overwrite an input",
+                             written[i].first, in.second.substr(in.second.find_last_of('/') + 1).c_str(), in.first);
+                return TK_EXIT_USAGE;
+            }
+    }
+    for (const Output &o : outputs) {
+        if (o.path->empty()) continue;
+        const std::string why = tk::creation_problem(*o.path);  // e.g. /proc, which access() calls writable
+        if (!why.empty()) {
+            tk_cli_error(prog, "%s", why.c_str());
+            return TK_EXIT_FAILURE;
+        }
+    }
+    return 0;
+}
+
 // Removes the outputs written so far unless dismissed: all outputs or none.
 struct OutputSet {
     std::vector<std::string> written;
@@ -204,14 +294,7 @@ int main(int argc, char **argv)
     if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_fibers_xml) ? 0 : TK_EXIT_FAILURE;
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
-    {
-        const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
-        const std::string *outputs[] = {&a.output, &a.amplitudes, &a.vtp, &a.png};
-        for (const std::string *o : outputs) {
-            if (o->empty()) continue;
-            if (int bad = tk_cli_check_output(prog, o->c_str(), 0, inputs)) return bad;
-        }
-    }
+    if (int bad = check_outputs(a)) return bad;
     try {
 #ifdef TK_HAVE_VTK
         if (!a.png.empty()) {  // before any work: no display, no outputs at all
@@ -221,7 +304,8 @@ int main(int argc, char **argv)
                                          "; run under Xvfb, e.g. `xvfb-run -a tk-fibers ...`");
         }
 #endif
-        auto sh = tk::read_vector_volume(a.input);
+        tk::FileGeometry geometry;  // a NIfTI input's qform and sform, kept on NIfTI outputs
+        auto sh = tk::read_vector_volume(a.input, &geometry);
         const unsigned comps = sh->GetNumberOfComponentsPerPixel();
         if (tk_sh_lmax_for_count(comps) < 2 || tk_sh_lmax_for_count(comps) > TK_SH_MAX_LMAX)
             throw std::runtime_error(a.input + ": " + std::to_string(comps) +
@@ -263,18 +347,24 @@ int main(int argc, char **argv)
         filter->SetBasis(a.descoteaux ? Filter::BasisType::Descoteaux : Filter::BasisType::Tournier);
         filter->SetLegacy(a.legacy);
         filter->SetBackend(run == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-        if (run == TK_CLI_CPU) filter->SetNumberOfWorkUnits(1);
+        if (run == TK_CLI_CPU) {
+            filter->SetNumberOfWorkUnits(1);
+        } else if (a.threads > 0) {  // ITK's threader: at most this many pieces at once
+            filter->GetMultiThreader()->SetMaximumNumberOfThreads(static_cast<itk::ThreadIdType>(a.threads));
+            filter->SetNumberOfWorkUnits(static_cast<itk::ThreadIdType>(a.threads));
+        }
         tk::update_with_progress(filter, prog, a.quiet);
         if (filter->GetNumberOfInvalidVoxels() && !a.quiet)
             std::fprintf(stderr, "%s: warning: %lu voxels have non-finite coefficients; their peaks are NaN\n", prog,
                          static_cast<unsigned long>(filter->GetNumberOfInvalidVoxels()));
         OutputSet outputs;
-        tk::write_vector_volume(filter->GetOutput(), a.output);
-        outputs.written.push_back(a.output);
-        if (!a.amplitudes.empty()) {
-            tk::write_vector_volume(filter->GetAmplitudeOutput(), a.amplitudes);
-            outputs.written.push_back(a.amplitudes);
-        }
+        for (const std::string &file :
+             tk::write_vector_volume(filter->GetOutput(), a.output, tk::Components::RasVectors, &geometry))
+            outputs.written.push_back(file);
+        if (!a.amplitudes.empty())
+            for (const std::string &file :
+                 tk::write_vector_volume(filter->GetAmplitudeOutput(), a.amplitudes, tk::Components::Values, &geometry))
+                outputs.written.push_back(file);
 #ifdef TK_HAVE_VTK
         if (!a.vtp.empty() || !a.png.empty()) {
             const tk::PeaksImage peaks = peaks_view(filter->GetOutput(), filter->GetAmplitudeOutput());

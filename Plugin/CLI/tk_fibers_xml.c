@@ -12,7 +12,8 @@ static const tk_xml_param io_params[] = {
      .index = 0, .channel = TK_XML_INPUT, .image_type = "vector", .file_extensions = IMAGES},
     {.kind = TK_XML_IMAGE, .name = "outputPeaks", .label = "Output peaks",
      .description = "Fiber directions as MRtrix3 sh2peaks writes them: 3 components per peak, the unit direction "
-                    "(world RAS) times its amplitude, sorted by amplitude, NaN where a voxel has fewer peaks",
+                    "times its amplitude, sorted by amplitude, NaN where a voxel has fewer peaks; the directions in "
+                    "the file's world frame (LPS in NRRD, as Slicer reads them; RAS in NIfTI and .mif)",
      .index = 1, .channel = TK_XML_OUTPUT, .image_type = "vector", .file_extensions = IMAGES},
     {.kind = TK_XML_IMAGE, .name = "mask", .label = "Mask",
      .description = "Only voxels where the mask is non-zero (others NaN)",
@@ -67,6 +68,9 @@ static const tk_xml_param run_params[] = {
                     "omp: all cores; cpu: one core; cuda: the GPU",
      .longflag = "backend", .index = -1,
      .default_value = "auto", .elements = "auto|omp|cpu|cuda"},
+    {.kind = TK_XML_INTEGER, .name = "threads", .label = "Threads",
+     .description = "Threads of the omp backend (ITK's threader); 0: all cores", .longflag = "threads", .index = -1,
+     .default_value = "0", .minimum = "0", .maximum = "4096", .step = "1"},
 };
 
 static const tk_xml_group groups[] = {

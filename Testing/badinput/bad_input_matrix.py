@@ -126,6 +126,19 @@ def nrrd(path, array, kind_vector=False, pixel="float", data=None):
     write(path, header.encode() + body)
 
 
+def mif(path, array, datatype="Float32LE", data=None, lines=None):
+    """array (z, y, x, components) as an MRtrix3 .mif, a voxel's components together
+    (layout +1,+2,+3,+0); lines replaces the header's lines between the first and "file"."""
+    if lines is None:
+        lines = ("dim: %d,%d,%d,%d\nvox: 2,2,2,1\nlayout: +1,+2,+3,+0\ndatatype: %s\n"
+                 "transform: 1,0,0,0\ntransform: 0,1,0,0\ntransform: 0,0,1,0\n"
+                 % (array.shape[2], array.shape[1], array.shape[0], array.shape[3], datatype))
+    head = "mrtrix image\n" + lines
+    offset = len(head) + 24 + (-(len(head) + 24)) % 4
+    head = (head + "file: . %d\nEND\n" % offset).encode().ljust(offset, b"\0")
+    write(path, head + (array.astype("<f4").tobytes() if data is None else data))
+
+
 def nrrd_header_only(path, sizes, pixel="float", kinds=None, data=b"\0" * 64):
     kinds = kinds or " ".join(["domain"] * len(sizes))
     header = ("NRRD0004\ntype: %s\ndimension: %d\nsizes: %s\nkinds: %s\nencoding: raw\nendian: little\n\n"
@@ -588,6 +601,19 @@ def fibers_cases():
              files(("huge.nrrd", lambda p: nrrd_header_only(p, (15, 1 << 14, 1 << 13, 1 << 13),
                                                             kinds="vector domain domain domain"))),
              names="huge.nrrd", says=r"GiB", varies=True),
+        Case(".mif: valid input (control)", base("sh.mif"), files(("sh.mif", lambda p: mif(p, sh))), code=0,
+             allow_new=("peaks.nrrd",)),
+        Case(".mif: truncated data", base("cut.mif"), files(("cut.mif", lambda p: mif(p, sh, data=sh.tobytes()[:300]))),
+             names="cut.mif", says=r"truncated"),
+        Case(".mif: header without END", base("noend.mif"),
+             files(("noend.mif", lambda p: write(p, b"mrtrix image\ndim: 3,3,2,15\nvox: 1,1,1,1\n"))),
+             names="noend.mif", says=r"malformed .mif header"),
+        Case(".mif: a layout that is no permutation", base("layout.mif"),
+             files(("layout.mif", lambda p: mif(p, sh, lines="dim: 3,3,2,15\nvox: 1,1,1,1\nlayout: +1,+2,+2,+0\n"
+                                                              "datatype: Float32LE\n"))),
+             names="layout.mif", says=r"layout"),
+        Case(".mif: complex datatype", base("cplx.mif"), files(("cplx.mif", lambda p: mif(p, sh, datatype="CFloat32LE"))),
+             names="cplx.mif", says=r"complex"),
         Case("--mask: missing file", base("sh.nrrd") + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd",
              says=MISSING),
         Case("--mask: of another size", base("sh.nrrd") + ["--mask", "small.nrrd"],
@@ -596,9 +622,17 @@ def fibers_cases():
     ]
     rows += flag_cases(base("sh.nrrd"), g, missing_value="--num", bad_value=("--num", "0"),
                        conflict=(["--slice", "1"], "--slice", r"only applies"))
+    rows += [Case("--threads out of range", base("sh.nrrd") + ["--threads", "-1"], g, code=2, names="--threads",
+                  says=r"expects")]
     rows += output_cases(lambda o: ["sh.nrrd", o, "--quiet"], g, "OUTPUT_PEAKS", "peaks.nrrd", input_name="sh.nrrd")
-    rows += [Case("--amplitudes in a missing folder", base("sh.nrrd") + ["--amplitudes", "nodir/amp.nrrd"], g,
-                  names="nodir/amp.nrrd", says=r"does not exist|no such file")]
+    rows += [Case("OUTPUT_PEAKS of an unknown format", ["sh.nrrd", "peaks.xyz", "--quiet"], g, code=2,
+                  names="peaks.xyz", says=r"unknown output format"),
+             Case("--amplitudes in a missing folder", base("sh.nrrd") + ["--amplitudes", "nodir/amp.nrrd"], g,
+                  names="nodir/amp.nrrd", says=r"does not exist|no such file"),
+             Case("--amplitudes of an unknown format", base("sh.nrrd") + ["--amplitudes", "amp.xyz"], g, code=2,
+                  names="amp.xyz", says=r"unknown output format"),
+             Case("--amplitudes the same file as OUTPUT_PEAKS", base("sh.nrrd") + ["--amplitudes", "peaks.nrrd"], g,
+                  code=2, names="peaks.nrrd", says=r"same file")]
     return rows
 
 

@@ -266,8 +266,51 @@ def sh_image_seeds():
                                          + floats(12)))
 
 
+# ---- MRtrix3 .mif (fuzz_mif.c: byte 0 mod 3 picks .mif, .mif.gz (compressed by the
+# harness) or .mih, whose data file follows "@@FILE@@\n") ------------------------------
+
+MIF, MIF_GZ, MIH = 0, 1, 2
+
+
+def mif(lines, data, offset=None):
+    head = "mrtrix image\n" + lines
+    at = offset if offset is not None else len(head) + 24 + (-(len(head) + 24)) % 4
+    head += "file: . %d\nEND\n" % at
+    return head.encode().ljust(at, b"\0") + data
+
+
+def mif_seeds():
+    basic = "dim: 2,2,1,3\nvox: 2,2,2,1\nlayout: +1,+2,+3,+0\ndatatype: Float32LE\n"
+    rot = "transform: 0.8,-0.6,0,10\ntransform: 0.6,0.8,0,-5\ntransform: 0,0,1,2.5\n"
+    write("mif", "f32_volumes_fastest", bytes([MIF]) + mif(basic + rot, floats(12)))
+    write("mif", "f32_gz", bytes([MIF_GZ]) + mif(basic + rot, floats(12)))
+    write("mif", "reversed_permuted_f64be", bytes([MIF]) + mif(
+        "dim: 3,2,2\nvox: 1,1.5,2\nlayout: -1,+2,-0\ndatatype: Float64BE\n" + rot,
+        struct.pack(">12d", *[0.5 * k for k in range(12)])))
+    write("mif", "int16_scaled", bytes([MIF]) + mif(
+        "dim: 2,2,2\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Int16LE\nscaling: -1,0.25\n",
+        struct.pack("<8h", *range(-4, 4))))
+    write("mif", "bit_mask", bytes([MIF]) + mif("dim: 3,3,1\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Bit\n",
+                                                bytes([0b10110010, 0b10000000])))
+    write("mif", "uint8_comments_and_keys", bytes([MIF]) + mif(
+        "# a comment\ndim: 2,1,1\nvox: 1,1,1\ncommand_history: mrconvert a.nii b.mif\nlayout: +0,+1,+2\n"
+        "dw_scheme: 0,0,1,1000\ndatatype: UInt8\n", bytes([7, 9])))
+    mih = b"mrtrix image\ndim: 2,2,1\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\nfile: data.dat 4\n"
+    write("mif", "mih_detached", bytes([MIH]) + mih + SEP + b"\0" * 4 + floats(4))
+    # near-valid: each stops at one check
+    write("mif", "bad_truncated", bytes([MIF]) + mif(basic, floats(5)))
+    write("mif", "bad_gz_truncated", bytes([MIF_GZ]) + mif(basic, floats(5)))
+    write("mif", "bad_no_end", bytes([MIF]) + ("mrtrix image\n" + basic + "file: . 200\n").encode())
+    write("mif", "bad_layout_duplicate", bytes([MIF]) + mif(basic.replace("+3,+0", "+3,+1"), floats(12)))
+    write("mif", "bad_complex", bytes([MIF]) + mif(basic.replace("Float32LE", "CFloat32LE"), floats(24)))
+    write("mif", "bad_offset_in_header", bytes([MIF]) + mif(basic, floats(12), offset=20))
+    write("mif", "bad_huge_dims", bytes([MIF]) + mif(basic.replace("2,2,1,3", "100000,100000,1000,45"), floats(12)))
+    write("mif", "bad_vox_zero", bytes([MIF]) + mif(basic.replace("vox: 2,", "vox: 0,"), floats(12)))
+    write("mif", "bad_transform_rows", bytes([MIF]) + mif(basic + "transform: 1,0,0,0\n", floats(12)))
+
+
 def main():
-    for target in ("npy", "tns", "tns_cache", "tucker_model", "pltf_model", "cli", "eig_args", "sh_image"):
+    for target in ("npy", "tns", "tns_cache", "tucker_model", "pltf_model", "cli", "eig_args", "sh_image", "mif"):
         shutil.rmtree(os.path.join(CORPUS, target), ignore_errors=True)
     npy_seeds()
     tns_seeds()
@@ -277,6 +320,7 @@ def main():
     cli_seeds()
     eig_args_seeds()
     sh_image_seeds()
+    mif_seeds()
 
 
 if __name__ == "__main__":

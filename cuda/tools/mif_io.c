@@ -1,91 +1,794 @@
-/* MRtrix3 .mif: a text header ("mrtrix image" ... "END"), then raw data at the offset its
- * "file: . OFFSET" line names; "layout" gives each axis's stride rank (0 fastest) and sign. */
+/* MRtrix3's .mif / .mif.gz / .mih: see mif_io.h for the format as read and written here
+ * (after MRtrix3 3.0's core/formats/mrtrix*.cpp, mrtrix_utils and datatype.cpp). */
 #include "mif_io.h"
 
-#include <stdint.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "tk_status.h"
 
+#ifdef TK_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+/* A header is text of a few kilobytes (dw_scheme tables make it longer): one longer than
+ * this, or a line longer than the line limit, is no .mif header. */
+#define MAX_HEADER_BYTES (16u << 20)
+#define MAX_LINE_BYTES (1u << 20)
+
+/* ---- reading bytes: stdio, or zlib (which reads uncompressed files as they are) ---- */
+
+typedef struct source {
+    FILE *f;
+#ifdef TK_HAVE_ZLIB
+    gzFile g;
+#endif
+    uint64_t pos; /* bytes consumed (of the uncompressed stream) */
+} source;
+
+static int src_open(source *s, const char *path)
+{
+    memset(s, 0, sizeof *s);
+#ifdef TK_HAVE_ZLIB
+    s->g = gzopen(path, "rb");
+    if (!s->g) return 0;
+    gzbuffer(s->g, 1 << 17);
+    return 1;
+#else
+    s->f = fopen(path, "rb");
+    return s->f != NULL;
+#endif
+}
+
+static void src_close(source *s)
+{
+#ifdef TK_HAVE_ZLIB
+    if (s->g) gzclose(s->g);
+    s->g = NULL;
+#endif
+    if (s->f) fclose(s->f);
+    s->f = NULL;
+}
+
+static int src_getc(source *s)
+{
+    int c;
+#ifdef TK_HAVE_ZLIB
+    c = gzgetc(s->g);
+#else
+    c = getc(s->f);
+#endif
+    if (c != EOF) ++s->pos;
+    return c;
+}
+
+/* Up to n bytes into out; the count read (short at the end of the data or on an error). */
+static size_t src_read(source *s, void *out, size_t n)
+{
+    size_t got = 0;
+#ifdef TK_HAVE_ZLIB
+    while (got < n) {
+        const size_t chunk = n - got > (1u << 30) ? (1u << 30) : n - got;
+        const int r = gzread(s->g, (char *)out + got, (unsigned)chunk);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+#else
+    got = fread(out, 1, n, s->f);
+#endif
+    s->pos += got;
+    return got;
+}
+
+/* Skip forward to byte at (of the uncompressed stream); 0 when the data end first. */
+static int src_skip_to(source *s, uint64_t at)
+{
+    if (at < s->pos) return 0;
+#ifdef TK_HAVE_ZLIB
+    if (gzseek(s->g, (z_off_t)at, SEEK_SET) != (z_off_t)at) return 0;
+    s->pos = at;
+    return 1;
+#else
+    if (fseeko(s->f, (off_t)at, SEEK_SET) != 0) return 0;
+    s->pos = at;
+    return 1;
+#endif
+}
+
+static int is_gzip_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char magic[2] = {0, 0};
+    const int gz = fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    fclose(f);
+    return gz;
+}
+
+/* ---- small parsers ---------------------------------------------------------------------- */
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') ++s;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n')) s[--n] = '\0';
+    return s;
+}
+
+/* Splits value at commas into at most max trimmed tokens; the count, or -1 for more. */
+static int split(char *value, char **tokens, int max)
+{
+    int n = 0;
+    for (char *p = value;;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        if (n == max) return -1;
+        tokens[n++] = trim(p);
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return n;
+}
+
+static int parse_size(const char *t, size_t *out)
+{
+    if (!*t) return 0;
+    for (const char *p = t; *p; ++p)
+        if (!isdigit((unsigned char)*p)) return 0;
+    errno = 0;
+    unsigned long long v = strtoull(t, NULL, 10);
+    if (errno || v > (unsigned long long)SIZE_MAX) return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+static int parse_double(const char *t, double *out)
+{
+    if (!*t) return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(t, &end);
+    if (*end || errno == ERANGE) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_layout(const char *t, int *out)
+{
+    int sign = 1;
+    if (*t == '+' || *t == '-') sign = *t++ == '-' ? -1 : 1;
+    size_t rank;
+    if (!parse_size(t, &rank) || rank >= TK_MIF_MAX_AXES) return 0;
+    *out = sign * (int)(rank + 1);
+    return 1;
+}
+
+static const struct {
+    const char *name;
+    tk_mif_type type;
+    int endian; /* 0 little, 1 big, -1 this machine's */
+} kTypes[] = {
+    {"bit", TK_MIF_BIT, 0},           {"int8", TK_MIF_INT8, 0},         {"uint8", TK_MIF_UINT8, 0},
+    {"int16", TK_MIF_INT16, -1},      {"int16le", TK_MIF_INT16, 0},     {"int16be", TK_MIF_INT16, 1},
+    {"uint16", TK_MIF_UINT16, -1},    {"uint16le", TK_MIF_UINT16, 0},   {"uint16be", TK_MIF_UINT16, 1},
+    {"int32", TK_MIF_INT32, -1},      {"int32le", TK_MIF_INT32, 0},     {"int32be", TK_MIF_INT32, 1},
+    {"uint32", TK_MIF_UINT32, -1},    {"uint32le", TK_MIF_UINT32, 0},   {"uint32be", TK_MIF_UINT32, 1},
+    {"int64", TK_MIF_INT64, -1},      {"int64le", TK_MIF_INT64, 0},     {"int64be", TK_MIF_INT64, 1},
+    {"uint64", TK_MIF_UINT64, -1},    {"uint64le", TK_MIF_UINT64, 0},   {"uint64be", TK_MIF_UINT64, 1},
+    {"float32", TK_MIF_FLOAT32, -1},  {"float32le", TK_MIF_FLOAT32, 0}, {"float32be", TK_MIF_FLOAT32, 1},
+    {"float64", TK_MIF_FLOAT64, -1},  {"float64le", TK_MIF_FLOAT64, 0}, {"float64be", TK_MIF_FLOAT64, 1},
+};
+
+static int host_big_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 0;
+}
+
+static size_t type_bytes(tk_mif_type t)
+{
+    switch (t) {
+    case TK_MIF_BIT:
+    case TK_MIF_INT8:
+    case TK_MIF_UINT8: return 1;
+    case TK_MIF_INT16:
+    case TK_MIF_UINT16: return 2;
+    case TK_MIF_INT32:
+    case TK_MIF_UINT32:
+    case TK_MIF_FLOAT32: return 4;
+    default: return 8;
+    }
+}
+
+/* ---- the header ------------------------------------------------------------------------- */
+
+void tk_mif_header_init(tk_mif_header *h, int ndim, const size_t *dim)
+{
+    memset(h, 0, sizeof *h);
+    h->ndim = ndim < 1 ? 1 : ndim > TK_MIF_MAX_AXES ? TK_MIF_MAX_AXES : ndim;
+    for (int a = 0; a < h->ndim; ++a) {
+        h->dim[a] = dim[a];
+        h->vox[a] = 1;
+        h->layout[a] = a + 1;
+    }
+    for (int r = 0; r < 3; ++r) h->transform[r][r] = 1;
+    h->type = TK_MIF_FLOAT32;
+    h->scale = 1;
+}
+
+size_t tk_mif_count(const tk_mif_header *h)
+{
+    size_t n = 1;
+    for (int a = 0; a < h->ndim; ++a)
+        if (h->dim[a] && n > SIZE_MAX / h->dim[a]) return 0;
+        else n *= h->dim[a];
+    return n;
+}
+
+/* Storage strides (elements) and the position of index (0, ..., 0) from h->layout. */
+static void strides(const tk_mif_header *h, int64_t stride[TK_MIF_MAX_AXES], int64_t *start)
+{
+    *start = 0;
+    for (int a = 0; a < h->ndim; ++a) {
+        const int rank = abs(h->layout[a]) - 1;
+        int64_t s = 1;
+        for (int b = 0; b < h->ndim; ++b)
+            if (abs(h->layout[b]) - 1 < rank) s *= (int64_t)h->dim[b];
+        stride[a] = h->layout[a] > 0 ? s : -s;
+        if (h->layout[a] < 0) *start += (int64_t)(h->dim[a] - 1) * s;
+    }
+}
+
+/* The layout is a permutation of ranks 0..ndim-1 with signs: 1, else 0 and the problem. */
+static int layout_ok(const tk_mif_header *h, char *why, size_t n)
+{
+    int seen[TK_MIF_MAX_AXES] = {0};
+    for (int a = 0; a < h->ndim; ++a) {
+        const int rank = abs(h->layout[a]) - 1;
+        if (h->layout[a] == 0 || rank >= h->ndim) {
+            snprintf(why, n, "layout: axis %d has rank %d, outside 0..%d", a, rank, h->ndim - 1);
+            return 0;
+        }
+        if (seen[rank]++) {
+            snprintf(why, n, "layout: rank %d is given to two axes", rank);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct parse_state {
+    const char *path;
+    int have_dim, have_vox, have_layout, have_type, have_scaling, have_file, nvox, rows;
+    double vox[TK_MIF_MAX_AXES];
+    char file_value[4200];
+} parse_state;
+
+static int bad(const char *path, const char *fmt, const char *a, const char *b)
+{
+    char what[600];
+    snprintf(what, sizeof what, fmt, a ? a : "", b ? b : "");
+    return tk_set_error(TK_ERR_FORMAT, "%s: malformed .mif header: %s", path, what), 0;
+}
+
+/* One "key: value" entry; 0 (message set) when it is malformed. */
+static int entry(parse_state *st, tk_mif_header *h, char *key, char *value)
+{
+    char *tok[TK_MIF_MAX_AXES + 1];
+    char lkey[32];
+    size_t k = 0;
+    for (; key[k] && k + 1 < sizeof lkey; ++k) lkey[k] = (char)tolower((unsigned char)key[k]);
+    lkey[k] = '\0';
+    if (key[k]) return 1;  /* a long key is none of ours */
+    const int required = !strcmp(lkey, "dim") || !strcmp(lkey, "vox") || !strcmp(lkey, "layout") ||
+                         !strcmp(lkey, "datatype") || !strcmp(lkey, "transform") || !strcmp(lkey, "scaling") ||
+                         !strcmp(lkey, "file");
+    if (!required) return 1;  /* dw_scheme, command_history, comments, ...: not ours */
+    if (!*value) return bad(st->path, "'%s:' has no value", key, NULL);
+    char shown[64];
+    snprintf(shown, sizeof shown, "%.60s", value);
+    if (!strcmp(lkey, "dim")) {
+        if (st->have_dim++) return bad(st->path, "two 'dim' entries", NULL, NULL);
+        const int n = split(value, tok, TK_MIF_MAX_AXES);
+        if (n < 0) return bad(st->path, "dim: more than 16 axes", NULL, NULL);
+        for (int a = 0; a < n; ++a)
+            if (!parse_size(tok[a], &h->dim[a]) || h->dim[a] == 0)
+                return bad(st->path, "dim: '%s' is not a list of sizes of 1 or more", shown, NULL);
+        h->ndim = n;
+    } else if (!strcmp(lkey, "vox")) {
+        if (st->have_vox++) return bad(st->path, "two 'vox' entries", NULL, NULL);
+        const int n = split(value, tok, TK_MIF_MAX_AXES);
+        if (n < 0) return bad(st->path, "vox: more than 16 values", NULL, NULL);
+        for (int a = 0; a < n; ++a)
+            if (!parse_double(tok[a], &st->vox[a])) return bad(st->path, "vox: '%s' is not a list of numbers", shown, NULL);
+        st->nvox = n;
+    } else if (!strcmp(lkey, "layout")) {
+        if (st->have_layout++) return bad(st->path, "two 'layout' entries", NULL, NULL);
+        const int n = split(value, tok, TK_MIF_MAX_AXES);
+        if (n < 0) return bad(st->path, "layout: more than 16 axes", NULL, NULL);
+        for (int a = 0; a < n; ++a)
+            if (!parse_layout(tok[a], &h->layout[a]))
+                return bad(st->path, "layout: '%s' is not a list of signed axis ranks (+0,+1,...)", shown, NULL);
+        st->have_layout = n;  /* the count, checked against dim below */
+    } else if (!strcmp(lkey, "datatype")) {
+        if (st->have_type++) return bad(st->path, "two 'datatype' entries", NULL, NULL);
+        for (size_t t = 0; t < sizeof kTypes / sizeof kTypes[0]; ++t)
+            if (!strcasecmp(value, kTypes[t].name)) {
+                h->type = kTypes[t].type;
+                h->big_endian = kTypes[t].endian < 0 ? host_big_endian() : kTypes[t].endian;
+                return 1;
+            }
+        if (!strncasecmp(value, "cfloat", 6))
+            return tk_set_error(TK_ERR_UNSUPPORTED, "%s: complex data (datatype %s) is not supported", st->path, shown), 0;
+        return bad(st->path, "datatype '%s' is none of Bit, Int8, UInt8, [U]Int16/32/64[LE|BE], Float32/64[LE|BE]",
+                   shown, NULL);
+    } else if (!strcmp(lkey, "transform")) {
+        double row[4];
+        const int n = split(value, tok, 4);
+        if (n != 4) return bad(st->path, "transform: '%s' is not a row of 4 numbers", shown, NULL);
+        for (int c = 0; c < 4; ++c)
+            if (!parse_double(tok[c], &row[c]) || !isfinite(row[c]))
+                return bad(st->path, "transform: '%s' is not a row of 4 finite numbers", shown, NULL);
+        if (st->rows < 3) {
+            memcpy(h->transform[st->rows], row, sizeof row);
+        } else if (st->rows > 3 || row[0] != 0 || row[1] != 0 || row[2] != 0 || row[3] != 1) {
+            return bad(st->path, "more than 3 'transform' rows (a 4th may only be 0,0,0,1)", NULL, NULL);
+        }
+        ++st->rows;
+    } else if (!strcmp(lkey, "scaling")) {
+        if (st->have_scaling++) return bad(st->path, "two 'scaling' entries", NULL, NULL);
+        const int n = split(value, tok, 2);
+        if (n != 2 || !parse_double(tok[0], &h->offset) || !parse_double(tok[1], &h->scale) || !isfinite(h->offset) ||
+            !isfinite(h->scale))
+            return bad(st->path, "scaling: '%s' is not 'offset,scale' (two finite numbers)", shown, NULL);
+    } else {  /* file */
+        if (st->have_file++)
+            return tk_set_error(TK_ERR_UNSUPPORTED, "%s: the data are split over several files ('file' entries): "
+                                "not supported", st->path), 0;
+        snprintf(st->file_value, sizeof st->file_value, "%s", value);
+    }
+    return 1;
+}
+
+int tk_mif_read_header(const char *path, tk_mif_header *h)
+{
+    memset(h, 0, sizeof *h);
+    h->scale = 1;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    if (S_ISDIR(sb.st_mode)) return tk_set_error(TK_ERR_IO, "%s: is a directory, not an image", path), 0;
+    if (sb.st_size == 0) return tk_set_error(TK_ERR_FORMAT, "%s: empty file", path), 0;
+    const int gz = is_gzip_file(path);
+#ifndef TK_HAVE_ZLIB
+    if (gz) return tk_set_error(TK_ERR_UNSUPPORTED, "%s: gzip-compressed, and this build has no zlib", path), 0;
+#endif
+    source s;
+    if (!src_open(&s, path)) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    parse_state st;
+    memset(&st, 0, sizeof st);
+    st.path = path;
+    char *line = malloc(MAX_LINE_BYTES + 1);
+    if (!line) return src_close(&s), tk_set_error(TK_ERR_MEMORY, "%s: out of memory", path), 0;
+    int ok = 0, lines = 0, ended = 0;
+    for (;;) {
+        size_t n = 0;
+        int c;
+        while ((c = src_getc(&s)) != EOF && c != '\n') {
+            if (c == '\0') {
+                bad(path, lines ? "binary data before the END line" : "not a .mif file (no 'mrtrix image' line)",
+                    NULL, NULL);
+                goto done;
+            }
+            if (n == MAX_LINE_BYTES) {
+                bad(path, "a line longer than 1 MiB", NULL, NULL);
+                goto done;
+            }
+            line[n++] = (char)c;
+        }
+        line[n] = '\0';
+        if (c == EOF && n == 0) break;
+        if (s.pos > MAX_HEADER_BYTES) {
+            bad(path, "no END line in the first 16 MiB", NULL, NULL);
+            goto done;
+        }
+        if (lines++ == 0) {
+            if (strcmp(trim(line), "mrtrix image")) {
+                tk_set_error(TK_ERR_FORMAT, "%s: not a .mif file (the first line is not 'mrtrix image')", path);
+                goto done;
+            }
+            continue;
+        }
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *text = trim(line);
+        if (!strcmp(text, "END")) {
+            ended = 1;
+            break;
+        }
+        if (!*text) continue;
+        char *colon = strchr(text, ':');
+        if (!colon) {
+            char shown[64];
+            snprintf(shown, sizeof shown, "%.60s", text);
+            bad(path, "line '%s' is no 'key: value' entry", shown, NULL);
+            goto done;
+        }
+        *colon = '\0';
+        char *key = trim(text), *value = trim(colon + 1);
+        if (!*key) {
+            bad(path, "a line with no key before its ':'", NULL, NULL);
+            goto done;
+        }
+        if (!entry(&st, h, key, value)) goto done;
+    }
+    /* a header on its own (.mih, its data in another file) may end without END */
+    if (!ended && (!lines || !st.have_file || !strncmp(st.file_value, ". ", 2) || !strcmp(st.file_value, "."))) {
+        bad(path, lines ? "no END line (the file ends in the header)" : "not a .mif file (no 'mrtrix image' line)",
+            NULL, NULL);
+        goto done;
+    }
+    {
+        const uint64_t header_end = s.pos;
+        const char *missing = !st.have_dim ? "dim" : !st.have_vox ? "vox" : !st.have_layout ? "layout"
+                              : !st.have_type ? "datatype" : !st.have_file ? "file" : NULL;
+        if (missing) {
+            bad(path, "no '%s' entry", missing, NULL);
+            goto done;
+        }
+        char a[32], b[32];
+        if (st.have_layout != h->ndim) {
+            snprintf(a, sizeof a, "%d", st.have_layout), snprintf(b, sizeof b, "%d", h->ndim);
+            bad(path, "layout has %s entries for %s axes", a, b);
+            goto done;
+        }
+        const int spatial = h->ndim < 3 ? h->ndim : 3;
+        if (st.nvox < spatial || st.nvox > h->ndim) {
+            snprintf(a, sizeof a, "%d", st.nvox), snprintf(b, sizeof b, "%d", h->ndim);
+            bad(path, "vox has %s values for %s axes", a, b);
+            goto done;
+        }
+        for (int i = 0; i < h->ndim; ++i) h->vox[i] = i < st.nvox ? st.vox[i] : NAN;
+        for (int i = 0; i < spatial; ++i)
+            if (!(isfinite(h->vox[i]) && h->vox[i] > 0)) {
+                snprintf(a, sizeof a, "%d", i);
+                bad(path, "vox: the size of spatial axis %s is not a positive number", a, NULL);
+                goto done;
+            }
+        char why[128];
+        if (!layout_ok(h, why, sizeof why)) {
+            bad(path, "%s", why, NULL);
+            goto done;
+        }
+        if (st.rows == 0) {  /* MRtrix3's default: axis-aligned, centred on the origin */
+            for (int r = 0; r < 3; ++r) {
+                h->transform[r][r] = 1;
+                h->transform[r][3] = r < h->ndim ? -0.5 * (double)(h->dim[r] - 1) * h->vox[r] : 0;
+            }
+        } else if (st.rows < 3) {
+            bad(path, "'transform' needs 3 rows", NULL, NULL);
+            goto done;
+        }
+        /* MRtrix3 normalises the columns, scaling the voxel sizes to match */
+        for (int c = 0; c < 3; ++c) {
+            const double len = sqrt(h->transform[0][c] * h->transform[0][c] + h->transform[1][c] * h->transform[1][c] +
+                                    h->transform[2][c] * h->transform[2][c]);
+            if (!(len > 1e-12)) {
+                snprintf(a, sizeof a, "%d", c);
+                bad(path, "transform: column %s is zero (no orientation)", a, NULL);
+                goto done;
+            }
+            if (fabs(len - 1) > 1e-6) {
+                for (int r = 0; r < 3; ++r) h->transform[r][c] /= len;
+                if (c < h->ndim) h->vox[c] *= len;
+            }
+        }
+        /* where the data are */
+        char name[4096] = "";
+        char *fv = st.file_value, *space = fv;
+        while (*space && *space != ' ' && *space != '\t') ++space;
+        const size_t name_len = (size_t)(space - fv);
+        if (name_len == 0 || name_len >= sizeof name) {
+            bad(path, "file: '%s' names no data file", fv, NULL);
+            goto done;
+        }
+        memcpy(name, fv, name_len);
+        name[name_len] = '\0';
+        char *rest = trim(space);
+        size_t offset = 0;
+        if (*rest && !parse_size(rest, &offset)) {
+            bad(path, "file: the offset '%s' is not a whole number of bytes", rest, NULL);
+            goto done;
+        }
+        h->data_offset = offset;
+        h->gzip = gz;
+        if (!strcmp(name, ".")) {
+            if (offset < header_end) {
+                snprintf(a, sizeof a, "%zu", offset), snprintf(b, sizeof b, "%llu", (unsigned long long)header_end);
+                bad(path, "file: the data offset %s lies inside the header (which ends at byte %s)", a, b);
+                goto done;
+            }
+            snprintf(h->data_path, sizeof h->data_path, "%s", path);
+        } else {
+            if (gz) {
+                bad(path, "a compressed .mif must hold its data ('file: . OFFSET'), not name '%s'", name, NULL);
+                goto done;
+            }
+            /* beside the header, unless absolute */
+            const char *slash = strrchr(path, '/');
+            const size_t dir = name[0] == '/' || !slash ? 0 : (size_t)(slash - path) + 1;
+            if (dir + name_len >= sizeof h->data_path) {
+                bad(path, "file: the data file's path is too long", NULL, NULL);
+                goto done;
+            }
+            memcpy(h->data_path, path, dir);
+            memcpy(h->data_path + dir, name, name_len + 1);
+        }
+        if (!tk_mif_count(h)) {
+            bad(path, "dim: the number of values overflows", NULL, NULL);
+            goto done;
+        }
+        ok = 1;
+    }
+done:
+    free(line);
+    src_close(&s);
+    return ok;
+}
+
+/* ---- the data --------------------------------------------------------------------------- */
+
+static double element(const unsigned char *raw, size_t i, tk_mif_type t, int swap)
+{
+    if (t == TK_MIF_BIT) return (raw[i / 8] >> (7 - i % 8)) & 1;  /* MSB first, as MRtrix3 */
+    const size_t n = type_bytes(t);
+    unsigned char b[8];
+    const unsigned char *p = raw + i * n;
+    for (size_t k = 0; k < n; ++k) b[k] = p[swap ? n - 1 - k : k];
+    switch (t) {
+    case TK_MIF_INT8: return (int8_t)b[0];
+    case TK_MIF_UINT8: return b[0];
+    case TK_MIF_INT16: { int16_t v; memcpy(&v, b, 2); return v; }
+    case TK_MIF_UINT16: { uint16_t v; memcpy(&v, b, 2); return v; }
+    case TK_MIF_INT32: { int32_t v; memcpy(&v, b, 4); return v; }
+    case TK_MIF_UINT32: { uint32_t v; memcpy(&v, b, 4); return v; }
+    case TK_MIF_INT64: { int64_t v; memcpy(&v, b, 8); return (double)v; }
+    case TK_MIF_UINT64: { uint64_t v; memcpy(&v, b, 8); return (double)v; }
+    case TK_MIF_FLOAT32: { float v; memcpy(&v, b, 4); return v; }
+    default: { double v; memcpy(&v, b, 8); return v; }
+    }
+}
+
+int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data)
+{
+    *data = NULL;
+    const size_t count = tk_mif_count(h), esize = type_bytes(h->type);
+    if (!count) return tk_set_error(TK_ERR_FORMAT, "%s: the number of values overflows", path), 0;
+    size_t bytes;
+    if (h->type == TK_MIF_BIT) {
+        bytes = count / 8 + (count % 8 != 0);
+    } else if (count > SIZE_MAX / esize) {
+        return tk_set_error(TK_ERR_FORMAT, "%s: the data size overflows", path), 0;
+    } else {
+        bytes = count * esize;
+    }
+    if (count > SIZE_MAX / sizeof(float)) return tk_set_error(TK_ERR_MEMORY, "%s: the image is too large", path), 0;
+    /* an uncompressed data file shorter than the header claims is refused before any allocation */
+    struct stat sb;
+    if (stat(h->data_path, &sb) != 0)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;
+    if (!h->gzip && (uint64_t)sb.st_size < h->data_offset + (uint64_t)bytes)
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: truncated: the header claims %zu bytes of data at offset %llu but the file holds %lld "
+                            "bytes", path, bytes, (unsigned long long)h->data_offset, (long long)sb.st_size), 0;
+    source s;
+    if (!src_open(&s, h->data_path))
+        return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;
+    /* the raw bytes; from a compressed stream in growing pieces, so that a header claiming
+     * more than the stream holds is found out before all of it is allocated */
+    unsigned char *raw = NULL;
+    size_t got = 0, have = 0;
+    int ok = src_skip_to(&s, h->data_offset);
+    while (ok && got < bytes) {
+        size_t want = bytes;
+        if (h->gzip) want = have == 0 ? (bytes < (64u << 20) ? bytes : (64u << 20)) : have < bytes / 2 ? 2 * have : bytes;
+        unsigned char *grown = realloc(raw, want);
+        if (!grown) {
+            free(raw);
+            src_close(&s);
+            return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu bytes of data", path, bytes), 0;
+        }
+        raw = grown, have = want;
+        const size_t asked = have - got, n = src_read(&s, raw + got, asked);
+        got += n;
+        ok = n == asked;  /* a short read: the data end here */
+    }
+    src_close(&s);
+    if (got != bytes) {
+        free(raw);
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %zu bytes of data at offset %llu, %s", path,
+                            bytes, (unsigned long long)h->data_offset,
+                            h->gzip ? "more than the compressed stream holds" : "more than the file holds"), 0;
+    }
+    float *out = malloc(count * sizeof(float));
+    if (!out) {
+        free(raw);
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu values", path, count), 0;
+    }
+    int64_t stride[TK_MIF_MAX_AXES], pos;
+    strides(h, stride, &pos);
+    size_t idx[TK_MIF_MAX_AXES] = {0};
+    const int swap = h->big_endian != host_big_endian(), plain = h->scale == 1 && h->offset == 0;
+    for (size_t n = 0; n < count; ++n) {
+        const double v = element(raw, (size_t)pos, h->type, swap);
+        out[n] = plain ? (float)v : (float)(h->offset + h->scale * v);
+        for (int a = 0; a < h->ndim; ++a) {  /* the next index, axis 0 fastest */
+            pos += stride[a];
+            if (++idx[a] < h->dim[a]) break;
+            pos -= stride[a] * (int64_t)h->dim[a];
+            idx[a] = 0;
+        }
+    }
+    free(raw);
+    *data = out;
+    return 1;
+}
+
+/* ---- writing ---------------------------------------------------------------------------- */
+
+typedef struct sink {
+    FILE *f;
+#ifdef TK_HAVE_ZLIB
+    gzFile g;
+#endif
+    int ok;
+} sink;
+
+static void put(sink *o, const void *bytes, size_t n)
+{
+    if (!o->ok || n == 0) return;
+#ifdef TK_HAVE_ZLIB
+    if (o->g) {
+        for (size_t done = 0; done < n && o->ok;) {
+            const size_t chunk = n - done > (1u << 30) ? (1u << 30) : n - done;
+            o->ok = gzwrite(o->g, (const char *)bytes + done, (unsigned)chunk) == (int)chunk;
+            done += chunk;
+        }
+        return;
+    }
+#endif
+    o->ok = fwrite(bytes, 1, n, o->f) == n;
+}
+
+int tk_mif_write(const char *path, const tk_mif_header *h, const float *data)
+{
+    char why[160];
+    if (h->ndim < 1 || h->ndim > TK_MIF_MAX_AXES)
+        return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write a .mif of %d axes", path, h->ndim), 0;
+    if (!layout_ok(h, why, sizeof why)) return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: %s", path, why), 0;
+    for (int a = 0; a < h->ndim && a < 3; ++a)
+        if (!(isfinite(h->vox[a]) && h->vox[a] > 0))
+            return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: voxel size %g along axis %d", path, h->vox[a], a), 0;
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 4; ++c)
+            if (!isfinite(h->transform[r][c]))
+                return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: a non-finite transform", path), 0;
+    const size_t count = tk_mif_count(h);
+    if (!count || count > SIZE_MAX / sizeof(float))
+        return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: the image size overflows", path), 0;
+#ifndef TK_HAVE_ZLIB
+    if (h->gzip) return tk_set_error(TK_ERR_UNSUPPORTED, "%s: cannot write .mif.gz: this build has no zlib", path), 0;
+#endif
+    /* the header text, then "file: . OFFSET\nEND\n" padded to the data at a multiple of 16 */
+    size_t cap = 1024 + (size_t)h->ndim * 96, len = 0;
+    char *text = malloc(cap);
+    if (!text) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", path), 0;
+#define APPEND(...) (len += (size_t)snprintf(text + len, cap - len, __VA_ARGS__))
+    APPEND("mrtrix image\ndim: ");
+    for (int a = 0; a < h->ndim; ++a) APPEND("%s%zu", a ? "," : "", h->dim[a]);
+    APPEND("\nvox: ");
+    for (int a = 0; a < h->ndim; ++a) {
+        if (isfinite(h->vox[a])) APPEND("%s%.17g", a ? "," : "", h->vox[a]);
+        else APPEND("%snan", a ? "," : "");
+    }
+    APPEND("\nlayout: ");
+    for (int a = 0; a < h->ndim; ++a) APPEND("%s%c%d", a ? "," : "", h->layout[a] > 0 ? '+' : '-', abs(h->layout[a]) - 1);
+    APPEND("\ndatatype: Float32LE\n");
+    for (int r = 0; r < 3; ++r)
+        APPEND("transform: %.17g,%.17g,%.17g,%.17g\n", h->transform[r][0] + 0.0, h->transform[r][1] + 0.0,
+               h->transform[r][2] + 0.0, h->transform[r][3] + 0.0);  /* + 0.0: no "-0" */
+    size_t offset = len + 24;  /* "file: . " + up to 11 digits + "\nEND\n" */
+    offset += (16 - offset % 16) % 16;
+    APPEND("file: . %zu\nEND\n", offset);
+#undef APPEND
+    if (len > offset) {  /* cannot happen for offsets below 10^11 */
+        free(text);
+        return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: header too long", path), 0;
+    }
+    memset(text + len, 0, offset - len);
+    sink o;
+    memset(&o, 0, sizeof o);
+    o.ok = 1;
+#ifdef TK_HAVE_ZLIB
+    if (h->gzip) {
+        o.g = gzopen(path, "wb6");
+        if (!o.g) {
+            free(text);
+            return tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno)), 0;
+        }
+    } else
+#endif
+    {
+        o.f = fopen(path, "wb");
+        if (!o.f) {
+            free(text);
+            return tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno)), 0;
+        }
+    }
+    put(&o, text, offset);
+    free(text);
+    if (host_big_endian()) {
+        unsigned char b[4096];
+        for (size_t i = 0; i < count && o.ok;) {
+            size_t n = 0;
+            for (; n < sizeof b / 4 && i < count; ++n, ++i) {
+                unsigned char v[4];
+                memcpy(v, &data[i], 4);
+                for (int k = 0; k < 4; ++k) b[4 * n + (size_t)k] = v[3 - k];
+            }
+            put(&o, b, 4 * n);
+        }
+    } else {
+        put(&o, data, count * sizeof(float));
+    }
+    int closed = 1;
+#ifdef TK_HAVE_ZLIB
+    if (o.g) closed = gzclose(o.g) == Z_OK;
+#endif
+    if (o.f) closed = fclose(o.f) == 0;
+    if (!o.ok || !closed) return tk_set_error(TK_ERR_IO, "%s: write failed: %s", path, strerror(errno)), 0;
+    return 1;
+}
+
+/* ---- tk-bench's exchange with sh2peaks -------------------------------------------------- */
+
 int tk_mif_write_f32(const char *path, const size_t dim[4], const float *data)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot create", path), 0;
-    char header[512];
-    /* the data offset must be known before the header is written: pad the header to 512 bytes */
-    int n = snprintf(header, sizeof header,
-                     "mrtrix image\ndim: %zu,%zu,%zu,%zu\nvox: 1,1,1,1\nlayout: +1,+2,+3,+0\ndatatype: Float32LE\n"
-                     "transform: 1,0,0,0\ntransform: 0,1,0,0\ntransform: 0,0,1,0\nfile: . 512\nEND\n",
-                     dim[0], dim[1], dim[2], dim[3]);
-    memset(header + n, 0, sizeof header - (size_t)n);
-    size_t count = dim[0] * dim[1] * dim[2] * dim[3];
-    int ok = fwrite(header, 1, sizeof header, f) == sizeof header && fwrite(data, sizeof(float), count, f) == count;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) tk_set_error(TK_ERR_IO, "%s: write failed", path);
-    return ok;
+    tk_mif_header h;
+    tk_mif_header_init(&h, 4, dim);
+    const int layout[4] = {2, 3, 4, 1};  /* +1,+2,+3,+0: a voxel's values together */
+    memcpy(h.layout, layout, sizeof layout);
+    return tk_mif_write(path, &h, data);
 }
 
 int tk_mif_read_f32(const char *path, size_t dim[4], float **data)
 {
     *data = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open", path), 0;
-    char line[1024];
-    long offset = -1;
-    int layout[4] = {1, 2, 3, 0}, sign[4] = {1, 1, 1, 1}, ndim = 0, dtype_ok = 0;
-    if (!fgets(line, sizeof line, f) || strncmp(line, "mrtrix image", 12)) goto bad;
-    while (fgets(line, sizeof line, f) && strncmp(line, "END", 3)) {
-        if (!strncmp(line, "dim: ", 5)) {
-            char *p = line + 5;
-            for (ndim = 0; ndim < 4 && *p; ++ndim) {
-                dim[ndim] = strtoul(p, &p, 10);
-                if (*p == ',') ++p;
-            }
-        } else if (!strncmp(line, "layout: ", 8)) {
-            char *p = line + 8;
-            for (int a = 0; a < 4 && *p; ++a) {
-                sign[a] = *p == '-' ? -1 : 1;
-                if (*p == '-' || *p == '+') ++p;
-                layout[a] = (int)strtol(p, &p, 10);
-                if (*p == ',') ++p;
-            }
-        } else if (!strncmp(line, "datatype: ", 10)) {
-            dtype_ok = !strncmp(line + 10, "Float32LE", 9) || !strncmp(line + 10, "Float32\n", 8);
-        } else if (!strncmp(line, "file: . ", 8)) {
-            offset = strtol(line + 8, NULL, 10);
-        }
+    tk_mif_header h;
+    if (!tk_mif_read_header(path, &h)) return 0;
+    for (int a = 4; a < h.ndim; ++a)
+        if (h.dim[a] != 1) return tk_set_error(TK_ERR_FORMAT, "%s: a %d-D image, expected 3-D or 4-D", path, h.ndim), 0;
+    if (h.ndim < 3) return tk_set_error(TK_ERR_FORMAT, "%s: a %d-D image, expected 3-D or 4-D", path, h.ndim), 0;
+    float *values;
+    if (!tk_mif_read_data(path, &h, &values)) return 0;
+    for (int a = 0; a < 3; ++a) dim[a] = h.dim[a];
+    dim[3] = h.ndim > 3 ? h.dim[3] : 1;
+    const size_t nvox = dim[0] * dim[1] * dim[2], nt = dim[3];
+    float *out = malloc(nvox * nt * sizeof(float));
+    if (!out) {
+        free(values);
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", path), 0;
     }
-    if (ndim < 3 || offset < 0 || !dtype_ok) goto bad;
-    if (ndim == 3) dim[3] = 1;
-    {
-        size_t count = dim[0] * dim[1] * dim[2] * dim[3], stride[4];
-        /* strides from the ranks: the axis of rank 0 is contiguous */
-        for (int a = 0; a < 4; ++a) {
-            stride[a] = 1;
-            for (int b = 0; b < 4; ++b)
-                if (layout[b] < layout[a]) stride[a] *= dim[b];
-        }
-        float *raw = malloc(sizeof(float) * count), *out = malloc(sizeof(float) * count);
-        if (!raw || !out || fseek(f, offset, SEEK_SET) || fread(raw, sizeof(float), count, f) != count) {
-            free(raw), free(out);
-            goto bad;
-        }
-        for (size_t z = 0; z < dim[2]; ++z)
-            for (size_t y = 0; y < dim[1]; ++y)
-                for (size_t x = 0; x < dim[0]; ++x)
-                    for (size_t c = 0; c < dim[3]; ++c) {
-                        size_t idx[4] = {x, y, z, c}, at = 0;
-                        for (int a = 0; a < 4; ++a) at += stride[a] * (sign[a] > 0 ? idx[a] : dim[a] - 1 - idx[a]);
-                        out[(((z * dim[1] + y) * dim[0] + x) * dim[3]) + c] = raw[at];
-                    }
-        free(raw);
-        *data = out;
-    }
-    fclose(f);
+    for (size_t t = 0; t < nt; ++t)
+        for (size_t v = 0; v < nvox; ++v) out[v * nt + t] = values[t * nvox + v];
+    free(values);
+    *data = out;
     return 1;
-bad:
-    fclose(f);
-    return tk_set_error(TK_ERR_FORMAT, "%s: not a 4-D Float32 .mif image this reader understands", path), 0;
 }

@@ -3,6 +3,9 @@
 // (MRtrix3 dwi2fod, DIPY CSD; MRtrix3's basis), output: the peaks, 3 components per peak
 // (unit direction times amplitude, NaN where a voxel has fewer), as MRtrix3's sh2peaks
 // writes them: a 4-D NIfTI with the components on the 4th axis, or a 3-D vector image (NRRD).
+// Note: ITK 5.2's NIfTI reader takes the qform where a file has both a qform and a different
+// sform; nibabel, MRtrix3 and tk-fibers take the sform.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -11,6 +14,7 @@
 #include "itkImage.h"
 #include "itkImageFileReader.h"
 #include "itkImageFileWriter.h"
+#include "itkMetaDataObject.h"
 #include "itkVectorImage.h"
 
 using SHImage4 = itk::Image<float, 4>;       // what ITK reads from a 4-D NIfTI
@@ -104,17 +108,35 @@ int main(int argc, char **argv)
         filter->SetBackend(Filter::BackendType::CPU);     // CUDA where TensorKernels was built with it
 
         filter->Update();
-        if (is_nifti(argv[2])) {  // 4-D, as sh2peaks writes NIfTI
+        if (is_nifti(argv[2])) {  // 4-D, as sh2peaks writes NIfTI; world RAS vectors, as it does
             auto writer = itk::ImageFileWriter<SHImage4>::New();
             writer->SetFileName(argv[2]);
             writer->SetInput(to_4d_image(filter->GetOutput()));
             writer->Update();
-        } else {  // NRRD, MHA: the vector image as it is
-            auto writer = itk::ImageFileWriter<SHImage>::New();
-            writer->SetFileName(argv[2]);
-            writer->SetInput(filter->GetOutput());
-            writer->Update();
+            return EXIT_SUCCESS;
         }
+
+        // The peaks are world RAS vectors (as sh2peaks writes them); a NRRD file declares its
+        // space LPS ("space: left-posterior-superior", what ITK writes): negate x and y so that
+        // NRRD readers (3D Slicer) get the same world directions, and say so with an identity
+        // measurement frame.  (A 4-D NIfTI or .mif would keep them RAS.)
+        auto lps = SHImage::New();
+        lps->CopyInformation(filter->GetOutput());
+        lps->SetRegions(filter->GetOutput()->GetLargestPossibleRegion());
+        lps->SetNumberOfComponentsPerPixel(filter->GetOutput()->GetNumberOfComponentsPerPixel());
+        lps->Allocate();
+        const size_t values = lps->GetLargestPossibleRegion().GetNumberOfPixels() * lps->GetNumberOfComponentsPerPixel();
+        for (size_t i = 0; i < values; ++i) {
+            const float v = filter->GetOutput()->GetBufferPointer()[i];  // NaN: no peak, kept as it is
+            lps->GetBufferPointer()[i] = i % 3 < 2 && !std::isnan(v) ? -v : v;
+        }
+        itk::EncapsulateMetaData<std::vector<std::vector<double>>>(lps->GetMetaDataDictionary(), "NRRD_measurement frame",
+                                                                   {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}});
+
+        auto writer = itk::ImageFileWriter<SHImage>::New();
+        writer->SetFileName(argv[2]);
+        writer->SetInput(lps);
+        writer->Update();
 
         // A summary a caller (or a test) can check.
         const auto *peaks = filter->GetOutput();

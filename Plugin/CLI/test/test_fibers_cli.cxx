@@ -65,6 +65,18 @@ Image4::Pointer read4(const std::string &path)
     return r->GetOutput();
 }
 
+// Peaks from a NRRD output, back in world RAS: tk-fibers writes them in the file's space
+// (LPS, "space: left-posterior-superior"), so x and y are negated there.
+tk::VectorImage3::Pointer read_peaks_ras(const std::string &path)
+{
+    auto peaks = tk::read_vector_volume(path);
+    float *p = peaks->GetBufferPointer();
+    const size_t n = peaks->GetLargestPossibleRegion().GetNumberOfPixels() * peaks->GetNumberOfComponentsPerPixel();
+    for (size_t i = 0; i < n; ++i)
+        if (i % 3 < 2) p[i] = -p[i];
+    return peaks;
+}
+
 double angle_deg(const float *a, const float *b)
 {
     // atan2 of |a x b| and |a . b|: exact near 0, where acos of a rounded dot product is not
@@ -90,7 +102,7 @@ TEST(FibersCli, PeaksMatchTheCoreAndTheLayoutIsSh2peaks)
     // Values through NRRD: ITK 5.2's NIfTI reader turns NaN into 0 (nibabel and MRtrix3 keep it).
     r = run_tool(exe + " " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --amplitudes " + dir + "/amp.nrrd --quiet", dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    auto peaks = tk::read_vector_volume(dir + "/peaks.nrrd"), amps = tk::read_vector_volume(dir + "/amp.nrrd");
+    auto peaks = read_peaks_ras(dir + "/peaks.nrrd"), amps = tk::read_vector_volume(dir + "/amp.nrrd");
     ASSERT_EQ(peaks->GetNumberOfComponentsPerPixel(), 9u);
     const size_t nvox = 24;
     for (size_t v = 0; v < nvox; ++v) {
@@ -130,7 +142,7 @@ TEST(FibersCli, FindsEveryPeakSh2peaksFinds)
     auto ours = run_tool(exe + " --quiet --num 3 " + dir + "/sh.nii " + dir + "/ours.nrrd", dir);
     ASSERT_EQ(ours.exit_code, 0) << ours.err;
     auto a = read4(dir + "/ref.nii");  // absent peaks read back as 0 (see above)
-    auto b = tk::read_vector_volume(dir + "/ours.nrrd");
+    auto b = read_peaks_ras(dir + "/ours.nrrd");
     const size_t nvox = 24;
     int matched = 0;
     for (size_t v = 0; v < nvox; ++v)
@@ -165,7 +177,7 @@ TEST(FibersCli, RealVolumeMatchesSh2peaks)
     auto ours = run_tool(exe + " --quiet --num 3 " + input + " " + dir + "/ours.nrrd", dir);
     ASSERT_EQ(ours.exit_code, 0) << ours.err;
     auto a = read4(dir + "/ref.nii");
-    auto b = tk::read_vector_volume(dir + "/ours.nrrd");
+    auto b = read_peaks_ras(dir + "/ours.nrrd");
     const size_t nvox = a->GetLargestPossibleRegion().GetSize()[0] * a->GetLargestPossibleRegion().GetSize()[1] *
                         a->GetLargestPossibleRegion().GetSize()[2];
     std::vector<double> angles;
@@ -353,7 +365,7 @@ TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
                                             {"numberOfPeaks", "2"}},  // not the default: seen to reach the filter
                                            &flagged);
     // with VTK the glyph scale too (the glyphs output itself, unset, is left out as Slicer does)
-    EXPECT_EQ(flagged, xml.out.find("<geometry") != std::string::npos ? 10 : 9);
+    EXPECT_EQ(flagged, xml.out.find("<geometry") != std::string::npos ? 11 : 10);
     auto slicer = run_tool(exe + args, dir);
     ASSERT_EQ(slicer.exit_code, 0) << args << "\n" << slicer.err;
     auto plain = run_tool(exe + " --quiet " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --num 2 --mask " + dir +
@@ -374,4 +386,111 @@ TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
         }
         EXPECT_EQ(masked, 5 * (int)a->GetNumberOfComponentsPerPixel()) << name << ": masked voxels are NaN";
     }
+}
+
+// Every output is checked before any work (issue 20, item 6): its format by its extension,
+// its folder, no two outputs the same file.  A problem ends the run at once, naming the flag
+// and the file, with nothing written and the input not even opened (a broken input then
+// still gets the output's message).
+TEST(FibersCli, OutputsAreCheckedBeforeAnyWork)
+{
+    std::string dir = make_temp_dir("tk_fibers_outputs");
+    std::vector<std::vector<double>> coeffs;
+    tk::write_vector_volume(phantom(coeffs, 5), dir + "/sh.nii");
+    { std::ofstream(dir + "/junk.nii") << "this is not a NIfTI file at all, just text"; }
+    const bool vtk = run_tool(exe + " --help", dir).out.find("--vtp FIBERS.vtp") != std::string::npos;
+    struct Case {
+        std::string outputs, names, says;
+        int code;
+    };
+    const std::string d = dir + "/";
+    std::vector<Case> cases = {
+        {d + "out.xyz", "OUTPUT_PEAKS " + d + "out.xyz", "unknown output format (by its extension)", 2},
+        {d + "out", "OUTPUT_PEAKS " + d + "out:", "unknown output format", 2},
+        {d + "out.nii --amplitudes " + d + "amp.xyz", "--amplitudes " + d + "amp.xyz", "unknown output format", 2},
+        {d + "out.nii --amplitudes " + d + "amp.nii.zip", "--amplitudes " + d + "amp.nii.zip", ".mif.gz", 2},
+        {d + "out.nii --amplitudes " + d + "out.nii", "OUTPUT_PEAKS and --amplitudes", "same file", 2},
+        {d + "out.nhdr --amplitudes " + d + "out.mhd", "OUTPUT_PEAKS and --amplitudes", "same file 'out.raw'", 2},
+        {d + "out.nii --amplitudes " + d + "nodir/amp.nii", d + "nodir/amp.nii", "does not exist", 1},
+        {d + "out.nii --amplitudes /proc/amp.nii", "/proc/amp.nii", "cannot", 1},
+    };
+    if (vtk) {
+        cases.push_back({d + "out.nii --vtp " + d + "fibers.txt", "--vtp " + d + "fibers.txt", "--vtp writes .vtp", 2});
+        cases.push_back({d + "out.nii --png " + d + "slice.jpg", "--png " + d + "slice.jpg", "--png writes .png", 2});
+        cases.push_back({d + "out.nii --vtp " + d + "nodir/f.vtp", d + "nodir/f.vtp", "does not exist", 1});
+    }
+    for (const auto &c : cases)
+        for (const std::string &input : {d + "sh.nii", d + "junk.nii"}) {
+            auto r = run_tool(exe + " " + input + " " + c.outputs + " --quiet --backend omp", dir);
+            EXPECT_EQ(r.signal, 0) << c.outputs;
+            EXPECT_EQ(r.exit_code, c.code) << input << " " << c.outputs << "\n" << r.err;
+            EXPECT_NE(r.err.find(c.names), std::string::npos) << c.outputs << "\nstderr: " << r.err;
+            EXPECT_NE(r.err.find(c.says), std::string::npos) << c.outputs << "\nstderr: " << r.err;
+            EXPECT_EQ(r.err.find("junk.nii"), std::string::npos) << "the input was read first: " << r.err;
+        }
+    auto listing = run_tool("ls -A " + dir, dir);
+    EXPECT_EQ(listing.out, "junk.nii\nsh.nii\nstderr.txt\nstdout.txt\n") << "nothing written, no temporaries";
+}
+
+// Every volume format the check accepts is written, and reads back as the .mif output (the
+// NRRD and MetaImage ones with their vectors in LPS); a detached header's data file is
+// named after it (not after a temporary) and nothing else is left.
+TEST(FibersCli, WritesEveryVolumeFormatItAccepts)
+{
+    std::string dir = make_temp_dir("tk_fibers_formats");
+    std::vector<std::vector<double>> coeffs;
+    tk::write_vector_volume(phantom(coeffs, 9), dir + "/sh.nii");
+    auto r = run_tool(exe + " " + dir + "/sh.nii " + dir + "/ref.mif --quiet --backend omp", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto ref = tk::read_vector_volume(dir + "/ref.mif");
+    ASSERT_EQ(ref->GetNumberOfComponentsPerPixel(), 9u);
+    for (const char *ext : {".mif.gz", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
+        const std::string out = dir + "/peaks" + ext;
+        r = run_tool(exe + " " + dir + "/sh.nii " + out + " --quiet --backend omp", dir);
+        ASSERT_EQ(r.exit_code, 0) << ext << ": " << r.err;
+        const std::string e = ext;
+        const bool lps = e == ".nrrd" || e == ".nhdr" || e == ".mha" || e == ".mhd";  // vectors in the file's LPS
+        auto got = lps ? read_peaks_ras(out) : tk::read_vector_volume(out);
+        ASSERT_EQ(got->GetNumberOfComponentsPerPixel(), 9u) << ext;
+        int differ = 0;
+        for (size_t i = 0; i < 24 * 9; ++i) {
+            const float a = ref->GetBufferPointer()[i], b = got->GetBufferPointer()[i];
+            // ITK 5.2's NIfTI reader gives NaN back as 0 (the file holds NaN)
+            differ += std::isnan(a) ? !(std::isnan(b) || (e == ".nii.gz" && b == 0)) : a != b;
+        }
+        EXPECT_EQ(differ, 0) << ext;
+        for (unsigned r3 = 0; r3 < 3; ++r3)
+            EXPECT_NEAR(got->GetOrigin()[r3], ref->GetOrigin()[r3], 1e-9) << ext;
+    }
+    EXPECT_NE(slurp(dir + "/peaks.nhdr").find("data file: peaks.raw"), std::string::npos);
+    EXPECT_NE(slurp(dir + "/peaks.mhd").find("ElementDataFile = peaks.raw"), std::string::npos);
+    auto listing = run_tool("ls -A " + dir, dir);
+    EXPECT_EQ(listing.out, "peaks.mha\npeaks.mhd\npeaks.mif.gz\npeaks.nhdr\npeaks.nii.gz\npeaks.nrrd\npeaks.raw\nref.mif\n"
+                           "sh.nii\nstderr.txt\nstdout.txt\n");
+}
+
+// --threads P (issue 20, item 11): ITK's threader runs the omp backend in at most P pieces
+// at once; the peaks do not depend on it.  0 is all cores (the default); --help and the
+// Slicer description list it.
+TEST(FibersCli, ThreadsSetsTheThreaderAndNotTheResult)
+{
+    std::string dir = make_temp_dir("tk_fibers_threads");
+    std::vector<std::vector<double>> coeffs;
+    tk::write_vector_volume(phantom(coeffs, 13), dir + "/sh.nii");
+    auto r = run_tool(exe + " " + dir + "/sh.nii " + dir + "/all.mif --quiet --backend omp", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string all = slurp(dir + "/all.mif");
+    for (const char *threads : {"1", "2", "7", "0"}) {
+        const std::string out = dir + "/t" + threads + ".mif";
+        r = run_tool(exe + " " + dir + "/sh.nii " + out + " --quiet --backend omp --threads " + threads, dir);
+        ASSERT_EQ(r.exit_code, 0) << threads << ": " << r.err;
+        EXPECT_EQ(slurp(out), all) << "--threads " << threads;
+    }
+    for (const char *bad : {"-1", "4097", "two", "1.5"}) {
+        r = run_tool(exe + " " + dir + "/sh.nii " + dir + "/bad.mif --threads " + bad, dir);
+        EXPECT_EQ(r.exit_code, 2) << bad;
+        EXPECT_NE(r.err.find("--threads expects an integer from 0 to 4096"), std::string::npos) << r.err;
+    }
+    EXPECT_NE(run_tool(exe + " --help", dir).out.find("--threads P"), std::string::npos);
+    EXPECT_NE(run_tool(exe + " --xml", dir).out.find("<longflag>--threads</longflag>"), std::string::npos);
 }

@@ -213,7 +213,8 @@ TEST(FiberGlyphs, VtpReadsBackWithOneLinePerPeakAtTheVoxelsRasPosition)
             const float amp = amps->GetBufferPointer()[v * 3 + q];
             if (std::isnan(amp)) continue;
             ++present;
-            const double d[3] = {pk[0] / amp, pk[1] / amp, pk[2] / amp};
+            // the NRRD holds the peaks in its LPS space; the glyphs are RAS
+            const double d[3] = {-pk[0] / amp, -pk[1] / amp, pk[2] / amp};
             ASSERT_LT(cell, poly->GetNumberOfLines());
             expect_line(poly, cell, centre, d, 2.0 * amp, "voxel " + std::to_string(v) + " peak " + std::to_string(q));
             ++cell;
