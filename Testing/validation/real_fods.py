@@ -169,7 +169,7 @@ def make(out, geometries=GEOMETRIES, makers=("mrtrix3", "dipy")):
             made = nib.load(fod, mmap=False)  # rewritten below: no mapping of a file being replaced
             if not np.allclose(made.affine, sform, atol=1e-4):
                 sys.exit(f"real_fods: dwi2fod wrote {fod} with another voxel order or affine:\n{made.affine}")
-            if (scode, qcode) != (1, 1) or not np.allclose(sform, qform):
+            if (scode, qcode) != (1, 1):  # the sform-qform copy: dwi2fod wrote both as the sform
                 save(np.asarray(made.dataobj), sform, scode, qform, qcode, fod)
             fods.append(Fod(f"MRtrix3 {g}", fod, "tournier", "mrtrix3", g))
             if g in MIF_GEOMETRIES:  # MRtrix3's own format, as dwi2fod writes it by default
