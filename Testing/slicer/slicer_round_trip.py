@@ -159,6 +159,13 @@ def main():
 
         peaks, header = read_nrrd(values["outputPeaks"])
         amplitudes, _ = read_nrrd(values["amplitudes"])
+        # The NRRD holds the vectors in its declared space, LPS, with an identity measurement
+        # frame (what Slicer reads them as); the NIfTI run and sh2peaks hold them in RAS.
+        if header.get("measurement frame", "").replace(" ", "") != "(1,0,0)(0,1,0)(0,0,1)":
+            fail("the peaks NRRD has no identity measurement frame: %s" % header)
+        peaks = peaks.copy()
+        peaks[..., 0::3] *= -1
+        peaks[..., 1::3] *= -1
         fod = nib.load(args.fod)
         if peaks.shape != fod.shape[:3] + (9,) or amplitudes.shape != fod.shape[:3] + (3,):
             fail("output shapes %s, %s for a %s FOD" % (peaks.shape, amplitudes.shape, fod.shape))
