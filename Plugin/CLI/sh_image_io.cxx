@@ -131,7 +131,9 @@ bool is_detached(const std::string &path) { return ends_with(path, ".nhdr") || e
 // select, and aborts the process (vnl's assert_finite) when they hold NaN, or values so
 // large that the matrix overflows.  A NIfTI-1 or NIfTI-2 header (gzipped or not: gzread
 // reads both) is checked for that first (tk_nifti_parse: nothing in millimetres comes near
-// 1e6); bytes that are no NIfTI header are left to ITK.
+// 1e6).  A file named as NIfTI whose bytes are no NIfTI-1 or NIfTI-2 header is refused:
+// the NIfTI library behind ITK takes more (a 425-byte size with an "n+2" magic in NIfTI-1's
+// place) and then builds its orientation from whatever those bytes hold.
 void check_nifti_header(const std::string &path)
 {
     unsigned char h[540];
@@ -140,8 +142,11 @@ void check_nifti_header(const std::string &path)
     const int got = gzread(g, h, sizeof h);
     gzclose(g);
     tk_nifti_header header;
-    if (got > 0 && tk_nifti_parse(h, static_cast<size_t>(got), &header, path.c_str()) < 0)
-        throw std::runtime_error(tk_last_error());
+    const int parsed = got > 0 ? tk_nifti_parse(h, static_cast<size_t>(got), &header, path.c_str()) : 0;
+    if (parsed < 0) throw std::runtime_error(tk_last_error());
+    if (parsed == 0)
+        throw std::runtime_error(path + ": not a NIfTI file: no NIfTI-1 header (size 348, magic \"n+1\" or \"ni1\") "
+                                        "or NIfTI-2 header (size 540, magic \"n+2\" or \"ni2\") at its start");
 }
 
 // The tools hold a volume as float (twice while converting layouts): refuse what cannot
