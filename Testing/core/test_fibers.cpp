@@ -104,6 +104,43 @@ int refine_by_ascent(int lmax, const std::vector<double> &c, double *x, double *
     return 0;
 }
 
+// Dense oracle: 20,000 hemisphere directions (1 degree spacing), discrete maxima over
+// neighbours within 1.5 spacings (antipodes folded in), each refined by refine_by_ascent:
+// the strict maxima of a series that such a search reaches.
+struct DenseOracle {
+    struct Maximum {
+        double x[3], value;
+    };
+    static constexpr int n = 20000;
+    std::vector<double> dirs = fib_dirs(n, true);
+    std::vector<std::vector<int>> neighbours = std::vector<std::vector<int>>(n);
+
+    DenseOracle()
+    {
+        const double cos_r = std::cos(1.5 * std::sqrt(2 * kPi / n));
+        for (int i = 0; i < n; ++i)
+            for (int j = i + 1; j < n; ++j)
+                if (std::fabs(dirs[i * 3] * dirs[j * 3] + dirs[i * 3 + 1] * dirs[j * 3 + 1] +
+                              dirs[i * 3 + 2] * dirs[j * 3 + 2]) >= cos_r)
+                    neighbours[i].push_back(j), neighbours[j].push_back(i);
+    }
+
+    std::vector<Maximum> maxima(int lmax, const std::vector<double> &c) const
+    {
+        std::vector<double> f(n);
+        for (int i = 0; i < n; ++i) f[i] = sh_value(lmax, TK_SH_TOURNIER, 0, c, &dirs[i * 3]);
+        std::vector<Maximum> found;
+        for (int i = 0; i < n; ++i) {
+            bool is_max = true;
+            for (int j : neighbours[i]) is_max = is_max && f[j] <= f[i];
+            Maximum m = {{dirs[i * 3], dirs[i * 3 + 1], dirs[i * 3 + 2]}, 0};
+            // a grid artefact on a ridge, not a maximum, where the ascent finds none
+            if (is_max && refine_by_ascent(lmax, c, m.x, &m.value)) found.push_back(m);
+        }
+        return found;
+    }
+};
+
 }  // namespace
 
 TEST(ShBasis, CountsAndLmax)
@@ -178,20 +215,10 @@ TEST(Fibers, SingleFiberPeakIsExact)
 
 TEST(Fibers, FindsEveryMaximumADenseSearchFinds)
 {
-    // Dense oracle: 20,000 hemisphere directions (1 degree spacing), discrete maxima over
-    // neighbours within 1.5 spacings (antipodes folded in), each refined by an independent
-    // gradient ascent on the SH series; every strict maximum so reached must be among ours
-    // (within 0.01 degrees), and each of ours must be a true maximum: no dense direction
-    // near it is higher.
-    const int lmax = 8, dense_n = 20000;
-    auto dense = fib_dirs(dense_n, true);
-    const double spacing = std::sqrt(2 * kPi / dense_n), cos_r = std::cos(1.5 * spacing);
-    std::vector<std::vector<int>> neighbours(dense_n);
-    for (int i = 0; i < dense_n; ++i)
-        for (int j = i + 1; j < dense_n; ++j)
-            if (std::fabs(dense[i * 3] * dense[j * 3] + dense[i * 3 + 1] * dense[j * 3 + 1] +
-                          dense[i * 3 + 2] * dense[j * 3 + 2]) >= cos_r)
-                neighbours[i].push_back(j), neighbours[j].push_back(i);
+    // The dense oracle's strict maxima must be among ours (within 0.01 degrees), and each of
+    // ours must be a true maximum: an independent ascent from it stays there.
+    const int lmax = 8;
+    const DenseOracle oracle;
     std::mt19937_64 rng(11);
     std::uniform_real_distribution<double> uni(0, 1);
     int checked = 0, total_dense = 0, total_small = 0, small_missed = 0;
@@ -202,28 +229,21 @@ TEST(Fibers, FindsEveryMaximumADenseSearchFinds)
         for (int f = 0; f < fibers; ++f) v.push_back(random_unit(3, rng)), w.push_back(0.3 + uni(rng));
         auto c = sh_of_fibers(lmax, TK_SH_TOURNIER, 0, v, w);
         for (auto &x : c) x += 0.02 * (uni(rng) - 0.5);  // noise: extra small lobes
-        std::vector<double> f(dense_n);
-        for (int i = 0; i < dense_n; ++i) f[i] = sh_value(lmax, TK_SH_TOURNIER, 0, c, &dense[i * 3]);
         double dirs[3 * 64], amps[64];
         int n = tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps);
         ASSERT_GE(n, 1);
-        for (int i = 0; i < dense_n; ++i) {
-            bool is_max = true;
-            for (int j : neighbours[i]) is_max = is_max && f[j] <= f[i];
-            if (!is_max) continue;
-            double x[3] = {dense[i * 3], dense[i * 3 + 1], dense[i * 3 + 2]}, value = 0;
-            if (!refine_by_ascent(lmax, c, x, &value)) continue;  // a grid artefact on a ridge, not a maximum
+        for (const auto &m : oracle.maxima(lmax, c)) {
             double best = 180;
-            for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], x));
+            for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], m.x));
             // Bumps below 5% of the voxel's largest peak whose basin is narrower than the
             // grid spacing may be missed (documented); they are counted, not failed.
-            if (value < 0.05 * amps[0]) {
+            if (m.value < 0.05 * amps[0]) {
                 ++total_small, small_missed += best >= 0.01;
                 continue;
             }
             ++total_dense;
-            EXPECT_LT(best, 0.01) << "voxel " << voxel << ": maximum (amplitude " << value << ") at " << x[0] << ","
-                                  << x[1] << "," << x[2] << " missed";
+            EXPECT_LT(best, 0.01) << "voxel " << voxel << ": maximum (amplitude " << m.value << ") at " << m.x[0] << ","
+                                  << m.x[1] << "," << m.x[2] << " missed";
         }
         for (int p = 0; p < n; ++p) {
             EXPECT_NEAR(amps[p], sh_value(lmax, TK_SH_TOURNIER, 0, c, &dirs[p * 3]), 1e-9);
@@ -441,15 +461,8 @@ TEST(Fibers, FindsEveryMaximumOfRealFodsADenseSearchFinds)
     tk_npy_array voxels;
     ASSERT_EQ(tk_npy_read(TK_TEST_DATA "/real_fod_voxels.npy", &voxels), TK_OK) << tk_last_error();
     ASSERT_EQ(voxels.shape[1], 45u);
-    const int lmax = 8, dense_n = 20000;
-    auto dense = fib_dirs(dense_n, true);
-    const double spacing = std::sqrt(2 * kPi / dense_n), cos_r = std::cos(1.5 * spacing);
-    std::vector<std::vector<int>> neighbours(dense_n);
-    for (int i = 0; i < dense_n; ++i)
-        for (int j = i + 1; j < dense_n; ++j)
-            if (std::fabs(dense[i * 3] * dense[j * 3] + dense[i * 3 + 1] * dense[j * 3 + 1] +
-                          dense[i * 3 + 2] * dense[j * 3 + 2]) >= cos_r)
-                neighbours[i].push_back(j), neighbours[j].push_back(i);
+    const int lmax = 8;
+    const DenseOracle oracle;
     int total = 0;
     bool ridge_bump_found = false;
     for (size_t v = 0; v < voxels.shape[0]; ++v) {
@@ -458,17 +471,11 @@ TEST(Fibers, FindsEveryMaximumOfRealFodsADenseSearchFinds)
         double dirs[3 * 64], amps[64];
         const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
         ASSERT_GE(n, 1);
-        std::vector<double> f(dense_n);
-        for (int i = 0; i < dense_n; ++i) f[i] = sh_value(lmax, TK_SH_TOURNIER, 0, c, &dense[i * 3]);
-        for (int i = 0; i < dense_n; ++i) {
-            bool is_max = true;
-            for (int j : neighbours[i]) is_max = is_max && f[j] <= f[i];
-            if (!is_max) continue;
-            double x[3] = {dense[i * 3], dense[i * 3 + 1], dense[i * 3 + 2]}, value = 0;
-            if (!refine_by_ascent(lmax, c, x, &value) || value < 0.05 * amps[0]) continue;
+        for (const auto &m : oracle.maxima(lmax, c)) {
+            if (m.value < 0.05 * amps[0]) continue;
             double best = 180;
-            for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], x));
-            EXPECT_LT(best, 0.01) << "real voxel " << v << ": maximum (amplitude " << value << ") missed";
+            for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], m.x));
+            EXPECT_LT(best, 0.01) << "real voxel " << v << ": maximum (amplitude " << m.value << ") missed";
             ++total;
         }
         if (v == 0) {
