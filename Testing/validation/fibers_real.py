@@ -15,7 +15,7 @@ Checks (each FOD a row of a Markdown table; --check turns them into pass/fail):
             within MATCH_DEG of a tk-fibers peak (--basis descoteaux --legacy for DIPY's files)
   geometry  tk-fibers' output has the input's world affine (nibabel reads the sform where
             its code is non-zero, as MRtrix3 does), as sh2peaks' output has
-  data      the committed Data/fibers/small_64D_fod.nii.gz is the MRtrix3 source FOD made here
+  data      the committed Data/fibers/small_64D_fod_mrtrix.nii.gz is the MRtrix3 source FOD made here
 
 Amplitudes are the SH function's values at the reported directions (sh2peaks writes
 negative maxima as vectors too), evaluated through DIPY's basis functions.
@@ -259,18 +259,18 @@ def check_geometry(row, tk_out, ref_out):
 
 
 def check_committed(fods):
-    """The committed MRtrix3 FOD of small_64D (make_small_64D_fod.py) against the one made
+    """The committed MRtrix3 FOD of small_64D (make_small_64D_fods.py) against the one made
     here: the same coefficients (to 1e-5 of the largest) and header."""
     made = [f for f in fods if f.maker == "mrtrix3" and f.geometry == "source"]
     if not made:
         return [], "not made (no source geometry)"
-    path = os.path.join(ROOT, "Data", "fibers", "small_64D_fod.nii.gz")
+    path = os.path.join(ROOT, "Data", "fibers", "small_64D_fod_mrtrix.nii.gz")
     a, b = nib.load(path), nib.load(made[0].path)
     x, y = np.asarray(a.dataobj, dtype=np.float64), np.asarray(b.dataobj, dtype=np.float64)
     if x.shape != y.shape or not np.allclose(a.affine, b.affine, atol=1e-4):
         return [f"{path}: its shape or affine differs from the MRtrix3 source FOD made here"], "differs"
     err = np.abs(x - y).max() / np.abs(y).max()
-    fig = f"Data/fibers/small_64D_fod.nii.gz is the MRtrix3 source FOD made here to {err:.2g} of the largest coefficient"
+    fig = f"Data/fibers/small_64D_fod_mrtrix.nii.gz is the MRtrix3 source FOD made here to {err:.2g} of the largest coefficient"
     return ([] if err <= 1e-5 else [f"{path}: differs from the MRtrix3 source FOD made here by {err:.3g}"]), fig
 
 
