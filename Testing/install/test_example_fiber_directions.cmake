@@ -5,6 +5,16 @@
 # NIfTI output is 4-D as sh2peaks writes it (10x10x10x9, not ITK's 5-D 10x10x10x1x9 vector
 # image): MRtrix3's mrinfo and peaks2amp, where found, read it as peaks.
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DMRINFO=... -DPEAKS2AMP=...] -P test_example_fiber_directions.cmake
+# The installed tk-fibers with the example's filter settings, on input, to output.
+function(run_installed_tk_fibers input output)
+  execute_process(COMMAND ${WORK_DIR}/prefix/bin/tk-fibers ${input} ${output}
+                          --num 3 --relative-threshold 0.1 --backend cpu --quiet
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(rc)
+    message(FATAL_ERROR "the installed tk-fibers failed on ${input} (${rc}): ${err}")
+  endif()
+endfunction()
+
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE out)
@@ -34,12 +44,7 @@ endif()
 if(CMAKE_MATCH_1 LESS 1200 OR CMAKE_MATCH_1 GREATER 1800)
   message(FATAL_ERROR "the example found ${CMAKE_MATCH_1} peaks in 600 voxels (expected 1200..1800)")
 endif()
-execute_process(COMMAND ${WORK_DIR}/prefix/bin/tk-fibers ${input} ${WORK_DIR}/tk_fibers_peaks.nrrd
-                        --num 3 --relative-threshold 0.1 --backend cpu --quiet
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(rc)
-  message(FATAL_ERROR "the installed tk-fibers failed (${rc}): ${err}")
-endif()
+run_installed_tk_fibers(${input} ${WORK_DIR}/tk_fibers_peaks.nrrd)
 # The same peaks, byte for byte.  The headers' space directions differ in their last digits:
 # the example's ITK reader computes them from the NIfTI qform in double, tk-fibers reads the
 # sform's float32 rows (the NIfTI rule; this file's two agree to float precision).
@@ -79,12 +84,7 @@ if(MRINFO AND PEAKS2AMP)
 else()
   message(STATUS "MRtrix3's mrinfo/peaks2amp not found: the NIfTI layout checked against tk-fibers' only")
 endif()
-execute_process(COMMAND ${WORK_DIR}/prefix/bin/tk-fibers ${input} ${WORK_DIR}/tk_fibers_peaks.nii
-                        --num 3 --relative-threshold 0.1 --backend cpu --quiet
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(rc)
-  message(FATAL_ERROR "the installed tk-fibers failed (${rc}): ${err}")
-endif()
+run_installed_tk_fibers(${input} ${WORK_DIR}/tk_fibers_peaks.nii)
 # The same voxel data, byte for byte, after the 352-byte header (whose float transforms
 # differ in the last bit: ITK's writer derives them from its direction matrix, tk-fibers
 # copies the input's).

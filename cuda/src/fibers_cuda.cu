@@ -180,8 +180,8 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
-    /* 64-bit words of kind bits a lane needs: the plan's grid is max(200, 24 M^2) directions */
-    constexpr int KIND_WORDS = ((24 * M * M > 200 ? 24 * M * M : 200) + 32 * 64 - 1) / (32 * 64);
+    /* 64-bit words of kind bits a lane needs for the plan's grid */
+    constexpr int KIND_WORDS = (TK_FIBERS_GRID_SIZE(M) + 32 * 64 - 1) / (32 * 64);
     extern __shared__ float fsmem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *vals = (float *)((char *)fsmem + warp_shared_bytes(K, p.grid_padded) * warp);
@@ -335,8 +335,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
                 continue;
             }
         }
-        int iterations;
-        const int good = nt_polish_gpu<M>(&poly, x, &amp, &iterations);
+        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL);
         /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
         int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
         if (fabs(x[2]) > fabs(x[big])) big = 2;
@@ -446,11 +445,6 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     memset(&a, 0, sizeof a);
 
     if (!kernels.grid) return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend has no kernel for lmax %d", plan->lmax);
-    {
-        const int m = plan->lmax, grid_kernel_room = ((24 * m * m > 200 ? 24 * m * m : 200) + 2047) / 2048 * 2048;
-        if (G > grid_kernel_room) /* fibers_grid_kernel's KIND_WORDS follow fibers_plan.c's grid_size */
-            return tk_set_error(TK_ERR_UNSUPPORTED, "the lmax %d grid of %d directions outgrows the CUDA grid kernel", m, G);
-    }
     cudaError_t probe = cudaGetDeviceCount(&device_count);
     if (probe != cudaSuccess || device_count == 0)
         return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",

@@ -22,6 +22,11 @@ extern "C" {
 #define TK_RIDGE_RISE 0.25f
 #endif
 
+/* Directions on the hemisphere grid: its density grows with lmax like the number of lobes the
+ * function can hold, about 1,500 (3.7 degree spacing) at lmax 8.  A macro so that the CUDA
+ * grid kernel sizes its per-lane kind bits from it at compile time. */
+#define TK_FIBERS_GRID_SIZE(lmax) (24 * (lmax) * (lmax) > 200 ? 24 * (lmax) * (lmax) : 200)
+
 typedef struct tk_fibers_plan {
     int lmax, k;          /* k SH coefficients = k unique tensor entries */
     tk_sh_basis basis;

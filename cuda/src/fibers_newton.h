@@ -76,7 +76,7 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
  * however short, raises A x^m above rounding, x is as high as double resolves: stop too.
  * A strict maximum needs the Hessian's larger eigenvalue below -1e-6 of the scale: a
  * ring or ridge (one zero curvature) whose rounding leaves a determinant of 1e-18 is not
- * one. */
+ * one.  *iterations (iterations may be NULL): the Newton iterations taken. */
 TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations)
 {
     double u[3], w[3], g[2], h[3];
@@ -117,7 +117,7 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
             break;
         }
     }
-    *iterations = it;
+    if (iterations) *iterations = it;
     TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
     double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
     double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;

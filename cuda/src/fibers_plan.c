@@ -10,14 +10,6 @@
 
 #define TK_PI 3.14159265358979323846
 
-/* Grid density grows with lmax like the number of lobes the function can hold: about
- * 1,500 directions on the hemisphere (3.7 degree spacing) at lmax 8. */
-/* (fibers_cuda.cu's grid kernel sizes its per-lane kind bits by this formula.) */
-static int grid_size(int lmax)
-{
-    int g = 24 * lmax * lmax;
-    return g < 200 ? 200 : g;
-}
 
 void tk_fibers_plan_free(tk_fibers_plan *p)
 {
@@ -47,7 +39,7 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
     p->k = (int)tk_sh_num_coeffs(lmax);
     p->basis = basis;
     p->legacy = legacy;
-    p->grid = grid_size(lmax);
+    p->grid = TK_FIBERS_GRID_SIZE(lmax);
     p->grid_padded = (p->grid + 31) / 32 * 32;
     const int g = p->grid, k = p->k;
     p->map = malloc(sizeof(double) * (size_t)k * k);
