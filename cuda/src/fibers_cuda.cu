@@ -132,6 +132,8 @@ struct FibArgs {
     const double *pt;     /* monomial map, column-major: pt[col * k + row] */
     const float *gx, *gy, *gz;
     const int *nbr_start, *nbr, *nbr_near;
+    const int *fit_nbr;   /* the plan's fit stencils (fibers_fit.c), grid_padded-strided */
+    const float *fit_w;
     double *coef;         /* chunk voxels x (k + 2): the monomial coefficients of the series'
                            * anisotropic part scaled to unit size, then that scale and the
                            * constant term (tk_fibers_anisotropic_part) */
@@ -174,7 +176,20 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
         ok_near &= not_below | (e - first >= near);
         rise = fmaxf(rise, step), fall = fmaxf(fall, -step);
     }
-    return higher == 0 ? 1 : ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall) ? 2 : 0;
+    if (higher == 0) return 1;
+    if (!(ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall))) return 0;
+    /* a shoulder candidate whose neighbours' quadratic model has no maximum within reach
+     * is none (as shoulder_fit_reaches on the CPU) */
+    float th[5] = {0.f, 0.f, 0.f, 0.f, 0.f};
+    const int *fn = p.fit_nbr + (size_t)d * TK_FIBERS_FIT_WIDTH;
+    const float *fw = p.fit_w + (size_t)d * 5 * TK_FIBERS_FIT_WIDTH;
+#pragma unroll
+    for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) {
+        const float step = vals[__ldg(fn + j)] - v0;
+#pragma unroll
+        for (int r = 0; r < 5; ++r) th[r] = fmaf(__ldg(fw + r * TK_FIBERS_FIT_WIDTH + j), step, th[r]);
+    }
+    return tk_fibers_fit_reaches(th, (float)p.spacing) ? 2 : 0;
 }
 
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
@@ -335,7 +350,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
                 continue;
             }
         }
-        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL);
+        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0);
         /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
         int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
         if (fabs(x[2]) > fabs(x[big])) big = 2;
@@ -426,8 +441,10 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     const fibers_kernels kernels = kernels_for(plan->lmax);
     const size_t smem = warp_shared_bytes(k, plan->grid_padded) * TK_FIB_WARPS;
     double *P = NULL, *d_pt = NULL;
+    float *d_fit_w = NULL;
+    const size_t fit_entries = (size_t)TK_FIBERS_FIT_WIDTH * plan->grid_padded;
     float *h_grid = NULL, *d_grid = NULL, *d_sh[2] = {NULL, NULL}, *d_dirs[2] = {NULL, NULL}, *d_amps[2] = {NULL, NULL};
-    int *d_nbr_start = NULL, *d_nbr = NULL, *d_nbr_near = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
+    int *d_nbr_start = NULL, *d_nbr = NULL, *d_nbr_near = NULL, *d_fit_nbr = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
     uint8_t *d_mask[2] = {NULL, NULL};
     double *d_coef[2] = {NULL, NULL}, *d_res[2] = {NULL, NULL};
     int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL};
@@ -481,6 +498,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                                       {(void **)&d_nbr_start, sizeof(int) * ((size_t)G + 1)},
                                       {(void **)&d_nbr, sizeof(int) * (size_t)plan->nbr_start[G] + sizeof(int)},
                                       {(void **)&d_nbr_near, sizeof(int) * (size_t)G},
+                                      {(void **)&d_fit_nbr, sizeof(int) * fit_entries},
+                                      {(void **)&d_fit_w, sizeof(float) * 5 * fit_entries},
                                       {(void **)&d_bad, sizeof(unsigned long long)}};
         const int count = (int)(sizeof plan_bufs / sizeof plan_bufs[0]);
         cudaError_t err = tk_cuda_malloc_all(plan_bufs, count);
@@ -502,6 +521,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     CUDA_TRY(cudaMemcpy(d_nbr_start, plan->nbr_start, sizeof(int) * ((size_t)G + 1), cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(d_nbr, plan->nbr, sizeof(int) * (size_t)plan->nbr_start[G], cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemcpy(d_nbr_near, plan->nbr_near, sizeof(int) * (size_t)G, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_fit_nbr, plan->fit_nbr, sizeof(int) * fit_entries, cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemcpy(d_fit_w, plan->fit_w, sizeof(float) * 5 * fit_entries, cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
 
     /* Two chunk buffers (one per stream), each at most 2^18 voxels and together within the
@@ -555,6 +576,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     a.pt = d_pt;
     a.gx = d_grid, a.gy = d_grid + G, a.gz = d_grid + 2 * (size_t)G;
     a.nbr_start = d_nbr_start, a.nbr = d_nbr, a.nbr_near = d_nbr_near;
+    a.fit_nbr = d_fit_nbr, a.fit_w = d_fit_w;
     a.spacing = sqrt(2.0 * 3.14159265358979323846 / G);
     a.cos_near = cos(TK_SHOULDER_GAP * a.spacing);
     a.grid = G, a.grid_padded = plan->grid_padded, a.k = k, a.num_peaks = np;
@@ -651,6 +673,8 @@ cleanup:
     tk_cuda_free(d_nbr_start);
     tk_cuda_free(d_nbr_near);
     tk_cuda_free(d_nbr);
+    tk_cuda_free(d_fit_nbr);
+    tk_cuda_free(d_fit_w);
     tk_cuda_free(d_bad);
     free(P);
     free(h_grid);

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "tk_fibers.h"
+#include "tk_hd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +28,17 @@ extern "C" {
  * grid kernel sizes its per-lane kind bits from it at compile time. */
 #define TK_FIBERS_GRID_SIZE(lmax) (24 * (lmax) * (lmax) > 200 ? 24 * (lmax) * (lmax) : 200)
 
+/* A shoulder candidate goes on to the exact (double, Newton-step) test only where the
+ * quadratic model that its TK_FIBERS_FIT_WIDTH nearest grid values fit has a maximum within
+ * reach (tk_fibers_fit_reaches): that model's gradient and Hessian are within a few per cent
+ * of the exact ones on real FODs, so the test is taken with slack: a curvature up to
+ * TK_FIT_SLACK of the other's size on the wrong side, a step up to TK_FIT_REACH spacings
+ * (the exact test allows one).  On dwi2fod's and DIPY's FODs of small_64D and small_101D it
+ * drops 60-75% of the shoulder candidates and changes no voxel's maxima. */
+#define TK_FIBERS_FIT_WIDTH 8
+#define TK_FIT_SLACK 0.3f
+#define TK_FIT_REACH 1.5f
+
 typedef struct tk_fibers_plan {
     int lmax, k;          /* k SH coefficients = k unique tensor entries */
     tk_sh_basis basis;
@@ -43,15 +55,75 @@ typedef struct tk_fibers_plan {
     int nbr_width;        /* the most neighbours any direction has */
     int *nbr_fixed;       /* nbr_width x grid_padded, neighbour-major, short lists padded with the
                            * direction itself: the neighbour test then vectorizes (gathers) */
+    int *fit_nbr;         /* grid_padded x TK_FIBERS_FIT_WIDTH: each direction's nearest ones */
+    float *fit_w;         /* grid_padded x 5 x TK_FIBERS_FIT_WIDTH: least-squares weights from
+                           * their values less its own to the model's gradient (2) and Hessian
+                           * (3: ss, st, tt) in geodesic normal coordinates; direction-major, as
+                           * only the few directions on ridges and the candidates read them */
 } tk_fibers_plan;
 
 tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *plan);
 void tk_fibers_plan_free(tk_fibers_plan *plan);
+/* The grid directions j whose direction or antipode may lie within `radius` (rad) of grid
+ * direction i, as one or two index ranges [ranges[2r], ranges[2r + 1]); returns how many.
+ * The lattice's z falls with its index (z_j = 1 - (2j + 1) / 2g) and differs between two
+ * unit vectors by at most their angle, so a band of z holds every neighbour: the plan's
+ * neighbour searches cost O(g) a direction, not O(g^2) (a process's start-up). */
+int tk_fibers_grid_window(int g, const double *dirs, int i, double radius, int *ranges);
+/* The fit stencils of a plan whose grid is set (fibers_fit.c). */
+tk_status tk_fibers_fit_create(tk_fibers_plan *plan);
+
+/* Whether the quadratic model g.s + s'Hs/2 (th: g_s, g_t, H_ss, H_st, H_tt) has, with the
+ * slack above, a maximum within TK_FIT_REACH grid spacings: H's more negative curvature
+ * below zero, the other at most TK_FIT_SLACK of its size above, and the Newton step with
+ * that other curvature held at least that far below zero short enough. */
+TK_HD static inline int tk_fibers_fit_reaches(const float *th, float spacing)
+{
+    const float a = th[2], b = th[3], c = th[4];
+    const float mean = 0.5f * (a + c), rad = sqrtf(0.25f * (a - c) * (a - c) + b * b);
+    const float l1 = mean - rad, l2 = mean + rad;
+    if (!(l1 < 0.f) || l2 > -TK_FIT_SLACK * l1) return 0;
+    const float l2m = l2 < TK_FIT_SLACK * l1 ? l2 : TK_FIT_SLACK * l1;
+    /* l1's eigenvector: the longer of the two forms (either vanishes on its own axis) */
+    float ex = b, ey = l1 - a;
+    const float fx = l1 - c, fy = b;
+    if (fx * fx + fy * fy > ex * ex + ey * ey) ex = fx, ey = fy;
+    const float en = sqrtf(ex * ex + ey * ey);
+    if (!(en > 0.f)) ex = 1.f, ey = 0.f;
+    else ex /= en, ey /= en;
+    const float s1 = (th[0] * ex + th[1] * ey) / l1, s2 = (th[1] * ex - th[0] * ey) / l2m;
+    const float reach = TK_FIT_REACH * spacing;
+    return s1 * s1 + s2 * s2 <= reach * reach;
+}
 
 /* A shared, immutable plan per (lmax, basis, legacy), built on first use and kept for the
  * process: filters call the finder once per thread and region, and the grid's neighbour
  * search is the costly part of a plan.  Thread safe. */
 tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_fibers_plan **plan);
+
+/* Moves unit x (a grid direction whose quadratic model is th, in nt_tangent_basis's basis
+ * at x) to the model's maximum, where the model's Hessian is negative definite and that
+ * maximum lies within one grid spacing; else leaves x. */
+TK_HD static inline void tk_fibers_fit_start(const float *th, double spacing, double *x)
+{
+    const double a = th[2], b = th[3], c = th[4], det = a * c - b * b;
+    if (!(a < 0 && det > 0)) return;
+    const double s0 = -(c * th[0] - b * th[1]) / det, s1 = -(a * th[1] - b * th[0]) / det;
+    if (!(s0 * s0 + s1 * s1 <= spacing * spacing)) return;
+    /* the tangent basis of nt_tangent_basis and fibers_fit.c */
+    const int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
+    double u[3] = {0, 0, 0}, w[3];
+    u[small] = 1;
+    const double d = x[small];
+    for (int i = 0; i < 3; ++i) u[i] -= d * x[i];
+    const double un = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    for (int i = 0; i < 3; ++i) u[i] /= un;
+    w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+    double y[3];
+    for (int i = 0; i < 3; ++i) y[i] = x[i] + s0 * u[i] + s1 * w[i];
+    const double n = sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+    for (int i = 0; i < 3; ++i) x[i] = y[i] / n;
+}
 
 /* Work buffers one voxel needs: tk_fibers_plan_work(plan) doubles. */
 size_t tk_fibers_plan_work(const tk_fibers_plan *plan);

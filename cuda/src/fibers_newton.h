@@ -63,6 +63,7 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
 #ifndef TK_NEWTON_MAX_ITERATIONS
 #define TK_NEWTON_MAX_ITERATIONS 24
 #define TK_NEWTON_MAX_HALVINGS 48
+#define TK_NEWTON_CONVERGED 1e-5
 #endif
 
 /* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
@@ -70,14 +71,22 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
  * Marquardt), steps of at most 0.1 rad, and backtracking so that A x^m never falls.  The
  * start is a grid direction, within about a grid spacing (0.064 rad at lmax 8) of its
  * maximum: much longer steps could jump a valley to a higher neighbouring hill.
- * Convergence is quadratic near a strict maximum, so once a full Newton step is below
- * 1e-7 rad the point it reaches is within about 1e-13 of the maximum: stop there rather
- * than spend one more round of derivatives measuring a step of 1e-14.  Where no step,
+ * Convergence is quadratic near a strict maximum (error after a step about K len^2, K a
+ * few units on these unit-scaled series): once a full, unhalved Newton step with no shift is
+ * below TK_NEWTON_CONVERGED (1e-5 rad), the point it reaches is within about 1e-9 rad of the
+ * maximum, far below what a float direction resolves; stop there with the value the
+ * backtracking test computed, and no further round of derivatives: the Hessian that gave
+ * that step was negative definite by a margin (no shift needed: its larger eigenvalue below
+ * -1e-3 of the scale), which a move of 1e-5 rad cannot undo.  Where no step,
  * however short, raises A x^m above rounding, x is as high as double resolves: stop too.
  * A strict maximum needs the Hessian's larger eigenvalue below -1e-6 of the scale: a
  * ring or ridge (one zero curvature) whose rounding leaves a determinant of 1e-18 is not
- * one.  *iterations (iterations may be NULL): the Newton iterations taken. */
-TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations)
+ * one.  *iterations (iterations may be NULL): the Newton iterations taken.  first_reach > 0:
+ * x is a predicted start (a model's maximum), and where the first iteration there needs a
+ * shifted Hessian or a step longer than first_reach, the climb stops at once, x untouched,
+ * and returns -1 (the prediction was wrong; the caller climbs from its own start). */
+TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations,
+                                         double first_reach)
 {
     double u[3], w[3], g[2], h[3];
     int halvings = 0, it = 0, flat = 0;
@@ -97,13 +106,20 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
         double len = sqrt(s0 * s0 + s1 * s1), xn[3];
         const int pure_newton = shift == 0.0 && len <= 0.1;
+        /* a start predicted near a maximum that is no such place: the caller starts again */
+        if (it == 0 && first_reach > 0 && !(shift == 0.0 && len <= first_reach)) {
+            if (iterations) *iterations = 1;
+            return -1;
+        }
         if (!(len > 1e-13)) break; /* at the maximum (or a NaN step: keep x) */
         if (len > 0.1) s0 *= 0.1 / len, s1 *= 0.1 / len, len = 0.1;
         int half = 0, rose = 0;
+        double value = lambda;
         for (;;) {
             for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
             TK_NEWTON_SFX(nt_normalize3)(xn);
-            if (TK_NEWTON_VALUE(t, xn) >= lambda - 1e-15 * scale) {
+            value = TK_NEWTON_VALUE(t, xn);
+            if (value >= lambda - 1e-15 * scale) {
                 rose = 1;
                 break;
             }
@@ -112,7 +128,12 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         }
         if (!rose) break;
         x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];
-        if (len < 1e-13 || (pure_newton && half == 0 && len < 1e-7)) {
+        if (pure_newton && half == 0 && len < TK_NEWTON_CONVERGED) {
+            if (iterations) *iterations = it + 1;
+            *amplitude = value;
+            return 1;
+        }
+        if (len < 1e-13) {
             ++it;
             break;
         }

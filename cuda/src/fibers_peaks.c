@@ -6,6 +6,7 @@
  * (its gradient A x^(lmax-1) and Hessian A x^(lmax-2)).  Polished maxima that coincide
  * are merged. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -27,6 +28,14 @@
 #undef TK_FMA
 
 #define TK_MAX_CANDIDATES 64
+
+/* The hot loops and the polynomial kernels also built for AVX2 + FMA (x86-64-v3), picked at
+ * load time. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define TK_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TK_CPU_CLONES
+#endif
 
 /* One voxel's tensor with the prescaled tables of the straight-line kernels for
  * lmax 2..8 (generated), or the reference index walk above that. */
@@ -55,7 +64,7 @@ static void vt_init(voxel_tensor *t, int m, const double *a)
     }
 }
 
-static void vt_axm1(const voxel_tensor *tc, const double *x, double *y)
+TK_CPU_CLONES static void vt_axm1(const voxel_tensor *tc, const double *x, double *y)
 {
     voxel_tensor *t = (voxel_tensor *)tc; /* the cache is no part of the tensor's value */
     if (t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2]) {
@@ -73,7 +82,7 @@ static void vt_axm1(const voxel_tensor *tc, const double *x, double *y)
     t->has_last = 1;
 }
 
-static void vt_axm2(const voxel_tensor *t, const double *x, double *y)
+TK_CPU_CLONES static void vt_axm2(const voxel_tensor *t, const double *x, double *y)
 {
     switch (t->m) {
     case 2: tk_unrolled_axm2_2_3_d(t->c2, x[0], x[1], x[2], y); break;
@@ -120,9 +129,7 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
  * lobe; on an even slope the one rise matches the fall opposite it), else 0.
  * Neighbour-major over blocks of 32 directions, so each step is a gather and a compare
  * across a vector. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
+TK_CPU_CLONES
 static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsigned char *is_max)
 {
     const int stride = p->grid_padded;
@@ -149,11 +156,24 @@ static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsi
     }
 }
 
+/* Grid direction i's quadratic model from its fit stencil (fibers_fit.c): th = tangent
+ * gradient (2) and Hessian (3) in the tangent basis nt_tangent_basis gives at i. */
+static void grid_fit_model(const tk_fibers_plan *p, const float *values, int i, float *th)
+{
+    const int *nbr = p->fit_nbr + (size_t)i * TK_FIBERS_FIT_WIDTH;
+    const float *w = p->fit_w + (size_t)i * 5 * TK_FIBERS_FIT_WIDTH, v0 = values[i];
+    float step[TK_FIBERS_FIT_WIDTH];
+    for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) step[j] = values[nbr[j]] - v0;
+    for (int r = 0; r < 5; ++r) {
+        float s = 0.f;
+        for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) s += w[r * TK_FIBERS_FIT_WIDTH + j] * step[j];
+        th[r] = s;
+    }
+}
+
 /* The series on the grid, in float (it only ranks directions): blocks of 32 directions
  * accumulate in registers over the coefficients; cloned for AVX2 + FMA. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
+TK_CPU_CLONES
 static void grid_values(const tk_fibers_plan *p, const double *sh, float *values)
 {
     const int k = p->k, stride = p->grid_padded;
@@ -195,10 +215,27 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
     grid_local_maxima(p, values, is_max);
     const double cos_near = cos(1.5 * sqrt(2.0 * 3.14159265358979323846 / g));
     const double cos_by_max = cos(TK_SHOULDER_GAP * sqrt(2.0 * 3.14159265358979323846 / g));
+    const float spacing_f = (float)sqrt(2.0 * 3.14159265358979323846 / g);
+    /* the marked directions, a few per cent of the grid, found eight flags at a time */
+    int *marked = (int *)(is_max + p->grid_padded), nmarked = 0;
+    for (int i0 = 0; i0 < g; i0 += 8) {
+        uint64_t flags;
+        memcpy(&flags, is_max + i0, sizeof flags);
+        if (!flags) continue;
+        for (int i = i0; i < i0 + 8 && i < g; ++i)
+            if (is_max[i]) marked[nmarked++] = i;
+    }
     for (int kind = 1; kind <= 2; ++kind) {
         int *list = cand + ncand, n = 0;
-        for (int i = 0; i < g; ++i) {
+        for (int q0 = 0; q0 < nmarked; ++q0) {
+            const int i = marked[q0];
             if (is_max[i] != kind) continue;
+            /* most shoulder candidates have no maximum within reach: the grid values say so */
+            if (kind == 2) {
+                float th[5];
+                grid_fit_model(p, values, i, th);
+                if (!tk_fibers_fit_reaches(th, spacing_f)) continue;
+            }
             /* a shoulder candidate next to a grid maximum is on that maximum's hill */
             int by_max = 0;
             for (int q = 0; q < ncand && kind == 2 && !by_max; ++q)
@@ -238,10 +275,31 @@ int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *wo
             double step = nt_newton_step_cpu(&vt, x);
             if (step < 0 || step > spacing) continue;
         }
-        int climbed = 0;
-        const int strict = nt_polish_cpu(&vt, x, &amp, &climbed);
+        /* A grid maximum starts Newton at its model's maximum where that has one within a
+         * grid spacing and lies above the grid direction: a start a few per cent of a
+         * spacing off the maximum converges in two iterations, a grid direction in three
+         * or four.  The model spans two spacings, wider than the narrowest bumps: one it
+         * misjudges can put the start where the Hessian is indefinite, on the slope of a
+         * larger neighbour that the climb would then reach instead; there (or where the
+         * first step is not short) the climb starts again from the grid direction.  (The
+         * uphill test reads the value the first iteration needs anyway.) */
+        int strict = -1, climbed = 0;
+        if (is_max[cand[c]] == 1) {
+            float th[5];
+            double start[3] = {x[0], x[1], x[2]};
+            grid_fit_model(p, values, cand[c], th);
+            tk_fibers_fit_start(th, spacing, start);
+            if (vt_axm(&vt, start) >= (double)values[cand[c]]) {
+                strict = nt_polish_cpu(&vt, start, &amp, &climbed, 0.25 * spacing);
+                if (iterations) *iterations += (unsigned long long)climbed;
+                if (strict >= 0) memcpy(x, start, sizeof x);
+            }
+        }
+        if (strict < 0) {
+            strict = nt_polish_cpu(&vt, x, &amp, &climbed, 0);
+            if (iterations) *iterations += (unsigned long long)climbed;
+        }
         if (polished) ++*polished;
-        if (iterations) *iterations += (unsigned long long)climbed;
         if (!strict) continue;
         tk_canonical_sign(3, x);
         int dup = 0;

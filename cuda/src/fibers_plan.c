@@ -21,13 +21,39 @@ void tk_fibers_plan_free(tk_fibers_plan *p)
     free(p->nbr);
     free(p->nbr_near);
     free(p->nbr_fixed);
+    free(p->fit_nbr);
+    free(p->fit_w);
     memset(p, 0, sizeof *p);
 }
 
 size_t tk_fibers_plan_work(const tk_fibers_plan *p)
 {
-    /* grid values (floats, padded), the tensor, then the local-maximum flags (bytes) */
-    return (size_t)p->grid_padded / 2 + 1 + (size_t)p->k + (size_t)p->grid_padded / 8 + 1;
+    /* grid values (floats, padded), the tensor, the local-maximum flags (bytes, padded),
+     * then the marked directions (ints) */
+    return (size_t)p->grid_padded / 2 + 1 + (size_t)p->k + (size_t)p->grid_padded / 8 + 1 + (size_t)p->grid_padded / 2 + 1;
+}
+
+/* The lattice index of height z (fractional), from z_j = 1 - (2j + 1) / 2g. */
+static double lattice_index(int g, double z) { return ((1.0 - z) * 2.0 * g - 1.0) / 2.0; }
+
+static int clamp_index(double j, int g) { return j < 0 ? 0 : j > g ? g : (int)j; }
+
+int tk_fibers_grid_window(int g, const double *dirs, int i, double radius, int *ranges)
+{
+    const double z = dirs[(size_t)i * 3 + 2];
+    /* two indices of slack on each side for rounding */
+    int lo = clamp_index(floor(lattice_index(g, z + radius)) - 2, g);
+    int hi = clamp_index(ceil(lattice_index(g, z - radius)) + 3, g);
+    ranges[0] = lo, ranges[1] = hi;
+    /* antipodes -d_j, z_j >= 0: within reach only where z_j <= radius - z */
+    if (radius - z < 0) return 1;
+    const int lo2 = clamp_index(floor(lattice_index(g, radius - z)) - 2, g);
+    if (lo2 <= hi) {
+        ranges[1] = g;
+        return 1;
+    }
+    ranges[2] = lo2, ranges[3] = g;
+    return 2;
 }
 
 tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *p)
@@ -80,7 +106,10 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
         p->nbr_start[i] = (int)used;
         p->nbr_near[i] = 0;
         const double *a = p->dirs + (size_t)i * 3;
-        for (int j = 0; j < g; ++j) {
+        int ranges[4];
+        const int nranges = tk_fibers_grid_window(g, p->dirs, i, 1.3 * spacing + 1e-9, ranges);
+        for (int r = 0; r < nranges && p->nbr; ++r)
+        for (int j = ranges[2 * r]; j < ranges[2 * r + 1]; ++j) {
             if (j == i) continue;
             const double *b = p->dirs + (size_t)j * 3;
             const double d = fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]);
@@ -124,7 +153,8 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
             int count = i < g ? p->nbr_start[i + 1] - p->nbr_start[i] : 0;
             p->nbr_fixed[(size_t)n * p->grid_padded + i] = n < count ? p->nbr[p->nbr_start[i] + n] : (i < g ? i : 0);
         }
-    return TK_OK;
+    if ((s = tk_fibers_fit_create(p)) != TK_OK) tk_fibers_plan_free(p);
+    return s;
 }
 
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
