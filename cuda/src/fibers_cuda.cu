@@ -146,6 +146,8 @@ struct FibArgs {
                            * that most shoulder candidates fail */
     int order_cap;
     int *cand_voxel, *cand_dir;
+    float *cand_start;    /* per candidate: a grid maximum's model maximum to start its climb
+                           * at (x, y, z), or NaN in x to start at the grid direction */
     double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
     size_t num_voxels;
     int grid, grid_padded, k, num_peaks;
@@ -157,6 +159,29 @@ __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
 {
     size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP2);
     return (bytes + 15) / 16 * 16;
+}
+
+/* Grid direction d's quadratic model from its fit stencil (fibers_fit.c) over the warp's
+ * grid values: th = tangent gradient (2) and Hessian (3). */
+__device__ static void grid_fit_model(const FibArgs &p, const float *vals, int d, float *th)
+{
+    const int *fn = p.fit_nbr + (size_t)d * TK_FIBERS_FIT_WIDTH;
+    const float *fw = p.fit_w + (size_t)d * 5 * TK_FIBERS_FIT_WIDTH, v0 = vals[d];
+#pragma unroll
+    for (int r = 0; r < 5; ++r) th[r] = 0.f;
+#pragma unroll
+    for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) {
+        const float step = vals[__ldg(fn + j)] - v0;
+#pragma unroll
+        for (int r = 0; r < 5; ++r) th[r] = fmaf(__ldg(fw + r * TK_FIBERS_FIT_WIDTH + j), step, th[r]);
+    }
+}
+
+__device__ static void tk_fibers_fit_start_model(const FibArgs &p, const float *vals, int d, double *x)
+{
+    float th[5];
+    grid_fit_model(p, vals, d, th);
+    tk_fibers_fit_start(th, p.spacing, x);
 }
 
 /* 1: not below any neighbour; 2: a shoulder candidate, not below the nearest ones (within
@@ -180,15 +205,8 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
     if (!(ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall))) return 0;
     /* a shoulder candidate whose neighbours' quadratic model has no maximum within reach
      * is none (as shoulder_fit_reaches on the CPU) */
-    float th[5] = {0.f, 0.f, 0.f, 0.f, 0.f};
-    const int *fn = p.fit_nbr + (size_t)d * TK_FIBERS_FIT_WIDTH;
-    const float *fw = p.fit_w + (size_t)d * 5 * TK_FIBERS_FIT_WIDTH;
-#pragma unroll
-    for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) {
-        const float step = vals[__ldg(fn + j)] - v0;
-#pragma unroll
-        for (int r = 0; r < 5; ++r) th[r] = fmaf(__ldg(fw + r * TK_FIBERS_FIT_WIDTH + j), step, th[r]);
-    }
+    float th[5];
+    grid_fit_model(p, vals, d, th);
     return tk_fibers_fit_reaches(th, (float)p.spacing) ? 2 : 0;
 }
 
@@ -324,6 +342,20 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
         first1 = __shfl_sync(TK_FIB_FULL, first1, 0), first2 = __shfl_sync(TK_FIB_FULL, first2, 0);
         for (int c = lane; c < count; c += 32) {
             p.cand_voxel[first + c] = (int)v, p.cand_dir[first + c] = cand[c];
+            /* a grid maximum's climb starts at its model's maximum where that is uphill (as
+             * on the CPU; the polish kernel falls back to the grid direction) */
+            float *start = p.cand_start + (size_t)(first + c) * 3;
+            start[0] = NAN;
+            if (cand[c] >= 0) {
+                const int d = cand[c];
+                double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)};
+                nt_normalize3_gpu(x);
+                const double x0 = x[0], x1 = x[1], x2 = x[2];
+                tk_fibers_fit_start_model(p, vals, d, x);
+                if ((x[0] != x0 || x[1] != x1 || x[2] != x2) &&
+                    poly_value_f<M>(cf, (float)x[0], (float)x[1], (float)x[2]) >= vals[d])
+                    start[0] = (float)x[0], start[1] = (float)x[1], start[2] = (float)x[2];
+            }
             if (c < count1) p.order[first1 + c] = first + c;
             else p.order[p.order_cap - 1 - (first2 + c - count1)] = first + c;
         }
@@ -350,7 +382,15 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
                 continue;
             }
         }
-        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0);
+        int good = -1;
+        const float *start = p.cand_start + (size_t)i * 3;
+        if (coded >= 0 && !isnan(start[0])) {
+            double y[3] = {start[0], start[1], start[2]};
+            nt_normalize3_gpu(y);
+            good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing);
+            if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
+        }
+        if (good < 0) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0);
         /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
         int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
         if (fabs(x[2]) > fabs(x[big])) big = 2;
@@ -448,6 +488,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     uint8_t *d_mask[2] = {NULL, NULL};
     double *d_coef[2] = {NULL, NULL}, *d_res[2] = {NULL, NULL};
     int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL};
+    float *d_cand_start[2] = {NULL, NULL};
     int polish_blocks = 0, select_blocks = 0;
     unsigned long long *d_bad = NULL, bad = 0;
     cudaStream_t stream[2] = {NULL, NULL};
@@ -530,7 +571,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
      * took memory meanwhile) are retried with half the chunk, down to one voxel. */
     /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
     per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * ((size_t)k + 2) +
-                2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (3 * sizeof(int) + 4 * sizeof(double));
+                2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (3 * sizeof(int) + 3 * sizeof(float) + 4 * sizeof(double));
     if (num_voxels == 0) goto cleanup;
     if ((status = tk_cuda_memory_get(&free_bytes, &total_bytes)) != TK_OK) goto cleanup;
     chunk = tk_cuda_budget(free_bytes) / 2 / per_voxel;
@@ -538,9 +579,9 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     if (chunk > num_voxels) chunk = num_voxels;
     if (chunk == 0) chunk = 1; /* the allocation below decides, and words the error */
     for (;;) {
-        tk_cuda_buffer bufs[16];
+        tk_cuda_buffer bufs[18];
         for (int s = 0; s < 2; ++s) {
-            tk_cuda_buffer *b = bufs + 8 * s;
+            tk_cuda_buffer *b = bufs + 9 * s;
             b[0] = {(void **)&d_sh[s], sizeof(float) * (size_t)k * chunk};
             b[1] = {(void **)&d_dirs[s], sizeof(float) * 3 * (size_t)np * chunk};
             b[2] = {(void **)&d_amps[s], sizeof(float) * (size_t)np * chunk};
@@ -550,8 +591,9 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
             b[5] = {(void **)&d_voxel_list[s], sizeof(int) * (2 * chunk + 3)};
             b[6] = {(void **)&d_cand_list[s], sizeof(int) * 3 * TK_FIB_CAP2 * chunk};
             b[7] = {(void **)&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};
+            b[8] = {(void **)&d_cand_start[s], sizeof(float) * 3 * TK_FIB_CAP2 * chunk};
         }
-        cudaError_t err = tk_cuda_malloc_all(bufs, 16);
+        cudaError_t err = tk_cuda_malloc_all(bufs, 18);
         if (err == cudaSuccess) break;
         if (err != cudaErrorMemoryAllocation) {
             status = tk_set_error(TK_ERR_CUDA, "CUDA fiber backend: cudaMalloc failed: %s", cudaGetErrorString(err));
@@ -601,6 +643,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 args.coef = d_coef[s];
                 args.first = d_voxel_list[s], args.count = d_voxel_list[s] + chunk, args.num_cands = d_voxel_list[s] + 2 * chunk;
                 args.cand_voxel = d_cand_list[s], args.cand_dir = d_cand_list[s] + (size_t)TK_FIB_CAP2 * chunk;
+                args.cand_start = d_cand_start[s];
                 args.order = d_cand_list[s] + (size_t)2 * TK_FIB_CAP2 * chunk, args.order_cap = (int)(TK_FIB_CAP2 * chunk);
                 args.num_kind1 = args.num_cands + 1, args.num_kind2 = args.num_cands + 2;
                 args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP2 * chunk;
@@ -661,6 +704,7 @@ cleanup:
         tk_cuda_free(d_coef[s]);
         tk_cuda_free(d_voxel_list[s]);
         tk_cuda_free(d_cand_list[s]);
+        tk_cuda_free(d_cand_start[s]);
         tk_cuda_free(d_res[s]);
         if (stream[s]) cudaStreamDestroy(stream[s]);
         if (ev_start[s]) cudaEventDestroy(ev_start[s]);
