@@ -51,6 +51,15 @@ int tk_outset_add(tk_outset *s, const char *flag, const char *path, const char *
  * yet: the folder is created on commit (its parent must exist now).  A folder that exists
  * must be a real folder, not a symbolic link (the link's target is used instead). */
 int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, const char *name);
+/* A folder output replaced whole (a model directory): the files names (NULL-terminated, at
+ * most 20) are written into a temporary folder beside it and, on commit, that folder is
+ * swapped in by one atomic exchange, so that a reader or a killed run sees the old folder
+ * or the new one, never a mix.  Files in the old folder that are neither in names nor
+ * ours(name) (a user's notes) are kept: hard-linked into the new folder before the swap.
+ * A symbolic link to a folder stays, and the folder it names is replaced.  tk_outset_temp
+ * (idx, k) is where names[k] goes. */
+int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, const char *const *names,
+                         int (*ours)(const char *name));
 /* A file to remove from place on commit (after the renames): an old output of ours the new
  * set no longer has (a model's A4.npy when the new model has order 3).  Path checks as
  * above; a missing file is no error. */
@@ -81,6 +90,14 @@ int tk_fsync_close(int fd);
 int tk_outset_commit(tk_outset *s);
 /* Remove every temporary (an error path); the set stays usable only for free. */
 void tk_outset_abort(tk_outset *s);
+
+/* A message in the set's way (printed as "PROG: error: ..." where the set has a program
+ * name; always tk_last_error()); returns code. */
+int tk_outset_fail(const tk_outset *s, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* Remove the temporaries of runs that no longer run from folder (".tk-tmp-PID-*" folders
  * whose PID is gone; their files, not following links).  Returns how many were removed. */

@@ -340,7 +340,7 @@ tk_status tk_npy_write_fd(int fd, const char *name, tk_npy_dtype dtype, int ndim
     if (!err && bytes) err = tk_write_all(fd, data, bytes);
     if (err)
         return tk_set_error(TK_ERR_IO, "%s: cannot write: %s%s", name, strerror(err),
-                            err == ENOSPC || err == EFBIG || err == EDQUOT ? " (the disk is full)" : "");
+                            err == ENOSPC || err == EFBIG || err == EDQUOT ? " (out of space: free some, or write elsewhere)" : "");
     return TK_OK;
 }
 

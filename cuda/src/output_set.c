@@ -18,6 +18,7 @@
 #include "tk_status.h"
 
 #define TMP_PREFIX ".tk-tmp-"
+#define TK_OUTSET_MAX_FILES 20
 
 typedef struct {
     char *final;      /* the path as the user gave it (or folder/name) */
@@ -31,8 +32,10 @@ typedef struct {
     char *tmpdir;        /* NULL for a removal */
     char *create_folder; /* a folder output that does not exist yet: made on commit */
     int removal;
+    char *swap_folder;              /* a folder output replaced whole: its real path */
+    int (*ours)(const char *name);  /* names an old version of that folder may hold that are ours */
     int nfiles;
-    file_t files[8];
+    file_t files[TK_OUTSET_MAX_FILES];
 } entry_t;
 
 typedef struct {
@@ -136,6 +139,16 @@ static int fail(const tk_outset *s, int code, const char *fmt, ...)
     tk_set_error(TK_ERR_IO, "%s", msg);
     if (s->prog) fprintf(stderr, "%s: error: %s\n", s->prog, msg);
     return code;
+}
+
+int tk_outset_fail(const tk_outset *s, int code, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail(s, code, "%s", msg);
 }
 
 /* "--out fit/a.npy" or "fit/a.npy" where no flag names it. */
@@ -252,6 +265,7 @@ void tk_outset_free(tk_outset *s)
         free(e->flag);
         free(e->tmpdir);
         free(e->create_folder);
+        free(e->swap_folder);
     }
     for (int i = 0; i < s->ninputs; ++i) {
         free(s->inputs[i].flag);
@@ -372,6 +386,7 @@ static void drop_entry(entry_t *e)
     free(e->flag);
     free(e->tmpdir);
     free(e->create_folder);
+    free(e->swap_folder);
     memset(e, 0, sizeof *e);
 }
 
@@ -386,7 +401,7 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
         return fail(s, 1, "%s: cannot write: the folder %s %s; create it first", label(flag, path, a, sizeof a),
                     where, errno == ENOENT ? "does not exist" : strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return fail(s, 1, "%s: cannot write: %s is not a folder", label(flag, path, a, sizeof a), where);
+        return fail(s, 1, "%s: cannot write: %s is not a directory", label(flag, path, a, sizeof a), where);
     tk_outset_remove_stale(where);
     char pid[32];
     snprintf(pid, sizeof pid, "%s%ld-XXXXXX", TMP_PREFIX, (long)getpid());
@@ -465,10 +480,10 @@ static int add_entry(tk_outset *s, const char *flag, const char *const *finals, 
 
 int tk_outset_add(tk_outset *s, const char *flag, const char *path, const char *const *companions)
 {
-    const char *finals[8] = {path};
+    const char *finals[TK_OUTSET_MAX_FILES] = {path};
     int n = 1;
     for (const char *const *c = companions; c && *c; ++c) {
-        if (n == 8) return -fail(s, 1, "%s: too many companion files", path);
+        if (n == TK_OUTSET_MAX_FILES) return -fail(s, 1, "%s: too many companion files", path);
         finals[n++] = *c;
     }
     if (!path || !*path) return -fail(s, 2, "%s: an output path is empty", flag ? flag : "output");
@@ -489,7 +504,7 @@ int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, 
     int r;
     if (stat(folder, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
-            r = -fail(s, 1, "%s: exists and is not a folder; give a folder name", label(flag, folder, a, sizeof a));
+            r = -fail(s, 1, "%s: exists and is not a directory; give a directory name", label(flag, folder, a, sizeof a));
         else /* an existing folder (a link to one included: the files go to the folder it names) */
             r = add_entry(s, flag, (const char *const *)&final, 1, folder, NULL, 0);
     } else if (errno == ENOENT) {
@@ -501,6 +516,51 @@ int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, 
         r = -fail(s, 1, "%s: cannot write: %s", label(flag, folder, a, sizeof a), strerror(errno));
     }
     free(final);
+    return r;
+}
+
+int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, const char *const *names,
+                         int (*ours)(const char *name))
+{
+    char a[1024];
+    if (!folder || !*folder) return -fail(s, 2, "%s: an output folder is empty", flag ? flag : "output");
+    char *finals[TK_OUTSET_MAX_FILES];
+    int n = 0, r;
+    for (const char *const *c = names; c && *c; ++c) {
+        if (n == TK_OUTSET_MAX_FILES) {
+            for (int k = 0; k < n; ++k) free(finals[k]);
+            return -fail(s, 1, "%s: too many files", folder);
+        }
+        if (!(finals[n++] = cat3(folder, "/", *c))) {
+            for (int k = 0; k < n - 1; ++k) free(finals[k]);
+            return -fail(s, 1, "out of memory");
+        }
+    }
+    /* A link to a folder: the folder it names is replaced, and the link kept. */
+    char real[PATH_MAX];
+    struct stat st;
+    char *parent = NULL;
+    if (stat(folder, &st) == 0) {
+        if (!S_ISDIR(st.st_mode) || !realpath(folder, real))
+            r = -fail(s, 1, "%s: exists and is not a directory; give a directory name", label(flag, folder, a, sizeof a));
+        else if (!(parent = folder_of(real, NULL)))
+            r = -fail(s, 1, "out of memory");
+        else
+            r = add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0);
+    } else if (errno == ENOENT) {
+        snprintf(real, sizeof real, "%s", folder);
+        parent = folder_of(folder, NULL);
+        r = parent ? add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0) : -fail(s, 1, "out of memory");
+    } else {
+        r = -fail(s, 1, "%s: cannot write: %s", label(flag, folder, a, sizeof a), strerror(errno));
+    }
+    free(parent);
+    for (int k = 0; k < n; ++k) free(finals[k]);
+    if (r >= 0) {
+        entry_t *e = &s->entries[r];
+        e->ours = ours;
+        if (!(e->swap_folder = strdup(real))) return -fail(s, 1, "out of memory");
+    }
     return r;
 }
 
@@ -565,6 +625,24 @@ int tk_fsync_close(int fd)
     return err;
 }
 
+/* Every file in a temporary folder of ours (a writer may add files we did not name), not
+ * following links, then the folder. */
+static void remove_tmpdir(int parent_fd, const char *name)
+{
+    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) unlinkat(fd, de->d_name, 0);
+    closedir(d);
+    unlinkat(parent_fd, name, AT_REMOVEDIR);
+}
+
 /* ---- commit and abort ----------------------------------------------------------------- */
 
 static int check_file(tk_outset *s, const entry_t *e, const file_t *f)
@@ -598,6 +676,70 @@ static void sync_folder(const char *path)
     free(folder);
 }
 
+/* A folder output replaced whole, so that a reader (or a run killed now) sees the old
+ * folder or the new one, never a mix: files in the folder that are not ours (a user's
+ * notes) are hard-linked into the new folder first (folders of theirs moved), then one
+ * atomic exchange swaps the new folder in, and the old one, left with our old files and
+ * second names of the user's, is removed.  Nothing is followed through a link. */
+static int swap_in_folder(tk_outset *s, entry_t *e)
+{
+    char a[1024];
+    struct stat st;
+    /* mkdtemp made the folder 0700: give it the old folder's mode, or the usual one */
+    mode_t mask = umask(0);
+    umask(mask);
+    chmod(e->tmpdir, stat(e->swap_folder, &st) == 0 ? (st.st_mode & 07777) : (0777 & ~mask));
+    if (lstat(e->swap_folder, &st) != 0) {
+        if (errno == ENOENT && rename(e->tmpdir, e->swap_folder) == 0) {
+            free(e->tmpdir); /* it is the output now */
+            e->tmpdir = NULL;
+            return 0;
+        }
+        return fail(s, 1, "%s: cannot move the new folder into place: %s", label(e->flag, e->swap_folder, a, sizeof a),
+                    strerror(errno));
+    }
+    int old_fd = open(e->swap_folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int new_fd = open(e->tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = old_fd >= 0 ? fdopendir(dup(old_fd)) : NULL;
+    int code = 0;
+    if (!d || new_fd < 0)
+        code = fail(s, 1, "%s: cannot open the folder: %s", label(e->flag, e->swap_folder, a, sizeof a), strerror(errno));
+    struct dirent *de;
+    while (!code && (de = readdir(d))) {
+        const char *n = de->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || (e->ours && e->ours(n))) continue;
+        int mine = 0;
+        for (int k = 0; k < e->nfiles && !mine; ++k) mine = !strcmp(strrchr(e->files[k].temp, '/') + 1, n);
+        if (mine) continue;
+        struct stat fst;
+        if (fstatat(old_fd, n, &fst, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        int ok = S_ISDIR(fst.st_mode) ? renameat(old_fd, n, new_fd, n) == 0 : linkat(old_fd, n, new_fd, n, 0) == 0;
+        if (!ok && !S_ISDIR(fst.st_mode) && (errno == EPERM || errno == EXDEV || errno == EMLINK))
+            ok = renameat(old_fd, n, new_fd, n) == 0; /* no hard links here: moved instead */
+        if (!ok)
+            code = fail(s, 1, "%s/%s: cannot keep this file of yours in the new folder: %s; nothing was replaced",
+                        e->swap_folder, n, strerror(errno));
+    }
+    if (d) closedir(d);
+    if (!code && renameat2(AT_FDCWD, e->tmpdir, AT_FDCWD, e->swap_folder, RENAME_EXCHANGE) != 0)
+        code = fail(s, 1, "%s: cannot swap in the new folder: %s", label(e->flag, e->swap_folder, a, sizeof a),
+                    strerror(errno));
+    if (code && new_fd >= 0) { /* put back what was moved; links need nothing */
+        DIR *back = fdopendir(dup(new_fd));
+        while (back && (de = readdir(back))) {
+            struct stat fst;
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+                fstatat(new_fd, de->d_name, &fst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(fst.st_mode))
+                renameat(new_fd, de->d_name, old_fd, de->d_name);
+        }
+        if (back) closedir(back);
+    }
+    if (old_fd >= 0) close(old_fd);
+    if (new_fd >= 0) close(new_fd);
+    /* On success the temporary's path holds the old folder: the abort after commit removes it. */
+    return code;
+}
+
 int tk_outset_commit(tk_outset *s)
 {
     char a[1024];
@@ -623,6 +765,14 @@ int tk_outset_commit(tk_outset *s)
     for (int i = 0; i < s->nentries; ++i) {
         entry_t *e = &s->entries[i];
         if (e->removal) continue;
+        if (e->swap_folder) {
+            if (swap_in_folder(s, e) != 0) {
+                tk_outset_abort(s);
+                return 1;
+            }
+            ++renamed;
+            continue;
+        }
         for (int j = 1; j <= e->nfiles; ++j) {
             const int k = j % e->nfiles; /* companions (a header's data file) first, the output itself last */
             if (rename(e->files[k].temp, e->files[k].final) != 0) {
@@ -644,28 +794,11 @@ int tk_outset_commit(tk_outset *s)
     sigset_t old;
     block(&old);
     for (int i = 0; i < s->nentries; ++i)
-        if (s->entries[i].tmpdir) rmdir(s->entries[i].tmpdir);
+        if (s->entries[i].swap_folder && s->entries[i].tmpdir) remove_tmpdir(AT_FDCWD, s->entries[i].tmpdir);
+        else if (s->entries[i].tmpdir) rmdir(s->entries[i].tmpdir);
     s->committed = 1;
     unblock(&old);
     return 0;
-}
-
-/* Every file in a temporary folder of ours (a writer may add files we did not name), not
- * following links, then the folder. */
-static void remove_tmpdir(int parent_fd, const char *name)
-{
-    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) unlinkat(fd, de->d_name, 0);
-    closedir(d);
-    unlinkat(parent_fd, name, AT_REMOVEDIR);
 }
 
 void tk_outset_abort(tk_outset *s)
