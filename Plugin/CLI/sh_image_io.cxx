@@ -782,4 +782,20 @@ int add_volume_output(tk_outset *set, const char *flag, const std::string &path)
     return tk_outset_add(set, flag, path.c_str(), companions);
 }
 
+int register_volume_output(const char *prog, const std::vector<std::pair<const char *, std::string>> &inputs,
+                           const char *flag, const std::string &output, VolumeOutput &out)
+{
+    out.set.reset(tk_outset_new(prog));
+    if (!out.set) {
+        std::fprintf(stderr, "%s: error: out of memory\n", prog);
+        return 1;
+    }
+    for (const auto &in : inputs)
+        if (!in.second.empty())
+            for (const std::string &f : volume_files(in.second))
+                if (int bad = tk_outset_input(out.set.get(), in.first, f.c_str())) return bad;
+    out.idx = add_volume_output(out.set.get(), flag, output);
+    return out.idx < 0 ? -out.idx : 0;
+}
+
 }  // namespace tk

@@ -11,7 +11,9 @@
 // itk::VectorImage<float, 3>.  Geometry in ITK's images is LPS, as always.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "itkImage.h"
@@ -78,6 +80,16 @@ void write_scalar_volume(const ScalarImage3 *image, tk_outset *set, int idx);
 // Registers the volume at path (with a detached header's data file) as an output of set:
 // tk_outset_add's index, or minus an exit code after its message.
 int add_volume_output(tk_outset *set, const char *flag, const std::string &path);
+
+// A command writing one volume (tk-tucker complete, tk-pltf complete): its output set with
+// the inputs (flag, path; empty paths skipped; a detached header's data file included) and
+// the output, registered before any work.  0, or the exit code after the set's message.
+struct VolumeOutput {
+    std::unique_ptr<tk_outset, void (*)(tk_outset *)> set{nullptr, tk_outset_free};
+    int idx = -1;
+};
+int register_volume_output(const char *prog, const std::vector<std::pair<const char *, std::string>> &inputs,
+                           const char *flag, const std::string &output, VolumeOutput &out);
 
 // A 4-D scalar image (e.g. a 4-D NIfTI) as it is, with its 4-D geometry (the 4th axis'
 // spacing, such as a frame time, included); written atomically as above.

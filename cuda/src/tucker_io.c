@@ -140,6 +140,9 @@ int tk_tucker_manifest_get(const char *manifest, const char *key, char *out, siz
             const char *v = line + klen;
             while (v < line + len && (*v == ' ' || *v == '=')) ++v;
             size_t vlen = (size_t)(line + len - v);
+            /* a manifest saved with CRLF line ends (an editor on Windows) or trailing blanks
+             * means the same values */
+            while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == ' ' || v[vlen - 1] == '\t')) --vlen;
             if (vlen >= size) vlen = size - 1;
             memcpy(out, v, vlen);
             out[vlen] = '\0';

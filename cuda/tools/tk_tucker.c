@@ -319,7 +319,20 @@ static int cmd_train(int argc, char **argv)
                              model.dims[n], dims[n]);
                 goto done;
             }
-        start = tk_tucker_manifest_get(manifest, "iteration", v, sizeof v) ? strtol(v, NULL, 10) : 0;
+        start = 0;
+        if (tk_tucker_manifest_get(manifest, "iteration", v, sizeof v)) {
+            /* the whole value, >= 0: a damaged or hand-edited checkpoint is refused, not
+             * resumed from a negative iteration */
+            char *end = NULL;
+            errno = 0;
+            start = strtol(v, &end, 10);
+            if (end == v || *end || errno || start < 0) {
+                tk_cli_error(prog, "--resume: %s/manifest.txt: iteration '%s' is not a whole number >= 0; the "
+                                   "checkpoint is damaged: fix that line, or train without --resume", a.out, v);
+                rc = TK_EXIT_FAILURE;
+                goto done;
+            }
+        }
         fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
     } else {
         if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
