@@ -1017,6 +1017,15 @@ shown here, and other users); the check compares everything else in them. Runs h
 8 GiB address-space limit (not under the sanitizers), so a tool that believed an absurd
 header would fail to allocate rather than wake the OOM killer; every absurd-size row below
 is refused from the header or the flags, before any large allocation.
+
+The rows named "write: ..." check the outputs themselves: a full disk (a file-size limit,
+`RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so that writes fail as on a full disk) must be an
+error naming the file, with no output left and earlier files as they were; an output may not
+be an input, a file inside an input model folder or another output of the same call; a model
+folder reached through a link, or holding a file of the user's, is replaced with the link and
+that file kept; a temporary folder left by a run killed with `kill -9` is removed by the next
+run; and a run sent SIGTERM or SIGINT (once its outputs' temporaries exist) ends by that
+signal ("signal" in the exit column) and leaves nothing behind.
 """
 
 

@@ -97,6 +97,23 @@ TEST(OutputSet, CommitPutsEveryOutputInPlaceAndLeavesNoTemporary)
     EXPECT_EQ(names(d), (std::vector<std::string>{"a.txt", "b.txt"}));
 }
 
+TEST(OutputSet, AnOldFileIsRemovedOnCommitOnly)
+{
+    const std::string d = temp_dir();
+    put(d + "/old4.npy", "from an earlier, larger set");
+    {
+        Set set;
+        ASSERT_GE(tk_outset_remove_on_commit(set.s, (d + "/old4.npy").c_str()), 0);
+        tk_outset_abort(set.s);
+    }
+    EXPECT_TRUE(exists(d + "/old4.npy"));
+    Set set;
+    ASSERT_GE(tk_outset_remove_on_commit(set.s, (d + "/old4.npy").c_str()), 0);
+    ASSERT_GE(tk_outset_remove_on_commit(set.s, (d + "/never.npy").c_str()), 0);  // a missing one is no error
+    ASSERT_EQ(tk_outset_commit(set.s), 0) << tk_last_error();
+    EXPECT_TRUE(names(d).empty());
+}
+
 TEST(OutputSet, AFailedOutputLeavesNoneOfTheCallsOutputsAndTheOldFiles)
 {
     const std::string d = temp_dir();

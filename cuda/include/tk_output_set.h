@@ -16,6 +16,10 @@
  *   - A temporary folder is named ".tk-tmp-PID-XXXXXX"; one whose PID no longer runs was
  *     left by a killed run (kill -9, a crash, power loss) and is removed by the next run
  *     that writes to the same folder.
+ * The handlers are installed with the first set, only for signals whose disposition is
+ * still the default (an ignored SIGHUP under nohup, or a host program's own handler, is left
+ * alone); a forked child never removes its parent's temporaries.  Sets may be made on
+ * several threads; one set belongs to one thread.
  * Messages: "PROG: error: FLAG PATH: what is wrong; what to do". */
 #ifndef TK_OUTPUT_SET_H
 #define TK_OUTPUT_SET_H

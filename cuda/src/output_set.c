@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ typedef struct {
 } input_t;
 
 struct tk_outset {
+    pid_t owner; /* a forked child's copy is not its to clean up */
     char *prog;
     entry_t *entries;
     int nentries, cap;
@@ -59,6 +61,7 @@ struct tk_outset {
 #define MAX_SETS 32
 static tk_outset *volatile active[MAX_SETS];
 static volatile sig_atomic_t handling;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER; /* sets made on several threads at once */
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 /* The handler only reads entries fully built under blocked signals (see block()), and only
@@ -78,8 +81,9 @@ static void on_signal(int sig)
 {
     if (!handling) {
         handling = 1;
+        const pid_t me = getpid();
         for (int k = 0; k < MAX_SETS; ++k)
-            if (active[k] && !active[k]->committed) remove_temporaries_unsafe(active[k]);
+            if (active[k] && !active[k]->committed && active[k]->owner == me) remove_temporaries_unsafe(active[k]);
     }
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns: the process ends by the signal, as before */
@@ -87,15 +91,13 @@ static void on_signal(int sig)
 
 static void at_exit(void)
 {
+    const pid_t me = getpid();
     for (int k = 0; k < MAX_SETS; ++k)
-        if (active[k]) tk_outset_abort(active[k]);
+        if (active[k] && active[k]->owner == me) tk_outset_abort(active[k]);
 }
 
-static void install_once(void)
+static void install(void)
 {
-    static int installed;
-    if (installed) return;
-    installed = 1;
     for (size_t k = 0; k < sizeof cleanup_signals / sizeof *cleanup_signals; ++k) {
         struct sigaction old, sa;
         if (sigaction(cleanup_signals[k], NULL, &old) != 0) continue;
@@ -108,6 +110,12 @@ static void install_once(void)
         sigaction(cleanup_signals[k], &sa, NULL);
     }
     atexit(at_exit);
+}
+
+static void install_once(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install);
 }
 
 /* Changes to a set happen with the cleanup signals blocked, so that the handler never sees
@@ -230,13 +238,16 @@ tk_outset *tk_outset_new(const char *prog)
         free(s);
         return NULL;
     }
+    s->owner = getpid();
     install_once();
     sigset_t old;
     block(&old);
+    pthread_mutex_lock(&registry_lock);
     int slot = -1;
     for (int k = 0; k < MAX_SETS && slot < 0; ++k)
         if (!active[k]) slot = k;
     if (slot >= 0) active[slot] = s;
+    pthread_mutex_unlock(&registry_lock);
     unblock(&old);
     return s; /* a 33rd set at once works, without signal cleanup */
 }
@@ -245,8 +256,10 @@ static void forget(tk_outset *s)
 {
     sigset_t old;
     block(&old);
+    pthread_mutex_lock(&registry_lock);
     for (int k = 0; k < MAX_SETS; ++k)
         if (active[k] == s) active[k] = NULL;
+    pthread_mutex_unlock(&registry_lock);
     unblock(&old);
 }
 
@@ -436,7 +449,7 @@ static int set_file(tk_outset *s, entry_t *e, const char *final, const char *tmp
 
 /* Shared by the adds: the entry's checks, then its temporary folder. */
 static int add_entry(tk_outset *s, const char *flag, const char *const *finals, int nfinals, const char *tmp_where,
-                     const char *create_folder, int removal)
+                     const char *create_folder, int removal, const char *shown)
 {
     char a[1024];
     for (int k = 0; k < nfinals; ++k) {
@@ -455,7 +468,7 @@ static int add_entry(tk_outset *s, const char *flag, const char *const *finals, 
     for (int k = 0; k < nfinals && !code; ++k) code = set_file(s, e, finals[k], NULL);
     for (int k = 0; k < e->nfiles && !code; ++k) code = check_alias(s, flag, &e->files[k]);
     char *tmpdir = NULL;
-    if (!code && !removal) code = make_tmpdir(s, flag, finals[0], tmp_where, &tmpdir);
+    if (!code && !removal) code = make_tmpdir(s, flag, shown ? shown : finals[0], tmp_where, &tmpdir);
     if (!code && tmpdir)
         for (int k = 0; k < e->nfiles && !code; ++k) {
             char *name = last_name(e->files[k].final);
@@ -489,7 +502,7 @@ int tk_outset_add(tk_outset *s, const char *flag, const char *path, const char *
     if (!path || !*path) return -fail(s, 2, "%s: an output path is empty", flag ? flag : "output");
     char *folder = folder_of(path, NULL);
     if (!folder) return -fail(s, 1, "out of memory");
-    int r = add_entry(s, flag, finals, n, folder, NULL, 0);
+    int r = add_entry(s, flag, finals, n, folder, NULL, 0, NULL);
     free(folder);
     return r;
 }
@@ -506,10 +519,10 @@ int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, 
         if (!S_ISDIR(st.st_mode))
             r = -fail(s, 1, "%s: exists and is not a directory; give a directory name", label(flag, folder, a, sizeof a));
         else /* an existing folder (a link to one included: the files go to the folder it names) */
-            r = add_entry(s, flag, (const char *const *)&final, 1, folder, NULL, 0);
+            r = add_entry(s, flag, (const char *const *)&final, 1, folder, NULL, 0, folder);
     } else if (errno == ENOENT) {
         char *parent = folder_of(folder, NULL);
-        r = parent ? add_entry(s, flag, (const char *const *)&final, 1, parent, folder, 0)
+        r = parent ? add_entry(s, flag, (const char *const *)&final, 1, parent, folder, 0, folder)
                    : -fail(s, 1, "out of memory");
         free(parent);
     } else {
@@ -546,11 +559,12 @@ int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, con
         else if (!(parent = folder_of(real, NULL)))
             r = -fail(s, 1, "out of memory");
         else
-            r = add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0);
+            r = add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0, folder);
     } else if (errno == ENOENT) {
         snprintf(real, sizeof real, "%s", folder);
         parent = folder_of(folder, NULL);
-        r = parent ? add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0) : -fail(s, 1, "out of memory");
+        r = parent ? add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0, folder)
+                   : -fail(s, 1, "out of memory");
     } else {
         r = -fail(s, 1, "%s: cannot write: %s", label(flag, folder, a, sizeof a), strerror(errno));
     }
@@ -566,7 +580,7 @@ int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, con
 
 int tk_outset_remove_on_commit(tk_outset *s, const char *path)
 {
-    return add_entry(s, NULL, &path, 1, NULL, NULL, 1);
+    return add_entry(s, NULL, &path, 1, NULL, NULL, 1, NULL);
 }
 
 const char *tk_outset_temp(const tk_outset *s, int idx, int companion)
