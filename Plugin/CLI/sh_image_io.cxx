@@ -126,7 +126,12 @@ bool is_mif(const std::string &path)
 }
 bool is_nrrd(const std::string &path) { return ends_with(path, ".nrrd") || ends_with(path, ".nhdr"); }
 // Formats that write the voxels to a second file named after the header.
-bool is_detached(const std::string &path) { return ends_with(path, ".nhdr") || ends_with(path, ".mhd"); }
+// A header whose data sit in a second file: .nhdr and .mhd (data in NAME.raw, as ITK writes
+// them) and the NIfTI/Analyze pair .hdr (data in NAME.img).
+bool is_detached(const std::string &path)
+{
+    return ends_with(path, ".nhdr") || ends_with(path, ".mhd") || ends_with(path, ".hdr");
+}
 
 // ITK 5.2's NIfTI reader builds the orientation from pixdim and the qform or sform its codes
 // select, and aborts the process (vnl's assert_finite) when they hold NaN, or values so
@@ -760,6 +765,7 @@ std::string volume_output_problem(const std::string &path)
 std::vector<std::string> volume_files(const std::string &path)
 {
     if (!is_detached(path)) return {path};
+    if (ends_with(path, ".hdr")) return {path.substr(0, path.size() - 4) + ".img", path};
     return {path.substr(0, path.size() - (ends_with(path, ".nhdr") ? 5 : 4)) + ".raw", path};
 }
 

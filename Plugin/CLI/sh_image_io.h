@@ -103,8 +103,9 @@ void write_scalar_image4(const ScalarImage4 *image, tk_outset *set, int idx);
 std::string volume_output_problem(const std::string &path);
 // The extensions above, for messages: ".nii, .nii.gz, .mif, ...".
 const char *volume_output_extensions();
-// The files of a volume at path: path, and before it, for a detached header (.nhdr, .mhd),
-// the data file ITK writes beside it (the name without the extension, then .raw).  For
+// The files of a volume at path: path, and before it, for a detached header (.nhdr, .mhd,
+// .hdr), the data file ITK writes beside it (the name without the extension, then .raw; .img
+// for .hdr).  For
 // telling, before any work, that two outputs (or an output and an input) share a file.
 std::vector<std::string> volume_files(const std::string &path);
 // Before any work: "" when a file can be created in path's folder now (one is created

@@ -828,11 +828,27 @@ def bench_message_cases():
     ]
 
 
+def tucker_complete_write_cases():
+    img = image3()
+    g = files(("img.nrrd", lambda p: nrrd(p, img)))
+    base = ["--iters", "2", "--rank-j", "4", "--rank-r", "4", "--quiet"]
+
+    def pair(folder, r):
+        data = os.path.join(folder, "out.img")
+        return None if os.path.getsize(data) == img.nbytes else "out.img holds %d bytes, not %d" % (
+            os.path.getsize(data), img.nbytes)
+    return [
+        Case("write: OUT_IMAGE .hdr writes its data file out.img (exit 0)", ["complete", "img.nrrd", "out.hdr"] + base,
+             g, code=0, allow_new=("out.hdr", "out.img"), check=pair),
+    ]
+
+
 def write_cases(tool, exe):
     """The rows above for tool (none for the others)."""
     makers = {"fibers": fibers_write_cases, "tucker-predict": lambda: tucker_predict_write_cases(exe),
               "tucker-train": lambda: tucker_train_write_cases(exe), "tucker-synth": lambda: tucker_synth_write_cases(exe),
-              "pltf": pltf_write_cases, "bench": bench_message_cases}
+              "pltf": pltf_write_cases, "bench": bench_message_cases,
+              "tucker-complete": tucker_complete_write_cases}
     return makers[tool]() if tool in makers else []
 
 
