@@ -11,7 +11,7 @@
  *     its expected size, fsync succeeds) and only then are all renamed into place; a
  *     failure before the renames leaves none of the call's outputs (and the old files
  *     as they were).
- *   - SIGINT, SIGTERM, SIGHUP and SIGQUIT remove the temporaries (async-signal-safe
+ *   - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE and SIGXFSZ remove the temporaries (async-signal-safe
  *     unlink/rmdir of paths fixed in advance) and then end the process by the signal.
  *   - A temporary folder is named ".tk-tmp-PID-XXXXXX"; one whose PID no longer runs was
  *     left by a killed run (kill -9, a crash, power loss) and is removed by the next run

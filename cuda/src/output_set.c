@@ -62,7 +62,9 @@ struct tk_outset {
 static tk_outset *volatile active[MAX_SETS];
 static volatile sig_atomic_t handling;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER; /* sets made on several threads at once */
-static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+/* Those that end a program by default and come from outside (or, SIGPIPE and SIGXFSZ, from a
+ * closed pipe or a file-size limit): each removes the temporaries first. */
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
 
 /* The handler only reads entries fully built under blocked signals (see block()), and only
  * calls unlink, rmdir, signal and raise, which are async-signal-safe. */
