@@ -828,6 +828,20 @@ def bench_message_cases():
     ]
 
 
+def eig_write_cases():
+    good = rng.standard_normal((4, 3, 3))
+
+    def linked(folder):
+        save(os.path.join(folder, "m.npy"), good)
+        write(os.path.join(folder, "vals.npy"), b"an earlier result")
+        os.link(os.path.join(folder, "vals.npy"), os.path.join(folder, "v.npy"))
+    return [
+        Case("write: --vectors a hard link to OUTPUT (one file, two outputs)", ["m.npy", "vals.npy", "--vectors",
+                                                                                "v.npy"], linked, code=2,
+             names="v.npy", says=r"same file"),
+    ]
+
+
 def tucker_complete_write_cases():
     img = image3()
     g = files(("img.nrrd", lambda p: nrrd(p, img)))
@@ -848,7 +862,7 @@ def write_cases(tool, exe):
     makers = {"fibers": fibers_write_cases, "tucker-predict": lambda: tucker_predict_write_cases(exe),
               "tucker-train": lambda: tucker_train_write_cases(exe), "tucker-synth": lambda: tucker_synth_write_cases(exe),
               "pltf": pltf_write_cases, "bench": bench_message_cases,
-              "tucker-complete": tucker_complete_write_cases}
+              "tucker-complete": tucker_complete_write_cases, "eig": eig_write_cases}
     return makers[tool]() if tool in makers else []
 
 

@@ -179,6 +179,16 @@ TEST(OutputSet, TwoOutputsOnOneFileAndOutputsInsideAnInputFolderAreRefused)
         EXPECT_NE(std::string(tk_last_error()).find("same file"), std::string::npos) << tk_last_error();
     }
     {
+        Set set;  // two names of one existing file: a hard link and a symbolic link
+        put(d + "/old.npy", "x");
+        ASSERT_EQ(link((d + "/old.npy").c_str(), (d + "/hard.npy").c_str()), 0);
+        ASSERT_EQ(symlink("old.npy", (d + "/soft.npy").c_str()), 0);
+        ASSERT_GE(tk_outset_add(set.s, "OUTPUT", (d + "/old.npy").c_str(), nullptr), 0);
+        EXPECT_EQ(tk_outset_add(set.s, "--vectors", (d + "/hard.npy").c_str(), nullptr), -2);
+        EXPECT_EQ(tk_outset_add(set.s, "--status", (d + "/soft.npy").c_str(), nullptr), -2);
+        EXPECT_NE(std::string(tk_last_error()).find("same file"), std::string::npos) << tk_last_error();
+    }
+    {
         Set set;  // a detached header's data file counts: p.nhdr and q.mhd would both write p.raw
         const std::string raw = d + "/p.raw";
         const char *companions[] = {raw.c_str(), nullptr};
@@ -192,6 +202,7 @@ TEST(OutputSet, TwoOutputsOnOneFileAndOutputsInsideAnInputFolderAreRefused)
         EXPECT_NE(std::string(tk_last_error()).find("inside the input folder"), std::string::npos) << out;
     }
     EXPECT_EQ(names(d + "/model"), std::vector<std::string>{});
+    EXPECT_EQ(get(d + "/old.npy"), "x");
 }
 
 TEST(OutputSet, PathProblemsAreReportedBeforeAnyWork)

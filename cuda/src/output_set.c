@@ -26,6 +26,9 @@ typedef struct {
     char *resolved;   /* folder resolved by realpath, then the name: for comparisons */
     char *temp;       /* tmpdir/name; NULL for a removal */
     unsigned long long min_size;
+    int have_stat; /* the final path exists now: its identity, for outputs that are one file */
+    dev_t dev;
+    ino_t ino;
 } file_t;
 
 typedef struct {
@@ -364,7 +367,8 @@ static int check_alias(const tk_outset *s, const char *flag, const file_t *f)
     for (int i = 0; i < s->nentries; ++i) {
         const entry_t *e = &s->entries[i];
         for (int k = 0; k < e->nfiles; ++k)
-            if (!strcmp(e->files[k].resolved, f->resolved))
+            if (!strcmp(e->files[k].resolved, f->resolved) ||
+                (exists && e->files[k].have_stat && e->files[k].dev == st.st_dev && e->files[k].ino == st.st_ino))
                 return fail(s, 2, "%s and %s are the same file: this call would write it twice; "
                                   "give each output its own path", label(e->flag, e->files[k].final, a, sizeof a),
                             label(flag, f->final, b, sizeof b));
@@ -438,6 +442,12 @@ static int set_file(tk_outset *s, entry_t *e, const char *final, const char *tmp
     memset(f, 0, sizeof *f);
     f->final = strdup(final);
     f->resolved = resolve(final);
+    struct stat st;
+    if (stat(final, &st) == 0) {
+        f->have_stat = 1;
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+    }
     char *name = last_name(final);
     f->temp = tmpdir && name ? cat3(tmpdir, "/", name) : NULL;
     free(name);
