@@ -24,6 +24,7 @@
 #include "itkMetaDataObject.h"
 #include "itk_zlib.h"
 #include "mif_io.h"
+#include "tk_output_set.h"
 #include "tk_status.h"
 
 namespace tk {
@@ -125,7 +126,12 @@ bool is_mif(const std::string &path)
 }
 bool is_nrrd(const std::string &path) { return ends_with(path, ".nrrd") || ends_with(path, ".nhdr"); }
 // Formats that write the voxels to a second file named after the header.
-bool is_detached(const std::string &path) { return ends_with(path, ".nhdr") || ends_with(path, ".mhd"); }
+// A header whose data sit in a second file: .nhdr and .mhd (data in NAME.raw, as ITK writes
+// them) and the NIfTI/Analyze pair .hdr (data in NAME.img).
+bool is_detached(const std::string &path)
+{
+    return ends_with(path, ".nhdr") || ends_with(path, ".mhd") || ends_with(path, ".hdr");
+}
 
 // ITK 5.2's NIfTI reader builds the orientation from pixdim and the qform or sform its codes
 // select, and aborts the process (vnl's assert_finite) when they hold NaN, or values so
@@ -303,20 +309,6 @@ tk_mif_header mif_header_of(const TImage *image, const std::vector<size_t> &dims
 
 // ---- writing ------------------------------------------------------------------------------
 
-// The temporary an output goes to first, created here so that an unwritable place is
-// reported with the system's reason (ITK's writers do not say why).
-std::string make_temporary(const std::string &path)
-{
-    size_t slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    std::string tmp = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
-    if (fd < 0) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
-    close(fd);
-    return tmp;
-}
-
 // ITK's messages name the temporary: name the output instead.
 std::string without_temporary(std::string text, const std::string &tmp, const std::string &path)
 {
@@ -330,73 +322,71 @@ std::string folder_of(const std::string &path)
     return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-void remove_folder(const std::string &dir)
+// Where a header written by ITK ends in an attached file (NRRD: the blank line; MetaImage:
+// the line "ElementDataFile = LOCAL"), so that the file's size can be checked exactly:
+// ITK's MetaImage writer reports a failed write (a full disk) on stderr and carries on.
+// 0 when no complete header is found (the write failed before the data).
+size_t attached_header_size(const std::string &file)
 {
-    if (DIR *d = opendir(dir.c_str())) {
-        while (dirent *e = readdir(d))
-            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) std::remove((dir + "/" + e->d_name).c_str());
-        closedir(d);
-    }
-    rmdir(dir.c_str());
+    std::FILE *f = std::fopen(file.c_str(), "rb");
+    if (!f) return 0;
+    std::string head(65536, '\0');
+    head.resize(std::fread(&head[0], 1, head.size(), f));
+    std::fclose(f);
+    size_t at = head.find("\n\n");  // NRRD
+    if (head.rfind("NRRD", 0) == 0) return at == std::string::npos ? 0 : at + 2;
+    at = head.find("ElementDataFile = LOCAL");
+    if (at == std::string::npos) return 0;
+    at = head.find('\n', at);
+    return at == std::string::npos ? 0 : at + 1;
 }
 
-// Writes path through write(temporary): a single file goes to a temporary beside path and
-// is renamed; a detached header (.nhdr, .mhd) and its data file, named after the header,
-// are written in a temporary folder beside path under their final names and moved into
-// place, the data first.  Returns the files written (the header last); throws naming path.
-template <typename TWrite> std::vector<std::string> write_atomically(const std::string &path, TWrite write)
+// ITK's and our writers' messages name the temporary: name the output instead.
+std::string without_temporaries(std::string text, tk_outset *set, int idx)
 {
-    if (!is_detached(path)) {
-        const std::string tmp = make_temporary(path);
-        try {
-            write(tmp);
-        } catch (const itk::ExceptionObject &e) {
-            std::remove(tmp.c_str());
-            throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
-        } catch (...) {
-            std::remove(tmp.c_str());
-            throw;
-        }
-        if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-            std::string why = std::strerror(errno);
-            std::remove(tmp.c_str());
-            throw std::runtime_error(path + ": cannot write: " + why);
-        }
-        return {path};
-    }
-    const std::string dir = folder_of(path), base = path.substr(path.find_last_of('/') + 1);
-    const std::string tmpdir = dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base + ".d";
-    if (mkdir(tmpdir.c_str(), 0777) != 0) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
-    const std::string tmp = tmpdir + "/" + base;
+    const char *path = tk_outset_path(set, idx);
+    for (int c = 0; tk_outset_temp(set, idx, c); ++c) text = without_temporary(text, tk_outset_temp(set, idx, c), path);
+    return text;
+}
+
+// Writes output idx of set through write(temporary): the temporary sits in a private folder
+// beside the output under the output's own name, so a detached header (.nhdr, .mhd) names
+// its data file by the final name.  Then the sizes the commit must find: data_bytes of
+// values in the data file (exactly, after the header, for ITK's attached formats and
+// NIfTI), so a short write that a writer did not report is an error, not a short file.
+template <typename TWrite>
+void write_into(tk_outset *set, int idx, size_t data_bytes, TWrite write)
+{
+    const std::string path = tk_outset_path(set, idx), tmp = tk_outset_temp(set, idx, 0);
     try {
         write(tmp);
     } catch (const itk::ExceptionObject &e) {
-        remove_folder(tmpdir);
-        throw std::runtime_error(path + ": cannot write: " + without_temporary(itk_message(e), tmp, path));
-    } catch (...) {
-        remove_folder(tmpdir);
-        throw;
+        throw std::runtime_error(path + ": cannot write: " + without_temporaries(itk_message(e), set, idx));
+    } catch (const std::runtime_error &e) {
+        throw std::runtime_error(without_temporaries(e.what(), set, idx));
     }
-    std::vector<std::string> names;
-    if (DIR *d = opendir(tmpdir.c_str())) {
-        while (dirent *e = readdir(d))
-            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..") && base != e->d_name) names.push_back(e->d_name);
-        closedir(d);
+    if (is_detached(path)) {
+        tk_outset_expect_size(set, idx, 1, data_bytes);
+    } else if (ends_with(path, ".nii")) {
+        tk_outset_expect_size(set, idx, 0, 352 + static_cast<unsigned long long>(data_bytes));
+    } else if (is_nrrd(path) || ends_with(path, ".mha")) {
+        const size_t header = attached_header_size(tmp);
+        if (!header) throw std::runtime_error(path + ": cannot write: the file ends inside its header (the disk may be full)");
+        tk_outset_expect_size(set, idx, 0, header + static_cast<unsigned long long>(data_bytes));
     }
-    names.push_back(base);  // the header last
-    std::vector<std::string> written;
-    for (const std::string &name : names) {
-        const std::string to = dir + "/" + name;
-        if (std::rename((tmpdir + "/" + name).c_str(), to.c_str()) != 0) {
-            const std::string why = std::strerror(errno);
-            for (const std::string &w : written) std::remove(w.c_str());
-            remove_folder(tmpdir);
-            throw std::runtime_error(to + ": cannot write: " + why);
-        }
-        written.push_back(to);
-    }
-    rmdir(tmpdir.c_str());
-    return written;
+}
+
+// The path-only writers: one output, committed at once; messages by exception.
+template <typename TWrite>
+std::vector<std::string> write_atomically(const std::string &path, size_t data_bytes, TWrite write)
+{
+    std::unique_ptr<tk_outset, void (*)(tk_outset *)> set(tk_outset_new(nullptr), tk_outset_free);
+    if (!set) throw std::runtime_error(path + ": out of memory");
+    const int idx = add_volume_output(set.get(), nullptr, path);
+    if (idx < 0) throw std::runtime_error(tk_last_error());
+    write_into(set.get(), idx, data_bytes, write);
+    if (tk_outset_commit(set.get()) != 0) throw std::runtime_error(tk_last_error());
+    return volume_files(path);
 }
 
 template <typename TImage> void itk_write(const TImage *image, const std::string &file)
@@ -528,11 +518,13 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path)
     return read<ScalarImage3>(path);
 }
 
-std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const std::string &path)
+// The writes of a scalar volume, each through run(data bytes, write(temporary)).
+template <typename TRun> void scalar_volume_writes(const ScalarImage3 *image, const std::string &path, TRun run)
 {
     const auto size = image->GetLargestPossibleRegion().GetSize();
     const std::vector<size_t> dims = {size[0], size[1], size[2]};
-    return write_atomically(path, [&](const std::string &file) {
+    const size_t bytes = image->GetLargestPossibleRegion().GetNumberOfPixels() * sizeof(float);
+    run(bytes, [&](const std::string &file) {
         if (is_nifti(path)) {
             write_nifti(file, nifti_output_header(image, nullptr, dims, 1), image->GetBufferPointer(), path);
         } else if (is_mif(path)) {
@@ -542,6 +534,18 @@ std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const st
             itk_write(image, file);
         }
     });
+}
+
+std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const std::string &path)
+{
+    scalar_volume_writes(image, path, [&](size_t bytes, auto write) { write_atomically(path, bytes, write); });
+    return volume_files(path);
+}
+
+void write_scalar_volume(const ScalarImage3 *image, tk_outset *set, int idx)
+{
+    const std::string path = tk_outset_path(set, idx);
+    scalar_volume_writes(image, path, [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
 }
 
 ScalarImage4::Pointer read_scalar_image4(const std::string &path)
@@ -570,12 +574,13 @@ ScalarImage4::Pointer read_scalar_image4(const std::string &path)
     return read<ScalarImage4>(path);
 }
 
-std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const std::string &path)
+template <typename TRun> void scalar_image4_writes(const ScalarImage4 *image, const std::string &path, TRun run)
 {
     const auto size = image->GetLargestPossibleRegion().GetSize();
     const std::vector<size_t> dims = {size[0], size[1], size[2], size[3]};
     const auto sp = image->GetSpacing();
-    return write_atomically(path, [&](const std::string &file) {
+    const size_t bytes = image->GetLargestPossibleRegion().GetNumberOfPixels() * sizeof(float);
+    run(bytes, [&](const std::string &file) {
         if (is_nifti(path)) {
             write_nifti(file, nifti_output_header(image, nullptr, dims, sp[3]), image->GetBufferPointer(), path);
         } else if (is_mif(path)) {
@@ -585,6 +590,18 @@ std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const st
             itk_write(image, file);
         }
     });
+}
+
+std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const std::string &path)
+{
+    scalar_image4_writes(image, path, [&](size_t bytes, auto write) { write_atomically(path, bytes, write); });
+    return volume_files(path);
+}
+
+void write_scalar_image4(const ScalarImage4 *image, tk_outset *set, int idx)
+{
+    const std::string path = tk_outset_path(set, idx);
+    scalar_image4_writes(image, path, [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
 }
 
 VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *geometry)
@@ -674,12 +691,14 @@ MaskImage3::Pointer read_mask(const std::string &path)
     return mask;
 }
 
-std::vector<std::string> write_vector_volume(const VectorImage3 *image, const std::string &path, Components what,
-                                             const FileGeometry *geometry)
+template <typename TRun>
+void vector_volume_writes(const VectorImage3 *image, const std::string &path, Components what,
+                          const FileGeometry *geometry, TRun run)
 {
     const auto size3 = image->GetLargestPossibleRegion().GetSize();
     const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels(), nt = image->GetNumberOfComponentsPerPixel();
     const std::vector<size_t> dims = {size3[0], size3[1], size3[2], nt};
+    const size_t bytes = nvox * nt * sizeof(float);
     if (is_nifti(path)) {
         // 4-D, volume-major: voxel v, volume t at t * nvox + v
         std::vector<float> volumes(nvox * nt);
@@ -687,7 +706,7 @@ std::vector<std::string> write_vector_volume(const VectorImage3 *image, const st
         for (size_t v = 0; v < nvox; ++v)
             for (size_t t = 0; t < nt; ++t) volumes[t * nvox + v] = src[v * nt + t];
         const tk_nifti_header h = nifti_output_header(image, geometry, dims, 1);
-        return write_atomically(path, [&](const std::string &file) { write_nifti(file, h, volumes.data(), path); });
+        return run(bytes, [&](const std::string &file) { write_nifti(file, h, volumes.data(), path); });
     }
     if (is_mif(path)) {
         // the buffer as it is: layout +1,+2,+3,+0 (a voxel's values together, as dwi2fod writes)
@@ -695,9 +714,9 @@ std::vector<std::string> write_vector_volume(const VectorImage3 *image, const st
         tk_mif_header h = mif_header_of(image, dims, {sp[0], sp[1], sp[2], 1.0}, path);
         const int layout[4] = {2, 3, 4, 1};
         std::copy(layout, layout + 4, h.layout);
-        return write_atomically(path, [&](const std::string &file) { write_mif(file, h, image->GetBufferPointer(), path); });
+        return run(bytes, [&](const std::string &file) { write_mif(file, h, image->GetBufferPointer(), path); });
     }
-    if (what == Components::Values) return write_atomically(path, [&](const std::string &file) { itk_write(image, file); });
+    if (what == Components::Values) return run(bytes, [&](const std::string &file) { itk_write(image, file); });
     // RAS vectors into ITK's LPS frame (what NRRD's "space: left-posterior-superior" and
     // MetaImage's orientation declare): x and y of every triple negated
     if (nt % 3) throw std::runtime_error(path + ": cannot write " + std::to_string(nt) + " components as vectors");
@@ -715,7 +734,22 @@ std::vector<std::string> write_vector_volume(const VectorImage3 *image, const st
         itk::EncapsulateMetaData<std::vector<std::vector<double>>>(lps->GetMetaDataDictionary(), "NRRD_measurement frame",
                                                                    frame);
     }
-    return write_atomically(path, [&](const std::string &file) { itk_write(lps.GetPointer(), file); });
+    return run(bytes, [&](const std::string &file) { itk_write(lps.GetPointer(), file); });
+}
+
+std::vector<std::string> write_vector_volume(const VectorImage3 *image, const std::string &path, Components what,
+                                             const FileGeometry *geometry)
+{
+    vector_volume_writes(image, path, what, geometry,
+                         [&](size_t bytes, auto write) { write_atomically(path, bytes, write); });
+    return volume_files(path);
+}
+
+void write_vector_volume(const VectorImage3 *image, tk_outset *set, int idx, Components what,
+                         const FileGeometry *geometry)
+{
+    const std::string path = tk_outset_path(set, idx);
+    vector_volume_writes(image, path, what, geometry, [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
 }
 
 const char *volume_output_extensions() { return ".nii, .nii.gz, .mif, .mif.gz, .nrrd, .nhdr, .mha or .mhd"; }
@@ -731,6 +765,7 @@ std::string volume_output_problem(const std::string &path)
 std::vector<std::string> volume_files(const std::string &path)
 {
     if (!is_detached(path)) return {path};
+    if (ends_with(path, ".hdr")) return {path.substr(0, path.size() - 4) + ".img", path};
     return {path.substr(0, path.size() - (ends_with(path, ".nhdr") ? 5 : 4)) + ".raw", path};
 }
 
@@ -743,6 +778,30 @@ std::string creation_problem(const std::string &path)
     close(fd);
     std::remove(probe_path.c_str());
     return "";
+}
+
+int add_volume_output(tk_outset *set, const char *flag, const std::string &path)
+{
+    const std::vector<std::string> files = volume_files(path);
+    if (files.size() == 1) return tk_outset_add(set, flag, path.c_str(), nullptr);
+    const char *companions[] = {files[0].c_str(), nullptr};  // the data file, renamed before the header
+    return tk_outset_add(set, flag, path.c_str(), companions);
+}
+
+int register_volume_output(const char *prog, const std::vector<std::pair<const char *, std::string>> &inputs,
+                           const char *flag, const std::string &output, VolumeOutput &out)
+{
+    out.set.reset(tk_outset_new(prog));
+    if (!out.set) {
+        std::fprintf(stderr, "%s: error: out of memory\n", prog);
+        return 1;
+    }
+    for (const auto &in : inputs)
+        if (!in.second.empty())
+            for (const std::string &f : volume_files(in.second))
+                if (int bad = tk_outset_input(out.set.get(), in.first, f.c_str())) return bad;
+    out.idx = add_volume_output(out.set.get(), flag, output);
+    return out.idx < 0 ? -out.idx : 0;
 }
 
 }  // namespace tk

@@ -11,12 +11,15 @@
 // itk::VectorImage<float, 3>.  Geometry in ITK's images is LPS, as always.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "itkImage.h"
 #include "itkVectorImage.h"
 #include "nifti_header.h"
+#include "tk_output_set.h"
 
 namespace tk {
 
@@ -60,27 +63,49 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path);
 enum class Components { Values, RasVectors };
 
 // 4-D for NIfTI and .mif names (.nii, .nii.gz, .mif, .mif.gz), a vector image otherwise;
-// written to a temporary beside path and renamed, so a failure leaves nothing behind.
-// Returns the files written: path, and before it the data file of a detached header
-// (.nhdr, .mhd).
+// written through an output set (tk_output_set.h): a private temporary beside path, every
+// file's size checked (a full disk is an error even where ITK does not report it), then
+// renamed, so a failure leaves nothing behind.  Returns the files written: path, and before
+// it the data file of a detached header (.nhdr, .mhd).
 std::vector<std::string> write_vector_volume(const VectorImage3 *image, const std::string &path,
                                              Components what = Components::Values,
                                              const FileGeometry *geometry = nullptr);
 std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const std::string &path);
+
+// The same into output idx of set (added by add_volume_output), for a tool whose outputs
+// are committed together by tk_outset_commit.  Throw std::runtime_error naming the output.
+void write_vector_volume(const VectorImage3 *image, tk_outset *set, int idx, Components what = Components::Values,
+                         const FileGeometry *geometry = nullptr);
+void write_scalar_volume(const ScalarImage3 *image, tk_outset *set, int idx);
+// Registers the volume at path (with a detached header's data file) as an output of set:
+// tk_outset_add's index, or minus an exit code after its message.
+int add_volume_output(tk_outset *set, const char *flag, const std::string &path);
+
+// A command writing one volume (tk-tucker complete, tk-pltf complete): its output set with
+// the inputs (flag, path; empty paths skipped; a detached header's data file included) and
+// the output, registered before any work.  0, or the exit code after the set's message.
+struct VolumeOutput {
+    std::unique_ptr<tk_outset, void (*)(tk_outset *)> set{nullptr, tk_outset_free};
+    int idx = -1;
+};
+int register_volume_output(const char *prog, const std::vector<std::pair<const char *, std::string>> &inputs,
+                           const char *flag, const std::string &output, VolumeOutput &out);
 
 // A 4-D scalar image (e.g. a 4-D NIfTI) as it is, with its 4-D geometry (the 4th axis'
 // spacing, such as a frame time, included); written atomically as above.
 using ScalarImage4 = itk::Image<float, 4>;
 ScalarImage4::Pointer read_scalar_image4(const std::string &path);
 std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const std::string &path);
+void write_scalar_image4(const ScalarImage4 *image, tk_outset *set, int idx);
 
 // Before any work: "" when path ends in an extension the volume writers know (.nii,
 // .nii.gz, .mif, .mif.gz, .nrrd, .nhdr, .mha, .mhd), else why not (naming path).
 std::string volume_output_problem(const std::string &path);
 // The extensions above, for messages: ".nii, .nii.gz, .mif, ...".
 const char *volume_output_extensions();
-// The files of a volume at path: path, and before it, for a detached header (.nhdr, .mhd),
-// the data file ITK writes beside it (the name without the extension, then .raw).  For
+// The files of a volume at path: path, and before it, for a detached header (.nhdr, .mhd,
+// .hdr), the data file ITK writes beside it (the name without the extension, then .raw; .img
+// for .hdr).  For
 // telling, before any work, that two outputs (or an output and an input) share a file.
 std::vector<std::string> volume_files(const std::string &path);
 // Before any work: "" when a file can be created in path's folder now (one is created

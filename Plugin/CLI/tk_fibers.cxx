@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -256,16 +258,33 @@ int check_outputs(const Args &a)
     return 0;
 }
 
-// Removes the outputs written so far unless dismissed: all outputs or none.
-struct OutputSet {
-    std::vector<std::string> written;
-    bool keep = false;
-    ~OutputSet()
-    {
-        if (!keep)
-            for (const auto &path : written) std::remove(path.c_str());
-    }
+// Every output of the call in one output set (tk_output_set.h): registered before any work
+// (checked against the inputs and each other by path and by inode), written as temporaries
+// and renamed together at the end, so that a failure leaves none of them.  Indices, or
+// minus an exit code after the set's message.
+struct Outputs {
+    std::unique_ptr<tk_outset, void (*)(tk_outset *)> set{tk_outset_new(prog), tk_outset_free};
+    int peaks = -1, amplitudes = -1, vtp = -1, png = -1;
 };
+
+int register_outputs(const Args &a, Outputs &o)
+{
+    if (!o.set) {
+        tk_cli_error(prog, "out of memory");
+        return TK_EXIT_FAILURE;
+    }
+    for (const std::pair<const char *, const std::string *> &in : {std::make_pair("INPUT_SH", &a.input),
+                                                                  std::make_pair("--mask", &a.mask)})
+        if (!in.second->empty())
+            for (const std::string &f : tk::volume_files(*in.second))
+                if (int bad = tk_outset_input(o.set.get(), in.first, f.c_str())) return bad;
+    if ((o.peaks = tk::add_volume_output(o.set.get(), "OUTPUT_PEAKS", a.output)) < 0) return -o.peaks;
+    if (!a.amplitudes.empty() && (o.amplitudes = tk::add_volume_output(o.set.get(), "--amplitudes", a.amplitudes)) < 0)
+        return -o.amplitudes;
+    if (!a.vtp.empty() && (o.vtp = tk_outset_add(o.set.get(), "--vtp", a.vtp.c_str(), nullptr)) < 0) return -o.vtp;
+    if (!a.png.empty() && (o.png = tk_outset_add(o.set.get(), "--png", a.png.c_str(), nullptr)) < 0) return -o.png;
+    return 0;
+}
 
 #ifdef TK_HAVE_VTK
 // The glyphs' view of the filter's outputs: ITK's geometry is LPS, the directions (and the
@@ -295,6 +314,8 @@ int main(int argc, char **argv)
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
     if (int bad = check_outputs(a)) return bad;
+    Outputs out;
+    if (int bad = register_outputs(a, out)) return bad;
     try {
 #ifdef TK_HAVE_VTK
         if (!a.png.empty()) {  // before any work: no display, no outputs at all
@@ -357,24 +378,17 @@ int main(int argc, char **argv)
         if (filter->GetNumberOfInvalidVoxels() && !a.quiet)
             std::fprintf(stderr, "%s: warning: %lu voxels have non-finite coefficients; their peaks are NaN\n", prog,
                          static_cast<unsigned long>(filter->GetNumberOfInvalidVoxels()));
-        OutputSet outputs;
-        for (const std::string &file :
-             tk::write_vector_volume(filter->GetOutput(), a.output, tk::Components::RasVectors, &geometry))
-            outputs.written.push_back(file);
-        if (!a.amplitudes.empty())
-            for (const std::string &file :
-                 tk::write_vector_volume(filter->GetAmplitudeOutput(), a.amplitudes, tk::Components::Values, &geometry))
-                outputs.written.push_back(file);
+        tk::write_vector_volume(filter->GetOutput(), out.set.get(), out.peaks, tk::Components::RasVectors, &geometry);
+        if (out.amplitudes >= 0)
+            tk::write_vector_volume(filter->GetAmplitudeOutput(), out.set.get(), out.amplitudes, tk::Components::Values,
+                                    &geometry);
 #ifdef TK_HAVE_VTK
-        if (!a.vtp.empty() || !a.png.empty()) {
+        if (out.vtp >= 0 || out.png >= 0) {
             const tk::PeaksImage peaks = peaks_view(filter->GetOutput(), filter->GetAmplitudeOutput());
             tk::GlyphOptions glyphs;
             glyphs.scale = a.glyph_scale;
-            if (!a.vtp.empty()) {
-                tk::WritePolyDataXML(tk::PeaksToPolyData(peaks, glyphs), a.vtp);
-                outputs.written.push_back(a.vtp);
-            }
-            if (!a.png.empty()) {
+            if (out.vtp >= 0) tk::WritePolyDataXML(tk::PeaksToPolyData(peaks, glyphs), tk_outset_temp(out.set.get(), out.vtp, 0));
+            if (out.png >= 0) {
                 // the grey picture: each voxel's largest amplitude (the first; NaN where none)
                 const size_t nvox = peaks.size[0] * peaks.size[1] * peaks.size[2];
                 std::vector<float> largest(nvox);
@@ -382,14 +396,21 @@ int main(int argc, char **argv)
                 tk::SliceRenderOptions render;
                 render.glyphs = glyphs;
                 render.slice_index = a.slice;
-                tk::RenderAxialSlicePNG(peaks, largest.data(), render, a.png);
-                outputs.written.push_back(a.png);
+                tk::RenderAxialSlicePNG(peaks, largest.data(), render, tk_outset_temp(out.set.get(), out.png, 0));
             }
         }
 #endif
-        outputs.keep = true;
+        if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // the set said why
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
         tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
+        return TK_EXIT_FAILURE;
+    } catch (const std::bad_alloc &) {  // what() is just "std::bad_alloc": say which work, and what to do
+        tk_cli_error(prog, "%s: out of memory: the volume and its results need more than this machine can give; "
+                           "use a smaller volume%s", a.input.c_str(), a.mask.empty() ? " or a --mask" : "");
+        return TK_EXIT_FAILURE;
+    } catch (const std::length_error &e) {  // e.g. "basic_string::_M_create": a size no string or buffer can hold
+        tk_cli_error(prog, "%s: a size in the file is too large to hold (%s): the file is damaged or not the format its "
+                           "name says", a.input.c_str(), e.what());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -324,6 +324,12 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
     const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
     if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
+    // OUT_IMAGE (and a detached header's data file) through an output set: no file of an
+    // input, a temporary removed on a signal, the size checked, renamed at the end.
+    tk::VolumeOutput out;
+    if (int bad = tk::register_volume_output(prog, {{"IN_IMAGE", a.input}, {"--mask", a.mask}}, "OUT_IMAGE", a.output,
+                                             out))
+        return bad;
     try {
         const tk::CompletionInput kind = tk::completion_input(a.input);
         const bool scalar3 = kind == tk::CompletionInput::Scalar3, scalar4 = kind == tk::CompletionInput::Scalar4;
@@ -337,20 +343,21 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
                 mask = tk::read_mask(a.mask);
                 tk::same_grid(image, mask, a.mask);
             }
-            tk::write_scalar_volume(complete<tk::ScalarImage3>(a, fit, backend, image, mask), a.output);
+            tk::write_scalar_volume(complete<tk::ScalarImage3>(a, fit, backend, image, mask), out.set.get(), out.idx);
         } else if (scalar4) {
             auto image = tk::read_scalar_image4(a.input);
             tk::MaskImage4::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
-            tk::write_scalar_image4(complete<tk::ScalarImage4>(a, fit, backend, image, mask), a.output);
+            tk::write_scalar_image4(complete<tk::ScalarImage4>(a, fit, backend, image, mask), out.set.get(), out.idx);
         } else {
             auto vectors = tk::read_vector_volume(a.input);
             auto image = tk::to_4d(vectors);
             tk::MaskImage4::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
             tk::copy_back(complete<tk::ScalarImage4>(a, fit, backend, image, mask), vectors);
-            tk::write_vector_volume(vectors, a.output);  // the input's grid and layout, the completed values
+            tk::write_vector_volume(vectors, out.set.get(), out.idx);  // the input's grid and layout, the completed values
         }
+        if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // it said why
     } catch (const UsageError &e) {
         tk_cli_error(prog, "%s", e.what());
         return TK_EXIT_USAGE;
@@ -360,6 +367,10 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
     } catch (const std::bad_alloc &) {
         tk_cli_error(prog, "%s: out of memory for the image and the model's factors (try a smaller --rank)",
                      a.input.c_str());
+        return TK_EXIT_FAILURE;
+    } catch (const std::length_error &e) {  // e.g. "basic_string::_M_create": a size no string or buffer can hold
+        tk_cli_error(prog, "%s: a size in the file is too large to hold (%s): the file is damaged or not the format its "
+                           "name says", a.input.c_str(), e.what());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -133,6 +134,12 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
     const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
     if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
+    // OUT_IMAGE (and a detached header's data file) through an output set: no file of an
+    // input, a temporary removed on a signal, the size checked, renamed at the end.
+    tk::VolumeOutput out;
+    if (int bad = tk::register_volume_output(prog, {{"IN_IMAGE", a.input}, {"--mask", a.mask}}, "OUT_IMAGE", a.output,
+                                             out))
+        return bad;
     try {
         const tk::CompletionInput kind = tk::completion_input(a.input);
         if (kind == tk::CompletionInput::Scalar3) {
@@ -143,27 +150,34 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
                 tk::same_grid(image.GetPointer(), mask.GetPointer(), a.mask);
             }
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
-            auto out = complete<Image3>(a, image, mask);
-            tk::write_scalar_volume(out, a.output);
+            tk::write_scalar_volume(complete<Image3>(a, image, mask), out.set.get(), out.idx);
         } else if (kind == tk::CompletionInput::Scalar4) {
             // a 4-D image keeps its whole 4-D geometry (the volumes' spacing on the 4th axis)
             auto image = tk::read_scalar_image4(a.input);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
-            tk::write_scalar_image4(complete<Image4>(a, image, mask), a.output);
+            tk::write_scalar_image4(complete<Image4>(a, image, mask), out.set.get(), out.idx);
         } else {
             auto vectors = tk::read_vector_volume(a.input);  // a vector volume (NRRD, e.g. a DWI series)
             auto image = tk::to_4d(vectors);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
-            auto out = complete<Image4>(a, image, mask);
-            tk::copy_back(out, vectors);  // the input's grid and layout, the completed values
-            tk::write_vector_volume(vectors, a.output);
+            tk::copy_back(complete<Image4>(a, image, mask), vectors);  // the input's grid and layout, the completed values
+            tk::write_vector_volume(vectors, out.set.get(), out.idx);
         }
+        if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // it said why
     } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
         tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
+        return TK_EXIT_FAILURE;
+    } catch (const std::bad_alloc &) {  // what() is just "std::bad_alloc": say which work, and what to do
+        tk_cli_error(prog, "%s: out of memory: the volume and its results need more than this machine can give; "
+                           "use a smaller volume%s", a.input.c_str(), a.mask.empty() ? " or a --mask" : "");
+        return TK_EXIT_FAILURE;
+    } catch (const std::length_error &e) {  // e.g. "basic_string::_M_create": a size no string or buffer can hold
+        tk_cli_error(prog, "%s: a size in the file is too large to hold (%s): the file is damaged or not the format its "
+                           "name says", a.input.c_str(), e.what());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -29,10 +29,12 @@ import os
 import re
 import resource
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import numpy as np
@@ -64,7 +66,7 @@ rng = np.random.default_rng(7)
 
 class Case:
     def __init__(self, name, args, setup=None, code=1, names=None, says=None, allow_new=(), check=None,
-                 may_change=(), varies=False):
+                 may_change=(), varies=False, file_limit=None, removes=(), signal=None, needs_memory_limit=False):
         self.name = name          # the table's first column
         self.args = args          # argv after the program, relative to the case folder
         self.setup = setup        # callable(folder) making the inputs
@@ -75,6 +77,10 @@ class Case:
         self.check = check        # callable(folder, result) -> error text or None (extra checks)
         self.may_change = may_change  # given files a run may rewrite (a stale cache)
         self.varies = varies      # the message depends on the machine: the document check skips it
+        self.file_limit = file_limit  # RLIMIT_FSIZE in bytes, SIGXFSZ ignored: writes fail as on a full disk
+        self.removes = removes    # given files the run must remove (stale temporaries of killed runs)
+        self.signal = signal      # sent once the run's first temporary exists; the run must die by it
+        self.needs_memory_limit = needs_memory_limit  # skipped (passes) without the address-space limit
 
 
 # ---- files ---------------------------------------------------------------------------
@@ -662,6 +668,204 @@ def bench_cases():
     return rows
 
 
+# ---- writing: outputs a user can trust -------------------------------------------------------
+# Each row below failed before the outputs went through one output set (tk_output_set.h):
+# full disks that still renamed a short file and exited 0, outputs that overwrote inputs or
+# one another, model folders emptied through a link or stripped of a user's files, one
+# output of a call left in place after another failed, temporaries left by killed runs and
+# by SIGTERM, and unclear or missing messages.
+
+FULL = r"only \d+ of \d+ bytes|too large|space|disk"
+
+
+def dead_pid():
+    """A process ID no process has: PIDs stay below pid_max."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        return int(f.read())
+
+
+def stale_temporary(folder):
+    """What a run killed with kill -9 while saving left: a temporary folder with a part-written file."""
+    t = os.path.join(folder, ".tk-tmp-%d-Ab12Cd" % dead_pid())
+    os.mkdir(t)
+    write(os.path.join(t, "xhat.npy"), b"\x93NUMPY" + b"\0" * 80000)
+    return os.path.basename(t)
+
+
+def model_check(folder, link=None):
+    """After a run that replaced model/: a whole model there, and the link (if any) still a link."""
+    m = os.path.join(folder, "model")
+    if not os.path.isfile(os.path.join(m, "manifest.txt")) or not os.path.isfile(os.path.join(m, "A1.npy")):
+        return "model/ no longer holds a model: %s" % sorted(os.listdir(m))
+    if link and not os.path.islink(os.path.join(folder, link)):
+        return "%s is no longer a link" % link
+    return None
+
+
+def fibers_write_cases():
+    sh = rng.standard_normal((2, 3, 3, 15)).astype(np.float32)
+    sh[..., 0] = 1 + np.abs(sh[..., 0])
+    g = files(("sh.nrrd", lambda p: nrrd(p, sh, kind_vector=True)))
+    big = rng.standard_normal((8, 8, 8, 15)).astype(np.float32)
+    big[..., 0] = 1 + np.abs(big[..., 0])
+    one = np.zeros((8, 8, 8), np.uint8)
+    one[4, 4, 4] = 1
+    gb = files(("big.nrrd", lambda p: nrrd(p, big, kind_vector=True)), ("m.nrrd", lambda p: nrrd(p, one, pixel="uchar")),
+               ("peaks.nii.gz", lambda p: write(p, b"the peaks of an earlier run")))
+    return [
+        Case("write: OUTPUT_PEAKS .mha on a full disk", ["sh.nrrd", "peaks.mha", "--quiet"], g, names="peaks.mha",
+             says=FULL, file_limit=512),
+        Case("write: OUTPUT_PEAKS .mhd on a full disk (its data file peaks.raw)", ["sh.nrrd", "peaks.mhd", "--quiet"], g,
+             names="peaks.raw", says=FULL, file_limit=512),
+        Case("write: a failed --amplitudes keeps the earlier OUTPUT_PEAKS", ["big.nrrd", "peaks.nii.gz", "--mask",
+                                                                            "m.nrrd", "--amplitudes", "amp.mha",
+                                                                            "--quiet"], gb,
+             names="amp.mha", says=FULL, file_limit=4096),
+    ]
+
+
+def tucker_predict_write_cases(exe):
+    q_rows = [(i % 12 + 1, i % 10 + 1, i % 8 + 1) for i in range(20)]
+    g = both(lambda folder: synth_model(folder, exe), files(("q.tns", lambda p: tns(p, q_rows))))
+
+    def crlf(folder):
+        g(folder)
+        m = os.path.join(folder, "model", "manifest.txt")
+        write(m, open(m, "rb").read().replace(b"\n", b"\r\n"))
+
+    def link(folder):
+        g(folder)
+        os.symlink("model", os.path.join(folder, "lnk"))
+    return [
+        Case("write: OUT.tns is a file of the model (model/A1.npy)", ["predict", "model", "q.tns", "model/A1.npy"], g,
+             code=2, names="model/A1.npy", says=r"inside the input folder"),
+        Case("write: OUT.tns in the model through a link (lnk/A1.npy)", ["predict", "model", "q.tns", "lnk/A1.npy"],
+             link, code=2, names="lnk/A1.npy", says=r"inside the input folder"),
+        Case("model: manifest.txt with CRLF line ends (exit 0: read as written)", ["predict", "model", "q.tns",
+                                                                                    "p.tns"], crlf, code=0,
+             allow_new=("p.tns",)),
+    ]
+
+
+def tucker_train_write_cases(exe):
+    rows_ok = small_tns_rows()
+    base = ["train", "s.tns", "--out", "model", "--iters", "2", "--rank-j", "4", "--rank-r", "4", "--quiet"]
+
+    def checkpoint(iteration):
+        def setup(folder):
+            tns(os.path.join(folder, "s.tns"), rows_ok)
+            subprocess.run([exe] + base, cwd=folder, check=True, stdout=subprocess.DEVNULL)
+            m = os.path.join(folder, "model", "manifest.txt")
+            text = re.sub(rb"iteration = \d+", b"iteration = " + iteration, open(m, "rb").read())
+            write(m, text)
+        return setup
+    return [
+        Case("--resume from a checkpoint with iteration -5", base + ["--resume"], checkpoint(b"-5"),
+             names="manifest.txt", says=r"iteration '-5'", allow_new=("s.tns.tkc",)),
+    ]
+
+
+def tucker_synth_write_cases(exe):
+    base = ["synth", "--shape", "12,10,8", "--nnz", "100", "--rank-j", "4", "--rank-r", "4"]
+    model_files = tuple("model/%s%d.npy" % (m, k) for m in "AB" for k in (1, 2, 3)) + ("model/manifest.txt",)
+
+    def model(extra=None):
+        def setup(folder):
+            synth_model(folder, exe)
+            if extra:
+                extra(folder)
+        return setup
+    return [
+        Case("write: --truth through a link to a model folder (exit 0: the folder it names is replaced)",
+             base + ["--truth", "lnk", "s.tns"], model(lambda f: os.symlink("model", os.path.join(f, "lnk"))), code=0,
+             allow_new=("s.tns",), may_change=model_files, check=lambda f, r: model_check(f, "lnk")),
+        Case("write: --truth keeps a user's file in the model folder (exit 0)", base + ["--truth", "model", "s.tns"],
+             model(lambda f: write(os.path.join(f, "model", "notes.txt"), b"my notes\n")), code=0,
+             allow_new=("s.tns",), may_change=model_files, check=lambda f, r: model_check(f)),
+        Case("write: a full disk at OUT.tns keeps the earlier --truth model", base + ["--seed", "5", "--truth", "model",
+                                                                                     "s.tns"],
+             model(), names="s.tns", says=FULL, file_limit=1500),
+    ]
+
+
+def pltf_write_cases():
+    good = rng.uniform(0, 3, (4, 5, 6))
+    g = files(("x.npy", lambda p: save(p, good)))
+    base = ["--model", "parafac", "--input", "x.npy", "--dims", "a=2", "--out", "fit", "--iters", "3", "--quiet"]
+
+    def fit_input(folder):
+        os.mkdir(os.path.join(folder, "fit"))
+        save(os.path.join(folder, "fit", "xhat.npy"), good)
+
+    def with_stale(folder):
+        g(folder)
+        stale_temporary(folder)
+    stale = ".tk-tmp-%d-Ab12Cd" % dead_pid()
+    long_run = ["--model", "parafac", "--input", "x.npy", "--dims", "a=2", "--out", "fit", "--iters", "100000000",
+                "--print-every", "100000000", "--quiet"]
+    return [
+        Case("write: --input fit/xhat.npy with --out fit", ["--model", "parafac", "--input", "fit/xhat.npy", "--dims",
+                                                            "a=2", "--out", "fit", "--iters", "3", "--quiet"],
+             fit_input, code=2, names="fit/xhat.npy", says=r"is the input"),
+        Case("write: --model naming one factor twice (ia.npy written twice)",
+             ["--model", "ijk=ia,ja,ka,ia", "--input", "x.npy", "--dims", "a=2", "--out", "fit", "--iters", "3",
+              "--quiet"], g, code=2, names="--model", says=r"repeats"),
+        Case("write: a full disk at xhat.npy leaves no factor in --out", base, g, names="xhat.npy", says=FULL,
+             file_limit=700),
+        Case("write: a temporary left by a run killed with kill -9 is removed (exit 0)", base, with_stale, code=0,
+             allow_new=("fit",), removes=(stale,)),
+        Case("write: SIGTERM during the run leaves no temporary", long_run, g, signal=signal.SIGTERM),
+        Case("write: SIGINT during the run leaves no temporary", long_run, g, signal=signal.SIGINT),
+    ]
+
+
+def bench_message_cases():
+    return [
+        Case("fibers: a phantom beyond memory (it exited 1 with no message)",
+             ["fibers", "--inputs", "phantom", "--voxels", "100000000", "--lmax", "12", "--repeat", "1", "--sh2peaks",
+              "off", "--tk-fibers", "off", "--backends", "cpu"], names="--voxels", says=r"out of memory",
+             needs_memory_limit=True),
+    ]
+
+
+def eig_write_cases():
+    good = rng.standard_normal((4, 3, 3))
+
+    def linked(folder):
+        save(os.path.join(folder, "m.npy"), good)
+        write(os.path.join(folder, "vals.npy"), b"an earlier result")
+        os.link(os.path.join(folder, "vals.npy"), os.path.join(folder, "v.npy"))
+    return [
+        Case("write: --vectors a hard link to OUTPUT (one file, two outputs)", ["m.npy", "vals.npy", "--vectors",
+                                                                                "v.npy"], linked, code=2,
+             names="v.npy", says=r"same file"),
+    ]
+
+
+def tucker_complete_write_cases():
+    img = image3()
+    g = files(("img.nrrd", lambda p: nrrd(p, img)))
+    base = ["--iters", "2", "--rank-j", "4", "--rank-r", "4", "--quiet"]
+
+    def pair(folder, r):
+        data = os.path.join(folder, "out.img")
+        return None if os.path.getsize(data) == img.nbytes else "out.img holds %d bytes, not %d" % (
+            os.path.getsize(data), img.nbytes)
+    return [
+        Case("write: OUT_IMAGE .hdr writes its data file out.img (exit 0)", ["complete", "img.nrrd", "out.hdr"] + base,
+             g, code=0, allow_new=("out.hdr", "out.img"), check=pair),
+    ]
+
+
+def write_cases(tool, exe):
+    """The rows above for tool (none for the others)."""
+    makers = {"fibers": fibers_write_cases, "tucker-predict": lambda: tucker_predict_write_cases(exe),
+              "tucker-train": lambda: tucker_train_write_cases(exe), "tucker-synth": lambda: tucker_synth_write_cases(exe),
+              "pltf": pltf_write_cases, "bench": bench_message_cases,
+              "tucker-complete": tucker_complete_write_cases, "eig": eig_write_cases}
+    return makers[tool]() if tool in makers else []
+
+
 # ---- running -----------------------------------------------------------------------------
 
 def snapshot(folder):
@@ -680,6 +884,46 @@ def limit_memory():
     # A tool that believed an absurd header would ask for terabytes: let the allocation
     # fail (and be reported) instead of the machine's OOM killer picking a process.
     resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+
+def limits(memory_limit, file_limit):
+    """preexec_fn for a run: the address-space limit and, for a full disk, RLIMIT_FSIZE with
+    SIGXFSZ ignored (so write(2) fails with EFBIG, as on a full disk, instead of killing)."""
+    if not memory_limit and file_limit is None:
+        return None
+
+    def preexec():
+        if memory_limit:
+            limit_memory()
+        if file_limit is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
+    return preexec
+
+
+def temporaries(folder):
+    return [os.path.join(root, n) for root, dirs, names in os.walk(folder) for n in dirs + names
+            if n.startswith(".tk-tmp-") or ".tmp" in n]
+
+
+def run_until_signal(exe, case, folder, env, preexec):
+    """Start the run, wait (up to 20 s) until its first temporary exists, send case.signal,
+    and collect it.  Returns (Result, problem or None)."""
+    p = subprocess.Popen([exe] + case.args, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, preexec_fn=preexec)
+    late = None
+    deadline = time.time() + 20
+    while p.poll() is None and not temporaries(folder):
+        if time.time() > deadline:
+            late = "no temporary within 20 s: its outputs were not registered before the work"
+            break
+        time.sleep(0.005)
+    if p.poll() is None:
+        p.send_signal(case.signal)
+    else:
+        late = late or "the run ended (exit %d) before the signal" % p.returncode
+    out, err = p.communicate(timeout=300)
+    return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace")), late
 
 
 class Result:
@@ -704,22 +948,32 @@ def run_case(tool, exe, case, folder, memory_limit):
     before = snapshot(folder)
     env = dict(os.environ, LC_ALL="C")
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"
+    problems = []
+    if case.needs_memory_limit and not memory_limit:
+        return Result(case.code, "", ""), "", []  # the case needs the 8 GiB limit (not under the sanitizers)
+    preexec = limits(memory_limit, case.file_limit)
     try:
-        p = subprocess.run([exe] + case.args, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=300, env=env,
-                           preexec_fn=limit_memory if memory_limit else None)
-        r = Result(p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"))
+        if case.signal:
+            r, late = run_until_signal(exe, case, folder, env, preexec)
+            if late:
+                problems.append(late)
+        else:
+            p = subprocess.run([exe] + case.args, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=300, env=env, preexec_fn=preexec,
+                               restore_signals=case.file_limit is None)
+            r = Result(p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"))
     except subprocess.TimeoutExpired:
         r = Result(None, "", "timed out after 300 s")
-    problems = []
     msg = first_message(r.stderr, r.code or 0)
     if r.code is None:
         problems.append("timed out")
-    elif r.code < 0:
+    elif case.signal and r.code != -case.signal:
+        problems.append("exit %d, expected to end by signal %d" % (r.code, case.signal))
+    elif r.code < 0 and not case.signal:
         problems.append("killed by signal %d" % -r.code)
-    elif r.code != case.code:
+    elif r.code != case.code and not case.signal:
         problems.append("exit code %d, expected %d" % (r.code, case.code))
-    if case.code != 0 or case.names:
+    if (case.code != 0 or case.names) and not case.signal:
         if not msg:
             problems.append("no %s message on stderr" % ("error" if case.code else "warning"))
         else:
@@ -730,6 +984,10 @@ def run_case(tool, exe, case, folder, memory_limit):
     after = snapshot(folder)
     for path, digest in before.items():
         if path in case.may_change and path in after:
+            continue
+        if any(path == g or path.startswith(g.rstrip("/") + "/") for g in case.removes):
+            if path in after:
+                problems.append("not removed: %s" % path)
             continue
         if after.get(path) != digest:
             problems.append("input %s %s" % (path, "was removed" if path not in after else "was changed"))
@@ -789,6 +1047,15 @@ shown here, and other users); the check compares everything else in them. Runs h
 8 GiB address-space limit (not under the sanitizers), so a tool that believed an absurd
 header would fail to allocate rather than wake the OOM killer; every absurd-size row below
 is refused from the header or the flags, before any large allocation.
+
+The rows named "write: ..." check the outputs themselves: a full disk (a file-size limit,
+`RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so that writes fail as on a full disk) must be an
+error naming the file, with no output left and earlier files as they were; an output may not
+be an input, a file inside an input model folder or another output of the same call; a model
+folder reached through a link, or holding a file of the user's, is replaced with the link and
+that file kept; a temporary folder left by a run killed with `kill -9` is removed by the next
+run; and a run sent SIGTERM or SIGINT (once its outputs' temporaries exist) ends by that
+signal ("signal" in the exit column) and leaves nothing behind.
 """
 
 
@@ -838,7 +1105,7 @@ def main():
             continue
         global rng
         rng = np.random.default_rng(7)  # each tool's files the same whichever tools run
-        rows = makers[tool]()
+        rows = makers[tool]() + write_cases(tool, exe)
         if os.geteuid() != 0:
             rows += extra_readonly_cases(tool, rows)
         outcomes = []

@@ -44,10 +44,17 @@ tk_status tk_npy_read(const char *path, tk_npy_array *out);
 /* Parse an in-memory file image (the same checks; `name` is used in messages). */
 tk_status tk_npy_parse(const void *bytes, size_t size, const char *name, tk_npy_array *out);
 
-/* Write atomically: to a temporary beside path, then rename, so a failure never
- * leaves a half-written file.  Version 1.0 unless the header needs 2.0. */
+/* Write atomically: to a private temporary beside path, every write checked and synced,
+ * then renamed, so a failure (a full disk included) never leaves a half-written file
+ * and a signal or a killed run leaves no temporary for long (tk_output_set.h).
+ * Version 1.0. */
 tk_status tk_npy_write(const char *path, tk_npy_dtype dtype, int ndim, const size_t *shape,
                        const void *data);
+
+/* The file's bytes to fd, every write checked (an output of a tk_outset, which syncs and
+ * renames it); name is for messages. */
+tk_status tk_npy_write_fd(int fd, const char *name, tk_npy_dtype dtype, int ndim, const size_t *shape,
+                          const void *data);
 
 void tk_npy_free(tk_npy_array *array);
 

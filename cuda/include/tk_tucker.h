@@ -46,6 +46,7 @@
 #define TK_TUCKER_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "tk_status.h"
@@ -99,6 +100,9 @@ tk_status tk_tns_read_cached(const char *path, int order, tk_tucker_coo *out, in
 tk_status tk_tns_read_queries(const char *path, int order, tk_tucker_coo *out);
 /* Write atomically (temporary, then rename); values with 9 significant digits. */
 tk_status tk_tns_write(const char *path, const tk_tucker_coo *t);
+/* The same text to an open stream (an output set's temporary), every write checked; name
+ * is for messages.  The caller closes f. */
+tk_status tk_tns_write_file(FILE *f, const char *name, const tk_tucker_coo *t);
 
 /* ---- models --------------------------------------------------------------------- */
 
@@ -151,6 +155,13 @@ tk_status tk_tucker_gradient(const tk_tucker_model *m, const tk_tucker_coo *t, d
  * at any instant) sees either the old model or the new one, never a mix.  An
  * existing directory is replaced only if it holds a manifest.txt. */
 tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const char *extra_manifest);
+/* The same in two steps, for a tool whose outputs are committed together (tk_output_set.h,
+ * not installed): register dir (a model of order) as an output of set before the work
+ * (checks: a new, empty or model folder; no input; its temporary folder made): the index,
+ * or minus an exit code after the set's message (tk_last_error()); then, after the work, write the model into it.  tk_outset_commit swaps it in. */
+struct tk_outset;
+int tk_tucker_model_register(struct tk_outset *set, const char *flag, const char *dir, int order);
+tk_status tk_tucker_model_write(struct tk_outset *set, int idx, const tk_tucker_model *m, const char *extra_manifest);
 /* Load a model directory; *manifest (may be NULL) gets the manifest text (free()). */
 tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manifest);
 /* The value of "key = value" in manifest text, copied into out; 0 if absent. */

@@ -1,6 +1,7 @@
 /* NumPy .npy reader and writer (format 1.0, 2.0, 3.0), shared by every tool. */
 #define _POSIX_C_SOURCE 200809L
 #include "tk_npy.h"
+#include "tk_output_set.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -309,59 +310,55 @@ static const char *dtype_code(tk_npy_dtype d)
     return NULL;
 }
 
-tk_status tk_npy_write(const char *path, tk_npy_dtype dtype, int ndim, const size_t *shape, const void *data)
+/* The file's bytes to an open fd, every write checked (a full disk is an error). */
+tk_status tk_npy_write_fd(int fd, const char *name, tk_npy_dtype dtype, int ndim, const size_t *shape, const void *data)
 {
     const char *code = dtype_code(dtype);
     if (!code || ndim < 0 || ndim > TK_NPY_MAX_DIMS)
-        return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write dtype %d with %d dimensions", path, (int)dtype, ndim);
-    char dict[1024];
-    int len = snprintf(dict, sizeof dict, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
+        return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write dtype %d with %d dimensions", name, (int)dtype, ndim);
+    char head[1024 + 64];
+    const size_t preamble = 10;
+    char *dict = head + preamble;
+    const size_t room = sizeof head - preamble - 64;
+    int len = snprintf(dict, room, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
                        dtype == TK_NPY_INT8 || dtype == TK_NPY_UINT8 ? '|' : '<', code);
     size_t count = 1;
     for (int i = 0; i < ndim; ++i) {
-        len += snprintf(dict + len, sizeof dict - (size_t)len, "%zu%s", shape[i], ndim == 1 ? "," : (i + 1 < ndim ? ", " : ""));
+        len += snprintf(dict + len, room - (size_t)len, "%zu%s", shape[i], ndim == 1 ? "," : (i + 1 < ndim ? ", " : ""));
         count *= shape[i];
     }
-    len += snprintf(dict + len, sizeof dict - (size_t)len, "), }");
+    len += snprintf(dict + len, room - (size_t)len, "), }");
     /* Pad with spaces and a newline so the data starts on a 64-byte boundary. */
-    size_t preamble = 10, total = preamble + (size_t)len + 1;
-    size_t padded = (total + 63) / 64 * 64;
-    size_t header_len = padded - preamble;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(header_len & 0xff),
-                             (unsigned char)(header_len >> 8)};
+    const size_t total = preamble + (size_t)len + 1, padded = (total + 63) / 64 * 64, header_len = padded - preamble;
+    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(header_len & 0xff),
+                                   (unsigned char)(header_len >> 8)};
+    memcpy(head, pre, sizeof pre);
+    memset(head + preamble + len, ' ', padded - 1 - preamble - (size_t)len);
+    head[padded - 1] = '\n';
+    int err = tk_write_all(fd, head, padded);
+    const size_t bytes = count * tk_npy_dtype_size(dtype);
+    if (!err && bytes) err = tk_write_all(fd, data, bytes);
+    if (err)
+        return tk_set_error(TK_ERR_IO, "%s: cannot write: %s%s", name, strerror(err),
+                            err == ENOSPC || err == EFBIG || err == EDQUOT ? " (out of space: free some, or write elsewhere)" : "");
+    return TK_OK;
+}
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", path);
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        tk_status s = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
-        return s;
-    }
-    FILE *f = fdopen(fd, "wb");
-    int ok = f != NULL;
-    if (ok) {
-        ok = fwrite(pre, 1, sizeof pre, f) == sizeof pre && fwrite(dict, 1, (size_t)len, f) == (size_t)len;
-        for (size_t i = preamble + (size_t)len; ok && i < padded - 1; ++i) ok = fputc(' ', f) != EOF;
-        ok = ok && fputc('\n', f) != EOF;
-        size_t bytes = count * tk_npy_dtype_size(dtype);
-        ok = ok && (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
-        ok = (fclose(f) == 0) && ok;
-    } else {
-        close(fd);
-    }
-    /* mkstemp creates 0600; give the file the usual permissions under the umask */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (ok) ok = chmod(tmp, 0666 & ~mask) == 0;
-    if (ok) ok = rename(tmp, path) == 0;
+tk_status tk_npy_write(const char *path, tk_npy_dtype dtype, int ndim, const size_t *shape, const void *data)
+{
+    /* One output through the output set: a private temporary, checked writes, fsync, rename. */
+    tk_outset *set = tk_outset_new(NULL);
+    if (!set) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", path);
     tk_status s = TK_OK;
-    if (!ok) {
-        s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
-        unlink(tmp);
+    int idx = tk_outset_add(set, NULL, path, NULL);
+    int fd = idx >= 0 ? tk_outset_open(set, idx, 0) : -1;
+    if (fd < 0) s = TK_ERR_IO; /* the set's message is tk_last_error() */
+    if (s == TK_OK) {
+        s = tk_npy_write_fd(fd, path, dtype, ndim, shape, data);
+        int err = tk_fsync_close(fd);
+        if (s == TK_OK && err) s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(err));
     }
-    free(tmp);
+    if (s == TK_OK && tk_outset_commit(set) != 0) s = TK_ERR_IO;
+    tk_outset_free(set);
     return s;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tk_npy.h"
+#include "tk_output_set.h"
 #include "tucker_internal.h"
 
 static char *join(const char *dir, const char *name)
@@ -31,78 +32,31 @@ static int has_manifest(const char *dir)
     return ok;
 }
 
-/* Remove a model directory we wrote: our files only, then the directory. */
-static void remove_model_dir(const char *dir)
+/* The names a model directory of ours holds: manifest.txt, A<k>.npy and B<k>.npy.  Anything
+ * else in the folder (a user's notes) is theirs and is kept when the model is replaced. */
+static int model_file(const char *n)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        size_t len = strlen(n);
-        int ours = !strcmp(n, "manifest.txt") ||
-                   ((n[0] == 'A' || n[0] == 'B') && len > 4 && !strcmp(n + len - 4, ".npy"));
-        if (ours) {
-            char *p = join(dir, n);
-            if (p) unlink(p);
-            free(p);
-        }
-    }
-    closedir(d);
-    rmdir(dir);
+    if (!strcmp(n, "manifest.txt")) return 1;
+    if (n[0] != 'A' && n[0] != 'B') return 0;
+    char *end = NULL;
+    long k = strtol(n + 1, &end, 10);
+    return end != n + 1 && k >= 1 && k <= TK_TUCKER_MAX_ORDER && !strcmp(end, ".npy");
 }
 
-/* Leftovers of saves killed mid-way (DIR.tmpPID of a process that is gone). */
-static void remove_stale_temporaries(const char *dir)
+static int write_matrix(tk_outset *set, int idx, int k, const char *name, size_t rows, size_t cols, const float *data)
 {
-    const char *slash = strrchr(dir, '/');
-    size_t plen = slash ? (size_t)(slash - dir) : 0;
-    char *parent = malloc(plen + 2);
-    if (!parent) return;
-    if (slash) {
-        memcpy(parent, dir, plen ? plen : 1);
-        parent[plen ? plen : 1] = '\0';
-    } else {
-        strcpy(parent, ".");
-    }
-    const char *base = slash ? slash + 1 : dir;
-    size_t blen = strlen(base);
-    DIR *d = opendir(parent);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        const char *n = e->d_name;
-        if (strncmp(n, base, blen) || strncmp(n + blen, ".tmp", 4)) continue;
-        char *end = NULL;
-        long pid = strtol(n + blen + 4, &end, 10);
-        if (end == n + blen + 4 || *end || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* still running */
-        char *p = join(parent, n);
-        if (p) remove_model_dir(p);
-        free(p);
-    }
-    if (d) closedir(d);
-    free(parent);
+    const size_t shape[2] = {rows, cols};
+    int fd = tk_outset_open(set, idx, k);
+    if (fd < 0) return 0;
+    tk_status s = tk_npy_write_fd(fd, name, TK_NPY_FLOAT32, 2, shape, data);
+    return (close(fd) == 0 || s != TK_OK ? s == TK_OK : (tk_set_error(TK_ERR_IO, "%s: cannot write: %s", name,
+                                                                       strerror(errno)), 0));
 }
 
-static tk_status write_manifest(const char *path, const tk_tucker_model *m, const char *extra)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    fprintf(f, "format = tk-tucker-model 1\norder = %d\ndims = ", m->order);
-    for (int n = 0; n < m->order; ++n) fprintf(f, "%s%u", n ? "," : "", m->dims[n]);
-    fprintf(f, "\nrank_j = %d\nrank_r = %d\n", m->rank_j, m->rank_r);
-    if (extra) fputs(extra, f);
-    int bad = ferror(f);
-    if (fsync(fileno(f)) != 0) bad = 1;
-    if (fclose(f) != 0 || bad) return tk_set_error(TK_ERR_IO, "%s: write failed", path);
-    return TK_OK;
-}
-
-tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const char *extra_manifest)
+int tk_tucker_model_register(tk_outset *set, const char *flag, const char *dir, int order)
 {
     struct stat st;
-    int exists = stat(dir, &st) == 0;
-    if (exists && (!S_ISDIR(st.st_mode) || !has_manifest(dir))) {
+    if (stat(dir, &st) == 0 && (!S_ISDIR(st.st_mode) || !has_manifest(dir))) {
         DIR *d = S_ISDIR(st.st_mode) ? opendir(dir) : NULL;
         int empty = 0;
         if (d) {
@@ -113,52 +67,66 @@ tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const 
             closedir(d);
         }
         if (!empty)
-            return tk_set_error(TK_ERR_IO, "%s exists and is not a tk-tucker model directory (no manifest.txt): "
-                                           "refusing to replace it", dir);
-        rmdir(dir);
-        exists = 0;
+            return -tk_outset_fail(set, 1, "%s%s%s exists and is not a tk-tucker model directory (no manifest.txt): "
+                                           "refusing to replace it; give a new or empty folder", flag ? flag : "",
+                                   flag ? " " : "", dir);
     }
-    size_t n = strlen(dir);
-    char *tmp = malloc(n + 32);
-    if (!tmp) return tk_set_error(TK_ERR_MEMORY, "out of memory");
-    snprintf(tmp, n + 32, "%s.tmp%ld", dir, (long)getpid());
-    remove_stale_temporaries(dir);
-    remove_model_dir(tmp);
-    if (mkdir(tmp, 0777) != 0) {
-        tk_status s = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
-        free(tmp);
-        return s;
+    if (order < 1 || order > TK_TUCKER_MAX_ORDER)
+        return -tk_outset_fail(set, 1, "%s: a model of order %d cannot be saved", dir, order);
+    /* The whole model written into a temporary folder beside dir, then swapped in at once
+     * (tk_output_set.h), so that a run killed at any moment leaves the old model or the new
+     * one, and files of the user's in dir stay. */
+    char names[2 * TK_TUCKER_MAX_ORDER + 1][16];
+    const char *list[2 * TK_TUCKER_MAX_ORDER + 2];
+    int n = 0;
+    for (int k = 0; k < order; ++k) {
+        snprintf(names[n], sizeof names[n], "A%d.npy", k + 1);
+        list[n] = names[n], ++n;
+        snprintf(names[n], sizeof names[n], "B%d.npy", k + 1);
+        list[n] = names[n], ++n;
     }
-    tk_status s = TK_OK;
-    for (int k = 0; k < m->order && s == TK_OK; ++k) {
-        char name[32];
-        size_t shape_a[2] = {m->dims[k], (size_t)m->rank_j}, shape_b[2] = {(size_t)m->rank_j, (size_t)m->rank_r};
-        snprintf(name, sizeof name, "A%d.npy", k + 1);
-        char *p = join(tmp, name);
-        s = p ? tk_npy_write(p, TK_NPY_FLOAT32, 2, shape_a, m->a[k]) : TK_ERR_MEMORY;
-        free(p);
-        if (s != TK_OK) break;
-        snprintf(name, sizeof name, "B%d.npy", k + 1);
-        p = join(tmp, name);
-        s = p ? tk_npy_write(p, TK_NPY_FLOAT32, 2, shape_b, m->b[k]) : TK_ERR_MEMORY;
-        free(p);
+    snprintf(names[n], sizeof names[n], "manifest.txt");
+    list[n] = names[n], ++n;
+    list[n] = NULL;
+    return tk_outset_add_folder(set, flag, dir, list, model_file);
+}
+
+tk_status tk_tucker_model_write(tk_outset *set, int idx, const tk_tucker_model *m, const char *extra_manifest)
+{
+    const char *dir = tk_outset_path(set, idx); /* dir/A1.npy: the folder is what comes before the last '/' */
+    const char *slash = dir ? strrchr(dir, '/') : NULL;
+    const int dlen = slash ? (int)(slash - dir) : 0;
+    int ok = dir != NULL;
+    for (int k = 0; ok && k < m->order; ++k) {
+        char name[4096];
+        snprintf(name, sizeof name, "%.*s/A%d.npy", dlen, dir, k + 1);
+        ok = write_matrix(set, idx, 2 * k, name, m->dims[k], (size_t)m->rank_j, m->a[k]);
+        snprintf(name, sizeof name, "%.*s/B%d.npy", dlen, dir, k + 1);
+        ok = ok && write_matrix(set, idx, 2 * k + 1, name, (size_t)m->rank_j, (size_t)m->rank_r, m->b[k]);
     }
-    if (s == TK_OK) {
-        char *p = join(tmp, "manifest.txt");
-        s = p ? write_manifest(p, m, extra_manifest) : TK_ERR_MEMORY;
-        free(p);
+    if (ok) {
+        char head[512];
+        int len = snprintf(head, sizeof head, "format = tk-tucker-model 1\norder = %d\ndims = ", m->order);
+        for (int k = 0; k < m->order; ++k) len += snprintf(head + len, sizeof head - (size_t)len, "%s%u", k ? "," : "", m->dims[k]);
+        len += snprintf(head + len, sizeof head - (size_t)len, "\nrank_j = %d\nrank_r = %d\n", m->rank_j, m->rank_r);
+        int fd = tk_outset_open(set, idx, 2 * m->order);
+        int err = fd < 0 ? EIO : tk_write_all(fd, head, (size_t)len);
+        if (!err && extra_manifest) err = tk_write_all(fd, extra_manifest, strlen(extra_manifest));
+        if (fd >= 0 && close(fd) != 0 && !err) err = errno;
+        if (fd >= 0 && err) tk_set_error(TK_ERR_IO, "%.*s/manifest.txt: cannot write: %s", dlen, dir, strerror(err));
+        ok = !err;
     }
-    if (s == TK_OK) {
-        /* The commit: one atomic exchange (or a plain rename for a new directory). */
-        if (exists) {
-            if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) != 0)
-                s = tk_set_error(TK_ERR_IO, "%s: cannot swap in the new model: %s", dir, strerror(errno));
-        } else if (rename(tmp, dir) != 0) {
-            s = tk_set_error(TK_ERR_IO, "%s: cannot move the new model into place: %s", dir, strerror(errno));
-        }
-    }
-    remove_model_dir(tmp); /* the old model after a swap, or the failed new one */
-    free(tmp);
+    return ok ? TK_OK : TK_ERR_IO; /* tk_last_error() says why */
+}
+
+tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const char *extra_manifest)
+{
+    tk_outset *set = tk_outset_new(NULL);
+    if (!set) return tk_set_error(TK_ERR_MEMORY, "out of memory");
+    const int idx = tk_tucker_model_register(set, NULL, dir, m->order);
+    tk_status s = idx < 0 ? TK_ERR_IO : tk_tucker_model_write(set, idx, m, extra_manifest);
+    if (s == TK_OK && tk_outset_commit(set) != 0) s = TK_ERR_IO;
+    tk_outset_free(set);
     return s;
 }
 
@@ -172,6 +140,9 @@ int tk_tucker_manifest_get(const char *manifest, const char *key, char *out, siz
             const char *v = line + klen;
             while (v < line + len && (*v == ' ' || *v == '=')) ++v;
             size_t vlen = (size_t)(line + len - v);
+            /* a manifest saved with CRLF line ends (an editor on Windows) or trailing blanks
+             * means the same values */
+            while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == ' ' || v[vlen - 1] == '\t')) --vlen;
             if (vlen >= size) vlen = size - 1;
             memcpy(out, v, vlen);
             out[vlen] = '\0';

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tk_output_set.h"
 #include "tucker_internal.h"
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
@@ -250,23 +251,24 @@ static int read_cache(const char *cache, const cache_header *want, int order, tk
     return ok;
 }
 
+/* The cache is a convenience: written through a quiet one-output set (no temporary left by
+ * a signal or a killed run), and any failure just means no cache. */
 static void write_cache(const char *cache, cache_header h, const tk_tucker_coo *t)
 {
-    size_t n = strlen(cache);
-    char *tmp = malloc(n + 32);
-    if (!tmp) return;
-    snprintf(tmp, n + 32, "%s.tmp%ld", cache, (long)getpid());
     memcpy(h.magic, CACHE_MAGIC, 8);
     h.order = (uint32_t)t->order;
     memcpy(h.dims, t->dims, sizeof h.dims);
     h.nnz = t->nnz;
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(&h, sizeof h, 1, f) == 1 &&
-             fwrite(t->idx, sizeof(uint32_t) * (size_t)t->order, t->nnz, f) == t->nnz &&
-             fwrite(t->val, sizeof(float), t->nnz, f) == t->nnz;
-    if (f && fclose(f) != 0) ok = 0;
-    if (!ok || rename(tmp, cache) != 0) remove(tmp);
-    free(tmp);
+    tk_outset *set = tk_outset_new(NULL);
+    if (!set) return;
+    const int idx = tk_outset_add(set, NULL, cache, NULL);
+    const int fd = idx >= 0 ? tk_outset_open(set, idx, 0) : -1;
+    int ok = fd >= 0 && !tk_write_all(fd, &h, sizeof h) &&
+             !tk_write_all(fd, t->idx, sizeof(uint32_t) * (size_t)t->order * t->nnz) &&
+             !tk_write_all(fd, t->val, sizeof(float) * t->nnz);
+    if (fd >= 0 && close(fd) != 0) ok = 0;
+    if (ok) tk_outset_commit(set);
+    tk_outset_free(set);
 }
 
 tk_status tk_tns_read_cached(const char *path, int order, tk_tucker_coo *out, int *from_cache)
@@ -293,34 +295,45 @@ tk_status tk_tns_read_cached(const char *path, int order, tk_tucker_coo *out, in
     return s;
 }
 
-tk_status tk_tns_write(const char *path, const tk_tucker_coo *t)
+tk_status tk_tns_write_file(FILE *f, const char *name, const tk_tucker_coo *t)
 {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 32);
-    if (!tmp) return tk_set_error(TK_ERR_MEMORY, "out of memory");
-    snprintf(tmp, n + 32, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        tk_status st = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
-        return st;
-    }
     char *buffer = malloc(1 << 20); /* large writes; per call, so threads may write concurrently */
     if (buffer) setvbuf(f, buffer, _IOFBF, 1 << 20);
     int ok = 1;
+    errno = 0;
     for (size_t e = 0; e < t->nnz && ok; ++e) {
         const uint32_t *ix = t->idx + e * (size_t)t->order;
         for (int k = 0; k < t->order; ++k) ok = ok && fprintf(f, "%u ", ix[k] + 1) > 0;
         ok = ok && fprintf(f, "%.9g\n", (double)t->val[e]) > 0;
     }
-    if (fclose(f) != 0) ok = 0;
+    ok = fflush(f) == 0 && ok && !ferror(f);
+    const int err = errno ? errno : EIO;
+    setvbuf(f, NULL, _IONBF, 0); /* the buffer goes now; nothing is left in it */
     free(buffer);
-    tk_status st = TK_OK;
     if (!ok)
-        st = tk_set_error(TK_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    else if (rename(tmp, path) != 0)
-        st = tk_set_error(TK_ERR_IO, "%s: cannot rename the temporary into place: %s", path, strerror(errno));
-    if (st != TK_OK) remove(tmp);
-    free(tmp);
+        return tk_set_error(TK_ERR_IO, "%s: cannot write: %s%s", name, strerror(err),
+                            err == ENOSPC || err == EFBIG || err == EDQUOT ? " (out of space: free some, or write elsewhere)"
+                                                                           : "");
+    return TK_OK;
+}
+
+tk_status tk_tns_write(const char *path, const tk_tucker_coo *t)
+{
+    /* Through a one-output set: a private temporary, checked, synced and renamed. */
+    tk_outset *set = tk_outset_new(NULL);
+    if (!set) return tk_set_error(TK_ERR_MEMORY, "out of memory");
+    const int idx = tk_outset_add(set, NULL, path, NULL);
+    const int fd = idx >= 0 ? tk_outset_open(set, idx, 0) : -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    tk_status st = TK_ERR_IO; /* the set's message, where it failed */
+    if (fd >= 0 && !f) {
+        st = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        close(fd);
+    } else if (f) {
+        st = tk_tns_write_file(f, path, t);
+        if (fclose(f) != 0 && st == TK_OK) st = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        if (st == TK_OK && tk_outset_commit(set) != 0) st = TK_ERR_IO;
+    }
+    tk_outset_free(set);
     return st;
 }

@@ -558,8 +558,17 @@ static float *input_volume(fibers_args *a, int input, size_t voxels)
 {
     const char *real = a->input ? a->input : TK_BENCH_REAL_FOD;
     switch (input) {
-    case INPUT_PHANTOM: return phantom_volume((int)a->lmax, voxels, 1);
-    case INPUT_FOD_LIKE: return fod_like_volume((int)a->lmax, voxels, 1);
+    case INPUT_PHANTOM:
+    case INPUT_FOD_LIKE: {
+        float *sh = input == INPUT_PHANTOM ? phantom_volume((int)a->lmax, voxels, 1)
+                                           : fod_like_volume((int)a->lmax, voxels, 1);
+        /* they fail only for memory: said here, or the run would end with exit 1 and no word */
+        if (!sh)
+            tk_cli_error(prog, "--voxels %zu: out of memory for the %s volume (%.3g GiB at lmax %ld); use fewer --voxels",
+                         voxels, kInputNames[input],
+                         (double)voxels * (double)tk_sh_num_coeffs((int)a->lmax) * sizeof(float) / (1 << 30), a->lmax);
+        return sh;
+    }
     case INPUT_REAL: return tiled_input(real, voxels, &a->lmax);
     default: {
         long lmax = a->lmax;

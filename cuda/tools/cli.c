@@ -1,6 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "tk_device.h"
+#include "tk_npy.h"
+#include "tk_output_set.h"
 
 #include <errno.h>
 #include <math.h>
@@ -184,32 +186,19 @@ int tk_output_open(tk_output *out, const char *path, const char *prog)
         out->file = stdout;
         return 1;
     }
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        tk_cli_error(prog, "%s: cannot write: it is a directory", path);
-        return 0;
-    }
-    size_t n = strlen(path);
-    out->path = strdup(path);
-    out->tmp = malloc(n + 16);
-    if (!out->path || !out->tmp) {
+    /* One output of an output set: a private temporary, removed on a signal or at exit. */
+    out->set = tk_outset_new(prog);
+    if (!out->set) {
         tk_cli_error(prog, "out of memory");
-        tk_output_abort(out);
         return 0;
     }
-    snprintf(out->tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(out->tmp);
-    if (fd < 0) {
+    const int idx = tk_outset_add(out->set, NULL, path, NULL);
+    const int fd = idx >= 0 ? tk_outset_open(out->set, idx, 0) : -1;
+    if (fd >= 0 && !(out->file = fdopen(fd, "w"))) {
         tk_cli_error(prog, "%s: cannot create: %s", path, strerror(errno));
-        free(out->tmp);
-        out->tmp = NULL;
-        tk_output_abort(out);
-        return 0;
-    }
-    out->file = fdopen(fd, "w");
-    if (!out->file) {
         close(fd);
-        tk_cli_error(prog, "%s: cannot create: %s", path, strerror(errno));
+    }
+    if (!out->file) {
         tk_output_abort(out);
         return 0;
     }
@@ -220,31 +209,45 @@ int tk_output_commit(tk_output *out, const char *prog)
 {
     if (out->file == stdout) {
         int ok = fflush(stdout) == 0 && !ferror(stdout);
-        if (!ok) tk_cli_error(prog, "cannot write to standard output");
+        if (!ok) tk_cli_error(prog, "cannot write to standard output: %s", strerror(errno ? errno : EIO));
         return ok;
     }
-    int ok = !ferror(out->file);
-    ok = (fclose(out->file) == 0) && ok;
+    errno = 0;
+    int ok = fflush(out->file) == 0 && !ferror(out->file);
+    int err = ok ? 0 : (errno ? errno : EIO);
+    if (fclose(out->file) != 0 && ok) {
+        ok = 0;
+        err = errno ? errno : EIO;
+    }
     out->file = NULL;
-    mode_t mask = umask(0);
-    umask(mask);
-    if (ok) ok = chmod(out->tmp, 0666 & ~mask) == 0;
-    if (ok) ok = rename(out->tmp, out->path) == 0;
-    if (!ok) tk_cli_error(prog, "%s: cannot write: %s", out->path, strerror(errno ? errno : EIO));
-    if (!ok) unlink(out->tmp);
-    free(out->tmp);
-    free(out->path);
-    out->tmp = out->path = NULL;
+    if (!ok)
+        tk_cli_error(prog, "%s: cannot write: %s%s", tk_outset_path(out->set, 0), strerror(err),
+                     err == ENOSPC || err == EFBIG || err == EDQUOT ? " (out of space: free some, or write elsewhere)" : "");
+    else
+        ok = tk_outset_commit(out->set) == 0; /* checked, synced and renamed; it says why not */
+    tk_outset_free(out->set);
+    out->set = NULL;
     return ok;
 }
 
 void tk_output_abort(tk_output *out)
 {
     if (out->file && out->file != stdout) fclose(out->file);
-    if (out->tmp) unlink(out->tmp);
-    free(out->tmp);
-    free(out->path);
+    tk_outset_free(out->set); /* the temporary goes with it */
     memset(out, 0, sizeof *out);
+}
+
+int tk_cli_write_npy(const char *prog, struct tk_outset *set, int idx, const char *flag, int dtype, int ndim,
+                     const size_t *shape, const void *data)
+{
+    const char *path = tk_outset_path(set, idx);
+    int fd = tk_outset_open(set, idx, 0); /* it says why it cannot */
+    if (fd < 0) return 0;
+    tk_status s = tk_npy_write_fd(fd, path, (tk_npy_dtype)dtype, ndim, shape, data);
+    /* the commit syncs; a failed close is still a failed write */
+    if (close(fd) != 0 && s == TK_OK) s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (s != TK_OK) tk_cli_error(prog, "%s%s%s", flag ? flag : "", flag ? " " : "", tk_last_error());
+    return s == TK_OK;
 }
 
 /* ---- backends ------------------------------------------------------------------ */

@@ -55,15 +55,21 @@ int tk_cli_check_output(const char *prog, const char *path, int is_dir, const ch
  * allocation (a request that could never be served fails at once, and clearly). */
 int tk_cli_fits_memory(const char *prog, double bytes, const char *what);
 
-/* Text output written to a temporary beside path and renamed on commit; path
- * NULL or "-" writes to stdout. */
+/* Text output through a one-output set (tk_output_set.h): a private temporary beside
+ * path, every write checked, renamed on commit; path NULL or "-" writes to stdout. */
+struct tk_outset;
 typedef struct tk_output {
     FILE *file;
-    char *path, *tmp;
+    struct tk_outset *set;
 } tk_output;
 int tk_output_open(tk_output *out, const char *path, const char *prog);
 int tk_output_commit(tk_output *out, const char *prog); /* 0 on failure, removing the temporary */
 void tk_output_abort(tk_output *out);
+
+/* A .npy into output idx of an output set (tk_output_set.h), every write checked; 1, or 0
+ * after "PROG: error: FLAG PATH: cannot write: REASON". */
+int tk_cli_write_npy(const char *prog, struct tk_outset *set, int idx, const char *flag, int dtype, int ndim,
+                     const size_t *shape, const void *data);
 
 double tk_cli_now_ms(void);
 

@@ -9,6 +9,7 @@
 #include "tk_eig_xml.h"
 #include "tk_eig.h"
 #include "tk_npy.h"
+#include "tk_output_set.h"
 
 static const char *prog = "tk-eig";
 
@@ -128,14 +129,29 @@ int main(int argc, char **argv)
     eig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
     const char *inputs[] = {a.input, NULL}, *outputs[] = {a.output, a.vectors, a.status};
+    const char *flags[] = {"OUTPUT", "--vectors", "--status"};
     for (int o = 0; o < 3; ++o) {
         int bad_output = tk_cli_check_output(prog, outputs[o], 0, inputs);
         if (bad_output) return bad_output;
     }
+    /* The values, --vectors and --status together: all in place, or none (tk_output_set.h). */
+    tk_outset *set = tk_outset_new(prog);
+    int idx[3] = {-1, -1, -1};
+    if (!set || tk_outset_input(set, "INPUT", a.input)) {
+        if (!set) tk_cli_error(prog, "out of memory");
+        tk_outset_free(set);
+        return TK_EXIT_FAILURE;
+    }
+    for (int o = 0; o < 3; ++o)
+        if (outputs[o] && (idx[o] = tk_outset_add(set, flags[o], outputs[o], NULL)) < 0) {
+            tk_outset_free(set);
+            return -idx[o];
+        }
 
     tk_npy_array arr;
     if (tk_npy_read(a.input, &arr) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
+        tk_outset_free(set);
         return TK_EXIT_FAILURE;
     }
     int exit_code = TK_EXIT_FAILURE;
@@ -221,22 +237,15 @@ int main(int argc, char **argv)
     size_t out_shape[TK_NPY_MAX_DIMS];
     for (int d = 0; d < arr.ndim; ++d) out_shape[d] = arr.shape[d];
     const tk_npy_dtype cdtype = dbl ? TK_NPY_COMPLEX128 : TK_NPY_COMPLEX64;
-    if (a.vectors && tk_npy_write(a.vectors, cdtype, arr.ndim, out_shape, vectors) != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
-        goto done;
-    }
+    if (a.vectors && !tk_cli_write_npy(prog, set, idx[1], NULL, cdtype, arr.ndim, out_shape, vectors)) goto done;
     if (a.status) {
         size_t one = count;
         const int sdim = arr.ndim > 2 ? arr.ndim - 2 : 1;
-        if (tk_npy_write(a.status, TK_NPY_INT8, sdim, arr.ndim > 2 ? out_shape : &one, status) != TK_OK) {
-            tk_cli_error(prog, "%s", tk_last_error());
+        if (!tk_cli_write_npy(prog, set, idx[2], NULL, TK_NPY_INT8, sdim, arr.ndim > 2 ? out_shape : &one, status))
             goto done;
-        }
     }
-    if (tk_npy_write(a.output, cdtype, arr.ndim - 1, out_shape, values) != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
-        goto done;
-    }
+    if (!tk_cli_write_npy(prog, set, idx[0], NULL, cdtype, arr.ndim - 1, out_shape, values)) goto done;
+    if (tk_outset_commit(set) != 0) goto done;
     if (!a.quiet) {
         if (failed[TK_EIG_NONFINITE])
             fprintf(stderr, "%s: warning: %s: %zu of %zu matrices hold NaN or Inf (first: matrix %zu); their values are NaN\n",
@@ -248,6 +257,7 @@ int main(int argc, char **argv)
     }
     exit_code = 0;
 done:
+    tk_outset_free(set);
     tk_npy_free(&arr);
     free(matrices);
     free(values);

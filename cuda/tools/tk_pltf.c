@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cli_xml.h"
 #include "tk_npy.h"
+#include "tk_output_set.h"
 #include "tk_pltf.h"
 #ifdef TK_PLTF_WITH_IMAGES
 #include "tk_pltf_complete.h" /* Plugin/CLI: the ITK image mode, when built with ITK */
@@ -179,52 +180,41 @@ static int on_iteration(void *user, int it, double div)
     return 0;
 }
 
-/* Checked before the work, created (if missing) only after it succeeded. */
-static int check_dir(const char *dir)
+/* Every output (DIR/<factor>.npy, DIR/xhat.npy) in one output set, registered before the
+ * work: none may be an input (`--input fit/xhat.npy --out fit`) or written twice (a model
+ * naming one factor twice); DIR is made on commit, when every file is written. */
+static int register_outputs(tk_outset *set, const pltf_args *a, const tk_pltf_model *m, int *idx)
 {
-    struct stat st;
-    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        tk_cli_error(prog, "--out %s: exists and is not a directory", dir);
-        return 0;
+    if (tk_outset_input(set, "--input", a->input) || tk_outset_input(set, "--mask", a->mask)) return TK_EXIT_FAILURE;
+    for (int f = 0; f <= m->num_factors; ++f) {
+        char name[TK_PLTF_MAX_INDICES + 8];
+        if (f < m->num_factors) tk_pltf_factor_name(m, f, name);
+        else strcpy(name, "xhat");
+        strcat(name, ".npy");
+        if ((idx[f] = tk_outset_add_in_folder(set, "--out", a->out, name)) < 0) return -idx[f];
     }
-    return 1;
+    return 0;
 }
 
-static int ensure_dir(const char *dir)
-{
-    struct stat st;
-    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return 1;
-    if (mkdir(dir, 0777) != 0) {
-        tk_cli_error(prog, "--out %s: cannot create the directory: %s", dir, strerror(errno));
-        return 0;
-    }
-    return 1;
-}
-
-/* Write values (double) as dtype; 0 after printing why. */
-static int write_array(const char *dir, const char *name, tk_npy_dtype dtype, int ndim, const size_t *shape,
+/* Write values (double) as dtype into output idx; 0 after printing why. */
+static int write_array(tk_outset *set, int idx, tk_npy_dtype dtype, int ndim, const size_t *shape,
                        const double *values, size_t count)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    const char *path = tk_outset_path(set, idx);
     void *data = (void *)values;
     float *f = NULL;
     if (dtype == TK_NPY_FLOAT32) {
         f = malloc((count ? count : 1) * sizeof(float));
         if (!f) {
-            tk_cli_error(prog, "%s: out of memory", path);
+            tk_cli_error(prog, "--out %s: out of memory", path);
             return 0;
         }
         for (size_t i = 0; i < count; ++i) f[i] = (float)values[i];
         data = f;
     }
-    tk_status s = tk_npy_write(path, dtype, ndim, shape, data);
+    int ok = tk_cli_write_npy(prog, set, idx, "--out", dtype, ndim, shape, data);
     free(f);
-    if (s != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
-        return 0;
-    }
-    return 1;
+    return ok;
 }
 
 int main(int argc, char **argv)
@@ -247,6 +237,27 @@ int main(int argc, char **argv)
     if (tk_pltf_parse(a.model, &m) != TK_OK) {
         tk_cli_error(prog, "--model: %s", tk_last_error());
         return TK_EXIT_USAGE;
+    }
+    for (int f = 0; f < m.num_factors; ++f) /* each factor is one file DIR/<indices>.npy */
+        for (int g = 0; g < f; ++g) {
+            char nf[TK_PLTF_MAX_INDICES + 1], ng[TK_PLTF_MAX_INDICES + 1];
+            tk_pltf_factor_name(&m, f, nf);
+            tk_pltf_factor_name(&m, g, ng);
+            if (!strcmp(nf, ng) || !strcmp(nf, "xhat")) {
+                tk_cli_error(prog, "--model \"%s\": factor %d repeats the indices '%s' of factor %d: each factor is "
+                                   "saved as %s.npy, so give each its own indices", m.text, f + 1, nf, g + 1, nf);
+                return TK_EXIT_USAGE;
+            }
+        }
+    tk_outset *set = tk_outset_new(prog);
+    int out_idx[TK_PLTF_MAX_FACTORS + 1];
+    if (!set) {
+        tk_cli_error(prog, "out of memory");
+        return TK_EXIT_FAILURE;
+    }
+    if ((bad_output = register_outputs(set, &a, &m, out_idx))) {
+        tk_outset_free(set);
+        return bad_output;
     }
     tk_npy_array x, mk;
     memset(&mk, 0, sizeof mk);
@@ -366,7 +377,6 @@ int main(int argc, char **argv)
         tk_cli_error(prog, "%s: the mask leaves no observed entry", a.mask);
         goto done;
     }
-    if (!check_dir(a.out)) goto done;
     tk_cli_backend run;
     if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
     a.opts.backend = (tk_pltf_backend)run;
@@ -387,16 +397,14 @@ int main(int argc, char **argv)
         status = s == TK_ERR_ARGUMENT ? TK_EXIT_USAGE : TK_EXIT_FAILURE;
         goto done;
     }
-    if (!ensure_dir(a.out)) goto done;
     for (int f = 0; f < m.num_factors; ++f) {
-        char name[TK_PLTF_MAX_INDICES + 1];
         size_t fshape[TK_PLTF_MAX_INDICES];
-        tk_pltf_factor_name(&m, f, name);
         for (int d = 0; d < m.factor_ndim[f]; ++d) fshape[d] = m.dims[m.factor[f][d]];
-        if (!write_array(a.out, name, x.dtype, m.factor_ndim[f], fshape, factors[f], tk_pltf_factor_count(&m, f)))
+        if (!write_array(set, out_idx[f], x.dtype, m.factor_ndim[f], fshape, factors[f], tk_pltf_factor_count(&m, f)))
             goto done;
     }
-    if (!write_array(a.out, "xhat", x.dtype, x.ndim, x.shape, xhat, count)) goto done;
+    if (!write_array(set, out_idx[m.num_factors], x.dtype, x.ndim, x.shape, xhat, count)) goto done;
+    if (tk_outset_commit(set) != 0) goto done; /* all files in place, or none */
     if (!a.quiet)
         fprintf(stderr, "%s: model %s, %d iterations on %s in %.1f ms; %s divergence %.6g -> %.6g\n", prog, m.text,
                 res.iterations_done, a.opts.backend == TK_PLTF_CPU ? "cpu" : a.opts.backend == TK_PLTF_OMP ? "omp" : "cuda",
@@ -404,6 +412,7 @@ int main(int argc, char **argv)
                 res.final_divergence);
     status = 0;
 done:
+    tk_outset_free(set); /* what was not committed is removed */
     tk_npy_free(&x);
     if (a.mask) tk_npy_free(&mk);
     free(xd), free(xhat), free(mask);

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tk_output_set.h"
 #include "cli_xml.h"
 #include "tk_tucker.h"
 #ifdef TK_TUCKER_WITH_IMAGES
@@ -317,7 +319,20 @@ static int cmd_train(int argc, char **argv)
                              model.dims[n], dims[n]);
                 goto done;
             }
-        start = tk_tucker_manifest_get(manifest, "iteration", v, sizeof v) ? strtol(v, NULL, 10) : 0;
+        start = 0;
+        if (tk_tucker_manifest_get(manifest, "iteration", v, sizeof v)) {
+            /* the whole value, >= 0: a damaged or hand-edited checkpoint is refused, not
+             * resumed from a negative iteration */
+            char *end = NULL;
+            errno = 0;
+            start = strtol(v, &end, 10);
+            if (end == v || *end || errno || start < 0) {
+                tk_cli_error(prog, "--resume: %s/manifest.txt: iteration '%s' is not a whole number >= 0; the "
+                                   "checkpoint is damaged: fix that line, or train without --resume", a.out, v);
+                rc = TK_EXIT_FAILURE;
+                goto done;
+            }
+        }
         fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
     } else {
         if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
@@ -397,6 +412,24 @@ done:
 
 /* ---- predict ------------------------------------------------------------------------ */
 
+/* A .tns into output idx of set, every write checked; 0 after printing why. */
+static int write_tns(tk_outset *set, int idx, const tk_tucker_coo *t)
+{
+    const char *path = tk_outset_path(set, idx);
+    const int fd = tk_outset_open(set, idx, 0);
+    if (fd < 0) return 0;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        tk_cli_error(prog, "%s: cannot create: %s", path, strerror(errno));
+        close(fd);
+        return 0;
+    }
+    tk_status s = tk_tns_write_file(f, path, t);
+    if (fclose(f) != 0 && s == TK_OK) s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (s != TK_OK) tk_cli_error(prog, "%s", tk_last_error());
+    return s == TK_OK;
+}
+
 static int cmd_predict(int argc, char **argv)
 {
     const char *pos[3];
@@ -423,16 +456,30 @@ static int cmd_predict(int argc, char **argv)
     const char *inputs[] = {pos[1], NULL};
     int bad_output = tk_cli_check_output(prog, pos[2], 0, inputs);
     if (bad_output) return bad_output;
+    /* OUT.tns may be neither the queries nor a file of the model (MODEL_DIR/A1.npy). */
+    tk_outset *set = tk_outset_new(prog);
+    if (!set) {
+        tk_cli_error(prog, "out of memory");
+        return TK_EXIT_FAILURE;
+    }
+    int out_idx = -1;
+    if (tk_outset_input_dir(set, "MODEL_DIR", pos[0]) || tk_outset_input(set, "QUERIES", pos[1]) ||
+        (out_idx = tk_outset_add(set, "OUT", pos[2], NULL)) < 0) {
+        tk_outset_free(set);
+        return out_idx < -1 ? -out_idx : TK_EXIT_FAILURE;
+    }
     tk_tucker_model m;
     tk_tucker_coo q;
     if (tk_tucker_model_load(pos[0], &m, NULL) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
+        tk_outset_free(set);
         return TK_EXIT_FAILURE;
     }
     int rc = TK_EXIT_FAILURE;
     if (tk_tns_read_queries(pos[1], m.order, &q) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
         tk_tucker_model_free(&m);
+        tk_outset_free(set);
         return rc;
     }
     if (q.nnz == 0) {
@@ -447,12 +494,14 @@ static int cmd_predict(int argc, char **argv)
                 goto done;
             }
     memcpy(q.dims, m.dims, sizeof q.dims);
-    if (tk_tucker_predict(&m, &q, q.val) != TK_OK || tk_tns_write(pos[2], &q) != TK_OK) {
+    if (tk_tucker_predict(&m, &q, q.val) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
         goto done;
     }
+    if (!write_tns(set, out_idx, &q) || tk_outset_commit(set) != 0) goto done;
     rc = 0;
 done:
+    tk_outset_free(set);
     tk_tucker_model_free(&m);
     tk_tucker_coo_free(&q);
     return rc;
@@ -460,23 +509,6 @@ done:
 
 /* ---- synth -------------------------------------------------------------------------- */
 
-/* Take back a model directory this run created: its files, then the folder. */
-static void remove_model(const char *dir)
-{
-    size_t n = strlen(dir) + 32;
-    char *p = malloc(n);
-    if (!p) return;
-    snprintf(p, n, "%s/manifest.txt", dir);
-    unlink(p);
-    for (int k = 1; k <= TK_TUCKER_MAX_ORDER; ++k) {
-        snprintf(p, n, "%s/A%d.npy", dir, k);
-        unlink(p);
-        snprintf(p, n, "%s/B%d.npy", dir, k);
-        unlink(p);
-    }
-    free(p);
-    rmdir(dir);
-}
 
 static int parse_shape(const char *v, tk_tucker_synth_options *o)
 {
@@ -571,24 +603,34 @@ static int cmd_synth(int argc, char **argv)
     if (!bad_output) bad_output = tk_cli_check_output(prog, truth_dir, 1, NULL);
     if (bad_output) return bad_output;
     if (truth_dir && !out_dir_usable(truth_dir)) return TK_EXIT_FAILURE;
-    const int truth_existed = truth_dir && file_size(truth_dir) >= 0;
+    /* OUT.tns and the --truth model in one output set: both in place, or neither. */
+    tk_outset *set = tk_outset_new(prog);
+    int out_idx = -1, truth_idx = -1;
+    if (!set) {
+        tk_cli_error(prog, "out of memory");
+        return TK_EXIT_FAILURE;
+    }
+    if ((out_idx = tk_outset_add(set, "OUT", out, NULL)) < 0 ||
+        (truth_dir && (truth_idx = tk_tucker_model_register(set, "--truth", truth_dir, o.order)) < 0)) {
+        tk_outset_free(set);
+        return out_idx < 0 ? -out_idx : -truth_idx;
+    }
     tk_tucker_coo t;
     tk_tucker_model truth;
     tk_status s = tk_tucker_synth(&o, &t, truth_dir ? &truth : NULL);
     if (s != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
+        tk_outset_free(set);
         return exit_code(s);
     }
     int rc = 0;
-    /* Both outputs or neither: the model first, and the tensor's failure takes it back. */
-    if (truth_dir && tk_tucker_model_save(truth_dir, &truth, "source = tk-tucker synth (true model)\n") != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
+    if (truth_dir && tk_tucker_model_write(set, truth_idx, &truth, "source = tk-tucker synth (true model)\n") != TK_OK) {
+        tk_cli_error(prog, "--truth %s", tk_last_error());
         rc = TK_EXIT_FAILURE;
-    } else if (tk_tns_write(out, &t) != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
-        if (truth_dir && !truth_existed) remove_model(truth_dir);
+    } else if (!write_tns(set, out_idx, &t) || tk_outset_commit(set) != 0) {
         rc = TK_EXIT_FAILURE;
     }
+    tk_outset_free(set);
     tk_tucker_coo_free(&t);
     if (truth_dir) tk_tucker_model_free(&truth);
     return rc;
