@@ -43,7 +43,7 @@ std::string grid_mismatch(const Grid &image, const std::string &image_path, cons
     if (direction) add("orientation");
     if (what.empty()) return "";
     return other_path + ": on another voxel grid than " + image_path + " (" + what + " differ" +
-           (what.find(',') == std::string::npos && what != "size" ? "s" : "") + " beyond 1e-3 of a voxel; LPS) -- " +
+           (what.find(',') == std::string::npos ? "s" : "") + " beyond 1e-3 of a voxel; LPS) -- " +
            describe(image, image_path) + "; " + describe(other, other_path) +
            "; resample it onto the image's grid (e.g. mrgrid " + other_path + " regrid -template " + image_path +
            " -interp nearest OUT)";
