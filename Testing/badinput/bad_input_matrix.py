@@ -126,6 +126,14 @@ def nrrd(path, array, kind_vector=False, pixel="float", data=None):
     write(path, header.encode() + body)
 
 
+def mif_bytes(array):
+    """array (z, y, x, components) as the bytes of a .mif (see mif)."""
+    import tempfile as _t
+    with _t.NamedTemporaryFile(suffix=".mif") as t:
+        mif(t.name, array)
+        return open(t.name, "rb").read()
+
+
 def mif(path, array, datatype="Float32LE", data=None, lines=None):
     """array (z, y, x, components) as an MRtrix3 .mif, a voxel's components together
     (layout +1,+2,+3,+0); lines replaces the header's lines between the first and "file"."""
@@ -757,6 +765,13 @@ def fibers_read_cases(sh, g, base):
         Case("read: MetaImage of numbered slice files, one missing", base("slices.mhd"),
              both(f("slices.mhd", missing_slice), f("slice001.raw", sh[0].astype("<f4").tobytes())),
              names="slices.mhd", says=r"no numbered slice files"),
+    ]
+    mif_gz = gz(mif_bytes(sh))
+    rows += [
+        Case("read: .mif.gz cut in its gzip trailer", base("cut.mif.gz"), f("cut.mif.gz", mif_gz[:-4]),
+             names="cut.mif.gz", says=r"truncated: the compressed stream ends without its checksum"),
+        Case("read: .mif.gz followed by junk", base("tail.mif.gz"), f("tail.mif.gz", mif_gz + b"junk"),
+             names="tail.mif.gz", says=r"follow the end of the compressed data"),
     ]
     mask = np.ones(sh.shape[:3], np.uint8)
     geo = "space: left-posterior-superior\nspace directions: (1,0,0) (0,1,0) (0,0,1)\nspace origin: (0,0,0)\n"

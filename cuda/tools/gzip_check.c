@@ -31,7 +31,7 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
     if (head_got) *head_got = 0;
     if (consumed) *consumed = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", what, strerror(errno)), 0;
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size < offset || fseeko(f, (off_t)offset, SEEK_SET) != 0) {
         fclose(f);
@@ -108,7 +108,10 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
     inflateEnd(&z);
     fclose(f);
     if (consumed) *consumed = used;
-    if (!why && !ended)
+    if (!why && !ended && total == expected)
+        tk_set_error(TK_ERR_FORMAT, "%s: truncated: the compressed stream ends without its checksum and length "
+                                    "(the data cannot be verified)", what);
+    else if (!why && !ended)
         tk_set_error(TK_ERR_FORMAT, "%s: the compressed data end before their stream does (truncated after %llu of "
                                     "%llu bytes)", what, (unsigned long long)total, (unsigned long long)expected);
     else if (why && !strcmp(why, "trailing"))

@@ -207,16 +207,18 @@ int tk_image_check_meta(const char *path, tk_image_info *info)
     } else {
         tk_image_sibling(path, data_file, info->data_file, sizeof info->data_file);
         file = info->data_file;
-        if (tk_image_file_size(file, "the data file") < 0) return 0;
+        if (tk_image_file_size(path, file) < 0) return 0;
         offset = header_size > 0 ? (uint64_t)header_size : 0;
     }
-    const int64_t size = tk_image_file_size(file, "the data file");
+    const int64_t size = tk_image_file_size(path, file);
     if (size < 0) return 0;
+    char subject_buf[8400];
+    const char *subject = tk_image_subject(path, file, subject_buf, sizeof subject_buf);
     if (compressed) {
         if (header_size < 0)
             return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage HeaderSize -1 is for raw data only", path), 0;
         uint64_t used = 0;
-        if (!tk_inflate_check(file, offset, TK_INFLATE_AUTO, bytes, file, NULL, 0, NULL, &used)) return 0;
+        if (!tk_inflate_check(file, offset, TK_INFLATE_AUTO, bytes, subject, NULL, 0, NULL, &used)) return 0;
         if (compressed_size && compressed_size != used)
             return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage CompressedDataSize %llu, but the compressed data take %llu "
                                                "bytes", path, (unsigned long long)compressed_size,
@@ -229,6 +231,6 @@ int tk_image_check_meta(const char *path, tk_image_info *info)
                             (unsigned long long)bytes, file, (unsigned long long)held), 0;
     if (held > bytes && header_size >= 0)
         return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the data that the header does not account for (wrong "
-                                           "DimSize or ElementType?)", file, (unsigned long long)(held - bytes)), 0;
+                                           "DimSize or ElementType?)", subject, (unsigned long long)(held - bytes)), 0;
     return 1;
 }

@@ -53,6 +53,8 @@ static int pair_data_file(const char *path, char *out, size_t out_size)
 /* The data (bytes from offset) of file, raw or gzip by its first bytes: exactly bytes. */
 static int check_data(const char *file, uint64_t offset, uint64_t bytes, const char *header_path)
 {
+    char subject_buf[8400];
+    const char *subject = tk_image_subject(header_path, file, subject_buf, sizeof subject_buf);
     unsigned char magic[2] = {0, 0};
     FILE *f = fopen(file, "rb");
     if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open the data file %s", header_path, file), 0;
@@ -62,9 +64,9 @@ static int check_data(const char *file, uint64_t offset, uint64_t bytes, const c
         uint64_t expected;
         if (__builtin_add_overflow(offset, bytes, &expected))
             return tk_set_error(TK_ERR_FORMAT, "%s: vox_offset plus the data's size overflows", header_path), 0;
-        return tk_inflate_check(file, 0, TK_INFLATE_GZIP, expected, file, NULL, 0, NULL, NULL);
+        return tk_inflate_check(file, 0, TK_INFLATE_GZIP, expected, subject, NULL, 0, NULL, NULL);
     }
-    const int64_t size = tk_image_file_size(file, "the data file");
+    const int64_t size = tk_image_file_size(header_path, file);
     if (size < 0) return 0;
     if ((uint64_t)size < offset)
         return tk_set_error(TK_ERR_FORMAT, "%s: truncated: vox_offset %llu is past the end of %s (%lld bytes)",
@@ -76,7 +78,7 @@ static int check_data(const char *file, uint64_t offset, uint64_t bytes, const c
                             (unsigned long long)offset, file, (unsigned long long)held), 0;
     if (held > bytes)
         return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the voxel data that the header does not account for "
-                                           "(a wrong dim or datatype?)", file, (unsigned long long)(held - bytes)), 0;
+                                           "(a wrong dim or datatype?)", subject, (unsigned long long)(held - bytes)), 0;
     return 1;
 }
 
@@ -138,7 +140,7 @@ int tk_image_check_nifti(const char *path, const unsigned char *head, unsigned l
             return tk_set_error(TK_ERR_FORMAT, "%s: a NIfTI header of a .hdr/.img pair (magic \"ni%d\") must be named "
                                                ".hdr, its data .img", path, h.version), 0;
         if (!gzip) {
-            const int64_t size = tk_image_file_size(path, "the header");
+            const int64_t size = tk_image_file_size(path, path);
             if (size < 0) return 0;
             if (size > header_size + 16 * 4096)
                 return tk_set_error(TK_ERR_FORMAT, "%s: a .hdr of %lld bytes: more than a header and its extensions",

@@ -190,7 +190,7 @@ int tk_image_check_nrrd(const char *path, tk_image_info *info)
     if (data_file[0]) {
         tk_image_sibling(path, data_file, info->data_file, sizeof info->data_file);
         file = info->data_file;
-        if (tk_image_file_size(file, "the data file") < 0) return 0;
+        if (tk_image_file_size(path, file) < 0) return 0;
     } else {
         if (!blank)
             return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without a blank line before its data (and no \"data "
@@ -211,28 +211,30 @@ int tk_image_check_nrrd(const char *path, tk_image_info *info)
             return tk_set_error(TK_ERR_FORMAT, "%s: NRRD line skip %lld: %s ends first", path, (long long)line_skip,
                                 file), 0;
     }
+    char subject_buf[8400];
+    const char *subject = tk_image_subject(path, file, subject_buf, sizeof subject_buf);
     if (!raw) {
         uint64_t expected;
         if (__builtin_add_overflow(bytes, (uint64_t)byte_skip, &expected))
             return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip plus the data's size overflows", path), 0;
-        return tk_inflate_check(file, offset, TK_INFLATE_GZIP, expected, file, NULL, 0, NULL, NULL);
+        return tk_inflate_check(file, offset, TK_INFLATE_GZIP, expected, subject, NULL, 0, NULL, NULL);
     }
-    const int64_t size = tk_image_file_size(file, "the data file");
+    const int64_t size = tk_image_file_size(path, file);
     if (size < 0) return 0;
     const uint64_t held = (uint64_t)size >= offset ? (uint64_t)size - offset : 0;
     if (byte_skip < 0) {  /* the data are the file's last bytes */
         if (held < bytes)
             return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of data, the file holds %llu",
-                                file, (unsigned long long)bytes, (unsigned long long)held), 0;
+                                subject, (unsigned long long)bytes, (unsigned long long)held), 0;
         return 1;
     }
     if (held < (uint64_t)byte_skip || held - (uint64_t)byte_skip < bytes)
         return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of data after %lld skipped, "
-                                           "the file holds %llu", file, (unsigned long long)bytes,
+                                           "the file holds %llu", subject, (unsigned long long)bytes,
                             (long long)byte_skip, (unsigned long long)held), 0;
     if (held - (uint64_t)byte_skip > bytes)
         return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the data that the header does not account for (wrong "
-                                           "sizes or type?)", file,
+                                           "sizes or type?)", subject,
                             (unsigned long long)(held - (uint64_t)byte_skip - bytes)), 0;
     return 1;
 }

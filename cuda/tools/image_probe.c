@@ -25,12 +25,16 @@ uint64_t tk_image_mul(uint64_t a, uint64_t b)
     return __builtin_mul_overflow(a, b, &r) ? 0 : r;
 }
 
-int64_t tk_image_file_size(const char *path, const char *role)
+int64_t tk_image_file_size(const char *path, const char *file)
 {
     struct stat st;
-    if (stat(path, &st) != 0)
-        return tk_set_error(TK_ERR_IO, "%s: cannot open %s: %s", path, role, strerror(errno)), -1;
-    if (!S_ISREG(st.st_mode)) return tk_set_error(TK_ERR_IO, "%s: %s is not a regular file", path, role), -1;
+    const int same = !strcmp(path, file);
+    if (stat(file, &st) != 0)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open%s%s: %s", path, same ? "" : " its data file ", same ? "" : file,
+                            strerror(errno)), -1;
+    if (!S_ISREG(st.st_mode))
+        return tk_set_error(TK_ERR_IO, "%s: %s%s is not a regular file", path, same ? "it" : "its data file ",
+                            same ? "" : file), -1;
     return (int64_t)st.st_size;
 }
 
@@ -41,6 +45,13 @@ void tk_image_sibling(const char *path, const char *name, char *out, unsigned lo
         snprintf(out, out_size, "%s", name);
     else
         snprintf(out, out_size, "%.*s/%s", (int)(slash - path), path, name);
+}
+
+const char *tk_image_subject(const char *path, const char *file, char *buf, size_t n)
+{
+    if (!strcmp(path, file)) return path;
+    snprintf(buf, n, "%s: its data file %s", path, file);
+    return buf;
 }
 
 /* MetaIO's record names that may open a header: a text file starting with one of these
@@ -90,7 +101,7 @@ static tk_image_format sniff_bytes(const char *path, const unsigned char *b, siz
 tk_image_format tk_image_sniff(const char *path)
 {
     unsigned char b[1024];
-    if (tk_image_file_size(path, "the image") < 0) return TK_IMAGE_UNKNOWN;
+    if (tk_image_file_size(path, path) < 0) return TK_IMAGE_UNKNOWN;
     FILE *f = fopen(path, "rb");
     if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), TK_IMAGE_UNKNOWN;
     size_t n = fread(b, 1, sizeof b, f);

@@ -68,8 +68,13 @@ int tk_image_check_nifti(const char *path, const unsigned char *head, unsigned l
 int tk_image_check_nrrd(const char *path, tk_image_info *info);
 int tk_image_check_meta(const char *path, tk_image_info *info);
 
-/* The size of a file (-1 with the message set when it cannot be read). */
-int64_t tk_image_file_size(const char *path, const char *role);
+/* What a message about file names first: path (the file the user gave) when file is path,
+ * else "PATH: its data file FILE" (in buf). */
+const char *tk_image_subject(const char *path, const char *file, char *buf, size_t n);
+
+/* The size of file, the image path or its data file (-1 with the message, naming path and
+ * then file, set when it cannot be read). */
+int64_t tk_image_file_size(const char *path, const char *file);
 
 /* Strict numbers for the text headers: the whole string, ASCII (no "0x", no spaces; u64: no
  * sign; double: no "inf" or "nan", and finite); 1 when parsed. */
