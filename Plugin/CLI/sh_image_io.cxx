@@ -389,6 +389,17 @@ void write_mif(const std::string &file, const tk_mif_header &h, const float *dat
     if (!tk_mif_write(file.c_str(), &h, data)) throw std::runtime_error(without_temporary(tk_last_error(), file, path));
 }
 
+// A reader's allocations failing (the header's size passed the memory check, but the
+// memory was not there): a message naming the file, not a bare std::bad_alloc.
+template <typename TRead> auto naming_memory(const std::string &path, TRead read) -> decltype(read())
+{
+    try {
+        return read();
+    } catch (const std::bad_alloc &) {
+        throw std::runtime_error(path + ": out of memory while reading it (free memory, or read a smaller image)");
+    }
+}
+
 template <typename TImage> typename TImage::Pointer read(const std::string &path, FileGeometry *geometry = nullptr)
 {
     auto reader = itk::ImageFileReader<TImage>::New();
@@ -447,23 +458,25 @@ VolumeShape probe_volume(const std::string &path)
 
 ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 {
-    if (reads_as_mif(path)) {
-        MifImage im = read_mif(path);
-        if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+    return naming_memory(path, [&]() -> ScalarImage3::Pointer {
+        if (reads_as_mif(path)) {
+            MifImage im = read_mif(path);
+            if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+                throw std::runtime_error(path + ": expected a 3-D scalar image");
+            auto out = ScalarImage3::New();
+            out->SetRegions(ScalarImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
+            set_mif_world(out.GetPointer(), im.h, path);
+            out->Allocate();
+            std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
+                      out->GetBufferPointer());
+            return out;
+        }
+        auto io = probe(path);
+        if (io->GetNumberOfComponents() != 1 ||
+            !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
             throw std::runtime_error(path + ": expected a 3-D scalar image");
-        auto out = ScalarImage3::New();
-        out->SetRegions(ScalarImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
-        set_mif_world(out.GetPointer(), im.h, path);
-        out->Allocate();
-        std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
-                  out->GetBufferPointer());
-        return out;
-    }
-    auto io = probe(path);
-    if (io->GetNumberOfComponents() != 1 ||
-        !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
-        throw std::runtime_error(path + ": expected a 3-D scalar image");
-    return read<ScalarImage3>(path);
+        return read<ScalarImage3>(path);
+    });
 }
 
 std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const std::string &path)
@@ -484,28 +497,30 @@ std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const st
 
 ScalarImage4::Pointer read_scalar_image4(const std::string &path)
 {
-    if (reads_as_mif(path)) {
-        MifImage im = read_mif(path);
-        if (im.dims.size() != 4)
-            throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
-                                     "-D with 1 component(s)");
-        auto out = ScalarImage4::New();
-        out->SetRegions(ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
-        auto spacing = out->GetSpacing();
-        spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
-        out->SetSpacing(spacing);
-        set_mif_world(out.GetPointer(), im.h, path);
-        out->Allocate();
-        std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
-                  out->GetBufferPointer());
-        return out;
-    }
-    auto io = probe(path);
-    if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
-        throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
-                                 std::to_string(io->GetNumberOfDimensions()) + "-D with " +
-                                 std::to_string(io->GetNumberOfComponents()) + " component(s)");
-    return read<ScalarImage4>(path);
+    return naming_memory(path, [&]() -> ScalarImage4::Pointer {
+        if (reads_as_mif(path)) {
+            MifImage im = read_mif(path);
+            if (im.dims.size() != 4)
+                throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
+                                         "-D with 1 component(s)");
+            auto out = ScalarImage4::New();
+            out->SetRegions(ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
+            auto spacing = out->GetSpacing();
+            spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
+            out->SetSpacing(spacing);
+            set_mif_world(out.GetPointer(), im.h, path);
+            out->Allocate();
+            std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
+                      out->GetBufferPointer());
+            return out;
+        }
+        auto io = probe(path);
+        if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
+            throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
+                                     std::to_string(io->GetNumberOfDimensions()) + "-D with " +
+                                     std::to_string(io->GetNumberOfComponents()) + " component(s)");
+        return read<ScalarImage4>(path);
+    });
 }
 
 std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const std::string &path)
@@ -527,89 +542,93 @@ std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const st
 
 VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *geometry)
 {
-    if (geometry) *geometry = FileGeometry();
-    Image4::Pointer in;
-    std::unique_ptr<float, void (*)(void *)> mif_data{nullptr, std::free};
-    std::vector<size_t> size4;
-    if (reads_as_mif(path)) {
-        MifImage im = mif_header(path);
-        if (im.dims.size() != 4)
-            throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
-                                     std::to_string(im.dims.size()) + "-D with 1 component(s)");
-        float *data = nullptr;
-        if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
-        mif_data.reset(data);
-        size4 = im.dims;
-        in = Image4::New();  // geometry only: the values stay in mif_data
-        set_mif_world(in.GetPointer(), im.h, path);
-    } else {
-        auto io = probe(path);
-        const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
-        if (dims == 3 && comps > 1) return read<VectorImage3>(path, geometry);
-        if (dims != 4 || comps != 1)
-            throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
-                                     std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
-        in = read<Image4>(path, geometry);
-        const auto s = in->GetLargestPossibleRegion().GetSize();
-        size4 = {s[0], s[1], s[2], s[3]};
-    }
-    auto out = VectorImage3::New();
-    VectorImage3::RegionType region;
-    VectorImage3::SpacingType spacing;
-    VectorImage3::PointType origin;
-    VectorImage3::DirectionType direction;
-    for (unsigned r = 0; r < 3; ++r) {
-        region.SetSize(r, size4[r]);
-        spacing[r] = in->GetSpacing()[r];
-        origin[r] = in->GetOrigin()[r];
-        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
-    }
-    out->SetRegions(region);
-    out->SetSpacing(spacing);
-    out->SetOrigin(origin);
-    out->SetDirection(direction);
-    out->SetNumberOfComponentsPerPixel(static_cast<unsigned>(size4[3]));
-    out->Allocate();
-    // Both buffers are x-fastest: voxel v, volume t sits at t * nvox + v in the 4-D image.
-    const size_t nvox = region.GetNumberOfPixels(), nt = size4[3];
-    const float *src = mif_data ? mif_data.get() : in->GetBufferPointer();
-    float *dst = out->GetBufferPointer();
-    for (size_t v = 0; v < nvox; ++v)
-        for (size_t t = 0; t < nt; ++t) dst[v * nt + t] = src[t * nvox + v];
-    return out;
+    return naming_memory(path, [&]() -> VectorImage3::Pointer {
+        if (geometry) *geometry = FileGeometry();
+        Image4::Pointer in;
+        std::unique_ptr<float, void (*)(void *)> mif_data{nullptr, std::free};
+        std::vector<size_t> size4;
+        if (reads_as_mif(path)) {
+            MifImage im = mif_header(path);
+            if (im.dims.size() != 4)
+                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                                         std::to_string(im.dims.size()) + "-D with 1 component(s)");
+            float *data = nullptr;
+            if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
+            mif_data.reset(data);
+            size4 = im.dims;
+            in = Image4::New();  // geometry only: the values stay in mif_data
+            set_mif_world(in.GetPointer(), im.h, path);
+        } else {
+            auto io = probe(path);
+            const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
+            if (dims == 3 && comps > 1) return read<VectorImage3>(path, geometry);
+            if (dims != 4 || comps != 1)
+                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                                         std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
+            in = read<Image4>(path, geometry);
+            const auto s = in->GetLargestPossibleRegion().GetSize();
+            size4 = {s[0], s[1], s[2], s[3]};
+        }
+        auto out = VectorImage3::New();
+        VectorImage3::RegionType region;
+        VectorImage3::SpacingType spacing;
+        VectorImage3::PointType origin;
+        VectorImage3::DirectionType direction;
+        for (unsigned r = 0; r < 3; ++r) {
+            region.SetSize(r, size4[r]);
+            spacing[r] = in->GetSpacing()[r];
+            origin[r] = in->GetOrigin()[r];
+            for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
+        }
+        out->SetRegions(region);
+        out->SetSpacing(spacing);
+        out->SetOrigin(origin);
+        out->SetDirection(direction);
+        out->SetNumberOfComponentsPerPixel(static_cast<unsigned>(size4[3]));
+        out->Allocate();
+        // Both buffers are x-fastest: voxel v, volume t sits at t * nvox + v in the 4-D image.
+        const size_t nvox = region.GetNumberOfPixels(), nt = size4[3];
+        const float *src = mif_data ? mif_data.get() : in->GetBufferPointer();
+        float *dst = out->GetBufferPointer();
+        for (size_t v = 0; v < nvox; ++v)
+            for (size_t t = 0; t < nt; ++t) dst[v * nt + t] = src[t * nvox + v];
+        return out;
+    });
 }
 
 MaskImage3::Pointer read_mask(const std::string &path)
 {
-    if (reads_as_mif(path)) {
-        MifImage im = read_mif(path);
-        if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+    return naming_memory(path, [&]() -> MaskImage3::Pointer {
+        if (reads_as_mif(path)) {
+            MifImage im = read_mif(path);
+            if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+                throw std::runtime_error(path + ": a mask must be a 3-D image");
+            auto mask = MaskImage3::New();
+            mask->SetRegions(MaskImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
+            set_mif_world(mask.GetPointer(), im.h, path);
+            mask->Allocate();
+            const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
+            for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
+            return mask;
+        }
+        auto io = probe(path);
+        if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
             throw std::runtime_error(path + ": a mask must be a 3-D image");
+        if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
+        // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
+        // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
+        // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
+        auto values = read<itk::Image<double, 3>>(path);
         auto mask = MaskImage3::New();
-        mask->SetRegions(MaskImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
-        set_mif_world(mask.GetPointer(), im.h, path);
+        mask->CopyInformation(values);
+        mask->SetRegions(values->GetLargestPossibleRegion());
         mask->Allocate();
-        const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
-        for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
+        const size_t n = values->GetLargestPossibleRegion().GetNumberOfPixels();
+        const double *src = values->GetBufferPointer();
+        unsigned char *dst = mask->GetBufferPointer();
+        for (size_t v = 0; v < n; ++v) dst[v] = src[v] != 0;
         return mask;
-    }
-    auto io = probe(path);
-    if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
-        throw std::runtime_error(path + ": a mask must be a 3-D image");
-    if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
-    // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
-    // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
-    // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
-    auto values = read<itk::Image<double, 3>>(path);
-    auto mask = MaskImage3::New();
-    mask->CopyInformation(values);
-    mask->SetRegions(values->GetLargestPossibleRegion());
-    mask->Allocate();
-    const size_t n = values->GetLargestPossibleRegion().GetNumberOfPixels();
-    const double *src = values->GetBufferPointer();
-    unsigned char *dst = mask->GetBufferPointer();
-    for (size_t v = 0; v < n; ++v) dst[v] = src[v] != 0;
-    return mask;
+    });
 }
 
 std::vector<std::string> write_vector_volume(const VectorImage3 *image, const std::string &path, Components what,
