@@ -1,5 +1,8 @@
 /* MRtrix3's .mif / .mif.gz / .mih: see mif_io.h for the format as read and written here
  * (after MRtrix3 3.0's core/formats/mrtrix*.cpp, mrtrix_utils and datatype.cpp). */
+/* fseeko and off_t: without zlib.h (a build without zlib) nothing else declares them */
+#define _FILE_OFFSET_BITS 64
+#define _POSIX_C_SOURCE 200809L
 #include "mif_io.h"
 
 #include "gzip_check.h"
