@@ -90,20 +90,23 @@ void check_fits_memory(const std::string &path, const std::vector<size_t> &dims,
 // The ITK reader of the format path's bytes are (image_probe.h), never the one its name
 // suggests: ITK's own choice goes by the name, and by content among readers the tools do
 // not take (libpng aborts the process on a corrupt PNG).
-itk::ImageIOBase::Pointer itk_io_for(const std::string &path, tk_image_format format)
+itk::ImageIOBase::Pointer itk_io_for(const std::string &path, tk_image_format format, int nifti_version = 1)
 {
     itk::ImageIOBase::Pointer io;
-    const char *names = "";
-    if (format == TK_IMAGE_NIFTI) io = itk::NiftiImageIO::New(), names = ".nii, .nii.gz or .hdr/.img";
-    else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr";
-    else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd";
+    const char *names = "", *kind = "";
+    if (format == TK_IMAGE_NIFTI) io = itk::NiftiImageIO::New(), names = ".nii, .nii.gz or .hdr/.img", kind = "NIfTI";
+    else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
+    else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
     else throw std::runtime_error(format == TK_IMAGE_UNKNOWN ? std::string(tk_last_error())
                                                             : path + ": not read through ITK (an MRtrix3 image)");
     // ITK's readers open a file only under their own names: a NIfTI named .dat holds a
     // valid image that ITK would refuse with "could not create IO object"
+    if (format == TK_IMAGE_NIFTI && nifti_version == 2)
+        throw std::runtime_error(path + ": a NIfTI-2 file, which ITK 5.2's reader (behind this tool) does not read: "
+                                        "convert it to NIfTI-1 (e.g. mrconvert IN OUT.nii, or nibabel's Nifti1Image)");
     if (!io->CanReadFile(path.c_str()))
-        throw std::runtime_error(path + ": holds a " + io->GetNameOfClass() + " image by its content, but its name "
-                                 "does not end in " + names + ": rename it so that every reader takes it alike");
+        throw std::runtime_error(path + ": a " + kind + " image by its content, but its name does not end in " + names +
+                                 ": rename it so that every reader takes it alike");
     io->SetFileName(path);
     return io;
 }
@@ -116,7 +119,7 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
     // truncated data read as zeros, NaN transforms abort the process).
     tk_image_info info;
     if (!tk_image_probe(path.c_str(), &info)) throw std::runtime_error(tk_last_error());
-    auto io = itk_io_for(path, info.format);
+    auto io = itk_io_for(path, info.format, info.nifti_version);
     try {
         io->ReadImageInformation();
     } catch (const itk::ExceptionObject &e) {

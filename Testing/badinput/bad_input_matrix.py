@@ -675,6 +675,21 @@ def nifti1_bytes(array, affine=None, datatype=16, pair=False, edit=None):
     return bytes(h) + (b"" if pair else b"\0" * 4) + data
 
 
+def nifti2_bytes(array):
+    """array (x, y, z[, t]) as little-endian NIfTI-2 float32 bytes (pixdim 2 mm, no transform
+    codes), data at 544."""
+    h = bytearray(540)
+    struct.pack_into("<i", h, 0, 540)
+    h[4:12] = b"n+2\0\r\n\032\n"
+    struct.pack_into("<hh", h, 12, 16, 32)
+    dims = list(array.shape)
+    struct.pack_into("<8q", h, 16, len(dims), *(dims + [1] * (7 - len(dims))))
+    struct.pack_into("<8d", h, 104, 1, 2, 2, 2, 1, 1, 1, 1)
+    struct.pack_into("<q", h, 168, 544)
+    struct.pack_into("<d", h, 176, 1.0)
+    return bytes(h) + b"\0" * 4 + np.asarray(array, "<f4").tobytes(order="F")
+
+
 def nan_sform(h):
     struct.pack_into("<f", h, 280, float("nan"))
 
@@ -768,6 +783,8 @@ def fibers_read_cases(sh, g, base):
     ]
     mif_gz = gz(mif_bytes(sh))
     rows += [
+        Case("read: a valid NIfTI-2 (which ITK 5.2 does not read)",
+             base("two.nii"), f("two.nii", nifti2_bytes(xyz)), names="two.nii", says=r"NIfTI-2 .*convert it to NIfTI-1"),
         Case("read: .mif.gz cut in its gzip trailer", base("cut.mif.gz"), f("cut.mif.gz", mif_gz[:-4]),
              names="cut.mif.gz", says=r"truncated: the compressed stream ends without its checksum"),
         Case("read: .mif.gz followed by junk", base("tail.mif.gz"), f("tail.mif.gz", mif_gz + b"junk"),

@@ -130,6 +130,7 @@ int tk_image_check_nifti(const char *path, const unsigned char *head, unsigned l
     if (!bytes) return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: the data's size overflows 64 bits", path), 0;
 
     info->format = TK_IMAGE_NIFTI;
+    info->nifti_version = h.version;
     info->compressed = gzip;
     info->axes = axes;
     for (int k = 0; k < axes; ++k) info->size[k] = (uint64_t)h.dim[k + 1];

@@ -45,6 +45,7 @@ typedef struct tk_image_info {
     uint64_t size[TK_IMAGE_MAX_AXES];
     uint64_t components;          /* MetaImage's ElementNumberOfChannels (else 1) */
     uint64_t bytes;               /* the data's bytes as the header claims them */
+    int nifti_version;            /* 1 or 2 for NIfTI, else 0 */
     char data_file[4096];         /* the file holding the data (a pair's .img, a detached header's) */
 } tk_image_info;
 
