@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -47,11 +48,16 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
                             "is wrong", what, (unsigned long long)expected, (unsigned long long)stored,
                             (unsigned long long)tk_inflate_bound(stored)), 0;
     }
-    static _Thread_local unsigned char in[CHUNK], out[CHUNK];
+    unsigned char *in = malloc(2 * CHUNK), *out = in + CHUNK;
+    if (!in) {
+        fclose(f);
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", what), 0;
+    }
     z_stream z;
     memset(&z, 0, sizeof z);
     const int bits = kind == TK_INFLATE_GZIP ? 15 + 16 : kind == TK_INFLATE_ZLIB ? 15 : 15 + 32;
     if (inflateInit2(&z, bits) != Z_OK) {
+        free(in);
         fclose(f);
         return tk_set_error(TK_ERR_MEMORY, "%s: cannot start zlib", what), 0;
     }
@@ -60,7 +66,7 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
     const char *why = NULL;
     for (;;) {
         if (z.avail_in == 0) {
-            const size_t got = fread(in, 1, sizeof in, f);
+            const size_t got = fread(in, 1, CHUNK, f);
             if (got == 0) {
                 if (ferror(f)) why = "a read error";
                 break;
@@ -79,11 +85,11 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
             break;
         }
         z.next_out = out;
-        z.avail_out = sizeof out;
+        z.avail_out = CHUNK;
         const uInt before = z.avail_in;
         ret = inflate(&z, Z_NO_FLUSH);
         used += before - z.avail_in;
-        const uint64_t produced = sizeof out - z.avail_out;
+        const uint64_t produced = CHUNK - z.avail_out;
         if (head && total < head_size) {
             const uint64_t take = head_size - total < produced ? head_size - total : produced;
             memcpy(head + total, out, (size_t)take);
@@ -106,6 +112,7 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
          * input left the loop reads more */
     }
     inflateEnd(&z);
+    free(in);
     fclose(f);
     if (consumed) *consumed = used;
     if (!why && !ended && total == expected)

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gzip_check.h"
@@ -52,9 +53,8 @@ static int numbers(const char *path, const char *key, const char *value, int cou
     return 1;
 }
 
-int tk_image_check_meta(const char *path, tk_image_info *info)
+static int check(const char *path, tk_image_info *info, char *text)
 {
-    static _Thread_local char text[HEADER_CAP + 1];
     const size_t n = tk_image_read_prefix(path, text, HEADER_CAP);
     text[n] = 0;
     static const char *const per_axis[] = {"DimSize", "ElementSpacing", "ElementSize", "Offset", "Position", "Origin",
@@ -233,4 +233,13 @@ int tk_image_check_meta(const char *path, tk_image_info *info)
         return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the data that the header does not account for (wrong "
                                            "DimSize or ElementType?)", subject, (unsigned long long)(held - bytes)), 0;
     return 1;
+}
+
+int tk_image_check_meta(const char *path, tk_image_info *info)
+{
+    char *text = malloc(HEADER_CAP + 1);  /* (on the heap: see image_nrrd.c) */
+    if (!text) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for the MetaImage header", path), 0;
+    const int ok = check(path, info, text);
+    free(text);
+    return ok;
 }

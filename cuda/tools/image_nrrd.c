@@ -61,9 +61,8 @@ static int check_numbers(const char *path, const char *field, const char *value,
     return 1;
 }
 
-int tk_image_check_nrrd(const char *path, tk_image_info *info)
+static int check(const char *path, tk_image_info *info, char *text)
 {
-    static _Thread_local char text[HEADER_CAP + 1];
     const size_t n = tk_image_read_prefix(path, text, HEADER_CAP);
     text[n] = 0;
     int dimension = 0, seen[64] = {0}, line_no = 0;
@@ -237,4 +236,15 @@ int tk_image_check_nrrd(const char *path, tk_image_info *info)
                                            "sizes or type?)", subject,
                             (unsigned long long)(held - (uint64_t)byte_skip - bytes)), 0;
     return 1;
+}
+
+int tk_image_check_nrrd(const char *path, tk_image_info *info)
+{
+    /* the header's text on the heap (not in thread-local storage, which every thread of
+     * the process, ITK's pool included, would carry) */
+    char *text = malloc(HEADER_CAP + 1);
+    if (!text) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for the NRRD header", path), 0;
+    const int ok = check(path, info, text);
+    free(text);
+    return ok;
 }
