@@ -1,5 +1,7 @@
 #include "image_layout.h"
 
+#include "image_grid.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -52,16 +54,13 @@ void copy_back(const ScalarImage4 *in, VectorImage3 *out)
         for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[v * nt + t] = in->GetBufferPointer()[t * nvox + v];
 }
 
-void same_grid(const itk::ImageBase<3> *image, itk::ImageBase<3> *mask, const std::string &path)
+void same_grid(const itk::ImageBase<3> *image, const std::string &image_path, itk::ImageBase<3> *mask,
+               const std::string &path)
 {
-    if (mask->GetLargestPossibleRegion().GetSize() != image->GetLargestPossibleRegion().GetSize())
-        throw std::runtime_error(path + ": the mask's size differs from the input image's");
-    mask->SetOrigin(image->GetOrigin());  // same grid; tolerate header rounding
-    mask->SetSpacing(image->GetSpacing());
-    mask->SetDirection(image->GetDirection());
+    require_same_grid(image, image_path, mask, path);
 }
 
-MaskImage4::Pointer mask_4d(const ScalarImage4 *image, const std::string &path)
+MaskImage4::Pointer mask_4d(const ScalarImage4 *image, const std::string &image_path, const std::string &path)
 {
     auto mask = MaskImage4::New();
     mask->CopyInformation(image);  // same grid
@@ -72,13 +71,14 @@ MaskImage4::Pointer mask_4d(const ScalarImage4 *image, const std::string &path)
     const auto shape = probe_volume(path);
     if (shape.components == 1 && shape.dimensions == 3) {
         auto m3 = read_mask(path);
-        const auto s3 = m3->GetLargestPossibleRegion().GetSize();
-        if (s3[0] != size[0] || s3[1] != size[1] || s3[2] != size[2])
-            throw std::runtime_error(path + ": the mask's size differs from the input image's");
+        const std::string why = grid_mismatch(grid_of(image), image_path, grid_of<3>(m3.GetPointer()), path);
+        if (!why.empty()) throw std::runtime_error(why);
         for (size_t t = 0; t < nt; ++t)
             for (size_t v = 0; v < nvox; ++v) mask->GetBufferPointer()[t * nvox + v] = m3->GetBufferPointer()[v] != 0;
     } else {
         auto m = to_4d(read_vector_volume(path));
+        const std::string why = grid_mismatch(grid_of(image), image_path, grid_of<4>(m.GetPointer()), path);
+        if (!why.empty()) throw std::runtime_error(why);
         if (m->GetLargestPossibleRegion().GetSize() != size)
             throw std::runtime_error(path + ": the mask's size differs from the input image's (3-D masks apply to "
                                             "every volume; a 4-D one needs the image's volumes)");

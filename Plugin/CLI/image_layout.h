@@ -22,12 +22,15 @@ ScalarImage4::Pointer to_4d(const VectorImage3 *in);
 // The values of a 4-D image (from to_4d) back into the vector volume it came from.
 void copy_back(const ScalarImage4 *in, VectorImage3 *out);
 
-// Throws (naming path) unless mask has image's size; then gives mask the image's
-// geometry, so that header rounding does not make the filters refuse it.
-void same_grid(const itk::ImageBase<3> *image, itk::ImageBase<3> *mask, const std::string &path);
+// Throws (naming both files and both grids) unless mask lies on image's grid: the same
+// size, origin, spacing and orientation within image_grid.h's tolerance; then gives mask
+// the image's geometry exactly, so that header rounding does not make the filters refuse it.
+void same_grid(const itk::ImageBase<3> *image, const std::string &image_path, itk::ImageBase<3> *mask,
+               const std::string &path);
 
 // A 4-D mask (nonzero = 1) on image's grid from path: a 3-D mask repeated over the
-// volumes, or a 4-D one (4-D NIfTI or vector volume) with the image's volumes.
-MaskImage4::Pointer mask_4d(const ScalarImage4 *image, const std::string &path);
+// volumes, or a 4-D one (4-D NIfTI or vector volume) with the image's volumes; on
+// another spatial grid than image's (image_path, for the message) it throws as same_grid.
+MaskImage4::Pointer mask_4d(const ScalarImage4 *image, const std::string &image_path, const std::string &path);
 
 }  // namespace tk

@@ -22,7 +22,10 @@
 #include "itkImageIOFactory.h"
 #include "itkImageRegionConstIterator.h"
 #include "itkMetaDataObject.h"
-#include "itk_zlib.h"
+#include "itkMetaImageIO.h"
+#include "itkNiftiImageIO.h"
+#include "itkNrrdImageIO.h"
+#include "image_probe.h"
 #include "mif_io.h"
 #include "tk_output_set.h"
 #include "tk_status.h"
@@ -53,77 +56,13 @@ bool ends_with(const std::string &path, const char *suffix)
     return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
 }
 
-// An uncompressed NIfTI file shorter than its header says: ITK would read it into a buffer
-// of the claimed size (zeros where the file ends) before noticing, if at all.  (A claim
-// beyond this machine's memory is refused after the header is read, with the shape.)
-void check_nifti_not_truncated(const std::string &path, const itk::ImageIOBase *io)
-{
-    if (!ends_with(path, ".nii")) return;
-    uint64_t stored = io->GetNumberOfComponents();
-    bool overflow = __builtin_mul_overflow(stored, static_cast<uint64_t>(io->GetComponentSize()), &stored);
-    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
-        overflow = overflow || __builtin_mul_overflow(stored, static_cast<uint64_t>(io->GetDimensions(d)), &stored);
-    struct stat st;
-    if (!overflow && stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < stored)
-        throw std::runtime_error(path + ": truncated: the header claims " + std::to_string(stored) +
-                                 " bytes of voxel data but the file holds " + std::to_string(st.st_size) + " bytes");
-}
-
-// ITK 5.2's MetaIO trusts the header too far: it takes NDims at its word (a header claiming
-// 10^120 dimensions keeps it reading for minutes) and copies each key, the text up to the
-// next '=' even across lines, into a 255-byte buffer (a longer one overflows it).  So the
-// header's records, up to ElementDataFile (the last), are checked here first.
-void check_metaimage_header(const std::string &path)
-{
-    std::FILE *f = std::fopen(path.c_str(), "rb");
-    if (!f) return;  // ITK reports it
-    std::string text(1 << 20, '\0');
-    text.resize(std::fread(&text[0], 1, text.size(), f));
-    std::fclose(f);
-    auto trim = [](const std::string &t) {
-        const size_t a = t.find_first_not_of(" \t\r\n"), b = t.find_last_not_of(" \t\r\n");
-        return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
-    };
-    for (size_t pos = 0; pos < text.size();) {
-        const size_t eq = text.find('=', pos);
-        if (eq == std::string::npos) break;  // ITK reports what is missing
-        if (eq - pos > 128)
-            throw std::runtime_error(path + ": malformed MetaImage header: " + std::to_string(eq - pos) +
-                                     " bytes before an '=' (a key or a line without '=')");
-        const size_t eol = std::min(text.find('\n', eq), text.size());
-        // MetaIO takes a record's key from the line the '=' is on: junk lines before it
-        // (no '=') do not hide an NDims from this check
-        std::string raw = text.substr(pos, eq - pos);
-        if (const size_t nl = raw.find_last_of('\n'); nl != std::string::npos) raw.erase(0, nl + 1);
-        const std::string key = trim(raw), value = trim(text.substr(eq + 1, eol - eq - 1));
-        if (key == "ElementDataFile") {
-            // MetaIO uses a name with '%' as a printf format for numbered slice files
-            // ("slice%03d.raw 1 40 1"): anything but one %d-style conversion would be a
-            // format it cannot fill (it threw from inside the reader, or worse)
-            const size_t pct = value.find('%');
-            if (pct != std::string::npos) {
-                size_t k = pct + 1;
-                while (k < value.size() && value[k] >= '0' && value[k] <= '9') ++k;
-                if (k >= value.size() || value[k] != 'd' || value.find('%', k) != std::string::npos)
-                    throw std::runtime_error(path + ": malformed MetaImage header: ElementDataFile '" +
-                                             value.substr(0, 40) + "' has a '%' that is not one %d file-number pattern");
-            }
-            break;
-        }
-        if (key == "NDims") {
-            const bool small = !value.empty() && value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos;
-            if (!small || std::stoi(value) < 1 || std::stoi(value) > 16)
-                throw std::runtime_error(path + ": NDims '" + value.substr(0, 40) + "' is not a dimension from 1 to 16");
-        }
-        pos = eol + 1;
-    }
-}
-
 bool is_nifti(const std::string &path) { return ends_with(path, ".nii") || ends_with(path, ".nii.gz"); }
 bool is_mif(const std::string &path)
 {
     return ends_with(path, ".mif") || ends_with(path, ".mif.gz") || ends_with(path, ".mih");
 }
+// An input read by mif_io: named so, or an MRtrix3 image by its bytes.
+bool reads_as_mif(const std::string &path) { return is_mif(path) || tk_image_sniff(path.c_str()) == TK_IMAGE_MIF; }
 bool is_nrrd(const std::string &path) { return ends_with(path, ".nrrd") || ends_with(path, ".nhdr"); }
 // Formats that write the voxels to a second file named after the header.
 // A header whose data sit in a second file: .nhdr and .mhd (data in NAME.raw, as ITK writes
@@ -131,28 +70,6 @@ bool is_nrrd(const std::string &path) { return ends_with(path, ".nrrd") || ends_
 bool is_detached(const std::string &path)
 {
     return ends_with(path, ".nhdr") || ends_with(path, ".mhd") || ends_with(path, ".hdr");
-}
-
-// ITK 5.2's NIfTI reader builds the orientation from pixdim and the qform or sform its codes
-// select, and aborts the process (vnl's assert_finite) when they hold NaN, or values so
-// large that the matrix overflows.  A NIfTI-1 or NIfTI-2 header (gzipped or not: gzread
-// reads both) is checked for that first (tk_nifti_parse: nothing in millimetres comes near
-// 1e6).  A file named as NIfTI whose bytes are no NIfTI-1 or NIfTI-2 header is refused:
-// the NIfTI library behind ITK takes more (a 425-byte size with an "n+2" magic in NIfTI-1's
-// place) and then builds its orientation from whatever those bytes hold.
-void check_nifti_header(const std::string &path)
-{
-    unsigned char h[540];
-    gzFile g = gzopen(path.c_str(), "rb");
-    if (!g) return;  // ITK reports it
-    const int got = gzread(g, h, sizeof h);
-    gzclose(g);
-    tk_nifti_header header;
-    const int parsed = got > 0 ? tk_nifti_parse(h, static_cast<size_t>(got), &header, path.c_str()) : 0;
-    if (parsed < 0) throw std::runtime_error(tk_last_error());
-    if (parsed == 0)
-        throw std::runtime_error(path + ": not a NIfTI file: no NIfTI-1 header (size 348, magic \"n+1\" or \"ni1\") "
-                                        "or NIfTI-2 header (size 540, magic \"n+2\" or \"ni2\") at its start");
 }
 
 // The tools hold a volume as float (twice while converting layouts): refuse what cannot
@@ -176,31 +93,53 @@ void check_fits_memory(const std::string &path, const std::vector<size_t> &dims,
     }
 }
 
+// The ITK reader of the format path's bytes are (image_probe.h), never the one its name
+// suggests: ITK's own choice goes by the name, and by content among readers the tools do
+// not take (libpng aborts the process on a corrupt PNG).
+itk::ImageIOBase::Pointer itk_io_for(const std::string &path, tk_image_format format, int nifti_version = 1)
+{
+    itk::ImageIOBase::Pointer io;
+    const char *names = "", *kind = "";
+    if (format == TK_IMAGE_NIFTI) io = itk::NiftiImageIO::New(), names = ".nii, .nii.gz or .hdr/.img", kind = "NIfTI";
+    else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
+    else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
+    else throw std::runtime_error(format == TK_IMAGE_UNKNOWN ? std::string(tk_last_error())
+                                                            : path + ": not read through ITK (an MRtrix3 image)");
+    // ITK's readers open a file only under their own names: a NIfTI named .dat holds a
+    // valid image that ITK would refuse with "could not create IO object"
+    if (format == TK_IMAGE_NIFTI && nifti_version == 2)
+        throw std::runtime_error(path + ": a NIfTI-2 file, which ITK 5.2's reader (behind this tool) does not read: "
+                                        "convert it to NIfTI-1 (e.g. mrconvert IN OUT.nii, or nibabel's Nifti1Image)");
+    if (!io->CanReadFile(path.c_str()))
+        throw std::runtime_error(path + ": a " + kind + " image by its content, but its name does not end in " + names +
+                                 ": rename it so that every reader takes it alike");
+    io->SetFileName(path);
+    return io;
+}
+
 itk::ImageIOBase::Pointer probe(const std::string &path)
 {
     check_readable(path);
-    if (ends_with(path, ".mha") || ends_with(path, ".mhd")) check_metaimage_header(path);
-    if (is_nifti(path)) check_nifti_header(path);
-    auto io = itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::CommonEnums::IOFileMode::ReadMode);
-    if (!io) throw std::runtime_error(path + ": not an image format ITK can read");
-    // ITK picks a reader by content too: bytes that start like a PNG go to libpng, which
-    // aborts the process on a corrupt one.  Volumes come in the formats documented.
-    const std::string kind = io->GetNameOfClass();
-    if (kind != "NiftiImageIO" && kind != "NrrdImageIO" && kind != "MetaImageIO")
-        throw std::runtime_error(path + ": read as " + kind + "; volumes are read from NIfTI (.nii, .nii.gz), MRtrix3 "
-                                        "(.mif, .mif.gz, .mih), NRRD (.nrrd, .nhdr) or MetaImage (.mha, .mhd) files");
-    io->SetFileName(path);
+    // Every header field and every byte of data checked before ITK sees the file: ITK 5.2's
+    // readers act on what the header says (zero or negative sizes read as 1, short or
+    // truncated data read as zeros, NaN transforms abort the process).
+    tk_image_info info;
+    if (!tk_image_probe(path.c_str(), &info)) throw std::runtime_error(tk_last_error());
+    auto io = itk_io_for(path, info.format, info.nifti_version);
     try {
         io->ReadImageInformation();
-        for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
-            if (io->GetDimensions(d) == 0)
-                throw std::runtime_error(path + ": the header gives axis " + std::to_string(d + 1) +
-                                         " size 0 (an empty image)");
-        if (io->GetNumberOfComponents() == 0) throw std::runtime_error(path + ": the header gives 0 components per voxel");
-        check_nifti_not_truncated(path, io);  // ITK throws for a component type it does not know
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": unreadable image header: " + itk_message(e));
     }
+    // ITK's reading of the header against the check's: the same number of values, or the
+    // two disagree on what the file is and neither is trusted
+    uint64_t itk_values = io->GetNumberOfComponents(), values = info.components;
+    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) itk_values = tk_image_mul(itk_values, io->GetDimensions(d));
+    for (int d = 0; d < info.axes; ++d) values = tk_image_mul(values, info.size[d]);
+    if (itk_values == 0 || itk_values != values)
+        throw std::runtime_error(path + ": ITK reads this header as " + std::to_string(itk_values) +
+                                 " values, the header's own fields say " + std::to_string(values) +
+                                 ": a header the readers disagree on is not used");
     std::vector<size_t> dims;
     for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) dims.push_back(io->GetDimensions(d));
     check_fits_memory(path, dims, io->GetNumberOfComponents());
@@ -443,9 +382,22 @@ void write_mif(const std::string &file, const tk_mif_header &h, const float *dat
     if (!tk_mif_write(file.c_str(), &h, data)) throw std::runtime_error(without_temporary(tk_last_error(), file, path));
 }
 
+// A reader's allocations failing (the header's size passed the memory check, but the
+// memory was not there): a message naming the file, not a bare std::bad_alloc.
+template <typename TRead> auto naming_memory(const std::string &path, TRead read) -> decltype(read())
+{
+    try {
+        return read();
+    } catch (const std::bad_alloc &) {
+        throw std::runtime_error(path + ": out of memory while reading it (free memory, or read a smaller image)");
+    }
+}
+
 template <typename TImage> typename TImage::Pointer read(const std::string &path, FileGeometry *geometry = nullptr)
 {
     auto reader = itk::ImageFileReader<TImage>::New();
+    const tk_image_format format = tk_image_sniff(path.c_str());
+    reader->SetImageIO(itk_io_for(path, format));
     reader->SetFileName(path);
     try {
         reader->Update();
@@ -453,7 +405,7 @@ template <typename TImage> typename TImage::Pointer read(const std::string &path
         throw std::runtime_error(path + ": cannot read: " + itk_message(e));
     }
     typename TImage::Pointer image = reader->GetOutput();
-    if (is_nifti(path)) apply_nifti_geometry(image.GetPointer(), path, geometry);
+    if (format == TK_IMAGE_NIFTI) apply_nifti_geometry(image.GetPointer(), path, geometry);
     return image;
 }
 
@@ -489,7 +441,7 @@ std::string itk_message(const itk::ExceptionObject &e)
 
 VolumeShape probe_volume(const std::string &path)
 {
-    if (is_mif(path)) {
+    if (reads_as_mif(path)) {
         const MifImage im = mif_header(path);
         return {static_cast<unsigned>(im.dims.size()), 1};
     }
@@ -499,23 +451,25 @@ VolumeShape probe_volume(const std::string &path)
 
 ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 {
-    if (is_mif(path)) {
-        MifImage im = read_mif(path);
-        if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+    return naming_memory(path, [&]() -> ScalarImage3::Pointer {
+        if (reads_as_mif(path)) {
+            MifImage im = read_mif(path);
+            if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+                throw std::runtime_error(path + ": expected a 3-D scalar image");
+            auto out = ScalarImage3::New();
+            out->SetRegions(ScalarImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
+            set_mif_world(out.GetPointer(), im.h, path);
+            out->Allocate();
+            std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
+                      out->GetBufferPointer());
+            return out;
+        }
+        auto io = probe(path);
+        if (io->GetNumberOfComponents() != 1 ||
+            !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
             throw std::runtime_error(path + ": expected a 3-D scalar image");
-        auto out = ScalarImage3::New();
-        out->SetRegions(ScalarImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
-        set_mif_world(out.GetPointer(), im.h, path);
-        out->Allocate();
-        std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
-                  out->GetBufferPointer());
-        return out;
-    }
-    auto io = probe(path);
-    if (io->GetNumberOfComponents() != 1 ||
-        !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
-        throw std::runtime_error(path + ": expected a 3-D scalar image");
-    return read<ScalarImage3>(path);
+        return read<ScalarImage3>(path);
+    });
 }
 
 // The writes of a scalar volume, each through run(data bytes, write(temporary)).
@@ -550,28 +504,30 @@ void write_scalar_volume(const ScalarImage3 *image, tk_outset *set, int idx)
 
 ScalarImage4::Pointer read_scalar_image4(const std::string &path)
 {
-    if (is_mif(path)) {
-        MifImage im = read_mif(path);
-        if (im.dims.size() != 4)
-            throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
-                                     "-D with 1 component(s)");
-        auto out = ScalarImage4::New();
-        out->SetRegions(ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
-        auto spacing = out->GetSpacing();
-        spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
-        out->SetSpacing(spacing);
-        set_mif_world(out.GetPointer(), im.h, path);
-        out->Allocate();
-        std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
-                  out->GetBufferPointer());
-        return out;
-    }
-    auto io = probe(path);
-    if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
-        throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
-                                 std::to_string(io->GetNumberOfDimensions()) + "-D with " +
-                                 std::to_string(io->GetNumberOfComponents()) + " component(s)");
-    return read<ScalarImage4>(path);
+    return naming_memory(path, [&]() -> ScalarImage4::Pointer {
+        if (reads_as_mif(path)) {
+            MifImage im = read_mif(path);
+            if (im.dims.size() != 4)
+                throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
+                                         "-D with 1 component(s)");
+            auto out = ScalarImage4::New();
+            out->SetRegions(ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
+            auto spacing = out->GetSpacing();
+            spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
+            out->SetSpacing(spacing);
+            set_mif_world(out.GetPointer(), im.h, path);
+            out->Allocate();
+            std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
+                      out->GetBufferPointer());
+            return out;
+        }
+        auto io = probe(path);
+        if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
+            throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
+                                     std::to_string(io->GetNumberOfDimensions()) + "-D with " +
+                                     std::to_string(io->GetNumberOfComponents()) + " component(s)");
+        return read<ScalarImage4>(path);
+    });
 }
 
 template <typename TRun> void scalar_image4_writes(const ScalarImage4 *image, const std::string &path, TRun run)
@@ -606,89 +562,93 @@ void write_scalar_image4(const ScalarImage4 *image, tk_outset *set, int idx)
 
 VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *geometry)
 {
-    if (geometry) *geometry = FileGeometry();
-    Image4::Pointer in;
-    std::unique_ptr<float, void (*)(void *)> mif_data{nullptr, std::free};
-    std::vector<size_t> size4;
-    if (is_mif(path)) {
-        MifImage im = mif_header(path);
-        if (im.dims.size() != 4)
-            throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
-                                     std::to_string(im.dims.size()) + "-D with 1 component(s)");
-        float *data = nullptr;
-        if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
-        mif_data.reset(data);
-        size4 = im.dims;
-        in = Image4::New();  // geometry only: the values stay in mif_data
-        set_mif_world(in.GetPointer(), im.h, path);
-    } else {
-        auto io = probe(path);
-        const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
-        if (dims == 3 && comps > 1) return read<VectorImage3>(path, geometry);
-        if (dims != 4 || comps != 1)
-            throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
-                                     std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
-        in = read<Image4>(path, geometry);
-        const auto s = in->GetLargestPossibleRegion().GetSize();
-        size4 = {s[0], s[1], s[2], s[3]};
-    }
-    auto out = VectorImage3::New();
-    VectorImage3::RegionType region;
-    VectorImage3::SpacingType spacing;
-    VectorImage3::PointType origin;
-    VectorImage3::DirectionType direction;
-    for (unsigned r = 0; r < 3; ++r) {
-        region.SetSize(r, size4[r]);
-        spacing[r] = in->GetSpacing()[r];
-        origin[r] = in->GetOrigin()[r];
-        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
-    }
-    out->SetRegions(region);
-    out->SetSpacing(spacing);
-    out->SetOrigin(origin);
-    out->SetDirection(direction);
-    out->SetNumberOfComponentsPerPixel(static_cast<unsigned>(size4[3]));
-    out->Allocate();
-    // Both buffers are x-fastest: voxel v, volume t sits at t * nvox + v in the 4-D image.
-    const size_t nvox = region.GetNumberOfPixels(), nt = size4[3];
-    const float *src = mif_data ? mif_data.get() : in->GetBufferPointer();
-    float *dst = out->GetBufferPointer();
-    for (size_t v = 0; v < nvox; ++v)
-        for (size_t t = 0; t < nt; ++t) dst[v * nt + t] = src[t * nvox + v];
-    return out;
+    return naming_memory(path, [&]() -> VectorImage3::Pointer {
+        if (geometry) *geometry = FileGeometry();
+        Image4::Pointer in;
+        std::unique_ptr<float, void (*)(void *)> mif_data{nullptr, std::free};
+        std::vector<size_t> size4;
+        if (reads_as_mif(path)) {
+            MifImage im = mif_header(path);
+            if (im.dims.size() != 4)
+                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                                         std::to_string(im.dims.size()) + "-D with 1 component(s)");
+            float *data = nullptr;
+            if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
+            mif_data.reset(data);
+            size4 = im.dims;
+            in = Image4::New();  // geometry only: the values stay in mif_data
+            set_mif_world(in.GetPointer(), im.h, path);
+        } else {
+            auto io = probe(path);
+            const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
+            if (dims == 3 && comps > 1) return read<VectorImage3>(path, geometry);
+            if (dims != 4 || comps != 1)
+                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                                         std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
+            in = read<Image4>(path, geometry);
+            const auto s = in->GetLargestPossibleRegion().GetSize();
+            size4 = {s[0], s[1], s[2], s[3]};
+        }
+        auto out = VectorImage3::New();
+        VectorImage3::RegionType region;
+        VectorImage3::SpacingType spacing;
+        VectorImage3::PointType origin;
+        VectorImage3::DirectionType direction;
+        for (unsigned r = 0; r < 3; ++r) {
+            region.SetSize(r, size4[r]);
+            spacing[r] = in->GetSpacing()[r];
+            origin[r] = in->GetOrigin()[r];
+            for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
+        }
+        out->SetRegions(region);
+        out->SetSpacing(spacing);
+        out->SetOrigin(origin);
+        out->SetDirection(direction);
+        out->SetNumberOfComponentsPerPixel(static_cast<unsigned>(size4[3]));
+        out->Allocate();
+        // Both buffers are x-fastest: voxel v, volume t sits at t * nvox + v in the 4-D image.
+        const size_t nvox = region.GetNumberOfPixels(), nt = size4[3];
+        const float *src = mif_data ? mif_data.get() : in->GetBufferPointer();
+        float *dst = out->GetBufferPointer();
+        for (size_t v = 0; v < nvox; ++v)
+            for (size_t t = 0; t < nt; ++t) dst[v * nt + t] = src[t * nvox + v];
+        return out;
+    });
 }
 
 MaskImage3::Pointer read_mask(const std::string &path)
 {
-    if (is_mif(path)) {
-        MifImage im = read_mif(path);
-        if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+    return naming_memory(path, [&]() -> MaskImage3::Pointer {
+        if (reads_as_mif(path)) {
+            MifImage im = read_mif(path);
+            if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
+                throw std::runtime_error(path + ": a mask must be a 3-D image");
+            auto mask = MaskImage3::New();
+            mask->SetRegions(MaskImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
+            set_mif_world(mask.GetPointer(), im.h, path);
+            mask->Allocate();
+            const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
+            for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
+            return mask;
+        }
+        auto io = probe(path);
+        if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
             throw std::runtime_error(path + ": a mask must be a 3-D image");
+        if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
+        // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
+        // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
+        // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
+        auto values = read<itk::Image<double, 3>>(path);
         auto mask = MaskImage3::New();
-        mask->SetRegions(MaskImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
-        set_mif_world(mask.GetPointer(), im.h, path);
+        mask->CopyInformation(values);
+        mask->SetRegions(values->GetLargestPossibleRegion());
         mask->Allocate();
-        const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
-        for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
+        const size_t n = values->GetLargestPossibleRegion().GetNumberOfPixels();
+        const double *src = values->GetBufferPointer();
+        unsigned char *dst = mask->GetBufferPointer();
+        for (size_t v = 0; v < n; ++v) dst[v] = src[v] != 0;
         return mask;
-    }
-    auto io = probe(path);
-    if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
-        throw std::runtime_error(path + ": a mask must be a 3-D image");
-    if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
-    // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
-    // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
-    // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
-    auto values = read<itk::Image<double, 3>>(path);
-    auto mask = MaskImage3::New();
-    mask->CopyInformation(values);
-    mask->SetRegions(values->GetLargestPossibleRegion());
-    mask->Allocate();
-    const size_t n = values->GetLargestPossibleRegion().GetNumberOfPixels();
-    const double *src = values->GetBufferPointer();
-    unsigned char *dst = mask->GetBufferPointer();
-    for (size_t v = 0; v < n; ++v) dst[v] = src[v] != 0;
-    return mask;
+    });
 }
 
 template <typename TRun>

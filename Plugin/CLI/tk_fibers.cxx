@@ -15,6 +15,7 @@
 #include "tk_fibers_xml.h"
 #include "itk_progress_bar.h"
 #include "itkFiberDirectionsImageFilter.h"
+#include "image_grid.h"
 #include "sh_image_io.h"
 #include "sh_basis_warning.h"
 #ifdef TK_HAVE_VTK
@@ -354,11 +355,7 @@ int main(int argc, char **argv)
         filter->SetInput(sh);
         if (!a.mask.empty()) {
             auto mask = tk::read_mask(a.mask);
-            if (mask->GetLargestPossibleRegion().GetSize() != sh->GetLargestPossibleRegion().GetSize())
-                throw std::runtime_error(a.mask + ": the mask's size differs from the SH volume's");
-            mask->SetOrigin(sh->GetOrigin());  // same grid; tolerate header rounding
-            mask->SetSpacing(sh->GetSpacing());
-            mask->SetDirection(sh->GetDirection());
+            tk::require_same_grid(sh, a.input, mask, a.mask);  // the same voxels, not just as many
             filter->SetMaskImage(mask);
         }
         filter->SetNumberOfPeaks(static_cast<unsigned>(a.num));

@@ -341,19 +341,19 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
             tk::MaskImage3::Pointer mask;
             if (!a.mask.empty()) {
                 mask = tk::read_mask(a.mask);
-                tk::same_grid(image, mask, a.mask);
+                tk::same_grid(image, a.input, mask, a.mask);
             }
             tk::write_scalar_volume(complete<tk::ScalarImage3>(a, fit, backend, image, mask), out.set.get(), out.idx);
         } else if (scalar4) {
             auto image = tk::read_scalar_image4(a.input);
             tk::MaskImage4::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
             tk::write_scalar_image4(complete<tk::ScalarImage4>(a, fit, backend, image, mask), out.set.get(), out.idx);
         } else {
             auto vectors = tk::read_vector_volume(a.input);
             auto image = tk::to_4d(vectors);
             tk::MaskImage4::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
             tk::copy_back(complete<tk::ScalarImage4>(a, fit, backend, image, mask), vectors);
             tk::write_vector_volume(vectors, out.set.get(), out.idx);  // the input's grid and layout, the completed values
         }

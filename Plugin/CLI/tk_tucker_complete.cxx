@@ -147,7 +147,7 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             tk::MaskImage3::Pointer mask;
             if (!a.mask.empty()) {
                 mask = tk::read_mask(a.mask);
-                tk::same_grid(image.GetPointer(), mask.GetPointer(), a.mask);
+                tk::same_grid(image.GetPointer(), a.input, mask.GetPointer(), a.mask);
             }
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::write_scalar_volume(complete<Image3>(a, image, mask), out.set.get(), out.idx);
@@ -155,14 +155,14 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             // a 4-D image keeps its whole 4-D geometry (the volumes' spacing on the 4th axis)
             auto image = tk::read_scalar_image4(a.input);
             itk::Image<unsigned char, 4>::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::write_scalar_image4(complete<Image4>(a, image, mask), out.set.get(), out.idx);
         } else {
             auto vectors = tk::read_vector_volume(a.input);  // a vector volume (NRRD, e.g. a DWI series)
             auto image = tk::to_4d(vectors);
             itk::Image<unsigned char, 4>::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.mask);
+            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
             if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::copy_back(complete<Image4>(a, image, mask), vectors);  // the input's grid and layout, the completed values
             tk::write_vector_volume(vectors, out.set.get(), out.idx);

@@ -309,8 +309,87 @@ def mif_seeds():
     write("mif", "bad_transform_rows", bytes([MIF]) + mif(basic + "transform: 1,0,0,0\n", floats(12)))
 
 
+# ---- image_probe (fuzz_image_probe.c: byte 0 mod 8 picks .nii, .nii.gz, .nrrd, .nhdr,
+# .mha, .mhd, .hdr or .dat; byte 1 unused; "@@FILE@@\n" then data.raw, or input.img for a
+# .hdr) -------------------------------------------------------------------------------
+
+P_NII, P_NII_GZ, P_NRRD, P_NHDR, P_MHA, P_MHD, P_HDR, P_DAT = range(8)
+
+
+def probe(name_index, body):
+    return bytes([name_index, 0]) + body
+
+
+def nifti2(dims, data):
+    h = bytearray(540)
+    struct.pack_into("<i", h, 0, 540)
+    h[4:12] = b"n+2\0\r\n\032\n"
+    struct.pack_into("<hh", h, 12, 16, 32)
+    struct.pack_into("<8q", h, 16, len(dims), *(list(dims) + [1] * (7 - len(dims))))
+    struct.pack_into("<8d", h, 104, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into("<q", h, 168, 544)
+    struct.pack_into("<d", h, 176, 1.0)
+    return bytes(h) + b"\0" * 4 + data
+
+
+def image_probe_seeds():
+    t = "image_probe"
+    vol = nifti((2, 2, 2, 3), 16, 32, floats(24))
+    write(t, "nii", probe(P_NII, vol))
+    write(t, "nii_gz", probe(P_NII_GZ, gzip.compress(vol, mtime=0)))
+    write(t, "nii_named_dat", probe(P_DAT, vol))
+    write(t, "nii2", probe(P_NII, nifti2((2, 1, 2), floats(4))))
+    pair = bytearray(nifti((2, 2, 1), 4, 16, b"")[:348])
+    pair[344:348] = b"ni1\0"
+    struct.pack_into("<f", pair, 108, 0.0)
+    write(t, "pair_hdr_img", probe(P_HDR, bytes(pair) + SEP + struct.pack("<4h", 1, 2, 3, 4)))
+    nrrd = (b"NRRD0004\ntype: float\ndimension: 4\nsizes: 3 2 1 1\nkinds: vector domain domain domain\n"
+            b"encoding: raw\nendian: little\nspace: left-posterior-superior\n"
+            b"space directions: none (1,0,0) (0,1,0) (0,0,1)\nspace origin: (0,0,0)\nspacings: nan 1 1 1\n\n")
+    write(t, "nrrd_raw", probe(P_NRRD, nrrd + floats(6)))
+    write(t, "nrrd_gzip", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: gzip") + gzip.compress(floats(6), mtime=0)))
+    write(t, "nhdr_detached_line_skip", probe(P_NHDR, nrrd.replace(b"encoding: raw\n", b"encoding: raw\ndata file: data.raw\n"
+                                                                   b"line skip: 1\nbyte skip: 2\n")
+                                             + SEP + b"junk\n\0\0" + floats(6)))
+    mha = (b"ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+           b"TransformMatrix = 1 0 0 0 1 0 0 0 1\nOffset = 0 0 0\nElementSpacing = 1 1 1\nDimSize = 2 1 1\n"
+           b"ElementNumberOfChannels = 3\nElementType = MET_FLOAT\nElementDataFile = LOCAL\n")
+    write(t, "mha_raw", probe(P_MHA, mha + floats(6)))
+    import zlib
+    packed = zlib.compress(floats(6))
+    write(t, "mha_compressed", probe(P_MHA, mha.replace(b"ElementType", b"CompressedData = True\nCompressedDataSize = %d\n"
+                                                         b"ElementType" % len(packed)) + packed))
+    write(t, "mhd_detached", probe(P_MHD, mha.replace(b"LOCAL", b"data.raw") + SEP + floats(6)))
+    write(t, "mif", probe(P_DAT, mif("dim: 2,1,1\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", floats(2))))
+    # each stops at one check (the cases ITK 5.2's readers crashed on, hung on, or read as zeros)
+    nan_sform = bytearray(vol)
+    struct.pack_into("<h", nan_sform, 254, 1)
+    struct.pack_into("<f", nan_sform, 280, float("nan"))
+    write(t, "bad_nan_sform", probe(P_DAT, bytes(nan_sform)))
+    neg = bytearray(vol)
+    struct.pack_into("<h", neg, 44, -3)
+    write(t, "bad_dim_negative", probe(P_NII, bytes(neg)))
+    write(t, "bad_vox_offset_past_end", probe(P_NII, vol[:108] + struct.pack("<f", 1e6) + vol[112:]))
+    write(t, "bad_nii_gz_truncated", probe(P_NII_GZ, gzip.compress(vol, mtime=0)[:-30]))
+    write(t, "bad_nii_gz_trailing", probe(P_NII_GZ, gzip.compress(vol, mtime=0) + b"junk"))
+    write(t, "bad_nii_gz_huge", probe(P_NII_GZ, gzip.compress(nifti((1000, 1000, 1500), 16, 32, b""), mtime=0)))
+    write(t, "bad_pair_short_img", probe(P_HDR, bytes(pair) + SEP + struct.pack("<3h", 1, 2, 3)))
+    write(t, "bad_analyze", probe(P_HDR, bytes(pair[:344]) + b"\0" * 4 + SEP + struct.pack("<4h", 1, 2, 3, 4)))
+    write(t, "bad_mha_colon", probe(P_MHA, mha.replace(b"DimSize =", b"DimSize :") + floats(6)))
+    write(t, "bad_mha_junk_line", probe(P_MHA, mha.replace(b"ElementDataFile", b"junk\nElementDataFile") + floats(6)))
+    write(t, "bad_mha_ndims_negative", probe(P_MHA, mha.replace(b"NDims = 3", b"NDims = -5") + floats(6)))
+    write(t, "bad_mha_short_compressed", probe(P_MHA, mha.replace(b"ElementType", b"CompressedData = True\nElementType")
+                                               + packed[:-5]))
+    write(t, "bad_mhd_slices", probe(P_MHD, mha.replace(b"LOCAL", b"slice%03d.raw 1 2 1") + SEP + floats(3)))
+    write(t, "bad_nrrd_dimension_10", probe(P_NRRD, b"NRRD0004\ntype: float\ndimension: 10\nsizes: 1 1 1 1 1 1 1 1 1 1\n"
+                                                    b"encoding: raw\nendian: little\n\n" + floats(1)))
+    write(t, "bad_nrrd_gzip_cut", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: gzip")
+                                        + gzip.compress(floats(6), mtime=0)[:-9]))
+
+
 def main():
-    for target in ("npy", "tns", "tns_cache", "tucker_model", "pltf_model", "cli", "eig_args", "sh_image", "mif"):
+    for target in ("npy", "tns", "tns_cache", "tucker_model", "pltf_model", "cli", "eig_args", "sh_image", "mif",
+                   "image_probe"):
         shutil.rmtree(os.path.join(CORPUS, target), ignore_errors=True)
     npy_seeds()
     tns_seeds()
@@ -321,6 +400,7 @@ def main():
     eig_args_seeds()
     sh_image_seeds()
     mif_seeds()
+    image_probe_seeds()
 
 
 if __name__ == "__main__":

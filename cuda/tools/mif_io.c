@@ -1,6 +1,11 @@
 /* MRtrix3's .mif / .mif.gz / .mih: see mif_io.h for the format as read and written here
  * (after MRtrix3 3.0's core/formats/mrtrix*.cpp, mrtrix_utils and datatype.cpp). */
+/* fseeko and off_t: without zlib.h (a build without zlib) nothing else declares them */
+#define _FILE_OFFSET_BITS 64
+#define _POSIX_C_SOURCE 200809L
 #include "mif_io.h"
+
+#include "gzip_check.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -588,6 +593,12 @@ int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data)
         return tk_set_error(TK_ERR_FORMAT,
                             "%s: truncated: the header claims %zu bytes of data at offset %llu but the file holds %lld "
                             "bytes", path, bytes, (unsigned long long)h->data_offset, (long long)sb.st_size), 0;
+    /* a .mif.gz whole before any of it is read: the stream ends (CRC and length checked),
+     * nothing follows it, and it holds exactly header and data (gzread would take a stream
+     * cut short after the data, or followed by junk, as good) */
+    if (h->gzip && !tk_inflate_check(h->data_path, 0, TK_INFLATE_GZIP, h->data_offset + (uint64_t)bytes, path, NULL, 0,
+                                     NULL, NULL))
+        return 0;
     source s;
     if (!src_open(&s, h->data_path))
         return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;

@@ -238,7 +238,7 @@ TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
         {dir + "/empty.nii" + out, "empty file", 1},
         {dir + "/junk.nii" + out, "junk.nii", 1},
         {dir + "/odd.nii" + out, "44 volumes is no even-degree SH size", 1},
-        {dir + "/sh.nii" + out + " --mask " + dir + "/mask.nii", "mask's size differs", 1},
+        {dir + "/sh.nii" + out + " --mask " + dir + "/mask.nii", "mask.nii: on another voxel grid than", 1},
         {dir + "/sh.nii" + out + " --frobnicate", "unknown option '--frobnicate'", 2},
         {dir + "/sh.nii" + out + " --num 0", "--num expects an integer from 1 to 64", 2},
         {dir + "/sh.nii" + out + " --basis mrtrix", "--basis expects tournier or descoteaux", 2},

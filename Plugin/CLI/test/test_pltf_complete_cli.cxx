@@ -336,12 +336,12 @@ TEST(PltfCompleteCli, BadInputsFailClearlyLeaveNoOutputAndTheInputUnchanged)
         std::string args, message;
         int code;
     } cases[] = {
-        {"complete " + in + " " + out + " --mask " + dir + "/small_mask.nrrd", "small_mask.nrrd: the mask's size", 1},
+        {"complete " + in + " " + out + " --mask " + dir + "/small_mask.nrrd", "small_mask.nrrd: on another voxel grid than", 1},
         {"complete " + in + " " + out + " --mask " + dir + "/empty_mask.nrrd", "empty_mask.nrrd: no voxel is observed",
          1},
         {"complete " + in + " " + out + " --mask " + dir + "/mask4.nii.gz", "mask4.nii.gz: a mask must be a 3-D", 1},
         {"complete " + dir + "/missing.nrrd " + out, "missing.nrrd: cannot open", 1},
-        {"complete " + dir + "/junk.nrrd " + out, "junk.nrrd: not an image format", 1},
+        {"complete " + dir + "/junk.nrrd " + out, "junk.nrrd: not an image in a format the tools read", 1},
         {"complete " + dir + "/flat.nrrd " + out, "flat.nrrd: expected a 3-D or 4-D image", 1},
         {"complete " + dir + "/negative.nrrd " + out, "negative.nrrd: voxel (3, 2, 1) = -5 is negative", 1},
         {"complete " + dir + "/nan.nrrd " + out + " --divergence euclidean",

@@ -170,7 +170,7 @@ TEST(TuckerCompleteCli, BadInputsFailClearlyAndLeaveNoOutput)
         std::string args, message;
         int code;
     } cases[] = {
-        {"complete " + dir + "/in.nrrd " + out + " --mask " + dir + "/small_mask.nrrd", "mask's size", 1},
+        {"complete " + dir + "/in.nrrd " + out + " --mask " + dir + "/small_mask.nrrd", "small_mask.nrrd: on another voxel grid than", 1},
         {"complete " + dir + "/in.nrrd " + out + " --mask " + dir + "/empty_mask.nrrd", "no voxel", 1},
         {"complete " + dir + "/missing.nrrd " + out, "missing.nrrd: cannot open", 1},
         {"complete " + dir + "/in.nrrd " + out + " --rank-j 2", "--rank-j", 2},

@@ -1,0 +1,166 @@
+/* Whole-stream checks of compressed image data: see gzip_check.h. */
+#define _FILE_OFFSET_BITS 64
+#define _POSIX_C_SOURCE 200809L
+#include "gzip_check.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tk_status.h"
+
+#ifdef TK_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+uint64_t tk_inflate_bound(uint64_t compressed)
+{
+    /* deflate's densest code: a 258-byte match in 1 bit each of a length and a distance
+     * code (2 bits per 258 bytes, 1032:1), plus a little for block headers */
+    return compressed > UINT64_MAX / 1032 ? UINT64_MAX : compressed * 1032 + 4096;
+}
+
+#ifdef TK_HAVE_ZLIB
+
+enum { CHUNK = 1 << 16 };
+
+int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                     unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)
+{
+    if (head_got) *head_got = 0;
+    if (consumed) *consumed = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", what, strerror(errno)), 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size < offset || fseeko(f, (off_t)offset, SEEK_SET) != 0) {
+        fclose(f);
+        return tk_set_error(TK_ERR_FORMAT, "%s: the compressed data should start at byte %llu, past the file's end",
+                            what, (unsigned long long)offset), 0;
+    }
+    const uint64_t stored = (uint64_t)st.st_size - offset;
+    if (expected > tk_inflate_bound(stored)) {
+        fclose(f);
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: the header claims %llu bytes of data, but %llu compressed bytes cannot inflate to "
+                            "more than %llu (deflate's limit is about 1032:1): the file is truncated or the header "
+                            "is wrong", what, (unsigned long long)expected, (unsigned long long)stored,
+                            (unsigned long long)tk_inflate_bound(stored)), 0;
+    }
+    unsigned char *in = malloc(2 * CHUNK), *out = in + CHUNK;
+    if (!in) {
+        fclose(f);
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", what), 0;
+    }
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    const int bits = kind == TK_INFLATE_GZIP ? 15 + 16 : kind == TK_INFLATE_ZLIB ? 15 : 15 + 32;
+    if (inflateInit2(&z, bits) != Z_OK) {
+        free(in);
+        fclose(f);
+        return tk_set_error(TK_ERR_MEMORY, "%s: cannot start zlib", what), 0;
+    }
+    uint64_t total = 0, used = 0;
+    int ret = Z_OK, ok = 0, ended = 0;
+    const char *why = NULL;
+    for (;;) {
+        if (z.avail_in == 0) {
+            const size_t got = fread(in, 1, CHUNK, f);
+            if (got == 0) {
+                if (ferror(f)) why = "a read error";
+                break;
+            }
+            z.next_in = in;
+            z.avail_in = (uInt)got;
+        }
+        if (ended) {
+            /* after a complete stream: another gzip member, or the end, nothing else */
+            if (kind == TK_INFLATE_GZIP && z.avail_in >= 1 && z.next_in[0] == 0x1f) {
+                inflateReset(&z);
+                ended = 0;
+                continue;
+            }
+            why = "trailing";
+            break;
+        }
+        z.next_out = out;
+        z.avail_out = CHUNK;
+        const uInt before = z.avail_in;
+        ret = inflate(&z, Z_NO_FLUSH);
+        used += before - z.avail_in;
+        const uint64_t produced = CHUNK - z.avail_out;
+        if (head && total < head_size) {
+            const uint64_t take = head_size - total < produced ? head_size - total : produced;
+            memcpy(head + total, out, (size_t)take);
+            if (head_got) *head_got = total + take;
+        }
+        total += produced;
+        if (total > expected) {
+            why = "longer";
+            break;
+        }
+        if (ret == Z_STREAM_END) {
+            ended = 1;
+            continue;
+        }
+        if (ret == Z_NEED_DICT || ret == Z_DATA_ERROR || ret == Z_MEM_ERROR || ret == Z_STREAM_ERROR) {
+            why = z.msg ? z.msg : "corrupt data";
+            break;
+        }
+        /* Z_BUF_ERROR with input left cannot happen (output space was given); with no
+         * input left the loop reads more */
+    }
+    inflateEnd(&z);
+    free(in);
+    fclose(f);
+    if (consumed) *consumed = used;
+    if (!why && !ended && total == expected)
+        tk_set_error(TK_ERR_FORMAT, "%s: truncated: the compressed stream ends without its checksum and length "
+                                    "(the data cannot be verified)", what);
+    else if (!why && !ended)
+        tk_set_error(TK_ERR_FORMAT, "%s: the compressed data end before their stream does (truncated after %llu of "
+                                    "%llu bytes)", what, (unsigned long long)total, (unsigned long long)expected);
+    else if (why && !strcmp(why, "trailing"))
+        tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes of something else follow the end of the compressed data "
+                                    "(a damaged or concatenated file)", what, (unsigned long long)(stored - used));
+    else if (why && !strcmp(why, "longer"))
+        tk_set_error(TK_ERR_FORMAT, "%s: the compressed data hold more than the %llu bytes the header claims", what,
+                     (unsigned long long)expected);
+    else if (why)
+        tk_set_error(TK_ERR_FORMAT, "%s: corrupt compressed data after %llu bytes: %s (zlib)", what,
+                     (unsigned long long)total, why);
+    else if (total != expected)
+        tk_set_error(TK_ERR_FORMAT, "%s: the compressed data hold %llu bytes, the header claims %llu (truncated or "
+                                    "a wrong header)", what, (unsigned long long)total, (unsigned long long)expected);
+    else
+        ok = 1;
+    return ok;
+}
+
+uint64_t tk_gzip_head(const char *path, unsigned char *out, uint64_t n)
+{
+    gzFile g = gzopen(path, "rb");
+    if (!g) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    const int got = gzread(g, out, (unsigned)(n > (1u << 20) ? (1u << 20) : n));
+    gzclose(g);
+    if (got <= 0) return tk_set_error(TK_ERR_FORMAT, "%s: not a readable gzip file", path), 0;
+    return (uint64_t)got;
+}
+
+#else
+
+int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                     unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)
+{
+    (void)path, (void)offset, (void)kind, (void)expected, (void)head, (void)head_size, (void)head_got, (void)consumed;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: compressed data, and this build has no zlib", what), 0;
+}
+
+uint64_t tk_gzip_head(const char *path, unsigned char *out, uint64_t n)
+{
+    (void)out, (void)n;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: gzip-compressed, and this build has no zlib", path), 0;
+}
+
+#endif

@@ -1,0 +1,97 @@
+/* Which image format a file is, by its bytes, and whether it is whole, before any image
+ * library (ITK, the NIfTI library, MetaIO, teem) sees it.
+ *
+ * The tools accept NIfTI-1 and NIfTI-2 (one file, or a .hdr/.img pair; gzip or not),
+ * NRRD (data attached or in a detached file; raw or gzip), MetaImage (.mha, or .mhd with
+ * its data file; raw or compressed) and MRtrix3 .mif (mif_io.h).  tk_image_probe
+ * recognises the format from the file's first bytes (never from its name: a NIfTI named
+ * .NII, or a MetaImage named .nrrd, is what its bytes say), then validates every header
+ * field the readers would act on before they allocate or call anything:
+ *   - axis counts and sizes (1 or more voxels per axis, at most TK_IMAGE_MAX_AXES axes,
+ *     no product overflowing 64 bits), voxel types, byte orders, encodings;
+ *   - the geometry's numbers (finite, below 1e6 mm where the readers build matrices);
+ *   - that the data exist: a raw file's data bytes are exactly those the header claims
+ *     (no fewer: missing data would be read as zeros; no more: an unaccounted tail means a
+ *     wrong header), and a compressed stream inflates completely (tk_inflate_check: gzip
+ *     stream end, CRC and length) to exactly that many bytes, a claim beyond deflate's
+ *     1032:1 refused up front.
+ * The checks of each format are in image_nifti.c, image_nrrd.c and image_meta.c. */
+#ifndef TK_IMAGE_PROBE_H
+#define TK_IMAGE_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The tools read up to 4-D images and 3-D vector volumes (a NRRD or MetaImage vector
+ * axis is one more); ITK 5.2's NRRD reader overruns its stack at 10 axes. */
+#define TK_IMAGE_MAX_AXES 5
+
+typedef enum {
+    TK_IMAGE_UNKNOWN = 0,
+    TK_IMAGE_NIFTI,     /* NIfTI-1 or NIfTI-2, one file or a pair */
+    TK_IMAGE_NRRD,
+    TK_IMAGE_METAIMAGE,
+    TK_IMAGE_MIF        /* validated by mif_io.c when read */
+} tk_image_format;
+
+typedef struct tk_image_info {
+    tk_image_format format;
+    int compressed;               /* the file is gzip (.nii.gz, .mif.gz) or its data are compressed */
+    int axes;                     /* axes of the data, a vector axis (NRRD, MetaImage) included */
+    uint64_t size[TK_IMAGE_MAX_AXES];
+    uint64_t components;          /* MetaImage's ElementNumberOfChannels (else 1) */
+    uint64_t bytes;               /* the data's bytes as the header claims them */
+    int nifti_version;            /* 1 or 2 for NIfTI, else 0 */
+    char data_file[4096];         /* the file holding the data (a pair's .img, a detached header's) */
+} tk_image_info;
+
+/* The accepted formats, for messages. */
+const char *tk_image_formats(void);
+
+/* The format path's bytes say (TK_IMAGE_UNKNOWN, message set, when none); reads only
+ * the first bytes (through gzip where they are gzip). */
+tk_image_format tk_image_sniff(const char *path);
+
+/* Recognises and validates path as above: 1 with *info filled, else 0 with tk_last_error()
+ * naming path (or its data file) and saying what is wrong.  A .mif is only recognised. */
+int tk_image_probe(const char *path, tk_image_info *info);
+
+/* For the format checkers: the folder part of path joined with name (a detached header's
+ * data file is named relative to the header). */
+void tk_image_sibling(const char *path, const char *name, char *out, unsigned long out_size);
+
+/* The checkers: 1 or 0 with the message set (path the file, head its first n bytes). */
+int tk_image_check_nifti(const char *path, const unsigned char *head, unsigned long n, int gzip, tk_image_info *info);
+int tk_image_check_nrrd(const char *path, tk_image_info *info);
+int tk_image_check_meta(const char *path, tk_image_info *info);
+
+/* What a message about file names first: path (the file the user gave) when file is path,
+ * else "PATH: its data file FILE" (in buf). */
+const char *tk_image_subject(const char *path, const char *file, char *buf, size_t n);
+
+/* The size of file, the image path or its data file (-1 with the message, naming path and
+ * then file, set when it cannot be read). */
+int64_t tk_image_file_size(const char *path, const char *file);
+
+/* Strict numbers for the text headers: the whole string, ASCII (no "0x", no spaces; u64: no
+ * sign; double: no "inf" or "nan", and finite); 1 when parsed. */
+int tk_image_parse_u64(const char *s, uint64_t *v);
+int tk_image_parse_i64(const char *s, int64_t *v);
+int tk_image_parse_double(const char *s, double *v);
+/* s split in place at any of separators into at most max tokens; returns how many
+ * (max + 1 when there were more). */
+int tk_image_split(char *s, const char *separators, char **tokens, int max);
+/* Up to cap bytes of path's start (0 when unreadable). */
+size_t tk_image_read_prefix(const char *path, char *buf, size_t cap);
+
+/* a * b, or 0 when it overflows 64 bits (callers refuse 0 sizes). */
+uint64_t tk_image_mul(uint64_t a, uint64_t b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
