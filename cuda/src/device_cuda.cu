@@ -26,7 +26,8 @@ static int say_count_failure(char *reason, size_t size, cudaError_t e)
         void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
         if (!driver) {
             const char *why = dlerror();
-            snprintf(reason, size, "no NVIDIA driver (libcuda.so.1 cannot be loaded: %s)", why ? why : "not found");
+            /* dlerror names the library: "libcuda.so.1: cannot open shared object file: ..." */
+            snprintf(reason, size, "no NVIDIA driver (%s)", why ? why : "libcuda.so.1 cannot be loaded");
             return 0;
         }
         dlclose(driver);
