@@ -4,7 +4,9 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 tk_install_packages
-tk_configure_and_build
+# GPU code for every architecture this CUDA builds (the default; test.sh narrows it), so the
+# demo's tools run on the GPU of any machine they are copied to.
+tk_configure_and_build "-DTK_CUDA_ARCHITECTURES=${TK_CUDA_ARCHITECTURES:-all}"
 out="$TK_BUILD/demo"
 mkdir -p "$out"
 

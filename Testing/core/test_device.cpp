@@ -1,6 +1,7 @@
 // tk_cuda_device_usable: the one "can CUDA run here?" query behind --backend auto.  Its
 // oracle is the CUDA backend itself: where the query says yes a CUDA solve runs, where it
 // says no one fails, and the reason is never empty.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -60,4 +61,22 @@ TEST(CudaDevice, NoDeviceOutOfRangeAndNoReasonBuffer)
     std::memset(tiny, 'x', sizeof tiny);
     EXPECT_EQ(tk_cuda_device_usable(1 << 20, tiny, sizeof tiny), 0);
     EXPECT_EQ(std::strlen(tiny), sizeof tiny - 1);
+}
+
+// Without an NVIDIA driver (its library cannot be loaded: this machine has no NVIDIA GPU) the
+// reason says so, not the CUDA runtime's "driver version is insufficient", which sends the
+// user after a driver upgrade that cannot help.  With a driver the reason never claims none.
+TEST(CudaDevice, SaysWhenThereIsNoNvidiaDriver)
+{
+    if (!tk_eig_has_cuda()) GTEST_SKIP() << "SKIPPED: this build has no CUDA backend";
+    char reason[512] = "";
+    const int usable = tk_cuda_device_usable(0, reason, sizeof reason);
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (driver) {
+        dlclose(driver);
+        EXPECT_EQ(std::string(reason).find("no NVIDIA driver"), std::string::npos) << reason;
+        return;
+    }
+    EXPECT_EQ(usable, 0);
+    EXPECT_EQ(std::string(reason).rfind("no NVIDIA driver (libcuda.so.1", 0), 0u) << reason;
 }

@@ -1,23 +1,67 @@
-# Install the build tree to a scratch prefix, then configure, build and run a consumer
-# that uses find_package(TensorKernels).  Run as: cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P
+# Install the build tree to a scratch prefix, move the prefix elsewhere (as a package built
+# on one machine is unpacked on another, under another path), then configure, build and run
+# host programs that use find_package(TensorKernels) against the moved prefix: the C
+# consumer (the core) and, where the build has VTK glyphs, the C++ one (tkPeaksToPolyData.h,
+# documented in the user guide).  The installed CMake files must name no path of this build,
+# of the sources or of the first prefix, and no library file by absolute path.
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DWITH_FIBER_GLYPHS=ON] -P test_find_package.cmake
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
-                RESULT_VARIABLE rc OUTPUT_QUIET)
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE out)
 if(rc)
-  message(FATAL_ERROR "install failed: ${rc}")
+  message(FATAL_ERROR "install failed: ${rc}\n${out}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/Testing/install/consumer -B ${WORK_DIR}/build
-                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(rc)
-  message(FATAL_ERROR "configuring the consumer failed:\n${out}")
+
+# Paths that mean nothing on another machine.
+file(GLOB_RECURSE cmake_files ${WORK_DIR}/prefix/*.cmake)
+if(NOT cmake_files)
+  message(FATAL_ERROR "the install holds no CMake package files (${WORK_DIR}/prefix)")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(rc)
-  message(FATAL_ERROR "building the consumer failed:\n${out}")
+foreach(file IN LISTS cmake_files)
+  file(READ ${file} text)
+  foreach(path IN ITEMS ${BUILD_DIR} ${SOURCE_DIR} ${WORK_DIR})
+    string(FIND "${text}" "${path}" at)
+    if(at GREATER -1)
+      message(FATAL_ERROR "${file} names ${path}, which does not exist where the package is unpacked")
+    endif()
+  endforeach()
+  # A library by absolute path (/usr/lib/.../libopenblas.so): imported targets and
+  # find_dependency find the host's own instead.
+  if(text MATCHES "[\"; ](/[^\"; ]*/lib[^/\"; ]*\\.(so|a)(\\.[0-9]+)*)[\"; ]")
+    message(FATAL_ERROR "${file} links ${CMAKE_MATCH_1} by absolute path")
+  endif()
+endforeach()
+
+# The installed tree, moved: the first prefix no longer exists.
+file(MAKE_DIRECTORY ${WORK_DIR}/elsewhere)
+file(RENAME ${WORK_DIR}/prefix ${WORK_DIR}/elsewhere/tensorkernels)
+set(prefix ${WORK_DIR}/elsewhere/tensorkernels)
+
+# Configures and builds consumer/<name> against the moved prefix and runs its program.
+function(build_and_run name program)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/Testing/install/${name} -B ${WORK_DIR}/${name}
+                          -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc)
+    message(FATAL_ERROR "configuring ${name} against the moved prefix ${prefix} failed:\n${out}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/${name} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc)
+    message(FATAL_ERROR "building ${name} against the moved prefix ${prefix} failed:\n${out}")
+  endif()
+  execute_process(COMMAND ${WORK_DIR}/${name}/${program} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc)
+    message(FATAL_ERROR "${program} failed (${rc}):\n${out}")
+  endif()
+  message(STATUS "${program}: ${out}")
+endfunction()
+
+build_and_run(consumer tk_consumer)
+if(WITH_FIBER_GLYPHS)
+  foreach(header tkPeaksToPolyData.h tkFiberGlyphOutput.h)
+    if(NOT EXISTS ${prefix}/include/tensorkernels/${header})
+      message(FATAL_ERROR "${header}, which the user guide documents, is not installed")
+    endif()
+  endforeach()
+  build_and_run(glyph_consumer tk_glyph_consumer)
 endif()
-execute_process(COMMAND ${WORK_DIR}/build/tk_consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(rc)
-  message(FATAL_ERROR "the consumer failed:\n${out}")
-endif()
-message(STATUS "${out}")

@@ -12,7 +12,8 @@ extern "C" {
 
 /* 1 when this build has the CUDA backends and GPU `device` exists and runs this build's
  * code (a trivial kernel is launched on it); else 0 with the reason in reason[0..size)
- * ("this build has no CUDA backend", "no CUDA-capable device is detected", the CUDA
+ * ("this build has no CUDA backend", "no NVIDIA driver (...)", "no CUDA-capable device
+ * is detected", "the NVIDIA driver supports CUDA X.Y, this build needs ...", the CUDA
  * runtime's message, ...).  reason may be NULL.  Thread-safe; it creates the device's
  * context, which the CUDA backends need anyway. */
 int tk_cuda_device_usable(int device, char *reason, size_t size);

@@ -1,5 +1,6 @@
 /* tk_cuda_device_usable: is there a GPU that runs this build's kernels? */
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <stdio.h>
 
 #include "tk_device.h"
@@ -14,13 +15,40 @@ static int say(char *reason, size_t size, const char *what, cudaError_t e)
     return 0;
 }
 
+/* Why cudaGetDeviceCount failed, in the user's terms.  The runtime answers "CUDA driver
+ * version is insufficient for CUDA runtime version" both when the driver is too old and
+ * when there is no NVIDIA driver at all (its library, libcuda.so.1, cannot be loaded: a
+ * machine without an NVIDIA GPU): the second is no upgrade away, so it is said plainly. */
+static int say_count_failure(char *reason, size_t size, cudaError_t e)
+{
+    if (!reason || !size) return 0;
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+        void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (!driver) {
+            const char *why = dlerror();
+            /* dlerror names the library: "libcuda.so.1: cannot open shared object file: ..." */
+            snprintf(reason, size, "no NVIDIA driver (%s)", why ? why : "libcuda.so.1 cannot be loaded");
+            return 0;
+        }
+        dlclose(driver);
+    }
+    int driver_version = 0, runtime_version = 0;
+    if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver_version) == cudaSuccess &&
+        cudaRuntimeGetVersion(&runtime_version) == cudaSuccess && driver_version > 0) {
+        snprintf(reason, size, "the NVIDIA driver supports CUDA %d.%d, this build needs CUDA %d.%d: update the driver",
+                 driver_version / 1000, driver_version % 1000 / 10, runtime_version / 1000, runtime_version % 1000 / 10);
+        return 0;
+    }
+    return say(reason, size, "", e);
+}
+
 extern "C" int tk_cuda_device_usable(int device, char *reason, size_t size)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         cudaGetLastError(); /* not sticky: leave no error for the caller's next CUDA call */
-        return say(reason, size, "", e);
+        return say_count_failure(reason, size, e);
     }
     if (count == 0) return say(reason, size, "no CUDA-capable device is detected", cudaSuccess);
     if (device < 0 || device >= count) {

@@ -66,6 +66,29 @@ template <int G, typename T> __device__ __forceinline__ T eig_group_max(T v)
     return v;
 }
 
+/* The whole warp's minimum (maximum) of an int, in every lane.  sm_80 has an instruction
+ * for it; sm_75 (Turing, still built by CUDA 13) has none, so a butterfly of shuffles. */
+__device__ __forceinline__ int eig_warp_min(int v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_min_sync(TK_WARP_ALL, v);
+#else
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) v = min(v, __shfl_xor_sync(TK_WARP_ALL, v, o));
+    return v;
+#endif
+}
+__device__ __forceinline__ int eig_warp_max(int v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(TK_WARP_ALL, v);
+#else
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) v = max(v, __shfl_xor_sync(TK_WARP_ALL, v, o));
+    return v;
+#endif
+}
+
 /* The group's lanes whose flag is set, as bits 0..G-1. */
 template <int G> __device__ __forceinline__ unsigned eig_group_ballot(bool flag, int sub)
 {
@@ -244,8 +267,8 @@ __device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bo
     while (__any_sync(TK_WARP_ALL, noconv)) {
         const bool sweep = noconv && sweeps++ < 100;
         noconv = false;
-        const int ifirst = __reduce_min_sync(TK_WARP_ALL, sweep ? ilo : n);
-        const int ilast = __reduce_max_sync(TK_WARP_ALL, sweep ? ihi : -1);
+        const int ifirst = eig_warp_min(sweep ? ilo : n);
+        const int ilast = eig_warp_max(sweep ? ihi : -1);
         for (int i = ifirst; i <= ilast; ++i) {
             const bool mine = sweep && i >= ilo && i <= ihi;
             R cn = 0, rn = 0, ca = 0, ra = 0;
@@ -291,8 +314,8 @@ __device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bo
 template <typename R, int G, int E>
 __device__ void eig_ls_hessenberg(R *h, R *v, int ld, int t, bool act, int ilo, int ihi)
 {
-    const int kfirst = __reduce_min_sync(TK_WARP_ALL, act ? ilo : 1 << 30);
-    const int klast = __reduce_max_sync(TK_WARP_ALL, act ? ihi - 2 : -1);
+    const int kfirst = eig_warp_min(act ? ilo : 1 << 30);
+    const int klast = eig_warp_max(act ? ihi - 2 : -1);
     for (int k = kfirst; k <= klast; ++k) {
         const bool mine = act && k >= ilo && k < ihi - 1;
         const int m = ihi - k; /* reflector length: rows k+1..ihi */
@@ -447,8 +470,8 @@ __device__ void eig_ls_qr_round(const L &H, int n, int t, int sub, bool act, Eig
     __syncwarp();
 
     /* ---- the bulge chase, every group of the warp at the same position K */
-    const int kfirst = __reduce_min_sync(TK_WARP_ALL, sweep ? ql : 1 << 30);
-    const int klast = __reduce_max_sync(TK_WARP_ALL, sweep ? qi - 1 : -1);
+    const int kfirst = eig_warp_min(sweep ? ql : 1 << 30);
+    const int klast = eig_warp_max(sweep ? qi - 1 : -1);
     /* Row addresses advance by the band's row lengths instead of being recomputed
      * (a multiply-add chain each): rows K..K+2 of the row phase, and this lane's
      * rows of the column phase, which stay the same through a sweep. */
