@@ -367,9 +367,15 @@ int main(int argc, char **argv)
         filter->SetBackend(run == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
         if (run == TK_CLI_CPU) {
             filter->SetNumberOfWorkUnits(1);
-        } else if (a.threads > 0) {  // ITK's threader: at most this many pieces at once
-            filter->GetMultiThreader()->SetMaximumNumberOfThreads(static_cast<itk::ThreadIdType>(a.threads));
-            filter->SetNumberOfWorkUnits(static_cast<itk::ThreadIdType>(a.threads));
+        } else {
+            // ITK's threader runs at most `threads` pieces at once; the volume is cut into 16
+            // pieces a thread, handed out as threads free up: a voxel's cost varies a
+            // hundredfold (zero background, one fiber, three crossing), so one piece a thread
+            // left a thread idle for a third of a whole-brain run
+            const unsigned threads = a.threads > 0 ? static_cast<unsigned>(a.threads)
+                                                   : filter->GetMultiThreader()->GetMaximumNumberOfThreads();
+            if (a.threads > 0) filter->GetMultiThreader()->SetMaximumNumberOfThreads(static_cast<itk::ThreadIdType>(threads));
+            filter->SetNumberOfWorkUnits(static_cast<itk::ThreadIdType>(16 * threads));
         }
         tk::update_with_progress(filter, prog, a.quiet);
         if (filter->GetNumberOfInvalidVoxels() && !a.quiet)
