@@ -1293,6 +1293,7 @@ def main():
               "pltf-complete": pltf_complete_cases,
               "fibers": fibers_cases, "bench": bench_cases}
     sections, failures, total = {}, [], 0
+    skipped = set()  # names of the cases not run here
     for tool in tools:
         exe = os.path.abspath(os.path.join(a.bin, EXE[tool]))
         if not os.access(exe, os.X_OK):
@@ -1309,7 +1310,9 @@ def main():
             folder = os.path.join(scratch, tool, "%02d" % n)
             r, msg, problems = run_case(tool, exe, case, folder, not a.no_memory_limit)
             total += 1
-            if "mode 0555" not in case.name:
+            if case.needs_memory_limit and a.no_memory_limit:
+                skipped.add(case.name)  # not run here: its documented row is not compared
+            elif "mode 0555" not in case.name:
                 outcomes.append((case, r, msg))
             status = "ok  " if not problems else "FAIL"
             if problems or a.verbose:
@@ -1337,7 +1340,11 @@ def main():
         for tool in sections:
             m = re.search(r"<!-- begin %s -->\n.*?<!-- end %s -->\n" % (re.escape(tool), re.escape(tool)), committed,
                           re.S)
-            if not m or comparable(m.group(0)) != comparable(sections[tool]):
+            committed_rows = m.group(0) if m else ""
+            if skipped:  # rows of cases this run could not make (the sanitizer build has no memory limit)
+                committed_rows = "".join(line for line in committed_rows.splitlines(True)
+                                         if not any(line.startswith("| %s |" % name) for name in skipped))
+            if not m or comparable(committed_rows) != comparable(sections[tool]):
                 doc_ok = False
                 print("%s: the table in %s is out of date (regenerate: cmake --build BUILD --target bad_input_doc):"
                       % (TITLE[tool], a.doc))

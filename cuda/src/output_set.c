@@ -268,23 +268,26 @@ static void forget(tk_outset *s)
     unblock(&old);
 }
 
+static void drop_entry(entry_t *e)
+{
+    for (int f = 0; f < e->nfiles; ++f) {
+        free(e->files[f].final);
+        free(e->files[f].resolved);
+        free(e->files[f].temp);
+    }
+    free(e->flag);
+    free(e->tmpdir);
+    free(e->create_folder);
+    free(e->swap_folder);
+    memset(e, 0, sizeof *e);
+}
+
 void tk_outset_free(tk_outset *s)
 {
     if (!s) return;
     tk_outset_abort(s);
     forget(s);
-    for (int i = 0; i < s->nentries; ++i) {
-        entry_t *e = &s->entries[i];
-        for (int f = 0; f < e->nfiles; ++f) {
-            free(e->files[f].final);
-            free(e->files[f].resolved);
-            free(e->files[f].temp);
-        }
-        free(e->flag);
-        free(e->tmpdir);
-        free(e->create_folder);
-        free(e->swap_folder);
-    }
+    for (int i = 0; i < s->nentries; ++i) drop_entry(&s->entries[i]);
     for (int i = 0; i < s->ninputs; ++i) {
         free(s->inputs[i].flag);
         free(s->inputs[i].path);
@@ -395,19 +398,6 @@ static entry_t *new_entry(tk_outset *s)
     return e;
 }
 
-static void drop_entry(entry_t *e)
-{
-    for (int f = 0; f < e->nfiles; ++f) {
-        free(e->files[f].final);
-        free(e->files[f].resolved);
-        free(e->files[f].temp);
-    }
-    free(e->flag);
-    free(e->tmpdir);
-    free(e->create_folder);
-    free(e->swap_folder);
-    memset(e, 0, sizeof *e);
-}
 
 /* The folder a file goes to must exist (or, for a new folder output, its parent) and take
  * a new folder now: the temporary folder is made there at once (so /proc, a read-only
