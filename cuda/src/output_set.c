@@ -470,6 +470,11 @@ static int add_entry(tk_outset *s, const char *flag, const char *const *finals, 
     for (int k = 0; k < nfinals && !code; ++k) code = set_file(s, e, finals[k], NULL);
     for (int k = 0; k < e->nfiles && !code; ++k) code = check_alias(s, flag, &e->files[k]);
     char *tmpdir = NULL;
+    /* From the folder's making to the entry's publishing the cleanup signals wait: one that
+     * came between would end the process with a folder the handler cannot see yet (the
+     * matrix's SIGTERM row caught it, sent the moment the folder appeared). */
+    sigset_t old;
+    block(&old);
     if (!code && !removal) code = make_tmpdir(s, flag, shown ? shown : finals[0], tmp_where, &tmpdir);
     if (!code && tmpdir)
         for (int k = 0; k < e->nfiles && !code; ++k) {
@@ -481,12 +486,11 @@ static int add_entry(tk_outset *s, const char *flag, const char *const *finals, 
     if (!code && create_folder && !(e->create_folder = strdup(create_folder))) code = fail(s, 1, "out of memory");
     if (code) {
         if (tmpdir) rmdir(tmpdir);
+        unblock(&old);
         free(tmpdir);
         drop_entry(e);
         return -code;
     }
-    sigset_t old;
-    block(&old);
     e->tmpdir = tmpdir;
     ++s->nentries; /* now the handler sees it, whole */
     unblock(&old);
