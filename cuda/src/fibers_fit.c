@@ -67,14 +67,8 @@ tk_status tk_fibers_fit_create(tk_fibers_plan *p)
         }
         /* geodesic normal coordinates of each in a tangent basis (u, w) at x: the fit's
          * derivatives are then the Riemannian gradient and Hessian Newton uses */
-        double u[3], w[3], a[3] = {0, 0, 0};
-        const int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
-        a[small] = 1;
-        const double ax = a[0] * x[0] + a[1] * x[1] + a[2] * x[2];
-        for (int q = 0; q < 3; ++q) u[q] = a[q] - ax * x[q];
-        const double un = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-        for (int q = 0; q < 3; ++q) u[q] /= un;
-        w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+        double u[3], w[3];
+        tk_fibers_tangent_basis(x, u, w);
         double rows[TK_FIBERS_FIT_WIDTH][5];
         for (int j = 0; j < found; ++j) {
             const double *y = p->dirs + (size_t)pick[j] * 3;

@@ -101,6 +101,19 @@ TK_HD static inline int tk_fibers_fit_reaches(const float *th, float spacing)
  * search is the costly part of a plan.  Thread safe. */
 tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_fibers_plan **plan);
 
+/* u, w: an orthonormal basis of the plane orthogonal to unit x, from the coordinate axis x
+ * leans on least; the Newton climb, the fit stencils and the fitted starts share it, so that
+ * a model's coordinates mean the same in each. */
+TK_HD static inline void tk_fibers_tangent_basis(const double *x, double *u, double *w)
+{
+    const int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
+    const double d = x[small];
+    for (int i = 0; i < 3; ++i) u[i] = (i == small) - d * x[i];
+    const double n = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    for (int i = 0; i < 3; ++i) u[i] /= n;
+    w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+}
+
 /* Moves unit x (a grid direction whose quadratic model is th, in nt_tangent_basis's basis
  * at x) to the model's maximum, where the model's Hessian is negative definite and that
  * maximum lies within one grid spacing; else leaves x. */
@@ -110,15 +123,8 @@ TK_HD static inline void tk_fibers_fit_start(const float *th, double spacing, do
     if (!(a < 0 && det > 0)) return;
     const double s0 = -(c * th[0] - b * th[1]) / det, s1 = -(a * th[1] - b * th[0]) / det;
     if (!(s0 * s0 + s1 * s1 <= spacing * spacing)) return;
-    /* the tangent basis of nt_tangent_basis and fibers_fit.c */
-    const int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
-    double u[3] = {0, 0, 0}, w[3];
-    u[small] = 1;
-    const double d = x[small];
-    for (int i = 0; i < 3; ++i) u[i] -= d * x[i];
-    const double un = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-    for (int i = 0; i < 3; ++i) u[i] /= un;
-    w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+    double u[3], w[3];
+    tk_fibers_tangent_basis(x, u, w);
     double y[3];
     for (int i = 0; i < 3; ++i) y[i] = x[i] + s0 * u[i] + s1 * w[i];
     const double n = sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);

@@ -23,16 +23,11 @@ TK_NEWTON_UTIL void TK_NEWTON_SFX(nt_normalize3)(double *v)
     v[0] /= n, v[1] /= n, v[2] /= n;
 }
 
-/* u, w: an orthonormal basis of the plane orthogonal to unit x. */
+/* u, w: an orthonormal basis of the plane orthogonal to unit x (fibers_internal.h's, which
+ * the fit stencils use too). */
 TK_NEWTON_UTIL void TK_NEWTON_SFX(nt_tangent_basis)(const double *x, double *u, double *w)
 {
-    int small = fabs(x[0]) <= fabs(x[1]) ? (fabs(x[0]) <= fabs(x[2]) ? 0 : 2) : (fabs(x[1]) <= fabs(x[2]) ? 1 : 2);
-    double a[3] = {0, 0, 0};
-    a[small] = 1;
-    double d = TK_NEWTON_SFX(nt_dot3)(a, x);
-    for (int i = 0; i < 3; ++i) u[i] = a[i] - d * x[i];
-    TK_NEWTON_SFX(nt_normalize3)(u);
-    w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+    tk_fibers_tangent_basis(x, u, w);
 }
 
 /* Tangent gradient g and Hessian h (2 x 2, both divided by m) of A x^m on the sphere at x;
