@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli.h"
+#include "cli_failure.h"
 #include "complete_args.h"
 #include "image_layout.h"
 #include "itk_progress_bar.h"
@@ -168,20 +169,12 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
             tk::write_vector_volume(vectors, out.set.get(), out.idx);
         }
         if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // it said why
-    } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk::itk_message(e).c_str());
-        return TK_EXIT_FAILURE;
-    } catch (const std::bad_alloc &) {  // what() is just "std::bad_alloc": say which work, and what to do
-        tk_cli_error(prog, "%s: out of memory: the volume and its results need more than this machine can give; "
-                           "use a smaller volume%s", a.input.c_str(), a.mask.empty() ? " or a --mask" : "");
-        return TK_EXIT_FAILURE;
-    } catch (const std::length_error &e) {  // e.g. "basic_string::_M_create": a size no string or buffer can hold
-        tk_cli_error(prog, "%s: a size in the file is too large to hold (%s): the file is damaged or not the format its "
-                           "name says", a.input.c_str(), e.what());
-        return TK_EXIT_FAILURE;
-    } catch (const std::exception &e) {
-        tk_cli_error(prog, "%s", e.what());
-        return TK_EXIT_FAILURE;
+    } catch (...) {
+        // what() of std::bad_alloc is just "std::bad_alloc": say which work, and what to do
+        return tk::report_failure(prog, a.input,
+                                  std::string("out of memory: the volume and its results need more than this machine "
+                                              "can give; use a smaller volume") +
+                                      (a.mask.empty() ? " or a --mask" : ""));
     }
     return 0;
 }
