@@ -150,6 +150,11 @@ struct FibArgs {
                            * at (x, y, z), or NaN in x to start at the grid direction */
     double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
     size_t num_voxels;
+    double axial_q[5][9];  /* the plan's l = 2 quadratic forms (tk_fibers_axial_axis) */
+    int *axial_state;      /* chunk voxels: the axial kernel's answer (-1: the grid pass decides) */
+    double *axial_res;     /* chunk voxels x 4: its axis and unit-scaled amplitude */
+    tk_sh_basis basis;
+    int legacy, lmax;
     int grid, grid_padded, k, num_peaks;
     double threshold, relative_threshold, min_separation_deg, cos_sep, spacing, cos_near;
 };
@@ -210,6 +215,44 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
     return tk_fibers_fit_reaches(th, (float)p.spacing) ? 2 : 0;
 }
 
+/* The axial test (fibers_internal.h; the CPU's axial_maxima), a thread per voxel, before the
+ * grid pass: axial_state[v] = -1 where the voxel goes to the grid pass (not finite, masked,
+ * constant: the grid kernel says so; or no axially symmetric series), else 1 with its axis
+ * and amplitude (unit-scaled) in axial_res[4 v ...] where that axis is a strict maximum, or 0.
+ * A kernel of its own so that the grid kernel's registers stay those of its float pass. */
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_axial_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < p.num_voxels; v += (size_t)gridDim.x * blockDim.x) {
+        int state = -1;
+        double sh[K], aniso[K], x[3], amp = 0;
+        bool ok = !p.mask || p.mask[v];
+        for (int j = 0; j < K && ok; ++j) ok = isfinite(sh[j] = (double)__ldg(p.sh + v * K + j));
+        double big = 0, iso = 0;
+        if (ok) big = tk_fibers_anisotropic_part(K, sh, aniso, &iso);
+        if (big > 0 && tk_fibers_axial_axis(p.axial_q, K, aniso, x)) {
+            double coef[K]; /* the unit-scaled polynomial, as the grid kernel makes it */
+            for (int i = 0; i < K; ++i) {
+                double c = 0;
+                for (int j = 1; j < K; ++j) c = fma(__ldg(p.pt + (size_t)j * K + i), aniso[j], c);
+                coef[i] = c;
+            }
+            const Poly<M> poly = {coef};
+            const int strict = nt_axis_point_gpu<M>(&poly, x, &amp);
+            if (strict >= 0 && tk_fibers_axial_residual_ok(p.basis, p.legacy, M, aniso, x)) {
+                state = strict;
+                /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
+                int top = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+                if (fabs(x[2]) > fabs(x[top])) top = 2;
+                const double sign = x[top] < 0 ? -1.0 : 1.0;
+                for (int j = 0; j < 3; ++j) p.axial_res[v * 4 + j] = sign * x[j];
+                p.axial_res[v * 4 + 3] = amp;
+            }
+        }
+        p.axial_state[v] = state;
+    }
+}
+
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
@@ -242,6 +285,19 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
         if (ok && lane == 0) coef[K] = big, coef[K + 1] = shv[0] * TK_SH_Y00;
         if (!ok || !(big >= (float)TK_FLT_MIN)) {
             if (lane == 0) p.count[v] = 0, p.first[v] = 0;
+            continue;
+        }
+        /* an axially symmetric voxel (a noise-free fiber) is answered by its axis (the axial
+         * kernel's), with no grid pass: one candidate, already polished */
+        const int axial = p.axial_state[v];
+        if (axial >= 0) {
+            if (lane == 0) {
+                const int first = atomicAdd(p.num_cands, 1);
+                p.first[v] = first, p.count[v] = 1;
+                p.cand_voxel[first] = (int)v, p.cand_dir[first] = -1;
+                for (int j = 0; j < 3; ++j) p.res_dir[(size_t)first * 3 + j] = p.axial_res[v * 4 + j];
+                p.res_amp[first] = axial ? p.axial_res[v * 4 + 3] : NAN;
+            }
             continue;
         }
         __syncwarp();
@@ -366,7 +422,8 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
-    const int total = *p.num_cands, total1 = *p.num_kind1;
+    /* the candidates in the work order: the grid kernel's axial answers are not among them */
+    const int total1 = *p.num_kind1, total = total1 + *p.num_kind2;
     for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         const int i = t < total1 ? p.order[t] : p.order[p.order_cap - 1 - (t - total1)];
         const int coded = p.cand_dir[i], d = coded < 0 ? -coded - 1 : coded;
@@ -452,16 +509,16 @@ __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_select_kernel(FibArgs p
 
 typedef void (*fibers_kernel_fn)(FibArgs);
 typedef struct {
-    fibers_kernel_fn grid, polish;
+    fibers_kernel_fn axial, grid, polish;
 } fibers_kernels;
 
 static fibers_kernels kernels_for(int lmax)
 {
-    fibers_kernels none = {NULL, NULL};
+    fibers_kernels none = {NULL, NULL, NULL};
     switch (lmax) {
 #define TK_FIB_CASE(M)                                                                                            \
     case M: {                                                                                                     \
-        fibers_kernels k = {fibers_grid_kernel<M>, fibers_polish_kernel<M>};                                      \
+        fibers_kernels k = {fibers_axial_kernel<M>, fibers_grid_kernel<M>, fibers_polish_kernel<M>};              \
         return k;                                                                                                 \
     }
         TK_FIB_CASE(2) TK_FIB_CASE(4) TK_FIB_CASE(6) TK_FIB_CASE(8)
@@ -487,9 +544,10 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     int *d_nbr_start = NULL, *d_nbr = NULL, *d_nbr_near = NULL, *d_fit_nbr = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
     uint8_t *d_mask[2] = {NULL, NULL};
     double *d_coef[2] = {NULL, NULL}, *d_res[2] = {NULL, NULL};
-    int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL};
+    int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL}, *d_axial_state[2] = {NULL, NULL};
+    double *d_axial_res[2] = {NULL, NULL};
     float *d_cand_start[2] = {NULL, NULL};
-    int polish_blocks = 0, select_blocks = 0;
+    int polish_blocks = 0, select_blocks = 0, axial_blocks = 0;
     unsigned long long *d_bad = NULL, bad = 0;
     cudaStream_t stream[2] = {NULL, NULL};
     cudaEvent_t ev_start[2] = {NULL, NULL}, ev_stop[2] = {NULL, NULL}, ev_grid[2] = {NULL, NULL}, ev_polish[2] = {NULL, NULL};
@@ -516,6 +574,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     CUDA_TRY(cudaFuncSetAttribute(kernels.grid, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernels.grid, TK_FIB_THREADS, smem));
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&polish_blocks, kernels.polish, TK_FIB_THREADS, 0));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&axial_blocks, kernels.axial, TK_FIB_THREADS, 0));
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&select_blocks, fibers_select_kernel, TK_FIB_THREADS, 0));
     if (blocks_per_sm < 1) {
         status = tk_set_error(TK_ERR_UNSUPPORTED, "lmax %d needs %zu bytes of shared memory per block, more than the device has",
@@ -569,9 +628,11 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     /* Two chunk buffers (one per stream), each at most 2^18 voxels and together within the
      * free memory less headroom; buffers that still do not fit (another thread or process
      * took memory meanwhile) are retried with half the chunk, down to one voxel. */
-    /* per voxel: SH in, peaks out, coefficients, list stretch, and room for CAP candidates */
+    /* per voxel: SH in, peaks out, coefficients, the axial answer, list stretch, and room for
+     * CAP candidates */
     per_voxel = sizeof(float) * ((size_t)k + 4 * (size_t)np) + (mask ? 1 : 0) + sizeof(double) * ((size_t)k + 2) +
-                2 * sizeof(int) + (size_t)TK_FIB_CAP2 * (3 * sizeof(int) + 3 * sizeof(float) + 4 * sizeof(double));
+                sizeof(int) + 4 * sizeof(double) + 2 * sizeof(int) +
+                (size_t)TK_FIB_CAP2 * (3 * sizeof(int) + 3 * sizeof(float) + 4 * sizeof(double));
     if (num_voxels == 0) goto cleanup;
     if ((status = tk_cuda_memory_get(&free_bytes, &total_bytes)) != TK_OK) goto cleanup;
     chunk = tk_cuda_budget(free_bytes) / 2 / per_voxel;
@@ -579,9 +640,9 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     if (chunk > num_voxels) chunk = num_voxels;
     if (chunk == 0) chunk = 1; /* the allocation below decides, and words the error */
     for (;;) {
-        tk_cuda_buffer bufs[18];
+        tk_cuda_buffer bufs[22];
         for (int s = 0; s < 2; ++s) {
-            tk_cuda_buffer *b = bufs + 9 * s;
+            tk_cuda_buffer *b = bufs + 11 * s;
             b[0] = {(void **)&d_sh[s], sizeof(float) * (size_t)k * chunk};
             b[1] = {(void **)&d_dirs[s], sizeof(float) * 3 * (size_t)np * chunk};
             b[2] = {(void **)&d_amps[s], sizeof(float) * (size_t)np * chunk};
@@ -592,8 +653,10 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
             b[6] = {(void **)&d_cand_list[s], sizeof(int) * 3 * TK_FIB_CAP2 * chunk};
             b[7] = {(void **)&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};
             b[8] = {(void **)&d_cand_start[s], sizeof(float) * 3 * TK_FIB_CAP2 * chunk};
+            b[9] = {(void **)&d_axial_state[s], sizeof(int) * chunk};
+            b[10] = {(void **)&d_axial_res[s], sizeof(double) * 4 * chunk};
         }
-        cudaError_t err = tk_cuda_malloc_all(bufs, 18);
+        cudaError_t err = tk_cuda_malloc_all(bufs, 22);
         if (err == cudaSuccess) break;
         if (err != cudaErrorMemoryAllocation) {
             status = tk_set_error(TK_ERR_CUDA, "CUDA fiber backend: cudaMalloc failed: %s", cudaGetErrorString(err));
@@ -622,6 +685,8 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     a.spacing = sqrt(2.0 * 3.14159265358979323846 / G);
     a.cos_near = cos(TK_SHOULDER_GAP * a.spacing);
     a.grid = G, a.grid_padded = plan->grid_padded, a.k = k, a.num_peaks = np;
+    memcpy(a.axial_q, plan->axial_q, sizeof a.axial_q);
+    a.basis = plan->basis, a.legacy = plan->legacy, a.lmax = plan->lmax;
     a.threshold = o->threshold, a.relative_threshold = o->relative_threshold;
     a.min_separation_deg = o->min_separation_deg;
     a.cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
@@ -647,11 +712,19 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 args.order = d_cand_list[s] + (size_t)2 * TK_FIB_CAP2 * chunk, args.order_cap = (int)(TK_FIB_CAP2 * chunk);
                 args.num_kind1 = args.num_cands + 1, args.num_kind2 = args.num_cands + 2;
                 args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP2 * chunk;
+                args.axial_state = d_axial_state[s], args.axial_res = d_axial_res[s];
                 args.num_voxels = todo;
                 size_t want = (todo + TK_FIB_WARPS - 1) / TK_FIB_WARPS;
                 int blocks = want < (size_t)grid_blocks_cap ? (int)want : grid_blocks_cap;
                 CUDA_TRY(cudaEventRecord(ev_start[s], stream[s]));
                 CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, 3 * sizeof(int), stream[s]));
+                {
+                    const size_t axial_want = (todo + TK_FIB_THREADS - 1) / TK_FIB_THREADS;
+                    const int axial_cap = sm_count * (axial_blocks > 0 ? axial_blocks : 1);
+                    kernels.axial<<<axial_want < (size_t)axial_cap ? (int)axial_want : axial_cap, TK_FIB_THREADS, 0,
+                                    stream[s]>>>(args);
+                    CUDA_TRY(cudaGetLastError());
+                }
                 kernels.grid<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
                 CUDA_TRY(cudaGetLastError());
                 CUDA_TRY(cudaEventRecord(ev_grid[s], stream[s]));
@@ -705,6 +778,8 @@ cleanup:
         tk_cuda_free(d_voxel_list[s]);
         tk_cuda_free(d_cand_list[s]);
         tk_cuda_free(d_cand_start[s]);
+        tk_cuda_free(d_axial_state[s]);
+        tk_cuda_free(d_axial_res[s]);
         tk_cuda_free(d_res[s]);
         if (stream[s]) cudaStreamDestroy(stream[s]);
         if (ev_start[s]) cudaEventDestroy(ev_start[s]);

@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "sh_eval.h"
 #include "tk_fibers.h"
 #include "tk_hd.h"
 
@@ -39,6 +40,12 @@ extern "C" {
 #define TK_FIT_SLACK 0.3f
 #define TK_FIT_REACH 1.5f
 
+/* The grid's covering radius (the farthest any direction lies from its nearest grid
+ * direction or antipode) is at most this many grid spacings: 0.800-0.872 for every lmax's
+ * lattice, from the circumcircles of its Delaunay triangles (the test FibersPlan.
+ * CoveringRadiusIsWithinItsBound samples it). */
+#define TK_FIBERS_COVER 0.9
+
 typedef struct tk_fibers_plan {
     int lmax, k;          /* k SH coefficients = k unique tensor entries */
     tk_sh_basis basis;
@@ -52,10 +59,9 @@ typedef struct tk_fibers_plan {
     int *nbr_start, *nbr; /* CSR neighbour lists over the hemisphere indices (antipodes folded in) */
     int *nbr_near;        /* per direction (grid_padded): how many of its neighbours, which come
                            * nearest first, lie within 1.05 grid spacings */
-    int nbr_width;        /* the most neighbours any direction has */
-    int *nbr_fixed;       /* nbr_width x grid_padded, neighbour-major, short lists padded with the
-                           * direction itself: the neighbour test then vectorizes (gathers) */
     int *fit_nbr;         /* grid_padded x TK_FIBERS_FIT_WIDTH: each direction's nearest ones */
+    double axial_q[5][9]; /* the quadratic forms x' Q x of the five l = 2 basis functions
+                           * (row-major 3 x 3): the l = 2 band's axis (tk_fibers_axial_axis) */
     float *fit_w;         /* grid_padded x 5 x TK_FIBERS_FIT_WIDTH: least-squares weights from
                            * their values less its own to the model's gradient (2) and Hessian
                            * (3: ss, st, tt) in geodesic normal coordinates; direction-major, as
@@ -131,8 +137,94 @@ TK_HD static inline void tk_fibers_fit_start(const float *th, double spacing, do
     for (int i = 0; i < 3; ++i) x[i] = y[i] / n;
 }
 
-/* Work buffers one voxel needs: tk_fibers_plan_work(plan) doubles. */
-size_t tk_fibers_plan_work(const tk_fibers_plan *plan);
+/* ---- axially symmetric series ------------------------------------------------------
+ * A series that is one lobe's, symmetric about an axis u (one fiber of a noise-free
+ * phantom or simulation, a response function), has its only isolated maximum at u (and -u,
+ * the same fiber): every other critical point lies on a ring about the axis, a circle of
+ * equal values that is no strict maximum.  The general search sees such a ring as dozens of
+ * grid maxima, each climbed to its flat stop; the axial test instead proves the symmetry
+ * and answers with the pole alone.  Symmetry to within TK_FIBERS_AXIAL_TOL of the series'
+ * norm counts (float32 coefficients of a symmetric lobe are symmetric to ~4e-8; real FODs
+ * are asymmetric by 1e-2 and more): ring "bumps" below that are rounding, not fibers. */
+#define TK_FIBERS_AXIAL_TOL 1e-6
+
+/* u: the axis of the l = 2 band of the unit-scaled series aniso, where that band is the
+ * quadratic form of an axially symmetric function (eigenvalues a, -a/2, -a/2) within a loose
+ * 1e-4; 0 where it is not (nearly every voxel of a real FOD: one comparison of eigenvalues),
+ * or where the band is (nearly) zero. */
+TK_HD static inline int tk_fibers_axial_axis(const double (*q)[9], int k, const double *aniso, double *u)
+{
+    double Q[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, norm2 = 0, band2 = 0;
+    for (int j = 1; j < k; ++j) norm2 += aniso[j] * aniso[j];
+    for (int m = 0; m < 5; ++m) {
+        band2 += aniso[1 + m] * aniso[1 + m];
+        for (int e = 0; e < 9; ++e) Q[e] += aniso[1 + m] * q[m][e];
+    }
+    if (!(band2 > 1e-12 * norm2)) return 0;
+    /* eigenvalues (a, -a/2, -a/2): det Q = a^3 / 4, and Q + (a/2) I = (3a/2) u u' */
+    const double det = Q[0] * (Q[4] * Q[8] - Q[5] * Q[7]) - Q[1] * (Q[3] * Q[8] - Q[5] * Q[6]) +
+                       Q[2] * (Q[3] * Q[7] - Q[4] * Q[6]);
+    const double a = cbrt(4.0 * det);
+    double R[9];
+    for (int e = 0; e < 9; ++e) R[e] = Q[e] + (e % 4 == 0 ? 0.5 * a : 0.0);
+    int col = 0;
+    for (int c = 1; c < 3; ++c)
+        if (fabs(R[c * 4]) > fabs(R[col * 4])) col = c;
+    const double n = sqrt(R[col] * R[col] + R[3 + col] * R[3 + col] + R[6 + col] * R[6 + col]);
+    if (!(n > 0)) return 0;
+    for (int i = 0; i < 3; ++i) u[i] = R[i * 3 + col] / n;
+    double off = 0, qq = 0; /* |Q + (a/2) I - (3a/2) u u'|, |Q| */
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            const double d = R[i * 3 + j] - 1.5 * a * u[i] * u[j];
+            off += d * d, qq += Q[i * 3 + j] * Q[i * 3 + j];
+        }
+    return off <= 1e-8 * qq;
+}
+
+/* 1 where the unit-scaled series aniso (lmax, basis, legacy) is axially symmetric about
+ * the unit vector u to within TK_FIBERS_AXIAL_TOL: in an orthonormal basis each band of a
+ * series symmetric about u is a multiple of the band's basis functions at u (the addition
+ * theorem), so the part of each band orthogonal to them is the asymmetry. */
+TK_HD static inline int tk_fibers_axial_residual_ok(tk_sh_basis basis, int legacy, int lmax, const double *aniso,
+                                                    const double *u)
+{
+    double y[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
+    tk_sh_eval_unchecked(basis, legacy, lmax, u, y);
+    double off = 0, all = 0;
+    for (int l = 2; l <= lmax; l += 2) {
+        const int centre = l * (l + 1) / 2;
+        double cc = 0, cy = 0, yy = 0;
+        for (int m = -l; m <= l; ++m) {
+            const double w = tk_sh_orthonormal_weight(basis, legacy, m);
+            const double c = aniso[centre + m] * w, b = y[centre + m] / w;
+            cc += c * c, cy += c * b, yy += b * b;
+        }
+        off += cc - cy * cy / yy, all += cc;
+    }
+    return off <= TK_FIBERS_AXIAL_TOL * TK_FIBERS_AXIAL_TOL * all;
+}
+
+/* How far above the grid value of its nearest grid direction a local maximum of the
+ * unit-scaled series aniso can lie: f falls from a maximum by at most M2 d^2 / 2 over a
+ * geodesic of length d (f' = 0 there), where M2 bounds |f''| along any great circle; on
+ * one, band l is a trigonometric polynomial of degree l, so Bernstein's inequality bounds
+ * its second derivative by l^2 times its largest value, itself at most sqrt((2l + 1) / 4 pi)
+ * times the band's coefficient norm (the addition theorem; legacy scales only shrink it).
+ * d is at most the grid's covering radius.  Plus the float grid values' rounding. */
+TK_HD static inline double tk_fibers_value_margin(int lmax, const double *aniso, double cover)
+{
+    double m2 = 0, sup = 0;
+    for (int l = 2; l <= lmax; l += 2) {
+        const int centre = l * (l + 1) / 2;
+        double cc = 0;
+        for (int m = -l; m <= l; ++m) cc += aniso[centre + m] * aniso[centre + m];
+        const double band = sqrt((2.0 * l + 1.0) / (4.0 * 3.14159265358979323846) * cc);
+        m2 += (double)(l * l) * band, sup += band;
+    }
+    return 0.5 * m2 * cover * cover + 1e-4 * sup;
+}
+
 
 /* float's smallest normal number (FLT_MIN, spelled out for nvcc's host and device passes) */
 #define TK_FLT_MIN 1.17549435082228750797e-38
@@ -144,7 +236,7 @@ size_t tk_fibers_plan_work(const tk_fibers_plan *plan);
  * other coefficients sh[j] / scale, scale the largest |sh[j]| over j >= 1, *iso the constant
  * sh[0] Y00.  Returns scale: 0 where the series is constant on the sphere (no maxima, as
  * sh2peaks takes a voxel whose coefficients past the first are all zero). */
-static inline double tk_fibers_anisotropic_part(int k, const double *sh, double *aniso, double *iso)
+TK_HD static inline double tk_fibers_anisotropic_part(int k, const double *sh, double *aniso, double *iso)
 {
     double scale = 0;
     for (int j = 1; j < k; ++j) scale = fabs(sh[j]) > scale ? fabs(sh[j]) : scale;
@@ -157,12 +249,6 @@ static inline double tk_fibers_anisotropic_part(int k, const double *sh, double 
     return scale;
 }
 
-/* All local maxima of one SH series (double), sorted by amplitude descending; returns the
- * count found (possibly above max_peaks; only max_peaks written).  polished, iterations
- * (may be NULL): incremented by the candidates polished and their Newton iterations. */
-int tk_fibers_voxel_maxima(const tk_fibers_plan *plan, const double *sh, double *work, int max_peaks,
-                           double *directions, double *amplitudes, unsigned long long *polished,
-                           unsigned long long *iterations);
 
 /* The CUDA backend of tk_fibers_find_timed (options already checked). */
 tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_plan *plan, size_t num_voxels,

@@ -83,11 +83,13 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
 TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations,
                                          double first_reach)
 {
-    double u[3], w[3], g[2], h[3];
+    double u[3], w[3], g[2], h[3], lambda = 0;
     int halvings = 0, it = 0, flat = 0;
+    int fresh = 0; /* u, w, lambda, g, h are those of x (no step taken since) */
     for (; it < TK_NEWTON_MAX_ITERATIONS; ++it) {
         TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
-        double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+        lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+        fresh = 1;
         double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
         /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
         double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
@@ -123,6 +125,7 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         }
         if (!rose) break;
         x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];
+        fresh = 0;
         if (pure_newton && half == 0 && len < TK_NEWTON_CONVERGED) {
             if (iterations) *iterations = it + 1;
             *amplitude = value;
@@ -134,8 +137,11 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         }
     }
     if (iterations) *iterations = it;
-    TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
-    double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+    /* the derivatives at x, unless the loop's last ones are (a flat or no-rise stop) */
+    if (!fresh) {
+        TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
+        lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+    }
     double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
     double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
     *amplitude = lambda;
@@ -155,4 +161,34 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_newton_step)(const TK_NEWTON_CTX *t, const 
     if (!(h[0] < 0 && det > 0)) return -1;
     const double s0 = -(h[2] * g[0] - h[1] * g[1]) / det, s1 = -(h[0] * g[1] - h[1] * g[0]) / det;
     return sqrt(s0 * s0 + s1 * s1);
+}
+
+/* The critical point of A x^m at the axis of an axially symmetric series, by pure Newton
+ * steps from x, the axis its l = 2 band gives (tk_fibers_axial_axis, within about 1e-7 rad
+ * of it): a symmetric series is stationary at its poles whether they are maxima, minima or
+ * neither, so no ascent is wanted, only the point.  Returns 1 where x ends at a strict
+ * local maximum (*amplitude its value; the test of nt_polish), 0 at a critical point that is
+ * none, -1 where the steps do not settle within 1e-2 rad of the start in a few iterations
+ * (then the series is no symmetric one, and the caller takes the general path). */
+TK_NEWTON_FN int TK_NEWTON_SFX(nt_axis_point)(const TK_NEWTON_CTX *t, double *x, double *amplitude)
+{
+    double u[3], w[3], g[2], h[3], moved = 0;
+    for (int it = 0; it < 4; ++it) {
+        TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
+        const double lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+        const double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300, det = h[0] * h[2] - h[1] * h[1];
+        if (!(fabs(det) > 1e-12 * scale * scale)) return -1; /* a flat pole: the general path decides */
+        const double s0 = -(h[2] * g[0] - h[1] * g[1]) / det, s1 = -(h[0] * g[1] - h[1] * g[0]) / det;
+        const double len = sqrt(s0 * s0 + s1 * s1);
+        if (len < 1e-12) {
+            const double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
+            *amplitude = lambda;
+            return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && mean + rad < -1e-6 * scale;
+        }
+        moved += len;
+        if (!(moved < 1e-2)) return -1;
+        for (int i = 0; i < 3; ++i) x[i] += s0 * u[i] + s1 * w[i];
+        TK_NEWTON_SFX(nt_normalize3)(x);
+    }
+    return -1;
 }

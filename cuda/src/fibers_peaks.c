@@ -12,6 +12,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "fibers_internal.h"
 #include "fibers_select.h"
@@ -122,48 +125,19 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 #define TK_NEWTON_VALUE(t, x) vt_axm(t, x)
 #include "fibers_newton.h"
 
-/* is_max[i] = 1 where grid direction i is not below any neighbour (a candidate), 2 where it
- * is a shoulder candidate (see tk_fibers_voxel_maxima): not below its nearest neighbours
- * (within 1.05 spacings), or below one neighbour only and by less than TK_RIDGE_RISE of its
- * steepest fall to another (the top of a bump on a ridge that climbs on gently to a larger
- * lobe; on an even slope the one rise matches the fall opposite it), else 0.
- * Neighbour-major over blocks of 32 directions, so each step is a gather and a compare
- * across a vector. */
-TK_CPU_CLONES
-static void grid_local_maxima(const tk_fibers_plan *p, const float *values, unsigned char *is_max)
-{
-    const int stride = p->grid_padded;
-    for (int i0 = 0; i0 < stride; i0 += 32) {
-        int ok_near[32], higher[32];
-        float rise[32], fall[32];
-        const int *near = p->nbr_near + i0;
-        for (int j = 0; j < 32; ++j) ok_near[j] = 1, higher[j] = 0, rise[j] = fall[j] = 0.f;
-        for (int n = 0; n < p->nbr_width; ++n) {
-            const int *nb = p->nbr_fixed + (size_t)n * stride + i0;
-            for (int j = 0; j < 32; ++j) {
-                const float step = values[nb[j]] - values[i0 + j];
-                const int not_below = step <= 0.f;
-                higher[j] += !not_below;
-                ok_near[j] &= not_below | (n >= near[j]);
-                rise[j] = step > rise[j] ? step : rise[j];
-                fall[j] = -step > fall[j] ? -step : fall[j];
-            }
-        }
-        for (int j = 0; j < 32; ++j)
-            is_max[i0 + j] = (unsigned char)(higher[j] == 0                                                  ? 1
-                                             : ok_near[j] || (higher[j] == 1 && rise[j] < TK_RIDGE_RISE * fall[j]) ? 2
-                                                                                                                 : 0);
-    }
-}
+/* A voxel's grid values live interleaved with those of its batch (grid_values_batch):
+ * values points at its lane, and direction i's value is TK_GRID_VALUE(values, i). */
+#define TK_GRID_BATCH 4
+#define TK_GRID_VALUE(values, i) ((values)[(size_t)(i) * TK_GRID_BATCH])
 
 /* Grid direction i's quadratic model from its fit stencil (fibers_fit.c): th = tangent
  * gradient (2) and Hessian (3) in the tangent basis nt_tangent_basis gives at i. */
 static void grid_fit_model(const tk_fibers_plan *p, const float *values, int i, float *th)
 {
     const int *nbr = p->fit_nbr + (size_t)i * TK_FIBERS_FIT_WIDTH;
-    const float *w = p->fit_w + (size_t)i * 5 * TK_FIBERS_FIT_WIDTH, v0 = values[i];
+    const float *w = p->fit_w + (size_t)i * 5 * TK_FIBERS_FIT_WIDTH, v0 = TK_GRID_VALUE(values, i);
     float step[TK_FIBERS_FIT_WIDTH];
-    for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) step[j] = values[nbr[j]] - v0;
+    for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) step[j] = TK_GRID_VALUE(values, nbr[j]) - v0;
     for (int r = 0; r < 5; ++r) {
         float s = 0.f;
         for (int j = 0; j < TK_FIBERS_FIT_WIDTH; ++j) s += w[r * TK_FIBERS_FIT_WIDTH + j] * step[j];
@@ -171,21 +145,25 @@ static void grid_fit_model(const tk_fibers_plan *p, const float *values, int i, 
     }
 }
 
-/* The series of up to TK_GRID_BATCH voxels on the grid, in float (it only ranks directions):
- * blocks of 16 directions accumulate in registers over the coefficients for every voxel
- * of the batch at once, so that the basis table (k x grid floats, 270 KB at lmax 8) streams
- * through the cache once a batch rather than once a voxel; cloned for AVX2 + FMA. */
-#define TK_GRID_BATCH 4
-/* eight floats, one AVX register (two SSE ones in the default clone) */
+/* The series of up to TK_GRID_BATCH voxels on the grid, in float (it only ranks directions),
+ * interleaved: vals4[TK_GRID_BATCH i + v] is voxel v's value at direction i (lanes past nv
+ * hold zeros), so that the neighbour test (grid_marks) reads a neighbour's values for the
+ * whole batch in one load.  Blocks of 16 directions accumulate in registers over the
+ * coefficients for every voxel of the batch at once, so that the basis table (k x grid
+ * floats, 270 KB at lmax 8) streams through the cache once a batch rather than once a voxel,
+ * and are transposed into the interleaved order by shuffles; cloned for AVX2 + FMA. */
 typedef float tk_float8 __attribute__((vector_size(32)));
 TK_CPU_CLONES
-static void grid_values_batch(const tk_fibers_plan *p, int nv, const double *const *sh, float *const *values,
-                              float *vals4)
+static void grid_values_batch(const tk_fibers_plan *p, int nv, const double *const *sh, float *vals4)
 {
     const int k = p->k, stride = p->grid_padded;
-    float coeff[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX][TK_GRID_BATCH];
+    /* each coefficient of each voxel in all eight lanes: the multiply-adds read it from memory */
+    tk_float8 coeff[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX][TK_GRID_BATCH];
     for (int c = 0; c < k; ++c)
-        for (int v = 0; v < TK_GRID_BATCH; ++v) coeff[c][v] = v < nv ? (float)sh[v][c] : 0.f;
+        for (int v = 0; v < TK_GRID_BATCH; ++v) {
+            const float f = v < nv ? (float)sh[v][c] : 0.f;
+            coeff[c][v] = (tk_float8){f, f, f, f, f, f, f, f};
+        }
     for (int i0 = 0; i0 < stride; i0 += 16) {
         tk_float8 acc[TK_GRID_BATCH][2];
         memset(acc, 0, sizeof acc);
@@ -195,25 +173,100 @@ static void grid_values_batch(const tk_fibers_plan *p, int nv, const double *con
             memcpy(&hi, p->basis_t + (size_t)c * stride + i0 + 8, sizeof hi);
             for (int v = 0; v < TK_GRID_BATCH; ++v) acc[v][0] += coeff[c][v] * lo, acc[v][1] += coeff[c][v] * hi;
         }
-        for (int v = 0; v < nv; ++v) {
-            memcpy(values[v] + i0, &acc[v][0], sizeof acc[v][0]);
-            memcpy(values[v] + i0 + 8, &acc[v][1], sizeof acc[v][1]);
+        /* 4 voxels x 8 directions to 8 directions x 4 voxels, per half */
+        for (int h = 0; h < 2; ++h) {
+            const tk_float8 a = acc[0][h], b = acc[1][h], c = acc[2][h], d = acc[3][h];
+            const tk_float8 ab_lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13);
+            const tk_float8 ab_hi = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
+            const tk_float8 cd_lo = __builtin_shufflevector(c, d, 0, 8, 1, 9, 4, 12, 5, 13);
+            const tk_float8 cd_hi = __builtin_shufflevector(c, d, 2, 10, 3, 11, 6, 14, 7, 15);
+            /* directions (0, 4), (1, 5), (2, 6), (3, 7) of the half, each voxels 0-3 */
+            const tk_float8 d04 = __builtin_shufflevector(ab_lo, cd_lo, 0, 1, 8, 9, 4, 5, 12, 13);
+            const tk_float8 d15 = __builtin_shufflevector(ab_lo, cd_lo, 2, 3, 10, 11, 6, 7, 14, 15);
+            const tk_float8 d26 = __builtin_shufflevector(ab_hi, cd_hi, 0, 1, 8, 9, 4, 5, 12, 13);
+            const tk_float8 d37 = __builtin_shufflevector(ab_hi, cd_hi, 2, 3, 10, 11, 6, 7, 14, 15);
+            const tk_float8 d01 = __builtin_shufflevector(d04, d15, 0, 1, 2, 3, 8, 9, 10, 11);
+            const tk_float8 d23 = __builtin_shufflevector(d26, d37, 0, 1, 2, 3, 8, 9, 10, 11);
+            const tk_float8 d45 = __builtin_shufflevector(d04, d15, 4, 5, 6, 7, 12, 13, 14, 15);
+            const tk_float8 d67 = __builtin_shufflevector(d26, d37, 4, 5, 6, 7, 12, 13, 14, 15);
+            float *out = vals4 + (size_t)(i0 + 8 * h) * TK_GRID_BATCH;
+            memcpy(out, &d01, sizeof d01), memcpy(out + 8, &d23, sizeof d23);
+            memcpy(out + 16, &d45, sizeof d45), memcpy(out + 24, &d67, sizeof d67);
         }
-        if (vals4) /* interleaved, for grid_local_maxima_batch */
-            for (int j = 0; j < 16; ++j)
-                for (int v = 0; v < TK_GRID_BATCH; ++v) vals4[(size_t)(i0 + j) * 4 + v] = acc[v][j >> 3][j & 7];
     }
 }
 
-/* grid_local_maxima for the voxels of a batch at once: their values interleaved (vals4[4 i +
- * v]), so that each neighbour's values for all four voxels are one 16-byte load rather than
- * four gathers; the same tests, in the same float arithmetic, voxel by voxel. */
+/* A grid direction worth a closer look, and the highest grid value on or around it. */
+typedef struct {
+    int dir;
+    int kind;   /* 1: not below any neighbour; 2: a shoulder candidate (grid_marks) */
+    float high; /* its value (kind 1) or its higher neighbour's (kind 2) */
+} grid_mark;
+
+/* The marked grid directions of the voxels of a batch, in index order: kind 1 where a
+ * direction is not below any neighbour (antipodes folded in), kind 2 where it is a shoulder
+ * candidate (see maxima_from_grid): not below its nearest neighbours (within 1.05 spacings),
+ * or below one neighbour only and by less than TK_RIDGE_RISE of its steepest fall to another
+ * (the top of a bump on a ridge that climbs on gently to a larger lobe; on an even slope the
+ * one rise matches the fall opposite it).  The voxels' values are interleaved (vals4[4 i + v])
+ * so that each neighbour's values for all four are one 16-byte load rather than four
+ * gathers; the same tests, in the same float arithmetic, voxel by voxel. */
+#if defined(__SSE2__)
+/* One step of the neighbour test for four voxels: the steps to a neighbour's values, counted
+ * where up (above), and the largest rise and fall so far. */
+#define TK_MARK_STEP(vn)                                                                                               \
+    const __m128 step = _mm_sub_ps(vn, v0), above = _mm_cmpgt_ps(step, zero);                                          \
+    higher = _mm_sub_epi32(higher, _mm_castps_si128(above));                                                           \
+    rise = _mm_max_ps(rise, step), low = _mm_min_ps(low, step)
+TK_CPU_CLONES
+static void grid_marks(const tk_fibers_plan *p, int nv, const float *vals4, grid_mark *const *marks, int *nmarks)
+{
+    const __m128 zero = _mm_setzero_ps(), ridge = _mm_set1_ps(TK_RIDGE_RISE);
+    const __m128i one = _mm_set1_epi32(1);
+    for (int v = 0; v < nv; ++v) nmarks[v] = 0;
+    const int lanes = (1 << nv) - 1; /* the batch's voxels among the four lanes */
+    for (int i = 0; i < p->grid; ++i) {
+        const __m128 v0 = _mm_loadu_ps(vals4 + (size_t)i * 4);
+        __m128 rise = zero, low = zero;
+        __m128i higher = _mm_setzero_si128();
+        const int *nbr = p->nbr + p->nbr_start[i], count = p->nbr_start[i + 1] - p->nbr_start[i], near = p->nbr_near[i];
+        int n = 0;
+        for (; n < near; ++n) {
+            TK_MARK_STEP(_mm_loadu_ps(vals4 + (size_t)nbr[n] * 4));
+        }
+        /* no higher ground among the nearest neighbours (within 1.05 spacings) */
+        const __m128i ok_near = _mm_cmpeq_epi32(higher, _mm_setzero_si128());
+        /* two or more of them higher: no candidate of either kind, whatever the rest say (the
+         * common case on a slope; decided for the whole batch at once) */
+        if (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(higher, one))) == 0xf) continue;
+        for (; n < count; ++n) {
+            TK_MARK_STEP(_mm_loadu_ps(vals4 + (size_t)nbr[n] * 4));
+        }
+        /* fall = -low: a shoulder rises to one neighbour by less than TK_RIDGE_RISE of its fall */
+        const __m128 ridge_ok = _mm_cmplt_ps(rise, _mm_mul_ps(ridge, _mm_sub_ps(zero, low)));
+        const __m128i top = _mm_cmpeq_epi32(higher, _mm_setzero_si128());
+        const __m128i shoulder =
+            _mm_or_si128(ok_near, _mm_and_si128(_mm_cmpeq_epi32(higher, one), _mm_castps_si128(ridge_ok)));
+        int hit = _mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(top, shoulder))) & lanes;
+        if (!hit) continue;
+        const int tops = _mm_movemask_ps(_mm_castsi128_ps(top));
+        float v0s[4], rises[4];
+        _mm_storeu_ps(v0s, v0), _mm_storeu_ps(rises, rise);
+        for (; hit; hit &= hit - 1) {
+            const int v = __builtin_ctz(hit);
+            grid_mark *m = marks[v] + nmarks[v]++;
+            m->dir = i, m->kind = (tops >> v) & 1 ? 1 : 2, m->high = v0s[v] + rises[v];
+        }
+    }
+}
+#undef TK_MARK_STEP
+#else
 typedef float tk_float4 __attribute__((vector_size(16)));
 typedef int tk_int4 __attribute__((vector_size(16)));
-TK_CPU_CLONES
-static void grid_local_maxima_batch(const tk_fibers_plan *p, int nv, const float *vals4, unsigned char *const *kinds)
+static void grid_marks(const tk_fibers_plan *p, int nv, const float *vals4, grid_mark *const *marks, int *nmarks)
 {
     const tk_float4 zero = {0.f, 0.f, 0.f, 0.f}, ridge = {TK_RIDGE_RISE, TK_RIDGE_RISE, TK_RIDGE_RISE, TK_RIDGE_RISE};
+    for (int v = 0; v < nv; ++v) nmarks[v] = 0;
     for (int i = 0; i < p->grid; ++i) {
         tk_float4 v0, rise = zero, fall = zero;
         tk_int4 higher = {0, 0, 0, 0}, ok_near = {-1, -1, -1, -1};
@@ -231,156 +284,288 @@ static void grid_local_maxima_batch(const tk_fibers_plan *p, int nv, const float
             fall = (tk_float4)((down & (tk_int4)-step) | (~down & (tk_int4)fall));
         }
         const tk_int4 shoulder = ok_near | ((higher == 1) & (rise < ridge * fall));
-        for (int v = 0; v < nv; ++v) kinds[v][i] = (unsigned char)(higher[v] == 0 ? 1 : shoulder[v] ? 2 : 0);
+        for (int v = 0; v < nv; ++v)
+            if (higher[v] == 0 || shoulder[v]) {
+                grid_mark *m = marks[v] + nmarks[v]++;
+                m->dir = i, m->kind = higher[v] == 0 ? 1 : 2, m->high = v0[v] + rise[v];
+            }
     }
 }
+#endif
 
-/* The maxima of one voxel's anisotropic part (tk_fibers_anisotropic_part: aniso, scale > 0,
- * iso) whose grid values are in work's first grid_padded floats; as tk_fibers_voxel_maxima. */
-static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double scale, double iso, const float *values,
-                            const unsigned char *kinds, double *work, int max_peaks, double *directions,
-                            double *amplitudes, unsigned long long *polished, unsigned long long *iterations)
+/* The voxel's tensor A (A x^m is the unit-scaled series aniso on the sphere) into tensor[k],
+ * and its evaluator. */
+TK_CPU_CLONES
+static void voxel_tensor_init(const tk_fibers_plan *p, const double *aniso, double *tensor, voxel_tensor *vt)
 {
-    const int g = p->grid, k = p->k, m = p->lmax;
-    double *tensor = work + p->grid_padded / 2 + 1;
+    const int k = p->k;
     /* column by column, so that the inner loop vectorizes without reassociation */
     for (int r = 0; r < k; ++r) tensor[r] = 0;
     for (int c = 1; c < k; ++c)
         for (int r = 0; r < k; ++r) tensor[r] += p->map_t[(size_t)c * k + r] * aniso[c];
-    /* candidates, largest first: grid directions not below any neighbour, then the shoulder
-     * candidates (each list keeps its TK_MAX_CANDIDATES largest) */
-    int cand[2 * TK_MAX_CANDIDATES], ncand = 0;
-    /* the grid directions' kinds (grid_local_maxima), unless the batch has them already */
-    unsigned char *kind_buf = (unsigned char *)(tensor + k);
-    if (!kinds) grid_local_maxima(p, values, kind_buf);
-    const unsigned char *is_max = kinds ? kinds : kind_buf;
-    const double cos_near = cos(1.5 * sqrt(2.0 * 3.14159265358979323846 / g));
-    const double cos_by_max = cos(TK_SHOULDER_GAP * sqrt(2.0 * 3.14159265358979323846 / g));
-    const float spacing_f = (float)sqrt(2.0 * 3.14159265358979323846 / g);
-    /* the marked directions, a few per cent of the grid, found eight flags at a time */
-    int *marked = (int *)(kind_buf + p->grid_padded), nmarked = 0;
-    for (int i0 = 0; i0 < g; i0 += 8) {
-        uint64_t flags;
-        memcpy(&flags, is_max + i0, sizeof flags);
-        if (!flags) continue;
-        for (int i = i0; i < i0 + 8 && i < g; ++i)
-            if (is_max[i]) marked[nmarked++] = i;
+    vt_init(vt, p->lmax, tensor);
+}
+
+/* The maxima of a voxel whose unit-scaled series aniso is axially symmetric (fibers_internal.h):
+ * 0 or 1, its pole (dir, amp unit-scaled) where that is a strict maximum; -1 where the series
+ * is no symmetric one.  tensor: k doubles of scratch (the voxel's tensor on return where the
+ * l = 2 band passed its test, and *built set). */
+static int axial_maxima(const tk_fibers_plan *p, const double *aniso, double *tensor, voxel_tensor *vt, int *built,
+                        double *dir, double *amp)
+{
+    double x[3];
+    *built = 0;
+    if (!tk_fibers_axial_axis(p->axial_q, p->k, aniso, x)) return -1;
+    voxel_tensor_init(p, aniso, tensor, vt);
+    *built = 1;
+    const int strict = nt_axis_point_cpu(vt, x, amp);
+    if (strict < 0 || !tk_fibers_axial_residual_ok(p->basis, p->legacy, p->lmax, aniso, x)) return -1;
+    if (!strict) return 0;
+    tk_canonical_sign(3, x);
+    memcpy(dir, x, sizeof x);
+    return 1;
+}
+
+/* What the output of tk_fibers_find asks of one voxel: its options, cos of their separation,
+ * and the voxel's scale and constant term (tk_fibers_anisotropic_part), so that a maximum's
+ * output amplitude is its unit-scaled one times scale plus iso. */
+typedef struct {
+    const tk_fibers_options *o;
+    double cos_sep, scale, iso;
+} output_rule;
+
+/* The unit-scaled amplitude a further maximum must exceed to change the voxel's output, given
+ * the found maxima (sorted descending): the threshold, the relative threshold of the largest
+ * so far (the largest can only grow), and, once num_peaks are kept, the smallest kept (as
+ * tk_fibers_select keeps them; a smaller maximum found later is not kept, whatever else is
+ * found, unless a separation lets a larger later one drop a kept one: then this part is off). */
+static double output_bar(const output_rule *r, int found, const double (*dir)[3], const double *amp)
+{
+    const tk_fibers_options *o = r->o;
+    double bar = (o->threshold - r->iso) / r->scale;
+    if (found && o->relative_threshold > 0) {
+        const double top = amp[0] * r->scale + r->iso;
+        const double rel = (o->relative_threshold * top - r->iso) / r->scale;
+        if (top > 0 && rel > bar) bar = rel;
     }
-    for (int kind = 1; kind <= 2; ++kind) {
-        int *list = cand + ncand, n = 0;
-        for (int q0 = 0; q0 < nmarked; ++q0) {
-            const int i = marked[q0];
-            if (is_max[i] != kind) continue;
-            /* most shoulder candidates have no maximum within reach: the grid values say so */
-            if (kind == 2) {
-                float th[5];
-                grid_fit_model(p, values, i, th);
-                if (!tk_fibers_fit_reaches(th, spacing_f)) continue;
-            }
-            /* a shoulder candidate next to a grid maximum is on that maximum's hill */
-            int by_max = 0;
-            for (int q = 0; q < ncand && kind == 2 && !by_max; ++q)
-                by_max = fabs(nt_dot3_cpu(p->dirs + (size_t)i * 3, p->dirs + (size_t)cand[q] * 3)) > cos_by_max;
-            if (by_max) continue;
-            int pos = n < TK_MAX_CANDIDATES ? n++ : TK_MAX_CANDIDATES;
-            if (pos == TK_MAX_CANDIDATES) {
-                if (values[i] <= values[list[TK_MAX_CANDIDATES - 1]]) continue;
-                pos = TK_MAX_CANDIDATES - 1;
-            }
-            while (pos > 0 && values[list[pos - 1]] < values[i]) list[pos] = list[pos - 1], --pos;
-            list[pos] = i;
-        }
-        ncand += n;
+    if (found >= o->num_peaks && o->min_separation_deg == 0) {
+        double out[TK_MAX_CANDIDATES];
+        int kept[TK_MAX_CANDIDATES];
+        for (int f = 0; f < found; ++f) out[f] = amp[f] * r->scale + r->iso;
+        const int n = tk_fibers_select(o->num_peaks, o->threshold, o->relative_threshold, 0, 1, found, dir[0], out, kept,
+                                       NULL, NULL);
+        if (n > 0 && n == o->num_peaks && amp[kept[n - 1]] > bar) bar = amp[kept[n - 1]];
     }
-    /* polish, merge, sort */
-    voxel_tensor vt;
-    vt_init(&vt, m, tensor);
-    double found_dir[TK_MAX_CANDIDATES][3], found_amp[TK_MAX_CANDIDATES];
-    int found = 0;
+    return bar;
+}
+
+/* One voxel's search in progress: its grid values and evaluator, the maxima found so far
+ * (sorted by amplitude descending), and what a further one must exceed (output_bar). */
+typedef struct {
+    const tk_fibers_plan *p;
+    const float *values; /* the voxel's lane of its batch's grid values (TK_GRID_VALUE) */
+    voxel_tensor *vt;
+    const output_rule *rule; /* NULL: every maximum */
+    double spacing, cos_near, margin, bar;
+    double dir[TK_MAX_CANDIDATES][3], amp[TK_MAX_CANDIDATES];
+    int found;
+    unsigned long long *polished, *iterations;
+} voxel_search;
+
+/* Polishes grid direction i (a candidate of the kind given, whose hill rises no higher than
+ * high plus the margin) and adds the strict maximum it reaches, if new. */
+static void try_candidate(voxel_search *s, int i, int kind, float high)
+{
+    const tk_fibers_plan *p = s->p;
+    if (s->found == TK_MAX_CANDIDATES) return;
+    /* a hill that cannot rise above what a further maximum must exceed changes nothing */
+    if (s->rule && (double)high + s->margin < s->bar) return;
+    double x[3], amp;
+    memcpy(x, p->dirs + (size_t)i * 3, sizeof x);
     /* A candidate next to a maximum already polished (within 1.5 grid steps) climbs the same
      * hill: two strict maxima of a band-limited function that close would need a saddle
      * between them inside one grid cell, which the candidate test could not see anyway. */
-    const double spacing = sqrt(2.0 * 3.14159265358979323846 / g);
-    for (int c = 0; c < ncand && found < TK_MAX_CANDIDATES; ++c) {
-        double x[3], amp;
-        memcpy(x, p->dirs + (size_t)cand[c] * 3, sizeof x);
-        int near = 0;
-        for (int f = 0; f < found && !near; ++f) near = fabs(nt_dot3_cpu(found_dir[f], x)) > cos_near;
-        if (near) continue;
-        /* A shoulder candidate (higher ground only beyond its nearest neighbours, or at one
-         * neighbour only: a bump on a ridge that climbs on to a larger lobe) starts a polish
-         * only where the function curves down around it with a maximum of its local
-         * quadratic model within a grid spacing: a small lobe on a large one's flank, whose
-         * basin the wider neighbourhood reaches across. */
-        if (is_max[cand[c]] == 2) {
-            double step = nt_newton_step_cpu(&vt, x);
-            if (step < 0 || step > spacing) continue;
-        }
-        /* A grid maximum starts Newton at its model's maximum where that has one within a
-         * grid spacing and lies above the grid direction: a start a few per cent of a
-         * spacing off the maximum converges in two iterations, a grid direction in three
-         * or four.  The model spans two spacings, wider than the narrowest bumps: one it
-         * misjudges can put the start where the Hessian is indefinite, on the slope of a
-         * larger neighbour that the climb would then reach instead; there (or where the
-         * first step is not short) the climb starts again from the grid direction.  (The
-         * uphill test reads the value the first iteration needs anyway.) */
-        int strict = -1, climbed = 0;
-        if (is_max[cand[c]] == 1) {
-            float th[5];
-            double start[3] = {x[0], x[1], x[2]};
-            grid_fit_model(p, values, cand[c], th);
-            tk_fibers_fit_start(th, spacing, start);
-            if (vt_axm(&vt, start) >= (double)values[cand[c]]) {
-                strict = nt_polish_cpu(&vt, start, &amp, &climbed, 0.25 * spacing);
-                if (iterations) *iterations += (unsigned long long)climbed;
-                if (strict >= 0) memcpy(x, start, sizeof x);
-            }
-        }
-        if (strict < 0) {
-            strict = nt_polish_cpu(&vt, x, &amp, &climbed, 0);
-            if (iterations) *iterations += (unsigned long long)climbed;
-        }
-        if (polished) ++*polished;
-        if (!strict) continue;
-        tk_canonical_sign(3, x);
-        int dup = 0;
-        for (int f = 0; f < found && !dup; ++f) {
-            double d = fabs(nt_dot3_cpu(found_dir[f], x));
-            dup = d > 1.0 - 1e-10; /* within about 1e-5 rad */
-        }
-        if (dup) continue;
-        int pos = found++;
-        while (pos > 0 && found_amp[pos - 1] < amp) {
-            memcpy(found_dir[pos], found_dir[pos - 1], sizeof found_dir[0]);
-            found_amp[pos] = found_amp[pos - 1];
-            --pos;
-        }
-        memcpy(found_dir[pos], x, sizeof x);
-        found_amp[pos] = amp;
+    for (int f = 0; f < s->found; ++f)
+        if (fabs(nt_dot3_cpu(s->dir[f], x)) > s->cos_near) return;
+    /* A shoulder candidate (higher ground only beyond its nearest neighbours, or at one
+     * neighbour only: a bump on a ridge that climbs on to a larger lobe) starts a polish
+     * only where the function curves down around it with a maximum of its local quadratic
+     * model within a grid spacing: a small lobe on a large one's flank, whose basin the wider
+     * neighbourhood reaches across. */
+    if (kind == 2) {
+        const double step = nt_newton_step_cpu(s->vt, x);
+        if (step < 0 || step > s->spacing) return;
     }
-    for (int f = 0; f < found && f < max_peaks; ++f) {
-        if (directions) memcpy(directions + (size_t)f * 3, found_dir[f], sizeof found_dir[0]);
-        if (amplitudes) amplitudes[f] = found_amp[f] * scale + iso;
+    /* A grid maximum starts Newton at its model's maximum where that has one within a grid
+     * spacing and lies above the grid direction: a start a few per cent of a spacing off the
+     * maximum converges in two iterations, a grid direction in three or four.  The model spans
+     * two spacings, wider than the narrowest bumps: one it misjudges can put the start where
+     * the Hessian is indefinite, on the slope of a larger neighbour that the climb would then
+     * reach instead; there (or where the first step is not short) the climb starts again from
+     * the grid direction.  (The uphill test reads the value the first iteration needs anyway.) */
+    int strict = -1, climbed = 0;
+    if (kind == 1) {
+        float th[5];
+        double start[3] = {x[0], x[1], x[2]};
+        grid_fit_model(p, s->values, i, th);
+        tk_fibers_fit_start(th, s->spacing, start);
+        if (vt_axm(s->vt, start) >= (double)TK_GRID_VALUE(s->values, i)) {
+            strict = nt_polish_cpu(s->vt, start, &amp, &climbed, 0.25 * s->spacing);
+            if (s->iterations) *s->iterations += (unsigned long long)climbed;
+            if (strict >= 0) memcpy(x, start, sizeof x);
+        }
     }
-    return found;
+    if (strict < 0) {
+        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0);
+        if (s->iterations) *s->iterations += (unsigned long long)climbed;
+    }
+    if (s->polished) ++*s->polished;
+    if (!strict) return;
+    tk_canonical_sign(3, x);
+    for (int f = 0; f < s->found; ++f)
+        if (fabs(nt_dot3_cpu(s->dir[f], x)) > 1.0 - 1e-10) return; /* the same, within about 1e-5 rad */
+    int pos = s->found++;
+    while (pos > 0 && s->amp[pos - 1] < amp) {
+        memcpy(s->dir[pos], s->dir[pos - 1], sizeof s->dir[0]);
+        s->amp[pos] = s->amp[pos - 1];
+        --pos;
+    }
+    memcpy(s->dir[pos], x, sizeof x);
+    s->amp[pos] = amp;
+    if (s->rule) s->bar = output_bar(s->rule, s->found, (const double(*)[3])s->dir, s->amp);
 }
 
-int tk_fibers_voxel_maxima(const tk_fibers_plan *p, const double *sh, double *work, int max_peaks,
-                           double *directions, double *amplitudes, unsigned long long *polished,
-                           unsigned long long *iterations)
+/* Inserts grid direction i (high: its grid_mark's) into list (n entries, sorted by grid value
+ * descending), keeping the TK_MAX_CANDIDATES largest. */
+static void insert_by_value(const float *values, int *list, float *high, int *n, int i, float h)
 {
-    /* The peaks of the series are those of its anisotropic part scaled to unit size: a
-     * constant (zero, isotropic) voxel has none and costs no grid pass, and an isotropic
-     * term that dwarfs the rest, or coefficients near float's underflow, no longer drown
-     * the ranking and the Newton tests in rounding. */
-    double aniso[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], iso;
-    const double scale = tk_fibers_anisotropic_part(p->k, sh, aniso, &iso);
-    if (!(scale > 0)) return 0;
-    const double *one[1] = {aniso};
-    float *values[1] = {(float *)work};
-    grid_values_batch(p, 1, one, values, NULL);
-    return maxima_from_grid(p, aniso, scale, iso, values[0], NULL, work, max_peaks, directions, amplitudes, polished,
-                            iterations);
+    int pos = *n < TK_MAX_CANDIDATES ? (*n)++ : TK_MAX_CANDIDATES;
+    if (pos == TK_MAX_CANDIDATES) {
+        if (TK_GRID_VALUE(values, i) <= TK_GRID_VALUE(values, list[TK_MAX_CANDIDATES - 1])) return;
+        pos = TK_MAX_CANDIDATES - 1;
+    }
+    while (pos > 0 && TK_GRID_VALUE(values, list[pos - 1]) < TK_GRID_VALUE(values, i))
+        list[pos] = list[pos - 1], high[pos] = high[pos - 1], --pos;
+    list[pos] = i, high[pos] = h;
+}
+
+/* The maxima of one voxel's anisotropic part (tk_fibers_anisotropic_part: aniso, scale > 0,
+ * iso) from its grid values and marked directions (grid_marks); as tk_fibers_voxel_maxima.
+ * The grid maxima are polished first, largest first, then the shoulder candidates.
+ * rule NULL: every maximum; else only those that can reach the output rule asks for
+ * (tk_fibers_find): a candidate whose hill cannot rise above what a further maximum must
+ * exceed (output_bar) is not polished.  Its hill rises at most tk_fibers_value_margin above
+ * the highest grid value on or around it: a maximum lies within the covering radius of a
+ * grid direction, and one farther off than the candidate's neighbours has a candidate of its
+ * own.  A shoulder candidate that cannot matter any more is not even fitted: the bar only
+ * rises.  tensor, vt: the voxel's where built (else built here). */
+static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double scale, double iso, const float *values,
+                            const grid_mark *marks, int nmarks, double *tensor, voxel_tensor *vt, int built,
+                            const output_rule *rule, int max_peaks, double *directions, double *amplitudes,
+                            unsigned long long *polished, unsigned long long *iterations)
+{
+    if (!built) voxel_tensor_init(p, aniso, tensor, vt);
+    voxel_search s;
+    s.p = p, s.values = values, s.vt = vt, s.rule = rule, s.found = 0, s.polished = polished, s.iterations = iterations;
+    s.spacing = sqrt(2.0 * 3.14159265358979323846 / p->grid);
+    s.cos_near = cos(1.5 * s.spacing);
+    s.margin = rule ? tk_fibers_value_margin(p->lmax, aniso, TK_FIBERS_COVER * s.spacing) : 0;
+    s.bar = rule ? output_bar(rule, 0, (const double(*)[3])s.dir, s.amp) : -INFINITY;
+    int list1[TK_MAX_CANDIDATES], n1 = 0, list2[TK_MAX_CANDIDATES], n2 = 0;
+    float high1[TK_MAX_CANDIDATES], high2[TK_MAX_CANDIDATES];
+    for (int q = 0; q < nmarks; ++q)
+        if (marks[q].kind == 1) insert_by_value(values, list1, high1, &n1, marks[q].dir, marks[q].high);
+    for (int c = 0; c < n1; ++c) try_candidate(&s, list1[c], 1, high1[c]);
+    const double cos_by_max = cos(TK_SHOULDER_GAP * s.spacing);
+    for (int q = 0; q < nmarks; ++q) {
+        const grid_mark *m = marks + q;
+        if (m->kind != 2 || (rule && (double)m->high + s.margin < s.bar)) continue;
+        /* most shoulder candidates have no maximum within reach: the grid values say so */
+        float th[5];
+        grid_fit_model(p, values, m->dir, th);
+        if (!tk_fibers_fit_reaches(th, (float)s.spacing)) continue;
+        /* a shoulder candidate next to a grid maximum is on that maximum's hill */
+        int by_max = 0;
+        for (int c = 0; c < n1 && !by_max; ++c)
+            by_max = fabs(nt_dot3_cpu(p->dirs + (size_t)m->dir * 3, p->dirs + (size_t)list1[c] * 3)) > cos_by_max;
+        if (!by_max) insert_by_value(values, list2, high2, &n2, m->dir, m->high);
+    }
+    for (int c = 0; c < n2; ++c) try_candidate(&s, list2[c], 2, high2[c]);
+    for (int f = 0; f < s.found && f < max_peaks; ++f) {
+        if (directions) memcpy(directions + (size_t)f * 3, s.dir[f], sizeof s.dir[0]);
+        if (amplitudes) amplitudes[f] = s.amp[f] * scale + iso;
+    }
+    return s.found;
+}
+
+/* One thread's buffers for a batch of up to TK_GRID_BATCH voxels: their grid values, the
+ * same interleaved (grid_marks), their marks, and each voxel's maxima (output amplitudes). */
+typedef struct {
+    float *vals4;     /* grid_padded x TK_GRID_BATCH, interleaved (grid_values_batch) */
+    grid_mark *marks; /* TK_GRID_BATCH x grid */
+    double dir[TK_GRID_BATCH][TK_MAX_CANDIDATES][3], amp[TK_GRID_BATCH][TK_MAX_CANDIDATES];
+    int found[TK_GRID_BATCH];
+    unsigned long long iterations[TK_GRID_BATCH];
+} batch_work;
+
+static void batch_work_free(batch_work *w)
+{
+    if (!w) return;
+    free(w->vals4), free(w->marks), free(w);
+}
+
+static batch_work *batch_work_new(const tk_fibers_plan *p)
+{
+    batch_work *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->vals4 = malloc(sizeof(float) * TK_GRID_BATCH * (size_t)p->grid_padded);
+    w->marks = malloc(sizeof(grid_mark) * TK_GRID_BATCH * (size_t)p->grid);
+    if (!w->vals4 || !w->marks) batch_work_free(w), w = NULL;
+    return w;
+}
+
+/* The maxima of nv <= TK_GRID_BATCH voxels (finite coefficients coeffs[v], k each) into
+ * w->found, w->dir and w->amp (output amplitudes, sorted descending) and w->iterations.
+ * o NULL: every maximum; else those tk_fibers_find's output can keep (maxima_from_grid).
+ * The peaks of a series are those of its anisotropic part scaled to unit size: a constant
+ * (zero, isotropic) voxel has none and costs no grid pass, and an isotropic term that dwarfs
+ * the rest, or coefficients near float's underflow, no longer drown the ranking and the
+ * Newton tests in rounding.  An axially symmetric voxel is answered by its axis alone
+ * (axial_maxima); the others share one pass over the grid's basis table. */
+static void batch_maxima(const tk_fibers_plan *p, const tk_fibers_options *o, double cos_sep, int nv,
+                         const double *const *coeffs, batch_work *w, unsigned long long *polished)
+{
+    double aniso[TK_GRID_BATCH][TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], scale[TK_GRID_BATCH], iso[TK_GRID_BATCH];
+    double tensor[TK_GRID_BATCH][TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
+    voxel_tensor vt[TK_GRID_BATCH];
+    int built[TK_GRID_BATCH], live[TK_GRID_BATCH], nlive = 0;
+    const double *live_aniso[TK_GRID_BATCH];
+    for (int v = 0; v < nv; ++v) {
+        w->found[v] = 0, w->iterations[v] = 0, built[v] = 0;
+        scale[v] = tk_fibers_anisotropic_part(p->k, coeffs[v], aniso[v], &iso[v]);
+        if (!(scale[v] > 0)) continue;
+        const int axial = axial_maxima(p, aniso[v], tensor[v], &vt[v], &built[v], w->dir[v][0], w->amp[v]);
+        if (axial >= 0) {
+            w->found[v] = axial;
+            if (axial) w->amp[v][0] = w->amp[v][0] * scale[v] + iso[v];
+            continue;
+        }
+        live_aniso[nlive] = aniso[v], live[nlive++] = v;
+    }
+    if (!nlive) return;
+    grid_mark *marks[TK_GRID_BATCH];
+    int nmarks[TK_GRID_BATCH];
+    for (int q = 0; q < nlive; ++q) marks[q] = w->marks + (size_t)q * p->grid;
+    grid_values_batch(p, nlive, live_aniso, w->vals4);
+    grid_marks(p, nlive, w->vals4, marks, nmarks);
+    for (int q = 0; q < nlive; ++q) {
+        const int v = live[q];
+        const output_rule rule = {o, cos_sep, scale[v], iso[v]};
+        w->found[v] = maxima_from_grid(p, aniso[v], scale[v], iso[v], w->vals4 + q, marks[q], nmarks[q], tensor[v], &vt[v],
+                                       built[v], o ? &rule : NULL, TK_MAX_CANDIDATES, w->dir[v][0], w->amp[v], polished,
+                                       &w->iterations[v]);
+        if (w->found[v] > TK_MAX_CANDIDATES) w->found[v] = TK_MAX_CANDIDATES;
+    }
 }
 
 int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
@@ -388,10 +573,15 @@ int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *
 {
     const tk_fibers_plan *plan = NULL;
     if (tk_fibers_plan_get(lmax, basis, legacy, &plan) != TK_OK) return -1;
-    double *work = malloc(sizeof(double) * tk_fibers_plan_work(plan));
-    int found = work ? tk_fibers_voxel_maxima(plan, sh, work, max_peaks, directions, amplitudes, NULL, NULL) : -1;
-    if (!work) tk_set_error(TK_ERR_MEMORY, "out of memory");
-    free(work);
+    batch_work *w = batch_work_new(plan);
+    if (!w) return tk_set_error(TK_ERR_MEMORY, "out of memory"), -1;
+    batch_maxima(plan, NULL, 1, 1, &sh, w, NULL);
+    const int found = w->found[0];
+    for (int f = 0; f < found && f < max_peaks; ++f) {
+        if (directions) memcpy(directions + (size_t)f * 3, w->dir[0][f], sizeof w->dir[0][f]);
+        if (amplitudes) amplitudes[f] = w->amp[0][f];
+    }
+    batch_work_free(w);
     return found;
 }
 
@@ -435,73 +625,50 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
 #pragma omp parallel num_threads(threads) reduction(+ : bad, polished, iterations) reduction(max : most)
 #endif
     {
-        /* the plan's work, then the grid values of the batch's other voxels, then peaks */
-        const size_t plan_work = tk_fibers_plan_work(plan), values_doubles = (size_t)plan->grid_padded / 2 + 1;
-        /* ... and the batch's interleaved values and its kinds */
-        const size_t vals4_doubles = (size_t)plan->grid_padded * 2, kinds_doubles = (size_t)plan->grid_padded / 2 + 1;
-        double *work = malloc(sizeof(double) * (plan_work + (TK_GRID_BATCH - 1) * values_doubles + TK_MAX_CANDIDATES * 4 +
-                                                vals4_doubles + kinds_doubles));
-        if (!work) {
+        batch_work *w = batch_work_new(plan);
+        if (!w) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
             failed = 1;
         }
-        double *dirs = work ? work + plan_work + (TK_GRID_BATCH - 1) * values_doubles : NULL;
-        double *amps = dirs ? dirs + TK_MAX_CANDIDATES * 3 : NULL;
-        float *vals4 = amps ? (float *)(amps + TK_MAX_CANDIDATES) : NULL;
-        unsigned char *kinds_all = vals4 ? (unsigned char *)(vals4 + (size_t)plan->grid_padded * 4) : NULL;
         /* voxels in batches that share one pass over the grid's basis table */
         const long long batches = (count + TK_GRID_BATCH - 1) / TK_GRID_BATCH;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 16)
 #endif
         for (long long b = 0; b < batches; ++b) {
-            if (!work) continue;
-            double aniso[TK_GRID_BATCH][TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], scale[TK_GRID_BATCH], iso[TK_GRID_BATCH];
-            const double *live_aniso[TK_GRID_BATCH];
-            float *live_values[TK_GRID_BATCH], *values_of[TK_GRID_BATCH];
-            int nlive = 0;
+            if (!w) continue;
+            double coeffs[TK_GRID_BATCH][TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
+            const double *live[TK_GRID_BATCH];
+            int slot_of[TK_GRID_BATCH], nlive = 0;
             const long long first = b * TK_GRID_BATCH, last = first + TK_GRID_BATCH < count ? first + TK_GRID_BATCH : count;
             for (long long v = first; v < last; ++v) {
                 const int slot = (int)(v - first);
-                double coeffs[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX];
                 int ok = !mask || mask[v];
                 for (int c = 0; c < k && ok; ++c) {
-                    coeffs[c] = sh[(size_t)v * k + c];
-                    if (!isfinite(coeffs[c])) ok = 0, ++bad;
+                    coeffs[nlive][c] = sh[(size_t)v * k + c];
+                    if (!isfinite(coeffs[nlive][c])) ok = 0, ++bad;
                 }
-                scale[slot] = ok ? tk_fibers_anisotropic_part(k, coeffs, aniso[slot], &iso[slot]) : 0;
-                values_of[slot] = NULL;
-                if (!(scale[slot] > 0)) continue;
-                values_of[slot] = nlive == 0 ? (float *)work : (float *)(work + plan_work + (nlive - 1) * values_doubles);
-                live_aniso[nlive] = aniso[slot], live_values[nlive++] = values_of[slot];
+                slot_of[slot] = ok ? nlive : -1;
+                if (ok) live[nlive] = coeffs[nlive], ++nlive;
             }
-            unsigned char *live_kinds[TK_GRID_BATCH], *kinds_of[TK_GRID_BATCH];
-            for (int q = 0; q < TK_GRID_BATCH; ++q) live_kinds[q] = kinds_all + (size_t)q * plan->grid_padded;
-            if (nlive) {
-                grid_values_batch(plan, nlive, live_aniso, live_values, vals4);
-                grid_local_maxima_batch(plan, nlive, vals4, live_kinds);
-            }
-            for (int slot = 0, q = 0; slot < (int)(last - first); ++slot) kinds_of[slot] = values_of[slot] ? live_kinds[q++] : NULL;
+            if (nlive) batch_maxima(plan, o, cos_sep, nlive, live, w, &polished);
             for (long long v = first; v < last; ++v) {
-                const int slot = (int)(v - first);
-                float *od = directions ? directions + (size_t)v * np * 3 : NULL;
-                float *oa = amplitudes ? amplitudes + (size_t)v * np : NULL;
+                const int q = slot_of[v - first];
                 int kept[TK_MAX_CANDIDATES];
-                unsigned long long voxel_iterations = 0;
-                int found = values_of[slot] ? maxima_from_grid(plan, aniso[slot], scale[slot], iso[slot], values_of[slot],
-                                                               kinds_of[slot], work, TK_MAX_CANDIDATES, dirs, amps,
-                                                               &polished, &voxel_iterations)
-                                            : 0;
-                iterations += voxel_iterations;
-                most = voxel_iterations > most ? voxel_iterations : most;
-                if (found > TK_MAX_CANDIDATES) found = TK_MAX_CANDIDATES;
-                tk_fibers_select(np, o->threshold, o->relative_threshold, o->min_separation_deg, cos_sep, found, dirs,
-                                 amps, kept, od, oa);
+                const int found = q >= 0 ? w->found[q] : 0;
+                if (q >= 0) {
+                    iterations += w->iterations[q];
+                    most = w->iterations[q] > most ? w->iterations[q] : most;
+                }
+                tk_fibers_select(np, o->threshold, o->relative_threshold, o->min_separation_deg, cos_sep, found,
+                                 q >= 0 ? w->dir[q][0] : NULL, q >= 0 ? w->amp[q] : NULL, kept,
+                                 directions ? directions + (size_t)v * np * 3 : NULL,
+                                 amplitudes ? amplitudes + (size_t)v * np : NULL);
             }
         }
-        free(work);
+        batch_work_free(w);
     }
     if (bad_voxels) *bad_voxels = bad;
     if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for peak-finder work buffers");

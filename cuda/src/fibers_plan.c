@@ -20,17 +20,9 @@ void tk_fibers_plan_free(tk_fibers_plan *p)
     free(p->nbr_start);
     free(p->nbr);
     free(p->nbr_near);
-    free(p->nbr_fixed);
     free(p->fit_nbr);
     free(p->fit_w);
     memset(p, 0, sizeof *p);
-}
-
-size_t tk_fibers_plan_work(const tk_fibers_plan *p)
-{
-    /* grid values (floats, padded), the tensor, the local-maximum flags (bytes, padded),
-     * then the marked directions (ints) */
-    return (size_t)p->grid_padded / 2 + 1 + (size_t)p->k + (size_t)p->grid_padded / 8 + 1 + (size_t)p->grid_padded / 2 + 1;
 }
 
 /* The lattice index of height z (fractional), from z_j = 1 - (2j + 1) / 2g. */
@@ -91,6 +83,15 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
         for (int c = 0; c < k; ++c) p->basis_t[(size_t)c * p->grid_padded + i] = (float)row[c];
     }
     free(row);
+    /* the l = 2 basis functions' quadratic forms: columns 1..5 of the lmax-2 tensor map */
+    double map2[6 * 6];
+    if (s == TK_OK) s = tk_sh_to_tensor_map(basis, legacy, 2, map2);
+    for (int m = 0; m < 5 && s == TK_OK; ++m)
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+                int index[2] = {i < j ? i : j, i < j ? j : i};
+                p->axial_q[m][i * 3 + j] = map2[tk_sym_rank(2, 3, index) * 6 + 1 + m];
+            }
     if (s != TK_OK) {
         tk_fibers_plan_free(p);
         return s;
@@ -140,19 +141,6 @@ tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibe
         return tk_set_error(TK_ERR_MEMORY, "out of memory for the peak-finder grid");
     }
     p->nbr_start[g] = (int)used;
-    p->nbr_width = 0;
-    for (int i = 0; i < g; ++i)
-        if (p->nbr_start[i + 1] - p->nbr_start[i] > p->nbr_width) p->nbr_width = p->nbr_start[i + 1] - p->nbr_start[i];
-    p->nbr_fixed = malloc(sizeof(int) * (size_t)p->nbr_width * p->grid_padded);
-    if (!p->nbr_fixed) {
-        tk_fibers_plan_free(p);
-        return tk_set_error(TK_ERR_MEMORY, "out of memory for the peak-finder grid");
-    }
-    for (int i = 0; i < p->grid_padded; ++i)
-        for (int n = 0; n < p->nbr_width; ++n) {
-            int count = i < g ? p->nbr_start[i + 1] - p->nbr_start[i] : 0;
-            p->nbr_fixed[(size_t)n * p->grid_padded + i] = n < count ? p->nbr[p->nbr_start[i] + n] : (i < g ? i : 0);
-        }
     if ((s = tk_fibers_fit_create(p)) != TK_OK) tk_fibers_plan_free(p);
     return s;
 }

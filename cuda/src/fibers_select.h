@@ -8,9 +8,10 @@
 #include "tk_hd.h"
 
 /* found maxima (dirs found x 3, amps), sorted by amplitude descending, to num_peaks outputs.
- * kept_index: scratch of num_peaks ints.  cos_sep = cos(min_separation), used when
- * min_separation_deg > 0. */
-TK_HD static inline void tk_fibers_select(int num_peaks, double threshold, double relative_threshold,
+ * kept_index: scratch of num_peaks ints (the kept maxima's indices).  cos_sep =
+ * cos(min_separation), used when min_separation_deg > 0.  Either output may be NULL.
+ * Returns the number kept. */
+TK_HD static inline int tk_fibers_select(int num_peaks, double threshold, double relative_threshold,
                                           double min_separation_deg, double cos_sep, int found, const double *dirs,
                                           const double *amps, int *kept_index, float *out_dir, float *out_amp)
 {
@@ -35,6 +36,7 @@ TK_HD static inline void tk_fibers_select(int num_peaks, double threshold, doubl
         if (out_dir) out_dir[q * 3] = out_dir[q * 3 + 1] = out_dir[q * 3 + 2] = NAN;
         if (out_amp) out_amp[q] = NAN;
     }
+    return kept;
 }
 
 #endif

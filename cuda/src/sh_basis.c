@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sh_eval.h"
 #include "tk_sshopm.h"
 
 size_t tk_sh_num_coeffs(int lmax)
@@ -30,41 +31,7 @@ tk_status tk_sh_eval(tk_sh_basis basis, int legacy, int lmax, const double dir[3
         return tk_set_error(TK_ERR_ARGUMENT, "unknown SH basis %d", (int)basis);
     double r = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
     if (!(r > 0) || !isfinite(r)) return tk_set_error(TK_ERR_ARGUMENT, "direction is zero or not finite");
-    double ct = dir[2] / r, st = sqrt(fmax(0.0, 1.0 - ct * ct)), phi = atan2(dir[1], dir[0]);
-    /* p[l][m]: associated Legendre P_l^m(cos theta) with the Condon-Shortley phase, m >= 0 */
-    double p[TK_SH_MAX_LMAX + 1][TK_SH_MAX_LMAX + 1];
-    for (int m = 0; m <= lmax; ++m) {
-        double pmm = 1.0;
-        for (int k = 1; k <= m; ++k) pmm *= -(2.0 * k - 1.0) * st;
-        p[m][m] = pmm;
-        if (m + 1 <= lmax) p[m + 1][m] = ct * (2.0 * m + 1.0) * pmm;
-        for (int l = m + 2; l <= lmax; ++l)
-            p[l][m] = ((2.0 * l - 1.0) * ct * p[l - 1][m] - (l + m - 1.0) * p[l - 2][m]) / (double)(l - m);
-    }
-    const double sqrt2 = sqrt(2.0);
-    for (int l = 0; l <= lmax; l += 2) {
-        size_t centre = (size_t)l * (size_t)(l + 1) / 2;
-        for (int m = 0; m <= l; ++m) {
-            /* orthonormal factor sqrt((2l+1)/(4 pi) (l-m)!/(l+m)!) */
-            double ratio = 1.0;
-            for (int k = l - m + 1; k <= l + m; ++k) ratio /= (double)k;
-            double y = sqrt((2.0 * l + 1.0) / (4.0 * TK_PI) * ratio) * p[l][m];
-            if (m == 0) {
-                out[centre] = y;
-                continue;
-            }
-            double re = y * cos(m * phi), im = y * sin(m * phi); /* Y_l^m, m > 0 */
-            double neg_sign = (m % 2) ? -1.0 : 1.0;              /* Y_l^-m = (-1)^m conj(Y_l^m) */
-            if (basis == TK_SH_TOURNIER) {
-                double s = legacy ? 1.0 : sqrt2;
-                out[centre + (size_t)m] = s * re;
-                out[centre - (size_t)m] = s * im;
-            } else {
-                out[centre + (size_t)m] = sqrt2 * im;
-                out[centre - (size_t)m] = sqrt2 * (legacy ? re : neg_sign * re);
-            }
-        }
-    }
+    tk_sh_eval_unchecked(basis, legacy, lmax, dir, out);
     return TK_OK;
 }
 
