@@ -215,13 +215,14 @@ TEST(Fibers, SingleFiberPeakIsExact)
 
 TEST(Fibers, FindsEveryMaximumADenseSearchFinds)
 {
-    // The dense oracle's strict maxima must be among ours (within 0.01 degrees), and each of
-    // ours must be a true maximum: an independent ascent from it stays there.
+    // Every strict maximum of the dense oracle, whatever its size or sign, must be among ours
+    // (within 0.01 degrees), and each of ours must be a true maximum: an independent ascent
+    // from it stays there.
     const int lmax = 8;
     const DenseOracle oracle;
     std::mt19937_64 rng(11);
     std::uniform_real_distribution<double> uni(0, 1);
-    int checked = 0, total_dense = 0, total_small = 0, small_missed = 0;
+    int checked = 0, total_dense = 0, total_small = 0;
     for (int voxel = 0; voxel < 40; ++voxel) {
         int fibers = 1 + voxel % 3;
         std::vector<std::vector<double>> v;
@@ -235,13 +236,7 @@ TEST(Fibers, FindsEveryMaximumADenseSearchFinds)
         for (const auto &m : oracle.maxima(lmax, c)) {
             double best = 180;
             for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], m.x));
-            // Bumps below 5% of the voxel's largest peak whose basin is narrower than the
-            // grid spacing may be missed (documented); they are counted, not failed.
-            if (m.value < 0.05 * amps[0]) {
-                ++total_small, small_missed += best >= 0.01;
-                continue;
-            }
-            ++total_dense;
+            ++total_dense, total_small += m.value < 0.05 * amps[0];
             EXPECT_LT(best, 0.01) << "voxel " << voxel << ": maximum (amplitude " << m.value << ") at " << m.x[0] << ","
                                   << m.x[1] << "," << m.x[2] << " missed";
         }
@@ -256,8 +251,8 @@ TEST(Fibers, FindsEveryMaximumADenseSearchFinds)
     }
     EXPECT_GT(total_dense, 40);
     EXPECT_GE(checked, total_dense);
-    printf("dense search: %d maxima >= 5%% of their voxel's largest, all found; %d of %d smaller bumps missed\n",
-           total_dense, small_missed, total_small);
+    printf("dense search: %d maxima, %d of them below 5%% of their voxel's largest, all found\n", total_dense,
+           total_small);
 }
 
 TEST(Fibers, OptionsSelectSortAndFillWithNan)
@@ -581,6 +576,48 @@ TEST(Fibers, OutputEqualsTheFullSearchsSelection)
     }
 }
 
+TEST(Fibers, FindsTheMaximaAnEarlierFinderMissed)
+{
+    // Voxels whose maxima an earlier finder missed (Testing/data/make_fibers_hard_maxima.py):
+    // flat bumps on slopes, where the Hessian at the nearest grid direction is indefinite; a
+    // bump across a saddle from a grid maximum whose climb left for a larger lobe; an
+    // elongated maximum whose Levenberg-Marquardt climb crawled until its budget ran out;
+    // bundled and random voxels where it reported fewer maxima than now.  The oracle: the
+    // dense search, and an independent ascent from each direction sh2peaks reports there;
+    // every strict maximum either reaches must be ours, whatever its size or sign.
+    tk_npy_array sh, starts;
+    ASSERT_EQ(tk_npy_read(TK_TEST_DATA "/fibers_hard_maxima_sh.npy", &sh), TK_OK) << tk_last_error();
+    ASSERT_EQ(tk_npy_read(TK_TEST_DATA "/fibers_hard_maxima_starts.npy", &starts), TK_OK) << tk_last_error();
+    ASSERT_EQ(sh.dtype, TK_NPY_FLOAT64);
+    ASSERT_EQ(starts.dtype, TK_NPY_FLOAT64);
+    const size_t voxels = sh.shape[0], per = starts.shape[1];
+    ASSERT_EQ(starts.shape[0], voxels);
+    const int lmax = 8;
+    const DenseOracle oracle;
+    int total = 0;
+    for (size_t v = 0; v < voxels; ++v) {
+        const std::vector<double> c((const double *)sh.data + v * 45, (const double *)sh.data + v * 45 + 45);
+        double dirs[3 * 64], amps[64];
+        const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
+        std::vector<DenseOracle::Maximum> truth = oracle.maxima(lmax, c);
+        for (size_t q = 0; q < per; ++q) {
+            const double *d = (const double *)starts.data + (v * per + q) * 3;
+            DenseOracle::Maximum m = {{d[0], d[1], d[2]}, 0};
+            if (std::isfinite(d[0]) && refine_by_ascent(lmax, c, m.x, &m.value)) truth.push_back(m);
+        }
+        for (const auto &m : truth) {
+            double best = 180;
+            for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], m.x));
+            EXPECT_LT(best, 0.01) << "voxel " << v << ": maximum (amplitude " << m.value << ") at " << m.x[0] << ", "
+                                  << m.x[1] << ", " << m.x[2] << " missed";
+            ++total;
+        }
+    }
+    EXPECT_GT(total, 150);
+    tk_npy_free(&sh);
+    tk_npy_free(&starts);
+}
+
 TEST(FibersPlan, CoveringRadiusIsWithinItsBound)
 {
     // The finder's value margin (tk_fibers_value_margin) assumes that no direction lies
@@ -697,43 +734,49 @@ TEST(Fibers, AnyThresholdNegativeIncludedIsHonoured)
 
 TEST(Fibers, FindsEveryMaximumOfRealFodsADenseSearchFinds)
 {
-    // A real FOD: DIPY's small_64D through MRtrix3's dwi2fod (Data/fibers/make_small_64D_fods.py;
-    // voxels z-major, x fastest).  Voxel (4, 0, 9) holds a strict maximum of amplitude 0.1753
-    // (19% of the voxel's largest) on a ridge that climbs on to a larger lobe: no grid
-    // direction near it is above all its neighbours, and the finder once missed it (sh2peaks
-    // -threshold 0 finds it).  It and every 40th voxel with a function on it are checked.
-    tk_npy_array fod;
-    ASSERT_EQ(tk_npy_read(TK_DATA_DIR "/fibers/small_64D_fod_mrtrix_sh.npy", &fod), TK_OK) << tk_last_error();
-    ASSERT_EQ(fod.ndim, 2u);
-    ASSERT_EQ(fod.shape[0], 1000u);
-    ASSERT_EQ(fod.shape[1], 45u);
-    const size_t bump_voxel = 9 * 100 + 0 * 10 + 4;
-    std::vector<size_t> picked = {bump_voxel};
-    for (size_t v = 0; v < 1000; v += 40)
-        if (v != bump_voxel && ((const float *)fod.data)[v * 45 + 1] != 0) picked.push_back(v);
+    // Real FODs: DIPY's small_64D through MRtrix3's dwi2fod and through DIPY's CSD, and DIPY's
+    // small_101D (Data/fibers/make_small_64D_fods.py, make_small_101D_fod.py; voxels z-major,
+    // x fastest).  Every maximum the dense search finds, whatever its size or sign, must be
+    // found.  Voxel (4, 0, 9) of the first holds a strict maximum of amplitude 0.1753 (19% of
+    // the voxel's largest) on a ridge that climbs on to a larger lobe: no grid direction near
+    // it is above all its neighbours, and the finder once missed it (sh2peaks -threshold 0
+    // finds it).  It and every 20th voxel with a function on it are checked.
     const int lmax = 8;
     const DenseOracle oracle;
     int total = 0;
     bool ridge_bump_found = false;
-    for (size_t v : picked) {
-        const std::vector<double> c((const float *)fod.data + v * 45, (const float *)fod.data + v * 45 + 45);
-        double dirs[3 * 64], amps[64];
-        const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
-        ASSERT_GE(n, 1);
-        for (const auto &m : oracle.maxima(lmax, c)) {
-            if (m.value < 0.05 * amps[0]) continue;
-            double best = 180;
-            for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], m.x));
-            EXPECT_LT(best, 0.01) << "real voxel " << v << ": maximum (amplitude " << m.value << ") missed";
-            ++total;
+    for (const char *name : {"small_64D_fod_mrtrix_sh.npy", "small_64D_fod_dipy_sh.npy", "small_101D_fod_sh.npy"}) {
+        tk_npy_array fod;
+        ASSERT_EQ(tk_npy_read((std::string(TK_DATA_DIR "/fibers/") + name).c_str(), &fod), TK_OK) << tk_last_error();
+        ASSERT_EQ(fod.shape[fod.ndim - 1], 45u);
+        const size_t voxels = fod.count / 45, bump_voxel = std::string(name) == "small_64D_fod_mrtrix_sh.npy" ? 9 * 100 + 4 : voxels;
+        // DIPY's own FOD is in its legacy descoteaux basis: the finder reads it so, the oracle in
+        // MRtrix3's (the same function: coefficients mapped through the two bases' values)
+        const bool dipy = std::string(name) == "small_64D_fod_dipy_sh.npy";
+        std::vector<size_t> picked;
+        if (bump_voxel < voxels) picked.push_back(bump_voxel);
+        for (size_t v = 0; v < voxels; v += 20)
+            if (v != bump_voxel && ((const float *)fod.data)[v * 45 + 1] != 0) picked.push_back(v);
+        for (size_t v : picked) {
+            std::vector<double> c((const float *)fod.data + v * 45, (const float *)fod.data + v * 45 + 45);
+            if (dipy) c = fit_sh(lmax, TK_SH_TOURNIER, 0, [&](const double *g) { return sh_value(lmax, TK_SH_DESCOTEAUX, 1, c, g); });
+            double dirs[3 * 64], amps[64];
+            const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
+            ASSERT_GE(n, 1);
+            for (const auto &m : oracle.maxima(lmax, c)) {
+                double best = 180;
+                for (int p = 0; p < n; ++p) best = std::min(best, angle_deg(&dirs[p * 3], m.x));
+                EXPECT_LT(best, 0.01) << name << " voxel " << v << ": maximum (amplitude " << m.value << ") missed";
+                ++total;
+            }
+            if (v == bump_voxel) {
+                const double bump[3] = {-0.9528, 0.2373, 0.1894};
+                for (int p = 0; p < n; ++p)
+                    ridge_bump_found |= angle_deg(&dirs[p * 3], bump) < 0.05 && std::fabs(amps[p] - 0.1753) < 1e-3;
+            }
         }
-        if (v == bump_voxel) {
-            const double bump[3] = {-0.9528, 0.2373, 0.1894};
-            for (int p = 0; p < n; ++p)
-                ridge_bump_found |= angle_deg(&dirs[p * 3], bump) < 0.05 && std::fabs(amps[p] - 0.1753) < 1e-3;
-        }
+        tk_npy_free(&fod);
     }
     EXPECT_TRUE(ridge_bump_found);
-    EXPECT_GT(total, 30);
-    tk_npy_free(&fod);
+    EXPECT_GT(total, 300);
 }

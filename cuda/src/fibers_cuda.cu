@@ -140,6 +140,8 @@ struct FibArgs {
     int *first, *count;   /* per voxel: its stretch of the candidate list */
     int *num_cands;       /* length of the candidate list */
     int *num_kind1, *num_kind2; /* how many of them are grid maxima / shoulder candidates */
+    int polish_pass;      /* 1: the polish kernel climbs from the grid maxima; 2: from the
+                           * shoulder candidates (which read the first pass's results) */
     int *order;           /* the polish kernel's work order: grid maxima from the front, shoulder
                            * candidates from the back (order_cap entries), so that a warp's
                            * threads mostly do the same work: a whole climb, or one Newton step
@@ -338,13 +340,9 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
 #pragma unroll
                 for (int w = 0; w < KIND_WORDS; ++w)
                     if (w == b >> 6) word = kind == 1 ? kind1[w] : kind2[w];
+                /* (a shoulder candidate next to a grid maximum whose climb stays on its hill is
+                 * on that hill: the polish kernel's second pass decides, as the CPU does) */
                 bool hit = d < G && ((word >> (b & 63)) & 1ull);
-                /* a shoulder candidate next to a grid maximum is on that maximum's hill */
-                for (int q = 0; q < count && hit && kind == 2; ++q) {
-                    const int e = cand[q];
-                    hit = fabs(__ldg(p.gx + d) * (double)__ldg(p.gx + e) + __ldg(p.gy + d) * (double)__ldg(p.gy + e) +
-                               __ldg(p.gz + d) * (double)__ldg(p.gz + e)) <= p.cos_near;
-                }
 #pragma unroll
                 for (int w = 0; w < KIND_WORDS; ++w)
                     if (w == b >> 6 && hit) hits[w] |= 1ull << (b & 63);
@@ -423,31 +421,51 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
     /* the candidates in the work order: the grid kernel's axial answers are not among them */
-    const int total1 = *p.num_kind1, total = total1 + *p.num_kind2;
+    const int total = p.polish_pass == 1 ? *p.num_kind1 : *p.num_kind2;
+    const double leash = TK_CLIMB_LEASH * p.spacing, cos_leash = cos(leash);
     for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const int i = t < total1 ? p.order[t] : p.order[p.order_cap - 1 - (t - total1)];
+        const int i = p.polish_pass == 1 ? p.order[t] : p.order[p.order_cap - 1 - t];
         const int coded = p.cand_dir[i], d = coded < 0 ? -coded - 1 : coded;
         const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
         double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
         nt_normalize3_gpu(x);
-        /* a shoulder candidate polishes only with a short Newton step, as on the CPU */
+        int good = -1;
         if (coded < 0) {
-            const double step = nt_newton_step_gpu<M>(&poly, x);
-            if (step < 0 || step > p.spacing) {
-                p.res_amp[i] = NAN;
-                for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = 0;
-                continue;
+            /* A shoulder candidate next to a grid maximum of its voxel whose climb (the first
+             * pass's) stayed on its hill is on that hill too; else it climbs on a leash, as on
+             * the CPU.  The voxel's grid maxima come first in its stretch. */
+            const int v = p.cand_voxel[i], end = p.first[v] + p.count[v];
+            bool by_max = false;
+            for (int c = p.first[v]; c < end && !by_max; ++c) {
+                const int e = p.cand_dir[c];
+                if (e < 0) break;
+                const double ge[3] = {__ldg(p.gx + e), __ldg(p.gy + e), __ldg(p.gz + e)};
+                const double *r = p.res_dir + (size_t)c * 3;
+                by_max = fabs(x[0] * ge[0] + x[1] * ge[1] + x[2] * ge[2]) > p.cos_near && !isnan(p.res_amp[c]) &&
+                         fabs(r[0] * ge[0] + r[1] * ge[1] + r[2] * ge[2]) >= cos_leash * sqrt(ge[0] * ge[0] + ge[1] * ge[1] + ge[2] * ge[2]);
+            }
+            if (!by_max) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, leash, 0);
+        } else {
+            /* a grid maximum from its model's maximum, else from itself, then with short steps,
+             * as on the CPU */
+            const float *start = p.cand_start + (size_t)i * 3;
+            if (!isnan(start[0])) {
+                double y[3] = {start[0], start[1], start[2]};
+                nt_normalize3_gpu(y);
+                good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing, leash, 0);
+                if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
+            }
+            for (int attempt = 0; attempt < 2 && good < 0; ++attempt) {
+                double y[3] = {x[0], x[1], x[2]};
+                good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0, leash, attempt ? 0.5 * p.spacing : 0);
+                if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
             }
         }
-        int good = -1;
-        const float *start = p.cand_start + (size_t)i * 3;
-        if (coded >= 0 && !isnan(start[0])) {
-            double y[3] = {start[0], start[1], start[2]};
-            nt_normalize3_gpu(y);
-            good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing);
-            if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
+        if (good < 0) {
+            p.res_amp[i] = NAN;
+            for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = 0;
+            continue;
         }
-        if (good < 0) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0);
         /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
         int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
         if (fabs(x[2]) > fabs(x[big])) big = 2;
@@ -728,8 +746,11 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 kernels.grid<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
                 CUDA_TRY(cudaGetLastError());
                 CUDA_TRY(cudaEventRecord(ev_grid[s], stream[s]));
-                kernels.polish<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
-                CUDA_TRY(cudaGetLastError());
+                for (int pass = 1; pass <= 2; ++pass) {
+                    args.polish_pass = pass;
+                    kernels.polish<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
+                    CUDA_TRY(cudaGetLastError());
+                }
                 CUDA_TRY(cudaEventRecord(ev_polish[s], stream[s]));
                 want = (todo + TK_FIB_THREADS - 1) / TK_FIB_THREADS;
                 blocks = want < (size_t)(sm_count * select_blocks) ? (int)want : sm_count * select_blocks;

@@ -18,6 +18,12 @@ extern "C" {
 #define TK_SHOULDER_GAP 1.5
 #endif
 
+/* A candidate's climb gives up beyond this many grid spacings from its start (both
+ * backends): a maximum farther off is another hill's, with a candidate of its own. */
+#ifndef TK_CLIMB_LEASH
+#define TK_CLIMB_LEASH 2.0
+#endif
+
 /* A grid direction below one neighbour only, by less than this share of its steepest fall to
  * another, is a shoulder candidate too (both backends). */
 #ifndef TK_RIDGE_RISE

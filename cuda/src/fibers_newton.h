@@ -63,7 +63,7 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
 
 /* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
  * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
- * Marquardt), steps of at most 0.1 rad, and backtracking so that A x^m never falls.  The
+ * Marquardt), steps of at most max_step (0.1 rad), and backtracking so that A x^m never falls.  The
  * start is a grid direction, within about a grid spacing (0.064 rad at lmax 8) of its
  * maximum: much longer steps could jump a valley to a higher neighbouring hill.
  * Convergence is quadratic near a strict maximum (error after a step about K len^2, K a
@@ -79,10 +79,15 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
  * one.  *iterations (iterations may be NULL): the Newton iterations taken.  first_reach > 0:
  * x is a predicted start (a model's maximum), and where the first iteration there needs a
  * shifted Hessian or a step longer than first_reach, the climb stops at once, x untouched,
- * and returns -1 (the prediction was wrong; the caller climbs from its own start). */
+ * and returns -1 (the prediction was wrong; the caller climbs from its own start).
+ * leash > 0: the climb gives up, returning -1, once it is farther than leash (rad) from its
+ * start: a climb that leaves its candidate's neighbourhood goes to a hill with a candidate of
+ * its own.  max_step: the longest step (rad; 0.1 where 0). */
 TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations,
-                                         double first_reach)
+                                         double first_reach, double leash, double max_step)
 {
+    if (!(max_step > 0)) max_step = 0.1;
+    const double start[3] = {x[0], x[1], x[2]}, cos_leash = leash > 0 ? cos(leash) : -2.0;
     double u[3], w[3], g[2], h[3], lambda = 0;
     int halvings = 0, it = 0, flat = 0;
     int fresh = 0; /* u, w, lambda, g, h are those of x (no step taken since) */
@@ -93,7 +98,7 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
         /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
         double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
-        double top = mean + rad, shift = top > -1e-3 * scale ? top + 0.1 * scale : 0.0;
+        double top = mean + rad, shift = top > -1e-6 * scale ? top + 0.1 * scale : 0.0;
         /* a curvature of zero to 1e-6 twice running: a ring or ridge of equal maxima (an
          * axially symmetric lobe's), where the shifted steps would crawl along for the whole
          * budget towards a point the strictness test below rejects anyway */
@@ -102,14 +107,14 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
         double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
         double len = sqrt(s0 * s0 + s1 * s1), xn[3];
-        const int pure_newton = shift == 0.0 && len <= 0.1;
+        const int pure_newton = shift == 0.0 && len <= max_step;
         /* a start predicted near a maximum that is no such place: the caller starts again */
         if (it == 0 && first_reach > 0 && !(shift == 0.0 && len <= first_reach)) {
             if (iterations) *iterations = 1;
             return -1;
         }
         if (!(len > 1e-13)) break; /* at the maximum (or a NaN step: keep x) */
-        if (len > 0.1) s0 *= 0.1 / len, s1 *= 0.1 / len, len = 0.1;
+        if (len > max_step) s0 *= max_step / len, s1 *= max_step / len, len = max_step;
         int half = 0, rose = 0;
         double value = lambda;
         for (;;) {
@@ -126,6 +131,10 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         if (!rose) break;
         x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];
         fresh = 0;
+        if (TK_NEWTON_SFX(nt_dot3)(x, start) < cos_leash) {
+            if (iterations) *iterations = it + 1;
+            return -1;
+        }
         if (pure_newton && half == 0 && len < TK_NEWTON_CONVERGED) {
             if (iterations) *iterations = it + 1;
             *amplitude = value;
@@ -147,20 +156,6 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
     *amplitude = lambda;
     /* a strict maximum: gradient zero and Hessian negative definite (beyond rounding) */
     return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && mean + rad < -1e-6 * scale;
-}
-
-/* The length of a pure Newton step from x, or -1 where the Hessian on the sphere is not
- * negative definite: a grid direction whose step is short has a maximum of the local
- * quadratic model within reach. */
-TK_NEWTON_FN double TK_NEWTON_SFX(nt_newton_step)(const TK_NEWTON_CTX *t, const double *x)
-{
-    double u[3], w[3], g[2], h[3];
-    TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
-    TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
-    const double det = h[0] * h[2] - h[1] * h[1];
-    if (!(h[0] < 0 && det > 0)) return -1;
-    const double s0 = -(h[2] * g[0] - h[1] * g[1]) / det, s1 = -(h[0] * g[1] - h[1] * g[0]) / det;
-    return sqrt(s0 * s0 + s1 * s1);
 }
 
 /* The critical point of A x^m at the axis of an axially symmetric series, by pure Newton

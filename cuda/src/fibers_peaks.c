@@ -372,29 +372,55 @@ typedef struct {
     unsigned long long *polished, *iterations;
 } voxel_search;
 
+/* Adds the strict maximum x (amplitude amp) to the voxel's found maxima unless it has it
+ * already (within about 1e-5 rad), keeping them sorted and the bar up to date. */
+static void add_maximum(voxel_search *s, double *x, double amp)
+{
+    tk_canonical_sign(3, x);
+    for (int f = 0; f < s->found; ++f)
+        if (fabs(nt_dot3_cpu(s->dir[f], x)) > 1.0 - 1e-10) return;
+    if (s->found == TK_MAX_CANDIDATES) return;
+    int pos = s->found++;
+    while (pos > 0 && s->amp[pos - 1] < amp) {
+        memcpy(s->dir[pos], s->dir[pos - 1], sizeof s->dir[0]);
+        s->amp[pos] = s->amp[pos - 1];
+        --pos;
+    }
+    memcpy(s->dir[pos], x, 3 * sizeof *x);
+    s->amp[pos] = amp;
+    if (s->rule) s->bar = output_bar(s->rule, s->found, (const double(*)[3])s->dir, s->amp);
+}
+
 /* Polishes grid direction i (a candidate of the kind given, whose hill rises no higher than
- * high plus the margin) and adds the strict maximum it reaches, if new. */
-static void try_candidate(voxel_search *s, int i, int kind, float high)
+ * high plus the margin) and adds the strict maximum it reaches, if new.  Returns 0 where the
+ * climb of a grid maximum ended on no maximum or beyond the leash (it stepped off its own
+ * hill, if it has one), else 1. */
+static int try_candidate(voxel_search *s, int i, int kind, float high)
 {
     const tk_fibers_plan *p = s->p;
-    if (s->found == TK_MAX_CANDIDATES) return;
+    if (s->found == TK_MAX_CANDIDATES) return 1;
     /* a hill that cannot rise above what a further maximum must exceed changes nothing */
-    if (s->rule && (double)high + s->margin < s->bar) return;
+    if (s->rule && (double)high + s->margin < s->bar) return 1;
     double x[3], amp;
     memcpy(x, p->dirs + (size_t)i * 3, sizeof x);
     /* A candidate next to a maximum already polished (within 1.5 grid steps) climbs the same
      * hill: two strict maxima of a band-limited function that close would need a saddle
      * between them inside one grid cell, which the candidate test could not see anyway. */
     for (int f = 0; f < s->found; ++f)
-        if (fabs(nt_dot3_cpu(s->dir[f], x)) > s->cos_near) return;
-    /* A shoulder candidate (higher ground only beyond its nearest neighbours, or at one
-     * neighbour only: a bump on a ridge that climbs on to a larger lobe) starts a polish
-     * only where the function curves down around it with a maximum of its local quadratic
-     * model within a grid spacing: a small lobe on a large one's flank, whose basin the wider
-     * neighbourhood reaches across. */
+        if (fabs(nt_dot3_cpu(s->dir[f], x)) > s->cos_near) return 1;
+    int strict = -1, climbed = 0;
+    const double leash = TK_CLIMB_LEASH * s->spacing;
+    if (s->polished) ++*s->polished;
     if (kind == 2) {
-        const double step = nt_newton_step_cpu(s->vt, x);
-        if (step < 0 || step > s->spacing) return;
+        /* A shoulder candidate (higher ground only beyond its nearest neighbours, or at one
+         * neighbour only: a bump on a ridge that climbs on to a larger lobe, or a flat bump on
+         * a slope) climbs on a leash: a maximum within TK_CLIMB_LEASH spacings is its own (a
+         * flat bump's Hessian may be indefinite at the grid direction, so no one-step test can
+         * tell), one beyond is a larger lobe's, whose candidate climbs to it. */
+        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0, leash, 0);
+        if (s->iterations) *s->iterations += (unsigned long long)climbed;
+        if (strict > 0) add_maximum(s, x, amp);
+        return 1;
     }
     /* A grid maximum starts Newton at its model's maximum where that has one within a grid
      * spacing and lies above the grid direction: a start a few per cent of a spacing off the
@@ -403,36 +429,24 @@ static void try_candidate(voxel_search *s, int i, int kind, float high)
      * the Hessian is indefinite, on the slope of a larger neighbour that the climb would then
      * reach instead; there (or where the first step is not short) the climb starts again from
      * the grid direction.  (The uphill test reads the value the first iteration needs anyway.) */
-    int strict = -1, climbed = 0;
-    if (kind == 1) {
-        float th[5];
-        double start[3] = {x[0], x[1], x[2]};
-        grid_fit_model(p, s->values, i, th);
-        tk_fibers_fit_start(th, s->spacing, start);
-        if (vt_axm(s->vt, start) >= (double)TK_GRID_VALUE(s->values, i)) {
-            strict = nt_polish_cpu(s->vt, start, &amp, &climbed, 0.25 * s->spacing);
-            if (s->iterations) *s->iterations += (unsigned long long)climbed;
-            if (strict >= 0) memcpy(x, start, sizeof x);
-        }
+    const double grid_dir[3] = {x[0], x[1], x[2]};
+    float th[5];
+    double start[3] = {x[0], x[1], x[2]};
+    grid_fit_model(p, s->values, i, th);
+    tk_fibers_fit_start(th, s->spacing, start);
+    if (vt_axm(s->vt, start) >= (double)TK_GRID_VALUE(s->values, i)) {
+        strict = nt_polish_cpu(s->vt, start, &amp, &climbed, 0.25 * s->spacing, 0, 0);
+        if (s->iterations) *s->iterations += (unsigned long long)climbed;
+        if (strict >= 0) memcpy(x, start, sizeof x);
     }
     if (strict < 0) {
-        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0);
+        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0, 0, 0);
         if (s->iterations) *s->iterations += (unsigned long long)climbed;
     }
-    if (s->polished) ++*s->polished;
-    if (!strict) return;
-    tk_canonical_sign(3, x);
-    for (int f = 0; f < s->found; ++f)
-        if (fabs(nt_dot3_cpu(s->dir[f], x)) > 1.0 - 1e-10) return; /* the same, within about 1e-5 rad */
-    int pos = s->found++;
-    while (pos > 0 && s->amp[pos - 1] < amp) {
-        memcpy(s->dir[pos], s->dir[pos - 1], sizeof s->dir[0]);
-        s->amp[pos] = s->amp[pos - 1];
-        --pos;
-    }
-    memcpy(s->dir[pos], x, sizeof x);
-    s->amp[pos] = amp;
-    if (s->rule) s->bar = output_bar(s->rule, s->found, (const double(*)[3])s->dir, s->amp);
+    if (strict <= 0) return 0;
+    const int local = nt_dot3_cpu(x, grid_dir) >= cos(leash);
+    add_maximum(s, x, amp);
+    return local;
 }
 
 /* Inserts grid direction i (high: its grid_mark's) into list (n entries, sorted by grid value
@@ -475,7 +489,10 @@ static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double
     float high1[TK_MAX_CANDIDATES], high2[TK_MAX_CANDIDATES];
     for (int q = 0; q < nmarks; ++q)
         if (marks[q].kind == 1) insert_by_value(values, list1, high1, &n1, marks[q].dir, marks[q].high);
-    for (int c = 0; c < n1; ++c) try_candidate(&s, list1[c], 1, high1[c]);
+    /* which grid maxima's climbs stayed on their own hill: the shoulder candidates around
+     * them are on it too */
+    unsigned char local1[TK_MAX_CANDIDATES];
+    for (int c = 0; c < n1; ++c) local1[c] = (unsigned char)try_candidate(&s, list1[c], 1, high1[c]);
     const double cos_by_max = cos(TK_SHOULDER_GAP * s.spacing);
     for (int q = 0; q < nmarks; ++q) {
         const grid_mark *m = marks + q;
@@ -484,10 +501,12 @@ static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double
         float th[5];
         grid_fit_model(p, values, m->dir, th);
         if (!tk_fibers_fit_reaches(th, (float)s.spacing)) continue;
-        /* a shoulder candidate next to a grid maximum is on that maximum's hill */
+        /* a shoulder candidate next to a grid maximum is on that maximum's hill, unless the
+         * maximum's climb left it (a small bump beside the grid maximum, across a saddle) */
         int by_max = 0;
         for (int c = 0; c < n1 && !by_max; ++c)
-            by_max = fabs(nt_dot3_cpu(p->dirs + (size_t)m->dir * 3, p->dirs + (size_t)list1[c] * 3)) > cos_by_max;
+            by_max = local1[c] &&
+                     fabs(nt_dot3_cpu(p->dirs + (size_t)m->dir * 3, p->dirs + (size_t)list1[c] * 3)) > cos_by_max;
         if (!by_max) insert_by_value(values, list2, high2, &n2, m->dir, m->high);
     }
     for (int c = 0; c < n2; ++c) try_candidate(&s, list2[c], 2, high2[c]);
