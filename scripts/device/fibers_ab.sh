@@ -24,3 +24,11 @@ for r in $(seq ${REPEAT:-2}); do
     timeout 200 $b/bin/tk-bench fibers --backends cuda --sh2peaks off --tk-fibers off ${BENCH_ARGS:-} 2>&1 | grep -E "^(cuda|omp)|^## " | tee -a "$OUT/bench_$(basename $(dirname $b))_$r.txt"
   done
 done
+# SAN_TOOLS (e.g. "memcheck racecheck"): compute-sanitizer over the CUDA fiber tests, each
+# bounded by SAN_TIMEOUT seconds (default 240), in parallel.
+for tool in ${SAN_TOOLS:-}; do
+  ( timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 99 build-dev/bin/tk_test_fibers_cuda \
+      > "$OUT/san_$tool.log" 2>&1; echo "$tool rc=$?" ) &
+done
+wait
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$OUT"/san_*.log 2>/dev/null
