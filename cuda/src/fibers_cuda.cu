@@ -194,7 +194,10 @@ __device__ static void tk_fibers_fit_start_model(const FibArgs &p, const float *
 /* 1: not below any neighbour; 2: a shoulder candidate, not below the nearest ones (within
  * 1.05 spacings: they come first), or below one only and by less than TK_RIDGE_RISE of the
  * steepest fall to another; 0: neither.  As grid_local_maxima on the CPU. */
-__device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, int d)
+/* floor: where v0 + rise (the highest grid value on or around d) is below it, d's hill cannot
+ * rise above the threshold: no candidate (the CPU's output bound, in the part that depends on
+ * nothing found: maxima_from_grid). */
+__device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, int d, float floor)
 {
     const float v0 = vals[d];
     bool ok_near = true;
@@ -208,6 +211,7 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
         ok_near &= not_below | (e - first >= near);
         rise = fmaxf(rise, step), fall = fmaxf(fall, -step);
     }
+    if (v0 + rise < floor) return 0;
     if (higher == 0) return 1;
     if (!(ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall))) return 0;
     /* a shoulder candidate whose neighbours' quadratic model has no maximum within reach
@@ -302,6 +306,23 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
             }
             continue;
         }
+        /* A hill that cannot rise above the threshold changes no output: the grid value that
+         * its highest grid direction needs, less the margin a maximum may rise above it
+         * (tk_fibers_value_margin, from the unit-scaled coefficients), unit-scaled.  (The
+         * CPU also drops what falls below its count's and relative threshold's bars, which
+         * depend on the maxima found in order.) */
+        float floor = -INFINITY;
+        if (p.threshold > -INFINITY) {
+            double m2 = 0, sup = 0;
+            for (int l = 2; l <= M; l += 2) {
+                double cc = 0;
+                for (int j = l * (l - 1) / 2; j <= l * (l + 3) / 2; ++j) cc += (double)shv[j] * shv[j];
+                const double band = sqrt((2.0 * l + 1.0) / (4.0 * 3.14159265358979323846) * cc) / big;
+                m2 += (double)(l * l) * band, sup += band;
+            }
+            const double margin = 0.5 * m2 * (TK_FIBERS_COVER * p.spacing) * (TK_FIBERS_COVER * p.spacing) + 1e-4 * sup;
+            floor = (float)((p.threshold - shv[0] * TK_SH_Y00) / big - margin);
+        }
         __syncwarp();
         const double inv = 1.0 / (double)big;
         for (int i = lane; i < K; i += 32) {
@@ -319,7 +340,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
 #pragma unroll
         for (int w = 0; w < KIND_WORDS; ++w) kind1[w] = kind2[w] = 0;
         for (int first = 0, b = 0; first < G; first += 32, ++b) {
-            const int d = first + lane, kd = d < G ? grid_candidate_kind(p, vals, d) : 0;
+            const int d = first + lane, kd = d < G ? grid_candidate_kind(p, vals, d, floor) : 0;
             const unsigned long long bit = 1ull << (b & 63);
 #pragma unroll
             for (int w = 0; w < KIND_WORDS; ++w)
@@ -417,7 +438,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
     }
 }
 
-template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish_kernel(FibArgs p)
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS, 4) fibers_polish_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
     /* the candidates in the work order: the grid kernel's axial answers are not among them */
@@ -444,7 +465,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_polish
                 by_max = fabs(x[0] * ge[0] + x[1] * ge[1] + x[2] * ge[2]) > p.cos_near && !isnan(p.res_amp[c]) &&
                          fabs(r[0] * ge[0] + r[1] * ge[1] + r[2] * ge[2]) >= cos_leash * sqrt(ge[0] * ge[0] + ge[1] * ge[1] + ge[2] * ge[2]);
             }
-            if (!by_max) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, leash, 0);
+            if (!by_max) good = nt_shoulder_gpu<M>(&poly, x, &amp, NULL, leash);
         } else {
             /* a grid maximum from its model's maximum, else from itself, then with short steps,
              * as on the CPU */
