@@ -59,6 +59,8 @@ IS_DIR = r"is a directory|not a regular file"
 EMPTY = r"empty|no entries|too short|truncated|not a|header"
 TRUNCATED = r"truncated|too short|short|expected|end of|missing|bytes"
 NOT_FINITE = r"nan|inf|not finite|non-finite"
+# A commit failing in the middle (a rename fails): every output of the call as it was.
+UNDONE = r"(cannot move the new (file|folder) into place|cannot swap in the new folder).*no output of this call was changed"
 TOO_LARGE = r"too large|exceeds|overflow|out of memory|bytes|beyond|above|not fit"
 
 rng = np.random.default_rng(7)
@@ -66,7 +68,8 @@ rng = np.random.default_rng(7)
 
 class Case:
     def __init__(self, name, args, setup=None, code=1, names=None, says=None, allow_new=(), check=None,
-                 may_change=(), varies=False, file_limit=None, removes=(), signal=None, needs_memory_limit=False):
+                 may_change=(), varies=False, file_limit=None, removes=(), signal=None, needs_memory_limit=False,
+                 fault=None):
         self.name = name          # the table's first column
         self.args = args          # argv after the program, relative to the case folder
         self.setup = setup        # callable(folder) making the inputs
@@ -81,6 +84,8 @@ class Case:
         self.removes = removes    # given files the run must remove (stale temporaries of killed runs)
         self.signal = signal      # sent once the run's first temporary exists; the run must die by it
         self.needs_memory_limit = needs_memory_limit  # skipped (passes) without the address-space limit
+        self.fault = fault        # TK_FAULT_RENAME for the run, with tk_fault_rename preloaded (--fault-lib):
+                                  # a rename of the commit fails, as on a disk error in the middle
 
 
 # ---- files ---------------------------------------------------------------------------
@@ -917,6 +922,14 @@ def fibers_write_cases():
                                                                             "m.nrrd", "--amplitudes", "amp.mha",
                                                                             "--quiet"], gb,
              names="amp.mha", says=FULL, file_limit=4096),
+        Case("write: --amplitudes failing to go in place after OUTPUT_PEAKS did puts the earlier OUTPUT_PEAKS back",
+             ["big.nrrd", "peaks.nii.gz", "--mask", "m.nrrd", "--amplitudes", "amp.mha", "--quiet"], gb,
+             names="amp.mha", says=UNDONE, fault="amp.mha"),
+        Case("write: the header peaks.mhd failing to go in place after its data file puts the earlier peaks.raw back",
+             ["sh.nrrd", "peaks.mhd", "--quiet"],
+             both(g, files(("peaks.mhd", lambda p: write(p, b"ElementDataFile = peaks.raw\n")),
+                           ("peaks.raw", lambda p: write(p, b"the data of an earlier run")))),
+             names="peaks.mhd", says=UNDONE, fault="peaks.mhd"),
     ]
 
 
@@ -981,6 +994,11 @@ def tucker_synth_write_cases(exe):
         Case("write: a full disk at OUT.tns keeps the earlier --truth model", base + ["--seed", "5", "--truth", "model",
                                                                                      "s.tns"],
              model(), names="s.tns", says=FULL, file_limit=1500),
+        Case("write: the --truth model failing to swap in after OUT.tns went in place puts the earlier OUT.tns back",
+             base + ["--seed", "5", "--truth", "model", "s.tns"],
+             model(lambda f: (write(os.path.join(f, "model", "notes.txt"), b"my notes\n"),
+                              write(os.path.join(f, "s.tns"), b"1 1 1 1.0\n"))),
+             names="model", says=UNDONE, fault="model"),
     ]
 
 
@@ -996,6 +1014,11 @@ def pltf_write_cases():
     def with_stale(folder):
         g(folder)
         stale_temporary(folder)
+
+    def earlier_fit(folder):
+        os.mkdir(os.path.join(folder, "fit"))
+        for name in ("ia", "ja", "ka", "xhat"):
+            write(os.path.join(folder, "fit", name + ".npy"), b"an earlier " + name.encode())
     stale = ".tk-tmp-%d-Ab12Cd" % dead_pid()
     long_run = ["--model", "parafac", "--input", "x.npy", "--dims", "a=2", "--out", "fit", "--iters", "100000000",
                 "--print-every", "100000000", "--quiet"]
@@ -1008,6 +1031,10 @@ def pltf_write_cases():
               "--quiet"], g, code=2, names="--model", says=r"repeats"),
         Case("write: a full disk at xhat.npy leaves no factor in --out", base, g, names="xhat.npy", says=FULL,
              file_limit=700),
+        Case("write: xhat.npy failing to go in place after the factors did puts the earlier fit back", base,
+             both(g, earlier_fit), names="xhat.npy", says=UNDONE, fault="xhat.npy"),
+        Case("write: xhat.npy failing to go in place after the factors did leaves no --out folder", base, g,
+             names="xhat.npy", says=UNDONE, fault="xhat.npy"),
         Case("write: a temporary left by a run killed with kill -9 is removed (exit 0)", base, with_stale, code=0,
              allow_new=("fit",), removes=(stale,)),
         Case("write: SIGTERM during the run leaves no temporary", long_run, g, signal=signal.SIGTERM),
@@ -1031,10 +1058,15 @@ def eig_write_cases():
         save(os.path.join(folder, "m.npy"), good)
         write(os.path.join(folder, "vals.npy"), b"an earlier result")
         os.link(os.path.join(folder, "vals.npy"), os.path.join(folder, "v.npy"))
+    def earlier(folder):
+        save(os.path.join(folder, "m.npy"), good)
+        write(os.path.join(folder, "vals.npy"), b"an earlier result")
     return [
         Case("write: --vectors a hard link to OUTPUT (one file, two outputs)", ["m.npy", "vals.npy", "--vectors",
                                                                                 "v.npy"], linked, code=2,
              names="v.npy", says=r"same file"),
+        Case("write: --vectors failing to go in place after OUTPUT did puts the earlier OUTPUT back",
+             ["m.npy", "vals.npy", "--vectors", "v.npy"], earlier, names="v.npy", says=UNDONE, fault="v.npy"),
     ]
 
 
@@ -1137,6 +1169,9 @@ def first_message(stderr, code):
     return warnings[0] if warnings else ""
 
 
+fault_lib = None  # --fault-lib: Testing/fault/fault_rename.c built as a library
+
+
 def run_case(tool, exe, case, folder, memory_limit):
     os.makedirs(folder)
     if case.setup:
@@ -1144,9 +1179,15 @@ def run_case(tool, exe, case, folder, memory_limit):
     before = snapshot(folder)
     env = dict(os.environ, LC_ALL="C")
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"
+    if case.fault:
+        env["LD_PRELOAD"] = fault_lib
+        env["TK_FAULT_RENAME"] = case.fault
+        env["ASAN_OPTIONS"] += ":verify_asan_link_order=0"  # the preloaded library comes before ASan's
     problems = []
     if case.needs_memory_limit and not memory_limit:
         return Result(case.code, "", ""), "", []  # the case needs the 8 GiB limit (not under the sanitizers)
+    if case.fault and not fault_lib:
+        return Result(case.code, "", ""), "", []  # the case needs --fault-lib
     preexec = limits(memory_limit, case.file_limit)
     try:
         if case.signal:
@@ -1250,8 +1291,11 @@ error naming the file, with no output left and earlier files as they were; an ou
 be an input, a file inside an input model folder or another output of the same call; a model
 folder reached through a link, or holding a file of the user's, is replaced with the link and
 that file kept; a temporary folder left by a run killed with `kill -9` is removed by the next
-run; and a run sent SIGTERM or SIGINT (once its outputs' temporaries exist) ends by that
-signal ("signal" in the exit column) and leaves nothing behind.
+run; a run sent SIGTERM or SIGINT (once its outputs' temporaries exist) ends by that
+signal ("signal" in the exit column) and leaves nothing behind; and a run in which one output
+fails to go in place after others of the same call did ("failing to go in place": that rename
+made to fail with EIO by the test library `Testing/fault/fault_rename.c`, preloaded) puts every
+earlier output back, so that each holds exactly its old content or is absent.
 """
 
 
@@ -1280,12 +1324,15 @@ def main():
     ap.add_argument("--doc", help="Documentation/bad-input.md: checked against (or, with --write-doc, rewritten)")
     ap.add_argument("--write-doc", action="store_true")
     ap.add_argument("--no-memory-limit", action="store_true", help="for sanitizer builds (ASan reserves terabytes)")
+    ap.add_argument("--fault-lib", help="libtk_fault_rename.so, for the rows that make a commit fail in the middle")
     ap.add_argument("--scratch", help="keep the case folders here")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     tools = TOOLS if a.all else a.tool
     if not tools:
         ap.error("give --tool or --all")
+    global fault_lib
+    fault_lib = os.path.abspath(a.fault_lib) if a.fault_lib else None
     scratch = a.scratch or tempfile.mkdtemp(prefix="tk_bad_input_")
     makers = {"teig": teig_cases, "eig": eig_cases, "tucker-train": tucker_train_cases,
               "tucker-predict": lambda: tucker_predict_cases(os.path.abspath(os.path.join(a.bin, "tk-tucker"))),
@@ -1310,7 +1357,7 @@ def main():
             folder = os.path.join(scratch, tool, "%02d" % n)
             r, msg, problems = run_case(tool, exe, case, folder, not a.no_memory_limit)
             total += 1
-            if case.needs_memory_limit and a.no_memory_limit:
+            if (case.needs_memory_limit and a.no_memory_limit) or (case.fault and not fault_lib):
                 skipped.add(case.name)  # not run here: its documented row is not compared
             elif "mode 0555" not in case.name:
                 outcomes.append((case, r, msg))
@@ -1329,6 +1376,9 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
     doc_ok = True
     if a.doc and a.write_doc:
+        if not fault_lib:
+            print("--write-doc needs --fault-lib (the rows that make a commit fail in the middle)")
+            return 1
         if set(tools) != set(TOOLS):
             print("--write-doc needs every tool (--all)")
             return 1
