@@ -59,6 +59,22 @@ IS_DIR = r"is a directory|not a regular file"
 EMPTY = r"empty|no entries|too short|truncated|not a|header"
 TRUNCATED = r"truncated|too short|short|expected|end of|missing|bytes"
 NOT_FINITE = r"nan|inf|not finite|non-finite"
+# "One message style everywhere: the program, the file or flag, what was wrong, what to do."
+# The rule for the rows of the command-line layer and the writers (every exit-2 row, and the
+# rows of .npy inputs, output paths and writes; marked ‡ in the document): the message's last
+# clause -- the text after its last "; ", or after its last ": " where it has no "; " -- starts
+# with one of these verbs (after "or " or "then " at most): what the user can do.
+WHAT_TO_DO = ("add", "build", "change", "check", "choose", "close", "convert", "copy", "create", "drop", "fix", "free",
+              "give", "install", "lower", "make", "mark", "mask", "move", "pass", "remove", "rename", "report",
+              "reshape", "resample", "run", "save", "see", "split", "train", "try", "use", "wait", "write")
+
+
+def says_what_to_do(message):
+    body = message.split(": error: ", 1)[-1]
+    clause = body.rsplit("; ", 1)[1] if "; " in body else body.rsplit(": ", 1)[-1]
+    return re.match(r"(?:or |then )?(?:%s)\b" % "|".join(WHAT_TO_DO), clause) is not None
+
+
 # A commit failing in the middle (a rename fails): every output of the call as it was.
 UNDONE = r"(cannot move the new (file|folder) into place|cannot swap in the new folder).*no output of this call was changed"
 TOO_LARGE = r"too large|exceeds|overflow|out of memory|bytes|beyond|above|not fit"
@@ -86,6 +102,11 @@ class Case:
         self.needs_memory_limit = needs_memory_limit  # skipped (passes) without the address-space limit
         self.fault = fault        # TK_FAULT_RENAME for the run, with tk_fault_rename preloaded (--fault-lib):
                                   # a rename of the commit fails, as on a disk error in the middle
+        self.layer = None         # "npy", "output" or "write": rows whose message must say what to do
+
+    def needs_advice(self):
+        """A refusal of the command-line layer or the writers (see WHAT_TO_DO)."""
+        return self.code != 0 and not self.signal and (self.code == 2 or self.layer is not None)
 
 
 # ---- files ---------------------------------------------------------------------------
@@ -210,6 +231,10 @@ def both(*setups):
 
 def npy_input_cases(prefix, make_args, good_name, good, bad_dtype, bad_shape, absurd, descr):
     """The rows every .npy input gets; make_args(name) is the command line reading it."""
+    return layer("npy", npy_input_rows(prefix, make_args, good_name, good, bad_dtype, bad_shape, absurd, descr))
+
+
+def npy_input_rows(prefix, make_args, good_name, good, bad_dtype, bad_shape, absurd, descr):
     def nonfinite(value):
         a = good.copy()
         a.flat[a.size // 2] = value
@@ -239,8 +264,18 @@ def npy_input_cases(prefix, make_args, good_name, good, bad_dtype, bad_shape, ab
     ]
 
 
+def layer(name, rows):
+    for r in rows:
+        r.layer = name
+    return rows
+
+
 def output_cases(make_args, setup, flag, name="out", is_dir=False, input_name=None, input_code=2):
     """The rows of an output path: a missing folder, a read-only one, a directory, the input."""
+    return layer("output", output_rows(make_args, setup, flag, name, is_dir, input_name, input_code))
+
+
+def output_rows(make_args, setup, flag, name, is_dir, input_name, input_code):
     rows = [
         Case("%s in a missing folder" % flag, make_args("nodir/" + name), setup, names="nodir/" + name,
              says=r"does not exist|no such file"),
@@ -1218,6 +1253,8 @@ def run_case(tool, exe, case, folder, memory_limit):
                 problems.append("the message does not name %r" % case.names)
             if case.says and not re.search(case.says, msg, re.I):
                 problems.append("the message does not say what is wrong (/%s/)" % case.says)
+            if case.needs_advice() and not says_what_to_do(msg):
+                problems.append("the message does not end with what to do (WHAT_TO_DO)")
     after = snapshot(folder)
     for path, digest in before.items():
         if path in case.may_change and path in after:
@@ -1255,7 +1292,7 @@ def tool_section(tool, outcomes):
     for case, r, msg in outcomes:
         exit_text = "signal" if r.code is not None and r.code < 0 else str(r.code)
         command = " ".join([EXE[tool]] + [a if a and " " not in a else "'%s'" % a for a in case.args])
-        name = case.name.replace("|", "\\|") + (" †" if case.varies else "")
+        name = case.name.replace("|", "\\|") + (" ‡" if case.needs_advice() else "") + (" †" if case.varies else "")
         lines.append("| %s | %s | %s | %s |" % (name, md_cell(command), exit_text, md_cell(msg)))
     lines.append("<!-- end %s -->" % tool)
     return "\n".join(lines) + "\n"
@@ -1285,6 +1322,15 @@ shown here, and other users); the check compares everything else in them. Runs h
 header would fail to allocate rather than wake the OOM killer; every absurd-size row below
 is refused from the header or the flags, before any large allocation.
 
+Rows marked ‡ come from the command-line layer or the writers (every exit-2 row, and the
+rows of `.npy` inputs, output paths and writes); their messages end with what to do. The rule
+the tests apply (`WHAT_TO_DO` in the script; the CTest `tk_bad_input_advice` checks this
+document by it): the message's last clause -- the text after its last "; ", or after its last
+": " where it has none -- starts with one of the verbs add, build, change, check, choose, close,
+convert, copy, create, drop, fix, free, give, install, lower, make, mark, mask, move, pass,
+remove, rename, report, reshape, resample, run, save, see, split, train, try, use, wait, write
+(after "or " or "then " at most).
+
 The rows named "write: ..." check the outputs themselves: a full disk (a file-size limit,
 `RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so that writes fail as on a full disk) must be an
 error naming the file, with no output left and earlier files as they were; an output may not
@@ -1313,7 +1359,27 @@ def extra_readonly_cases(tool, rows):
             os.mkdir(os.path.join(folder, "ro"), 0o555)
         out.append(Case(c.name.replace(RO_DIR, "mode 0555"), args, setup, code=c.code,
                         names=c.names.replace(RO_DIR + "/", "ro/"), says=r"permission|not writable|cannot"))
+        out[-1].layer = c.layer
     return out
+
+
+def check_advice(doc):
+    """The rows of doc marked ‡ whose message does not end with what to do."""
+    bad, rows = [], 0
+    for line in open(doc, encoding="utf-8"):
+        if not line.startswith("| "):
+            continue
+        cells = re.split(r"(?<!\\) \| ", line.rstrip("\n").strip("|").strip())
+        if len(cells) != 4 or "‡" not in cells[0]:
+            continue
+        rows += 1
+        message = cells[3].strip().strip("`").replace("\\|", "|")
+        if not says_what_to_do(message):
+            bad.append("%s: %s" % (cells[0], message))
+    for b in bad:
+        print("no what-to-do: " + b)
+    print("%d rows marked \u2021, %d without what to do" % (rows, len(bad)))
+    return 1 if bad or rows == 0 else 0
 
 
 def main():
@@ -1325,9 +1391,13 @@ def main():
     ap.add_argument("--write-doc", action="store_true")
     ap.add_argument("--no-memory-limit", action="store_true", help="for sanitizer builds (ASan reserves terabytes)")
     ap.add_argument("--fault-lib", help="libtk_fault_rename.so, for the rows that make a commit fail in the middle")
+    ap.add_argument("--check-advice", action="store_true",
+                    help="only check --doc: every row marked ‡ ends with what to do (WHAT_TO_DO); runs no tool")
     ap.add_argument("--scratch", help="keep the case folders here")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
+    if a.check_advice:
+        return check_advice(a.doc)
     tools = TOOLS if a.all else a.tool
     if not tools:
         ap.error("give --tool or --all")
@@ -1349,7 +1419,7 @@ def main():
             continue
         global rng
         rng = np.random.default_rng(7)  # each tool's files the same whichever tools run
-        rows = makers[tool]() + write_cases(tool, exe)
+        rows = makers[tool]() + layer("write", write_cases(tool, exe))
         if os.geteuid() != 0:
             rows += extra_readonly_cases(tool, rows)
         outcomes = []
