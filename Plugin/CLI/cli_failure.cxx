@@ -20,7 +20,7 @@ int report_failure(const char *prog, const std::string &input, const std::string
         tk_cli_error(prog, "%s: %s", input.c_str(), out_of_memory.c_str());
     } catch (const std::length_error &e) {  // e.g. "basic_string::_M_create": a size no string or buffer can hold
         tk_cli_error(prog, "%s: a size in the file is too large to hold (%s): the file is damaged or not the format its "
-                           "name says", input.c_str(), e.what());
+                           "name says; check the file", input.c_str(), e.what());
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());
     }

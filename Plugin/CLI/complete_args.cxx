@@ -18,7 +18,7 @@ bool parse_complete_shared(const char *prog, const char *command, int argc, char
         errno = 0;
         const unsigned long long seed = std::strtoull(v, &end, 10);
         if (!*v || *end || *v == '-' || errno) {
-            tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+            tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
             return false;
         }
         s.seed = seed;
@@ -30,10 +30,10 @@ bool parse_complete_shared(const char *prog, const char *command, int argc, char
     } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
         s.quiet = true;
     } else if (arg[0] == '-' && arg[1] != '\0') {
-        tk_cli_error(prog, "unknown option '%s' for complete (see %s --help)", arg, command);
+        tk_cli_error(prog, "unknown option '%s' for complete; see %s --help for the options", arg, command);
         return false;
     } else if ((s.operands == 0 && std::strcmp(arg, "complete")) || s.operands >= 3) {
-        tk_cli_error(prog, "unexpected argument '%s' (see %s --help)", arg, command);
+        tk_cli_error(prog, "unexpected argument '%s'; give IN_IMAGE and OUT_IMAGE once (see %s --help)", arg, command);
         return false;
     } else {
         if (s.operands == 1) s.input = arg;
@@ -46,7 +46,7 @@ bool parse_complete_shared(const char *prog, const char *command, int argc, char
 bool complete_operands_given(const char *prog, const char *command, const CompleteShared &s)
 {
     if (s.operands == 3) return true;
-    tk_cli_error(prog, "complete needs IN_IMAGE and OUT_IMAGE (see %s --help)", command);
+    tk_cli_error(prog, "complete needs IN_IMAGE and OUT_IMAGE; give both (see %s --help)", command);
     return false;
 }
 

@@ -15,7 +15,7 @@ CompletionInput completion_input(const std::string &path)
     if (shape.components > 1 && shape.dimensions == 3) return CompletionInput::Vector3;
     throw std::runtime_error(path + ": expected a 3-D or 4-D image (or a 3-D vector volume), got " +
                              std::to_string(shape.dimensions) + "-D with " + std::to_string(shape.components) +
-                             " component(s)");
+                             " component(s); give a 3-D or 4-D image");
 }
 
 ScalarImage4::Pointer to_4d(const VectorImage3 *in)
@@ -80,8 +80,8 @@ MaskImage4::Pointer mask_4d(const ScalarImage4 *image, const std::string &image_
         const std::string why = grid_mismatch(grid_of(image), image_path, grid_of<4>(m.GetPointer()), path);
         if (!why.empty()) throw std::runtime_error(why);
         if (m->GetLargestPossibleRegion().GetSize() != size)
-            throw std::runtime_error(path + ": the mask's size differs from the input image's (3-D masks apply to "
-                                            "every volume; a 4-D one needs the image's volumes)");
+            throw std::runtime_error(path + ": the mask's size differs from the input image's; give a 3-D mask (it "
+                                            "applies to every volume) or a 4-D one with the image's volumes");
         for (size_t i = 0; i < nvox * nt; ++i) mask->GetBufferPointer()[i] = m->GetBufferPointer()[i] != 0;
     }
     return mask;

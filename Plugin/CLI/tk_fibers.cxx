@@ -134,7 +134,7 @@ int parse(int argc, char **argv, Args &a)
         } else if (tk_cli_is(arg, "--basis")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--basis"))) return 0;
             if (std::strcmp(v, "tournier") && std::strcmp(v, "descoteaux")) {
-                tk_cli_error(prog, "--basis expects tournier or descoteaux, got '%s'", v);
+                tk_cli_error(prog, "--basis expects tournier or descoteaux, got '%s'; use one of those", v);
                 return 0;
             }
             a.descoteaux = !std::strcmp(v, "descoteaux");
@@ -150,34 +150,34 @@ int parse(int argc, char **argv, Args &a)
         } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
             a.quiet = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", arg);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
             return 0;
         } else if (positional == 0) {
             a.input = arg, ++positional;
         } else if (positional == 1) {
             a.output = arg, ++positional;
         } else {
-            tk_cli_error(prog, "unexpected argument '%s' (see --help)", arg);
+            tk_cli_error(prog, "unexpected argument '%s'; give INPUT_SH and OUTPUT_PEAKS once (see --help)", arg);
             return 0;
         }
     }
     if (positional != 2) {
-        tk_cli_error(prog, "need INPUT_SH and OUTPUT_PEAKS (see --help)");
+        tk_cli_error(prog, "INPUT_SH and OUTPUT_PEAKS are required; give both (see --help)");
         return 0;
     }
 #ifndef TK_HAVE_VTK
     if (!a.vtp.empty() || !a.png.empty()) {
-        tk_cli_error(prog, "%s needs VTK, and this tk-fibers was built without it (configure with "
-                     "-DTK_WITH_VTK=ON; Debian: libvtk9-dev)", a.vtp.empty() ? "--png" : "--vtp");
+        tk_cli_error(prog, "%s needs VTK, and this tk-fibers was built without it; build it with VTK "
+                     "(-DTK_WITH_VTK=ON, Debian: libvtk9-dev)", a.vtp.empty() ? "--png" : "--vtp");
         return 0;
     }
 #endif
     if (a.glyph_scale > 0 && a.vtp.empty() && a.png.empty()) {
-        tk_cli_error(prog, "--glyph-scale only applies with --vtp or --png");
+        tk_cli_error(prog, "--glyph-scale only applies with --vtp or --png; add one of them, or drop --glyph-scale");
         return 0;
     }
     if (a.slice >= 0 && a.png.empty()) {
-        tk_cli_error(prog, "--slice only applies with --png");
+        tk_cli_error(prog, "--slice only applies with --png; add --png, or drop --slice");
         return 0;
     }
     return 1;
@@ -220,8 +220,9 @@ int check_outputs(const Args &a)
     for (const Output &o : outputs) {
         if (o.path->empty()) continue;
         if (o.extension ? !ends_with(*o.path, o.extension) : !tk::volume_output_problem(*o.path).empty()) {
-            tk_cli_error(prog, "%s %s: unknown output format (by its extension): %s writes %s", o.flag,
-                         o.path->c_str(), o.flag, o.extension ? o.extension : tk::volume_output_extensions());
+            tk_cli_error(prog,
+                         "%s %s: unknown output format (by its extension); give a name ending in %s (what %s writes)",
+                         o.flag, o.path->c_str(), o.extension ? o.extension : tk::volume_output_extensions(), o.flag);
             return TK_EXIT_USAGE;
         }
     }
@@ -238,13 +239,15 @@ int check_outputs(const Args &a)
     for (size_t i = 0; i < written.size(); ++i) {
         for (size_t j = 0; j < i; ++j)
             if (written[i].second == written[j].second) {
-                tk_cli_error(prog, "%s and %s would go to the same file '%s'", written[j].first, written[i].first,
+                tk_cli_error(prog, "%s and %s would go to the same file '%s'; give each output its own path",
+                             written[j].first, written[i].first,
                              written[i].second.substr(written[i].second.find_last_of('/') + 1).c_str());
                 return TK_EXIT_USAGE;
             }
         for (const auto &in : read)
             if (written[i].second == in.second) {
-                tk_cli_error(prog, "%s would write %s, a file of the input %s: refusing to overwrite an input",
+                tk_cli_error(prog, "%s would write %s, a file of the input %s: refusing to overwrite an input; choose "
+                             "another output path",
                              written[i].first, in.second.substr(in.second.find_last_of('/') + 1).c_str(), in.first);
                 return TK_EXIT_USAGE;
             }
@@ -253,7 +256,7 @@ int check_outputs(const Args &a)
         if (o.path->empty()) continue;
         const std::string why = tk::creation_problem(*o.path);  // e.g. /proc, which access() calls writable
         if (!why.empty()) {
-            tk_cli_error(prog, "%s", why.c_str());
+            tk_cli_error(prog, "%s; choose a folder you can write to", why.c_str());
             return TK_EXIT_FAILURE;
         }
     }
@@ -272,7 +275,7 @@ struct Outputs {
 int register_outputs(const Args &a, Outputs &o)
 {
     if (!o.set) {
-        tk_cli_error(prog, "out of memory");
+        tk_cli_error(prog, "out of memory; free memory and run again");
         return TK_EXIT_FAILURE;
     }
     for (const std::pair<const char *, const std::string *> &in : {std::make_pair("INPUT_SH", &a.input),
@@ -343,7 +346,7 @@ int main(int argc, char **argv)
                     geometry.ijk_to_ras[4 * r + c] = (r < 2 ? -1.0 : 1.0) * sh->GetDirection()[r][c] * sh->GetSpacing()[c];
             const int axis = tk::AxialAxis(geometry.ijk_to_ras);
             if (static_cast<unsigned long>(a.slice) >= size[axis]) {
-                tk_cli_error(prog, "--slice %ld is outside the axial slices of %s (0 to %lu)", a.slice, a.input.c_str(),
+                tk_cli_error(prog, "--slice %ld is outside the axial slices of %s; give one from 0 to %lu", a.slice, a.input.c_str(),
                              static_cast<unsigned long>(size[axis]) - 1);
                 return TK_EXIT_USAGE;
             }

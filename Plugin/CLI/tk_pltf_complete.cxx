@@ -67,7 +67,7 @@ int parse(int argc, char **argv, CompleteArgs &a)
             else if (!std::strcmp(v, "euclidean") || !std::strcmp(v, "eu")) a.divergence = TK_PLTF_EUCLIDEAN;
             else if (!std::strcmp(v, "is")) a.divergence = TK_PLTF_IS;
             else {
-                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'", v);
+                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'; use one of those", v);
                 return 0;
             }
         } else if (!tk::parse_complete_shared(prog, "tk-pltf complete", argc, argv, &i, a)) {
@@ -80,7 +80,7 @@ int parse(int argc, char **argv, CompleteArgs &a)
     // A malformed expression is a usage error before any file is touched.
     tk_pltf_model m;
     if (!is_preset(a.model) && tk_pltf_parse(a.model.c_str(), &m) != TK_OK) {
-        tk_cli_error(prog, "--model: %s", tk_last_error());
+        tk_cli_error(prog, "--model: %s; see tk-pltf complete --help for how a model is written", tk_last_error());
         return 0;
     }
     return 1;
@@ -99,7 +99,8 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
     if (a.model == "parafac" || a.model == "cp") text = dims == 3 ? "ijk=ia,ja,ka" : "ijkl=ia,ja,ka,la";
     if (a.model == "tucker") text = dims == 3 ? "ijk=ip,jq,kr,pqr" : "ijkl=ip,jq,kr,ls,pqrs";
     tk_pltf_model m;
-    if (tk_pltf_parse(text.c_str(), &m) != TK_OK) throw UsageError(std::string("--model: ") + tk_last_error());
+    if (tk_pltf_parse(text.c_str(), &m) != TK_OK) throw UsageError(std::string("--model: ") + tk_last_error() +
+                                                                      "; see tk-pltf complete --help for how a model is written");
     if (m.out_ndim != static_cast<int>(dims))
         throw std::runtime_error(a.input + ": a " + std::to_string(dims) + "-D image, but model \"" + m.text +
                                  "\" observes " + std::to_string(m.out_ndim) +
@@ -111,12 +112,12 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
     for (int f = 0; f < m.num_factors; ++f)
         for (int d = 0; d < m.factor_ndim[f]; ++d) used[m.factor[f][d]] = true;
     if (!a.dims.empty() && tk_pltf_set_dims(&m, a.dims.c_str()) != TK_OK)
-        throw UsageError(std::string("--dims: ") + tk_last_error());
+        throw UsageError(std::string("--dims: ") + tk_last_error() + "; give the sizes as --dims a=10,b=5");
     Fit fit{m.text, ""};
     for (int id = 0; id < TK_PLTF_MAX_INDICES; ++id) {
         if (observed[id] && m.dims[id])
             throw UsageError(std::string("--dims sets '") + tk_pltf_index_letter(id) +
-                             "', an observed index of \"" + m.text + "\": its size is the image's");
+                             "', an observed index of \"" + m.text + "\" (its size is the image's); drop it from --dims");
         if (observed[id] || !used[id]) continue;
         const size_t size = m.dims[id] ? m.dims[id] : static_cast<size_t>(a.rank);
         fit.latent += (fit.latent.empty() ? "" : ",") + std::string(1, tk_pltf_index_letter(id)) + "=" +
@@ -211,11 +212,12 @@ size_t check_observed(const CompleteArgs &a, const TImage *image,
         std::snprintf(text, sizeof text, "%g", value);
         throw std::runtime_error(a.input + ": voxel " + where + " = " + text + " " + bad +
                                  (dv != TK_PLTF_EUCLIDEAN && std::isfinite(value)
-                                      ? " (use --divergence euclidean, or mask it out)"
-                                      : " (mask it out)"));
+                                      ? "; use --divergence euclidean, or mask it out (--mask)"
+                                      : "; fix it, or mask it out (--mask)"));
     }
     if (!observed)
-        throw std::runtime_error(a.mask + ": no voxel is observed (the mask is zero everywhere)");
+        throw std::runtime_error(a.mask + ": no voxel is observed (the mask is zero everywhere); mark the observed voxels "
+                                          "with 1");
     return observed;
 }
 
@@ -233,7 +235,7 @@ typename TImage::Pointer complete(const CompleteArgs &a, const Fit &fit, tk_pltf
         std::snprintf(text, sizeof text, "about %.1f GiB of memory, %.1f GiB available", need / (1 << 30),
                       have / (1 << 30));
         throw std::runtime_error(a.input + ": model " + fit.model + " (" + fit.latent + ") needs " + text +
-                                 " (lower --rank or --dims)");
+                                 "; lower --rank or --dims");
     }
     using Filter = itk::NonnegativeTensorFactorizationImageFilter<TImage>;
     auto filter = Filter::New();
@@ -365,12 +367,12 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
         tk_cli_error(prog, "%s: %s", a.input.c_str(), itk_message(e).c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::bad_alloc &) {
-        tk_cli_error(prog, "%s: out of memory for the image and the model's factors (try a smaller --rank)",
+        tk_cli_error(prog, "%s: out of memory for the image and the model's factors; try a smaller --rank",
                      a.input.c_str());
         return TK_EXIT_FAILURE;
     } catch (const std::length_error &e) {  // e.g. "basic_string::_M_create": a size no string or buffer can hold
         tk_cli_error(prog, "%s: a size in the file is too large to hold (%s): the file is damaged or not the format its "
-                           "name says", a.input.c_str(), e.what());
+                           "name says; check the file", a.input.c_str(), e.what());
         return TK_EXIT_FAILURE;
     } catch (const std::exception &e) {
         tk_cli_error(prog, "%s", e.what());

@@ -59,6 +59,24 @@ IS_DIR = r"is a directory|not a regular file"
 EMPTY = r"empty|no entries|too short|truncated|not a|header"
 TRUNCATED = r"truncated|too short|short|expected|end of|missing|bytes"
 NOT_FINITE = r"nan|inf|not finite|non-finite"
+# "One message style everywhere: the program, the file or flag, what was wrong, what to do."
+# The rule for the rows of the command-line layer and the writers (every exit-2 row, and the
+# rows of .npy inputs, output paths and writes; marked ‡ in the document): the message's last
+# clause -- the text after its last "; ", or after its last ": " where it has no "; " -- starts
+# with one of these verbs (after "or " or "then " at most): what the user can do.
+WHAT_TO_DO = ("add", "build", "change", "check", "choose", "close", "convert", "copy", "create", "drop", "fix", "free",
+              "give", "install", "lower", "make", "mark", "mask", "move", "pass", "remove", "rename", "report",
+              "reshape", "resample", "run", "save", "see", "split", "train", "try", "use", "wait", "write")
+
+
+def says_what_to_do(message):
+    body = message.split(": error: ", 1)[-1]
+    clause = body.rsplit("; ", 1)[1] if "; " in body else body.rsplit(": ", 1)[-1]
+    return re.match(r"(?:or |then )?(?:%s)\b" % "|".join(WHAT_TO_DO), clause) is not None
+
+
+# A commit failing in the middle (a rename fails): every output of the call as it was.
+UNDONE = r"(cannot move the new (file|folder) into place|cannot swap in the new folder).*no output of this call was changed"
 TOO_LARGE = r"too large|exceeds|overflow|out of memory|bytes|beyond|above|not fit"
 
 rng = np.random.default_rng(7)
@@ -66,7 +84,8 @@ rng = np.random.default_rng(7)
 
 class Case:
     def __init__(self, name, args, setup=None, code=1, names=None, says=None, allow_new=(), check=None,
-                 may_change=(), varies=False, file_limit=None, removes=(), signal=None, needs_memory_limit=False):
+                 may_change=(), varies=False, file_limit=None, removes=(), signal=None, needs_memory_limit=False,
+                 fault=None):
         self.name = name          # the table's first column
         self.args = args          # argv after the program, relative to the case folder
         self.setup = setup        # callable(folder) making the inputs
@@ -81,6 +100,13 @@ class Case:
         self.removes = removes    # given files the run must remove (stale temporaries of killed runs)
         self.signal = signal      # sent once the run's first temporary exists; the run must die by it
         self.needs_memory_limit = needs_memory_limit  # skipped (passes) without the address-space limit
+        self.fault = fault        # TK_FAULT_RENAME for the run, with tk_fault_rename preloaded (--fault-lib):
+                                  # a rename of the commit fails, as on a disk error in the middle
+        self.layer = None         # "npy", "output" or "write": rows whose message must say what to do
+
+    def needs_advice(self):
+        """A refusal of the command-line layer or the writers (see WHAT_TO_DO)."""
+        return self.code != 0 and not self.signal and (self.code == 2 or self.layer is not None)
 
 
 # ---- files ---------------------------------------------------------------------------
@@ -205,6 +231,10 @@ def both(*setups):
 
 def npy_input_cases(prefix, make_args, good_name, good, bad_dtype, bad_shape, absurd, descr):
     """The rows every .npy input gets; make_args(name) is the command line reading it."""
+    return layer("npy", npy_input_rows(prefix, make_args, good_name, good, bad_dtype, bad_shape, absurd, descr))
+
+
+def npy_input_rows(prefix, make_args, good_name, good, bad_dtype, bad_shape, absurd, descr):
     def nonfinite(value):
         a = good.copy()
         a.flat[a.size // 2] = value
@@ -234,8 +264,18 @@ def npy_input_cases(prefix, make_args, good_name, good, bad_dtype, bad_shape, ab
     ]
 
 
+def layer(name, rows):
+    for r in rows:
+        r.layer = name
+    return rows
+
+
 def output_cases(make_args, setup, flag, name="out", is_dir=False, input_name=None, input_code=2):
     """The rows of an output path: a missing folder, a read-only one, a directory, the input."""
+    return layer("output", output_rows(make_args, setup, flag, name, is_dir, input_name, input_code))
+
+
+def output_rows(make_args, setup, flag, name, is_dir, input_name, input_code):
     rows = [
         Case("%s in a missing folder" % flag, make_args("nodir/" + name), setup, names="nodir/" + name,
              says=r"does not exist|no such file"),
@@ -917,6 +957,14 @@ def fibers_write_cases():
                                                                             "m.nrrd", "--amplitudes", "amp.mha",
                                                                             "--quiet"], gb,
              names="amp.mha", says=FULL, file_limit=4096),
+        Case("write: --amplitudes failing to go in place after OUTPUT_PEAKS did puts the earlier OUTPUT_PEAKS back",
+             ["big.nrrd", "peaks.nii.gz", "--mask", "m.nrrd", "--amplitudes", "amp.mha", "--quiet"], gb,
+             names="amp.mha", says=UNDONE, fault="amp.mha"),
+        Case("write: the header peaks.mhd failing to go in place after its data file puts the earlier peaks.raw back",
+             ["sh.nrrd", "peaks.mhd", "--quiet"],
+             both(g, files(("peaks.mhd", lambda p: write(p, b"ElementDataFile = peaks.raw\n")),
+                           ("peaks.raw", lambda p: write(p, b"the data of an earlier run")))),
+             names="peaks.mhd", says=UNDONE, fault="peaks.mhd"),
     ]
 
 
@@ -981,6 +1029,11 @@ def tucker_synth_write_cases(exe):
         Case("write: a full disk at OUT.tns keeps the earlier --truth model", base + ["--seed", "5", "--truth", "model",
                                                                                      "s.tns"],
              model(), names="s.tns", says=FULL, file_limit=1500),
+        Case("write: the --truth model failing to swap in after OUT.tns went in place puts the earlier OUT.tns back",
+             base + ["--seed", "5", "--truth", "model", "s.tns"],
+             model(lambda f: (write(os.path.join(f, "model", "notes.txt"), b"my notes\n"),
+                              write(os.path.join(f, "s.tns"), b"1 1 1 1.0\n"))),
+             names="model", says=UNDONE, fault="model"),
     ]
 
 
@@ -996,6 +1049,11 @@ def pltf_write_cases():
     def with_stale(folder):
         g(folder)
         stale_temporary(folder)
+
+    def earlier_fit(folder):
+        os.mkdir(os.path.join(folder, "fit"))
+        for name in ("ia", "ja", "ka", "xhat"):
+            write(os.path.join(folder, "fit", name + ".npy"), b"an earlier " + name.encode())
     stale = ".tk-tmp-%d-Ab12Cd" % dead_pid()
     long_run = ["--model", "parafac", "--input", "x.npy", "--dims", "a=2", "--out", "fit", "--iters", "100000000",
                 "--print-every", "100000000", "--quiet"]
@@ -1008,6 +1066,10 @@ def pltf_write_cases():
               "--quiet"], g, code=2, names="--model", says=r"repeats"),
         Case("write: a full disk at xhat.npy leaves no factor in --out", base, g, names="xhat.npy", says=FULL,
              file_limit=700),
+        Case("write: xhat.npy failing to go in place after the factors did puts the earlier fit back", base,
+             both(g, earlier_fit), names="xhat.npy", says=UNDONE, fault="xhat.npy"),
+        Case("write: xhat.npy failing to go in place after the factors did leaves no --out folder", base, g,
+             names="xhat.npy", says=UNDONE, fault="xhat.npy"),
         Case("write: a temporary left by a run killed with kill -9 is removed (exit 0)", base, with_stale, code=0,
              allow_new=("fit",), removes=(stale,)),
         Case("write: SIGTERM during the run leaves no temporary", long_run, g, signal=signal.SIGTERM),
@@ -1031,10 +1093,15 @@ def eig_write_cases():
         save(os.path.join(folder, "m.npy"), good)
         write(os.path.join(folder, "vals.npy"), b"an earlier result")
         os.link(os.path.join(folder, "vals.npy"), os.path.join(folder, "v.npy"))
+    def earlier(folder):
+        save(os.path.join(folder, "m.npy"), good)
+        write(os.path.join(folder, "vals.npy"), b"an earlier result")
     return [
         Case("write: --vectors a hard link to OUTPUT (one file, two outputs)", ["m.npy", "vals.npy", "--vectors",
                                                                                 "v.npy"], linked, code=2,
              names="v.npy", says=r"same file"),
+        Case("write: --vectors failing to go in place after OUTPUT did puts the earlier OUTPUT back",
+             ["m.npy", "vals.npy", "--vectors", "v.npy"], earlier, names="v.npy", says=UNDONE, fault="v.npy"),
     ]
 
 
@@ -1137,6 +1204,9 @@ def first_message(stderr, code):
     return warnings[0] if warnings else ""
 
 
+fault_lib = None  # --fault-lib: Testing/fault/fault_rename.c built as a library
+
+
 def run_case(tool, exe, case, folder, memory_limit):
     os.makedirs(folder)
     if case.setup:
@@ -1144,9 +1214,15 @@ def run_case(tool, exe, case, folder, memory_limit):
     before = snapshot(folder)
     env = dict(os.environ, LC_ALL="C")
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1"
+    if case.fault:
+        env["LD_PRELOAD"] = fault_lib
+        env["TK_FAULT_RENAME"] = case.fault
+        env["ASAN_OPTIONS"] += ":verify_asan_link_order=0"  # the preloaded library comes before ASan's
     problems = []
     if case.needs_memory_limit and not memory_limit:
         return Result(case.code, "", ""), "", []  # the case needs the 8 GiB limit (not under the sanitizers)
+    if case.fault and not fault_lib:
+        return Result(case.code, "", ""), "", []  # the case needs --fault-lib
     preexec = limits(memory_limit, case.file_limit)
     try:
         if case.signal:
@@ -1177,6 +1253,8 @@ def run_case(tool, exe, case, folder, memory_limit):
                 problems.append("the message does not name %r" % case.names)
             if case.says and not re.search(case.says, msg, re.I):
                 problems.append("the message does not say what is wrong (/%s/)" % case.says)
+            if case.needs_advice() and not says_what_to_do(msg):
+                problems.append("the message does not end with what to do (WHAT_TO_DO)")
     after = snapshot(folder)
     for path, digest in before.items():
         if path in case.may_change and path in after:
@@ -1214,7 +1292,7 @@ def tool_section(tool, outcomes):
     for case, r, msg in outcomes:
         exit_text = "signal" if r.code is not None and r.code < 0 else str(r.code)
         command = " ".join([EXE[tool]] + [a if a and " " not in a else "'%s'" % a for a in case.args])
-        name = case.name.replace("|", "\\|") + (" †" if case.varies else "")
+        name = case.name.replace("|", "\\|") + (" ‡" if case.needs_advice() else "") + (" †" if case.varies else "")
         lines.append("| %s | %s | %s | %s |" % (name, md_cell(command), exit_text, md_cell(msg)))
     lines.append("<!-- end %s -->" % tool)
     return "\n".join(lines) + "\n"
@@ -1244,14 +1322,26 @@ shown here, and other users); the check compares everything else in them. Runs h
 header would fail to allocate rather than wake the OOM killer; every absurd-size row below
 is refused from the header or the flags, before any large allocation.
 
+Rows marked ‡ come from the command-line layer or the writers (every exit-2 row, and the
+rows of `.npy` inputs, output paths and writes); their messages end with what to do. The rule
+the tests apply (`WHAT_TO_DO` in the script; the CTest `tk_bad_input_advice` checks this
+document by it): the message's last clause -- the text after its last "; ", or after its last
+": " where it has none -- starts with one of the verbs add, build, change, check, choose, close,
+convert, copy, create, drop, fix, free, give, install, lower, make, mark, mask, move, pass,
+remove, rename, report, reshape, resample, run, save, see, split, train, try, use, wait, write
+(after "or " or "then " at most).
+
 The rows named "write: ..." check the outputs themselves: a full disk (a file-size limit,
 `RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so that writes fail as on a full disk) must be an
 error naming the file, with no output left and earlier files as they were; an output may not
 be an input, a file inside an input model folder or another output of the same call; a model
 folder reached through a link, or holding a file of the user's, is replaced with the link and
 that file kept; a temporary folder left by a run killed with `kill -9` is removed by the next
-run; and a run sent SIGTERM or SIGINT (once its outputs' temporaries exist) ends by that
-signal ("signal" in the exit column) and leaves nothing behind.
+run; a run sent SIGTERM or SIGINT (once its outputs' temporaries exist) ends by that
+signal ("signal" in the exit column) and leaves nothing behind; and a run in which one output
+fails to go in place after others of the same call did ("failing to go in place": that rename
+made to fail with EIO by the test library `Testing/fault/fault_rename.c`, preloaded) puts every
+earlier output back, so that each holds exactly its old content or is absent.
 """
 
 
@@ -1269,7 +1359,27 @@ def extra_readonly_cases(tool, rows):
             os.mkdir(os.path.join(folder, "ro"), 0o555)
         out.append(Case(c.name.replace(RO_DIR, "mode 0555"), args, setup, code=c.code,
                         names=c.names.replace(RO_DIR + "/", "ro/"), says=r"permission|not writable|cannot"))
+        out[-1].layer = c.layer
     return out
+
+
+def check_advice(doc):
+    """The rows of doc marked ‡ whose message does not end with what to do."""
+    bad, rows = [], 0
+    for line in open(doc, encoding="utf-8"):
+        if not line.startswith("| "):
+            continue
+        cells = re.split(r"(?<!\\) \| ", line.rstrip("\n").strip("|").strip())
+        if len(cells) != 4 or "‡" not in cells[0]:
+            continue
+        rows += 1
+        message = cells[3].strip().strip("`").replace("\\|", "|")
+        if not says_what_to_do(message):
+            bad.append("%s: %s" % (cells[0], message))
+    for b in bad:
+        print("no what-to-do: " + b)
+    print("%d rows marked \u2021, %d without what to do" % (rows, len(bad)))
+    return 1 if bad or rows == 0 else 0
 
 
 def main():
@@ -1280,12 +1390,19 @@ def main():
     ap.add_argument("--doc", help="Documentation/bad-input.md: checked against (or, with --write-doc, rewritten)")
     ap.add_argument("--write-doc", action="store_true")
     ap.add_argument("--no-memory-limit", action="store_true", help="for sanitizer builds (ASan reserves terabytes)")
+    ap.add_argument("--fault-lib", help="libtk_fault_rename.so, for the rows that make a commit fail in the middle")
+    ap.add_argument("--check-advice", action="store_true",
+                    help="only check --doc: every row marked ‡ ends with what to do (WHAT_TO_DO); runs no tool")
     ap.add_argument("--scratch", help="keep the case folders here")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
+    if a.check_advice:
+        return check_advice(a.doc)
     tools = TOOLS if a.all else a.tool
     if not tools:
         ap.error("give --tool or --all")
+    global fault_lib
+    fault_lib = os.path.abspath(a.fault_lib) if a.fault_lib else None
     scratch = a.scratch or tempfile.mkdtemp(prefix="tk_bad_input_")
     makers = {"teig": teig_cases, "eig": eig_cases, "tucker-train": tucker_train_cases,
               "tucker-predict": lambda: tucker_predict_cases(os.path.abspath(os.path.join(a.bin, "tk-tucker"))),
@@ -1302,7 +1419,7 @@ def main():
             continue
         global rng
         rng = np.random.default_rng(7)  # each tool's files the same whichever tools run
-        rows = makers[tool]() + write_cases(tool, exe)
+        rows = makers[tool]() + layer("write", write_cases(tool, exe))
         if os.geteuid() != 0:
             rows += extra_readonly_cases(tool, rows)
         outcomes = []
@@ -1310,7 +1427,7 @@ def main():
             folder = os.path.join(scratch, tool, "%02d" % n)
             r, msg, problems = run_case(tool, exe, case, folder, not a.no_memory_limit)
             total += 1
-            if case.needs_memory_limit and a.no_memory_limit:
+            if (case.needs_memory_limit and a.no_memory_limit) or (case.fault and not fault_lib):
                 skipped.add(case.name)  # not run here: its documented row is not compared
             elif "mode 0555" not in case.name:
                 outcomes.append((case, r, msg))
@@ -1329,6 +1446,9 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
     doc_ok = True
     if a.doc and a.write_doc:
+        if not fault_lib:
+            print("--write-doc needs --fault-lib (the rows that make a commit fail in the middle)")
+            return 1
         if set(tools) != set(TOOLS):
             print("--write-doc needs every tool (--all)")
             return 1
@@ -1343,7 +1463,8 @@ def main():
             committed_rows = m.group(0) if m else ""
             if skipped:  # rows of cases this run could not make (the sanitizer build has no memory limit)
                 committed_rows = "".join(line for line in committed_rows.splitlines(True)
-                                         if not any(line.startswith("| %s |" % name) for name in skipped))
+                                         if not any(re.match(r"\| %s( ‡)?( †)? \| " % re.escape(name), line)
+                                                    for name in skipped))
             if not m or comparable(committed_rows) != comparable(sections[tool]):
                 doc_ok = False
                 print("%s: the table in %s is out of date (regenerate: cmake --build BUILD --target bad_input_doc):"

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "concurrency_test_util.h"
+#include "tk_cuda_memory.h"
 #include "tk_device.h"
 #include "tk_eig.h"
 
@@ -79,4 +81,35 @@ TEST(CudaDevice, SaysWhenThereIsNoNvidiaDriver)
     }
     EXPECT_EQ(usable, 0);
     EXPECT_EQ(std::string(reason).rfind("no NVIDIA driver (libcuda.so.1", 0), 0u) << reason;
+}
+
+// Each CUDA core checks the device itself before its work (tk_cuda_require_device) and gives
+// the query's reason: called through the C API on the CUDA backend, on a machine without an
+// NVIDIA driver, every one says "no NVIDIA driver (...)" -- before, they passed on the CUDA
+// runtime's "CUDA driver version is insufficient for CUDA runtime version".
+TEST(CudaDevice, EveryCoreSaysWhenThereIsNoNvidiaDriver)
+{
+    if (!tk_eig_has_cuda()) GTEST_SKIP() << "SKIPPED: this build has no CUDA backend";
+    if (void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+        dlclose(driver);
+        GTEST_SKIP() << "SKIPPED: an NVIDIA driver is installed here";
+    }
+    using namespace tk_test;
+    size_t free_bytes = 0, total_bytes = 0;
+    const Result info = failed(tk_cuda_memory_info(0, &free_bytes, &total_bytes)); // its message, now
+    const std::vector<std::pair<std::string, Result>> runs = {
+        {"tk_eig_solve", eig_run(eig_input(TK_BACKEND_CUDA, 3, false, false, 4, 1))},
+        {"tk_sshopm_solve", sshopm_run(sshopm_input(TK_BACKEND_CUDA, TK_IMPL_GENERAL, false, 2, 1))},
+        {"tk_fibers_find", fibers_run(fibers_input(TK_FIBERS_CUDA, 4, 8, 1, false))},
+        {"tk_tucker_solver_create", tucker_run(tucker_input(TK_TUCKER_CUDA, 1, 2000))},
+        {"tk_pltf_factorize", pltf_run(pltf_input(TK_PLTF_CUDA, "ijk=ia,ja,ka", "i=4,j=3,k=2,a=2", TK_PLTF_KL, 1, false))},
+        {"tk_cuda_memory_info", info},
+    };
+    for (const auto &run : runs) {
+        EXPECT_EQ(run.second.status, TK_ERR_CUDA) << run.first << ": " << run.second.error;
+        EXPECT_NE(run.second.error.find("no usable CUDA GPU (no NVIDIA driver (libcuda.so.1"), std::string::npos)
+            << run.first << ": " << run.second.error;
+        EXPECT_EQ(run.second.error.find("insufficient"), std::string::npos) << run.first << ": " << run.second.error;
+        EXPECT_NE(run.second.error.find("; use the cpu or omp backend"), std::string::npos) << run.first;
+    }
 }

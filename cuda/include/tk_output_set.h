@@ -4,18 +4,34 @@
  *   - Every output is checked before any work against every input and every other output
  *     of the call, by path (folders resolved, so "./x", "x" and a symlinked folder agree)
  *     and by device and inode (so hard links and symlinks to an input are caught).
- *   - Each output is written into a private temporary folder beside its destination,
- *     under its final name (so a detached header such as .nhdr or .mhd names its data
- *     file by the final name), together with its companion files.
- *   - Nothing is in place until tk_outset_commit: every file is checked (present, at least
- *     its expected size, fsync succeeds) and only then are all renamed into place; a
- *     failure before the renames leaves none of the call's outputs (and the old files
- *     as they were).
+ *   - Each output is written into a private temporary folder beside its destination
+ *     (".tk-tmp-PID-XXXXXX/new/"), under its final name (so a detached header such as .nhdr
+ *     or .mhd names its data file by the final name), together with its companion files.
+ *   - Nothing is in place until tk_outset_commit, and the commit is all or nothing: every
+ *     file is checked (present, at least its expected size, fsync succeeds); then each
+ *     temporary gets a journal (what goes where, and the new files' inodes), and the files
+ *     are put in place one by one, each exchanged with its previous file (renameat2
+ *     RENAME_EXCHANGE; where the file system has none, the previous file is moved aside
+ *     first), so that the previous file stays in the temporary.  If any step fails, every
+ *     output already in place is put back (its previous file returned, a new one removed, a
+ *     replaced folder swapped back) and the message names the file and what to do; only
+ *     when all are in place are the journals and the previous files removed.  A folder in
+ *     the way of a file is never swapped out; links are replaced, never followed.
  *   - SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE and SIGXFSZ remove the temporaries (async-signal-safe
- *     unlink/rmdir of paths fixed in advance) and then end the process by the signal.
- *   - A temporary folder is named ".tk-tmp-PID-XXXXXX"; one whose PID no longer runs was
- *     left by a killed run (kill -9, a crash, power loss) and is removed by the next run
- *     that writes to the same folder.
+ *     unlink/rmdir of paths fixed in advance) and then end the process by the signal; during
+ *     the commit they wait until it is done or undone.  A process-directed signal may be
+ *     handled on any thread that does not block it (a BLAS or OpenMP thread): a temporary
+ *     folder is named to the handler before it is made, and a handler that finds a commit in
+ *     progress on another thread defers the signal to that commit's end.  (Not covered: a set
+ *     freed on one thread while a handler runs on another.)
+ *   - A temporary folder whose PID no longer runs was left by a killed run (kill -9, a crash,
+ *     power loss) and is removed by the next run that writes to the same folder; one that
+ *     holds a journal was killed in the middle of its commit, and its outputs are put back
+ *     first from the journal.  An output that changed since (it holds neither the killed
+ *     run's new file nor its previous one) is left alone, and so is the temporary with the
+ *     previous file in it, with a warning saying where it is.  A kill -9 in the instant
+ *     between the removal of one output's journal and the next one's (every output already in
+ *     place) can leave those outputs new and the others put back.
  * The handlers are installed with the first set, only for signals whose disposition is
  * still the default (an ignored SIGHUP under nohup, or a host program's own handler, is left
  * alone); a forked child never removes its parent's temporaries.  Sets may be made on
@@ -59,7 +75,8 @@ int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, 
  * most 20) are written into a temporary folder beside it and, on commit, that folder is
  * swapped in by one atomic exchange, so that a reader or a killed run sees the old folder
  * or the new one, never a mix.  Files in the old folder that are neither in names nor
- * ours(name) (a user's notes) are kept: hard-linked into the new folder before the swap.
+ * ours(name) (a user's notes) are kept: hard-linked into the new folder before the swap (the
+ * old folder waits in the temporary until every output of the call is in place).
  * A symbolic link to a folder stays, and the folder it names is replaced.  tk_outset_temp
  * (idx, k) is where names[k] goes. */
 int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, const char *const *names,
@@ -85,12 +102,17 @@ int tk_outset_open(tk_outset *s, int idx, int companion);
  * close checked.  0 on success, else the errno of the failure (EIO where none was set). */
 int tk_write_all(int fd, const void *data, size_t bytes);
 int tk_fsync_close(int fd);
+/* What to do after a failed write with errno err, for the end of a message: "free disk space,
+ * or write elsewhere, and run again" for a full disk (ENOSPC, EFBIG, EDQUOT), else "check the
+ * disk, or write elsewhere, and run again". */
+const char *tk_write_advice(int err);
 
 /* The commit: every file of every output present, as large as expected and synced; then
- * all renamed into place (folders created, outputs in the order added), the removals done
- * and the folders synced.  Returns 0, or the exit code 1 after a message naming the file
- * (then nothing new is in place unless the renames themselves failed part-way, which the
- * message says). */
+ * all put in place (folders created, outputs in the order added, a header's data file
+ * before the header), the removals done and the folders synced.  Returns 0, or the exit code
+ * 1 after a message naming the file and what to do; then every output is as it was before
+ * the call (or, where putting one back failed too, the message says where its previous
+ * version is kept, and the next run that writes there puts it back). */
 int tk_outset_commit(tk_outset *s);
 /* Remove every temporary (an error path); the set stays usable only for free. */
 void tk_outset_abort(tk_outset *s);
@@ -104,7 +126,8 @@ int tk_outset_fail(const tk_outset *s, int code, const char *fmt, ...)
     ;
 
 /* Remove the temporaries of runs that no longer run from folder (".tk-tmp-PID-*" folders
- * whose PID is gone; their files, not following links).  Returns how many were removed. */
+ * whose PID is gone; their files, not following links), first putting back the outputs of a
+ * commit one of them was killed in the middle of.  Returns how many were removed. */
 int tk_outset_remove_stale(const char *folder);
 
 #ifdef __cplusplus

@@ -149,13 +149,9 @@ extern "C" tk_status tk_cuda_memory_get(size_t *free_bytes, size_t *total_bytes)
 
 extern "C" tk_status tk_cuda_memory_info(int device, size_t *free_bytes, size_t *total_bytes)
 {
-    int count = 0, current = 0;
-    cudaError_t probe = cudaGetDeviceCount(&count);
-    if (probe != cudaSuccess || count == 0)
-        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
-                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
-    if (device < 0 || device >= count)
-        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", device, count);
+    int current = 0;
+    const tk_status usable = tk_cuda_require_device(device);
+    if (usable != TK_OK) return usable;
     cudaError_t err = cudaGetDevice(&current);
     if (err == cudaSuccess) err = cudaSetDevice(device);
     if (err != cudaSuccess) return tk_set_error(TK_ERR_CUDA, "CUDA: cannot use device %d: %s", device, cudaGetErrorString(err));

@@ -1,6 +1,7 @@
 /* Internal: the device allocator every CUDA core goes through (cuda_memory.cu).  It
  * counts what the cores hold, applies TK_CUDA_MEMORY_LIMIT_MB (tk_cuda_memory.h) and
- * words out-of-memory errors alike for all cores. */
+ * words out-of-memory errors alike for all cores; and the device check they all make first
+ * (device_cuda.cu). */
 #ifndef TK_CUDA_MEMORY_INTERNAL_H
 #define TK_CUDA_MEMORY_INTERNAL_H
 
@@ -12,6 +13,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Before a core's work: TK_OK where CUDA device `device` exists; else TK_ERR_ARGUMENT for a
+ * device number beyond those found, or TK_ERR_CUDA with tk_cuda_device_usable's reason
+ * ("no usable CUDA GPU (no NVIDIA driver (libcuda.so.1: ...)); use the cpu or omp backend"). */
+tk_status tk_cuda_require_device(int device);
 
 /* cudaMalloc under the limit.  A refusal (real or from the limit) returns
  * cudaErrorMemoryAllocation with the runtime's last error cleared, so that a later

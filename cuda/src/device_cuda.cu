@@ -1,9 +1,12 @@
-/* tk_cuda_device_usable: is there a GPU that runs this build's kernels? */
+/* tk_cuda_device_usable: is there a GPU that runs this build's kernels?  And the check every
+ * CUDA core makes before its work (tk_cuda_require_device, cuda_memory.h), with its reasons. */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <stdio.h>
 
+#include "cuda_memory.h"
 #include "tk_device.h"
+#include "tk_status.h"
 
 /* Does nothing: launching it proves the device takes a context and has machine code (or
  * PTX it can compile) for this build's architectures. */
@@ -77,4 +80,23 @@ extern "C" int tk_cuda_device_usable(int device, char *reason, size_t size)
         return say(reason, size, "", e);
     }
     return 1;
+}
+
+/* The cores' check before their work: cudaGetDeviceCount alone where it succeeds (no kernel
+ * launch, no device-wide synchronisation: other threads may be running kernels), and
+ * tk_cuda_device_usable's reason where it does not, so that a C API call and --backend auto
+ * say the same ("no NVIDIA driver (...)" on a machine without one, not the runtime's "CUDA
+ * driver version is insufficient"). */
+extern "C" tk_status tk_cuda_require_device(int device)
+{
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaSuccess && count > 0 && device >= 0 && device < count) return TK_OK;
+    cudaGetLastError(); /* not sticky: leave no error for the caller's next CUDA call */
+    if (e == cudaSuccess && count > 0)
+        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found); use a device from 0 to %d",
+                            device, count, count - 1);
+    char reason[512] = "";
+    tk_cuda_device_usable(device, reason, sizeof reason);
+    return tk_set_error(TK_ERR_CUDA, "no usable CUDA GPU (%s); use the cpu or omp backend", reason);
 }

@@ -461,13 +461,8 @@ __global__ void eig_kernel(plan p, int n, size_t count, const R *__restrict__ a,
 
 static tk_status open_device(const tk_eig_options *o)
 {
-    int device_count = 0;
-    cudaError_t probe = cudaGetDeviceCount(&device_count);
-    if (probe != cudaSuccess || device_count == 0)
-        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
-                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
-    if (o->cuda_device < 0 || o->cuda_device >= device_count)
-        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", o->cuda_device, device_count);
+    const tk_status usable = tk_cuda_require_device(o->cuda_device);
+    if (usable != TK_OK) return usable;
     cudaError_t err = cudaSetDevice(o->cuda_device);
     if (err != cudaSuccess) return tk_set_error(TK_ERR_CUDA, "CUDA: cannot use device %d: %s", o->cuda_device, cudaGetErrorString(err));
     return TK_OK;

@@ -580,7 +580,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     float *d_fit_w = NULL;
     const size_t fit_entries = (size_t)TK_FIBERS_FIT_WIDTH * plan->grid_padded;
     float *h_grid = NULL, *d_grid = NULL, *d_sh[2] = {NULL, NULL}, *d_dirs[2] = {NULL, NULL}, *d_amps[2] = {NULL, NULL};
-    int *d_nbr_start = NULL, *d_nbr = NULL, *d_nbr_near = NULL, *d_fit_nbr = NULL, device_count = 0, sm_count = 0, blocks_per_sm = 0;
+    int *d_nbr_start = NULL, *d_nbr = NULL, *d_nbr_near = NULL, *d_fit_nbr = NULL, sm_count = 0, blocks_per_sm = 0;
     uint8_t *d_mask[2] = {NULL, NULL};
     double *d_coef[2] = {NULL, NULL}, *d_res[2] = {NULL, NULL};
     int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL}, *d_axial_state[2] = {NULL, NULL};
@@ -600,12 +600,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     memset(&a, 0, sizeof a);
 
     if (!kernels.grid) return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend has no kernel for lmax %d", plan->lmax);
-    cudaError_t probe = cudaGetDeviceCount(&device_count);
-    if (probe != cudaSuccess || device_count == 0)
-        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
-                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
-    if (o->cuda_device < 0 || o->cuda_device >= device_count)
-        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", o->cuda_device, device_count);
+    if ((status = tk_cuda_require_device(o->cuda_device)) != TK_OK) return status; /* the reason --backend auto gives */
     if (bad_voxels) *bad_voxels = 0;
 
     CUDA_TRY(cudaSetDevice(o->cuda_device));

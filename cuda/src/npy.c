@@ -90,7 +90,8 @@ static int parse_string(cursor *c, char *buf, size_t cap)
 
 static tk_status header_error(const cursor *c, const char *what)
 {
-    return tk_set_error(TK_ERR_FORMAT, "%s: malformed .npy header: %s", c->name, what);
+    return tk_set_error(TK_ERR_FORMAT, "%s: malformed .npy header: %s; save the array again with numpy.save", c->name,
+                        what);
 }
 
 static tk_status parse_header(cursor *c, tk_npy_array *out, int *big_endian)
@@ -107,13 +108,14 @@ static tk_status parse_header(cursor *c, tk_npy_array *out, int *big_endian)
                 return header_error(c, "'descr' must be a simple dtype string (structured dtypes are not supported)");
             char order = value[0];
             if (order != '<' && order != '>' && order != '|' && order != '=')
-                return tk_set_error(TK_ERR_FORMAT, "%s: unsupported dtype '%s'", c->name, value);
+                return tk_set_error(TK_ERR_FORMAT, "%s: unsupported dtype '%s'; save the array again with numpy.save", c->name, value);
             size_t i = 0;
             while (i < NUM_DTYPES && strcmp(dtypes[i].code, value + 1)) ++i;
             if (i == NUM_DTYPES)
                 return tk_set_error(TK_ERR_FORMAT,
                                     "%s: unsupported dtype '%s' (expected float32, float64, complex64, complex128, "
-                                    "int8, uint8, int32 or int64)",
+                                    "int8, uint8, int32 or int64); convert the array (numpy's astype) and save it "
+                                    "again",
                                     c->name, value);
             out->dtype = dtypes[i].dtype;
             *big_endian = order == '>';
@@ -123,7 +125,8 @@ static tk_status parse_header(cursor *c, tk_npy_array *out, int *big_endian)
             if (c->end - c->p >= 5 && !strncmp(c->p, "False", 5)) {
                 c->p += 5;
             } else if (c->end - c->p >= 4 && !strncmp(c->p, "True", 4)) {
-                return tk_set_error(TK_ERR_FORMAT, "%s: Fortran-order arrays are not supported; save with C order",
+                return tk_set_error(TK_ERR_FORMAT, "%s: Fortran-order arrays are not supported; save it in C order "
+                                    "(numpy.ascontiguousarray)",
                                     c->name);
             } else {
                 return header_error(c, "'fortran_order' must be True or False");
@@ -147,7 +150,8 @@ static tk_status parse_header(cursor *c, tk_npy_array *out, int *big_endian)
                 if (out->ndim == TK_NPY_MAX_DIMS) return header_error(c, "too many dimensions");
                 out->shape[out->ndim++] = v;
                 if (v && out->count > SIZE_MAX / v)
-                    return tk_set_error(TK_ERR_FORMAT, "%s: shape's element count overflows", c->name);
+                    return tk_set_error(TK_ERR_FORMAT, "%s: shape's element count overflows (a damaged header); save the array again "
+                                           "with numpy.save", c->name);
                 out->count *= v;
                 if (!accept(c, ',')) {
                     if (!accept(c, ')')) return header_error(c, "expected ',' or ')' in shape");
@@ -187,25 +191,27 @@ static tk_status parse_preamble(const unsigned char *bytes, size_t size, const c
                                 int *big_endian, size_t *header_end)
 {
     if (size < 10 || memcmp(bytes, "\x93NUMPY", 6))
-        return tk_set_error(TK_ERR_FORMAT, "%s: not a .npy file (missing the \\x93NUMPY magic)", name);
+        return tk_set_error(TK_ERR_FORMAT, "%s: not a .npy file (missing the \\x93NUMPY magic); give an array saved with numpy.save", name);
     unsigned major = bytes[6];
     size_t len, start;
     if (major == 1) {
         len = (size_t)bytes[8] | (size_t)bytes[9] << 8;
         start = 10;
     } else if (major == 2 || major == 3) {
-        if (size < 12) return tk_set_error(TK_ERR_FORMAT, "%s: truncated .npy header", name);
+        if (size < 12) return tk_set_error(TK_ERR_FORMAT, "%s: truncated .npy header; copy or save the file again", name);
         len = (size_t)bytes[8] | (size_t)bytes[9] << 8 | (size_t)bytes[10] << 16 | (size_t)bytes[11] << 24;
         start = 12;
     } else {
-        return tk_set_error(TK_ERR_FORMAT, "%s: unsupported .npy format version %u.%u", name, major, bytes[7]);
+        return tk_set_error(TK_ERR_FORMAT, "%s: unsupported .npy format version %u.%u; save it with numpy.save (versions 1 to 3)", name,
+                            major, bytes[7]);
     }
     /* numpy's own loader stops at 10 KB (max_header_size); 64 KiB is what tk_npy_read
      * reads ahead, so both entry points accept the same files. */
     if (len > TK_NPY_MAX_HEADER)
         return tk_set_error(TK_ERR_FORMAT, "%s: .npy header of %zu bytes, longer than the %d supported", name, len,
                             TK_NPY_MAX_HEADER);
-    if (len > size - start) return tk_set_error(TK_ERR_FORMAT, "%s: truncated .npy header", name);
+    if (len > size - start)
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated .npy header; copy or save the file again", name);
     cursor c = {(const char *)bytes + start, (const char *)bytes + start + len, name};
     memset(out, 0, sizeof *out);
     tk_status s = parse_header(&c, out, big_endian);
@@ -223,16 +229,19 @@ static tk_status check_data_size(const tk_npy_array *a, size_t available, const 
     size_t span = item;
     for (int d = 0; d < a->ndim; ++d)
         if (a->shape[d] && span > SIZE_MAX / a->shape[d])
-            return tk_set_error(TK_ERR_FORMAT, "%s: shape's axes multiply to more than %zu bytes, too many to address",
+            return tk_set_error(TK_ERR_FORMAT, "%s: shape's axes multiply to more than %zu bytes, too many to address (a damaged "
+                                "header); save the array again with numpy.save",
                                 name, (size_t)SIZE_MAX);
         else if (a->shape[d])
             span *= a->shape[d];
     size_t need = a->count * item;
     if (need > available)
-        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %zu bytes of data but the file holds %zu",
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %zu bytes of data but the file holds %zu; copy or save the "
+                            "file again",
                             name, need, available);
     if (need < available)
-        return tk_set_error(TK_ERR_FORMAT, "%s: %zu unexpected bytes after the data", name, available - need);
+        return tk_set_error(TK_ERR_FORMAT, "%s: %zu unexpected bytes after the data (a damaged or concatenated file); save the "
+                            "array again with numpy.save", name, available - need);
     return TK_OK;
 }
 
@@ -249,30 +258,39 @@ tk_status tk_npy_parse(const void *bytes_in, size_t size, const char *name, tk_n
     }
     size_t need = out->count * tk_npy_dtype_size(out->dtype);
     out->data = malloc(need ? need : 1);
-    if (!out->data) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu bytes", name, need);
+    if (!out->data) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu bytes; free memory, or split the array", name, need);
     memcpy(out->data, bytes + start, need);
     if (big) swap_bytes(out->data, out->count, tk_npy_dtype_size(out->dtype), out->dtype);
     return TK_OK;
+}
+
+/* "PATH: cannot open: REASON; what to do". */
+static tk_status open_error(const char *path, int err)
+{
+    return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; %s", path, strerror(err),
+                        err == ENOENT || err == ENOTDIR ? "check the name and the folder"
+                        : err == EACCES || err == EPERM ? "check the file's permissions"
+                                                        : "check the file");
 }
 
 tk_status tk_npy_read(const char *path, tk_npy_array *out)
 {
     memset(out, 0, sizeof *out);
     struct stat st;
-    if (stat(path, &st) != 0) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) return tk_set_error(TK_ERR_IO, "%s: is a directory, not a .npy file", path);
+    if (stat(path, &st) != 0) return open_error(path, errno);
+    if (S_ISDIR(st.st_mode)) return tk_set_error(TK_ERR_IO, "%s: is a directory, not a .npy file; give a .npy file", path);
     FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return open_error(path, errno);
     /* Read the preamble alone first, so that an absurd shape fails before any allocation. */
     unsigned char head[TK_NPY_MAX_HEADER + 12];
     size_t got = fread(head, 1, sizeof head, f);
     if (ferror(f)) {
         fclose(f);
-        return tk_set_error(TK_ERR_IO, "%s: read error", path);
+        return tk_set_error(TK_ERR_IO, "%s: read error; check the disk, or copy the file again", path);
     }
     if (got == 0) {
         fclose(f);
-        return tk_set_error(TK_ERR_FORMAT, "%s: empty file", path);
+        return tk_set_error(TK_ERR_FORMAT, "%s: empty file; give an array saved with numpy.save", path);
     }
     int big = 0;
     size_t start = 0;
@@ -288,7 +306,7 @@ tk_status tk_npy_read(const char *path, tk_npy_array *out)
     if (!out->data) {
         fclose(f);
         memset(out, 0, sizeof *out);
-        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu bytes of data", path, need);
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu bytes of data; free memory, or split the array", path, need);
     }
     size_t from_head = got - start < need ? got - start : need;
     memcpy(out->data, head + start, from_head);
@@ -297,7 +315,8 @@ tk_status tk_npy_read(const char *path, tk_npy_array *out)
     fclose(f);
     if (from_head + rest != need || extra || got - start > need) {
         tk_npy_free(out);
-        return tk_set_error(TK_ERR_FORMAT, "%s: the file changed size while being read", path);
+        return tk_set_error(TK_ERR_FORMAT, "%s: the file changed size while being read; wait until it is written, and run again",
+                            path);
     }
     if (big) swap_bytes(out->data, out->count, tk_npy_dtype_size(out->dtype), out->dtype);
     return TK_OK;
@@ -315,7 +334,8 @@ tk_status tk_npy_write_fd(int fd, const char *name, tk_npy_dtype dtype, int ndim
 {
     const char *code = dtype_code(dtype);
     if (!code || ndim < 0 || ndim > TK_NPY_MAX_DIMS)
-        return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write dtype %d with %d dimensions", name, (int)dtype, ndim);
+        return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write dtype %d with %d dimensions; report this as a bug", name,
+                            (int)dtype, ndim);
     char head[1024 + 64];
     const size_t preamble = 10;
     char *dict = head + preamble;
@@ -339,8 +359,7 @@ tk_status tk_npy_write_fd(int fd, const char *name, tk_npy_dtype dtype, int ndim
     const size_t bytes = count * tk_npy_dtype_size(dtype);
     if (!err && bytes) err = tk_write_all(fd, data, bytes);
     if (err)
-        return tk_set_error(TK_ERR_IO, "%s: cannot write: %s%s", name, strerror(err),
-                            err == ENOSPC || err == EFBIG || err == EDQUOT ? " (out of space: free some, or write elsewhere)" : "");
+        return tk_set_error(TK_ERR_IO, "%s: cannot write: %s; %s", name, strerror(err), tk_write_advice(err));
     return TK_OK;
 }
 
@@ -348,7 +367,7 @@ tk_status tk_npy_write(const char *path, tk_npy_dtype dtype, int ndim, const siz
 {
     /* One output through the output set: a private temporary, checked writes, fsync, rename. */
     tk_outset *set = tk_outset_new(NULL);
-    if (!set) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", path);
+    if (!set) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory; free memory and run again", path);
     tk_status s = TK_OK;
     int idx = tk_outset_add(set, NULL, path, NULL);
     int fd = idx >= 0 ? tk_outset_open(set, idx, 0) : -1;
@@ -356,7 +375,8 @@ tk_status tk_npy_write(const char *path, tk_npy_dtype dtype, int ndim, const siz
     if (s == TK_OK) {
         s = tk_npy_write_fd(fd, path, dtype, ndim, shape, data);
         int err = tk_fsync_close(fd);
-        if (s == TK_OK && err) s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(err));
+        if (s == TK_OK && err)
+            s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s; %s", path, strerror(err), tk_write_advice(err));
     }
     if (s == TK_OK && tk_outset_commit(set) != 0) s = TK_ERR_IO;
     tk_outset_free(set);

@@ -14,17 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tk_status.h"
 
 #define TMP_PREFIX ".tk-tmp-"
 #define TK_OUTSET_MAX_FILES 20
+#define TK_OUTSET_MAX_ENTRIES 40 /* outputs of one call: tk-pltf's 12 factors and xhat.npy fit */
 
 typedef struct {
     char *final;      /* the path as the user gave it (or folder/name) */
     char *resolved;   /* folder resolved by realpath, then the name: for comparisons */
-    char *temp;       /* tmpdir/name; NULL for a removal */
+    char *temp;       /* tmpdir/new/name; NULL for a removal */
     unsigned long long min_size;
     int have_stat; /* the final path exists now: its identity, for outputs that are one file */
     dev_t dev;
@@ -34,9 +36,11 @@ typedef struct {
 typedef struct {
     char *flag;
     char *tmpdir;        /* NULL for a removal */
+    char *newdir;        /* tmpdir/new: the new files (a folder output replaced whole: the new folder) */
     char *create_folder; /* a folder output that does not exist yet: made on commit */
     int removal;
     char *swap_folder;              /* a folder output replaced whole: its real path */
+    char *shown_folder;             /* and as the user gave it, for messages */
     int (*ours)(const char *name);  /* names an old version of that folder may hold that are ours */
     int nfiles;
     file_t files[TK_OUTSET_MAX_FILES];
@@ -52,8 +56,13 @@ typedef struct {
 struct tk_outset {
     pid_t owner; /* a forked child's copy is not its to clean up */
     char *prog;
-    entry_t *entries;
-    int nentries, cap;
+    /* A fixed array, so that a signal handler on another thread never reads one being moved
+     * by realloc; nentries grows (atomically) once an entry is whole. */
+    entry_t entries[TK_OUTSET_MAX_ENTRIES];
+    int nentries;
+    /* A temporary folder being made, named before it exists (for a handler on another thread:
+     * see make_tmpdir); NULL once its entry is published. */
+    char *pending_tmpdir, *pending_newdir;
     input_t *inputs;
     int ninputs, icap;
     int committed;
@@ -63,35 +72,87 @@ struct tk_outset {
 
 #define MAX_SETS 32
 static tk_outset *volatile active[MAX_SETS];
-static volatile sig_atomic_t handling;
+/* A process-directed signal may run the handler on any thread that does not block it (a
+ * BLAS or OpenMP thread), beside the thread making a set or committing one.  Three flags,
+ * read and written with sequentially consistent atomics, keep them apart:
+ *   handling    1 while a handler removes the temporaries and ends the process;
+ *   committing  how many commits are between their first journal and their last rename or
+ *               undo: a handler that finds one defers the signal (deferred_sig), and that
+ *               commit raises it again when it is done or undone (its own thread blocks the
+ *               signals meanwhile), so that no commit is cut in the middle by a clean-up;
+ *   the set's pending_tmpdir / pending_newdir: a temporary folder named before it is made. */
+static int handling, committing;
+static volatile sig_atomic_t deferred_sig;
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER; /* sets made on several threads at once */
 /* Those that end a program by default and come from outside (or, SIGPIPE and SIGXFSZ, from a
  * closed pipe or a file-size limit): each removes the temporaries first. */
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
 
-/* The handler only reads entries fully built under blocked signals (see block()), and only
- * calls unlink, rmdir, signal and raise, which are async-signal-safe. */
+/* The handler only reads entries fully built (published by nentries), and only calls unlink,
+ * rmdir, signal and raise, which are async-signal-safe. */
 static void remove_temporaries_unsafe(tk_outset *s)
 {
-    for (int i = 0; i < s->nentries; ++i) {
+    const int n = __atomic_load_n(&s->nentries, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; ++i) {
         entry_t *e = &s->entries[i];
         if (!e->tmpdir) continue;
         for (int f = 0; f < e->nfiles; ++f)
             if (e->files[f].temp) unlink(e->files[f].temp);
+        if (e->newdir) rmdir(e->newdir);
         rmdir(e->tmpdir);
     }
+    const char *pn = LOAD(s->pending_newdir), *pt = LOAD(s->pending_tmpdir);
+    if (pn) rmdir(pn);
+    if (pt) rmdir(pt);
 }
 
 static void on_signal(int sig)
 {
-    if (!handling) {
-        handling = 1;
-        const pid_t me = getpid();
-        for (int k = 0; k < MAX_SETS; ++k)
-            if (active[k] && !active[k]->committed && active[k]->owner == me) remove_temporaries_unsafe(active[k]);
+    if (LOAD(committing) == 0) {
+        STORE(handling, 1);
+        if (LOAD(committing) == 0) {
+            const pid_t me = getpid();
+            for (int k = 0; k < MAX_SETS; ++k)
+                if (active[k] && !active[k]->committed && active[k]->owner == me) remove_temporaries_unsafe(active[k]);
+            signal(sig, SIG_DFL);
+            raise(sig); /* delivered when the handler returns: the process ends by the signal, as before */
+            return;     /* handling stays 1: the process is ending */
+        }
+        STORE(handling, 0);
     }
-    signal(sig, SIG_DFL);
-    raise(sig); /* delivered when the handler returns: the process ends by the signal, as before */
+    deferred_sig = sig; /* a commit runs on another thread: it raises sig again when it is done or undone */
+}
+
+/* Until a handler on another thread has ended the process (or, finding a commit, given up). */
+static void wait_for_handler(void)
+{
+    while (LOAD(handling)) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
+/* The commit's side of the flags above. */
+static void begin_commit(void)
+{
+    for (;;) {
+        __atomic_add_fetch(&committing, 1, __ATOMIC_SEQ_CST);
+        if (!LOAD(handling)) return;
+        __atomic_sub_fetch(&committing, 1, __ATOMIC_SEQ_CST);
+        wait_for_handler();
+    }
+}
+
+static void end_commit(void)
+{
+    __atomic_sub_fetch(&committing, 1, __ATOMIC_SEQ_CST);
+    const int sig = deferred_sig;
+    if (sig) {
+        deferred_sig = 0;
+        raise(sig); /* delivered when this thread unblocks the signals: the handler removes the rest */
+    }
 }
 
 static void at_exit(void)
@@ -169,11 +230,6 @@ static const char *label(const char *flag, const char *path, char *buf, size_t s
 {
     snprintf(buf, size, "%s%s%s", flag ? flag : "", flag ? " " : "", path);
     return buf;
-}
-
-static const char *space_hint(int err)
-{
-    return err == ENOSPC || err == EFBIG || err == EDQUOT ? " (free space, or write elsewhere, and run again)" : "";
 }
 
 /* ---- paths ----------------------------------------------------------------------------- */
@@ -277,8 +333,10 @@ static void drop_entry(entry_t *e)
     }
     free(e->flag);
     free(e->tmpdir);
+    free(e->newdir);
     free(e->create_folder);
     free(e->swap_folder);
+    free(e->shown_folder);
     memset(e, 0, sizeof *e);
 }
 
@@ -293,7 +351,6 @@ void tk_outset_free(tk_outset *s)
         free(s->inputs[i].path);
         free(s->inputs[i].resolved);
     }
-    free(s->entries);
     free(s->inputs);
     free(s->prog);
     free(s);
@@ -305,7 +362,7 @@ static int add_input(tk_outset *s, const char *flag, const char *path, int is_di
     if (s->ninputs == s->icap) {
         int cap = s->icap ? 2 * s->icap : 8;
         input_t *grown = realloc(s->inputs, (size_t)cap * sizeof *grown);
-        if (!grown) return fail(s, 1, "out of memory");
+        if (!grown) return fail(s, 1, "out of memory; free memory and run again");
         s->inputs = grown;
         s->icap = cap;
     }
@@ -316,7 +373,7 @@ static int add_input(tk_outset *s, const char *flag, const char *path, int is_di
     in->resolved = resolve(path);
     if (!in->path || !in->resolved || (flag && !in->flag)) {
         free(in->flag), free(in->path), free(in->resolved);
-        return fail(s, 1, "out of memory");
+        return fail(s, 1, "out of memory; free memory and run again");
     }
     in->is_dir = is_dir;
     struct stat st;
@@ -330,7 +387,7 @@ static int add_input(tk_outset *s, const char *flag, const char *path, int is_di
         if (realpath(path, buf)) {
             free(in->resolved);
             in->resolved = strdup(buf);
-            if (!in->resolved) return fail(s, 1, "out of memory");
+            if (!in->resolved) return fail(s, 1, "out of memory; free memory and run again");
         }
     }
     ++s->ninputs;
@@ -381,48 +438,85 @@ static int check_alias(const tk_outset *s, const char *flag, const file_t *f)
 
 static entry_t *new_entry(tk_outset *s)
 {
-    if (s->nentries == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 8;
-        sigset_t old;
-        block(&old);
-        entry_t *grown = realloc(s->entries, (size_t)cap * sizeof *grown);
-        if (grown) {
-            s->entries = grown;
-            s->cap = cap;
-        }
-        unblock(&old);
-        if (!grown) return NULL;
-    }
+    if (s->nentries == TK_OUTSET_MAX_ENTRIES) return NULL;
     entry_t *e = &s->entries[s->nentries];
     memset(e, 0, sizeof *e);
     return e;
 }
 
 
+static int remove_stale(const tk_outset *s, const char *folder);
+
 /* The folder a file goes to must exist (or, for a new folder output, its parent) and take
  * a new folder now: the temporary folder is made there at once (so /proc, a read-only
  * mount or a full inode table is reported before any work). */
-static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const char *where, char **tmpdir)
+static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const char *where, char **tmpdir,
+                       char **newdir)
 {
     char a[1024];
     struct stat st;
-    if (stat(where, &st) != 0)
-        return fail(s, 1, "%s: cannot write: the folder %s %s; create it first", label(flag, path, a, sizeof a),
-                    where, errno == ENOENT ? "does not exist" : strerror(errno));
+    if (stat(where, &st) != 0) {
+        const int err = errno;
+        return fail(s, 1, "%s: cannot write: the folder %s %s; %s", label(flag, path, a, sizeof a), where,
+                    err == ENOENT ? "does not exist" : strerror(err),
+                    err == ENOENT ? "create it first, or choose another folder" : "choose another folder");
+    }
     if (!S_ISDIR(st.st_mode))
-        return fail(s, 1, "%s: cannot write: %s is not a directory", label(flag, path, a, sizeof a), where);
-    tk_outset_remove_stale(where);
+        return fail(s, 1, "%s: cannot write: %s is not a folder; choose an output inside a folder",
+                    label(flag, path, a, sizeof a), where);
+    remove_stale(s, where);
     char pid[32];
     snprintf(pid, sizeof pid, "%s%ld-XXXXXX", TMP_PREFIX, (long)getpid());
     char *t = cat3(where, strcmp(where, "/") ? "/" : "", pid);
-    if (!t) return fail(s, 1, "out of memory");
-    if (!mkdtemp(t)) {
-        int err = errno;
+    char *n = t ? cat3(t, "/", "new") : NULL;
+    if (!n) {
         free(t);
-        return fail(s, 1, "%s: cannot create a file in the folder %s: %s%s", label(flag, path, a, sizeof a), where,
-                    strerror(err), err == EACCES || err == EROFS || err == EPERM ? " (choose a writable folder)" : "");
+        return fail(s, 1, "out of memory; free memory and run again");
+    }
+    /* mkdtemp's job, with the name published first (pending_*): a handler on another thread
+     * then removes the folder even when it comes before the entry does; and one that began
+     * too early to see the name is seen here (handling), so the folder is taken back. */
+    static unsigned counter;
+    const size_t x = strlen(t) - 6;
+    int err = 0;
+    for (int tries = 0;; ++tries) {
+        err = 0;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        unsigned long long r = (unsigned long long)now.tv_nsec * 6364136223846793005ull ^
+                               ((unsigned long long)getpid() << 32) ^ __atomic_add_fetch(&counter, 7919, __ATOMIC_RELAXED);
+        static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        for (int k = 0; k < 6; ++k, r /= 62) t[x + k] = n[x + k] = letters[r % 62];
+        STORE(s->pending_newdir, n);
+        STORE(s->pending_tmpdir, t);
+        if (mkdir(t, 0700) != 0) {
+            err = errno;
+            if (err == EEXIST && tries < 100) continue;
+            break;
+        }
+        if (mkdir(n, 0700) != 0) {
+            err = errno;
+            rmdir(t);
+            break;
+        }
+        if (!LOAD(handling)) break;
+        rmdir(n); /* a handler is ending the process, and may have looked before the name was there */
+        rmdir(t);
+        wait_for_handler(); /* it ends the process, or gave up (a commit on another thread): try again */
+    }
+    if (err) {
+        STORE(s->pending_tmpdir, NULL);
+        STORE(s->pending_newdir, NULL);
+        free(t);
+        free(n);
+        return fail(s, 1, "%s: cannot create a file in the folder %s: %s; %s", label(flag, path, a, sizeof a), where,
+                    strerror(err), err == EACCES || err == EROFS || err == EPERM || err == ENOENT
+                                       ? "choose a folder you can write to"
+                                       : err == ENOSPC || err == EDQUOT ? "free disk space, or write elsewhere"
+                                                                        : "check the folder, or write elsewhere");
     }
     *tmpdir = t;
+    *newdir = n;
     return 0;
 }
 
@@ -443,7 +537,7 @@ static int set_file(tk_outset *s, entry_t *e, const char *final, const char *tmp
     free(name);
     if (!f->final || !f->resolved || (tmpdir && !f->temp)) {
         free(f->final), free(f->resolved), free(f->temp);
-        return fail(s, 1, "out of memory");
+        return fail(s, 1, "out of memory; free memory and run again");
     }
     ++e->nfiles;
     return 0;
@@ -455,44 +549,58 @@ static int add_entry(tk_outset *s, const char *flag, const char *const *finals, 
 {
     char a[1024];
     for (int k = 0; k < nfinals; ++k) {
-        if (!finals[k] || !*finals[k]) return -fail(s, 2, "%s: an output path is empty", flag ? flag : "output");
+        if (!finals[k] || !*finals[k]) return -fail(s, 2, "%s: an output path is empty; give a file name", flag ? flag : "output");
         struct stat st;
         if (stat(finals[k], &st) == 0 && S_ISDIR(st.st_mode))
             return -fail(s, 1, "%s: cannot write: it is a directory; give a file name",
                          label(flag, finals[k], a, sizeof a));
     }
     entry_t *e = new_entry(s);
-    if (!e) return -fail(s, 1, "out of memory");
+    if (!e) return -fail(s, 1, "more than %d outputs in one call; report this as a bug", TK_OUTSET_MAX_ENTRIES);
     e->removal = removal;
     e->flag = flag ? strdup(flag) : NULL;
-    if (flag && !e->flag) return -fail(s, 1, "out of memory");
+    if (flag && !e->flag) return -fail(s, 1, "out of memory; free memory and run again");
     int code = 0;
     for (int k = 0; k < nfinals && !code; ++k) code = set_file(s, e, finals[k], NULL);
     for (int k = 0; k < e->nfiles && !code; ++k) code = check_alias(s, flag, &e->files[k]);
-    char *tmpdir = NULL;
+    for (int k = 1; k < e->nfiles && !code; ++k) { /* a companion is beside its output: one temporary, one journal */
+        const char *r0 = strrchr(e->files[0].resolved, '/'), *rk = strrchr(e->files[k].resolved, '/');
+        if (r0 - e->files[0].resolved != rk - e->files[k].resolved ||
+            strncmp(e->files[0].resolved, e->files[k].resolved, (size_t)(r0 - e->files[0].resolved)))
+            code = fail(s, 1, "%s: the companion file %s is not in the same folder; write both into one folder",
+                        label(flag, e->files[0].final, a, sizeof a), e->files[k].final);
+    }
+    char *tmpdir = NULL, *newdir = NULL;
     /* From the folder's making to the entry's publishing the cleanup signals wait: one that
      * came between would end the process with a folder the handler cannot see yet (the
      * matrix's SIGTERM row caught it, sent the moment the folder appeared). */
     sigset_t old;
     block(&old);
-    if (!code && !removal) code = make_tmpdir(s, flag, shown ? shown : finals[0], tmp_where, &tmpdir);
+    if (!code && !removal) code = make_tmpdir(s, flag, shown ? shown : finals[0], tmp_where, &tmpdir, &newdir);
     if (!code && tmpdir)
         for (int k = 0; k < e->nfiles && !code; ++k) {
             char *name = last_name(e->files[k].final);
-            e->files[k].temp = name ? cat3(tmpdir, "/", name) : NULL;
+            e->files[k].temp = name ? cat3(newdir, "/", name) : NULL;
             free(name);
-            if (!e->files[k].temp) code = fail(s, 1, "out of memory");
+            if (!e->files[k].temp) code = fail(s, 1, "out of memory; free memory and run again");
         }
-    if (!code && create_folder && !(e->create_folder = strdup(create_folder))) code = fail(s, 1, "out of memory");
+    if (!code && create_folder && !(e->create_folder = strdup(create_folder))) code = fail(s, 1, "out of memory; free memory and run again");
     if (code) {
+        if (newdir) rmdir(newdir);
         if (tmpdir) rmdir(tmpdir);
+        STORE(s->pending_tmpdir, NULL);
+        STORE(s->pending_newdir, NULL);
         unblock(&old);
         free(tmpdir);
+        free(newdir);
         drop_entry(e);
         return -code;
     }
     e->tmpdir = tmpdir;
-    ++s->nentries; /* now the handler sees it, whole */
+    e->newdir = newdir;
+    __atomic_store_n(&s->nentries, s->nentries + 1, __ATOMIC_RELEASE); /* now the handler sees it, whole */
+    STORE(s->pending_tmpdir, NULL);
+    STORE(s->pending_newdir, NULL);
     unblock(&old);
     return s->nentries - 1;
 }
@@ -502,12 +610,12 @@ int tk_outset_add(tk_outset *s, const char *flag, const char *path, const char *
     const char *finals[TK_OUTSET_MAX_FILES] = {path};
     int n = 1;
     for (const char *const *c = companions; c && *c; ++c) {
-        if (n == TK_OUTSET_MAX_FILES) return -fail(s, 1, "%s: too many companion files", path);
+        if (n == TK_OUTSET_MAX_FILES) return -fail(s, 1, "%s: too many companion files; report this as a bug", path);
         finals[n++] = *c;
     }
-    if (!path || !*path) return -fail(s, 2, "%s: an output path is empty", flag ? flag : "output");
+    if (!path || !*path) return -fail(s, 2, "%s: an output path is empty; give a file name", flag ? flag : "output");
     char *folder = folder_of(path, NULL);
-    if (!folder) return -fail(s, 1, "out of memory");
+    if (!folder) return -fail(s, 1, "out of memory; free memory and run again");
     int r = add_entry(s, flag, finals, n, folder, NULL, 0, NULL);
     free(folder);
     return r;
@@ -516,10 +624,10 @@ int tk_outset_add(tk_outset *s, const char *flag, const char *path, const char *
 int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, const char *name)
 {
     char a[1024];
-    if (!folder || !*folder) return -fail(s, 2, "%s: an output folder is empty", flag ? flag : "output");
+    if (!folder || !*folder) return -fail(s, 2, "%s: an output folder is empty; give a folder name", flag ? flag : "output");
     struct stat st;
     char *final = cat3(folder, "/", name);
-    if (!final) return -fail(s, 1, "out of memory");
+    if (!final) return -fail(s, 1, "out of memory; free memory and run again");
     int r;
     if (stat(folder, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
@@ -529,10 +637,10 @@ int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, 
     } else if (errno == ENOENT) {
         char *parent = folder_of(folder, NULL);
         r = parent ? add_entry(s, flag, (const char *const *)&final, 1, parent, folder, 0, folder)
-                   : -fail(s, 1, "out of memory");
+                   : -fail(s, 1, "out of memory; free memory and run again");
         free(parent);
     } else {
-        r = -fail(s, 1, "%s: cannot write: %s", label(flag, folder, a, sizeof a), strerror(errno));
+        r = -fail(s, 1, "%s: cannot write: %s; check the path", label(flag, folder, a, sizeof a), strerror(errno));
     }
     free(final);
     return r;
@@ -542,17 +650,17 @@ int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, con
                          int (*ours)(const char *name))
 {
     char a[1024];
-    if (!folder || !*folder) return -fail(s, 2, "%s: an output folder is empty", flag ? flag : "output");
+    if (!folder || !*folder) return -fail(s, 2, "%s: an output folder is empty; give a folder name", flag ? flag : "output");
     char *finals[TK_OUTSET_MAX_FILES];
     int n = 0, r;
     for (const char *const *c = names; c && *c; ++c) {
         if (n == TK_OUTSET_MAX_FILES) {
             for (int k = 0; k < n; ++k) free(finals[k]);
-            return -fail(s, 1, "%s: too many files", folder);
+            return -fail(s, 1, "%s: too many files; report this as a bug", folder);
         }
         if (!(finals[n++] = cat3(folder, "/", *c))) {
             for (int k = 0; k < n - 1; ++k) free(finals[k]);
-            return -fail(s, 1, "out of memory");
+            return -fail(s, 1, "out of memory; free memory and run again");
         }
     }
     /* A link to a folder: the folder it names is replaced, and the link kept. */
@@ -563,23 +671,24 @@ int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, con
         if (!S_ISDIR(st.st_mode) || !realpath(folder, real))
             r = -fail(s, 1, "%s: exists and is not a directory; give a directory name", label(flag, folder, a, sizeof a));
         else if (!(parent = folder_of(real, NULL)))
-            r = -fail(s, 1, "out of memory");
+            r = -fail(s, 1, "out of memory; free memory and run again");
         else
             r = add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0, folder);
     } else if (errno == ENOENT) {
         snprintf(real, sizeof real, "%s", folder);
         parent = folder_of(folder, NULL);
         r = parent ? add_entry(s, flag, (const char *const *)finals, n, parent, NULL, 0, folder)
-                   : -fail(s, 1, "out of memory");
+                   : -fail(s, 1, "out of memory; free memory and run again");
     } else {
-        r = -fail(s, 1, "%s: cannot write: %s", label(flag, folder, a, sizeof a), strerror(errno));
+        r = -fail(s, 1, "%s: cannot write: %s; check the path", label(flag, folder, a, sizeof a), strerror(errno));
     }
     free(parent);
     for (int k = 0; k < n; ++k) free(finals[k]);
     if (r >= 0) {
         entry_t *e = &s->entries[r];
         e->ours = ours;
-        if (!(e->swap_folder = strdup(real))) return -fail(s, 1, "out of memory");
+        if (!(e->swap_folder = strdup(real)) || !(e->shown_folder = strdup(folder)))
+            return -fail(s, 1, "out of memory; free memory and run again");
     }
     return r;
 }
@@ -610,11 +719,11 @@ int tk_outset_open(tk_outset *s, int idx, int companion)
 {
     const char *t = tk_outset_temp(s, idx, companion);
     char a[1024];
-    if (!t) return fail(s, 1, "output %d: no such output", idx), -1;
+    if (!t) return fail(s, 1, "output %d: no such output; report this as a bug", idx), -1;
     int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
-        fail(s, 1, "%s: cannot create: %s", label(s->entries[idx].flag, s->entries[idx].files[companion].final, a,
-                                                 sizeof a), strerror(errno));
+        fail(s, 1, "%s: cannot create: %s; check the folder, or write elsewhere",
+             label(s->entries[idx].flag, s->entries[idx].files[companion].final, a, sizeof a), strerror(errno));
     return fd;
 }
 
@@ -637,6 +746,12 @@ int tk_write_all(int fd, const void *data, size_t bytes)
     return 0;
 }
 
+const char *tk_write_advice(int err)
+{
+    return err == ENOSPC || err == EFBIG || err == EDQUOT ? "free disk space, or write elsewhere, and run again"
+                                                          : "check the disk, or write elsewhere, and run again";
+}
+
 int tk_fsync_close(int fd)
 {
     int err = 0;
@@ -645,8 +760,34 @@ int tk_fsync_close(int fd)
     return err;
 }
 
-/* Every file in a temporary folder of ours (a writer may add files we did not name), not
- * following links, then the folder. */
+/* ---- temporary folders ----------------------------------------------------------------- */
+
+/* The files in folder name (of parent_fd), not following links; its subfolders are removed
+ * only where empty. */
+static void empty_folder(int parent_fd, const char *name)
+{
+    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+            fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+    }
+    closedir(d);
+}
+
+/* A temporary folder of ours: its files (a writer may add files we did not name), those of
+ * its subfolders (new/, keep/: the new files, or the previous ones after a commit), then the
+ * folders.  Nothing is followed through a link, and a folder that is not empty then (not ours
+ * to empty) stays, and the temporary with it. */
 static void remove_tmpdir(int parent_fd, const char *name)
 {
     int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -657,30 +798,420 @@ static void remove_tmpdir(int parent_fd, const char *name)
         return;
     }
     struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) unlinkat(fd, de->d_name, 0);
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+            fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) empty_folder(fd, de->d_name);
+        unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+    }
     closedir(d);
     unlinkat(parent_fd, name, AT_REMOVEDIR);
 }
 
-/* ---- commit and abort ----------------------------------------------------------------- */
+/* ---- the commit's journal -------------------------------------------------------------- */
+
+/* Before its first rename, each temporary folder gets a journal: what its output is about to
+ * put in place, by name relative to the folder the temporary is in, and by the identity
+ * (device, inode) of each new file or folder.  From the journal and what the names hold now,
+ * the step each output reached can be read back, so that a commit is undone the same way by
+ * the process (a failure in the middle) and by the next run (a kill -9 in the middle, found by
+ * tk_outset_remove_stale): a name holding the new file gets its previous file back (kept in
+ * the temporary meanwhile: new/NAME after an exchange, keep/NAME where the file system has no
+ * exchange), or is removed where it had none; a replaced folder is swapped back.  A name that
+ * holds something the commit did not put there (changed since) is left alone, and so is the
+ * temporary with the previous file.  Once every output of the call is in place the journals
+ * are removed: the previous files are then garbage, as before. */
+
+#define JOURNAL "journal"
+#define JOURNAL_HEAD "tk-outset-journal 1\n"
+#define JOURNAL_MAX (1u << 20)
+
+typedef struct {
+    char kind; /* 'f' a file put in place, 'd' a folder replaced whole, 'n' a name written into
+                  that folder, 'm' a folder the commit makes */
+    unsigned long long dev, ino;
+    char *rel; /* relative to the temporary's folder; "sub/name" in a folder the commit makes */
+} jitem;
+
+typedef struct {
+    jitem *items;
+    int n, cap;
+} journal_t;
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} text_t;
+
+static void text_add(text_t *t, const char *data, size_t len)
+{
+    if (t->oom) return;
+    if (t->n + len + 1 > t->cap) {
+        size_t cap = (t->n + len + 1) * 2;
+        char *grown = realloc(t->p, cap);
+        if (!grown) {
+            t->oom = 1;
+            return;
+        }
+        t->p = grown;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->n, data, len);
+    t->n += len;
+    t->p[t->n] = '\0';
+}
+
+/* "KIND DEV INO LEN:REL\n": the length lets a name hold any byte, a newline included. */
+static void journal_line(text_t *t, char kind, unsigned long long dev, unsigned long long ino, const char *rel)
+{
+    char head[96];
+    int n = snprintf(head, sizeof head, "%c %llu %llu %zu:", kind, dev, ino, strlen(rel));
+    text_add(t, head, (size_t)n);
+    text_add(t, rel, strlen(rel));
+    text_add(t, "\n", 1);
+}
+
+static void journal_free(journal_t *j)
+{
+    for (int i = 0; i < j->n; ++i) free(j->items[i].rel);
+    free(j->items);
+    memset(j, 0, sizeof *j);
+}
+
+/* 0 for a whole journal (its head, its lines, "end"), -1 otherwise. */
+static int journal_parse(const char *p, size_t len, journal_t *j)
+{
+    memset(j, 0, sizeof *j);
+    const char *end = p + len;
+    const size_t hl = strlen(JOURNAL_HEAD);
+    if (len < hl || memcmp(p, JOURNAL_HEAD, hl)) return -1;
+    p += hl;
+    while (p < end) {
+        if (end - p == 4 && !memcmp(p, "end\n", 4)) return 0;
+        jitem it;
+        memset(&it, 0, sizeof it);
+        char num[3][32];
+        it.kind = *p++;
+        if (!strchr("fdnm", it.kind) || it.kind == '\0') break;
+        for (int f = 0; f < 3; ++f) { /* " DEV", " INO", " LEN:" */
+            if (p >= end || *p++ != ' ') goto bad;
+            size_t k = 0;
+            while (p < end && *p >= '0' && *p <= '9' && k + 1 < sizeof num[f]) num[f][k++] = *p++;
+            num[f][k] = '\0';
+            if (!k) goto bad;
+        }
+        if (p >= end || *p++ != ':') goto bad;
+        it.dev = strtoull(num[0], NULL, 10);
+        it.ino = strtoull(num[1], NULL, 10);
+        unsigned long long rl = strtoull(num[2], NULL, 10);
+        if (rl == 0 || rl > PATH_MAX || (size_t)(end - p) < rl + 1 || p[rl] != '\n' || memchr(p, '\0', rl)) goto bad;
+        if (!(it.rel = strndup(p, rl))) goto bad;
+        p += rl + 1;
+        /* a name relative to the temporary's folder: no "..", no absolute path, at most one folder */
+        const char *slash = strchr(it.rel, '/');
+        if (it.rel[0] == '/' || (slash && strchr(slash + 1, '/')) || !strcmp(it.rel, "..") || !strncmp(it.rel, "../", 3) ||
+            (slash && (!strcmp(slash + 1, "..") || !strcmp(slash + 1, ".") || !slash[1])) || !strcmp(it.rel, ".")) {
+            free(it.rel);
+            goto bad;
+        }
+        if (j->n == j->cap) {
+            int cap = j->cap ? 2 * j->cap : 16;
+            jitem *grown = realloc(j->items, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                free(it.rel);
+                goto bad;
+            }
+            j->items = grown;
+            j->cap = cap;
+        }
+        j->items[j->n++] = it;
+    }
+bad:
+    journal_free(j);
+    return -1;
+}
+
+/* The output's name relative to the temporary's folder. */
+static char *rel_of(const entry_t *e, int k)
+{
+    if (e->swap_folder) return last_name(e->swap_folder);
+    char *name = last_name(e->files[k].final);
+    if (!name || !e->create_folder) return name;
+    char *sub = last_name(e->create_folder);
+    char *rel = sub ? cat3(sub, "/", name) : NULL;
+    free(sub);
+    free(name);
+    return rel;
+}
+
+static const char *base_of(const char *rel)
+{
+    const char *slash = strrchr(rel, '/');
+    return slash ? slash + 1 : rel;
+}
+
+/* The journal of entry e, written whole (to journal.part, synced, renamed) into its temporary.
+ * 0, or an errno. */
+static int journal_write(const entry_t *e)
+{
+    text_t t = {0};
+    text_add(&t, JOURNAL_HEAD, strlen(JOURNAL_HEAD));
+    struct stat st;
+    int err = 0;
+    if (e->create_folder && lstat(e->create_folder, &st) != 0) {
+        char *sub = last_name(e->create_folder);
+        if (sub) journal_line(&t, 'm', 0, 0, sub);
+        else t.oom = 1;
+        free(sub);
+    }
+    if (e->swap_folder) {
+        char *rel = rel_of(e, 0);
+        if (!rel || lstat(e->newdir, &st) != 0) err = rel ? errno : ENOMEM;
+        else journal_line(&t, 'd', (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, rel);
+        free(rel);
+        for (int k = 0; k < e->nfiles && !err; ++k) journal_line(&t, 'n', 0, 0, base_of(e->files[k].temp));
+    } else {
+        for (int j = 1; j <= e->nfiles && !err; ++j) { /* in the order of the renames */
+            const int k = j % e->nfiles;
+            char *rel = rel_of(e, k);
+            if (!rel || lstat(e->files[k].temp, &st) != 0) err = rel ? errno : ENOMEM;
+            else journal_line(&t, 'f', (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, rel);
+            free(rel);
+        }
+    }
+    text_add(&t, "end\n", 4);
+    if (!err && t.oom) err = ENOMEM;
+    char *part = cat3(e->tmpdir, "/", JOURNAL ".part"), *path = cat3(e->tmpdir, "/", JOURNAL);
+    if (!err && (!part || !path)) err = ENOMEM;
+    if (!err) {
+        int fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) err = errno;
+        else if ((err = tk_write_all(fd, t.p, t.n)) != 0) close(fd);
+        else err = tk_fsync_close(fd);
+        if (!err && rename(part, path) != 0) err = errno;
+        if (err) unlink(part);
+    }
+    free(part);
+    free(path);
+    free(t.p);
+    return err;
+}
+
+static int journal_read(int tmp_fd, journal_t *j)
+{
+    int fd = openat(tmp_fd, JOURNAL, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char *buf = malloc(JOURNAL_MAX);
+    size_t len = 0;
+    ssize_t n = 0;
+    while (buf && len < JOURNAL_MAX && (n = read(fd, buf + len, JOURNAL_MAX - len)) > 0) len += (size_t)n;
+    close(fd);
+    int r = buf && n >= 0 && len < JOURNAL_MAX ? journal_parse(buf, len, j) : -1;
+    free(buf);
+    return r;
+}
+
+static int same_node(const struct stat *st, const jitem *it)
+{
+    return (unsigned long long)st->st_dev == it->dev && (unsigned long long)st->st_ino == it->ino;
+}
+
+/* Where an undo cannot go on: its message, naming the output (folder/rel) and where its
+ * previous version is kept. */
+static int undo_failed(char *why, size_t size, const char *folder, const char *tmp, const jitem *it, const char *kept,
+                       const char *what)
+{
+    if (why && size) {
+        const char *f = strcmp(folder, ".") ? folder : "", *sep = *f ? "/" : "";
+        if (kept)
+            snprintf(why, size, "%s%s%s: %s; its previous version is kept as %s%s%s/%s%s%s: move it back by hand", f, sep,
+                     it->rel, what, f, sep, tmp, kept, kept[strlen(kept) - 1] == '/' ? "" : "/",
+                     it->kind == 'd' ? "" : base_of(it->rel));
+        else
+            snprintf(why, size, "%s%s%s: %s; remove it by hand if it is not yours", f, sep, it->rel, what);
+    }
+    return -1;
+}
+
+/* The folder a file item's name is in (opened, not following a link) and its last name. */
+static int open_item_folder(int parent_fd, const char *rel, const char **name)
+{
+    const char *slash = strchr(rel, '/');
+    *name = slash ? slash + 1 : rel;
+    if (!slash) return fcntl(parent_fd, F_DUPFD_CLOEXEC, 0);
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof sub, "%.*s", (int)(slash - rel), rel);
+    return openat(parent_fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int undo_file(int parent_fd, int tmp_fd, const jitem *it, char *why, size_t size, const char *folder,
+                     const char *tmp)
+{
+    const char *base = base_of(it->rel), *name = NULL;
+    struct stat nst, kst, fst;
+    int dir_fd = open_item_folder(parent_fd, it->rel, &name);
+    const int in_place = dir_fd >= 0 && fstatat(dir_fd, name, &fst, AT_SYMLINK_NOFOLLOW) == 0;
+    const int absent = !in_place && errno == ENOENT; /* the name, or the folder it would be in */
+    int new_fd = openat(tmp_fd, "new", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int keep_fd = openat(tmp_fd, "keep", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int held_new = new_fd >= 0 && fstatat(new_fd, base, &nst, AT_SYMLINK_NOFOLLOW) == 0;
+    const int held_keep = keep_fd >= 0 && fstatat(keep_fd, base, &kst, AT_SYMLINK_NOFOLLOW) == 0;
+    const int changed = !absent && !(in_place && same_node(&fst, it)); /* the name holds what the commit did not put */
+    int r = 0;
+    if (held_new && same_node(&nst, it)) { /* never moved in; a previous file moved aside goes back */
+        if (held_keep && (changed || dir_fd < 0))
+            r = undo_failed(why, size, folder, tmp, it, "keep", "it changed since; the previous file was not put back");
+        else if (held_keep && renameat(keep_fd, base, dir_fd, name) != 0)
+            r = undo_failed(why, size, folder, tmp, it, "keep", strerror(errno));
+    } else if (in_place && same_node(&fst, it)) { /* the new file in place: the previous one back, or none */
+        const int from = held_new ? new_fd : held_keep ? keep_fd : -1;
+        if (from >= 0 ? renameat(from, base, dir_fd, name) != 0 : unlinkat(dir_fd, name, 0) != 0)
+            r = undo_failed(why, size, folder, tmp, it, from < 0 ? NULL : from == new_fd ? "new" : "keep",
+                            from < 0 ? "cannot remove the new file" : "cannot put the previous file back");
+    } else if (held_new || held_keep) { /* a previous file kept, and the new one not in place */
+        const int from = held_keep ? keep_fd : new_fd;
+        if (changed || dir_fd < 0)
+            r = undo_failed(why, size, folder, tmp, it, from == new_fd ? "new" : "keep",
+                            "it changed since the run that was replacing it stopped; the previous file was not put "
+                            "back");
+        else if (renameat(from, base, dir_fd, name) != 0)
+            r = undo_failed(why, size, folder, tmp, it, from == new_fd ? "new" : "keep", strerror(errno));
+    }
+    if (new_fd >= 0) close(new_fd);
+    if (keep_fd >= 0) close(keep_fd);
+    if (dir_fd >= 0) close(dir_fd);
+    return r;
+}
+
+static int journal_has_name(const journal_t *j, const char *name)
+{
+    for (int i = 0; i < j->n; ++i)
+        if (j->items[i].kind == 'n' && !strcmp(j->items[i].rel, name)) return 1;
+    return 0;
+}
+
+/* Entries of the folder src_fd that are not the commit's (j's names) and are missing from the
+ * folder dst_fd go (back) there: a user's folders, and files that could not be hard-linked. */
+static int give_back(int src_fd, int dst_fd, const journal_t *j, char *failed, size_t size)
+{
+    DIR *d = fdopendir(fcntl(src_fd, F_DUPFD_CLOEXEC, 0));
+    if (!d) return -1;
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || journal_has_name(j, de->d_name)) continue;
+        if (fstatat(dst_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) continue;
+        if (renameat(src_fd, de->d_name, dst_fd, de->d_name) != 0) {
+            snprintf(failed, size, "%s", de->d_name);
+            r = -1;
+        }
+    }
+    closedir(d);
+    return r;
+}
+
+/* Only the commit's names in folder fd? */
+static int holds_only_ours(int fd, const journal_t *j)
+{
+    DIR *d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!d) return 0;
+    int only = 1;
+    struct dirent *de;
+    while (only && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && !journal_has_name(j, de->d_name)) only = 0;
+    closedir(d);
+    return only;
+}
+
+static int undo_folder(int parent_fd, int tmp_fd, const jitem *it, const journal_t *j, char *why, size_t size,
+                       const char *folder, const char *tmp)
+{
+    struct stat nst, fst;
+    const int has_new = fstatat(tmp_fd, "new", &nst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(nst.st_mode);
+    const int in_place = fstatat(parent_fd, it->rel, &fst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(fst.st_mode);
+    char failed[256] = "files", what[512];
+    int r = 0;
+    if (has_new && same_node(&nst, it)) { /* not swapped: what was moved into the new folder goes back */
+        int src = openat(tmp_fd, "new", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int dst = in_place ? openat(parent_fd, it->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (src >= 0 && dst >= 0 && give_back(src, dst, j, failed, sizeof failed) != 0) {
+            snprintf(what, sizeof what, "cannot move your %s back into it: %s", failed, strerror(errno));
+            r = undo_failed(why, size, folder, tmp, it, "new/", what);
+        }
+        if (src >= 0) close(src);
+        if (dst >= 0) close(dst);
+    } else if (in_place && same_node(&fst, it)) {
+        if (has_new) { /* the previous folder kept in the temporary: swapped back, and the user's entries with it */
+            if (renameat2(parent_fd, it->rel, tmp_fd, "new", RENAME_EXCHANGE) != 0) {
+                snprintf(what, sizeof what, "cannot swap the previous folder back: %s", strerror(errno));
+                return undo_failed(why, size, folder, tmp, it, "new/", what);
+            }
+            int src = openat(tmp_fd, "new", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int dst = openat(parent_fd, it->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (src < 0 || dst < 0 || give_back(src, dst, j, failed, sizeof failed) != 0) {
+                snprintf(what, sizeof what, "cannot move your %s back into it: %s", failed, strerror(errno));
+                r = undo_failed(why, size, folder, tmp, it, "new/", what);
+            }
+            if (src >= 0) close(src);
+            if (dst >= 0) close(dst);
+        } else { /* there was none: the new folder goes, if it holds only what the commit wrote */
+            int fd = openat(parent_fd, it->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            const int only = fd >= 0 && holds_only_ours(fd, j);
+            if (fd >= 0) close(fd);
+            if (!only)
+                r = undo_failed(why, size, folder, tmp, it, NULL, "it holds files the run that made it did not write");
+            else if (renameat(parent_fd, it->rel, tmp_fd, "new") != 0)
+                r = undo_failed(why, size, folder, tmp, it, NULL, strerror(errno));
+        }
+    } else if (has_new) { /* a previous folder kept, and the new one not in place */
+        r = undo_failed(why, size, folder, tmp, it, "new/",
+                        "it changed since the run that was replacing it stopped; it was not put back");
+    }
+    return r;
+}
+
+/* Every step of journal j undone (see above), the last first.  0, or -1 with why[] set. */
+static int journal_undo(int parent_fd, int tmp_fd, const journal_t *j, char *why, size_t size, const char *folder,
+                        const char *tmp)
+{
+    int r = 0;
+    for (int i = j->n - 1; i >= 0; --i) {
+        const jitem *it = &j->items[i];
+        int one = 0;
+        if (it->kind == 'f') one = undo_file(parent_fd, tmp_fd, it, why, size, folder, tmp);
+        else if (it->kind == 'd') one = undo_folder(parent_fd, tmp_fd, it, j, why, size, folder, tmp);
+        else if (it->kind == 'm') unlinkat(parent_fd, it->rel, AT_REMOVEDIR); /* where empty */
+        if (one) {
+            r = -1;
+            why = NULL; /* the first failure is the one reported */
+        }
+    }
+    return r;
+}
+
+/* ---- commit and abort ------------------------------------------------------------------ */
 
 static int check_file(tk_outset *s, const entry_t *e, const file_t *f)
 {
     char a[1024];
     struct stat st;
     if (lstat(f->temp, &st) != 0 || !S_ISREG(st.st_mode))
-        return fail(s, 1, "%s: cannot write: the writer made no such file%s", label(e->flag, f->final, a, sizeof a),
+        return fail(s, 1, "%s: cannot write: the writer made no such file%s; report this as a bug (nothing was "
+                          "changed)", label(e->flag, f->final, a, sizeof a),
                     e->nfiles > 1 ? " (a data file of a two-file format)" : "");
     if ((unsigned long long)st.st_size < f->min_size)
         return fail(s, 1, "%s: cannot write: only %lld of %llu bytes were written (the disk may be full); free "
-                          "space, or write elsewhere, and run again", label(e->flag, f->final, a, sizeof a),
+                          "disk space, or write elsewhere, and run again", label(e->flag, f->final, a, sizeof a),
                     (long long)st.st_size, f->min_size);
     int fd = open(f->temp, O_RDONLY | O_CLOEXEC);
     int err = fd < 0 ? errno : tk_fsync_close(fd);
     if (err)
-        return fail(s, 1, "%s: cannot write: %s%s", label(e->flag, f->final, a, sizeof a), strerror(err),
-                    space_hint(err));
+        return fail(s, 1, "%s: cannot write: %s; %s", label(e->flag, f->final, a, sizeof a), strerror(err),
+                    tk_write_advice(err));
     return 0;
 }
 
@@ -696,73 +1227,158 @@ static void sync_folder(const char *path)
     free(folder);
 }
 
-/* A folder output replaced whole, so that a reader (or a run killed now) sees the old
- * folder or the new one, never a mix: files in the folder that are not ours (a user's
- * notes) are hard-linked into the new folder first (folders of theirs moved), then one
- * atomic exchange swaps the new folder in, and the old one, left with our old files and
- * second names of the user's, is removed.  Nothing is followed through a link. */
-static int swap_in_folder(tk_outset *s, entry_t *e)
+static int no_exchange(int err) { return err == EINVAL || err == ENOSYS || err == EOPNOTSUPP; }
+
+/* One file of an output into place: exchanged with its previous file, which stays in the
+ * temporary (new/NAME), or moved in where there was none.  A folder in the way is refused
+ * (never swapped out), a link is replaced, not followed.  0, or -1 with errno. */
+static int apply_file(const entry_t *e, const file_t *f)
+{
+    struct stat st;
+    for (int tries = 0; tries < 2; ++tries) {
+        if (lstat(f->final, &st) == 0) {
+            if (S_ISDIR(st.st_mode)) {
+                errno = EISDIR;
+                return -1;
+            }
+            if (renameat2(AT_FDCWD, f->temp, AT_FDCWD, f->final, RENAME_EXCHANGE) == 0) {
+                if (lstat(f->temp, &st) == 0 && S_ISDIR(st.st_mode)) { /* a folder came in the way meanwhile */
+                    renameat2(AT_FDCWD, f->temp, AT_FDCWD, f->final, RENAME_EXCHANGE);
+                    errno = EISDIR;
+                    return -1;
+                }
+                return 0;
+            }
+            if (!no_exchange(errno)) return -1;
+            /* A file system without the exchange: the previous file is moved aside (keep/NAME)
+             * first; for a moment the name holds nothing. */
+            char *keepdir = cat3(e->tmpdir, "/", "keep");
+            char *name = last_name(f->temp);
+            char *keep = keepdir && name ? cat3(keepdir, "/", name) : NULL;
+            int r = -1;
+            if (!keep) errno = ENOMEM;
+            else if ((mkdir(keepdir, 0700) == 0 || errno == EEXIST) && rename(f->final, keep) == 0)
+                r = rename(f->temp, f->final);
+            free(keepdir), free(name), free(keep);
+            return r;
+        }
+        if (errno != ENOENT) return -1;
+        if (renameat2(AT_FDCWD, f->temp, AT_FDCWD, f->final, RENAME_NOREPLACE) == 0) return 0;
+        if (no_exchange(errno)) return rename(f->temp, f->final);
+        if (errno != EEXIST) return -1;
+        /* a file appeared meanwhile: it is kept like any previous file */
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* A folder output replaced whole, so that a reader (or a run killed now) sees the old folder
+ * or the new one, never a mix: files in the folder that are not ours (a user's notes) are
+ * hard-linked into the new folder first (folders of theirs, and files that cannot be linked,
+ * moved), then one atomic exchange swaps the new folder in; the old one stays in the
+ * temporary (new/) until the whole call is in place.  Nothing is followed through a link.
+ * 0, or -1 with errno and what[] naming the step. */
+static int apply_folder(const entry_t *e, char *what, size_t size)
 {
     char a[1024];
     struct stat st;
-    /* mkdtemp made the folder 0700: give it the old folder's mode, or the usual one */
+    /* mkdir made the folder 0700: give it the old folder's mode, or the usual one */
     mode_t mask = umask(0);
     umask(mask);
-    chmod(e->tmpdir, stat(e->swap_folder, &st) == 0 ? (st.st_mode & 07777) : (0777 & ~mask));
+    chmod(e->newdir, stat(e->swap_folder, &st) == 0 ? (st.st_mode & 07777) : (0777 & ~mask));
     if (lstat(e->swap_folder, &st) != 0) {
-        if (errno == ENOENT && rename(e->tmpdir, e->swap_folder) == 0) {
-            free(e->tmpdir); /* it is the output now */
-            e->tmpdir = NULL;
-            return 0;
-        }
-        return fail(s, 1, "%s: cannot move the new folder into place: %s", label(e->flag, e->swap_folder, a, sizeof a),
-                    strerror(errno));
+        int ok = errno == ENOENT && (renameat2(AT_FDCWD, e->newdir, AT_FDCWD, e->swap_folder, RENAME_NOREPLACE) == 0 ||
+                                     (no_exchange(errno) && rename(e->newdir, e->swap_folder) == 0));
+        if (!ok) snprintf(what, size, "%s: cannot move the new folder into place: %s", label(e->flag, e->shown_folder, a, sizeof a), strerror(errno));
+        return ok ? 0 : -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(what, size, "%s: exists and is not a folder", label(e->flag, e->shown_folder, a, sizeof a));
+        errno = ENOTDIR;
+        return -1;
     }
     int old_fd = open(e->swap_folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int new_fd = open(e->tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = old_fd >= 0 ? fdopendir(dup(old_fd)) : NULL;
-    int code = 0;
-    if (!d || new_fd < 0)
-        code = fail(s, 1, "%s: cannot open the folder: %s", label(e->flag, e->swap_folder, a, sizeof a), strerror(errno));
+    int new_fd = open(e->newdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = old_fd >= 0 ? fdopendir(fcntl(old_fd, F_DUPFD_CLOEXEC, 0)) : NULL;
+    int r = 0;
+    if (!d || new_fd < 0) {
+        snprintf(what, size, "%s: cannot open the folder: %s", label(e->flag, e->shown_folder, a, sizeof a), strerror(errno));
+        r = -1;
+    }
     struct dirent *de;
-    while (!code && (de = readdir(d))) {
+    while (!r && (de = readdir(d))) {
         const char *n = de->d_name;
         if (!strcmp(n, ".") || !strcmp(n, "..") || (e->ours && e->ours(n))) continue;
         int mine = 0;
-        for (int k = 0; k < e->nfiles && !mine; ++k) mine = !strcmp(strrchr(e->files[k].temp, '/') + 1, n);
+        for (int k = 0; k < e->nfiles && !mine; ++k) mine = !strcmp(base_of(e->files[k].temp), n);
         if (mine) continue;
         struct stat fst;
         if (fstatat(old_fd, n, &fst, AT_SYMLINK_NOFOLLOW) != 0) continue;
         int ok = S_ISDIR(fst.st_mode) ? renameat(old_fd, n, new_fd, n) == 0 : linkat(old_fd, n, new_fd, n, 0) == 0;
         if (!ok && !S_ISDIR(fst.st_mode) && (errno == EPERM || errno == EXDEV || errno == EMLINK))
             ok = renameat(old_fd, n, new_fd, n) == 0; /* no hard links here: moved instead */
-        if (!ok)
-            code = fail(s, 1, "%s/%s: cannot keep this file of yours in the new folder: %s; nothing was replaced",
-                        e->swap_folder, n, strerror(errno));
-    }
-    if (d) closedir(d);
-    if (!code && renameat2(AT_FDCWD, e->tmpdir, AT_FDCWD, e->swap_folder, RENAME_EXCHANGE) != 0)
-        code = fail(s, 1, "%s: cannot swap in the new folder: %s", label(e->flag, e->swap_folder, a, sizeof a),
-                    strerror(errno));
-    if (code && new_fd >= 0) { /* put back what was moved; links need nothing */
-        DIR *back = fdopendir(dup(new_fd));
-        while (back && (de = readdir(back))) {
-            struct stat fst;
-            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-                fstatat(new_fd, de->d_name, &fst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(fst.st_mode))
-                renameat(new_fd, de->d_name, old_fd, de->d_name);
+        if (!ok) {
+            snprintf(what, size, "%s/%s: cannot keep this file of yours in the new folder: %s", e->shown_folder, n,
+                     strerror(errno));
+            r = -1;
         }
-        if (back) closedir(back);
+    }
+    int err = errno;
+    if (d) closedir(d);
+    if (!r && renameat2(AT_FDCWD, e->newdir, AT_FDCWD, e->swap_folder, RENAME_EXCHANGE) != 0) {
+        err = errno;
+        snprintf(what, size, "%s: cannot swap in the new folder: %s", label(e->flag, e->shown_folder, a, sizeof a),
+                 strerror(err));
+        r = -1;
     }
     if (old_fd >= 0) close(old_fd);
     if (new_fd >= 0) close(new_fd);
-    /* On success the temporary's path holds the old folder: the abort after commit removes it. */
-    return code;
+    errno = err;
+    return r;
+}
+
+/* What to do after a failed rename, by its errno. */
+static const char *rename_advice(int err)
+{
+    switch (err) {
+    case EISDIR:
+    case ENOTDIR:
+    case ENOTEMPTY:
+    case EEXIST: return "remove what is in the way, or choose another output path, and run again";
+    case EACCES:
+    case EPERM:
+    case EROFS: return "make the folder writable, or choose another output folder, and run again";
+    case ENOSPC:
+    case EDQUOT: return "free disk space, or write elsewhere, and run again";
+    case EBUSY: return "close the program that uses it, and run again";
+    default: return "check the folder and the disk, and run again";
+    }
+}
+
+/* Entry e's commit undone from its journal; 0, or -1 with why[] (then its temporary, which
+ * holds a previous file, is kept for the next run or the user). */
+static int undo_entry(entry_t *e, char *why, size_t size)
+{
+    const char *tmp_base;
+    char *folder = folder_of(e->tmpdir, &tmp_base);
+    int parent_fd = folder ? open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int tmp_fd = parent_fd >= 0 ? openat(parent_fd, tmp_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    journal_t j;
+    int r = -1;
+    if (tmp_fd < 0) snprintf(why, size, "%s: cannot open: %s", e->tmpdir, strerror(errno));
+    else if (journal_read(tmp_fd, &j) != 0) r = 0; /* no journal: nothing of it was put in place */
+    else {
+        r = journal_undo(parent_fd, tmp_fd, &j, why, size, folder, tmp_base);
+        journal_free(&j);
+    }
+    if (tmp_fd >= 0) close(tmp_fd);
+    if (parent_fd >= 0) close(parent_fd);
+    free(folder);
+    return r;
 }
 
 int tk_outset_commit(tk_outset *s)
 {
-    char a[1024];
     if (s->committed) return 0;
     for (int i = 0; i < s->nentries; ++i)
         for (int k = 0; k < s->entries[i].nfiles; ++k)
@@ -770,53 +1386,91 @@ int tk_outset_commit(tk_outset *s)
                 tk_outset_abort(s);
                 return 1;
             }
-    for (int i = 0; i < s->nentries; ++i) {
-        const entry_t *e = &s->entries[i];
-        struct stat st;
-        if (e->create_folder && mkdir(e->create_folder, 0777) != 0 &&
-            !(errno == EEXIST && stat(e->create_folder, &st) == 0 && S_ISDIR(st.st_mode))) {
-            fail(s, 1, "%s: cannot create the folder: %s", label(e->flag, e->create_folder, a, sizeof a),
-                 strerror(errno));
-            tk_outset_abort(s);
-            return 1;
-        }
-    }
-    int renamed = 0;
-    for (int i = 0; i < s->nentries; ++i) {
-        entry_t *e = &s->entries[i];
-        if (e->removal) continue;
-        if (e->swap_folder) {
-            if (swap_in_folder(s, e) != 0) {
-                tk_outset_abort(s);
-                return 1;
-            }
-            ++renamed;
-            continue;
-        }
-        for (int j = 1; j <= e->nfiles; ++j) {
-            const int k = j % e->nfiles; /* companions (a header's data file) first, the output itself last */
-            if (rename(e->files[k].temp, e->files[k].final) != 0) {
-                int err = errno;
-                fail(s, 1, "%s: cannot move the new file into place: %s%s", label(e->flag, e->files[k].final, a, sizeof a),
-                     strerror(err), renamed ? " (the outputs before it in this call are in place)" : "");
-                tk_outset_abort(s);
-                return 1;
-            }
-            ++renamed;
-        }
-    }
-    for (int i = 0; i < s->nentries; ++i)
-        if (s->entries[i].removal && unlink(s->entries[i].files[0].final) != 0 && errno != ENOENT && s->prog)
-            fprintf(stderr, "%s: warning: %s: cannot remove the old file: %s\n", s->prog, s->entries[i].files[0].final,
-                    strerror(errno));
-    for (int i = 0; i < s->nentries; ++i)
-        for (int k = 0; k < s->entries[i].nfiles; ++k) sync_folder(s->entries[i].files[k].final);
+    /* From the journals to the last rename (or the last undo) the cleanup signals wait: a
+     * SIGINT in the middle ends the process after the call is in place, or after it is undone. */
     sigset_t old;
     block(&old);
+    begin_commit();
+    char what[2048] = "", a[1024];
+    int err = 0, failed = -1;
+    for (int i = 0; i < s->nentries && failed < 0; ++i)
+        if (!s->entries[i].removal && (err = journal_write(&s->entries[i])) != 0) {
+            snprintf(what, sizeof what, "%s: cannot prepare the commit in %s: %s",
+                     label(s->entries[i].flag, s->entries[i].files[0].final, a, sizeof a), s->entries[i].tmpdir,
+                     strerror(err));
+            failed = i;
+        }
+    for (int i = 0; i < s->nentries && failed < 0; ++i) {
+        entry_t *e = &s->entries[i];
+        struct stat st;
+        if (e->removal) continue;
+        if (e->create_folder && mkdir(e->create_folder, 0777) != 0 &&
+            !(errno == EEXIST && lstat(e->create_folder, &st) == 0 && S_ISDIR(st.st_mode))) {
+            err = errno == EEXIST ? ENOTDIR : errno;
+            snprintf(what, sizeof what, "%s: cannot create the folder: %s", label(e->flag, e->create_folder, a, sizeof a),
+                     strerror(err));
+            failed = i;
+            break;
+        }
+        if (e->swap_folder) {
+            if (apply_folder(e, what, sizeof what) != 0) {
+                err = errno;
+                failed = i;
+            }
+        } else {
+            for (int j = 1; j <= e->nfiles && failed < 0; ++j) {
+                const int k = j % e->nfiles; /* companions (a header's data file) first, the output itself last */
+                if (apply_file(e, &e->files[k]) != 0) {
+                    err = errno;
+                    snprintf(what, sizeof what, "%s: cannot move the new file into place: %s",
+                             label(e->flag, e->files[k].final, a, sizeof a),
+                             err == EISDIR ? "a folder of that name is in the way" : strerror(err));
+                    failed = i;
+                }
+            }
+        }
+    }
+    if (failed >= 0) { /* every output back as it was, the last first */
+        char why[2048] = "";
+        int lost = 0;
+        for (int i = failed; i >= 0; --i) {
+            entry_t *e = &s->entries[i];
+            if (e->removal || !e->tmpdir) continue;
+            char one[2048];
+            if (undo_entry(e, one, sizeof one) != 0) {
+                if (!lost) snprintf(why, sizeof why, "%s", one);
+                lost = 1;
+                free(e->tmpdir); /* kept, with its journal, for the next run or the user */
+                e->tmpdir = NULL;
+            }
+        }
+        if (lost)
+            fail(s, 1, "%s; putting back the earlier outputs failed too: %s", what, why);
+        else
+            fail(s, 1, "%s; no output of this call was changed (the files already there are as they were); %s", what,
+                 rename_advice(err));
+        tk_outset_abort(s);
+        end_commit();
+        unblock(&old);
+        return 1;
+    }
+    /* Every output in place: the call is committed, and the previous files are garbage. */
     for (int i = 0; i < s->nentries; ++i)
-        if (s->entries[i].swap_folder && s->entries[i].tmpdir) remove_tmpdir(AT_FDCWD, s->entries[i].tmpdir);
-        else if (s->entries[i].tmpdir) rmdir(s->entries[i].tmpdir);
+        if (s->entries[i].tmpdir) {
+            char *j = cat3(s->entries[i].tmpdir, "/", JOURNAL);
+            if (j) unlink(j);
+            free(j);
+        }
+    for (int i = 0; i < s->nentries; ++i)
+        if (s->entries[i].removal && unlink(s->entries[i].files[0].final) != 0 && errno != ENOENT && s->prog)
+            fprintf(stderr, "%s: warning: %s: cannot remove the old file: %s; remove it by hand\n", s->prog,
+                    s->entries[i].files[0].final, strerror(errno));
+    for (int i = 0; i < s->nentries; ++i)
+        for (int k = 0; k < s->entries[i].nfiles; ++k) sync_folder(s->entries[i].files[k].final);
+    for (int i = 0; i < s->nentries; ++i)
+        if (s->entries[i].tmpdir) remove_tmpdir(AT_FDCWD, s->entries[i].tmpdir);
     s->committed = 1;
+    end_commit();
     unblock(&old);
     return 0;
 }
@@ -837,7 +1491,11 @@ void tk_outset_abort(tk_outset *s)
     unblock(&old);
 }
 
-int tk_outset_remove_stale(const char *folder)
+/* The stale temporaries of folder: one with a journal was left in the middle of a commit (a
+ * kill -9, a crash, power loss), whose outputs are first put back as they were (see the
+ * journal above); one the undo cannot finish stays, with a warning where the set has a
+ * program name.  Returns how many were removed. */
+static int remove_stale(const tk_outset *s, const char *folder)
 {
     int dfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return 0;
@@ -856,11 +1514,34 @@ int tk_outset_remove_stale(const char *folder)
         if (end == de->d_name + plen || *end != '-' || strlen(end) != 7 || pid <= 0 || pid == (long)getpid())
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* running (or another user's): not ours to judge */
-        struct stat st;
-        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+        int tfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (tfd < 0) continue;
+        int keep = 0;
+        char why[2048] = "";
+        struct stat jst;
+        if (fstatat(tfd, JOURNAL, &jst, AT_SYMLINK_NOFOLLOW) == 0) {
+            journal_t j;
+            if (journal_read(tfd, &j) != 0) {
+                snprintf(why, sizeof why, "%s/%s/%s: unreadable; the run that wrote it stopped while putting its "
+                                          "outputs in place: look inside, then remove the folder by hand",
+                         folder, de->d_name, JOURNAL);
+                keep = 1;
+            } else {
+                keep = journal_undo(dfd, tfd, &j, why, sizeof why, folder, de->d_name) != 0;
+                journal_free(&j);
+            }
+        }
+        close(tfd);
+        if (keep) {
+            if (s && s->prog)
+                fprintf(stderr, "%s: warning: a run killed while putting its outputs in place: %s\n", s->prog, why);
+            continue;
+        }
         remove_tmpdir(dfd, de->d_name);
         ++removed;
     }
     closedir(d);
     return removed;
 }
+
+int tk_outset_remove_stale(const char *folder) { return remove_stale(NULL, folder); }

@@ -374,13 +374,8 @@ static void cu_destroy(tk_pltf_engine *e)
 extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
 {
     memset(e, 0, sizeof *e);
-    int device_count = 0;
-    cudaError_t probe = cudaGetDeviceCount(&device_count);
-    if (probe != cudaSuccess || device_count == 0)
-        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
-                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
-    if (device < 0 || device >= device_count)
-        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", device, device_count);
+    const tk_status usable = tk_cuda_require_device(device);
+    if (usable != TK_OK) return usable;
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
     if (!c) return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of host memory");
     e->ctx = c;

@@ -272,13 +272,8 @@ static tk_status solve(const tk_sshopm_options *o, const tk_sshopm_tables *tb, s
                                 "use the cpu or omp backend",
                                 o->order, n, shared);
     }
-    int device_count = 0;
-    cudaError_t probe = cudaGetDeviceCount(&device_count);
-    if (probe != cudaSuccess || device_count == 0)
-        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
-                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
-    if (o->cuda_device < 0 || o->cuda_device >= device_count)
-        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", o->cuda_device, device_count);
+    const tk_status usable = tk_cuda_require_device(o->cuda_device);
+    if (usable != TK_OK) return usable;
 
     pthread_mutex_lock(&cuda_solve_lock);
     CUDA_TRY(cudaSetDevice(o->cuda_device));

@@ -389,13 +389,8 @@ static tk_status refresh(const tk_tucker_solver *s, int n, bool with_delta)
 
 extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m)
 {
-    int count = 0;
-    cudaError_t probe = cudaGetDeviceCount(&count);
-    if (probe != cudaSuccess || count == 0)
-        return tk_set_error(TK_ERR_CUDA, "no CUDA device available (%s)",
-                            probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
-    if (s->opts.cuda_device < 0 || s->opts.cuda_device >= count)
-        return tk_set_error(TK_ERR_ARGUMENT, "CUDA device %d does not exist (%d found)", s->opts.cuda_device, count);
+    const tk_status usable = tk_cuda_require_device(s->opts.cuda_device);
+    if (usable != TK_OK) return usable;
     dev_state *d = new (std::nothrow) dev_state;
     if (!d) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the CUDA state");
     s->cuda = d;

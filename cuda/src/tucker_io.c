@@ -49,8 +49,10 @@ static int write_matrix(tk_outset *set, int idx, int k, const char *name, size_t
     int fd = tk_outset_open(set, idx, k);
     if (fd < 0) return 0;
     tk_status s = tk_npy_write_fd(fd, name, TK_NPY_FLOAT32, 2, shape, data);
-    return (close(fd) == 0 || s != TK_OK ? s == TK_OK : (tk_set_error(TK_ERR_IO, "%s: cannot write: %s", name,
-                                                                       strerror(errno)), 0));
+    if (close(fd) == 0 || s != TK_OK) return s == TK_OK;
+    const int err = errno;
+    tk_set_error(TK_ERR_IO, "%s: cannot write: %s; %s", name, strerror(err), tk_write_advice(err));
+    return 0;
 }
 
 int tk_tucker_model_register(tk_outset *set, const char *flag, const char *dir, int order)
@@ -113,7 +115,9 @@ tk_status tk_tucker_model_write(tk_outset *set, int idx, const tk_tucker_model *
         int err = fd < 0 ? EIO : tk_write_all(fd, head, (size_t)len);
         if (!err && extra_manifest) err = tk_write_all(fd, extra_manifest, strlen(extra_manifest));
         if (fd >= 0 && close(fd) != 0 && !err) err = errno;
-        if (fd >= 0 && err) tk_set_error(TK_ERR_IO, "%.*s/manifest.txt: cannot write: %s", dlen, dir, strerror(err));
+        if (fd >= 0 && err)
+            tk_set_error(TK_ERR_IO, "%.*s/manifest.txt: cannot write: %s; %s", dlen, dir, strerror(err),
+                         tk_write_advice(err));
         ok = !err;
     }
     return ok ? TK_OK : TK_ERR_IO; /* tk_last_error() says why */

@@ -311,9 +311,7 @@ tk_status tk_tns_write_file(FILE *f, const char *name, const tk_tucker_coo *t)
     setvbuf(f, NULL, _IONBF, 0); /* the buffer goes now; nothing is left in it */
     free(buffer);
     if (!ok)
-        return tk_set_error(TK_ERR_IO, "%s: cannot write: %s%s", name, strerror(err),
-                            err == ENOSPC || err == EFBIG || err == EDQUOT ? " (out of space: free some, or write elsewhere)"
-                                                                           : "");
+        return tk_set_error(TK_ERR_IO, "%s: cannot write: %s; %s", name, strerror(err), tk_write_advice(err));
     return TK_OK;
 }
 
@@ -327,11 +325,12 @@ tk_status tk_tns_write(const char *path, const tk_tucker_coo *t)
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     tk_status st = TK_ERR_IO; /* the set's message, where it failed */
     if (fd >= 0 && !f) {
-        st = tk_set_error(TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        st = tk_set_error(TK_ERR_IO, "%s: cannot create: %s; check the folder and run again", path, strerror(errno));
         close(fd);
     } else if (f) {
         st = tk_tns_write_file(f, path, t);
-        if (fclose(f) != 0 && st == TK_OK) st = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        if (fclose(f) != 0 && st == TK_OK)
+            st = tk_set_error(TK_ERR_IO, "%s: cannot write: %s; %s", path, strerror(errno), tk_write_advice(errno));
         if (st == TK_OK && tk_outset_commit(set) != 0) st = TK_ERR_IO;
     }
     tk_outset_free(set);

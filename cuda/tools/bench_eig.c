@@ -326,12 +326,12 @@ int tk_bench_eig(int argc, char **argv)
                 else if (!strcmp(tok, "cuda")) a.cuda = 1;
                 else if (!strcmp(tok, "torch")) a.torch = 1;
                 else {
-                    tk_cli_error(prog, "--backends expects a list of lapack, cpu, omp, cuda, torch, got '%s'", tok);
+                    tk_cli_error(prog, "--backends expects a list of lapack, cpu, omp, cuda, torch, got '%s'; use those names", tok);
                     return TK_EXIT_USAGE;
                 }
             }
         } else {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", argv[i]);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
             return TK_EXIT_USAGE;
         }
     }

@@ -198,9 +198,10 @@ static float *tiled_input(const char *path, size_t voxels, long *lmax)
     const int l = tk_sh_lmax_for_count(k);
     if ((arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) || l < 2 || arr.count == 0) {
         tk_cli_error(prog, "%s: expected float32 or float64 SH coefficients on the last axis (6, 15, 28, 45, ...), got %s "
-                           "with %zu on the last axis", path, tk_npy_dtype_name(arr.dtype), k);
+                           "with %zu on the last axis; give an (..., K) array of SH coefficients", path, tk_npy_dtype_name(arr.dtype), k);
     } else if (!all_finite(&arr)) {
-        tk_cli_error(prog, "%s: a coefficient is not finite (NaN or Inf): a benchmark needs finite data", path);
+        tk_cli_error(prog, "%s: a coefficient is not finite (NaN or Inf); give finite data (a benchmark needs "
+                           "it)", path);
     } else if ((sh = malloc(sizeof(float) * k * voxels)) != NULL) {
         const size_t have = arr.count / k;
         for (size_t v = 0; v < voxels; ++v)
@@ -211,7 +212,8 @@ static float *tiled_input(const char *path, size_t voxels, long *lmax)
             }
         *lmax = l;
     } else {
-        tk_cli_error(prog, "%s: out of memory for %zu voxels of %zu coefficients", path, voxels, k);
+        tk_cli_error(prog, "%s: out of memory for %zu voxels of %zu coefficients; use fewer --voxels", path,
+                     voxels, k);
     }
     tk_npy_free(&arr);
     return sh;
@@ -504,7 +506,7 @@ static int parse_args(int argc, char **argv, fibers_args *a)
                 for (int n = 0; n < INPUT_COUNT; ++n)
                     if (!strcmp(tok, kInputNames[n])) which = n;
                 if (which < 0) {
-                    tk_cli_error(prog, "--inputs expects a list of real, phantom, wholebrain, fodlike, got '%s'", tok);
+                    tk_cli_error(prog, "--inputs expects a list of real, phantom, wholebrain, fodlike, got '%s'; use those names", tok);
                     return -1;
                 }
                 a->inputs[which] = 1;
@@ -519,7 +521,7 @@ static int parse_args(int argc, char **argv, fibers_args *a)
             for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
                 int b = !strcmp(tok, "cpu") ? 0 : !strcmp(tok, "omp") ? 1 : !strcmp(tok, "cuda") ? 2 : -1;
                 if (b < 0) {
-                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'", tok);
+                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'; use those names", tok);
                     return -1;
                 }
                 a->backends[b] = 1;
@@ -527,12 +529,12 @@ static int parse_args(int argc, char **argv, fibers_args *a)
         }
         else
         {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", argv[i]);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
             return -1;
         }
     }
     if (a->lmax % 2) {
-        tk_cli_error(prog, "--lmax must be even, got %ld", a->lmax);
+        tk_cli_error(prog, "--lmax must be even, got %ld; give an even number from 2 to %d", a->lmax, TK_SH_MAX_LMAX);
         return -1;
     }
     return 1;
@@ -576,7 +578,7 @@ static float *input_volume(fibers_args *a, int input, size_t voxels)
         float *interior = tiled_input(real, inside, &lmax), *sh = NULL;
         if (interior)
             sh = whole_brain_volume(interior, inside, (int)tk_sh_num_coeffs((int)lmax), (size_t)a->voxels, voxels);
-        if (interior && !sh) tk_cli_error(prog, "out of memory for %zu voxels", voxels);
+        if (interior && !sh) tk_cli_error(prog, "out of memory for %zu voxels; use fewer --voxels", voxels);
         if (sh) a->lmax = lmax;
         free(interior);
         return sh;
@@ -600,7 +602,7 @@ static int bench_input(fibers_args *a, int input)
     }
     float *dirs = malloc(sizeof(float) * biggest * np * 3), *amps = malloc(sizeof(float) * biggest * np);
     if (!dirs || !amps) {
-        tk_cli_error(prog, "out of memory for %zu voxels", biggest);
+        tk_cli_error(prog, "out of memory for %zu voxels; use fewer --voxels", biggest);
         free(sh), free(dirs), free(amps);
         return 0;
     }

@@ -251,7 +251,7 @@ int tk_bench_pltf(int argc, char **argv)
                 else if (!strcmp(tok, "omp")) a.backends[1] = 1;
                 else if (!strcmp(tok, "cuda")) a.backends[2] = 1;
                 else {
-                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'", tok);
+                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'; use those names", tok);
                     return TK_EXIT_USAGE;
                 }
             }
@@ -260,7 +260,7 @@ int tk_bench_pltf(int argc, char **argv)
         } else if (!strcmp(argv[i], "--large-only")) {
             a.run_seed = 0;
         } else {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", argv[i]);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
             return TK_EXIT_USAGE;
         }
     }

@@ -156,7 +156,7 @@ int tk_bench_teig(int argc, char **argv)
         } else if (tk_cli_is(argv[i], "--precision")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--precision"))) return TK_EXIT_USAGE;
             if (strcmp(v, "single") && strcmp(v, "double")) {
-                tk_cli_error(prog, "--precision expects single or double, got '%s'", v);
+                tk_cli_error(prog, "--precision expects single or double, got '%s'; use one of those", v);
                 return TK_EXIT_USAGE;
             }
             a.precision_double = !strcmp(v, "double");
@@ -170,7 +170,7 @@ int tk_bench_teig(int argc, char **argv)
                 else if (!strcmp(tok, "omp")) a.backends[1] = 1;
                 else if (!strcmp(tok, "cuda")) a.backends[2] = 1;
                 else {
-                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'", tok);
+                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'; use those names", tok);
                     return TK_EXIT_USAGE;
                 }
             }
@@ -179,7 +179,7 @@ int tk_bench_teig(int argc, char **argv)
         } else if (!strcmp(argv[i], "--dmri-only")) {
             a.run_table = 0;
         } else {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", argv[i]);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
             return TK_EXIT_USAGE;
         }
     }

@@ -63,14 +63,14 @@ static int parse_shape(const char *v, bench_args *a)
         char *end = NULL;
         unsigned long d = strtoul(c, &end, 10);
         if (end == c || d == 0 || d > UINT32_MAX || n == TK_TUCKER_MAX_ORDER || (*end && *end != ',')) {
-            tk_cli_error(prog, "--shape expects 3..%d sizes like 480189,17770,2182, got '%s'", TK_TUCKER_MAX_ORDER, v);
+            tk_cli_error(prog, "--shape expects 3..%d sizes like 480189,17770,2182, got '%s'; give them comma-separated", TK_TUCKER_MAX_ORDER, v);
             return 0;
         }
         a->dims[n++] = (uint32_t)d;
         c = *end ? end + 1 : end;
     }
     if (n < 3) {
-        tk_cli_error(prog, "--shape needs 3 or more sizes, got '%s'", v);
+        tk_cli_error(prog, "--shape needs 3 or more sizes, got '%s'; give 3 to 10 sizes", v);
         return 0;
     }
     a->order = n;
@@ -141,14 +141,14 @@ static int parse(int argc, char **argv, bench_args *a)
                 for (int b = 0; b < B_COUNT; ++b)
                     if (!strcmp(tok, bname[b])) a->backends[b] = found = 1;
                 if (!found) {
-                    tk_cli_error(prog, "--backends: unknown backend '%s' (cuda, omp, omp-double, cpu)", tok);
+                    tk_cli_error(prog, "--backends: unknown backend '%s'; use cuda, omp, omp-double or cpu", tok);
                     return 0;
                 }
             }
         } else if (!strcmp(arg, "--table-only")) {
             a->table_only = 1;
         } else {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", arg);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
             return 0;
         }
 #undef VALUE

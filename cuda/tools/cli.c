@@ -36,7 +36,8 @@ int tk_cli_parse_int(const char *prog, const char *flag, const char *text, long 
     errno = 0;
     long v = strtol(text, &end, 10);
     if (errno || end == text || *end || v < lo || v > hi) {
-        tk_cli_error(prog, "%s expects an integer from %ld to %ld, got '%s'", flag, lo, hi, text);
+        tk_cli_error(prog, "%s expects an integer from %ld to %ld, got '%s'; give a whole number in that range", flag,
+                     lo, hi, text);
         return 0;
     }
     *out = v;
@@ -49,7 +50,8 @@ int tk_cli_parse_double(const char *prog, const char *flag, const char *text, do
     errno = 0;
     double v = strtod(text, &end);
     if (errno || end == text || *end || !isfinite(v) || v < lo || v > hi) {
-        tk_cli_error(prog, "%s expects a number from %g to %g, got '%s'", flag, lo, hi, text);
+        tk_cli_error(prog, "%s expects a number from %g to %g, got '%s'; give a number in that range", flag, lo, hi,
+                     text);
         return 0;
     }
     *out = v;
@@ -67,7 +69,7 @@ const char *tk_cli_value(const char *prog, int argc, char **argv, int *i, const 
     const char *eq = strchr(argv[*i], '=');
     if (eq) return eq + 1;
     if (*i + 1 >= argc) {
-        tk_cli_error(prog, "%s needs a value", flag);
+        tk_cli_error(prog, "%s needs a value; give it as %s VALUE or %s=VALUE", flag, flag, flag);
         return NULL;
     }
     return argv[++*i];
@@ -126,8 +128,8 @@ int tk_cli_fits_memory(const char *prog, double bytes, const char *what)
 {
     double have = physical_memory();
     if (have <= 0 || bytes <= have) return 1; /* unknown: let the allocation decide */
-    tk_cli_error(prog, "%s needs %.3g GiB, more than this machine's %.3g GiB of memory", what, bytes / (1 << 30),
-                 have / (1 << 30));
+    tk_cli_error(prog, "%s needs %.3g GiB, more than this machine's %.3g GiB of memory; use smaller sizes, or a machine "
+                       "with more memory", what, bytes / (1 << 30), have / (1 << 30));
     return 0;
 }
 
@@ -137,18 +139,19 @@ int tk_cli_check_output(const char *prog, const char *path, int is_dir, const ch
 {
     if (!path || !strcmp(path, "-")) return 0;
     if (!*path) {
-        tk_cli_error(prog, "an output path is empty");
+        tk_cli_error(prog, "an output path is empty; give a file name");
         return TK_EXIT_USAGE;
     }
     struct stat st, in;
     if (stat(path, &st) == 0) {
         for (const char *const *i = inputs; i && *i; ++i)
             if (stat(*i, &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
-                tk_cli_error(prog, "%s: is the input %s as well: refusing to overwrite an input", path, *i);
+                tk_cli_error(prog, "%s: is the input %s as well: refusing to overwrite an input; choose another output path",
+                             path, *i);
                 return TK_EXIT_USAGE;
             }
         if (!is_dir && S_ISDIR(st.st_mode)) {
-            tk_cli_error(prog, "%s: cannot write: it is a directory", path);
+            tk_cli_error(prog, "%s: cannot write: it is a directory; give a file name, not a folder's", path);
             return TK_EXIT_FAILURE;
         }
     }
@@ -160,19 +163,22 @@ int tk_cli_check_output(const char *prog, const char *path, int is_dir, const ch
         if (path[k] == '/') slash = path + k;
     char *folder = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (!folder) {
-        tk_cli_error(prog, "out of memory");
+        tk_cli_error(prog, "out of memory; free memory and run again");
         return TK_EXIT_FAILURE;
     }
     int code = 0;
     if (stat(folder, &st) != 0) {
-        tk_cli_error(prog, "%s: cannot write: the folder %s %s", path, folder,
-                     errno == ENOENT ? "does not exist" : strerror(errno));
+        const int err = errno;
+        tk_cli_error(prog, "%s: cannot write: the folder %s %s; %s", path, folder,
+                     err == ENOENT ? "does not exist" : strerror(err),
+                     err == ENOENT ? "create it first, or choose another folder" : "choose another folder");
         code = TK_EXIT_FAILURE;
     } else if (!S_ISDIR(st.st_mode)) {
-        tk_cli_error(prog, "%s: cannot write: %s is not a folder", path, folder);
+        tk_cli_error(prog, "%s: cannot write: %s is not a folder; choose an output inside a folder", path, folder);
         code = TK_EXIT_FAILURE;
     } else if (access(folder, W_OK | X_OK) != 0) {
-        tk_cli_error(prog, "%s: cannot write: the folder %s is not writable (%s)", path, folder, strerror(errno));
+        tk_cli_error(prog, "%s: cannot write: the folder %s is not writable (%s); choose a folder you can write to", path,
+                     folder, strerror(errno));
         code = TK_EXIT_FAILURE;
     }
     free(folder);
@@ -189,13 +195,13 @@ int tk_output_open(tk_output *out, const char *path, const char *prog)
     /* One output of an output set: a private temporary, removed on a signal or at exit. */
     out->set = tk_outset_new(prog);
     if (!out->set) {
-        tk_cli_error(prog, "out of memory");
+        tk_cli_error(prog, "out of memory; free memory and run again");
         return 0;
     }
     const int idx = tk_outset_add(out->set, NULL, path, NULL);
     const int fd = idx >= 0 ? tk_outset_open(out->set, idx, 0) : -1;
     if (fd >= 0 && !(out->file = fdopen(fd, "w"))) {
-        tk_cli_error(prog, "%s: cannot create: %s", path, strerror(errno));
+        tk_cli_error(prog, "%s: cannot create: %s; check the folder and run again", path, strerror(errno));
         close(fd);
     }
     if (!out->file) {
@@ -209,7 +215,8 @@ int tk_output_commit(tk_output *out, const char *prog)
 {
     if (out->file == stdout) {
         int ok = fflush(stdout) == 0 && !ferror(stdout);
-        if (!ok) tk_cli_error(prog, "cannot write to standard output: %s", strerror(errno ? errno : EIO));
+        if (!ok) tk_cli_error(prog, "cannot write to standard output: %s; check where it goes (a closed pipe, a full disk)",
+                             strerror(errno ? errno : EIO));
         return ok;
     }
     errno = 0;
@@ -221,8 +228,7 @@ int tk_output_commit(tk_output *out, const char *prog)
     }
     out->file = NULL;
     if (!ok)
-        tk_cli_error(prog, "%s: cannot write: %s%s", tk_outset_path(out->set, 0), strerror(err),
-                     err == ENOSPC || err == EFBIG || err == EDQUOT ? " (out of space: free some, or write elsewhere)" : "");
+        tk_cli_error(prog, "%s: cannot write: %s; %s", tk_outset_path(out->set, 0), strerror(err), tk_write_advice(err));
     else
         ok = tk_outset_commit(out->set) == 0; /* checked, synced and renamed; it says why not */
     tk_outset_free(out->set);
@@ -271,7 +277,7 @@ int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_
             *out = all[i];
             return 1;
         }
-    tk_cli_error(prog, "--backend expects %s, got '%s'", accept_cpu ? "auto, cpu, omp or cuda" : "auto, omp or cuda",
+    tk_cli_error(prog, "--backend expects %s, got '%s'; use one of those", accept_cpu ? "auto, cpu, omp or cuda" : "auto, omp or cuda",
                  text);
     return 0;
 }

@@ -51,6 +51,6 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "tucker")) return tk_bench_tucker(argc - 1, argv + 1);
     if (!strcmp(argv[1], "pltf")) return tk_bench_pltf(argc - 1, argv + 1);
     if (!strcmp(argv[1], "eig")) return tk_bench_eig(argc - 1, argv + 1);
-    tk_cli_error("tk-bench", "unknown suite '%s' (see --help)", argv[1]);
+    tk_cli_error("tk-bench", "unknown suite '%s'; see --help for the suites", argv[1]);
     return TK_EXIT_USAGE;
 }

@@ -75,7 +75,7 @@ static int parse_args(int argc, char **argv, eig_args *a)
             if (!strcmp(v, "single")) a->opts.precision = TK_PRECISION_SINGLE;
             else if (!strcmp(v, "double")) a->opts.precision = TK_PRECISION_DOUBLE;
             else if (strcmp(v, "auto")) {
-                tk_cli_error(prog, "--precision expects auto, single or double, got '%s'", v);
+                tk_cli_error(prog, "--precision expects auto, single or double, got '%s'; use one of those", v);
                 return 0;
             }
             a->precision_given = strcmp(v, "auto") != 0;
@@ -89,27 +89,27 @@ static int parse_args(int argc, char **argv, eig_args *a)
         } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
             a->quiet = 1;
         } else if (arg[0] == '-' && arg[1]) {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", arg);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
             return 0;
         } else if (!a->input) {
             a->input = arg;
         } else if (!a->output) {
             a->output = arg;
         } else {
-            tk_cli_error(prog, "unexpected argument '%s': give INPUT.npy and OUTPUT.npy once (see --help)", arg);
+            tk_cli_error(prog, "unexpected argument '%s'; give INPUT.npy and OUTPUT.npy once (see --help)", arg);
             return 0;
         }
 #undef VALUE
     }
     if (!a->input || !a->output) {
-        tk_cli_error(prog, "INPUT.npy and OUTPUT.npy are required (see --help)");
+        tk_cli_error(prog, "INPUT.npy and OUTPUT.npy are required; give both (see --help)");
         return 0;
     }
     const char *paths[3] = {a->output, a->vectors, a->status};
     for (int p = 0; p < 3; ++p)
         for (int q = p + 1; q < 3; ++q)
             if (paths[p] && paths[q] && !strcmp(paths[p], paths[q])) {
-                tk_cli_error(prog, "two outputs would go to the same file '%s'", paths[p]);
+                tk_cli_error(prog, "two outputs would go to the same file '%s'; give each output its own path", paths[p]);
                 return 0;
             }
     return 1;
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
     tk_outset *set = tk_outset_new(prog);
     int idx[3] = {-1, -1, -1};
     if (!set || tk_outset_input(set, "INPUT", a.input)) {
-        if (!set) tk_cli_error(prog, "out of memory");
+        if (!set) tk_cli_error(prog, "out of memory; free memory and run again");
         tk_outset_free(set);
         return TK_EXIT_FAILURE;
     }
@@ -160,22 +160,26 @@ int main(int argc, char **argv)
     char shape[256];
     shape_text(&arr, shape, sizeof shape);
     if (arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) {
-        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64 matrices)", a.input,
+        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64 matrices); convert the "
+                           "array (numpy's astype) and save it again", a.input,
                      tk_npy_dtype_name(arr.dtype));
         goto done;
     }
     if (arr.ndim < 2) {
-        tk_cli_error(prog, "%s: shape %s is not a stack of matrices (expected (..., n, n))", a.input, shape);
+        tk_cli_error(prog, "%s: shape %s is not a stack of matrices (expected (..., n, n)); reshape it to "
+                           "(..., n, n)", a.input, shape);
         goto done;
     }
     const size_t n = arr.shape[arr.ndim - 1];
     if (arr.shape[arr.ndim - 2] != n) {
-        tk_cli_error(prog, "%s: shape %s: the matrices are not square (last two axes %zu and %zu)", a.input, shape,
+        tk_cli_error(prog, "%s: shape %s: the matrices are not square (last two axes %zu and %zu); give square "
+                           "matrices, shape (..., n, n)", a.input, shape,
                      arr.shape[arr.ndim - 2], n);
         goto done;
     }
     if (n < 1 || n > TK_EIG_MAX_N) {
-        tk_cli_error(prog, "%s: shape %s: matrix order %zu is outside the supported 1..%d", a.input, shape, n,
+        tk_cli_error(prog, "%s: shape %s: matrix order %zu is outside the supported 1..%d; use LAPACK "
+                           "(numpy.linalg.eig) for larger matrices", a.input, shape, n,
                      TK_EIG_MAX_N);
         goto done;
     }
@@ -194,7 +198,7 @@ int main(int argc, char **argv)
     } else {
         matrices = malloc((count ? count : 1) * nn * elem);
         if (!matrices) {
-            tk_cli_error(prog, "%s: out of memory for %zu matrices of order %zu", a.input, count, n);
+            tk_cli_error(prog, "%s: out of memory for %zu matrices of order %zu; split the batch into smaller files", a.input, count, n);
             goto done;
         }
         for (size_t e = 0; e < count * nn; ++e) {
@@ -206,7 +210,8 @@ int main(int argc, char **argv)
     vectors = a.vectors ? malloc((count ? count : 1) * 2 * nn * elem) : NULL;
     status = malloc(count ? count : 1);
     if (!values || (a.vectors && !vectors) || !status) {
-        tk_cli_error(prog, "%s: out of memory for the results of %zu matrices of order %zu", a.input, count, n);
+        tk_cli_error(prog, "%s: out of memory for the results of %zu matrices of order %zu; split the batch into "
+                           "smaller files", a.input, count, n);
         goto done;
     }
 

@@ -97,7 +97,7 @@ static int parse_args(int argc, char **argv, pltf_args *a)
             else if (!strcmp(v, "euclidean") || !strcmp(v, "eu")) a->opts.divergence = TK_PLTF_EUCLIDEAN;
             else if (!strcmp(v, "is")) a->opts.divergence = TK_PLTF_IS;
             else {
-                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'", v);
+                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'; use one of those", v);
                 return 0;
             }
         } else if (tk_cli_is(arg, "--backend")) {
@@ -108,7 +108,7 @@ static int parse_args(int argc, char **argv, pltf_args *a)
             errno = 0;
             unsigned long long s = strtoull(v, &end, 10);
             if (!*v || *end || *v == '-' || errno) {
-                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
                 return 0;
             }
             a->opts.seed = (uint64_t)s;
@@ -126,13 +126,13 @@ static int parse_args(int argc, char **argv, pltf_args *a)
         } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
             a->quiet = 1;
         } else {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", arg);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
             return 0;
         }
 #undef VALUE
     }
     if (!a->model || !a->input || !a->out) {
-        tk_cli_error(prog, "--model, --input and --out are required (see --help)");
+        tk_cli_error(prog, "--model, --input and --out are required; give all three (see --help)");
         return 0;
     }
     return 1;
@@ -206,7 +206,7 @@ static int write_array(tk_outset *set, int idx, tk_npy_dtype dtype, int ndim, co
     if (dtype == TK_NPY_FLOAT32) {
         f = malloc((count ? count : 1) * sizeof(float));
         if (!f) {
-            tk_cli_error(prog, "--out %s: out of memory", path);
+            tk_cli_error(prog, "--out %s: out of memory; free memory and run again", path);
             return 0;
         }
         for (size_t i = 0; i < count; ++i) f[i] = (float)values[i];
@@ -225,7 +225,8 @@ int main(int argc, char **argv)
     if (tk_pltf_complete_requested(argc, argv)) return tk_pltf_complete_main(argc, argv);
 #else
     if ((argc > 1 && !strcmp(argv[1], "complete")) || tk_xml_requested(argc, argv)) {
-        tk_cli_error(prog, "%s needs the image mode: build TensorKernels with ITK (-DTK_WITH_ITK=ON)", argv[1]);
+        tk_cli_error(prog, "%s needs the image mode, which this build lacks; build TensorKernels with ITK "
+                           "(-DTK_WITH_ITK=ON)", argv[1]);
         return TK_EXIT_USAGE;
     }
 #endif
@@ -235,7 +236,7 @@ int main(int argc, char **argv)
     if (bad_output) return bad_output;
     tk_pltf_model m;
     if (tk_pltf_parse(a.model, &m) != TK_OK) {
-        tk_cli_error(prog, "--model: %s", tk_last_error());
+        tk_cli_error(prog, "--model: %s; see --help for how a model is written", tk_last_error());
         return TK_EXIT_USAGE;
     }
     for (int f = 0; f < m.num_factors; ++f) /* each factor is one file DIR/<indices>.npy */
@@ -244,15 +245,15 @@ int main(int argc, char **argv)
             tk_pltf_factor_name(&m, f, nf);
             tk_pltf_factor_name(&m, g, ng);
             if (!strcmp(nf, ng) || !strcmp(nf, "xhat")) {
-                tk_cli_error(prog, "--model \"%s\": factor %d repeats the indices '%s' of factor %d: each factor is "
-                                   "saved as %s.npy, so give each its own indices", m.text, f + 1, nf, g + 1, nf);
+                tk_cli_error(prog, "--model \"%s\": factor %d repeats the indices '%s' of factor %d (each factor is "
+                                   "saved as %s.npy); give each factor its own indices", m.text, f + 1, nf, g + 1, nf);
                 return TK_EXIT_USAGE;
             }
         }
     tk_outset *set = tk_outset_new(prog);
     int out_idx[TK_PLTF_MAX_FACTORS + 1];
     if (!set) {
-        tk_cli_error(prog, "out of memory");
+        tk_cli_error(prog, "out of memory; free memory and run again");
         return TK_EXIT_FAILURE;
     }
     if ((bad_output = register_outputs(set, &a, &m, out_idx))) {
@@ -271,12 +272,14 @@ int main(int argc, char **argv)
     char shape[256], where[256];
     shape_text(&x, shape, sizeof shape);
     if (x.dtype != TK_NPY_FLOAT32 && x.dtype != TK_NPY_FLOAT64) {
-        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64)", a.input,
+        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64); convert the array "
+                           "(numpy's astype) and save it again", a.input,
                      tk_npy_dtype_name(x.dtype));
         goto done;
     }
     if (x.ndim != m.out_ndim) {
-        tk_cli_error(prog, "%s: shape %s has %d axes, but model \"%s\" observes %d (its indices before '=')", a.input,
+        tk_cli_error(prog, "%s: shape %s has %d axes, but model \"%s\" observes %d (its indices before '='); "
+                           "give an array of that many axes, or another --model", a.input,
                      shape, x.ndim, m.text, m.out_ndim);
         goto done;
     }
@@ -285,20 +288,25 @@ int main(int argc, char **argv)
         goto done;
     }
     if (a.dims && tk_pltf_set_dims(&m, a.dims) != TK_OK) {
-        tk_cli_error(prog, "--dims: %s", tk_last_error());
+        tk_cli_error(prog, "--dims: %s; give the sizes as --dims a=10,b=5", tk_last_error());
         status = TK_EXIT_USAGE;
         goto done;
     }
     for (int o = 0; o < m.out_ndim; ++o)
         if (m.dims[m.out[o]] != x.shape[o]) {
-            tk_cli_error(prog, "--dims sets observed index '%c' to %zu, but %s has %zu along that axis",
-                         tk_pltf_index_letter(m.out[o]), m.dims[m.out[o]], a.input, x.shape[o]);
+            tk_cli_error(prog, "--dims sets observed index '%c' to %zu, but %s has %zu along that axis; drop '%c' "
+                               "from --dims (the input gives its size)",
+                         tk_pltf_index_letter(m.out[o]), m.dims[m.out[o]], a.input, x.shape[o],
+                         tk_pltf_index_letter(m.out[o]));
             status = TK_EXIT_USAGE;
             goto done;
         }
     if (tk_pltf_check_dims(&m) != TK_OK) {
-        tk_cli_error(prog, "%s (give it with --dims, e.g. --dims %c=10)", tk_last_error(),
-                     tk_last_error()[strlen(tk_last_error()) - 2]);
+        const char *why = tk_last_error();
+        if (strstr(why, "no size given for index") && strlen(why) > 2)
+            tk_cli_error(prog, "%s; give it with --dims, e.g. --dims %c=10", why, why[strlen(why) - 2]);
+        else
+            tk_cli_error(prog, "--dims: %s; give smaller sizes", why);
         status = TK_EXIT_USAGE;
         goto done;
     }
@@ -312,11 +320,13 @@ int main(int argc, char **argv)
         int same = mk.ndim == x.ndim;
         for (int d = 0; same && d < x.ndim; ++d) same = mk.shape[d] == x.shape[d];
         if (!same) {
-            tk_cli_error(prog, "%s: shape %s differs from the input's %s", a.mask, mshape, shape);
+            tk_cli_error(prog, "%s: shape %s differs from the input's %s; give a mask of the input's shape", a.mask,
+                         mshape, shape);
             goto done;
         }
         if (mk.dtype == TK_NPY_COMPLEX64 || mk.dtype == TK_NPY_COMPLEX128) {
-            tk_cli_error(prog, "%s: dtype %s is not supported for a mask", a.mask, tk_npy_dtype_name(mk.dtype));
+            tk_cli_error(prog, "%s: dtype %s is not supported for a mask; save it as bool, uint8 or float (1: "
+                               "observed)", a.mask, tk_npy_dtype_name(mk.dtype));
             goto done;
         }
     }
@@ -335,7 +345,8 @@ int main(int argc, char **argv)
     int ok = xd && xhat && (!a.mask || mask);
     for (int f = 0; f < m.num_factors; ++f) ok = ok && factors[f];
     if (!ok) {
-        tk_cli_error(prog, "out of memory for a %s tensor and its factors", shape);
+        tk_cli_error(prog, "out of memory for a %s tensor and its factors; use smaller --dims, or a machine "
+                           "with more memory", shape);
         goto done;
     }
     size_t observed = 0;
@@ -368,13 +379,14 @@ int main(int argc, char **argv)
                                                              : NULL;
         if (bad) {
             where_text(&m, i, where, sizeof where);
-            tk_cli_error(prog, "%s: entry %s = %g %s%s", a.input, where, v, bad,
-                         dv != TK_PLTF_EUCLIDEAN && isfinite(v) ? " (use --divergence euclidean, or mask it out)" : "");
+            tk_cli_error(prog, "%s: entry %s = %g %s; %s", a.input, where, v, bad,
+                         !isfinite(v) ? "fix it, or mask it out (--mask)"
+                                      : "use --divergence euclidean, or mask it out (--mask)");
             goto done;
         }
     }
     if (!observed) {
-        tk_cli_error(prog, "%s: the mask leaves no observed entry", a.mask);
+        tk_cli_error(prog, "%s: the mask leaves no observed entry; mark the observed entries with 1", a.mask);
         goto done;
     }
     tk_cli_backend run;

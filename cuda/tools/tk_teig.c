@@ -91,7 +91,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
             char *end = NULL;
             unsigned long long s = strtoull(v, &end, 10);
             if (!*v || *end || *v == '-') {
-                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
                 return 0;
             }
             a->opts.seed = (uint64_t)s;
@@ -106,7 +106,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
             if (!strcmp(v, "single")) a->opts.precision = TK_PRECISION_SINGLE;
             else if (!strcmp(v, "double")) a->opts.precision = TK_PRECISION_DOUBLE;
             else {
-                tk_cli_error(prog, "--precision expects single or double, got '%s'", v);
+                tk_cli_error(prog, "--precision expects single or double, got '%s'; use one of those", v);
                 return 0;
             }
             a->precision_given = 1;
@@ -117,7 +117,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
             if (!strcmp(v, "general")) a->opts.impl = TK_IMPL_GENERAL;
             else if (!strcmp(v, "unrolled")) a->opts.impl = TK_IMPL_UNROLLED;
             else {
-                tk_cli_error(prog, "--impl expects general or unrolled, got '%s'", v);
+                tk_cli_error(prog, "--impl expects general or unrolled, got '%s'; use one of those", v);
                 return 0;
             }
             a->impl_given = 1;
@@ -127,13 +127,13 @@ static int parse_args(int argc, char **argv, teig_args *a)
         } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
             a->quiet = 1;
         } else {
-            tk_cli_error(prog, "unknown option '%s' (see --help)", arg);
+            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
             return 0;
         }
 #undef VALUE
     }
     if (!a->order || !a->dim || !a->input) {
-        tk_cli_error(prog, "--order, --dim and --input are required (see --help)");
+        tk_cli_error(prog, "--order, --dim and --input are required; give all three (see --help)");
         return 0;
     }
     a->opts.order = (int)a->order;
@@ -157,7 +157,8 @@ static int load_tensors(teig_args *a, void **packed_out, size_t *count_out)
         return 0;
     }
     if (arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) {
-        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64)", a->input,
+        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64); convert the array "
+                           "(numpy's astype) and save it again", a->input,
                      tk_npy_dtype_name(arr.dtype));
         tk_npy_free(&arr);
         return 0;
@@ -175,7 +176,8 @@ static int load_tensors(teig_args *a, void **packed_out, size_t *count_out)
         for (int d = 0; d < arr.ndim && len < 200; ++d)
             len += snprintf(shape + len, sizeof shape - (size_t)len, "%zu%s", arr.shape[d], d + 1 < arr.ndim ? ", " : "");
         snprintf(shape + len, sizeof shape - (size_t)len, ")");
-        tk_cli_error(prog, "%s: shape %s fits neither packed (T, %zu) nor full (T%s) for order %d, dimension %d",
+        tk_cli_error(prog, "%s: shape %s fits neither packed (T, %zu) nor full (T%s) for order %d, dimension %d; "
+                           "check --order and --dim, or the array's shape",
                      a->input, shape, k, m <= 8 ? ", N, ..., N" : ", N...", m, n);
         tk_npy_free(&arr);
         return 0;
@@ -186,14 +188,15 @@ static int load_tensors(teig_args *a, void **packed_out, size_t *count_out)
     void *packed = malloc((count ? count : 1) * k * (dbl ? sizeof(double) : sizeof(float)));
     double *full_d = malloc(sizeof(double) * per_full), *packed_d = malloc(sizeof(double) * k);
     int ok = packed && full_d && packed_d;
-    if (!ok) tk_cli_error(prog, "%s: out of memory for %zu tensors", a->input, count);
+    if (!ok) tk_cli_error(prog, "%s: out of memory for %zu tensors; free memory, or split the file", a->input, count);
     const double sym_tol = arr.dtype == TK_NPY_FLOAT64 ? 1e-12 : 1e-6;
     for (size_t t = 0; ok && t < count; ++t) {
         for (size_t e = 0; e < per_full; ++e) {
             size_t src = t * per_full + e;
             full_d[e] = arr.dtype == TK_NPY_FLOAT64 ? ((double *)arr.data)[src] : ((float *)arr.data)[src];
             if (!isfinite(full_d[e])) {
-                tk_cli_error(prog, "%s: tensor %zu has a non-finite value (NaN or Inf) at flat position %zu", a->input,
+                tk_cli_error(prog, "%s: tensor %zu has a non-finite value (NaN or Inf) at flat position %zu; fix or drop "
+                                   "that tensor", a->input,
                              t, e);
                 ok = 0;
                 break;
@@ -212,7 +215,8 @@ static int load_tensors(teig_args *a, void **packed_out, size_t *count_out)
                 for (int d = m - 1; d >= 0; --d) idx[d] = (int)(off % (size_t)n), off /= (size_t)n;
                 for (int d = 0; d < m && len < 150; ++d)
                     len += snprintf(where + len, sizeof where - (size_t)len, "%d%s", idx[d], d + 1 < m ? ", " : "");
-                tk_cli_error(prog, "%s: tensor %zu is not symmetric: entry (%s) differs from its permutations", a->input,
+                tk_cli_error(prog, "%s: tensor %zu is not symmetric: entry (%s) differs from its permutations; make it "
+                                   "symmetric (average over the permutations) or give packed tensors", a->input,
                              t, where);
                 ok = 0;
                 break;
@@ -265,7 +269,7 @@ int main(int argc, char **argv)
     tk_output out;
     int status = TK_EXIT_FAILURE;
     if (!res.lambda || !res.x || !res.iterations || !res.converged) {
-        tk_cli_error(prog, "out of memory for %zu starts", chunk * S);
+        tk_cli_error(prog, "out of memory for %zu starts; use fewer --starts", chunk * S);
         goto done_noout;
     }
     if (!tk_output_open(&out, a.output, prog)) goto done_noout;

@@ -70,7 +70,7 @@ static int parse_seed(const char *v, uint64_t *out)
     char *end = NULL;
     unsigned long long s = strtoull(v, &end, 10);
     if (!*v || *end || *v == '-') {
-        tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'", v);
+        tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
         return 0;
     }
     *out = (uint64_t)s;
@@ -168,26 +168,27 @@ static int parse_train(int argc, char **argv, train_args *a)
         } else if (!strcmp(arg, "--quiet")) {
             a->quiet = 1;
         } else if (arg[0] == '-' && arg[1]) {
-            tk_cli_error(prog, "unknown option '%s' for train (see --help)", arg);
+            tk_cli_error(prog, "unknown option '%s' for train; see tk-tucker --help for the options", arg);
             return 0;
         } else if (!a->train) {
             a->train = arg;
         } else {
-            tk_cli_error(prog, "unexpected argument '%s'", arg);
+            tk_cli_error(prog, "unexpected argument '%s'; give one TRAIN.tns (see --help)", arg);
             return 0;
         }
 #undef VALUE
     }
     if (!a->train || !a->out) {
-        tk_cli_error(prog, "train needs TRAIN.tns and --out MODEL_DIR (see --help)");
+        tk_cli_error(prog, "train needs TRAIN.tns and --out MODEL_DIR; give both (see --help)");
         return 0;
     }
     if (a->test && a->test_fraction > 0) {
-        tk_cli_error(prog, "give --test or --test-fraction, not both");
+        tk_cli_error(prog, "--test and --test-fraction were both given; give one of them, not both");
         return 0;
     }
     if (a->o.double_precision && a->backend == TK_CLI_CUDA) {
-        tk_cli_error(prog, "--double runs on cpu or omp (cuda computes in float)");
+        tk_cli_error(prog, "--double with --backend cuda: cuda computes in float; use --backend cpu or omp, or drop "
+                           "--double");
         return 0;
     }
     return 1;
@@ -212,12 +213,14 @@ static int check_resume(const train_args *a, const char *manifest, const tk_tuck
     for (size_t k = 0; k < sizeof keys / sizeof *keys; ++k) {
         tk_tucker_manifest_get(mine, keys[k], want, sizeof want);
         if (!tk_tucker_manifest_get(manifest, keys[k], have, sizeof have) || strcmp(want, have)) {
-            tk_cli_error(prog, "--resume: %s is %s here but %s in the checkpoint in %s", keys[k], want, have, a->out);
+            tk_cli_error(prog, "--resume: %s is %s here but %s in the checkpoint in %s; run with the checkpoint's "
+                               "settings, or train without --resume", keys[k], want, have, a->out);
             return 0;
         }
     }
     if (m->rank_j != a->rank_j || m->rank_r != a->rank_r || m->order != train->order) {
-        tk_cli_error(prog, "--resume: the checkpoint has order %d, J=%d, R=%d; asked for order %d, J=%ld, R=%ld", m->order,
+        tk_cli_error(prog, "--resume: the checkpoint has order %d, J=%d, R=%d, but this run order %d, J=%ld, R=%ld; "
+                           "give the checkpoint's --rank-j and --rank-r, or train without --resume", m->order,
                      m->rank_j, m->rank_r, train->order, a->rank_j, a->rank_r);
         return 0;
     }
@@ -248,7 +251,8 @@ static int out_dir_usable(const char *dir)
     snprintf(manifest, n + 16, "%s/manifest.txt", dir);
     int ok = S_ISDIR(st.st_mode) && (stat(manifest, &st) == 0 || rmdir(dir) == 0);
     free(manifest);
-    if (!ok) tk_cli_error(prog, "%s exists and is not a tk-tucker model directory (no manifest.txt): refusing to replace it", dir);
+    if (!ok) tk_cli_error(prog, "%s exists and is not a tk-tucker model directory (no manifest.txt): refusing to "
+                               "replace it; give a new or empty folder", dir);
     return ok;
 }
 
@@ -315,7 +319,8 @@ static int cmd_train(int argc, char **argv)
         }
         for (int n = 0; n < train.order; ++n)
             if (model.dims[n] != dims[n]) {
-                tk_cli_error(prog, "--resume: mode %d has size %u in the checkpoint but %u in the data", n + 1,
+                tk_cli_error(prog, "--resume: mode %d has size %u in the checkpoint but %u in the data; resume with the "
+                                   "data it was trained on, or train without --resume", n + 1,
                              model.dims[n], dims[n]);
                 goto done;
             }
@@ -327,8 +332,8 @@ static int cmd_train(int argc, char **argv)
             errno = 0;
             start = strtol(v, &end, 10);
             if (end == v || *end || errno || start < 0) {
-                tk_cli_error(prog, "--resume: %s/manifest.txt: iteration '%s' is not a whole number >= 0; the "
-                                   "checkpoint is damaged: fix that line, or train without --resume", a.out, v);
+                tk_cli_error(prog, "--resume: %s/manifest.txt: iteration '%s' is not a whole number >= 0 (the "
+                                   "checkpoint is damaged); fix that line, or train without --resume", a.out, v);
                 rc = TK_EXIT_FAILURE;
                 goto done;
             }
@@ -420,12 +425,13 @@ static int write_tns(tk_outset *set, int idx, const tk_tucker_coo *t)
     if (fd < 0) return 0;
     FILE *f = fdopen(fd, "w");
     if (!f) {
-        tk_cli_error(prog, "%s: cannot create: %s", path, strerror(errno));
+        tk_cli_error(prog, "%s: cannot create: %s; check the folder and run again", path, strerror(errno));
         close(fd);
         return 0;
     }
     tk_status s = tk_tns_write_file(f, path, t);
-    if (fclose(f) != 0 && s == TK_OK) s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (fclose(f) != 0 && s == TK_OK)
+        s = tk_set_error(TK_ERR_IO, "%s: cannot write: %s; %s", path, strerror(errno), tk_write_advice(errno));
     if (s != TK_OK) tk_cli_error(prog, "%s", tk_last_error());
     return s == TK_OK;
 }
@@ -440,17 +446,17 @@ static int cmd_predict(int argc, char **argv)
             return 0;
         }
         if (argv[i][0] == '-' && argv[i][1]) {
-            tk_cli_error(prog, "unknown option '%s' for predict", argv[i]);
+            tk_cli_error(prog, "unknown option '%s' for predict; see tk-tucker --help for the options", argv[i]);
             return TK_EXIT_USAGE;
         }
         if (npos == 3) {
-            tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns");
+            tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns; give those three (see --help)");
             return TK_EXIT_USAGE;
         }
         pos[npos++] = argv[i];
     }
     if (npos != 3) {
-        tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns");
+        tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns; give those three (see --help)");
         return TK_EXIT_USAGE;
     }
     const char *inputs[] = {pos[1], NULL};
@@ -459,7 +465,7 @@ static int cmd_predict(int argc, char **argv)
     /* OUT.tns may be neither the queries nor a file of the model (MODEL_DIR/A1.npy). */
     tk_outset *set = tk_outset_new(prog);
     if (!set) {
-        tk_cli_error(prog, "out of memory");
+        tk_cli_error(prog, "out of memory; free memory and run again");
         return TK_EXIT_FAILURE;
     }
     int out_idx = -1;
@@ -518,7 +524,8 @@ static int parse_shape(const char *v, tk_tucker_synth_options *o)
         char *end = NULL;
         unsigned long d = strtoul(c, &end, 10);
         if (end == c || d == 0 || d > UINT32_MAX || *c == '-' || n == TK_TUCKER_MAX_ORDER || (*end && *end != ',')) {
-            tk_cli_error(prog, "--shape expects 3..%d positive sizes like 480189,17770,2182, got '%s'",
+            tk_cli_error(prog, "--shape expects 3..%d positive sizes like 480189,17770,2182, got '%s'; give them "
+                               "comma-separated",
                          TK_TUCKER_MAX_ORDER, v);
             return 0;
         }
@@ -526,7 +533,8 @@ static int parse_shape(const char *v, tk_tucker_synth_options *o)
         c = *end ? end + 1 : end;
     }
     if (n < 3) {
-        tk_cli_error(prog, "--shape needs at least 3 sizes (FastTucker orders 3..%d), got '%s'", TK_TUCKER_MAX_ORDER, v);
+        tk_cli_error(prog, "--shape needs at least 3 sizes (FastTucker orders 3..%d), got '%s'; give 3 to %d "
+                           "sizes", TK_TUCKER_MAX_ORDER, v, TK_TUCKER_MAX_ORDER);
         return 0;
     }
     o->order = n;
@@ -573,18 +581,18 @@ static int cmd_synth(int argc, char **argv)
         } else if (!strcmp(arg, "--allow-duplicates")) {
             o.unique = 0;
         } else if (arg[0] == '-' && arg[1]) {
-            tk_cli_error(prog, "unknown option '%s' for synth (see --help)", arg);
+            tk_cli_error(prog, "unknown option '%s' for synth; see tk-tucker --help for the options", arg);
             return TK_EXIT_USAGE;
         } else if (!out) {
             out = arg;
         } else {
-            tk_cli_error(prog, "unexpected argument '%s'", arg);
+            tk_cli_error(prog, "unexpected argument '%s'; give one OUT.tns (see --help)", arg);
             return TK_EXIT_USAGE;
         }
 #undef VALUE
     }
     if (!o.order || nnz < 0 || !out) {
-        tk_cli_error(prog, "synth needs --shape, --nnz and OUT.tns (see --help)");
+        tk_cli_error(prog, "synth needs --shape, --nnz and OUT.tns; give all three (see --help)");
         return TK_EXIT_USAGE;
     }
     o.nnz = (size_t)nnz;
@@ -592,7 +600,7 @@ static int cmd_synth(int argc, char **argv)
     for (int n = 0; n < o.order; ++n) cells *= o.dims[n], rows += o.dims[n];
     if (o.unique && (double)nnz > 0.5 * cells) {
         tk_cli_error(prog, "--nnz %ld: that many distinct entries do not fit comfortably in the %.0f cells of --shape %s "
-                           "(at most half of them; or --allow-duplicates)",
+                           "(at most half of them fit); use a smaller --nnz, a larger --shape, or --allow-duplicates",
                      nnz, cells, shape_text);
         return TK_EXIT_USAGE;
     }
@@ -607,7 +615,7 @@ static int cmd_synth(int argc, char **argv)
     tk_outset *set = tk_outset_new(prog);
     int out_idx = -1, truth_idx = -1;
     if (!set) {
-        tk_cli_error(prog, "out of memory");
+        tk_cli_error(prog, "out of memory; free memory and run again");
         return TK_EXIT_FAILURE;
     }
     if ((out_idx = tk_outset_add(set, "OUT", out, NULL)) < 0 ||
@@ -657,10 +665,11 @@ int main(int argc, char **argv)
     }
 #else
     if (!strcmp(argv[1], "complete") || tk_xml_requested(argc, argv)) {
-        tk_cli_error(prog, "%s needs the image mode: build TensorKernels with ITK (-DTK_WITH_ITK=ON)", argv[1]);
+        tk_cli_error(prog, "%s needs the image mode, which this build lacks; build TensorKernels with ITK "
+                           "(-DTK_WITH_ITK=ON)", argv[1]);
         return TK_EXIT_USAGE;
     }
 #endif
-    tk_cli_error(prog, "unknown command '%s': use train, predict, synth or complete (see --help)", argv[1]);
+    tk_cli_error(prog, "unknown command '%s'; use train, predict, synth or complete (see --help)", argv[1]);
     return TK_EXIT_USAGE;
 }

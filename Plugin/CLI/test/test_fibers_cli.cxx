@@ -242,7 +242,7 @@ TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
         {dir + "/sh.nii" + out + " --frobnicate", "unknown option '--frobnicate'", 2},
         {dir + "/sh.nii" + out + " --num 0", "--num expects an integer from 1 to 64", 2},
         {dir + "/sh.nii" + out + " --basis mrtrix", "--basis expects tournier or descoteaux", 2},
-        {dir + "/sh.nii", "need INPUT_SH and OUTPUT_PEAKS", 2},
+        {dir + "/sh.nii", "INPUT_SH and OUTPUT_PEAKS are required", 2},
         {dir + "/sh.nii " + dir + "/no/such/dir/out.nii", "cannot write", 1},
     };
     for (const auto &c : cases) {
@@ -415,8 +415,10 @@ TEST(FibersCli, OutputsAreCheckedBeforeAnyWork)
         {d + "out.nii --amplitudes /proc/amp.nii", "/proc/amp.nii", "cannot", 1},
     };
     if (vtk) {
-        cases.push_back({d + "out.nii --vtp " + d + "fibers.txt", "--vtp " + d + "fibers.txt", "--vtp writes .vtp", 2});
-        cases.push_back({d + "out.nii --png " + d + "slice.jpg", "--png " + d + "slice.jpg", "--png writes .png", 2});
+        cases.push_back(
+            {d + "out.nii --vtp " + d + "fibers.txt", "--vtp " + d + "fibers.txt", "ending in .vtp (what --vtp writes)", 2});
+        cases.push_back(
+            {d + "out.nii --png " + d + "slice.jpg", "--png " + d + "slice.jpg", "ending in .png (what --png writes)", 2});
         cases.push_back({d + "out.nii --vtp " + d + "nodir/f.vtp", d + "nodir/f.vtp", "does not exist", 1});
     }
     for (const auto &c : cases)
