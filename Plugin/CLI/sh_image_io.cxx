@@ -61,8 +61,6 @@ bool is_mif(const std::string &path)
 {
     return ends_with(path, ".mif") || ends_with(path, ".mif.gz") || ends_with(path, ".mih");
 }
-// An input read by mif_io: named so, or an MRtrix3 image by its bytes.
-bool reads_as_mif(const std::string &path) { return is_mif(path) || tk_image_sniff(path.c_str()) == TK_IMAGE_MIF; }
 bool is_nrrd(const std::string &path) { return ends_with(path, ".nrrd") || ends_with(path, ".nhdr"); }
 // Formats that write the voxels to a second file named after the header.
 // A header whose data sit in a second file: .nhdr and .mhd (data in NAME.raw, as ITK writes
@@ -96,8 +94,10 @@ void check_fits_memory(const std::string &path, const std::vector<size_t> &dims,
 // The ITK reader of the format path's bytes are (image_probe.h), never the one its name
 // suggests: ITK's own choice goes by the name, and by content among readers the tools do
 // not take (libpng aborts the process on a corrupt PNG).
-itk::ImageIOBase::Pointer itk_io_for(const std::string &path, tk_image_format format, int nifti_version = 1)
+itk::ImageIOBase::Pointer itk_io_for(const std::string &path, const tk_image_info &info)
 {
+    const tk_image_format format = info.format;
+    const int nifti_version = info.nifti_version;
     itk::ImageIOBase::Pointer io;
     const char *names = "", *kind = "";
     if (format == TK_IMAGE_NIFTI) io = itk::NiftiImageIO::New(), names = ".nii, .nii.gz or .hdr/.img", kind = "NIfTI";
@@ -117,15 +117,23 @@ itk::ImageIOBase::Pointer itk_io_for(const std::string &path, tk_image_format fo
     return io;
 }
 
-itk::ImageIOBase::Pointer probe(const std::string &path)
+// Every input, whatever its name: recognised by its bytes and validated whole, header and
+// data (image_probe.h), before any reader sees it; then read by the reader of the format
+// its bytes say (mif_io for MRtrix3, ITK's for the others).  ITK 5.2's readers act on what
+// a header says (zero or negative sizes read as 1, short or truncated data read as zeros,
+// NaN transforms abort the process).
+tk_image_info probe_file(const std::string &path)
 {
     check_readable(path);
-    // Every header field and every byte of data checked before ITK sees the file: ITK 5.2's
-    // readers act on what the header says (zero or negative sizes read as 1, short or
-    // truncated data read as zeros, NaN transforms abort the process).
     tk_image_info info;
     if (!tk_image_probe(path.c_str(), &info)) throw std::runtime_error(tk_last_error());
-    auto io = itk_io_for(path, info.format, info.nifti_version);
+    return info;
+}
+
+// ITK's reading of a probed (non-MRtrix3) file's header, checked against the probe's.
+itk::ImageIOBase::Pointer itk_header(const std::string &path, const tk_image_info &info)
+{
+    auto io = itk_io_for(path, info);
     try {
         io->ReadImageInformation();
     } catch (const itk::ExceptionObject &e) {
@@ -393,11 +401,12 @@ template <typename TRead> auto naming_memory(const std::string &path, TRead read
     }
 }
 
-template <typename TImage> typename TImage::Pointer read(const std::string &path, FileGeometry *geometry = nullptr)
+template <typename TImage>
+typename TImage::Pointer read(const std::string &path, const tk_image_info &info, FileGeometry *geometry = nullptr)
 {
     auto reader = itk::ImageFileReader<TImage>::New();
-    const tk_image_format format = tk_image_sniff(path.c_str());
-    reader->SetImageIO(itk_io_for(path, format));
+    const tk_image_format format = info.format;
+    reader->SetImageIO(itk_io_for(path, info));
     reader->SetFileName(path);
     try {
         reader->Update();
@@ -441,18 +450,20 @@ std::string itk_message(const itk::ExceptionObject &e)
 
 VolumeShape probe_volume(const std::string &path)
 {
-    if (reads_as_mif(path)) {
+    const tk_image_info info = probe_file(path);
+    if (info.format == TK_IMAGE_MIF) {
         const MifImage im = mif_header(path);
         return {static_cast<unsigned>(im.dims.size()), 1};
     }
-    auto io = probe(path);
+    auto io = itk_header(path, info);
     return {io->GetNumberOfDimensions(), io->GetNumberOfComponents()};
 }
 
 ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 {
     return naming_memory(path, [&]() -> ScalarImage3::Pointer {
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = read_mif(path);
             if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
                 throw std::runtime_error(path + ": expected a 3-D scalar image");
@@ -464,11 +475,11 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path)
                       out->GetBufferPointer());
             return out;
         }
-        auto io = probe(path);
+        auto io = itk_header(path, info);
         if (io->GetNumberOfComponents() != 1 ||
             !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
             throw std::runtime_error(path + ": expected a 3-D scalar image");
-        return read<ScalarImage3>(path);
+        return read<ScalarImage3>(path, info);
     });
 }
 
@@ -505,7 +516,8 @@ void write_scalar_volume(const ScalarImage3 *image, tk_outset *set, int idx)
 ScalarImage4::Pointer read_scalar_image4(const std::string &path)
 {
     return naming_memory(path, [&]() -> ScalarImage4::Pointer {
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = read_mif(path);
             if (im.dims.size() != 4)
                 throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
@@ -521,12 +533,12 @@ ScalarImage4::Pointer read_scalar_image4(const std::string &path)
                       out->GetBufferPointer());
             return out;
         }
-        auto io = probe(path);
+        auto io = itk_header(path, info);
         if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
             throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
                                      std::to_string(io->GetNumberOfDimensions()) + "-D with " +
                                      std::to_string(io->GetNumberOfComponents()) + " component(s)");
-        return read<ScalarImage4>(path);
+        return read<ScalarImage4>(path, info);
     });
 }
 
@@ -567,7 +579,8 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
         Image4::Pointer in;
         std::unique_ptr<float, void (*)(void *)> mif_data{nullptr, std::free};
         std::vector<size_t> size4;
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = mif_header(path);
             if (im.dims.size() != 4)
                 throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
@@ -579,13 +592,13 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
             in = Image4::New();  // geometry only: the values stay in mif_data
             set_mif_world(in.GetPointer(), im.h, path);
         } else {
-            auto io = probe(path);
+            auto io = itk_header(path, info);
             const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
-            if (dims == 3 && comps > 1) return read<VectorImage3>(path, geometry);
+            if (dims == 3 && comps > 1) return read<VectorImage3>(path, info, geometry);
             if (dims != 4 || comps != 1)
                 throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
                                          std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
-            in = read<Image4>(path, geometry);
+            in = read<Image4>(path, info, geometry);
             const auto s = in->GetLargestPossibleRegion().GetSize();
             size4 = {s[0], s[1], s[2], s[3]};
         }
@@ -619,7 +632,8 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
 MaskImage3::Pointer read_mask(const std::string &path)
 {
     return naming_memory(path, [&]() -> MaskImage3::Pointer {
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = read_mif(path);
             if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
                 throw std::runtime_error(path + ": a mask must be a 3-D image");
@@ -631,14 +645,14 @@ MaskImage3::Pointer read_mask(const std::string &path)
             for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
             return mask;
         }
-        auto io = probe(path);
+        auto io = itk_header(path, info);
         if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
             throw std::runtime_error(path + ": a mask must be a 3-D image");
         if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
         // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
         // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
         // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
-        auto values = read<itk::Image<double, 3>>(path);
+        auto values = read<itk::Image<double, 3>>(path, info);
         auto mask = MaskImage3::New();
         mask->CopyInformation(values);
         mask->SetRegions(values->GetLargestPossibleRegion());

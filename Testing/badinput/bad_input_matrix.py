@@ -153,6 +153,13 @@ def mif(path, array, datatype="Float32LE", data=None, lines=None):
     write(path, head + (array.astype("<f4").tobytes() if data is None else data))
 
 
+def mih_header(array, data_file):
+    """The .mih header of array (z, y, x, components) whose data (as mif writes them) are
+    data_file, from its first byte."""
+    return ("mrtrix image\ndim: %d,%d,%d,%d\nvox: 2,2,2,1\nlayout: +1,+2,+3,+0\ndatatype: Float32LE\n"
+            "file: %s\nEND\n" % (array.shape[2], array.shape[1], array.shape[0], array.shape[3], data_file)).encode()
+
+
 def nrrd_header_only(path, sizes, pixel="float", kinds=None, data=b"\0" * 64):
     kinds = kinds or " ".join(["domain"] * len(sizes))
     header = ("NRRD0004\ntype: %s\ndimension: %d\nsizes: %s\nkinds: %s\nencoding: raw\nendian: little\n\n"
@@ -630,6 +637,18 @@ def fibers_cases():
              names="layout.mif", says=r"layout"),
         Case(".mif: complex datatype", base("cplx.mif"), files(("cplx.mif", lambda p: mif(p, sh, datatype="CFloat32LE"))),
              names="cplx.mif", says=r"complex"),
+        Case(".mif: more data than its header claims", base("tail.mif"),
+             files(("tail.mif", lambda p: mif(p, sh, data=sh.astype("<f4").tobytes() + b"\0" * 60))), names="tail.mif",
+             says=r"60 bytes after the data that the header does not account for"),
+        Case(".mih: its data file short", base("short.mih"),
+             files(("short.mih", lambda p: write(p, mih_header(sh, "short.dat"))),
+                   ("short.dat", lambda p: write(p, sh.astype("<f4").tobytes()[:-8]))),
+             names="short.mih", says=r"its data file short.dat: truncated"),
+        Case(".mif: an MRtrix3 image named .nii (exit 0: read by its content)", base("sh_mif.nii"),
+             files(("sh_mif.nii", lambda p: mif(p, sh))), code=0, allow_new=("peaks.nrrd",)),
+        Case(".mif: a NIfTI image named .mif", base("nifti.mif"),
+             files(("nifti.mif", lambda p: write(p, nifti1_bytes(sh.transpose(2, 1, 0, 3), np.diag([2.0, 2, 2, 1]))))),
+             names="nifti.mif", says=r"a NIfTI image by its content.*rename it"),
         Case("--mask: missing file", base("sh.nrrd") + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd",
              says=MISSING),
         Case("--mask: of another size", base("sh.nrrd") + ["--mask", "small.nrrd"],

@@ -245,6 +245,7 @@ TEST(MifIo, RefusesMalformedFilesClearly)
         {"mrtrix image\n" + ok + "file: . 1x\nEND\n" + data, "not a whole number of bytes"},
         {"mrtrix image\n" + ok + "file:  \nEND\n" + data, "'file:' has no value"},
         {mif(ok, data.substr(0, 50)), "truncated: the header claims 96 bytes of data"},
+        {mif(ok, data + "junk"), "4 bytes after the data that the header does not account for"},
         {mif("dim: 4294967296,4294967296,4294967296\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data),
          "overflows"},
         {"mrtrix image\n" + ok + "file: missing.dat\n", "cannot open its data file"},

@@ -87,6 +87,18 @@ std::string deflate(const std::string &data, int window_bits)
 std::string gzip(const std::string &data) { return deflate(data, 15 + 16); }
 std::string zlib(const std::string &data) { return deflate(data, 15); }
 
+// An MRtrix3 .mif: "mrtrix image", the lines given, "file: . OFFSET", "END", the data at
+// OFFSET (the header padded with NUL bytes to a multiple of 4, as MRtrix3 pads).
+std::string mif_file(const std::string &lines, const std::string &data)
+{
+    std::string head = "mrtrix image\n" + lines;
+    size_t offset = head.size() + 24;
+    offset += (4 - offset % 4) % 4;
+    head += "file: . " + std::to_string(offset) + "\nEND\n";
+    head.resize(offset, '\0');
+    return head + data;
+}
+
 struct Layout {
     const char *name;      // the test's label
     std::string file;      // the file probed
@@ -111,6 +123,7 @@ std::vector<Layout> layouts(const std::string &dir)
                                  "TransformMatrix = 1 0 0 0 1 0 0 0 1\nOffset = 0 0 0\nElementSpacing = 1 1 1\n"
                                  "DimSize = 2 2 1\nElementNumberOfChannels = 3\nElementType = MET_FLOAT\n";
     const std::string data = floats(12), packed = zlib(data);
+    const std::string mif_lines = "dim: 3,2,2\nvox: 1,1,1.5\nlayout: +0,+1,+2\ndatatype: Float32LE\n";
     std::vector<Layout> v = {
         {"nii", dir + "/a.nii", nifti1({2, 2, 1, 3}, false) + std::string(4, '\0') + data, "", "", 4, {2, 2, 1, 3}, 1,
          false},
@@ -129,6 +142,10 @@ std::vector<Layout> layouts(const std::string &dir)
          "", "", 3, {2, 2, 1}, 3, false},
         {"MetaImage detached", dir + "/j.mhd", mha_head + "ElementDataFile = j.raw\n", dir + "/j.raw", data, 3,
          {2, 2, 1}, 3, true},
+        {"MRtrix3 .mif", dir + "/k.mif", mif_file(mif_lines, data), "", "", 3, {3, 2, 2}, 1, false},
+        {"MRtrix3 .mif.gz named .nii", dir + "/l.nii", gzip(mif_file(mif_lines, data)), "", "", 3, {3, 2, 2}, 1, false},
+        {"MRtrix3 .mih", dir + "/m.mih", "mrtrix image\n" + mif_lines + "file: m.dat 4\nEND\n", dir + "/m.dat",
+         std::string(4, '\0') + data, 3, {3, 2, 2}, 1, true},
     };
     return v;
 }

@@ -256,6 +256,11 @@ def sh_image_seeds():
     write("sh_image", "mhd_detached", sh(MHD, VECTOR, mha.replace(b"LOCAL", b"data.raw") + SEP + floats(12)))
     write("sh_image", "mha_scalar", sh(MHA, SCALAR, b"ObjectType = Image\nNDims = 3\nDimSize = 2 2 1\n"
                                                     b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + floats(4)))
+    # MRtrix3 images under ITK's names: read by mif_io (by content), the harness's reference too
+    write("sh_image", "mif_named_nii_vector", sh(NII, VECTOR, mif("dim: 2,1,1,6\nvox: 1,1,1,1\nlayout: +1,+2,+3,+0\n"
+                                                                   "datatype: Float32LE\n", floats(12))))
+    write("sh_image", "mif_bit_named_mha_mask", sh(MHA, MASK, mif("dim: 3,3,1\nvox: 1,1,1\nlayout: +0,+1,+2\n"
+                                                                   "datatype: Bit\n", bytes([0b10110010, 0b10000000]))))
     # near-valid
     write("sh_image", "bad_nii_truncated", sh(NII, VECTOR, sh4[:-20]))
     write("sh_image", "bad_nii_huge_dims", sh(NII, VECTOR, nifti((1000, 1000, 1000, 45), 16, 32, floats(8))))
@@ -306,6 +311,7 @@ def mif_seeds():
     write("mif", "bad_offset_in_header", bytes([MIF]) + mif(basic, floats(12), offset=20))
     write("mif", "bad_huge_dims", bytes([MIF]) + mif(basic.replace("2,2,1,3", "100000,100000,1000,45"), floats(12)))
     write("mif", "bad_vox_zero", bytes([MIF]) + mif(basic.replace("vox: 2,", "vox: 0,"), floats(12)))
+    write("mif", "bad_data_tail", bytes([MIF]) + mif(basic, floats(12)) + b"junk")
     write("mif", "bad_transform_rows", bytes([MIF]) + mif(basic + "transform: 1,0,0,0\n", floats(12)))
 
 
@@ -360,7 +366,16 @@ def image_probe_seeds():
     write(t, "mha_compressed", probe(P_MHA, mha.replace(b"ElementType", b"CompressedData = True\nCompressedDataSize = %d\n"
                                                          b"ElementType" % len(packed)) + packed))
     write(t, "mhd_detached", probe(P_MHD, mha.replace(b"LOCAL", b"data.raw") + SEP + floats(6)))
-    write(t, "mif", probe(P_DAT, mif("dim: 2,1,1\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", floats(2))))
+    mif_lines = "dim: 2,1,1\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n"
+    write(t, "mif", probe(P_DAT, mif(mif_lines, floats(2))))
+    write(t, "mif_gz_named_nii", probe(P_NII, gzip.compress(mif(mif_lines, floats(2)), mtime=0)))
+    write(t, "mih_detached", probe(P_DAT, ("mrtrix image\n" + mif_lines + "file: data.raw 2\nEND\n").encode()
+                                   + SEP + b"\0\0" + floats(2)))
+    write(t, "bad_mif_tail", probe(P_DAT, mif(mif_lines, floats(2)) + b"\0"))
+    write(t, "bad_mif_truncated", probe(P_NII, mif(mif_lines, floats(2))[:-1]))
+    write(t, "bad_mif_gz_tail", probe(P_NII_GZ, gzip.compress(mif(mif_lines, floats(2)), mtime=0) + b"junk"))
+    write(t, "bad_mih_short", probe(P_DAT, ("mrtrix image\n" + mif_lines + "file: data.raw\nEND\n").encode()
+                                    + SEP + floats(1)))
     # each stops at one check (the cases ITK 5.2's readers crashed on, hung on, or read as zeros)
     nan_sform = bytearray(vol)
     struct.pack_into("<h", nan_sform, 254, 1)

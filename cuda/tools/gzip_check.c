@@ -26,10 +26,9 @@ uint64_t tk_inflate_bound(uint64_t compressed)
 
 enum { CHUNK = 1 << 16 };
 
-int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
-                     unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)
+int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                          tk_inflate_sink sink, void *ctx, uint64_t *consumed)
 {
-    if (head_got) *head_got = 0;
     if (consumed) *consumed = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", what, strerror(errno)), 0;
@@ -90,16 +89,15 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
         ret = inflate(&z, Z_NO_FLUSH);
         used += before - z.avail_in;
         const uint64_t produced = CHUNK - z.avail_out;
-        if (head && total < head_size) {
-            const uint64_t take = head_size - total < produced ? head_size - total : produced;
-            memcpy(head + total, out, (size_t)take);
-            if (head_got) *head_got = total + take;
-        }
-        total += produced;
-        if (total > expected) {
+        if (produced > expected - total) {
             why = "longer";
             break;
         }
+        if (sink && produced && !sink(ctx, out, produced, total)) {
+            why = "sink";
+            break;
+        }
+        total += produced;
         if (ret == Z_STREAM_END) {
             ended = 1;
             continue;
@@ -115,7 +113,9 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
     free(in);
     fclose(f);
     if (consumed) *consumed = used;
-    if (!why && !ended && total == expected)
+    if (why && !strcmp(why, "sink"))
+        ;  /* the sink's message */
+    else if (!why && !ended && total == expected)
         tk_set_error(TK_ERR_FORMAT, "%s: truncated: the compressed stream ends without its checksum and length "
                                     "(the data cannot be verified)", what);
     else if (!why && !ended)
@@ -138,6 +138,30 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
     return ok;
 }
 
+typedef struct head_copy {
+    unsigned char *head;
+    uint64_t size, *got;
+} head_copy;
+
+static int copy_head(void *ctx, const unsigned char *bytes, uint64_t n, uint64_t at)
+{
+    head_copy *h = ctx;
+    if (at < h->size) {
+        const uint64_t take = h->size - at < n ? h->size - at : n;
+        memcpy(h->head + at, bytes, (size_t)take);
+        if (h->got) *h->got = at + take;
+    }
+    return 1;
+}
+
+int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                     unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)
+{
+    if (head_got) *head_got = 0;
+    head_copy h = {head, head_size, head_got};
+    return tk_inflate_check_into(path, offset, kind, expected, what, head ? copy_head : NULL, &h, consumed);
+}
+
 uint64_t tk_gzip_head(const char *path, unsigned char *out, uint64_t n)
 {
     gzFile g = gzopen(path, "rb");
@@ -149,6 +173,13 @@ uint64_t tk_gzip_head(const char *path, unsigned char *out, uint64_t n)
 }
 
 #else
+
+int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                          tk_inflate_sink sink, void *ctx, uint64_t *consumed)
+{
+    (void)path, (void)offset, (void)kind, (void)expected, (void)sink, (void)ctx, (void)consumed;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: compressed data, and this build has no zlib", what), 0;
+}
 
 int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
                      unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "gzip_check.h"
+#include "mif_io.h"
 #include "tk_status.h"
 
 const char *tk_image_formats(void)
@@ -115,12 +116,32 @@ tk_image_format tk_image_sniff(const char *path)
     return sniff_bytes(path, b, n, 0);
 }
 
+/* MRtrix3: the header by mif_io.c's parser (the one the reader uses), the data by its rule
+ * (tk_mif_check_data): one validation of the format, wherever the file comes from. */
+static int check_mif(const char *path, tk_image_info *info)
+{
+    tk_mif_header h;
+    if (!tk_mif_read_header(path, &h) || !tk_mif_check_data(path, &h)) return 0;
+    int axes = h.ndim;
+    while (axes > 1 && h.dim[axes - 1] == 1) --axes;  /* trailing axes of size 1 do not count */
+    if (axes > TK_IMAGE_MAX_AXES)
+        return tk_set_error(TK_ERR_FORMAT, "%s: an MRtrix3 image of %d axes of more than one voxel; the tools read at "
+                                           "most %d", path, axes, TK_IMAGE_MAX_AXES), 0;
+    info->compressed = h.gzip;
+    info->axes = axes;
+    for (int k = 0; k < axes; ++k) info->size[k] = h.dim[k];
+    info->components = 1;
+    info->bytes = tk_mif_data_bytes(&h);
+    snprintf(info->data_file, sizeof info->data_file, "%s", h.data_path);
+    return 1;
+}
+
 int tk_image_probe(const char *path, tk_image_info *info)
 {
     memset(info, 0, sizeof *info);
     info->format = tk_image_sniff(path);
     if (info->format == TK_IMAGE_UNKNOWN) return 0;
-    if (info->format == TK_IMAGE_MIF) return 1;  /* mif_io.c validates as it reads */
+    if (info->format == TK_IMAGE_MIF) return check_mif(path, info);
     if (info->format == TK_IMAGE_NRRD) return tk_image_check_nrrd(path, info);
     if (info->format == TK_IMAGE_METAIMAGE) return tk_image_check_meta(path, info);
     unsigned char head[540];

@@ -15,7 +15,8 @@
  *     wrong header), and a compressed stream inflates completely (tk_inflate_check: gzip
  *     stream end, CRC and length) to exactly that many bytes, a claim beyond deflate's
  *     1032:1 refused up front.
- * The checks of each format are in image_nifti.c, image_nrrd.c and image_meta.c. */
+ * The checks of each format are in image_nifti.c, image_nrrd.c, image_meta.c and (MRtrix3)
+ * mif_io.c. */
 #ifndef TK_IMAGE_PROBE_H
 #define TK_IMAGE_PROBE_H
 
@@ -35,7 +36,7 @@ typedef enum {
     TK_IMAGE_NIFTI,     /* NIfTI-1 or NIfTI-2, one file or a pair */
     TK_IMAGE_NRRD,
     TK_IMAGE_METAIMAGE,
-    TK_IMAGE_MIF        /* validated by mif_io.c when read */
+    TK_IMAGE_MIF        /* MRtrix3 .mif, .mif.gz, .mih: header and data rules of mif_io.c */
 } tk_image_format;
 
 typedef struct tk_image_info {
@@ -57,7 +58,9 @@ const char *tk_image_formats(void);
 tk_image_format tk_image_sniff(const char *path);
 
 /* Recognises and validates path as above: 1 with *info filled, else 0 with tk_last_error()
- * naming path (or its data file) and saying what is wrong.  A .mif is only recognised. */
+ * naming path (or its data file) and saying what is wrong.  Every format goes through here,
+ * MRtrix3's included (its header by mif_io.c's parser, its data by tk_mif_check_data), so a
+ * file is judged by its bytes alike whatever its name. */
 int tk_image_probe(const char *path, tk_image_info *info);
 
 /* For the format checkers: the folder part of path joined with name (a detached header's

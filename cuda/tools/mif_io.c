@@ -73,39 +73,6 @@ static int src_getc(source *s)
     return c;
 }
 
-/* Up to n bytes into out; the count read (short at the end of the data or on an error). */
-static size_t src_read(source *s, void *out, size_t n)
-{
-    size_t got = 0;
-#ifdef TK_HAVE_ZLIB
-    while (got < n) {
-        const size_t chunk = n - got > (1u << 30) ? (1u << 30) : n - got;
-        const int r = gzread(s->g, (char *)out + got, (unsigned)chunk);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-#else
-    got = fread(out, 1, n, s->f);
-#endif
-    s->pos += got;
-    return got;
-}
-
-/* Skip forward to byte at (of the uncompressed stream); 0 when the data end first. */
-static int src_skip_to(source *s, uint64_t at)
-{
-    if (at < s->pos) return 0;
-#ifdef TK_HAVE_ZLIB
-    if (gzseek(s->g, (z_off_t)at, SEEK_SET) != (z_off_t)at) return 0;
-    s->pos = at;
-    return 1;
-#else
-    if (fseeko(s->f, (off_t)at, SEEK_SET) != 0) return 0;
-    s->pos = at;
-    return 1;
-#endif
-}
-
 static int is_gzip_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -571,62 +538,116 @@ static double element(const unsigned char *raw, size_t i, tk_mif_type t, int swa
     }
 }
 
+uint64_t tk_mif_data_bytes(const tk_mif_header *h)
+{
+    const size_t count = tk_mif_count(h);
+    if (!count) return 0;
+    if (h->type == TK_MIF_BIT) return (uint64_t)(count / 8 + (count % 8 != 0));
+    const size_t esize = type_bytes(h->type);
+    return count > SIZE_MAX / esize ? 0 : (uint64_t)(count * esize);
+}
+
+int tk_mif_check_data(const char *path, const tk_mif_header *h)
+{
+    const uint64_t bytes = tk_mif_data_bytes(h);
+    if (!bytes) return tk_set_error(TK_ERR_FORMAT, "%s: the data size overflows", path), 0;
+    if (h->gzip) {
+        /* the whole stream: it ends (CRC and length checked), nothing follows it, and it holds
+         * exactly header and data (gzread would take a stream cut short after the data, or
+         * followed by junk, as good) */
+        uint64_t expected;
+        if (__builtin_add_overflow(h->data_offset, bytes, &expected))
+            return tk_set_error(TK_ERR_FORMAT, "%s: the data offset plus the data's size overflows", path), 0;
+        return tk_inflate_check(h->data_path, 0, TK_INFLATE_GZIP, expected, path, NULL, 0, NULL, NULL);
+    }
+    const int same = !strcmp(path, h->data_path);
+    char subject[8400];
+    if (same) snprintf(subject, sizeof subject, "%s", path);
+    else snprintf(subject, sizeof subject, "%s: its data file %s", path, h->data_path);
+    struct stat sb;
+    if (stat(h->data_path, &sb) != 0)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open%s%s: %s", path, same ? "" : " its data file ",
+                            same ? "" : h->data_path, strerror(errno)), 0;
+    if (!S_ISREG(sb.st_mode)) return tk_set_error(TK_ERR_IO, "%s: not a regular file", subject), 0;
+    const uint64_t size = (uint64_t)sb.st_size;
+    if (size < h->data_offset)
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the data should start at byte %llu, past the end of the %llu "
+                                           "bytes", subject, (unsigned long long)h->data_offset,
+                            (unsigned long long)size), 0;
+    const uint64_t held = size - h->data_offset;
+    if (held < bytes)
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of data at offset %llu, the "
+                                           "file holds %llu", subject, (unsigned long long)bytes,
+                            (unsigned long long)h->data_offset, (unsigned long long)held), 0;
+    if (held > bytes)
+        return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the data that the header does not account for (a "
+                                           "wrong dim or datatype?)", subject, (unsigned long long)(held - bytes)), 0;
+    return 1;
+}
+
+/* A .mif.gz's data as the stream is checked: the inflated bytes from the data offset on,
+ * in a buffer that grows with them (a header claiming more than the stream holds is
+ * found out before all of it is allocated). */
+typedef struct collected {
+    const char *path;
+    unsigned char *buf;
+    uint64_t offset, bytes, have;
+} collected;
+
+static int collect(void *ctx, const unsigned char *piece, uint64_t n, uint64_t at)
+{
+    collected *c = ctx;
+    if (at + n <= c->offset) return 1;  /* the header */
+    const uint64_t skip = at < c->offset ? c->offset - at : 0, pos = at + skip - c->offset, len = n - skip;
+    if (pos + len > c->have) {
+        uint64_t want = c->have ? 2 * c->have : (64u << 20);
+        if (want < pos + len) want = pos + len;
+        if (want > c->bytes) want = c->bytes;
+        unsigned char *grown = realloc(c->buf, (size_t)want);
+        if (!grown)
+            return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %llu bytes of data", c->path,
+                                (unsigned long long)c->bytes), 0;
+        c->buf = grown, c->have = want;
+    }
+    memcpy(c->buf + pos, piece + skip, (size_t)len);
+    return 1;
+}
+
 int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data)
 {
     *data = NULL;
-    const size_t count = tk_mif_count(h), esize = type_bytes(h->type);
-    if (!count) return tk_set_error(TK_ERR_FORMAT, "%s: the number of values overflows", path), 0;
-    size_t bytes;
-    if (h->type == TK_MIF_BIT) {
-        bytes = count / 8 + (count % 8 != 0);
-    } else if (count > SIZE_MAX / esize) {
-        return tk_set_error(TK_ERR_FORMAT, "%s: the data size overflows", path), 0;
-    } else {
-        bytes = count * esize;
-    }
+    const size_t count = tk_mif_count(h);
+    const uint64_t bytes = tk_mif_data_bytes(h);
+    if (!count || !bytes) return tk_set_error(TK_ERR_FORMAT, "%s: the number of values overflows", path), 0;
     if (count > SIZE_MAX / sizeof(float)) return tk_set_error(TK_ERR_MEMORY, "%s: the image is too large", path), 0;
-    /* an uncompressed data file shorter than the header claims is refused before any allocation */
-    struct stat sb;
-    if (stat(h->data_path, &sb) != 0)
-        return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;
-    if (!h->gzip && (uint64_t)sb.st_size < h->data_offset + (uint64_t)bytes)
-        return tk_set_error(TK_ERR_FORMAT,
-                            "%s: truncated: the header claims %zu bytes of data at offset %llu but the file holds %lld "
-                            "bytes", path, bytes, (unsigned long long)h->data_offset, (long long)sb.st_size), 0;
-    /* a .mif.gz whole before any of it is read: the stream ends (CRC and length checked),
-     * nothing follows it, and it holds exactly header and data (gzread would take a stream
-     * cut short after the data, or followed by junk, as good) */
-    if (h->gzip && !tk_inflate_check(h->data_path, 0, TK_INFLATE_GZIP, h->data_offset + (uint64_t)bytes, path, NULL, 0,
-                                     NULL, NULL))
-        return 0;
-    source s;
-    if (!src_open(&s, h->data_path))
-        return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;
-    /* the raw bytes; from a compressed stream in growing pieces, so that a header claiming
-     * more than the stream holds is found out before all of it is allocated */
     unsigned char *raw = NULL;
-    size_t got = 0, have = 0;
-    int ok = src_skip_to(&s, h->data_offset);
-    while (ok && got < bytes) {
-        size_t want = bytes;
-        if (h->gzip) want = have == 0 ? (bytes < (64u << 20) ? bytes : (64u << 20)) : have < bytes / 2 ? 2 * have : bytes;
-        unsigned char *grown = realloc(raw, want);
-        if (!grown) {
-            free(raw);
-            src_close(&s);
-            return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu bytes of data", path, bytes), 0;
+    if (h->gzip) {
+        /* one pass: the data kept as the whole stream is proven (tk_mif_check_data's rule) */
+        uint64_t expected;
+        if (__builtin_add_overflow(h->data_offset, bytes, &expected))
+            return tk_set_error(TK_ERR_FORMAT, "%s: the data offset plus the data's size overflows", path), 0;
+        collected c = {path, NULL, h->data_offset, bytes, 0};
+        if (!tk_inflate_check_into(h->data_path, 0, TK_INFLATE_GZIP, expected, path, collect, &c, NULL)) {
+            free(c.buf);
+            return 0;
         }
-        raw = grown, have = want;
-        const size_t asked = have - got, n = src_read(&s, raw + got, asked);
-        got += n;
-        ok = n == asked;  /* a short read: the data end here */
-    }
-    src_close(&s);
-    if (got != bytes) {
-        free(raw);
-        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %zu bytes of data at offset %llu, %s", path,
-                            bytes, (unsigned long long)h->data_offset,
-                            h->gzip ? "more than the compressed stream holds" : "more than the file holds"), 0;
+        raw = c.buf;
+    } else {
+        /* exactly the bytes the header claims, checked before any allocation */
+        if (!tk_mif_check_data(path, h)) return 0;
+        FILE *f = fopen(h->data_path, "rb");
+        if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;
+        raw = malloc((size_t)bytes);
+        const int got = raw && fseeko(f, (off_t)h->data_offset, SEEK_SET) == 0 && fread(raw, 1, (size_t)bytes, f) == bytes;
+        fclose(f);
+        if (!got) {
+            const int oom = raw == NULL;
+            free(raw);
+            return oom ? (tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %llu bytes of data", path,
+                                       (unsigned long long)bytes), 0)
+                       : (tk_set_error(TK_ERR_IO, "%s: the data could not be read (the file changed while it was read?)",
+                                       path), 0);
+        }
     }
     float *out = malloc(count * sizeof(float));
     if (!out) {
