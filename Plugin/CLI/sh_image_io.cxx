@@ -91,6 +91,57 @@ void check_fits_memory(const std::string &path, const std::vector<size_t> &dims,
     }
 }
 
+// NRRD data the tools decode themselves (ascii, hex, bzip2: image_probe.h's own_read):
+// ITK's NRRD reader for the header (geometry, components, metadata, as for every NRRD),
+// image_nrrd.c's decoder, the code that validated them, for the values; then what ITK's
+// reader does with raw data: the component axis (the first of a non-domain kind) moved to
+// the fastest.  ImageFileReader converts the values to the pixel type as for any file.
+class DecodedNrrdImageIO : public itk::NrrdImageIO
+{
+public:
+    using Self = DecodedNrrdImageIO;
+    using Superclass = itk::NrrdImageIO;
+    using Pointer = itk::SmartPointer<Self>;
+    itkNewMacro(Self);
+    itkTypeMacro(DecodedNrrdImageIO, NrrdImageIO);
+
+    void SetProbed(const tk_image_info &info) { m_Info = info; }
+
+    void Read(void *buffer) override
+    {
+        const std::string path = GetFileName();
+        const uint64_t bytes = m_Info.bytes;
+        if (static_cast<uint64_t>(GetImageSizeInBytes()) != bytes)
+            throw std::runtime_error(path + ": ITK's reading of the header asks for " +
+                                     std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
+                                     std::to_string(bytes) + ": a header the readers disagree on is not used");
+        const int r = m_Info.range_axis;
+        if (r <= 0) {  // the components (if any) are the fastest axis already
+            if (!tk_image_read_data(path.c_str(), &m_Info, buffer, bytes)) throw std::runtime_error(tk_last_error());
+            return;
+        }
+        std::vector<unsigned char> file(bytes);
+        if (!tk_image_read_data(path.c_str(), &m_Info, file.data(), bytes)) throw std::runtime_error(tk_last_error());
+        uint64_t inner = 1, outer = 1;
+        for (int k = 0; k < m_Info.axes; ++k)
+            if (k < r) inner *= m_Info.size[k];
+            else if (k > r) outer *= m_Info.size[k];
+        const uint64_t comps = m_Info.size[r], vb = static_cast<uint64_t>(m_Info.value_bytes);
+        auto *dst = static_cast<unsigned char *>(buffer);
+        for (uint64_t o = 0; o < outer; ++o)
+            for (uint64_t c = 0; c < comps; ++c)
+                for (uint64_t i = 0; i < inner; ++i)
+                    std::memcpy(dst + ((o * inner + i) * comps + c) * vb, file.data() + ((o * comps + c) * inner + i) * vb,
+                                vb);
+    }
+
+protected:
+    DecodedNrrdImageIO() = default;
+
+private:
+    tk_image_info m_Info{};
+};
+
 // The ITK reader of the format path's bytes are (image_probe.h), never the one its name
 // suggests: ITK's own choice goes by the name, and by content among readers the tools do
 // not take (libpng aborts the process on a corrupt PNG).
@@ -101,7 +152,11 @@ itk::ImageIOBase::Pointer itk_io_for(const std::string &path, const tk_image_inf
     itk::ImageIOBase::Pointer io;
     const char *names = "", *kind = "";
     if (format == TK_IMAGE_NIFTI) io = itk::NiftiImageIO::New(), names = ".nii, .nii.gz or .hdr/.img", kind = "NIfTI";
-    else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
+    else if (format == TK_IMAGE_NRRD && info.own_read) {
+        auto decoded = DecodedNrrdImageIO::New();
+        decoded->SetProbed(info);
+        io = decoded, names = ".nrrd or .nhdr", kind = "NRRD";
+    } else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
     else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
     else throw std::runtime_error(format == TK_IMAGE_UNKNOWN ? std::string(tk_last_error())
                                                             : path + ": not read through ITK (an MRtrix3 image)");
@@ -148,6 +203,20 @@ itk::ImageIOBase::Pointer itk_header(const std::string &path, const tk_image_inf
         throw std::runtime_error(path + ": ITK reads this header as " + std::to_string(itk_values) +
                                  " values, the header's own fields say " + std::to_string(values) +
                                  ": a header the readers disagree on is not used");
+    if (info.format == TK_IMAGE_NRRD && info.own_read) {
+        // the layout the decoded values are put in: ITK's axes are the header's without the
+        // component axis, which image_nrrd.c found where teem does
+        std::vector<uint64_t> domain;
+        uint64_t comps = 1;
+        for (int d = 0; d < info.axes; ++d)
+            if (d == info.range_axis) comps = info.size[d];
+            else domain.push_back(info.size[d]);
+        bool same = io->GetNumberOfComponents() == comps && io->GetNumberOfDimensions() == domain.size();
+        for (unsigned d = 0; same && d < domain.size(); ++d) same = io->GetDimensions(d) == domain[d];
+        if (!same)
+            throw std::runtime_error(path + ": ITK reads this header's axes otherwise than its kinds field says: a "
+                                            "header the readers disagree on is not used");
+    }
     std::vector<size_t> dims;
     for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) dims.push_back(io->GetDimensions(d));
     check_fits_memory(path, dims, io->GetNumberOfComponents());

@@ -160,6 +160,14 @@ def mih_header(array, data_file):
             "file: %s\nEND\n" % (array.shape[2], array.shape[1], array.shape[0], array.shape[3], data_file)).encode()
 
 
+def nrrd_encoded(array, encoding, body):
+    """array (z, y, x, components) as an attached NRRD of the encoding given, its data body."""
+    sizes = (array.shape[3], array.shape[2], array.shape[1], array.shape[0])
+    return (("NRRD0004\ntype: float\ndimension: 4\nsizes: %s\nkinds: vector domain domain domain\n"
+             "spacings: nan 1 1 1\nencoding: %s\nendian: little\n\n" % (" ".join(map(str, sizes)), encoding)).encode()
+            + body)
+
+
 def nrrd_header_only(path, sizes, pixel="float", kinds=None, data=b"\0" * 64):
     kinds = kinds or " ".join(["domain"] * len(sizes))
     header = ("NRRD0004\ntype: %s\ndimension: %d\nsizes: %s\nkinds: %s\nencoding: raw\nendian: little\n\n"
@@ -805,6 +813,48 @@ def fibers_read_cases(sh, g, base):
         Case("read: MetaImage of numbered slice files, one missing", base("slices.mhd"),
              both(f("slices.mhd", missing_slice), f("slice001.raw", sh[0].astype("<f4").tobytes())),
              names="slices.mhd", says=r"no numbered slice files"),
+    ]
+    # NRRD encodings the tools decode themselves (ITK 5.2's NrrdIO has no bzip2 and reads
+    # ascii values through scanf): each checked whole, then read by the same code
+    import bz2
+    raw = sh.astype("<f4").tobytes()
+    text = " ".join("%.9g" % v for v in sh.ravel()) + "\n"
+    enc = lambda e, body: nrrd_encoded(sh, e, body)
+    packed = bz2.compress(raw)
+    corrupt_bz = bytearray(packed)
+    corrupt_bz[len(packed) // 2] ^= 0x10
+    mask_u8 = np.ones(sh.shape[:3], np.uint8)
+    rows += [
+        Case("read: NRRD ascii (exit 0: decoded by the tools)", base("a.nrrd"), f("a.nrrd", enc("ascii", text.encode())),
+             code=0, allow_new=("peaks.nrrd",)),
+        Case("read: NRRD hex (exit 0)", base("h.nrrd"), f("h.nrrd", enc("hex", raw.hex().encode() + b"\n")), code=0,
+             allow_new=("peaks.nrrd",)),
+        Case("read: NRRD bzip2 (exit 0)", base("b.nrrd"), f("b.nrrd", enc("bzip2", packed)), code=0,
+             allow_new=("peaks.nrrd",)),
+        Case("read: NRRD ascii with a value that is no number", base("nonum.nrrd"),
+             f("nonum.nrrd", enc("ascii", text.replace(text.split()[7], "1.2.3", 1).encode())), names="nonum.nrrd",
+             says=r"value 8 of 270, '1\.2\.3' at byte \d+, is not a finite float"),
+        Case("read: NRRD ascii one value short", base("few.nrrd"),
+             f("few.nrrd", enc("ascii", " ".join(text.split()[:-1]).encode())), names="few.nrrd",
+             says=r"truncated: NRRD ascii data of 269 values, the header claims 270"),
+        Case("read: NRRD ascii with text after the values", base("more.nrrd"),
+             f("more.nrrd", enc("ascii", (text + "end\n").encode())), names="more.nrrd",
+             says=r"more values than the header's 270"),
+        Case("--mask: NRRD ascii uchar holding 300", base("sh.nrrd") + ["--mask", "m300.nrrd"],
+             both(g, f("m300.nrrd", ("NRRD0004\ntype: uchar\ndimension: 3\nsizes: 3 3 2\nencoding: ascii\n\n%s\n"
+                                     % " ".join(["1"] * 17 + ["300"])).encode())), names="m300.nrrd",
+             says=r"'300' at byte \d+, is not a whole number in the range of the type uchar"),
+        Case("read: NRRD hex with a character that is no hex digit", base("badhex.nrrd"),
+             f("badhex.nrrd", enc("hex", raw.hex()[:100].encode() + b"zz" + raw.hex()[102:].encode())),
+             names="badhex.nrrd", says=r"is 'z' \(0x7a\), not a hex digit"),
+        Case("read: NRRD hex one digit short", base("odd.nrrd"), f("odd.nrrd", enc("hex", raw.hex()[:-1].encode())),
+             names="odd.nrrd", says=r"truncated: NRRD hex data of 2159 hex digits, the header's 1080 bytes need 2160"),
+        Case("read: NRRD bzip2 cut short", base("cutbz.nrrd"), f("cutbz.nrrd", enc("bzip2", packed[:-10])),
+             names="cutbz.nrrd", says=r"truncated: the bzip2 data end before their stream does"),
+        Case("read: NRRD bzip2 followed by junk", base("tailbz.nrrd"), f("tailbz.nrrd", enc("bz2", packed + b"junk")),
+             names="tailbz.nrrd", says=r"4 bytes of something else follow the end of the bzip2 data"),
+        Case("read: NRRD bzip2 with a damaged byte", base("badbz.nrrd"), f("badbz.nrrd", enc("bzip2", bytes(corrupt_bz))),
+             names="badbz.nrrd", says=r"bzip2 data after \d+ bytes: corrupt data"),
     ]
     mif_gz = gz(mif_bytes(sh))
     rows += [

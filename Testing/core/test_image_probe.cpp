@@ -9,6 +9,9 @@
 //   - a refusal names the file and says what is wrong.
 #include <gtest/gtest.h>
 #include <zlib.h>
+#ifdef TK_TEST_BZIP2
+#include <bzlib.h>
+#endif
 
 #include <cmath>
 #include <cstdint>
@@ -87,6 +90,39 @@ std::string deflate(const std::string &data, int window_bits)
 std::string gzip(const std::string &data) { return deflate(data, 15 + 16); }
 std::string zlib(const std::string &data) { return deflate(data, 15); }
 
+#ifdef TK_TEST_BZIP2
+std::string bzip2(const std::string &data)
+{
+    std::string out(data.size() + data.size() / 100 + 700, '\0');
+    unsigned n = static_cast<unsigned>(out.size());
+    EXPECT_EQ(BZ2_bzBuffToBuffCompress(&out[0], &n, const_cast<char *>(data.data()), static_cast<unsigned>(data.size()),
+                                       9, 0, 0),
+              BZ_OK);
+    out.resize(n);
+    return out;
+}
+#endif
+
+// The floats of floats(n) as NRRD ascii text, one decimal each (0.25 k is exact in decimal).
+std::string ascii_floats(size_t n, const char *separator)
+{
+    std::string t;
+    for (size_t k = 0; k < n; ++k) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%g", 0.25 * static_cast<double>(k));
+        t += (k ? separator : "") + std::string(b);
+    }
+    return t;
+}
+
+std::string hex(const std::string &bytes)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string t;
+    for (unsigned char c : bytes) t += std::string(1, digits[c >> 4]) + digits[c & 15];
+    return t;
+}
+
 // An MRtrix3 .mif: "mrtrix image", the lines given, "file: . OFFSET", "END", the data at
 // OFFSET (the header padded with NUL bytes to a multiple of 4, as MRtrix3 pads).
 std::string mif_file(const std::string &lines, const std::string &data)
@@ -109,6 +145,7 @@ struct Layout {
     std::vector<uint64_t> size;
     uint64_t components;
     bool prefixes_of_data;  // the property applies to the data file (detached layouts)
+    bool text = false;      // NRRD ascii or hex: white space may follow, and a cut value may still be a value
 };
 
 std::vector<Layout> layouts(const std::string &dir)
@@ -119,6 +156,12 @@ std::vector<Layout> layouts(const std::string &dir)
                                   "space origin: (0,0,0)\nspacings: nan 1 1 1.5\n";
     std::string nrrd_gz_head = nrrd_head;
     nrrd_gz_head.replace(nrrd_gz_head.find("encoding: raw"), 13, "encoding: gzip");
+    auto encoded = [&](const char *encoding) {
+        std::string h = nrrd_head;
+        return h.replace(h.find("encoding: raw"), 13, std::string("encoding: ") + encoding);
+    };
+    const std::string ascii_head = encoded("ascii"), text_head = encoded("text"), hex_head = encoded("hex"),
+                      bz_head = encoded("bzip2"), bz2_head = encoded("bz2");
     const std::string mha_head = "ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
                                  "TransformMatrix = 1 0 0 0 1 0 0 0 1\nOffset = 0 0 0\nElementSpacing = 1 1 1\n"
                                  "DimSize = 2 2 1\nElementNumberOfChannels = 3\nElementType = MET_FLOAT\n";
@@ -142,6 +185,17 @@ std::vector<Layout> layouts(const std::string &dir)
          "", "", 3, {2, 2, 1}, 3, false},
         {"MetaImage detached", dir + "/j.mhd", mha_head + "ElementDataFile = j.raw\n", dir + "/j.raw", data, 3,
          {2, 2, 1}, 3, true},
+        {"NRRD ascii", dir + "/n.nrrd", ascii_head + "\n" + ascii_floats(12, " "), "", "", 4, {3, 2, 2, 1}, 1, false,
+         true},
+        {"NRRD text, commas beside values, detached", dir + "/o.nhdr", text_head + "data file: o.txt\n", dir + "/o.txt",
+         ascii_floats(12, ",\n "), 4, {3, 2, 2, 1}, 1, true, true},
+        {"NRRD hex", dir + "/p.nrrd", hex_head + "\n" + hex(data.substr(0, 20)) + "\n  " + hex(data.substr(20)), "", "",
+         4, {3, 2, 2, 1}, 1, false, true},
+#ifdef TK_TEST_BZIP2
+        {"NRRD bzip2", dir + "/q.nrrd", bz_head + "\n" + bzip2(data), "", "", 4, {3, 2, 2, 1}, 1, false},
+        {"NRRD bz2, two streams, detached", dir + "/r.nhdr", bz2_head + "data file: r.raw.bz2\n", dir + "/r.raw.bz2",
+         bzip2(data.substr(0, 13)) + bzip2(data.substr(13)), 4, {3, 2, 2, 1}, 1, true},
+#endif
         {"MRtrix3 .mif", dir + "/k.mif", mif_file(mif_lines, data), "", "", 3, {3, 2, 2}, 1, false},
         {"MRtrix3 .mif.gz named .nii", dir + "/l.nii", gzip(mif_file(mif_lines, data)), "", "", 3, {3, 2, 2}, 1, false},
         {"MRtrix3 .mih", dir + "/m.mih", "mrtrix image\n" + mif_lines + "file: m.dat 4\nEND\n", dir + "/m.dat",
@@ -177,6 +231,7 @@ TEST(ImageProbe, EveryPrefixAndEveryAppendedByteIsRefused)
 {
     const std::string dir = make_temp_dir("tk_probe_cut");
     for (const Layout &l : layouts(dir)) {
+        if (l.text) continue;  // EncodedNrrdText
         SCOPED_TRACE(l.name);
         write_layout(l);
         const std::string &whole = l.prefixes_of_data ? l.data : l.bytes;
@@ -232,7 +287,9 @@ TEST(ImageProbe, RefusalsSayWhatIsWrong)
         {"x.mhd", "", "NDims = 1\nDimSize = 2\nElementType = MET_UCHAR\nElementDataFile = s%03d.raw 1 2 1\n",
          "no numbered slice files"},
         {"x.nrrd", "", "NRRD0004\ntype: float\ndimension: 10\n", "dimension '10' is not from 1 to 5"},
-        {"x.nrrd", "", "NRRD0004\ntype: float\ndimension: 1\nsizes: 2\nencoding: ascii\n\n1 2\n", "raw or gzip"},
+        {"x.nrrd", "", "NRRD0004\ntype: float\ndimension: 1\nsizes: 2\nencoding: zrl\n\n1 2\n",
+         "encoding 'zrl' is none of raw, gzip (gz), ascii (text, txt), hex, bzip2 (bz2)"},
+        {"x.nrrd", "", "NRRD0004\ntype: uchar\ndimension: 1\nsizes: 2\nencoding: ascii\n\n1 300\n", "'300'"},
         {"x.nrrd", "", "NRRD0004\ntype: float\ndimension: 1\nsizes: 2\nencoding: raw\nendian: little\nbogus: 1\n\n",
          "unknown field"},
         {"x.txt", "", "just some text\n", "not an image in a format the tools read"},
@@ -248,3 +305,201 @@ TEST(ImageProbe, RefusalsSayWhatIsWrong)
         EXPECT_NE(why.find(c.expect), std::string::npos) << why;
     }
 }
+
+// tk_image_read_data of an accepted own-read layout gives the data's bytes: floats(12).
+TEST(ImageProbe, DecodedNrrdDataAreTheValuesWritten)
+{
+    const std::string dir = make_temp_dir("tk_probe_decode");
+    const std::string data = floats(12);
+    int decoded = 0;
+    for (const Layout &l : layouts(dir)) {
+        write_layout(l);
+        tk_image_info info;
+        ASSERT_EQ(tk_image_probe(l.file.c_str(), &info), 1) << l.name << ": " << tk_last_error();
+        if (!info.own_read) continue;
+        SCOPED_TRACE(l.name);
+        ++decoded;
+        std::string out(info.bytes, '\x55');
+        ASSERT_EQ(tk_image_read_data(l.file.c_str(), &info, &out[0], info.bytes), 1) << tk_last_error();
+        EXPECT_EQ(out, data);
+        EXPECT_EQ(info.range_axis, 0);  // kinds: vector domain domain domain
+    }
+#ifdef TK_TEST_BZIP2
+    EXPECT_EQ(decoded, 5);
+#else
+    EXPECT_EQ(decoded, 3);
+#endif
+}
+
+// ascii and hex: a value cut from the end, or any byte that is not white space after the
+// data, is refused; white space after them is what teem writes and is accepted.
+TEST(ImageProbe, EncodedNrrdText)
+{
+    const std::string dir = make_temp_dir("tk_probe_text");
+    for (const Layout &l : layouts(dir)) {
+        if (!l.text) continue;
+        SCOPED_TRACE(l.name);
+        write_layout(l);
+        const std::string &whole = l.prefixes_of_data ? l.data : l.bytes;
+        const std::string &target = l.prefixes_of_data ? l.data_file : l.file;
+        const bool is_hex = l.name == std::string("NRRD hex");
+        tk_image_info info;
+        // ascii: a cut inside the last value ("2.75" to "2.7") leaves a value, as text does;
+        // every cut that drops a value must be refused
+        const size_t last_value = is_hex ? whole.size() : whole.find_last_of(" \n,") + 1;
+        for (size_t n = 1; n < whole.size(); ++n) {
+            write_file(target, whole.substr(0, n));
+            const int ok = tk_image_probe(l.file.c_str(), &info);
+            if (n > last_value) {
+                EXPECT_EQ(ok, 1) << "a cut inside the last value, still a value: " << n;
+            } else {
+                EXPECT_EQ(ok, 0) << "a prefix of " << n << " of " << whole.size() << " bytes was accepted";
+                if (!ok) {
+                    EXPECT_EQ(std::string(tk_last_error()).rfind(dir, 0), 0u) << tk_last_error();
+                }
+            }
+        }
+        for (const char *space : {"\n", " \t\r\n", "\n\n"}) {
+            write_file(target, whole + space);
+            EXPECT_EQ(tk_image_probe(l.file.c_str(), &info), 1) << tk_last_error();
+        }
+        for (const char *junk : {"x", "\n1", "\n-", "#", is_hex ? "0" : ",,2"}) {
+            write_file(target, whole + junk);
+            EXPECT_EQ(tk_image_probe(l.file.c_str(), &info), 0) << "a tail '" << junk << "' was accepted";
+        }
+        if (is_hex) {  // a NUL byte is no white space
+            write_file(target, whole + std::string(1, '\0'));
+            EXPECT_EQ(tk_image_probe(l.file.c_str(), &info), 0);
+        }
+        write_layout(l);
+    }
+}
+
+// Every NRRD type from ascii and hex, values at the ends of each range, and what is refused:
+// the bytes expected are written here from the values (this machine's order), not by a reader.
+TEST(ImageProbe, NrrdAsciiAndHexValuesOfEveryType)
+{
+    const std::string dir = make_temp_dir("tk_probe_types"), path = dir + "/v.nrrd";
+    auto nrrd = [&](const char *type, size_t n, const char *encoding, const char *endian, const std::string &body) {
+        write_file(path, std::string("NRRD0005\ntype: ") + type + "\ndimension: 1\nsizes: " + std::to_string(n) +
+                             "\nencoding: " + encoding + "\n" + (endian ? std::string("endian: ") + endian + "\n" : "") +
+                             "\n" + body);
+    };
+    auto bytes_of = [](auto... v) {
+        std::string b;
+        for (auto x : {v...}) b.append(reinterpret_cast<const char *>(&x), sizeof x);
+        return b;
+    };
+    auto decoded = [&]() {
+        tk_image_info info;
+        if (!tk_image_probe(path.c_str(), &info)) return std::string("refused: ") + tk_last_error();
+        std::string out(info.bytes, '\0');
+        if (!tk_image_read_data(path.c_str(), &info, &out[0], info.bytes)) return std::string("unread: ") + tk_last_error();
+        return out;
+    };
+    const struct {
+        const char *type, *text;
+        std::string want;
+    } ok[] = {
+        {"int8", "-128 127 +0", bytes_of(int8_t(-128), int8_t(127), int8_t(0))},
+        {"uchar", "0 255 7", bytes_of(uint8_t(0), uint8_t(255), uint8_t(7))},
+        {"short", "-32768 32767 -1", bytes_of(int16_t(-32768), int16_t(32767), int16_t(-1))},
+        {"unsigned short", "0 65535 00012", bytes_of(uint16_t(0), uint16_t(65535), uint16_t(12))},
+        {"int", "-2147483648 2147483647 5", bytes_of(int32_t(INT32_MIN), int32_t(INT32_MAX), int32_t(5))},
+        {"uint32", "4294967295 0 1", bytes_of(uint32_t(4294967295u), uint32_t(0), uint32_t(1))},
+        {"int64", "-9223372036854775808 9223372036854775807 -3", bytes_of(INT64_MIN, INT64_MAX, int64_t(-3))},
+        {"ulonglong", "18446744073709551615 0 2", bytes_of(UINT64_MAX, uint64_t(0), uint64_t(2))},
+        {"float", "3.4028235e38 -1.5e-3 1e-45", bytes_of(3.4028235e38f, -1.5e-3f, 1e-45f)},
+        {"double", "1.7976931348623157e308 -0.1 2.5E-3", bytes_of(1.7976931348623157e308, -0.1, 2.5e-3)},
+    };
+    for (const auto &c : ok) {
+        SCOPED_TRACE(std::string(c.type) + ": " + c.text);
+        nrrd(c.type, 3, "ascii", nullptr, c.text);
+        EXPECT_EQ(decoded(), c.want);
+        nrrd(c.type, 3, "hex", "little", hex(c.want));  // this machine (x86, aarch64) is little-endian
+        EXPECT_EQ(decoded(), c.want);
+        std::string big;
+        const size_t w = c.want.size() / 3;
+        for (size_t v = 0; v < 3; ++v) big += std::string(c.want.rbegin() + static_cast<long>(c.want.size() - (v + 1) * w),
+                                                         c.want.rbegin() + static_cast<long>(c.want.size() - v * w));
+        nrrd(c.type, 3, "hex", "big", hex(big));
+        EXPECT_EQ(decoded(), c.want);
+    }
+    const struct {
+        const char *type, *text, *says;
+    } bad[] = {
+        {"int8", "-129 0 0", "'-129' at byte"},
+        {"uchar", "0 256 0", "'256' at byte"},
+        {"uchar", "0 -0 0", "'-0'"},
+        {"short", "1 2 1.5", "'1.5'"},
+        {"int", "1 2 0x10", "'0x10'"},
+        {"uint", "1 2 -1", "'-1'"},
+        {"int64", "9223372036854775808 0 0", "'9223372036854775808'"},
+        {"uint64", "18446744073709551616 0 0", "'18446744073709551616'"},
+        {"float", "1 2 3.5e38", "'3.5e38' at byte"},
+        {"float", "1 2 nan", "'nan'"},
+        {"double", "1 2 inf", "'inf'"},
+        {"double", "1 2 1e309", "'1e309'"},
+        {"double", "1 2 1,5", "'1,5'"},
+        {"double", "1 2 .", "'.'"},
+        {"double", "1 2", "truncated: NRRD ascii data of 2 values, the header claims 3"},
+        {"double", "1 2 3 4", "more values than the header's 3"},
+        {"double", "1 2 3 #", "more values than the header's 3"},
+    };
+    for (const auto &c : bad) {
+        SCOPED_TRACE(std::string(c.type) + ": " + c.text);
+        nrrd(c.type, 3, "ascii", nullptr, c.text);
+        const std::string got = decoded();
+        EXPECT_EQ(got.rfind("refused: " + path + ": NRRD", 0) == 0 || got.rfind("refused: " + path + ": truncated", 0) == 0,
+                  true) << got;
+        EXPECT_NE(got.find(c.says), std::string::npos) << got;
+    }
+    nrrd("uchar", 3, "ascii", nullptr, "1 2 " + std::string(200, '3'));
+    EXPECT_NE(decoded().find("a value of more than 128 characters"), std::string::npos);
+    nrrd("short", 2, "hex", nullptr, "00010002");
+    EXPECT_NE(decoded().find("without \"endian\""), std::string::npos);
+    nrrd("uchar", 3, "hex", nullptr, "01 02 g3");
+    EXPECT_NE(decoded().find("is 'g' (0x67), not a hex digit"), std::string::npos) << decoded();
+    nrrd("uchar", 3, "hex", nullptr, "01 02 0");
+    EXPECT_NE(decoded().find("truncated: NRRD hex data of 5 hex digits, the header's 3 bytes need 6"), std::string::npos)
+        << decoded();
+    nrrd("uchar", 3, "hex", nullptr, "01 02 03 04");
+    EXPECT_NE(decoded().find("more than the header's 3 bytes"), std::string::npos) << decoded();
+    // byte skip before ascii and hex data (teem skips bytes of the file), -1 for raw only
+    write_file(path, "NRRD0004\ntype: uchar\ndimension: 1\nsizes: 2\nencoding: hex\nbyte skip: 3\n\nxyz0a0b");
+    EXPECT_EQ(decoded(), bytes_of(uint8_t(10), uint8_t(11)));
+    write_file(path, "NRRD0004\ntype: uchar\ndimension: 1\nsizes: 2\nencoding: ascii\nbyte skip: -1\n\n1 2");
+    EXPECT_NE(decoded().find("byte skip -1 is for raw data only"), std::string::npos);
+}
+
+#ifdef TK_TEST_BZIP2
+TEST(ImageProbe, NrrdBzip2IsCheckedWhole)
+{
+    const std::string dir = make_temp_dir("tk_probe_bz2"), path = dir + "/b.nrrd";
+    const std::string head = "NRRD0004\ntype: float\ndimension: 1\nsizes: 12\nencoding: bzip2\nendian: little\n";
+    const std::string data = floats(12), packed = bzip2(data);
+    tk_image_info info;
+    auto says = [&](const std::string &bytes, const char *what) {
+        write_file(path, bytes);
+        EXPECT_EQ(tk_image_probe(path.c_str(), &info), 0);
+        EXPECT_NE(std::string(tk_last_error()).find(what), std::string::npos) << tk_last_error();
+    };
+    says(head + "\n" + packed.substr(0, packed.size() - 4), "truncated: the bzip2 data end before their stream does");
+    says(head + "\n" + packed + "junk", "4 bytes of something else follow the end of the bzip2 data");
+    says(head + "\n" + bzip2(data.substr(4)), "the bzip2 data hold 44 bytes, the header claims 48");
+    says(head + "\n" + bzip2(data + "x"), "hold more than the 48 bytes");
+    std::string corrupt = packed;
+    corrupt[corrupt.size() / 2] = static_cast<char>(corrupt[corrupt.size() / 2] ^ 0x10);
+    says(head + "\n" + corrupt, "bzip2 data after");
+    says(head + "\n" + packed + "BZh9", "truncated");  // a second stream cut short
+    // byte skip counts decompressed bytes (teem), the bytes skipped are not data
+    write_file(path, head + "byte skip: 5\n\n" + bzip2("skip!" + data));
+    ASSERT_EQ(tk_image_probe(path.c_str(), &info), 1) << tk_last_error();
+    std::string out(48, '\0');
+    ASSERT_EQ(tk_image_read_data(path.c_str(), &info, &out[0], 48), 1) << tk_last_error();
+    EXPECT_EQ(out, data);
+    // a claim beyond bzip2's densest expansion of the bytes there is refused before decompressing
+    says("NRRD0004\ntype: float\ndimension: 3\nsizes: 100000 100000 1000\nencoding: bz2\nendian: little\n\n" + packed,
+         "bytes of bzip2 cannot hold more than");
+}
+#endif

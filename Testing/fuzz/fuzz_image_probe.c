@@ -12,9 +12,11 @@
  * accepted file has 1 to TK_IMAGE_MAX_AXES axes of 1 or more voxels, 1 or more
  * components, and data bytes that are a whole multiple of its voxel count and that the
  * files can hold: raw data within the data file's size, compressed data within
- * deflate's reach of the compressed file's size (MRtrix3 Bit data: one bit a value); and
- * probing twice gives the same answer. */
+ * deflate's reach of the compressed file's size (bzip2: within its densest expansion;
+ * MRtrix3 Bit data: one bit a value); data the tools decode themselves (NRRD ascii, hex,
+ * bzip2) read back through tk_image_read_data; and probing twice gives the same answer. */
 #define _GNU_SOURCE  /* memmem */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -86,8 +88,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else
         TK_FUZZ_CHECK(info.bytes >= values && info.bytes % values == 0 && info.bytes / values <= 8,
                       "%llu bytes for %llu values", (unsigned long long)info.bytes, (unsigned long long)values);
+    if (info.own_read && info.bytes <= (64u << 20)) {
+        /* the data the tools decode themselves: what was validated reads, exactly */
+        unsigned char *out = malloc(info.bytes);
+        TK_FUZZ_CHECK(out != NULL, "out of memory");
+        TK_FUZZ_CHECK(tk_image_read_data(path, &info, out, info.bytes), "accepted, but its data do not read: %s",
+                      tk_last_error());
+        free(out);
+    }
+    if (info.files > 1) return 0;  /* slice files: each checked against its own size */
     const uint64_t stored = size_of(info.data_file);
-    if (info.compressed)
+    if (info.encoding == TK_IMAGE_ENCODING_BZIP2)
+        TK_FUZZ_CHECK(info.bytes / 2000000 <= stored, "%llu bytes from %llu of bzip2", (unsigned long long)info.bytes,
+                      (unsigned long long)stored);
+    else if (info.encoding == TK_IMAGE_ENCODING_ASCII || info.encoding == TK_IMAGE_ENCODING_HEX)
+        TK_FUZZ_CHECK(info.bytes / (uint64_t)info.value_bytes <= stored, "%llu values in %llu bytes of text",
+                      (unsigned long long)(info.bytes / (uint64_t)info.value_bytes), (unsigned long long)stored);
+    else if (info.compressed)
         TK_FUZZ_CHECK(info.bytes <= tk_inflate_bound(stored), "%llu bytes from %llu compressed",
                       (unsigned long long)info.bytes, (unsigned long long)stored);
     else

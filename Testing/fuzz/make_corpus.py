@@ -256,6 +256,17 @@ def sh_image_seeds():
     write("sh_image", "mhd_detached", sh(MHD, VECTOR, mha.replace(b"LOCAL", b"data.raw") + SEP + floats(12)))
     write("sh_image", "mha_scalar", sh(MHA, SCALAR, b"ObjectType = Image\nNDims = 3\nDimSize = 2 2 1\n"
                                                     b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + floats(4)))
+    # NRRD encodings the tools decode (ascii, hex, bzip2; the component axis first or last)
+    import bz2
+    for enc, body in (("ascii", b" ".join(b"%g" % (0.5 * k) for k in range(12)) + b"\n"),
+                      ("hex", floats(12).hex().encode()), ("bzip2", bz2.compress(floats(12), 9))):
+        write("sh_image", "nrrd_%s_vector6" % enc, sh(NRRD, VECTOR, nrrd.replace(b"encoding: raw", b"encoding: "
+                                                                                 + enc.encode()) + body))
+    last = (b"NRRD0004\ntype: float\ndimension: 4\nsizes: 2 1 1 6\nkinds: domain domain domain vector\n"
+            b"encoding: bz2\nendian: little\n\n")
+    write("sh_image", "nrrd_bz2_components_last", sh(NRRD, VECTOR, last + bz2.compress(floats(12), 9)))
+    write("sh_image", "nhdr_hex_mask", sh(NHDR, MASK, b"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 1\n"
+                                                      b"encoding: hex\ndata file: data.raw\n" + SEP + b"01 00\n00 ff\n"))
     # MRtrix3 images under ITK's names: read by mif_io (by content), the harness's reference too
     write("sh_image", "mif_named_nii_vector", sh(NII, VECTOR, mif("dim: 2,1,1,6\nvox: 1,1,1,1\nlayout: +1,+2,+3,+0\n"
                                                                    "datatype: Float32LE\n", floats(12))))
@@ -398,6 +409,27 @@ def image_probe_seeds():
     write(t, "bad_mhd_slices", probe(P_MHD, mha.replace(b"LOCAL", b"slice%03d.raw 1 2 1") + SEP + floats(3)))
     write(t, "bad_nrrd_dimension_10", probe(P_NRRD, b"NRRD0004\ntype: float\ndimension: 10\nsizes: 1 1 1 1 1 1 1 1 1 1\n"
                                                     b"encoding: raw\nendian: little\n\n" + floats(1)))
+    # the encodings the tools decode themselves (image_nrrd.c)
+    import bz2
+    for enc, body in (("ascii", b" ".join(b"%g" % (0.5 * k) for k in range(6)) + b"\n"), ("text", b"0, 0.5, 1\n1.5 2 2.5"),
+                      ("hex", floats(6).hex().encode() + b"\n"), ("bzip2", bz2.compress(floats(6), 9))):
+        write(t, "nrrd_" + enc, probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: " + enc.encode()) + body))
+    write(t, "nhdr_bz2_detached_two_streams", probe(P_NHDR, nrrd.replace(b"encoding: raw\n", b"encoding: bz2\ndata file: "
+                                                                     b"data.raw\nbyte skip: 3\n")
+                                                     + SEP + bz2.compress(b"abc" + floats(3)) + bz2.compress(floats(3)[3:])))
+    write(t, "nrrd_ascii_int16_components_last", probe(P_NRRD, b"NRRD0004\ntype: short\ndimension: 4\nsizes: 2 1 1 3\n"
+                                                              b"kinds: domain domain domain vector\nencoding: ascii\n\n"
+                                                              b"-32768 32767 0 1 -1 2\n"))
+    write(t, "bad_nrrd_ascii_uchar_300", probe(P_NRRD, b"NRRD0004\ntype: uchar\ndimension: 1\nsizes: 2\nencoding: ascii\n"
+                                                      b"\n1 300\n"))
+    write(t, "bad_nrrd_ascii_int_fraction", probe(P_NRRD, nrrd.replace(b"type: float", b"type: int").replace(
+        b"encoding: raw", b"encoding: ascii") + b"1 2 3 4 5 6.5"))
+    write(t, "bad_nrrd_ascii_trailing", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: txt") + b"1 2 3 4 5 6 x"))
+    write(t, "bad_nrrd_hex_odd", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: hex") + floats(6).hex()[:-1].encode()))
+    write(t, "bad_nrrd_bzip2_tail", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: bzip2")
+                                          + bz2.compress(floats(6)) + b"junk"))
+    write(t, "bad_nrrd_bzip2_cut", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: bzip2")
+                                         + bz2.compress(floats(6))[:-5]))
     write(t, "bad_nrrd_gzip_cut", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: gzip")
                                         + gzip.compress(floats(6), mtime=0)[:-9]))
 

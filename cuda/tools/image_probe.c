@@ -154,6 +154,30 @@ int tk_image_probe(const char *path, tk_image_info *info)
     return tk_image_check_nifti(path, head, n, gzip, info);
 }
 
+void tk_image_to_native(unsigned char *data, uint64_t n, int value_bytes, int big_endian)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    if (value_bytes < 2 || big_endian == (first == 0)) return;
+    for (uint64_t i = 0; i < n; ++i, data += value_bytes)
+        for (int a = 0, b = value_bytes - 1; a < b; ++a, --b) {
+            const unsigned char t = data[a];
+            data[a] = data[b];
+            data[b] = t;
+        }
+}
+
+int tk_image_read_data(const char *path, const tk_image_info *info, void *out, uint64_t out_bytes)
+{
+    tk_image_info again;
+    memset(&again, 0, sizeof again);
+    if (!info->own_read)
+        return tk_set_error(TK_ERR_ARGUMENT, "%s: its data are read by the format's own reader", path), 0;
+    if (info->format == TK_IMAGE_NRRD) return tk_image_nrrd_data(path, &again, out, out_bytes);
+    return tk_set_error(TK_ERR_ARGUMENT, "%s: no data reader for this format", path), 0;
+}
+
 /* Strict numbers: the whole token, ASCII digits, no sign where none may be, no overflow
  * (strtoull alone accepts "-5", " 7" and "0x10"). */
 int tk_image_parse_u64(const char *s, uint64_t *v)

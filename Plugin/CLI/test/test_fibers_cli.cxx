@@ -12,6 +12,9 @@
 #include "itkImageFileWriter.h"
 
 #include <fstream>
+#ifdef TK_TEST_BZIP2
+#include <bzlib.h>
+#endif
 #include "sh_image_io.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
@@ -467,6 +470,75 @@ TEST(FibersCli, WritesEveryVolumeFormatItAccepts)
     auto listing = run_tool("ls -A " + dir, dir);
     EXPECT_EQ(listing.out, "peaks.mha\npeaks.mhd\npeaks.mif.gz\npeaks.nhdr\npeaks.nii.gz\npeaks.nrrd\npeaks.raw\nref.mif\n"
                            "sh.nii\nstderr.txt\nstdout.txt\n");
+}
+
+// NRRD's ascii, hex and bzip2 encodings (decoded by the tools; ITK 5.2 has no bzip2) give
+// the peaks of the same volume stored raw, byte for byte, and so does the raw volume with
+// its component axis stored last (ITK's reader moves it to the fastest; so must ours).
+TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
+{
+    std::string dir = make_temp_dir("tk_fibers_encodings");
+    std::vector<std::vector<double>> coeffs;
+    auto sh = phantom(coeffs, 11);
+    tk::write_vector_volume(sh.GetPointer(), dir + "/raw.nrrd");
+    const auto size = sh->GetLargestPossibleRegion().GetSize();
+    const size_t nvox = size[0] * size[1] * size[2], nc = sh->GetNumberOfComponentsPerPixel();
+    const float *v = sh->GetBufferPointer();
+    std::string raw(reinterpret_cast<const char *>(v), nvox * nc * sizeof(float)), text, hex, last;
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < nvox * nc; ++i) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.9g%s", static_cast<double>(v[i]), i % nc == nc - 1 ? "\n" : " ");
+        text += b;
+    }
+    for (unsigned char c : raw) hex += std::string(1, digits[c >> 4]) + digits[c & 15] + (hex.size() % 64 == 62 ? "\n" : "");
+    for (size_t c = 0; c < nc; ++c)
+        for (size_t x = 0; x < nvox; ++x) last.append(reinterpret_cast<const char *>(&v[x * nc + c]), sizeof(float));
+    // the geometry lines ITK wrote, for every variant
+    const std::string written = slurp(dir + "/raw.nrrd");
+    std::string geometry;
+    for (const char *field : {"space: ", "space directions: ", "space origin: "}) {
+        const size_t at = written.find(std::string("\n") + field);
+        ASSERT_NE(at, std::string::npos) << field;
+        geometry += written.substr(at + 1, written.find('\n', at + 1) - at);
+    }
+    auto nrrd = [&](const std::string &encoding, const std::string &data, bool components_last = false) {
+        const std::string sizes = std::to_string(size[0]) + " " + std::to_string(size[1]) + " " + std::to_string(size[2]);
+        std::string g = geometry;
+        if (components_last) {  // "space directions: none (1,0,0) ..." -> "... (0,0,1) none"
+            g.erase(g.find("none "), 5);
+            g.insert(g.find('\n', g.find("space directions: ")), " none");
+        }
+        return "NRRD0004\ntype: float\ndimension: 4\nsizes: " +
+               (components_last ? sizes + " " + std::to_string(nc) : std::to_string(nc) + " " + sizes) + "\nkinds: " +
+               (components_last ? "domain domain domain vector" : "vector domain domain domain") + "\nendian: little\n" +
+               "encoding: " + encoding + "\n" + g + "\n" + data;
+    };
+    std::ofstream(dir + "/ascii.nrrd", std::ios::binary) << nrrd("ascii", text);
+    std::ofstream(dir + "/hex.nrrd", std::ios::binary) << nrrd("hex", hex);
+    std::ofstream(dir + "/plain.nrrd", std::ios::binary) << nrrd("raw", raw);
+    std::ofstream(dir + "/last.nrrd", std::ios::binary) << nrrd("raw", last, true);
+    std::vector<std::string> inputs = {"plain", "ascii", "hex", "last"};
+#ifdef TK_TEST_BZIP2
+    for (const auto *data : {&raw, &last}) {
+        std::string packed(data->size() + 1000, '\0');
+        unsigned n = static_cast<unsigned>(packed.size());
+        ASSERT_EQ(BZ2_bzBuffToBuffCompress(&packed[0], &n, const_cast<char *>(data->data()),
+                                           static_cast<unsigned>(data->size()), 9, 0, 0), BZ_OK);
+        packed.resize(n);
+        const std::string name = data == &raw ? "bzip2" : "bzip2_last";
+        std::ofstream(dir + "/" + name + ".nrrd", std::ios::binary) << nrrd("bzip2", packed, data == &last);
+        inputs.push_back(name);
+    }
+#endif
+    auto r = run_tool(exe + " " + dir + "/raw.nrrd " + dir + "/p_raw.nrrd --quiet --backend omp", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = slurp(dir + "/p_raw.nrrd");
+    for (const std::string &in : inputs) {
+        r = run_tool(exe + " " + dir + "/" + in + ".nrrd " + dir + "/p_" + in + ".nrrd --quiet --backend omp", dir);
+        ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
+        EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from the raw volume's";
+    }
 }
 
 // --threads P (issue 20, item 11): ITK's threader runs the omp backend in at most P pieces
