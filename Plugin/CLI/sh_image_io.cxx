@@ -142,6 +142,38 @@ private:
     tk_image_info m_Info{};
 };
 
+// MetaImage data split over files (LIST, numbered files: image_probe.h's own_read): ITK's
+// MetaImage reader for the header, image_meta.c for the slice files, which it validated
+// (MetaIO reads a missing or short slice file as zeros).  The buffer's layout is the
+// files' one after the other, a voxel's channels together, as MetaIO's.
+class DecodedMetaImageIO : public itk::MetaImageIO
+{
+public:
+    using Self = DecodedMetaImageIO;
+    using Superclass = itk::MetaImageIO;
+    using Pointer = itk::SmartPointer<Self>;
+    itkNewMacro(Self);
+    itkTypeMacro(DecodedMetaImageIO, MetaImageIO);
+
+    void SetProbed(const tk_image_info &info) { m_Info = info; }
+
+    void Read(void *buffer) override
+    {
+        const std::string path = GetFileName();
+        if (static_cast<uint64_t>(GetImageSizeInBytes()) != m_Info.bytes)
+            throw std::runtime_error(path + ": ITK's reading of the header asks for " +
+                                     std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
+                                     std::to_string(m_Info.bytes) + ": a header the readers disagree on is not used");
+        if (!tk_image_read_data(path.c_str(), &m_Info, buffer, m_Info.bytes)) throw std::runtime_error(tk_last_error());
+    }
+
+protected:
+    DecodedMetaImageIO() = default;
+
+private:
+    tk_image_info m_Info{};
+};
+
 // The ITK reader of the format path's bytes are (image_probe.h), never the one its name
 // suggests: ITK's own choice goes by the name, and by content among readers the tools do
 // not take (libpng aborts the process on a corrupt PNG).
@@ -157,7 +189,11 @@ itk::ImageIOBase::Pointer itk_io_for(const std::string &path, const tk_image_inf
         decoded->SetProbed(info);
         io = decoded, names = ".nrrd or .nhdr", kind = "NRRD";
     } else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
-    else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
+    else if (format == TK_IMAGE_METAIMAGE && info.own_read) {
+        auto decoded = DecodedMetaImageIO::New();
+        decoded->SetProbed(info);
+        io = decoded, names = ".mha or .mhd", kind = "MetaImage";
+    } else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
     else throw std::runtime_error(format == TK_IMAGE_UNKNOWN ? std::string(tk_last_error())
                                                             : path + ": not read through ITK (an MRtrix3 image)");
     // ITK's readers open a file only under their own names: a NIfTI named .dat holds a

@@ -812,7 +812,35 @@ def fibers_read_cases(sh, g, base):
              names="badz.mha", says=r"corrupt compressed data|hold more than|hold \d+ bytes"),
         Case("read: MetaImage of numbered slice files, one missing", base("slices.mhd"),
              both(f("slices.mhd", missing_slice), f("slice001.raw", sh[0].astype("<f4").tobytes())),
-             names="slices.mhd", says=r"no numbered slice files"),
+             names="slices.mhd", says=r"slice file 2 of 2, slice002.raw, cannot be opened"),
+    ]
+    # MetaImage data split over slice files (LIST, numbered names): every file present and
+    # exactly one slice, read by the tools (MetaIO reads a missing or short one as zeros)
+    import zlib
+    slice_files = both(f("s1.raw", sh[0].astype("<f4").tobytes()), f("s2.raw", sh[1].astype("<f4").tobytes()))
+    z_slices = both(f("z1.raw", zlib.compress(sh[0].astype("<f4").tobytes())),
+                    f("z2.raw", zlib.compress(sh[1].astype("<f4").tobytes())[:-6]))
+    rows += [
+        Case("read: MetaImage LIST of slice files (exit 0: read by the tools)", base("list.mhd"),
+             both(f("list.mhd", mha_bytes(sh, data_file="LIST", local_data=b"s1.raw\ns2.raw\n")), slice_files),
+             code=0, allow_new=("peaks.nrrd",)),
+        Case("read: MetaImage numbered slice files s%d.raw (exit 0)", base("numbered.mhd"),
+             both(f("numbered.mhd", mha_bytes(sh, data_file="s%d.raw", local_data=b"")), slice_files),
+             code=0, allow_new=("peaks.nrrd",)),
+        Case("read: MetaImage LIST with a short slice file", base("shortlist.mhd"),
+             both(f("shortlist.mhd", mha_bytes(sh, data_file="LIST", local_data=b"s1.raw\nshort.raw\n")), slice_files,
+                  f("short.raw", sh[1].astype("<f4").tobytes()[:-4])),
+             names="shortlist.mhd", says=r"slice file 2 of 2, short.raw: truncated"),
+        Case("read: MetaImage LIST naming fewer files than slices", base("fewlist.mhd"),
+             both(f("fewlist.mhd", mha_bytes(sh, data_file="LIST", local_data=b"s1.raw\n")), slice_files),
+             names="fewlist.mhd", says=r"1 file names for the 2 slice files"),
+        Case("read: MetaImage numbered files 'NAME MIN MAX' (MetaIO divides by zero on it)", base("minmax.mhd"),
+             both(f("minmax.mhd", mha_bytes(sh, data_file="s%d.raw 1 2", local_data=b"")), slice_files),
+             names="minmax.mhd", says=r"give NAME, NAME MIN, or NAME MIN MAX STEP"),
+        Case("read: MetaImage LIST of compressed slices, one cut short", base("zlist.mhd"),
+             both(f("zlist.mhd", mha_bytes(sh, data_file="LIST", local_data=b"z1.raw\nz2.raw\n",
+                                           lines=None).replace(b"CompressedData = False", b"CompressedData = True")),
+                  z_slices), names="zlist.mhd", says=r"slice file 2 of 2, z2.raw: .*truncated|slice file 2 of 2, z2.raw: .*end"),
     ]
     # NRRD encodings the tools decode themselves (ITK 5.2's NrrdIO has no bzip2 and reads
     # ascii values through scanf): each checked whole, then read by the same code

@@ -13,6 +13,8 @@
 #include <bzlib.h>
 #endif
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -285,7 +287,7 @@ TEST(ImageProbe, RefusalsSayWhatIsWrong)
         {"x.mha", "", "ObjectType = Image\nNDims = 3\njunk\nElementDataFile = LOCAL\n", "line 3 is not a 'Key = Value'"},
         {"x.mha", "", "NDims = -5\n", "NDims '-5' is not from 1 to 5"},
         {"x.mhd", "", "NDims = 1\nDimSize = 2\nElementType = MET_UCHAR\nElementDataFile = s%03d.raw 1 2 1\n",
-         "no numbered slice files"},
+         "slice file 1 of 2, " + dir + "/s001.raw, cannot be opened: No such file or directory"},
         {"x.nrrd", "", "NRRD0004\ntype: float\ndimension: 10\n", "dimension '10' is not from 1 to 5"},
         {"x.nrrd", "", "NRRD0004\ntype: float\ndimension: 1\nsizes: 2\nencoding: zrl\n\n1 2\n",
          "encoding 'zrl' is none of raw, gzip (gz), ascii (text, txt), hex, bzip2 (bz2)"},
@@ -503,3 +505,114 @@ TEST(ImageProbe, NrrdBzip2IsCheckedWhole)
          "bytes of bzip2 cannot hold more than");
 }
 #endif
+
+// MetaImage data split over files: LIST (names after the header line) and numbered files
+// (NAME%d [MIN [MAX STEP]]), raw or compressed; every slice file present and exactly one
+// slice's bytes, the data read back in file order whatever the files' byte order.
+TEST(ImageProbe, MetaImageSliceFiles)
+{
+    const std::string dir = make_temp_dir("tk_probe_slices"), data = floats(12);
+    // 3 x 2 x 2 floats: a slice of the last axis is 6 values (24 bytes), a row 3 (12 bytes)
+    const std::string head = "ObjectType = Image\nNDims = 3\nBinaryData = True\nDimSize = 3 2 2\nElementType = MET_FLOAT\n";
+    auto big = [](const std::string &little) {
+        std::string b = little;
+        for (size_t v = 0; v + 4 <= b.size(); v += 4) std::swap(b[v], b[v + 3]), std::swap(b[v + 1], b[v + 2]);
+        return b;
+    };
+    mkdir((dir + "/sub").c_str(), 0755);
+    write_file(dir + "/a.raw", data.substr(0, 24));
+    write_file(dir + "/sub/b.raw", data.substr(24));
+    write_file(dir + "/s03.raw", data.substr(0, 24));
+    write_file(dir + "/s05.raw", data.substr(24));
+    write_file(dir + "/z1.gz", gzip(data.substr(0, 24)));
+    write_file(dir + "/z2.zlib", zlib(data.substr(24)));
+    std::string rows;
+    for (int r = 0; r < 4; ++r) {
+        write_file(dir + "/r" + std::to_string(r) + ".be", big(data.substr(12 * r, 12)));
+        rows += "r" + std::to_string(r) + ".be\n";
+    }
+    const struct {
+        const char *name;
+        std::string header;
+        uint64_t files;
+    } ok[] = {
+        {"LIST", head + "ElementDataFile = LIST\na.raw\nsub/b.raw\n", 2},
+        {"LIST 2D, blank lines after, CRLF", head + "ElementDataFile = LIST 2D\r\na.raw\r\n" + dir + "/sub/b.raw\r\n\n \n", 2},
+        {"LIST 1D of big-endian rows", head + "BinaryDataByteOrderMSB = True\nElementDataFile = LIST 1\n" + rows, 4},
+        {"LIST 3D: one file", head + "ElementDataFile = LIST 3D\nall.raw\n", 1},
+        {"numbered, MIN MAX STEP", head + "ElementDataFile = s%02d.raw 3 5 2\n", 2},
+        {"numbered, MIN", head + "ElementDataFile = s%02d.raw 3\n", 0},  // 3, 4: s04 missing (below)
+        {"compressed slices, gzip and zlib", head + "CompressedData = True\nElementDataFile = LIST\nz1.gz\nz2.zlib\n", 2},
+    };
+    write_file(dir + "/all.raw", data);
+    for (const auto &c : ok) {
+        SCOPED_TRACE(c.name);
+        write_file(dir + "/x.mhd", c.header);
+        tk_image_info info;
+        const int got = tk_image_probe((dir + "/x.mhd").c_str(), &info);
+        if (!c.files) {
+            EXPECT_EQ(got, 0);
+            EXPECT_NE(std::string(tk_last_error()).find("slice file 2 of 2, " + dir + "/s04.raw, cannot be opened"),
+                      std::string::npos) << tk_last_error();
+            continue;
+        }
+        ASSERT_EQ(got, 1) << tk_last_error();
+        EXPECT_EQ(info.own_read, 1);
+        EXPECT_EQ(info.files, c.files);
+        EXPECT_EQ(info.bytes, 48u);
+        std::string out(48, '\0');
+        ASSERT_EQ(tk_image_read_data((dir + "/x.mhd").c_str(), &info, &out[0], 48), 1) << tk_last_error();
+        EXPECT_EQ(out, data);
+    }
+    // every prefix of a slice file and every byte after one is refused, naming the slice
+    write_file(dir + "/x.mhd", head + "ElementDataFile = LIST\na.raw\nsub/b.raw\n");
+    const std::string second = data.substr(24);
+    for (size_t n = 0; n <= second.size() + 1; ++n) {
+        if (n == second.size()) continue;
+        write_file(dir + "/sub/b.raw", n < second.size() ? second.substr(0, n) : second + "x");
+        tk_image_info info;
+        ASSERT_EQ(tk_image_probe((dir + "/x.mhd").c_str(), &info), 0) << n;
+        EXPECT_EQ(std::string(tk_last_error()).rfind(dir + "/x.mhd: slice file 2 of 2, " + dir + "/sub/b.raw: ", 0), 0u)
+            << tk_last_error();
+    }
+    write_file(dir + "/sub/b.raw", second);
+    write_file(dir + "/z2.zlib", zlib(second).substr(0, 10));
+    const struct {
+        std::string header, says;
+    } bad[] = {
+        {head + "ElementDataFile = LIST\na.raw\n", "1 file names for the 2 slice files DimSize gives"},
+        {head + "ElementDataFile = LIST\na.raw\nsub/b.raw", "the last file name, sub/b.raw, has no line end"},
+        {head + "ElementDataFile = LIST\na.raw\nsub/b.raw\na.raw\n", "more file names than the 2 slice files"},
+        {head + "ElementDataFile = LIST\na.raw\n\nsub/b.raw\n", "line 2 of the list, '', is not a file name"},
+        {head + "ElementDataFile = LIST\na.raw\n sub/b.raw\n", "line 2 of the list, ' sub/b.raw', is not a file name"},
+        {head + "ElementDataFile = LIST\na.raw\nsub/b\001.raw\n", "is not a file name"},
+        {head + "ElementDataFile = LIST 4D\nall.raw\n", "the slice files' dimension is not from 1 to NDims 3"},
+        {head + "ElementDataFile = LIST 0\nall.raw\n", "the slice files' dimension is not from 1 to NDims 3"},
+        {head + "ElementDataFile = LIST 2 3\na.raw\n", "is not LIST or LIST k"},
+        {head + "ElementDataFile = s%02d.raw 3 5\n", "give NAME, NAME MIN, or NAME MIN MAX STEP"},
+        {head + "ElementDataFile = s%02d.raw 3 7 2\n", "MIN MAX STEP must number exactly the 2 slices"},
+        {head + "ElementDataFile = s%02d.raw 3 5 0\n", "MIN MAX STEP must number exactly the 2 slices"},
+        {head + "ElementDataFile = s%02d.raw 5 3 -2\n", "MIN MAX STEP must number exactly the 2 slices"},
+        {head + "ElementDataFile = s%s.raw\n", "holds one %d"},
+        {head + "ElementDataFile = s%d%d.raw\n", "holds one %d"},
+        {head + "ElementDataFile = s%100d.raw\n", "holds one %d"},
+        {head + "CompressedData = True\nCompressedDataSize = 30\nElementDataFile = LIST\nz1.gz\nz2.zlib\n",
+         "CompressedDataSize with data in several files"},
+        {head + "CompressedData = True\nHeaderSize = 4\nElementDataFile = LIST\nz1.gz\nz2.zlib\n",
+         "HeaderSize with compressed slice files"},
+        {head + "CompressedData = True\nElementDataFile = LIST\nz1.gz\nz2.zlib\n", "slice file 2 of 2, " + dir + "/z2.zlib: "},
+        {head + "BinaryDataByteOrderMSB = True\nElementByteOrderMSB = False\nElementDataFile = LIST\na.raw\nsub/b.raw\n",
+         "BinaryDataByteOrderMSB and ElementByteOrderMSB disagree"},
+        {head + "ElementDataFile = a.raw b.raw\n", "a file name with spaces"},
+        {head + "ElementDataFile = LISTING.raw\n", "MetaIO reads a name starting with LIST as a LIST"},
+    };
+    for (const auto &c : bad) {
+        SCOPED_TRACE(c.header.substr(head.size()));
+        write_file(dir + "/x.mhd", c.header);
+        tk_image_info info;
+        ASSERT_EQ(tk_image_probe((dir + "/x.mhd").c_str(), &info), 0);
+        const std::string why = tk_last_error();
+        EXPECT_EQ(why.rfind(dir + "/x.mhd: ", 0), 0u) << why;
+        EXPECT_NE(why.find(c.says), std::string::npos) << why;
+    }
+}

@@ -265,6 +265,11 @@ def sh_image_seeds():
     last = (b"NRRD0004\ntype: float\ndimension: 4\nsizes: 2 1 1 6\nkinds: domain domain domain vector\n"
             b"encoding: bz2\nendian: little\n\n")
     write("sh_image", "nrrd_bz2_components_last", sh(NRRD, VECTOR, last + bz2.compress(floats(12), 9)))
+    list6 = mha.replace(b"DimSize = 2 1 1", b"DimSize = 1 1 2").replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw\n"
+    write("sh_image", "mhd_list_vector6", sh(MHD, VECTOR, list6 + SEP + floats(6)))
+    write("sh_image", "mhd_list_mask", sh(MHD, MASK, b"ObjectType = Image\nNDims = 3\nDimSize = 2 2 2\n"
+                                                    b"ElementType = MET_UCHAR\nElementDataFile = LIST 2D\n"
+                                                    b"data.raw\ndata.raw\n" + SEP + bytes([0, 1, 7, 0])))
     write("sh_image", "nhdr_hex_mask", sh(NHDR, MASK, b"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 1\n"
                                                       b"encoding: hex\ndata file: data.raw\n" + SEP + b"01 00\n00 ff\n"))
     # MRtrix3 images under ITK's names: read by mif_io (by content), the harness's reference too
@@ -406,6 +411,21 @@ def image_probe_seeds():
     write(t, "bad_mha_ndims_negative", probe(P_MHA, mha.replace(b"NDims = 3", b"NDims = -5") + floats(6)))
     write(t, "bad_mha_short_compressed", probe(P_MHA, mha.replace(b"ElementType", b"CompressedData = True\nElementType")
                                                + packed[:-5]))
+    # data split over slice files (the harness writes one: data.raw, listed as each slice)
+    two = mha.replace(b"DimSize = 2 1 1", b"DimSize = 1 1 2")
+    write(t, "mhd_list", probe(P_MHD, two.replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw\n" + SEP + floats(3)))
+    write(t, "mhd_list_1d_crlf_msb", probe(P_MHD, two.replace(b"LOCAL", b"LIST 1D").replace(b"MSB = False", b"MSB = True")
+                                          .replace(b"\n", b"\r\n") + b"data.raw\r\ndata.raw\r\n\r\n" + SEP
+                                          + struct.pack(">3f", 1, 2, 3)))
+    write(t, "mha_list_compressed", probe(P_MHA, two.replace(b"LOCAL", b"LIST").replace(b"ElementType",
+                                                                                        b"CompressedData = True\nElementType")
+                                          + b"data.raw\ndata.raw\n" + SEP + zlib.compress(floats(3))))
+    write(t, "mhd_numbered_missing", probe(P_MHD, two.replace(b"LOCAL", b"dat%01d.raw 1 2 1") + SEP + floats(3)))
+    write(t, "bad_mhd_list_short_slice", probe(P_MHD, two.replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw\n" + SEP
+                                               + floats(3)[:-1]))
+    write(t, "bad_mhd_list_no_line_end", probe(P_MHD, two.replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw" + SEP
+                                               + floats(3)))
+    write(t, "bad_mhd_numbered_min_max", probe(P_MHD, two.replace(b"LOCAL", b"s%03d.raw 1 2") + SEP + floats(3)))
     write(t, "bad_mhd_slices", probe(P_MHD, mha.replace(b"LOCAL", b"slice%03d.raw 1 2 1") + SEP + floats(3)))
     write(t, "bad_nrrd_dimension_10", probe(P_NRRD, b"NRRD0004\ntype: float\ndimension: 10\nsizes: 1 1 1 1 1 1 1 1 1 1\n"
                                                     b"encoding: raw\nendian: little\n\n" + floats(1)))

@@ -5,15 +5,25 @@
  * -5 makes it loop, keys are copied into fixed buffers.  So every record here must be
  * "Key = Value" (key: letters, digits, '_'; value at most 255 bytes), each key once,
  * NDims 1 to TK_IMAGE_MAX_AXES before the per-axis records, ElementDataFile the last
- * record and LOCAL or one file name (no LIST, no patterns: missing slices cannot be
- * noticed there), binary data, and the data exactly what the header claims (raw, or one
- * zlib/gzip stream inflating completely). */
+ * record, binary data, and the data exactly what the header claims (raw, or one zlib/gzip
+ * stream inflating completely), in LOCAL data, one data file, or data split over files:
+ *   LIST [k[D]]          the names follow, one a line (each file a k-D block, k = NDims - 1
+ *                        by default);
+ *   NAME%03d [MIN [MAX STEP]]  numbered files, one slice of the last axis each;
+ * every file named present and exactly one slice's bytes (compressed: each file one whole
+ * stream of exactly them), names resolved as MetaIO resolves them (relative to the
+ * header's folder unless absolute).  MetaIO reads a missing or short slice file as zeros,
+ * divides by zero on some patterns and skips a last LIST line without a line end, so the
+ * tools read split data with this file's code (tk_image_read_data), ITK's MetaIO only the
+ * header. */
 #define _FILE_OFFSET_BITS 64
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gzip_check.h"
 #include "image_probe.h"
@@ -53,14 +63,191 @@ static int numbers(const char *path, const char *key, const char *value, int cou
     return 1;
 }
 
-static int check(const char *path, tk_image_info *info, char *text)
+/* ---- the data -------------------------------------------------------------------------- */
+
+static int host_msb(void)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 0;
+}
+
+/* What the header says about every data file. */
+typedef struct data_rules {
+    const char *path;            /* the header */
+    int64_t header_size;         /* bytes to skip in each data file; -1: the data are its last bytes */
+    int compressed;
+    uint64_t compressed_size;    /* 0: not given */
+} data_rules;
+
+/* One data file: bytes of data from offset, raw (exactly: no fewer, no more after them
+ * unless HeaderSize -1) or one zlib/gzip stream inflating to exactly them; kept in out
+ * (this file's order) when out is not NULL. */
+static int file_data(const data_rules *r, const char *file, uint64_t offset, uint64_t bytes, unsigned char *out,
+                     const char *what)
+{
+    const int64_t size = tk_image_file_size(r->path, file);
+    if (size < 0) return 0;
+    char subject_buf[8400];
+    const char *subject = what ? what : tk_image_subject(r->path, file, subject_buf, sizeof subject_buf);
+    if (r->compressed) {
+        if (r->header_size < 0)
+            return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage HeaderSize -1 is for raw data only", r->path), 0;
+        uint64_t used = 0, got = 0;
+        if (!tk_inflate_check(file, offset, TK_INFLATE_AUTO, bytes, subject, out, out ? bytes : 0, &got, &used)) return 0;
+        if (r->compressed_size && r->compressed_size != used)
+            return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage CompressedDataSize %llu, but the compressed data take %llu "
+                                               "bytes", r->path, (unsigned long long)r->compressed_size,
+                                (unsigned long long)used), 0;
+        return 1;
+    }
+    const uint64_t held = (uint64_t)size >= offset ? (uint64_t)size - offset : 0;
+    if (held < bytes)
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes %s, %s holds %llu", subject,
+                            (unsigned long long)bytes, what ? "a slice file" : "of data",
+                            !what && !strcmp(file, r->path) ? "the file" : "it", (unsigned long long)held), 0;
+    if (held > bytes && r->header_size >= 0)
+        return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the data that the header does not account for (wrong "
+                                           "DimSize or ElementType?)", subject, (unsigned long long)(held - bytes)), 0;
+    if (!out) return 1;
+    FILE *f = fopen(file, "rb");
+    const uint64_t from = r->header_size < 0 ? (uint64_t)size - bytes : offset;
+    const int ok = f && fseeko(f, (off_t)from, SEEK_SET) == 0 && fread(out, 1, (size_t)bytes, f) == bytes;
+    if (f) fclose(f);
+    return ok ? 1 : (tk_set_error(TK_ERR_IO, "%s: the data could not be read (the file changed while it was read?)",
+                                  subject), 0);
+}
+
+typedef struct slice_set {
+    const data_rules *rules;
+    uint64_t slice_bytes, files;
+    unsigned char *out;          /* the whole image's data, or NULL */
+} slice_set;
+
+/* Slice file number k (0-based) of name (as written in the header). */
+static int slice(const slice_set *s, uint64_t k, const char *name, tk_image_info *info)
+{
+    char file[4096];
+    tk_image_sibling(s->rules->path, name, file, sizeof file);
+    if (k == 0) snprintf(info->data_file, sizeof info->data_file, "%s", file);
+    struct stat st;
+    if (stat(file, &st) != 0)
+        return tk_set_error(TK_ERR_IO, "%s: slice file %llu of %llu, %s, cannot be opened: %s", s->rules->path,
+                            (unsigned long long)k + 1, (unsigned long long)s->files, file, strerror(errno)), 0;
+    const uint64_t offset = s->rules->header_size > 0 ? (uint64_t)s->rules->header_size : 0;
+    char what[8500];
+    snprintf(what, sizeof what, "%s: slice file %llu of %llu, %s", s->rules->path, (unsigned long long)k + 1,
+             (unsigned long long)s->files, file);
+    return file_data(s->rules, file, offset, s->slice_bytes, s->out ? s->out + k * s->slice_bytes : NULL, what);
+}
+
+/* LIST: one file name a line after ElementDataFile's (as MetaIO reads them: relative to the
+ * header's folder unless absolute, trailing blanks dropped), each line ended by a newline
+ * (MetaIO skips a last name without one), then nothing but blank lines. */
+static int list_files(const slice_set *s, const char *text, size_t n, size_t pos, tk_image_info *info)
+{
+    const char *path = s->rules->path;
+    FILE *f = fopen(path, "rb");
+    if (!f || fseeko(f, (off_t)(pos > n ? n : pos), SEEK_SET) != 0) {
+        if (f) fclose(f);
+        return tk_set_error(TK_ERR_IO, "%s: cannot read the list of slice files", path), 0;
+    }
+    (void)text;
+    char line[4200];
+    uint64_t k = 0;
+    int ok = 1;
+    while (ok && fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        const int ended = len && line[len - 1] == '\n';
+        if (!ended && len == sizeof line - 1) {
+            ok = (tk_set_error(TK_ERR_FORMAT, "%s: MetaImage LIST: slice file name %llu is longer than 4096 bytes", path,
+                               (unsigned long long)k + 1), 0);
+            break;
+        }
+        if (!ended && !feof(f)) {  /* fgets stopped early: a NUL byte (strlen ends there) */
+            ok = (tk_set_error(TK_ERR_FORMAT, "%s: MetaImage LIST: a NUL byte in the list of slice files", path), 0);
+            break;
+        }
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+            line[--len] = 0;
+        if (k == s->files) {
+            if (len) ok = (tk_set_error(TK_ERR_FORMAT, "%s: MetaImage LIST: more file names than the %llu slice files "
+                                                       "DimSize gives ('%.60s')", path, (unsigned long long)s->files,
+                                        line), 0);
+            continue;
+        }
+        int printable = len > 0 && line[0] != ' ' && line[0] != '\t' && (unsigned char)line[len - 1] < 0x80;
+        for (size_t i = 0; i < len; ++i) printable = printable && (unsigned char)line[i] >= 0x20 && line[i] != 0x7f;
+        if (!printable)
+            ok = (tk_set_error(TK_ERR_FORMAT, "%s: MetaImage LIST: line %llu of the list, '%.60s', is not a file name "
+                                              "(empty, blank first, or a control character)", path,
+                               (unsigned long long)k + 1, line), 0);
+        else if (!ended)
+            ok = (tk_set_error(TK_ERR_FORMAT, "%s: MetaImage LIST: the last file name, %s, has no line end (MetaIO "
+                                              "skips such a line)", path, line), 0);
+        else
+            ok = slice(s, k++, line, info);
+    }
+    fclose(f);
+    if (ok && k < s->files)
+        ok = (tk_set_error(TK_ERR_FORMAT, "%s: MetaImage LIST: %llu file names for the %llu slice files DimSize gives",
+                           path, (unsigned long long)k, (unsigned long long)s->files), 0);
+    return ok;
+}
+
+/* NAME%d [MIN [MAX STEP]]: one conversion %d, %0Nd, %Nd or %-Nd (N below 100); files MIN,
+ * MIN + STEP, ... up to MAX, exactly as many as the last axis' size (MetaIO's default: 1 to
+ * that size; MIN alone: that many from MIN).  The three-number form MetaIO divides by the
+ * size (and crashes on where that gives 0) is refused. */
+static int numbered_files(const slice_set *s, const char *value, char **words, int nwords, tk_image_info *info)
+{
+    const char *path = s->rules->path, *name = words[0];
+    const char *pc = strchr(name, '%');
+    size_t i = (size_t)(pc - name) + 1;
+    const int left = name[i] == '-', zero = !left && name[i] == '0';
+    i += left || zero;
+    int width = 0, digits = 0;
+    while (name[i] >= '0' && name[i] <= '9' && digits < 3) width = 10 * width + (name[i++] - '0'), ++digits;
+    if (name[i] != 'd' || digits > 2 || strchr(pc + 1, '%'))
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': a numbered file name holds one %%d "
+                                           "(or %%0Nd, %%Nd, %%-Nd), nothing else with %%", path, value), 0;
+    int64_t first = 1, last = (int64_t)s->files, step = 1;
+    if (nwords == 3 || nwords > 4)
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': give NAME, NAME MIN, or NAME MIN "
+                                           "MAX STEP", path, value), 0;
+    if (nwords >= 2 && (!tk_image_parse_i64(words[1], &first) || first < -1000000000 || first > 1000000000))
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': '%.20s' is not a file number", path,
+                            value, words[1]), 0;
+    if (nwords == 2) last = first + (int64_t)s->files - 1;
+    if (nwords == 4 &&
+        (!tk_image_parse_i64(words[2], &last) || !tk_image_parse_i64(words[3], &step) || step < 1 ||
+         last < first || last > 2000000000 || (last - first) % step || (uint64_t)((last - first) / step) + 1 != s->files))
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': MIN MAX STEP must number exactly "
+                                           "the %llu slices of the last axis", path, value,
+                            (unsigned long long)s->files), 0;
+    const int prefix = (int)(pc - name);
+    const char *suffix = name + i + 1;
+    for (uint64_t k = 0; k < s->files; ++k) {
+        char number[32], file[600];
+        const long long v = (long long)(first + (int64_t)k * step);
+        if (left) snprintf(number, sizeof number, "%-*lld", width, v);
+        else if (zero) snprintf(number, sizeof number, "%0*lld", width, v);
+        else snprintf(number, sizeof number, "%*lld", width, v);
+        snprintf(file, sizeof file, "%.*s%s%s", prefix, name, number, suffix);
+        if (!slice(s, k, file, info)) return 0;
+    }
+    return 1;
+}
+
+static int check(const char *path, tk_image_info *info, char *text, unsigned char *out, uint64_t out_bytes)
 {
     const size_t n = tk_image_read_prefix(path, text, HEADER_CAP);
     text[n] = 0;
     static const char *const per_axis[] = {"DimSize", "ElementSpacing", "ElementSize", "Offset", "Position", "Origin",
                                            "CenterOfRotation", "TransformMatrix", "Rotation", "Orientation", NULL};
     char keys[64][64];
-    int nkeys = 0, ndims = 0, line_no = 0, compressed = 0, have_type = 0, have_file = 0;
+    int nkeys = 0, ndims = 0, line_no = 0, compressed = 0, have_type = 0, have_file = 0, msb = -1;
     uint64_t sizes[TK_IMAGE_MAX_AXES] = {0}, channels = 1, compressed_size = 0;
     int64_t header_size = 0;
     unsigned bytes_per = 0;
@@ -175,11 +362,18 @@ static int check(const char *path, tk_image_info *info, char *text)
                 return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage HeaderSize '%.40s' is not -1 or a byte count", path,
                                     value), 0;
         } else if (!strcmp(key, "ElementDataFile")) {
-            if (!*value || !strncmp(value, "LIST", 4) || strchr(value, '%') || strpbrk(value, " \t"))
-                return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': the tools read LOCAL data or "
-                                                   "one data file (no LIST, no numbered slice files)", path, value), 0;
+            if (!*value)
+                return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile is empty", path), 0;
             snprintf(data_file, sizeof data_file, "%s", value);
             have_file = 1;
+        } else if (!strcmp(key, "BinaryDataByteOrderMSB") || !strcmp(key, "ElementByteOrderMSB")) {
+            /* (checked above; both keys set one order in MetaIO) */
+        }
+        if (!strcmp(key, "BinaryDataByteOrderMSB") || !strcmp(key, "ElementByteOrderMSB")) {
+            if (msb >= 0 && msb != is_true(value))
+                return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage BinaryDataByteOrderMSB and ElementByteOrderMSB "
+                                                   "disagree", path), 0;
+            msb = is_true(value);
         }
     }
     if (!ndims) return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage header without NDims", path), 0;
@@ -194,52 +388,86 @@ static int check(const char *path, tk_image_info *info, char *text)
     memcpy(info->size, sizes, sizeof sizes);
     info->components = channels;
     info->bytes = bytes;
+    info->value_bytes = (int)bytes_per;
+    info->range_axis = -1;
+    info->files = 1;
+    if (out && out_bytes != bytes)
+        return tk_set_error(TK_ERR_IO, "%s: the file changed while it was read (%llu bytes of data, %llu when it was "
+                                       "checked): read it again", path, (unsigned long long)bytes,
+                            (unsigned long long)out_bytes), 0;
+    const data_rules rules = {path, header_size, compressed, compressed_size};
 
-    const char *file = path;
-    uint64_t offset;
-    if (!strcmp(data_file, "LOCAL")) {
+    if (!strcmp(data_file, "LOCAL") || !strcmp(data_file, "Local") || !strcmp(data_file, "local")) {
         if (header_size != 0)
             return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage HeaderSize with LOCAL data (the data follow the header)",
                                 path), 0;
         snprintf(info->data_file, sizeof info->data_file, "%s", path);
-        offset = pos;  /* just after ElementDataFile's line */
-        if (pos > n) offset = n;
-    } else {
+        return file_data(&rules, path, pos > n ? n : pos, bytes, NULL, NULL);  /* just after ElementDataFile's line */
+    }
+    char *words[6];
+    char copy[VALUE_MAX + 1];
+    snprintf(copy, sizeof copy, "%s", data_file);
+    const int nwords = tk_image_split(copy, " \t", words, 5);
+    const int list = !strcmp(words[0], "LIST"), pattern = strchr(data_file, '%') != NULL;
+    if (!list && !strncmp(words[0], "LIST", 4))  /* MetaIO takes any name starting so for LIST */
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': MetaIO reads a name starting with "
+                                           "LIST as a LIST", path, data_file), 0;
+    if (!list && !pattern) {
+        if (nwords != 1)
+            return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': a file name with spaces, which "
+                                               "MetaIO splits", path, data_file), 0;
         tk_image_sibling(path, data_file, info->data_file, sizeof info->data_file);
-        file = info->data_file;
-        if (tk_image_file_size(path, file) < 0) return 0;
-        offset = header_size > 0 ? (uint64_t)header_size : 0;
+        if (tk_image_file_size(path, info->data_file) < 0) return 0;
+        return file_data(&rules, info->data_file, header_size > 0 ? (uint64_t)header_size : 0, bytes, NULL, NULL);
     }
-    const int64_t size = tk_image_file_size(path, file);
-    if (size < 0) return 0;
-    char subject_buf[8400];
-    const char *subject = tk_image_subject(path, file, subject_buf, sizeof subject_buf);
-    if (compressed) {
-        if (header_size < 0)
-            return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage HeaderSize -1 is for raw data only", path), 0;
-        uint64_t used = 0;
-        if (!tk_inflate_check(file, offset, TK_INFLATE_AUTO, bytes, subject, NULL, 0, NULL, &used)) return 0;
-        if (compressed_size && compressed_size != used)
-            return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage CompressedDataSize %llu, but the compressed data take %llu "
-                                               "bytes", path, (unsigned long long)compressed_size,
-                                (unsigned long long)used), 0;
-        return 1;
+    /* data split over files: LIST [k[D]] (names follow, each file a k-D block), or a
+     * numbered pattern NAME%d [MIN [MAX STEP]] (each file one slice of the last axis) */
+    if (compressed_size)
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage CompressedDataSize with data in several files (MetaIO would "
+                                           "apply it to each)", path), 0;
+    if (compressed && header_size != 0)
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage HeaderSize with compressed slice files (MetaIO ignores it "
+                                           "there)", path), 0;
+    int slice_dims = ndims - 1;
+    if (list) {
+        if (nwords > 2)
+            return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s' is not LIST or LIST k (k-D slice "
+                                               "files)", path, data_file), 0;
+        if (nwords == 2) {
+            char *d = words[1];
+            size_t len = strlen(d);
+            if (len > 1 && d[len - 1] == 'D') d[--len] = 0;
+            uint64_t k;
+            if (!tk_image_parse_u64(d, &k) || k < 1 || k > (uint64_t)ndims)
+                return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': the slice files' dimension "
+                                                   "is not from 1 to NDims %d", path, data_file, ndims), 0;
+            slice_dims = (int)k;
+        }
     }
-    const uint64_t held = (uint64_t)size >= offset ? (uint64_t)size - offset : 0;
-    if (held < bytes)
-        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of data, %s holds %llu", path,
-                            (unsigned long long)bytes, file, (unsigned long long)held), 0;
-    if (held > bytes && header_size >= 0)
-        return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the data that the header does not account for (wrong "
-                                           "DimSize or ElementType?)", subject, (unsigned long long)(held - bytes)), 0;
-    return 1;
+    uint64_t files = 1, slice_bytes = tk_image_mul(bytes_per, channels);
+    for (int k = 0; k < ndims; ++k)
+        if (k < slice_dims) slice_bytes *= sizes[k];
+        else files *= sizes[k];
+    info->files = files;
+    info->own_read = 1;
+    const slice_set set = {&rules, slice_bytes, files, out};
+    const int ok = list ? list_files(&set, text, n, pos, info) : numbered_files(&set, data_file, words, nwords, info);
+    if (ok && out) tk_image_to_native(out, bytes / bytes_per, (int)bytes_per, msb < 0 ? host_msb() : msb);
+    return ok;
 }
 
-int tk_image_check_meta(const char *path, tk_image_info *info)
+static int meta(const char *path, tk_image_info *info, unsigned char *out, uint64_t out_bytes)
 {
     char *text = malloc(HEADER_CAP + 1);  /* (on the heap: see image_nrrd.c) */
     if (!text) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for the MetaImage header", path), 0;
-    const int ok = check(path, info, text);
+    const int ok = check(path, info, text, out, out_bytes);
     free(text);
     return ok;
 }
+
+int tk_image_meta_data(const char *path, tk_image_info *info, unsigned char *out, uint64_t out_bytes)
+{
+    return meta(path, info, out, out_bytes);
+}
+
+int tk_image_check_meta(const char *path, tk_image_info *info) { return meta(path, info, NULL, 0); }

@@ -175,6 +175,7 @@ int tk_image_read_data(const char *path, const tk_image_info *info, void *out, u
     if (!info->own_read)
         return tk_set_error(TK_ERR_ARGUMENT, "%s: its data are read by the format's own reader", path), 0;
     if (info->format == TK_IMAGE_NRRD) return tk_image_nrrd_data(path, &again, out, out_bytes);
+    if (info->format == TK_IMAGE_METAIMAGE) return tk_image_meta_data(path, &again, out, out_bytes);
     return tk_set_error(TK_ERR_ARGUMENT, "%s: no data reader for this format", path), 0;
 }
 
