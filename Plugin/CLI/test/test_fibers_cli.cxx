@@ -15,6 +15,7 @@
 #ifdef TK_TEST_BZIP2
 #include <bzlib.h>
 #endif
+#include <zlib.h>
 #include "sh_image_io.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
@@ -538,6 +539,73 @@ TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
         r = run_tool(exe + " " + dir + "/" + in + ".nrrd " + dir + "/p_" + in + ".nrrd --quiet --backend omp", dir);
         ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
         EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from the raw volume's";
+    }
+}
+
+// MetaImage data split over slice files (LIST, numbered files; raw, big-endian rows,
+// compressed, with HeaderSize) give the peaks of the same volume in one .mha, byte for byte.
+TEST(FibersCli, ReadsMetaImageSliceFilesAlike)
+{
+    std::string dir = make_temp_dir("tk_fibers_slices");
+    std::vector<std::vector<double>> coeffs;
+    auto sh = phantom(coeffs, 13);
+    tk::write_vector_volume(sh.GetPointer(), dir + "/one.mha");
+    const auto size = sh->GetLargestPossibleRegion().GetSize();
+    const size_t nc = sh->GetNumberOfComponentsPerPixel(), row = size[0] * nc, plane = row * size[1];
+    const float *v = sh->GetBufferPointer();
+    auto bytes = [&](size_t from, size_t n, bool big) {
+        std::string b(reinterpret_cast<const char *>(v + from), n * sizeof(float));
+        for (size_t i = 0; big && i < b.size(); i += 4) std::swap(b[i], b[i + 3]), std::swap(b[i + 1], b[i + 2]);
+        return b;
+    };
+    auto zipped = [](const std::string &b) {
+        uLongf n = compressBound(b.size());
+        std::string z(n, '\0');
+        compress(reinterpret_cast<Bytef *>(&z[0]), &n, reinterpret_cast<const Bytef *>(b.data()), b.size());
+        z.resize(n);
+        return z;
+    };
+    std::string list, rows, zlist, hlist;
+    for (size_t k = 0; k < size[2]; ++k) {
+        const std::string n = std::to_string(k + 1);
+        std::ofstream(dir + "/s" + n + ".raw", std::ios::binary) << bytes(k * plane, plane, false);
+        std::ofstream(dir + "/z" + n + ".raw", std::ios::binary) << zipped(bytes(k * plane, plane, false));
+        std::ofstream(dir + "/h" + n + ".raw", std::ios::binary) << "HEAD" + bytes(k * plane, plane, false);
+        list += "s" + n + ".raw\n", zlist += "z" + n + ".raw\n", hlist += "h" + n + ".raw\n";
+        for (size_t j = 0; j < size[1]; ++j) {
+            const std::string r = "r" + n + "_" + std::to_string(j) + ".be";
+            std::ofstream(dir + "/" + r, std::ios::binary) << bytes(k * plane + j * row, row, true);
+            rows += r + "\n";
+        }
+    }
+    // the one-file header ITK wrote, its ElementDataFile line replaced
+    std::string head = slurp(dir + "/one.mha");
+    head = head.substr(0, head.find("ElementDataFile = LOCAL\n"));
+    auto with = [&](const std::string &records, bool big_endian = false) {
+        std::string h = head;
+        if (big_endian) h.replace(h.find("BinaryDataByteOrderMSB = False"), 30, "BinaryDataByteOrderMSB = True");
+        return h + records;
+    };
+    std::ofstream(dir + "/list.mhd", std::ios::binary) << with("ElementDataFile = LIST\n" + list);
+    std::ofstream(dir + "/numbered.mhd", std::ios::binary) << with("ElementDataFile = s%d.raw 1 " +
+                                                                     std::to_string(size[2]) + " 1\n");
+    std::ofstream(dir + "/rows.mhd", std::ios::binary) << with("ElementDataFile = LIST 1D\n" + rows, true);
+    std::ofstream(dir + "/zlist.mhd", std::ios::binary) << with("ElementDataFile = LIST\n" + zlist);
+    std::ofstream(dir + "/hlist.mhd", std::ios::binary) << with("HeaderSize = 4\nElementDataFile = LIST\n" + hlist);
+    auto r = run_tool(exe + " " + dir + "/one.mha " + dir + "/p_one.nrrd --quiet --backend omp", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = slurp(dir + "/p_one.nrrd");
+    for (const std::string in : {"list", "numbered", "rows", "zlist", "hlist"}) {
+        if (in == "zlist") {  // CompressedData = True for these
+            std::string h = slurp(dir + "/zlist.mhd");
+            const size_t at = h.find("CompressedData = False");
+            if (at != std::string::npos) h.replace(at, 22, "CompressedData = True");
+            else h.insert(h.find("ElementDataFile"), "CompressedData = True\n");
+            std::ofstream(dir + "/zlist.mhd", std::ios::binary) << h;
+        }
+        r = run_tool(exe + " " + dir + "/" + in + ".mhd " + dir + "/p_" + in + ".nrrd --quiet --backend omp", dir);
+        ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
+        EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from the one-file volume's";
     }
 }
 
