@@ -408,7 +408,10 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
     char copy[VALUE_MAX + 1];
     snprintf(copy, sizeof copy, "%s", data_file);
     const int nwords = tk_image_split(copy, " \t", words, 5);
-    const int list = !strcmp(words[0], "LIST"), pattern = strchr(data_file, '%') != NULL;
+    const int list = !strcmp(words[0], "LIST"), pattern = strchr(words[0], '%') != NULL;
+    if (!pattern && strchr(data_file, '%'))  /* MetaIO joins the words before MIN MAX STEP into one name */
+        return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': a numbered file name with spaces, "
+                                           "which MetaIO splits", path, data_file), 0;
     if (!list && !strncmp(words[0], "LIST", 4))  /* MetaIO takes any name starting so for LIST */
         return tk_set_error(TK_ERR_FORMAT, "%s: MetaImage ElementDataFile '%.60s': MetaIO reads a name starting with "
                                            "LIST as a LIST", path, data_file), 0;
