@@ -45,9 +45,11 @@ double physical_memory()
 void check_readable(const std::string &path)
 {
     struct stat st;
-    if (stat(path.c_str(), &st) != 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a directory, not an image");
-    if (st.st_size == 0) throw std::runtime_error(path + ": empty file");
+    if (stat(path.c_str(), &st) != 0)
+        throw std::runtime_error(path + ": cannot open: " + std::strerror(errno) +
+                                 "; check the name and that it is readable");
+    if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a directory, not an image; give an image file");
+    if (st.st_size == 0) throw std::runtime_error(path + ": empty file; copy or export the image again");
 }
 
 bool ends_with(const std::string &path, const char *suffix)
@@ -86,7 +88,7 @@ void check_fits_memory(const std::string &path, const std::vector<size_t> &dims,
         why.precision(3);
         why << path << ": the header claims " << size.str() << " voxels of " << components
             << " component(s), which need " << bytes / (1 << 30) << " GiB, more than this machine's "
-            << have / (1 << 30) << " GiB of memory";
+            << have / (1 << 30) << " GiB of memory; read it on a machine with more memory, or crop it first";
         throw std::runtime_error(why.str());
     }
 }
@@ -114,7 +116,9 @@ public:
         if (static_cast<uint64_t>(GetImageSizeInBytes()) != bytes)
             throw std::runtime_error(path + ": ITK's reading of the header asks for " +
                                      std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
-                                     std::to_string(bytes) + ": a header the readers disagree on is not used");
+                                     std::to_string(bytes) +
+                                     ": a header the readers disagree on is not used; re-save it with the tool that "
+                                     "wrote it");
         const int r = m_Info.range_axis;
         if (r <= 0) {  // the components (if any) are the fastest axis already
             if (!tk_image_read_data(path.c_str(), &m_Info, buffer, bytes)) throw std::runtime_error(tk_last_error());
@@ -131,8 +135,8 @@ public:
         for (uint64_t o = 0; o < outer; ++o)
             for (uint64_t c = 0; c < comps; ++c)
                 for (uint64_t i = 0; i < inner; ++i)
-                    std::memcpy(dst + ((o * inner + i) * comps + c) * vb, file.data() + ((o * comps + c) * inner + i) * vb,
-                                vb);
+                    std::memcpy(dst + ((o * inner + i) * comps + c) * vb,
+                                file.data() + ((o * comps + c) * inner + i) * vb, vb);
     }
 
 protected:
@@ -163,7 +167,8 @@ public:
         if (static_cast<uint64_t>(GetImageSizeInBytes()) != m_Info.bytes)
             throw std::runtime_error(path + ": ITK's reading of the header asks for " +
                                      std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
-                                     std::to_string(m_Info.bytes) + ": a header the readers disagree on is not used");
+                                     std::to_string(m_Info.bytes) + ": a header the readers disagree on is not used; "
+                                     "re-save it with the tool that wrote it");
         if (!tk_image_read_data(path.c_str(), &m_Info, buffer, m_Info.bytes)) throw std::runtime_error(tk_last_error());
     }
 
@@ -199,11 +204,11 @@ itk::ImageIOBase::Pointer itk_io_for(const std::string &path, const tk_image_inf
     // ITK's readers open a file only under their own names: a NIfTI named .dat holds a
     // valid image that ITK would refuse with "could not create IO object"
     if (format == TK_IMAGE_NIFTI && nifti_version == 2)
-        throw std::runtime_error(path + ": a NIfTI-2 file, which ITK 5.2's reader (behind this tool) does not read: "
+        throw std::runtime_error(path + ": a NIfTI-2 file, which ITK 5.2's reader (behind this tool) does not read; "
                                         "convert it to NIfTI-1 (e.g. mrconvert IN OUT.nii, or nibabel's Nifti1Image)");
     if (!io->CanReadFile(path.c_str()))
         throw std::runtime_error(path + ": a " + kind + " image by its content, but its name does not end in " + names +
-                                 ": rename it so that every reader takes it alike");
+                                 "; rename it so that every reader takes it alike");
     io->SetFileName(path);
     return io;
 }
@@ -228,17 +233,20 @@ itk::ImageIOBase::Pointer itk_header(const std::string &path, const tk_image_inf
     try {
         io->ReadImageInformation();
     } catch (const itk::ExceptionObject &e) {
-        throw std::runtime_error(path + ": unreadable image header: " + itk_message(e));
+        throw std::runtime_error(path + ": unreadable image header: " + itk_message(e) +
+                                 "; re-save it with the tool that wrote it");
     }
     // ITK's reading of the header against the check's: the same number of values, or the
     // two disagree on what the file is and neither is trusted
     uint64_t itk_values = io->GetNumberOfComponents(), values = info.components;
-    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) itk_values = tk_image_mul(itk_values, io->GetDimensions(d));
+    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
+        itk_values = tk_image_mul(itk_values, io->GetDimensions(d));
     for (int d = 0; d < info.axes; ++d) values = tk_image_mul(values, info.size[d]);
     if (itk_values == 0 || itk_values != values)
         throw std::runtime_error(path + ": ITK reads this header as " + std::to_string(itk_values) +
                                  " values, the header's own fields say " + std::to_string(values) +
-                                 ": a header the readers disagree on is not used");
+                                 ": a header the readers disagree on is not used; re-save it with the tool that wrote "
+                                 "it");
     if (info.format == TK_IMAGE_NRRD && info.own_read) {
         // the layout the decoded values are put in: ITK's axes are the header's without the
         // component axis, which image_nrrd.c found where teem does
@@ -250,8 +258,9 @@ itk::ImageIOBase::Pointer itk_header(const std::string &path, const tk_image_inf
         bool same = io->GetNumberOfComponents() == comps && io->GetNumberOfDimensions() == domain.size();
         for (unsigned d = 0; same && d < domain.size(); ++d) same = io->GetDimensions(d) == domain[d];
         if (!same)
-            throw std::runtime_error(path + ": ITK reads this header's axes otherwise than its kinds field says: a "
-                                            "header the readers disagree on is not used");
+            throw std::runtime_error(
+                path + ": ITK reads this header's axes otherwise than its kinds field says: a "
+                       "header the readers disagree on is not used; re-save it with the tool that wrote it");
     }
     std::vector<size_t> dims;
     for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) dims.push_back(io->GetDimensions(d));
@@ -264,14 +273,17 @@ itk::ImageIOBase::Pointer itk_header(const std::string &path, const tk_image_inf
 
 double flip(unsigned r) { return r < 2 ? -1.0 : 1.0; }
 
-template <typename TImage> void set_world(TImage *image, const double m[3][4], const std::string &path, const char *what)
+template <typename TImage>
+void set_world(TImage *image, const double m[3][4], const std::string &path, const char *what)
 {
     double len[3];
     for (unsigned c = 0; c < 3; ++c) len[c] = std::sqrt(m[0][c] * m[0][c] + m[1][c] * m[1][c] + m[2][c] * m[2][c]);
-    const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+    const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                       m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
                        m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
     if (!(std::fabs(det) > 1e-9 * len[0] * len[1] * len[2]) || !(len[0] > 0 && len[1] > 0 && len[2] > 0))
-        throw std::runtime_error(path + ": " + what + " is singular: no orientation can be built from it");
+        throw std::runtime_error(path + ": " + what + " is singular: no orientation can be built from it; fix the "
+                                 "transform, or re-save the image from the tool that made it");
     auto spacing = image->GetSpacing();
     auto origin = image->GetOrigin();
     auto direction = image->GetDirection();
@@ -423,7 +435,8 @@ void write_into(tk_outset *set, int idx, size_t data_bytes, TWrite write)
         tk_outset_expect_size(set, idx, 0, 352 + static_cast<unsigned long long>(data_bytes));
     } else if (is_nrrd(path) || ends_with(path, ".mha")) {
         const size_t header = attached_header_size(tmp);
-        if (!header) throw std::runtime_error(path + ": cannot write: the file ends inside its header (the disk may be full)");
+        if (!header)
+            throw std::runtime_error(path + ": cannot write: the file ends inside its header (the disk may be full)");
         tk_outset_expect_size(set, idx, 0, header + static_cast<unsigned long long>(data_bytes));
     }
 }
@@ -502,7 +515,7 @@ template <typename TRead> auto naming_memory(const std::string &path, TRead read
     try {
         return read();
     } catch (const std::bad_alloc &) {
-        throw std::runtime_error(path + ": out of memory while reading it (free memory, or read a smaller image)");
+        throw std::runtime_error(path + ": out of memory while reading it; free memory, or read a smaller image");
     }
 }
 
@@ -516,7 +529,8 @@ typename TImage::Pointer read(const std::string &path, const tk_image_info &info
     try {
         reader->Update();
     } catch (const itk::ExceptionObject &e) {
-        throw std::runtime_error(path + ": cannot read: " + itk_message(e));
+        throw std::runtime_error(path + ": cannot read: " + itk_message(e) +
+                                 "; re-save it with the tool that wrote it");
     }
     typename TImage::Pointer image = reader->GetOutput();
     if (format == TK_IMAGE_NIFTI) apply_nifti_geometry(image.GetPointer(), path, geometry);
@@ -628,7 +642,8 @@ ScalarImage4::Pointer read_scalar_image4(const std::string &path)
                 throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
                                          "-D with 1 component(s)");
             auto out = ScalarImage4::New();
-            out->SetRegions(ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
+            out->SetRegions(
+                ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
             auto spacing = out->GetSpacing();
             spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
             out->SetSpacing(spacing);
@@ -688,7 +703,8 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
         if (info.format == TK_IMAGE_MIF) {
             MifImage im = mif_header(path);
             if (im.dims.size() != 4)
-                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                throw std::runtime_error(path +
+                                         ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
                                          std::to_string(im.dims.size()) + "-D with 1 component(s)");
             float *data = nullptr;
             if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
@@ -701,7 +717,8 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
             const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
             if (dims == 3 && comps > 1) return read<VectorImage3>(path, info, geometry);
             if (dims != 4 || comps != 1)
-                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                throw std::runtime_error(path +
+                                         ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
                                          std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
             in = read<Image4>(path, info, geometry);
             const auto s = in->GetLargestPossibleRegion().GetSize();
@@ -775,7 +792,8 @@ void vector_volume_writes(const VectorImage3 *image, const std::string &path, Co
                           const FileGeometry *geometry, TRun run)
 {
     const auto size3 = image->GetLargestPossibleRegion().GetSize();
-    const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels(), nt = image->GetNumberOfComponentsPerPixel();
+    const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels(),
+                 nt = image->GetNumberOfComponentsPerPixel();
     const std::vector<size_t> dims = {size3[0], size3[1], size3[2], nt};
     const size_t bytes = nvox * nt * sizeof(float);
     if (is_nifti(path)) {
@@ -810,8 +828,8 @@ void vector_volume_writes(const VectorImage3 *image, const std::string &path, Co
     if (is_nrrd(path)) {
         // said in the file too: the vectors' coordinates are those of the space (LPS)
         std::vector<std::vector<double>> frame = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-        itk::EncapsulateMetaData<std::vector<std::vector<double>>>(lps->GetMetaDataDictionary(), "NRRD_measurement frame",
-                                                                   frame);
+        itk::EncapsulateMetaData<std::vector<std::vector<double>>>(lps->GetMetaDataDictionary(),
+                                                                   "NRRD_measurement frame", frame);
     }
     return run(bytes, [&](const std::string &file) { itk_write(lps.GetPointer(), file); });
 }
@@ -828,7 +846,8 @@ void write_vector_volume(const VectorImage3 *image, tk_outset *set, int idx, Com
                          const FileGeometry *geometry)
 {
     const std::string path = tk_outset_path(set, idx);
-    vector_volume_writes(image, path, what, geometry, [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
+    vector_volume_writes(image, path, what, geometry,
+                         [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
 }
 
 const char *volume_output_extensions() { return ".nii, .nii.gz, .mif, .mif.gz, .nrrd, .nhdr, .mha or .mhd"; }

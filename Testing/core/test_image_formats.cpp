@@ -16,6 +16,7 @@
 #include "mif_io.h"
 #include "nifti_header.h"
 #include "tk_cli_runner.h"
+#include "tk_message_style.h"
 #include "tk_status.h"
 
 using namespace tk_test;
@@ -258,6 +259,7 @@ TEST(MifIo, RefusesMalformedFilesClearly)
         EXPECT_FALSE(r.ok) << c.says;
         EXPECT_EQ(r.error.rfind(path, 0), 0u) << "the message names the file: " << r.error;
         EXPECT_NE(r.error.find(c.says), std::string::npos) << "expected '" << c.says << "' in: " << r.error;
+        EXPECT_TRUE(tk_message_advises(r.error.c_str())) << "no advice: " << r.error;
     }
     // a directory, a missing file, a truncated gzip stream, a .mif.gz naming another file
     Read r = read_mif(dir);

@@ -24,6 +24,7 @@
 
 #include "image_probe.h"
 #include "tk_cli_runner.h"
+#include "tk_message_style.h"
 #include "tk_status.h"
 
 using namespace tk_test;
@@ -170,38 +171,118 @@ std::vector<Layout> layouts(const std::string &dir)
     const std::string data = floats(12), packed = zlib(data);
     const std::string mif_lines = "dim: 3,2,2\nvox: 1,1,1.5\nlayout: +0,+1,+2\ndatatype: Float32LE\n";
     std::vector<Layout> v = {
-        {"nii", dir + "/a.nii", nifti1({2, 2, 1, 3}, false) + std::string(4, '\0') + data, "", "", 4, {2, 2, 1, 3}, 1,
+        {"nii",
+         dir + "/a.nii",
+         nifti1({2, 2, 1, 3}, false) + std::string(4, '\0') + data,
+         "",
+         "",
+         4,
+         {2, 2, 1, 3},
+         1,
          false},
-        {"nii.gz named .dat", dir + "/b.dat", gzip(nifti1({2, 2, 1, 3}, false) + std::string(4, '\0') + data), "", "",
-         4, {2, 2, 1, 3}, 1, false},
+        {"nii.gz named .dat",
+         dir + "/b.dat",
+         gzip(nifti1({2, 2, 1, 3}, false) + std::string(4, '\0') + data),
+         "",
+         "",
+         4,
+         {2, 2, 1, 3},
+         1,
+         false},
         {"NIfTI-2", dir + "/c.nii", nifti2({3, 2, 2}) + data, "", "", 3, {3, 2, 2}, 1, false},
         {"pair", dir + "/d.hdr", nifti1({3, 2, 2}, true), dir + "/d.img", data, 3, {3, 2, 2}, 1, true},
         {"NRRD raw", dir + "/e.nrrd", nrrd_head + "\n" + data, "", "", 4, {3, 2, 2, 1}, 1, false},
         {"NRRD gzip", dir + "/f.nrrd", nrrd_gz_head + "\n" + gzip(data), "", "", 4, {3, 2, 2, 1}, 1, false},
-        {"NRRD detached", dir + "/g.nhdr", nrrd_head + "data file: g.raw\n", dir + "/g.raw", data, 4, {3, 2, 2, 1}, 1,
+        {"NRRD detached",
+         dir + "/g.nhdr",
+         nrrd_head + "data file: g.raw\n",
+         dir + "/g.raw",
+         data,
+         4,
+         {3, 2, 2, 1},
+         1,
          true},
-        {"MetaImage raw", dir + "/h.mha", mha_head + "ElementDataFile = LOCAL\n" + data, "", "", 3, {2, 2, 1}, 3, false},
-        {"MetaImage zlib", dir + "/i.mha",
+        {"MetaImage raw",
+         dir + "/h.mha",
+         mha_head + "ElementDataFile = LOCAL\n" + data,
+         "",
+         "",
+         3,
+         {2, 2, 1},
+         3,
+         false},
+        {"MetaImage zlib",
+         dir + "/i.mha",
          mha_head + "CompressedData = True\nCompressedDataSize = " + std::to_string(packed.size()) +
              "\nElementDataFile = LOCAL\n" + packed,
-         "", "", 3, {2, 2, 1}, 3, false},
-        {"MetaImage detached", dir + "/j.mhd", mha_head + "ElementDataFile = j.raw\n", dir + "/j.raw", data, 3,
-         {2, 2, 1}, 3, true},
-        {"NRRD ascii", dir + "/n.nrrd", ascii_head + "\n" + ascii_floats(12, " "), "", "", 4, {3, 2, 2, 1}, 1, false,
+         "",
+         "",
+         3,
+         {2, 2, 1},
+         3,
+         false},
+        {"MetaImage detached",
+         dir + "/j.mhd",
+         mha_head + "ElementDataFile = j.raw\n",
+         dir + "/j.raw",
+         data,
+         3,
+         {2, 2, 1},
+         3,
          true},
-        {"NRRD text, commas beside values, detached", dir + "/o.nhdr", text_head + "data file: o.txt\n", dir + "/o.txt",
-         ascii_floats(12, ",\n "), 4, {3, 2, 2, 1}, 1, true, true},
-        {"NRRD hex", dir + "/p.nrrd", hex_head + "\n" + hex(data.substr(0, 20)) + "\n  " + hex(data.substr(20)), "", "",
-         4, {3, 2, 2, 1}, 1, false, true},
+        {"NRRD ascii",
+         dir + "/n.nrrd",
+         ascii_head + "\n" + ascii_floats(12, " "),
+         "",
+         "",
+         4,
+         {3, 2, 2, 1},
+         1,
+         false,
+         true},
+        {"NRRD text, commas beside values, detached",
+         dir + "/o.nhdr",
+         text_head + "data file: o.txt\n",
+         dir + "/o.txt",
+         ascii_floats(12, ",\n "),
+         4,
+         {3, 2, 2, 1},
+         1,
+         true,
+         true},
+        {"NRRD hex",
+         dir + "/p.nrrd",
+         hex_head + "\n" + hex(data.substr(0, 20)) + "\n  " + hex(data.substr(20)),
+         "",
+         "",
+         4,
+         {3, 2, 2, 1},
+         1,
+         false,
+         true},
 #ifdef TK_TEST_BZIP2
         {"NRRD bzip2", dir + "/q.nrrd", bz_head + "\n" + bzip2(data), "", "", 4, {3, 2, 2, 1}, 1, false},
-        {"NRRD bz2, two streams, detached", dir + "/r.nhdr", bz2_head + "data file: r.raw.bz2\n", dir + "/r.raw.bz2",
-         bzip2(data.substr(0, 13)) + bzip2(data.substr(13)), 4, {3, 2, 2, 1}, 1, true},
+        {"NRRD bz2, two streams, detached",
+         dir + "/r.nhdr",
+         bz2_head + "data file: r.raw.bz2\n",
+         dir + "/r.raw.bz2",
+         bzip2(data.substr(0, 13)) + bzip2(data.substr(13)),
+         4,
+         {3, 2, 2, 1},
+         1,
+         true},
 #endif
         {"MRtrix3 .mif", dir + "/k.mif", mif_file(mif_lines, data), "", "", 3, {3, 2, 2}, 1, false},
         {"MRtrix3 .mif.gz named .nii", dir + "/l.nii", gzip(mif_file(mif_lines, data)), "", "", 3, {3, 2, 2}, 1, false},
-        {"MRtrix3 .mih", dir + "/m.mih", "mrtrix image\n" + mif_lines + "file: m.dat 4\nEND\n", dir + "/m.dat",
-         std::string(4, '\0') + data, 3, {3, 2, 2}, 1, true},
+        {"MRtrix3 .mih",
+         dir + "/m.mih",
+         "mrtrix image\n" + mif_lines + "file: m.dat 4\nEND\n",
+         dir + "/m.dat",
+         std::string(4, '\0') + data,
+         3,
+         {3, 2, 2},
+         1,
+         true},
     };
     return v;
 }
@@ -244,6 +325,7 @@ TEST(ImageProbe, EveryPrefixAndEveryAppendedByteIsRefused)
             ASSERT_EQ(tk_image_probe(l.file.c_str(), &info), 0) << "a prefix of " << n << " of " << whole.size()
                                                                  << " bytes was accepted";
             EXPECT_EQ(std::string(tk_last_error()).rfind(dir, 0), 0u) << tk_last_error();
+            EXPECT_TRUE(tk_message_advises(tk_last_error())) << "no advice: " << tk_last_error();
         }
         for (const char *tail : {"\n", "\0", "junk"}) {
             write_file(target, whole + std::string(tail, std::max<size_t>(1, std::strlen(tail))));
@@ -284,7 +366,8 @@ TEST(ImageProbe, RefusalsSayWhatIsWrong)
         {"x.nii", "", neg + std::string(4, '\0') + data, "dim[2] is -3"},
         {"x.hdr", "", analyze, "ANALYZE 7.5"},
         {"x.mha", "", "ObjectType = Image\nNDims : 3\n", "uses ':'"},
-        {"x.mha", "", "ObjectType = Image\nNDims = 3\njunk\nElementDataFile = LOCAL\n", "line 3 is not a 'Key = Value'"},
+        {"x.mha", "", "ObjectType = Image\nNDims = 3\njunk\nElementDataFile = LOCAL\n",
+         "line 3 is not a 'Key = Value'"},
         {"x.mha", "", "NDims = -5\n", "NDims '-5' is not from 1 to 5"},
         {"x.mhd", "", "NDims = 1\nDimSize = 2\nElementType = MET_UCHAR\nElementDataFile = s%03d.raw 1 2 1\n",
          "slice file 1 of 2, " + dir + "/s001.raw, cannot be opened: No such file or directory"},
@@ -305,6 +388,7 @@ TEST(ImageProbe, RefusalsSayWhatIsWrong)
         const std::string why = tk_last_error();
         EXPECT_EQ(why.rfind(path, 0), 0u) << why;
         EXPECT_NE(why.find(c.expect), std::string::npos) << why;
+        EXPECT_TRUE(tk_message_advises(why.c_str())) << "no advice: " << why;
     }
 }
 
@@ -384,8 +468,8 @@ TEST(ImageProbe, NrrdAsciiAndHexValuesOfEveryType)
     const std::string dir = make_temp_dir("tk_probe_types"), path = dir + "/v.nrrd";
     auto nrrd = [&](const char *type, size_t n, const char *encoding, const char *endian, const std::string &body) {
         write_file(path, std::string("NRRD0005\ntype: ") + type + "\ndimension: 1\nsizes: " + std::to_string(n) +
-                             "\nencoding: " + encoding + "\n" + (endian ? std::string("endian: ") + endian + "\n" : "") +
-                             "\n" + body);
+                             "\nencoding: " + encoding + "\n" +
+                             (endian ? std::string("endian: ") + endian + "\n" : "") + "\n" + body);
     };
     auto bytes_of = [](auto... v) {
         std::string b;
@@ -396,7 +480,8 @@ TEST(ImageProbe, NrrdAsciiAndHexValuesOfEveryType)
         tk_image_info info;
         if (!tk_image_probe(path.c_str(), &info)) return std::string("refused: ") + tk_last_error();
         std::string out(info.bytes, '\0');
-        if (!tk_image_read_data(path.c_str(), &info, &out[0], info.bytes)) return std::string("unread: ") + tk_last_error();
+        if (!tk_image_read_data(path.c_str(), &info, &out[0], info.bytes))
+            return std::string("unread: ") + tk_last_error();
         return out;
     };
     const struct {
@@ -422,8 +507,9 @@ TEST(ImageProbe, NrrdAsciiAndHexValuesOfEveryType)
         EXPECT_EQ(decoded(), c.want);
         std::string big;
         const size_t w = c.want.size() / 3;
-        for (size_t v = 0; v < 3; ++v) big += std::string(c.want.rbegin() + static_cast<long>(c.want.size() - (v + 1) * w),
-                                                         c.want.rbegin() + static_cast<long>(c.want.size() - v * w));
+        for (size_t v = 0; v < 3; ++v)
+            big += std::string(c.want.rbegin() + static_cast<long>(c.want.size() - (v + 1) * w),
+                               c.want.rbegin() + static_cast<long>(c.want.size() - v * w));
         nrrd(c.type, 3, "hex", "big", hex(big));
         EXPECT_EQ(decoded(), c.want);
     }
@@ -452,9 +538,12 @@ TEST(ImageProbe, NrrdAsciiAndHexValuesOfEveryType)
         SCOPED_TRACE(std::string(c.type) + ": " + c.text);
         nrrd(c.type, 3, "ascii", nullptr, c.text);
         const std::string got = decoded();
-        EXPECT_EQ(got.rfind("refused: " + path + ": NRRD", 0) == 0 || got.rfind("refused: " + path + ": truncated", 0) == 0,
-                  true) << got;
+        EXPECT_EQ(got.rfind("refused: " + path + ": NRRD", 0) == 0 ||
+                      got.rfind("refused: " + path + ": truncated", 0) == 0,
+                  true)
+            << got;
         EXPECT_NE(got.find(c.says), std::string::npos) << got;
+        EXPECT_TRUE(tk_message_advises(got.c_str())) << "no advice: " << got;
     }
     nrrd("uchar", 3, "ascii", nullptr, "1 2 " + std::string(200, '3'));
     EXPECT_NE(decoded().find("a value of more than 128 characters"), std::string::npos);
@@ -463,7 +552,8 @@ TEST(ImageProbe, NrrdAsciiAndHexValuesOfEveryType)
     nrrd("uchar", 3, "hex", nullptr, "01 02 g3");
     EXPECT_NE(decoded().find("is 'g' (0x67), not a hex digit"), std::string::npos) << decoded();
     nrrd("uchar", 3, "hex", nullptr, "01 02 0");
-    EXPECT_NE(decoded().find("truncated: NRRD hex data of 5 hex digits, the header's 3 bytes need 6"), std::string::npos)
+    EXPECT_NE(decoded().find("truncated: NRRD hex data of 5 hex digits, the header's 3 bytes need 6"),
+              std::string::npos)
         << decoded();
     nrrd("uchar", 3, "hex", nullptr, "01 02 03 04");
     EXPECT_NE(decoded().find("more than the header's 3 bytes"), std::string::npos) << decoded();
@@ -513,7 +603,8 @@ TEST(ImageProbe, MetaImageSliceFiles)
 {
     const std::string dir = make_temp_dir("tk_probe_slices"), data = floats(12);
     // 3 x 2 x 2 floats: a slice of the last axis is 6 values (24 bytes), a row 3 (12 bytes)
-    const std::string head = "ObjectType = Image\nNDims = 3\nBinaryData = True\nDimSize = 3 2 2\nElementType = MET_FLOAT\n";
+    const std::string head =
+        "ObjectType = Image\nNDims = 3\nBinaryData = True\nDimSize = 3 2 2\nElementType = MET_FLOAT\n";
     auto big = [](const std::string &little) {
         std::string b = little;
         for (size_t v = 0; v + 4 <= b.size(); v += 4) std::swap(b[v], b[v + 3]), std::swap(b[v + 1], b[v + 2]);
@@ -537,12 +628,14 @@ TEST(ImageProbe, MetaImageSliceFiles)
         uint64_t files;
     } ok[] = {
         {"LIST", head + "ElementDataFile = LIST\na.raw\nsub/b.raw\n", 2},
-        {"LIST 2D, blank lines after, CRLF", head + "ElementDataFile = LIST 2D\r\na.raw\r\n" + dir + "/sub/b.raw\r\n\n \n", 2},
+        {"LIST 2D, blank lines after, CRLF",
+         head + "ElementDataFile = LIST 2D\r\na.raw\r\n" + dir + "/sub/b.raw\r\n\n \n", 2},
         {"LIST 1D of big-endian rows", head + "BinaryDataByteOrderMSB = True\nElementDataFile = LIST 1\n" + rows, 4},
         {"LIST 3D: one file", head + "ElementDataFile = LIST 3D\nall.raw\n", 1},
         {"numbered, MIN MAX STEP", head + "ElementDataFile = s%02d.raw 3 5 2\n", 2},
-        {"numbered, MIN", head + "ElementDataFile = s%02d.raw 3\n", 0},  // 3, 4: s04 missing (below)
-        {"compressed slices, gzip and zlib", head + "CompressedData = True\nElementDataFile = LIST\nz1.gz\nz2.zlib\n", 2},
+        {"numbered, MIN", head + "ElementDataFile = s%02d.raw 3\n", 0}, // 3, 4: s04 missing (below)
+        {"compressed slices, gzip and zlib", head + "CompressedData = True\nElementDataFile = LIST\nz1.gz\nz2.zlib\n",
+         2},
     };
     write_file(dir + "/all.raw", data);
     for (const auto &c : ok) {
@@ -600,8 +693,10 @@ TEST(ImageProbe, MetaImageSliceFiles)
          "CompressedDataSize with data in several files"},
         {head + "CompressedData = True\nHeaderSize = 4\nElementDataFile = LIST\nz1.gz\nz2.zlib\n",
          "HeaderSize with compressed slice files"},
-        {head + "CompressedData = True\nElementDataFile = LIST\nz1.gz\nz2.zlib\n", "slice file 2 of 2, " + dir + "/z2.zlib: "},
-        {head + "BinaryDataByteOrderMSB = True\nElementByteOrderMSB = False\nElementDataFile = LIST\na.raw\nsub/b.raw\n",
+        {head + "CompressedData = True\nElementDataFile = LIST\nz1.gz\nz2.zlib\n",
+         "slice file 2 of 2, " + dir + "/z2.zlib: "},
+        {head +
+             "BinaryDataByteOrderMSB = True\nElementByteOrderMSB = False\nElementDataFile = LIST\na.raw\nsub/b.raw\n",
          "BinaryDataByteOrderMSB and ElementByteOrderMSB disagree"},
         {head + "ElementDataFile = a.raw b.raw\n", "a file name with spaces"},
         {head + "ElementDataFile = LISTING.raw\n", "MetaIO reads a name starting with LIST as a LIST"},
@@ -614,5 +709,6 @@ TEST(ImageProbe, MetaImageSliceFiles)
         const std::string why = tk_last_error();
         EXPECT_EQ(why.rfind(dir + "/x.mhd: ", 0), 0u) << why;
         EXPECT_NE(why.find(c.says), std::string::npos) << why;
+        EXPECT_TRUE(tk_message_advises(why.c_str())) << "no advice: " << why;
     }
 }

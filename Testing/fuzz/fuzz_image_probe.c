@@ -8,7 +8,8 @@
  * off a second file: data.raw (named by a detached header) or, for .hdr, input.img (a
  * NIfTI pair's data).
  *
- * Asserts: a refusal's message starts with the file probed (never with its data file); an
+ * Asserts: a refusal's message starts with the file probed (never with its data file) and
+ * ends with what to do (tk_message_style.h); an
  * accepted file has 1 to TK_IMAGE_MAX_AXES axes of 1 or more voxels, 1 or more
  * components, and data bytes that are a whole multiple of its voxel count and that the
  * files can hold: raw data within the data file's size, compressed data within
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/tk_message_style.h"
 #include "fuzz_common.h"
 #include "gzip_check.h"
 #include "image_probe.h"
@@ -69,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* the file the user named first, even when its data file is what is wrong */
         TK_FUZZ_CHECK(!strncmp(first, path, strlen(path)) && first[strlen(path)] == ':',
                       "the message does not start with the file: %s", first);
+        TK_FUZZ_CHECK(tk_message_advises(first), "the message does not end with what to do: %s", first);
         TK_FUZZ_CHECK(!strcmp(first, tk_last_error()), "two messages: %s / %s", first, tk_last_error());
         return 0;
     }

@@ -32,6 +32,14 @@
 #include "image_probe.h"
 #include "tk_status.h"
 
+/* What the user can do, the end of every refusal (the tools' messages: the file, what is
+ * wrong, what to do). */
+#define FIX "; fix the header, or re-save the image (e.g. with unu save or 3D Slicer)"
+#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define VALUES "; correct that value, or re-save the image (e.g. unu save -e raw)"
+#define DATAFILE "; put it beside the header under that name, readable, or fix the header's data file"
+#define MEMORY "; free memory, or read a smaller image"
+
 enum { HEADER_CAP = 1 << 20, VALUE_CAP = 4096, TOKEN_MAX = 128, CHUNK = 1 << 16 };
 
 /* teem's fields (NRRD0005), with their older spellings; the per-axis and space fields are
@@ -70,14 +78,16 @@ static int check_numbers(const char *path, const char *field, const char *value,
     snprintf(copy, sizeof copy, "%s", value);
     char *tokens[256];
     const int n = tk_image_split(copy, " \t(),", tokens, 256);
-    if (n > 256) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD field \"%s\": too many values", path, field), 0;
+    if (n > 256) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD field \"%s\": too many values" FIX, path, field), 0;
     for (int k = 0; k < n; ++k) {
         double v;
-        if (!strcmp(tokens[k], "none") || (allow_nan && !strcmp(tokens[k], "nan")) || (allow_nan && !strcmp(tokens[k], "NaN")))
+        if (!strcmp(tokens[k], "none") || (allow_nan && !strcmp(tokens[k], "nan")) ||
+            (allow_nan && !strcmp(tokens[k], "NaN")))
             continue;
         if (!tk_image_parse_double(tokens[k], &v) || !(fabs(v) < 1e6))
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD field \"%s\": '%.40s' is not a finite number below 1e6", path,
-                                field, tokens[k]), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD field \"%s\": '%.40s' is not a finite number below 1e6" FIX,
+                                path, field, tokens[k]),
+                   0;
     }
     return 1;
 }
@@ -115,7 +125,10 @@ static int reader_open(byte_reader *r, const data_desc *d)
     if (!r->f || !r->buf || fseeko(r->f, (off_t)d->offset, SEEK_SET) != 0) {
         if (r->f) fclose(r->f);
         free(r->buf);
-        return tk_set_error(TK_ERR_IO, "%s: cannot read the data (out of memory, or the file vanished)", d->subject),
+        return tk_set_error(TK_ERR_IO,
+                            "%s: cannot read the data (out of memory, or the file vanished)"
+                            "; free memory, or check that the file is still there",
+                            d->subject),
                0;
     }
     return 1;
@@ -143,8 +156,10 @@ static int skip_bytes(byte_reader *r, const data_desc *d)
 {
     for (int64_t k = 0; k < d->byte_skip; ++k)
         if (reader_get(r) == EOF)
-            return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the file ends within the %lld bytes of \"byte skip\"",
-                                d->subject, (long long)d->byte_skip), 0;
+            return tk_set_error(TK_ERR_FORMAT,
+                                "%s: truncated: the file ends within the %lld bytes of \"byte skip\"" DAMAGED,
+                                d->subject, (long long)d->byte_skip),
+                   0;
     return 1;
 }
 
@@ -200,7 +215,9 @@ static int ascii_value(const char *t, const data_desc *d, unsigned char *out, ui
     const uint64_t limit = (uint64_t)1 << (bits - 1);  /* |min|; max is limit - 1 */
     if (magnitude > limit || (!negative && magnitude == limit)) return 0;
     /* -magnitude, with -2^63 built without overflowing */
-    const int64_t v = !negative ? (int64_t)magnitude : magnitude == limit ? -(int64_t)(limit - 1) - 1 : -(int64_t)magnitude;
+    const int64_t v = !negative            ? (int64_t)magnitude
+                      : magnitude == limit ? -(int64_t)(limit - 1) - 1
+                                           : -(int64_t)magnitude;
     if (at) {
         const int8_t i8 = (int8_t)v;
         const int16_t i16 = (int16_t)v;
@@ -230,9 +247,11 @@ static int data_ascii(const data_desc *d, unsigned char *out)
         for (; c != EOF && !is_space(c); c = reader_get(&r)) {
             if (len == TOKEN_MAX) {
                 token[len] = 0;
-                ok = (tk_set_error(TK_ERR_FORMAT, "%s: NRRD ascii data: a value of more than %d characters at byte %llu "
-                                                  "('%s...')", d->subject, TOKEN_MAX, (unsigned long long)at,
-                                   shown(token, buf, sizeof buf)), 0);
+                ok = (tk_set_error(TK_ERR_FORMAT,
+                                   "%s: NRRD ascii data: a value of more than %d characters at byte %llu "
+                                   "('%s...')" VALUES,
+                                   d->subject, TOKEN_MAX, (unsigned long long)at, shown(token, buf, sizeof buf)),
+                      0);
                 break;
             }
             token[len++] = (char)c;
@@ -244,20 +263,27 @@ static int data_ascii(const data_desc *d, unsigned char *out)
         while (end && value[end - 1] == ',') value[--end] = 0;
         if (!*value) continue;  /* commas alone */
         if (idx == d->count)
-            ok = (tk_set_error(TK_ERR_FORMAT, "%s: NRRD ascii data: more values than the header's %llu ('%s' at byte "
-                                              "%llu; a wrong sizes field?)", d->subject, (unsigned long long)d->count,
-                               shown(value, buf, sizeof buf), (unsigned long long)at), 0);
+            ok = (tk_set_error(TK_ERR_FORMAT,
+                               "%s: NRRD ascii data: more values than the header's %llu ('%s' at byte "
+                               "%llu; a wrong sizes field?)" FIX,
+                               d->subject, (unsigned long long)d->count, shown(value, buf, sizeof buf),
+                               (unsigned long long)at),
+                  0);
         else if (!ascii_value(value, d, out, idx))
-            ok = (tk_set_error(TK_ERR_FORMAT, "%s: NRRD ascii data: value %llu of %llu, '%s' at byte %llu, is not %s %s",
+            ok = (tk_set_error(TK_ERR_FORMAT,
+                               "%s: NRRD ascii data: value %llu of %llu, '%s' at byte %llu, is not %s %s" VALUES,
                                d->subject, (unsigned long long)idx + 1, (unsigned long long)d->count,
                                shown(value, buf, sizeof buf), (unsigned long long)at,
-                               d->cls == 'f' ? "a finite" : "a whole number in the range of the type", d->type), 0);
+                               d->cls == 'f' ? "a finite" : "a whole number in the range of the type", d->type),
+                  0);
         ++idx;
     }
     reader_close(&r);
     if (ok && idx < d->count)
-        ok = (tk_set_error(TK_ERR_FORMAT, "%s: truncated: NRRD ascii data of %llu values, the header claims %llu",
-                           d->subject, (unsigned long long)idx, (unsigned long long)d->count), 0);
+        ok = (tk_set_error(TK_ERR_FORMAT,
+                           "%s: truncated: NRRD ascii data of %llu values, the header claims %llu" DAMAGED, d->subject,
+                           (unsigned long long)idx, (unsigned long long)d->count),
+              0);
     return ok;
 }
 
@@ -284,15 +310,19 @@ static int data_hex(const data_desc *d, unsigned char *out)
                 char what[16];
                 if (c >= 32 && c < 127) snprintf(what, sizeof what, "'%c' (0x%02x)", c, (unsigned)c);
                 else snprintf(what, sizeof what, "0x%02x", (unsigned)c);
-                ok = (tk_set_error(TK_ERR_FORMAT, "%s: NRRD hex data: byte %llu is %s, not a hex digit or white space",
-                                  d->subject, (unsigned long long)r.pos - 1, what), 0);
+                ok = (tk_set_error(TK_ERR_FORMAT,
+                                   "%s: NRRD hex data: byte %llu is %s, not a hex digit or white space" VALUES,
+                                   d->subject, (unsigned long long)r.pos - 1, what),
+                      0);
             }
             continue;
         }
         if (nibbles == need) {
-            ok = (tk_set_error(TK_ERR_FORMAT, "%s: NRRD hex data: more than the header's %llu bytes (a hex digit at byte "
-                                             "%llu; a wrong sizes or type field?)", d->subject,
-                              (unsigned long long)d->bytes, (unsigned long long)r.pos - 1), 0);
+            ok = (tk_set_error(TK_ERR_FORMAT,
+                               "%s: NRRD hex data: more than the header's %llu bytes (a hex digit at byte "
+                               "%llu; a wrong sizes or type field?)" FIX,
+                               d->subject, (unsigned long long)d->bytes, (unsigned long long)r.pos - 1),
+                  0);
             break;
         }
         if (nibbles & 1) {
@@ -304,9 +334,12 @@ static int data_hex(const data_desc *d, unsigned char *out)
     }
     reader_close(&r);
     if (ok && nibbles < need)
-        ok = (tk_set_error(TK_ERR_FORMAT, "%s: truncated: NRRD hex data of %llu hex digits, the header's %llu bytes need "
-                                         "%llu", d->subject, (unsigned long long)nibbles, (unsigned long long)d->bytes,
-                          (unsigned long long)need), 0);
+        ok = (tk_set_error(TK_ERR_FORMAT,
+                           "%s: truncated: NRRD hex data of %llu hex digits, the header's %llu bytes need "
+                           "%llu" DAMAGED,
+                           d->subject, (unsigned long long)nibbles, (unsigned long long)d->bytes,
+                           (unsigned long long)need),
+              0);
     if (ok && out) tk_image_to_native(out, d->count, (int)d->bytes_per, d->big_endian);
     return ok;
 }
@@ -324,25 +357,30 @@ static int data_bzip2(const data_desc *d, unsigned char *out)
 {
 #ifndef TK_HAVE_BZIP2
     (void)out;
-    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: NRRD encoding bzip2, and this build of the tools has no libbz2 "
-                                            "(Debian: libbz2-dev): install it and rebuild, or convert the file (e.g. "
-                                            "unu save -e gzip)", d->path), 0;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: NRRD encoding bzip2, and this build of the tools has no libbz2; "
+                                            "install it (Debian: libbz2-dev) and rebuild the tools, or convert the "
+                                            "file (e.g. unu save -e gzip)", d->path), 0;
 #else
     uint64_t expected;
     if (__builtin_add_overflow(d->bytes, (uint64_t)d->byte_skip, &expected))
-        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip plus the data's size overflows", d->path), 0;
+        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip plus the data's size overflows" FIX, d->path), 0;
     FILE *f = fopen(d->file, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open the data file %s", d->path, d->file), 0;
+    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open the data file %s" DATAFILE, d->path, d->file), 0;
     const int64_t size = tk_image_file_size(d->path, d->file);
     if (size < 0 || fseeko(f, (off_t)d->offset, SEEK_SET) != 0) {
         fclose(f);
-        return size < 0 ? 0 : (tk_set_error(TK_ERR_IO, "%s: cannot read the data", d->subject), 0);
+        return size < 0 ? 0
+                        : (tk_set_error(TK_ERR_IO,
+                                        "%s: cannot read the data"
+                                        "; check that the file is still there and readable",
+                                        d->subject),
+                           0);
     }
     const uint64_t stored = (uint64_t)size - d->offset;
     if (expected > bzip2_bound(stored)) {
         fclose(f);
         return tk_set_error(TK_ERR_FORMAT, "%s: the header claims %llu bytes of data, but %llu bytes of bzip2 cannot "
-                                           "hold more than %llu: the file is truncated or the header is wrong",
+                                           "hold more than %llu: the file is truncated or the header is wrong" DAMAGED,
                             d->subject, (unsigned long long)expected, (unsigned long long)stored,
                             (unsigned long long)bzip2_bound(stored)), 0;
     }
@@ -352,7 +390,7 @@ static int data_bzip2(const data_desc *d, unsigned char *out)
     if (!in || BZ2_bzDecompressInit(&z, 0, 0) != BZ_OK) {
         free(in);
         fclose(f);
-        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for bzip2", d->subject), 0;
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for bzip2" MEMORY, d->subject), 0;
     }
     uint64_t total = 0, used = 0;
     int ended = 0, ret = BZ_OK;
@@ -417,20 +455,28 @@ static int data_bzip2(const data_desc *d, unsigned char *out)
     fclose(f);
     int ok = 0;
     if (!why && !ended)
-        tk_set_error(TK_ERR_FORMAT, "%s: truncated: the bzip2 data end before their stream does (after %llu of %llu "
-                                    "bytes)", d->subject, (unsigned long long)total, (unsigned long long)expected);
+        tk_set_error(TK_ERR_FORMAT,
+                     "%s: truncated: the bzip2 data end before their stream does (after %llu of %llu "
+                     "bytes)" DAMAGED,
+                     d->subject, (unsigned long long)total, (unsigned long long)expected);
     else if (why && !strcmp(why, "trailing"))
-        tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes of something else follow the end of the bzip2 data (a damaged or "
-                                    "concatenated file)", d->subject, (unsigned long long)(stored - used));
+        tk_set_error(TK_ERR_FORMAT,
+                     "%s: %llu bytes of something else follow the end of the bzip2 data (a damaged or "
+                     "concatenated file)"
+                     "; remove what follows, or copy or export it again",
+                     d->subject, (unsigned long long)(stored - used));
     else if (why && !strcmp(why, "longer"))
-        tk_set_error(TK_ERR_FORMAT, "%s: the bzip2 data hold more than the %llu bytes the header claims", d->subject,
-                     (unsigned long long)expected);
+        tk_set_error(TK_ERR_FORMAT, "%s: the bzip2 data hold more than the %llu bytes the header claims" FIX,
+                     d->subject, (unsigned long long)expected);
     else if (why)
-        tk_set_error(TK_ERR_FORMAT, "%s: bzip2 data after %llu bytes: %s (libbz2)", d->subject,
+        tk_set_error(TK_ERR_FORMAT, "%s: bzip2 data after %llu bytes: %s (libbz2)" DAMAGED, d->subject,
                      (unsigned long long)total, why);
     else if (total != expected)
-        tk_set_error(TK_ERR_FORMAT, "%s: the bzip2 data hold %llu bytes, the header claims %llu (truncated or a wrong "
-                                    "header)", d->subject, (unsigned long long)total, (unsigned long long)expected);
+        tk_set_error(TK_ERR_FORMAT,
+                     "%s: the bzip2 data hold %llu bytes, the header claims %llu (truncated or a wrong "
+                     "header)"
+                     "; copy or export it again, or fix the header",
+                     d->subject, (unsigned long long)total, (unsigned long long)expected);
     else
         ok = 1;
     if (ok && out) tk_image_to_native(out, d->count, (int)d->bytes_per, d->big_endian);
@@ -445,17 +491,19 @@ static int data_raw(const data_desc *d)
     const uint64_t held = (uint64_t)size >= d->offset ? (uint64_t)size - d->offset : 0, bytes = d->bytes;
     if (d->byte_skip < 0) {  /* the data are the file's last bytes */
         if (held < bytes)
-            return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of data, the file holds %llu",
-                                d->subject, (unsigned long long)bytes, (unsigned long long)held), 0;
+            return tk_set_error(TK_ERR_FORMAT,
+                                "%s: truncated: the header claims %llu bytes of data, the file holds %llu" DAMAGED,
+                                d->subject, (unsigned long long)bytes, (unsigned long long)held),
+                   0;
         return 1;
     }
     if (held < (uint64_t)d->byte_skip || held - (uint64_t)d->byte_skip < bytes)
         return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of data after %lld skipped, "
-                                           "the file holds %llu", d->subject, (unsigned long long)bytes,
+                                           "the file holds %llu" DAMAGED, d->subject, (unsigned long long)bytes,
                             (long long)d->byte_skip, (unsigned long long)held), 0;
     if (held - (uint64_t)d->byte_skip > bytes)
         return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the data that the header does not account for (wrong "
-                                           "sizes or type?)", d->subject,
+                                           "sizes or type?)" FIX, d->subject,
                             (unsigned long long)(held - (uint64_t)d->byte_skip - bytes)), 0;
     return 1;
 }
@@ -486,21 +534,22 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
         const char *nl = memchr(text + pos, '\n', n - pos);
         if (!nl) {
             if (n == HEADER_CAP)
-                return tk_set_error(TK_ERR_FORMAT, "%s: a NRRD header longer than 1 MiB", path), 0;
+                return tk_set_error(TK_ERR_FORMAT, "%s: a NRRD header longer than 1 MiB" FIX, path), 0;
             nl = text + n;  /* a detached header may end without a newline */
         }
         size_t len = (size_t)(nl - (text + pos));
         char line[VALUE_CAP + 64];
         if (len >= sizeof line)
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d is longer than %zu bytes", path, line_no + 1,
-                                sizeof line - 1), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d is longer than %zu bytes" FIX, path,
+                                line_no + 1, sizeof line - 1),
+                   0;
         memcpy(line, text + pos, len);
         line[len] = 0;
         if (len && line[len - 1] == '\r') line[--len] = 0;
         pos = (size_t)(nl - text) + 1;
         ++line_no;
         if (memchr(line, 0, len))
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d holds a NUL byte", path, line_no), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d holds a NUL byte" FIX, path, line_no), 0;
         if (line_no == 1) continue;  /* the magic, checked by the sniffer */
         if (len == 0) {
             blank = 1;
@@ -511,8 +560,9 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
         char *colon = strstr(line, ": "), *keyvalue = strstr(line, ":=");
         if (keyvalue && (!colon || keyvalue < colon)) continue;  /* "key:=value" pairs: free text */
         if (!colon)
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d is not \"field: value\": '%.60s'", path, line_no,
-                                line), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d is not \"field: value\": '%.60s'" FIX, path,
+                                line_no, line),
+                   0;
         *colon = 0;
         const char *field = line, *value = colon + 2;
         while (*value == ' ') ++value;
@@ -520,30 +570,37 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
         for (int k = 0; kFields[k]; ++k)
             if (!strcmp(field, kFields[k])) id = k;
         if (id < 0)
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d: unknown field \"%.60s\"", path, line_no, field), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d: unknown field \"%.60s\"" FIX, path, line_no,
+                                field),
+                   0;
         if (seen[id]++)
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d: field \"%s\" given twice", path, line_no, field), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header line %d: field \"%s\" given twice" FIX, path, line_no,
+                                field),
+                   0;
         char copy[VALUE_CAP];
         snprintf(copy, sizeof copy, "%s", value);
         char *tok[TK_IMAGE_MAX_AXES + 2];
         if (!strcmp(field, "dimension")) {
             uint64_t d;
             if (!tk_image_parse_u64(value, &d) || d < 1 || d > TK_IMAGE_MAX_AXES)
-                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD dimension '%.40s' is not from 1 to %d (the tools read up "
-                                                   "to 4-D images and 3-D vector volumes)", path, value,
-                                    TK_IMAGE_MAX_AXES), 0;
+                return tk_set_error(TK_ERR_FORMAT,
+                                    "%s: NRRD dimension '%.40s' is not from 1 to %d (the tools read up "
+                                    "to 4-D images and 3-D vector volumes)"
+                                    "; give at most 5 axes (e.g. unu slice or unu axmerge)",
+                                    path, value, TK_IMAGE_MAX_AXES),
+                       0;
             dimension = (int)d;
         } else if (!strcmp(field, "sizes")) {
             nsizes = tk_image_split(copy, " \t", tok, TK_IMAGE_MAX_AXES);
             for (int k = 0; k < nsizes && k < TK_IMAGE_MAX_AXES; ++k)
                 if (!tk_image_parse_u64(tok[k], &sizes[k]) || sizes[k] < 1)
-                    return tk_set_error(TK_ERR_FORMAT, "%s: NRRD sizes: '%.40s' is not an axis size of 1 or more",
+                    return tk_set_error(TK_ERR_FORMAT, "%s: NRRD sizes: '%.40s' is not an axis size of 1 or more" FIX,
                                         path, tok[k]), 0;
         } else if (!strcmp(field, "type")) {
             snprintf(type, sizeof type, "%s", value);
             if (!(bytes_per = type_bytes(value, &cls)))
                 return tk_set_error(TK_ERR_FORMAT, "%s: NRRD type '%.40s' is not an integer or float type the tools "
-                                                   "read", path, value), 0;
+                                                   "read" "; convert it (e.g. unu convert -t float)", path, value), 0;
         } else if (!strcmp(field, "encoding")) {
             if (!strcmp(value, "raw")) encoding = TK_IMAGE_ENCODING_RAW;
             else if (!strcmp(value, "gzip") || !strcmp(value, "gz")) encoding = TK_IMAGE_ENCODING_GZIP;
@@ -552,23 +609,36 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
             else if (!strcmp(value, "hex")) encoding = TK_IMAGE_ENCODING_HEX;
             else if (!strcmp(value, "bzip2") || !strcmp(value, "bz2")) encoding = TK_IMAGE_ENCODING_BZIP2;
             else
-                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD encoding '%.40s' is none of raw, gzip (gz), ascii (text, "
-                                                   "txt), hex, bzip2 (bz2)", path, value), 0;
+                return tk_set_error(TK_ERR_FORMAT,
+                                    "%s: NRRD encoding '%.40s' is none of raw, gzip (gz), ascii (text, "
+                                    "txt), hex, bzip2 (bz2)"
+                                    "; re-save it in one of them (e.g. unu save -e gzip)",
+                                    path, value),
+                       0;
         } else if (!strcmp(field, "endian")) {
             if (strcmp(value, "little") && strcmp(value, "big"))
-                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD endian '%.40s' is neither little nor big", path, value), 0;
+                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD endian '%.40s' is neither little nor big" FIX, path,
+                                    value),
+                       0;
             snprintf(endian, sizeof endian, "%s", value);
         } else if (!strcmp(field, "data file") || !strcmp(field, "datafile")) {
             if (!strncmp(value, "LIST", 4) || strchr(value, '%') || strpbrk(value, " \t") || !*value)
-                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD data file '%.60s': the tools read one data file (no LIST, "
-                                                   "no numbered files)", path, value), 0;
+                return tk_set_error(TK_ERR_FORMAT,
+                                    "%s: NRRD data file '%.60s': the tools read one data file (no LIST, "
+                                    "no numbered files)"
+                                    "; join the data into one file (e.g. unu save)",
+                                    path, value),
+                       0;
             snprintf(data_file, sizeof data_file, "%s", value);
         } else if (!strcmp(field, "byte skip") || !strcmp(field, "byteskip")) {
             if (!tk_image_parse_i64(value, &byte_skip) || byte_skip < -1)
-                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip '%.40s' is not -1 or a byte count", path, value), 0;
+                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip '%.40s' is not -1 or a byte count" FIX, path,
+                                    value),
+                       0;
         } else if (!strcmp(field, "line skip") || !strcmp(field, "lineskip")) {
             if (!tk_image_parse_i64(value, &line_skip) || line_skip < 0 || line_skip > 1000000)
-                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD line skip '%.40s' is not a line count", path, value), 0;
+                return tk_set_error(TK_ERR_FORMAT, "%s: NRRD line skip '%.40s' is not a line count" FIX, path, value),
+                       0;
         } else if (!strcmp(field, "kinds")) {
             snprintf(kinds, sizeof kinds, "%s", value);
         } else if (!strcmp(field, "space directions") || !strcmp(field, "space origin") ||
@@ -578,16 +648,16 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
             if (!check_numbers(path, field, value, 1)) return 0;
         }
     }
-    if (!dimension) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"dimension\"", path), 0;
+    if (!dimension) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"dimension\"" FIX, path), 0;
     if (nsizes != dimension)
-        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD sizes: %s%d values for dimension %d", path,
+        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD sizes: %s%d values for dimension %d" FIX, path,
                             nsizes < 0 ? "no field, " : "", nsizes < 0 ? 0 : nsizes, dimension), 0;
-    if (!bytes_per) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"type\"", path), 0;
-    if (encoding < 0) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"encoding\"", path), 0;
+    if (!bytes_per) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"type\"" FIX, path), 0;
+    if (encoding < 0) return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"encoding\"" FIX, path), 0;
     if (bytes_per > 1 && !endian[0] && encoding != TK_IMAGE_ENCODING_ASCII)
-        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"endian\" for %s data", path, type), 0;
+        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without \"endian\" for %s data" FIX, path, type), 0;
     if (encoding != TK_IMAGE_ENCODING_RAW && byte_skip < 0)
-        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip -1 is for raw data only", path), 0;
+        return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip -1 is for raw data only" FIX, path), 0;
     if (kinds[0]) {  /* the first axis of a non-domain kind (teem's range axis: ITK's components) */
         char *ktok[TK_IMAGE_MAX_AXES + 1];
         const int nk = tk_image_split(kinds, " \t", ktok, TK_IMAGE_MAX_AXES);
@@ -597,7 +667,7 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
     uint64_t bytes = bytes_per, count = 1;
     for (int k = 0; k < dimension; ++k)
         if (!(bytes = tk_image_mul(bytes, sizes[k])) || !(count = tk_image_mul(count, sizes[k])))
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD sizes: the data's size overflows 64 bits", path), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD sizes: the data's size overflows 64 bits" FIX, path), 0;
     info->format = TK_IMAGE_NRRD;
     info->encoding = (tk_image_encoding)encoding;
     info->compressed = encoding == TK_IMAGE_ENCODING_GZIP || encoding == TK_IMAGE_ENCODING_BZIP2;
@@ -611,9 +681,11 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
     info->components = 1;
     info->bytes = bytes;
     if (out && out_bytes != bytes)
-        return tk_set_error(TK_ERR_IO, "%s: the file changed while it was read (%llu bytes of data, %llu when it was "
-                                       "checked): read it again", path, (unsigned long long)bytes,
-                            (unsigned long long)out_bytes), 0;
+        return tk_set_error(TK_ERR_IO,
+                            "%s: the file changed while it was read (%llu bytes of data, %llu when it was "
+                            "checked); read it again once nothing writes it",
+                            path, (unsigned long long)bytes, (unsigned long long)out_bytes),
+               0;
 
     const char *file = path;
     uint64_t offset = 0;
@@ -624,22 +696,23 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
     } else {
         if (!blank)
             return tk_set_error(TK_ERR_FORMAT, "%s: NRRD header without a blank line before its data (and no \"data "
-                                               "file\"): truncated?", path), 0;
+                                               "file\"): truncated?" DAMAGED, path), 0;
         snprintf(info->data_file, sizeof info->data_file, "%s", path);
         offset = data_start;
     }
     /* line skip: whole lines of the data file before the data (teem skips them unread) */
     if (line_skip > 0) {
         FILE *f = fopen(file, "rb");
-        if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open the data file %s", path, file), 0;
+        if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open the data file %s" DATAFILE, path, file), 0;
         int c = 0;
         if (fseeko(f, (off_t)offset, SEEK_SET) != 0) c = EOF;
         for (int64_t k = 0; k < line_skip && c != EOF;)
             if ((c = fgetc(f)) == '\n') ++k, offset = (uint64_t)ftello(f);
         fclose(f);
         if (c == EOF)
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD line skip %lld: %s ends first", path, (long long)line_skip,
-                                file), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD line skip %lld: %s ends first" DAMAGED, path,
+                                (long long)line_skip, file),
+                   0;
     }
     char subject_buf[8400];
     const char *subject = tk_image_subject(path, file, subject_buf, sizeof subject_buf);
@@ -649,7 +722,7 @@ static int check(const char *path, tk_image_info *info, char *text, unsigned cha
     case TK_IMAGE_ENCODING_GZIP: {
         uint64_t expected;
         if (__builtin_add_overflow(bytes, (uint64_t)byte_skip, &expected))
-            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip plus the data's size overflows", path), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NRRD byte skip plus the data's size overflows" FIX, path), 0;
         return tk_inflate_check(file, offset, TK_INFLATE_GZIP, expected, subject, NULL, 0, NULL, NULL);
     }
     case TK_IMAGE_ENCODING_ASCII: return data_ascii(&d, out);
@@ -664,7 +737,7 @@ static int nrrd(const char *path, tk_image_info *info, unsigned char *out, uint6
     /* the header's text on the heap (not in thread-local storage, which every thread of
      * the process, ITK's pool included, would carry) */
     char *text = malloc(HEADER_CAP + 1);
-    if (!text) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for the NRRD header", path), 0;
+    if (!text) return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for the NRRD header" MEMORY, path), 0;
     const int ok = check(path, info, text, out, out_bytes);
     free(text);
     return ok;

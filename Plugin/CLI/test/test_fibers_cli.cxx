@@ -123,7 +123,8 @@ TEST(FibersCli, PeaksMatchTheCoreAndTheLayoutIsSh2peaks)
                 EXPECT_EQ(peaks4->GetBufferPointer()[(3 * p) * nvox + v], got[0]);
             }
             if (p >= kept) {
-                EXPECT_TRUE(std::isnan(got[0]) && std::isnan(amp)) << "voxel " << v << " peak " << p << " n " << n << " got " << amp << " a0 " << a[0];
+                EXPECT_TRUE(std::isnan(got[0]) && std::isnan(amp))
+                    << "voxel " << v << " peak " << p << " n " << n << " got " << amp << " a0 " << a[0];
                 continue;
             }
             EXPECT_NEAR(amp, a[p], 1e-4 * (1 + a[p]));
@@ -317,8 +318,11 @@ TEST(FibersCli, WarnsWhenTheDataLookLikeAnotherBasis)
     }
     // the fix it names works: DIPY's file read as it says gives MRtrix3's peaks of the same data
     // (the two tools' CSDs differ; their main fiber directions agree in most voxels)
-    ASSERT_EQ(run_tool(exe + " " + dipy + " " + dir + "/dipy.nii --num 1 --backend omp --quiet --basis descoteaux --legacy",
-                       dir).exit_code, 0);
+    ASSERT_EQ(
+        run_tool(exe + " " + dipy + " " + dir + "/dipy.nii --num 1 --backend omp --quiet --basis descoteaux --legacy",
+                 dir)
+            .exit_code,
+        0);
     ASSERT_EQ(run_tool(exe + " " + dipy + " " + dir + "/wrong.nii --num 1 --backend omp --quiet", dir).exit_code, 0);
     ASSERT_EQ(run_tool(exe + " " + mrtrix + " " + dir + "/mrtrix.nii --num 1 --backend omp --quiet", dir).exit_code, 0);
     auto right = read4(dir + "/dipy.nii"), wrong = read4(dir + "/wrong.nii"), truth = read4(dir + "/mrtrix.nii");
@@ -469,8 +473,9 @@ TEST(FibersCli, WritesEveryVolumeFormatItAccepts)
     EXPECT_NE(slurp(dir + "/peaks.nhdr").find("data file: peaks.raw"), std::string::npos);
     EXPECT_NE(slurp(dir + "/peaks.mhd").find("ElementDataFile = peaks.raw"), std::string::npos);
     auto listing = run_tool("ls -A " + dir, dir);
-    EXPECT_EQ(listing.out, "peaks.mha\npeaks.mhd\npeaks.mif.gz\npeaks.nhdr\npeaks.nii.gz\npeaks.nrrd\npeaks.raw\nref.mif\n"
-                           "sh.nii\nstderr.txt\nstdout.txt\n");
+    EXPECT_EQ(listing.out,
+              "peaks.mha\npeaks.mhd\npeaks.mif.gz\npeaks.nhdr\npeaks.nii.gz\npeaks.nrrd\npeaks.raw\nref.mif\n"
+              "sh.nii\nstderr.txt\nstdout.txt\n");
 }
 
 // NRRD's ascii, hex and bzip2 encodings (decoded by the tools; ITK 5.2 has no bzip2) give
@@ -492,7 +497,8 @@ TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
         std::snprintf(b, sizeof b, "%.9g%s", static_cast<double>(v[i]), i % nc == nc - 1 ? "\n" : " ");
         text += b;
     }
-    for (unsigned char c : raw) hex += std::string(1, digits[c >> 4]) + digits[c & 15] + (hex.size() % 64 == 62 ? "\n" : "");
+    for (unsigned char c : raw)
+        hex += std::string(1, digits[c >> 4]) + digits[c & 15] + (hex.size() % 64 == 62 ? "\n" : "");
     for (size_t c = 0; c < nc; ++c)
         for (size_t x = 0; x < nvox; ++x) last.append(reinterpret_cast<const char *>(&v[x * nc + c]), sizeof(float));
     // the geometry lines ITK wrote, for every variant
@@ -504,16 +510,17 @@ TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
         geometry += written.substr(at + 1, written.find('\n', at + 1) - at);
     }
     auto nrrd = [&](const std::string &encoding, const std::string &data, bool components_last = false) {
-        const std::string sizes = std::to_string(size[0]) + " " + std::to_string(size[1]) + " " + std::to_string(size[2]);
+        const std::string sizes =
+            std::to_string(size[0]) + " " + std::to_string(size[1]) + " " + std::to_string(size[2]);
         std::string g = geometry;
         if (components_last) {  // "space directions: none (1,0,0) ..." -> "... (0,0,1) none"
             g.erase(g.find("none "), 5);
             g.insert(g.find('\n', g.find("space directions: ")), " none");
         }
         return "NRRD0004\ntype: float\ndimension: 4\nsizes: " +
-               (components_last ? sizes + " " + std::to_string(nc) : std::to_string(nc) + " " + sizes) + "\nkinds: " +
-               (components_last ? "domain domain domain vector" : "vector domain domain domain") + "\nendian: little\n" +
-               "encoding: " + encoding + "\n" + g + "\n" + data;
+               (components_last ? sizes + " " + std::to_string(nc) : std::to_string(nc) + " " + sizes) +
+               "\nkinds: " + (components_last ? "domain domain domain vector" : "vector domain domain domain") +
+               "\nendian: little\n" + "encoding: " + encoding + "\n" + g + "\n" + data;
     };
     std::ofstream(dir + "/ascii.nrrd", std::ios::binary) << nrrd("ascii", text);
     std::ofstream(dir + "/hex.nrrd", std::ios::binary) << nrrd("hex", hex);
