@@ -11,7 +11,10 @@
 // (never another exception type); probe_volume's shape has 1+ axes and 1+ components;
 // an accepted vector volume has the components the header promises (a 3-D vector image's
 // own, or a 4-D image's 4th size), and every value equals the 4-D image's as ITK reads
-// it (the transposition is checked voxel by voxel); tk-fibers' SH size rule
+// it (the transposition is checked voxel by voxel; the reference is ITK's own reader chosen
+// by name, so teem for NRRD ascii and hex and MetaIO for slice files, mif_io for MRtrix3
+// content, and for NRRD bzip2, which ITK 5.2 cannot read, a raw copy of the decoded data
+// laid out by teem); tk-fibers' SH size rule
 // (tk_sh_lmax_for_count) maps a count to an lmax whose count is that count; a mask or
 // scalar volume is 3-D, and a mask is 1 exactly where the file's value is nonzero.
 #include <cstdio>
