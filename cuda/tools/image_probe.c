@@ -147,6 +147,8 @@ static int check_mif(const char *path, tk_image_info *info)
 int tk_image_probe(const char *path, tk_image_info *info)
 {
     memset(info, 0, sizeof *info);
+    info->files = 1;          /* (MetaImage slice files set more) */
+    info->range_axis = -1;
     info->format = tk_image_sniff(path);
     if (info->format == TK_IMAGE_UNKNOWN) return 0;
     if (info->format == TK_IMAGE_MIF) return check_mif(path, info);
