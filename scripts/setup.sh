@@ -25,6 +25,8 @@ TK_PACKAGES+=(clang libclang-rt-14-dev)
 TK_PACKAGES+=(python3-vtk9 python3-venv python3-pip)
 # zlib: .mif.gz and .nii.gz in the tools' own image-format code (cuda/tools/mif_io.c, nifti_header.c).
 TK_PACKAGES+=(zlib1g-dev)
+# libbz2: NRRD files of encoding bzip2 (cuda/tools/image_nrrd.c; ITK 5.2's NrrdIO does not read them).
+TK_PACKAGES+=(libbz2-dev)
 
 tk_missing_packages() {
     local pkg

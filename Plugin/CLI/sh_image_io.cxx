@@ -45,9 +45,11 @@ double physical_memory()
 void check_readable(const std::string &path)
 {
     struct stat st;
-    if (stat(path.c_str(), &st) != 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a directory, not an image");
-    if (st.st_size == 0) throw std::runtime_error(path + ": empty file");
+    if (stat(path.c_str(), &st) != 0)
+        throw std::runtime_error(path + ": cannot open: " + std::strerror(errno) +
+                                 "; check the name and that it is readable");
+    if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a directory, not an image; give an image file");
+    if (st.st_size == 0) throw std::runtime_error(path + ": empty file; copy or export the image again");
 }
 
 bool ends_with(const std::string &path, const char *suffix)
@@ -61,8 +63,6 @@ bool is_mif(const std::string &path)
 {
     return ends_with(path, ".mif") || ends_with(path, ".mif.gz") || ends_with(path, ".mih");
 }
-// An input read by mif_io: named so, or an MRtrix3 image by its bytes.
-bool reads_as_mif(const std::string &path) { return is_mif(path) || tk_image_sniff(path.c_str()) == TK_IMAGE_MIF; }
 bool is_nrrd(const std::string &path) { return ends_with(path, ".nrrd") || ends_with(path, ".nhdr"); }
 // Formats that write the voxels to a second file named after the header.
 // A header whose data sit in a second file: .nhdr and .mhd (data in NAME.raw, as ITK writes
@@ -88,58 +88,180 @@ void check_fits_memory(const std::string &path, const std::vector<size_t> &dims,
         why.precision(3);
         why << path << ": the header claims " << size.str() << " voxels of " << components
             << " component(s), which need " << bytes / (1 << 30) << " GiB, more than this machine's "
-            << have / (1 << 30) << " GiB of memory";
+            << have / (1 << 30) << " GiB of memory; read it on a machine with more memory, or crop it first";
         throw std::runtime_error(why.str());
     }
 }
 
+// NRRD data the tools decode themselves (ascii, hex, bzip2: image_probe.h's own_read):
+// ITK's NRRD reader for the header (geometry, components, metadata, as for every NRRD),
+// image_nrrd.c's decoder, the code that validated them, for the values; then what ITK's
+// reader does with raw data: the component axis (the first of a non-domain kind) moved to
+// the fastest.  ImageFileReader converts the values to the pixel type as for any file.
+class DecodedNrrdImageIO : public itk::NrrdImageIO
+{
+public:
+    using Self = DecodedNrrdImageIO;
+    using Superclass = itk::NrrdImageIO;
+    using Pointer = itk::SmartPointer<Self>;
+    itkNewMacro(Self);
+    itkTypeMacro(DecodedNrrdImageIO, NrrdImageIO);
+
+    void SetProbed(const tk_image_info &info) { m_Info = info; }
+
+    void Read(void *buffer) override
+    {
+        const std::string path = GetFileName();
+        const uint64_t bytes = m_Info.bytes;
+        if (static_cast<uint64_t>(GetImageSizeInBytes()) != bytes)
+            throw std::runtime_error(path + ": ITK's reading of the header asks for " +
+                                     std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
+                                     std::to_string(bytes) +
+                                     ": a header the readers disagree on is not used; re-save it with the tool that "
+                                     "wrote it");
+        const int r = m_Info.range_axis;
+        if (r <= 0) {  // the components (if any) are the fastest axis already
+            if (!tk_image_read_data(path.c_str(), &m_Info, buffer, bytes)) throw std::runtime_error(tk_last_error());
+            return;
+        }
+        std::vector<unsigned char> file(bytes);
+        if (!tk_image_read_data(path.c_str(), &m_Info, file.data(), bytes)) throw std::runtime_error(tk_last_error());
+        uint64_t inner = 1, outer = 1;
+        for (int k = 0; k < m_Info.axes; ++k)
+            if (k < r) inner *= m_Info.size[k];
+            else if (k > r) outer *= m_Info.size[k];
+        const uint64_t comps = m_Info.size[r], vb = static_cast<uint64_t>(m_Info.value_bytes);
+        auto *dst = static_cast<unsigned char *>(buffer);
+        for (uint64_t o = 0; o < outer; ++o)
+            for (uint64_t c = 0; c < comps; ++c)
+                for (uint64_t i = 0; i < inner; ++i)
+                    std::memcpy(dst + ((o * inner + i) * comps + c) * vb,
+                                file.data() + ((o * comps + c) * inner + i) * vb, vb);
+    }
+
+protected:
+    DecodedNrrdImageIO() = default;
+
+private:
+    tk_image_info m_Info{};
+};
+
+// MetaImage data split over files (LIST, numbered files: image_probe.h's own_read): ITK's
+// MetaImage reader for the header, image_meta.c for the slice files, which it validated
+// (MetaIO reads a missing or short slice file as zeros).  The buffer's layout is the
+// files' one after the other, a voxel's channels together, as MetaIO's.
+class DecodedMetaImageIO : public itk::MetaImageIO
+{
+public:
+    using Self = DecodedMetaImageIO;
+    using Superclass = itk::MetaImageIO;
+    using Pointer = itk::SmartPointer<Self>;
+    itkNewMacro(Self);
+    itkTypeMacro(DecodedMetaImageIO, MetaImageIO);
+
+    void SetProbed(const tk_image_info &info) { m_Info = info; }
+
+    void Read(void *buffer) override
+    {
+        const std::string path = GetFileName();
+        if (static_cast<uint64_t>(GetImageSizeInBytes()) != m_Info.bytes)
+            throw std::runtime_error(path + ": ITK's reading of the header asks for " +
+                                     std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
+                                     std::to_string(m_Info.bytes) + ": a header the readers disagree on is not used; "
+                                     "re-save it with the tool that wrote it");
+        if (!tk_image_read_data(path.c_str(), &m_Info, buffer, m_Info.bytes)) throw std::runtime_error(tk_last_error());
+    }
+
+protected:
+    DecodedMetaImageIO() = default;
+
+private:
+    tk_image_info m_Info{};
+};
+
 // The ITK reader of the format path's bytes are (image_probe.h), never the one its name
 // suggests: ITK's own choice goes by the name, and by content among readers the tools do
 // not take (libpng aborts the process on a corrupt PNG).
-itk::ImageIOBase::Pointer itk_io_for(const std::string &path, tk_image_format format, int nifti_version = 1)
+itk::ImageIOBase::Pointer itk_io_for(const std::string &path, const tk_image_info &info)
 {
+    const tk_image_format format = info.format;
+    const int nifti_version = info.nifti_version;
     itk::ImageIOBase::Pointer io;
     const char *names = "", *kind = "";
     if (format == TK_IMAGE_NIFTI) io = itk::NiftiImageIO::New(), names = ".nii, .nii.gz or .hdr/.img", kind = "NIfTI";
-    else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
-    else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
+    else if (format == TK_IMAGE_NRRD && info.own_read) {
+        auto decoded = DecodedNrrdImageIO::New();
+        decoded->SetProbed(info);
+        io = decoded, names = ".nrrd or .nhdr", kind = "NRRD";
+    } else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
+    else if (format == TK_IMAGE_METAIMAGE && info.own_read) {
+        auto decoded = DecodedMetaImageIO::New();
+        decoded->SetProbed(info);
+        io = decoded, names = ".mha or .mhd", kind = "MetaImage";
+    } else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
     else throw std::runtime_error(format == TK_IMAGE_UNKNOWN ? std::string(tk_last_error())
                                                             : path + ": not read through ITK (an MRtrix3 image)");
     // ITK's readers open a file only under their own names: a NIfTI named .dat holds a
     // valid image that ITK would refuse with "could not create IO object"
     if (format == TK_IMAGE_NIFTI && nifti_version == 2)
-        throw std::runtime_error(path + ": a NIfTI-2 file, which ITK 5.2's reader (behind this tool) does not read: "
+        throw std::runtime_error(path + ": a NIfTI-2 file, which ITK 5.2's reader (behind this tool) does not read; "
                                         "convert it to NIfTI-1 (e.g. mrconvert IN OUT.nii, or nibabel's Nifti1Image)");
     if (!io->CanReadFile(path.c_str()))
         throw std::runtime_error(path + ": a " + kind + " image by its content, but its name does not end in " + names +
-                                 ": rename it so that every reader takes it alike");
+                                 "; rename it so that every reader takes it alike");
     io->SetFileName(path);
     return io;
 }
 
-itk::ImageIOBase::Pointer probe(const std::string &path)
+// Every input, whatever its name: recognised by its bytes and validated whole, header and
+// data (image_probe.h), before any reader sees it; then read by the reader of the format
+// its bytes say (mif_io for MRtrix3, ITK's for the others).  ITK 5.2's readers act on what
+// a header says (zero or negative sizes read as 1, short or truncated data read as zeros,
+// NaN transforms abort the process).
+tk_image_info probe_file(const std::string &path)
 {
     check_readable(path);
-    // Every header field and every byte of data checked before ITK sees the file: ITK 5.2's
-    // readers act on what the header says (zero or negative sizes read as 1, short or
-    // truncated data read as zeros, NaN transforms abort the process).
     tk_image_info info;
     if (!tk_image_probe(path.c_str(), &info)) throw std::runtime_error(tk_last_error());
-    auto io = itk_io_for(path, info.format, info.nifti_version);
+    return info;
+}
+
+// ITK's reading of a probed (non-MRtrix3) file's header, checked against the probe's.
+itk::ImageIOBase::Pointer itk_header(const std::string &path, const tk_image_info &info)
+{
+    auto io = itk_io_for(path, info);
     try {
         io->ReadImageInformation();
     } catch (const itk::ExceptionObject &e) {
-        throw std::runtime_error(path + ": unreadable image header: " + itk_message(e));
+        throw std::runtime_error(path + ": unreadable image header: " + itk_message(e) +
+                                 "; re-save it with the tool that wrote it");
     }
     // ITK's reading of the header against the check's: the same number of values, or the
     // two disagree on what the file is and neither is trusted
     uint64_t itk_values = io->GetNumberOfComponents(), values = info.components;
-    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) itk_values = tk_image_mul(itk_values, io->GetDimensions(d));
+    for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d)
+        itk_values = tk_image_mul(itk_values, io->GetDimensions(d));
     for (int d = 0; d < info.axes; ++d) values = tk_image_mul(values, info.size[d]);
     if (itk_values == 0 || itk_values != values)
         throw std::runtime_error(path + ": ITK reads this header as " + std::to_string(itk_values) +
                                  " values, the header's own fields say " + std::to_string(values) +
-                                 ": a header the readers disagree on is not used");
+                                 ": a header the readers disagree on is not used; re-save it with the tool that wrote "
+                                 "it");
+    if (info.format == TK_IMAGE_NRRD && info.own_read) {
+        // the layout the decoded values are put in: ITK's axes are the header's without the
+        // component axis, which image_nrrd.c found where teem does
+        std::vector<uint64_t> domain;
+        uint64_t comps = 1;
+        for (int d = 0; d < info.axes; ++d)
+            if (d == info.range_axis) comps = info.size[d];
+            else domain.push_back(info.size[d]);
+        bool same = io->GetNumberOfComponents() == comps && io->GetNumberOfDimensions() == domain.size();
+        for (unsigned d = 0; same && d < domain.size(); ++d) same = io->GetDimensions(d) == domain[d];
+        if (!same)
+            throw std::runtime_error(
+                path + ": ITK reads this header's axes otherwise than its kinds field says: a "
+                       "header the readers disagree on is not used; re-save it with the tool that wrote it");
+    }
     std::vector<size_t> dims;
     for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) dims.push_back(io->GetDimensions(d));
     check_fits_memory(path, dims, io->GetNumberOfComponents());
@@ -151,14 +273,17 @@ itk::ImageIOBase::Pointer probe(const std::string &path)
 
 double flip(unsigned r) { return r < 2 ? -1.0 : 1.0; }
 
-template <typename TImage> void set_world(TImage *image, const double m[3][4], const std::string &path, const char *what)
+template <typename TImage>
+void set_world(TImage *image, const double m[3][4], const std::string &path, const char *what)
 {
     double len[3];
     for (unsigned c = 0; c < 3; ++c) len[c] = std::sqrt(m[0][c] * m[0][c] + m[1][c] * m[1][c] + m[2][c] * m[2][c]);
-    const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+    const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                       m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
                        m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
     if (!(std::fabs(det) > 1e-9 * len[0] * len[1] * len[2]) || !(len[0] > 0 && len[1] > 0 && len[2] > 0))
-        throw std::runtime_error(path + ": " + what + " is singular: no orientation can be built from it");
+        throw std::runtime_error(path + ": " + what + " is singular: no orientation can be built from it; fix the "
+                                 "transform, or re-save the image from the tool that made it");
     auto spacing = image->GetSpacing();
     auto origin = image->GetOrigin();
     auto direction = image->GetDirection();
@@ -310,7 +435,8 @@ void write_into(tk_outset *set, int idx, size_t data_bytes, TWrite write)
         tk_outset_expect_size(set, idx, 0, 352 + static_cast<unsigned long long>(data_bytes));
     } else if (is_nrrd(path) || ends_with(path, ".mha")) {
         const size_t header = attached_header_size(tmp);
-        if (!header) throw std::runtime_error(path + ": cannot write: the file ends inside its header (the disk may be full)");
+        if (!header)
+            throw std::runtime_error(path + ": cannot write: the file ends inside its header (the disk may be full)");
         tk_outset_expect_size(set, idx, 0, header + static_cast<unsigned long long>(data_bytes));
     }
 }
@@ -389,20 +515,22 @@ template <typename TRead> auto naming_memory(const std::string &path, TRead read
     try {
         return read();
     } catch (const std::bad_alloc &) {
-        throw std::runtime_error(path + ": out of memory while reading it (free memory, or read a smaller image)");
+        throw std::runtime_error(path + ": out of memory while reading it; free memory, or read a smaller image");
     }
 }
 
-template <typename TImage> typename TImage::Pointer read(const std::string &path, FileGeometry *geometry = nullptr)
+template <typename TImage>
+typename TImage::Pointer read(const std::string &path, const tk_image_info &info, FileGeometry *geometry = nullptr)
 {
     auto reader = itk::ImageFileReader<TImage>::New();
-    const tk_image_format format = tk_image_sniff(path.c_str());
-    reader->SetImageIO(itk_io_for(path, format));
+    const tk_image_format format = info.format;
+    reader->SetImageIO(itk_io_for(path, info));
     reader->SetFileName(path);
     try {
         reader->Update();
     } catch (const itk::ExceptionObject &e) {
-        throw std::runtime_error(path + ": cannot read: " + itk_message(e));
+        throw std::runtime_error(path + ": cannot read: " + itk_message(e) +
+                                 "; re-save it with the tool that wrote it");
     }
     typename TImage::Pointer image = reader->GetOutput();
     if (format == TK_IMAGE_NIFTI) apply_nifti_geometry(image.GetPointer(), path, geometry);
@@ -441,18 +569,20 @@ std::string itk_message(const itk::ExceptionObject &e)
 
 VolumeShape probe_volume(const std::string &path)
 {
-    if (reads_as_mif(path)) {
+    const tk_image_info info = probe_file(path);
+    if (info.format == TK_IMAGE_MIF) {
         const MifImage im = mif_header(path);
         return {static_cast<unsigned>(im.dims.size()), 1};
     }
-    auto io = probe(path);
+    auto io = itk_header(path, info);
     return {io->GetNumberOfDimensions(), io->GetNumberOfComponents()};
 }
 
 ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 {
     return naming_memory(path, [&]() -> ScalarImage3::Pointer {
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = read_mif(path);
             if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
                 throw std::runtime_error(path + ": expected a 3-D scalar image");
@@ -464,11 +594,11 @@ ScalarImage3::Pointer read_scalar_volume(const std::string &path)
                       out->GetBufferPointer());
             return out;
         }
-        auto io = probe(path);
+        auto io = itk_header(path, info);
         if (io->GetNumberOfComponents() != 1 ||
             !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
             throw std::runtime_error(path + ": expected a 3-D scalar image");
-        return read<ScalarImage3>(path);
+        return read<ScalarImage3>(path, info);
     });
 }
 
@@ -505,13 +635,15 @@ void write_scalar_volume(const ScalarImage3 *image, tk_outset *set, int idx)
 ScalarImage4::Pointer read_scalar_image4(const std::string &path)
 {
     return naming_memory(path, [&]() -> ScalarImage4::Pointer {
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = read_mif(path);
             if (im.dims.size() != 4)
                 throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
                                          "-D with 1 component(s)");
             auto out = ScalarImage4::New();
-            out->SetRegions(ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
+            out->SetRegions(
+                ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
             auto spacing = out->GetSpacing();
             spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
             out->SetSpacing(spacing);
@@ -521,12 +653,12 @@ ScalarImage4::Pointer read_scalar_image4(const std::string &path)
                       out->GetBufferPointer());
             return out;
         }
-        auto io = probe(path);
+        auto io = itk_header(path, info);
         if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
             throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
                                      std::to_string(io->GetNumberOfDimensions()) + "-D with " +
                                      std::to_string(io->GetNumberOfComponents()) + " component(s)");
-        return read<ScalarImage4>(path);
+        return read<ScalarImage4>(path, info);
     });
 }
 
@@ -567,10 +699,12 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
         Image4::Pointer in;
         std::unique_ptr<float, void (*)(void *)> mif_data{nullptr, std::free};
         std::vector<size_t> size4;
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = mif_header(path);
             if (im.dims.size() != 4)
-                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                throw std::runtime_error(path +
+                                         ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
                                          std::to_string(im.dims.size()) + "-D with 1 component(s)");
             float *data = nullptr;
             if (!tk_mif_read_data(path.c_str(), &im.h, &data)) throw std::runtime_error(tk_last_error());
@@ -579,13 +713,14 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
             in = Image4::New();  // geometry only: the values stay in mif_data
             set_mif_world(in.GetPointer(), im.h, path);
         } else {
-            auto io = probe(path);
+            auto io = itk_header(path, info);
             const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
-            if (dims == 3 && comps > 1) return read<VectorImage3>(path, geometry);
+            if (dims == 3 && comps > 1) return read<VectorImage3>(path, info, geometry);
             if (dims != 4 || comps != 1)
-                throw std::runtime_error(path + ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
+                throw std::runtime_error(path +
+                                         ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
                                          std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
-            in = read<Image4>(path, geometry);
+            in = read<Image4>(path, info, geometry);
             const auto s = in->GetLargestPossibleRegion().GetSize();
             size4 = {s[0], s[1], s[2], s[3]};
         }
@@ -619,7 +754,8 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
 MaskImage3::Pointer read_mask(const std::string &path)
 {
     return naming_memory(path, [&]() -> MaskImage3::Pointer {
-        if (reads_as_mif(path)) {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
             MifImage im = read_mif(path);
             if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
                 throw std::runtime_error(path + ": a mask must be a 3-D image");
@@ -631,14 +767,14 @@ MaskImage3::Pointer read_mask(const std::string &path)
             for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
             return mask;
         }
-        auto io = probe(path);
+        auto io = itk_header(path, info);
         if (io->GetNumberOfDimensions() != 3 && !(io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1))
             throw std::runtime_error(path + ": a mask must be a 3-D image");
         if (io->GetNumberOfComponents() != 1) throw std::runtime_error(path + ": a mask must have one component");
         // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
         // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
         // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
-        auto values = read<itk::Image<double, 3>>(path);
+        auto values = read<itk::Image<double, 3>>(path, info);
         auto mask = MaskImage3::New();
         mask->CopyInformation(values);
         mask->SetRegions(values->GetLargestPossibleRegion());
@@ -656,7 +792,8 @@ void vector_volume_writes(const VectorImage3 *image, const std::string &path, Co
                           const FileGeometry *geometry, TRun run)
 {
     const auto size3 = image->GetLargestPossibleRegion().GetSize();
-    const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels(), nt = image->GetNumberOfComponentsPerPixel();
+    const size_t nvox = image->GetLargestPossibleRegion().GetNumberOfPixels(),
+                 nt = image->GetNumberOfComponentsPerPixel();
     const std::vector<size_t> dims = {size3[0], size3[1], size3[2], nt};
     const size_t bytes = nvox * nt * sizeof(float);
     if (is_nifti(path)) {
@@ -691,8 +828,8 @@ void vector_volume_writes(const VectorImage3 *image, const std::string &path, Co
     if (is_nrrd(path)) {
         // said in the file too: the vectors' coordinates are those of the space (LPS)
         std::vector<std::vector<double>> frame = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-        itk::EncapsulateMetaData<std::vector<std::vector<double>>>(lps->GetMetaDataDictionary(), "NRRD_measurement frame",
-                                                                   frame);
+        itk::EncapsulateMetaData<std::vector<std::vector<double>>>(lps->GetMetaDataDictionary(),
+                                                                   "NRRD_measurement frame", frame);
     }
     return run(bytes, [&](const std::string &file) { itk_write(lps.GetPointer(), file); });
 }
@@ -709,7 +846,8 @@ void write_vector_volume(const VectorImage3 *image, tk_outset *set, int idx, Com
                          const FileGeometry *geometry)
 {
     const std::string path = tk_outset_path(set, idx);
-    vector_volume_writes(image, path, what, geometry, [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
+    vector_volume_writes(image, path, what, geometry,
+                         [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
 }
 
 const char *volume_output_extensions() { return ".nii, .nii.gz, .mif, .mif.gz, .nrrd, .nhdr, .mha or .mhd"; }

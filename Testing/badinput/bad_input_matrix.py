@@ -179,6 +179,21 @@ def mif(path, array, datatype="Float32LE", data=None, lines=None):
     write(path, head + (array.astype("<f4").tobytes() if data is None else data))
 
 
+def mih_header(array, data_file):
+    """The .mih header of array (z, y, x, components) whose data (as mif writes them) are
+    data_file, from its first byte."""
+    return ("mrtrix image\ndim: %d,%d,%d,%d\nvox: 2,2,2,1\nlayout: +1,+2,+3,+0\ndatatype: Float32LE\n"
+            "file: %s\nEND\n" % (array.shape[2], array.shape[1], array.shape[0], array.shape[3], data_file)).encode()
+
+
+def nrrd_encoded(array, encoding, body):
+    """array (z, y, x, components) as an attached NRRD of the encoding given, its data body."""
+    sizes = (array.shape[3], array.shape[2], array.shape[1], array.shape[0])
+    return (("NRRD0004\ntype: float\ndimension: 4\nsizes: %s\nkinds: vector domain domain domain\n"
+             "spacings: nan 1 1 1\nencoding: %s\nendian: little\n\n" % (" ".join(map(str, sizes)), encoding)).encode()
+            + body)
+
+
 def nrrd_header_only(path, sizes, pixel="float", kinds=None, data=b"\0" * 64):
     kinds = kinds or " ".join(["domain"] * len(sizes))
     header = ("NRRD0004\ntype: %s\ndimension: %d\nsizes: %s\nkinds: %s\nencoding: raw\nendian: little\n\n"
@@ -670,6 +685,18 @@ def fibers_cases():
              names="layout.mif", says=r"layout"),
         Case(".mif: complex datatype", base("cplx.mif"), files(("cplx.mif", lambda p: mif(p, sh, datatype="CFloat32LE"))),
              names="cplx.mif", says=r"complex"),
+        Case(".mif: more data than its header claims", base("tail.mif"),
+             files(("tail.mif", lambda p: mif(p, sh, data=sh.astype("<f4").tobytes() + b"\0" * 60))), names="tail.mif",
+             says=r"60 bytes after the data that the header does not account for"),
+        Case(".mih: its data file short", base("short.mih"),
+             files(("short.mih", lambda p: write(p, mih_header(sh, "short.dat"))),
+                   ("short.dat", lambda p: write(p, sh.astype("<f4").tobytes()[:-8]))),
+             names="short.mih", says=r"its data file short.dat: truncated"),
+        Case(".mif: an MRtrix3 image named .nii (exit 0: read by its content)", base("sh_mif.nii"),
+             files(("sh_mif.nii", lambda p: mif(p, sh))), code=0, allow_new=("peaks.nrrd",)),
+        Case(".mif: a NIfTI image named .mif", base("nifti.mif"),
+             files(("nifti.mif", lambda p: write(p, nifti1_bytes(sh.transpose(2, 1, 0, 3), np.diag([2.0, 2, 2, 1]))))),
+             names="nifti.mif", says=r"a NIfTI image by its content.*rename it"),
         Case("--mask: missing file", base("sh.nrrd") + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd",
              says=MISSING),
         Case("--mask: of another size", base("sh.nrrd") + ["--mask", "small.nrrd"],
@@ -825,7 +852,77 @@ def fibers_read_cases(sh, g, base):
              names="badz.mha", says=r"corrupt compressed data|hold more than|hold \d+ bytes"),
         Case("read: MetaImage of numbered slice files, one missing", base("slices.mhd"),
              both(f("slices.mhd", missing_slice), f("slice001.raw", sh[0].astype("<f4").tobytes())),
-             names="slices.mhd", says=r"no numbered slice files"),
+             names="slices.mhd", says=r"slice file 2 of 2, slice002.raw, cannot be opened"),
+    ]
+    # MetaImage data split over slice files (LIST, numbered names): every file present and
+    # exactly one slice, read by the tools (MetaIO reads a missing or short one as zeros)
+    import zlib
+    slice_files = both(f("s1.raw", sh[0].astype("<f4").tobytes()), f("s2.raw", sh[1].astype("<f4").tobytes()))
+    z_slices = both(f("z1.raw", zlib.compress(sh[0].astype("<f4").tobytes())),
+                    f("z2.raw", zlib.compress(sh[1].astype("<f4").tobytes())[:-6]))
+    rows += [
+        Case("read: MetaImage LIST of slice files (exit 0: read by the tools)", base("list.mhd"),
+             both(f("list.mhd", mha_bytes(sh, data_file="LIST", local_data=b"s1.raw\ns2.raw\n")), slice_files),
+             code=0, allow_new=("peaks.nrrd",)),
+        Case("read: MetaImage numbered slice files s%d.raw (exit 0)", base("numbered.mhd"),
+             both(f("numbered.mhd", mha_bytes(sh, data_file="s%d.raw", local_data=b"")), slice_files),
+             code=0, allow_new=("peaks.nrrd",)),
+        Case("read: MetaImage LIST with a short slice file", base("shortlist.mhd"),
+             both(f("shortlist.mhd", mha_bytes(sh, data_file="LIST", local_data=b"s1.raw\nshort.raw\n")), slice_files,
+                  f("short.raw", sh[1].astype("<f4").tobytes()[:-4])),
+             names="shortlist.mhd", says=r"slice file 2 of 2, short.raw: truncated"),
+        Case("read: MetaImage LIST naming fewer files than slices", base("fewlist.mhd"),
+             both(f("fewlist.mhd", mha_bytes(sh, data_file="LIST", local_data=b"s1.raw\n")), slice_files),
+             names="fewlist.mhd", says=r"1 file names for the 2 slice files"),
+        Case("read: MetaImage numbered files 'NAME MIN MAX' (MetaIO divides by zero on it)", base("minmax.mhd"),
+             both(f("minmax.mhd", mha_bytes(sh, data_file="s%d.raw 1 2", local_data=b"")), slice_files),
+             names="minmax.mhd", says=r"give NAME, NAME MIN, or NAME MIN MAX STEP"),
+        Case("read: MetaImage LIST of compressed slices, one cut short", base("zlist.mhd"),
+             both(f("zlist.mhd", mha_bytes(sh, data_file="LIST", local_data=b"z1.raw\nz2.raw\n",
+                                           lines=None).replace(b"CompressedData = False", b"CompressedData = True")),
+                  z_slices), names="zlist.mhd", says=r"slice file 2 of 2, z2.raw: .*truncated|slice file 2 of 2, z2.raw: .*end"),
+    ]
+    # NRRD encodings the tools decode themselves (ITK 5.2's NrrdIO has no bzip2 and reads
+    # ascii values through scanf): each checked whole, then read by the same code
+    import bz2
+    raw = sh.astype("<f4").tobytes()
+    text = " ".join("%.9g" % v for v in sh.ravel()) + "\n"
+    enc = lambda e, body: nrrd_encoded(sh, e, body)
+    packed = bz2.compress(raw)
+    corrupt_bz = bytearray(packed)
+    corrupt_bz[len(packed) // 2] ^= 0x10
+    mask_u8 = np.ones(sh.shape[:3], np.uint8)
+    rows += [
+        Case("read: NRRD ascii (exit 0: decoded by the tools)", base("a.nrrd"), f("a.nrrd", enc("ascii", text.encode())),
+             code=0, allow_new=("peaks.nrrd",)),
+        Case("read: NRRD hex (exit 0)", base("h.nrrd"), f("h.nrrd", enc("hex", raw.hex().encode() + b"\n")), code=0,
+             allow_new=("peaks.nrrd",)),
+        Case("read: NRRD bzip2 (exit 0)", base("b.nrrd"), f("b.nrrd", enc("bzip2", packed)), code=0,
+             allow_new=("peaks.nrrd",)),
+        Case("read: NRRD ascii with a value that is no number", base("nonum.nrrd"),
+             f("nonum.nrrd", enc("ascii", text.replace(text.split()[7], "1.2.3", 1).encode())), names="nonum.nrrd",
+             says=r"value 8 of 270, '1\.2\.3' at byte \d+, is not a finite float"),
+        Case("read: NRRD ascii one value short", base("few.nrrd"),
+             f("few.nrrd", enc("ascii", " ".join(text.split()[:-1]).encode())), names="few.nrrd",
+             says=r"truncated: NRRD ascii data of 269 values, the header claims 270"),
+        Case("read: NRRD ascii with text after the values", base("more.nrrd"),
+             f("more.nrrd", enc("ascii", (text + "end\n").encode())), names="more.nrrd",
+             says=r"more values than the header's 270"),
+        Case("--mask: NRRD ascii uchar holding 300", base("sh.nrrd") + ["--mask", "m300.nrrd"],
+             both(g, f("m300.nrrd", ("NRRD0004\ntype: uchar\ndimension: 3\nsizes: 3 3 2\nencoding: ascii\n\n%s\n"
+                                     % " ".join(["1"] * 17 + ["300"])).encode())), names="m300.nrrd",
+             says=r"'300' at byte \d+, is not a whole number in the range of the type uchar"),
+        Case("read: NRRD hex with a character that is no hex digit", base("badhex.nrrd"),
+             f("badhex.nrrd", enc("hex", raw.hex()[:100].encode() + b"zz" + raw.hex()[102:].encode())),
+             names="badhex.nrrd", says=r"is 'z' \(0x7a\), not a hex digit"),
+        Case("read: NRRD hex one digit short", base("odd.nrrd"), f("odd.nrrd", enc("hex", raw.hex()[:-1].encode())),
+             names="odd.nrrd", says=r"truncated: NRRD hex data of 2159 hex digits, the header's 1080 bytes need 2160"),
+        Case("read: NRRD bzip2 cut short", base("cutbz.nrrd"), f("cutbz.nrrd", enc("bzip2", packed[:-10])),
+             names="cutbz.nrrd", says=r"truncated: the bzip2 data end before their stream does"),
+        Case("read: NRRD bzip2 followed by junk", base("tailbz.nrrd"), f("tailbz.nrrd", enc("bz2", packed + b"junk")),
+             names="tailbz.nrrd", says=r"4 bytes of something else follow the end of the bzip2 data"),
+        Case("read: NRRD bzip2 with a damaged byte", base("badbz.nrrd"), f("badbz.nrrd", enc("bzip2", bytes(corrupt_bz))),
+             names="badbz.nrrd", says=r"bzip2 data after \d+ bytes: corrupt data"),
     ]
     mif_gz = gz(mif_bytes(sh))
     rows += [

@@ -16,6 +16,7 @@
 #include "mif_io.h"
 #include "nifti_header.h"
 #include "tk_cli_runner.h"
+#include "tk_message_style.h"
 #include "tk_status.h"
 
 using namespace tk_test;
@@ -245,6 +246,7 @@ TEST(MifIo, RefusesMalformedFilesClearly)
         {"mrtrix image\n" + ok + "file: . 1x\nEND\n" + data, "not a whole number of bytes"},
         {"mrtrix image\n" + ok + "file:  \nEND\n" + data, "'file:' has no value"},
         {mif(ok, data.substr(0, 50)), "truncated: the header claims 96 bytes of data"},
+        {mif(ok, data + "junk"), "4 bytes after the data that the header does not account for"},
         {mif("dim: 4294967296,4294967296,4294967296\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data),
          "overflows"},
         {"mrtrix image\n" + ok + "file: missing.dat\n", "cannot open its data file"},
@@ -257,6 +259,7 @@ TEST(MifIo, RefusesMalformedFilesClearly)
         EXPECT_FALSE(r.ok) << c.says;
         EXPECT_EQ(r.error.rfind(path, 0), 0u) << "the message names the file: " << r.error;
         EXPECT_NE(r.error.find(c.says), std::string::npos) << "expected '" << c.says << "' in: " << r.error;
+        EXPECT_TRUE(tk_message_advises(r.error.c_str())) << "no advice: " << r.error;
     }
     // a directory, a missing file, a truncated gzip stream, a .mif.gz naming another file
     Read r = read_mif(dir);

@@ -8,15 +8,20 @@
  * off a second file: data.raw (named by a detached header) or, for .hdr, input.img (a
  * NIfTI pair's data).
  *
- * Asserts: a refusal's message starts with the file probed (never with its data file); an
+ * Asserts: a refusal's message starts with the file probed (never with its data file) and
+ * ends with what to do (tk_message_style.h); an
  * accepted file has 1 to TK_IMAGE_MAX_AXES axes of 1 or more voxels, 1 or more
  * components, and data bytes that are a whole multiple of its voxel count and that the
  * files can hold: raw data within the data file's size, compressed data within
- * deflate's reach of the compressed file's size; and probing twice gives the same answer. */
+ * deflate's reach of the compressed file's size (bzip2: within its densest expansion;
+ * MRtrix3 Bit data: one bit a value); data the tools decode themselves (NRRD ascii, hex,
+ * bzip2) read back through tk_image_read_data; and probing twice gives the same answer. */
 #define _GNU_SOURCE  /* memmem */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/tk_message_style.h"
 #include "fuzz_common.h"
 #include "gzip_check.h"
 #include "image_probe.h"
@@ -66,12 +71,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* the file the user named first, even when its data file is what is wrong */
         TK_FUZZ_CHECK(!strncmp(first, path, strlen(path)) && first[strlen(path)] == ':',
                       "the message does not start with the file: %s", first);
+        TK_FUZZ_CHECK(tk_message_advises(first), "the message does not end with what to do: %s", first);
         TK_FUZZ_CHECK(!strcmp(first, tk_last_error()), "two messages: %s / %s", first, tk_last_error());
         return 0;
     }
     TK_FUZZ_CHECK(info.format == again.format && info.bytes == again.bytes, "probing twice differs");
     TK_FUZZ_CHECK(info.format != TK_IMAGE_UNKNOWN, "accepted an unknown format");
-    if (info.format == TK_IMAGE_MIF) return 0;  /* mif_io.c validates it (fuzz target mif) */
     TK_FUZZ_CHECK(info.axes >= 1 && info.axes <= TK_IMAGE_MAX_AXES, "%d axes", info.axes);
     TK_FUZZ_CHECK(info.components >= 1, "0 components");
     uint64_t values = info.components;
@@ -80,10 +85,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         values = tk_image_mul(values, info.size[k]);
         TK_FUZZ_CHECK(values > 0, "the value count overflows");
     }
-    TK_FUZZ_CHECK(info.bytes >= values && info.bytes % values == 0 && info.bytes / values <= 8,
-                  "%llu bytes for %llu values", (unsigned long long)info.bytes, (unsigned long long)values);
+    if (info.format == TK_IMAGE_MIF && info.bytes < values)  /* MRtrix3's Bit: 8 values a byte */
+        TK_FUZZ_CHECK(info.bytes == values / 8 + (values % 8 != 0), "%llu bytes for %llu bits",
+                      (unsigned long long)info.bytes, (unsigned long long)values);
+    else
+        TK_FUZZ_CHECK(info.bytes >= values && info.bytes % values == 0 && info.bytes / values <= 8,
+                      "%llu bytes for %llu values", (unsigned long long)info.bytes, (unsigned long long)values);
+    if (info.own_read && info.bytes <= (64u << 20)) {
+        /* the data the tools decode themselves: what was validated reads, exactly */
+        unsigned char *out = malloc(info.bytes);
+        TK_FUZZ_CHECK(out != NULL, "out of memory");
+        TK_FUZZ_CHECK(tk_image_read_data(path, &info, out, info.bytes), "accepted, but its data do not read: %s",
+                      tk_last_error());
+        free(out);
+    }
+    if (info.files > 1) return 0;  /* slice files: each checked against its own size */
     const uint64_t stored = size_of(info.data_file);
-    if (info.compressed)
+    if (info.encoding == TK_IMAGE_ENCODING_BZIP2)
+        TK_FUZZ_CHECK(info.bytes / 2000000 <= stored, "%llu bytes from %llu of bzip2", (unsigned long long)info.bytes,
+                      (unsigned long long)stored);
+    else if (info.encoding == TK_IMAGE_ENCODING_ASCII || info.encoding == TK_IMAGE_ENCODING_HEX)
+        TK_FUZZ_CHECK(info.bytes / (uint64_t)info.value_bytes <= stored, "%llu values in %llu bytes of text",
+                      (unsigned long long)(info.bytes / (uint64_t)info.value_bytes), (unsigned long long)stored);
+    else if (info.compressed)
         TK_FUZZ_CHECK(info.bytes <= tk_inflate_bound(stored), "%llu bytes from %llu compressed",
                       (unsigned long long)info.bytes, (unsigned long long)stored);
     else

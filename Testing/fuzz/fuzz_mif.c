@@ -5,10 +5,14 @@
  * as a header input.mih, "@@FILE@@\n", then its data file data.dat.
  *
  * Asserts, for every input:
- *  - a rejection leaves a message that starts with the file's path and no data;
+ *  - a rejection leaves a message that starts with the file's path and ends with what to do
+ *    (tk_message_style.h), and no data;
  *  - an accepted header has 1..16 axes of sizes >= 1 whose product fits, a layout that is a
  *    signed permutation, positive finite voxel sizes on the spatial axes, a finite transform
  *    with unit columns, a data file and a finite scaling;
+ *  - image_probe, the tools' one validation of every format, agrees: it accepts what the
+ *    reader accepts (unless more than TK_IMAGE_MAX_AXES axes of more than one voxel) and
+ *    refuses what the reader refuses, with a message naming the file;
  *  - its data written back (tk_mif_write, Float32LE, same layout, voxel sizes and transform)
  *    read back bit for bit, with the same header. */
 #include <math.h>
@@ -19,7 +23,9 @@
 #include <zlib.h>
 #endif
 
+#include "../common/tk_message_style.h"
 #include "fuzz_common.h"
+#include "image_probe.h"
 #include "mif_io.h"
 #include "tk_status.h"
 
@@ -80,14 +86,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tk_fuzz_write_file(path, body, body_size);
     }
 
+    tk_image_info info;
+    const int probed = tk_image_probe(path, &info);
+    if (!probed) {
+        TK_FUZZ_CHECK(!strncmp(tk_last_error(), path, strlen(path)), "the probe's message does not name the file: %s",
+                      tk_last_error());
+        TK_FUZZ_CHECK(tk_message_advises(tk_last_error()), "the probe's message does not end with what to do: %s",
+                      tk_last_error());
+    }
     tk_mif_header h;
     float *values = NULL;
     if (!tk_mif_read_header(path, &h) || !tk_mif_read_data(path, &h, &values)) {
         TK_FUZZ_CHECK(values == NULL, "rejected, yet data came back");
         TK_FUZZ_CHECK(!strncmp(tk_last_error(), path, strlen(path)), "the message does not name the file: %s",
                       tk_last_error());
+        TK_FUZZ_CHECK(tk_message_advises(tk_last_error()), "the message does not end with what to do: %s",
+                      tk_last_error());
+        TK_FUZZ_CHECK(!probed || info.format != TK_IMAGE_MIF, "the probe accepted what the reader refuses: %s",
+                      tk_last_error());
     } else {
         check_header(&h);
+        int axes = h.ndim;
+        while (axes > 1 && h.dim[axes - 1] == 1) --axes;
+        TK_FUZZ_CHECK(probed == (axes <= TK_IMAGE_MAX_AXES), "the probe %s what the reader accepts (%d axes)",
+                      probed ? "accepted" : "refused", axes);
+        if (probed)
+            TK_FUZZ_CHECK(info.format == TK_IMAGE_MIF && info.bytes == tk_mif_data_bytes(&h), "probe disagrees");
         const size_t n = tk_mif_count(&h);
         /* written back in index order (axis 0 fastest), read back as it was */
         tk_mif_header w = h;

@@ -256,6 +256,27 @@ def sh_image_seeds():
     write("sh_image", "mhd_detached", sh(MHD, VECTOR, mha.replace(b"LOCAL", b"data.raw") + SEP + floats(12)))
     write("sh_image", "mha_scalar", sh(MHA, SCALAR, b"ObjectType = Image\nNDims = 3\nDimSize = 2 2 1\n"
                                                     b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + floats(4)))
+    # NRRD encodings the tools decode (ascii, hex, bzip2; the component axis first or last)
+    import bz2
+    for enc, body in (("ascii", b" ".join(b"%g" % (0.5 * k) for k in range(12)) + b"\n"),
+                      ("hex", floats(12).hex().encode()), ("bzip2", bz2.compress(floats(12), 9))):
+        write("sh_image", "nrrd_%s_vector6" % enc, sh(NRRD, VECTOR, nrrd.replace(b"encoding: raw", b"encoding: "
+                                                                                 + enc.encode()) + body))
+    last = (b"NRRD0004\ntype: float\ndimension: 4\nsizes: 2 1 1 6\nkinds: domain domain domain vector\n"
+            b"encoding: bz2\nendian: little\n\n")
+    write("sh_image", "nrrd_bz2_components_last", sh(NRRD, VECTOR, last + bz2.compress(floats(12), 9)))
+    list6 = mha.replace(b"DimSize = 2 1 1", b"DimSize = 1 1 2").replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw\n"
+    write("sh_image", "mhd_list_vector6", sh(MHD, VECTOR, list6 + SEP + floats(6)))
+    write("sh_image", "mhd_list_mask", sh(MHD, MASK, b"ObjectType = Image\nNDims = 3\nDimSize = 2 2 2\n"
+                                                    b"ElementType = MET_UCHAR\nElementDataFile = LIST 2D\n"
+                                                    b"data.raw\ndata.raw\n" + SEP + bytes([0, 1, 7, 0])))
+    write("sh_image", "nhdr_hex_mask", sh(NHDR, MASK, b"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 1\n"
+                                                      b"encoding: hex\ndata file: data.raw\n" + SEP + b"01 00\n00 ff\n"))
+    # MRtrix3 images under ITK's names: read by mif_io (by content), the harness's reference too
+    write("sh_image", "mif_named_nii_vector", sh(NII, VECTOR, mif("dim: 2,1,1,6\nvox: 1,1,1,1\nlayout: +1,+2,+3,+0\n"
+                                                                   "datatype: Float32LE\n", floats(12))))
+    write("sh_image", "mif_bit_named_mha_mask", sh(MHA, MASK, mif("dim: 3,3,1\nvox: 1,1,1\nlayout: +0,+1,+2\n"
+                                                                   "datatype: Bit\n", bytes([0b10110010, 0b10000000]))))
     # near-valid
     write("sh_image", "bad_nii_truncated", sh(NII, VECTOR, sh4[:-20]))
     write("sh_image", "bad_nii_huge_dims", sh(NII, VECTOR, nifti((1000, 1000, 1000, 45), 16, 32, floats(8))))
@@ -306,6 +327,7 @@ def mif_seeds():
     write("mif", "bad_offset_in_header", bytes([MIF]) + mif(basic, floats(12), offset=20))
     write("mif", "bad_huge_dims", bytes([MIF]) + mif(basic.replace("2,2,1,3", "100000,100000,1000,45"), floats(12)))
     write("mif", "bad_vox_zero", bytes([MIF]) + mif(basic.replace("vox: 2,", "vox: 0,"), floats(12)))
+    write("mif", "bad_data_tail", bytes([MIF]) + mif(basic, floats(12)) + b"junk")
     write("mif", "bad_transform_rows", bytes([MIF]) + mif(basic + "transform: 1,0,0,0\n", floats(12)))
 
 
@@ -360,7 +382,16 @@ def image_probe_seeds():
     write(t, "mha_compressed", probe(P_MHA, mha.replace(b"ElementType", b"CompressedData = True\nCompressedDataSize = %d\n"
                                                          b"ElementType" % len(packed)) + packed))
     write(t, "mhd_detached", probe(P_MHD, mha.replace(b"LOCAL", b"data.raw") + SEP + floats(6)))
-    write(t, "mif", probe(P_DAT, mif("dim: 2,1,1\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", floats(2))))
+    mif_lines = "dim: 2,1,1\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n"
+    write(t, "mif", probe(P_DAT, mif(mif_lines, floats(2))))
+    write(t, "mif_gz_named_nii", probe(P_NII, gzip.compress(mif(mif_lines, floats(2)), mtime=0)))
+    write(t, "mih_detached", probe(P_DAT, ("mrtrix image\n" + mif_lines + "file: data.raw 2\nEND\n").encode()
+                                   + SEP + b"\0\0" + floats(2)))
+    write(t, "bad_mif_tail", probe(P_DAT, mif(mif_lines, floats(2)) + b"\0"))
+    write(t, "bad_mif_truncated", probe(P_NII, mif(mif_lines, floats(2))[:-1]))
+    write(t, "bad_mif_gz_tail", probe(P_NII_GZ, gzip.compress(mif(mif_lines, floats(2)), mtime=0) + b"junk"))
+    write(t, "bad_mih_short", probe(P_DAT, ("mrtrix image\n" + mif_lines + "file: data.raw\nEND\n").encode()
+                                    + SEP + floats(1)))
     # each stops at one check (the cases ITK 5.2's readers crashed on, hung on, or read as zeros)
     nan_sform = bytearray(vol)
     struct.pack_into("<h", nan_sform, 254, 1)
@@ -380,9 +411,45 @@ def image_probe_seeds():
     write(t, "bad_mha_ndims_negative", probe(P_MHA, mha.replace(b"NDims = 3", b"NDims = -5") + floats(6)))
     write(t, "bad_mha_short_compressed", probe(P_MHA, mha.replace(b"ElementType", b"CompressedData = True\nElementType")
                                                + packed[:-5]))
+    # data split over slice files (the harness writes one: data.raw, listed as each slice)
+    two = mha.replace(b"DimSize = 2 1 1", b"DimSize = 1 1 2")
+    write(t, "mhd_list", probe(P_MHD, two.replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw\n" + SEP + floats(3)))
+    write(t, "mhd_list_1d_crlf_msb", probe(P_MHD, two.replace(b"LOCAL", b"LIST 1D").replace(b"MSB = False", b"MSB = True")
+                                          .replace(b"\n", b"\r\n") + b"data.raw\r\ndata.raw\r\n\r\n" + SEP
+                                          + struct.pack(">3f", 1, 2, 3)))
+    write(t, "mha_list_compressed", probe(P_MHA, two.replace(b"LOCAL", b"LIST").replace(b"ElementType",
+                                                                                        b"CompressedData = True\nElementType")
+                                          + b"data.raw\ndata.raw\n" + SEP + zlib.compress(floats(3))))
+    write(t, "mhd_numbered_missing", probe(P_MHD, two.replace(b"LOCAL", b"dat%01d.raw 1 2 1") + SEP + floats(3)))
+    write(t, "bad_mhd_list_short_slice", probe(P_MHD, two.replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw\n" + SEP
+                                               + floats(3)[:-1]))
+    write(t, "bad_mhd_list_no_line_end", probe(P_MHD, two.replace(b"LOCAL", b"LIST") + b"data.raw\ndata.raw" + SEP
+                                               + floats(3)))
+    write(t, "bad_mhd_numbered_min_max", probe(P_MHD, two.replace(b"LOCAL", b"s%03d.raw 1 2") + SEP + floats(3)))
     write(t, "bad_mhd_slices", probe(P_MHD, mha.replace(b"LOCAL", b"slice%03d.raw 1 2 1") + SEP + floats(3)))
     write(t, "bad_nrrd_dimension_10", probe(P_NRRD, b"NRRD0004\ntype: float\ndimension: 10\nsizes: 1 1 1 1 1 1 1 1 1 1\n"
                                                     b"encoding: raw\nendian: little\n\n" + floats(1)))
+    # the encodings the tools decode themselves (image_nrrd.c)
+    import bz2
+    for enc, body in (("ascii", b" ".join(b"%g" % (0.5 * k) for k in range(6)) + b"\n"), ("text", b"0, 0.5, 1\n1.5 2 2.5"),
+                      ("hex", floats(6).hex().encode() + b"\n"), ("bzip2", bz2.compress(floats(6), 9))):
+        write(t, "nrrd_" + enc, probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: " + enc.encode()) + body))
+    write(t, "nhdr_bz2_detached_two_streams", probe(P_NHDR, nrrd.replace(b"encoding: raw\n", b"encoding: bz2\ndata file: "
+                                                                     b"data.raw\nbyte skip: 3\n")
+                                                     + SEP + bz2.compress(b"abc" + floats(3)) + bz2.compress(floats(3)[3:])))
+    write(t, "nrrd_ascii_int16_components_last", probe(P_NRRD, b"NRRD0004\ntype: short\ndimension: 4\nsizes: 2 1 1 3\n"
+                                                              b"kinds: domain domain domain vector\nencoding: ascii\n\n"
+                                                              b"-32768 32767 0 1 -1 2\n"))
+    write(t, "bad_nrrd_ascii_uchar_300", probe(P_NRRD, b"NRRD0004\ntype: uchar\ndimension: 1\nsizes: 2\nencoding: ascii\n"
+                                                      b"\n1 300\n"))
+    write(t, "bad_nrrd_ascii_int_fraction", probe(P_NRRD, nrrd.replace(b"type: float", b"type: int").replace(
+        b"encoding: raw", b"encoding: ascii") + b"1 2 3 4 5 6.5"))
+    write(t, "bad_nrrd_ascii_trailing", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: txt") + b"1 2 3 4 5 6 x"))
+    write(t, "bad_nrrd_hex_odd", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: hex") + floats(6).hex()[:-1].encode()))
+    write(t, "bad_nrrd_bzip2_tail", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: bzip2")
+                                          + bz2.compress(floats(6)) + b"junk"))
+    write(t, "bad_nrrd_bzip2_cut", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: bzip2")
+                                         + bz2.compress(floats(6))[:-5]))
     write(t, "bad_nrrd_gzip_cut", probe(P_NRRD, nrrd.replace(b"encoding: raw", b"encoding: gzip")
                                         + gzip.compress(floats(6), mtime=0)[:-9]))
 

@@ -15,6 +15,11 @@
 #include <zlib.h>
 #endif
 
+/* What the user can do, the end of every refusal (the tools' messages: the file, what is
+ * wrong, what to do). */
+#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define NO_ZLIB "; install zlib (Debian: zlib1g-dev) and rebuild the tools, or decompress the file"
+
 uint64_t tk_inflate_bound(uint64_t compressed)
 {
     /* deflate's densest code: a 258-byte match in 1 bit each of a length and a distance
@@ -26,18 +31,21 @@ uint64_t tk_inflate_bound(uint64_t compressed)
 
 enum { CHUNK = 1 << 16 };
 
-int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
-                     unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)
+int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                          tk_inflate_sink sink, void *ctx, uint64_t *consumed)
 {
-    if (head_got) *head_got = 0;
     if (consumed) *consumed = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", what, strerror(errno)), 0;
+    if (!f)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", what,
+                            strerror(errno)), 0;
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size < offset || fseeko(f, (off_t)offset, SEEK_SET) != 0) {
         fclose(f);
-        return tk_set_error(TK_ERR_FORMAT, "%s: the compressed data should start at byte %llu, past the file's end",
-                            what, (unsigned long long)offset), 0;
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: the compressed data should start at byte %llu, past the file's end" DAMAGED, what,
+                            (unsigned long long)offset),
+               0;
     }
     const uint64_t stored = (uint64_t)st.st_size - offset;
     if (expected > tk_inflate_bound(stored)) {
@@ -45,13 +53,15 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
         return tk_set_error(TK_ERR_FORMAT,
                             "%s: the header claims %llu bytes of data, but %llu compressed bytes cannot inflate to "
                             "more than %llu (deflate's limit is about 1032:1): the file is truncated or the header "
-                            "is wrong", what, (unsigned long long)expected, (unsigned long long)stored,
-                            (unsigned long long)tk_inflate_bound(stored)), 0;
+                            "is wrong; copy or export it again",
+                            what, (unsigned long long)expected, (unsigned long long)stored,
+                            (unsigned long long)tk_inflate_bound(stored)),
+               0;
     }
     unsigned char *in = malloc(2 * CHUNK), *out = in + CHUNK;
     if (!in) {
         fclose(f);
-        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory", what), 0;
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory; free memory, or read a smaller image", what), 0;
     }
     z_stream z;
     memset(&z, 0, sizeof z);
@@ -59,7 +69,9 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
     if (inflateInit2(&z, bits) != Z_OK) {
         free(in);
         fclose(f);
-        return tk_set_error(TK_ERR_MEMORY, "%s: cannot start zlib", what), 0;
+        return tk_set_error(TK_ERR_MEMORY,
+                            "%s: cannot start zlib (out of memory?); free memory, or read a smaller image", what),
+               0;
     }
     uint64_t total = 0, used = 0;
     int ret = Z_OK, ok = 0, ended = 0;
@@ -90,16 +102,15 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
         ret = inflate(&z, Z_NO_FLUSH);
         used += before - z.avail_in;
         const uint64_t produced = CHUNK - z.avail_out;
-        if (head && total < head_size) {
-            const uint64_t take = head_size - total < produced ? head_size - total : produced;
-            memcpy(head + total, out, (size_t)take);
-            if (head_got) *head_got = total + take;
-        }
-        total += produced;
-        if (total > expected) {
+        if (produced > expected - total) {
             why = "longer";
             break;
         }
+        if (sink && produced && !sink(ctx, out, produced, total)) {
+            why = "sink";
+            break;
+        }
+        total += produced;
         if (ret == Z_STREAM_END) {
             ended = 1;
             continue;
@@ -115,52 +126,93 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
     free(in);
     fclose(f);
     if (consumed) *consumed = used;
-    if (!why && !ended && total == expected)
+    if (why && !strcmp(why, "sink"))
+        ;  /* the sink's message */
+    else if (!why && !ended && total == expected)
         tk_set_error(TK_ERR_FORMAT, "%s: truncated: the compressed stream ends without its checksum and length "
-                                    "(the data cannot be verified)", what);
+                                    "(the data cannot be verified)" DAMAGED, what);
     else if (!why && !ended)
-        tk_set_error(TK_ERR_FORMAT, "%s: the compressed data end before their stream does (truncated after %llu of "
-                                    "%llu bytes)", what, (unsigned long long)total, (unsigned long long)expected);
+        tk_set_error(TK_ERR_FORMAT,
+                     "%s: the compressed data end before their stream does (truncated after %llu of "
+                     "%llu bytes)" DAMAGED,
+                     what, (unsigned long long)total, (unsigned long long)expected);
     else if (why && !strcmp(why, "trailing"))
-        tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes of something else follow the end of the compressed data "
-                                    "(a damaged or concatenated file)", what, (unsigned long long)(stored - used));
+        tk_set_error(TK_ERR_FORMAT,
+                     "%s: %llu bytes of something else follow the end of the compressed data "
+                     "(a damaged or concatenated file); remove what follows, or copy or export it again",
+                     what, (unsigned long long)(stored - used));
     else if (why && !strcmp(why, "longer"))
-        tk_set_error(TK_ERR_FORMAT, "%s: the compressed data hold more than the %llu bytes the header claims", what,
+        tk_set_error(TK_ERR_FORMAT, "%s: the compressed data hold more than the %llu bytes the header claims (a wrong "
+                                    "header?); re-save it with the tool that wrote it", what,
                      (unsigned long long)expected);
     else if (why)
-        tk_set_error(TK_ERR_FORMAT, "%s: corrupt compressed data after %llu bytes: %s (zlib)", what,
+        tk_set_error(TK_ERR_FORMAT, "%s: corrupt compressed data after %llu bytes: %s (zlib)" DAMAGED, what,
                      (unsigned long long)total, why);
     else if (total != expected)
         tk_set_error(TK_ERR_FORMAT, "%s: the compressed data hold %llu bytes, the header claims %llu (truncated or "
-                                    "a wrong header)", what, (unsigned long long)total, (unsigned long long)expected);
+                                    "a wrong header); copy or export it again, or re-save it with the tool that "
+                                    "wrote it", what, (unsigned long long)total, (unsigned long long)expected);
     else
         ok = 1;
     return ok;
 }
 
+typedef struct head_copy {
+    unsigned char *head;
+    uint64_t size, *got;
+} head_copy;
+
+static int copy_head(void *ctx, const unsigned char *bytes, uint64_t n, uint64_t at)
+{
+    head_copy *h = ctx;
+    if (at < h->size) {
+        const uint64_t take = h->size - at < n ? h->size - at : n;
+        memcpy(h->head + at, bytes, (size_t)take);
+        if (h->got) *h->got = at + take;
+    }
+    return 1;
+}
+
+int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                     unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)
+{
+    if (head_got) *head_got = 0;
+    head_copy h = {head, head_size, head_got};
+    return tk_inflate_check_into(path, offset, kind, expected, what, head ? copy_head : NULL, &h, consumed);
+}
+
 uint64_t tk_gzip_head(const char *path, unsigned char *out, uint64_t n)
 {
     gzFile g = gzopen(path, "rb");
-    if (!g) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    if (!g)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path,
+                            strerror(errno)), 0;
     const int got = gzread(g, out, (unsigned)(n > (1u << 20) ? (1u << 20) : n));
     gzclose(g);
-    if (got <= 0) return tk_set_error(TK_ERR_FORMAT, "%s: not a readable gzip file", path), 0;
+    if (got <= 0) return tk_set_error(TK_ERR_FORMAT, "%s: not a readable gzip file" DAMAGED, path), 0;
     return (uint64_t)got;
 }
 
 #else
 
+int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                          tk_inflate_sink sink, void *ctx, uint64_t *consumed)
+{
+    (void)path, (void)offset, (void)kind, (void)expected, (void)sink, (void)ctx, (void)consumed;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: compressed data, and this build has no zlib" NO_ZLIB, what), 0;
+}
+
 int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
                      unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed)
 {
     (void)path, (void)offset, (void)kind, (void)expected, (void)head, (void)head_size, (void)head_got, (void)consumed;
-    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: compressed data, and this build has no zlib", what), 0;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: compressed data, and this build has no zlib" NO_ZLIB, what), 0;
 }
 
 uint64_t tk_gzip_head(const char *path, unsigned char *out, uint64_t n)
 {
     (void)out, (void)n;
-    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: gzip-compressed, and this build has no zlib", path), 0;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "%s: gzip-compressed, and this build has no zlib" NO_ZLIB, path), 0;
 }
 
 #endif

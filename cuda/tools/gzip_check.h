@@ -42,6 +42,14 @@ uint64_t tk_inflate_bound(uint64_t compressed);
 int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
                      unsigned char *head, uint64_t head_size, uint64_t *head_got, uint64_t *consumed);
 
+/* The same check, each piece of the inflated output handed to sink(ctx, bytes, n, at) as it
+ * comes (at: its position in the output; never past `expected`), so that a reader can keep
+ * the data while the stream is proven whole: the data are good only when this returns 1.
+ * A sink returning 0 stops the check (0 returned; the sink sets the message). */
+typedef int (*tk_inflate_sink)(void *ctx, const unsigned char *bytes, uint64_t n, uint64_t at);
+int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
+                          tk_inflate_sink sink, void *ctx, uint64_t *consumed);
+
 /* The first up to n inflated bytes of a gzip file (for recognising a .nii.gz by its
  * header); returns how many (0 on any error, message set), without checking the rest. */
 uint64_t tk_gzip_head(const char *path, unsigned char *out, uint64_t n);

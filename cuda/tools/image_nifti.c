@@ -16,6 +16,11 @@
 #include "nifti_header.h"
 #include "tk_status.h"
 
+/* What the user can do, the end of every refusal (the tools' messages: the file, what is
+ * wrong, what to do). */
+#define RESAVE "; re-save it as NIfTI-1 (e.g. mrconvert IN OUT.nii, or nibabel)"
+#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+
 /* Bytes per value of NIfTI's real scalar types (0: not accepted: complex, RGB, float128,
  * unknown codes; the tools hold real values). */
 static unsigned type_bytes(int datatype)
@@ -57,28 +62,32 @@ static int check_data(const char *file, uint64_t offset, uint64_t bytes, const c
     const char *subject = tk_image_subject(header_path, file, subject_buf, sizeof subject_buf);
     unsigned char magic[2] = {0, 0};
     FILE *f = fopen(file, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open the data file %s", header_path, file), 0;
+    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open the data file %s; put it beside the header under "
+                                          "that name, readable", header_path, file), 0;
     const size_t got = fread(magic, 1, 2, f);
     fclose(f);
     if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
         uint64_t expected;
         if (__builtin_add_overflow(offset, bytes, &expected))
-            return tk_set_error(TK_ERR_FORMAT, "%s: vox_offset plus the data's size overflows", header_path), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: vox_offset plus the data's size overflows" RESAVE, header_path), 0;
         return tk_inflate_check(file, 0, TK_INFLATE_GZIP, expected, subject, NULL, 0, NULL, NULL);
     }
     const int64_t size = tk_image_file_size(header_path, file);
     if (size < 0) return 0;
     if ((uint64_t)size < offset)
-        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: vox_offset %llu is past the end of %s (%lld bytes)",
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: vox_offset %llu is past the end of %s (%lld bytes)" DAMAGED,
                             header_path, (unsigned long long)offset, file, (long long)size), 0;
     const uint64_t held = (uint64_t)size - offset;
     if (held < bytes)
         return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of voxel data from byte %llu, "
-                                           "%s holds %llu", header_path, (unsigned long long)bytes,
+                                           "%s holds %llu" DAMAGED, header_path, (unsigned long long)bytes,
                             (unsigned long long)offset, file, (unsigned long long)held), 0;
     if (held > bytes)
-        return tk_set_error(TK_ERR_FORMAT, "%s: %llu bytes after the voxel data that the header does not account for "
-                                           "(a wrong dim or datatype?)", subject, (unsigned long long)(held - bytes)), 0;
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: %llu bytes after the voxel data that the header does not account for "
+                            "(a wrong dim or datatype?)" RESAVE,
+                            subject, (unsigned long long)(held - bytes)),
+               0;
     return 1;
 }
 
@@ -87,47 +96,60 @@ int tk_image_check_nifti(const char *path, const unsigned char *head, unsigned l
     tk_nifti_header h;
     const int parsed = tk_nifti_parse(head, n, &h, path);
     if (parsed < 0) return 0;
-    if (parsed == 0) return tk_set_error(TK_ERR_FORMAT, "%s: a damaged NIfTI header (too short)", path), 0;
+    if (parsed == 0) return tk_set_error(TK_ERR_FORMAT, "%s: a damaged NIfTI header (too short)" DAMAGED, path), 0;
     const int header_size = h.version == 1 ? 348 : 540;
     const unsigned char *size_field = head;
     const int little = size_field[0] == (header_size & 0xff) && size_field[1] == (header_size >> 8);
     const int big = size_field[3] == (header_size & 0xff) && size_field[2] == (header_size >> 8);
     if (!little || size_field[2] || size_field[3]) {
         if (!big || size_field[0] || size_field[1])
-            return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI-%d header whose sizeof_hdr is not %d", path, h.version,
+            return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI-%d header whose sizeof_hdr is not %d" RESAVE, path, h.version,
                                 header_size), 0;
     }
     const int pair = h.version == 1 ? head[345] == 'i' : head[5] == 'i';
     if (h.ndim < 1 || h.ndim > 7)
-        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: dim[0] is %d, not a number of axes from 1 to 7", path,
-                            h.ndim), 0;
+        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: dim[0] is %d, not a number of axes from 1 to 7" RESAVE,
+                            path, h.ndim),
+               0;
     /* trailing axes of size 1 do not count (a 3-D image stored as 5-D, x y z 1 1) */
     int axes = h.ndim;
     uint64_t count = 1;
     for (int k = 1; k <= h.ndim; ++k) {
         if (h.dim[k] < 1)
-            return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: dim[%d] is %lld, but every axis of the %d-D image "
-                                               "needs at least 1 voxel", path, k, (long long)h.dim[k], h.ndim), 0;
+            return tk_set_error(TK_ERR_FORMAT,
+                                "%s: NIfTI header: dim[%d] is %lld, but every axis of the %d-D image "
+                                "needs at least 1 voxel" RESAVE,
+                                path, k, (long long)h.dim[k], h.ndim),
+                   0;
         if (!(count = tk_image_mul(count, (uint64_t)h.dim[k])))
-            return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: the voxel count overflows 64 bits", path), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: the voxel count overflows 64 bits" RESAVE, path), 0;
     }
     while (axes > 1 && h.dim[axes] == 1) --axes;
     if (axes > TK_IMAGE_MAX_AXES)
-        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: %d axes of more than one voxel; the tools read at most %d",
-                            path, axes, TK_IMAGE_MAX_AXES), 0;
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: NIfTI header: %d axes of more than one voxel, the tools read at most %d; "
+                            "extract the volumes needed (e.g. mrconvert IN OUT.nii -coord 4 0)",
+                            path, axes, TK_IMAGE_MAX_AXES),
+               0;
     const unsigned bytes_per = type_bytes(h.datatype);
     if (!bytes_per)
-        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI datatype %d is not a real scalar type the tools read (8- to "
-                                           "64-bit integers, float32, float64)", path, h.datatype), 0;
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: NIfTI datatype %d is not a real scalar type the tools read (8- to "
+                            "64-bit integers, float32, float64); convert it (e.g. mrconvert IN OUT.nii -datatype "
+                            "float32)",
+                            path, h.datatype),
+               0;
     if (h.bitpix != (int)(8 * bytes_per))
-        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: bitpix %d does not match datatype %d (%u bits)", path,
-                            h.bitpix, h.datatype, 8 * bytes_per), 0;
+        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: bitpix %d does not match datatype %d (%u bits)" RESAVE,
+                            path, h.bitpix, h.datatype, 8 * bytes_per),
+               0;
     if (!isfinite(h.vox_offset) || h.vox_offset < (pair ? 0 : header_size) || h.vox_offset != floor(h.vox_offset) ||
         h.vox_offset > 1e15)
-        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: vox_offset %g is not a whole byte offset %s", path,
+        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: vox_offset %g is not a whole byte offset %s" RESAVE, path,
                             h.vox_offset, pair ? "of 0 or more" : "at or after the header's end"), 0;
     const uint64_t bytes = tk_image_mul(count, bytes_per), offset = (uint64_t)h.vox_offset;
-    if (!bytes) return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: the data's size overflows 64 bits", path), 0;
+    if (!bytes)
+        return tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: the data's size overflows 64 bits" RESAVE, path), 0;
 
     info->format = TK_IMAGE_NIFTI;
     info->nifti_version = h.version;
@@ -138,14 +160,19 @@ int tk_image_check_nifti(const char *path, const unsigned char *head, unsigned l
     info->bytes = bytes;
     if (pair) {
         if (!pair_data_file(path, info->data_file, sizeof info->data_file))
-            return tk_set_error(TK_ERR_FORMAT, "%s: a NIfTI header of a .hdr/.img pair (magic \"ni%d\") must be named "
-                                               ".hdr, its data .img", path, h.version), 0;
+            return tk_set_error(TK_ERR_FORMAT,
+                                "%s: a NIfTI header of a .hdr/.img pair (magic \"ni%d\") must be named "
+                                ".hdr, its data .img; rename the pair NAME.hdr and NAME.img",
+                                path, h.version),
+                   0;
         if (!gzip) {
             const int64_t size = tk_image_file_size(path, path);
             if (size < 0) return 0;
             if (size > header_size + 16 * 4096)
-                return tk_set_error(TK_ERR_FORMAT, "%s: a .hdr of %lld bytes: more than a header and its extensions",
-                                    path, (long long)size), 0;
+                return tk_set_error(TK_ERR_FORMAT,
+                                    "%s: a .hdr of %lld bytes: more than a header and its extensions" RESAVE, path,
+                                    (long long)size),
+                       0;
         }
         return check_data(info->data_file, offset, bytes, path);
     }
@@ -153,7 +180,7 @@ int tk_image_check_nifti(const char *path, const unsigned char *head, unsigned l
     if (gzip) {
         uint64_t expected;
         if (__builtin_add_overflow(offset, bytes, &expected))
-            return tk_set_error(TK_ERR_FORMAT, "%s: vox_offset plus the data's size overflows", path), 0;
+            return tk_set_error(TK_ERR_FORMAT, "%s: vox_offset plus the data's size overflows" RESAVE, path), 0;
         return tk_inflate_check(path, 0, TK_INFLATE_GZIP, expected, path, NULL, 0, NULL, NULL);
     }
     return check_data(path, offset, bytes, path);

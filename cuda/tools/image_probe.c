@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "gzip_check.h"
+#include "mif_io.h"
 #include "tk_status.h"
 
 const char *tk_image_formats(void)
@@ -30,11 +31,13 @@ int64_t tk_image_file_size(const char *path, const char *file)
     struct stat st;
     const int same = !strcmp(path, file);
     if (stat(file, &st) != 0)
-        return tk_set_error(TK_ERR_IO, "%s: cannot open%s%s: %s", path, same ? "" : " its data file ", same ? "" : file,
-                            strerror(errno)), -1;
+        return tk_set_error(TK_ERR_IO, "%s: cannot open%s%s: %s; %s", path, same ? "" : " its data file ",
+                            same ? "" : file, strerror(errno),
+                            same ? "check the name and that it is readable"
+                                 : "put it beside the header under that name, readable, or fix the header"), -1;
     if (!S_ISREG(st.st_mode))
-        return tk_set_error(TK_ERR_IO, "%s: %s%s is not a regular file", path, same ? "it" : "its data file ",
-                            same ? "" : file), -1;
+        return tk_set_error(TK_ERR_IO, "%s: %s%s is not a regular file; give %s", path, same ? "it" : "its data file ",
+                            same ? "" : file, same ? "an image file" : "the header a data file"), -1;
     return (int64_t)st.st_size;
 }
 
@@ -86,15 +89,17 @@ static tk_image_format sniff_bytes(const char *path, const unsigned char *b, siz
     if (nifti_magic(b, n)) return TK_IMAGE_NIFTI;
     if (!gzip && n >= 8 && !memcmp(b, "NRRD000", 7) && b[7] >= '1' && b[7] <= '5') return TK_IMAGE_NRRD;
     if (!gzip && metaimage_start(b, n)) return TK_IMAGE_METAIMAGE;
-    const int analyze = n >= 348 && ((b[0] == 0x5c && b[1] == 1 && !b[2] && !b[3]) || (!b[0] && !b[1] && b[2] == 1 && b[3] == 0x5c));
+    const int analyze =
+        n >= 348 && ((b[0] == 0x5c && b[1] == 1 && !b[2] && !b[3]) || (!b[0] && !b[1] && b[2] == 1 && b[3] == 0x5c));
     if (analyze)
-        tk_set_error(TK_ERR_FORMAT, "%s: an ANALYZE 7.5 header (size 348, no NIfTI magic \"n+1\" or \"ni1\"): "
-                                    "not accepted, its orientation is undefined; convert it to NIfTI "
-                                    "(e.g. with nibabel or mrconvert); accepted: %s", path, tk_image_formats());
+        tk_set_error(TK_ERR_FORMAT, "%s: an ANALYZE 7.5 header (size 348, no NIfTI magic \"n+1\" or \"ni1\"), "
+                                    "whose orientation is undefined, is not accepted (accepted: %s); convert it "
+                                    "to NIfTI with its orientation set (e.g. with nibabel or mrconvert)",
+                     path, tk_image_formats());
     else
         tk_set_error(TK_ERR_FORMAT, "%s: not an image in a format the tools read (judged by its content, not its "
-                                    "name)%s; accepted: %s", path, gzip ? ": gzip holding something else" : "",
-                     tk_image_formats());
+                                    "name)%s, which are %s; convert it to one of them", path,
+                     gzip ? ": gzip holding something else" : "", tk_image_formats());
     return TK_IMAGE_UNKNOWN;
 }
 
@@ -103,10 +108,13 @@ tk_image_format tk_image_sniff(const char *path)
     unsigned char b[1024];
     if (tk_image_file_size(path, path) < 0) return TK_IMAGE_UNKNOWN;
     FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), TK_IMAGE_UNKNOWN;
+    if (!f)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path,
+                            strerror(errno)), TK_IMAGE_UNKNOWN;
     size_t n = fread(b, 1, sizeof b, f);
     fclose(f);
-    if (n == 0) return tk_set_error(TK_ERR_FORMAT, "%s: empty file", path), TK_IMAGE_UNKNOWN;
+    if (n == 0)
+        return tk_set_error(TK_ERR_FORMAT, "%s: empty file; copy or export the image again", path), TK_IMAGE_UNKNOWN;
     if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
         n = (size_t)tk_gzip_head(path, b, sizeof b);
         if (n == 0) return TK_IMAGE_UNKNOWN;
@@ -115,22 +123,73 @@ tk_image_format tk_image_sniff(const char *path)
     return sniff_bytes(path, b, n, 0);
 }
 
+/* MRtrix3: the header by mif_io.c's parser (the one the reader uses), the data by its rule
+ * (tk_mif_check_data): one validation of the format, wherever the file comes from. */
+static int check_mif(const char *path, tk_image_info *info)
+{
+    tk_mif_header h;
+    if (!tk_mif_read_header(path, &h) || !tk_mif_check_data(path, &h)) return 0;
+    int axes = h.ndim;
+    while (axes > 1 && h.dim[axes - 1] == 1) --axes;  /* trailing axes of size 1 do not count */
+    if (axes > TK_IMAGE_MAX_AXES)
+        return tk_set_error(TK_ERR_FORMAT, "%s: an MRtrix3 image of %d axes of more than one voxel, the tools read at "
+                                           "most %d; extract the volumes needed (e.g. mrconvert IN OUT.mif -coord 4 0)",
+                            path, axes, TK_IMAGE_MAX_AXES), 0;
+    info->compressed = h.gzip;
+    info->axes = axes;
+    for (int k = 0; k < axes; ++k) info->size[k] = h.dim[k];
+    info->components = 1;
+    info->bytes = tk_mif_data_bytes(&h);
+    snprintf(info->data_file, sizeof info->data_file, "%s", h.data_path);
+    return 1;
+}
+
 int tk_image_probe(const char *path, tk_image_info *info)
 {
     memset(info, 0, sizeof *info);
+    info->files = 1;          /* (MetaImage slice files set more) */
+    info->range_axis = -1;
     info->format = tk_image_sniff(path);
     if (info->format == TK_IMAGE_UNKNOWN) return 0;
-    if (info->format == TK_IMAGE_MIF) return 1;  /* mif_io.c validates as it reads */
+    if (info->format == TK_IMAGE_MIF) return check_mif(path, info);
     if (info->format == TK_IMAGE_NRRD) return tk_image_check_nrrd(path, info);
     if (info->format == TK_IMAGE_METAIMAGE) return tk_image_check_meta(path, info);
     unsigned char head[540];
     FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    if (!f)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path,
+                            strerror(errno)), 0;
     size_t n = fread(head, 1, sizeof head, f);
     fclose(f);
     const int gzip = n >= 2 && head[0] == 0x1f && head[1] == 0x8b;
     if (gzip && (n = (size_t)tk_gzip_head(path, head, sizeof head)) == 0) return 0;
     return tk_image_check_nifti(path, head, n, gzip, info);
+}
+
+void tk_image_to_native(unsigned char *data, uint64_t n, int value_bytes, int big_endian)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    if (value_bytes < 2 || big_endian == (first == 0)) return;
+    for (uint64_t i = 0; i < n; ++i, data += value_bytes)
+        for (int a = 0, b = value_bytes - 1; a < b; ++a, --b) {
+            const unsigned char t = data[a];
+            data[a] = data[b];
+            data[b] = t;
+        }
+}
+
+int tk_image_read_data(const char *path, const tk_image_info *info, void *out, uint64_t out_bytes)
+{
+    tk_image_info again;
+    memset(&again, 0, sizeof again);
+    if (!info->own_read)
+        return tk_set_error(TK_ERR_ARGUMENT, "%s: its data are read by the format's own reader; report this as a bug",
+                            path), 0;
+    if (info->format == TK_IMAGE_NRRD) return tk_image_nrrd_data(path, &again, out, out_bytes);
+    if (info->format == TK_IMAGE_METAIMAGE) return tk_image_meta_data(path, &again, out, out_bytes);
+    return tk_set_error(TK_ERR_ARGUMENT, "%s: no data reader for this format; report this as a bug", path), 0;
 }
 
 /* Strict numbers: the whole token, ASCII digits, no sign where none may be, no overflow
@@ -140,7 +199,8 @@ int tk_image_parse_u64(const char *s, uint64_t *v)
     if (!*s) return 0;
     uint64_t r = 0;
     for (; *s; ++s) {
-        if (*s < '0' || *s > '9' || __builtin_mul_overflow(r, 10, &r) || __builtin_add_overflow(r, (uint64_t)(*s - '0'), &r))
+        if (*s < '0' || *s > '9' || __builtin_mul_overflow(r, 10, &r) ||
+            __builtin_add_overflow(r, (uint64_t)(*s - '0'), &r))
             return 0;
     }
     *v = r;

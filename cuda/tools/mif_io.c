@@ -73,39 +73,6 @@ static int src_getc(source *s)
     return c;
 }
 
-/* Up to n bytes into out; the count read (short at the end of the data or on an error). */
-static size_t src_read(source *s, void *out, size_t n)
-{
-    size_t got = 0;
-#ifdef TK_HAVE_ZLIB
-    while (got < n) {
-        const size_t chunk = n - got > (1u << 30) ? (1u << 30) : n - got;
-        const int r = gzread(s->g, (char *)out + got, (unsigned)chunk);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-#else
-    got = fread(out, 1, n, s->f);
-#endif
-    s->pos += got;
-    return got;
-}
-
-/* Skip forward to byte at (of the uncompressed stream); 0 when the data end first. */
-static int src_skip_to(source *s, uint64_t at)
-{
-    if (at < s->pos) return 0;
-#ifdef TK_HAVE_ZLIB
-    if (gzseek(s->g, (z_off_t)at, SEEK_SET) != (z_off_t)at) return 0;
-    s->pos = at;
-    return 1;
-#else
-    if (fseeko(s->f, (off_t)at, SEEK_SET) != 0) return 0;
-    s->pos = at;
-    return 1;
-#endif
-}
-
 static int is_gzip_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -277,11 +244,24 @@ typedef struct parse_state {
     char file_value[4200];
 } parse_state;
 
+/* What the user can do, the end of every refusal (the tools' messages: the file, what is
+ * wrong, what to do). */
+#define FIX "; fix the header, or re-save the image with MRtrix3 (mrconvert IN OUT.mif)"
+#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define NOT_MIF "; give an MRtrix3 image, or convert it to one (mrconvert IN OUT.mif)"
+
 static int bad(const char *path, const char *fmt, const char *a, const char *b)
 {
     char what[600];
     snprintf(what, sizeof what, fmt, a ? a : "", b ? b : "");
-    return tk_set_error(TK_ERR_FORMAT, "%s: malformed .mif header: %s", path, what), 0;
+    return tk_set_error(TK_ERR_FORMAT, "%s: malformed .mif header: %s" FIX, path, what), 0;
+}
+
+/* a header that ends (or turns into data) before its END line: cut short, or no .mif */
+static int cut(const char *path, const char *what)
+{
+    return tk_set_error(TK_ERR_FORMAT, "%s: malformed .mif header: %s%s", path, what,
+                        strstr(what, "not a .mif") ? NOT_MIF : DAMAGED), 0;
 }
 
 /* One "key: value" entry; 0 (message set) when it is malformed. */
@@ -313,7 +293,8 @@ static int entry(parse_state *st, tk_mif_header *h, char *key, char *value)
         const int n = split(value, tok, TK_MIF_MAX_AXES);
         if (n < 0) return bad(st->path, "vox: more than 16 values", NULL, NULL);
         for (int a = 0; a < n; ++a)
-            if (!parse_double(tok[a], &st->vox[a])) return bad(st->path, "vox: '%s' is not a list of numbers", shown, NULL);
+            if (!parse_double(tok[a], &st->vox[a]))
+                return bad(st->path, "vox: '%s' is not a list of numbers", shown, NULL);
         st->nvox = n;
     } else if (!strcmp(lkey, "layout")) {
         if (st->have_layout++) return bad(st->path, "two 'layout' entries", NULL, NULL);
@@ -332,7 +313,8 @@ static int entry(parse_state *st, tk_mif_header *h, char *key, char *value)
                 return 1;
             }
         if (!strncasecmp(value, "cfloat", 6))
-            return tk_set_error(TK_ERR_UNSUPPORTED, "%s: complex data (datatype %s) is not supported", st->path, shown), 0;
+            return tk_set_error(TK_ERR_UNSUPPORTED, "%s: complex data (datatype %s) is not supported; convert it to "
+                                                    "real values (e.g. mrcalc IN -abs OUT.mif)", st->path, shown), 0;
         return bad(st->path, "datatype '%s' is none of Bit, Int8, UInt8, [U]Int16/32/64[LE|BE], Float32/64[LE|BE]",
                    shown, NULL);
     } else if (!strcmp(lkey, "transform")) {
@@ -357,7 +339,7 @@ static int entry(parse_state *st, tk_mif_header *h, char *key, char *value)
     } else {  /* file */
         if (st->have_file++)
             return tk_set_error(TK_ERR_UNSUPPORTED, "%s: the data are split over several files ('file' entries): "
-                                "not supported", st->path), 0;
+                                "not supported; join them into one (mrconvert IN OUT.mif)", st->path), 0;
         snprintf(st->file_value, sizeof st->file_value, "%s", value);
     }
     return 1;
@@ -368,28 +350,37 @@ int tk_mif_read_header(const char *path, tk_mif_header *h)
     memset(h, 0, sizeof *h);
     h->scale = 1;
     struct stat sb;
-    if (stat(path, &sb) != 0) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
-    if (S_ISDIR(sb.st_mode)) return tk_set_error(TK_ERR_IO, "%s: is a directory, not an image", path), 0;
-    if (sb.st_size == 0) return tk_set_error(TK_ERR_FORMAT, "%s: empty file", path), 0;
+    if (stat(path, &sb) != 0)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path,
+                            strerror(errno)), 0;
+    if (S_ISDIR(sb.st_mode))
+        return tk_set_error(TK_ERR_IO, "%s: is a directory, not an image; give an image file", path), 0;
+    if (sb.st_size == 0) return tk_set_error(TK_ERR_FORMAT, "%s: empty file; copy or export the image again", path), 0;
     const int gz = is_gzip_file(path);
 #ifndef TK_HAVE_ZLIB
-    if (gz) return tk_set_error(TK_ERR_UNSUPPORTED, "%s: gzip-compressed, and this build has no zlib", path), 0;
+    if (gz)
+        return tk_set_error(TK_ERR_UNSUPPORTED,
+                            "%s: gzip-compressed, and this build has no zlib; install zlib "
+                            "(Debian: zlib1g-dev) and rebuild the tools, or decompress it",
+                            path),
+               0;
 #endif
     source s;
-    if (!src_open(&s, path)) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    if (!src_open(&s, path))
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path,
+                            strerror(errno)), 0;
     parse_state st;
     memset(&st, 0, sizeof st);
     st.path = path;
     char *line = malloc(MAX_LINE_BYTES + 1);
-    if (!line) return src_close(&s), tk_set_error(TK_ERR_MEMORY, "%s: out of memory", path), 0;
+    if (!line) return src_close(&s), tk_set_error(TK_ERR_MEMORY, "%s: out of memory; free memory", path), 0;
     int ok = 0, lines = 0, ended = 0;
     for (;;) {
         size_t n = 0;
         int c;
         while ((c = src_getc(&s)) != EOF && c != '\n') {
             if (c == '\0') {
-                bad(path, lines ? "binary data before the END line" : "not a .mif file (no 'mrtrix image' line)",
-                    NULL, NULL);
+                cut(path, lines ? "binary data before the END line" : "not a .mif file (no 'mrtrix image' line)");
                 goto done;
             }
             if (n == MAX_LINE_BYTES) {
@@ -401,12 +392,12 @@ int tk_mif_read_header(const char *path, tk_mif_header *h)
         line[n] = '\0';
         if (c == EOF && n == 0) break;
         if (s.pos > MAX_HEADER_BYTES) {
-            bad(path, "no END line in the first 16 MiB", NULL, NULL);
+            cut(path, "no END line in the first 16 MiB");
             goto done;
         }
         if (lines++ == 0) {
             if (strcmp(trim(line), "mrtrix image")) {
-                tk_set_error(TK_ERR_FORMAT, "%s: not a .mif file (the first line is not 'mrtrix image')", path);
+                tk_set_error(TK_ERR_FORMAT, "%s: not a .mif file (the first line is not 'mrtrix image')" NOT_MIF, path);
                 goto done;
             }
             continue;
@@ -436,8 +427,7 @@ int tk_mif_read_header(const char *path, tk_mif_header *h)
     }
     /* a header on its own (.mih, its data in another file) may end without END */
     if (!ended && (!lines || !st.have_file || !strncmp(st.file_value, ". ", 2) || !strcmp(st.file_value, "."))) {
-        bad(path, lines ? "no END line (the file ends in the header)" : "not a .mif file (no 'mrtrix image' line)",
-            NULL, NULL);
+        cut(path, lines ? "no END line (the file ends in the header)" : "not a .mif file (no 'mrtrix image' line)");
         goto done;
     }
     {
@@ -571,67 +561,137 @@ static double element(const unsigned char *raw, size_t i, tk_mif_type t, int swa
     }
 }
 
+uint64_t tk_mif_data_bytes(const tk_mif_header *h)
+{
+    const size_t count = tk_mif_count(h);
+    if (!count) return 0;
+    if (h->type == TK_MIF_BIT) return (uint64_t)(count / 8 + (count % 8 != 0));
+    const size_t esize = type_bytes(h->type);
+    return count > SIZE_MAX / esize ? 0 : (uint64_t)(count * esize);
+}
+
+int tk_mif_check_data(const char *path, const tk_mif_header *h)
+{
+    const uint64_t bytes = tk_mif_data_bytes(h);
+    if (!bytes) return tk_set_error(TK_ERR_FORMAT, "%s: the data size overflows" FIX, path), 0;
+    if (h->gzip) {
+        /* the whole stream: it ends (CRC and length checked), nothing follows it, and it holds
+         * exactly header and data (gzread would take a stream cut short after the data, or
+         * followed by junk, as good) */
+        uint64_t expected;
+        if (__builtin_add_overflow(h->data_offset, bytes, &expected))
+            return tk_set_error(TK_ERR_FORMAT, "%s: the data offset plus the data's size overflows" FIX, path), 0;
+        return tk_inflate_check(h->data_path, 0, TK_INFLATE_GZIP, expected, path, NULL, 0, NULL, NULL);
+    }
+    const int same = !strcmp(path, h->data_path);
+    char subject[8400];
+    if (same) snprintf(subject, sizeof subject, "%s", path);
+    else snprintf(subject, sizeof subject, "%s: its data file %s", path, h->data_path);
+    struct stat sb;
+    if (stat(h->data_path, &sb) != 0)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open%s%s: %s; %s", path, same ? "" : " its data file ",
+                            same ? "" : h->data_path, strerror(errno),
+                            same ? "check the name and that it is readable"
+                                 : "put it beside the header under that name, readable, or fix the header"), 0;
+    if (!S_ISREG(sb.st_mode))
+        return tk_set_error(TK_ERR_IO, "%s: not a regular file; give the header a data file", subject), 0;
+    const uint64_t size = (uint64_t)sb.st_size;
+    if (size < h->data_offset)
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: truncated: the data should start at byte %llu, past the end of the %llu "
+                            "bytes" DAMAGED,
+                            subject, (unsigned long long)h->data_offset, (unsigned long long)size),
+               0;
+    const uint64_t held = size - h->data_offset;
+    if (held < bytes)
+        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %llu bytes of data at offset %llu, the "
+                                           "file holds %llu" DAMAGED, subject, (unsigned long long)bytes,
+                            (unsigned long long)h->data_offset, (unsigned long long)held), 0;
+    if (held > bytes)
+        return tk_set_error(TK_ERR_FORMAT,
+                            "%s: %llu bytes after the data that the header does not account for (a "
+                            "wrong dim or datatype?)" FIX,
+                            subject, (unsigned long long)(held - bytes)),
+               0;
+    return 1;
+}
+
+/* A .mif.gz's data as the stream is checked: the inflated bytes from the data offset on,
+ * in a buffer that grows with them (a header claiming more than the stream holds is
+ * found out before all of it is allocated). */
+typedef struct collected {
+    const char *path;
+    unsigned char *buf;
+    uint64_t offset, bytes, have;
+} collected;
+
+static int collect(void *ctx, const unsigned char *piece, uint64_t n, uint64_t at)
+{
+    collected *c = ctx;
+    if (at + n <= c->offset) return 1;  /* the header */
+    const uint64_t skip = at < c->offset ? c->offset - at : 0, pos = at + skip - c->offset, len = n - skip;
+    if (pos + len > c->have) {
+        uint64_t want = c->have ? 2 * c->have : (64u << 20);
+        if (want < pos + len) want = pos + len;
+        if (want > c->bytes) want = c->bytes;
+        unsigned char *grown = realloc(c->buf, (size_t)want);
+        if (!grown)
+            return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %llu bytes of data; free memory", c->path,
+                                (unsigned long long)c->bytes), 0;
+        c->buf = grown, c->have = want;
+    }
+    memcpy(c->buf + pos, piece + skip, (size_t)len);
+    return 1;
+}
+
 int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data)
 {
     *data = NULL;
-    const size_t count = tk_mif_count(h), esize = type_bytes(h->type);
-    if (!count) return tk_set_error(TK_ERR_FORMAT, "%s: the number of values overflows", path), 0;
-    size_t bytes;
-    if (h->type == TK_MIF_BIT) {
-        bytes = count / 8 + (count % 8 != 0);
-    } else if (count > SIZE_MAX / esize) {
-        return tk_set_error(TK_ERR_FORMAT, "%s: the data size overflows", path), 0;
-    } else {
-        bytes = count * esize;
-    }
-    if (count > SIZE_MAX / sizeof(float)) return tk_set_error(TK_ERR_MEMORY, "%s: the image is too large", path), 0;
-    /* an uncompressed data file shorter than the header claims is refused before any allocation */
-    struct stat sb;
-    if (stat(h->data_path, &sb) != 0)
-        return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;
-    if (!h->gzip && (uint64_t)sb.st_size < h->data_offset + (uint64_t)bytes)
-        return tk_set_error(TK_ERR_FORMAT,
-                            "%s: truncated: the header claims %zu bytes of data at offset %llu but the file holds %lld "
-                            "bytes", path, bytes, (unsigned long long)h->data_offset, (long long)sb.st_size), 0;
-    /* a .mif.gz whole before any of it is read: the stream ends (CRC and length checked),
-     * nothing follows it, and it holds exactly header and data (gzread would take a stream
-     * cut short after the data, or followed by junk, as good) */
-    if (h->gzip && !tk_inflate_check(h->data_path, 0, TK_INFLATE_GZIP, h->data_offset + (uint64_t)bytes, path, NULL, 0,
-                                     NULL, NULL))
-        return 0;
-    source s;
-    if (!src_open(&s, h->data_path))
-        return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s", path, h->data_path, strerror(errno)), 0;
-    /* the raw bytes; from a compressed stream in growing pieces, so that a header claiming
-     * more than the stream holds is found out before all of it is allocated */
+    const size_t count = tk_mif_count(h);
+    const uint64_t bytes = tk_mif_data_bytes(h);
+    if (!count || !bytes) return tk_set_error(TK_ERR_FORMAT, "%s: the number of values overflows" FIX, path), 0;
+    if (count > SIZE_MAX / sizeof(float))
+        return tk_set_error(TK_ERR_MEMORY, "%s: the image is too large; read a smaller image", path), 0;
     unsigned char *raw = NULL;
-    size_t got = 0, have = 0;
-    int ok = src_skip_to(&s, h->data_offset);
-    while (ok && got < bytes) {
-        size_t want = bytes;
-        if (h->gzip) want = have == 0 ? (bytes < (64u << 20) ? bytes : (64u << 20)) : have < bytes / 2 ? 2 * have : bytes;
-        unsigned char *grown = realloc(raw, want);
-        if (!grown) {
-            free(raw);
-            src_close(&s);
-            return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu bytes of data", path, bytes), 0;
+    if (h->gzip) {
+        /* one pass: the data kept as the whole stream is proven (tk_mif_check_data's rule) */
+        uint64_t expected;
+        if (__builtin_add_overflow(h->data_offset, bytes, &expected))
+            return tk_set_error(TK_ERR_FORMAT, "%s: the data offset plus the data's size overflows" FIX, path), 0;
+        collected c = {path, NULL, h->data_offset, bytes, 0};
+        if (!tk_inflate_check_into(h->data_path, 0, TK_INFLATE_GZIP, expected, path, collect, &c, NULL)) {
+            free(c.buf);
+            return 0;
         }
-        raw = grown, have = want;
-        const size_t asked = have - got, n = src_read(&s, raw + got, asked);
-        got += n;
-        ok = n == asked;  /* a short read: the data end here */
-    }
-    src_close(&s);
-    if (got != bytes) {
-        free(raw);
-        return tk_set_error(TK_ERR_FORMAT, "%s: truncated: the header claims %zu bytes of data at offset %llu, %s", path,
-                            bytes, (unsigned long long)h->data_offset,
-                            h->gzip ? "more than the compressed stream holds" : "more than the file holds"), 0;
+        raw = c.buf;
+    } else {
+        /* exactly the bytes the header claims, checked before any allocation */
+        if (!tk_mif_check_data(path, h)) return 0;
+        FILE *f = fopen(h->data_path, "rb");
+        if (!f)
+            return tk_set_error(TK_ERR_IO, "%s: cannot open its data file %s: %s; check that it is readable", path,
+                                h->data_path, strerror(errno)), 0;
+        raw = malloc((size_t)bytes);
+        const int got =
+            raw && fseeko(f, (off_t)h->data_offset, SEEK_SET) == 0 && fread(raw, 1, (size_t)bytes, f) == bytes;
+        fclose(f);
+        if (!got) {
+            const int oom = raw == NULL;
+            free(raw);
+            return oom ? (tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %llu bytes of data; free memory", path,
+                                       (unsigned long long)bytes),
+                          0)
+                       : (tk_set_error(TK_ERR_IO,
+                                       "%s: the data could not be read (the file changed while it was read?); "
+                                       "read it again once nothing writes it",
+                                       path),
+                          0);
+        }
     }
     float *out = malloc(count * sizeof(float));
     if (!out) {
         free(raw);
-        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu values", path, count), 0;
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu values; free memory", path, count), 0;
     }
     int64_t stride[TK_MIF_MAX_AXES], pos;
     strides(h, stride, &pos);
@@ -686,7 +746,8 @@ int tk_mif_write(const char *path, const tk_mif_header *h, const float *data)
     if (!layout_ok(h, why, sizeof why)) return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: %s", path, why), 0;
     for (int a = 0; a < h->ndim && a < 3; ++a)
         if (!(isfinite(h->vox[a]) && h->vox[a] > 0))
-            return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: voxel size %g along axis %d", path, h->vox[a], a), 0;
+            return tk_set_error(TK_ERR_ARGUMENT, "%s: cannot write: voxel size %g along axis %d", path, h->vox[a], a),
+                   0;
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 4; ++c)
             if (!isfinite(h->transform[r][c]))
@@ -710,7 +771,8 @@ int tk_mif_write(const char *path, const tk_mif_header *h, const float *data)
         else APPEND("%snan", a ? "," : "");
     }
     APPEND("\nlayout: ");
-    for (int a = 0; a < h->ndim; ++a) APPEND("%s%c%d", a ? "," : "", h->layout[a] > 0 ? '+' : '-', abs(h->layout[a]) - 1);
+    for (int a = 0; a < h->ndim; ++a)
+        APPEND("%s%c%d", a ? "," : "", h->layout[a] > 0 ? '+' : '-', abs(h->layout[a]) - 1);
     APPEND("\ndatatype: Float32LE\n");
     for (int r = 0; r < 3; ++r)
         APPEND("transform: %.17g,%.17g,%.17g,%.17g\n", h->transform[r][0] + 0.0, h->transform[r][1] + 0.0,

@@ -72,9 +72,21 @@ int tk_mif_read_header(const char *path, tk_mif_header *h);
 /* The number of values (product of dim); 0 where it overflows size_t. */
 size_t tk_mif_count(const tk_mif_header *h);
 
+/* The bytes of the data the header describes (Bit: 8 values a byte); 0 where it overflows. */
+uint64_t tk_mif_data_bytes(const tk_mif_header *h);
+
+/* The data of a header read by tk_mif_read_header are whole: an uncompressed data file
+ * holds exactly tk_mif_data_bytes from data_offset to its end (fewer: truncated; more: a
+ * tail the header does not account for); a .mif.gz is one complete gzip stream (further
+ * members allowed, nothing else) inflating to exactly the header and the data.  The rule
+ * tk_image_probe applies to a .mif and tk_mif_read_data to what it reads.  0 and a
+ * message naming path on failure. */
+int tk_mif_check_data(const char *path, const tk_mif_header *h);
+
 /* The image's values as float, in the header's axis order with axis 0 fastest (index
  * (i0, i1, ...) at i0 + dim[0] * (i1 + dim[1] * ...)), whatever the layout; scaling
- * applied.  *data is malloc'ed (free it); 0 on failure (truncated data, no memory). */
+ * applied.  *data is malloc'ed (free it); 0 on failure (data not whole by tk_mif_check_data's
+ * rule, checked as they are read; no memory). */
 int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data);
 
 /* Write data (float32, stored in the order h->layout gives) as path: h's dim, vox, layout

@@ -51,7 +51,10 @@ static int check_geometry(const tk_nifti_header *h, const char *what)
             if (!isfinite(h->srow[k / 4][k % 4]) || fabs(h->srow[k / 4][k % 4]) > 1e6)
                 name = "the sform", bad = h->srow[k / 4][k % 4];
     if (name) {
-        tk_set_error(TK_ERR_FORMAT, "%s: NIfTI header: %s holds %f, no orientation can be built from it", what, name, bad);
+        tk_set_error(TK_ERR_FORMAT,
+                     "%s: NIfTI header: %s holds %f, no orientation can be built from it; fix the transform "
+                     "or set its code to 0 (e.g. with nibabel), or re-save it from the tool that made it",
+                     what, name, bad);
         return -1;
     }
     return 1;
@@ -134,17 +137,21 @@ int tk_nifti_read_header(const char *path, tk_nifti_header *h)
     int got;
 #ifdef TK_HAVE_ZLIB
     gzFile g = gzopen(path, "rb");
-    if (!g) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    if (!g)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path,
+                            strerror(errno)), 0;
     got = gzread(g, b, sizeof b);
     gzclose(g);
 #else
     FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), 0;
+    if (!f)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path,
+                            strerror(errno)), 0;
     got = (int)fread(b, 1, sizeof b, f);
     fclose(f);
 #endif
     const int r = got > 0 ? tk_nifti_parse(b, (size_t)got, h, path) : 0;
-    if (r == 0) tk_set_error(TK_ERR_FORMAT, "%s: not a NIfTI-1 or NIfTI-2 header", path);
+    if (r == 0) tk_set_error(TK_ERR_FORMAT, "%s: not a NIfTI-1 or NIfTI-2 header; give a NIfTI file", path);
     return r > 0;
 }
 
@@ -268,7 +275,8 @@ int tk_nifti1_encode_f32(const tk_nifti_header *h, unsigned char o[348])
     for (int k = 1; k < 8; ++k) put16(o, 40 + 2 * (size_t)k, k <= h->ndim ? (int)h->dim[k] : 1);
     put16(o, 70, 16);  /* NIFTI_TYPE_FLOAT32 */
     put16(o, 72, 32);
-    for (int k = 0; k < 8; ++k) putf(o, 76 + 4 * (size_t)k, k == 0 ? (h->pixdim[0] < 0 ? -1 : 1) : k <= h->ndim ? h->pixdim[k] : 1);
+    for (int k = 0; k < 8; ++k)
+        putf(o, 76 + 4 * (size_t)k, k == 0 ? (h->pixdim[0] < 0 ? -1 : 1) : k <= h->ndim ? h->pixdim[k] : 1);
     putf(o, 108, 352);
     putf(o, 112, 1);  /* scl_slope 1, scl_inter 0: the values as they are */
     o[123] = (unsigned char)(h->xyzt_units & 0xff);

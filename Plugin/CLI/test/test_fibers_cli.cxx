@@ -12,6 +12,10 @@
 #include "itkImageFileWriter.h"
 
 #include <fstream>
+#ifdef TK_TEST_BZIP2
+#include <bzlib.h>
+#endif
+#include <zlib.h>
 #include "sh_image_io.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
@@ -119,7 +123,8 @@ TEST(FibersCli, PeaksMatchTheCoreAndTheLayoutIsSh2peaks)
                 EXPECT_EQ(peaks4->GetBufferPointer()[(3 * p) * nvox + v], got[0]);
             }
             if (p >= kept) {
-                EXPECT_TRUE(std::isnan(got[0]) && std::isnan(amp)) << "voxel " << v << " peak " << p << " n " << n << " got " << amp << " a0 " << a[0];
+                EXPECT_TRUE(std::isnan(got[0]) && std::isnan(amp))
+                    << "voxel " << v << " peak " << p << " n " << n << " got " << amp << " a0 " << a[0];
                 continue;
             }
             EXPECT_NEAR(amp, a[p], 1e-4 * (1 + a[p]));
@@ -313,8 +318,11 @@ TEST(FibersCli, WarnsWhenTheDataLookLikeAnotherBasis)
     }
     // the fix it names works: DIPY's file read as it says gives MRtrix3's peaks of the same data
     // (the two tools' CSDs differ; their main fiber directions agree in most voxels)
-    ASSERT_EQ(run_tool(exe + " " + dipy + " " + dir + "/dipy.nii --num 1 --backend omp --quiet --basis descoteaux --legacy",
-                       dir).exit_code, 0);
+    ASSERT_EQ(
+        run_tool(exe + " " + dipy + " " + dir + "/dipy.nii --num 1 --backend omp --quiet --basis descoteaux --legacy",
+                 dir)
+            .exit_code,
+        0);
     ASSERT_EQ(run_tool(exe + " " + dipy + " " + dir + "/wrong.nii --num 1 --backend omp --quiet", dir).exit_code, 0);
     ASSERT_EQ(run_tool(exe + " " + mrtrix + " " + dir + "/mrtrix.nii --num 1 --backend omp --quiet", dir).exit_code, 0);
     auto right = read4(dir + "/dipy.nii"), wrong = read4(dir + "/wrong.nii"), truth = read4(dir + "/mrtrix.nii");
@@ -467,8 +475,147 @@ TEST(FibersCli, WritesEveryVolumeFormatItAccepts)
     EXPECT_NE(slurp(dir + "/peaks.nhdr").find("data file: peaks.raw"), std::string::npos);
     EXPECT_NE(slurp(dir + "/peaks.mhd").find("ElementDataFile = peaks.raw"), std::string::npos);
     auto listing = run_tool("ls -A " + dir, dir);
-    EXPECT_EQ(listing.out, "peaks.mha\npeaks.mhd\npeaks.mif.gz\npeaks.nhdr\npeaks.nii.gz\npeaks.nrrd\npeaks.raw\nref.mif\n"
-                           "sh.nii\nstderr.txt\nstdout.txt\n");
+    EXPECT_EQ(listing.out,
+              "peaks.mha\npeaks.mhd\npeaks.mif.gz\npeaks.nhdr\npeaks.nii.gz\npeaks.nrrd\npeaks.raw\nref.mif\n"
+              "sh.nii\nstderr.txt\nstdout.txt\n");
+}
+
+// NRRD's ascii, hex and bzip2 encodings (decoded by the tools; ITK 5.2 has no bzip2) give
+// the peaks of the same volume stored raw, byte for byte, and so does the raw volume with
+// its component axis stored last (ITK's reader moves it to the fastest; so must ours).
+TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
+{
+    std::string dir = make_temp_dir("tk_fibers_encodings");
+    std::vector<std::vector<double>> coeffs;
+    auto sh = phantom(coeffs, 11);
+    tk::write_vector_volume(sh.GetPointer(), dir + "/raw.nrrd");
+    const auto size = sh->GetLargestPossibleRegion().GetSize();
+    const size_t nvox = size[0] * size[1] * size[2], nc = sh->GetNumberOfComponentsPerPixel();
+    const float *v = sh->GetBufferPointer();
+    std::string raw(reinterpret_cast<const char *>(v), nvox * nc * sizeof(float)), text, hex, last;
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < nvox * nc; ++i) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.9g%s", static_cast<double>(v[i]), i % nc == nc - 1 ? "\n" : " ");
+        text += b;
+    }
+    for (unsigned char c : raw)
+        hex += std::string(1, digits[c >> 4]) + digits[c & 15] + (hex.size() % 64 == 62 ? "\n" : "");
+    for (size_t c = 0; c < nc; ++c)
+        for (size_t x = 0; x < nvox; ++x) last.append(reinterpret_cast<const char *>(&v[x * nc + c]), sizeof(float));
+    // the geometry lines ITK wrote, for every variant
+    const std::string written = slurp(dir + "/raw.nrrd");
+    std::string geometry;
+    for (const char *field : {"space: ", "space directions: ", "space origin: "}) {
+        const size_t at = written.find(std::string("\n") + field);
+        ASSERT_NE(at, std::string::npos) << field;
+        geometry += written.substr(at + 1, written.find('\n', at + 1) - at);
+    }
+    auto nrrd = [&](const std::string &encoding, const std::string &data, bool components_last = false) {
+        const std::string sizes =
+            std::to_string(size[0]) + " " + std::to_string(size[1]) + " " + std::to_string(size[2]);
+        std::string g = geometry;
+        if (components_last) {  // "space directions: none (1,0,0) ..." -> "... (0,0,1) none"
+            g.erase(g.find("none "), 5);
+            g.insert(g.find('\n', g.find("space directions: ")), " none");
+        }
+        return "NRRD0004\ntype: float\ndimension: 4\nsizes: " +
+               (components_last ? sizes + " " + std::to_string(nc) : std::to_string(nc) + " " + sizes) +
+               "\nkinds: " + (components_last ? "domain domain domain vector" : "vector domain domain domain") +
+               "\nendian: little\n" + "encoding: " + encoding + "\n" + g + "\n" + data;
+    };
+    std::ofstream(dir + "/ascii.nrrd", std::ios::binary) << nrrd("ascii", text);
+    std::ofstream(dir + "/hex.nrrd", std::ios::binary) << nrrd("hex", hex);
+    std::ofstream(dir + "/plain.nrrd", std::ios::binary) << nrrd("raw", raw);
+    std::ofstream(dir + "/last.nrrd", std::ios::binary) << nrrd("raw", last, true);
+    std::vector<std::string> inputs = {"plain", "ascii", "hex", "last"};
+#ifdef TK_TEST_BZIP2
+    for (const auto *data : {&raw, &last}) {
+        std::string packed(data->size() + 1000, '\0');
+        unsigned n = static_cast<unsigned>(packed.size());
+        ASSERT_EQ(BZ2_bzBuffToBuffCompress(&packed[0], &n, const_cast<char *>(data->data()),
+                                           static_cast<unsigned>(data->size()), 9, 0, 0), BZ_OK);
+        packed.resize(n);
+        const std::string name = data == &raw ? "bzip2" : "bzip2_last";
+        std::ofstream(dir + "/" + name + ".nrrd", std::ios::binary) << nrrd("bzip2", packed, data == &last);
+        inputs.push_back(name);
+    }
+#endif
+    auto r = run_tool(exe + " " + dir + "/raw.nrrd " + dir + "/p_raw.nrrd --quiet --backend omp", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = slurp(dir + "/p_raw.nrrd");
+    for (const std::string &in : inputs) {
+        r = run_tool(exe + " " + dir + "/" + in + ".nrrd " + dir + "/p_" + in + ".nrrd --quiet --backend omp", dir);
+        ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
+        EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from the raw volume's";
+    }
+}
+
+// MetaImage data split over slice files (LIST, numbered files; raw, big-endian rows,
+// compressed, with HeaderSize) give the peaks of the same volume in one .mha, byte for byte.
+TEST(FibersCli, ReadsMetaImageSliceFilesAlike)
+{
+    std::string dir = make_temp_dir("tk_fibers_slices");
+    std::vector<std::vector<double>> coeffs;
+    auto sh = phantom(coeffs, 13);
+    tk::write_vector_volume(sh.GetPointer(), dir + "/one.mha");
+    const auto size = sh->GetLargestPossibleRegion().GetSize();
+    const size_t nc = sh->GetNumberOfComponentsPerPixel(), row = size[0] * nc, plane = row * size[1];
+    const float *v = sh->GetBufferPointer();
+    auto bytes = [&](size_t from, size_t n, bool big) {
+        std::string b(reinterpret_cast<const char *>(v + from), n * sizeof(float));
+        for (size_t i = 0; big && i < b.size(); i += 4) std::swap(b[i], b[i + 3]), std::swap(b[i + 1], b[i + 2]);
+        return b;
+    };
+    auto zipped = [](const std::string &b) {
+        uLongf n = compressBound(b.size());
+        std::string z(n, '\0');
+        compress(reinterpret_cast<Bytef *>(&z[0]), &n, reinterpret_cast<const Bytef *>(b.data()), b.size());
+        z.resize(n);
+        return z;
+    };
+    std::string list, rows, zlist, hlist;
+    for (size_t k = 0; k < size[2]; ++k) {
+        const std::string n = std::to_string(k + 1);
+        std::ofstream(dir + "/s" + n + ".raw", std::ios::binary) << bytes(k * plane, plane, false);
+        std::ofstream(dir + "/z" + n + ".raw", std::ios::binary) << zipped(bytes(k * plane, plane, false));
+        std::ofstream(dir + "/h" + n + ".raw", std::ios::binary) << "HEAD" + bytes(k * plane, plane, false);
+        list += "s" + n + ".raw\n", zlist += "z" + n + ".raw\n", hlist += "h" + n + ".raw\n";
+        for (size_t j = 0; j < size[1]; ++j) {
+            const std::string r = "r" + n + "_" + std::to_string(j) + ".be";
+            std::ofstream(dir + "/" + r, std::ios::binary) << bytes(k * plane + j * row, row, true);
+            rows += r + "\n";
+        }
+    }
+    // the one-file header ITK wrote, its ElementDataFile line replaced
+    std::string head = slurp(dir + "/one.mha");
+    head = head.substr(0, head.find("ElementDataFile = LOCAL\n"));
+    auto with = [&](const std::string &records, bool big_endian = false) {
+        std::string h = head;
+        if (big_endian) h.replace(h.find("BinaryDataByteOrderMSB = False"), 30, "BinaryDataByteOrderMSB = True");
+        return h + records;
+    };
+    std::ofstream(dir + "/list.mhd", std::ios::binary) << with("ElementDataFile = LIST\n" + list);
+    std::ofstream(dir + "/numbered.mhd", std::ios::binary) << with("ElementDataFile = s%d.raw 1 " +
+                                                                     std::to_string(size[2]) + " 1\n");
+    std::ofstream(dir + "/rows.mhd", std::ios::binary) << with("ElementDataFile = LIST 1D\n" + rows, true);
+    std::ofstream(dir + "/zlist.mhd", std::ios::binary) << with("ElementDataFile = LIST\n" + zlist);
+    std::ofstream(dir + "/hlist.mhd", std::ios::binary) << with("HeaderSize = 4\nElementDataFile = LIST\n" + hlist);
+    auto r = run_tool(exe + " " + dir + "/one.mha " + dir + "/p_one.nrrd --quiet --backend omp", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = slurp(dir + "/p_one.nrrd");
+    for (const std::string in : {"list", "numbered", "rows", "zlist", "hlist"}) {
+        if (in == "zlist") {  // CompressedData = True for these
+            std::string h = slurp(dir + "/zlist.mhd");
+            const size_t at = h.find("CompressedData = False");
+            if (at != std::string::npos) h.replace(at, 22, "CompressedData = True");
+            else h.insert(h.find("ElementDataFile"), "CompressedData = True\n");
+            std::ofstream(dir + "/zlist.mhd", std::ios::binary) << h;
+        }
+        r = run_tool(exe + " " + dir + "/" + in + ".mhd " + dir + "/p_" + in + ".nrrd --quiet --backend omp", dir);
+        ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
+        EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from the one-file volume's";
+    }
 }
 
 // --threads P (issue 20, item 11): ITK's threader runs the omp backend in at most P pieces
