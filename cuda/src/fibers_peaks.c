@@ -46,9 +46,9 @@ typedef struct {
     int m;
     const double *a;
     double c[3 * TK_UNROLLED_K1_8_3], c2[6 * TK_UNROLLED_K2_8_3];
-    /* The last A x^(m-1): Newton's backtracking test evaluates it at the point the next
-     * iteration differentiates at, so one of each iteration's two evaluations is a copy. */
-    double last_x[3], last_y[3];
+    /* The last derivatives: Newton's backtracking test evaluates the value at the point the
+     * next iteration differentiates at, so each iteration takes one evaluation. */
+    double last_x[3], last_y[3], last_h[9];
     int has_last;
 } voxel_tensor;
 
@@ -67,39 +67,36 @@ static void vt_init(voxel_tensor *t, int m, const double *a)
     }
 }
 
-TK_CPU_CLONES static void vt_axm1(const voxel_tensor *tc, const double *x, double *y)
+/* y = A x^(m-1) and h = A x^(m-2) (3 x 3) at x, kept for a further call at the same x.  Both
+ * always, even where only the value is asked (the backtracking test): the step is nearly
+ * always taken and the next iteration wants both there; and the two generated kernels,
+ * inlined side by side, build their common monomials once. */
+TK_CPU_CLONES static void vt_derivs(const voxel_tensor *tc, const double *x, double *y, double *h)
 {
     voxel_tensor *t = (voxel_tensor *)tc; /* the cache is no part of the tensor's value */
-    if (t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2]) {
-        y[0] = t->last_y[0], y[1] = t->last_y[1], y[2] = t->last_y[2];
-        return;
+    if (!(t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2])) {
+        double *ly = t->last_y, *lh = t->last_h;
+        switch (t->m) {
+#define TK_CASE(M)                                                                                                     \
+    case M:                                                                                                            \
+        tk_unrolled_axm1_##M##_3_d(t->c, x[0], x[1], x[2], &ly[0], &ly[1], &ly[2]);                                    \
+        tk_unrolled_axm2_##M##_3_d(t->c2, x[0], x[1], x[2], lh);                                                       \
+        break;
+            TK_CASE(2) TK_CASE(4) TK_CASE(6) TK_CASE(8)
+#undef TK_CASE
+        default: tk_sym_axm1_d(t->m, 3, t->a, x, ly), tk_sym_axm2_d(t->m, 3, t->a, x, lh); break;
+        }
+        for (int i = 0; i < 3; ++i) t->last_x[i] = x[i];
+        t->has_last = 1;
     }
-    switch (t->m) {
-    case 2: tk_unrolled_axm1_2_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
-    case 4: tk_unrolled_axm1_4_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
-    case 6: tk_unrolled_axm1_6_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
-    case 8: tk_unrolled_axm1_8_3_d(t->c, x[0], x[1], x[2], &y[0], &y[1], &y[2]); break;
-    default: tk_sym_axm1_d(t->m, 3, t->a, x, y); break;
-    }
-    for (int i = 0; i < 3; ++i) t->last_x[i] = x[i], t->last_y[i] = y[i];
-    t->has_last = 1;
-}
-
-TK_CPU_CLONES static void vt_axm2(const voxel_tensor *t, const double *x, double *y)
-{
-    switch (t->m) {
-    case 2: tk_unrolled_axm2_2_3_d(t->c2, x[0], x[1], x[2], y); break;
-    case 4: tk_unrolled_axm2_4_3_d(t->c2, x[0], x[1], x[2], y); break;
-    case 6: tk_unrolled_axm2_6_3_d(t->c2, x[0], x[1], x[2], y); break;
-    case 8: tk_unrolled_axm2_8_3_d(t->c2, x[0], x[1], x[2], y); break;
-    default: tk_sym_axm2_d(t->m, 3, t->a, x, y); break;
-    }
+    memcpy(y, t->last_y, sizeof t->last_y);
+    memcpy(h, t->last_h, sizeof t->last_h);
 }
 
 static double vt_axm(const voxel_tensor *t, const double *x)
 {
-    double y[3];
-    vt_axm1(t, x, y);
+    double y[3], h[9];
+    vt_derivs(t, x, y, h);
     return x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
 }
 
@@ -121,7 +118,7 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 #define TK_NEWTON_CTX voxel_tensor
 #define TK_NEWTON_SFX(name) name##_cpu
 #define TK_NEWTON_ORDER(t) ((t)->m)
-#define TK_NEWTON_DERIVS(t, x, y, h) (vt_axm1(t, x, y), vt_axm2(t, x, h))
+#define TK_NEWTON_DERIVS(t, x, y, h) vt_derivs(t, x, y, h)
 #define TK_NEWTON_VALUE(t, x) vt_axm(t, x)
 #include "fibers_newton.h"
 
