@@ -644,15 +644,17 @@ static int collect(void *ctx, const unsigned char *piece, uint64_t n, uint64_t a
     return 1;
 }
 
-int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data)
+/* The data file's bytes as the header claims them (checked whole before any use: the rule
+ * of tk_mif_check_data); *raw_out malloc'ed. */
+static int read_raw(const char *path, const tk_mif_header *h, unsigned char **raw_out)
 {
-    *data = NULL;
     const size_t count = tk_mif_count(h);
     const uint64_t bytes = tk_mif_data_bytes(h);
     if (!count || !bytes) return tk_set_error(TK_ERR_FORMAT, "%s: the number of values overflows" FIX, path), 0;
     if (count > SIZE_MAX / sizeof(float))
         return tk_set_error(TK_ERR_MEMORY, "%s: the image is too large; read a smaller image", path), 0;
     unsigned char *raw = NULL;
+    *raw_out = NULL;
     if (h->gzip) {
         /* one pass: the data kept as the whole stream is proven (tk_mif_check_data's rule) */
         uint64_t expected;
@@ -688,27 +690,62 @@ int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data)
                           0);
         }
     }
-    float *out = malloc(count * sizeof(float));
-    if (!out) {
-        free(raw);
-        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu values; free memory", path, count), 0;
-    }
+    *raw_out = raw;
+    return 1;
+}
+
+/* raw's values as float into out, in the axis order given (NULL: 0, 1, ...), scaling applied. */
+static void convert(const tk_mif_header *h, const unsigned char *raw, const int *order, float *out)
+{
+    const size_t count = tk_mif_count(h);
     int64_t stride[TK_MIF_MAX_AXES], pos;
     strides(h, stride, &pos);
     size_t idx[TK_MIF_MAX_AXES] = {0};
+    int axes[TK_MIF_MAX_AXES];
+    for (int a = 0; a < h->ndim; ++a) axes[a] = order ? order[a] : a;
     const int swap = h->big_endian != host_big_endian(), plain = h->scale == 1 && h->offset == 0;
+    /* float32 in the host's byte order, unscaled (what MRtrix3 writes for FODs): copied */
+    const int as_is = h->type == TK_MIF_FLOAT32 && !swap && plain;
     for (size_t n = 0; n < count; ++n) {
-        const double v = element(raw, (size_t)pos, h->type, swap);
-        out[n] = plain ? (float)v : (float)(h->offset + h->scale * v);
-        for (int a = 0; a < h->ndim; ++a) {  /* the next index, axis 0 fastest */
+        if (as_is) {
+            memcpy(out + n, raw + (size_t)pos * sizeof(float), sizeof(float));
+        } else {
+            const double v = element(raw, (size_t)pos, h->type, swap);
+            out[n] = plain ? (float)v : (float)(h->offset + h->scale * v);
+        }
+        for (int q = 0; q < h->ndim; ++q) {  /* the next index, axes[0] fastest */
+            const int a = axes[q];
             pos += stride[a];
             if (++idx[a] < h->dim[a]) break;
             pos -= stride[a] * (int64_t)h->dim[a];
             idx[a] = 0;
         }
     }
+}
+
+int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data)
+{
+    *data = NULL;
+    unsigned char *raw;
+    if (!read_raw(path, h, &raw)) return 0;
+    const size_t count = tk_mif_count(h);
+    float *out = malloc(count * sizeof(float));
+    if (!out) {
+        free(raw);
+        return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for %zu values; free memory", path, count), 0;
+    }
+    convert(h, raw, NULL, out);
     free(raw);
     *data = out;
+    return 1;
+}
+
+int tk_mif_read_data_into(const char *path, const tk_mif_header *h, const int *order, float *out)
+{
+    unsigned char *raw;
+    if (!read_raw(path, h, &raw)) return 0;
+    convert(h, raw, order, out);
+    free(raw);
     return 1;
 }
 

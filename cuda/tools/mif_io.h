@@ -89,6 +89,11 @@ int tk_mif_check_data(const char *path, const tk_mif_header *h);
  * rule, checked as they are read; no memory). */
 int tk_mif_read_data(const char *path, const tk_mif_header *h, float **data);
 
+/* tk_mif_read_data into out (tk_mif_count(h) floats), in the axis order given: order[0] the
+ * fastest axis, then order[1], ... (NULL: 0, 1, ...); e.g. {3, 0, 1, 2} puts a 4-D image's
+ * volumes fastest, as an ITK vector image holds its components. */
+int tk_mif_read_data_into(const char *path, const tk_mif_header *h, const int *order, float *out);
+
 /* Write data (float32, stored in the order h->layout gives) as path: h's dim, vox, layout
  * and transform, datatype Float32LE (h->type and h->scale/offset are not used), the data
  * in the same file; gzip-compressed when h->gzip (.mif.gz).  The header is checked as a

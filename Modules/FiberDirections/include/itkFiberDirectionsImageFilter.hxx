@@ -1,7 +1,9 @@
 #ifndef itkFiberDirectionsImageFilter_hxx
 #define itkFiberDirectionsImageFilter_hxx
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "itkFiberDirectionsImageFilter.h"
@@ -71,17 +73,91 @@ bool FiberDirectionsImageFilter<TInputImage, TOutputImage>::UsesCUDA() const
 }
 
 template <typename TInputImage, typename TOutputImage>
+bool FiberDirectionsImageFilter<TInputImage, TOutputImage>::TakesWholeBuffers() const
+{
+    if (!std::is_same<typename TInputImage::InternalPixelType, float>::value ||
+        !std::is_same<typename TOutputImage::InternalPixelType, float>::value)
+        return false;
+    const TInputImage *input = this->GetInput();
+    const auto whole = input->GetLargestPossibleRegion();
+    const MaskImageType *mask = this->GetMaskImage();
+    return input->GetBufferedRegion() == whole && this->GetOutput()->GetRequestedRegion() == whole &&
+           (!mask || mask->GetBufferedRegion() == whole);
+}
+
+template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
 {
-    if (!UsesCUDA()) {
+    const bool cuda = UsesCUDA();
+    if (!cuda && !TakesWholeBuffers()) {
         Superclass::GenerateData(); // ITK's threader over the requested region
         return;
     }
-    // CUDA: the whole requested region at once; the core batches it on the GPU.
+    // The whole request at once: on CUDA the core batches it on the GPU; on the CPU it runs
+    // in chunks, each threaded by the core (its OpenMP schedule hands out small batches as
+    // threads free up: a voxel's cost varies a hundredfold between background, one fiber and
+    // three), with progress between chunks.
     this->AllocateOutputs();
     this->BeforeThreadedGenerateData();
-    m_InvalidVoxels += ProcessRegion(this->GetOutput()->GetRequestedRegion(), TK_FIBERS_CUDA);
+    if (TakesWholeBuffers())
+        m_InvalidVoxels += ProcessBuffers(cuda ? TK_FIBERS_CUDA : TK_FIBERS_OMP);
+    else
+        m_InvalidVoxels += ProcessRegion(this->GetOutput()->GetRequestedRegion(), TK_FIBERS_CUDA);
     this->AfterThreadedGenerateData();
+}
+
+template <typename TInputImage, typename TOutputImage>
+void FiberDirectionsImageFilter<TInputImage, TOutputImage>::ScaleAndOrient(float *dirs, const float *amps, size_t n) const
+{
+    const size_t np = m_NumberOfPeaks;
+    const bool rotate = m_Basis == BasisType::Descoteaux;
+    for (size_t q = 0; q < n * np; ++q) {
+        float *d = dirs + 3 * q;
+        double w[3] = {d[0], d[1], d[2]};
+        if (rotate)
+            for (int r = 0; r < 3; ++r)
+                w[r] = m_VoxelToRas[r][0] * d[0] + m_VoxelToRas[r][1] * d[1] + m_VoxelToRas[r][2] * d[2];
+        for (int r = 0; r < 3; ++r) d[r] = static_cast<float>(w[r] * amps[q]);
+    }
+}
+
+template <typename TInputImage, typename TOutputImage>
+SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuffers(tk_fibers_backend backend)
+{
+    const TInputImage *input = this->GetInput();
+    const MaskImageType *mask = this->GetMaskImage();
+    const size_t voxels = input->GetLargestPossibleRegion().GetNumberOfPixels(), k = tk_sh_num_coeffs(m_Lmax),
+                 np = m_NumberOfPeaks;
+    const float *sh = reinterpret_cast<const float *>(input->GetBufferPointer());
+    const unsigned char *inside = mask ? mask->GetBufferPointer() : nullptr;
+    float *dirs = reinterpret_cast<float *>(this->GetOutput(0)->GetBufferPointer());
+    float *amps = reinterpret_cast<float *>(this->GetAmplitudeOutput()->GetBufferPointer());
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, m_Lmax);
+    o.basis = static_cast<tk_sh_basis>(m_Basis);
+    o.legacy = m_Legacy;
+    o.num_peaks = static_cast<int>(np);
+    o.threshold = m_Threshold;
+    o.relative_threshold = m_RelativeThreshold;
+    o.min_separation_deg = m_MinimumSeparationAngle;
+    o.backend = backend;
+    // as many threads as ITK's threader would run at once: its limit, and the work units
+    o.num_threads = static_cast<int>(
+        std::min<ThreadIdType>(this->GetMultiThreader()->GetMaximumNumberOfThreads(), this->GetNumberOfWorkUnits()));
+    // CUDA in one call (it chunks and overlaps transfers itself); the CPU in about 64 chunks
+    const size_t chunk = backend == TK_FIBERS_CUDA ? voxels : std::max<size_t>(4096, (voxels + 63) / 64);
+    SizeValueType bad = 0;
+    for (size_t first = 0; first < voxels; first += chunk) {
+        const size_t n = std::min(chunk, voxels - first);
+        size_t chunk_bad = 0;
+        if (tk_fibers_find(&o, n, sh + first * k, inside ? inside + first : nullptr, dirs + first * np * 3,
+                           amps + first * np, &chunk_bad) != TK_OK)
+            itkExceptionMacro(<< "fiber directions failed: " << tk_last_error());
+        ScaleAndOrient(dirs + first * np * 3, amps + first * np, n);
+        bad += chunk_bad;
+        this->UpdateProgress(static_cast<float>(first + n) / static_cast<float>(voxels));
+    }
+    return bad;
 }
 
 template <typename TInputImage, typename TOutputImage>
@@ -121,21 +197,13 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegi
     size_t bad = 0;
     if (tk_fibers_find(&o, voxels, sh.data(), mask ? inside.data() : nullptr, dirs.data(), amps.data(), &bad) != TK_OK)
         itkExceptionMacro(<< "fiber directions failed: " << tk_last_error());
-    const bool rotate = m_Basis == BasisType::Descoteaux;
+    ScaleAndOrient(dirs.data(), amps.data(), voxels);
     TOutputImage *out_dirs = this->GetOutput(0), *out_amps = this->GetAmplitudeOutput();
     ImageRegionIterator<TOutputImage> di(out_dirs, region), ai(out_amps, region);
     typename TOutputImage::PixelType dpix(3 * np), apix(np);
     for (v = 0; !di.IsAtEnd(); ++di, ++ai, ++v) {
-        for (size_t p = 0; p < np; ++p) {
-            const float *d = &dirs[(v * np + p) * 3];
-            const float a = amps[v * np + p];
-            double w[3] = {d[0], d[1], d[2]};
-            if (rotate)
-                for (int r = 0; r < 3; ++r)
-                    w[r] = m_VoxelToRas[r][0] * d[0] + m_VoxelToRas[r][1] * d[1] + m_VoxelToRas[r][2] * d[2];
-            for (int r = 0; r < 3; ++r) dpix[3 * p + r] = static_cast<typename TOutputImage::InternalPixelType>(w[r] * a);
-            apix[p] = a;
-        }
+        for (size_t c = 0; c < 3 * np; ++c) dpix[c] = static_cast<typename TOutputImage::InternalPixelType>(dirs[v * np * 3 + c]);
+        for (size_t p = 0; p < np; ++p) apix[p] = amps[v * np + p];
         di.Set(dpix);
         ai.Set(apix);
     }
