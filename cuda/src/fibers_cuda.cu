@@ -140,8 +140,7 @@ struct FibArgs {
     int *first, *count;   /* per voxel: its stretch of the candidate list */
     int *num_cands;       /* length of the candidate list */
     int *num_kind1, *num_kind2; /* how many of them are grid maxima / shoulder candidates */
-    int polish_pass;      /* 1: the polish kernel climbs from the grid maxima; 2: from the
-                           * shoulder candidates (which read the first pass's results) */
+    int *num_climbs;      /* how many shoulder candidates the shoulder kernel keeps for a climb */
     int *order;           /* the polish kernel's work order: grid maxima from the front, shoulder
                            * candidates from the back (order_cap entries), so that a warp's
                            * threads mostly do the same work: a whole climb, or one Newton step
@@ -438,61 +437,101 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_grid_k
     }
 }
 
+/* Writes candidate i's result: the strict maximum x (amplitude amp) where good is 1, else none. */
+__device__ static void put_result(const FibArgs &p, int i, int good, const double *x, double amp)
+{
+    if (good <= 0) {
+        p.res_amp[i] = NAN;
+        for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = 0;
+        return;
+    }
+    /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
+    int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+    if (fabs(x[2]) > fabs(x[big])) big = 2;
+    const double sign = x[big] < 0 ? -1.0 : 1.0;
+    for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = sign * x[j];
+    p.res_amp[i] = amp;
+}
+
+/* Candidate i's grid direction, as a unit vector in double. */
+__device__ static void grid_direction(const FibArgs &p, int i, double *x)
+{
+    const int coded = p.cand_dir[i], d = coded < 0 ? -coded - 1 : coded;
+    x[0] = __ldg(p.gx + d), x[1] = __ldg(p.gy + d), x[2] = __ldg(p.gz + d);
+    nt_normalize3_gpu(x);
+}
+
+/* Pass 1, a thread per grid maximum: its climb from its model's maximum, else from itself, as
+ * on the CPU (try_candidate). */
 template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS, 4) fibers_polish_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
-    /* the candidates in the work order: the grid kernel's axial answers are not among them */
-    const int total = p.polish_pass == 1 ? *p.num_kind1 : *p.num_kind2;
+    const int total = *p.num_kind1;
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        const int i = p.order[t];
+        const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
+        double x[3], amp = 0;
+        grid_direction(p, i, x);
+        int good = -1;
+        const float *start = p.cand_start + (size_t)i * 3;
+        if (!isnan(start[0])) {
+            double y[3] = {start[0], start[1], start[2]};
+            nt_normalize3_gpu(y);
+            good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing, 0, 0);
+            if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
+        }
+        if (good < 0) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, 0, 0);
+        put_result(p, i, good, x, amp);
+    }
+}
+
+/* Pass 2, a thread per shoulder candidate, light: a shoulder next to a grid maximum of its
+ * voxel whose climb (pass 1's) stayed on its own hill, within the leash, is on that hill too;
+ * one whose Newton step puts its hill's maximum beyond the leash is a larger lobe's
+ * (nt_shoulder_reaches).  The others are listed from the front of the work order (pass 1's
+ * part of it is done; the shoulders, at most TK_FIB_CAP a voxel, half the order's room, are
+ * read from its back) for pass 3, so that its warps only climb.  The voxel's grid maxima come
+ * first in its stretch. */
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_shoulder_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    const int total = *p.num_kind2;
     const double leash = TK_CLIMB_LEASH * p.spacing, cos_leash = cos(leash);
     for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const int i = p.polish_pass == 1 ? p.order[t] : p.order[p.order_cap - 1 - t];
-        const int coded = p.cand_dir[i], d = coded < 0 ? -coded - 1 : coded;
-        const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
-        double x[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)}, amp;
-        nt_normalize3_gpu(x);
-        int good = -1;
-        if (coded < 0) {
-            /* A shoulder candidate next to a grid maximum of its voxel whose climb (the first
-             * pass's) stayed on its hill is on that hill too; else it climbs on a leash, as on
-             * the CPU.  The voxel's grid maxima come first in its stretch. */
-            const int v = p.cand_voxel[i], end = p.first[v] + p.count[v];
-            bool by_max = false;
-            for (int c = p.first[v]; c < end && !by_max; ++c) {
-                const int e = p.cand_dir[c];
-                if (e < 0) break;
-                const double ge[3] = {__ldg(p.gx + e), __ldg(p.gy + e), __ldg(p.gz + e)};
-                const double *r = p.res_dir + (size_t)c * 3;
-                by_max = fabs(x[0] * ge[0] + x[1] * ge[1] + x[2] * ge[2]) > p.cos_near && !isnan(p.res_amp[c]) &&
-                         fabs(r[0] * ge[0] + r[1] * ge[1] + r[2] * ge[2]) >= cos_leash * sqrt(ge[0] * ge[0] + ge[1] * ge[1] + ge[2] * ge[2]);
-            }
-            if (!by_max) good = nt_shoulder_gpu<M>(&poly, x, &amp, NULL, leash);
-        } else {
-            /* a grid maximum from its model's maximum, else from itself, then with short steps,
-             * as on the CPU */
-            const float *start = p.cand_start + (size_t)i * 3;
-            if (!isnan(start[0])) {
-                double y[3] = {start[0], start[1], start[2]};
-                nt_normalize3_gpu(y);
-                good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing, leash, 0);
-                if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
-            }
-            for (int attempt = 0; attempt < 2 && good < 0; ++attempt) {
-                double y[3] = {x[0], x[1], x[2]};
-                good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0, leash, attempt ? 0.5 * p.spacing : 0);
-                if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
-            }
+        const int i = p.order[p.order_cap - 1 - t], v = p.cand_voxel[i], end = p.first[v] + p.count[v];
+        double x[3];
+        grid_direction(p, i, x);
+        bool by_max = false;
+        for (int c = p.first[v]; c < end && !by_max; ++c) {
+            const int e = p.cand_dir[c];
+            if (e < 0) break;
+            const double ge[3] = {__ldg(p.gx + e), __ldg(p.gy + e), __ldg(p.gz + e)};
+            const double *r = p.res_dir + (size_t)c * 3;
+            by_max = fabs(x[0] * ge[0] + x[1] * ge[1] + x[2] * ge[2]) > p.cos_near && !isnan(p.res_amp[c]) &&
+                     fabs(r[0] * ge[0] + r[1] * ge[1] + r[2] * ge[2]) >=
+                         cos_leash * sqrt(ge[0] * ge[0] + ge[1] * ge[1] + ge[2] * ge[2]);
         }
-        if (good < 0) {
-            p.res_amp[i] = NAN;
-            for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = 0;
+        const Poly<M> poly = {p.coef + (size_t)v * (K + 2)};
+        if (by_max || !nt_shoulder_reaches_gpu<M>(&poly, x, leash)) {
+            put_result(p, i, 0, x, 0);
             continue;
         }
-        /* x and -x are one fiber: the largest-magnitude entry positive, as on the CPU */
-        int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
-        if (fabs(x[2]) > fabs(x[big])) big = 2;
-        const double sign = x[big] < 0 ? -1.0 : 1.0;
-        for (int j = 0; j < 3; ++j) p.res_dir[(size_t)i * 3 + j] = sign * x[j];
-        p.res_amp[i] = good ? amp : NAN;
+        p.order[atomicAdd(p.num_climbs, 1)] = i;
+    }
+}
+
+/* Pass 3, a thread per shoulder candidate pass 2 kept: its climb on the leash. */
+template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS, 4) fibers_climb_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    const int total = *p.num_climbs;
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        const int i = p.order[t];
+        const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
+        double x[3], amp = 0;
+        grid_direction(p, i, x);
+        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0);
+        put_result(p, i, good, x, amp);
     }
 }
 
@@ -548,16 +587,17 @@ __global__ void __launch_bounds__(TK_FIB_THREADS) fibers_select_kernel(FibArgs p
 
 typedef void (*fibers_kernel_fn)(FibArgs);
 typedef struct {
-    fibers_kernel_fn axial, grid, polish;
+    fibers_kernel_fn axial, grid, polish, shoulder, climb;
 } fibers_kernels;
 
 static fibers_kernels kernels_for(int lmax)
 {
-    fibers_kernels none = {NULL, NULL, NULL};
+    fibers_kernels none = {NULL, NULL, NULL, NULL, NULL};
     switch (lmax) {
 #define TK_FIB_CASE(M)                                                                                            \
     case M: {                                                                                                     \
-        fibers_kernels k = {fibers_axial_kernel<M>, fibers_grid_kernel<M>, fibers_polish_kernel<M>};              \
+        fibers_kernels k = {fibers_axial_kernel<M>, fibers_grid_kernel<M>, fibers_polish_kernel<M>,                \
+                            fibers_shoulder_kernel<M>, fibers_climb_kernel<M>};                                   \
         return k;                                                                                                 \
     }
         TK_FIB_CASE(2) TK_FIB_CASE(4) TK_FIB_CASE(6) TK_FIB_CASE(8)
@@ -586,7 +626,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     int *d_voxel_list[2] = {NULL, NULL}, *d_cand_list[2] = {NULL, NULL}, *d_axial_state[2] = {NULL, NULL};
     double *d_axial_res[2] = {NULL, NULL};
     float *d_cand_start[2] = {NULL, NULL};
-    int polish_blocks = 0, select_blocks = 0, axial_blocks = 0;
+    int polish_blocks = 0, select_blocks = 0, axial_blocks = 0, shoulder_blocks = 0;
     unsigned long long *d_bad = NULL, bad = 0;
     cudaStream_t stream[2] = {NULL, NULL};
     cudaEvent_t ev_start[2] = {NULL, NULL}, ev_stop[2] = {NULL, NULL}, ev_grid[2] = {NULL, NULL}, ev_polish[2] = {NULL, NULL};
@@ -609,6 +649,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernels.grid, TK_FIB_THREADS, smem));
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&polish_blocks, kernels.polish, TK_FIB_THREADS, 0));
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&axial_blocks, kernels.axial, TK_FIB_THREADS, 0));
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&shoulder_blocks, kernels.shoulder, TK_FIB_THREADS, 0));
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&select_blocks, fibers_select_kernel, TK_FIB_THREADS, 0));
     if (blocks_per_sm < 1) {
         status = tk_set_error(TK_ERR_UNSUPPORTED, "lmax %d needs %zu bytes of shared memory per block, more than the device has",
@@ -683,7 +724,7 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
             b[3] = {(void **)&d_mask[s], mask ? chunk : 0};
             /* coefficients, then first/count/num_cands, then the candidate list and results */
             b[4] = {(void **)&d_coef[s], sizeof(double) * ((size_t)k + 2) * chunk};
-            b[5] = {(void **)&d_voxel_list[s], sizeof(int) * (2 * chunk + 3)};
+            b[5] = {(void **)&d_voxel_list[s], sizeof(int) * (2 * chunk + 4)};
             b[6] = {(void **)&d_cand_list[s], sizeof(int) * 3 * TK_FIB_CAP2 * chunk};
             b[7] = {(void **)&d_res[s], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};
             b[8] = {(void **)&d_cand_start[s], sizeof(float) * 3 * TK_FIB_CAP2 * chunk};
@@ -745,13 +786,14 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 args.cand_start = d_cand_start[s];
                 args.order = d_cand_list[s] + (size_t)2 * TK_FIB_CAP2 * chunk, args.order_cap = (int)(TK_FIB_CAP2 * chunk);
                 args.num_kind1 = args.num_cands + 1, args.num_kind2 = args.num_cands + 2;
+                args.num_climbs = args.num_cands + 3;
                 args.res_dir = d_res[s], args.res_amp = d_res[s] + (size_t)3 * TK_FIB_CAP2 * chunk;
                 args.axial_state = d_axial_state[s], args.axial_res = d_axial_res[s];
                 args.num_voxels = todo;
                 size_t want = (todo + TK_FIB_WARPS - 1) / TK_FIB_WARPS;
                 int blocks = want < (size_t)grid_blocks_cap ? (int)want : grid_blocks_cap;
                 CUDA_TRY(cudaEventRecord(ev_start[s], stream[s]));
-                CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, 3 * sizeof(int), stream[s]));
+                CUDA_TRY(cudaMemsetAsync(args.num_cands, 0, 4 * sizeof(int), stream[s]));
                 {
                     const size_t axial_want = (todo + TK_FIB_THREADS - 1) / TK_FIB_THREADS;
                     const int axial_cap = sm_count * (axial_blocks > 0 ? axial_blocks : 1);
@@ -762,11 +804,13 @@ extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fi
                 kernels.grid<<<blocks, TK_FIB_THREADS, smem, stream[s]>>>(args);
                 CUDA_TRY(cudaGetLastError());
                 CUDA_TRY(cudaEventRecord(ev_grid[s], stream[s]));
-                for (int pass = 1; pass <= 2; ++pass) {
-                    args.polish_pass = pass;
-                    kernels.polish<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
-                    CUDA_TRY(cudaGetLastError());
-                }
+                /* the grid maxima's climbs, then the shoulder candidates (which read them) */
+                kernels.polish<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                kernels.shoulder<<<sm_count * shoulder_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
+                kernels.climb<<<sm_count * polish_blocks, TK_FIB_THREADS, 0, stream[s]>>>(args);
+                CUDA_TRY(cudaGetLastError());
                 CUDA_TRY(cudaEventRecord(ev_polish[s], stream[s]));
                 want = (todo + TK_FIB_THREADS - 1) / TK_FIB_THREADS;
                 blocks = want < (size_t)(sm_count * select_blocks) ? (int)want : sm_count * select_blocks;

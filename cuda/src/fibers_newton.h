@@ -158,26 +158,20 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
     return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && mean + rad < -1e-6 * scale;
 }
 
-/* A shoulder candidate's climb on a leash (nt_polish) from x, a grid direction.  Where the
- * Hessian there is negative definite, the Newton step says where the maximum of this hill
- * lies: beyond the leash it is a larger lobe's, whose own candidate climbs to it, and -1 is
- * returned at the price of one derivative.  Where the Hessian is indefinite (a flat bump on a
- * slope, or a ridge) no one step can tell.  Returns as nt_polish. */
-TK_NEWTON_FN int TK_NEWTON_SFX(nt_shoulder)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations,
-                                           double leash)
+/* Whether a shoulder candidate at x (a grid direction) is worth its climb on a leash: where
+ * the Hessian there is negative definite, the Newton step says where the maximum of this hill
+ * lies, and beyond the leash it is a larger lobe's, whose own candidate climbs to it (0, at
+ * the price of one derivative).  Where the Hessian is indefinite (a flat bump on a slope, or a
+ * ridge) no one step can tell (1). */
+TK_NEWTON_FN int TK_NEWTON_SFX(nt_shoulder_reaches)(const TK_NEWTON_CTX *t, const double *x, double leash)
 {
     double u[3], w[3], g[2], h[3];
     TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
     TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
     const double det = h[0] * h[2] - h[1] * h[1];
-    if (h[0] < 0 && det > 0) {
-        const double s0 = -(h[2] * g[0] - h[1] * g[1]) / det, s1 = -(h[0] * g[1] - h[1] * g[0]) / det;
-        if (!(s0 * s0 + s1 * s1 <= leash * leash)) {
-            if (iterations) *iterations = 0;
-            return -1;
-        }
-    }
-    return TK_NEWTON_SFX(nt_polish)(t, x, amplitude, iterations, 0, leash, 0);
+    if (!(h[0] < 0 && det > 0)) return 1;
+    const double s0 = -(h[2] * g[0] - h[1] * g[1]) / det, s1 = -(h[0] * g[1] - h[1] * g[0]) / det;
+    return s0 * s0 + s1 * s1 <= leash * leash;
 }
 
 /* The critical point of A x^m at the axis of an axially symmetric series, by pure Newton

@@ -411,10 +411,11 @@ static int try_candidate(voxel_search *s, int i, int kind, float high)
     if (kind == 2) {
         /* A shoulder candidate (higher ground only beyond its nearest neighbours, or at one
          * neighbour only: a bump on a ridge that climbs on to a larger lobe, or a flat bump on
-         * a slope) climbs on a leash (nt_shoulder): a maximum within TK_CLIMB_LEASH spacings is
+         * a slope) climbs on a leash (nt_shoulder_reaches): a maximum within TK_CLIMB_LEASH spacings is
          * its own (a flat bump's Hessian may be indefinite at the grid direction, so no
          * one-step test decides), one beyond is a larger lobe's, whose candidate climbs to it. */
-        strict = nt_shoulder_cpu(s->vt, x, &amp, &climbed, leash);
+        if (!nt_shoulder_reaches_cpu(s->vt, x, leash)) return 1;
+        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0, leash, 0);
         if (s->iterations) *s->iterations += (unsigned long long)climbed;
         if (strict > 0) add_maximum(s, x, amp);
         return 1;
