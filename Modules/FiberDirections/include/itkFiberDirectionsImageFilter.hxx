@@ -107,6 +107,21 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
 }
 
 template <typename TInputImage, typename TOutputImage>
+tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_fibers_backend backend) const
+{
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, m_Lmax);
+    o.basis = static_cast<tk_sh_basis>(m_Basis);
+    o.legacy = m_Legacy;
+    o.num_peaks = static_cast<int>(m_NumberOfPeaks);
+    o.threshold = m_Threshold;
+    o.relative_threshold = m_RelativeThreshold;
+    o.min_separation_deg = m_MinimumSeparationAngle;
+    o.backend = backend;
+    return o;
+}
+
+template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::ScaleAndOrient(float *dirs, const float *amps, size_t n) const
 {
     const size_t np = m_NumberOfPeaks;
@@ -132,15 +147,7 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
     const unsigned char *inside = mask ? mask->GetBufferPointer() : nullptr;
     float *dirs = reinterpret_cast<float *>(this->GetOutput(0)->GetBufferPointer());
     float *amps = reinterpret_cast<float *>(this->GetAmplitudeOutput()->GetBufferPointer());
-    tk_fibers_options o;
-    tk_fibers_options_init(&o, m_Lmax);
-    o.basis = static_cast<tk_sh_basis>(m_Basis);
-    o.legacy = m_Legacy;
-    o.num_peaks = static_cast<int>(np);
-    o.threshold = m_Threshold;
-    o.relative_threshold = m_RelativeThreshold;
-    o.min_separation_deg = m_MinimumSeparationAngle;
-    o.backend = backend;
+    tk_fibers_options o = CoreOptions(backend);
     // as many threads as ITK's threader would run at once: its limit, and the work units
     o.num_threads = static_cast<int>(
         std::min<ThreadIdType>(this->GetMultiThreader()->GetMaximumNumberOfThreads(), this->GetNumberOfWorkUnits()));
@@ -185,15 +192,7 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegi
         v = 0;
         for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) inside[v] = it.Get() != 0;
     }
-    tk_fibers_options o;
-    tk_fibers_options_init(&o, m_Lmax);
-    o.basis = static_cast<tk_sh_basis>(m_Basis);
-    o.legacy = m_Legacy;
-    o.num_peaks = static_cast<int>(np);
-    o.threshold = m_Threshold;
-    o.relative_threshold = m_RelativeThreshold;
-    o.min_separation_deg = m_MinimumSeparationAngle;
-    o.backend = backend;
+    const tk_fibers_options o = CoreOptions(backend);
     size_t bad = 0;
     if (tk_fibers_find(&o, voxels, sh.data(), mask ? inside.data() : nullptr, dirs.data(), amps.data(), &bad) != TK_OK)
         itkExceptionMacro(<< "fiber directions failed: " << tk_last_error());
