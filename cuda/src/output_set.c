@@ -762,9 +762,9 @@ int tk_fsync_close(int fd)
 
 /* ---- temporary folders ----------------------------------------------------------------- */
 
-/* The files in folder name (of parent_fd), not following links; its subfolders are removed
- * only where empty. */
-static void empty_folder(int parent_fd, const char *name)
+/* The files in folder name (of parent_fd), not following links, and where depth > 0 those of
+ * its subfolders the same way, depth - 1 deep; a subfolder is removed only where empty. */
+static void empty_folder(int parent_fd, const char *name, int depth)
 {
     int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return;
@@ -779,6 +779,7 @@ static void empty_folder(int parent_fd, const char *name)
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
             fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
+        if (S_ISDIR(st.st_mode) && depth > 0) empty_folder(fd, de->d_name, depth - 1);
         unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
     }
     closedir(d);
@@ -790,23 +791,7 @@ static void empty_folder(int parent_fd, const char *name)
  * to empty) stays, and the temporary with it. */
 static void remove_tmpdir(int parent_fd, const char *name)
 {
-    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        struct stat st;
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-            fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode)) empty_folder(fd, de->d_name);
-        unlinkat(fd, de->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
-    }
-    closedir(d);
+    empty_folder(parent_fd, name, 1);
     unlinkat(parent_fd, name, AT_REMOVEDIR);
 }
 
