@@ -335,7 +335,7 @@ int main(int argc, char **argv)
         const unsigned comps = sh->GetNumberOfComponentsPerPixel();
         if (tk_sh_lmax_for_count(comps) < 2 || tk_sh_lmax_for_count(comps) > TK_SH_MAX_LMAX)
             throw std::runtime_error(a.input + ": " + std::to_string(comps) +
-                                     " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153)");
+                                     " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153); give an SH image with one of those numbers of volumes");
         if (!a.quiet) tk::warn_if_other_basis(stderr, prog, a.input, sh, a.descoteaux, a.legacy);
 #ifdef TK_HAVE_VTK
         if (!a.png.empty() && a.slice >= 0) {

@@ -60,13 +60,14 @@ EMPTY = r"empty|no entries|too short|truncated|not a|header"
 TRUNCATED = r"truncated|too short|short|expected|end of|missing|bytes"
 NOT_FINITE = r"nan|inf|not finite|non-finite"
 # "One message style everywhere: the program, the file or flag, what was wrong, what to do."
-# The rule for the rows of the command-line layer and the writers (every exit-2 row, and the
-# rows of .npy inputs, output paths and writes; marked ‡ in the document): the message's last
-# clause -- the text after its last "; ", or after its last ": " where it has no "; " -- starts
-# with one of these verbs (after "or " or "then " at most): what the user can do.
-WHAT_TO_DO = ("add", "build", "change", "check", "choose", "close", "convert", "copy", "create", "drop", "fix", "free",
-              "give", "install", "lower", "make", "mark", "mask", "move", "pass", "remove", "rename", "report",
-              "reshape", "resample", "run", "save", "see", "split", "train", "try", "use", "wait", "write")
+# The rule for every row that ends in a refusal (all but exit 0 and a signal's; marked ‡ in the
+# document): the message's last clause -- the text after its last "; ", or after its last ": "
+# where it has no "; " -- starts with one of these verbs (after "or " or "then " at most): what
+# the user can do.
+WHAT_TO_DO = ("add", "build", "change", "check", "choose", "close", "convert", "copy", "correct", "create", "drop",
+              "end", "extract", "fix", "free", "give", "install", "join", "lower", "make", "mark", "mask", "move",
+              "pass", "put", "re-save", "read", "remove", "rename", "report", "reshape", "resample", "run", "save",
+              "see", "split", "train", "try", "use", "wait", "write")
 
 
 def says_what_to_do(message):
@@ -105,8 +106,8 @@ class Case:
         self.layer = None         # "npy", "output" or "write": rows whose message must say what to do
 
     def needs_advice(self):
-        """A refusal of the command-line layer or the writers (see WHAT_TO_DO)."""
-        return self.code != 0 and not self.signal and (self.code == 2 or self.layer is not None)
+        """A refusal (see WHAT_TO_DO): every row that ends in an error, but a signal's."""
+        return self.code != 0 and not self.signal
 
 
 # ---- files ---------------------------------------------------------------------------
@@ -1419,14 +1420,11 @@ shown here, and other users); the check compares everything else in them. Runs h
 header would fail to allocate rather than wake the OOM killer; every absurd-size row below
 is refused from the header or the flags, before any large allocation.
 
-Rows marked ‡ come from the command-line layer or the writers (every exit-2 row, and the
-rows of `.npy` inputs, output paths and writes); their messages end with what to do. The rule
-the tests apply (`WHAT_TO_DO` in the script; the CTest `tk_bad_input_advice` checks this
-document by it): the message's last clause -- the text after its last "; ", or after its last
-": " where it has none -- starts with one of the verbs add, build, change, check, choose, close,
-convert, copy, create, drop, fix, free, give, install, lower, make, mark, mask, move, pass,
-remove, rename, report, reshape, resample, run, save, see, split, train, try, use, wait, write
-(after "or " or "then " at most).
+Rows marked ‡ end in a refusal (every row but those of exit 0 and a signal's), and their
+messages end with what to do. The rule the tests apply (`WHAT_TO_DO` in the script; the CTest
+`tk_bad_input_advice` checks this document by it): the message's last clause -- the text after
+its last "; ", or after its last ": " where it has none -- starts with one of the verbs
+%s (after "or " or "then " at most).
 
 The rows named "write: ..." check the outputs themselves: a full disk (a file-size limit,
 `RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so that writes fail as on a full disk) must be an
@@ -1550,7 +1548,7 @@ def main():
             print("--write-doc needs every tool (--all)")
             return 1
         with open(a.doc, "w") as f:
-            f.write(DOC_HEAD + "".join("\n" + sections[t] for t in TOOLS))
+            f.write(DOC_HEAD.replace("%s", ", ".join(WHAT_TO_DO)) + "".join("\n" + sections[t] for t in TOOLS))
         print("wrote %s" % a.doc)
     elif a.doc:
         committed = open(a.doc).read() if os.path.exists(a.doc) else ""

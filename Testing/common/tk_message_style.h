@@ -11,7 +11,7 @@ static inline int tk_message_advises(const char *msg)
 {
     static const char *const verbs[] = {"re-save ", "convert ", "rename ", "check ", "copy ", "give ", "install ",
                                         "fix ", "remove ", "extract ", "free ", "read ", "put ", "report ", "correct ",
-                                        "end ", "join ", "resample ", "the file is damaged", NULL};
+                                        "end ", "join ", "resample ", NULL};
     const char *last = NULL;
     for (const char *p = strstr(msg, "; "); p; p = strstr(p + 2, "; ")) last = p + 2;
     if (!last) return 0;

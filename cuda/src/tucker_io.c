@@ -170,13 +170,13 @@ static tk_status read_matrix(const char *dir, const char *name, size_t rows, siz
         int len = 0;
         for (int d = 0; d < a->ndim && len < 64; ++d)
             len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%zu", d ? ", " : "", a->shape[d]);
-        s = tk_set_error(TK_ERR_FORMAT, "%s: holds %s (%s), but the manifest says float32 (%zu, %zu)", p,
+        s = tk_set_error(TK_ERR_FORMAT, "%s: holds %s (%s), but the manifest says float32 (%zu, %zu); train the model again, or copy its folder again", p,
                          tk_npy_dtype_name(a->dtype), shape, rows, cols);
     }
     for (size_t k = 0; s == TK_OK && k < rows * cols; ++k) {
         const float v = ((const float *)a->data)[k];
         if (v != v || v - v != 0)
-            s = tk_set_error(TK_ERR_DATA, "%s: non-finite entry (NaN or Inf) at row %zu, column %zu", p, k / cols,
+            s = tk_set_error(TK_ERR_DATA, "%s: non-finite entry (NaN or Inf) at row %zu, column %zu; train the model again", p, k / cols,
                              k % cols);
     }
     if (s != TK_OK) tk_npy_free(a);
@@ -208,7 +208,7 @@ tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manif
     if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory");
     FILE *f = fopen(p, "rb");
     if (!f) {
-        tk_status s = tk_set_error(TK_ERR_IO, "%s: not a model directory (cannot open manifest.txt: %s)", dir,
+        tk_status s = tk_set_error(TK_ERR_IO, "%s: not a model directory (cannot open manifest.txt: %s); give the folder tk-tucker train --out wrote", dir,
                                    strerror(errno));
         free(p);
         return s;
@@ -221,7 +221,7 @@ tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manif
     long order = 0, rj = 0, rr = 0;
     uint32_t dims[TK_TUCKER_MAX_ORDER] = {0};
     if (!text || !got || !tk_tucker_manifest_get(text, "format", v, sizeof v) || strcmp(v, "tk-tucker-model 1")) {
-        s = tk_set_error(TK_ERR_FORMAT, "%s: not a tk-tucker model manifest", p);
+        s = tk_set_error(TK_ERR_FORMAT, "%s: not a tk-tucker model manifest; give the folder tk-tucker train --out wrote", p);
         goto done;
     }
     if (!tk_tucker_manifest_get(text, "order", v, sizeof v) || (order = manifest_long(v)) < 3 ||

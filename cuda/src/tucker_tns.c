@@ -62,7 +62,7 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
         }
         if (order == 0) {
             if (nf < 3 || nf > TK_TUCKER_MAX_ORDER + 1) {
-                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns: expected 2..%d indices and a value", path, line,
+                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns: expected 2..%d indices and a value; fix the line", path, line,
                                   nf, TK_TUCKER_MAX_ORDER);
                 goto fail;
             }
@@ -72,28 +72,28 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
         if (values_optional && nf == order) {
             has_value = 0;
         } else if (nf != order + 1) {
-            st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns where %d indices and a value (%d columns) were expected",
+            st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns where %d indices and a value (%d columns) were expected; fix the line (a file cut short: copy it again)",
                               path, line, nf, order, order + 1);
             if (values_optional)
-                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns where %d indices (and optionally a value) were expected",
+                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: %d columns where %d indices (and optionally a value) were expected; fix the line",
                                   path, line, nf, order);
             goto fail;
         }
         if (nnz == cap && grow(out, &cap, (size_t)order) != TK_OK) {
-            st = tk_set_error(TK_ERR_MEMORY, "%s:%zu: out of memory after %zu entries", path, line, nnz);
+            st = tk_set_error(TK_ERR_MEMORY, "%s:%zu: out of memory after %zu entries; free memory or split the file", path, line, nnz);
             goto fail;
         }
         char buf[64];
         if (!has_value) out->val[nnz] = 0;
         for (int k = 0; k < order + has_value; ++k) {
             if (len[k] >= sizeof buf) {
-                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: column %d is too long to be a number", path, line, k + 1);
+                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: column %d is too long to be a number; fix the line", path, line, k + 1);
                 goto fail;
             }
             memcpy(buf, field[k], len[k]);
             buf[len[k]] = '\0';
             if (strlen(buf) != len[k]) { /* zero-filled blocks of a torn write must not read as numbers */
-                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: column %d holds a NUL byte (a corrupt or binary file?)", path,
+                st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: column %d holds a NUL byte (a corrupt or binary file?); check that it is a text .tns file", path,
                                   line, k + 1);
                 goto fail;
             }
@@ -101,23 +101,23 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
             errno = 0;
             if (k < order) {
                 if (buf[0] == '-') {
-                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index '%s' in column %d is negative (indices are 1-based)",
+                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index '%s' in column %d is negative (indices are 1-based); fix the line",
                                       path, line, buf, k + 1);
                     goto fail;
                 }
                 unsigned long long v = strtoull(buf, &stop, 10);
                 if (stop == buf || *stop) {
-                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index '%s' in column %d is not an integer", path, line,
+                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index '%s' in column %d is not an integer; fix the line", path, line,
                                       buf, k + 1);
                     goto fail;
                 }
                 if (v == 0) {
-                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index 0 in column %d (indices are 1-based)", path, line,
+                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index 0 in column %d (indices are 1-based); add 1 to every index of a 0-based file", path, line,
                                       k + 1);
                     goto fail;
                 }
                 if (errno || v > UINT32_MAX) {
-                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index '%s' in column %d is larger than %u", path, line,
+                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: index '%s' in column %d is larger than %u; fix the line", path, line,
                                       buf, k + 1, UINT32_MAX);
                     goto fail;
                 }
@@ -126,11 +126,11 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
             } else {
                 double v = strtod(buf, &stop);
                 if (stop == buf || *stop) {
-                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: value '%s' is not a number", path, line, buf);
+                    st = tk_set_error(TK_ERR_FORMAT, "%s:%zu: value '%s' is not a number; fix the line", path, line, buf);
                     goto fail;
                 }
                 if (!isfinite(v) || !isfinite((float)v)) {
-                    st = tk_set_error(TK_ERR_DATA, "%s:%zu: value '%s' is not finite in single precision", path, line, buf);
+                    st = tk_set_error(TK_ERR_DATA, "%s:%zu: value '%s' is not finite in single precision; fix or remove the entry", path, line, buf);
                     goto fail;
                 }
                 out->val[nnz] = (float)v;
@@ -139,7 +139,7 @@ static tk_status parse_tns(const char *path, const char *text, size_t size, int 
         ++nnz;
     }
     if (order == 0) {
-        st = tk_set_error(TK_ERR_FORMAT, "%s: no entries (only comments or blank lines)", path);
+        st = tk_set_error(TK_ERR_FORMAT, "%s: no entries (only comments or blank lines); give a file of entries 'i j k value'", path);
         goto fail;
     }
     out->order = order;
@@ -154,23 +154,23 @@ fail:
 static tk_status slurp(const char *path, char **text, size_t *size)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
-        return tk_set_error(TK_ERR_IO, "%s: not a regular file", path);
+        return tk_set_error(TK_ERR_IO, "%s: not a regular file; give a .tns file", path);
     }
     *size = (size_t)st.st_size;
     *text = malloc(*size + 1);
     if (!*text) {
         fclose(f);
-        return tk_set_error(TK_ERR_MEMORY, "%s: cannot hold %zu bytes in memory", path, *size);
+        return tk_set_error(TK_ERR_MEMORY, "%s: cannot hold %zu bytes in memory; free memory or split the file", path, *size);
     }
     size_t got = fread(*text, 1, *size, f);
     fclose(f);
     if (got != *size) {
         free(*text);
-        return tk_set_error(TK_ERR_IO, "%s: short read (%zu of %zu bytes)", path, got, *size);
+        return tk_set_error(TK_ERR_IO, "%s: short read (%zu of %zu bytes); read it again once nothing writes it", path, got, *size);
     }
     return TK_OK;
 }
@@ -275,7 +275,8 @@ tk_status tk_tns_read_cached(const char *path, int order, tk_tucker_coo *out, in
 {
     if (from_cache) *from_cache = 0;
     struct stat st;
-    if (stat(path, &st) != 0) return tk_set_error(TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (stat(path, &st) != 0)
+        return tk_set_error(TK_ERR_IO, "%s: cannot open: %s; check the name and that it is readable", path, strerror(errno));
     size_t n = strlen(path);
     char *cache = malloc(n + 5);
     if (!cache) return tk_set_error(TK_ERR_MEMORY, "out of memory");

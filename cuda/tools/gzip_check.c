@@ -17,7 +17,7 @@
 
 /* What the user can do, the end of every refusal (the tools' messages: the file, what is
  * wrong, what to do). */
-#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define DAMAGED "; copy or export the file again: it is damaged or incomplete"
 #define NO_ZLIB "; install zlib (Debian: zlib1g-dev) and rebuild the tools, or decompress the file"
 
 uint64_t tk_inflate_bound(uint64_t compressed)

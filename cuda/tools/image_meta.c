@@ -32,7 +32,7 @@
 /* What the user can do, the end of every refusal (the tools' messages: the file, what is
  * wrong, what to do). */
 #define FIX "; fix the header, or re-save the image (e.g. with 3D Slicer or ITK)"
-#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define DAMAGED "; copy or export the file again: it is damaged or incomplete"
 #define DAMAGED_OR_FIX "; copy or export it again if it is cut short, else fix the header"
 #define SLICES "; fix the slice files or their list, or re-save the image in one file (e.g. as .mha)"
 #define MEMORY "; free memory, or read a smaller image"

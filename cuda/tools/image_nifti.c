@@ -19,7 +19,7 @@
 /* What the user can do, the end of every refusal (the tools' messages: the file, what is
  * wrong, what to do). */
 #define RESAVE "; re-save it as NIfTI-1 (e.g. mrconvert IN OUT.nii, or nibabel)"
-#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define DAMAGED "; copy or export the file again: it is damaged or incomplete"
 
 /* Bytes per value of NIfTI's real scalar types (0: not accepted: complex, RGB, float128,
  * unknown codes; the tools hold real values). */

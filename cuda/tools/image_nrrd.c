@@ -35,7 +35,7 @@
 /* What the user can do, the end of every refusal (the tools' messages: the file, what is
  * wrong, what to do). */
 #define FIX "; fix the header, or re-save the image (e.g. with unu save or 3D Slicer)"
-#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define DAMAGED "; copy or export the file again: it is damaged or incomplete"
 #define VALUES "; correct that value, or re-save the image (e.g. unu save -e raw)"
 #define DATAFILE "; put it beside the header under that name, readable, or fix the header's data file"
 #define MEMORY "; free memory, or read a smaller image"

@@ -247,7 +247,7 @@ typedef struct parse_state {
 /* What the user can do, the end of every refusal (the tools' messages: the file, what is
  * wrong, what to do). */
 #define FIX "; fix the header, or re-save the image with MRtrix3 (mrconvert IN OUT.mif)"
-#define DAMAGED "; the file is damaged or incomplete: copy or export it again"
+#define DAMAGED "; copy or export the file again: it is damaged or incomplete"
 #define NOT_MIF "; give an MRtrix3 image, or convert it to one (mrconvert IN OUT.mif)"
 
 static int bad(const char *path, const char *fmt, const char *a, const char *b)

@@ -277,7 +277,7 @@ static int cmd_train(int argc, char **argv)
         goto done;
     }
     if (all.order < 3) {
-        tk_cli_error(prog, "%s: FastTucker needs order 3..%d, the file has order %d", a.train, TK_TUCKER_MAX_ORDER,
+        tk_cli_error(prog, "%s: FastTucker needs order 3..%d, the file has order %d; give a tensor of 3 or more modes", a.train, TK_TUCKER_MAX_ORDER,
                      all.order);
         if (!train_cached) drop_cache(a.train);
         goto done;
@@ -489,13 +489,13 @@ static int cmd_predict(int argc, char **argv)
         return rc;
     }
     if (q.nnz == 0) {
-        tk_cli_error(prog, "%s: no queries (the file holds no entries)", pos[1]);
+        tk_cli_error(prog, "%s: no queries (the file holds no entries); give a file of queries 'i j k' a line", pos[1]);
         goto done;
     }
     for (size_t e = 0; e < q.nnz; ++e)
         for (int n = 0; n < q.order; ++n)
             if (q.idx[e * (size_t)q.order + (size_t)n] >= m.dims[n]) {
-                tk_cli_error(prog, "%s: query %zu has index %u in mode %d, beyond the model's size %u", pos[1], e + 1,
+                tk_cli_error(prog, "%s: query %zu has index %u in mode %d, beyond the model's size %u; use indices within the model's sizes", pos[1], e + 1,
                              q.idx[e * (size_t)q.order + (size_t)n] + 1, n + 1, m.dims[n]);
                 goto done;
             }

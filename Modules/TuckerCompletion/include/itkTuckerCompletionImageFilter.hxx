@@ -81,7 +81,7 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
         mean += values[v];
         ++count;
     }
-    if (count == 0) itkExceptionMacro(<< "the mask marks no voxel as observed: nothing to fit");
+    if (count == 0) itkExceptionMacro(<< "the mask marks no voxel as observed: nothing to fit; mark the observed voxels with nonzero values");
     mean /= static_cast<double>(count);
     double var = 0;
     for (v = 0; v < voxels; ++v)
