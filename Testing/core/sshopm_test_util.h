@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tk_sshopm.h"
+#include "gpu_skip.h"
 
 namespace tk_test {
 
@@ -44,14 +45,5 @@ inline tk_sshopm_options options(int m, int n, bool dbl, tk_backend b = TK_BACKE
     o.seed = 3;
     return o;
 }
-
-// A CUDA solve that cannot run here (no CUDA build or no device) skips the test.
-#define TK_SKIP_IF_NO_CUDA(status)                                                                       \
-    do {                                                                                                 \
-        if ((status) == TK_ERR_UNSUPPORTED && std::strstr(tk_last_error(), "no CUDA backend"))           \
-            GTEST_SKIP() << "built without CUDA: " << tk_last_error();                                   \
-        if ((status) == TK_ERR_CUDA && std::strstr(tk_last_error(), "no CUDA device"))                   \
-            GTEST_SKIP() << "no GPU here: " << tk_last_error();                                          \
-    } while (0)
 
 }  // namespace tk_test

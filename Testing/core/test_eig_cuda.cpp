@@ -11,19 +11,12 @@
 #include <string>
 
 #include "eig_test_util.h"
+#include "gpu_skip.h"
 #ifdef TK_HAVE_LAPACKE
 #include <lapacke.h>
 #endif
 
 using namespace tk_eig_test;
-
-#define TK_SKIP_IF_NO_GPU(status)                                                                                \
-    do {                                                                                                         \
-        if ((status) == TK_ERR_UNSUPPORTED && std::strstr(tk_last_error(), "no CUDA backend"))                   \
-            GTEST_SKIP() << "SKIPPED: built without CUDA: " << tk_last_error();                                   \
-        if ((status) == TK_ERR_CUDA && std::strstr(tk_last_error(), "no CUDA device"))                            \
-            GTEST_SKIP() << "SKIPPED: no GPU here: " << tk_last_error();                                          \
-    } while (0)
 
 namespace {
 

@@ -89,7 +89,7 @@ TEST(FibersCuda, MatchesCpuForEveryLmaxAndBasis)
             Peaks cpu, gpu;
             ASSERT_EQ(find(o, TK_FIBERS_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
             tk_status s = find(o, TK_FIBERS_CUDA, sh, nullptr, gpu);
-            TK_SKIP_IF_NO_CUDA(s);
+            TK_SKIP_IF_NO_GPU(s);
             ASSERT_EQ(s, TK_OK) << tk_last_error();
             size_t voxels = cpu.amps.size() / o.num_peaks, differ = differing_voxels(gpu, cpu, o.num_peaks);
             // The grids rank directions in float from different bases (SH on the CPU, monomials
@@ -114,7 +114,7 @@ TEST(FibersCuda, RandomSeriesWithManyLobes)
     Peaks cpu, gpu;
     ASSERT_EQ(find(o, TK_FIBERS_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
     tk_status s = find(o, TK_FIBERS_CUDA, sh, nullptr, gpu);
-    TK_SKIP_IF_NO_CUDA(s);
+    TK_SKIP_IF_NO_GPU(s);
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     size_t differ = differing_voxels(gpu, cpu, o.num_peaks);
     EXPECT_LE(differ, (size_t)voxels / 50) << "voxels differing";
@@ -152,7 +152,7 @@ TEST(FibersCuda, OptionsMaskNanAndChunkedVolume)
     gpu.amps.assign(voxels * o.num_peaks, -7.f);
     tk_status s = tk_fibers_find_timed(&o, voxels, sh.data(), mask.data(), gpu.dirs.data(), gpu.amps.data(), &gpu.bad,
                                        &timing);
-    TK_SKIP_IF_NO_CUDA(s);
+    TK_SKIP_IF_NO_GPU(s);
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     EXPECT_EQ(gpu.bad, voxels / distinct);
     EXPECT_GT(timing.kernel_ms, 0);
@@ -172,7 +172,7 @@ TEST(FibersCuda, EmptyVolumeAndBadDevice)
     tk_fibers_options_init(&o, 8);
     o.backend = TK_FIBERS_CUDA;
     tk_status s = tk_fibers_find(&o, 0, nullptr, nullptr, nullptr, nullptr, nullptr);
-    TK_SKIP_IF_NO_CUDA(s);
+    TK_SKIP_IF_NO_GPU(s);
     EXPECT_EQ(s, TK_OK) << tk_last_error();
     o.cuda_device = 99;
     std::vector<float> sh(45, 1.f), d(9), a(3);

@@ -8,16 +8,9 @@
 
 #include "pltf_test_util.h"
 #include "tk_pltf.h"
+#include "gpu_skip.h"
 
 using namespace tk_test;
-
-#define TK_PLTF_SKIP_IF_NO_CUDA(status)                                                                  \
-    do {                                                                                                 \
-        if ((status) == TK_ERR_UNSUPPORTED && std::strstr(tk_last_error(), "no CUDA backend"))           \
-            GTEST_SKIP() << "SKIPPED: built without CUDA: " << tk_last_error();                          \
-        if ((status) == TK_ERR_CUDA && std::strstr(tk_last_error(), "no CUDA device"))                   \
-            GTEST_SKIP() << "SKIPPED: no GPU here: " << tk_last_error();                                 \
-    } while (0)
 
 namespace {
 
@@ -48,7 +41,7 @@ void expect_backends_agree(const tk_pltf_model &m, tk_pltf_divergence d, const s
     auto cpu = pltf_fit(m, opts(d, iterations, TK_PLTF_CPU), x, mask);
     ASSERT_EQ(cpu.status, TK_OK) << tk_last_error();
     auto gpu = pltf_fit(m, opts(d, iterations, TK_PLTF_CUDA), x, mask);
-    TK_PLTF_SKIP_IF_NO_CUDA(gpu.status);
+    TK_SKIP_IF_NO_GPU(gpu.status);
     ASSERT_EQ(gpu.status, TK_OK) << tk_last_error();
     for (size_t t = 0; t < cpu.divergence.size(); ++t)
         ASSERT_NEAR(gpu.divergence[t], cpu.divergence[t], tol * (1 + cpu.divergence[t])) << m.text << " iteration " << t;
@@ -79,7 +72,7 @@ TEST(PltfCuda, GtmEqualsBruteForceEinsum)
         for (int naive = 0; naive < 2; ++naive) {
             std::vector<double> got(want.size(), -1);
             tk_status s = tk_pltf_gtm(&m, TK_PLTF_CUDA, naive, pointers(ops).data(), got.data());
-            TK_PLTF_SKIP_IF_NO_CUDA(s);
+            TK_SKIP_IF_NO_GPU(s);
             ASSERT_EQ(s, TK_OK) << tk_last_error();
             for (size_t i = 0; i < want.size(); ++i)
                 ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << c.model << " naive " << naive;
@@ -132,7 +125,7 @@ TEST(PltfCuda, NaiveGtmFactorizationMatchesCpu)
     auto o = opts(TK_PLTF_KL, 10, TK_PLTF_CUDA);
     o.naive_gtm = 1;
     auto gpu = pltf_fit(m, o, x);
-    TK_PLTF_SKIP_IF_NO_CUDA(gpu.status);
+    TK_SKIP_IF_NO_GPU(gpu.status);
     ASSERT_EQ(gpu.status, TK_OK) << tk_last_error();
     auto cpu = pltf_fit(m, opts(TK_PLTF_KL, 10, TK_PLTF_CPU), x);
     for (size_t t = 0; t < cpu.divergence.size(); ++t)
@@ -144,7 +137,7 @@ TEST(PltfCuda, DivergenceDecreasesAndBadDeviceIsAnError)
     tk_pltf_model m = pltf_model("parafac", "i=20,j=30,k=40,a=8");
     auto x = model_data(m, 3);
     auto fit = pltf_fit(m, opts(TK_PLTF_KL, 40, TK_PLTF_CUDA), x);
-    TK_PLTF_SKIP_IF_NO_CUDA(fit.status);
+    TK_SKIP_IF_NO_GPU(fit.status);
     ASSERT_EQ(fit.status, TK_OK) << tk_last_error();
     for (size_t t = 1; t < fit.divergence.size(); ++t)
         EXPECT_LE(fit.divergence[t], fit.divergence[t - 1] * (1 + 1e-5)) << "iteration " << t;  // float rounding
@@ -172,7 +165,7 @@ TEST(PltfCuda, CoupledMatchesCpu)
         r.divergence = traces[b].data();
         auto o = opts(TK_PLTF_KL, 15, b ? TK_PLTF_CUDA : TK_PLTF_CPU);
         tk_status s = tk_pltf_factorize_coupled(2, views, &o, &r);
-        TK_PLTF_SKIP_IF_NO_CUDA(s);
+        TK_SKIP_IF_NO_GPU(s);
         ASSERT_EQ(s, TK_OK) << tk_last_error();
     }
     for (size_t t = 0; t < traces[0].size(); ++t) EXPECT_NEAR(traces[1][t], traces[0][t], 2e-4 * (1 + traces[0][t]));
@@ -188,7 +181,7 @@ TEST(PltfCuda, CublasPathForKlParafacMatchesFused)
     const std::vector<const std::vector<uint8_t> *> masks = {nullptr, &mask};
     for (const auto *mk : masks) {
         auto fused = pltf_fit(m, opts(TK_PLTF_KL, 10, TK_PLTF_CUDA), x, mk);
-        TK_PLTF_SKIP_IF_NO_CUDA(fused.status);
+        TK_SKIP_IF_NO_GPU(fused.status);
         ASSERT_EQ(fused.status, TK_OK) << tk_last_error();
         auto o = opts(TK_PLTF_KL, 10, TK_PLTF_CUDA);
         o.no_fused = 1;

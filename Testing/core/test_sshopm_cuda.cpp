@@ -21,7 +21,7 @@ void expect_agreement(tk_sshopm_options o, const std::vector<double> &packed_d, 
     ASSERT_EQ(solve(o, packed, cpu), TK_OK) << tk_last_error();
     o.backend = TK_BACKEND_CUDA;
     tk_status s = solve(o, packed, gpu);
-    TK_SKIP_IF_NO_CUDA(s);
+    TK_SKIP_IF_NO_GPU(s);
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     size_t agree = 0, slots = cpu.lambda.size();
     for (size_t i = 0; i < slots; ++i) {
@@ -79,7 +79,7 @@ TEST(SshopmCuda, FixedIterationsRunExactlyMaxIter)
     o.tol = 0;
     StartResults<float> r;
     tk_status s = solve(o, pf, r);
-    TK_SKIP_IF_NO_CUDA(s);
+    TK_SKIP_IF_NO_GPU(s);
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     for (int32_t it : r.iterations) ASSERT_EQ(it, 37);
 }
@@ -90,7 +90,7 @@ TEST(SshopmCuda, EmptyBatchAndBadDeviceAreHandled)
     auto o = options(4, 3, false, TK_BACKEND_CUDA, TK_IMPL_UNROLLED);
     StartResults<float> r;
     tk_status s = solve(o, none, r);
-    TK_SKIP_IF_NO_CUDA(s);
+    TK_SKIP_IF_NO_GPU(s);
     EXPECT_EQ(s, TK_OK) << tk_last_error();
     o.cuda_device = 999;
     std::vector<float> one(15, 1.0f);

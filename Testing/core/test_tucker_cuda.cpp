@@ -31,7 +31,7 @@ void both(const tk_tucker_options &base, const tk_tucker_coo &t, const tk_tucker
     o.backend = TK_TUCKER_CUDA;
     Solver s;
     tk_status st = tk_tucker_solver_create(&o, &t, &init, &s.s);
-    TK_TUCKER_SKIP_IF_NO_CUDA(st);
+    TK_SKIP_IF_NO_GPU(st);
     ASSERT_EQ(st, TK_OK) << tk_last_error();
     for (int it = 0; it < iters; ++it) {
         EXPECT_EQ(tk_tucker_update_factors(s.s), TK_OK) << tk_last_error();
@@ -88,7 +88,7 @@ TEST(TuckerCuda, RecoversASyntheticModelLikeTheDoubleReference)
     {
         Solver s;
         tk_status st = tk_tucker_solver_create(&o, &tr.t, &init.m, &s.s);
-        TK_TUCKER_SKIP_IF_NO_CUDA(st);
+        TK_SKIP_IF_NO_GPU(st);
         ASSERT_EQ(st, TK_OK) << tk_last_error();
     }
     o.backend = TK_TUCKER_OMP;
@@ -115,7 +115,7 @@ TEST(TuckerCuda, BadDeviceIsAnArgumentError)
     o.cuda_device = 999;
     Solver s;
     tk_status st = tk_tucker_solver_create(&o, &t.t, &m.m, &s.s);
-    TK_TUCKER_SKIP_IF_NO_CUDA(st);
+    TK_SKIP_IF_NO_GPU(st);
     EXPECT_EQ(st, TK_ERR_ARGUMENT) << tk_last_error();
     o.cuda_device = 0;
     o.double_precision = 1;

@@ -8,15 +8,7 @@
 #include <vector>
 
 #include "tk_tucker.h"
-
-// GPU tests skip, saying why, in a build without CUDA or on a machine without a GPU.
-#define TK_TUCKER_SKIP_IF_NO_CUDA(status)                                                                \
-    do {                                                                                                 \
-        if ((status) == TK_ERR_UNSUPPORTED && std::strstr(tk_last_error(), "no CUDA backend"))           \
-            GTEST_SKIP() << "SKIPPED: built without CUDA: " << tk_last_error();                          \
-        if ((status) == TK_ERR_CUDA && std::strstr(tk_last_error(), "no CUDA device"))                   \
-            GTEST_SKIP() << "SKIPPED: no GPU here: " << tk_last_error();                                 \
-    } while (0)
+#include "gpu_skip.h"
 
 namespace tk_test {
 
