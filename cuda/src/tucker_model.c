@@ -24,8 +24,11 @@ tk_status tk_tucker_model_alloc(tk_tucker_model *m, int order, const uint32_t *d
         m->b[n] = calloc((size_t)rank_j * (size_t)rank_r, sizeof(float));
         if (!m->a[n] || !m->b[n]) {
             tk_tucker_model_free(m);
-            return tk_set_error(TK_ERR_MEMORY, "out of memory for factor %d (%u x %d float32: %.3g GiB)", n + 1,
-                                dims[n], rank_j, (double)dims[n] * rank_j * sizeof(float) / (1 << 30));
+            // A mode has as many rows as its largest index, so a sparse numbering costs as much as a dense one.
+            return tk_set_error(TK_ERR_MEMORY,
+                                "out of memory for factor %d (%u x %d float32: %.3g GiB); free memory, or lower the "
+                                "rank J, or number mode %d's indices 1..K without gaps",
+                                n + 1, dims[n], rank_j, (double)dims[n] * rank_j * sizeof(float) / (1 << 30), n + 1);
         }
     }
     return TK_OK;
