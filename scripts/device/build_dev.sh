@@ -3,7 +3,9 @@
 # as arguments (all when none), for the lent GPU's sm_90 only unless TK_CUDA_ARCHITECTURES says
 # otherwise (all twelve architectures take far longer than a lent command may run).  Logs in $OUT.
 mkdir -p /tmp/gt && dpkg -x .deps/googletest_*.deb /tmp/gt
-cmake -S . -B build-dev -DTK_WITH_ITK=OFF -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=Release -DTK_CUDA_ARCHITECTURES=${TK_CUDA_ARCHITECTURES:-90} \
+# The device's Debian python3 has no numpy, so the bad-input and backend-auto CTests would skip: use the torch venv's.
+pyopt=""; [ -x /opt/torch/.venv/bin/python3 ] && pyopt="-DTK_TEST_PYTHON=/opt/torch/.venv/bin/python3"
+cmake -S . -B build-dev -DTK_WITH_ITK=OFF -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=Release -DTK_CUDA_ARCHITECTURES=${TK_CUDA_ARCHITECTURES:-90} $pyopt \
   -DTK_GTEST_SOURCE_DIR=/tmp/gt/usr/src/googletest -DTK_LAPACKE_INCLUDE_DIR=$PWD/.deps/lapack/include \
   -DTK_LAPACKE_LIBRARY=$PWD/.deps/lapack/lib/liblapacke.so.3 -DTK_LAPACK_LIBRARY=$PWD/.deps/lapack/lib/liblapack.so.3 \
   > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; return 1; }
