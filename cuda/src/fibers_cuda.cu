@@ -477,10 +477,10 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS, 4) fibers_pol
         if (!isnan(start[0])) {
             double y[3] = {start[0], start[1], start[2]};
             nt_normalize3_gpu(y);
-            good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing, 0, 0);
+            good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing, 0, 0, NULL);
             if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
         }
-        if (good < 0) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, 0, 0);
+        if (good < 0) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, 0, 0, NULL);
         put_result(p, i, good, x, amp);
     }
 }
@@ -530,7 +530,7 @@ template <int M> __global__ void __launch_bounds__(TK_FIB_THREADS, 4) fibers_cli
         const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
         double x[3], amp = 0;
         grid_direction(p, i, x);
-        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0);
+        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0, NULL);
         put_result(p, i, good, x, amp);
     }
 }

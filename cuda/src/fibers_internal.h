@@ -211,23 +211,32 @@ TK_HD static inline int tk_fibers_axial_residual_ok(tk_sh_basis basis, int legac
     return off <= TK_FIBERS_AXIAL_TOL * TK_FIBERS_AXIAL_TOL * all;
 }
 
-/* How far above the grid value of its nearest grid direction a local maximum of the
- * unit-scaled series aniso can lie: f falls from a maximum by at most M2 d^2 / 2 over a
- * geodesic of length d (f' = 0 there), where M2 bounds |f''| along any great circle; on
- * one, band l is a trigonometric polynomial of degree l, so Bernstein's inequality bounds
- * its second derivative by l^2 times its largest value, itself at most sqrt((2l + 1) / 4 pi)
- * times the band's coefficient norm (the addition theorem; legacy scales only shrink it).
- * d is at most the grid's covering radius.  Plus the float grid values' rounding. */
-TK_HD static inline double tk_fibers_value_margin(int lmax, const double *aniso, double cover)
+/* Bounds on the unit-scaled series aniso along any great circle: on one, band l is a
+ * trigonometric polynomial of degree l, so Bernstein's inequality bounds its k-th derivative
+ * by l^k times its largest value, itself at most sqrt((2l + 1) / 4 pi) times the band's
+ * coefficient norm (the addition theorem; legacy scales only shrink it).  sup bounds |aniso|,
+ * m2 its second derivative, m3 its third. */
+TK_HD static inline void tk_fibers_derivative_bounds(int lmax, const double *aniso, double *sup, double *m2, double *m3)
 {
-    double m2 = 0, sup = 0;
+    *sup = *m2 = *m3 = 0;
     for (int l = 2; l <= lmax; l += 2) {
         const int centre = l * (l + 1) / 2;
         double cc = 0;
         for (int m = -l; m <= l; ++m) cc += aniso[centre + m] * aniso[centre + m];
         const double band = sqrt((2.0 * l + 1.0) / (4.0 * 3.14159265358979323846) * cc);
-        m2 += (double)(l * l) * band, sup += band;
+        *sup += band, *m2 += (double)(l * l) * band, *m3 += (double)(l * l * l) * band;
     }
+}
+
+/* How far above the grid value of its nearest grid direction a local maximum of the
+ * unit-scaled series aniso can lie: f falls from a maximum by at most M2 d^2 / 2 over a
+ * geodesic of length d (f' = 0 there), M2 the bound on |f''| along any great circle
+ * (tk_fibers_derivative_bounds); d is at most the grid's covering radius.  Plus the float
+ * grid values' rounding. */
+TK_HD static inline double tk_fibers_value_margin(int lmax, const double *aniso, double cover)
+{
+    double sup, m2, m3;
+    tk_fibers_derivative_bounds(lmax, aniso, &sup, &m2, &m3);
     return 0.5 * m2 * cover * cover + 1e-4 * sup;
 }
 

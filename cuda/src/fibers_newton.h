@@ -82,11 +82,20 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
  * and returns -1 (the prediction was wrong; the caller climbs from its own start).
  * leash > 0: the climb gives up, returning -1, once it is farther than leash (rad) from its
  * start: a climb that leaves its candidate's neighbourhood goes to a hill with a candidate of
- * its own.  max_step: the longest step (rad; 0.1 where 0). */
+ * its own.  max_step: the longest step (rad; 0.1 where 0).
+ * cutoff (NULL: none) = {bar, m2, m3}: m2 and m3 bound the second and third derivatives of
+ * A x^m along any great circle (tk_fibers_derivative_bounds).  Where a pure Newton step of
+ * length len has m3 len <= |m top| / 8 (top: the tangent Hessian's larger eigenvalue, divided
+ * by m as h is), Kantorovich's theorem (with a safety factor of 4 on m3) puts the strict
+ * maximum this climb converges to within 2 len of x, so its value is at most A x^m +
+ * m2 (2 len)^2 / 2; where that is below bar the climb stops there and returns -2 (*amplitude
+ * the value at x): a maximum that cannot reach what the caller needs is not worth the
+ * iterations that would place it to 1e-9 rad. */
 TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations,
-                                         double first_reach, double leash, double max_step)
+                                         double first_reach, double leash, double max_step, const double *cutoff)
 {
     if (!(max_step > 0)) max_step = 0.1;
+    const int m_order = TK_NEWTON_ORDER(t);
     const double start[3] = {x[0], x[1], x[2]}, cos_leash = leash > 0 ? cos(leash) : -2.0;
     double u[3], w[3], g[2], h[3], lambda = 0;
     int halvings = 0, it = 0, flat = 0;
@@ -112,6 +121,12 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, dou
         if (it == 0 && first_reach > 0 && !(shift == 0.0 && len <= first_reach)) {
             if (iterations) *iterations = 1;
             return -1;
+        }
+        if (cutoff && pure_newton && 8.0 * cutoff[2] * len <= -(double)m_order * top &&
+            lambda + 2.0 * cutoff[1] * len * len < cutoff[0]) {
+            if (iterations) *iterations = it + 1;
+            *amplitude = lambda;
+            return -2;
         }
         if (!(len > 1e-13)) break; /* at the maximum (or a NaN step: keep x) */
         if (len > max_step) s0 *= max_step / len, s1 *= max_step / len, len = max_step;

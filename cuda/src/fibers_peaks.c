@@ -45,7 +45,11 @@
 typedef struct {
     int m;
     const double *a;
-    double c[3 * TK_UNROLLED_K1_8_3], c2[6 * TK_UNROLLED_K2_8_3];
+    /* orders 2-8: A x^(m-2)'s coefficients by monomial of degree m - 2 (in the generated
+     * kernels' order: x0's power descending, then x1's), each row the six distinct entries
+     * (00, 01, 02, 11, 12, 22; multinomial weights folded in) and two zeros, so that one
+     * monomial feeds all six through two 4-wide multiply-adds */
+    double rows[TK_UNROLLED_K2_8_3][8];
     /* The last derivatives: Newton's backtracking test evaluates the value at the point the
      * next iteration differentiates at, so each iteration takes one evaluation. */
     double last_x[3], last_y[3], last_h[9];
@@ -55,37 +59,67 @@ typedef struct {
 static void vt_init(voxel_tensor *t, int m, const double *a)
 {
     t->m = m, t->a = a, t->has_last = 0;
+    double c2[6 * TK_UNROLLED_K2_8_3];
     switch (m) {
 #define TK_CASE(M)                                                                                                     \
-    case M:                                                                                                            \
-        tk_unrolled_prescale_##M##_3_d(a, t->c);                                                                       \
-        tk_unrolled_prescale2_##M##_3_d(a, t->c2);                                                                     \
-        break;
+    case M: tk_unrolled_prescale2_##M##_3_d(a, c2); break;
         TK_CASE(2) TK_CASE(4) TK_CASE(6) TK_CASE(8)
 #undef TK_CASE
-    default: break;
+    default: return;
     }
+    const int k2 = m * (m - 1) / 2; /* monomials of degree m - 2 in three variables */
+    for (int k = 0; k < k2; ++k) {
+        for (int e = 0; e < 6; ++e) t->rows[k][e] = c2[e * k2 + k];
+        t->rows[k][6] = t->rows[k][7] = 0;
+    }
+}
+
+/* h = A x^(m-2) for m = 2..8 from the rows of vt_init: the monomials x0^a x1^b x2^c of
+ * degree d = m - 2 from tables of powers, each times its row, summed 4 + 4 wide (the
+ * generated kernel's 6 x 28 scalar multiply-adds and chained monomials took about three
+ * times the instructions at lmax 8). */
+typedef double tk_double4 __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) void vt_hessian_rows(const voxel_tensor *t, int d, const double *x,
+                                                                  double *h)
+{
+    double p0[7], p1[7], p2[7];
+    p0[0] = p1[0] = p2[0] = 1;
+#pragma GCC unroll 8
+    for (int e = 1; e <= d; ++e) p0[e] = p0[e - 1] * x[0], p1[e] = p1[e - 1] * x[1], p2[e] = p2[e - 1] * x[2];
+    tk_double4 lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
+    int k = 0;
+#pragma GCC unroll 8
+    for (int a = d; a >= 0; --a)
+#pragma GCC unroll 8
+        for (int b = d - a; b >= 0; --b, ++k) {
+            const double mono = p0[a] * p1[b] * p2[d - a - b];
+            const tk_double4 mv = {mono, mono, mono, mono};
+            tk_double4 r0, r1;
+            memcpy(&r0, t->rows[k], sizeof r0), memcpy(&r1, t->rows[k] + 4, sizeof r1);
+            lo += r0 * mv, hi += r1 * mv;
+        }
+    h[0] = lo[0], h[1] = h[3] = lo[1], h[2] = h[6] = lo[2];
+    h[4] = lo[3], h[5] = h[7] = hi[0], h[8] = hi[1];
 }
 
 /* y = A x^(m-1) and h = A x^(m-2) (3 x 3) at x, kept for a further call at the same x.  Both
  * always, even where only the value is asked (the backtracking test): the step is nearly
- * always taken and the next iteration wants both there; and the two generated kernels,
- * inlined side by side, build their common monomials once. */
+ * always taken and the next iteration wants both there.  y is h x (contracting one more index
+ * of the symmetric A with x): nine multiply-adds where a kernel of its own would rebuild the
+ * monomials of degree m - 1 and their 3 x 36 products at lmax 8. */
 TK_CPU_CLONES static void vt_derivs(const voxel_tensor *tc, const double *x, double *y, double *h)
 {
     voxel_tensor *t = (voxel_tensor *)tc; /* the cache is no part of the tensor's value */
     if (!(t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2])) {
         double *ly = t->last_y, *lh = t->last_h;
         switch (t->m) {
-#define TK_CASE(M)                                                                                                     \
-    case M:                                                                                                            \
-        tk_unrolled_axm1_##M##_3_d(t->c, x[0], x[1], x[2], &ly[0], &ly[1], &ly[2]);                                    \
-        tk_unrolled_axm2_##M##_3_d(t->c2, x[0], x[1], x[2], lh);                                                       \
-        break;
-            TK_CASE(2) TK_CASE(4) TK_CASE(6) TK_CASE(8)
-#undef TK_CASE
-        default: tk_sym_axm1_d(t->m, 3, t->a, x, ly), tk_sym_axm2_d(t->m, 3, t->a, x, lh); break;
+        case 2: vt_hessian_rows(t, 0, x, lh); break;
+        case 4: vt_hessian_rows(t, 2, x, lh); break;
+        case 6: vt_hessian_rows(t, 4, x, lh); break;
+        case 8: vt_hessian_rows(t, 6, x, lh); break;
+        default: tk_sym_axm2_d(t->m, 3, t->a, x, lh); break;
         }
+        for (int i = 0; i < 3; ++i) ly[i] = lh[i * 3] * x[0] + lh[i * 3 + 1] * x[1] + lh[i * 3 + 2] * x[2];
         for (int i = 0; i < 3; ++i) t->last_x[i] = x[i];
         t->has_last = 1;
     }
@@ -364,8 +398,13 @@ typedef struct {
     voxel_tensor *vt;
     const output_rule *rule; /* NULL: every maximum */
     double spacing, cos_near, margin, bar;
+    double cutoff[3]; /* {bar, m2, m3}: nt_polish's, to stop climbs that cannot reach bar */
     double dir[TK_MAX_CANDIDATES][3], amp[TK_MAX_CANDIDATES];
     int found;
+    /* maxima whose climbs stopped below the bar (nt_polish's -2), near where they are: a
+     * later candidate next to one climbs the same hill, as one next to a found maximum */
+    double low_dir[TK_MAX_CANDIDATES][3];
+    int low;
     unsigned long long *polished, *iterations;
 } voxel_search;
 
@@ -388,6 +427,12 @@ static void add_maximum(voxel_search *s, double *x, double amp)
     if (s->rule) s->bar = output_bar(s->rule, s->found, (const double(*)[3])s->dir, s->amp);
 }
 
+/* Notes where a climb stopped below the bar (see low_dir). */
+static void add_low(voxel_search *s, const double *x)
+{
+    if (s->low < TK_MAX_CANDIDATES) memcpy(s->low_dir[s->low++], x, sizeof s->low_dir[0]);
+}
+
 /* Polishes grid direction i (a candidate of the kind given, whose hill rises no higher than
  * high plus the margin) and adds the strict maximum it reaches, if new.  Returns 0 where the
  * climb of a grid maximum ended on no maximum or beyond the leash (it stepped off its own
@@ -405,6 +450,10 @@ static int try_candidate(voxel_search *s, int i, int kind, float high)
      * between them inside one grid cell, which the candidate test could not see anyway. */
     for (int f = 0; f < s->found; ++f)
         if (fabs(nt_dot3_cpu(s->dir[f], x)) > s->cos_near) return 1;
+    for (int f = 0; f < s->low; ++f)
+        if (fabs(nt_dot3_cpu(s->low_dir[f], x)) > s->cos_near) return 1;
+    const double *cutoff = NULL;
+    if (s->rule) s->cutoff[0] = s->bar, cutoff = s->cutoff;
     int strict = -1, climbed = 0;
     const double leash = TK_CLIMB_LEASH * s->spacing;
     if (s->polished) ++*s->polished;
@@ -415,9 +464,10 @@ static int try_candidate(voxel_search *s, int i, int kind, float high)
          * its own (a flat bump's Hessian may be indefinite at the grid direction, so no
          * one-step test decides), one beyond is a larger lobe's, whose candidate climbs to it. */
         if (!nt_shoulder_reaches_cpu(s->vt, x, leash)) return 1;
-        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0, leash, 0);
+        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0, leash, 0, cutoff);
         if (s->iterations) *s->iterations += (unsigned long long)climbed;
         if (strict > 0) add_maximum(s, x, amp);
+        if (strict == -2) add_low(s, x);
         return 1;
     }
     /* A grid maximum starts Newton at its model's maximum where that has one within a grid
@@ -433,16 +483,21 @@ static int try_candidate(voxel_search *s, int i, int kind, float high)
     grid_fit_model(p, s->values, i, th);
     tk_fibers_fit_start(th, s->spacing, start);
     if (vt_axm(s->vt, start) >= (double)TK_GRID_VALUE(s->values, i)) {
-        strict = nt_polish_cpu(s->vt, start, &amp, &climbed, 0.25 * s->spacing, 0, 0);
+        strict = nt_polish_cpu(s->vt, start, &amp, &climbed, 0.25 * s->spacing, 0, 0, cutoff);
         if (s->iterations) *s->iterations += (unsigned long long)climbed;
-        if (strict >= 0) memcpy(x, start, sizeof x);
+        if (strict >= 0 || strict == -2) memcpy(x, start, sizeof x);
     }
-    if (strict < 0) {
-        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0, 0, 0);
+    if (strict == -1) {
+        strict = nt_polish_cpu(s->vt, x, &amp, &climbed, 0, 0, 0, cutoff);
         if (s->iterations) *s->iterations += (unsigned long long)climbed;
+    }
+    const int local = nt_dot3_cpu(x, grid_dir) >= cos(leash);
+    if (strict == -2) {
+        /* its maximum, within 2 Newton steps of x, stays below the bar: as good as found */
+        add_low(s, x);
+        return local;
     }
     if (strict <= 0) return 0;
-    const int local = nt_dot3_cpu(x, grid_dir) >= cos(leash);
     add_maximum(s, x, amp);
     return local;
 }
@@ -482,6 +537,11 @@ static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double
     s.spacing = sqrt(2.0 * 3.14159265358979323846 / p->grid);
     s.cos_near = cos(1.5 * s.spacing);
     s.margin = rule ? tk_fibers_value_margin(p->lmax, aniso, TK_FIBERS_COVER * s.spacing) : 0;
+    s.low = 0;
+    if (rule) {
+        double sup;
+        tk_fibers_derivative_bounds(p->lmax, aniso, &sup, &s.cutoff[1], &s.cutoff[2]);
+    }
     s.bar = rule ? output_bar(rule, 0, (const double(*)[3])s.dir, s.amp) : -INFINITY;
     int list1[TK_MAX_CANDIDATES], n1 = 0, list2[TK_MAX_CANDIDATES], n2 = 0;
     float high1[TK_MAX_CANDIDATES], high2[TK_MAX_CANDIDATES];

@@ -462,7 +462,8 @@ static int parse_args(int argc, char **argv, fibers_args *a)
                    "cpu/omp/cuda: median of --repeat calls of tk_fibers_find, memory to memory (CUDA: transfers\n"
                    "included; kernel = the kernels alone); Newton = iterations per voxel (cpu/omp).\n"
                    "sh2peaks and tk-fibers (omp) run as whole processes on the same .mif file, threads and peak\n"
-                   "count, reading and writing files: the 20x goal compares those two.  Accuracy: angle from\n"
+                   "count, reading and writing files, in turn --repeat times (at most 7), each time the median:\n"
+                   "the 20x goal compares those two.  Accuracy: angle from\n"
                    "each peak to the maximum an independent finite-difference Newton ascent reaches.\n",
                    TK_BENCH_REAL_FOD);
             return 0;
@@ -621,8 +622,27 @@ static int bench_input(fibers_args *a, int input)
     float *ref = NULL;
     bench_files files;
     const int have_files = (a->sh2peaks || a->tk_fibers) && write_bench_input(a, sh, voxels, &files);
+    /* Both whole processes in turn, --repeat times (at most 7), each figure the median: a
+     * single run of either on this shared 2-core machine has moved by a factor of two. */
+    double sh2_runs[7], tk_runs[7];
+    int sh2_n = 0, tk_n = 0;
+    const int process_runs = (int)(a->repeat < 7 ? a->repeat : 7);
+    for (int r = 0; have_files && r < process_runs; ++r) {
+        if (a->sh2peaks && (r == 0 || sh2_n > 0)) {
+            float *peaks = NULL;
+            const double sec = run_sh2peaks(a, &files, voxels, &peaks);
+            if (sec > 0) sh2_runs[sh2_n++] = sec;
+            if (!ref) ref = peaks;
+            else free(peaks);
+        }
+        if (a->tk_fibers && (r == 0 || tk_n > 0)) {
+            const double sec = run_tk_fibers(a, &files);
+            if (sec > 0) tk_runs[tk_n++] = sec;
+        }
+    }
+    qsort(sh2_runs, sh2_n, sizeof(double), cmp_double), qsort(tk_runs, tk_n, sizeof(double), cmp_double);
     if (have_files && a->sh2peaks) {
-        double seconds = run_sh2peaks(a, &files, voxels, &ref);
+        double seconds = sh2_n ? sh2_runs[sh2_n / 2] : -1;
         if (seconds > 0) {
             sh2_rate = voxels / seconds;
             double med = NAN, worst = NAN;
@@ -636,7 +656,7 @@ static int bench_input(fibers_args *a, int input)
         }
     }
     if (have_files && a->tk_fibers) {
-        double seconds = run_tk_fibers(a, &files);
+        double seconds = tk_n ? tk_runs[tk_n / 2] : -1;
         if (seconds > 0) {
             const double rate = voxels / seconds;
             char goal[96] = "";
