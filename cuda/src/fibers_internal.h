@@ -229,14 +229,11 @@ TK_HD static inline void tk_fibers_derivative_bounds(int lmax, const double *ani
 }
 
 /* How far above the grid value of its nearest grid direction a local maximum of the
- * unit-scaled series aniso can lie: f falls from a maximum by at most M2 d^2 / 2 over a
- * geodesic of length d (f' = 0 there), M2 the bound on |f''| along any great circle
- * (tk_fibers_derivative_bounds); d is at most the grid's covering radius.  Plus the float
- * grid values' rounding. */
-TK_HD static inline double tk_fibers_value_margin(int lmax, const double *aniso, double cover)
+ * unit-scaled series can lie: f falls from a maximum by at most m2 d^2 / 2 over a geodesic of
+ * length d (f' = 0 there), m2 and sup its bounds from tk_fibers_derivative_bounds; d is at
+ * most the grid's covering radius cover.  Plus the float grid values' rounding. */
+TK_HD static inline double tk_fibers_value_margin(double sup, double m2, double cover)
 {
-    double sup, m2, m3;
-    tk_fibers_derivative_bounds(lmax, aniso, &sup, &m2, &m3);
     return 0.5 * m2 * cover * cover + 1e-4 * sup;
 }
 

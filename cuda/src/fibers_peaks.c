@@ -398,7 +398,7 @@ typedef struct {
     voxel_tensor *vt;
     const output_rule *rule; /* NULL: every maximum */
     double spacing, cos_near, margin, bar;
-    double cutoff[3]; /* {bar, m2, m3}: nt_polish's, to stop climbs that cannot reach bar */
+    double m2, m3; /* bounds on the series' 2nd and 3rd derivatives (tk_fibers_derivative_bounds) */
     double dir[TK_MAX_CANDIDATES][3], amp[TK_MAX_CANDIDATES];
     int found;
     /* maxima whose climbs stopped below the bar (nt_polish's -2), near where they are: a
@@ -452,8 +452,8 @@ static int try_candidate(voxel_search *s, int i, int kind, float high)
         if (fabs(nt_dot3_cpu(s->dir[f], x)) > s->cos_near) return 1;
     for (int f = 0; f < s->low; ++f)
         if (fabs(nt_dot3_cpu(s->low_dir[f], x)) > s->cos_near) return 1;
-    const double *cutoff = NULL;
-    if (s->rule) s->cutoff[0] = s->bar, cutoff = s->cutoff;
+    /* nt_polish stops a climb whose maximum provably stays below the bar */
+    const double bounds[3] = {s->bar, s->m2, s->m3}, *cutoff = s->rule ? bounds : NULL;
     int strict = -1, climbed = 0;
     const double leash = TK_CLIMB_LEASH * s->spacing;
     if (s->polished) ++*s->polished;
@@ -536,11 +536,11 @@ static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double
     s.p = p, s.values = values, s.vt = vt, s.rule = rule, s.found = 0, s.polished = polished, s.iterations = iterations;
     s.spacing = sqrt(2.0 * 3.14159265358979323846 / p->grid);
     s.cos_near = cos(1.5 * s.spacing);
-    s.margin = rule ? tk_fibers_value_margin(p->lmax, aniso, TK_FIBERS_COVER * s.spacing) : 0;
-    s.low = 0;
+    s.margin = s.m2 = s.m3 = 0, s.low = 0;
     if (rule) {
         double sup;
-        tk_fibers_derivative_bounds(p->lmax, aniso, &sup, &s.cutoff[1], &s.cutoff[2]);
+        tk_fibers_derivative_bounds(p->lmax, aniso, &sup, &s.m2, &s.m3);
+        s.margin = tk_fibers_value_margin(sup, s.m2, TK_FIBERS_COVER * s.spacing);
     }
     s.bar = rule ? output_bar(rule, 0, (const double(*)[3])s.dir, s.amp) : -INFINITY;
     int list1[TK_MAX_CANDIDATES], n1 = 0, list2[TK_MAX_CANDIDATES], n2 = 0;

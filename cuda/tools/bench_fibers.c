@@ -306,6 +306,13 @@ static void accuracy(const fibers_args *a, const float *sh, const float *dirs, s
 
 static const char *backend_name(int b) { return b == 0 ? "cpu" : b == 1 ? "omp" : "cuda"; }
 
+/* The median of n > 0 figures (sorts them). */
+static double median_of(double *v, int n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    return v[n / 2];
+}
+
 /* Median of repeat timed runs; 0 if the backend cannot run here (printed). */
 static int time_backend(const fibers_args *a, int b, const float *sh, size_t voxels, float *dirs, float *amps,
                         tk_fibers_timing *best)
@@ -330,10 +337,8 @@ static int time_backend(const fibers_args *a, int b, const float *sh, size_t vox
         }
         totals[r] = t.total_ms, kernels[r] = t.kernel_ms;
     }
-    qsort(totals, runs, sizeof(double), cmp_double);
-    qsort(kernels, runs, sizeof(double), cmp_double);
     *best = t; /* the Newton counts are the same in every run */
-    best->total_ms = totals[runs / 2], best->kernel_ms = kernels[runs / 2];
+    best->total_ms = median_of(totals, runs), best->kernel_ms = median_of(kernels, runs);
     return 1;
 }
 
@@ -640,9 +645,8 @@ static int bench_input(fibers_args *a, int input)
             if (sec > 0) tk_runs[tk_n++] = sec;
         }
     }
-    qsort(sh2_runs, sh2_n, sizeof(double), cmp_double), qsort(tk_runs, tk_n, sizeof(double), cmp_double);
     if (have_files && a->sh2peaks) {
-        double seconds = sh2_n ? sh2_runs[sh2_n / 2] : -1;
+        double seconds = sh2_n ? median_of(sh2_runs, sh2_n) : -1;
         if (seconds > 0) {
             sh2_rate = voxels / seconds;
             double med = NAN, worst = NAN;
@@ -656,7 +660,7 @@ static int bench_input(fibers_args *a, int input)
         }
     }
     if (have_files && a->tk_fibers) {
-        double seconds = tk_n ? tk_runs[tk_n / 2] : -1;
+        double seconds = tk_n ? median_of(tk_runs, tk_n) : -1;
         if (seconds > 0) {
             const double rate = voxels / seconds;
             char goal[96] = "";
