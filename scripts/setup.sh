@@ -23,9 +23,9 @@ TK_PACKAGES+=(libxml2-utils doxygen python3-matplotlib)
 TK_PACKAGES+=(clang libclang-rt-14-dev)
 # The Slicer round-trip test: VTK's Python (reads the .vtp), venv and pip for ctk_cli (tk_python_env).
 TK_PACKAGES+=(python3-vtk9 python3-venv python3-pip)
-# zlib: .mif.gz and .nii.gz in the tools' own image-format code (cuda/tools/mif_io.c, nifti_header.c).
+# zlib: .mif.gz and .nii.gz in the tools' own image-format code (tools/io/mif_io.c, nifti_header.c).
 TK_PACKAGES+=(zlib1g-dev)
-# libbz2: NRRD files of encoding bzip2 (cuda/tools/image_nrrd.c; ITK 5.2's NrrdIO does not read them).
+# libbz2: NRRD files of encoding bzip2 (tools/io/image_nrrd.c; ITK 5.2's NrrdIO does not read them).
 TK_PACKAGES+=(libbz2-dev)
 
 tk_missing_packages() {

@@ -722,8 +722,8 @@ def fibers_cases():
 
 
 # ---- reading images: the cases ITK 5.2's readers crashed on, hung on, or read as zeros ----
-# (each refused now by cuda/tools/image_probe.c before ITK sees the file, or by
-# Plugin/CLI/image_grid.cxx for masks; every row failed on the reader keyed on names)
+# (each refused now by tools/io/image_probe.c before ITK sees the file, or by
+# tools/itk/image/image_grid.cxx for masks; every row failed on the reader keyed on names)
 
 def nifti1_bytes(array, affine=None, datatype=16, pair=False, edit=None):
     """array (x, y, z[, t]) as little-endian NIfTI-1 bytes: the 348-byte header (with an

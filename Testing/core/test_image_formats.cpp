@@ -1,4 +1,4 @@
-// The image formats' own code (cuda/tools): MRtrix3's .mif reader and writer (mif_io) and
+// The image formats' own code (tools/io): MRtrix3's .mif reader and writer (mif_io) and
 // the NIfTI header's geometry (nifti_header).  Files are written here byte by byte, so the
 // reader is checked against the format as documented (MRtrix3's image_data.rst), not
 // against our writer; Testing/cli/fibers_io.py checks both against mrconvert and mrinfo.

@@ -1,4 +1,4 @@
-// The image inputs' recogniser and validator (cuda/tools/image_probe.c and its per-format
+// The image inputs' recogniser and validator (tools/io/image_probe.c and its per-format
 // checks): files are written here byte by byte as the formats define them (NIfTI-1/2,
 // NRRD, MetaImage; gzip through zlib), so the checks are measured against the formats,
 // not against a reader.  The properties are those the tools rely on:

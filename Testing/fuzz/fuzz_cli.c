@@ -1,4 +1,4 @@
-/* Fuzz target: the option helpers every C tool shares (cuda/tools/cli.c).
+/* Fuzz target: the option helpers every C tool shares (tools/cli/cli.c).
  *
  * Input: NUL-separated arguments.  Each argument goes through tk_cli_parse_int over
  * three ranges and tk_cli_parse_double over two; then the whole list is walked as a

@@ -1,5 +1,5 @@
 /* Fuzz target: a whole tool's command line, tk-eig's (parse_args in
- * cuda/tools/tk_eig.c), compiled here with the tool's main renamed so that its static
+ * tools/tk_eig.c), compiled here with the tool's main renamed so that its static
  * parser can be called without running the job.
  *
  * Input: NUL-separated arguments after the program name.  Inputs holding "--help" or

@@ -1,5 +1,5 @@
 /* Fuzz target: recognising and validating image files before any image library reads
- * them (cuda/tools/image_probe.c with image_nifti.c, image_nrrd.c, image_meta.c and
+ * them (tools/io/image_probe.c with image_nifti.c, image_nrrd.c, image_meta.c and
  * gzip_check.c).
  *
  * Input: the layout of the sh_image target (so its corpus serves here too): byte 0 picks

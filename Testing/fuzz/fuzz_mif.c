@@ -1,4 +1,4 @@
-/* Fuzz target: MRtrix3 images (cuda/tools/mif_io.c: tk_mif_read_header, tk_mif_read_data).
+/* Fuzz target: MRtrix3 images (tools/io/mif_io.c: tk_mif_read_header, tk_mif_read_data).
  *
  * Input: byte 0 picks the file (mod 3): 0 the rest as input.mif; 1 the rest compressed by
  * the harness as input.mif.gz (so the fuzzer works on the header through gzip); 2 the rest

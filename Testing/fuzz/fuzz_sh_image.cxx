@@ -1,4 +1,4 @@
-// Fuzz target: the SH / peak volume readers of the ITK tools (Plugin/CLI/sh_image_io.cxx:
+// Fuzz target: the SH / peak volume readers of the ITK tools (tools/itk/image/sh_image_io.cxx:
 // probe_volume, read_vector_volume, read_mask, read_scalar_volume), through ITK's NIfTI,
 // NRRD and MetaImage readers.
 //

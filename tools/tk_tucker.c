@@ -14,7 +14,7 @@
 #include "cli_xml.h"
 #include "tk_tucker.h"
 #ifdef TK_TUCKER_WITH_IMAGES
-#include "tk_tucker_complete.h" /* Plugin/CLI: the ITK image mode, when built with ITK */
+#include "tk_tucker_complete.h" /* tools/itk: the ITK image mode, when built with ITK */
 #endif
 
 static const char *prog = "tk-tucker";

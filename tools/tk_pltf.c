@@ -15,7 +15,7 @@
 #include "tk_output_set.h"
 #include "tk_pltf.h"
 #ifdef TK_PLTF_WITH_IMAGES
-#include "tk_pltf_complete.h" /* Plugin/CLI: the ITK image mode, when built with ITK */
+#include "tk_pltf_complete.h" /* tools/itk: the ITK image mode, when built with ITK */
 #endif
 
 static const char *prog = "tk-pltf";

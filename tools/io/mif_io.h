@@ -1,5 +1,5 @@
 /* MRtrix3's image format (.mif, .mif.gz, .mih with its data file): the one reader and
- * writer of the tools (tk-fibers through Plugin/CLI/sh_image_io, tk-bench for sh2peaks).
+ * writer of the tools (tk-fibers through tools/itk/image/sh_image_io, tk-bench for sh2peaks).
  *
  * A text header ("mrtrix image", then "key: value" lines, then "END"), then raw data:
  *   dim       sizes of the header's axes (1 to TK_MIF_MAX_AXES of them)

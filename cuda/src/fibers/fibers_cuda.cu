@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_memory.h"
+#include "common/cuda_memory.h"
 #include "fibers_internal.h"
 #include "fibers_select.h"
-#include "sshopm_internal.h"
+#include "sshopm/sshopm_internal.h"
 
 #define TK_FIB_WARPS 4
 #define TK_FIB_THREADS (TK_FIB_WARPS * 32)

@@ -10,7 +10,7 @@
 #endif
 
 #include "eig_internal.h"
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 /* Matrices per lockstep group: four AVX2 vectors of either precision.  Measured on
  * tk-bench eig: 16 doubles beat 4 and 8 (the per-bulge-position scalar set-up and

@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_memory.h"
+#include "common/cuda_memory.h"
 #include "tucker_internal.h"
 
 #define FULL_MASK 0xffffffffu

@@ -18,14 +18,14 @@
 
 #include "fibers_internal.h"
 #include "fibers_select.h"
-#include "sshopm_internal.h"
+#include "sshopm/sshopm_internal.h"
 #include "tk_sshopm.h"
 
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 #define TK_REAL double
 #define TK_SFX(name) name##_d
 #define TK_FMA(a, b, c) ((a) * (b) + (c))
-#include "sshopm_unrolled_gen.h"
+#include "sshopm/sshopm_unrolled_gen.h"
 #undef TK_REAL
 #undef TK_SFX
 #undef TK_FMA

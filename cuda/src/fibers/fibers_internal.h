@@ -6,7 +6,7 @@
 
 #include "sh_eval.h"
 #include "tk_fibers.h"
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 #ifdef __cplusplus
 extern "C" {

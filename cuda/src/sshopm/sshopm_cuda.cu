@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_memory.h"
+#include "common/cuda_memory.h"
 #include "sshopm_internal.h"
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 #define TK_REAL float
 #define TK_SFX(name) name##_f
@@ -24,7 +24,7 @@
 #define TK_SQRT sqrtf
 #define TK_RSQRT rsqrtf
 #include "sshopm_kernels.h"
-#include "sshopm_unrolled_gen.h"
+#include "sshopm/sshopm_unrolled_gen.h"
 #undef TK_REAL
 #undef TK_SFX
 #undef TK_FMA
@@ -37,7 +37,7 @@
 #define TK_SQRT sqrt
 #define TK_RSQRT rsqrt
 #include "sshopm_kernels.h"
-#include "sshopm_unrolled_gen.h"
+#include "sshopm/sshopm_unrolled_gen.h"
 #undef TK_REAL
 #undef TK_SFX
 #undef TK_FMA

@@ -8,7 +8,7 @@
 //   MRtrix3 (.mif, .mif.gz; .mih read): mif_io.h, reading and writing;
 //   NRRD (.nrrd, .nhdr) and MetaImage (.mha, .mhd): ITK.
 // Every input is first recognised by its bytes, not its name, and validated whole, data
-// included (cuda/tools/image_probe.h): ITK then reads only what was proven well-formed,
+// included (tools/io/image_probe.h): ITK then reads only what was proven well-formed,
 // with the reader of the format the bytes say.
 // ITK reads 4-D images as 4-D scalar images; these convert to and from
 // itk::VectorImage<float, 3>.  Geometry in ITK's images is LPS, as always.

@@ -6,7 +6,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "cuda_memory.h"
+#include "common/cuda_memory.h"
 #include "pltf_internal.h"
 
 #define TK_PLTF_CUDA_CACHE 64

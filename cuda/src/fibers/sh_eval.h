@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "tk_fibers.h"
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 /* out[tk_sh_num_coeffs(lmax)]: the basis functions of (basis, legacy) at the direction of
  * the nonzero, finite dir, for even lmax from 0 to TK_SH_MAX_LMAX (unchecked). */

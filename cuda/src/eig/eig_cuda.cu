@@ -33,9 +33,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_memory.h"
+#include "common/cuda_memory.h"
 #include "eig_internal.h"
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 /* host-device because the shared body is; it only ever runs on the device.  A group
  * within a warp waits for its own lanes only: the other groups of the warp work on

@@ -5,7 +5,7 @@
 
 #include <math.h>
 
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 /* found maxima (dirs found x 3, amps), sorted by amplitude descending, to num_peaks outputs.
  * kept_index: scratch of num_peaks ints (the kept maxima's indices).  cos_sep =

@@ -1,7 +1,7 @@
 /* SS-HOPM front end: options, validation, shared tables, start vectors, dispatch. */
 #define _POSIX_C_SOURCE 200809L
 #include "sshopm_internal.h"
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 #include <math.h>
 #include <stdlib.h>

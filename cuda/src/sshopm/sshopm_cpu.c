@@ -7,7 +7,7 @@
 #include <omp.h>
 #endif
 
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 /* Starts per SIMD batch of the fixed-shift unrolled kernels: two AVX vectors of float. */
 #define TK_CPU_LANES 16
@@ -38,7 +38,7 @@ size_t tk_sshopm_cpu_scratch(int dim)
 #define TK_SQRT sqrtf
 #define TK_RSQRT(v) (1.0f / sqrtf(v))
 #include "sshopm_kernels.h"
-#include "sshopm_unrolled_gen.h"
+#include "sshopm/sshopm_unrolled_gen.h"
 #include "sshopm_cpu_body.h"
 #undef TK_REAL
 #undef TK_SFX
@@ -52,7 +52,7 @@ size_t tk_sshopm_cpu_scratch(int dim)
 #define TK_SQRT sqrt
 #define TK_RSQRT(v) (1.0 / sqrt(v))
 #include "sshopm_kernels.h"
-#include "sshopm_unrolled_gen.h"
+#include "sshopm/sshopm_unrolled_gen.h"
 #include "sshopm_cpu_body.h"
 #undef TK_REAL
 #undef TK_SFX

@@ -2,7 +2,7 @@
  * No include guard: included once per precision after defining
  *   TK_REAL (float or double), TK_SFX(name) (a per-precision name), TK_FMA, TK_SQRT, TK_RSQRT.
  * Everything here is TK_HD static inline and allocation free. */
-#include "tk_hd.h"
+#include "common/tk_hd.h"
 
 /* Prescaled table of one tensor: c[j*K1 + t] = A[map[j*K1 + t]] * mult1[t], so that
  * (A x^(m-1))_j = sum_t c[j*K1 + t] x^t over the degree-(m-1) classes t. */
