@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "tk_bench_hooks.h"
 #include "tk_eig.h"
 
 static const char *prog = "tk-bench eig";
@@ -214,7 +215,7 @@ static double backend_ms(int n, size_t count, const double *a, double *values, i
     if (backend == TK_BACKEND_CUDA) o.cuda_lanes = (int)bench_cuda_lanes, o.cuda_chunk = (size_t)bench_cuda_chunk;
     o.num_threads = (int)threads;
     tk_eig_result r = {values, NULL, status};
-    tk_eig_timing t;
+    tk_timing t;
     if (tk_eig_solve(&o, count, a, &r, &t, failed) != TK_OK) return -1;
     if (kernel_ms) *kernel_ms = t.kernel_ms;
     return t.total_ms;

@@ -23,6 +23,7 @@
 #include "bench_json.h"
 #include "cli.h"
 #include "mif_io.h"
+#include "tk_bench_hooks.h"
 #include "tk_fibers.h"
 #include "tk_npy.h"
 
@@ -315,12 +316,12 @@ static double median_of(double *v, int n)
 
 /* Median of repeat timed runs; 0 if the backend cannot run here (printed). */
 static int time_backend(const fibers_args *a, int b, const float *sh, size_t voxels, float *dirs, float *amps,
-                        tk_fibers_timing *best)
+                        tk_timing *best, tk_fibers_work *work)
 {
     tk_fibers_options o;
     tk_fibers_options_init(&o, (int)a->lmax);
     o.num_peaks = (int)a->num;
-    o.backend = (tk_fibers_backend)b;
+    o.backend = (tk_backend)b;
     o.num_threads = (int)a->threads;
     /* warm-up: the plan (built once per process) and, on CUDA, the context stay out of the figures */
     if (tk_fibers_find(&o, voxels < 4096 ? voxels : 4096, sh, NULL, dirs, amps, NULL) != TK_OK) {
@@ -329,9 +330,9 @@ static int time_backend(const fibers_args *a, int b, const float *sh, size_t vox
     }
     double totals[64], kernels[64];
     int runs = (int)(a->repeat < 64 ? a->repeat : 64);
-    tk_fibers_timing t;
+    tk_timing t;
     for (int r = 0; r < runs; ++r) {
-        if (tk_fibers_find_timed(&o, voxels, sh, NULL, dirs, amps, NULL, &t) != TK_OK) {
+        if (tk_fibers_find_counted(&o, voxels, sh, NULL, dirs, amps, NULL, &t, work) != TK_OK) {
             printf("%-10s %9zu  failed: %s\n", backend_name(b), voxels, tk_last_error());
             return 0;
         }
@@ -680,8 +681,9 @@ static int bench_input(fibers_args *a, int input)
         if (!a->backends[b]) continue;
         for (int big = 0; big < (b == 2 && (size_t)a->cuda_voxels > voxels ? 2 : 1); ++big) {
             size_t n = big ? (size_t)a->cuda_voxels : voxels;
-            tk_fibers_timing t;
-            if (!time_backend(a, b, sh, n, dirs, amps, &t)) continue;
+            tk_timing t;
+            tk_fibers_work work;
+            if (!time_backend(a, b, sh, n, dirs, amps, &t, &work)) continue;
             double med = NAN, worst = NAN, rate = n / (t.total_ms / 1000), krate = n / (t.kernel_ms / 1000);
             accuracy(a, sh, dirs, n, acc_voxels, &med, &worst);
             char goal[128] = "", newton[32] = "-";
@@ -689,7 +691,7 @@ static int bench_input(fibers_args *a, int input)
                 snprintf(goal, sizeof goal, "memory to memory: %.1fx sh2peaks", rate / sh2_rate);
             if (b == 2 && a->lmax == 8 && big == ((size_t)a->cuda_voxels > voxels))
                 snprintf(goal, sizeof goal, "goal 10M voxels/s: %s", rate >= 1e7 ? "met" : "MISSED");
-            if (b < 2) snprintf(newton, sizeof newton, "%.1f", (double)t.newton_iterations / n);
+            if (b < 2) snprintf(newton, sizeof newton, "%.1f", (double)work.newton_iterations / n);
             printf("%-10s %9zu %10.1f %10.1f %13.0f %13.0f %10.5f %10.5f %8s  %s\n", backend_name(b), n, t.total_ms,
                    t.kernel_ms, rate, krate, med, worst, newton, goal);
             tk_bench_json_row("peaks"), tk_bench_json_str("input", kInputNames[input]);
@@ -697,14 +699,14 @@ static int bench_input(fibers_args *a, int input)
             tk_bench_json_num("total_ms", t.total_ms), tk_bench_json_num("kernel_ms", t.kernel_ms);
             tk_bench_json_num("voxels_per_s", rate), tk_bench_json_num("kernel_voxels_per_s", krate);
             tk_bench_json_num("median_deg", med), tk_bench_json_num("max_deg", worst);
-            if (b < 2) tk_bench_json_num("newton_per_voxel", (double)t.newton_iterations / n);
+            if (b < 2) tk_bench_json_num("newton_per_voxel", (double)work.newton_iterations / n);
             if (ref && !big) {
                 /* sh2peaks may rank peaks differently where it misses one: match against all of ours */
                 const int all = 16;
                 float *every = malloc(sizeof(float) * voxels * all * 3);
                 tk_fibers_options o;
                 tk_fibers_options_init(&o, (int)a->lmax);
-                o.num_peaks = all, o.backend = (tk_fibers_backend)b, o.num_threads = (int)a->threads;
+                o.num_peaks = all, o.backend = (tk_backend)b, o.num_threads = (int)a->threads;
                 if (every && tk_fibers_find(&o, voxels, sh, NULL, every, NULL, NULL) == TK_OK) {
                     size_t total = 0, not_max = 0, negative = 0;
                     size_t missing =

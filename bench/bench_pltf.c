@@ -20,7 +20,7 @@ typedef struct {
     int num_seed_iters;
 } bench_args;
 
-static const char *backend_name(int b) { return b == TK_PLTF_CPU ? "cpu" : b == TK_PLTF_OMP ? "omp" : "cuda"; }
+static const char *backend_name(int b) { return b == TK_BACKEND_CPU ? "cpu" : b == TK_BACKEND_OMP ? "omp" : "cuda"; }
 
 /* Data from a random non-negative rank-r PARAFAC model plus 10% noise. */
 static double *make_data(tk_pltf_model *m, uint64_t seed)
@@ -36,7 +36,7 @@ static double *make_data(tk_pltf_model *m, uint64_t seed)
         for (size_t i = 0; ok && i < n; ++i) f[k][i] = NEXT();
     }
     const double *ops[3] = {f[0], f[1], f[2]};
-    if (ok) ok = tk_pltf_gtm(m, TK_PLTF_OMP, 0, ops, x) == TK_OK;
+    if (ok) ok = tk_pltf_gtm(m, TK_BACKEND_OMP, 0, ops, x) == TK_OK;
     for (size_t i = 0; ok && i < count; ++i) x[i] *= 0.9 + 0.2 * NEXT();
 #undef NEXT
     for (int k = 0; k < 3; ++k) free(f[k]);
@@ -57,7 +57,7 @@ static double time_fit(const tk_pltf_model *m, const double *x, int backend, int
     tk_pltf_options o;
     tk_pltf_options_init(&o);
     o.divergence = TK_PLTF_KL;
-    o.backend = (tk_pltf_backend)backend;
+    o.backend = (tk_backend)backend;
     o.naive_gtm = naive;
     o.no_fused = no_fused;
     o.track_divergence = 0; /* the final divergence only: timing the updates */
@@ -71,7 +71,7 @@ static double time_fit(const tk_pltf_model *m, const double *x, int backend, int
     if (ok) {
         /* Warm-up: CUDA context, cuBLAS handle and lazily loaded kernels. */
         o.iterations = 1;
-        if (backend == TK_PLTF_CUDA && tk_pltf_factorize(m, &o, x, NULL, &r) != TK_OK) {
+        if (backend == TK_BACKEND_CUDA && tk_pltf_factorize(m, &o, x, NULL, &r) != TK_OK) {
             snprintf(why, why_size, "%s", tk_last_error());
         } else {
             o.iterations = iters;
@@ -130,7 +130,7 @@ static void seed_setup(const bench_args *a)
             else printf("%12s %9s ", "-", "-");
             if (seed_gpu > 0) printf("%11.1f %11.1f", seed_gpu, toolbox);
             else printf("%11s %11s", "-", "-");
-            if (it == 300 && b != TK_PLTF_CUDA) printf("  <= 0.05 s: %s", ours_s <= 0.05 ? "met" : "MISSED");
+            if (it == 300 && b != TK_BACKEND_CUDA) printf("  <= 0.05 s: %s", ours_s <= 0.05 ? "met" : "MISSED");
             printf("\n");
             fflush(stdout);
         }
@@ -161,12 +161,12 @@ static void large_run(const bench_args *a)
         double naive = a->naive_iters > 0 ? time_fit(&m, x, b, (int)a->naive_iters, 1, 0, NULL, why, sizeof why) : -1;
         if (naive < 0 && a->naive_iters > 0) {
             printf("%-7s %-22s skipped: %s\n", backend_name(b), "naive full-joint", why);
-            if (b == TK_PLTF_CUDA && strstr(why, "CUDA")) continue;
+            if (b == TK_BACKEND_CUDA && strstr(why, "CUDA")) continue;
         } else if (naive > 0) {
             printf("%-7s %-22s %12.4f %10s %9.2fx\n", backend_name(b), "naive full-joint", naive, "1.0x", 1.71 / naive);
         }
-        const char *names[2] = {b == TK_PLTF_CUDA ? "fused kernels" : "pairwise GEMM (BLAS)", "pairwise GEMM (cuBLAS)"};
-        for (int v = 0; v < (b == TK_PLTF_CUDA ? 2 : 1); ++v) {
+        const char *names[2] = {b == TK_BACKEND_CUDA ? "fused kernels" : "pairwise GEMM (BLAS)", "pairwise GEMM (cuBLAS)"};
+        for (int v = 0; v < (b == TK_BACKEND_CUDA ? 2 : 1); ++v) {
             double div = 0, ms = time_fit(&m, x, b, (int)a->iters, 0, v, &div, why, sizeof why);
             if (ms < 0) {
                 printf("%-7s %-22s skipped: %s\n", backend_name(b), names[v], why);
@@ -176,7 +176,7 @@ static void large_run(const bench_args *a)
             if (naive > 0) printf("%9.1fx ", naive / ms);
             else printf("%10s ", "-");
             printf("%9.2fx", 1.71 / ms);
-            if (b == TK_PLTF_CUDA && v == 0)
+            if (b == TK_BACKEND_CUDA && v == 0)
                 printf("  <= 0.85 ms: %s%s", ms <= 0.85 ? "met" : "MISSED",
                        naive > 0 ? (naive / ms >= 50 ? ", >= 50x naive: met" : ", >= 50x naive: MISSED") : "");
             printf("  (KL after %ld: %.6g)\n", a->iters, div);
@@ -269,12 +269,12 @@ int tk_bench_pltf(int argc, char **argv)
            tk_pltf_has_cblas() ? "CBLAS (OpenBLAS)" : "plain C loops (no CBLAS)", a.repeat);
     if (a.run_seed) {
         bench_args s = a;
-        s.backends[TK_PLTF_CUDA] = 0; /* the seed set-up is the CPU goal; too small for a GPU */
+        s.backends[TK_BACKEND_CUDA] = 0; /* the seed set-up is the CPU goal; too small for a GPU */
         if (!s.backends[0] && !s.backends[1]) s.backends[0] = 1;
         seed_setup(&s);
     }
     if (a.run_large) {
-        if (!backends_given) a.backends[TK_PLTF_CPU] = 0; /* by default the large run is the GPU goal */
+        if (!backends_given) a.backends[TK_BACKEND_CPU] = 0; /* by default the large run is the GPU goal */
         large_run(&a);
     }
     return 0;

@@ -59,7 +59,7 @@ static int run_one(const bench_args *a, const char *table, int order, int dim, t
     tk_sshopm_starts_result r = {malloc(T * S * elem), malloc(T * S * (size_t)dim * elem), malloc(T * S * sizeof(int32_t)),
                                  malloc(T * S)};
     int ok = packed && r.lambda && r.x && r.iterations && r.converged;
-    tk_sshopm_timing timing = {0, 0};
+    tk_timing timing = {0};
     tk_bench_json_row(table);
     tk_bench_json_str("impl", impl == TK_IMPL_UNROLLED ? "unrolled" : "general");
     tk_bench_json_str("backend", backend_name(backend));

@@ -162,8 +162,8 @@ static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, 
     memset(r, 0, sizeof *r);
     tk_tucker_options o;
     tk_tucker_options_init(&o);
-    o.backend = b == B_CUDA ? TK_TUCKER_CUDA : b == B_CPU ? TK_TUCKER_CPU : TK_TUCKER_OMP;
-    o.double_precision = b == B_OMP_DOUBLE;
+    o.backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
+    o.precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     o.lr_a = a->lr_a, o.lr_b = a->lr_b, o.lambda_a = o.lambda_b = a->lambda;
     o.fiber_threshold = a->threshold;
     o.num_threads = (int)a->threads;
@@ -174,18 +174,18 @@ static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, 
         fflush(stdout);
         return;
     }
-    tk_tucker_timing t;
-    tk_tucker_solver_timing(s, &t);
-    r->setup_s = t.setup_ms / 1e3;
+    tk_timing tf, tc;
+    tk_tucker_solver_timing(s, &tf, NULL);
+    r->setup_s = tf.setup_ms / 1e3;
     double fsum = 0, csum = 0;
     long counted = 0;
     tk_progress bar;
     tk_progress_begin(&bar, bname[b], (size_t)a->iters, a->table_only);
     for (long it = 0; it < a->iters; ++it) {
         if ((st = tk_tucker_update_factors(s)) != TK_OK || (st = tk_tucker_update_core(s)) != TK_OK) break;
-        tk_tucker_solver_timing(s, &t);
+        tk_tucker_solver_timing(s, &tf, &tc);
         /* The first iteration carries warm-up (clocks, caches); skip it when there are more. */
-        if (it > 0 || a->iters == 1) fsum += t.factor_ms / 1e3, csum += t.core_ms / 1e3, ++counted;
+        if (it > 0 || a->iters == 1) fsum += tf.kernel_ms / 1e3, csum += tc.kernel_ms / 1e3, ++counted;
         tk_progress_advance(&bar, 1);
     }
     tk_progress_end(&bar);

@@ -49,14 +49,14 @@ typedef struct {
     const char *input, *output, *vectors, *status;
     tk_eig_options opts;
     int precision_given, quiet;
-    tk_cli_backend backend;
+    tk_backend backend;
 } eig_args;
 
 static int parse_args(int argc, char **argv, eig_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_eig_options_init(&a->opts, 0);
-    a->backend = TK_CLI_AUTO;
+    a->backend = TK_BACKEND_AUTO;
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v;
         long iv;
@@ -187,8 +187,8 @@ int main(int argc, char **argv)
     if (!a.precision_given)
         a.opts.precision = arr.dtype == TK_NPY_FLOAT64 ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     a.opts.n = (int)n;
-    tk_cli_backend run;
-    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
+    tk_backend run;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) goto done;
     a.opts.backend = (tk_backend)run;
     const int dbl = a.opts.precision == TK_PRECISION_DOUBLE;
     const size_t elem = dbl ? sizeof(double) : sizeof(float);

@@ -57,7 +57,7 @@ typedef struct {
     tk_pltf_options opts;
     long print_every;
     int quiet;
-    tk_cli_backend backend;
+    tk_backend backend;
 } pltf_args;
 
 static int parse_args(int argc, char **argv, pltf_args *a)
@@ -65,7 +65,7 @@ static int parse_args(int argc, char **argv, pltf_args *a)
     memset(a, 0, sizeof *a);
     tk_pltf_options_init(&a->opts);
     a->print_every = 1;
-    a->backend = TK_CLI_AUTO;
+    a->backend = TK_BACKEND_AUTO;
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v;
         long iv;
@@ -389,9 +389,9 @@ int main(int argc, char **argv)
         tk_cli_error(prog, "%s: the mask leaves no observed entry; mark the observed entries with 1", a.mask);
         goto done;
     }
-    tk_cli_backend run;
-    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
-    a.opts.backend = (tk_pltf_backend)run;
+    tk_backend run;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) goto done;
+    a.opts.backend = (tk_backend)run;
 
     tk_progress bar;
     progress_ctx pc = {&a, &bar, 0, 0};
@@ -419,7 +419,7 @@ int main(int argc, char **argv)
     if (tk_outset_commit(set) != 0) goto done; /* all files in place, or none */
     if (!a.quiet)
         fprintf(stderr, "%s: model %s, %d iterations on %s in %.1f ms; %s divergence %.6g -> %.6g\n", prog, m.text,
-                res.iterations_done, a.opts.backend == TK_PLTF_CPU ? "cpu" : a.opts.backend == TK_PLTF_OMP ? "omp" : "cuda",
+                res.iterations_done, a.opts.backend == TK_BACKEND_CPU ? "cpu" : a.opts.backend == TK_BACKEND_OMP ? "omp" : "cuda",
                 res.iterate_ms, tk_pltf_divergence_name(a.opts.divergence), pc.first,
                 res.final_divergence);
     status = 0;

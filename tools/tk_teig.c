@@ -46,7 +46,7 @@ typedef struct {
     const char *input, *output;
     tk_sshopm_options opts;
     int precision_given, impl_given, tol_given, quiet;
-    tk_cli_backend backend;
+    tk_backend backend;
 } teig_args;
 
 static int parse_args(int argc, char **argv, teig_args *a)
@@ -54,7 +54,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
     memset(a, 0, sizeof *a);
     tk_sshopm_options_init(&a->opts, 0, 0);
     a->opts.shift_mode = TK_SHIFT_ADAPTIVE;
-    a->backend = TK_CLI_AUTO;
+    a->backend = TK_BACKEND_AUTO;
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i], *v;
         long iv;
@@ -249,8 +249,8 @@ int main(int argc, char **argv)
     void *packed = NULL;
     size_t count = 0;
     if (!load_tensors(&a, &packed, &count)) return TK_EXIT_FAILURE;
-    tk_cli_backend run;
-    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_CLI_OMP, a.quiet, &run)) {
+    tk_backend run;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) {
         free(packed);
         return TK_EXIT_FAILURE;
     }

@@ -105,7 +105,7 @@ typedef struct {
     long rank_j, rank_r, iters, every;
     int resume, quiet;
     uint64_t seed;
-    tk_cli_backend backend;
+    tk_backend backend;
     tk_tucker_options o;
 } train_args;
 
@@ -113,7 +113,7 @@ static int parse_train(int argc, char **argv, train_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_tucker_options_init(&a->o);
-    a->backend = TK_CLI_AUTO;
+    a->backend = TK_BACKEND_AUTO;
     a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
     a->iters = 20;
     for (int i = 2; i < argc; ++i) {
@@ -157,7 +157,7 @@ static int parse_train(int argc, char **argv, train_args *a)
             if (!VALUE("--fiber-threshold") || !tk_cli_parse_int(prog, "--fiber-threshold", v, 1, 1L << 40, &iv)) return 0;
             a->o.fiber_threshold = (size_t)iv;
         } else if (!strcmp(arg, "--double")) {
-            a->o.double_precision = 1;
+            a->o.precision = TK_PRECISION_DOUBLE;
         } else if (tk_cli_is(arg, "--seed")) {
             if (!VALUE("--seed") || !parse_seed(v, &a->seed)) return 0;
         } else if (tk_cli_is(arg, "--checkpoint-every")) {
@@ -186,7 +186,7 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "--test and --test-fraction were both given; give one of them, not both");
         return 0;
     }
-    if (a->o.double_precision && a->backend == TK_CLI_CUDA) {
+    if (a->o.precision == TK_PRECISION_DOUBLE && a->backend == TK_BACKEND_CUDA) {
         tk_cli_error(prog, "--double with --backend cuda: cuda computes in float; use --backend cpu or omp, or drop "
                            "--double");
         return 0;
@@ -201,7 +201,7 @@ static void settings_text(const train_args *a, char *out, size_t size)
              "seed = %llu\nlr_a = %.17g\nlr_b = %.17g\nlambda_a = %.17g\nlambda_b = %.17g\nfiber_threshold = %zu\n"
              "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\n",
              (unsigned long long)a->seed, a->o.lr_a, a->o.lr_b, a->o.lambda_a, a->o.lambda_b, a->o.fiber_threshold,
-             a->o.double_precision ? "double" : "float", a->test_fraction, file_size(a->train));
+             (a->o.precision == TK_PRECISION_DOUBLE) ? "double" : "float", a->test_fraction, file_size(a->train));
 }
 
 static int check_resume(const train_args *a, const char *manifest, const tk_tucker_model *m, const tk_tucker_coo *train)
@@ -235,7 +235,7 @@ static tk_status save(const train_args *a, const tk_tucker_model *m, long iterat
     snprintf(extra, sizeof extra,
              "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\n%s"
              "train_rmse = %.9g\ntest_rmse = %.9g\ntest_mae = %.9g\n",
-             iteration, a->iters, tk_tucker_backend_name(a->o.backend), a->train, a->test ? a->test : "", settings,
+             iteration, a->iters, tk_backend_name(a->o.backend), a->train, a->test ? a->test : "", settings,
              tr->rmse, te->count ? te->rmse : NAN, te->count ? te->mae : NAN);
     return tk_tucker_model_save(a->out, m, extra);
 }
@@ -301,9 +301,9 @@ static int cmd_train(int argc, char **argv)
         goto done;
     }
     /* --double is a CPU path: auto picks omp for it without asking for a GPU. */
-    tk_cli_backend run = a.backend == TK_CLI_AUTO && a.o.double_precision ? TK_CLI_OMP : a.backend;
-    if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_CLI_OMP, a.quiet, &run)) goto done;
-    a.o.backend = (tk_tucker_backend)run;
+    tk_backend run = a.backend == TK_BACKEND_AUTO && a.o.precision == TK_PRECISION_DOUBLE ? TK_BACKEND_OMP : a.backend;
+    if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) goto done;
+    a.o.backend = (tk_backend)run;
     uint32_t dims[TK_TUCKER_MAX_ORDER];
     for (int n = 0; n < train.order; ++n) dims[n] = train.dims[n] > test.dims[n] ? train.dims[n] : test.dims[n];
     long start = 0;
@@ -385,15 +385,15 @@ static int cmd_train(int argc, char **argv)
             tk_cli_error(prog, "iteration %ld: the model diverged (train RMSE %g): lower --lr-a / --lr-b", it, mtr.rmse);
             goto done;
         }
-        tk_tucker_timing t;
-        tk_tucker_solver_timing(solver, &t);
+        tk_timing tf, tc;
+        tk_tucker_solver_timing(solver, &tf, &tc);
         tk_progress_end(&bar);
         if (test.nnz)
-            printf("%4ld %9.4f %9.4f %9.4f %11.6f %11.6f %11.6f\n", it, (t.factor_ms + t.core_ms) / 1e3,
-                   t.factor_ms / 1e3, t.core_ms / 1e3, mtr.rmse, mte.rmse, mte.mae);
+            printf("%4ld %9.4f %9.4f %9.4f %11.6f %11.6f %11.6f\n", it, (tf.kernel_ms + tc.kernel_ms) / 1e3,
+                   tf.kernel_ms / 1e3, tc.kernel_ms / 1e3, mtr.rmse, mte.rmse, mte.mae);
         else
-            printf("%4ld %9.4f %9.4f %9.4f %11.6f %11s %11s\n", it, (t.factor_ms + t.core_ms) / 1e3, t.factor_ms / 1e3,
-                   t.core_ms / 1e3, mtr.rmse, "-", "-");
+            printf("%4ld %9.4f %9.4f %9.4f %11.6f %11s %11s\n", it, (tf.kernel_ms + tc.kernel_ms) / 1e3, tf.kernel_ms / 1e3,
+                   tc.kernel_ms / 1e3, mtr.rmse, "-", "-");
         fflush(stdout);
         if ((a.every && it % a.every == 0) || it == a.iters) {
             if ((s = save(&a, &model, it, &mtr, &mte)) != TK_OK) {

@@ -226,7 +226,7 @@ TEST(PltfCli, BadInputsFailClearlyAndLeaveNoOutput)
     auto r = run_tool(exe + base + in + " --out " + dir / "afile", dir.path);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("exists and is not a directory"), std::string::npos) << r.err;
-    if (!tk_pltf_has_cuda()) {
+    if (!tk_has_cuda()) {
         r = run_tool(exe + base + in + " --backend cuda --out " + dir / "out", dir.path);
         EXPECT_EQ(r.exit_code, 1);
         EXPECT_NE(r.err.find("no CUDA backend"), std::string::npos) << r.err;

@@ -150,7 +150,7 @@ struct FibersInput {
 
 // FOD-like voxels: a few exact sums of fibers, each voxel one of them plus its own noise
 // (fitting a series per voxel would cost more than the peak finding under test).
-inline FibersInput fibers_input(tk_fibers_backend backend, int lmax, size_t voxels, uint64_t seed, bool with_mask)
+inline FibersInput fibers_input(tk_backend backend, int lmax, size_t voxels, uint64_t seed, bool with_mask)
 {
     FibersInput in;
     tk_fibers_options_init(&in.opts, lmax);
@@ -252,7 +252,7 @@ struct TuckerInput {
     int iterations = 3;
 };
 
-inline TuckerInput tucker_input(tk_tucker_backend backend, uint64_t seed, size_t nnz = 30000)
+inline TuckerInput tucker_input(tk_backend backend, uint64_t seed, size_t nnz = 30000)
 {
     TuckerInput in;
     tk_tucker_options_init(&in.opts);
@@ -296,7 +296,7 @@ struct PltfInput {
     std::vector<uint8_t> mask; // empty: none
 };
 
-inline PltfInput pltf_input(tk_pltf_backend backend, const std::string &text, const std::string &dims,
+inline PltfInput pltf_input(tk_backend backend, const std::string &text, const std::string &dims,
                             tk_pltf_divergence d, uint64_t seed, bool with_mask)
 {
     PltfInput in;

@@ -63,7 +63,7 @@ TEST(Concurrency, SshopmCpuAndOmp)
 
 TEST(Concurrency, FibersCpuAndOmp)
 {
-    for (tk_fibers_backend b : {TK_FIBERS_CPU, TK_FIBERS_OMP}) {
+    for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
         // different orders too: the plan cache is shared between threads
         auto a = fibers_input(b, 8, 160, 1, true), c = fibers_input(b, 6, 240, 2, false);
         expect_concurrent_equals_sequential<FibersInput>(a, c, fibers_run);
@@ -84,7 +84,7 @@ TEST(Concurrency, EigCpuAndOmp)
 
 TEST(Concurrency, TuckerCpuAndOmp)
 {
-    for (tk_tucker_backend b : {TK_TUCKER_CPU, TK_TUCKER_OMP}) {
+    for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
         auto a = tucker_input(b, 1, 12000), c = tucker_input(b, 2, 12000);
         expect_concurrent_equals_sequential<TuckerInput>(a, c, tucker_run, 0, 2);
         expect_concurrent_equals_sequential<TuckerInput>(a, a, tucker_run, 0, 1);
@@ -96,7 +96,7 @@ TEST(Concurrency, PltfCpuAndOmp)
 {
     // The generic GEMM path (Euclidean, masked Tucker-3) and KL PARAFAC, on cpu and omp: both
     // create their CPU engine concurrently, and the BLAS thread count is process-wide.
-    for (tk_pltf_backend b : {TK_PLTF_CPU, TK_PLTF_OMP}) {
+    for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
         auto a = pltf_input(b, "ijk=ia,ja,ka", "i=30,j=24,k=20,a=5", TK_PLTF_KL, 1, false);
         auto c = pltf_input(b, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 2, true);
         expect_concurrent_equals_sequential<PltfInput>(a, c, pltf_run);
@@ -105,15 +105,15 @@ TEST(Concurrency, PltfCpuAndOmp)
     }
     // cpu beside omp: each engine sets OpenBLAS's process-wide thread count for itself, so
     // either may run its GEMMs with the other's count; the results must not change.
-    auto a = pltf_input(TK_PLTF_CPU, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 3, true);
-    auto c = pltf_input(TK_PLTF_OMP, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 4, true);
+    auto a = pltf_input(TK_BACKEND_CPU, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 3, true);
+    auto c = pltf_input(TK_BACKEND_OMP, "ijk=ip,jq,kr,pqr", "i=30,j=24,k=20,p=4,q=3,r=3", TK_PLTF_EUCLIDEAN, 4, true);
     expect_concurrent_equals_sequential<PltfInput>(a, c, pltf_run);
 }
 
 TEST(Concurrency, DifferentCoresAtOnce)
 {
     // One thread per core kind at the same time: cpu fibers beside omp eigenvalues.
-    auto f = fibers_input(TK_FIBERS_CPU, 8, 200, 3, false);
+    auto f = fibers_input(TK_BACKEND_CPU, 8, 200, 3, false);
     auto e = eig_input(TK_BACKEND_OMP, 12, true, true, 500, 3);
     const Result f0 = fibers_run(f), e0 = eig_run(e);
     Result f1, e1;

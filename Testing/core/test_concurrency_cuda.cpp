@@ -36,7 +36,7 @@ TEST(ConcurrencyCuda, SshopmTwoHostThreads)
 TEST(ConcurrencyCuda, FibersTwoHostThreads)
 {
     TK_REQUIRE_GPU();
-    auto a = fibers_input(TK_FIBERS_CUDA, 8, 20000, 1, true), b = fibers_input(TK_FIBERS_CUDA, 6, 30000, 2, false);
+    auto a = fibers_input(TK_BACKEND_CUDA, 8, 20000, 1, true), b = fibers_input(TK_BACKEND_CUDA, 6, 30000, 2, false);
     expect_concurrent_equals_sequential<FibersInput>(a, b, fibers_run);
     expect_concurrent_equals_sequential<FibersInput>(a, a, fibers_run, 0, 1);
     EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
@@ -54,7 +54,7 @@ TEST(ConcurrencyCuda, EigTwoHostThreads)
 TEST(ConcurrencyCuda, TuckerTwoHostThreads)
 {
     TK_REQUIRE_GPU();
-    auto a = tucker_input(TK_TUCKER_CUDA, 1), b = tucker_input(TK_TUCKER_CUDA, 2);
+    auto a = tucker_input(TK_BACKEND_CUDA, 1), b = tucker_input(TK_BACKEND_CUDA, 2);
     a.iterations = b.iterations = 5;
     expect_concurrent_equals_sequential<TuckerInput>(a, b, tucker_run, 2e-3);
     expect_concurrent_equals_sequential<TuckerInput>(a, a, tucker_run, 2e-3, 1);
@@ -65,8 +65,8 @@ TEST(ConcurrencyCuda, PltfTwoHostThreads)
 {
     TK_REQUIRE_GPU();
     // the fused KL kernel beside the cuBLAS path, each thread with its own engine and handle
-    auto a = pltf_input(TK_PLTF_CUDA, "ijk=ia,ja,ka", "i=60,j=50,k=40,a=8", TK_PLTF_KL, 1, false);
-    auto b = pltf_input(TK_PLTF_CUDA, "ijk=ip,jq,kr,pqr", "i=50,j=40,k=30,p=4,q=3,r=5", TK_PLTF_EUCLIDEAN, 2, true);
+    auto a = pltf_input(TK_BACKEND_CUDA, "ijk=ia,ja,ka", "i=60,j=50,k=40,a=8", TK_PLTF_KL, 1, false);
+    auto b = pltf_input(TK_BACKEND_CUDA, "ijk=ip,jq,kr,pqr", "i=50,j=40,k=30,p=4,q=3,r=5", TK_PLTF_EUCLIDEAN, 2, true);
     expect_concurrent_equals_sequential<PltfInput>(a, b, pltf_run, 1e-4);
     expect_concurrent_equals_sequential<PltfInput>(b, b, pltf_run, 1e-4, 1);
     EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
@@ -82,7 +82,7 @@ TEST(ConcurrencyCuda, CudaBesideOmpOfTheSameCore)
     run_concurrently([&] { g1 = eig_run(g); }, [&] { c1 = eig_run(c); });
     EXPECT_TRUE(same_result(g1, g0));
     EXPECT_TRUE(same_result(c1, c0));
-    auto fg = fibers_input(TK_FIBERS_CUDA, 8, 10000, 4, false), fc = fibers_input(TK_FIBERS_OMP, 8, 1000, 5, false);
+    auto fg = fibers_input(TK_BACKEND_CUDA, 8, 10000, 4, false), fc = fibers_input(TK_BACKEND_OMP, 8, 1000, 5, false);
     const Result fg0 = fibers_run(fg), fc0 = fibers_run(fc);
     Result fg1, fc1;
     run_concurrently([&] { fg1 = fibers_run(fg); }, [&] { fc1 = fibers_run(fc); });

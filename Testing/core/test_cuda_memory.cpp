@@ -138,7 +138,7 @@ TEST(CudaMemory, FibersChunksUnderALimitBitForBit)
 {
     TK_REQUIRE_GPU();
     // lmax 8: a plan of ~120 KB, ~11 KB a voxel over both streams: 1 MiB holds ~70 voxels
-    for (auto in : {fibers_input(TK_FIBERS_CUDA, 8, 3000, 5, true), fibers_input(TK_FIBERS_CUDA, 4, 5000, 6, false)}) {
+    for (auto in : {fibers_input(TK_BACKEND_CUDA, 8, 3000, 5, true), fibers_input(TK_BACKEND_CUDA, 4, 5000, 6, false)}) {
         const Result full = unlimited(in, fibers_run);
         ASSERT_EQ(full.status, TK_OK) << full.error;
         for (const char *mib : {"1", "2"}) {
@@ -153,7 +153,7 @@ TEST(CudaMemory, FibersWithNoRoomIsAMemoryError)
 {
     TK_REQUIRE_GPU();
     MemoryLimit limit("0");
-    EXPECT_TRUE(memory_error(fibers_run(fibers_input(TK_FIBERS_CUDA, 8, 50, 5, false)), "plan"));
+    EXPECT_TRUE(memory_error(fibers_run(fibers_input(TK_BACKEND_CUDA, 8, 50, 5, false)), "plan"));
     EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
 }
 
@@ -232,7 +232,7 @@ TEST(CudaMemory, TuckerIsRefusedUpFrontOrMatchesTheUnlimitedRun)
     TK_REQUIRE_GPU();
     // ~1.3 MB resident (model and three B-CSF copies of 30,000 entries): refused at 0 and
     // 1 MiB, run at 2 and 8.  The GPU's atomic sums round differently from run to run.
-    const auto in = tucker_input(TK_TUCKER_CUDA, 5);
+    const auto in = tucker_input(TK_BACKEND_CUDA, 5);
     const Result full = unlimited(in, tucker_run);
     ASSERT_EQ(full.status, TK_OK) << full.error;
     int refused = 0, ran = 0;
@@ -262,9 +262,9 @@ TEST(CudaMemory, PltfIsRefusedOrMatchesTheUnlimitedRun)
         PltfInput in;
         double tol;
     };
-    for (const Case &c : {Case{pltf_input(TK_PLTF_CUDA, "ijk=ia,ja,ka", "i=40,j=40,k=40,a=6", TK_PLTF_EUCLIDEAN, 5, true), 1e-5},
-                          Case{pltf_input(TK_PLTF_CUDA, "ijk=ia,ja,ka", "i=40,j=40,k=40,a=6", TK_PLTF_KL, 6, false), 1e-4},
-                          Case{pltf_input(TK_PLTF_CUDA, "ijk=ip,jq,kr,pqr", "i=30,j=30,k=30,p=4,q=3,r=5", TK_PLTF_IS, 7, true),
+    for (const Case &c : {Case{pltf_input(TK_BACKEND_CUDA, "ijk=ia,ja,ka", "i=40,j=40,k=40,a=6", TK_PLTF_EUCLIDEAN, 5, true), 1e-5},
+                          Case{pltf_input(TK_BACKEND_CUDA, "ijk=ia,ja,ka", "i=40,j=40,k=40,a=6", TK_PLTF_KL, 6, false), 1e-4},
+                          Case{pltf_input(TK_BACKEND_CUDA, "ijk=ip,jq,kr,pqr", "i=30,j=30,k=30,p=4,q=3,r=5", TK_PLTF_IS, 7, true),
                                1e-4}}) {
         const Result full = unlimited(c.in, pltf_run);
         ASSERT_EQ(full.status, TK_OK) << full.error;
@@ -287,7 +287,7 @@ TEST(CudaMemory, PltfIsRefusedOrMatchesTheUnlimitedRun)
     // Refused before any upload, naming the model: 1.23 MiB of data, mask and factors.
     MemoryLimit limit("1");
     const Result r =
-        pltf_run(pltf_input(TK_PLTF_CUDA, "ijk=ia,ja,ka", "i=40,j=40,k=40,a=6", TK_PLTF_EUCLIDEAN, 5, true));
+        pltf_run(pltf_input(TK_BACKEND_CUDA, "ijk=ia,ja,ka", "i=40,j=40,k=40,a=6", TK_PLTF_EUCLIDEAN, 5, true));
     EXPECT_TRUE(memory_error(r, "model \"ijk=ia,ja,ka\""));
     EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
 }
@@ -303,19 +303,19 @@ TEST(CudaMemory, PltfNaiveGtmSlicesUnderALimitBitForBit)
     std::vector<double> full(tk_pltf_out_count(&m)), limited(full.size()), cpu(full.size());
     {
         MemoryLimit none("");
-        ASSERT_EQ(tk_pltf_gtm(&m, TK_PLTF_CUDA, 1, ptrs.data(), full.data()), TK_OK) << tk_last_error();
+        ASSERT_EQ(tk_pltf_gtm(&m, TK_BACKEND_CUDA, 1, ptrs.data(), full.data()), TK_OK) << tk_last_error();
     }
     {
         MemoryLimit limit("8");
-        ASSERT_EQ(tk_pltf_gtm(&m, TK_PLTF_CUDA, 1, ptrs.data(), limited.data()), TK_OK) << tk_last_error();
+        ASSERT_EQ(tk_pltf_gtm(&m, TK_BACKEND_CUDA, 1, ptrs.data(), limited.data()), TK_OK) << tk_last_error();
     }
     EXPECT_EQ(std::memcmp(full.data(), limited.data(), sizeof(double) * full.size()), 0);
-    ASSERT_EQ(tk_pltf_gtm(&m, TK_PLTF_CPU, 0, ptrs.data(), cpu.data()), TK_OK) << tk_last_error();
+    ASSERT_EQ(tk_pltf_gtm(&m, TK_BACKEND_CPU, 0, ptrs.data(), cpu.data()), TK_OK) << tk_last_error();
     for (size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(limited[i], cpu[i], 5e-4 * cpu[i]) << "entry " << i;
     EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
     {
         MemoryLimit limit("0");
-        EXPECT_EQ(tk_pltf_gtm(&m, TK_PLTF_CUDA, 1, ptrs.data(), limited.data()), TK_ERR_MEMORY);
+        EXPECT_EQ(tk_pltf_gtm(&m, TK_BACKEND_CUDA, 1, ptrs.data(), limited.data()), TK_ERR_MEMORY);
         EXPECT_NE(std::string(tk_last_error()).find("of GPU memory"), std::string::npos) << tk_last_error();
     }
     EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
@@ -326,7 +326,7 @@ TEST(CudaMemory, TwoThreadsShareOneLimit)
     TK_REQUIRE_GPU();
     // Both plan with the same free memory, one of them finds it taken and halves its chunk.
     const auto e = eig_input(TK_BACKEND_CUDA, 8, true, true, 8000, 9);
-    const auto f = fibers_input(TK_FIBERS_CUDA, 8, 3000, 9, false);
+    const auto f = fibers_input(TK_BACKEND_CUDA, 8, 3000, 9, false);
     const Result e0 = unlimited(e, eig_run), f0 = unlimited(f, fibers_run);
     ASSERT_EQ(e0.status, TK_OK) << e0.error;
     ASSERT_EQ(f0.status, TK_OK) << f0.error;

@@ -34,7 +34,7 @@ TEST(CudaDevice, AgreesWithTheCudaBackend)
     char reason[512] = "unchanged";
     const int usable = tk_cuda_device_usable(0, reason, sizeof reason);
     const tk_status solved = cuda_solve(0);
-    if (!tk_eig_has_cuda()) {
+    if (!tk_has_cuda()) {
         EXPECT_EQ(usable, 0);
         EXPECT_NE(std::string(reason).find("no CUDA backend"), std::string::npos) << reason;
         EXPECT_EQ(solved, TK_ERR_UNSUPPORTED);
@@ -70,7 +70,7 @@ TEST(CudaDevice, NoDeviceOutOfRangeAndNoReasonBuffer)
 // user after a driver upgrade that cannot help.  With a driver the reason never claims none.
 TEST(CudaDevice, SaysWhenThereIsNoNvidiaDriver)
 {
-    if (!tk_eig_has_cuda()) GTEST_SKIP() << "SKIPPED: this build has no CUDA backend";
+    if (!tk_has_cuda()) GTEST_SKIP() << "SKIPPED: this build has no CUDA backend";
     char reason[512] = "";
     const int usable = tk_cuda_device_usable(0, reason, sizeof reason);
     void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
@@ -89,7 +89,7 @@ TEST(CudaDevice, SaysWhenThereIsNoNvidiaDriver)
 // runtime's "CUDA driver version is insufficient for CUDA runtime version".
 TEST(CudaDevice, EveryCoreSaysWhenThereIsNoNvidiaDriver)
 {
-    if (!tk_eig_has_cuda()) GTEST_SKIP() << "SKIPPED: this build has no CUDA backend";
+    if (!tk_has_cuda()) GTEST_SKIP() << "SKIPPED: this build has no CUDA backend";
     if (void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
         dlclose(driver);
         GTEST_SKIP() << "SKIPPED: an NVIDIA driver is installed here";
@@ -100,9 +100,9 @@ TEST(CudaDevice, EveryCoreSaysWhenThereIsNoNvidiaDriver)
     const std::vector<std::pair<std::string, Result>> runs = {
         {"tk_eig_solve", eig_run(eig_input(TK_BACKEND_CUDA, 3, false, false, 4, 1))},
         {"tk_sshopm_solve", sshopm_run(sshopm_input(TK_BACKEND_CUDA, TK_IMPL_GENERAL, false, 2, 1))},
-        {"tk_fibers_find", fibers_run(fibers_input(TK_FIBERS_CUDA, 4, 8, 1, false))},
-        {"tk_tucker_solver_create", tucker_run(tucker_input(TK_TUCKER_CUDA, 1, 2000))},
-        {"tk_pltf_factorize", pltf_run(pltf_input(TK_PLTF_CUDA, "ijk=ia,ja,ka", "i=4,j=3,k=2,a=2", TK_PLTF_KL, 1, false))},
+        {"tk_fibers_find", fibers_run(fibers_input(TK_BACKEND_CUDA, 4, 8, 1, false))},
+        {"tk_tucker_solver_create", tucker_run(tucker_input(TK_BACKEND_CUDA, 1, 2000))},
+        {"tk_pltf_factorize", pltf_run(pltf_input(TK_BACKEND_CUDA, "ijk=ia,ja,ka", "i=4,j=3,k=2,a=2", TK_PLTF_KL, 1, false))},
         {"tk_cuda_memory_info", info},
     };
     for (const auto &run : runs) {

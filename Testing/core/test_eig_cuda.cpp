@@ -12,6 +12,7 @@
 
 #include "eig_test_util.h"
 #include "gpu_skip.h"
+#include "tk_bench_hooks.h"
 #ifdef TK_HAVE_LAPACKE
 #include <lapacke.h>
 #endif

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tk_bench_hooks.h"
 #include "tk_fibers.h"
 #include "tk_npy.h"
 #include "tk_sshopm.h"
@@ -297,27 +298,30 @@ TEST(Fibers, OptionsSelectSortAndFillWithNan)
     EXPECT_TRUE(std::isnan(a2[4]));
     EXPECT_EQ(bad, 1u);
     // backends agree
-    o.backend = TK_FIBERS_OMP;
+    o.backend = TK_BACKEND_OMP;
     o.num_threads = 2;
     std::vector<float> d3(12), a3(4);
     ASSERT_EQ(tk_fibers_find(&o, 1, cf.data(), nullptr, d3.data(), a3.data(), nullptr), TK_OK);
-    o.backend = TK_FIBERS_CPU;
+    o.backend = TK_BACKEND_CPU;
     ASSERT_EQ(tk_fibers_find(&o, 1, cf.data(), nullptr, dirs.data(), amps.data(), nullptr), TK_OK);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(a3[i], amps[i]);
 }
 
 namespace {
 
-tk_fibers_timing find_timed(tk_fibers_options o, const std::vector<float> &sh, std::vector<float> &dirs,
-                            std::vector<float> &amps)
+// The Newton work of one call (tk_bench_hooks.h).
+tk_fibers_work find_timed(tk_fibers_options o, const std::vector<float> &sh, std::vector<float> &dirs,
+                          std::vector<float> &amps)
 {
     const size_t voxels = sh.size() / tk_sh_num_coeffs(o.lmax);
     dirs.assign(voxels * o.num_peaks * 3, 0.f);
     amps.assign(voxels * o.num_peaks, 0.f);
-    tk_fibers_timing t;
-    EXPECT_EQ(tk_fibers_find_timed(&o, voxels, sh.data(), nullptr, dirs.data(), amps.data(), nullptr, &t), TK_OK)
+    tk_timing t;
+    tk_fibers_work work;
+    EXPECT_EQ(tk_fibers_find_counted(&o, voxels, sh.data(), nullptr, dirs.data(), amps.data(), nullptr, &t, &work),
+              TK_OK)
         << tk_last_error();
-    return t;
+    return work;
 }
 
 }  // namespace
@@ -336,10 +340,10 @@ TEST(Fibers, ConstantZeroNanAndDenormalVoxelsCostNoNewton)
     tk_fibers_options o;
     tk_fibers_options_init(&o, lmax);
     o.threshold = -INFINITY;  // not even a negative peak
-    for (auto backend : {TK_FIBERS_CPU, TK_FIBERS_OMP}) {
+    for (auto backend : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
         o.backend = backend;
         std::vector<float> dirs, amps;
-        tk_fibers_timing t = find_timed(o, sh, dirs, amps);
+        tk_fibers_work t = find_timed(o, sh, dirs, amps);
         EXPECT_EQ(t.polished, 0u);
         EXPECT_EQ(t.newton_iterations, 0u);
         for (float a : amps) EXPECT_TRUE(std::isnan(a));
@@ -374,7 +378,7 @@ TEST(Fibers, NewtonWorkIsBoundedOnNoiseFreeLobes)
         tk_fibers_options_init(&o, lmax);
         o.num_peaks = 3;
         std::vector<float> dirs, amps;
-        tk_fibers_timing t = find_timed(o, sh, dirs, amps);
+        tk_fibers_work t = find_timed(o, sh, dirs, amps);
         if (noise == 0) {
             EXPECT_EQ(t.polished, 0u) << "the axial test answers every symmetric voxel";
         } else {
@@ -453,7 +457,7 @@ TEST(Fibers, AxiallySymmetricSeriesAreAnsweredByTheirAxis)
                     tk_fibers_options o;
                     tk_fibers_options_init(&o, lmax);
                     o.basis = b, o.legacy = legacy, o.threshold = -INFINITY;
-                    const tk_fibers_timing t = find_timed(o, sh, d, a);
+                    const tk_fibers_work t = find_timed(o, sh, d, a);
                     EXPECT_EQ(t.polished, 0u) << where;
                     EXPECT_EQ(std::isfinite(a[0]), curvature > 0) << where;
                 }
@@ -483,7 +487,7 @@ TEST(Fibers, NearlySymmetricSeriesTakeTheGeneralSearch)
         tk_fibers_options o;
         tk_fibers_options_init(&o, lmax);
         o.num_peaks = 1;
-        const tk_fibers_timing t = find_timed(o, sh, dirs, amps);
+        const tk_fibers_work t = find_timed(o, sh, dirs, amps);
         EXPECT_GT(t.polished, 0u) << "trial " << trial;
         const double norm = std::sqrt((double)dirs[0] * dirs[0] + (double)dirs[1] * dirs[1] + (double)dirs[2] * dirs[2]);
         const double x[3] = {dirs[0] / norm, dirs[1] / norm, dirs[2] / norm}, top = sh_value(lmax, TK_SH_TOURNIER, 0, c, x);

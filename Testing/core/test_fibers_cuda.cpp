@@ -37,7 +37,7 @@ struct Peaks {
     size_t bad = 0;
 };
 
-tk_status find(tk_fibers_options o, tk_fibers_backend backend, const std::vector<float> &sh,
+tk_status find(tk_fibers_options o, tk_backend backend, const std::vector<float> &sh,
                const std::vector<uint8_t> *mask, Peaks &out)
 {
     o.backend = backend;
@@ -87,8 +87,8 @@ TEST(FibersCuda, MatchesCpuForEveryLmaxAndBasis)
             o.legacy = legacy;
             o.num_peaks = 4;
             Peaks cpu, gpu;
-            ASSERT_EQ(find(o, TK_FIBERS_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
-            tk_status s = find(o, TK_FIBERS_CUDA, sh, nullptr, gpu);
+            ASSERT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
+            tk_status s = find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
             TK_SKIP_IF_NO_GPU(s);
             ASSERT_EQ(s, TK_OK) << tk_last_error();
             size_t voxels = cpu.amps.size() / o.num_peaks, differ = differing_voxels(gpu, cpu, o.num_peaks);
@@ -112,8 +112,8 @@ TEST(FibersCuda, RandomSeriesWithManyLobes)
     tk_fibers_options_init(&o, lmax);
     o.num_peaks = 6;
     Peaks cpu, gpu;
-    ASSERT_EQ(find(o, TK_FIBERS_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
-    tk_status s = find(o, TK_FIBERS_CUDA, sh, nullptr, gpu);
+    ASSERT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
+    tk_status s = find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
     TK_SKIP_IF_NO_GPU(s);
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     size_t differ = differing_voxels(gpu, cpu, o.num_peaks);
@@ -144,10 +144,10 @@ TEST(FibersCuda, OptionsMaskNanAndChunkedVolume)
     o.relative_threshold = 0.2;
     o.min_separation_deg = 25;
     Peaks cpu, gpu;
-    ASSERT_EQ(find(o, TK_FIBERS_CPU, base, &base_mask, cpu), TK_OK) << tk_last_error();
+    ASSERT_EQ(find(o, TK_BACKEND_CPU, base, &base_mask, cpu), TK_OK) << tk_last_error();
     EXPECT_EQ(cpu.bad, 1u);
-    tk_fibers_timing timing;
-    o.backend = TK_FIBERS_CUDA;
+    tk_timing timing;
+    o.backend = TK_BACKEND_CUDA;
     gpu.dirs.assign(voxels * o.num_peaks * 3, -7.f);
     gpu.amps.assign(voxels * o.num_peaks, -7.f);
     tk_status s = tk_fibers_find_timed(&o, voxels, sh.data(), mask.data(), gpu.dirs.data(), gpu.amps.data(), &gpu.bad,
@@ -170,7 +170,7 @@ TEST(FibersCuda, EmptyVolumeAndBadDevice)
 {
     tk_fibers_options o;
     tk_fibers_options_init(&o, 8);
-    o.backend = TK_FIBERS_CUDA;
+    o.backend = TK_BACKEND_CUDA;
     tk_status s = tk_fibers_find(&o, 0, nullptr, nullptr, nullptr, nullptr, nullptr);
     TK_SKIP_IF_NO_GPU(s);
     EXPECT_EQ(s, TK_OK) << tk_last_error();

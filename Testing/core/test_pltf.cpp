@@ -95,7 +95,7 @@ TEST(PltfGtm, EqualsBruteForceEinsum)
         auto ops = random_factors(m, 7);
         auto want = brute_force_einsum(m, ops);
         for (int naive = 0; naive < 2; ++naive)
-            for (auto b : {TK_PLTF_CPU, TK_PLTF_OMP}) {
+            for (auto b : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
                 std::vector<double> got(want.size(), -1);
                 ASSERT_EQ(tk_pltf_gtm(&m, b, naive, pointers(ops).data(), got.data()), TK_OK) << tk_last_error();
                 for (size_t i = 0; i < want.size(); ++i)
@@ -232,9 +232,9 @@ TEST(PltfFactorize, BackendsAndNaiveGtmAgree)
     auto base = pltf_fit(m, opts(TK_PLTF_KL, 20), x);
     ASSERT_EQ(base.status, TK_OK);
     auto o = opts(TK_PLTF_KL, 20);
-    o.backend = TK_PLTF_OMP;
+    o.backend = TK_BACKEND_OMP;
     auto omp = pltf_fit(m, o, x);
-    o.backend = TK_PLTF_CPU;
+    o.backend = TK_BACKEND_CPU;
     o.naive_gtm = 1;
     auto naive = pltf_fit(m, o, x);
     for (size_t t = 0; t < base.divergence.size(); ++t) {
@@ -274,8 +274,8 @@ TEST(PltfFactorize, BadDataAndModelsFailClearly)
     tk_pltf_model nosize = pltf_model("parafac", "");
     EXPECT_EQ(pltf_fit(nosize, opts(TK_PLTF_KL, 5), y).status, TK_ERR_ARGUMENT);
     auto o = opts(TK_PLTF_KL, 5);
-    o.backend = TK_PLTF_CUDA;
-    if (!tk_pltf_has_cuda()) {
+    o.backend = TK_BACKEND_CUDA;
+    if (!tk_has_cuda()) {
         EXPECT_EQ(pltf_fit(m, o, x).status, TK_ERR_UNSUPPORTED);
         EXPECT_NE(std::string(tk_last_error()).find("no CUDA backend"), std::string::npos);
     }
@@ -394,7 +394,7 @@ TEST(PltfCoupled, SummedDivergenceNeverIncreases)
         for (int g = 0; g < 4; ++g) r.factors[g] = z[(size_t)g].data();
         r.divergence = trace.data();
         tk_pltf_options o = opts(d, 40);
-        for (auto b : {TK_PLTF_CPU, TK_PLTF_OMP}) {
+        for (auto b : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
             o.backend = b;
             ASSERT_EQ(tk_pltf_factorize_coupled(2, views, &o, &r), TK_OK) << tk_last_error();
             for (size_t t = 1; t < trace.size(); ++t)

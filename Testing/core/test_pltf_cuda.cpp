@@ -14,7 +14,7 @@ using namespace tk_test;
 
 namespace {
 
-tk_pltf_options opts(tk_pltf_divergence d, int iterations, tk_pltf_backend b)
+tk_pltf_options opts(tk_pltf_divergence d, int iterations, tk_backend b)
 {
     tk_pltf_options o;
     tk_pltf_options_init(&o);
@@ -38,9 +38,9 @@ std::vector<double> model_data(const tk_pltf_model &m, uint64_t seed)
 void expect_backends_agree(const tk_pltf_model &m, tk_pltf_divergence d, const std::vector<double> &x,
                            const std::vector<uint8_t> *mask, int iterations, double tol)
 {
-    auto cpu = pltf_fit(m, opts(d, iterations, TK_PLTF_CPU), x, mask);
+    auto cpu = pltf_fit(m, opts(d, iterations, TK_BACKEND_CPU), x, mask);
     ASSERT_EQ(cpu.status, TK_OK) << tk_last_error();
-    auto gpu = pltf_fit(m, opts(d, iterations, TK_PLTF_CUDA), x, mask);
+    auto gpu = pltf_fit(m, opts(d, iterations, TK_BACKEND_CUDA), x, mask);
     TK_SKIP_IF_NO_GPU(gpu.status);
     ASSERT_EQ(gpu.status, TK_OK) << tk_last_error();
     for (size_t t = 0; t < cpu.divergence.size(); ++t)
@@ -71,7 +71,7 @@ TEST(PltfCuda, GtmEqualsBruteForceEinsum)
         auto want = brute_force_einsum(m, ops);
         for (int naive = 0; naive < 2; ++naive) {
             std::vector<double> got(want.size(), -1);
-            tk_status s = tk_pltf_gtm(&m, TK_PLTF_CUDA, naive, pointers(ops).data(), got.data());
+            tk_status s = tk_pltf_gtm(&m, TK_BACKEND_CUDA, naive, pointers(ops).data(), got.data());
             TK_SKIP_IF_NO_GPU(s);
             ASSERT_EQ(s, TK_OK) << tk_last_error();
             for (size_t i = 0; i < want.size(); ++i)
@@ -122,12 +122,12 @@ TEST(PltfCuda, NaiveGtmFactorizationMatchesCpu)
 {
     tk_pltf_model m = pltf_model("parafac", "i=5,j=6,k=7,a=3");
     auto x = model_data(m, 1);
-    auto o = opts(TK_PLTF_KL, 10, TK_PLTF_CUDA);
+    auto o = opts(TK_PLTF_KL, 10, TK_BACKEND_CUDA);
     o.naive_gtm = 1;
     auto gpu = pltf_fit(m, o, x);
     TK_SKIP_IF_NO_GPU(gpu.status);
     ASSERT_EQ(gpu.status, TK_OK) << tk_last_error();
-    auto cpu = pltf_fit(m, opts(TK_PLTF_KL, 10, TK_PLTF_CPU), x);
+    auto cpu = pltf_fit(m, opts(TK_PLTF_KL, 10, TK_BACKEND_CPU), x);
     for (size_t t = 0; t < cpu.divergence.size(); ++t)
         EXPECT_NEAR(gpu.divergence[t], cpu.divergence[t], 2e-4 * (1 + cpu.divergence[t]));
 }
@@ -136,13 +136,13 @@ TEST(PltfCuda, DivergenceDecreasesAndBadDeviceIsAnError)
 {
     tk_pltf_model m = pltf_model("parafac", "i=20,j=30,k=40,a=8");
     auto x = model_data(m, 3);
-    auto fit = pltf_fit(m, opts(TK_PLTF_KL, 40, TK_PLTF_CUDA), x);
+    auto fit = pltf_fit(m, opts(TK_PLTF_KL, 40, TK_BACKEND_CUDA), x);
     TK_SKIP_IF_NO_GPU(fit.status);
     ASSERT_EQ(fit.status, TK_OK) << tk_last_error();
     for (size_t t = 1; t < fit.divergence.size(); ++t)
         EXPECT_LE(fit.divergence[t], fit.divergence[t - 1] * (1 + 1e-5)) << "iteration " << t;  // float rounding
     EXPECT_LT(fit.divergence.back(), 0.5 * fit.divergence.front());
-    auto o = opts(TK_PLTF_KL, 2, TK_PLTF_CUDA);
+    auto o = opts(TK_PLTF_KL, 2, TK_BACKEND_CUDA);
     o.cuda_device = 999;
     EXPECT_EQ(pltf_fit(m, o, x).status, TK_ERR_ARGUMENT);
     EXPECT_NE(std::string(tk_last_error()).find("CUDA device 999 does not exist"), std::string::npos);
@@ -163,7 +163,7 @@ TEST(PltfCuda, CoupledMatchesCpu)
         tk_pltf_result r{};
         for (int g = 0; g < 4; ++g) r.factors[g] = z[(size_t)g].data();
         r.divergence = traces[b].data();
-        auto o = opts(TK_PLTF_KL, 15, b ? TK_PLTF_CUDA : TK_PLTF_CPU);
+        auto o = opts(TK_PLTF_KL, 15, b ? TK_BACKEND_CUDA : TK_BACKEND_CPU);
         tk_status s = tk_pltf_factorize_coupled(2, views, &o, &r);
         TK_SKIP_IF_NO_GPU(s);
         ASSERT_EQ(s, TK_OK) << tk_last_error();
@@ -180,10 +180,10 @@ TEST(PltfCuda, CublasPathForKlParafacMatchesFused)
     for (size_t i = 0; i < mask.size(); i += 7) mask[i] = 0;
     const std::vector<const std::vector<uint8_t> *> masks = {nullptr, &mask};
     for (const auto *mk : masks) {
-        auto fused = pltf_fit(m, opts(TK_PLTF_KL, 10, TK_PLTF_CUDA), x, mk);
+        auto fused = pltf_fit(m, opts(TK_PLTF_KL, 10, TK_BACKEND_CUDA), x, mk);
         TK_SKIP_IF_NO_GPU(fused.status);
         ASSERT_EQ(fused.status, TK_OK) << tk_last_error();
-        auto o = opts(TK_PLTF_KL, 10, TK_PLTF_CUDA);
+        auto o = opts(TK_PLTF_KL, 10, TK_BACKEND_CUDA);
         o.no_fused = 1;
         auto gemm = pltf_fit(m, o, x, mk);
         ASSERT_EQ(gemm.status, TK_OK) << tk_last_error();

@@ -18,7 +18,7 @@ using namespace tk_test;
 
 namespace {
 
-tk_tucker_options opts(tk_tucker_backend backend, double lr_a, double lr_b, double lambda)
+tk_tucker_options opts(tk_backend backend, double lr_a, double lr_b, double lambda)
 {
     tk_tucker_options o;
     tk_tucker_options_init(&o);
@@ -45,7 +45,7 @@ TEST(Tucker, RecoversASyntheticModelToTheNoiseLevel)
     Model init, fit;
     ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 4, 4), TK_OK);
     tk_tucker_model_init(&init.m, 5, 0);
-    train(opts(TK_TUCKER_OMP, 0.1, 5, 1e-4), tr.t, init.m, 70, &fit.m);
+    train(opts(TK_BACKEND_OMP, 0.1, 5, 1e-4), tr.t, init.m, 70, &fit.m);
     tk_tucker_metrics m;
     ASSERT_EQ(tk_tucker_evaluate(&fit.m, &te.t, 0, 0, &m), TK_OK);
     // Held-out entries: the noise alone gives RMSE 0.2; predicting 0 gives rms (~0.57).
@@ -112,8 +112,8 @@ TEST(Tucker, SgdStepsFollowTheLossGradient)
     double *pa[3] = {ga[0].data(), ga[1].data(), ga[2].data()}, *pb[3] = {gb[0].data(), gb[1].data(), gb[2].data()};
     ASSERT_EQ(tk_tucker_gradient(&m.m, &t.t, la, lb, pa, pb), TK_OK);
     for (int dbl : {0, 1}) {
-        auto o = opts(TK_TUCKER_CPU, lr, lr, 0);
-        o.lambda_a = la, o.lambda_b = lb, o.double_precision = dbl;
+        auto o = opts(TK_BACKEND_CPU, lr, lr, 0);
+        o.lambda_a = la, o.lambda_b = lb, o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
         Model after;
         ASSERT_EQ(tk_tucker_model_copy(&after.m, &m.m), TK_OK);
         {
@@ -150,8 +150,8 @@ TEST(Tucker, CooAndBcsfGiveTheSameUpdates)
     ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 8, 8), TK_OK);
     tk_tucker_model_init(&init.m, 1, 0);
     for (int dbl : {0, 1}) {
-        auto o = opts(TK_TUCKER_CPU, 0.05, 1, 1e-3);
-        o.double_precision = dbl;
+        auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
+        o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
         o.fiber_threshold = 1u << 30;  // whole slices: plain sequential SGD per row
         Model bcsf, coo;
         // Factor pass alone: the same arithmetic in the same per-row order.
@@ -188,10 +188,10 @@ TEST(Tucker, OmpEqualsCpuBitForBitWithSplitSlices)
     Model init, cpu, omp;
     ASSERT_EQ(tk_tucker_model_alloc(&init.m, 4, so.dims, 8, 6), TK_OK);
     tk_tucker_model_init(&init.m, 8, 0);
-    auto o = opts(TK_TUCKER_CPU, 0.05, 1, 1e-3);
+    auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
     o.fiber_threshold = 16;  // many rows split into averaged sub-slices
     train(o, t.t, init.m, 2, &cpu.m);
-    o.backend = TK_TUCKER_OMP;
+    o.backend = TK_BACKEND_OMP;
     o.num_threads = 3;
     train(o, t.t, init.m, 2, &omp.m);
     EXPECT_TRUE(models_identical(cpu.m, omp.m)) << max_abs_diff(cpu.m, omp.m);
@@ -205,7 +205,7 @@ TEST(Tucker, ResumedTrainingEqualsUninterrupted)
     Model init, whole, half, resumed;
     ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 8, 8), TK_OK);
     tk_tucker_model_init(&init.m, 3, 0);
-    auto o = opts(TK_TUCKER_CPU, 0.05, 1, 1e-3);
+    auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
     train(o, t.t, init.m, 4, &whole.m);
     train(o, t.t, init.m, 2, &half.m);
     train(o, t.t, half.m, 2, &resumed.m);
@@ -220,9 +220,9 @@ TEST(Tucker, DoubleReferenceAndFloatAgree)
     Model init, f, d;
     ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 8, 8), TK_OK);
     tk_tucker_model_init(&init.m, 3, 0);
-    auto o = opts(TK_TUCKER_OMP, 0.05, 1, 1e-3);
+    auto o = opts(TK_BACKEND_OMP, 0.05, 1, 1e-3);
     train(o, t.t, init.m, 3, &f.m);
-    o.double_precision = 1;
+    o.precision = TK_PRECISION_DOUBLE;
     train(o, t.t, init.m, 3, &d.m);
     EXPECT_LT(max_abs_diff(f.m, d.m), 1e-4);
 }
@@ -324,7 +324,7 @@ TEST(Tucker, RejectsBadShapesAndRanks)
     EXPECT_NE(std::string(tk_last_error()).find("mode 1"), std::string::npos) << tk_last_error();
     t.t.dims[0] = 4;
     o.storage = TK_TUCKER_COO;
-    o.backend = TK_TUCKER_OMP;
+    o.backend = TK_BACKEND_OMP;
     EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &m.m, &s.s), TK_ERR_UNSUPPORTED);
     Coo u;
     ASSERT_EQ(tk_tucker_coo_alloc(&u.t, 3, dims, 1), TK_OK);

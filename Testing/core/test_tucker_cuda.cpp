@@ -11,7 +11,7 @@ using namespace tk_test;
 
 namespace {
 
-tk_tucker_options opts(tk_tucker_backend backend, size_t threshold)
+tk_tucker_options opts(tk_backend backend, size_t threshold)
 {
     tk_tucker_options o;
     tk_tucker_options_init(&o);
@@ -28,7 +28,7 @@ void both(const tk_tucker_options &base, const tk_tucker_coo &t, const tk_tucker
           tk_tucker_model *gpu, tk_tucker_model *cpu)
 {
     auto o = base;
-    o.backend = TK_TUCKER_CUDA;
+    o.backend = TK_BACKEND_CUDA;
     Solver s;
     tk_status st = tk_tucker_solver_create(&o, &t, &init, &s.s);
     TK_SKIP_IF_NO_GPU(st);
@@ -39,7 +39,7 @@ void both(const tk_tucker_options &base, const tk_tucker_coo &t, const tk_tucker
     }
     EXPECT_EQ(tk_tucker_model_copy(gpu, &init), TK_OK);
     EXPECT_EQ(tk_tucker_solver_model(s.s, gpu), TK_OK);
-    o.backend = TK_TUCKER_OMP;
+    o.backend = TK_BACKEND_OMP;
     train(o, t, init, iters, cpu);
 }
 
@@ -60,7 +60,7 @@ TEST(TuckerCuda, MatchesOmpForEveryKernelShape)
         Model init, gpu, cpu;
         ASSERT_EQ(tk_tucker_model_alloc(&init.m, c.order, so.dims, c.j, c.r), TK_OK);
         tk_tucker_model_init(&init.m, 2, 0);
-        auto o = opts(TK_TUCKER_OMP, c.threshold);
+        auto o = opts(TK_BACKEND_OMP, c.threshold);
         both(o, t.t, init.m, 2, &gpu.m, &cpu.m);
         if (IsSkipped() || HasFailure()) return;
         // Only float rounding (atomic sums, FMA) separates them.
@@ -82,20 +82,20 @@ TEST(TuckerCuda, RecoversASyntheticModelLikeTheDoubleReference)
     Model init, gpu, ref;
     ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 4, 4), TK_OK);
     tk_tucker_model_init(&init.m, 5, 0);
-    auto o = opts(TK_TUCKER_OMP, 128);
+    auto o = opts(TK_BACKEND_OMP, 128);
     o.lr_a = 0.1, o.lr_b = 5, o.lambda_a = o.lambda_b = 1e-4;
-    o.backend = TK_TUCKER_CUDA;
+    o.backend = TK_BACKEND_CUDA;
     {
         Solver s;
         tk_status st = tk_tucker_solver_create(&o, &tr.t, &init.m, &s.s);
         TK_SKIP_IF_NO_GPU(st);
         ASSERT_EQ(st, TK_OK) << tk_last_error();
     }
-    o.backend = TK_TUCKER_OMP;
-    o.double_precision = 1;
+    o.backend = TK_BACKEND_OMP;
+    o.precision = TK_PRECISION_DOUBLE;
     train(o, tr.t, init.m, 70, &ref.m);
-    o.double_precision = 0;
-    o.backend = TK_TUCKER_CUDA;
+    o.precision = TK_PRECISION_SINGLE;
+    o.backend = TK_BACKEND_CUDA;
     train(o, tr.t, init.m, 70, &gpu.m);
     tk_tucker_metrics mg, mr;
     ASSERT_EQ(tk_tucker_evaluate(&gpu.m, &te.t, 0, 0, &mg), TK_OK);
@@ -111,13 +111,13 @@ TEST(TuckerCuda, BadDeviceIsAnArgumentError)
     ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     Model m;
     ASSERT_EQ(tk_tucker_model_alloc(&m.m, 3, so.dims, 4, 4), TK_OK);
-    auto o = opts(TK_TUCKER_CUDA, 128);
+    auto o = opts(TK_BACKEND_CUDA, 128);
     o.cuda_device = 999;
     Solver s;
     tk_status st = tk_tucker_solver_create(&o, &t.t, &m.m, &s.s);
     TK_SKIP_IF_NO_GPU(st);
     EXPECT_EQ(st, TK_ERR_ARGUMENT) << tk_last_error();
     o.cuda_device = 0;
-    o.double_precision = 1;
+    o.precision = TK_PRECISION_DOUBLE;
     EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &m.m, &s.s), TK_ERR_UNSUPPORTED);
 }

@@ -65,41 +65,22 @@ typedef struct tk_eig_result {
     int8_t *status;  /* optional: B */
 } tk_eig_result;
 
-typedef struct tk_eig_timing {
-    double kernel_ms; /* the computation alone (CUDA events on the GPU) */
-    double total_ms;  /* the whole call, transfers included */
-} tk_eig_timing;
-
 /* Solve a batch.  Returns TK_OK when the batch ran, even if some matrices failed:
  * their status says so.  counts: *num_failed (optional) receives how many did not
  * converge or were non-finite. */
 tk_status tk_eig_solve(const tk_eig_options *opts, size_t count, const void *matrices, tk_eig_result *out,
-                       tk_eig_timing *timing, size_t *num_failed);
+                       tk_timing *timing, size_t *num_failed);
 
-/* 1 if this library was built with the CUDA backend. */
-int tk_eig_has_cuda(void);
 
 /* A short name of a per-matrix status ("converged", "not converged", "non-finite"). */
 const char *tk_eig_status_name(int status);
 
-/* ---- Benchmark support (CUDA) ----------------------------------------------- */
+/* ---- Pinned host memory (CUDA) ----------------------------------------------- */
 
 /* Page-locked host memory, so tk_eig_solve on the CUDA backend copies straight from
  * and into the caller's arrays (no staging copy).  Without CUDA: plain malloc/free. */
 void *tk_eig_host_alloc(size_t bytes);
 void tk_eig_host_free(void *ptr);
-
-/* Times of one batch on the GPU (milliseconds), all from pinned host memory:
- * kernel_ms with the matrices already in device memory (CUDA events, values only),
- * copy_ms for the host-to-device copy of the matrices plus the device-to-host copy
- * of the values alone (each the median of three runs).  The batch must fit in device
- * memory. */
-typedef struct tk_eig_cuda_profile {
-    double kernel_ms, copy_ms;
-    const char *scheme; /* "thread registers", "thread", "N lanes [lockstep]", "warp [lockstep]" or "block" */
-} tk_eig_cuda_profile;
-tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const void *matrices,
-                              tk_eig_cuda_profile *profile);
 
 #ifdef __cplusplus
 }

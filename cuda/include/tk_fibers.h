@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "tk_status.h"
+#include "tk_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,7 +84,6 @@ int tk_sh_basis_contradicts(const tk_sh_basis_guess *guess, tk_sh_basis basis, i
 
 /* ---- peaks ----------------------------------------------------------------------- */
 
-typedef enum { TK_FIBERS_CPU = 0, TK_FIBERS_OMP = 1, TK_FIBERS_CUDA = 2 } tk_fibers_backend;
 
 typedef struct tk_fibers_options {
     int lmax;                   /* even, 2..TK_SH_MAX_LMAX */
@@ -93,21 +93,10 @@ typedef struct tk_fibers_options {
     double threshold;           /* absolute: keep amplitudes > threshold (default 0, as sh2peaks) */
     double relative_threshold;  /* keep amplitudes >= this times the voxel's largest (default 0) */
     double min_separation_deg;  /* drop a peak within this angle of a larger one (default 0) */
-    tk_fibers_backend backend;
+    tk_backend backend;
     int num_threads;            /* omp: 0 = OpenMP's default */
     int cuda_device;            /* cuda: the device to run on (default 0) */
 } tk_fibers_options;
-
-/* Where the time of one tk_fibers_find_timed call went, in milliseconds, and (cpu/omp) the
- * Newton work it took: every voxel costs one grid pass, and at most 2 x 64 polished
- * candidates of at most 24 Newton iterations each (constant, zero and NaN voxels none). */
-typedef struct tk_fibers_timing {
-    double total_ms;  /* the whole call, host to host */
-    double kernel_ms; /* cuda: the peak-finder kernels alone (CUDA events); cpu/omp: = total_ms */
-    unsigned long long polished;          /* cpu/omp: candidates polished by Newton (cuda: 0) */
-    unsigned long long newton_iterations; /* cpu/omp: their Newton iterations (cuda: 0) */
-    unsigned long long most_iterations;   /* cpu/omp: the most Newton iterations one voxel took */
-} tk_fibers_timing;
 
 void tk_fibers_options_init(tk_fibers_options *opts, int lmax);
 
@@ -122,10 +111,8 @@ tk_status tk_fibers_find(const tk_fibers_options *opts, size_t num_voxels, const
 
 /* tk_fibers_find that also reports its timing (timing may be NULL). */
 tk_status tk_fibers_find_timed(const tk_fibers_options *opts, size_t num_voxels, const float *sh, const uint8_t *mask,
-                               float *directions, float *amplitudes, size_t *bad_voxels, tk_fibers_timing *timing);
+                               float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing);
 
-/* 1 if this build has the CUDA peak finder (a device may still be absent at run time). */
-int tk_fibers_has_cuda(void);
 
 /* All local maxima of one SH series, without thresholds or a count limit, in double:
  * up to max_peaks, sorted by amplitude descending; returns the number found (it may exceed

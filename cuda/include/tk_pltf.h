@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "tk_status.h"
+#include "tk_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,17 +72,14 @@ size_t tk_pltf_factor_count(const tk_pltf_model *model, int factor);
 /* The factor's indices as a string ("ia", "pqr"); buf holds TK_PLTF_MAX_INDICES + 1. */
 void tk_pltf_factor_name(const tk_pltf_model *model, int factor, char *buf);
 
-typedef enum { TK_PLTF_CPU = 0, TK_PLTF_OMP = 1, TK_PLTF_CUDA = 2 } tk_pltf_backend;
 typedef enum { TK_PLTF_IS = 0, TK_PLTF_KL = 1, TK_PLTF_EUCLIDEAN = 2 } tk_pltf_divergence; /* value = beta */
 
-/* 1 if built with the CUDA backend, 1 if built with CBLAS (else plain C loops). */
-int tk_pltf_has_cuda(void);
 int tk_pltf_has_cblas(void);
 
 /* GTM: out (OUT's shape, C order) = sum over the indices not in OUT of the
  * product of the operands (operand n holds factor n's shape, C order).  Every
  * size must be set.  naive: the seed's full-joint-tensor loop. */
-tk_status tk_pltf_gtm(const tk_pltf_model *model, tk_pltf_backend backend, int naive, const double *const *operands,
+tk_status tk_pltf_gtm(const tk_pltf_model *model, tk_backend backend, int naive, const double *const *operands,
                       double *out);
 
 /* The contraction order chosen for a model's X^: pairs written like
@@ -90,7 +88,7 @@ double tk_pltf_plan_describe(const tk_pltf_model *model, char *buf, size_t size)
 
 typedef struct tk_pltf_options {
     tk_pltf_divergence divergence; /* default KL */
-    tk_pltf_backend backend;       /* default cpu */
+    tk_backend backend;       /* default cpu */
     int iterations;                /* each updates every factor once; default 100 */
     uint64_t seed;                 /* random start; default 0 */
     int init_given;                /* nonzero: the result's factors hold the start */

@@ -93,8 +93,6 @@ double tk_sshopm_default_tol(tk_precision precision);
 
 /* 1 if an unrolled kernel exists for (order, dim): (4,3), (6,3), (8,3). */
 int tk_sshopm_has_unrolled(int order, int dim);
-/* 1 if this library was built with the CUDA backend. */
-int tk_sshopm_has_cuda(void);
 
 /* Per-start results of num_tensors tensors (packed, in opts->precision), each
  * array indexed [tensor * num_starts + start]: lambda (precision), x (precision,
@@ -106,14 +104,8 @@ typedef struct tk_sshopm_starts_result {
     uint8_t *converged;
 } tk_sshopm_starts_result;
 
-/* Timings the backend measured for its last solve (milliseconds). */
-typedef struct tk_sshopm_timing {
-    double kernel_ms;   /* the iterations alone (CUDA events on the GPU) */
-    double total_ms;    /* the whole call: set-up, transfers, kernel, copy-back */
-} tk_sshopm_timing;
-
 tk_status tk_sshopm_solve(const tk_sshopm_options *opts, size_t num_tensors, const void *packed,
-                          tk_sshopm_starts_result *out, tk_sshopm_timing *timing);
+                          tk_sshopm_starts_result *out, tk_timing *timing);
 
 /* The start vectors a solve uses (num_starts * dim doubles, unit length). */
 tk_status tk_sshopm_make_starts(const tk_sshopm_options *opts, double *starts);

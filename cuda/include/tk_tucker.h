@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "tk_status.h"
+#include "tk_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -190,13 +191,12 @@ tk_status tk_tucker_synth(const tk_tucker_synth_options *o, tk_tucker_coo *out, 
 
 /* ---- training --------------------------------------------------------------------- */
 
-typedef enum { TK_TUCKER_CPU = 0, TK_TUCKER_OMP = 1, TK_TUCKER_CUDA = 2 } tk_tucker_backend;
 typedef enum { TK_TUCKER_BCSF = 0, TK_TUCKER_COO = 1 } tk_tucker_storage;
 
 typedef struct tk_tucker_options {
-    tk_tucker_backend backend;
+    tk_backend backend;
     tk_tucker_storage storage;  /* COO: cpu backend only */
-    int double_precision;       /* cpu/omp: run in double (the reference path) */
+    tk_precision precision;     /* single (default); double: cpu/omp only, the reference path */
     double lr_a, lr_b, lambda_a, lambda_b;
     size_t fiber_threshold;     /* B-CSF sub-slice size, >= 1 */
     int num_threads;            /* omp: 0 = OpenMP default */
@@ -208,16 +208,10 @@ typedef struct tk_tucker_options {
  * The factor step is stable while lr_a |v|^2 < 2, so scale lr_a down for data
  * of larger magnitude (ratings 1..5: try 0.005). */
 void tk_tucker_options_init(tk_tucker_options *o);
-const char *tk_tucker_backend_name(tk_tucker_backend b);
-int tk_tucker_has_cuda(void);
+const char *tk_backend_name(tk_backend b);
 
 typedef struct tk_tucker_solver tk_tucker_solver;
 
-typedef struct tk_tucker_timing {
-    double factor_ms; /* the last tk_tucker_update_factors (GPU: CUDA events) */
-    double core_ms;   /* the last tk_tucker_update_core */
-    double setup_ms;  /* storage build and uploads at create */
-} tk_tucker_timing;
 
 /* Build the storage for train and take a copy of model (its shape must match
  * train's order and dims).  train must stay valid until destroy only for COO. */
@@ -229,7 +223,10 @@ tk_status tk_tucker_update_factors(tk_tucker_solver *s);
 tk_status tk_tucker_update_core(tk_tucker_solver *s);
 /* Copy the current model out (rounded to float on the double path). */
 tk_status tk_tucker_solver_model(const tk_tucker_solver *s, tk_tucker_model *out);
-void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_tucker_timing *t);
+/* The last tk_tucker_update_factors (factors) and tk_tucker_update_core (core): kernel_ms and
+ * total_ms the pass (GPU: CUDA events), setup_ms the storage build and uploads at create.
+ * Either may be NULL. */
+void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_timing *factors, tk_timing *core);
 
 /* ---- B-CSF inspection (tests, benchmarks, multi-GPU partitioning) ------------------- */
 

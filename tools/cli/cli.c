@@ -258,22 +258,12 @@ int tk_cli_write_npy(const char *prog, struct tk_outset *set, int idx, const cha
 
 /* ---- backends ------------------------------------------------------------------ */
 
-const char *tk_cli_backend_name(tk_cli_backend b)
-{
-    switch (b) {
-    case TK_CLI_AUTO: return "auto";
-    case TK_CLI_CPU: return "cpu";
-    case TK_CLI_OMP: return "omp";
-    case TK_CLI_CUDA: return "cuda";
-    }
-    return "?";
-}
 
-int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_cli_backend *out)
+int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_backend *out)
 {
-    static const tk_cli_backend all[] = {TK_CLI_AUTO, TK_CLI_CPU, TK_CLI_OMP, TK_CLI_CUDA};
+    static const tk_backend all[] = {TK_BACKEND_AUTO, TK_BACKEND_CPU, TK_BACKEND_OMP, TK_BACKEND_CUDA};
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i)
-        if ((accept_cpu || all[i] != TK_CLI_CPU) && !strcmp(text, tk_cli_backend_name(all[i]))) {
+        if ((accept_cpu || all[i] != TK_BACKEND_CPU) && !strcmp(text, tk_backend_name(all[i]))) {
             *out = all[i];
             return 1;
         }
@@ -282,23 +272,23 @@ int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_
     return 0;
 }
 
-int tk_cli_resolve_backend(const char *prog, tk_cli_backend requested, int device, tk_cli_backend cpu_fallback,
-                           int quiet, tk_cli_backend *run)
+int tk_cli_resolve_backend(const char *prog, tk_backend requested, int device, tk_backend cpu_fallback,
+                           int quiet, tk_backend *run)
 {
     *run = requested;
-    if (requested != TK_CLI_AUTO && requested != TK_CLI_CUDA) return 1;
+    if (requested != TK_BACKEND_AUTO && requested != TK_BACKEND_CUDA) return 1;
     char reason[512] = "";
     if (tk_cuda_device_usable(device, reason, sizeof reason)) {
-        *run = TK_CLI_CUDA;
+        *run = TK_BACKEND_CUDA;
         return 1;
     }
-    if (requested == TK_CLI_CUDA) {
+    if (requested == TK_BACKEND_CUDA) {
         tk_cli_error(prog, "--backend cuda: no usable CUDA GPU (%s); use --backend auto, omp or cpu", reason);
         return 0;
     }
     if (!quiet)
         fprintf(stderr, "%s: warning: no usable CUDA GPU (%s); running on the CPU (%s)\n", prog, reason,
-                tk_cli_backend_name(cpu_fallback));
+                tk_backend_name(cpu_fallback));
     *run = cpu_fallback;
     return 1;
 }

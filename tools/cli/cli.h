@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "tk_types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -75,18 +77,16 @@ double tk_cli_now_ms(void);
 
 /* --backend: auto (the default everywhere) runs on CUDA where tk_cuda_device_usable says
  * a GPU can run this build's code, else on the CPU with one warning line. */
-typedef enum { TK_CLI_AUTO = -1, TK_CLI_CPU = 0, TK_CLI_OMP = 1, TK_CLI_CUDA = 2 } tk_cli_backend;
 /* Parse "auto", "cpu", "omp" or "cuda" (cpu only where accept_cpu; otherwise the tool has
  * one CPU path, named omp); 0 and a usage message on anything else. */
-int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_cli_backend *out);
-/* The backend to run, in *run: auto becomes TK_CLI_CUDA with a usable GPU, else
+int tk_cli_parse_backend(const char *prog, const char *text, int accept_cpu, tk_backend *out);
+/* The backend to run, in *run: auto becomes TK_BACKEND_CUDA with a usable GPU, else
  * cpu_fallback after "PROG: warning: no usable CUDA GPU (REASON); running on the CPU
  * (NAME)" on stderr (not when quiet); cpu and omp pass through.  An explicit cuda without
  * a usable GPU is an error: 0 after printing why (exit TK_EXIT_FAILURE). */
-int tk_cli_resolve_backend(const char *prog, tk_cli_backend requested, int device, tk_cli_backend cpu_fallback,
-                           int quiet, tk_cli_backend *run);
+int tk_cli_resolve_backend(const char *prog, tk_backend requested, int device, tk_backend cpu_fallback,
+                           int quiet, tk_backend *run);
 /* "auto", "cpu", "omp", "cuda". */
-const char *tk_cli_backend_name(tk_cli_backend b);
 
 #ifdef __cplusplus
 }

@@ -4,10 +4,9 @@
 #include <ctype.h>
 #include <string.h>
 
-/* Project-wide values, set once in cuda/CMakeLists.txt from the CMake project. */
-#ifndef TK_VERSION_STRING
-#define TK_VERSION_STRING "0.0.0"
-#endif
+#include "tk_types.h" /* TK_VERSION_STRING */
+
+/* Project-wide values, set once in tools/CMakeLists.txt from the CMake project. */
 #ifndef TK_DOCUMENTATION_URL
 #define TK_DOCUMENTATION_URL ""
 #endif

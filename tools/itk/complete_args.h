@@ -13,7 +13,7 @@ namespace tk {
 struct CompleteShared {
     std::string input, output, mask;
     uint64_t seed = 0;
-    tk_cli_backend backend = TK_CLI_AUTO;
+    tk_backend backend = TK_BACKEND_AUTO;
     bool keep_observed = false, quiet = false;
     int operands = 0;  // of "complete", IN, OUT, how many were given
 };

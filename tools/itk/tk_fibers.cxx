@@ -83,7 +83,7 @@ struct Args {
     long num = 3, slice = -1, threads = 0;
     double threshold = 0, relative = 0, separation = 0, glyph_scale = 0;
     bool descoteaux = false, legacy = false, quiet = false;
-    tk_cli_backend backend = TK_CLI_AUTO;
+    tk_backend backend = TK_BACKEND_AUTO;
 };
 
 int parse(int argc, char **argv, Args &a)
@@ -352,8 +352,8 @@ int main(int argc, char **argv)
             }
         }
 #endif
-        tk_cli_backend run;
-        if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &run)) return TK_EXIT_FAILURE;
+        tk_backend run;
+        if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &run)) return TK_EXIT_FAILURE;
         using Filter = itk::FiberDirectionsImageFilter<>;
         auto filter = Filter::New();
         filter->SetInput(sh);
@@ -368,8 +368,8 @@ int main(int argc, char **argv)
         filter->SetMinimumSeparationAngle(a.separation);
         filter->SetBasis(a.descoteaux ? Filter::BasisType::Descoteaux : Filter::BasisType::Tournier);
         filter->SetLegacy(a.legacy);
-        filter->SetBackend(run == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
-        if (run == TK_CLI_CPU) {
+        filter->SetBackend(run == TK_BACKEND_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
+        if (run == TK_BACKEND_CPU) {
             filter->SetNumberOfWorkUnits(1);
         } else {
             // ITK's threader runs at most `threads` pieces at once; the volume is cut into 16

@@ -129,11 +129,11 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
 // --backend: auto through the tools' shared rule (tk_cli_resolve_backend: CUDA where a
 // usable GPU runs this build's code, else omp with one warning line); false after an
 // explicit cuda that cannot run (the message is printed).
-bool resolve_backend(const CompleteArgs &a, tk_pltf_backend *run)
+bool resolve_backend(const CompleteArgs &a, tk_backend *run)
 {
-    tk_cli_backend chosen = TK_CLI_OMP;
-    if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &chosen)) return false;
-    *run = chosen == TK_CLI_CUDA ? TK_PLTF_CUDA : chosen == TK_CLI_CPU ? TK_PLTF_CPU : TK_PLTF_OMP;
+    tk_backend chosen = TK_BACKEND_OMP;
+    if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &chosen)) return false;
+    *run = chosen == TK_BACKEND_CUDA ? TK_BACKEND_CUDA : chosen == TK_BACKEND_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
     return true;
 }
 
@@ -178,7 +178,7 @@ double available_bytes()
     return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
-const char *backend_name(tk_pltf_backend b) { return b == TK_PLTF_CPU ? "cpu" : b == TK_PLTF_OMP ? "omp" : "cuda"; }
+const char *backend_name(tk_backend b) { return b == TK_BACKEND_CPU ? "cpu" : b == TK_BACKEND_OMP ? "omp" : "cuda"; }
 
 // The observed voxels the divergence can take (finite; >= 0 for KL, > 0 for IS), or an
 // error naming the first other one as (x, y, z[, t]); returns how many are observed.
@@ -222,7 +222,7 @@ size_t check_observed(const CompleteArgs &a, const TImage *image,
 }
 
 template <typename TImage>
-typename TImage::Pointer complete(const CompleteArgs &a, const Fit &fit, tk_pltf_backend backend, const TImage *image,
+typename TImage::Pointer complete(const CompleteArgs &a, const Fit &fit, tk_backend backend, const TImage *image,
                                   const itk::Image<unsigned char, TImage::ImageDimension> *mask)
 {
     const size_t observed = check_observed(a, image, mask);
@@ -336,7 +336,7 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
         const tk::CompletionInput kind = tk::completion_input(a.input);
         const bool scalar3 = kind == tk::CompletionInput::Scalar3, scalar4 = kind == tk::CompletionInput::Scalar4;
         const Fit fit = fit_for(a, scalar3 ? 3 : 4);
-        tk_pltf_backend backend = TK_PLTF_OMP;
+        tk_backend backend = TK_BACKEND_OMP;
         if (!resolve_backend(a, &backend)) return TK_EXIT_FAILURE;
         if (scalar3) {
             auto image = tk::read_scalar_volume(a.input);

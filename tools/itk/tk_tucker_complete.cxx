@@ -82,7 +82,7 @@ typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
     filter->SetLambdaB(a.lambda_b);
     filter->SetSeed(a.seed);
     filter->SetKeepObservedValues(a.keep_observed);
-    filter->SetBackend(a.backend == TK_CLI_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
+    filter->SetBackend(a.backend == TK_BACKEND_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
     try {
         tk::update_with_progress(filter, prog, a.quiet);
     } catch (const itk::ExceptionObject &e) {
@@ -150,21 +150,21 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
                 mask = tk::read_mask(a.mask);
                 tk::same_grid(image.GetPointer(), a.input, mask.GetPointer(), a.mask);
             }
-            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::write_scalar_volume(complete<Image3>(a, image, mask), out.set.get(), out.idx);
         } else if (kind == tk::CompletionInput::Scalar4) {
             // a 4-D image keeps its whole 4-D geometry (the volumes' spacing on the 4th axis)
             auto image = tk::read_scalar_image4(a.input);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::write_scalar_image4(complete<Image4>(a, image, mask), out.set.get(), out.idx);
         } else {
             auto vectors = tk::read_vector_volume(a.input);  // a vector volume (NRRD, e.g. a DWI series)
             auto image = tk::to_4d(vectors);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_CLI_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
+            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::copy_back(complete<Image4>(a, image, mask), vectors);  // the input's grid and layout, the completed values
             tk::write_vector_volume(vectors, out.set.get(), out.idx);
         }

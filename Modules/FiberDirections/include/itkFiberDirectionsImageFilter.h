@@ -103,15 +103,15 @@ protected:
 
 private:
     /** Peaks of one region, written to both outputs; returns the invalid-voxel count. */
-    SizeValueType ProcessRegion(const OutputRegionType &region, tk_fibers_backend backend);
+    SizeValueType ProcessRegion(const OutputRegionType &region, tk_backend backend);
     /** Whether the whole request is the images' buffers, in float, as the core takes them
      * (ProcessBuffers applies). */
     bool TakesWholeBuffers() const;
     /** Peaks of the whole buffers in chunks, straight from the input's buffer into the
      * outputs' (the core threads each chunk itself); returns the invalid-voxel count. */
-    SizeValueType ProcessBuffers(tk_fibers_backend backend);
+    SizeValueType ProcessBuffers(tk_backend backend);
     /** The core's options from the filter's settings, on the backend given. */
-    tk_fibers_options CoreOptions(tk_fibers_backend backend) const;
+    tk_fibers_options CoreOptions(tk_backend backend) const;
     /** Writes the core's unit directions and amplitudes of n voxels as the outputs hold them:
      * each direction scaled by its amplitude, in RAS for the DIPY basis. */
     void ScaleAndOrient(float *dirs, const float *amps, size_t n) const;

@@ -100,14 +100,14 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
     this->AllocateOutputs();
     this->BeforeThreadedGenerateData();
     if (TakesWholeBuffers())
-        m_InvalidVoxels += ProcessBuffers(cuda ? TK_FIBERS_CUDA : TK_FIBERS_OMP);
+        m_InvalidVoxels += ProcessBuffers(cuda ? TK_BACKEND_CUDA : TK_BACKEND_OMP);
     else
-        m_InvalidVoxels += ProcessRegion(this->GetOutput()->GetRequestedRegion(), TK_FIBERS_CUDA);
+        m_InvalidVoxels += ProcessRegion(this->GetOutput()->GetRequestedRegion(), TK_BACKEND_CUDA);
     this->AfterThreadedGenerateData();
 }
 
 template <typename TInputImage, typename TOutputImage>
-tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_fibers_backend backend) const
+tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_backend backend) const
 {
     tk_fibers_options o;
     tk_fibers_options_init(&o, m_Lmax);
@@ -137,7 +137,7 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::ScaleAndOrient(float
 }
 
 template <typename TInputImage, typename TOutputImage>
-SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuffers(tk_fibers_backend backend)
+SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuffers(tk_backend backend)
 {
     const TInputImage *input = this->GetInput();
     const MaskImageType *mask = this->GetMaskImage();
@@ -152,7 +152,7 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
     o.num_threads = static_cast<int>(
         std::min<ThreadIdType>(this->GetMultiThreader()->GetMaximumNumberOfThreads(), this->GetNumberOfWorkUnits()));
     // CUDA in one call (it chunks and overlaps transfers itself); the CPU in about 64 chunks
-    const size_t chunk = backend == TK_FIBERS_CUDA ? voxels : std::max<size_t>(4096, (voxels + 63) / 64);
+    const size_t chunk = backend == TK_BACKEND_CUDA ? voxels : std::max<size_t>(4096, (voxels + 63) / 64);
     SizeValueType bad = 0;
     for (size_t first = 0; first < voxels; first += chunk) {
         const size_t n = std::min(chunk, voxels - first);
@@ -170,12 +170,12 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
 template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::DynamicThreadedGenerateData(const OutputRegionType &region)
 {
-    m_InvalidVoxels += ProcessRegion(region, TK_FIBERS_CPU);
+    m_InvalidVoxels += ProcessRegion(region, TK_BACKEND_CPU);
 }
 
 template <typename TInputImage, typename TOutputImage>
 SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputRegionType &region,
-                                                                                  tk_fibers_backend backend)
+                                                                                  tk_backend backend)
 {
     const TInputImage *input = this->GetInput();
     const MaskImageType *mask = this->GetMaskImage();

@@ -52,7 +52,7 @@ public:
     using MaskImageType = Image<unsigned char, ImageDimension>;
 
     enum class DivergenceType { KL = TK_PLTF_KL, Euclidean = TK_PLTF_EUCLIDEAN, ItakuraSaito = TK_PLTF_IS };
-    enum class BackendType { Auto = -1, CPU = TK_PLTF_CPU, OpenMP = TK_PLTF_OMP, CUDA = TK_PLTF_CUDA };
+    enum class BackendType { Auto = -1, CPU = TK_BACKEND_CPU, OpenMP = TK_BACKEND_OMP, CUDA = TK_BACKEND_CUDA };
 
     /** Rank of the default PARAFAC model (ignored when a Model is set). */
     itkSetClampMacro(Rank, unsigned int, 1, 65536);

@@ -113,7 +113,7 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
         itkDebugMacro(<< "Backend Auto: " << (backend == BackendType::CUDA ? "CUDA" : "OpenMP, no usable CUDA GPU: ")
                       << (backend == BackendType::CUDA ? "" : reason));
     }
-    o.backend = static_cast<tk_pltf_backend>(backend);
+    o.backend = static_cast<tk_backend>(backend);
     o.iterations = static_cast<int>(m_NumberOfIterations);
     o.seed = m_Seed;
     o.on_iteration = &Self::OnIteration;

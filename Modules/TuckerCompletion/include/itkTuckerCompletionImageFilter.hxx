@@ -116,7 +116,7 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
         cuda = tk_cuda_device_usable(0, reason, sizeof reason) != 0;
         itkDebugMacro(<< "Backend Auto: " << (cuda ? "CUDA" : "CPU, no usable CUDA GPU: ") << (cuda ? "" : reason));
     }
-    o.backend = cuda ? TK_TUCKER_CUDA : TK_TUCKER_OMP;
+    o.backend = cuda ? TK_BACKEND_CUDA : TK_BACKEND_OMP;
     o.lr_a = m_LearningRateA;
     o.lr_b = m_LearningRateB;
     o.lambda_a = m_LambdaA;

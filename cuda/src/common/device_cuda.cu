@@ -100,3 +100,4 @@ extern "C" tk_status tk_cuda_require_device(int device)
     tk_cuda_device_usable(device, reason, sizeof reason);
     return tk_set_error(TK_ERR_CUDA, "no usable CUDA GPU (%s); use the cpu or omp backend", reason);
 }
+extern "C" int tk_has_cuda(void) { return 1; }

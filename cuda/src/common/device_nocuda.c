@@ -9,3 +9,5 @@ int tk_cuda_device_usable(int device, char *reason, size_t size)
     if (reason && size) snprintf(reason, size, "this build has no CUDA backend (built without a CUDA compiler)");
     return 0;
 }
+
+int tk_has_cuda(void) { return 0; }

@@ -72,7 +72,7 @@ static size_t count_failed(const int8_t *status, size_t count)
 }
 
 tk_status tk_eig_solve(const tk_eig_options *o, size_t count, const void *matrices, tk_eig_result *out,
-                       tk_eig_timing *timing, size_t *num_failed)
+                       tk_timing *timing, size_t *num_failed)
 {
     tk_clear_error();
     const double t0 = tk_now_ms();

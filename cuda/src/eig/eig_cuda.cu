@@ -35,6 +35,7 @@
 
 #include "common/cuda_memory.h"
 #include "eig_internal.h"
+#include "tk_bench_hooks.h"
 #include "common/tk_hd.h"
 
 /* host-device because the shared body is; it only ever runs on the device.  A group
@@ -88,8 +89,6 @@ __host__ __device__ __forceinline__ void tk_eig_sync(int stride, unsigned mask)
 #define EIG_HYPOT hypotf
 #define EIG_NAN ((float)NAN)
 #include "eig_body.h"
-
-extern "C" int tk_eig_has_cuda(void) { return 1; }
 
 template <typename R> struct Eig;
 #define TK_EIG_BIND(R, S)                                                                                      \

@@ -29,8 +29,6 @@
 #define TK_FIB_CAP2 (2 * TK_FIB_CAP)
 #define TK_FIB_FULL 0xffffffffu
 
-extern "C" int tk_fibers_has_cuda(void) { return 1; }
-
 /* ---- the voxel's polynomial ------------------------------------------------------ */
 
 /* f(x) = sum_i c_i x^a y^b z^c, monomials ordered by z power c, then y power b (see
@@ -609,7 +607,7 @@ static fibers_kernels kernels_for(int lmax)
 
 extern "C" tk_status tk_fibers_find_cuda(const tk_fibers_options *o, const tk_fibers_plan *plan, size_t num_voxels,
                                          const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
-                                         size_t *bad_voxels, tk_fibers_timing *timing)
+                                         size_t *bad_voxels, tk_timing *timing)
 {
     tk_status status = TK_OK;
     const double start_ms = tk_now_ms();

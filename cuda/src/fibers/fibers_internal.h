@@ -265,7 +265,7 @@ TK_HD static inline double tk_fibers_anisotropic_part(int k, const double *sh, d
 /* The CUDA backend of tk_fibers_find_timed (options already checked). */
 tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_plan *plan, size_t num_voxels,
                               const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
-                              size_t *bad_voxels, tk_fibers_timing *timing);
+                              size_t *bad_voxels, tk_timing *timing);
 
 /* Monomial coefficients of the SH series' polynomial: poly = P * sh, P column-major k x k
  * (P[col * k + row]: the CUDA kernel's lanes read consecutive rows of one column), with

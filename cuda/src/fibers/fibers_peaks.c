@@ -17,6 +17,7 @@
 #endif
 
 #include "fibers_internal.h"
+#include "tk_bench_hooks.h"
 #include "fibers_select.h"
 #include "sshopm/sshopm_internal.h"
 #include "tk_sshopm.h"
@@ -143,7 +144,7 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
     o->threshold = 0.0;
     o->relative_threshold = 0.0;
     o->min_separation_deg = 0.0;
-    o->backend = TK_FIBERS_CPU;
+    o->backend = TK_BACKEND_CPU;
 }
 
 
@@ -669,11 +670,19 @@ tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const fl
 }
 
 tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
-                               float *directions, float *amplitudes, size_t *bad_voxels, tk_fibers_timing *timing)
+                               float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing)
+{
+    return tk_fibers_find_counted(o, num_voxels, sh, mask, directions, amplitudes, bad_voxels, timing, NULL);
+}
+
+tk_status tk_fibers_find_counted(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
+                                 float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing,
+                                 tk_fibers_work *work)
 {
     tk_clear_error();
     const double start_ms = tk_now_ms();
     if (timing) memset(timing, 0, sizeof *timing);
+    if (work) memset(work, 0, sizeof *work);
     if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
     if (o->num_peaks < 1 || o->num_peaks > TK_MAX_CANDIDATES)
         return tk_set_error(TK_ERR_ARGUMENT, "the number of peaks must be from 1 to %d, got %d", TK_MAX_CANDIDATES,
@@ -684,12 +693,12 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
         return tk_set_error(TK_ERR_ARGUMENT, "the minimum separation must be from 0 to 90 degrees");
     if (isnan(o->threshold)) return tk_set_error(TK_ERR_ARGUMENT, "the threshold is NaN");
     if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
-    if (o->backend != TK_FIBERS_CPU && o->backend != TK_FIBERS_OMP && o->backend != TK_FIBERS_CUDA)
+    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
         return tk_set_error(TK_ERR_ARGUMENT, "unknown fiber backend %d", (int)o->backend);
     const tk_fibers_plan *plan = NULL;
     tk_status status = tk_fibers_plan_get(o->lmax, o->basis, o->legacy, &plan);
     if (status != TK_OK) return status;
-    if (o->backend == TK_FIBERS_CUDA)
+    if (o->backend == TK_BACKEND_CUDA)
         return tk_fibers_find_cuda(o, plan, num_voxels, sh, mask, directions, amplitudes, bad_voxels, timing);
     const double cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
     const int k = plan->k, np = o->num_peaks;
@@ -698,7 +707,7 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
     unsigned long long polished = 0, iterations = 0, most = 0;
     int failed = 0;
 #ifdef _OPENMP
-    int threads = o->backend == TK_FIBERS_OMP ? (o->num_threads > 0 ? o->num_threads : omp_get_max_threads()) : 1;
+    int threads = o->backend == TK_BACKEND_OMP ? (o->num_threads > 0 ? o->num_threads : omp_get_max_threads()) : 1;
 #pragma omp parallel num_threads(threads) reduction(+ : bad, polished, iterations) reduction(max : most)
 #endif
     {
@@ -751,7 +760,8 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, co
     if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for peak-finder work buffers");
     if (timing) {
         timing->total_ms = timing->kernel_ms = tk_now_ms() - start_ms;
-        timing->polished = polished, timing->newton_iterations = iterations, timing->most_iterations = most;
+        timing->setup_ms = 0;
     }
+    if (work) work->polished = polished, work->newton_iterations = iterations, work->most_iterations = most;
     return TK_OK;
 }

@@ -30,7 +30,7 @@ void tk_pltf_options_init(tk_pltf_options *o)
 {
     memset(o, 0, sizeof *o);
     o->divergence = TK_PLTF_KL;
-    o->backend = TK_PLTF_CPU;
+    o->backend = TK_BACKEND_CPU;
     o->iterations = 100;
     o->track_divergence = 1;
 }
@@ -47,12 +47,13 @@ void tk_pltf_factor_term(const tk_pltf_model *m, int f, tk_pltf_term *t)
     memcpy(t->idx, m->factor[f], sizeof(int) * (size_t)m->factor_ndim[f]);
 }
 
-tk_status tk_pltf_make_engine(tk_pltf_engine *e, tk_pltf_backend b, int threads, int device)
+tk_status tk_pltf_make_engine(tk_pltf_engine *e, tk_backend b, int threads, int device)
 {
     switch (b) {
-    case TK_PLTF_CPU: return tk_pltf_engine_cpu(e, 0, 0);
-    case TK_PLTF_OMP: return tk_pltf_engine_cpu(e, 1, threads);
-    case TK_PLTF_CUDA: return tk_pltf_engine_cuda(e, device);
+    case TK_BACKEND_CPU: return tk_pltf_engine_cpu(e, 0, 0);
+    case TK_BACKEND_OMP: return tk_pltf_engine_cpu(e, 1, threads);
+    case TK_BACKEND_CUDA: return tk_pltf_engine_cuda(e, device);
+    case TK_BACKEND_AUTO: break; /* resolved by the caller (tk_types.h) */
     }
     return tk_set_error(TK_ERR_ARGUMENT, "PLTF: unknown backend %d", (int)b);
 }
@@ -73,7 +74,7 @@ double tk_pltf_plan_describe(const tk_pltf_model *m, char *buf, size_t size)
     return cost;
 }
 
-tk_status tk_pltf_gtm(const tk_pltf_model *m, tk_pltf_backend backend, int naive, const double *const *operands,
+tk_status tk_pltf_gtm(const tk_pltf_model *m, tk_backend backend, int naive, const double *const *operands,
                       double *out)
 {
     tk_status st = tk_pltf_check_dims(m);

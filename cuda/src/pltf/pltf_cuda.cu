@@ -8,8 +8,6 @@
 
 #include "pltf_cuda_internal.h"
 
-extern "C" int tk_pltf_has_cuda(void) { return 1; }
-
 tk_status tk_pltf_cuda_check(cudaError_t err, const char *what)
 {
     if (err == cudaSuccess) return TK_OK;

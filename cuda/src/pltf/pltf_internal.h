@@ -89,7 +89,7 @@ tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device);
 double tk_pltf_now_ms(void);
 void tk_pltf_out_term(const tk_pltf_model *m, tk_pltf_term *t);
 void tk_pltf_factor_term(const tk_pltf_model *m, int f, tk_pltf_term *t);
-tk_status tk_pltf_make_engine(tk_pltf_engine *e, tk_pltf_backend b, int threads, int device);
+tk_status tk_pltf_make_engine(tk_pltf_engine *e, tk_backend b, int threads, int device);
 uint64_t tk_pltf_next_random(uint64_t *s);
 tk_status tk_pltf_check_model_for_updates(const tk_pltf_model *m);
 tk_status tk_pltf_check_data(const tk_pltf_model *m, tk_pltf_divergence d, const double *x, const uint8_t *mask,

@@ -1,8 +1,6 @@
 /* The PLTF CUDA engine of a build made without a CUDA compiler. */
 #include "pltf_internal.h"
 
-int tk_pltf_has_cuda(void) { return 0; }
-
 tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
 {
     (void)e, (void)device;

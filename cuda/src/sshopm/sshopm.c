@@ -164,7 +164,7 @@ static tk_status validate(const tk_sshopm_options *o, size_t num_tensors, const 
 }
 
 tk_status tk_sshopm_solve(const tk_sshopm_options *o, size_t num_tensors, const void *packed,
-                          tk_sshopm_starts_result *out, tk_sshopm_timing *timing)
+                          tk_sshopm_starts_result *out, tk_timing *timing)
 {
     tk_clear_error();
     double t0 = tk_now_ms();
@@ -188,7 +188,7 @@ tk_status tk_sshopm_solve(const tk_sshopm_options *o, size_t num_tensors, const 
         for (size_t e = 0; e < count; ++e) ((float *)starts)[e] = (float)starts_d[e];
     if ((status = tk_sshopm_tables_build(o->order, o->dim, &tables)) != TK_OK) goto done;
 
-    tk_sshopm_timing local = {0, 0};
+    tk_timing local = {0};
     if (o->backend == TK_BACKEND_CUDA) {
         status = tk_sshopm_solve_cuda(o, &tables, num_tensors, packed, starts, out, &local);
     } else {

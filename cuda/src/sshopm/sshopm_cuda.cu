@@ -44,8 +44,6 @@
 #undef TK_SQRT
 #undef TK_RSQRT
 
-extern "C" int tk_sshopm_has_cuda(void) { return 1; }
-
 /* ---- tables in constant memory ------------------------------------------------ */
 
 #define TK_CONST_IDX1 16384
@@ -244,7 +242,7 @@ template <typename R> static cudaError_t launch(const tk_sshopm_options *o, cons
 
 template <typename R>
 static tk_status solve(const tk_sshopm_options *o, const tk_sshopm_tables *tb, size_t T, const R *packed,
-                       const R *starts, tk_sshopm_starts_result *out, tk_sshopm_timing *timing)
+                       const R *starts, tk_sshopm_starts_result *out, tk_timing *timing)
 {
     tk_status status = TK_OK;
     const int n = o->dim, S = o->num_starts;
@@ -375,7 +373,7 @@ cleanup:
 
 extern "C" tk_status tk_sshopm_solve_cuda(const tk_sshopm_options *o, const tk_sshopm_tables *tables,
                                           size_t num_tensors, const void *packed, const void *starts,
-                                          tk_sshopm_starts_result *out, tk_sshopm_timing *timing)
+                                          tk_sshopm_starts_result *out, tk_timing *timing)
 {
     if (o->precision == TK_PRECISION_DOUBLE)
         return solve<double>(o, tables, num_tensors, (const double *)packed, (const double *)starts, out, timing);

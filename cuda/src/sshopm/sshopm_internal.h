@@ -30,7 +30,7 @@ tk_status tk_sshopm_solve_cpu(const tk_sshopm_options *opts, const tk_sshopm_tab
                               const void *packed, const void *starts, tk_sshopm_starts_result *out);
 tk_status tk_sshopm_solve_cuda(const tk_sshopm_options *opts, const tk_sshopm_tables *tables, size_t num_tensors,
                                const void *packed, const void *starts, tk_sshopm_starts_result *out,
-                               tk_sshopm_timing *timing);
+                               tk_timing *timing);
 
 /* x and -x as one direction (even order, fibers): flip x so its largest-magnitude entry
  * is positive (the first such entry on ties). */

@@ -21,7 +21,7 @@
 
 static int thread_count(const tk_tucker_solver *s)
 {
-    if (s->opts.backend != TK_TUCKER_OMP) return 1;
+    if (s->opts.backend != TK_BACKEND_OMP) return 1;
 #ifdef _OPENMP
     return s->opts.num_threads > 0 ? s->opts.num_threads : omp_get_max_threads();
 #else
@@ -29,7 +29,7 @@ static int thread_count(const tk_tucker_solver *s)
 #endif
 }
 
-static size_t real_size(const tk_tucker_solver *s) { return s->opts.double_precision ? sizeof(double) : sizeof(float); }
+static size_t real_size(const tk_tucker_solver *s) { return s->opts.precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float); }
 
 tk_status tk_tucker_host_create(tk_tucker_solver *s, const tk_tucker_model *m)
 {
@@ -43,13 +43,13 @@ tk_status tk_tucker_host_create(tk_tucker_solver *s, const tk_tucker_model *m)
         if (!s->host.a[n] || !s->host.b[n] || !s->host.c[n])
             return tk_set_error(TK_ERR_MEMORY, "cannot allocate the model of mode %d (%zu rows)", n + 1, rows);
         for (size_t k = 0; k < rows * J; ++k) {
-            if (s->opts.double_precision)
+            if (s->opts.precision == TK_PRECISION_DOUBLE)
                 ((double *)s->host.a[n])[k] = m->a[n][k];
             else
                 ((float *)s->host.a[n])[k] = m->a[n][k];
         }
         for (size_t k = 0; k < J * R; ++k) {
-            if (s->opts.double_precision)
+            if (s->opts.precision == TK_PRECISION_DOUBLE)
                 ((double *)s->host.b[n])[k] = m->b[n][k];
             else
                 ((float *)s->host.b[n])[k] = m->b[n][k];
@@ -59,7 +59,7 @@ tk_status tk_tucker_host_create(tk_tucker_solver *s, const tk_tucker_model *m)
     if (!s->host.z) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the core gradient buffer");
     int threads = thread_count(s);
     for (int n = 0; n < s->order; ++n) {
-        if (s->opts.double_precision)
+        if (s->opts.precision == TK_PRECISION_DOUBLE)
             refresh_d(s, n, threads);
         else
             refresh_f(s, n, threads);
@@ -80,7 +80,7 @@ void tk_tucker_host_destroy(tk_tucker_solver *s)
 
 tk_status tk_tucker_host_factors(tk_tucker_solver *s)
 {
-    int threads = thread_count(s), dbl = s->opts.double_precision, coo = s->opts.storage == TK_TUCKER_COO;
+    int threads = thread_count(s), dbl = s->opts.precision == TK_PRECISION_DOUBLE, coo = s->opts.storage == TK_TUCKER_COO;
     for (int n = 0; n < s->order; ++n) {
         tk_status st = coo ? (dbl ? factors_coo_d(s, n) : factors_coo_f(s, n))
                            : (dbl ? factors_bcsf_d(s, n, threads) : factors_bcsf_f(s, n, threads));
@@ -91,7 +91,7 @@ tk_status tk_tucker_host_factors(tk_tucker_solver *s)
 
 tk_status tk_tucker_host_core(tk_tucker_solver *s)
 {
-    int threads = thread_count(s), dbl = s->opts.double_precision, coo = s->opts.storage == TK_TUCKER_COO;
+    int threads = thread_count(s), dbl = s->opts.precision == TK_PRECISION_DOUBLE, coo = s->opts.storage == TK_TUCKER_COO;
     for (int n = 0; n < s->order; ++n) {
         tk_status st = coo ? (dbl ? core_coo_d(s, n) : core_coo_f(s, n))
                            : (dbl ? core_bcsf_d(s, n, threads) : core_bcsf_f(s, n, threads));
@@ -106,8 +106,8 @@ void tk_tucker_host_model(const tk_tucker_solver *s, tk_tucker_model *out)
     for (int n = 0; n < s->order; ++n) {
         size_t na = (size_t)s->dims[n] * J;
         for (size_t k = 0; k < na; ++k)
-            out->a[n][k] = s->opts.double_precision ? (float)((double *)s->host.a[n])[k] : ((float *)s->host.a[n])[k];
+            out->a[n][k] = (s->opts.precision == TK_PRECISION_DOUBLE) ? (float)((double *)s->host.a[n])[k] : ((float *)s->host.a[n])[k];
         for (size_t k = 0; k < J * R; ++k)
-            out->b[n][k] = s->opts.double_precision ? (float)((double *)s->host.b[n])[k] : ((float *)s->host.b[n])[k];
+            out->b[n][k] = (s->opts.precision == TK_PRECISION_DOUBLE) ? (float)((double *)s->host.b[n])[k] : ((float *)s->host.b[n])[k];
     }
 }

@@ -39,8 +39,6 @@
 #define FULL_MASK 0xffffffffu
 #define WARPS_PER_BLOCK 8
 
-extern "C" int tk_tucker_has_cuda(void) { return 1; }
-
 struct dev_mode {
     uint32_t *part_row = nullptr, *part_count = nullptr, *idx = nullptr;
     unsigned long long *part_ptr = nullptr;

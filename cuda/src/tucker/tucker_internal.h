@@ -34,7 +34,7 @@ struct tk_tucker_solver {
     tk_tucker_bcsf bcsf[TK_TUCKER_MAX_ORDER]; /* B-CSF storage: one per mode */
     tk_tucker_host host;
     void *cuda;                             /* CUDA backend state */
-    tk_tucker_timing timing;
+    struct { double factor_ms, core_ms, setup_ms; } timing; /* tk_tucker_solver_timing */
 };
 
 tk_status tk_tucker_host_create(tk_tucker_solver *s, const tk_tucker_model *m);

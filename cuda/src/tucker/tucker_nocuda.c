@@ -1,8 +1,6 @@
 /* The CUDA backend of FastTucker in a build made without a CUDA compiler. */
 #include "tucker_internal.h"
 
-int tk_tucker_has_cuda(void) { return 0; }
-
 static tk_status no_cuda(void)
 {
     return tk_set_error(TK_ERR_UNSUPPORTED, "this build has no CUDA backend (no CUDA compiler was found): use cpu or omp");

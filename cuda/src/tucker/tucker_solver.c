@@ -16,7 +16,7 @@ double tk_tucker_now_ms(void)
 void tk_tucker_options_init(tk_tucker_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->backend = TK_TUCKER_CPU;
+    o->backend = TK_BACKEND_CPU;
     o->storage = TK_TUCKER_BCSF;
     o->lr_a = 0.05;
     o->lr_b = 1.0;
@@ -25,15 +25,6 @@ void tk_tucker_options_init(tk_tucker_options *o)
     o->fiber_threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
 }
 
-const char *tk_tucker_backend_name(tk_tucker_backend b)
-{
-    switch (b) {
-    case TK_TUCKER_CPU: return "cpu";
-    case TK_TUCKER_OMP: return "omp";
-    case TK_TUCKER_CUDA: return "cuda";
-    }
-    return "?";
-}
 
 tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_coo *train, const tk_tucker_model *model,
                                   tk_tucker_solver **out)
@@ -49,9 +40,9 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
     if (!(o->lr_a >= 0) || !(o->lr_b >= 0) || !(o->lambda_a >= 0) || !(o->lambda_b >= 0))
         return tk_set_error(TK_ERR_ARGUMENT, "learning rates and lambdas must be finite and >= 0");
     if (o->fiber_threshold < 1) return tk_set_error(TK_ERR_ARGUMENT, "the fiber threshold must be at least 1");
-    if (o->storage == TK_TUCKER_COO && o->backend != TK_TUCKER_CPU)
+    if (o->storage == TK_TUCKER_COO && o->backend != TK_BACKEND_CPU)
         return tk_set_error(TK_ERR_UNSUPPORTED, "COO storage runs on the cpu backend only (use B-CSF)");
-    if (o->backend == TK_TUCKER_CUDA && o->double_precision)
+    if (o->backend == TK_BACKEND_CUDA && o->precision == TK_PRECISION_DOUBLE)
         return tk_set_error(TK_ERR_UNSUPPORTED, "the cuda backend runs in float; double is the cpu/omp reference");
     tk_tucker_solver *s = calloc(1, sizeof *s);
     if (!s) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the solver");
@@ -72,13 +63,13 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
          * build is repeated here so its message lands in this thread. */
         tk_status built[TK_TUCKER_MAX_ORDER];
         int order = s->order;
-#pragma omp parallel for schedule(dynamic, 1) if (o->backend != TK_TUCKER_CPU && train->nnz > 100000)
+#pragma omp parallel for schedule(dynamic, 1) if (o->backend != TK_BACKEND_CPU && train->nnz > 100000)
         for (int n = 0; n < order; ++n) built[n] = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
         for (int n = 0; n < order && st == TK_OK; ++n)
             if (built[n] != TK_OK) st = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
     }
     if (st == TK_OK)
-        st = o->backend == TK_TUCKER_CUDA ? tk_tucker_cuda_create(s, model) : tk_tucker_host_create(s, model);
+        st = o->backend == TK_BACKEND_CUDA ? tk_tucker_cuda_create(s, model) : tk_tucker_host_create(s, model);
     if (st != TK_OK) {
         tk_tucker_solver_destroy(s);
         return st;
@@ -91,7 +82,7 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
 void tk_tucker_solver_destroy(tk_tucker_solver *s)
 {
     if (!s) return;
-    if (s->opts.backend == TK_TUCKER_CUDA)
+    if (s->opts.backend == TK_BACKEND_CUDA)
         tk_tucker_cuda_destroy(s);
     else
         tk_tucker_host_destroy(s);
@@ -102,16 +93,16 @@ void tk_tucker_solver_destroy(tk_tucker_solver *s)
 tk_status tk_tucker_update_factors(tk_tucker_solver *s)
 {
     double t0 = tk_tucker_now_ms(), ms = 0;
-    tk_status st = s->opts.backend == TK_TUCKER_CUDA ? tk_tucker_cuda_factors(s, &ms) : tk_tucker_host_factors(s);
-    s->timing.factor_ms = s->opts.backend == TK_TUCKER_CUDA ? ms : tk_tucker_now_ms() - t0;
+    tk_status st = s->opts.backend == TK_BACKEND_CUDA ? tk_tucker_cuda_factors(s, &ms) : tk_tucker_host_factors(s);
+    s->timing.factor_ms = s->opts.backend == TK_BACKEND_CUDA ? ms : tk_tucker_now_ms() - t0;
     return st;
 }
 
 tk_status tk_tucker_update_core(tk_tucker_solver *s)
 {
     double t0 = tk_tucker_now_ms(), ms = 0;
-    tk_status st = s->opts.backend == TK_TUCKER_CUDA ? tk_tucker_cuda_core(s, &ms) : tk_tucker_host_core(s);
-    s->timing.core_ms = s->opts.backend == TK_TUCKER_CUDA ? ms : tk_tucker_now_ms() - t0;
+    tk_status st = s->opts.backend == TK_BACKEND_CUDA ? tk_tucker_cuda_core(s, &ms) : tk_tucker_host_core(s);
+    s->timing.core_ms = s->opts.backend == TK_BACKEND_CUDA ? ms : tk_tucker_now_ms() - t0;
     return st;
 }
 
@@ -119,9 +110,13 @@ tk_status tk_tucker_solver_model(const tk_tucker_solver *s, tk_tucker_model *out
 {
     if (out->order != s->order || out->rank_j != s->rank_j || out->rank_r != s->rank_r)
         return tk_set_error(TK_ERR_ARGUMENT, "the output model's shape differs from the solver's");
-    if (s->opts.backend == TK_TUCKER_CUDA) return tk_tucker_cuda_model(s, out);
+    if (s->opts.backend == TK_BACKEND_CUDA) return tk_tucker_cuda_model(s, out);
     tk_tucker_host_model(s, out);
     return TK_OK;
 }
 
-void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_tucker_timing *t) { *t = s->timing; }
+void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_timing *factors, tk_timing *core)
+{
+    if (factors) factors->kernel_ms = factors->total_ms = s->timing.factor_ms, factors->setup_ms = s->timing.setup_ms;
+    if (core) core->kernel_ms = core->total_ms = s->timing.core_ms, core->setup_ms = s->timing.setup_ms;
+}

@@ -1,0 +1,47 @@
+/* Hooks for tk-bench and the tests only: measurements a user of the library does not need,
+ * kept out of the installed headers (cuda/include) and out of the API reference.  Exported
+ * from the library like the public API, so that a shared build links them too. */
+#ifndef TK_BENCH_HOOKS_H
+#define TK_BENCH_HOOKS_H
+
+#include "tk_eig.h"
+#include "tk_fibers.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- fiber directions ----------------------------------------------------------- */
+
+/* The Newton work of one tk_fibers_find call (cpu/omp; cuda leaves it 0): every voxel costs
+ * one grid pass, and at most 2 x 64 polished candidates of at most 24 Newton iterations
+ * each (constant, zero and NaN voxels none). */
+typedef struct tk_fibers_work {
+    unsigned long long polished;          /* candidates polished by Newton */
+    unsigned long long newton_iterations; /* their Newton iterations */
+    unsigned long long most_iterations;   /* the most Newton iterations one voxel took */
+} tk_fibers_work;
+
+/* tk_fibers_find_timed that also counts the Newton work (work may be NULL). */
+tk_status tk_fibers_find_counted(const tk_fibers_options *opts, size_t num_voxels, const float *sh,
+                                 const uint8_t *mask, float *directions, float *amplitudes, size_t *bad_voxels,
+                                 tk_timing *timing, tk_fibers_work *work);
+
+/* ---- batched eigenvalues (CUDA) -------------------------------------------------- */
+
+/* Times of one batch on the GPU (milliseconds), all from pinned host memory:
+ * kernel_ms with the matrices already in device memory (CUDA events, values only),
+ * copy_ms for the host-to-device copy of the matrices plus the device-to-host copy
+ * of the values alone (each the median of three runs).  The batch must fit in device
+ * memory. */
+typedef struct tk_eig_cuda_profile {
+    double kernel_ms, copy_ms;
+    const char *scheme; /* "thread registers", "thread", "N lanes [lockstep]", "warp [lockstep]" or "block" */
+} tk_eig_cuda_profile;
+tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const void *matrices,
+                              tk_eig_cuda_profile *profile);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
