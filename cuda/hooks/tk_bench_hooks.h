@@ -4,12 +4,12 @@
 #ifndef TK_BENCH_HOOKS_H
 #define TK_BENCH_HOOKS_H
 
+#include "tk_export.h"
+
 #include "tk_eig.h"
 #include "tk_fibers.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 /* ---- fiber directions ----------------------------------------------------------- */
 
@@ -41,7 +41,5 @@ typedef struct tk_eig_cuda_profile {
 tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const void *matrices,
                               tk_eig_cuda_profile *profile);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

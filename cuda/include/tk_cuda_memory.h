@@ -18,13 +18,13 @@
 #ifndef TK_CUDA_MEMORY_H
 #define TK_CUDA_MEMORY_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 
 #include "tk_status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 #define TK_CUDA_MEMORY_LIMIT_ENV "TK_CUDA_MEMORY_LIMIT_MB"
 
@@ -38,7 +38,5 @@ tk_status tk_cuda_memory_info(int device, size_t *free_bytes, size_t *total_byte
  * factorization is destroyed: the tests' leak check).  0 without CUDA. */
 size_t tk_cuda_memory_in_use(void);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

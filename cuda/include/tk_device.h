@@ -4,11 +4,11 @@
 #ifndef TK_DEVICE_H
 #define TK_DEVICE_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 /* 1 when this build has the CUDA backends and GPU `device` exists and runs this build's
  * code (a trivial kernel is launched on it); else 0 with the reason in reason[0..size)
@@ -18,7 +18,5 @@ extern "C" {
  * context, which the CUDA backends need anyway. */
 int tk_cuda_device_usable(int device, char *reason, size_t size);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

@@ -23,15 +23,15 @@
 #ifndef TK_EIG_H
 #define TK_EIG_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tk_status.h"
 #include "tk_types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 #define TK_EIG_MAX_N 64
 
@@ -82,7 +82,5 @@ const char *tk_eig_status_name(int status);
 void *tk_eig_host_alloc(size_t bytes);
 void tk_eig_host_free(void *ptr);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

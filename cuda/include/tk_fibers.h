@@ -16,15 +16,15 @@
 #ifndef TK_FIBERS_H
 #define TK_FIBERS_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tk_status.h"
 #include "tk_types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 #define TK_SH_MAX_LMAX 16
 
@@ -120,7 +120,5 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *opts, size_t num_voxels,
 int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks,
                          double *directions, double *amplitudes);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

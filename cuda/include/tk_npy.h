@@ -3,14 +3,14 @@
 #ifndef TK_NPY_H
 #define TK_NPY_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tk_status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 #define TK_NPY_MAX_DIMS 32
 
@@ -58,7 +58,5 @@ tk_status tk_npy_write_fd(int fd, const char *name, tk_npy_dtype dtype, int ndim
 
 void tk_npy_free(tk_npy_array *array);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

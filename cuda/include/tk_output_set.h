@@ -40,11 +40,11 @@
 #ifndef TK_OUTPUT_SET_H
 #define TK_OUTPUT_SET_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 typedef struct tk_outset tk_outset;
 
@@ -130,7 +130,5 @@ int tk_outset_fail(const tk_outset *s, int code, const char *fmt, ...)
  * commit one of them was killed in the middle of.  Returns how many were removed. */
 int tk_outset_remove_stale(const char *folder);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

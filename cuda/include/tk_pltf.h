@@ -25,15 +25,15 @@
 #ifndef TK_PLTF_H
 #define TK_PLTF_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tk_status.h"
 #include "tk_types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 #define TK_PLTF_MAX_INDICES 52 /* a-z then A-Z */
 #define TK_PLTF_MAX_FACTORS 12
@@ -154,7 +154,5 @@ double tk_pltf_divergence_value(tk_pltf_divergence d, const double *x, const uin
 
 const char *tk_pltf_divergence_name(tk_pltf_divergence d);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

@@ -14,15 +14,15 @@
 #ifndef TK_SSHOPM_H
 #define TK_SSHOPM_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tk_status.h"
 #include "tk_types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 /* ---- Packed symmetric storage (the seed's Algorithms 2-4) ------------------ */
 
@@ -144,7 +144,5 @@ const char *tk_stability_name(tk_stability s);
  * (m multiplies per term, K1 - 1 adds per entry).  Documentation/benchmarks.md. */
 double tk_sshopm_flops_per_iteration(int order, int dim);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

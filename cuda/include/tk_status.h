@@ -2,9 +2,9 @@
 #ifndef TK_STATUS_H
 #define TK_STATUS_H
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "tk_export.h"
+
+TK_API_BEGIN
 
 typedef enum tk_status {
     TK_OK = 0,
@@ -32,7 +32,5 @@ void tk_clear_error(void);
 /* A short name of a status code ("argument", "memory", ...). */
 const char *tk_status_name(tk_status code);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

@@ -45,6 +45,8 @@
 #ifndef TK_TUCKER_H
 #define TK_TUCKER_H
 
+#include "tk_export.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -52,9 +54,7 @@
 #include "tk_status.h"
 #include "tk_types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 #define TK_TUCKER_MAX_ORDER 10
 #define TK_TUCKER_MIN_RANK 4
@@ -248,7 +248,5 @@ void tk_tucker_bcsf_free(tk_tucker_bcsf *b);
  * equal entries: first[p]..first[p+1] (pieces + 1 values), for one device each. */
 tk_status tk_tucker_bcsf_row_split(const tk_tucker_bcsf *b, int pieces, size_t *first);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

@@ -4,11 +4,11 @@
 #ifndef TK_TYPES_H
 #define TK_TYPES_H
 
+#include "tk_export.h"
+
 #include "tk_version.h" /* TK_VERSION_MAJOR, _MINOR, _PATCH, TK_VERSION_STRING: made by CMake */
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+TK_API_BEGIN
 
 /** Floating-point precision of a core's data and arithmetic. */
 typedef enum { TK_PRECISION_SINGLE = 0, TK_PRECISION_DOUBLE = 1 } tk_precision;
@@ -42,7 +42,5 @@ int tk_has_cuda(void);
  * TK_VERSION_STRING is that of the headers compiled against. */
 const char *tk_version(void);
 
-#ifdef __cplusplus
-}
-#endif
+TK_API_END
 #endif

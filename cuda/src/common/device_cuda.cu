@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cuda_memory.h"
+#include "tk_types.h"
 #include "tk_device.h"
 #include "tk_status.h"
 

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "tk_device.h"
+#include "tk_types.h"
 
 int tk_cuda_device_usable(int device, char *reason, size_t size)
 {
