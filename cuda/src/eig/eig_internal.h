@@ -2,6 +2,7 @@
 #ifndef TK_EIG_INTERNAL_H
 #define TK_EIG_INTERNAL_H
 
+#include "common/timer.h"
 #include "tk_eig.h"
 
 #ifdef __cplusplus
@@ -16,8 +17,6 @@ tk_status tk_eig_solve_cuda(const tk_eig_options *opts, size_t count, const void
 
 /* The iteration cap the options ask for (LAPACK's 30 * max(10, n) by default). */
 int tk_eig_max_iter(const tk_eig_options *opts);
-
-double tk_now_ms(void);
 
 #ifdef __cplusplus
 }

@@ -9,12 +9,6 @@
 
 #include "pltf_internal.h"
 
-double tk_pltf_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 const char *tk_pltf_divergence_name(tk_pltf_divergence d)
 {
@@ -374,7 +368,7 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
     const double exponent = d == TK_PLTF_IS ? 0.5 : 1.0;
     int try_fused = r->e.fused_update && !o->naive_gtm && !o->no_fused;
     tk_status st = TK_OK;
-    double t0 = tk_pltf_now_ms();
+    double t0 = tk_now_ms();
     for (int t = 0; t <= o->iterations; ++t) {
         int have_xhat = 0, stop = 0;
         if (o->track_divergence || t == o->iterations) {
@@ -427,14 +421,14 @@ static tk_status iterate(run_state *r, const tk_pltf_model *m, const tk_pltf_opt
         if (!o->track_divergence) res->iterations_done = t + 1;
     }
     if ((st = r->e.sync(&r->e)) != TK_OK) return st;
-    res->iterate_ms = tk_pltf_now_ms() - t0;
+    res->iterate_ms = tk_now_ms() - t0;
     return TK_OK;
 }
 
 tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, const double *x, const uint8_t *mask,
                             tk_pltf_result *res)
 {
-    const double start = tk_pltf_now_ms();
+    const double start = tk_now_ms();
     tk_status st = tk_pltf_check_dims(m);
     if (st != TK_OK) return st;
     if ((st = tk_pltf_check_model_for_updates(m)) != TK_OK) return st;
@@ -531,6 +525,6 @@ tk_status tk_pltf_factorize(const tk_pltf_model *m, const tk_pltf_options *o, co
     for (int f = 0; f < m->num_factors; ++f)
         if (r.z[f]) r.e.release(&r.e, r.z[f]);
     r.e.destroy(&r.e);
-    res->total_ms = tk_pltf_now_ms() - start;
+    res->total_ms = tk_now_ms() - start;
     return st;
 }

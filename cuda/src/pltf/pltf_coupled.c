@@ -117,7 +117,7 @@ static tk_status coupled_iterate(coupled_state *c, int nv, const tk_pltf_view *v
     const tk_pltf_divergence d = o->divergence;
     const double exponent = d == TK_PLTF_IS ? 0.5 : 1.0;
     tk_status st = TK_OK;
-    const double t0 = tk_pltf_now_ms();
+    const double t0 = tk_now_ms();
     for (int t = 0; t <= o->iterations; ++t) {
         if (o->track_divergence || t == o->iterations) {
             double total = 0;
@@ -152,7 +152,7 @@ static tk_status coupled_iterate(coupled_state *c, int nv, const tk_pltf_view *v
         if (!o->track_divergence) res->iterations_done = t + 1;
     }
     if ((st = c->e.sync(&c->e)) != TK_OK) return st;
-    res->iterate_ms = tk_pltf_now_ms() - t0;
+    res->iterate_ms = tk_now_ms() - t0;
     return TK_OK;
 }
 
@@ -184,7 +184,7 @@ static void coupled_start(int nv, const tk_pltf_view *views, const factor_map *m
 
 tk_status tk_pltf_factorize_coupled(int nv, const tk_pltf_view *views, const tk_pltf_options *o, tk_pltf_result *res)
 {
-    const double start = tk_pltf_now_ms();
+    const double start = tk_now_ms();
     coupled_state *c = calloc(1, sizeof *c);
     if (!c) return tk_set_error(TK_ERR_MEMORY, "coupled PLTF: out of memory");
     tk_status st = build_map(nv, views, &c->map);
@@ -280,6 +280,6 @@ tk_status tk_pltf_factorize_coupled(int nv, const tk_pltf_view *views, const tk_
         if (scr[b]) c->e.release(&c->e, scr[b]);
     c->e.destroy(&c->e);
     free(c);
-    res->total_ms = tk_pltf_now_ms() - start;
+    res->total_ms = tk_now_ms() - start;
     return st;
 }

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "common/timer.h"
 #include "tk_pltf.h"
 
 #ifdef __cplusplus
@@ -85,8 +86,6 @@ void tk_pltf_plan_text(const tk_pltf_plan *plan, char *buf, size_t size);
 tk_status tk_pltf_engine_cpu(tk_pltf_engine *e, int use_omp, int num_threads);
 tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device);
 
-/* Shared by the single and the coupled factorization (pltf.c). */
-double tk_pltf_now_ms(void);
 void tk_pltf_out_term(const tk_pltf_model *m, tk_pltf_term *t);
 void tk_pltf_factor_term(const tk_pltf_model *m, int f, tk_pltf_term *t);
 tk_status tk_pltf_make_engine(tk_pltf_engine *e, tk_backend b, int threads, int device);

@@ -8,12 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-double tk_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 double tk_sshopm_default_tol(tk_precision precision)
 {

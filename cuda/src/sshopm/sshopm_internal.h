@@ -2,6 +2,7 @@
 #ifndef TK_SSHOPM_INTERNAL_H
 #define TK_SSHOPM_INTERNAL_H
 
+#include "common/timer.h"
 #include "tk_sshopm.h"
 
 #ifdef __cplusplus
@@ -35,9 +36,6 @@ tk_status tk_sshopm_solve_cuda(const tk_sshopm_options *opts, const tk_sshopm_ta
 /* x and -x as one direction (even order, fibers): flip x so its largest-magnitude entry
  * is positive (the first such entry on ties). */
 void tk_canonical_sign(int dim, double *x);
-
-/* Monotonic wall clock in milliseconds. */
-double tk_now_ms(void);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #ifndef TK_TUCKER_INTERNAL_H
 #define TK_TUCKER_INTERNAL_H
 
+#include "common/timer.h"
 #include "tk_tucker.h"
 
 #ifdef __cplusplus
@@ -48,8 +49,6 @@ void tk_tucker_cuda_destroy(tk_tucker_solver *s);
 tk_status tk_tucker_cuda_factors(tk_tucker_solver *s, double *ms);
 tk_status tk_tucker_cuda_core(tk_tucker_solver *s, double *ms);
 tk_status tk_tucker_cuda_model(const tk_tucker_solver *s, tk_tucker_model *out);
-
-double tk_tucker_now_ms(void);
 
 #ifdef __cplusplus
 }

@@ -6,12 +6,6 @@
 
 #include "tucker_internal.h"
 
-double tk_tucker_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 void tk_tucker_options_init(tk_tucker_options *o)
 {
@@ -30,7 +24,7 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
                                   tk_tucker_solver **out)
 {
     *out = NULL;
-    double t0 = tk_tucker_now_ms();
+    double t0 = tk_now_ms();
     if (train->order != model->order)
         return tk_set_error(TK_ERR_ARGUMENT, "the tensor has order %d but the model %d", train->order, model->order);
     for (int n = 0; n < model->order; ++n)
@@ -74,7 +68,7 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
         tk_tucker_solver_destroy(s);
         return st;
     }
-    s->timing.setup_ms = tk_tucker_now_ms() - t0;
+    s->timing.setup_ms = tk_now_ms() - t0;
     *out = s;
     return TK_OK;
 }
@@ -92,17 +86,17 @@ void tk_tucker_solver_destroy(tk_tucker_solver *s)
 
 tk_status tk_tucker_update_factors(tk_tucker_solver *s)
 {
-    double t0 = tk_tucker_now_ms(), ms = 0;
+    double t0 = tk_now_ms(), ms = 0;
     tk_status st = s->opts.backend == TK_BACKEND_CUDA ? tk_tucker_cuda_factors(s, &ms) : tk_tucker_host_factors(s);
-    s->timing.factor_ms = s->opts.backend == TK_BACKEND_CUDA ? ms : tk_tucker_now_ms() - t0;
+    s->timing.factor_ms = s->opts.backend == TK_BACKEND_CUDA ? ms : tk_now_ms() - t0;
     return st;
 }
 
 tk_status tk_tucker_update_core(tk_tucker_solver *s)
 {
-    double t0 = tk_tucker_now_ms(), ms = 0;
+    double t0 = tk_now_ms(), ms = 0;
     tk_status st = s->opts.backend == TK_BACKEND_CUDA ? tk_tucker_cuda_core(s, &ms) : tk_tucker_host_core(s);
-    s->timing.core_ms = s->opts.backend == TK_BACKEND_CUDA ? ms : tk_tucker_now_ms() - t0;
+    s->timing.core_ms = s->opts.backend == TK_BACKEND_CUDA ? ms : tk_now_ms() - t0;
     return st;
 }
 

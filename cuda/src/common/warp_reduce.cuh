@@ -1,0 +1,45 @@
+/* Warp reductions, written once for every core's kernels (the shape of CUB's WarpReduce,
+ * reduced to what the cores use).  Width: the lanes of one group (a power of two up to 32);
+ * groups are aligned (lane / Width), and every lane of the mask takes part.
+ *   tk_warp_allreduce: every lane of the group gets the result (XOR butterfly).
+ *   tk_warp_reduce_down: lane 0 of the group gets the result (shuffle down); the other lanes
+ *   hold partial values.  The two sum floating-point values in different orders: a kernel
+ *   keeps the one it was validated with, so results stay bitwise the same. */
+#ifndef TK_WARP_REDUCE_CUH
+#define TK_WARP_REDUCE_CUH
+
+#define TK_WARP_ALL_LANES 0xffffffffu
+
+struct tk_op_sum {
+    template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct tk_op_max {
+    template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a > b ? a : b; }
+    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+    __device__ __forceinline__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+struct tk_op_min {
+    template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? a : b; }
+    __device__ __forceinline__ float operator()(float a, float b) const { return fminf(a, b); }
+    __device__ __forceinline__ double operator()(double a, double b) const { return fmin(a, b); }
+};
+
+template <int Width = 32, typename T, typename Op>
+__device__ __forceinline__ T tk_warp_allreduce(T v, Op op, unsigned mask = TK_WARP_ALL_LANES)
+{
+    static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0, "Width: a power of two up to 32");
+#pragma unroll
+    for (int o = Width / 2; o >= 1; o >>= 1) v = op(v, __shfl_xor_sync(mask, v, o));
+    return v;
+}
+
+template <int Width = 32, typename T, typename Op>
+__device__ __forceinline__ T tk_warp_reduce_down(T v, Op op, unsigned mask = TK_WARP_ALL_LANES)
+{
+    static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0, "Width: a power of two up to 32");
+#pragma unroll
+    for (int o = Width / 2; o >= 1; o >>= 1) v = op(v, __shfl_down_sync(mask, v, o, Width));
+    return v;
+}
+
+#endif
