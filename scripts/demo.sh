@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main jobs on the bundled data: fiber directions of a real FOD volume (tk-fibers),
-# and the eigenpairs of crossing-fiber tensors (tk-teig).
+# and the eigenpairs of crossing-fiber tensors (tk-teig).  The set-up prints a line a step,
+# with the whole output of each in build/logs/; then the outputs' paths.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 tk_install_packages
@@ -9,6 +10,7 @@ tk_install_packages
 tk_configure_and_build "-DTK_CUDA_ARCHITECTURES=${TK_CUDA_ARCHITECTURES:-all}"
 out="$TK_BUILD/demo"
 mkdir -p "$out"
+echo "running the demo: tk-fibers and tk-teig on Data/"
 
 fod="$TK_ROOT/Data/fibers/small_101D_fod.nii.gz"
 if [ -x "$TK_BUILD/bin/tk-fibers" ]; then
@@ -46,3 +48,4 @@ input="$TK_ROOT/Data/teig/crossing_fibers_4_3.npy"
 "$TK_BUILD/bin/tk-teig" --order 4 --dim 3 --input "$input" --output "$out/crossing_fibers_eigenpairs.csv"
 echo "tk-teig: $(($(wc -l < "$out/crossing_fibers_eigenpairs.csv") - 1)) distinct eigenpairs (local maxima) of the 16 tensors in $input"
 echo "  output: $out/crossing_fibers_eigenpairs.csv"
+echo "outputs: $out/"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up, build, then run the whole CTest suite (GPU tests skip without a GPU),
 # then the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Each step prints a line; the whole output of each is in build/logs/ (build-asan/logs/),
+# shown from its end when the step fails.  Ends with CTest's summary; fails when a step does.
 set -euo pipefail
 here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/setup.sh"
@@ -16,6 +18,6 @@ tk_python_env
 # that this build holds what it was configured for.  TK_CUDA_ARCHITECTURES=all ./scripts/test.sh
 # builds them all.
 tk_configure_and_build "-DTK_CUDA_ARCHITECTURES=${TK_CUDA_ARCHITECTURES:-75-real;121}"
-(cd "$TK_BUILD" && ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" --timeout 900)
+tk_ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" --timeout 900
 echo "== sanitizer build (ASan + UBSan), CPU tests =="
 TK_SKIP_INSTALL=1 "$here/sanitize.sh"
