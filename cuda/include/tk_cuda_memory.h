@@ -1,4 +1,4 @@
-/* TensorKernels: GPU memory as the CUDA backends of every core see it.
+/** TensorKernels: GPU memory as the CUDA backends of every core see it.
  *
  * Out of GPU memory never gives a wrong result: the batched cores (SS-HOPM, fibers,
  * eigenvalues) size their chunks to the free memory (less some headroom) and halve a
@@ -14,7 +14,8 @@
  * exactly as a real cudaErrorMemoryAllocation does.  It is read at every call, is shared
  * by all threads, and counts only the cores' own buffers (not the CUDA context, cuBLAS
  * workspaces or constant memory).  Unset or empty: no limit.
- */
+ * \file
+ * \ingroup tk_group_common */
 #ifndef TK_CUDA_MEMORY_H
 #define TK_CUDA_MEMORY_H
 
@@ -28,12 +29,12 @@ TK_API_BEGIN
 
 #define TK_CUDA_MEMORY_LIMIT_ENV "TK_CUDA_MEMORY_LIMIT_MB"
 
-/* Free and total memory of a device as the cores see it (the limit above applied to
+/** Free and total memory of a device as the cores see it (the limit above applied to
  * free).  TK_ERR_UNSUPPORTED in a build without CUDA, TK_ERR_CUDA without a device,
  * TK_ERR_ARGUMENT for a TK_CUDA_MEMORY_LIMIT_MB that is not a whole number. */
 tk_status tk_cuda_memory_info(int device, size_t *free_bytes, size_t *total_bytes);
 
-/* Bytes of device memory the cores of this process hold right now, over all threads
+/** Bytes of device memory the cores of this process hold right now, over all threads
  * and devices (0 between calls of the batched cores and after a solver or
  * factorization is destroyed: the tests' leak check).  0 without CUDA. */
 size_t tk_cuda_memory_in_use(void);

@@ -1,6 +1,7 @@
-/* TensorKernels: can the CUDA backends run here?  One query that every tool and filter
+/** TensorKernels: can the CUDA backends run here?  One query that every tool and filter
  * uses for `--backend auto` (CUDA when this answers yes, else the CPU) and to refuse an
- * explicit CUDA request early with the reason. */
+ * explicit CUDA request early with the reason. \file
+ * \ingroup tk_group_common */
 #ifndef TK_DEVICE_H
 #define TK_DEVICE_H
 
@@ -10,7 +11,7 @@
 
 TK_API_BEGIN
 
-/* 1 when this build has the CUDA backends and GPU `device` exists and runs this build's
+/** 1 when this build has the CUDA backends and GPU `device` exists and runs this build's
  * code (a trivial kernel is launched on it); else 0 with the reason in reason[0..size)
  * ("this build has no CUDA backend", "no NVIDIA driver (...)", "no CUDA-capable device
  * is detected", "the NVIDIA driver supports CUDA X.Y, this build needs ...", the CUDA

@@ -1,7 +1,8 @@
-/* What the library exports: the declarations of the public headers, and nothing else.
+/** What the library exports: the declarations of the public headers, and nothing else.
  * tk_core is compiled with hidden visibility (cuda/CMakeLists.txt); every public header
  * wraps its declarations in TK_API_BEGIN / TK_API_END, which also give them C linkage, so
- * a shared build of the library exports its API and keeps its internal functions to itself. */
+ * a shared build of the library exports its API and keeps its internal functions to itself. \file
+ * \ingroup tk_group_common */
 #ifndef TK_EXPORT_H
 #define TK_EXPORT_H
 

@@ -1,4 +1,4 @@
-/* TensorKernels: fiber directions from spherical-harmonic (SH) volumes (one public header).
+/** TensorKernels: fiber directions from spherical-harmonic (SH) volumes (one public header).
  *
  * An even-degree SH series of order lmax is, on the unit sphere, a homogeneous polynomial
  * of degree m = lmax, i.e. an order-m symmetric tensor in 3-D with as many unique entries
@@ -12,7 +12,8 @@
  *   TK_SH_DESCOTEAUX   DIPY's descoteaux07: m > 0: sqrt2 Im Y_l^m, m < 0: sqrt2 Re Y_l^m;
  *                      legacy (DIPY's default up to 1.x) uses Re Y_l^|m| for m < 0.
  * Y_l^m are the orthonormal complex harmonics with the Condon-Shortley phase (scipy's).
- */
+ * \file
+ * \ingroup tk_group_fibers */
 #ifndef TK_FIBERS_H
 #define TK_FIBERS_H
 
@@ -30,22 +31,22 @@ TK_API_BEGIN
 
 typedef enum { TK_SH_TOURNIER = 0, TK_SH_DESCOTEAUX = 1 } tk_sh_basis;
 
-/* (lmax+1)(lmax+2)/2 for even lmax >= 0, else 0. */
+/** (lmax+1)(lmax+2)/2 for even lmax >= 0, else 0. */
 size_t tk_sh_num_coeffs(int lmax);
-/* The even lmax with that many coefficients (6 -> 2, 15 -> 4, 28 -> 6, 45 -> 8, ...), or -1. */
+/** The even lmax with that many coefficients (6 -> 2, 15 -> 4, 28 -> 6, 45 -> 8, ...), or -1. */
 int tk_sh_lmax_for_count(size_t count);
 
-/* The basis functions at unit direction dir: out[tk_sh_num_coeffs(lmax)]. */
+/** The basis functions at unit direction dir: out[tk_sh_num_coeffs(lmax)]. */
 tk_status tk_sh_eval(tk_sh_basis basis, int legacy, int lmax, const double dir[3], double *out);
 
-/* The exact linear map from SH coefficients to the packed symmetric tensor of order lmax
+/** The exact linear map from SH coefficients to the packed symmetric tensor of order lmax
  * in 3-D (tk_sshopm.h's storage): tensor = map * sh, map row-major K x K.  The SH function
  * and A x^lmax agree at every unit x. */
 tk_status tk_sh_to_tensor_map(tk_sh_basis basis, int legacy, int lmax, double *map);
 
 /* ---- which basis a volume is in ---------------------------------------------------- */
 
-/* A volume read in another basis than it was written in gives wrong peaks silently (DIPY's
+/** A volume read in another basis than it was written in gives wrong peaks silently (DIPY's
  * default, descoteaux legacy, read as MRtrix3's: off by a median 73 degrees).  Read in its own
  * basis a fiber ODF is mostly positive with roughly axially symmetric lobes; read in another
  * its coefficients are scrambled.  score[] rates each reading over a sample of voxels on a
@@ -54,53 +55,53 @@ tk_status tk_sh_to_tensor_map(tk_sh_basis basis, int legacy, int lmax, double *m
  * legacy scale cannot be told from the data (reading true data with the other scale keeps
  * them as positive and symmetric), so tournier and tournier legacy are one class. */
 typedef struct tk_sh_basis_guess {
-    tk_sh_basis basis;     /* the likeliest */
-    int legacy;            /* its variant; 0 for tournier, where legacy_known is 0 */
-    int legacy_known;      /* 1 for descoteaux (its variants differ in the data), 0 for tournier */
-    double confidence;     /* the next likeliest class's score / the likeliest's (>= 1; 1: no evidence) */
-    double score[4];       /* tournier, tournier legacy, descoteaux, descoteaux legacy */
-    size_t usable_voxels;  /* voxels with finite coefficients, not all zero, positive mean */
-    size_t sampled_voxels; /* of those, evenly spread, the ones scored */
+    tk_sh_basis basis;     /**< the likeliest */
+    int legacy;            /**< its variant; 0 for tournier, where legacy_known is 0 */
+    int legacy_known;      /**< 1 for descoteaux (its variants differ in the data), 0 for tournier */
+    double confidence;     /**< the next likeliest class's score / the likeliest's (>= 1; 1: no evidence) */
+    double score[4];       /**< tournier, tournier legacy, descoteaux, descoteaux legacy */
+    size_t usable_voxels;  /**< voxels with finite coefficients, not all zero, positive mean */
+    size_t sampled_voxels; /**< of those, evenly spread, the ones scored */
 } tk_sh_basis_guess;
 
-/* The evidence a guess needs before it contradicts the given basis: this many voxels
+/** The evidence a guess needs before it contradicts the given basis: this many voxels
  * scored, the given class's score this many times the likeliest's. */
 #define TK_SH_GUESS_MIN_VOXELS 20
 #define TK_SH_GUESS_MIN_RATIO 1.25
 
-/* Guesses the basis of num_voxels SH series (voxel-major, tk_sh_num_coeffs(lmax) floats
+/** Guesses the basis of num_voxels SH series (voxel-major, tk_sh_num_coeffs(lmax) floats
  * each) from up to max_samples of them (0: tk_sh_guess_default_samples).  Background (all
  * zero), non-finite and negative-mean voxels are skipped; with none left the guess is
  * tournier with confidence 1 and 0 voxels. */
 tk_status tk_sh_guess_basis(int lmax, size_t num_voxels, const float *sh, size_t max_samples,
                             tk_sh_basis_guess *guess);
-/* The default sample: 1000 voxels up to lmax 12, fewer above (each costs ~(lmax+1)^4). */
+/** The default sample: 1000 voxels up to lmax 12, fewer above (each costs ~(lmax+1)^4). */
 size_t tk_sh_guess_default_samples(int lmax);
-/* How many times the given basis' class scores worse than the likeliest (1 where they are the
+/** How many times the given basis' class scores worse than the likeliest (1 where they are the
  * same class, or where the guess scored fewer than TK_SH_GUESS_MIN_VOXELS voxels). */
 double tk_sh_basis_evidence(const tk_sh_basis_guess *guess, tk_sh_basis basis, int legacy);
-/* 1 when the data contradict the given basis: evidence >= TK_SH_GUESS_MIN_RATIO. */
+/** 1 when the data contradict the given basis: evidence >= TK_SH_GUESS_MIN_RATIO. */
 int tk_sh_basis_contradicts(const tk_sh_basis_guess *guess, tk_sh_basis basis, int legacy);
 
 /* ---- peaks ----------------------------------------------------------------------- */
 
 
 typedef struct tk_fibers_options {
-    int lmax;                   /* even, 2..TK_SH_MAX_LMAX */
+    int lmax;                   /**< even, 2..TK_SH_MAX_LMAX */
     tk_sh_basis basis;
     int legacy;
-    int num_peaks;              /* peaks kept per voxel (sh2peaks -num, default 3) */
-    double threshold;           /* absolute: keep amplitudes > threshold (default 0, as sh2peaks) */
-    double relative_threshold;  /* keep amplitudes >= this times the voxel's largest (default 0) */
-    double min_separation_deg;  /* drop a peak within this angle of a larger one (default 0) */
+    int num_peaks;              /**< peaks kept per voxel (sh2peaks -num, default 3) */
+    double threshold;           /**< absolute: keep amplitudes > threshold (default 0, as sh2peaks) */
+    double relative_threshold;  /**< keep amplitudes >= this times the voxel's largest (default 0) */
+    double min_separation_deg;  /**< drop a peak within this angle of a larger one (default 0) */
     tk_backend backend;
-    int num_threads;            /* omp: 0 = OpenMP's default */
-    int cuda_device;            /* cuda: the device to run on (default 0) */
+    int num_threads;            /**< omp: 0 = OpenMP's default */
+    int cuda_device;            /**< cuda: the device to run on (default 0) */
 } tk_fibers_options;
 
 void tk_fibers_options_init(tk_fibers_options *opts, int lmax);
 
-/* Peaks of num_voxels SH series (voxel-major, tk_sh_num_coeffs(lmax) floats each).
+/** Peaks of num_voxels SH series (voxel-major, tk_sh_num_coeffs(lmax) floats each).
  * mask: NULL or one byte per voxel (0 = skip: all outputs NaN).  directions: num_voxels x
  * num_peaks x 3 unit vectors, amplitudes: num_voxels x num_peaks SH values at the peaks,
  * sorted by amplitude descending, NaN where a voxel has fewer peaks.  A voxel with
@@ -109,12 +110,12 @@ void tk_fibers_options_init(tk_fibers_options *opts, int lmax);
 tk_status tk_fibers_find(const tk_fibers_options *opts, size_t num_voxels, const float *sh, const uint8_t *mask,
                          float *directions, float *amplitudes, size_t *bad_voxels);
 
-/* tk_fibers_find that also reports its timing (timing may be NULL). */
+/** tk_fibers_find that also reports its timing (timing may be NULL). */
 tk_status tk_fibers_find_timed(const tk_fibers_options *opts, size_t num_voxels, const float *sh, const uint8_t *mask,
                                float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing);
 
 
-/* All local maxima of one SH series, without thresholds or a count limit, in double:
+/** All local maxima of one SH series, without thresholds or a count limit, in double:
  * up to max_peaks, sorted by amplitude descending; returns the number found (it may exceed
  * max_peaks, in which case only the first max_peaks are written), or -1 on error. */
 int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks,

@@ -1,4 +1,4 @@
-/* The outputs of one tool call, written so that a user can trust them (not installed:
+/** The outputs of one tool call, written so that a user can trust them (not installed:
  * the tools' and the model writers' own module).
  *
  *   - Every output is checked before any work against every input and every other output
@@ -36,7 +36,8 @@
  * still the default (an ignored SIGHUP under nohup, or a host program's own handler, is left
  * alone); a forked child never removes its parent's temporaries.  Sets may be made on
  * several threads; one set belongs to one thread.
- * Messages: "PROG: error: FLAG PATH: what is wrong; what to do". */
+ * Messages: "PROG: error: FLAG PATH: what is wrong; what to do". \file
+ * \ingroup tk_group_common */
 #ifndef TK_OUTPUT_SET_H
 #define TK_OUTPUT_SET_H
 
@@ -48,18 +49,18 @@ TK_API_BEGIN
 
 typedef struct tk_outset tk_outset;
 
-/* An empty set; messages start with prog.  NULL when out of memory. */
+/** An empty set; messages start with prog.  NULL when out of memory. */
 tk_outset *tk_outset_new(const char *prog);
-/* Removes whatever was not committed, then frees the set. */
+/** Removes whatever was not committed, then frees the set. */
 void tk_outset_free(tk_outset *s);
 
-/* An input file (flag such as "--input", or NULL for a positional argument).  Returns 0,
+/** An input file (flag such as "--input", or NULL for a positional argument).  Returns 0,
  * or the exit code 1 after a message when out of memory. */
 int tk_outset_input(tk_outset *s, const char *flag, const char *path);
-/* An input folder (a model directory): no output may go inside it. */
+/** An input folder (a model directory): no output may go inside it. */
 int tk_outset_input_dir(tk_outset *s, const char *flag, const char *path);
 
-/* An output file path written by this call, with its companions (files the same writer
+/** An output file path written by this call, with its companions (files the same writer
  * puts beside it, such as a detached header's data file; final paths, NULL-terminated,
  * may be NULL).  Checks the path (not empty, not a directory, its folder exists and takes
  * a new file), that it is no input and no other output, removes stale temporaries of
@@ -67,11 +68,11 @@ int tk_outset_input_dir(tk_outset *s, const char *flag, const char *path);
  * index (>= 0), or minus the exit code (-2 for an output that is an input or another
  * output, -1 otherwise) after a message naming flag and path. */
 int tk_outset_add(tk_outset *s, const char *flag, const char *path, const char *const *companions);
-/* The same for a file inside a folder output (folder/name) whose folder may not exist
+/** The same for a file inside a folder output (folder/name) whose folder may not exist
  * yet: the folder is created on commit (its parent must exist now).  A folder that exists
  * must be a real folder, not a symbolic link (the link's target is used instead). */
 int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, const char *name);
-/* A folder output replaced whole (a model directory): the files names (NULL-terminated, at
+/** A folder output replaced whole (a model directory): the files names (NULL-terminated, at
  * most 20) are written into a temporary folder beside it and, on commit, that folder is
  * swapped in by one atomic exchange, so that a reader or a killed run sees the old folder
  * or the new one, never a mix.  Files in the old folder that are neither in names nor
@@ -81,43 +82,43 @@ int tk_outset_add_in_folder(tk_outset *s, const char *flag, const char *folder, 
  * (idx, k) is where names[k] goes. */
 int tk_outset_add_folder(tk_outset *s, const char *flag, const char *folder, const char *const *names,
                          int (*ours)(const char *name));
-/* A file to remove from place on commit (after the renames): an old output of ours the new
+/** A file to remove from place on commit (after the renames): an old output of ours the new
  * set no longer has (a model's A4.npy when the new model has order 3).  Path checks as
  * above; a missing file is no error. */
 int tk_outset_remove_on_commit(tk_outset *s, const char *path);
 
-/* Where to write output idx (companion c: 0 the output itself, 1.. its companions): the
+/** Where to write output idx (companion c: 0 the output itself, 1.. its companions): the
  * temporary, under the final name.  NULL for a bad index. */
 const char *tk_outset_temp(const tk_outset *s, int idx, int companion);
-/* The output's final path, for messages. */
+/** The output's final path, for messages. */
 const char *tk_outset_path(const tk_outset *s, int idx);
-/* The least size (bytes) the file must have on commit; a writer that does not report a
+/** The least size (bytes) the file must have on commit; a writer that does not report a
  * failed write (a full disk) is caught by it.  companion as in tk_outset_temp. */
 void tk_outset_expect_size(tk_outset *s, int idx, int companion, unsigned long long bytes);
-/* open(2) the temporary for writing (created; it must not exist): the fd, or -1 after a
+/** open(2) the temporary for writing (created; it must not exist): the fd, or -1 after a
  * message naming the output. */
 int tk_outset_open(tk_outset *s, int idx, int companion);
 
-/* Checked writes for fds: every byte written (EINTR and short writes retried), fsync and
+/** Checked writes for fds: every byte written (EINTR and short writes retried), fsync and
  * close checked.  0 on success, else the errno of the failure (EIO where none was set). */
 int tk_write_all(int fd, const void *data, size_t bytes);
 int tk_fsync_close(int fd);
-/* What to do after a failed write with errno err, for the end of a message: "free disk space,
+/** What to do after a failed write with errno err, for the end of a message: "free disk space,
  * or write elsewhere, and run again" for a full disk (ENOSPC, EFBIG, EDQUOT), else "check the
  * disk, or write elsewhere, and run again". */
 const char *tk_write_advice(int err);
 
-/* The commit: every file of every output present, as large as expected and synced; then
+/** The commit: every file of every output present, as large as expected and synced; then
  * all put in place (folders created, outputs in the order added, a header's data file
  * before the header), the removals done and the folders synced.  Returns 0, or the exit code
  * 1 after a message naming the file and what to do; then every output is as it was before
  * the call (or, where putting one back failed too, the message says where its previous
  * version is kept, and the next run that writes there puts it back). */
 int tk_outset_commit(tk_outset *s);
-/* Remove every temporary (an error path); the set stays usable only for free. */
+/** Remove every temporary (an error path); the set stays usable only for free. */
 void tk_outset_abort(tk_outset *s);
 
-/* A message in the set's way (printed as "PROG: error: ..." where the set has a program
+/** A message in the set's way (printed as "PROG: error: ..." where the set has a program
  * name; always tk_last_error()); returns code. */
 int tk_outset_fail(const tk_outset *s, int code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -125,7 +126,7 @@ int tk_outset_fail(const tk_outset *s, int code, const char *fmt, ...)
 #endif
     ;
 
-/* Remove the temporaries of runs that no longer run from folder (".tk-tmp-PID-*" folders
+/** Remove the temporaries of runs that no longer run from folder (".tk-tmp-PID-*" folders
  * whose PID is gone; their files, not following links), first putting back the outputs of a
  * commit one of them was killed in the middle of.  Returns how many were removed. */
 int tk_outset_remove_stale(const char *folder);

@@ -1,4 +1,4 @@
-/* TensorKernels: Probabilistic Latent Tensor Factorization (PLTF) and generalized
+/** TensorKernels: Probabilistic Latent Tensor Factorization (PLTF) and generalized
  * tensor multiplication (GTM), one public header.
  *
  * Models.  A model is an index expression "OUT=F1,F2,...": every index is one
@@ -21,7 +21,8 @@
  * (the seed's), b = 2 Euclidean, b = 0 Itakura-Saito.  g = 1 for KL and
  * Euclidean and 1/2 for IS (Fevotte and Idier 2011), the exponents under which
  * the divergence never increases.  Unobserved entries of X are never read.
- */
+ * \file
+ * \ingroup tk_group_pltf */
 #ifndef TK_PLTF_H
 #define TK_PLTF_H
 
@@ -41,63 +42,63 @@ TK_API_BEGIN
 
 typedef struct tk_pltf_model {
     int out_ndim;
-    int out[TK_PLTF_MAX_INDICES];  /* index ids: 0-25 'a'-'z', 26-51 'A'-'Z' */
+    int out[TK_PLTF_MAX_INDICES];  /**< index ids: 0-25 'a'-'z', 26-51 'A'-'Z' */
     int num_factors;
     int factor_ndim[TK_PLTF_MAX_FACTORS];
     int factor[TK_PLTF_MAX_FACTORS][TK_PLTF_MAX_INDICES];
-    size_t dims[TK_PLTF_MAX_INDICES]; /* size of every index; 0 = not set yet */
-    char text[TK_PLTF_MAX_TEXT];      /* the expression, presets expanded */
+    size_t dims[TK_PLTF_MAX_INDICES]; /**< size of every index; 0 = not set yet */
+    char text[TK_PLTF_MAX_TEXT];      /**< the expression, presets expanded */
 } tk_pltf_model;
 
-/* Parse "OUT=F1,F2,..." (spaces allowed) or a preset name: "parafac" is
+/** Parse "OUT=F1,F2,..." (spaces allowed) or a preset name: "parafac" is
  * "ijk=ia,ja,ka", "tucker3" "ijk=ip,jq,kr,pqr".  Errors (TK_ERR_ARGUMENT) name the
  * offending character and its 1-based position.  Every index of OUT must appear
  * in some factor; no index may repeat within OUT or within one factor. */
 tk_status tk_pltf_parse(const char *text, tk_pltf_model *model);
 
-/* Index id of a letter (-1 if not a letter) and the letter of an id. */
+/** Index id of a letter (-1 if not a letter) and the letter of an id. */
 int tk_pltf_index_id(char letter);
 char tk_pltf_index_letter(int id);
 
-/* Sizes: "a=20,b=5" (each letter must occur in the model), or one at a time. */
+/** Sizes: "a=20,b=5" (each letter must occur in the model), or one at a time. */
 tk_status tk_pltf_set_dims(tk_pltf_model *model, const char *assignments);
 tk_status tk_pltf_set_dim(tk_pltf_model *model, char letter, size_t size);
-/* Set OUT's sizes from the observed tensor's shape (ndim must equal out_ndim). */
+/** Set OUT's sizes from the observed tensor's shape (ndim must equal out_ndim). */
 tk_status tk_pltf_set_out_shape(tk_pltf_model *model, int ndim, const size_t *shape);
-/* TK_OK when every index has a size; else names the first missing one. */
+/** TK_OK when every index has a size; else names the first missing one. */
 tk_status tk_pltf_check_dims(const tk_pltf_model *model);
 
 size_t tk_pltf_out_count(const tk_pltf_model *model);
 size_t tk_pltf_factor_count(const tk_pltf_model *model, int factor);
-/* The factor's indices as a string ("ia", "pqr"); buf holds TK_PLTF_MAX_INDICES + 1. */
+/** The factor's indices as a string ("ia", "pqr"); buf holds TK_PLTF_MAX_INDICES + 1. */
 void tk_pltf_factor_name(const tk_pltf_model *model, int factor, char *buf);
 
-typedef enum { TK_PLTF_IS = 0, TK_PLTF_KL = 1, TK_PLTF_EUCLIDEAN = 2 } tk_pltf_divergence; /* value = beta */
+typedef enum { TK_PLTF_IS = 0, TK_PLTF_KL = 1, TK_PLTF_EUCLIDEAN = 2 } tk_pltf_divergence; /**< value = beta */
 
 int tk_pltf_has_cblas(void);
 
-/* GTM: out (OUT's shape, C order) = sum over the indices not in OUT of the
+/** GTM: out (OUT's shape, C order) = sum over the indices not in OUT of the
  * product of the operands (operand n holds factor n's shape, C order).  Every
  * size must be set.  naive: the seed's full-joint-tensor loop. */
 tk_status tk_pltf_gtm(const tk_pltf_model *model, tk_backend backend, int naive, const double *const *operands,
                       double *out);
 
-/* The contraction order chosen for a model's X^: pairs written like
+/** The contraction order chosen for a model's X^: pairs written like
  * "(ia,ja)->aij; (aij,ka)->ijk" into buf; returns the multiply-adds it costs. */
 double tk_pltf_plan_describe(const tk_pltf_model *model, char *buf, size_t size);
 
 typedef struct tk_pltf_options {
-    tk_pltf_divergence divergence; /* default KL */
-    tk_backend backend;       /* default cpu */
-    int iterations;                /* each updates every factor once; default 100 */
-    uint64_t seed;                 /* random start; default 0 */
-    int init_given;                /* nonzero: the result's factors hold the start */
-    int naive_gtm;                 /* the seed's full-joint GTM (comparison only) */
-    int no_fused;                  /* CUDA: cuBLAS GTM steps even where a fused kernel exists */
-    int track_divergence;          /* compute the divergence every iteration (default 1) */
-    int num_threads;               /* omp: 0 = the OpenMP default */
+    tk_pltf_divergence divergence; /**< default KL */
+    tk_backend backend;       /**< default cpu */
+    int iterations;                /**< each updates every factor once; default 100 */
+    uint64_t seed;                 /**< random start; default 0 */
+    int init_given;                /**< nonzero: the result's factors hold the start */
+    int naive_gtm;                 /**< the seed's full-joint GTM (comparison only) */
+    int no_fused;                  /**< CUDA: cuBLAS GTM steps even where a fused kernel exists */
+    int track_divergence;          /**< compute the divergence every iteration (default 1) */
+    int num_threads;               /**< omp: 0 = the OpenMP default */
     int cuda_device;
-    /* Called after every iteration with the divergence (when tracked);
+    /** Called after every iteration with the divergence (when tracked);
      * a nonzero return stops early. */
     int (*on_iteration)(void *user, int iteration, double divergence);
     void *user;
@@ -106,16 +107,16 @@ typedef struct tk_pltf_options {
 void tk_pltf_options_init(tk_pltf_options *opts);
 
 typedef struct tk_pltf_result {
-    double *factors[TK_PLTF_MAX_FACTORS]; /* caller's buffers, tk_pltf_factor_count each (required) */
-    double *xhat;                         /* optional: the reconstruction (OUT's shape) */
-    double *divergence;                   /* optional: iterations + 1 values, [0] at the start */
+    double *factors[TK_PLTF_MAX_FACTORS]; /**< caller's buffers, tk_pltf_factor_count each (required) */
+    double *xhat;                         /**< optional: the reconstruction (OUT's shape) */
+    double *divergence;                   /**< optional: iterations + 1 values, [0] at the start */
     int iterations_done;
-    double final_divergence;              /* after the last iteration (always computed) */
-    double iterate_ms;                    /* the iterations alone (CUDA: events) */
-    double total_ms;                      /* with set-up and transfers */
+    double final_divergence;              /**< after the last iteration (always computed) */
+    double iterate_ms;                    /**< the iterations alone (CUDA: events) */
+    double total_ms;                      /**< with set-up and transfers */
 } tk_pltf_result;
 
-/* Fit the model to x (OUT's shape, C order) with optional mask (same shape,
+/** Fit the model to x (OUT's shape, C order) with optional mask (same shape,
  * nonzero = observed; NULL = all observed).  Observed x must be finite and
  * non-negative (KL), positive (IS: its divergence is infinite at zero) or finite
  * (Euclidean). */
@@ -131,24 +132,24 @@ tk_status tk_pltf_factorize(const tk_pltf_model *model, const tk_pltf_options *o
  * in every view; a factor may occur once per view. */
 #define TK_PLTF_MAX_VIEWS 8
 typedef struct tk_pltf_view {
-    const tk_pltf_model *model; /* sizes set */
-    const double *x;            /* the view's observed tensor */
-    const uint8_t *mask;        /* optional */
-    double *xhat;               /* optional output: the view's reconstruction */
+    const tk_pltf_model *model; /**< sizes set */
+    const double *x;            /**< the view's observed tensor */
+    const uint8_t *mask;        /**< optional */
+    double *xhat;               /**< optional output: the view's reconstruction */
 } tk_pltf_view;
 
-/* The distinct factors of the views in order of first appearance (view 0's, then
+/** The distinct factors of the views in order of first appearance (view 0's, then
  * the new ones of view 1, ...): their count, and their names into names (NULL: count
  * only); < 0 with tk_last_error() when inconsistent. */
 int tk_pltf_coupled_factors(int num_views, const tk_pltf_view *views, char (*names)[TK_PLTF_MAX_INDICES + 1]);
 
-/* result->factors[g] for the distinct factors in that order; divergence and
+/** result->factors[g] for the distinct factors in that order; divergence and
  * final_divergence are sums over the views.  Options as for tk_pltf_factorize
  * (naive_gtm and no_fused do not apply). */
 tk_status tk_pltf_factorize_coupled(int num_views, const tk_pltf_view *views, const tk_pltf_options *opts,
                                     tk_pltf_result *result);
 
-/* The divergence of x^ from x over the observed entries. */
+/** The divergence of x^ from x over the observed entries. */
 double tk_pltf_divergence_value(tk_pltf_divergence d, const double *x, const uint8_t *mask, const double *xhat,
                                 size_t count);
 

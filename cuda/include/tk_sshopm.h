@@ -1,4 +1,4 @@
-/* TensorKernels: symmetric tensor Z-eigenpairs by SS-HOPM (one public header).
+/** TensorKernels: symmetric tensor Z-eigenpairs by SS-HOPM (one public header).
  *
  * Storage.  A symmetric tensor of order m and dimension n is stored packed: its
  * K = binom(m+n-1, m) unique entries in lexicographic order of non-decreasing
@@ -10,7 +10,8 @@
  * converges to local maxima of A x^m on the sphere, alpha < 0 to local minima.
  * The adaptive shift picks alpha at every step from the projected Hessian, as
  * GEAP does (Kolda and Mayo 2014).
- */
+ * \file
+ * \ingroup tk_group_sshopm */
 #ifndef TK_SSHOPM_H
 #define TK_SSHOPM_H
 
@@ -24,24 +25,24 @@
 
 TK_API_BEGIN
 
-/* ---- Packed symmetric storage (the seed's Algorithms 2-4) ------------------ */
+/**< ---- Packed symmetric storage (the seed's Algorithms 2-4) ------------------ */
 
-/* K = binom(m+n-1, m), or 0 when m < 1, n < 1 or K overflows size_t. */
+/** K = binom(m+n-1, m), or 0 when m < 1, n < 1 or K overflows size_t. */
 size_t tk_sym_num_unique(int order, int dim);
 
-/* The first index tuple (all zeros) and its lexicographic successor (UPDATEINDEX).
+/** The first index tuple (all zeros) and its lexicographic successor (UPDATEINDEX).
  * tk_sym_index_next returns 0 after the last tuple (n-1, ..., n-1). */
 void tk_sym_index_first(int order, int *index);
 int tk_sym_index_next(int order, int dim, int *index);
 
-/* Position of a non-decreasing tuple in the packed order; a tuple in any order
+/** Position of a non-decreasing tuple in the packed order; a tuple in any order
  * is sorted first (so this maps a full-tensor index to its unique entry). */
 size_t tk_sym_rank(int order, int dim, const int *index);
 
-/* Number of full-tensor entries in the index class of a sorted tuple: m!/(k1!...kn!). */
+/** Number of full-tensor entries in the index class of a sorted tuple: m!/(k1!...kn!). */
 double tk_sym_multiplicity(int order, const int *sorted_index);
 
-/* A x^m (Algorithm 2), A x^(m-1) (Algorithm 3) and the n x n matrix A x^(m-2),
+/** A x^m (Algorithm 2), A x^(m-1) (Algorithm 3) and the n x n matrix A x^(m-2),
  * by the index walk over the packed entries.  Reference kernels: exact sums,
  * no tables. */
 double tk_sym_axm_d(int order, int dim, const double *packed, const double *x);
@@ -50,7 +51,7 @@ void tk_sym_axm1_d(int order, int dim, const double *packed, const double *x, do
 void tk_sym_axm1_f(int order, int dim, const float *packed, const float *x, float *y);
 void tk_sym_axm2_d(int order, int dim, const double *packed, const double *x, double *y);
 
-/* Full (n^m, C order) <-> packed.  Packing checks symmetry: every full entry must
+/** Full (n^m, C order) <-> packed.  Packing checks symmetry: every full entry must
  * equal its class's first entry within tol * max|A| (tol = 0: exactly); on
  * failure *bad_full_offset is the offending entry's offset and TK_ERR_DATA returned. */
 tk_status tk_sym_pack_d(int order, int dim, const double *full, double tol, double *packed,
@@ -62,39 +63,39 @@ void tk_sym_unpack_d(int order, int dim, const double *packed, double *full);
 typedef enum { TK_IMPL_GENERAL = 0, TK_IMPL_UNROLLED = 1 } tk_impl;
 typedef enum { TK_SHIFT_FIXED = 0, TK_SHIFT_ADAPTIVE = 1 } tk_shift_mode;
 typedef enum {
-    TK_STABILITY_MAX = 0,       /* local maximum of A x^m on the sphere */
-    TK_STABILITY_MIN = 1,       /* local minimum */
-    TK_STABILITY_SADDLE = 2,    /* projected Hessian indefinite */
-    TK_STABILITY_DEGENERATE = 3 /* projected Hessian singular: the test is inconclusive */
+    TK_STABILITY_MAX = 0,       /**< local maximum of A x^m on the sphere */
+    TK_STABILITY_MIN = 1,       /**< local minimum */
+    TK_STABILITY_SADDLE = 2,    /**< projected Hessian indefinite */
+    TK_STABILITY_DEGENERATE = 3 /**< projected Hessian singular: the test is inconclusive */
 } tk_stability;
 
 typedef struct tk_sshopm_options {
-    int order;               /* m >= 2 */
-    int dim;                 /* n >= 2 */
-    tk_precision precision;  /* of the tensors, starts and results passed in and out */
+    int order;               /**< m >= 2 */
+    int dim;                 /**< n >= 2 */
+    tk_precision precision;  /**< of the tensors, starts and results passed in and out */
     tk_backend backend;
-    tk_impl impl;            /* UNROLLED exists for the (m, n) of tk_sshopm_has_unrolled */
+    tk_impl impl;            /**< UNROLLED exists for the (m, n) of tk_sshopm_has_unrolled */
     tk_shift_mode shift_mode;
-    double shift;            /* FIXED: alpha.  ADAPTIVE: its sign picks maxima (>= 0) or minima (< 0) */
-    double tol;              /* converged when |x_{k+1} - x_k| <= tol */
-    int max_iter;            /* iteration cap per start */
-    int fixed_iterations;    /* nonzero: run exactly max_iter iterations (benchmarks) */
-    int num_starts;          /* starts per tensor, shared by every tensor */
-    uint64_t seed;           /* random starts when starts == NULL */
-    const void *starts;      /* optional: num_starts * dim start vectors (normalized here) */
-    int num_threads;         /* OMP backend: 0 = the OpenMP default */
-    int cuda_device;         /* CUDA backend: device ordinal */
+    double shift;            /**< FIXED: alpha.  ADAPTIVE: its sign picks maxima (>= 0) or minima (< 0) */
+    double tol;              /**< converged when |x_{k+1} - x_k| <= tol */
+    int max_iter;            /**< iteration cap per start */
+    int fixed_iterations;    /**< nonzero: run exactly max_iter iterations (benchmarks) */
+    int num_starts;          /**< starts per tensor, shared by every tensor */
+    uint64_t seed;           /**< random starts when starts == NULL */
+    const void *starts;      /**< optional: num_starts * dim start vectors (normalized here) */
+    int num_threads;         /**< OMP backend: 0 = the OpenMP default */
+    int cuda_device;         /**< CUDA backend: device ordinal */
 } tk_sshopm_options;
 
-/* Defaults: float, cpu, general, fixed shift 0, tol 1e-6 (1e-12 for double once
+/** Defaults: float, cpu, general, fixed shift 0, tol 1e-6 (1e-12 for double once
  * precision is set before tk_sshopm_default_tol), 1000 iterations, 128 starts, seed 0. */
 void tk_sshopm_options_init(tk_sshopm_options *opts, int order, int dim);
 double tk_sshopm_default_tol(tk_precision precision);
 
-/* 1 if an unrolled kernel exists for (order, dim): (4,3), (6,3), (8,3). */
+/** 1 if an unrolled kernel exists for (order, dim): (4,3), (6,3), (8,3). */
 int tk_sshopm_has_unrolled(int order, int dim);
 
-/* Per-start results of num_tensors tensors (packed, in opts->precision), each
+/** Per-start results of num_tensors tensors (packed, in opts->precision), each
  * array indexed [tensor * num_starts + start]: lambda (precision), x (precision,
  * times dim), iterations (int32) and converged (uint8).  Any output may be NULL. */
 typedef struct tk_sshopm_starts_result {
@@ -107,7 +108,7 @@ typedef struct tk_sshopm_starts_result {
 tk_status tk_sshopm_solve(const tk_sshopm_options *opts, size_t num_tensors, const void *packed,
                           tk_sshopm_starts_result *out, tk_timing *timing);
 
-/* The start vectors a solve uses (num_starts * dim doubles, unit length). */
+/** The start vectors a solve uses (num_starts * dim doubles, unit length). */
 tk_status tk_sshopm_make_starts(const tk_sshopm_options *opts, double *starts);
 
 /* ---- Distinct eigenpairs ---------------------------------------------------- */
@@ -115,14 +116,14 @@ tk_status tk_sshopm_make_starts(const tk_sshopm_options *opts, double *starts);
 typedef struct tk_eigenpairs {
     size_t count;
     int dim;
-    size_t *tensor;          /* which tensor each pair belongs to */
+    size_t *tensor;          /**< which tensor each pair belongs to */
     double *lambda;
-    double *x;               /* count * dim */
+    double *x;               /**< count * dim */
     tk_stability *stability;
-    int32_t *num_starts;     /* how many starts reached the pair */
+    int32_t *num_starts;     /**< how many starts reached the pair */
 } tk_eigenpairs;
 
-/* Merge converged starts into distinct pairs per tensor: two starts are one pair
+/** Merge converged starts into distinct pairs per tensor: two starts are one pair
  * when their vectors are within merge_tol (for even m, x and -x are one pair,
  * reported with its largest-magnitude entry positive).  Each pair's stability is
  * classified in double from the projected Hessian.  Sorted by tensor, then lambda
@@ -132,13 +133,13 @@ tk_status tk_sshopm_distinct(const tk_sshopm_options *opts, size_t num_tensors, 
                              tk_eigenpairs *out);
 void tk_eigenpairs_free(tk_eigenpairs *pairs);
 
-/* Stability of one eigenpair of one packed double tensor. */
+/** Stability of one eigenpair of one packed double tensor. */
 tk_stability tk_sym_stability_d(int order, int dim, const double *packed, const double *x,
                                 double lambda, double rel_tol);
 
 const char *tk_stability_name(tk_stability s);
 
-/* Flops of one SS-HOPM iteration of one start, for GFLOP/s figures: the seed's
+/** Flops of one SS-HOPM iteration of one start, for GFLOP/s figures: the seed's
  * own count of one A x^(m-1), 140, for (m, n) = (4, 3); elsewhere, where the seed
  * gives none, the direct evaluation's n * (m * K1 + K1 - 1) with K1 = binom(m+n-2, m-1)
  * (m multiplies per term, K1 - 1 adds per entry).  Documentation/benchmarks.md. */

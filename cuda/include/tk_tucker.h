@@ -1,4 +1,4 @@
-/* TensorKernels: sparse FastTucker decomposition by SGD (one public header).
+/** TensorKernels: sparse FastTucker decomposition by SGD (one public header).
  *
  * Model (FastTucker, Li et al., cuFasterTucker).  An order-N tensor X (N = 3..10)
  * with observed entries Omega is approximated by factor matrices A(n) (I_n x J)
@@ -41,7 +41,8 @@
  * owning disjoint row ranges of A(n), so devices can split rows, update them
  * independently and all-gather A(n)/C(n); the core gradient is a J x R sum
  * (all-reduce).  tk_tucker_bcsf_row_split gives the balanced row ranges.
- */
+ * \file
+ * \ingroup tk_group_tucker */
 #ifndef TK_TUCKER_H
 #define TK_TUCKER_H
 
@@ -68,17 +69,17 @@ typedef struct tk_tucker_coo {
     int order;
     uint32_t dims[TK_TUCKER_MAX_ORDER];
     size_t nnz;
-    uint32_t *idx; /* nnz * order, 0-based, entry-major */
-    float *val;    /* nnz */
+    uint32_t *idx; /**< nnz * order, 0-based, entry-major */
+    float *val;    /**< nnz */
 } tk_tucker_coo;
 
 tk_status tk_tucker_coo_alloc(tk_tucker_coo *t, int order, const uint32_t *dims, size_t nnz);
 void tk_tucker_coo_free(tk_tucker_coo *t);
-/* Indices inside dims and finite values; name is used in the message. */
+/** Indices inside dims and finite values; name is used in the message. */
 tk_status tk_tucker_coo_check(const tk_tucker_coo *t, const char *name);
-/* Sort entries lexicographically by (i_1, ..., i_N) (stable radix sort). */
+/** Sort entries lexicographically by (i_1, ..., i_N) (stable radix sort). */
 tk_status tk_tucker_coo_sort(tk_tucker_coo *t);
-/* Split into train and test: each entry goes to test with probability
+/** Split into train and test: each entry goes to test with probability
  * test_fraction, decided by a hash of (seed, entry position), so the split is
  * reproducible.  Either output may get no entries. */
 tk_status tk_tucker_coo_split(const tk_tucker_coo *all, double test_fraction, uint64_t seed, tk_tucker_coo *train,
@@ -86,22 +87,22 @@ tk_status tk_tucker_coo_split(const tk_tucker_coo *all, double test_fraction, ui
 
 /* ---- FROSTT .tns text files ---------------------------------------------------- */
 
-/* Read "i_1 ... i_N value" lines (1-based indices, '#' comments, blank lines).
+/** Read "i_1 ... i_N value" lines (1-based indices, '#' comments, blank lines).
  * order 0: taken from the first entry line.  dims: the largest index per mode,
  * or larger if dims_hint (may be NULL) says so.  Errors name the file and line
  * (non-numeric field, index < 1, wrong column count, non-finite value). */
 tk_status tk_tns_read(const char *path, int order, const uint32_t *dims_hint, tk_tucker_coo *out);
-/* Like tk_tns_read, but first tries a binary cache "PATH.tkc" beside the file,
+/** Like tk_tns_read, but first tries a binary cache "PATH.tkc" beside the file,
  * used only when it records the text's size and modification time; a missing
  * or stale cache is rewritten (atomically; a cache that cannot be written is
  * not an error).  *from_cache (may be NULL) tells which happened. */
 tk_status tk_tns_read_cached(const char *path, int order, tk_tucker_coo *out, int *from_cache);
-/* Query files: like tk_tns_read with the order given, but lines may hold the N
+/** Query files: like tk_tns_read with the order given, but lines may hold the N
  * indices alone (values read as 0) or indices and a value. */
 tk_status tk_tns_read_queries(const char *path, int order, tk_tucker_coo *out);
-/* Write atomically (temporary, then rename); values with 9 significant digits. */
+/** Write atomically (temporary, then rename); values with 9 significant digits. */
 tk_status tk_tns_write(const char *path, const tk_tucker_coo *t);
-/* The same text to an open stream (an output set's temporary), every write checked; name
+/** The same text to an open stream (an output set's temporary), every write checked; name
  * is for messages.  The caller closes f. */
 tk_status tk_tns_write_file(FILE *f, const char *name, const tk_tucker_coo *t);
 
@@ -110,62 +111,62 @@ tk_status tk_tns_write_file(FILE *f, const char *name, const tk_tucker_coo *t);
 typedef struct tk_tucker_model {
     int order, rank_j, rank_r;
     uint32_t dims[TK_TUCKER_MAX_ORDER];
-    float *a[TK_TUCKER_MAX_ORDER]; /* dims[n] x rank_j, row-major */
-    float *b[TK_TUCKER_MAX_ORDER]; /* rank_j x rank_r, row-major */
+    float *a[TK_TUCKER_MAX_ORDER]; /**< dims[n] x rank_j, row-major */
+    float *b[TK_TUCKER_MAX_ORDER]; /**< rank_j x rank_r, row-major */
 } tk_tucker_model;
 
 tk_status tk_tucker_model_alloc(tk_tucker_model *m, int order, const uint32_t *dims, int rank_j, int rank_r);
 void tk_tucker_model_free(tk_tucker_model *m);
 tk_status tk_tucker_model_copy(tk_tucker_model *dst, const tk_tucker_model *src);
-/* Random start.  target_mean > 0 (rating-like data; pass the mean training
+/** Random start.  target_mean > 0 (rating-like data; pass the mean training
  * value): entries uniform in [0, s) with s set so the mean prediction is about
  * target_mean.  Otherwise entries uniform in [-s, s) with predictions of RMS
  * about 0.5. */
 tk_status tk_tucker_model_init(tk_tucker_model *m, uint64_t seed, double target_mean);
-/* The model's value at one 0-based index tuple (double accumulation). */
+/** The model's value at one 0-based index tuple (double accumulation). */
 double tk_tucker_model_value(const tk_tucker_model *m, const uint32_t *index);
-/* Values at every entry of t (indices only are used); out has t->nnz floats. */
+/** Values at every entry of t (indices only are used); out has t->nnz floats. */
 tk_status tk_tucker_predict(const tk_tucker_model *m, const tk_tucker_coo *t, float *out);
 
-/* Values at every cell of the model's full grid, written with the FIRST index
+/** Values at every cell of the model's full grid, written with the FIRST index
  * fastest (ITK's and Fortran's order): out has prod(dims) floats. */
 tk_status tk_tucker_predict_dense(const tk_tucker_model *m, float *out);
 
 typedef struct tk_tucker_metrics {
-    double sse;   /* sum of squared errors */
+    double sse;   /**< sum of squared errors */
     double rmse;
     double mae;
-    double loss;  /* sse + lambda terms (the seed's eq. 6) */
+    double loss;  /**< sse + lambda terms (the seed's eq. 6) */
     size_t count;
 } tk_tucker_metrics;
 
-/* Errors of m on t in double; deterministic for any thread count. */
+/** Errors of m on t in double; deterministic for any thread count. */
 tk_status tk_tucker_evaluate(const tk_tucker_model *m, const tk_tucker_coo *t, double lambda_a, double lambda_b,
                              tk_tucker_metrics *out);
-/* Full gradient of f (above) in double: grad_a[n] has dims[n]*J values,
+/** Full gradient of f (above) in double: grad_a[n] has dims[n]*J values,
  * grad_b[n] J*R (caller-allocated). */
 tk_status tk_tucker_gradient(const tk_tucker_model *m, const tk_tucker_coo *t, double lambda_a, double lambda_b,
                              double *const *grad_a, double *const *grad_b);
 
 /* ---- model directories ------------------------------------------------------------ */
 
-/* A model directory holds A1.npy..AN.npy (float32, I_n x J), B1.npy..BN.npy
+/** A model directory holds A1.npy..AN.npy (float32, I_n x J), B1.npy..BN.npy
  * (float32, J x R) and manifest.txt ("key = value" lines: format, order, dims,
  * rank_j, rank_r, then the caller's extra lines).  Saving builds a sibling
  * directory and swaps it in with one atomic rename, so a reader (or a run killed
  * at any instant) sees either the old model or the new one, never a mix.  An
  * existing directory is replaced only if it holds a manifest.txt. */
 tk_status tk_tucker_model_save(const char *dir, const tk_tucker_model *m, const char *extra_manifest);
-/* The same in two steps, for a tool whose outputs are committed together (tk_output_set.h,
+/** The same in two steps, for a tool whose outputs are committed together (tk_output_set.h,
  * not installed): register dir (a model of order) as an output of set before the work
  * (checks: a new, empty or model folder; no input; its temporary folder made): the index,
  * or minus an exit code after the set's message (tk_last_error()); then, after the work, write the model into it.  tk_outset_commit swaps it in. */
 struct tk_outset;
 int tk_tucker_model_register(struct tk_outset *set, const char *flag, const char *dir, int order);
 tk_status tk_tucker_model_write(struct tk_outset *set, int idx, const tk_tucker_model *m, const char *extra_manifest);
-/* Load a model directory; *manifest (may be NULL) gets the manifest text (free()). */
+/** Load a model directory; *manifest (may be NULL) gets the manifest text (free()). */
 tk_status tk_tucker_model_load(const char *dir, tk_tucker_model *m, char **manifest);
-/* The value of "key = value" in manifest text, copied into out; 0 if absent. */
+/** The value of "key = value" in manifest text, copied into out; 0 if absent. */
 int tk_tucker_manifest_get(const char *manifest, const char *key, char *out, size_t size);
 
 /* ---- synthetic data ----------------------------------------------------------------- */
@@ -175,15 +176,15 @@ typedef struct tk_tucker_synth_options {
     uint32_t dims[TK_TUCKER_MAX_ORDER];
     size_t nnz;
     int rank_j, rank_r;
-    double noise;       /* standard deviation of the added Gaussian noise */
-    double popularity;  /* power-law exponent of index popularity (0: uniform; default 0.5, about Netflix's most popular movie and user) */
-    int unique;         /* nonzero: no index tuple twice (sorts; slower at 1e8 entries) */
+    double noise;       /**< standard deviation of the added Gaussian noise */
+    double popularity;  /**< power-law exponent of index popularity (0: uniform; default 0.5, about Netflix's most popular movie and user) */
+    int unique;         /**< nonzero: no index tuple twice (sorts; slower at 1e8 entries) */
     uint64_t seed;
-    int num_threads;    /* 0: OpenMP default */
+    int num_threads;    /**< 0: OpenMP default */
 } tk_tucker_synth_options;
 
 void tk_tucker_synth_options_init(tk_tucker_synth_options *o);
-/* Entries of a random FastTucker model (returned in truth, may be NULL) plus
+/** Entries of a random FastTucker model (returned in truth, may be NULL) plus
  * noise.  Index i of a mode is drawn with popularity ~ (rank of i)^-popularity
  * (ranks scattered by a fixed permutation), like users and items of rating data.
  * Deterministic for (options, seed) whatever the thread count. */
@@ -195,15 +196,15 @@ typedef enum { TK_TUCKER_BCSF = 0, TK_TUCKER_COO = 1 } tk_tucker_storage;
 
 typedef struct tk_tucker_options {
     tk_backend backend;
-    tk_tucker_storage storage;  /* COO: cpu backend only */
-    tk_precision precision;     /* single (default); double: cpu/omp only, the reference path */
+    tk_tucker_storage storage;  /**< COO: cpu backend only */
+    tk_precision precision;     /**< single (default); double: cpu/omp only, the reference path */
     double lr_a, lr_b, lambda_a, lambda_b;
-    size_t fiber_threshold;     /* B-CSF sub-slice size, >= 1 */
-    int num_threads;            /* omp: 0 = OpenMP default */
+    size_t fiber_threshold;     /**< B-CSF sub-slice size, >= 1 */
+    int num_threads;            /**< omp: 0 = OpenMP default */
     int cuda_device;
 } tk_tucker_options;
 
-/* Defaults: cpu, B-CSF, float, lr_a 0.05, lr_b 1 (it scales the mean core
+/** Defaults: cpu, B-CSF, float, lr_a 0.05, lr_b 1 (it scales the mean core
  * gradient), lambda_a = lambda_b = 0.001, fiber threshold 128 (the seed's).
  * The factor step is stable while lr_a |v|^2 < 2, so scale lr_a down for data
  * of larger magnitude (ratings 1..5: try 0.005). */
@@ -213,17 +214,17 @@ const char *tk_backend_name(tk_backend b);
 typedef struct tk_tucker_solver tk_tucker_solver;
 
 
-/* Build the storage for train and take a copy of model (its shape must match
+/** Build the storage for train and take a copy of model (its shape must match
  * train's order and dims).  train must stay valid until destroy only for COO. */
 tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_coo *train, const tk_tucker_model *model,
                                   tk_tucker_solver **out);
 void tk_tucker_solver_destroy(tk_tucker_solver *s);
-/* One pass of factor updates over every mode, and one of core updates. */
+/** One pass of factor updates over every mode, and one of core updates. */
 tk_status tk_tucker_update_factors(tk_tucker_solver *s);
 tk_status tk_tucker_update_core(tk_tucker_solver *s);
-/* Copy the current model out (rounded to float on the double path). */
+/** Copy the current model out (rounded to float on the double path). */
 tk_status tk_tucker_solver_model(const tk_tucker_solver *s, tk_tucker_model *out);
-/* The last tk_tucker_update_factors (factors) and tk_tucker_update_core (core): kernel_ms and
+/** The last tk_tucker_update_factors (factors) and tk_tucker_update_core (core): kernel_ms and
  * total_ms the pass (GPU: CUDA events), setup_ms the storage build and uploads at create.
  * Either may be NULL. */
 void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_timing *factors, tk_timing *core);
@@ -232,19 +233,19 @@ void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_timing *factors, tk_t
 
 typedef struct tk_tucker_bcsf {
     int order, mode;
-    int others[TK_TUCKER_MAX_ORDER - 1]; /* the other modes, ascending: index columns */
-    uint32_t rows;            /* dims[mode] */
-    size_t nnz, num_parts;    /* entries; sub-slices */
-    uint32_t *part_row;       /* num_parts: i_mode of each sub-slice */
-    uint32_t *part_count;     /* num_parts: sub-slices of that row (S) */
-    size_t *part_ptr;         /* num_parts + 1: entry offsets */
-    uint32_t *idx;            /* nnz * (order - 1): the other modes' indices */
-    float *val;               /* nnz */
+    int others[TK_TUCKER_MAX_ORDER - 1]; /**< the other modes, ascending: index columns */
+    uint32_t rows;            /**< dims[mode] */
+    size_t nnz, num_parts;    /**< entries; sub-slices */
+    uint32_t *part_row;       /**< num_parts: i_mode of each sub-slice */
+    uint32_t *part_count;     /**< num_parts: sub-slices of that row (S) */
+    size_t *part_ptr;         /**< num_parts + 1: entry offsets */
+    uint32_t *idx;            /**< nnz * (order - 1): the other modes' indices */
+    float *val;               /**< nnz */
 } tk_tucker_bcsf;
 
 tk_status tk_tucker_bcsf_build(const tk_tucker_coo *t, int mode, size_t fiber_threshold, tk_tucker_bcsf *out);
 void tk_tucker_bcsf_free(tk_tucker_bcsf *b);
-/* Cut the sub-slices into `pieces` contiguous ranges of whole rows with about
+/** Cut the sub-slices into `pieces` contiguous ranges of whole rows with about
  * equal entries: first[p]..first[p+1] (pieces + 1 values), for one device each. */
 tk_status tk_tucker_bcsf_row_split(const tk_tucker_bcsf *b, int pieces, size_t *first);
 

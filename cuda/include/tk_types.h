@@ -1,6 +1,7 @@
-/* TensorKernels: the types every core shares (backend, precision, timing), the build's
+/** TensorKernels: the types every core shares (backend, precision, timing), the build's
  * version and whether it has CUDA.  One declaration of each, so that a tool, a filter or a
- * binding names a backend the same way for every core. */
+ * binding names a backend the same way for every core. \file
+ * \ingroup tk_group_common */
 #ifndef TK_TYPES_H
 #define TK_TYPES_H
 

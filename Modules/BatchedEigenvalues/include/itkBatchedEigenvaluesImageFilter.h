@@ -1,5 +1,6 @@
-/* itk::BatchedEigenvaluesImageFilter: an n x n real matrix per pixel in, its n complex
- * eigenvalues out. */
+/** itk::BatchedEigenvaluesImageFilter: an n x n real matrix per pixel in, its n complex
+ * eigenvalues out. \file
+ * \ingroup tk_group_tk_itk */
 #ifndef itkBatchedEigenvaluesImageFilter_h
 #define itkBatchedEigenvaluesImageFilter_h
 
@@ -70,7 +71,7 @@ public:
                   "the output's components must be float or double");
 
     enum class BackendType { Auto, CPU, CUDA };
-    // Printed by the Set macros' debug output (builds without NDEBUG).
+    /// Printed by the Set macros' debug output (builds without NDEBUG).
     friend std::ostream &operator<<(std::ostream &os, BackendType b)
     {
         return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");

@@ -57,10 +57,10 @@ template <typename TInputImage, typename TOutputImage>
 void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::GenerateData()
 {
     if (!UsesCUDA()) {
-        Superclass::GenerateData(); // ITK's threader over the requested region
+        Superclass::GenerateData(); ///< ITK's threader over the requested region
         return;
     }
-    // CUDA: the whole requested region at once; the core chunks and streams it.
+    /// CUDA: the whole requested region at once; the core chunks and streams it.
     this->AllocateOutputs();
     this->BeforeThreadedGenerateData();
     m_FailedPixels += ProcessRegion(this->GetOutput()->GetRequestedRegion(), TK_BACKEND_CUDA);

@@ -1,4 +1,5 @@
-/* itk::FiberDirectionsImageFilter: spherical-harmonic image in, fiber directions out. */
+/** itk::FiberDirectionsImageFilter: spherical-harmonic image in, fiber directions out. \file
+ * \ingroup tk_group_tk_itk */
 #ifndef itkFiberDirectionsImageFilter_h
 #define itkFiberDirectionsImageFilter_h
 
@@ -48,7 +49,7 @@ public:
 
     enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
     enum class BackendType { Auto, CPU, CUDA };
-    // Printed by the Set macros' debug output (builds without NDEBUG).
+    /// Printed by the Set macros' debug output (builds without NDEBUG).
     friend std::ostream &operator<<(std::ostream &os, BasisType b)
     {
         return os << (b == BasisType::Tournier ? "Tournier" : "Descoteaux");

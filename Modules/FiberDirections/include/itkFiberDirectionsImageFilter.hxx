@@ -26,8 +26,8 @@ FiberDirectionsImageFilter<TInputImage, TOutputImage>::FiberDirectionsImageFilte
 template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::VerifyInputInformation() const
 {
-    // The mask is compared by region and geometry in BeforeThreadedGenerateData; the SH
-    // image alone decides the output grid.
+    /// The mask is compared by region and geometry in BeforeThreadedGenerateData; the SH
+    /// image alone decides the output grid.
     if (this->GetMaskImage()) Superclass::VerifyInputInformation();
 }
 
@@ -50,8 +50,8 @@ template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::BeforeThreadedGenerateData()
 {
     const TInputImage *input = this->GetInput();
-    // ITK directions are LPS; RAS = diag(-1, -1, 1) * LPS, applied to the voxel-axis
-    // directions of the DIPY basis.
+    /// ITK directions are LPS; RAS = diag(-1, -1, 1) * LPS, applied to the voxel-axis
+    /// directions of the DIPY basis.
     const auto &dir = input->GetDirection();
     for (unsigned r = 0; r < 3; ++r)
         for (unsigned c = 0; c < 3; ++c) m_VoxelToRas[r][c] = (r < 2 ? -1.0 : 1.0) * dir[r][c];
@@ -90,13 +90,13 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
 {
     const bool cuda = UsesCUDA();
     if (!cuda && !TakesWholeBuffers()) {
-        Superclass::GenerateData(); // ITK's threader over the requested region
+        Superclass::GenerateData(); ///< ITK's threader over the requested region
         return;
     }
-    // The whole request at once: on CUDA the core batches it on the GPU; on the CPU it runs
-    // in chunks, each threaded by the core (its OpenMP schedule hands out small batches as
-    // threads free up: a voxel's cost varies a hundredfold between background, one fiber and
-    // three), with progress between chunks.
+    /// The whole request at once: on CUDA the core batches it on the GPU; on the CPU it runs
+    /// in chunks, each threaded by the core (its OpenMP schedule hands out small batches as
+    /// threads free up: a voxel's cost varies a hundredfold between background, one fiber and
+    /// three), with progress between chunks.
     this->AllocateOutputs();
     this->BeforeThreadedGenerateData();
     if (TakesWholeBuffers())
@@ -148,10 +148,10 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
     float *dirs = reinterpret_cast<float *>(this->GetOutput(0)->GetBufferPointer());
     float *amps = reinterpret_cast<float *>(this->GetAmplitudeOutput()->GetBufferPointer());
     tk_fibers_options o = CoreOptions(backend);
-    // as many threads as ITK's threader would run at once: its limit, and the work units
+    /// as many threads as ITK's threader would run at once: its limit, and the work units
     o.num_threads = static_cast<int>(
         std::min<ThreadIdType>(this->GetMultiThreader()->GetMaximumNumberOfThreads(), this->GetNumberOfWorkUnits()));
-    // CUDA in one call (it chunks and overlaps transfers itself); the CPU in about 64 chunks
+    /// CUDA in one call (it chunks and overlaps transfers itself); the CPU in about 64 chunks
     const size_t chunk = backend == TK_BACKEND_CUDA ? voxels : std::max<size_t>(4096, (voxels + 63) / 64);
     SizeValueType bad = 0;
     for (size_t first = 0; first < voxels; first += chunk) {

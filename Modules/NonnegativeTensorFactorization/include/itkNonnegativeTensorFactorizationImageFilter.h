@@ -1,5 +1,6 @@
-/* itk::NonnegativeTensorFactorizationImageFilter: a non-negative 3-D or 4-D image in,
- * its low-rank reconstruction out, the factors kept on the filter. */
+/** itk::NonnegativeTensorFactorizationImageFilter: a non-negative 3-D or 4-D image in,
+ * its low-rank reconstruction out, the factors kept on the filter. \file
+ * \ingroup tk_group_tk_itk */
 #ifndef itkNonnegativeTensorFactorizationImageFilter_h
 #define itkNonnegativeTensorFactorizationImageFilter_h
 

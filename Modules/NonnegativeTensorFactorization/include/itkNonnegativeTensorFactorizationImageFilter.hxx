@@ -19,7 +19,7 @@ NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Nonnegativ
 template <typename TInputImage, typename TOutputImage>
 void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::GenerateInputRequestedRegion()
 {
-    // Every voxel enters every factor: the whole image, always.
+    /// Every voxel enters every factor: the whole image, always.
     Superclass::GenerateInputRequestedRegion();
     for (unsigned int n = 0; n < this->GetNumberOfIndexedInputs(); ++n)
         if (auto *in = const_cast<ImageBase<ImageDimension> *>(
@@ -70,7 +70,7 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
     }
     tk_pltf_model model;
     if (tk_pltf_parse(text.c_str(), &model) != TK_OK) itkExceptionMacro(<< tk_last_error());
-    // C order: the first observed index is the image's last axis.
+    /// C order: the first observed index is the image's last axis.
     size_t shape[ImageDimension];
     for (unsigned int d = 0; d < ImageDimension; ++d) shape[d] = size[ImageDimension - 1 - d];
     if (tk_pltf_set_out_shape(&model, ImageDimension, shape) != TK_OK ||
@@ -81,7 +81,7 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
     std::vector<double> x(count), xhat(count);
     std::vector<uint8_t> observed(mask ? count : 0);
     size_t v = 0;
-    // Unobserved voxels are never read, not even to copy them.
+    /// Unobserved voxels are never read, not even to copy them.
     if (mask) {
         for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) observed[v] = it.Get() != 0;
     }

@@ -1,5 +1,6 @@
-/* itk::TuckerCompletionImageFilter: image + mask of observed voxels in, low-rank
- * FastTucker reconstruction out. */
+/** itk::TuckerCompletionImageFilter: image + mask of observed voxels in, low-rank
+ * FastTucker reconstruction out. \file
+ * \ingroup tk_group_tk_itk */
 #ifndef itkTuckerCompletionImageFilter_h
 #define itkTuckerCompletionImageFilter_h
 
@@ -45,7 +46,7 @@ public:
     using ImageType = TImage;
     using MaskImageType = Image<unsigned char, TImage::ImageDimension>;
     enum class BackendType { Auto, CPU, CUDA };
-    // Printed by the Set macros' debug output (builds without NDEBUG).
+    /// Printed by the Set macros' debug output (builds without NDEBUG).
     friend std::ostream &operator<<(std::ostream &os, BackendType b)
     {
         return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");

@@ -22,7 +22,7 @@ template <typename TImage>
 void TuckerCompletionImageFilter<TImage>::GenerateInputRequestedRegion()
 {
     Superclass::GenerateInputRequestedRegion();
-    // The model couples every voxel: the whole input (and mask) is needed.
+    /// The model couples every voxel: the whole input (and mask) is needed.
     for (unsigned k = 0; k < this->GetNumberOfIndexedInputs(); ++k)
         if (auto *input = dynamic_cast<ImageBase<TImage::ImageDimension> *>(this->ProcessObject::GetInput(k)))
             input->SetRequestedRegionToLargestPossibleRegion();
@@ -38,7 +38,7 @@ void TuckerCompletionImageFilter<TImage>::EnlargeOutputRequestedRegion(DataObjec
 template <typename TImage>
 void TuckerCompletionImageFilter<TImage>::VerifyInputInformation() const
 {
-    Superclass::VerifyInputInformation(); // the mask must share the image's grid
+    Superclass::VerifyInputInformation(); ///< the mask must share the image's grid
     const MaskImageType *mask = this->GetMaskImage();
     if (mask && mask->GetLargestPossibleRegion().GetSize() != this->GetInput()->GetLargestPossibleRegion().GetSize())
         itkExceptionMacro(<< "the mask's size " << mask->GetLargestPossibleRegion().GetSize()
@@ -63,7 +63,7 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
         voxels *= dims[n];
         if (dims[n] < 1) itkExceptionMacro(<< "axis " << n << " of the image is empty");
     }
-    // Observed voxels, in buffer order (axis 0 fastest).
+    /// Observed voxels, in buffer order (axis 0 fastest).
     std::vector<uint8_t> observed(voxels, 1);
     if (mask) {
         size_t v = 0;
