@@ -1,20 +1,20 @@
 /* The CUDA engine of PLTF: float buffers on the device, GTM steps as cuBLAS
- * strided-batched SGEMMs, element-wise kernels for the updates, and the fused
- * KL-PARAFAC pass (pltf_cuda_fused.cu) where the model allows it. */
+ * strided-batched SGEMMs, element-wise kernels for the updates (pltf_kernels.cuh, launch
+ * choices in pltf_tuning.h), and the fused KL-PARAFAC pass (pltf_cuda_fused.cu) where the
+ * model allows it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cuda_check.cuh"
 #include "pltf_cuda_internal.h"
+#include "pltf_kernels.cuh"
+#include "pltf_tuning.h"
 
-tk_status tk_pltf_cuda_check(cudaError_t err, const char *what)
-{
-    if (err == cudaSuccess) return TK_OK;
-    if (err == cudaErrorMemoryAllocation)
-        return tk_set_error(TK_ERR_MEMORY, "PLTF on CUDA: out of device memory (%s)", what);
-    return tk_set_error(TK_ERR_CUDA, "PLTF on CUDA: %s failed: %s", what, cudaGetErrorString(err));
-}
+typedef tk_pltf_policy policy;
+
+#define WHO "PLTF on CUDA"
 
 static tk_status blas_check(cublasStatus_t s, const char *what)
 {
@@ -24,11 +24,15 @@ static tk_status blas_check(cublasStatus_t s, const char *what)
     return tk_set_error(TK_ERR_CUDA, "PLTF on CUDA: %s failed (cuBLAS status %d)", what, (int)s);
 }
 
+/* Blocks of threads covering n elements (at least one), at most policy::max_grid_blocks. */
 static unsigned blocks_for(size_t n, unsigned threads)
 {
     size_t b = (n + threads - 1) / threads;
-    return (unsigned)(b < 65535u * 16u ? (b ? b : 1) : 65535u * 16u);
+    return (unsigned)(b < policy::max_grid_blocks ? (b ? b : 1) : policy::max_grid_blocks);
 }
+
+/* An element-wise launch: policy::elementwise_threads a block, enough blocks for count. */
+#define ELEMENTWISE(count) blocks_for((count), policy::elementwise_threads), policy::elementwise_threads
 
 /* ---- allocation with a reuse cache ------------------------------------------ */
 
@@ -77,7 +81,7 @@ static tk_status cu_alloc(tk_pltf_engine *e, size_t count, void **out)
                  count, held_text);
         return tk_cuda_out_of_memory("PLTF on CUDA", what, bytes);
     }
-    TK_CUDA_TRY(err);
+    if (err != cudaSuccess) return tk_cuda_status(err, WHO, "cudaMalloc");
     tk_status st = remember(c, *out, count);
     if (st != TK_OK) {
         tk_cuda_free(*out);
@@ -112,7 +116,7 @@ static tk_status cu_upload(tk_pltf_engine *e, void *dst, const double *src, size
     for (size_t i = 0; i < count; ++i) tmp[i] = (float)src[i];
     cudaError_t err = cudaMemcpy(dst, tmp, count * sizeof(float), cudaMemcpyHostToDevice);
     free(tmp);
-    return tk_pltf_cuda_check(err, "cudaMemcpy (upload)");
+    return tk_cuda_status(err, WHO, "cudaMemcpy (upload)");
 }
 
 static tk_status cu_download(tk_pltf_engine *e, double *dst, const void *src, size_t count)
@@ -123,57 +127,28 @@ static tk_status cu_download(tk_pltf_engine *e, double *dst, const void *src, si
     cudaError_t err = cudaMemcpy(tmp, src, count * sizeof(float), cudaMemcpyDeviceToHost);
     for (size_t i = 0; err == cudaSuccess && i < count; ++i) dst[i] = tmp[i];
     free(tmp);
-    return tk_pltf_cuda_check(err, "cudaMemcpy (download)");
-}
-
-__global__ void fill_kernel(float *d, float v, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) d[i] = v;
+    return tk_cuda_status(err, WHO, "cudaMemcpy (download)");
 }
 
 static tk_status cu_fill(tk_pltf_engine *e, void *dst, double value, size_t count)
 {
     (void)e;
-    fill_kernel<<<blocks_for(count, 256), 256>>>((float *)dst, (float)value, count);
-    return tk_pltf_cuda_check(cudaGetLastError(), "fill kernel");
+    fill_kernel<<<ELEMENTWISE(count)>>>((float *)dst, (float)value, count);
+    return tk_cuda_status(cudaGetLastError(), WHO, "fill kernel");
 }
 
 /* ---- permute and reduce --------------------------------------------------------- */
-
-#define GPU_MAX_DIMS 16
-struct permute_params {
-    int dst_ndim, red_ndim;
-    unsigned long long dshape[GPU_MAX_DIMS], dstride[GPU_MAX_DIMS];
-    unsigned long long rshape[GPU_MAX_DIMS], rstride[GPU_MAX_DIMS];
-    unsigned long long dst_count, red_count;
-};
-
-__global__ void reduce_permute_kernel(const float *__restrict__ src, float *__restrict__ dst, permute_params p)
-{
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < p.dst_count;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        unsigned long long rest = i, off = 0;
-        for (int d = p.dst_ndim - 1; d >= 0; --d) off += (rest % p.dshape[d]) * p.dstride[d], rest /= p.dshape[d];
-        float sum = 0;
-        for (unsigned long long r = 0; r < p.red_count; ++r) {
-            unsigned long long rr = r, roff = 0;
-            for (int d = p.red_ndim - 1; d >= 0; --d) roff += (rr % p.rshape[d]) * p.rstride[d], rr /= p.rshape[d];
-            sum += src[off + roff];
-        }
-        dst[i] = sum;
-    }
-}
 
 static tk_status cu_reduce_permute(tk_pltf_engine *e, const void *src, int src_ndim, const size_t *src_shape, void *dst,
                                    int dst_ndim, const int *dst_axes)
 {
     (void)e;
-    if (src_ndim > GPU_MAX_DIMS)
-        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", src_ndim, GPU_MAX_DIMS);
+    if (src_ndim > TK_PLTF_CUDA_MAX_AXES)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", src_ndim, TK_PLTF_CUDA_MAX_AXES);
     permute_params p;
     memset(&p, 0, sizeof p);
-    unsigned long long stride[GPU_MAX_DIMS], s = 1;
-    int listed[GPU_MAX_DIMS] = {0};
+    unsigned long long stride[TK_PLTF_CUDA_MAX_AXES], s = 1;
+    int listed[TK_PLTF_CUDA_MAX_AXES] = {0};
     for (int d = src_ndim - 1; d >= 0; --d) stride[d] = s, s *= src_shape[d];
     p.dst_ndim = dst_ndim, p.dst_count = 1, p.red_count = 1;
     for (int d = 0; d < dst_ndim; ++d) {
@@ -185,39 +160,24 @@ static tk_status cu_reduce_permute(tk_pltf_engine *e, const void *src, int src_n
             p.rshape[p.red_ndim] = src_shape[d], p.rstride[p.red_ndim++] = stride[d];
             p.red_count *= src_shape[d];
         }
-    reduce_permute_kernel<<<blocks_for(p.dst_count, 256), 256>>>((const float *)src, (float *)dst, p);
-    return tk_pltf_cuda_check(cudaGetLastError(), "permute kernel");
-}
-
-struct broadcast_params {
-    int dst_ndim;
-    unsigned long long shape[GPU_MAX_DIMS], sstride[GPU_MAX_DIMS], count;
-};
-
-__global__ void broadcast_kernel(const float *__restrict__ src, float *__restrict__ dst, broadcast_params p)
-{
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < p.count;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        unsigned long long rest = i, off = 0;
-        for (int d = p.dst_ndim - 1; d >= 0; --d) off += (rest % p.shape[d]) * p.sstride[d], rest /= p.shape[d];
-        dst[i] = src[off];
-    }
+    reduce_permute_kernel<<<ELEMENTWISE(p.dst_count)>>>((const float *)src, (float *)dst, p);
+    return tk_cuda_status(cudaGetLastError(), WHO, "permute kernel");
 }
 
 static tk_status cu_broadcast(tk_pltf_engine *e, const void *src, int src_ndim, const int *src_axes, void *dst,
                               int dst_ndim, const size_t *dst_shape)
 {
     (void)e;
-    if (dst_ndim > GPU_MAX_DIMS)
-        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", dst_ndim, GPU_MAX_DIMS);
+    if (dst_ndim > TK_PLTF_CUDA_MAX_AXES)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", dst_ndim, TK_PLTF_CUDA_MAX_AXES);
     broadcast_params p;
     memset(&p, 0, sizeof p);
     p.dst_ndim = dst_ndim, p.count = 1;
     unsigned long long s = 1;
     for (int d = src_ndim - 1; d >= 0; --d) p.sstride[src_axes[d]] = s, s *= dst_shape[src_axes[d]];
     for (int d = 0; d < dst_ndim; ++d) p.shape[d] = dst_shape[d], p.count *= dst_shape[d];
-    broadcast_kernel<<<blocks_for(p.count, 256), 256>>>((const float *)src, (float *)dst, p);
-    return tk_pltf_cuda_check(cudaGetLastError(), "broadcast kernel");
+    broadcast_kernel<<<ELEMENTWISE(p.count)>>>((const float *)src, (float *)dst, p);
+    return tk_cuda_status(cudaGetLastError(), WHO, "broadcast kernel");
 }
 
 /* ---- GEMM ------------------------------------------------------------------------- */
@@ -240,115 +200,57 @@ static tk_status cu_gemm(tk_pltf_engine *e, size_t batch, size_t m, size_t n, si
 
 /* ---- element-wise steps of the updates -------------------------------------------- */
 
-#define XHAT_FLOOR 1e-30f
-
-__global__ void mu_terms_kernel(int d, const float *__restrict__ x, const float *__restrict__ mask,
-                                const float *__restrict__ xh, size_t n, float *__restrict__ num, float *__restrict__ den)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        if (mask && mask[i] == 0.0f) { /* unobserved: x is never read */
-            num[i] = 0;
-            if (den) den[i] = 0;
-            continue;
-        }
-        const float h = fmaxf(xh[i], XHAT_FLOOR);
-        float q, r;
-        if (d == TK_PLTF_KL) q = x[i] / h, r = 1.0f;
-        else if (d == TK_PLTF_EUCLIDEAN) q = x[i], r = h;
-        else q = x[i] / (h * h), r = 1.0f / h;
-        num[i] = q;
-        if (den) den[i] = r;
-    }
-}
-
 static tk_status cu_mu_terms(tk_pltf_engine *e, tk_pltf_divergence d, const void *x, const void *mask,
                              const void *xhat, size_t count, void *num, void *den)
 {
     (void)e;
-    mu_terms_kernel<<<blocks_for(count, 256), 256>>>((int)d, (const float *)x, (const float *)mask, (const float *)xhat,
+    mu_terms_kernel<<<ELEMENTWISE(count)>>>((int)d, (const float *)x, (const float *)mask, (const float *)xhat,
                                                      count, (float *)num, (float *)den);
-    return tk_pltf_cuda_check(cudaGetLastError(), "update-terms kernel");
-}
-
-__global__ void add_kernel(float *dst, const float *__restrict__ src, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] += src[i];
+    return tk_cuda_status(cudaGetLastError(), WHO, "update-terms kernel");
 }
 
 static tk_status cu_add(tk_pltf_engine *e, void *dst, const void *src, size_t count)
 {
     (void)e;
-    add_kernel<<<blocks_for(count, 256), 256>>>((float *)dst, (const float *)src, count);
-    return tk_pltf_cuda_check(cudaGetLastError(), "add kernel");
-}
-
-__global__ void mu_apply_kernel(float *z, const float *__restrict__ num, const float *__restrict__ den, size_t n,
-                                float exponent)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        if (den[i] > 0.0f) {
-            const float r = num[i] / den[i];
-            z[i] *= exponent == 1.0f ? r : powf(r, exponent);
-        }
+    add_kernel<<<ELEMENTWISE(count)>>>((float *)dst, (const float *)src, count);
+    return tk_cuda_status(cudaGetLastError(), WHO, "add kernel");
 }
 
 static tk_status cu_mu_apply(tk_pltf_engine *e, void *z, const void *num, const void *den, size_t count,
                              double exponent)
 {
     (void)e;
-    mu_apply_kernel<<<blocks_for(count, 256), 256>>>((float *)z, (const float *)num, (const float *)den, count,
+    mu_apply_kernel<<<ELEMENTWISE(count)>>>((float *)z, (const float *)num, (const float *)den, count,
                                                      (float)exponent);
-    return tk_pltf_cuda_check(cudaGetLastError(), "update kernel");
-}
-
-__global__ void divergence_kernel(int d, const float *__restrict__ x, const float *__restrict__ mask,
-                                  const float *__restrict__ xh, size_t n, double *out)
-{
-    double sum = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        if (mask && mask[i] == 0.0f) continue;
-        const double h = fmax((double)xh[i], 1e-30), v = x[i];
-        if (d == TK_PLTF_KL) sum += (v > 0 ? v * log(v / h) - v : 0.0) + h;
-        else if (d == TK_PLTF_EUCLIDEAN) sum += 0.5 * (v - xh[i]) * (v - xh[i]);
-        else sum += v / h - log(v / h) - 1;
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
-    __shared__ double part[32];
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double total = 0;
-        for (unsigned w = 0; w < blockDim.x / 32; ++w) total += part[w];
-        atomicAdd(out, total);
-    }
+    return tk_cuda_status(cudaGetLastError(), WHO, "update kernel");
 }
 
 static tk_status cu_divergence(tk_pltf_engine *e, tk_pltf_divergence d, const void *x, const void *mask,
                                const void *xhat, size_t count, double *out)
 {
     cuda_ctx *c = (cuda_ctx *)e->ctx;
-    TK_CUDA_TRY(cudaMemset(c->reduce_slot, 0, sizeof(double)));
-    unsigned blocks = blocks_for(count, 256);
-    if (blocks > (unsigned)c->sm_count * 8) blocks = (unsigned)c->sm_count * 8;
-    divergence_kernel<<<blocks, 256>>>((int)d, (const float *)x, (const float *)mask, (const float *)xhat, count,
+    TK_CUDA_TRY_RETURN(WHO, cudaMemset(c->reduce_slot, 0, sizeof(double)));
+    unsigned blocks = blocks_for(count, policy::elementwise_threads);
+    const unsigned most = (unsigned)c->sm_count * policy::divergence_blocks_per_sm;
+    if (blocks > most) blocks = most;
+    divergence_kernel<<<blocks, policy::elementwise_threads>>>((int)d, (const float *)x, (const float *)mask, (const float *)xhat, count,
                                        c->reduce_slot);
-    TK_CUDA_TRY(cudaGetLastError());
-    TK_CUDA_TRY(cudaMemcpy(out, c->reduce_slot, sizeof(double), cudaMemcpyDeviceToHost));
+    TK_CUDA_TRY_RETURN(WHO, cudaGetLastError());
+    TK_CUDA_TRY_RETURN(WHO, cudaMemcpy(out, c->reduce_slot, sizeof(double), cudaMemcpyDeviceToHost));
     return TK_OK;
 }
 
 static tk_status cu_sync(tk_pltf_engine *e)
 {
     (void)e;
-    TK_CUDA_TRY(cudaDeviceSynchronize());
+    TK_CUDA_TRY_RETURN(WHO, cudaDeviceSynchronize());
     return TK_OK;
 }
 
 static tk_status cu_check_fit(tk_pltf_engine *e, size_t count, const char *what)
 {
     cuda_ctx *c = (cuda_ctx *)e->ctx;
-    TK_CUDA_TRY(cudaSetDevice(c->device));
+    TK_CUDA_TRY_RETURN(WHO, cudaSetDevice(c->device));
     size_t free_b = 0, total_b = 0;
     tk_status st = tk_cuda_memory_get(&free_b, &total_b);
     if (st != TK_OK) return st;
@@ -379,16 +281,16 @@ extern "C" tk_status tk_pltf_engine_cuda(tk_pltf_engine *e, int device)
     e->ctx = c;
     e->destroy = cu_destroy;
     c->device = device;
-    tk_status st = tk_pltf_cuda_check(cudaSetDevice(device), "cudaSetDevice");
+    tk_status st = tk_cuda_status(cudaSetDevice(device), WHO, "cudaSetDevice");
     if (st == TK_OK)
-        st = tk_pltf_cuda_check(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device),
-                                "cudaDeviceGetAttribute");
+        st = tk_cuda_status(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device), WHO,
+                            "cudaDeviceGetAttribute");
     if (st == TK_OK) st = blas_check(cublasCreate(&c->blas), "cublasCreate");
     if (st == TK_OK) {
         const cudaError_t err = tk_cuda_malloc((void **)&c->reduce_slot, sizeof(double));
         st = err == cudaErrorMemoryAllocation
                  ? tk_cuda_out_of_memory("PLTF on CUDA", "the divergence's reduction slot", sizeof(double))
-                 : tk_pltf_cuda_check(err, "cudaMalloc");
+                 : tk_cuda_status(err, WHO, "cudaMalloc");
     }
     if (st != TK_OK) {
         cu_destroy(e);

@@ -1,5 +1,5 @@
-/* The PLTF CUDA engine's state, shared by its generic primitives (pltf_cuda.cu)
- * and its fused KL-PARAFAC pass (pltf_cuda_fused.cu).  Device buffers are float. */
+/* The PLTF CUDA engine's state, shared by its generic primitives (pltf_cuda.cu), its fused
+ * KL-PARAFAC pass (pltf_cuda_fused.cu) and its naive GTM (pltf_cuda_naive.cu).  Device buffers are float. */
 #ifndef TK_PLTF_CUDA_INTERNAL_H
 #define TK_PLTF_CUDA_INTERNAL_H
 
@@ -29,16 +29,9 @@ typedef struct {
     double *reduce_slot; /* one double on the device for divergence sums */
 } cuda_ctx;
 
-tk_status tk_pltf_cuda_check(cudaError_t err, const char *what);
 tk_status tk_pltf_cuda_fused_update(tk_pltf_engine *e, const tk_pltf_model *m, tk_pltf_divergence d, int factor,
                                     void *const *factors, const void *x, const void *mask);
 tk_status tk_pltf_cuda_naive_gtm(tk_pltf_engine *e, const size_t *dims, int num_operands, const tk_pltf_term *terms,
                                  const void *const *operands, const tk_pltf_term *out_term, void *out);
-
-#define TK_CUDA_TRY(call)                                                                                          \
-    do {                                                                                                           \
-        tk_status tk_try_status_ = tk_pltf_cuda_check((call), #call);                                             \
-        if (tk_try_status_ != TK_OK) return tk_try_status_;                                                        \
-    } while (0)
 
 #endif

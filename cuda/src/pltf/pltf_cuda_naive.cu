@@ -1,61 +1,20 @@
-/* The seed's GTM on the GPU, kept for comparison: the full joint tensor over all
- * indices is materialized (in slices of at most 2^28 entries, 1 GiB) as the
- * product of the operands, then summed over the indices not in the output. */
+/* Dispatch of the seed's GTM on the GPU, kept for comparison (kernels:
+ * pltf_naive_kernels.cuh): the joint tensor is materialized in slices of at most
+ * policy::naive_slice entries (1 GiB), fewer where GPU memory is short. */
 #include <string.h>
 
+#include "common/cuda_check.cuh"
 #include "pltf_cuda_internal.h"
+#include "pltf_naive_kernels.cuh"
+#include "pltf_tuning.h"
 
-#define NAIVE_MAX_JOINT 16
-#define NAIVE_SLICE ((size_t)1 << 28)
+typedef tk_pltf_policy policy;
 
-struct naive_params {
-    int num_operands, num_summed;
-    unsigned long long out_count;
-    /* summed axes: shape and each operand's stride along them */
-    unsigned long long sshape[NAIVE_MAX_JOINT];
-    unsigned long long sstride[TK_PLTF_MAX_OPERANDS][NAIVE_MAX_JOINT];
-    /* output axes: shape and each operand's stride along them */
-    int num_out;
-    unsigned long long oshape[NAIVE_MAX_JOINT];
-    unsigned long long ostride[TK_PLTF_MAX_OPERANDS][NAIVE_MAX_JOINT];
-    const float *op[TK_PLTF_MAX_OPERANDS];
-};
-
-/* joint[(s - s0) * out_count + o] = prod_t op_t[entry of (s, o)]: summed major, so
- * the reduction below reads it coalesced. */
-template <typename IDX> /* 32-bit index arithmetic where the joint space allows: a fair baseline */
-__global__ void naive_joint(naive_params p, unsigned long long s0, unsigned long long entries, float *joint)
+/* Blocks of policy::naive_threads covering count entries, at most policy::naive_max_grid. */
+static unsigned grid_for(unsigned long long count)
 {
-    for (unsigned long long e = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; e < entries;
-         e += (unsigned long long)gridDim.x * blockDim.x) {
-        IDX s = (IDX)(s0 + e / p.out_count), o = (IDX)(e % p.out_count);
-        IDX off[TK_PLTF_MAX_OPERANDS];
-        for (int t = 0; t < p.num_operands; ++t) off[t] = 0;
-        for (int d = p.num_out - 1; d >= 0; --d) {
-            IDX v = o % (IDX)p.oshape[d];
-            o /= (IDX)p.oshape[d];
-            for (int t = 0; t < p.num_operands; ++t) off[t] += v * (IDX)p.ostride[t][d];
-        }
-        for (int d = p.num_summed - 1; d >= 0; --d) {
-            IDX v = s % (IDX)p.sshape[d];
-            s /= (IDX)p.sshape[d];
-            for (int t = 0; t < p.num_operands; ++t) off[t] += v * (IDX)p.sstride[t][d];
-        }
-        float prod = 1.0f;
-        for (int t = 0; t < p.num_operands; ++t) prod *= p.op[t][off[t]];
-        joint[e] = prod;
-    }
-}
-
-__global__ void naive_sum(const float *__restrict__ joint, unsigned long long slices, unsigned long long out_count,
-                          float *out)
-{
-    for (unsigned long long o = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; o < out_count;
-         o += (unsigned long long)gridDim.x * blockDim.x) {
-        float sum = out[o];
-        for (unsigned long long s = 0; s < slices; ++s) sum += joint[s * out_count + o];
-        out[o] = sum;
-    }
+    const unsigned long long blocks = (count + policy::naive_threads - 1) / policy::naive_threads;
+    return (unsigned)(blocks < policy::naive_max_grid ? blocks : policy::naive_max_grid);
 }
 
 tk_status tk_pltf_cuda_naive_gtm(tk_pltf_engine *e, const size_t *dims, int n, const tk_pltf_term *terms,
@@ -98,7 +57,7 @@ tk_status tk_pltf_cuda_naive_gtm(tk_pltf_engine *e, const size_t *dims, int n, c
         for (int d = 0; d < terms[t].ndim; ++d) size *= dims[terms[t].idx[d]];
         small = small && size < (1ull << 32);
     }
-    unsigned long long slices = NAIVE_SLICE / p.out_count;
+    unsigned long long slices = policy::naive_slice / p.out_count;
     if (!slices) slices = 1;
     if (slices > summed_count) slices = summed_count;
     /* The joint slices are only a working buffer: fewer summed entries per slice where
@@ -115,14 +74,12 @@ tk_status tk_pltf_cuda_naive_gtm(tk_pltf_engine *e, const size_t *dims, int n, c
     for (unsigned long long s0 = 0; err == cudaSuccess && s0 < summed_count; s0 += slices) {
         unsigned long long ns = summed_count - s0 < slices ? summed_count - s0 : slices;
         unsigned long long entries = ns * p.out_count;
-        unsigned long long blocks = (entries + 255) / 256;
-        const unsigned grid = (unsigned)(blocks < 1048576 ? blocks : 1048576);
-        if (small) naive_joint<unsigned><<<grid, 256>>>(p, s0, entries, (float *)joint);
-        else naive_joint<unsigned long long><<<grid, 256>>>(p, s0, entries, (float *)joint);
-        unsigned long long ob = (p.out_count + 255) / 256;
-        naive_sum<<<(unsigned)(ob < 1048576 ? ob : 1048576), 256>>>((const float *)joint, ns, p.out_count, (float *)out);
+        const unsigned grid = grid_for(entries);
+        if (small) naive_joint<unsigned><<<grid, policy::naive_threads>>>(p, s0, entries, (float *)joint);
+        else naive_joint<unsigned long long><<<grid, policy::naive_threads>>>(p, s0, entries, (float *)joint);
+        naive_sum<<<grid_for(p.out_count), policy::naive_threads>>>((const float *)joint, ns, p.out_count, (float *)out);
         err = cudaGetLastError();
     }
     e->release(e, joint);
-    return tk_pltf_cuda_check(err, "naive GTM kernels");
+    return tk_cuda_status(err, "PLTF on CUDA", "naive GTM kernels");
 }

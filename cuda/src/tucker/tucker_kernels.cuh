@@ -1,0 +1,220 @@
+/* The FastTucker CUDA kernels (cuFasterTucker's design on B-CSF sub-slices), templated on a
+ * policy type (tucker_tuning.h) for their block shape.
+ *
+ * Work unit: one warp per B-CSF sub-slice, taken from a global counter so long
+ * and short sub-slices balance.  Lanes own the rank components: lane j holds
+ * a(n)_{i_n}[j] (factor pass) and lane r holds q_r and C rows (both passes).
+ *
+ * Factor pass of mode n: B(n) sits in registers (lane j: row j, zero padded to
+ * 32 or 64), q is broadcast through a per-warp shared row read as float4, so
+ * v = B q is MAXR FMAs per lane; a . v is a warp-shuffle reduction.  The row
+ * a(n)_{i_n} stays in registers for the whole sub-slice (read once, written
+ * once).  Entries sharing their leading indices (a CSF fiber) reuse the product
+ * of those C rows (the seed's shared intermediate).  A row split into S > 1
+ * sub-slices adds (a - a0) / S atomically into a delta buffer; the refresh
+ * kernel applies it and recomputes C(n) = A(n) B(n) (the reusable
+ * intermediates).  Rows never race, so this is the same algorithm as cpu/omp.
+ *
+ * Core pass of mode n: the slice's C(n) row stays in registers, each entry costs
+ * N-1 C rows and one reduction (prediction = C(n)[i] . q), and z_i = sum e q is
+ * accumulated per sub-slice; G = A(n)^T Z is one small tiled product, then
+ * B(n) += lr_b (G / nnz - lambda_b B(n)) and C(n) is refreshed.
+ *
+ * C rows of the small modes stay in L2 (Netflix: C(movie) and C(day) are 2.3 MB
+ * and 0.3 MB); C(user) is read in slice order in the user pass. */
+#ifndef TK_TUCKER_KERNELS_CUH
+#define TK_TUCKER_KERNELS_CUH
+
+#include "tucker_device.cuh"
+
+/* Factor pass: JPL rows of B per lane (J <= 32 * JPL), MAXR padded rank (32 or 64). */
+template <class Policy, int JPL, int MAXR>
+__global__ void __launch_bounds__(Policy::threads_per_block) factor_kernel(pass_args p)
+{
+    constexpr int RPL = MAXR / 32;
+    __shared__ __align__(16) float qs[Policy::warps_per_block][MAXR];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float breg[JPL][MAXR];
+#pragma unroll
+    for (int jj = 0; jj < JPL; ++jj) {
+        int j = lane + 32 * jj;
+#pragma unroll
+        for (int r = 0; r < MAXR; ++r) breg[jj][r] = (j < p.J && r < p.R) ? p.b[j * p.R + r] : 0.0f;
+    }
+    const float4 *q4 = reinterpret_cast<const float4 *>(qs[warp]);
+    for (unsigned long long part = next_part(p.counter, lane); part < p.mode.parts; part = next_part(p.counter, lane)) {
+        const uint32_t i = p.mode.part_row[part], S = p.mode.part_count[part];
+        const unsigned long long lo = p.mode.part_ptr[part], hi = p.mode.part_ptr[part + 1];
+        float a[JPL], a0[JPL];
+#pragma unroll
+        for (int jj = 0; jj < JPL; ++jj) {
+            int j = lane + 32 * jj;
+            a0[jj] = a[jj] = j < p.J ? p.a[(size_t)i * p.J + j] : 0.0f;
+        }
+        float pre[RPL], q[RPL];
+        for (unsigned long long e = lo; e < hi; ++e) {
+            fiber_product<RPL>(p, e, lo, lane, pre, q);
+#pragma unroll
+            for (int rr = 0; rr < RPL; ++rr) qs[warp][lane + 32 * rr] = q[rr];
+            __syncwarp();
+            float v[JPL];
+#pragma unroll
+            for (int jj = 0; jj < JPL; ++jj) v[jj] = 0.0f;
+#pragma unroll
+            for (int r4 = 0; r4 < MAXR / 4; ++r4) {
+                float4 qq = q4[r4];
+#pragma unroll
+                for (int jj = 0; jj < JPL; ++jj) {
+                    v[jj] = fmaf(breg[jj][4 * r4 + 0], qq.x, v[jj]);
+                    v[jj] = fmaf(breg[jj][4 * r4 + 1], qq.y, v[jj]);
+                    v[jj] = fmaf(breg[jj][4 * r4 + 2], qq.z, v[jj]);
+                    v[jj] = fmaf(breg[jj][4 * r4 + 3], qq.w, v[jj]);
+                }
+            }
+            __syncwarp();
+            float dot = 0.0f, vv = 0.0f;
+#pragma unroll
+            for (int jj = 0; jj < JPL; ++jj) dot = fmaf(a[jj], v[jj], dot), vv = fmaf(v[jj], v[jj], vv);
+            const float_pair sums = tk_warp_allreduce(float_pair{dot, vv}, pair_sum());
+            dot = sums.x, vv = sums.y;
+            const float err = __ldg(p.mode.val + e) - dot;
+            /* The step capped at 1 / |v|^2, as on the CPU (tucker_cpu_body.h). */
+            const float step = p.lr * vv > 1.0f ? 1.0f / vv : p.lr;
+#pragma unroll
+            for (int jj = 0; jj < JPL; ++jj) a[jj] += step * (err * v[jj] - p.lambda * a[jj]);
+        }
+#pragma unroll
+        for (int jj = 0; jj < JPL; ++jj) {
+            int j = lane + 32 * jj;
+            if (j >= p.J) continue;
+            if (S == 1)
+                p.a[(size_t)i * p.J + j] = a[jj]; /* the row's only sub-slice: nobody else touches it */
+            else
+                atomicAdd(p.delta + (size_t)i * p.J + j, (a[jj] - a0[jj]) / (float)S);
+        }
+    }
+}
+
+/* Core pass: RPL rank components per lane (R <= 32 * RPL). */
+template <class Policy, int RPL>
+__global__ void __launch_bounds__(Policy::threads_per_block) core_kernel(pass_args p)
+{
+    const int lane = threadIdx.x & 31;
+    for (unsigned long long part = next_part(p.counter, lane); part < p.mode.parts; part = next_part(p.counter, lane)) {
+        const uint32_t i = p.mode.part_row[part], S = p.mode.part_count[part];
+        const unsigned long long lo = p.mode.part_ptr[part], hi = p.mode.part_ptr[part + 1];
+        float cn[RPL], z[RPL], pre[RPL], q[RPL];
+#pragma unroll
+        for (int rr = 0; rr < RPL; ++rr) {
+            int r = lane + 32 * rr;
+            cn[rr] = r < p.R ? p.cn[(size_t)i * p.R + r] : 0.0f;
+            z[rr] = 0.0f;
+        }
+        for (unsigned long long e = lo; e < hi; ++e) {
+            fiber_product<RPL>(p, e, lo, lane, pre, q);
+            float dot = 0.0f;
+#pragma unroll
+            for (int rr = 0; rr < RPL; ++rr) dot = fmaf(cn[rr], q[rr], dot);
+            const float err = __ldg(p.mode.val + e) - tk_warp_allreduce(dot, tk_op_sum());
+#pragma unroll
+            for (int rr = 0; rr < RPL; ++rr) z[rr] = fmaf(err, q[rr], z[rr]);
+        }
+#pragma unroll
+        for (int rr = 0; rr < RPL; ++rr) {
+            int r = lane + 32 * rr;
+            if (r >= p.R) continue;
+            if (S == 1)
+                p.z[(size_t)i * p.R + r] = z[rr];
+            else
+                atomicAdd(p.z + (size_t)i * p.R + r, z[rr]);
+        }
+    }
+}
+
+/* G += A^T Z over a block of rows: tiles of rows in shared memory, each thread owning
+ * up to Policy::gram_outputs_per_thread of the J x R outputs. */
+template <class Policy>
+__global__ void __launch_bounds__(Policy::gram_threads)
+    gram_kernel(const float *A, const float *Z, uint32_t rows, int J, int R, float *G)
+{
+    constexpr int TILE = Policy::gram_tile_rows, THREADS = Policy::gram_threads;
+    constexpr int OUTS = Policy::gram_outputs_per_thread;
+    static_assert(THREADS * OUTS >= TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK, "the threads cover every output");
+    __shared__ float as[TILE][TK_TUCKER_MAX_RANK], zs[TILE][TK_TUCKER_MAX_RANK];
+    const int outputs = J * R, t = threadIdx.x;
+    float acc[OUTS];
+#pragma unroll
+    for (int k = 0; k < OUTS; ++k) acc[k] = 0.0f;
+    size_t lo = (size_t)blockIdx.x * Policy::gram_rows_per_block, hi = lo + Policy::gram_rows_per_block;
+    if (hi > rows) hi = rows;
+    for (size_t base = lo; base < hi; base += TILE) {
+        int n = (int)(hi - base < TILE ? hi - base : TILE);
+        for (int k = t; k < TILE * TK_TUCKER_MAX_RANK; k += THREADS) {
+            int row = k / TK_TUCKER_MAX_RANK, col = k % TK_TUCKER_MAX_RANK;
+            as[row][col] = row < n && col < J ? A[(base + row) * J + col] : 0.0f;
+            zs[row][col] = row < n && col < R ? Z[(base + row) * R + col] : 0.0f;
+        }
+        __syncthreads();
+        for (int row = 0; row < n; ++row)
+#pragma unroll
+            for (int k = 0; k < OUTS; ++k) {
+                int o = t + THREADS * k;
+                if (o < outputs) acc[k] = fmaf(as[row][o / R], zs[row][o % R], acc[k]);
+            }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int k = 0; k < OUTS; ++k) {
+        int o = t + THREADS * k;
+        if (o < outputs) atomicAdd(G + o, acc[k]);
+    }
+}
+
+__global__ void update_core_kernel(float *B, const float *G, int count, float lr, float inv_nnz, float lambda)
+{
+    for (int k = threadIdx.x; k < count; k += blockDim.x) B[k] += lr * (G[k] * inv_nnz - lambda * B[k]);
+}
+
+/* Warp per row: apply (and clear) the split rows' deltas, then C[i] = A[i] B. */
+template <class Policy>
+__global__ void __launch_bounds__(Policy::threads_per_block)
+    refresh_kernel(float *A, float *delta, const float *B, float *C, uint32_t rows, int J, int R)
+{
+    extern __shared__ float bs[];
+    for (int k = threadIdx.x; k < J * R; k += blockDim.x) bs[k] = B[k];
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const size_t warps = (size_t)gridDim.x * Policy::warps_per_block;
+    for (size_t i = (size_t)blockIdx.x * Policy::warps_per_block + (threadIdx.x >> 5); i < rows; i += warps) {
+        float a[2];
+        for (int jj = 0; jj < 2; ++jj) {
+            int j = lane + 32 * jj;
+            a[jj] = 0.0f;
+            if (j < J) {
+                a[jj] = A[i * J + j];
+                if (delta) {
+                    float d = delta[i * J + j];
+                    if (d != 0.0f) {
+                        a[jj] += d;
+                        A[i * J + j] = a[jj];
+                        delta[i * J + j] = 0.0f;
+                    }
+                }
+            }
+        }
+        float c[2] = {0.0f, 0.0f};
+        for (int j = 0; j < J; ++j) {
+            float aj = __shfl_sync(TK_WARP_ALL_LANES, a[j >> 5], j & 31);
+            for (int rr = 0; rr < 2; ++rr) {
+                int r = lane + 32 * rr;
+                if (r < R) c[rr] = fmaf(aj, bs[j * R + r], c[rr]);
+            }
+        }
+        for (int rr = 0; rr < 2; ++rr) {
+            int r = lane + 32 * rr;
+            if (r < R) C[i * R + r] = c[rr];
+        }
+    }
+}
+
+#endif
