@@ -20,14 +20,15 @@ const char *tk_pltf_divergence_name(tk_pltf_divergence d)
     return "unknown";
 }
 
-void tk_pltf_options_init(tk_pltf_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->divergence = TK_PLTF_KL;
-    o->backend = TK_BACKEND_CPU;
-    o->iterations = 100;
-    o->track_divergence = 1;
-}
+/* The defaults, as data; every field not named is 0. */
+static const tk_pltf_options pltf_defaults = {
+    .divergence = TK_PLTF_KL,
+    .backend = TK_BACKEND_CPU,
+    .iterations = 100,
+    .track_divergence = 1,
+};
+
+void tk_pltf_options_init(tk_pltf_options *o) { *o = pltf_defaults; }
 
 void tk_pltf_out_term(const tk_pltf_model *m, tk_pltf_term *t)
 {

@@ -34,6 +34,15 @@ static unsigned blocks_for(size_t n, unsigned threads)
 /* An element-wise launch: policy::elementwise_threads a block, enough blocks for count. */
 #define ELEMENTWISE(count) blocks_for((count), policy::elementwise_threads), policy::elementwise_threads
 
+/* The status of the kernel launch just made. */
+static tk_status launched(const char *kernel) { return tk_cuda_status(cudaGetLastError(), WHO, kernel); }
+
+/* The permute and broadcast kernels index at most TK_PLTF_CUDA_MAX_AXES axes. */
+static tk_status too_many_axes(int ndim)
+{
+    return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", ndim, TK_PLTF_CUDA_MAX_AXES);
+}
+
 /* ---- allocation with a reuse cache ------------------------------------------ */
 
 static tk_status remember(cuda_ctx *c, void *p, size_t count)
@@ -134,22 +143,31 @@ static tk_status cu_fill(tk_pltf_engine *e, void *dst, double value, size_t coun
 {
     (void)e;
     fill_kernel<<<ELEMENTWISE(count)>>>((float *)dst, (float)value, count);
-    return tk_cuda_status(cudaGetLastError(), WHO, "fill kernel");
+    return launched("fill kernel");
 }
 
 /* ---- permute and reduce --------------------------------------------------------- */
+
+/* The strides of a row-major tensor whose axis d is axes[d] (d itself where axes is NULL) of
+ * shape: stride[axes[d]] for d < ndim. */
+static void row_major_strides(int ndim, const int *axes, const size_t *shape, unsigned long long *stride)
+{
+    unsigned long long s = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+        const int axis = axes ? axes[d] : d;
+        stride[axis] = s, s *= shape[axis];
+    }
+}
 
 static tk_status cu_reduce_permute(tk_pltf_engine *e, const void *src, int src_ndim, const size_t *src_shape, void *dst,
                                    int dst_ndim, const int *dst_axes)
 {
     (void)e;
-    if (src_ndim > TK_PLTF_CUDA_MAX_AXES)
-        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", src_ndim, TK_PLTF_CUDA_MAX_AXES);
-    permute_params p;
-    memset(&p, 0, sizeof p);
-    unsigned long long stride[TK_PLTF_CUDA_MAX_AXES], s = 1;
+    if (src_ndim > TK_PLTF_CUDA_MAX_AXES) return too_many_axes(src_ndim);
+    permute_params p = {};
+    unsigned long long stride[TK_PLTF_CUDA_MAX_AXES];
     int listed[TK_PLTF_CUDA_MAX_AXES] = {0};
-    for (int d = src_ndim - 1; d >= 0; --d) stride[d] = s, s *= src_shape[d];
+    row_major_strides(src_ndim, NULL, src_shape, stride);
     p.dst_ndim = dst_ndim, p.dst_count = 1, p.red_count = 1;
     for (int d = 0; d < dst_ndim; ++d) {
         p.dshape[d] = src_shape[dst_axes[d]], p.dstride[d] = stride[dst_axes[d]], listed[dst_axes[d]] = 1;
@@ -161,23 +179,20 @@ static tk_status cu_reduce_permute(tk_pltf_engine *e, const void *src, int src_n
             p.red_count *= src_shape[d];
         }
     reduce_permute_kernel<<<ELEMENTWISE(p.dst_count)>>>((const float *)src, (float *)dst, p);
-    return tk_cuda_status(cudaGetLastError(), WHO, "permute kernel");
+    return launched("permute kernel");
 }
 
 static tk_status cu_broadcast(tk_pltf_engine *e, const void *src, int src_ndim, const int *src_axes, void *dst,
                               int dst_ndim, const size_t *dst_shape)
 {
     (void)e;
-    if (dst_ndim > TK_PLTF_CUDA_MAX_AXES)
-        return tk_set_error(TK_ERR_UNSUPPORTED, "PLTF on CUDA: a tensor of %d axes (at most %d)", dst_ndim, TK_PLTF_CUDA_MAX_AXES);
-    broadcast_params p;
-    memset(&p, 0, sizeof p);
+    if (dst_ndim > TK_PLTF_CUDA_MAX_AXES) return too_many_axes(dst_ndim);
+    broadcast_params p = {}; /* stride 0 along the axes src lacks */
     p.dst_ndim = dst_ndim, p.count = 1;
-    unsigned long long s = 1;
-    for (int d = src_ndim - 1; d >= 0; --d) p.sstride[src_axes[d]] = s, s *= dst_shape[src_axes[d]];
+    row_major_strides(src_ndim, src_axes, dst_shape, p.sstride);
     for (int d = 0; d < dst_ndim; ++d) p.shape[d] = dst_shape[d], p.count *= dst_shape[d];
     broadcast_kernel<<<ELEMENTWISE(p.count)>>>((const float *)src, (float *)dst, p);
-    return tk_cuda_status(cudaGetLastError(), WHO, "broadcast kernel");
+    return launched("broadcast kernel");
 }
 
 /* ---- GEMM ------------------------------------------------------------------------- */
@@ -206,14 +221,14 @@ static tk_status cu_mu_terms(tk_pltf_engine *e, tk_pltf_divergence d, const void
     (void)e;
     mu_terms_kernel<<<ELEMENTWISE(count)>>>((int)d, (const float *)x, (const float *)mask, (const float *)xhat,
                                                      count, (float *)num, (float *)den);
-    return tk_cuda_status(cudaGetLastError(), WHO, "update-terms kernel");
+    return launched("update-terms kernel");
 }
 
 static tk_status cu_add(tk_pltf_engine *e, void *dst, const void *src, size_t count)
 {
     (void)e;
     add_kernel<<<ELEMENTWISE(count)>>>((float *)dst, (const float *)src, count);
-    return tk_cuda_status(cudaGetLastError(), WHO, "add kernel");
+    return launched("add kernel");
 }
 
 static tk_status cu_mu_apply(tk_pltf_engine *e, void *z, const void *num, const void *den, size_t count,
@@ -222,7 +237,7 @@ static tk_status cu_mu_apply(tk_pltf_engine *e, void *z, const void *num, const 
     (void)e;
     mu_apply_kernel<<<ELEMENTWISE(count)>>>((float *)z, (const float *)num, (const float *)den, count,
                                                      (float)exponent);
-    return tk_cuda_status(cudaGetLastError(), WHO, "update kernel");
+    return launched("update kernel");
 }
 
 static tk_status cu_divergence(tk_pltf_engine *e, tk_pltf_divergence d, const void *x, const void *mask,

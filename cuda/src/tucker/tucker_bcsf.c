@@ -10,11 +10,9 @@
 void tk_tucker_bcsf_free(tk_tucker_bcsf *b)
 {
     if (!b) return;
-    free(b->part_row);
-    free(b->part_count);
-    free(b->part_ptr);
-    free(b->idx);
-    free(b->val);
+    /* Every array a B-CSF owns; the rest of it is sizes. */
+    void *owned[] = {b->part_row, b->part_count, b->part_ptr, b->idx, b->val};
+    for (size_t k = 0; k < sizeof owned / sizeof owned[0]; ++k) free(owned[k]);
     memset(b, 0, sizeof *b);
 }
 
@@ -56,8 +54,7 @@ tk_status tk_tucker_bcsf_build(const tk_tucker_coo *t, int mode, size_t fiber_th
     out->mode = mode;
     out->rows = t->dims[mode];
     out->nnz = nnz;
-    for (int n = 0, k = 0; n < t->order; ++n)
-        if (n != mode) out->others[k++] = n;
+    tk_tucker_other_modes(t->order, mode, out->others);
 
     size_t *perm = malloc(nnz * sizeof *perm + 1), *next = malloc(nnz * sizeof *next + 1);
     size_t *count = malloc((maxdim + 1) * sizeof *count);
@@ -66,7 +63,7 @@ tk_status tk_tucker_bcsf_build(const tk_tucker_coo *t, int mode, size_t fiber_th
     tk_status st = TK_OK;
     if (!perm || !next || !count || !out->idx || !out->val) {
         st = tk_set_error(TK_ERR_MEMORY, "cannot allocate the B-CSF of mode %d (%zu entries)", mode + 1, nnz);
-        goto fail;
+        goto done;
     }
     /* Sorted input needs one stable pass by the mode; otherwise LSD radix over
      * the other modes first. */
@@ -94,7 +91,7 @@ tk_status tk_tucker_bcsf_build(const tk_tucker_coo *t, int mode, size_t fiber_th
     out->part_ptr = malloc((parts + 1) * sizeof *out->part_ptr);
     if (!out->part_row || !out->part_count || !out->part_ptr) {
         st = tk_set_error(TK_ERR_MEMORY, "cannot allocate %zu sub-slices of mode %d", parts, mode + 1);
-        goto fail;
+        goto done;
     }
     size_t p = 0;
     for (size_t i = 0, lo = 0; i < out->rows; ++i) {
@@ -114,15 +111,11 @@ tk_status tk_tucker_bcsf_build(const tk_tucker_coo *t, int mode, size_t fiber_th
         for (size_t k = 0; k < others; ++k) out->idx[e * others + k] = ix[out->others[k]];
         out->val[e] = t->val[next[e]];
     }
+done: /* st says whether it failed */
     free(perm);
     free(next);
     free(count);
-    return TK_OK;
-fail:
-    free(perm);
-    free(next);
-    free(count);
-    tk_tucker_bcsf_free(out);
+    if (st != TK_OK) tk_tucker_bcsf_free(out);
     return st;
 }
 

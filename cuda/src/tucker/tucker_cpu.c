@@ -7,17 +7,13 @@
 
 #include "tucker_internal.h"
 
-#define TK_REAL float
-#define TK_SFX(name) name##_f
+#include "common/precision_float.h"
 #include "tucker_cpu_body.h"
-#undef TK_REAL
-#undef TK_SFX
+#include "common/precision_end.h"
 
-#define TK_REAL double
-#define TK_SFX(name) name##_d
+#include "common/precision_double.h"
 #include "tucker_cpu_body.h"
-#undef TK_REAL
-#undef TK_SFX
+#include "common/precision_end.h"
 
 static int thread_count(const tk_tucker_solver *s)
 {
@@ -78,26 +74,34 @@ void tk_tucker_host_destroy(tk_tucker_solver *s)
     memset(&s->host, 0, sizeof s->host);
 }
 
-tk_status tk_tucker_host_factors(tk_tucker_solver *s)
+/* One pass (factors or core) in its four copies: COO (sequential) or B-CSF, float or double. */
+typedef struct host_pass {
+    tk_status (*coo_f)(tk_tucker_solver *, int), (*coo_d)(tk_tucker_solver *, int);
+    tk_status (*bcsf_f)(tk_tucker_solver *, int, int), (*bcsf_d)(tk_tucker_solver *, int, int);
+} host_pass;
+
+/* The pass over every mode in turn, in the solver's storage and precision. */
+static tk_status every_mode(tk_tucker_solver *s, const host_pass *pass)
 {
     int threads = thread_count(s), dbl = s->opts.precision == TK_PRECISION_DOUBLE, coo = s->opts.storage == TK_TUCKER_COO;
     for (int n = 0; n < s->order; ++n) {
-        tk_status st = coo ? (dbl ? factors_coo_d(s, n) : factors_coo_f(s, n))
-                           : (dbl ? factors_bcsf_d(s, n, threads) : factors_bcsf_f(s, n, threads));
+        tk_status st = coo ? (dbl ? pass->coo_d(s, n) : pass->coo_f(s, n))
+                           : (dbl ? pass->bcsf_d(s, n, threads) : pass->bcsf_f(s, n, threads));
         if (st != TK_OK) return st;
     }
     return TK_OK;
 }
 
+tk_status tk_tucker_host_factors(tk_tucker_solver *s)
+{
+    static const host_pass factors = {factors_coo_f, factors_coo_d, factors_bcsf_f, factors_bcsf_d};
+    return every_mode(s, &factors);
+}
+
 tk_status tk_tucker_host_core(tk_tucker_solver *s)
 {
-    int threads = thread_count(s), dbl = s->opts.precision == TK_PRECISION_DOUBLE, coo = s->opts.storage == TK_TUCKER_COO;
-    for (int n = 0; n < s->order; ++n) {
-        tk_status st = coo ? (dbl ? core_coo_d(s, n) : core_coo_f(s, n))
-                           : (dbl ? core_bcsf_d(s, n, threads) : core_bcsf_f(s, n, threads));
-        if (st != TK_OK) return st;
-    }
-    return TK_OK;
+    static const host_pass core = {core_coo_f, core_coo_d, core_bcsf_f, core_bcsf_d};
+    return every_mode(s, &core);
 }
 
 void tk_tucker_host_model(const tk_tucker_solver *s, tk_tucker_model *out)

@@ -124,26 +124,33 @@ static tk_status TK_SFX(factors_bcsf)(tk_tucker_solver *s, int n, int threads)
     return TK_OK;
 }
 
+/* COO storage: q of entry e for mode n, the product of the other modes' C rows (no fiber
+ * reuse: entries come in file order); *full gets the entry's indices. */
+static const TK_REAL *TK_SFX(coo_product)(const tk_tucker_solver *s, const int *others, size_t e,
+                                          const uint32_t **full, TK_REAL *pre)
+{
+    const int N = s->order, levels = N - 1;
+    uint32_t ix[TK_TUCKER_MAX_ORDER];
+    *full = s->coo->idx + e * (size_t)N;
+    for (int k = 0; k < levels; ++k) ix[k] = (*full)[others[k]];
+    return TK_SFX(fiber_product)((TK_REAL *const *)s->host.c, others, levels, s->rank_r, ix, NULL, pre);
+}
+
 /* Factor updates of mode n entry by entry in COO order (sequential reference). */
 static tk_status TK_SFX(factors_coo)(tk_tucker_solver *s, int n)
 {
-    const tk_tucker_coo *t = s->coo;
-    int J = s->rank_j, R = s->rank_r, N = s->order, levels = N - 1, others[TK_TUCKER_MAX_ORDER];
-    for (int k = 0, m = 0; m < N; ++m)
-        if (m != n) others[k++] = m;
+    int J = s->rank_j, R = s->rank_r, others[TK_TUCKER_MAX_ORDER];
+    tk_tucker_other_modes(s->order, n, others);
     TK_REAL lr = (TK_REAL)s->opts.lr_a, lambda = (TK_REAL)s->opts.lambda_a;
     TK_REAL *A = (TK_REAL *)s->host.a[n];
     TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
     TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
-    TK_REAL *const *C = (TK_REAL *const *)s->host.c;
     TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK], v[TK_TUCKER_MAX_RANK];
-    uint32_t ix[TK_TUCKER_MAX_ORDER];
-    for (size_t e = 0; e < t->nnz; ++e) {
-        const uint32_t *full = t->idx + e * (size_t)N;
-        for (int k = 0; k < levels; ++k) ix[k] = full[others[k]];
-        const TK_REAL *q = TK_SFX(fiber_product)(C, others, levels, R, ix, NULL, pre);
+    for (size_t e = 0; e < s->coo->nnz; ++e) {
+        const uint32_t *full;
+        const TK_REAL *q = TK_SFX(coo_product)(s, others, e, &full, pre);
         TK_SFX(core_times)(Bt, q, J, R, v);
-        TK_SFX(sgd_step)(A + (size_t)full[n] * (size_t)J, v, (TK_REAL)t->val[e], J, lr, lambda);
+        TK_SFX(sgd_step)(A + (size_t)full[n] * (size_t)J, v, (TK_REAL)s->coo->val[e], J, lr, lambda);
     }
     TK_SFX(refresh)(s, n, 1);
     return TK_OK;
@@ -212,18 +219,15 @@ static tk_status TK_SFX(core_bcsf)(tk_tucker_solver *s, int n, int threads)
 static tk_status TK_SFX(core_coo)(tk_tucker_solver *s, int n)
 {
     const tk_tucker_coo *t = s->coo;
-    int J = s->rank_j, R = s->rank_r, N = s->order, levels = N - 1, others[TK_TUCKER_MAX_ORDER];
-    for (int k = 0, m = 0; m < N; ++m)
-        if (m != n) others[k++] = m;
+    int J = s->rank_j, R = s->rank_r, others[TK_TUCKER_MAX_ORDER];
+    tk_tucker_other_modes(s->order, n, others);
     const TK_REAL *A = (const TK_REAL *)s->host.a[n];
     TK_REAL *const *C = (TK_REAL *const *)s->host.c;
     TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK];
     double G[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK] = {0};
-    uint32_t ix[TK_TUCKER_MAX_ORDER];
     for (size_t e = 0; e < t->nnz; ++e) {
-        const uint32_t *full = t->idx + e * (size_t)N;
-        for (int k = 0; k < levels; ++k) ix[k] = full[others[k]];
-        const TK_REAL *q = TK_SFX(fiber_product)(C, others, levels, R, ix, NULL, pre);
+        const uint32_t *full;
+        const TK_REAL *q = TK_SFX(coo_product)(s, others, e, &full, pre);
         const TK_REAL *c = C[n] + (size_t)full[n] * (size_t)R, *a = A + (size_t)full[n] * (size_t)J;
         TK_REAL pred = 0;
         for (int r = 0; r < R; ++r) pred += c[r] * q[r];

@@ -157,6 +157,17 @@ extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_
     return TK_OK;
 }
 
+/* The device arrays of one mode's B-CSF. */
+static void free_mode(dev_mode &m)
+{
+    tk_cuda_free(m.part_row);
+    tk_cuda_free(m.part_count);
+    tk_cuda_free(m.part_ptr);
+    tk_cuda_free(m.idx);
+    tk_cuda_free(m.val);
+    m = dev_mode();
+}
+
 extern "C" void tk_tucker_cuda_destroy(tk_tucker_solver *s)
 {
     dev_state *d = state(s);
@@ -166,11 +177,7 @@ extern "C" void tk_tucker_cuda_destroy(tk_tucker_solver *s)
         tk_cuda_free(d->a[n]);
         tk_cuda_free(d->b[n]);
         tk_cuda_free(d->c[n]);
-        tk_cuda_free(d->mode[n].part_row);
-        tk_cuda_free(d->mode[n].part_count);
-        tk_cuda_free(d->mode[n].part_ptr);
-        tk_cuda_free(d->mode[n].idx);
-        tk_cuda_free(d->mode[n].val);
+        free_mode(d->mode[n]);
     }
     tk_cuda_free(d->delta);
     tk_cuda_free(d->z);

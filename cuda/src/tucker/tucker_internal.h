@@ -20,6 +20,13 @@ static inline uint64_t tk_tucker_mix(uint64_t x)
 /* Uniform in [0, 1) from a hash. */
 static inline double tk_tucker_unit(uint64_t h) { return (double)(h >> 11) * (1.0 / 9007199254740992.0); }
 
+/* The modes other than n, in order: the index columns of mode n's fiber products. */
+static inline void tk_tucker_other_modes(int order, int n, int *others)
+{
+    for (int k = 0, m = 0; m < order; ++m)
+        if (m != n) others[k++] = m;
+}
+
 /* Host state of the cpu/omp backends, one precision (float or double arrays). */
 typedef struct tk_tucker_host {
     void *a[TK_TUCKER_MAX_ORDER], *b[TK_TUCKER_MAX_ORDER], *c[TK_TUCKER_MAX_ORDER];
@@ -37,6 +44,9 @@ struct tk_tucker_solver {
     void *cuda;                             /* CUDA backend state */
     struct { double factor_ms, core_ms, setup_ms; } timing; /* tk_tucker_solver_timing */
 };
+
+/* TK_OK when tensor t fits model m: the same order, no mode larger than the model's. */
+tk_status tk_tucker_check_shape(const tk_tucker_model *m, const tk_tucker_coo *t);
 
 tk_status tk_tucker_host_create(tk_tucker_solver *s, const tk_tucker_model *m);
 void tk_tucker_host_destroy(tk_tucker_solver *s);

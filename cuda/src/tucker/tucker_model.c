@@ -128,7 +128,7 @@ static void free_intermediates(double **c, int order)
     free(c);
 }
 
-static tk_status check_shape(const tk_tucker_model *m, const tk_tucker_coo *t)
+tk_status tk_tucker_check_shape(const tk_tucker_model *m, const tk_tucker_coo *t)
 {
     if (t->order != m->order)
         return tk_set_error(TK_ERR_ARGUMENT, "the tensor has order %d but the model %d", t->order, m->order);
@@ -152,7 +152,7 @@ static double predict_c(double *const *c, int order, int R, const uint32_t *inde
 
 tk_status tk_tucker_predict(const tk_tucker_model *m, const tk_tucker_coo *t, float *out)
 {
-    tk_status st = check_shape(m, t);
+    tk_status st = tk_tucker_check_shape(m, t);
     if (st != TK_OK) return st;
     double **c = intermediates(m);
     if (!c) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the model's intermediates");
@@ -208,7 +208,7 @@ tk_status tk_tucker_evaluate(const tk_tucker_model *m, const tk_tucker_coo *t, d
                              tk_tucker_metrics *out)
 {
     memset(out, 0, sizeof *out);
-    tk_status st = check_shape(m, t);
+    tk_status st = tk_tucker_check_shape(m, t);
     if (st != TK_OK) return st;
     double **c = intermediates(m);
     long chunks = (long)((t->nnz + EVAL_CHUNK - 1) / EVAL_CHUNK);
@@ -252,7 +252,7 @@ tk_status tk_tucker_evaluate(const tk_tucker_model *m, const tk_tucker_coo *t, d
 tk_status tk_tucker_gradient(const tk_tucker_model *m, const tk_tucker_coo *t, double lambda_a, double lambda_b,
                              double *const *grad_a, double *const *grad_b)
 {
-    tk_status st = check_shape(m, t);
+    tk_status st = tk_tucker_check_shape(m, t);
     if (st != TK_OK) return st;
     int N = m->order, J = m->rank_j, R = m->rank_r;
     double **c = intermediates(m);

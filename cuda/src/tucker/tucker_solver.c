@@ -7,17 +7,19 @@
 #include "tucker_internal.h"
 
 
-void tk_tucker_options_init(tk_tucker_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->backend = TK_BACKEND_CPU;
-    o->storage = TK_TUCKER_BCSF;
-    o->lr_a = 0.05;
-    o->lr_b = 1.0;
-    o->lambda_a = 0.001;
-    o->lambda_b = 0.001;
-    o->fiber_threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
-}
+/* The defaults, as data; every field not named is 0 (float precision, device 0, threads
+ * of OpenMP's choice). */
+static const tk_tucker_options tucker_defaults = {
+    .backend = TK_BACKEND_CPU,
+    .storage = TK_TUCKER_BCSF,
+    .lr_a = 0.05,
+    .lr_b = 1.0,
+    .lambda_a = 0.001,
+    .lambda_b = 0.001,
+    .fiber_threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD,
+};
+
+void tk_tucker_options_init(tk_tucker_options *o) { *o = tucker_defaults; }
 
 
 tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_coo *train, const tk_tucker_model *model,
@@ -25,12 +27,8 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
 {
     *out = NULL;
     double t0 = tk_now_ms();
-    if (train->order != model->order)
-        return tk_set_error(TK_ERR_ARGUMENT, "the tensor has order %d but the model %d", train->order, model->order);
-    for (int n = 0; n < model->order; ++n)
-        if (train->dims[n] > model->dims[n])
-            return tk_set_error(TK_ERR_ARGUMENT, "mode %d of the tensor has size %u, beyond the model's %u", n + 1,
-                                train->dims[n], model->dims[n]);
+    tk_status shape = tk_tucker_check_shape(model, train);
+    if (shape != TK_OK) return shape;
     if (!(o->lr_a >= 0) || !(o->lr_b >= 0) || !(o->lambda_a >= 0) || !(o->lambda_b >= 0))
         return tk_set_error(TK_ERR_ARGUMENT, "learning rates and lambdas must be finite and >= 0");
     if (o->fiber_threshold < 1) return tk_set_error(TK_ERR_ARGUMENT, "the fiber threshold must be at least 1");

@@ -175,32 +175,31 @@ static tk_status slurp(const char *path, char **text, size_t *size)
     return TK_OK;
 }
 
-tk_status tk_tns_read(const char *path, int order, const uint32_t *dims_hint, tk_tucker_coo *out)
+/* The entries of a .tns file (queries: index lines, values optional); order 0, for
+ * entries files only, takes the order from the file. */
+static tk_status read_tns(const char *path, int order, const uint32_t *dims_hint, int queries, tk_tucker_coo *out)
 {
     memset(out, 0, sizeof *out);
-    if (order != 0 && (order < 2 || order > TK_TUCKER_MAX_ORDER))
+    const int order_known = order != 0 || queries;
+    if (order_known && (order < 2 || order > TK_TUCKER_MAX_ORDER))
         return tk_set_error(TK_ERR_ARGUMENT, "order %d is outside 2..%d", order, TK_TUCKER_MAX_ORDER);
     char *text = NULL;
     size_t size = 0;
     tk_status st = slurp(path, &text, &size);
     if (st != TK_OK) return st;
-    st = parse_tns(path, text, size, order, dims_hint, 0, out);
+    st = parse_tns(path, text, size, order, dims_hint, queries, out);
     free(text);
     return st;
 }
 
+tk_status tk_tns_read(const char *path, int order, const uint32_t *dims_hint, tk_tucker_coo *out)
+{
+    return read_tns(path, order, dims_hint, 0, out);
+}
+
 tk_status tk_tns_read_queries(const char *path, int order, tk_tucker_coo *out)
 {
-    memset(out, 0, sizeof *out);
-    if (order < 2 || order > TK_TUCKER_MAX_ORDER)
-        return tk_set_error(TK_ERR_ARGUMENT, "order %d is outside 2..%d", order, TK_TUCKER_MAX_ORDER);
-    char *text = NULL;
-    size_t size = 0;
-    tk_status st = slurp(path, &text, &size);
-    if (st != TK_OK) return st;
-    st = parse_tns(path, text, size, order, NULL, 1, out);
-    free(text);
-    return st;
+    return read_tns(path, order, NULL, 1, out);
 }
 
 /* ---- binary cache ---------------------------------------------------------------- */
