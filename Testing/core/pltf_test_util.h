@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -12,6 +13,11 @@
 
 namespace tk_test {
 
+// A model and its index sizes: one row of a table-driven test (pltf_model's arguments).
+struct ModelCase {
+    const char *model, *dims;
+};
+
 inline tk_pltf_model pltf_model(const std::string &text, const std::string &dims)
 {
     tk_pltf_model m;
@@ -20,6 +26,14 @@ inline tk_pltf_model pltf_model(const std::string &text, const std::string &dims
         EXPECT_EQ(tk_pltf_set_dims(&m, dims.c_str()), TK_OK) << tk_last_error();
     }
     return m;
+}
+
+// |got - want| / |want| (Euclidean norms).
+inline double relative_error(const std::vector<double> &got, const std::vector<double> &want)
+{
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) err += (got[i] - want[i]) * (got[i] - want[i]), norm += want[i] * want[i];
+    return std::sqrt(err / norm);
 }
 
 inline std::vector<double> uniform(size_t n, uint64_t seed, double lo = 0.1, double hi = 1.0)

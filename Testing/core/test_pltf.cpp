@@ -76,9 +76,7 @@ TEST(PltfParse, ErrorsNameTheCharacterAndPosition)
 
 TEST(PltfGtm, EqualsBruteForceEinsum)
 {
-    struct Case {
-        const char *model, *dims;
-    } cases[] = {
+    const ModelCase cases[] = {
         {"ijk=ia,ja,ka", "i=3,j=4,k=5,a=2"},
         {"ijk=ip,jq,kr,pqr", "i=3,j=4,k=2,p=2,q=3,r=2"},
         {"ik=ij,jk", "i=3,j=4,k=5"},
@@ -145,9 +143,7 @@ std::vector<double> model_data(const tk_pltf_model &m, uint64_t seed, double noi
 
 TEST(PltfFactorize, DivergenceNeverIncreases)
 {
-    struct Case {
-        const char *model, *dims;
-    } cases[] = {
+    const ModelCase cases[] = {
         {"parafac", "i=6,j=5,k=4,a=3"},
         {"tucker3", "i=5,j=4,k=6,p=2,q=3,r=2"},
         {"ij=ia,ja", "i=7,j=6,a=2"},
@@ -207,9 +203,7 @@ TEST(PltfFactorize, ParafacPresetRecoversExactLowRankData)
     auto x = brute_force_einsum(m, truth);
     auto fit = pltf_fit(m, opts(TK_PLTF_KL, 1500), x);
     ASSERT_EQ(fit.status, TK_OK) << tk_last_error();
-    double err = 0, norm = 0;
-    for (size_t i = 0; i < x.size(); ++i) err += (fit.xhat[i] - x[i]) * (fit.xhat[i] - x[i]), norm += x[i] * x[i];
-    EXPECT_LT(std::sqrt(err / norm), 1e-3) << "KL " << fit.divergence.back();
+    EXPECT_LT(relative_error(fit.xhat, x), 1e-3) << "KL " << fit.divergence.back();
 }
 
 TEST(PltfFactorize, TuckerPresetFitsTuckerData)
@@ -219,9 +213,7 @@ TEST(PltfFactorize, TuckerPresetFitsTuckerData)
     auto x = brute_force_einsum(m, truth);
     auto fit = pltf_fit(m, opts(TK_PLTF_EUCLIDEAN, 8000), x);
     ASSERT_EQ(fit.status, TK_OK) << tk_last_error();
-    double err = 0, norm = 0;
-    for (size_t i = 0; i < x.size(); ++i) err += (fit.xhat[i] - x[i]) * (fit.xhat[i] - x[i]), norm += x[i] * x[i];
-    EXPECT_LT(std::sqrt(err / norm), 1e-2);
+    EXPECT_LT(relative_error(fit.xhat, x), 1e-2);
     EXPECT_EQ(fit.factors[3].size(), 12u);  // the core pqr
 }
 

@@ -56,9 +56,7 @@ void expect_backends_agree(const tk_pltf_model &m, tk_pltf_divergence d, const s
 
 TEST(PltfCuda, GtmEqualsBruteForceEinsum)
 {
-    struct Case {
-        const char *model, *dims;
-    } cases[] = {
+    const ModelCase cases[] = {
         {"ijk=ia,ja,ka", "i=5,j=6,k=7,a=3"},
         {"ijk=ip,jq,kr,pqr", "i=4,j=5,k=3,p=2,q=3,r=2"},
         {"ki=ij,jk", "i=33,j=17,k=9"},

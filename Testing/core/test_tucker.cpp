@@ -43,8 +43,7 @@ TEST(Tucker, RecoversASyntheticModelToTheNoiseLevel)
     for (size_t e = 0; e < te.t.nnz; ++e) rms += (double)te.t.val[e] * te.t.val[e];
     rms = std::sqrt(rms / (double)te.t.nnz);
     Model init, fit;
-    ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 4, 4), TK_OK);
-    tk_tucker_model_init(&init.m, 5, 0);
+    start_model(so, 4, 4, 5, &init.m);
     train(opts(TK_BACKEND_OMP, 0.1, 5, 1e-4), tr.t, init.m, 70, &fit.m);
     tk_tucker_metrics m;
     ASSERT_EQ(tk_tucker_evaluate(&fit.m, &te.t, 0, 0, &m), TK_OK);
@@ -61,8 +60,7 @@ TEST(Tucker, GradientMatchesFiniteDifferencesOfTheTuckerLoss)
         Coo t;
         Model m;
         ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
-        ASSERT_EQ(tk_tucker_model_alloc(&m.m, order, so.dims, 4, 4), TK_OK);
-        tk_tucker_model_init(&m.m, 9, 0);
+        start_model(so, 4, 4, 9, &m.m);
         const double la = 0.03, lb = 0.07;
         std::vector<std::vector<double>> ga(order), gb(order);
         std::vector<double *> pa(order), pb(order);
@@ -147,8 +145,7 @@ TEST(Tucker, CooAndBcsfGiveTheSameUpdates)
     ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     ASSERT_EQ(tk_tucker_coo_sort(&t.t), TK_OK);
     Model init;
-    ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 8, 8), TK_OK);
-    tk_tucker_model_init(&init.m, 1, 0);
+    start_model(so, 8, 8, 1, &init.m);
     for (int dbl : {0, 1}) {
         auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
         o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
@@ -186,8 +183,7 @@ TEST(Tucker, OmpEqualsCpuBitForBitWithSplitSlices)
     Coo t;
     ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     Model init, cpu, omp;
-    ASSERT_EQ(tk_tucker_model_alloc(&init.m, 4, so.dims, 8, 6), TK_OK);
-    tk_tucker_model_init(&init.m, 8, 0);
+    start_model(so, 8, 6, 8, &init.m);
     auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
     o.fiber_threshold = 16;  // many rows split into averaged sub-slices
     train(o, t.t, init.m, 2, &cpu.m);
@@ -203,8 +199,7 @@ TEST(Tucker, ResumedTrainingEqualsUninterrupted)
     Coo t;
     ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     Model init, whole, half, resumed;
-    ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 8, 8), TK_OK);
-    tk_tucker_model_init(&init.m, 3, 0);
+    start_model(so, 8, 8, 3, &init.m);
     auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
     train(o, t.t, init.m, 4, &whole.m);
     train(o, t.t, init.m, 2, &half.m);
@@ -218,8 +213,7 @@ TEST(Tucker, DoubleReferenceAndFloatAgree)
     Coo t;
     ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     Model init, f, d;
-    ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 8, 8), TK_OK);
-    tk_tucker_model_init(&init.m, 3, 0);
+    start_model(so, 8, 8, 3, &init.m);
     auto o = opts(TK_BACKEND_OMP, 0.05, 1, 1e-3);
     train(o, t.t, init.m, 3, &f.m);
     o.precision = TK_PRECISION_DOUBLE;
@@ -376,26 +370,23 @@ TEST(TuckerTns, ReadsCommentsBlankLinesAndWritesBack)
 TEST(TuckerTns, BadLinesNameTheLine)
 {
     std::string dir = make_temp_dir("tk_tns_bad");
-    std::string e = read_error(write_text(dir, "a.tns", "1 1 1 1\n# c\n1 x 1 2\n"));
-    EXPECT_NE(e.find("a.tns:3:"), std::string::npos) << e;
-    EXPECT_NE(e.find("not an integer"), std::string::npos) << e;
-    e = read_error(write_text(dir, "b.tns", "1 1 1 1\n1 1 1 abc\n"));
-    EXPECT_NE(e.find("b.tns:2:"), std::string::npos) << e;
-    EXPECT_NE(e.find("not a number"), std::string::npos) << e;
-    e = read_error(write_text(dir, "c.tns", "1 1 1 1\n\n0 1 1 2\n"));
-    EXPECT_NE(e.find("c.tns:3:"), std::string::npos) << e;
-    EXPECT_NE(e.find("1-based"), std::string::npos) << e;
-    e = read_error(write_text(dir, "d.tns", "1 1 1 1\n1 -2 1 2\n"));
-    EXPECT_NE(e.find("d.tns:2:"), std::string::npos) << e;
-    EXPECT_NE(e.find("negative"), std::string::npos) << e;
-    e = read_error(write_text(dir, "e.tns", "1 1 1 1\n1 1 1 1\n1 1 2\n"));
-    EXPECT_NE(e.find("e.tns:3:"), std::string::npos) << e;
-    EXPECT_NE(e.find("3 columns"), std::string::npos) << e;
-    e = read_error(write_text(dir, "f.tns", "# nothing\n"));
-    EXPECT_NE(e.find("no entries"), std::string::npos) << e;
-    e = read_error(write_text(dir, "g.tns", "1 1 1 nan\n"));
-    EXPECT_NE(e.find("g.tns:1:"), std::string::npos) << e;
-    e = read_error(dir + "/missing.tns");
+    struct BadFile {
+        const char *name, *text, *where, *what; /* the message holds where and what ("": anything) */
+    } cases[] = {
+        {"a.tns", "1 1 1 1\n# c\n1 x 1 2\n", "a.tns:3:", "not an integer"},
+        {"b.tns", "1 1 1 1\n1 1 1 abc\n", "b.tns:2:", "not a number"},
+        {"c.tns", "1 1 1 1\n\n0 1 1 2\n", "c.tns:3:", "1-based"},
+        {"d.tns", "1 1 1 1\n1 -2 1 2\n", "d.tns:2:", "negative"},
+        {"e.tns", "1 1 1 1\n1 1 1 1\n1 1 2\n", "e.tns:3:", "3 columns"},
+        {"f.tns", "# nothing\n", "", "no entries"},
+        {"g.tns", "1 1 1 nan\n", "g.tns:1:", ""},
+    };
+    for (const auto &c : cases) {
+        const std::string e = read_error(write_text(dir, c.name, c.text));
+        EXPECT_NE(e.find(c.where), std::string::npos) << e;
+        EXPECT_NE(e.find(c.what), std::string::npos) << e;
+    }
+    std::string e = read_error(dir + "/missing.tns");
     EXPECT_NE(e.find("missing.tns"), std::string::npos) << e;
 }
 

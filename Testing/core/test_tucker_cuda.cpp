@@ -58,8 +58,7 @@ TEST(TuckerCuda, MatchesOmpForEveryKernelShape)
         Coo t;
         ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
         Model init, gpu, cpu;
-        ASSERT_EQ(tk_tucker_model_alloc(&init.m, c.order, so.dims, c.j, c.r), TK_OK);
-        tk_tucker_model_init(&init.m, 2, 0);
+        start_model(so, c.j, c.r, 2, &init.m);
         auto o = opts(TK_BACKEND_OMP, c.threshold);
         both(o, t.t, init.m, 2, &gpu.m, &cpu.m);
         if (IsSkipped() || HasFailure()) return;
@@ -80,8 +79,7 @@ TEST(TuckerCuda, RecoversASyntheticModelLikeTheDoubleReference)
     ASSERT_EQ(tk_tucker_synth(&so, &all.t, nullptr), TK_OK);
     ASSERT_EQ(tk_tucker_coo_split(&all.t, 0.1, 3, &tr.t, &te.t), TK_OK);
     Model init, gpu, ref;
-    ASSERT_EQ(tk_tucker_model_alloc(&init.m, 3, so.dims, 4, 4), TK_OK);
-    tk_tucker_model_init(&init.m, 5, 0);
+    start_model(so, 4, 4, 5, &init.m);
     auto o = opts(TK_BACKEND_OMP, 128);
     o.lr_a = 0.1, o.lr_b = 5, o.lambda_a = o.lambda_b = 1e-4;
     o.backend = TK_BACKEND_CUDA;

@@ -102,6 +102,13 @@ inline bool models_identical(const tk_tucker_model &x, const tk_tucker_model &y)
     return true;
 }
 
+// A random start for the synthetic tensor so describes: its order and dims, ranks j and r.
+inline void start_model(const tk_tucker_synth_options &so, int j, int r, uint64_t seed, tk_tucker_model *m)
+{
+    ASSERT_EQ(tk_tucker_model_alloc(m, so.order, so.dims, j, r), TK_OK);
+    ASSERT_EQ(tk_tucker_model_init(m, seed, 0), TK_OK);
+}
+
 // Train a copy of init for iters iterations; the result goes to out.
 inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
                   tk_tucker_model *out)
