@@ -14,6 +14,7 @@
 
 typedef tk_pltf_policy policy;
 
+/* Who a failed CUDA call's message names (common/cuda_check.cuh). */
 #define WHO "PLTF on CUDA"
 
 static tk_status blas_check(cublasStatus_t s, const char *what)

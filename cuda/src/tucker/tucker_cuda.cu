@@ -30,6 +30,7 @@ struct dev_state {
     cudaEvent_t start = nullptr, stop = nullptr;
 };
 
+/* The one CUDA check (common/cuda_check.cuh): on failure, return its status. */
 #define CK(call) TK_CUDA_TRY_RETURN("FastTucker on CUDA", call)
 
 /* ---- host side ------------------------------------------------------------------------ */
@@ -94,7 +95,8 @@ static int refresh_blocks(const dev_state *d, uint32_t rows)
 static tk_status refresh(const tk_tucker_solver *s, int n, bool with_delta)
 {
     dev_state *d = state(s);
-    refresh_kernel<policy><<<refresh_blocks(d, s->dims[n]), policy::threads_per_block, (size_t)s->rank_j * s->rank_r * sizeof(float)>>>(
+    const size_t b_bytes = (size_t)s->rank_j * s->rank_r * sizeof(float); /* B(n), staged in shared memory */
+    refresh_kernel<policy><<<refresh_blocks(d, s->dims[n]), policy::threads_per_block, b_bytes>>>(
         d->a[n], with_delta ? d->delta : nullptr, d->b[n], d->c[n], s->dims[n], s->rank_j, s->rank_r);
     CK(cudaGetLastError());
     return TK_OK;
