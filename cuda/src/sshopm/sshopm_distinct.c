@@ -6,12 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TK_REAL double
-#define TK_SFX(name) name##_d
-#define TK_FMA(a, b, c) ((a) * (b) + (c))
-#define TK_SQRT sqrt
-#define TK_RSQRT(v) (1.0 / sqrt(v))
-#include "sshopm_kernels.h"
+#include "common/precision_double.h"
+#include "sshopm_math.h"
+#include "common/precision_end.h"
 
 const char *tk_stability_name(tk_stability s)
 {
