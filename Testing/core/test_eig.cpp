@@ -454,6 +454,59 @@ TEST(Eig, RejectsBadArguments)
     EXPECT_EQ(tk_eig_solve(&o, 0, nullptr, &none, nullptr, nullptr), TK_OK);
 }
 
+TEST(EigPlan, ReusedOverSeveralBatchesMatchesOneShotSolvesBitwise)
+{
+    for (int n : {2, 5, 12}) {
+        std::vector<double> batch;
+        for (int b = 0; b < 40; ++b) {
+            auto a = random_matrix(n, 900 + (uint64_t)b);
+            batch.insert(batch.end(), a.begin(), a.end());
+        }
+        batch[3 * (size_t)n * n] = NAN;  // a failure among them
+        for (auto backend : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
+            tk_eig_options o;
+            tk_eig_options_init(&o, n);
+            o.backend = backend;
+            expect_plan_matches_solve<double>(o, batch, 16);
+            expect_plan_matches_solve<float>(o, batch, 0);
+        }
+    }
+}
+
+TEST(EigPlan, BadArgumentsGiveClearErrors)
+{
+    tk_eig_options o;
+    tk_eig_options_init(&o, 3);
+    tk_eig_plan *plan = nullptr;
+    EXPECT_EQ(tk_eig_plan_create(&o, 4, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_eig_plan_create(nullptr, 4, &plan), TK_ERR_ARGUMENT);
+    EXPECT_EQ(plan, nullptr);
+    tk_eig_options bad = o;
+    bad.n = 0;
+    EXPECT_EQ(tk_eig_plan_create(&bad, 4, &plan), TK_ERR_UNSUPPORTED);
+    EXPECT_NE(std::strstr(tk_last_error(), "order 0"), nullptr) << tk_last_error();
+    bad = o;
+    bad.cuda_slots = 17;
+    EXPECT_EQ(tk_eig_plan_create(&bad, 4, &plan), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "cuda_slots"), nullptr) << tk_last_error();
+    bad = o;
+    bad.cuda_reduce_lanes = 3;
+    EXPECT_EQ(tk_eig_plan_create(&bad, 4, &plan), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "cuda_reduce_lanes"), nullptr) << tk_last_error();
+
+    ASSERT_EQ(tk_eig_plan_create(&o, 4, &plan), TK_OK) << tk_last_error();
+    EXPECT_EQ(tk_eig_plan_device_bytes(plan), 0u);  // the cpu backend holds no device memory
+    std::vector<double> a(9, 1.0), v(6);
+    tk_eig_result r = {v.data(), nullptr, nullptr}, none = {nullptr, nullptr, nullptr};
+    EXPECT_EQ(tk_eig_plan_execute(nullptr, 1, a.data(), &r, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_eig_plan_execute(plan, 1, nullptr, &r, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_eig_plan_execute(plan, 1, a.data(), &none, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_eig_plan_execute(plan, 0, nullptr, &none, nullptr, nullptr), TK_OK);  // an empty batch
+    EXPECT_EQ(tk_eig_plan_execute(plan, 1, a.data(), &r, nullptr, nullptr), TK_OK) << tk_last_error();
+    tk_eig_plan_destroy(plan);
+    tk_eig_plan_destroy(nullptr);
+}
+
 TEST(Eig, LockstepGroupsMixPathsAndFailuresPerMatrix)
 {
     // values only: matrices go through the SIMD lockstep kernel in groups; a NaN, a

@@ -17,11 +17,41 @@ struct tk_op_max {
     template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a > b ? a : b; }
     __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
     __device__ __forceinline__ double operator()(double a, double b) const { return fmax(a, b); }
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    static __device__ __forceinline__ int redux(unsigned mask, int v) { return __reduce_max_sync(mask, v); }
+/* An int's minimum or maximum (tk_op_min, tk_op_max) over the whole warp, in every lane:
+ * sm_80's one-instruction reduction where there is one, the XOR butterfly on sm_75. */
+template <typename Op> __device__ __forceinline__ int tk_warp_allreduce_int(int v, Op op, unsigned mask = TK_WARP_ALL_LANES)
+{
+#if __CUDA_ARCH__ >= 800
+    (void)op;
+    return Op::redux(mask, v);
+#else
+    return tk_warp_allreduce<32>(v, op, mask);
+#endif
+}
+
+#endif
 };
 struct tk_op_min {
     template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? a : b; }
     __device__ __forceinline__ float operator()(float a, float b) const { return fminf(a, b); }
     __device__ __forceinline__ double operator()(double a, double b) const { return fmin(a, b); }
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    static __device__ __forceinline__ int redux(unsigned mask, int v) { return __reduce_min_sync(mask, v); }
+/* An int's minimum or maximum (tk_op_min, tk_op_max) over the whole warp, in every lane:
+ * sm_80's one-instruction reduction where there is one, the XOR butterfly on sm_75. */
+template <typename Op> __device__ __forceinline__ int tk_warp_allreduce_int(int v, Op op, unsigned mask = TK_WARP_ALL_LANES)
+{
+#if __CUDA_ARCH__ >= 800
+    (void)op;
+    return Op::redux(mask, v);
+#else
+    return tk_warp_allreduce<32>(v, op, mask);
+#endif
+}
+
+#endif
 };
 
 template <int Width = 32, typename T, typename Op>
@@ -40,6 +70,18 @@ __device__ __forceinline__ T tk_warp_reduce_down(T v, Op op, unsigned mask = TK_
 #pragma unroll
     for (int o = Width / 2; o >= 1; o >>= 1) v = op(v, __shfl_down_sync(mask, v, o, Width));
     return v;
+}
+
+/* An int's minimum or maximum (tk_op_min, tk_op_max) over the whole warp, in every lane:
+ * sm_80's one-instruction reduction where there is one, the XOR butterfly on sm_75. */
+template <typename Op> __device__ __forceinline__ int tk_warp_allreduce_int(int v, Op op, unsigned mask = TK_WARP_ALL_LANES)
+{
+#if __CUDA_ARCH__ >= 800
+    (void)op;
+    return Op::redux(mask, v);
+#else
+    return tk_warp_allreduce<32>(v, op, mask);
+#endif
 }
 
 #endif

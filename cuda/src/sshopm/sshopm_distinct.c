@@ -1,6 +1,7 @@
 /* Distinct eigenpairs: merge the starts that reached the same pair and classify
  * each pair's stability on the sphere. */
 #include "sshopm_internal.h"
+#include "common/free_all.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -53,11 +54,7 @@ tk_stability tk_sym_stability_d(int order, int dim, const double *packed, const 
 void tk_eigenpairs_free(tk_eigenpairs *p)
 {
     if (!p) return;
-    free(p->tensor);
-    free(p->lambda);
-    free(p->x);
-    free(p->stability);
-    free(p->num_starts);
+    TK_FREE_ALL(p->tensor, p->lambda, p->x, p->stability, p->num_starts);
     memset(p, 0, sizeof *p);
 }
 
