@@ -207,6 +207,20 @@ static long bench_cuda_lanes, bench_cuda_chunk; /* --cuda-lanes, --cuda-chunk */
 static long bench_cuda_reduce_lanes, bench_cuda_qr_grid, bench_cuda_slots, bench_cuda_timeline;
 static int bench_balance = 1;             /* --no-balance */
 
+typedef struct {
+    const char *name;
+    long lo, hi;
+    long *value;
+} eig_int_flag;
+
+/* The integer flag argv names (as --name or --name=value), or NULL. */
+static const eig_int_flag *int_flag_of(const eig_int_flag *flags, int count, const char *arg)
+{
+    for (int f = 0; f < count; ++f)
+        if (tk_cli_is(arg, flags[f].name)) return &flags[f];
+    return NULL;
+}
+
 /* The GPU tuning flags into the options. */
 static void apply_cuda_flags(tk_eig_options *o)
 {
@@ -278,6 +292,19 @@ static int parse_list(const char *text, eig_bench_args *a)
 int tk_bench_eig(int argc, char **argv)
 {
     eig_bench_args a = {500000, 0, 0, 0, 10000, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1, 1};
+    /* the flags that take one integer: name, range, where it goes */
+    const eig_int_flag int_flags[] = {
+        {"--matrices", 1, 100000000, &a.matrices},
+        {"--threads", 1, 4096, &a.threads},
+        {"--cuda-chunk", 0, 100000000, &a.cuda_chunk},
+        {"--cuda-lanes", 0, 64, &a.cuda_lanes},
+        {"--cuda-reduce-lanes", 0, 32, &bench_cuda_reduce_lanes},
+        {"--cuda-qr-grid", -1, 1000000, &bench_cuda_qr_grid},
+        {"--cuda-slots", 0, 16, &bench_cuda_slots},
+        {"--torch-matrices", 1, 100000000, &a.torch_matrices},
+    };
+    const int num_int_flags = (int)(sizeof int_flags / sizeof int_flags[0]);
+    const eig_int_flag *flag;
     for (int i = 1; i < argc; ++i) {
         const char *v;
         if (!strcmp(argv[i], "--help")) {
@@ -306,41 +333,13 @@ int tk_bench_eig(int argc, char **argv)
                    "--cuda-timeline: print each chunk's copies and kernels and the host's set-up to stderr\n"
                    "--no-balance:   this library without balancing (LAPACK's dgeev still balances: for tuning)\n");
             return 0;
-        } else if (tk_cli_is(argv[i], "--matrices")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--matrices")) ||
-                !tk_cli_parse_int(prog, "--matrices", v, 1, 100000000, &a.matrices))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--threads")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
-                !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
-                return TK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--no-balance")) {
             bench_balance = 0;
-        } else if (tk_cli_is(argv[i], "--cuda-chunk")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-chunk")) ||
-                !tk_cli_parse_int(prog, "--cuda-chunk", v, 0, 100000000, &a.cuda_chunk))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--cuda-reduce-lanes")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-reduce-lanes")) ||
-                !tk_cli_parse_int(prog, "--cuda-reduce-lanes", v, 0, 32, &bench_cuda_reduce_lanes))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--cuda-qr-grid")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-qr-grid")) ||
-                !tk_cli_parse_int(prog, "--cuda-qr-grid", v, -1, 1000000, &bench_cuda_qr_grid))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--cuda-slots")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-slots")) ||
-                !tk_cli_parse_int(prog, "--cuda-slots", v, 0, 16, &bench_cuda_slots))
-                return TK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--cuda-timeline")) {
             bench_cuda_timeline = 1;
-        } else if (tk_cli_is(argv[i], "--cuda-lanes")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-lanes")) ||
-                !tk_cli_parse_int(prog, "--cuda-lanes", v, 0, 64, &a.cuda_lanes))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--torch-matrices")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--torch-matrices")) ||
-                !tk_cli_parse_int(prog, "--torch-matrices", v, 1, 100000000, &a.torch_matrices))
+        } else if ((flag = int_flag_of(int_flags, num_int_flags, argv[i]))) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, flag->name)) ||
+                !tk_cli_parse_int(prog, flag->name, v, flag->lo, flag->hi, flag->value))
                 return TK_EXIT_USAGE;
         } else if (tk_cli_is(argv[i], "--sizes")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--sizes")) || !parse_list(v, &a)) return TK_EXIT_USAGE;

@@ -70,6 +70,16 @@ void expect_plan_matches_solve(const tk_sshopm_options &o, const std::vector<R> 
     tk_sshopm_plan_destroy(plan);
 }
 
+// Solve (double), then merge the converged starts into distinct pairs (default merge tolerance).
+inline tk_status solve_distinct(const tk_sshopm_options &o, const std::vector<double> &packed, tk_eigenpairs *pairs)
+{
+    StartResults<double> r;
+    const tk_status s = solve(o, packed, r);
+    if (s != TK_OK) return s;
+    auto v = r.view();
+    return tk_sshopm_distinct(&o, packed.size() / tk_sym_num_unique(o.order, o.dim), packed.data(), &v, 0, pairs);
+}
+
 inline tk_sshopm_options options(int m, int n, bool dbl, tk_backend b = TK_BACKEND_CPU, tk_impl impl = TK_IMPL_GENERAL)
 {
     tk_sshopm_options o;

@@ -1,4 +1,7 @@
-/* CUDA backend of the batched eigensolver.
+/* CUDA backend of the batched eigensolver: the dispatch layer (plans, the streamed
+ * pipeline, launches, errors).  The layers below: eig_device.cuh (device math),
+ * eig_kernels.cuh (kernels and their pickers), eig_layout.cuh (layouts fitted to the
+ * device), eig_tuning.h (the automatic choices, as data).
  *
  * Eigenvalues only: orders up to TK_EIG_SMALL_MAX_N on one thread per matrix run the
  * register kernel (eig_cuda_small.cuh: the whole matrix in registers, one kernel for
@@ -22,7 +25,7 @@
  *   G = 64:    one block of 64 threads per matrix (the seed's multi-warp scheme).
  * The block size is the one that keeps the most matrices resident per SM (shared
  * memory bounds it; pack_layout).  Batches run in chunks through a pipeline of streams
- * (see tk_eig_solve_cuda), so the copies overlap the kernels; pinned caller arrays are
+ * (see run_pipeline), so the copies overlap the kernels; pinned caller arrays are
  * copied directly, others through pinned staging buffers.
  */
 #include <cuda_runtime.h>
@@ -42,7 +45,7 @@
 /* scratch: scratch_size(p, count) bytes, 8-byte aligned.  A batch runs in two stages: stage 0 reads the
  * matrices (the register kernel, the older kernel, or the lockstep reduction), stage 1
  * is the lockstep QR on the reduction's bands (nothing for the other schemes).  The
- * pipeline issues them apart (see tk_eig_solve_cuda). */
+ * pipeline issues them apart (see run_pipeline). */
 template <typename R>
 static cudaError_t launch(const eig_layout &p, int stage, int n, size_t count, const void *a, void *values, void *vectors,
                           int8_t *status, int balance, int max_iter, void *scratch, cudaStream_t stream)

@@ -545,13 +545,21 @@ template <typename R, int G> struct EigLsPlace {
     int lane, t, sub;
     size_t idx;
     R *h;
+    bool live; /* idx is a matrix of the batch */
 };
-template <typename R, int G> __device__ __forceinline__ EigLsPlace<R, G> eig_ls_place(int per_block, int group_reals)
+template <typename R, int G>
+__device__ __forceinline__ EigLsPlace<R, G> eig_ls_place(int per_block, int group_reals, size_t count)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int lane = threadIdx.x & 31, group = threadIdx.x / G;
-    return EigLsPlace<R, G>{lane, lane % G, lane / G, (size_t)blockIdx.x * (size_t)per_block + (size_t)group,
-                            reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals};
+    const size_t idx = (size_t)blockIdx.x * (size_t)per_block + (size_t)group;
+    return EigLsPlace<R, G>{lane, lane % G, lane / G, idx,
+                            reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals, idx < count};
+}
+/* No group of the warp has a matrix: the whole warp may leave (a warp-uniform exit). */
+template <typename R, int G> __device__ __forceinline__ bool eig_ls_warp_idle(const EigLsPlace<R, G> &at)
+{
+    return !__any_sync(TK_WARP_ALL_LANES, at.live);
 }
 
 template <typename R, int G, int E>
@@ -559,13 +567,13 @@ __global__ void eig_ls_reduce_kernel(int n, int ld, int per_block, int group_rea
                                      const R *__restrict__ a, R *__restrict__ band, EigLsMeta *__restrict__ meta,
                                      int balance)
 {
-    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals, count);
     const int t = at.t, sub = at.sub;
     const size_t idx = at.idx;
-    const bool real = idx < count;
+    const bool real = at.live;
     /* warp-uniform exit; a group past the batch's end in a live warp works along
      * on the last matrix and writes nothing */
-    if (!__any_sync(TK_WARP_ALL_LANES, real)) return;
+    if (eig_ls_warp_idle(at)) return;
     R *h = at.h;
     R *w1 = h + n * ld, *w2 = w1 + n;
     const R *src = a + (real ? idx : count - 1) * (size_t)n * (size_t)n;
@@ -657,11 +665,11 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
                                  const EigLsMeta *__restrict__ meta, R *__restrict__ values,
                                  int8_t *__restrict__ status, int max_iter, unsigned long long *__restrict__)
 {
-    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals, count);
+    if (eig_ls_warp_idle(at)) return;
     const int t = at.t, sub = at.sub;
     const size_t idx = at.idx;
-    const bool have = idx < count;
-    if (!__any_sync(TK_WARP_ALL_LANES, have)) return;
+    const bool have = at.live;
     R *h = at.h;
     const EigBand<R> H = {h, n + 2};
     const EigLsMeta m = have ? eig_ls_qr_load<R, G>(h, eig_band_reals(n), t, band, meta, idx) : EigLsMeta{0, -1, 0, 0};
@@ -694,7 +702,7 @@ __global__ void __maxnreg__(72)
                                 const EigLsMeta *__restrict__ meta, R *__restrict__ values, int8_t *__restrict__ status,
                                 int max_iter, unsigned long long *__restrict__ taken)
 {
-    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals, count);
     const int lane = at.lane, t = at.t, sub = at.sub;
     const size_t handed = (size_t)gridDim.x * (size_t)per_block; /* matrices the first round takes */
     size_t idx = at.idx;

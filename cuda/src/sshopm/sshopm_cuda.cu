@@ -104,14 +104,6 @@ static tk_status allocate(tk_sshopm_cuda *c, size_t want)
     return TK_OK;
 }
 
-static void release(tk_sshopm_cuda *c)
-{
-    tk_cuda_buffer bufs[] = {{&c->d_packed, 1}, {&c->d_starts, 1}, {&c->d_lambda, 1},
-                             {&c->d_x, 1},      {(void **)&c->d_iter, 1}, {(void **)&c->d_conv, 1}};
-    tk_cuda_free_all(bufs, (int)(sizeof bufs / sizeof bufs[0]));
-    c->chunk = 0;
-}
-
 /* The kernels' checks of the shape, before any device work. */
 static tk_status check_shape(const tk_sshopm_options *o, const tk_sshopm_tables *tb, size_t elem)
 {
@@ -163,9 +155,11 @@ done:
 extern "C" void tk_sshopm_cuda_destroy(tk_sshopm_cuda *c)
 {
     if (!c) return;
-    release(c);
-    if (c->ev0) cudaEventDestroy(c->ev0);
-    if (c->ev1) cudaEventDestroy(c->ev1);
+    tk_cuda_buffer bufs[] = {{&c->d_packed, 1}, {&c->d_starts, 1}, {&c->d_lambda, 1},
+                             {&c->d_x, 1},      {(void **)&c->d_iter, 1}, {(void **)&c->d_conv, 1}};
+    tk_cuda_free_all(bufs, (int)(sizeof bufs / sizeof bufs[0]));
+    for (cudaEvent_t e : {c->ev0, c->ev1})
+        if (e) cudaEventDestroy(e);
     free(c);
 }
 
