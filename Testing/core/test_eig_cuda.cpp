@@ -325,6 +325,7 @@ TEST(EigCuda, PlanReuseMatchesOneShotAndFreesItsMemory)
         o.cuda_lanes = k.lanes;
         o.cuda_qr_grid = k.qr_grid;
         o.cuda_slots = 2;
+        o.cuda_chunk = 64;  // the one-shot solves chunk their batches as the plan does
         expect_plan_matches_solve<double>(o, batch, 100);
         if (HasFatalFailure() || IsSkipped()) return;
         expect_plan_matches_solve<float>(o, batch, 0);

@@ -95,7 +95,7 @@ typedef struct tk_eig_plan tk_eig_plan;
 
 /** Validate the options (copied into the plan) and make a plan for batches of up to
  * max_batch matrices (larger batches run in chunks of the plan's size; 0: the buffers are
- * made at the first execute, for its batch).  Whether vectors are wanted is decided by
+ * made at the first execute, for its batch, and grow with larger batches).  Whether vectors are wanted is decided by
  * each execute's result arrays; a plan first asked for vectors then grows its buffers. */
 tk_status tk_eig_plan_create(const tk_eig_options *opts, size_t max_batch, tk_eig_plan **plan);
 

@@ -120,7 +120,8 @@ typedef struct tk_sshopm_plan tk_sshopm_plan;
 
 /** Validate the options (copied, with the start vectors they name) and make a plan for
  * batches of up to max_batch tensors (larger batches run in chunks of the plan's size;
- * 0: the device buffers are made at the first execute, for its batch). */
+ * 0: the device buffers are made at the first execute, for its batch, and grow with larger
+ * batches). */
 tk_status tk_sshopm_plan_create(const tk_sshopm_options *opts, size_t max_batch, tk_sshopm_plan **plan);
 
 /** Solve num_tensors packed tensors with a plan: the arguments and results of

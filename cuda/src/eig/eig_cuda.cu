@@ -169,7 +169,7 @@ struct tk_eig_cuda {
     /* set up for `want` (ready) */
     int ready, want, gentle, slots;
     eig_layout p;
-    size_t chunk, per_matrix, slot_b;
+    size_t setup_count, chunk, per_matrix, slot_b; /* set up for batches of setup_count */
     void *dev_all;
     eig_slot slot[TK_EIG_MAX_SLOTS];
 };
@@ -290,7 +290,7 @@ static tk_status set_up(tk_eig_cuda *c, int want, size_t count)
     }
     clock_gettime(CLOCK_MONOTONIC, &host_t[3]);
     c->p = p, c->want = want, c->gentle = t.gentle, c->slots = slots;
-    c->chunk = chunk, c->per_matrix = per_matrix, c->slot_b = slot_b, c->ready = 1;
+    c->setup_count = count, c->chunk = chunk, c->per_matrix = per_matrix, c->slot_b = slot_b, c->ready = 1;
     if (c->timeline)
         fprintf(stderr,
                 "eig timeline: plan set-up %.3f ms (layout and kernels %.3f, device memory %.3f, streams and events "
@@ -487,8 +487,10 @@ extern "C" tk_status tk_eig_cuda_execute(tk_eig_cuda *c, size_t count, const voi
 {
     const int want = vectors != NULL;
     TK_CUDA_TRY_RETURN(TK_WHO, cudaSetDevice(c->o.cuda_device));
-    if (!c->ready || c->want != want) {
-        const tk_status st = set_up(c, want, c->max_batch > count ? c->max_batch : count);
+    /* set up again for the other kind of solve; a plan made for no batch size grows with
+     * its batches, one made for max_batch runs larger batches in chunks of its size */
+    if (!c->ready || c->want != want || (!c->max_batch && count > c->setup_count)) {
+        const tk_status st = set_up(c, want, c->max_batch ? c->max_batch : count > c->setup_count ? count : c->setup_count);
         if (st != TK_OK) return st;
     }
     return run_pipeline(c, count, matrices, values, vectors, status, kernel_ms);

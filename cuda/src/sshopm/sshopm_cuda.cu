@@ -27,7 +27,7 @@ struct tk_sshopm_cuda {
     const tk_sshopm_options *o;
     const tk_sshopm_tables *tb;
     const void *starts; /* host, num_starts * dim in the precision */
-    size_t elem, chunk;
+    size_t elem, max_batch, wanted, chunk; /* the buffers were sized for batches of `wanted` */
     int sm_count;
     void *d_packed, *d_starts, *d_lambda, *d_x;
     int *d_iter;
@@ -99,7 +99,7 @@ static tk_status allocate(tk_sshopm_cuda *c, size_t want)
         }
         chunk = (chunk + 1) / 2;
     }
-    c->chunk = chunk;
+    c->chunk = chunk, c->wanted = want;
     TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(c->d_starts, c->starts, fixed, cudaMemcpyHostToDevice));
     return TK_OK;
 }
@@ -134,7 +134,7 @@ extern "C" tk_status tk_sshopm_cuda_create(const tk_sshopm_options *o, const tk_
     if ((status = tk_cuda_require_device(o->cuda_device)) != TK_OK) return status;
     tk_sshopm_cuda *c = (tk_sshopm_cuda *)calloc(1, sizeof *c);
     if (!c) return tk_set_error(TK_ERR_MEMORY, "out of memory for an SS-HOPM plan");
-    c->o = o, c->tb = tb, c->starts = starts, c->elem = elem;
+    c->o = o, c->tb = tb, c->starts = starts, c->elem = elem, c->max_batch = max_batch;
     pthread_mutex_lock(&cuda_solve_lock);
     TK_CUDA_TRY_GOTO(status, done, TK_WHO, cudaSetDevice(o->cuda_device));
     TK_CUDA_TRY_GOTO(status, done, TK_WHO,
@@ -152,12 +152,19 @@ done:
     return TK_OK;
 }
 
-extern "C" void tk_sshopm_cuda_destroy(tk_sshopm_cuda *c)
+/* The buffers back to the device (a plan made for no batch size grows them). */
+static void free_buffers(tk_sshopm_cuda *c)
 {
-    if (!c) return;
     tk_cuda_buffer bufs[] = {{&c->d_packed, 1}, {&c->d_starts, 1}, {&c->d_lambda, 1},
                              {&c->d_x, 1},      {(void **)&c->d_iter, 1}, {(void **)&c->d_conv, 1}};
     tk_cuda_free_all(bufs, (int)(sizeof bufs / sizeof bufs[0]));
+    c->chunk = c->wanted = 0;
+}
+
+extern "C" void tk_sshopm_cuda_destroy(tk_sshopm_cuda *c)
+{
+    if (!c) return;
+    free_buffers(c);
     for (cudaEvent_t e : {c->ev0, c->ev1})
         if (e) cudaEventDestroy(e);
     free(c);
@@ -218,7 +225,8 @@ static tk_status run(tk_sshopm_cuda *c, size_t T, const R *packed, tk_sshopm_sta
 }
 
 /* Uploads the plan's tables to constant memory (another plan may have replaced them
- * since), makes the buffers where the plan was made for no batch, and runs the chunks. */
+ * since), makes the buffers where the plan was made for no batch size (growing them with
+ * its batches), and runs the chunks. */
 static tk_status execute_locked(tk_sshopm_cuda *c, size_t T, const void *packed, tk_sshopm_starts_result *out,
                                 tk_timing *timing)
 {
@@ -232,7 +240,8 @@ static tk_status execute_locked(tk_sshopm_cuda *c, size_t T, const void *packed,
         TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpyToSymbol(c_mult1, tb->mult1, sizeof(double) * (size_t)tb->k1));
     }
     if (T == 0) return TK_OK;
-    if (!c->chunk) {
+    if (!c->chunk || (!c->max_batch && T > c->wanted)) { /* no buffers yet, or grown */
+        free_buffers(c);
         const tk_status status = allocate(c, T);
         if (status != TK_OK) return status;
     }
