@@ -203,7 +203,31 @@ static void torch_lines(int n, size_t count, long torch_count, int threads, doub
 }
 
 static long bench_cuda_lanes, bench_cuda_chunk; /* --cuda-lanes, --cuda-chunk */
+/* --cuda-reduce-lanes, --cuda-qr-grid, --cuda-slots, --cuda-timeline (0: the tuning table's) */
+static long bench_cuda_reduce_lanes, bench_cuda_qr_grid, bench_cuda_slots, bench_cuda_timeline;
 static int bench_balance = 1;             /* --no-balance */
+
+typedef struct {
+    const char *name;
+    long lo, hi;
+    long *value;
+} eig_int_flag;
+
+/* The integer flag argv names (as --name or --name=value), or NULL. */
+static const eig_int_flag *int_flag_of(const eig_int_flag *flags, int count, const char *arg)
+{
+    for (int f = 0; f < count; ++f)
+        if (tk_cli_is(arg, flags[f].name)) return &flags[f];
+    return NULL;
+}
+
+/* The GPU tuning flags into the options. */
+static void apply_cuda_flags(tk_eig_options *o)
+{
+    o->cuda_lanes = (int)bench_cuda_lanes, o->cuda_chunk = (size_t)bench_cuda_chunk;
+    o->cuda_reduce_lanes = (int)bench_cuda_reduce_lanes, o->cuda_qr_grid = (int)bench_cuda_qr_grid;
+    o->cuda_slots = (int)bench_cuda_slots, o->cuda_timeline = (int)bench_cuda_timeline;
+}
 
 static double backend_ms(int n, size_t count, const double *a, double *values, int8_t *status, tk_backend backend,
                          long threads, size_t *failed, double *kernel_ms)
@@ -212,7 +236,7 @@ static double backend_ms(int n, size_t count, const double *a, double *values, i
     tk_eig_options_init(&o, n);
     o.backend = backend;
     o.balance = bench_balance;
-    if (backend == TK_BACKEND_CUDA) o.cuda_lanes = (int)bench_cuda_lanes, o.cuda_chunk = (size_t)bench_cuda_chunk;
+    if (backend == TK_BACKEND_CUDA) apply_cuda_flags(&o);
     o.num_threads = (int)threads;
     tk_eig_result r = {values, NULL, status};
     tk_timing t;
@@ -268,12 +292,26 @@ static int parse_list(const char *text, eig_bench_args *a)
 int tk_bench_eig(int argc, char **argv)
 {
     eig_bench_args a = {500000, 0, 0, 0, 10000, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1, 1};
+    /* the flags that take one integer: name, range, where it goes */
+    const eig_int_flag int_flags[] = {
+        {"--matrices", 1, 100000000, &a.matrices},
+        {"--threads", 1, 4096, &a.threads},
+        {"--cuda-chunk", 0, 100000000, &a.cuda_chunk},
+        {"--cuda-lanes", 0, 64, &a.cuda_lanes},
+        {"--cuda-reduce-lanes", 0, 32, &bench_cuda_reduce_lanes},
+        {"--cuda-qr-grid", -1, 1000000, &bench_cuda_qr_grid},
+        {"--cuda-slots", 0, 16, &bench_cuda_slots},
+        {"--torch-matrices", 1, 100000000, &a.torch_matrices},
+    };
+    const int num_int_flags = (int)(sizeof int_flags / sizeof int_flags[0]);
+    const eig_int_flag *flag;
     for (int i = 1; i < argc; ++i) {
         const char *v;
         if (!strcmp(argv[i], "--help")) {
             printf("usage: tk-bench eig [--matrices 500000] [--sizes 5,10,15,20,25,30]\n"
                    "                    [--backends lapack,cpu,omp,cuda,torch] [--threads P] [--cuda-lanes G]\n"
-                   "                    [--cuda-chunk M] [--no-balance] [--torch-matrices 10000]\n"
+                   "                    [--cuda-chunk M] [--cuda-reduce-lanes R] [--cuda-qr-grid B] [--cuda-slots S]\n"
+                   "                    [--cuda-timeline] [--no-balance] [--torch-matrices 10000]\n"
                    "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
                    "cuda kernel:    matrices already in GPU memory, CUDA events; reference: the seed's\n"
                    "                TITAN X (Table 4, scaled to --matrices); goal >= 20x faster\n"
@@ -289,29 +327,19 @@ int tk_bench_eig(int argc, char **argv)
                    "--torch-matrices K: torch runs on K matrices (slow on the GPU), scaled to --matrices\n"
                    "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n"
                    "--cuda-chunk M: at most M matrices per chunk of the host-to-host run (default: from n and memory)\n"
+                   "--cuda-reduce-lanes R: lanes per matrix of the lockstep reduction kernel (2..32; default: the table's)\n"
+                   "--cuda-qr-grid B: the persistent QR kernel on B blocks at any n (-1: the other kernel; default: the table's)\n"
+                   "--cuda-slots S: buffers of the host-to-host pipeline (1..16; default: the table's)\n"
+                   "--cuda-timeline: print each chunk's copies and kernels and the host's set-up to stderr\n"
                    "--no-balance:   this library without balancing (LAPACK's dgeev still balances: for tuning)\n");
             return 0;
-        } else if (tk_cli_is(argv[i], "--matrices")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--matrices")) ||
-                !tk_cli_parse_int(prog, "--matrices", v, 1, 100000000, &a.matrices))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--threads")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
-                !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
-                return TK_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--no-balance")) {
             bench_balance = 0;
-        } else if (tk_cli_is(argv[i], "--cuda-chunk")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-chunk")) ||
-                !tk_cli_parse_int(prog, "--cuda-chunk", v, 0, 100000000, &a.cuda_chunk))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--cuda-lanes")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--cuda-lanes")) ||
-                !tk_cli_parse_int(prog, "--cuda-lanes", v, 0, 64, &a.cuda_lanes))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--torch-matrices")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--torch-matrices")) ||
-                !tk_cli_parse_int(prog, "--torch-matrices", v, 1, 100000000, &a.torch_matrices))
+        } else if (!strcmp(argv[i], "--cuda-timeline")) {
+            bench_cuda_timeline = 1;
+        } else if ((flag = int_flag_of(int_flags, num_int_flags, argv[i]))) {
+            if (!(v = tk_cli_value(prog, argc, argv, &i, flag->name)) ||
+                !tk_cli_parse_int(prog, flag->name, v, flag->lo, flag->hi, flag->value))
                 return TK_EXIT_USAGE;
         } else if (tk_cli_is(argv[i], "--sizes")) {
             if (!(v = tk_cli_value(prog, argc, argv, &i, "--sizes")) || !parse_list(v, &a)) return TK_EXIT_USAGE;
@@ -416,7 +444,7 @@ int tk_bench_eig(int argc, char **argv)
             tk_eig_options_init(&o, n);
             o.backend = TK_BACKEND_CUDA;
             o.balance = bench_balance;
-            o.cuda_lanes = (int)a.cuda_lanes;
+            apply_cuda_flags(&o);
             tk_eig_cuda_profile prof;
             if (tk_eig_cuda_measure(&o, count, mat, &prof) != TK_OK) {
                 printf("%-3d %-22s skipped: %s\n", n, "cuda", tk_last_error());

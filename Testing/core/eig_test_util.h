@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "gpu_skip.h"
 #include "tk_eig.h"
 
 namespace tk_eig_test {
@@ -116,6 +119,49 @@ tk_status solve(tk_eig_options o, const std::vector<double> &batch, Solved<R> &o
     out.status.assign(count, int8_t(-1));
     tk_eig_result r = {out.values.data(), vectors ? out.vectors.data() : nullptr, out.status.data()};
     return tk_eig_solve(&o, count, in.data(), &r, nullptr, nullptr);
+}
+
+// One plan over several batches (the first matrix alone, the whole batch, larger than
+// max_batch: chunked, then the whole batch with vectors, which sets the plan up again),
+// against one tk_eig_solve of each: the same bits, statuses and failure counts.
+template <typename R>
+void expect_plan_matches_solve(tk_eig_options o, const std::vector<double> &batch, size_t max_batch)
+{
+    o.precision = sizeof(R) == sizeof(double) ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+    const size_t nn = (size_t)o.n * o.n, count = batch.size() / nn;
+    tk_eig_plan *plan = nullptr;
+    tk_status s = tk_eig_plan_create(&o, max_batch, &plan);
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    struct Run {
+        size_t matrices;
+        bool vectors;
+    };
+    for (Run run : {Run{1, false}, Run{count, false}, Run{count, true}, Run{1, false}}) {
+        if (run.vectors && o.cuda_lanes == 1) continue;
+        std::vector<double> part(batch.begin(), batch.begin() + (std::ptrdiff_t)(run.matrices * nn));
+        Solved<R> once;
+        ASSERT_EQ(solve<R>(o, part, once, run.vectors), TK_OK) << tk_last_error();
+        std::vector<R> in(part.begin(), part.end());
+        Solved<R> planned;
+        planned.values.assign(once.values.size(), R(-7));
+        planned.vectors.assign(once.vectors.size(), R(-7));
+        planned.status.assign(run.matrices, int8_t(-1));
+        tk_eig_result r = {planned.values.data(), run.vectors ? planned.vectors.data() : nullptr,
+                           planned.status.data()};
+        size_t failed = 99;
+        tk_timing t{};
+        ASSERT_EQ(tk_eig_plan_execute(plan, run.matrices, in.data(), &r, &t, &failed), TK_OK) << tk_last_error();
+        EXPECT_EQ(0, std::memcmp(once.values.data(), planned.values.data(), sizeof(R) * once.values.size()))
+            << "n=" << o.n << " matrices " << run.matrices << " vectors " << run.vectors;
+        if (run.vectors) {
+            EXPECT_EQ(0, std::memcmp(once.vectors.data(), planned.vectors.data(), sizeof(R) * once.vectors.size()));
+        }
+        EXPECT_EQ(once.status, planned.status);
+        EXPECT_EQ(failed, (size_t)std::count_if(once.status.begin(), once.status.end(), [](int8_t v) { return v != 0; }));
+        EXPECT_GE(t.total_ms, t.kernel_ms);
+    }
+    tk_eig_plan_destroy(plan);
 }
 
 // max over k of ||A v_k - lambda_k v_k|| / (||A||_F) for matrix b (vectors have unit norm).

@@ -12,8 +12,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "eig_test_util.h"
+#include "plan_test_util.h"
 
 using namespace tk_eig_test;
 
@@ -72,6 +74,21 @@ template <typename R> Reference<R> lapack_reference(const double *rowmajor, int 
     return ref;
 }
 
+// Every matrix converged, its row sorted, its eigenvalues LAPACK's within the bounds.
+template <typename R>
+void expect_values_match_lapack(const Solved<R> &got, const std::vector<double> &batch, int n, const std::string &what)
+{
+    const size_t nn = (size_t)n * n, count = batch.size() / nn;
+    for (size_t b = 0; b < count; ++b) {
+        ASSERT_EQ(got.status[b], TK_EIG_CONVERGED) << what << " n=" << n << " matrix " << b;
+        EXPECT_TRUE(sorted_row(got, b, n)) << what << " n=" << n;
+        auto ref = lapack_reference<R>(batch.data() + b * nn, n);
+        std::vector<cd> ours;
+        for (int k = 0; k < n; ++k) ours.push_back(got.value(b, n, k));
+        EXPECT_LE(match_ratio(ours, ref.values, ref.bound), 1.0) << what << " n=" << n << " matrix " << b;
+    }
+}
+
 template <typename R>
 void expect_matches_lapack(const std::vector<double> &batch, int n, const char *what, tk_backend backend = TK_BACKEND_CPU,
                            bool check_vectors = true, int balance = 1)
@@ -82,31 +99,16 @@ void expect_matches_lapack(const std::vector<double> &batch, int n, const char *
     o.balance = balance;
     Solved<R> got;
     ASSERT_EQ(solve<R>(o, batch, got, check_vectors), TK_OK) << tk_last_error();
-    const size_t nn = (size_t)n * n, count = batch.size() / nn;
-    for (size_t b = 0; b < count; ++b) {
-        ASSERT_EQ(got.status[b], TK_EIG_CONVERGED) << what << " n=" << n << " matrix " << b;
-        EXPECT_TRUE(sorted_row(got, b, n)) << what << " n=" << n;
-        auto ref = lapack_reference<R>(batch.data() + b * nn, n);
-        std::vector<cd> ours;
-        for (int k = 0; k < n; ++k) ours.push_back(got.value(b, n, k));
-        EXPECT_LE(match_ratio(ours, ref.values, ref.bound), 1.0) << what << " n=" << n << " matrix " << b;
-        if (check_vectors) {
-            double eps = sizeof(R) == sizeof(double) ? DBL_EPSILON : FLT_EPSILON;
-            EXPECT_LE(residual(batch, b, n, got), kC * n * eps) << what << " eigenvectors, n=" << n << " matrix " << b;
-        }
-    }
+    expect_values_match_lapack(got, batch, n, what);
     if (!check_vectors) return;
+    const size_t count = batch.size() / ((size_t)n * n);
+    const double eps = sizeof(R) == sizeof(double) ? DBL_EPSILON : FLT_EPSILON;
+    for (size_t b = 0; b < count; ++b)
+        EXPECT_LE(residual(batch, b, n, got), kC * n * eps) << what << " eigenvectors, n=" << n << " matrix " << b;
     // values alone take the lockstep SIMD path (several matrices per vector): the same oracle
     Solved<R> alone;
     ASSERT_EQ(solve<R>(o, batch, alone, false), TK_OK) << tk_last_error();
-    for (size_t b = 0; b < count; ++b) {
-        ASSERT_EQ(alone.status[b], TK_EIG_CONVERGED) << what << " values only, n=" << n << " matrix " << b;
-        EXPECT_TRUE(sorted_row(alone, b, n)) << what << " values only, n=" << n;
-        auto ref = lapack_reference<R>(batch.data() + b * nn, n);
-        std::vector<cd> ours;
-        for (int k = 0; k < n; ++k) ours.push_back(alone.value(b, n, k));
-        EXPECT_LE(match_ratio(ours, ref.values, ref.bound), 1.0) << what << " values only, n=" << n << " matrix " << b;
-    }
+    expect_values_match_lapack(alone, batch, n, std::string(what) + " values only,");
 }
 
 std::vector<double> batch_of(int n, int count, uint64_t seed, std::vector<double> (*make)(int, uint64_t))
@@ -452,6 +454,57 @@ TEST(Eig, RejectsBadArguments)
     EXPECT_EQ(v[0], 1.0);
     EXPECT_EQ(v[1], 0.0);
     EXPECT_EQ(tk_eig_solve(&o, 0, nullptr, &none, nullptr, nullptr), TK_OK);
+}
+
+TEST(EigPlan, ReusedOverSeveralBatchesMatchesOneShotSolvesBitwise)
+{
+    for (int n : {2, 5, 12}) {
+        std::vector<double> batch;
+        for (int b = 0; b < 40; ++b) {
+            auto a = random_matrix(n, 900 + (uint64_t)b);
+            batch.insert(batch.end(), a.begin(), a.end());
+        }
+        batch[3 * (size_t)n * n] = NAN;  // a failure among them
+        for (auto backend : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
+            tk_eig_options o;
+            tk_eig_options_init(&o, n);
+            o.backend = backend;
+            expect_plan_matches_solve<double>(o, batch, 16);
+            expect_plan_matches_solve<float>(o, batch, 0);
+        }
+    }
+}
+
+TEST(EigPlan, BadArgumentsGiveClearErrors)
+{
+    tk_eig_options o;
+    tk_eig_options_init(&o, 3);
+    tk_test::expect_create_refuses_missing_arguments(tk_eig_plan_create, o);
+    tk_eig_plan *plan = nullptr;
+    tk_eig_options bad = o;
+    bad.n = 0;
+    EXPECT_EQ(tk_eig_plan_create(&bad, 4, &plan), TK_ERR_UNSUPPORTED);
+    EXPECT_NE(std::strstr(tk_last_error(), "order 0"), nullptr) << tk_last_error();
+    bad = o;
+    bad.cuda_slots = 17;
+    EXPECT_EQ(tk_eig_plan_create(&bad, 4, &plan), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "cuda_slots"), nullptr) << tk_last_error();
+    bad = o;
+    bad.cuda_reduce_lanes = 3;
+    EXPECT_EQ(tk_eig_plan_create(&bad, 4, &plan), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "cuda_reduce_lanes"), nullptr) << tk_last_error();
+
+    ASSERT_EQ(tk_eig_plan_create(&o, 4, &plan), TK_OK) << tk_last_error();
+    EXPECT_EQ(tk_eig_plan_device_bytes(plan), 0u);  // the cpu backend holds no device memory
+    std::vector<double> a(9, 1.0), v(6);
+    tk_eig_result r = {v.data(), nullptr, nullptr}, none = {nullptr, nullptr, nullptr};
+    EXPECT_EQ(tk_eig_plan_execute(nullptr, 1, a.data(), &r, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_eig_plan_execute(plan, 1, nullptr, &r, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_eig_plan_execute(plan, 1, a.data(), &none, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_eig_plan_execute(plan, 0, nullptr, &none, nullptr, nullptr), TK_OK);  // an empty batch
+    EXPECT_EQ(tk_eig_plan_execute(plan, 1, a.data(), &r, nullptr, nullptr), TK_OK) << tk_last_error();
+    tk_eig_plan_destroy(plan);
+    tk_eig_plan_destroy(nullptr);
 }
 
 TEST(Eig, LockstepGroupsMixPathsAndFailuresPerMatrix)

@@ -13,6 +13,7 @@
 #include "eig_test_util.h"
 #include "gpu_skip.h"
 #include "tk_bench_hooks.h"
+#include "tk_cuda_memory.h"
 #ifdef TK_HAVE_LAPACKE
 #include <lapacke.h>
 #endif
@@ -35,13 +36,15 @@ std::vector<double> random_batch(int n, int count, uint64_t seed)
 
 // CUDA against cpu: same status, eigenvalues within a loose multiple of the bound
 // (rounding differs: FMA contraction), eigenpair residuals at the backward-stable level.
-template <typename R> void expect_cuda_matches_cpu(int n, int count, bool vectors, size_t chunk = 0, int lanes = 0)
+template <typename R>
+void expect_cuda_matches_cpu(int n, int count, bool vectors, size_t chunk = 0, int lanes = 0, int qr_grid = 0)
 {
     auto batch = random_batch(n, count, 5000 + (uint64_t)n);
     tk_eig_options o;
     tk_eig_options_init(&o, n);
     o.cuda_chunk = chunk;
     o.cuda_lanes = lanes;
+    o.cuda_qr_grid = qr_grid;
     Solved<R> cpu, gpu;
     ASSERT_EQ(solve<R>(o, batch, cpu, vectors), TK_OK) << tk_last_error();
     o.backend = TK_BACKEND_CUDA;
@@ -256,35 +259,31 @@ TEST(EigCuda, NonFiniteAndNotConvergedArePerMatrix)
     }
 }
 
-// The persistent QR kernel (n > 16, or at any n with TK_EIG_CUDA_QR_GRID) hands matrices
-// out from a counter once the grid's first round is taken.  A grid of one block makes
-// nearly every matrix come from the counter, into warps whose groups finished at
+// The persistent QR kernel (n > 16, or at any n with tk_eig_options.cuda_qr_grid > 0) hands
+// matrices out from a counter once the grid's first round is taken.  A grid of one block
+// makes nearly every matrix come from the counter, into warps whose groups finished at
 // different times.
-struct OneQrBlock {
-    OneQrBlock() { setenv("TK_EIG_CUDA_QR_GRID", "1", 1); }
-    ~OneQrBlock() { unsetenv("TK_EIG_CUDA_QR_GRID"); }
-};
+constexpr int kOneQrBlock = 1;
 
 TEST(EigCuda, PersistentQrHandsOutEveryMatrixOnce)
 {
-    OneQrBlock knob;
     for (int n : {12, 20, 30, 45}) {
-        expect_cuda_matches_cpu<double>(n, 700, false);
+        expect_cuda_matches_cpu<double>(n, 700, false, 0, 0, kOneQrBlock);
         if (HasFatalFailure() || IsSkipped()) return;
     }
-    expect_cuda_matches_cpu<float>(25, 700, false);
+    expect_cuda_matches_cpu<float>(25, 700, false, 0, 0, kOneQrBlock);
 }
 
 // ... and the statuses of non-finite and unconverged matrices among the refills
 TEST(EigCuda, PersistentQrKeepsStatusesPerMatrix)
 {
-    OneQrBlock knob;
     const int n = 30, count = 300;
     auto batch = random_batch(n, count, 123);
     const size_t nn = (size_t)n * n;
     for (int b = 7; b < count; b += 37) batch[(size_t)b * nn + (size_t)(b % n)] = b % 2 ? NAN : INFINITY;
     tk_eig_options o;
     tk_eig_options_init(&o, n);
+    o.cuda_qr_grid = kOneQrBlock;
     Solved<double> cpu, gpu;
     for (int max_iter : {0, 1}) {
         o.max_iter = max_iter;
@@ -306,6 +305,41 @@ TEST(EigCuda, PersistentQrKeepsStatusesPerMatrix)
             }
         }
     }
+}
+
+// A plan's buffers, streams and staging are made once and reused: every execute equals a
+// one-shot solve bit for bit (chunked past max_batch, and set up again for vectors), on
+// each kernel family, and destroy gives back every byte of device memory.
+TEST(EigCuda, PlanReuseMatchesOneShotAndFreesItsMemory)
+{
+    const size_t before = tk_cuda_memory_in_use();
+    struct Case {
+        int n, lanes, qr_grid;
+    };
+    for (Case k : {Case{5, 1, 0}, Case{5, 0, 0}, Case{12, 4, 0}, Case{25, 0, 0}, Case{20, 0, -1}, Case{40, 64, 0}}) {
+        auto batch = random_batch(k.n, 300, 4000 + (uint64_t)k.n);
+        batch[7 * (size_t)k.n * k.n] = NAN;
+        tk_eig_options o;
+        tk_eig_options_init(&o, k.n);
+        o.backend = TK_BACKEND_CUDA;
+        o.cuda_lanes = k.lanes;
+        o.cuda_qr_grid = k.qr_grid;
+        o.cuda_slots = 2;
+        o.cuda_chunk = 64;  // the one-shot solves chunk their batches as the plan does
+        expect_plan_matches_solve<double>(o, batch, 100);
+        if (HasFatalFailure() || IsSkipped()) return;
+        expect_plan_matches_solve<float>(o, batch, 0);
+        if (HasFatalFailure()) return;
+    }
+    tk_eig_options o;
+    tk_eig_options_init(&o, 8);
+    o.backend = TK_BACKEND_CUDA;
+    tk_eig_plan *plan = nullptr;
+    ASSERT_EQ(tk_eig_plan_create(&o, 1000, &plan), TK_OK) << tk_last_error();
+    EXPECT_GT(tk_eig_plan_device_bytes(plan), 0u);
+    EXPECT_GE(tk_cuda_memory_in_use(), before + tk_eig_plan_device_bytes(plan));
+    tk_eig_plan_destroy(plan);
+    EXPECT_EQ(tk_cuda_memory_in_use(), before);
 }
 
 TEST(EigCuda, MeasureReportsKernelAndCopyTimes)

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "plan_test_util.h"
 #include "sshopm_test_util.h"
 #include "tk_sshopm.h"
 #include "tk_test_util.h"
@@ -69,11 +71,8 @@ TEST(Sshopm, DiagonalTensorHasTheAxesAsMaxima)
     }
     auto o = options(m, n, true);
     o.num_starts = 64;
-    StartResults<double> r;
-    ASSERT_EQ(solve(o, packed, r), TK_OK);
-    auto v = r.view();
     tk_eigenpairs pairs;
-    ASSERT_EQ(tk_sshopm_distinct(&o, 1, packed.data(), &v, 0, &pairs), TK_OK);
+    ASSERT_EQ(solve_distinct(o, packed, &pairs), TK_OK);
     ASSERT_EQ(pairs.count, 3u);
     for (size_t p = 0; p < 3; ++p) {
         EXPECT_NEAR(pairs.lambda[p], d[p], 1e-12);  // sorted by lambda descending
@@ -188,11 +187,8 @@ TEST(Sshopm, AdaptiveShiftFindsMaximaAndMinima)
         auto o = options(m, n, true);
         o.shift_mode = TK_SHIFT_ADAPTIVE;
         o.shift = sign;
-        StartResults<double> r;
-        ASSERT_EQ(solve(o, packed, r), TK_OK);
-        auto v = r.view();
         tk_eigenpairs pairs;
-        ASSERT_EQ(tk_sshopm_distinct(&o, 10, packed.data(), &v, 0, &pairs), TK_OK);
+        ASSERT_EQ(solve_distinct(o, packed, &pairs), TK_OK);
         ASSERT_GT(pairs.count, 0u);
         for (size_t p = 0; p < pairs.count; ++p)
             EXPECT_EQ(pairs.stability[p], sign > 0 ? TK_STABILITY_MAX : TK_STABILITY_MIN) << "pair " << p;
@@ -228,11 +224,8 @@ TEST(Sshopm, StabilityMatchesFiniteDifferenceHessianOnTheSphere)
     int checked = 0;
     for (double shift : {8.0, -8.0}) {
         o.shift = shift;
-        StartResults<double> r;
-        ASSERT_EQ(solve(o, packed, r), TK_OK);
-        auto v = r.view();
         tk_eigenpairs pairs;
-        ASSERT_EQ(tk_sshopm_distinct(&o, 8, packed.data(), &v, 0, &pairs), TK_OK);
+        ASSERT_EQ(solve_distinct(o, packed, &pairs), TK_OK);
         for (size_t p = 0; p < pairs.count; ++p) {
             const double *A = packed.data() + pairs.tensor[p] * 15, *x = pairs.x + p * 3;
             // tangent basis u, w
@@ -294,6 +287,73 @@ TEST(Sshopm, CallerStartsAreUsedAndBadOptionsAreRejected)
     o.starts = zero.data();
     o.num_starts = 1;
     EXPECT_EQ(solve(o, packed, r), TK_ERR_DATA);
+}
+
+TEST(SshopmPlan, ReusedOverSeveralBatchesMatchesOneShotSolvesBitwise)
+{
+    for (int m : {4, 5}) {
+        const int n = 3;
+        auto packed = random_packed(m, n, 9, (uint64_t)m + 20);
+        std::vector<float> pf(packed.begin(), packed.end());
+        for (auto backend : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
+            auto o = options(m, n, true, backend, m == 4 ? TK_IMPL_UNROLLED : TK_IMPL_GENERAL);
+            o.shift_mode = TK_SHIFT_ADAPTIVE;
+            expect_plan_matches_solve(o, packed, 4);
+            o.precision = TK_PRECISION_SINGLE;
+            o.tol = tk_sshopm_default_tol(o.precision);
+            expect_plan_matches_solve(o, pf, 0);
+        }
+    }
+}
+
+TEST(SshopmPlan, CallerStartsAreCopiedIntoThePlan)
+{
+    auto packed = random_packed(4, 3, 2, 8);
+    auto o = options(4, 3, true);
+    std::vector<double> starts = {0, 0, 2, 1, 1, 0};
+    o.starts = starts.data();
+    o.num_starts = 2;
+    StartResults<double> once;
+    ASSERT_EQ(solve(o, packed, once), TK_OK);
+    tk_sshopm_plan *plan = nullptr;
+    ASSERT_EQ(tk_sshopm_plan_create(&o, 2, &plan), TK_OK) << tk_last_error();
+    starts.assign(6, 0.0);  // the plan holds its own copy
+    StartResults<double> planned;
+    resize(o, 2, planned);
+    auto v = planned.view();
+    ASSERT_EQ(tk_sshopm_plan_execute(plan, 2, packed.data(), &v, nullptr), TK_OK) << tk_last_error();
+    EXPECT_EQ(once.lambda, planned.lambda);
+    EXPECT_EQ(once.x, planned.x);
+    tk_sshopm_plan_destroy(plan);
+}
+
+TEST(SshopmPlan, BadArgumentsGiveClearErrors)
+{
+    auto o = options(4, 3, true);
+    expect_create_refuses_missing_arguments(tk_sshopm_plan_create, o);
+    tk_sshopm_plan *plan = nullptr;
+    auto bad = o;
+    bad.order = 1;
+    EXPECT_EQ(tk_sshopm_plan_create(&bad, 1, &plan), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("order"), std::string::npos);
+    bad = o;
+    bad.backend = (tk_backend)42;
+    EXPECT_EQ(tk_sshopm_plan_create(&bad, 1, &plan), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("backend"), std::string::npos);
+
+    ASSERT_EQ(tk_sshopm_plan_create(&o, 1, &plan), TK_OK) << tk_last_error();
+    auto packed = random_packed(4, 3, 1, 5);
+    StartResults<double> r;
+    resize(o, 1, r);
+    auto v = r.view();
+    EXPECT_EQ(tk_sshopm_plan_execute(nullptr, 1, packed.data(), &v, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_sshopm_plan_execute(plan, 1, nullptr, &v, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_EQ(tk_sshopm_plan_execute(plan, 1, packed.data(), nullptr, nullptr), TK_ERR_ARGUMENT);
+    packed[2] = NAN;
+    EXPECT_EQ(tk_sshopm_plan_execute(plan, 1, packed.data(), &v, nullptr), TK_ERR_DATA);
+    EXPECT_EQ(tk_sshopm_plan_execute(plan, 0, nullptr, &v, nullptr), TK_OK);  // an empty batch
+    tk_sshopm_plan_destroy(plan);
+    tk_sshopm_plan_destroy(nullptr);
 }
 
 TEST(Sshopm, FlopCountIsTheSeedsFor43)

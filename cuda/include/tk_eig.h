@@ -55,6 +55,16 @@ typedef struct tk_eig_options {
                                TK_ERR_MEMORY (tk_cuda_memory.h) */
     int cuda_lanes;         /**< cuda: threads per matrix, 1 (values only), 2, 4, 8, 16, 32 or 64;
                                0 = chosen from n (the tuning knob of tk-bench eig --cuda-lanes) */
+    int cuda_reduce_lanes;  /**< cuda, values only: lanes per matrix of the lockstep reduction kernel
+                               (2, 4, 8, 16 or 32; ignored where that count cannot hold order n);
+                               0 = the tuning table's (tk-bench eig --cuda-reduce-lanes) */
+    int cuda_qr_grid;       /**< cuda, lockstep kernels: > 0 runs the persistent QR kernel on that many
+                               blocks at any n, < 0 the non-persistent one; 0 = the tuning table's
+                               (tk-bench eig --cuda-qr-grid) */
+    int cuda_slots;         /**< cuda: buffers of the copy/compute pipeline, 1..16; 0 = the tuning
+                               table's (tk-bench eig --cuda-slots) */
+    int cuda_timeline;      /**< cuda: nonzero prints each chunk's copy and kernel intervals and the
+                               host's set-up and clean-up times to stderr (tk-bench eig --cuda-timeline) */
 } tk_eig_options;
 
 /** Defaults: double, cpu, balancing on, LAPACK's iteration cap. */
@@ -66,12 +76,38 @@ typedef struct tk_eig_result {
     int8_t *status;  /**< optional: B */
 } tk_eig_result;
 
-/** Solve a batch.  Returns TK_OK when the batch ran, even if some matrices failed:
+/** Solve a batch (a plan made, executed once and destroyed).  Returns TK_OK when the batch ran, even if some matrices failed:
  * their status says so.  counts: *num_failed (optional) receives how many did not
  * converge or were non-finite. */
 tk_status tk_eig_solve(const tk_eig_options *opts, size_t count, const void *matrices, tk_eig_result *out,
                        tk_timing *timing, size_t *num_failed);
 
+
+/* ---- Plans: set-up once, solve many batches ------------------------------------ */
+
+/** A plan for batches of one order, precision and backend (the pattern of cuFFT's
+ * plans): the CUDA backend's device buffers, pinned staging buffers, streams, events and
+ * kernel layout are made once by tk_eig_plan_create and reused by every
+ * tk_eig_plan_execute; tk_eig_plan_destroy frees all of them (no GPU memory outlives the
+ * plan, and no cache is kept between plans).  A plan is not shared between threads: give
+ * each thread its own. */
+typedef struct tk_eig_plan tk_eig_plan;
+
+/** Validate the options (copied into the plan) and make a plan for batches of up to
+ * max_batch matrices (larger batches run in chunks of the plan's size; 0: the buffers are
+ * made at the first execute, for its batch, and grow with larger batches).  Whether vectors are wanted is decided by
+ * each execute's result arrays; a plan first asked for vectors then grows its buffers. */
+tk_status tk_eig_plan_create(const tk_eig_options *opts, size_t max_batch, tk_eig_plan **plan);
+
+/** Solve a batch with a plan: the arguments and results of tk_eig_solve. */
+tk_status tk_eig_plan_execute(tk_eig_plan *plan, size_t count, const void *matrices, tk_eig_result *out,
+                              tk_timing *timing, size_t *num_failed);
+
+/** Device memory the plan holds now, in bytes (0 on the cpu and omp backends). */
+size_t tk_eig_plan_device_bytes(const tk_eig_plan *plan);
+
+/** Free the plan and everything it holds (NULL: nothing). */
+void tk_eig_plan_destroy(tk_eig_plan *plan);
 
 /** A short name of a per-matrix status ("converged", "not converged", "non-finite"). */
 const char *tk_eig_status_name(int status);

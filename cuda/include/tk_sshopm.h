@@ -105,8 +105,32 @@ typedef struct tk_sshopm_starts_result {
     uint8_t *converged;
 } tk_sshopm_starts_result;
 
+/** Solve a batch: a plan made, executed once and destroyed. */
 tk_status tk_sshopm_solve(const tk_sshopm_options *opts, size_t num_tensors, const void *packed,
                           tk_sshopm_starts_result *out, tk_timing *timing);
+
+/* ---- Plans: set-up once, solve many batches ------------------------------------ */
+
+/** A plan for batches of one (order, dim), precision, backend and set of starts (the
+ * pattern of cuFFT's plans): the start vectors, index tables and, on CUDA, the device
+ * buffers and events are made once by tk_sshopm_plan_create and reused by every
+ * tk_sshopm_plan_execute; tk_sshopm_plan_destroy frees all of them (no GPU memory
+ * outlives the plan).  A plan is not shared between threads: give each thread its own. */
+typedef struct tk_sshopm_plan tk_sshopm_plan;
+
+/** Validate the options (copied, with the start vectors they name) and make a plan for
+ * batches of up to max_batch tensors (larger batches run in chunks of the plan's size;
+ * 0: the device buffers are made at the first execute, for its batch, and grow with larger
+ * batches). */
+tk_status tk_sshopm_plan_create(const tk_sshopm_options *opts, size_t max_batch, tk_sshopm_plan **plan);
+
+/** Solve num_tensors packed tensors with a plan: the arguments and results of
+ * tk_sshopm_solve; timing->setup_ms is 0 (the set-up was the plan's). */
+tk_status tk_sshopm_plan_execute(tk_sshopm_plan *plan, size_t num_tensors, const void *packed,
+                                 tk_sshopm_starts_result *out, tk_timing *timing);
+
+/** Free the plan and everything it holds (NULL: nothing). */
+void tk_sshopm_plan_destroy(tk_sshopm_plan *plan);
 
 /** The start vectors a solve uses (num_starts * dim doubles, unit length). */
 tk_status tk_sshopm_make_starts(const tk_sshopm_options *opts, double *starts);

@@ -16,7 +16,7 @@ done
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv -lms 20 > "$OUT/smi.csv" 2>&1 &
 smi_pid=$!
-TK_EIG_CUDA_TIMELINE=1 build-dev/bin/tk-bench eig --backends cuda --sizes 30 > "$OUT/timeline.txt" 2>&1
+build-dev/bin/tk-bench eig --backends cuda --sizes 30 --cuda-timeline > "$OUT/timeline.txt" 2>&1
 kill $smi_pid
-grep -E "^30 |host set-up" "$OUT/timeline.txt"
+grep -E "^30 |plan set-up|pipeline" "$OUT/timeline.txt"
 awk -F', ' 'NR > 1 {print $2, $3, $4, $6}' "$OUT/smi.csv" | sort | uniq -c | sort -rn | head -12

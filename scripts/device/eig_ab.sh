@@ -5,7 +5,7 @@
 # alternately, ROUNDS times each, at SIZES (`tk-bench eig --backends cuda`: kernel, host-to-host,
 # copies).  EXTRA (below) names more runs of the new build (a lanes override, say).  TIMELINE=n prints the new build's pipeline timeline at order n.
 # SWEEP="S:M ..." times the new build's host-to-host run with S pipeline slots
-# (TK_EIG_CUDA_SLOTS) and chunks of M matrices (--cuda-chunk; 0: the default), ROUNDS times.
+# (--cuda-slots) and chunks of M matrices (--cuda-chunk; 0: the default), ROUNDS times.
 # Needs .deps/ (scripts/device/make_deps.sh).  A summary on stdout; the logs as one file,
 # $OUT/eig_ab.tgz (the device tool brings back few files).
 set -u
@@ -29,7 +29,7 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 # EXTRA: ';'-separated runs of the new build, each words of VAR=value (environment) and
-# tk-bench arguments, e.g. "--cuda-lanes 8;TK_EIG_CUDA_REDUCE_LANES=16"
+# tk-bench arguments, e.g. "--cuda-lanes 8;--cuda-reduce-lanes 16"
 if [ -n "${EXTRA:-}" ]; then
   IFS=';' read -ra runs <<< "$EXTRA"
   i=0
@@ -43,12 +43,12 @@ if [ -n "${EXTRA:-}" ]; then
 fi
 for r in $(seq 1 "$ROUNDS"); do
   for sm in ${SWEEP:-}; do
-    TK_EIG_CUDA_SLOTS=${sm%%:*} build-dev/bin/tk-bench eig --backends cuda --sizes "$SIZES" --cuda-chunk ${sm##*:} \
+    build-dev/bin/tk-bench eig --backends cuda --sizes "$SIZES" --cuda-slots ${sm%%:*} --cuda-chunk ${sm##*:} \
       > "$OUT/sweep_${sm%%:*}_${sm##*:}_$r.txt" 2>&1
     grep -E "^[0-9]+ +cuda host-to-host" "$OUT/sweep_${sm%%:*}_${sm##*:}_$r.txt" | sed "s/^/slots ${sm%%:*} chunk ${sm##*:} #$r: /"
   done
 done
 if [ -n "${TIMELINE:-}" ]; then
-  TK_EIG_CUDA_TIMELINE=1 build-dev/bin/tk-bench eig --backends cuda --sizes "$TIMELINE" ${TIMELINE_ARGS:-} > "$OUT/timeline.txt" 2>&1
-  grep -c "eig timeline: chunk" "$OUT/timeline.txt"; grep "host set-up" "$OUT/timeline.txt"
+  build-dev/bin/tk-bench eig --backends cuda --sizes "$TIMELINE" --cuda-timeline ${TIMELINE_ARGS:-} > "$OUT/timeline.txt" 2>&1
+  grep -c "eig timeline: chunk" "$OUT/timeline.txt"; grep -E "plan set-up|pipeline" "$OUT/timeline.txt"
 fi

@@ -2,6 +2,7 @@
  * cleanup on signals, on exit and after killed runs (tk_output_set.h says why each). */
 #define _GNU_SOURCE
 #include "tk_output_set.h"
+#include "common/free_all.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -326,17 +327,8 @@ static void forget(tk_outset *s)
 
 static void drop_entry(entry_t *e)
 {
-    for (int f = 0; f < e->nfiles; ++f) {
-        free(e->files[f].final);
-        free(e->files[f].resolved);
-        free(e->files[f].temp);
-    }
-    free(e->flag);
-    free(e->tmpdir);
-    free(e->newdir);
-    free(e->create_folder);
-    free(e->swap_folder);
-    free(e->shown_folder);
+    for (int f = 0; f < e->nfiles; ++f) TK_FREE_ALL(e->files[f].final, e->files[f].resolved, e->files[f].temp);
+    TK_FREE_ALL(e->flag, e->tmpdir, e->newdir, e->create_folder, e->swap_folder, e->shown_folder);
     memset(e, 0, sizeof *e);
 }
 
@@ -346,14 +338,8 @@ void tk_outset_free(tk_outset *s)
     tk_outset_abort(s);
     forget(s);
     for (int i = 0; i < s->nentries; ++i) drop_entry(&s->entries[i]);
-    for (int i = 0; i < s->ninputs; ++i) {
-        free(s->inputs[i].flag);
-        free(s->inputs[i].path);
-        free(s->inputs[i].resolved);
-    }
-    free(s->inputs);
-    free(s->prog);
-    free(s);
+    for (int i = 0; i < s->ninputs; ++i) TK_FREE_ALL(s->inputs[i].flag, s->inputs[i].path, s->inputs[i].resolved);
+    TK_FREE_ALL(s->inputs, s->prog, s);
 }
 
 static int add_input(tk_outset *s, const char *flag, const char *path, int is_dir)

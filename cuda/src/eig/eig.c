@@ -30,7 +30,7 @@ const char *tk_eig_status_name(int status)
     }
 }
 
-static tk_status validate(const tk_eig_options *o, size_t count, const void *matrices, const tk_eig_result *out)
+static tk_status validate_options(const tk_eig_options *o)
 {
     if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
     if (o->n < 1 || o->n > TK_EIG_MAX_N)
@@ -44,6 +44,17 @@ static tk_status validate(const tk_eig_options *o, size_t count, const void *mat
     if (o->cuda_lanes < 0 || o->cuda_lanes > 64 || (o->cuda_lanes & (o->cuda_lanes - 1)))
         return tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes must be 0 (automatic), 1, 2, 4, 8, 16, 32 or 64, got %d",
                             o->cuda_lanes);
+    if (o->cuda_reduce_lanes < 0 || o->cuda_reduce_lanes == 1 || o->cuda_reduce_lanes > 32 ||
+        (o->cuda_reduce_lanes & (o->cuda_reduce_lanes - 1)))
+        return tk_set_error(TK_ERR_ARGUMENT, "cuda_reduce_lanes must be 0 (the table's), 2, 4, 8, 16 or 32, got %d",
+                            o->cuda_reduce_lanes);
+    if (o->cuda_slots < 0 || o->cuda_slots > 16)
+        return tk_set_error(TK_ERR_ARGUMENT, "cuda_slots must be 0 (the table's) or 1..16, got %d", o->cuda_slots);
+    return TK_OK;
+}
+
+static tk_status validate_batch(const tk_eig_options *o, size_t count, const void *matrices, const tk_eig_result *out)
+{
     if (o->cuda_lanes == 1 && out && out->vectors)
         return tk_set_error(TK_ERR_ARGUMENT, "cuda_lanes 1 (a thread per matrix) computes eigenvalues only, not vectors");
     if (!out || (count && !out->values)) return tk_set_error(TK_ERR_ARGUMENT, "no output array for the eigenvalues");
@@ -71,32 +82,109 @@ static size_t count_failed(const int8_t *status, size_t count)
     return bad;
 }
 
+/* What a plan holds: its own copy of the options and the CUDA backend's device state. */
+struct tk_eig_plan {
+    tk_eig_options opts;
+    tk_eig_cuda *cuda;
+};
+
+void tk_eig_plan_destroy(tk_eig_plan *plan)
+{
+    if (!plan) return;
+    tk_eig_cuda_destroy(plan->cuda);
+    free(plan);
+}
+
+/* Options already validated. */
+static tk_status plan_create(const tk_eig_options *o, size_t max_batch, int want, tk_eig_plan **out)
+{
+    *out = NULL;
+    tk_eig_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) return tk_set_error(TK_ERR_MEMORY, "out of memory for an eigenvalue plan");
+    plan->opts = *o;
+    if (o->backend == TK_BACKEND_CUDA) {
+        const tk_status st = tk_eig_cuda_create(o, max_batch, want, &plan->cuda);
+        if (st != TK_OK) {
+            free(plan);
+            return st;
+        }
+    }
+    *out = plan;
+    return TK_OK;
+}
+
+tk_status tk_eig_plan_create(const tk_eig_options *o, size_t max_batch, tk_eig_plan **plan)
+{
+    tk_clear_error();
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no place for the plan given");
+    *plan = NULL;
+    const tk_status st = validate_options(o);
+    if (st != TK_OK) return st;
+    return plan_create(o, max_batch, 0, plan);
+}
+
+size_t tk_eig_plan_device_bytes(const tk_eig_plan *plan) { return plan ? tk_eig_cuda_device_bytes(plan->cuda) : 0; }
+
+/* A validated, non-empty batch on a plan: the per-matrix tally and kernel_ms. */
+static tk_status plan_run(tk_eig_plan *plan, size_t count, const void *matrices, tk_eig_result *out,
+                          double *kernel_ms, size_t *num_failed)
+{
+    int8_t *status = out->status ? out->status : malloc(count);
+    if (!status) return tk_set_error(TK_ERR_MEMORY, "out of memory for %zu status codes", count);
+    tk_status st;
+    if (plan->cuda) {
+        st = tk_eig_cuda_execute(plan->cuda, count, matrices, out->values, out->vectors, status, kernel_ms);
+    } else {
+        const double k0 = tk_now_ms();
+        st = tk_eig_solve_cpu(&plan->opts, count, matrices, out->values, out->vectors, status);
+        *kernel_ms = tk_now_ms() - k0;
+    }
+    if (st == TK_OK && num_failed) *num_failed = count_failed(status, count);
+    if (status != out->status) free(status);
+    return st;
+}
+
+tk_status tk_eig_plan_execute(tk_eig_plan *plan, size_t count, const void *matrices, tk_eig_result *out,
+                              tk_timing *timing, size_t *num_failed)
+{
+    tk_clear_error();
+    const double t0 = tk_now_ms();
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
+    tk_status st = validate_batch(&plan->opts, count, matrices, out);
+    if (st != TK_OK) return st;
+    if (num_failed) *num_failed = 0;
+    double kernel_ms = 0;
+    if (count) st = plan_run(plan, count, matrices, out, &kernel_ms, num_failed);
+    if (timing) {
+        timing->kernel_ms = kernel_ms;
+        timing->setup_ms = 0;
+        timing->total_ms = count ? tk_now_ms() - t0 : 0;
+    }
+    return st;
+}
+
 tk_status tk_eig_solve(const tk_eig_options *o, size_t count, const void *matrices, tk_eig_result *out,
                        tk_timing *timing, size_t *num_failed)
 {
     tk_clear_error();
     const double t0 = tk_now_ms();
-    tk_status st = validate(o, count, matrices, out);
+    tk_status st = validate_options(o);
+    if (st == TK_OK) st = validate_batch(o, count, matrices, out);
     if (st != TK_OK) return st;
     if (num_failed) *num_failed = 0;
     if (!count) {
-        if (timing) timing->kernel_ms = timing->total_ms = 0;
+        if (timing) timing->kernel_ms = timing->total_ms = timing->setup_ms = 0;
         return TK_OK;
     }
-    int8_t *status = out->status ? out->status : malloc(count);
-    if (!status) return tk_set_error(TK_ERR_MEMORY, "out of memory for %zu status codes", count);
+    tk_eig_plan *plan = NULL;
+    if ((st = plan_create(o, count, out->vectors != NULL, &plan)) != TK_OK) return st;
+    const double setup_ms = tk_now_ms() - t0;
     double kernel_ms = 0;
-    if (o->backend == TK_BACKEND_CUDA) {
-        st = tk_eig_solve_cuda(o, count, matrices, out->values, out->vectors, status, &kernel_ms);
-    } else {
-        const double k0 = tk_now_ms();
-        st = tk_eig_solve_cpu(o, count, matrices, out->values, out->vectors, status);
-        kernel_ms = tk_now_ms() - k0;
-    }
-    if (st == TK_OK && num_failed) *num_failed = count_failed(status, count);
-    if (status != out->status) free(status);
+    st = plan_run(plan, count, matrices, out, &kernel_ms, num_failed);
+    tk_eig_plan_destroy(plan);
     if (timing) {
         timing->kernel_ms = kernel_ms;
+        timing->setup_ms = setup_ms;
         timing->total_ms = tk_now_ms() - t0;
     }
     return st;

@@ -317,6 +317,20 @@ TK_HD static inline void EIG_NAME(eig_lanv2)(EIG_REAL *a, EIG_REAL *b, EIG_REAL 
 
 /* ---- implicit double-shift QR (the structure of LAPACK's dlahqr) ------------------- */
 
+/* Ahues and Tisseur's refined deflation test (LAPACK's dlahqr): is the subdiagonal
+ * entry |h(k, k-1)| = sub, already at most ulp times its neighbourhood, negligible beside
+ * the 2x2 block with hpp = h(k-1, k-1), up = h(k-1, k) and hkk = h(k, k)?  Shared by the
+ * one-matrix QR below and the CPU's lockstep QR (eig_lanes_body.h). */
+TK_HD static inline int EIG_NAME(eig_negligible)(EIG_REAL sub, EIG_REAL up, EIG_REAL hpp, EIG_REAL hkk, EIG_REAL ulp,
+                                                 EIG_REAL smlnum)
+{
+    up = EIG_FABS(up);
+    const EIG_REAL ab = EIG_MAX(sub, up), ba = EIG_MIN(sub, up);
+    const EIG_REAL dk = EIG_FABS(hkk), dd = EIG_FABS(hpp - hkk);
+    const EIG_REAL aa = EIG_MAX(dk, dd), bb = EIG_MIN(dk, dd), s = aa + ab;
+    return ba * (ab / s) <= EIG_MAX(smlnum, ulp * (bb * (aa / s)));
+}
+
 /* Returns 0 on success, 1 when an eigenvalue did not converge within max_iter. */
 TK_HD static inline int EIG_NAME(eig_hqr)(EIG_NAME(eig_ctx) * c, int ilo, int ihi, int max_iter)
 {
@@ -347,14 +361,9 @@ TK_HD static inline int EIG_NAME(eig_hqr)(EIG_NAME(eig_ctx) * c, int ilo, int ih
                     if (k - 2 >= ilo) tst += EIG_FABS(EIG_H(k - 1, k - 2));
                     if (k + 1 <= ihi) tst += EIG_FABS(EIG_H(k + 1, k));
                 }
-                if (sub <= ulp * tst) {
-                    /* Ahues and Tisseur's refined test */
-                    EIG_REAL up = EIG_FABS(EIG_H(k - 1, k));
-                    EIG_REAL ab = EIG_MAX(sub, up), ba = EIG_MIN(sub, up);
-                    EIG_REAL dk = EIG_FABS(EIG_H(k, k)), dd = EIG_FABS(EIG_H(k - 1, k - 1) - EIG_H(k, k));
-                    EIG_REAL aa = EIG_MAX(dk, dd), bb = EIG_MIN(dk, dd), s = aa + ab;
-                    if (ba * (ab / s) <= EIG_MAX(smlnum, ulp * (bb * (aa / s)))) break;
-                }
+                if (sub <= ulp * tst &&
+                    EIG_NAME(eig_negligible)(sub, EIG_H(k - 1, k), EIG_H(k - 1, k - 1), EIG_H(k, k), ulp, smlnum))
+                    break;
             }
             l = k;
             if (l > ilo) {

@@ -36,41 +36,16 @@
 #define EIG_SYNC(c) ((void)0)
 #define EIG_ES(c) 1
 
-#define EIG_REAL double
-#define EIG_NAME(x) x##_d
-#define EIG_EPS 0x1p-52
-#define EIG_SAFMIN 0x1p-1022
-#define EIG_SQRT sqrt
-#define EIG_FABS fabs
-#define EIG_LDEXP ldexp
-#define EIG_FREXP frexp
-#define EIG_HYPOT hypot
-#define EIG_NAN ((double)NAN)
+#define EIG_DOUBLE 1
+#include "eig_precision.h"
 #define EIG_W TK_EIG_LANES_D
 #include "eig_body.h"
 #include "eig_lanes_body.h"
 #undef EIG_W
-#undef EIG_REAL
-#undef EIG_NAME
-#undef EIG_EPS
-#undef EIG_SAFMIN
-#undef EIG_SQRT
-#undef EIG_FABS
-#undef EIG_LDEXP
-#undef EIG_FREXP
-#undef EIG_HYPOT
-#undef EIG_NAN
 
-#define EIG_REAL float
-#define EIG_NAME(x) x##_f
-#define EIG_EPS 0x1p-23f
-#define EIG_SAFMIN 0x1p-126f
-#define EIG_SQRT sqrtf
-#define EIG_FABS fabsf
-#define EIG_LDEXP ldexpf
-#define EIG_FREXP frexpf
-#define EIG_HYPOT hypotf
-#define EIG_NAN ((float)NAN)
+#undef EIG_DOUBLE
+#define EIG_DOUBLE 0
+#include "eig_precision.h"
 #define EIG_W TK_EIG_LANES_F
 #include "eig_body.h"
 #include "eig_lanes_body.h"

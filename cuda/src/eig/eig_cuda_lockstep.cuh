@@ -26,7 +26,7 @@
 #ifndef TK_EIG_CUDA_LOCKSTEP_CUH
 #define TK_EIG_CUDA_LOCKSTEP_CUH
 
-#define TK_WARP_ALL 0xffffffffu
+#include "common/warp_reduce.cuh"
 
 /* 1/x for x in [1, 2]: the hardware's approximation and two Newton steps (its
  * error squared twice), no special cases since x is far from zero and infinity. */
@@ -53,46 +53,17 @@ __device__ __forceinline__ double eig_rsqrt_normal(double x)
 }
 __device__ __forceinline__ float eig_rsqrt_normal(float x) { return rsqrtf(x); }
 
-template <int G, typename T> __device__ __forceinline__ T eig_group_sum(T v)
-{
-#pragma unroll
-    for (int o = G / 2; o >= 1; o >>= 1) v += __shfl_xor_sync(TK_WARP_ALL, v, o);
-    return v;
-}
-template <int G, typename T> __device__ __forceinline__ T eig_group_max(T v)
-{
-#pragma unroll
-    for (int o = G / 2; o >= 1; o >>= 1) v = fmax(v, __shfl_xor_sync(TK_WARP_ALL, v, o));
-    return v;
-}
-
-/* The whole warp's minimum (maximum) of an int, in every lane.  sm_80 has an instruction
- * for it; sm_75 (Turing, still built by CUDA 13) has none, so a butterfly of shuffles. */
-__device__ __forceinline__ int eig_warp_min(int v)
-{
-#if __CUDA_ARCH__ >= 800
-    return __reduce_min_sync(TK_WARP_ALL, v);
-#else
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) v = min(v, __shfl_xor_sync(TK_WARP_ALL, v, o));
-    return v;
-#endif
-}
-__device__ __forceinline__ int eig_warp_max(int v)
-{
-#if __CUDA_ARCH__ >= 800
-    return __reduce_max_sync(TK_WARP_ALL, v);
-#else
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) v = max(v, __shfl_xor_sync(TK_WARP_ALL, v, o));
-    return v;
-#endif
-}
+/* Reductions over a group of G lanes (XOR butterflies: every lane gets the result) and
+ * over the whole warp (ints). */
+template <int G, typename T> __device__ __forceinline__ T eig_group_sum(T v) { return tk_warp_allreduce<G>(v, tk_op_sum()); }
+template <int G, typename T> __device__ __forceinline__ T eig_group_max(T v) { return tk_warp_allreduce<G>(v, tk_op_max()); }
+__device__ __forceinline__ int eig_warp_min(int v) { return tk_warp_allreduce_int(v, tk_op_min()); }
+__device__ __forceinline__ int eig_warp_max(int v) { return tk_warp_allreduce_int(v, tk_op_max()); }
 
 /* The group's lanes whose flag is set, as bits 0..G-1. */
 template <int G> __device__ __forceinline__ unsigned eig_group_ballot(bool flag, int sub)
 {
-    const unsigned all = __ballot_sync(TK_WARP_ALL, flag);
+    const unsigned all = __ballot_sync(TK_WARP_ALL_LANES, flag);
     return G == 32 ? all : (all >> (sub * G)) & ((1u << (G & 31)) - 1u);
 }
 
@@ -200,7 +171,7 @@ __device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bo
     int ilo = 0, ihi = n - 1;
     /* rows with no off-diagonal entry in columns 0..ihi go to the bottom */
     bool go = act;
-    while (__any_sync(TK_WARP_ALL, go && ihi > 0)) {
+    while (__any_sync(TK_WARP_ALL_LANES, go && ihi > 0)) {
         go = go && ihi > 0;
         int jz = -1;
 #pragma unroll
@@ -218,7 +189,7 @@ __device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bo
     }
     /* columns with no off-diagonal entry in rows ilo..ihi go to the top */
     go = act;
-    while (__any_sync(TK_WARP_ALL, go && ilo < ihi)) {
+    while (__any_sync(TK_WARP_ALL_LANES, go && ilo < ihi)) {
         go = go && ilo < ihi;
         int jz = n;
 #pragma unroll
@@ -264,7 +235,7 @@ __device__ void eig_ls_balance(R *h, R *scale, int ld, int n, int t, int sub, bo
     const bool any_due = eig_group_ballot<G>(due, sub) != 0; /* every lane of the warp votes */
     bool noconv = act && ilo < ihi && any_due;
     int sweeps = 0;
-    while (__any_sync(TK_WARP_ALL, noconv)) {
+    while (__any_sync(TK_WARP_ALL_LANES, noconv)) {
         const bool sweep = noconv && sweeps++ < 100;
         noconv = false;
         const int ifirst = eig_warp_min(sweep ? ilo : n);
@@ -409,7 +380,7 @@ __device__ void eig_ls_qr_round(const L &H, int n, int t, int sub, bool act, Eig
     /* ---- deflation: scan (ql, qi] from the bottom, record what split off, and go on
      * with the next window in this same round until a sweep is due */
     bool need = act && !fail && qi >= ilo, sweep = false;
-    while (__any_sync(TK_WARP_ALL, need)) {
+    while (__any_sync(TK_WARP_ALL_LANES, need)) {
         int k = ql;
 #pragma unroll
         for (int p = 0; p < E; ++p) {
@@ -574,13 +545,21 @@ template <typename R, int G> struct EigLsPlace {
     int lane, t, sub;
     size_t idx;
     R *h;
+    bool live; /* idx is a matrix of the batch */
 };
-template <typename R, int G> __device__ __forceinline__ EigLsPlace<R, G> eig_ls_place(int per_block, int group_reals)
+template <typename R, int G>
+__device__ __forceinline__ EigLsPlace<R, G> eig_ls_place(int per_block, int group_reals, size_t count)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int lane = threadIdx.x & 31, group = threadIdx.x / G;
-    return EigLsPlace<R, G>{lane, lane % G, lane / G, (size_t)blockIdx.x * (size_t)per_block + (size_t)group,
-                            reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals};
+    const size_t idx = (size_t)blockIdx.x * (size_t)per_block + (size_t)group;
+    return EigLsPlace<R, G>{lane, lane % G, lane / G, idx,
+                            reinterpret_cast<R *>(smem_raw) + (size_t)group * (size_t)group_reals, idx < count};
+}
+/* No group of the warp has a matrix: the whole warp may leave (a warp-uniform exit). */
+template <typename R, int G> __device__ __forceinline__ bool eig_ls_warp_idle(const EigLsPlace<R, G> &at)
+{
+    return !__any_sync(TK_WARP_ALL_LANES, at.live);
 }
 
 template <typename R, int G, int E>
@@ -588,13 +567,13 @@ __global__ void eig_ls_reduce_kernel(int n, int ld, int per_block, int group_rea
                                      const R *__restrict__ a, R *__restrict__ band, EigLsMeta *__restrict__ meta,
                                      int balance)
 {
-    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals, count);
     const int t = at.t, sub = at.sub;
     const size_t idx = at.idx;
-    const bool real = idx < count;
+    const bool real = at.live;
     /* warp-uniform exit; a group past the batch's end in a live warp works along
      * on the last matrix and writes nothing */
-    if (!__any_sync(TK_WARP_ALL, real)) return;
+    if (eig_ls_warp_idle(at)) return;
     R *h = at.h;
     R *w1 = h + n * ld, *w2 = w1 + n;
     const R *src = a + (real ? idx : count - 1) * (size_t)n * (size_t)n;
@@ -686,11 +665,11 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
                                  const EigLsMeta *__restrict__ meta, R *__restrict__ values,
                                  int8_t *__restrict__ status, int max_iter, unsigned long long *__restrict__)
 {
-    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals, count);
+    if (eig_ls_warp_idle(at)) return;
     const int t = at.t, sub = at.sub;
     const size_t idx = at.idx;
-    const bool have = idx < count;
-    if (!__any_sync(TK_WARP_ALL, have)) return;
+    const bool have = at.live;
     R *h = at.h;
     const EigBand<R> H = {h, n + 2};
     const EigLsMeta m = have ? eig_ls_qr_load<R, G>(h, eig_band_reals(n), t, band, meta, idx) : EigLsMeta{0, -1, 0, 0};
@@ -698,7 +677,7 @@ __global__ void eig_ls_qr_kernel(int n, int per_block, int group_reals, size_t c
     __syncwarp();
     eig_ls_qr_start<R, G, E>(H, n, t, have && m.status == 0, m.ilo, m.ihi, s);
     __syncwarp();
-    while (__any_sync(TK_WARP_ALL, s.busy())) eig_ls_qr_round<R, G, E>(H, n, t, sub, s.busy(), s, max_iter);
+    while (__any_sync(TK_WARP_ALL_LANES, s.busy())) eig_ls_qr_round<R, G, E>(H, n, t, sub, s.busy(), s, max_iter);
     __syncwarp();
     if (have) eig_ls_qr_finish<R, G, E>(H, n, t, m, s.fail, values, status, idx);
 }
@@ -723,7 +702,7 @@ __global__ void __maxnreg__(72)
                                 const EigLsMeta *__restrict__ meta, R *__restrict__ values, int8_t *__restrict__ status,
                                 int max_iter, unsigned long long *__restrict__ taken)
 {
-    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals);
+    const EigLsPlace<R, G> at = eig_ls_place<R, G>(per_block, group_reals, count);
     const int lane = at.lane, t = at.t, sub = at.sub;
     const size_t handed = (size_t)gridDim.x * (size_t)per_block; /* matrices the first round takes */
     size_t idx = at.idx;
@@ -735,16 +714,16 @@ __global__ void __maxnreg__(72)
     bool have = false;
     for (bool first = true;; first = false) {
         const bool busy = have && m.status == 0 && s.busy();
-        if (!__any_sync(TK_WARP_ALL, busy)) {
+        if (!__any_sync(TK_WARP_ALL_LANES, busy)) {
             /* every group of the warp is done: results out, the next matrices in */
             if (have) eig_ls_qr_finish<R, G, E>(H, n, t, m, s.fail, values, status, idx);
             if (!first) {
                 unsigned long long k = lane == 0 ? atomicAdd(taken, (unsigned long long)(32 / G)) : 0ull;
-                k = __shfl_sync(TK_WARP_ALL, k, 0);
+                k = __shfl_sync(TK_WARP_ALL_LANES, k, 0);
                 idx = handed + (size_t)k + (size_t)sub;
             }
             have = idx < count;
-            if (!__any_sync(TK_WARP_ALL, have)) return;
+            if (!__any_sync(TK_WARP_ALL_LANES, have)) return;
             __syncwarp(); /* the finished bands read by every lane before the next overwrite them */
             if (have) m = eig_ls_qr_load<R, G>(h, nb, t, band, meta, idx);
             __syncwarp();

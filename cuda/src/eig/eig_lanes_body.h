@@ -99,13 +99,8 @@ TK_CPU_TARGETS static void EIG_NAME(eig_lanes_hqr)(int n, EIG_REAL *TK_RESTRICT 
                     if (k - 2 >= 0) tst += EIG_FABS(LH(k - 1, k - 2));
                     if (k + 1 <= n - 1) tst += EIG_FABS(LH(k + 1, k));
                 }
-                if (sub <= ulp * tst) {
-                    EIG_REAL up = EIG_FABS(LH(k - 1, k));
-                    EIG_REAL ab = EIG_MAX(sub, up), ba = EIG_MIN(sub, up);
-                    EIG_REAL dk = EIG_FABS(LH(k, k)), dd = EIG_FABS(LH(k - 1, k - 1) - LH(k, k));
-                    EIG_REAL aa = EIG_MAX(dk, dd), bb = EIG_MIN(dk, dd), s = aa + ab;
-                    if (ba * (ab / s) <= EIG_MAX(smlnum, ulp * (bb * (aa / s)))) break;
-                }
+                if (sub <= ulp * tst && EIG_NAME(eig_negligible)(sub, LH(k - 1, k), LH(k - 1, k - 1), LH(k, k), ulp, smlnum))
+                    break;
             }
             l = k;
             if (l > 0) LH(l, l - 1) = 0;

@@ -120,7 +120,7 @@ tk_status tk_sshopm_make_starts(const tk_sshopm_options *o, double *starts)
     return TK_OK;
 }
 
-static tk_status validate(const tk_sshopm_options *o, size_t num_tensors, const void *packed)
+static tk_status validate_options(const tk_sshopm_options *o)
 {
     if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
     if (o->order < 2) return tk_set_error(TK_ERR_ARGUMENT, "order must be at least 2, got %d", o->order);
@@ -141,6 +141,11 @@ static tk_status validate(const tk_sshopm_options *o, size_t num_tensors, const 
     if (o->shift_mode == TK_SHIFT_ADAPTIVE && o->dim > TK_KERNEL_MAX_DIM)
         return tk_set_error(TK_ERR_UNSUPPORTED, "the adaptive shift supports dimension up to %d, got %d",
                             TK_KERNEL_MAX_DIM, o->dim);
+    return TK_OK;
+}
+
+static tk_status validate_batch(const tk_sshopm_options *o, size_t num_tensors, const void *packed)
+{
     if (num_tensors && !packed) return tk_set_error(TK_ERR_ARGUMENT, "no tensor data given");
     size_t k = tk_sym_num_unique(o->order, o->dim);
     size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
@@ -157,44 +162,128 @@ static tk_status validate(const tk_sshopm_options *o, size_t num_tensors, const 
     return TK_OK;
 }
 
+static tk_status validate_backend(const tk_sshopm_options *o)
+{
+    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown backend %d", (int)o->backend);
+    return TK_OK;
+}
+
+/* What a plan holds: its own copy of the options (their starts pointer cleared: the
+ * start vectors are the plan's), the tables, and the CUDA backend's device state. */
+struct tk_sshopm_plan {
+    tk_sshopm_options opts;
+    tk_sshopm_tables tables;
+    void *starts; /* num_starts * dim unit vectors in opts.precision */
+    tk_sshopm_cuda *cuda;
+};
+
+void tk_sshopm_plan_destroy(tk_sshopm_plan *plan)
+{
+    if (!plan) return;
+    tk_sshopm_cuda_destroy(plan->cuda);
+    tk_sshopm_tables_free(&plan->tables);
+    free(plan->starts);
+    free(plan);
+}
+
+/* Options already validated. */
+static tk_status plan_create(const tk_sshopm_options *o, size_t max_batch, tk_sshopm_plan **out)
+{
+    *out = NULL;
+    const size_t count = (size_t)o->num_starts * (size_t)o->dim;
+    tk_sshopm_plan *plan = calloc(1, sizeof *plan);
+    double *starts_d = malloc(sizeof(double) * count);
+    tk_status status = TK_OK;
+    if (!plan || !starts_d) {
+        free(plan);
+        free(starts_d);
+        return tk_set_error(TK_ERR_MEMORY, "out of memory for %d start vectors", o->num_starts);
+    }
+    plan->opts = *o;
+    plan->opts.starts = NULL;
+    if ((status = tk_sshopm_make_starts(o, starts_d)) != TK_OK) goto fail;
+    if (o->precision == TK_PRECISION_DOUBLE) {
+        plan->starts = starts_d;
+        starts_d = NULL;
+    } else {
+        float *starts_f = malloc(sizeof(float) * count);
+        if (!starts_f) {
+            status = tk_set_error(TK_ERR_MEMORY, "out of memory for %d start vectors", o->num_starts);
+            goto fail;
+        }
+        for (size_t e = 0; e < count; ++e) starts_f[e] = (float)starts_d[e];
+        plan->starts = starts_f;
+    }
+    if ((status = tk_sshopm_tables_build(o->order, o->dim, &plan->tables)) != TK_OK) goto fail;
+    if (o->backend == TK_BACKEND_CUDA &&
+        (status = tk_sshopm_cuda_create(&plan->opts, &plan->tables, plan->starts, max_batch, &plan->cuda)) != TK_OK)
+        goto fail;
+    free(starts_d);
+    *out = plan;
+    return TK_OK;
+fail:
+    free(starts_d);
+    tk_sshopm_plan_destroy(plan);
+    return status;
+}
+
+tk_status tk_sshopm_plan_create(const tk_sshopm_options *o, size_t max_batch, tk_sshopm_plan **plan)
+{
+    tk_clear_error();
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no place for the plan given");
+    *plan = NULL;
+    tk_status status = validate_options(o);
+    if (status == TK_OK) status = validate_backend(o);
+    if (status != TK_OK) return status;
+    return plan_create(o, max_batch, plan);
+}
+
+/* A validated batch on a plan: kernel_ms set, the other times left to the caller. */
+static tk_status plan_run(tk_sshopm_plan *plan, size_t num_tensors, const void *packed, tk_sshopm_starts_result *out,
+                          tk_timing *timing)
+{
+    if (plan->cuda) return tk_sshopm_cuda_execute(plan->cuda, num_tensors, packed, out, timing);
+    double k0 = tk_now_ms();
+    tk_status status = tk_sshopm_solve_cpu(&plan->opts, &plan->tables, num_tensors, packed, plan->starts, out);
+    timing->kernel_ms = tk_now_ms() - k0;
+    return status;
+}
+
+tk_status tk_sshopm_plan_execute(tk_sshopm_plan *plan, size_t num_tensors, const void *packed,
+                                 tk_sshopm_starts_result *out, tk_timing *timing)
+{
+    tk_clear_error();
+    double t0 = tk_now_ms();
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
+    tk_status status = validate_batch(&plan->opts, num_tensors, packed);
+    if (status != TK_OK) return status;
+    if (!out) return tk_set_error(TK_ERR_ARGUMENT, "no result arrays given");
+    tk_timing local = {0};
+    status = plan_run(plan, num_tensors, packed, out, &local);
+    local.total_ms = tk_now_ms() - t0;
+    if (timing) *timing = local;
+    return status;
+}
+
 tk_status tk_sshopm_solve(const tk_sshopm_options *o, size_t num_tensors, const void *packed,
                           tk_sshopm_starts_result *out, tk_timing *timing)
 {
     tk_clear_error();
     double t0 = tk_now_ms();
-    tk_status status = validate(o, num_tensors, packed);
+    tk_status status = validate_options(o);
+    if (status == TK_OK) status = validate_batch(o, num_tensors, packed);
     if (status != TK_OK) return status;
     if (!out) return tk_set_error(TK_ERR_ARGUMENT, "no result arrays given");
-    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
-        return tk_set_error(TK_ERR_ARGUMENT, "unknown backend %d", (int)o->backend);
+    if ((status = validate_backend(o)) != TK_OK) return status;
 
-    const size_t n = (size_t)o->dim, count = (size_t)o->num_starts * n;
-    double *starts_d = malloc(sizeof(double) * count);
-    void *starts = o->precision == TK_PRECISION_DOUBLE ? (void *)starts_d : malloc(sizeof(float) * count);
-    tk_sshopm_tables tables;
-    memset(&tables, 0, sizeof tables);
-    if (!starts_d || !starts) {
-        status = tk_set_error(TK_ERR_MEMORY, "out of memory for %d start vectors", o->num_starts);
-        goto done;
-    }
-    if ((status = tk_sshopm_make_starts(o, starts_d)) != TK_OK) goto done;
-    if (o->precision == TK_PRECISION_SINGLE)
-        for (size_t e = 0; e < count; ++e) ((float *)starts)[e] = (float)starts_d[e];
-    if ((status = tk_sshopm_tables_build(o->order, o->dim, &tables)) != TK_OK) goto done;
-
+    tk_sshopm_plan *plan = NULL;
+    if ((status = plan_create(o, num_tensors, &plan)) != TK_OK) return status;
     tk_timing local = {0};
-    if (o->backend == TK_BACKEND_CUDA) {
-        status = tk_sshopm_solve_cuda(o, &tables, num_tensors, packed, starts, out, &local);
-    } else {
-        double k0 = tk_now_ms();
-        status = tk_sshopm_solve_cpu(o, &tables, num_tensors, packed, starts, out);
-        local.kernel_ms = tk_now_ms() - k0;
-    }
+    local.setup_ms = tk_now_ms() - t0;
+    status = plan_run(plan, num_tensors, packed, out, &local);
+    tk_sshopm_plan_destroy(plan);
     local.total_ms = tk_now_ms() - t0;
     if (timing) *timing = local;
-done:
-    tk_sshopm_tables_free(&tables);
-    if (starts != starts_d) free(starts);
-    free(starts_d);
     return status;
 }

@@ -32,33 +32,8 @@ size_t tk_sshopm_cpu_scratch(int dim)
     return (size_t)3 * (size_t)dim + (size_t)3 * (size_t)dim * (size_t)dim + (size_t)2 * (size_t)dim;
 }
 
-#define TK_REAL float
-#define TK_SFX(name) name##_f
-#define TK_FMA(a, b, c) ((a) * (b) + (c))
-#define TK_SQRT sqrtf
-#define TK_RSQRT(v) (1.0f / sqrtf(v))
-#include "sshopm_kernels.h"
-#include "sshopm/sshopm_unrolled_gen.h"
-#include "sshopm_cpu_body.h"
-#undef TK_REAL
-#undef TK_SFX
-#undef TK_FMA
-#undef TK_SQRT
-#undef TK_RSQRT
-
-#define TK_REAL double
-#define TK_SFX(name) name##_d
-#define TK_FMA(a, b, c) ((a) * (b) + (c))
-#define TK_SQRT sqrt
-#define TK_RSQRT(v) (1.0 / sqrt(v))
-#include "sshopm_kernels.h"
-#include "sshopm/sshopm_unrolled_gen.h"
-#include "sshopm_cpu_body.h"
-#undef TK_REAL
-#undef TK_SFX
-#undef TK_FMA
-#undef TK_SQRT
-#undef TK_RSQRT
+#define TK_SSHOPM_BODY "sshopm_cpu_body.h"
+#include "sshopm_device.h"
 
 tk_status tk_sshopm_solve_cpu(const tk_sshopm_options *o, const tk_sshopm_tables *tables, size_t num_tensors,
                               const void *packed, const void *starts, tk_sshopm_starts_result *out)

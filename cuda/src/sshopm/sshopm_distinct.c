@@ -1,17 +1,15 @@
 /* Distinct eigenpairs: merge the starts that reached the same pair and classify
  * each pair's stability on the sphere. */
 #include "sshopm_internal.h"
+#include "common/free_all.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define TK_REAL double
-#define TK_SFX(name) name##_d
-#define TK_FMA(a, b, c) ((a) * (b) + (c))
-#define TK_SQRT sqrt
-#define TK_RSQRT(v) (1.0 / sqrt(v))
-#include "sshopm_kernels.h"
+#include "common/precision_double.h"
+#include "sshopm_math.h"
+#include "common/precision_end.h"
 
 const char *tk_stability_name(tk_stability s)
 {
@@ -56,11 +54,7 @@ tk_stability tk_sym_stability_d(int order, int dim, const double *packed, const 
 void tk_eigenpairs_free(tk_eigenpairs *p)
 {
     if (!p) return;
-    free(p->tensor);
-    free(p->lambda);
-    free(p->x);
-    free(p->stability);
-    free(p->num_starts);
+    TK_FREE_ALL(p->tensor, p->lambda, p->x, p->stability, p->num_starts);
     memset(p, 0, sizeof *p);
 }
 

@@ -29,9 +29,16 @@ size_t tk_sshopm_cpu_scratch(int dim);
 /* Backends.  starts: num_starts * dim unit vectors in opts->precision. */
 tk_status tk_sshopm_solve_cpu(const tk_sshopm_options *opts, const tk_sshopm_tables *tables, size_t num_tensors,
                               const void *packed, const void *starts, tk_sshopm_starts_result *out);
-tk_status tk_sshopm_solve_cuda(const tk_sshopm_options *opts, const tk_sshopm_tables *tables, size_t num_tensors,
-                               const void *packed, const void *starts, tk_sshopm_starts_result *out,
-                               tk_timing *timing);
+
+/* The CUDA backend's part of a plan (sshopm_cuda.cu): opts, tables and starts are the
+ * plan's and outlive it.  max_batch 0: the buffers are made at the first execute.
+ * execute sets timing->kernel_ms. */
+typedef struct tk_sshopm_cuda tk_sshopm_cuda;
+tk_status tk_sshopm_cuda_create(const tk_sshopm_options *opts, const tk_sshopm_tables *tables, const void *starts,
+                                size_t max_batch, tk_sshopm_cuda **cuda);
+tk_status tk_sshopm_cuda_execute(tk_sshopm_cuda *cuda, size_t num_tensors, const void *packed,
+                                 tk_sshopm_starts_result *out, tk_timing *timing);
+void tk_sshopm_cuda_destroy(tk_sshopm_cuda *cuda);
 
 /* x and -x as one direction (even order, fibers): flip x so its largest-magnitude entry
  * is positive (the first such entry on ties). */

@@ -1,7 +1,10 @@
-/* Per-start SS-HOPM building blocks shared by the CPU and CUDA backends.
- * No include guard: included once per precision after defining
- *   TK_REAL (float or double), TK_SFX(name) (a per-precision name), TK_FMA, TK_SQRT, TK_RSQRT.
- * Everything here is TK_HD static inline and allocation free. */
+/* Per-start SS-HOPM building blocks shared by the CPU and CUDA backends (the device
+ * layer: sshopm_kernels.cuh builds the GPU kernels on it, sshopm_cpu_body.h the CPU loops).
+ * No include guard: included once per precision between common/precision_<p>.h and
+ * common/precision_end.h (sshopm_device.h does both).  Everything here is TK_HD static
+ * inline and allocation free.  The generated unrolled kernels of the same precision
+ * come with it, and a file that compiles a per-precision text of its own on top names it
+ * in TK_SSHOPM_BODY. */
 #include "common/tk_hd.h"
 
 /* Prescaled table of one tensor: c[j*K1 + t] = A[map[j*K1 + t]] * mult1[t], so that
@@ -187,3 +190,8 @@ TK_HD static inline TK_REAL TK_SFX(tk_k_adaptive_shift)(int order, int dim, cons
     TK_REAL alpha = -tau - scale * hi;
     return alpha < 0 ? alpha : 0;
 }
+
+#include "sshopm/sshopm_unrolled_gen.h"
+#ifdef TK_SSHOPM_BODY
+#include TK_SSHOPM_BODY
+#endif
