@@ -13,39 +13,6 @@
 namespace itk
 {
 template <typename TImage>
-TuckerCompletionImageFilter<TImage>::TuckerCompletionImageFilter()
-{
-    this->SetNumberOfRequiredInputs(1);
-}
-
-template <typename TImage>
-void TuckerCompletionImageFilter<TImage>::GenerateInputRequestedRegion()
-{
-    Superclass::GenerateInputRequestedRegion();
-    /// The model couples every voxel: the whole input (and mask) is needed.
-    for (unsigned k = 0; k < this->GetNumberOfIndexedInputs(); ++k)
-        if (auto *input = dynamic_cast<ImageBase<TImage::ImageDimension> *>(this->ProcessObject::GetInput(k)))
-            input->SetRequestedRegionToLargestPossibleRegion();
-}
-
-template <typename TImage>
-void TuckerCompletionImageFilter<TImage>::EnlargeOutputRequestedRegion(DataObject *output)
-{
-    Superclass::EnlargeOutputRequestedRegion(output);
-    output->SetRequestedRegionToLargestPossibleRegion();
-}
-
-template <typename TImage>
-void TuckerCompletionImageFilter<TImage>::VerifyInputInformation() const
-{
-    Superclass::VerifyInputInformation(); ///< the mask must share the image's grid
-    const MaskImageType *mask = this->GetMaskImage();
-    if (mask && mask->GetLargestPossibleRegion().GetSize() != this->GetInput()->GetLargestPossibleRegion().GetSize())
-        itkExceptionMacro(<< "the mask's size " << mask->GetLargestPossibleRegion().GetSize()
-                          << " differs from the image's " << this->GetInput()->GetLargestPossibleRegion().GetSize());
-}
-
-template <typename TImage>
 void TuckerCompletionImageFilter<TImage>::GenerateData()
 {
     constexpr unsigned D = TImage::ImageDimension;
@@ -88,8 +55,7 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
         if (observed[v]) var += (values[v] - mean) * (values[v] - mean);
     const double scale = var > 0 ? std::sqrt(var / static_cast<double>(count)) : 1.0;
 
-    if (tk_tucker_coo_alloc(&coo, static_cast<int>(D), dims, count) != TK_OK)
-        itkExceptionMacro(<< "cannot hold the observed voxels: " << tk_last_error());
+    this->ThrowUnlessCoreOK(tk_tucker_coo_alloc(&coo, static_cast<int>(D), dims, count), "cannot hold the observed voxels");
     std::unique_ptr<tk_tucker_coo, void (*)(tk_tucker_coo *)> coo_guard(&coo, tk_tucker_coo_free);
     size_t e = 0;
     for (v = 0; v < voxels; ++v) {
@@ -103,45 +69,21 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
     }
 
     tk_tucker_model model{};
-    if (tk_tucker_model_alloc(&model, static_cast<int>(D), dims, static_cast<int>(m_RankJ), static_cast<int>(m_RankR)) != TK_OK)
-        itkExceptionMacro(<< "cannot allocate the model: " << tk_last_error());
+    this->ThrowUnlessCoreOK(
+        tk_tucker_model_alloc(&model, static_cast<int>(D), dims, static_cast<int>(m_RankJ), static_cast<int>(m_RankR)),
+        "cannot allocate the model");
     std::unique_ptr<tk_tucker_model, void (*)(tk_tucker_model *)> model_guard(&model, tk_tucker_model_free);
     tk_tucker_model_init(&model, m_Seed, 0);
-
-    tk_tucker_options o;
-    tk_tucker_options_init(&o);
-    bool cuda = m_Backend == BackendType::CUDA;
-    if (m_Backend == BackendType::Auto) {
-        char reason[512] = "";
-        cuda = tk_cuda_device_usable(0, reason, sizeof reason) != 0;
-        itkDebugMacro(<< "Backend Auto: " << (cuda ? "CUDA" : "CPU, no usable CUDA GPU: ") << (cuda ? "" : reason));
-    }
-    o.backend = cuda ? TK_BACKEND_CUDA : TK_BACKEND_OMP;
-    o.lr_a = m_LearningRateA;
-    o.lr_b = m_LearningRateB;
-    o.lambda_a = m_LambdaA;
-    o.lambda_b = m_LambdaB;
-    o.num_threads = static_cast<int>(this->GetNumberOfWorkUnits());
-    tk_tucker_solver *solver = nullptr;
-    if (tk_tucker_solver_create(&o, &coo, &model, &solver) != TK_OK)
-        itkExceptionMacro(<< "FastTucker set-up failed: " << tk_last_error());
-    std::unique_ptr<tk_tucker_solver, void (*)(tk_tucker_solver *)> solver_guard(solver, tk_tucker_solver_destroy);
-    for (unsigned it = 0; it < m_NumberOfIterations; ++it) {
-        if (tk_tucker_update_factors(solver) != TK_OK || tk_tucker_update_core(solver) != TK_OK)
-            itkExceptionMacro(<< "FastTucker iteration " << it + 1 << " failed: " << tk_last_error());
-        this->UpdateProgress(static_cast<float>(it + 1) / static_cast<float>(m_NumberOfIterations + 1));
-        if (this->GetAbortGenerateData()) break;
-    }
-    if (tk_tucker_solver_model(solver, &model) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    FitCore(coo, model);
     tk_tucker_metrics fit;
-    if (tk_tucker_evaluate(&model, &coo, 0, 0, &fit) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    this->ThrowUnlessCoreOK(tk_tucker_evaluate(&model, &coo, 0, 0, &fit), "");
     if (!std::isfinite(fit.rmse))
         itkExceptionMacro(<< "the fit diverged: lower LearningRateA / LearningRateB");
     m_TrainingRMSE = fit.rmse * scale;
     m_NumberOfObservedVoxels = count;
 
     std::vector<float> dense(voxels);
-    if (tk_tucker_predict_dense(&model, dense.data()) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    this->ThrowUnlessCoreOK(tk_tucker_predict_dense(&model, dense.data()), "");
     v = 0;
     using OutPixel = typename TImage::PixelType;
     for (ImageRegionIterator<TImage> it(output, region); !it.IsAtEnd(); ++it, ++v) {
@@ -149,6 +91,30 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
         it.Set(static_cast<OutPixel>(value));
     }
     this->UpdateProgress(1.0f);
+}
+
+template <typename TImage>
+void TuckerCompletionImageFilter<TImage>::FitCore(const tk_tucker_coo &coo, tk_tucker_model &model)
+{
+    tk_tucker_options o;
+    tk_tucker_options_init(&o);
+    /// The CPU backend of FastTucker is OpenMP's, for CPU as for OMP.
+    o.backend = this->ResolveBackend(BackendType::OMP) == BackendType::CUDA ? TK_BACKEND_CUDA : TK_BACKEND_OMP;
+    o.lr_a = m_LearningRateA;
+    o.lr_b = m_LearningRateB;
+    o.lambda_a = m_LambdaA;
+    o.lambda_b = m_LambdaB;
+    o.num_threads = static_cast<int>(this->GetNumberOfWorkUnits());
+    tk_tucker_solver *solver = nullptr;
+    this->ThrowUnlessCoreOK(tk_tucker_solver_create(&o, &coo, &model, &solver), "FastTucker set-up failed");
+    std::unique_ptr<tk_tucker_solver, void (*)(tk_tucker_solver *)> solver_guard(solver, tk_tucker_solver_destroy);
+    for (unsigned it = 0; it < m_NumberOfIterations; ++it) {
+        if (tk_tucker_update_factors(solver) != TK_OK || tk_tucker_update_core(solver) != TK_OK)
+            itkExceptionMacro(<< "FastTucker iteration " << it + 1 << " failed: " << tk_last_error());
+        this->UpdateProgressOf(it + 1, m_NumberOfIterations + 1);
+        if (this->GetAbortGenerateData()) break;
+    }
+    this->ThrowUnlessCoreOK(tk_tucker_solver_model(solver, &model), "");
 }
 
 template <typename TImage>
@@ -163,8 +129,7 @@ void TuckerCompletionImageFilter<TImage>::PrintSelf(std::ostream &os, Indent ind
        << indent << "LambdaA: " << m_LambdaA << "\n"
        << indent << "LambdaB: " << m_LambdaB << "\n"
        << indent << "Seed: " << m_Seed << "\n"
-       << indent << "KeepObservedValues: " << m_KeepObservedValues << "\n"
-       << indent << "Backend: " << m_Backend << "\n";
+       << indent << "KeepObservedValues: " << m_KeepObservedValues << "\n";
 }
 } // namespace itk
 #endif

@@ -8,10 +8,9 @@
 #include <type_traits>
 
 #include "itkImage.h"
-#include "itkImageToImageFilter.h"
 #include "itkMatrix.h"
+#include "itkTensorKernelsImageFilter.h"
 #include "itkVectorImage.h"
-#include "tk_device.h"
 #include "tk_eig.h"
 
 namespace itk
@@ -46,46 +45,36 @@ template <typename T, unsigned int R, unsigned int C> struct MatrixPixel<Matrix<
  * or whose iteration does not converge, gets NaN components; it is counted in
  * GetNumberOfFailedPixels() and never stops the filter.
  *
- * The CPU backend runs on ITK's threader over the requested region (streaming works);
- * the CUDA backend sends the whole requested region to the GPU in one batched call.
+ * The CPU backend (CPU or OMP) runs on ITK's threader over the requested region (streaming
+ * works); the CUDA backend sends the whole requested region to the GPU in one batched call.
+ * \ingroup tk_group_tk_itk
  */
 template <typename TInputImage, typename TOutputImage = VectorImage<double, TInputImage::ImageDimension>>
-class ITK_TEMPLATE_EXPORT BatchedEigenvaluesImageFilter : public ImageToImageFilter<TInputImage, TOutputImage>
+class ITK_TEMPLATE_EXPORT BatchedEigenvaluesImageFilter : public TensorKernelsImageFilter<TInputImage, TOutputImage>
 {
 public:
     ITK_DISALLOW_COPY_AND_MOVE(BatchedEigenvaluesImageFilter);
 
     using Self = BatchedEigenvaluesImageFilter;
-    using Superclass = ImageToImageFilter<TInputImage, TOutputImage>;
+    using Superclass = TensorKernelsImageFilter<TInputImage, TOutputImage>;
     using Pointer = SmartPointer<Self>;
     using ConstPointer = SmartPointer<const Self>;
     itkNewMacro(Self);
-    itkTypeMacro(BatchedEigenvaluesImageFilter, ImageToImageFilter);
+    itkTypeMacro(BatchedEigenvaluesImageFilter, TensorKernelsImageFilter);
 
-    using InputImageType = TInputImage;
-    using OutputImageType = TOutputImage;
     using InputPixelType = typename TInputImage::PixelType;
     using OutputComponentType = typename TOutputImage::InternalPixelType;
     using OutputRegionType = typename TOutputImage::RegionType;
     static_assert(std::is_same<OutputComponentType, float>::value || std::is_same<OutputComponentType, double>::value,
                   "the output's components must be float or double");
 
-    enum class BackendType { Auto, CPU, CUDA };
-    /// Printed by the Set macros' debug output (builds without NDEBUG).
-    friend std::ostream &operator<<(std::ostream &os, BackendType b)
-    {
-        return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");
-    }
+    using BackendType = typename Superclass::BackendType;
+
 
     /** LAPACK-style balancing before the reduction (default on). */
     itkSetMacro(Balance, bool);
     itkGetConstMacro(Balance, bool);
     itkBooleanMacro(Balance);
-    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
-     * that runs this build's code, else on the CPU, silently (the debug output says which and
-     * why); CPU and CUDA force one (CUDA without a usable GPU throws). */
-    itkSetMacro(Backend, BackendType);
-    itkGetConstMacro(Backend, BackendType);
 
     /** The matrix order n (known after UpdateOutputInformation). */
     itkGetConstMacro(MatrixOrder, unsigned int);
@@ -106,11 +95,15 @@ protected:
 private:
     /** Eigenvalues of one region into the output; returns its failed-pixel count. */
     SizeValueType ProcessRegion(const OutputRegionType &region, tk_backend backend);
+    /** The filter's one call of the core: the eigenvalues of \p pixels matrices (row-major)
+     * into \p values and \p status, on \p backend, with the filter's settings; returns the
+     * failed-pixel count. */
+    size_t SolveCore(tk_backend backend, size_t pixels, const OutputComponentType *matrices, OutputComponentType *values,
+                     int8_t *status) const;
     /** The Backend setting resolved: true to run on CUDA. */
     bool UsesCUDA() const;
 
     bool m_Balance{true};
-    BackendType m_Backend{BackendType::Auto};
     unsigned int m_MatrixOrder{0};
     std::atomic<SizeValueType> m_FailedPixels{0};
     SizeValueType m_NumberOfFailedPixels{0};

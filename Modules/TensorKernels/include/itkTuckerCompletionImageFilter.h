@@ -4,9 +4,7 @@
 #ifndef itkTuckerCompletionImageFilter_h
 #define itkTuckerCompletionImageFilter_h
 
-#include "itkImage.h"
-#include "itkImageToImageFilter.h"
-#include "tk_device.h"
+#include "itkTensorKernelsMaskedImageFilter.h"
 #include "tk_tucker.h"
 
 namespace itk
@@ -25,11 +23,13 @@ namespace itk
  * slices: the 4-D image and a mask that is zero on the dropped slices).
  *
  * The whole image is processed at once (the model couples every voxel): no streaming.
- * Backend CPU runs the OpenMP backend; CUDA the GPU one; Auto (default) CUDA where a GPU
- * is usable, else CPU.  With a fixed Seed the CPU result is reproducible for any thread count.
+ * Backend CPU and OMP run the OpenMP backend; CUDA the GPU one; Auto (default) CUDA where a
+ * GPU is usable, else OpenMP.  With a fixed Seed the CPU result is reproducible for any
+ * thread count.
+ * \ingroup tk_group_tk_itk
  */
 template <typename TImage = Image<float, 3>>
-class ITK_TEMPLATE_EXPORT TuckerCompletionImageFilter : public ImageToImageFilter<TImage, TImage>
+class ITK_TEMPLATE_EXPORT TuckerCompletionImageFilter : public TensorKernelsWholeImageFilter<TImage, TImage>
 {
 public:
     ITK_DISALLOW_COPY_AND_MOVE(TuckerCompletionImageFilter);
@@ -37,20 +37,15 @@ public:
                   "TuckerCompletionImageFilter works on 3-D and 4-D images");
 
     using Self = TuckerCompletionImageFilter;
-    using Superclass = ImageToImageFilter<TImage, TImage>;
+    using Superclass = TensorKernelsWholeImageFilter<TImage, TImage>;
     using Pointer = SmartPointer<Self>;
     using ConstPointer = SmartPointer<const Self>;
     itkNewMacro(Self);
-    itkTypeMacro(TuckerCompletionImageFilter, ImageToImageFilter);
+    itkTypeMacro(TuckerCompletionImageFilter, TensorKernelsWholeImageFilter);
 
     using ImageType = TImage;
-    using MaskImageType = Image<unsigned char, TImage::ImageDimension>;
-    enum class BackendType { Auto, CPU, CUDA };
-    /// Printed by the Set macros' debug output (builds without NDEBUG).
-    friend std::ostream &operator<<(std::ostream &os, BackendType b)
-    {
-        return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");
-    }
+    using MaskImageType = typename Superclass::MaskImageType;
+    using BackendType = typename Superclass::BackendType;
 
     /** Factor rank J and core rank R (4..64; default 8). */
     itkSetClampMacro(RankJ, unsigned int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK);
@@ -76,30 +71,22 @@ public:
     itkSetMacro(KeepObservedValues, bool);
     itkGetConstMacro(KeepObservedValues, bool);
     itkBooleanMacro(KeepObservedValues);
-    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
-     * that runs this build's code, else on the CPU (OpenMP), silently (the debug output says which
-     * and why); the others force one (CUDA without a usable GPU throws). */
-    itkSetMacro(Backend, BackendType);
-    itkGetConstMacro(Backend, BackendType);
-
-    void SetMaskImage(const MaskImageType *mask) { this->SetNthInput(1, const_cast<MaskImageType *>(mask)); }
-    const MaskImageType *GetMaskImage() const { return dynamic_cast<const MaskImageType *>(this->ProcessObject::GetInput(1)); }
-
     /** After Update: observed voxels, and the fit's RMSE on them (input units). */
     itkGetConstMacro(NumberOfObservedVoxels, SizeValueType);
     itkGetConstMacro(TrainingRMSE, double);
 
 protected:
-    TuckerCompletionImageFilter();
+    TuckerCompletionImageFilter() = default;
     ~TuckerCompletionImageFilter() override = default;
 
-    void GenerateInputRequestedRegion() override;
-    void EnlargeOutputRequestedRegion(DataObject *output) override;
-    void VerifyInputInformation() const override;
     void GenerateData() override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
 
 private:
+    /** The filter's one use of the core: fits the model to the observed entries \p coo
+     * (standardized) with the filter's settings, leaving the fitted model in \p model. */
+    void FitCore(const tk_tucker_coo &coo, tk_tucker_model &model);
+
     unsigned int m_RankJ{8};
     unsigned int m_RankR{8};
     unsigned int m_NumberOfIterations{200};
@@ -109,7 +96,6 @@ private:
     double m_LambdaB{1e-3};
     uint64_t m_Seed{0};
     bool m_KeepObservedValues{false};
-    BackendType m_Backend{BackendType::Auto};
     SizeValueType m_NumberOfObservedVoxels{0};
     double m_TrainingRMSE{0.0};
 };

@@ -3,10 +3,8 @@
 #ifndef itkFiberDirectionsImageFilter_h
 #define itkFiberDirectionsImageFilter_h
 
-#include "itkImage.h"
-#include "itkImageToImageFilter.h"
+#include "itkTensorKernelsMaskedImageFilter.h"
 #include "itkVectorImage.h"
-#include "tk_device.h"
 #include "tk_fibers.h"
 
 namespace itk
@@ -26,37 +24,33 @@ namespace itk
  * is defined in voxel axes, so its peaks are rotated by the image's direction matrix
  * (converted from ITK's LPS to RAS).
  *
- * The CPU backends run on ITK's threader over the requested region (streaming works); the
- * CUDA backend processes the requested region on the GPU in large batches.
+ * The CPU backends (CPU or OMP) run on ITK's threader over the requested region (streaming
+ * works; a whole float image goes to the core's OpenMP threads in chunks); the CUDA backend
+ * processes the requested region on the GPU in large batches.
+ * \ingroup tk_group_tk_itk
  */
 template <typename TInputImage = VectorImage<float, 3>, typename TOutputImage = VectorImage<float, 3>>
-class ITK_TEMPLATE_EXPORT FiberDirectionsImageFilter : public ImageToImageFilter<TInputImage, TOutputImage>
+class ITK_TEMPLATE_EXPORT FiberDirectionsImageFilter : public TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>
 {
 public:
     ITK_DISALLOW_COPY_AND_MOVE(FiberDirectionsImageFilter);
 
     using Self = FiberDirectionsImageFilter;
-    using Superclass = ImageToImageFilter<TInputImage, TOutputImage>;
+    using Superclass = TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>;
     using Pointer = SmartPointer<Self>;
     using ConstPointer = SmartPointer<const Self>;
     itkNewMacro(Self);
-    itkTypeMacro(FiberDirectionsImageFilter, ImageToImageFilter);
+    itkTypeMacro(FiberDirectionsImageFilter, TensorKernelsMaskedImageFilter);
 
-    using InputImageType = TInputImage;
-    using OutputImageType = TOutputImage;
-    using MaskImageType = Image<unsigned char, TInputImage::ImageDimension>;
+    using MaskImageType = typename Superclass::MaskImageType;
     using OutputRegionType = typename TOutputImage::RegionType;
 
     enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
-    enum class BackendType { Auto, CPU, CUDA };
+    using BackendType = typename Superclass::BackendType;
     /// Printed by the Set macros' debug output (builds without NDEBUG).
     friend std::ostream &operator<<(std::ostream &os, BasisType b)
     {
         return os << (b == BasisType::Tournier ? "Tournier" : "Descoteaux");
-    }
-    friend std::ostream &operator<<(std::ostream &os, BackendType b)
-    {
-        return os << (b == BackendType::Auto ? "Auto" : b == BackendType::CPU ? "CPU" : "CUDA");
     }
 
     itkSetClampMacro(NumberOfPeaks, unsigned int, 1, 64);
@@ -76,15 +70,6 @@ public:
     itkSetMacro(Legacy, bool);
     itkGetConstMacro(Legacy, bool);
     itkBooleanMacro(Legacy);
-    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
-     * that runs this build's code, else on the CPU, silently (the debug output says which and
-     * why); CPU and CUDA force one (CUDA without a usable GPU throws). */
-    itkSetMacro(Backend, BackendType);
-    itkGetConstMacro(Backend, BackendType);
-
-    void SetMaskImage(const MaskImageType *mask) { this->SetNthInput(1, const_cast<MaskImageType *>(mask)); }
-    const MaskImageType *GetMaskImage() const { return dynamic_cast<const MaskImageType *>(this->ProcessObject::GetInput(1)); }
-
     TOutputImage *GetAmplitudeOutput() { return dynamic_cast<TOutputImage *>(this->ProcessObject::GetOutput(1)); }
 
     /** Voxels skipped because their coefficients were not finite (after Update). */
@@ -113,6 +98,10 @@ private:
     SizeValueType ProcessBuffers(tk_backend backend);
     /** The core's options from the filter's settings, on the backend given. */
     tk_fibers_options CoreOptions(tk_backend backend) const;
+    /** The filter's one call of the core: the peaks of \p voxels voxels (\p inside: their
+     * mask or null) as the core writes them; returns the invalid-voxel count. */
+    size_t FindPeaks(const tk_fibers_options &options, size_t voxels, const float *sh, const uint8_t *inside, float *dirs,
+                     float *amps) const;
     /** Writes the core's unit directions and amplitudes of n voxels as the outputs hold them:
      * each direction scaled by its amplitude, in RAS for the DIPY basis. */
     void ScaleAndOrient(float *dirs, const float *amps, size_t n) const;
@@ -125,7 +114,6 @@ private:
     double m_MinimumSeparationAngle{0.0};
     BasisType m_Basis{BasisType::Tournier};
     bool m_Legacy{false};
-    BackendType m_Backend{BackendType::Auto};
     int m_Lmax{0};
     double m_VoxelToRas[3][3]{};
     std::atomic<SizeValueType> m_InvalidVoxels{0};

@@ -14,7 +14,6 @@ namespace itk
 template <typename TInputImage, typename TOutputImage>
 BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::BatchedEigenvaluesImageFilter()
 {
-    this->SetNumberOfRequiredInputs(1);
     this->DynamicMultiThreadingOn();
 }
 
@@ -46,11 +45,7 @@ void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::BeforeThreadedGen
 template <typename TInputImage, typename TOutputImage>
 bool BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::UsesCUDA() const
 {
-    if (m_Backend != BackendType::Auto) return m_Backend == BackendType::CUDA;
-    char reason[512] = "";
-    const bool usable = tk_cuda_device_usable(0, reason, sizeof reason) != 0;
-    itkDebugMacro(<< "Backend Auto: " << (usable ? "CUDA" : "CPU, no usable CUDA GPU: ") << (usable ? "" : reason));
-    return usable;
+    return this->ResolveBackend(BackendType::CPU) == BackendType::CUDA;
 }
 
 template <typename TInputImage, typename TOutputImage>
@@ -89,21 +84,29 @@ SizeValueType BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::ProcessR
         for (unsigned int i = 0; i < n; ++i)
             for (unsigned int j = 0; j < n; ++j) matrices[p * nn + i * n + j] = static_cast<R>(Access::Get(pixel, n, i, j));
     }
-    tk_eig_options o;
-    tk_eig_options_init(&o, static_cast<int>(n));
-    o.precision = std::is_same<R, double>::value ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
-    o.backend = backend;
-    o.balance = m_Balance ? 1 : 0;
-    tk_eig_result result = {values.data(), nullptr, status.data()};
-    size_t failed = 0;
-    if (tk_eig_solve(&o, pixels, matrices.data(), &result, nullptr, &failed) != TK_OK)
-        itkExceptionMacro(<< "batched eigenvalues failed: " << tk_last_error());
+    const size_t failed = SolveCore(backend, pixels, matrices.data(), values.data(), status.data());
     typename TOutputImage::PixelType out(static_cast<unsigned int>(2 * n));
     p = 0;
     for (ImageRegionIterator<TOutputImage> it(this->GetOutput(), region); !it.IsAtEnd(); ++it, ++p) {
         for (size_t c = 0; c < 2 * n; ++c) out[static_cast<unsigned int>(c)] = values[p * 2 * n + c];
         it.Set(out);
     }
+    return failed;
+}
+
+template <typename TInputImage, typename TOutputImage>
+size_t BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::SolveCore(tk_backend backend, size_t pixels,
+                                                                         const OutputComponentType *matrices,
+                                                                         OutputComponentType *values, int8_t *status) const
+{
+    tk_eig_options o;
+    tk_eig_options_init(&o, static_cast<int>(m_MatrixOrder));
+    o.precision = std::is_same<OutputComponentType, double>::value ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+    o.backend = backend;
+    o.balance = m_Balance ? 1 : 0;
+    tk_eig_result result = {values, nullptr, status};
+    size_t failed = 0;
+    this->ThrowUnlessCoreOK(tk_eig_solve(&o, pixels, matrices, &result, nullptr, &failed), "batched eigenvalues failed");
     return failed;
 }
 
@@ -118,8 +121,7 @@ void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::PrintSelf(std::os
 {
     Superclass::PrintSelf(os, indent);
     os << indent << "MatrixOrder: " << m_MatrixOrder << "\n"
-       << indent << "Balance: " << (m_Balance ? "on" : "off") << "\n"
-       << indent << "Backend: " << m_Backend << "\n";
+       << indent << "Balance: " << (m_Balance ? "on" : "off") << "\n";
 }
 } // namespace itk
 #endif

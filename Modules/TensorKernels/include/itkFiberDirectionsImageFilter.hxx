@@ -16,7 +16,6 @@ namespace itk
 template <typename TInputImage, typename TOutputImage>
 FiberDirectionsImageFilter<TInputImage, TOutputImage>::FiberDirectionsImageFilter()
 {
-    this->SetNumberOfRequiredInputs(1);
     this->SetNumberOfRequiredOutputs(2);
     this->SetNthOutput(0, this->MakeOutput(0));
     this->SetNthOutput(1, this->MakeOutput(1));
@@ -65,11 +64,7 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::BeforeThreadedGenera
 template <typename TInputImage, typename TOutputImage>
 bool FiberDirectionsImageFilter<TInputImage, TOutputImage>::UsesCUDA() const
 {
-    if (m_Backend != BackendType::Auto) return m_Backend == BackendType::CUDA;
-    char reason[512] = "";
-    const bool usable = tk_cuda_device_usable(0, reason, sizeof reason) != 0;
-    itkDebugMacro(<< "Backend Auto: " << (usable ? "CUDA" : "CPU, no usable CUDA GPU: ") << (usable ? "" : reason));
-    return usable;
+    return this->ResolveBackend(BackendType::CPU) == BackendType::CUDA;
 }
 
 template <typename TInputImage, typename TOutputImage>
@@ -122,6 +117,16 @@ tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOpt
 }
 
 template <typename TInputImage, typename TOutputImage>
+size_t FiberDirectionsImageFilter<TInputImage, TOutputImage>::FindPeaks(const tk_fibers_options &options, size_t voxels,
+                                                                        const float *sh, const uint8_t *inside,
+                                                                        float *dirs, float *amps) const
+{
+    size_t bad = 0;
+    this->ThrowUnlessCoreOK(tk_fibers_find(&options, voxels, sh, inside, dirs, amps, &bad), "fiber directions failed");
+    return bad;
+}
+
+template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::ScaleAndOrient(float *dirs, const float *amps, size_t n) const
 {
     const size_t np = m_NumberOfPeaks;
@@ -156,13 +161,11 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
     SizeValueType bad = 0;
     for (size_t first = 0; first < voxels; first += chunk) {
         const size_t n = std::min(chunk, voxels - first);
-        size_t chunk_bad = 0;
-        if (tk_fibers_find(&o, n, sh + first * k, inside ? inside + first : nullptr, dirs + first * np * 3,
-                           amps + first * np, &chunk_bad) != TK_OK)
-            itkExceptionMacro(<< "fiber directions failed: " << tk_last_error());
+        const size_t chunk_bad =
+            FindPeaks(o, n, sh + first * k, inside ? inside + first : nullptr, dirs + first * np * 3, amps + first * np);
         ScaleAndOrient(dirs + first * np * 3, amps + first * np, n);
         bad += chunk_bad;
-        this->UpdateProgress(static_cast<float>(first + n) / static_cast<float>(voxels));
+        this->UpdateProgressOf(first + n, voxels);
     }
     return bad;
 }
@@ -193,9 +196,7 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegi
         for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) inside[v] = it.Get() != 0;
     }
     const tk_fibers_options o = CoreOptions(backend);
-    size_t bad = 0;
-    if (tk_fibers_find(&o, voxels, sh.data(), mask ? inside.data() : nullptr, dirs.data(), amps.data(), &bad) != TK_OK)
-        itkExceptionMacro(<< "fiber directions failed: " << tk_last_error());
+    const size_t bad = FindPeaks(o, voxels, sh.data(), mask ? inside.data() : nullptr, dirs.data(), amps.data());
     ScaleAndOrient(dirs.data(), amps.data(), voxels);
     TOutputImage *out_dirs = this->GetOutput(0), *out_amps = this->GetAmplitudeOutput();
     ImageRegionIterator<TOutputImage> di(out_dirs, region), ai(out_amps, region);
@@ -224,8 +225,7 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::PrintSelf(std::ostre
        << indent << "RelativeThreshold: " << m_RelativeThreshold << "\n"
        << indent << "MinimumSeparationAngle: " << m_MinimumSeparationAngle << "\n"
        << indent << "Basis: " << (m_Basis == BasisType::Tournier ? "tournier" : "descoteaux") << (m_Legacy ? " (legacy)" : "")
-       << "\n"
-       << indent << "Backend: " << m_Backend << "\n";
+       << "\n";
 }
 } // namespace itk
 #endif

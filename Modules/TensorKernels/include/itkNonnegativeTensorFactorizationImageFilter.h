@@ -7,9 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "itkImage.h"
-#include "itkImageToImageFilter.h"
-#include "tk_device.h"
+#include "itkTensorKernelsMaskedImageFilter.h"
 #include "tk_pltf.h"
 
 namespace itk
@@ -34,26 +32,30 @@ namespace itk
  *
  * After Update: GetFactor(n), GetFactorShape(n) and GetFactorName(n) (its indices, e.g.
  * "ia") give factor n in C order; GetDivergenceHistory() the divergence per iteration.
+ * Backend: CPU one thread, OMP (alias OpenMP) the core's OpenMP threads, CUDA the GPU;
+ * Auto (default) CUDA where a GPU is usable, else OpenMP.
+ * \ingroup tk_group_tk_itk
  */
 template <typename TInputImage = Image<float, 4>, typename TOutputImage = TInputImage>
-class ITK_TEMPLATE_EXPORT NonnegativeTensorFactorizationImageFilter : public ImageToImageFilter<TInputImage, TOutputImage>
+class ITK_TEMPLATE_EXPORT NonnegativeTensorFactorizationImageFilter
+    : public TensorKernelsWholeImageFilter<TInputImage, TOutputImage>
 {
 public:
     ITK_DISALLOW_COPY_AND_MOVE(NonnegativeTensorFactorizationImageFilter);
 
     using Self = NonnegativeTensorFactorizationImageFilter;
-    using Superclass = ImageToImageFilter<TInputImage, TOutputImage>;
+    using Superclass = TensorKernelsWholeImageFilter<TInputImage, TOutputImage>;
     using Pointer = SmartPointer<Self>;
     using ConstPointer = SmartPointer<const Self>;
     itkNewMacro(Self);
-    itkTypeMacro(NonnegativeTensorFactorizationImageFilter, ImageToImageFilter);
+    itkTypeMacro(NonnegativeTensorFactorizationImageFilter, TensorKernelsWholeImageFilter);
 
     static constexpr unsigned int ImageDimension = TInputImage::ImageDimension;
     static_assert(ImageDimension == 3 || ImageDimension == 4, "3-D or 4-D images");
-    using MaskImageType = Image<unsigned char, ImageDimension>;
+    using MaskImageType = typename Superclass::MaskImageType;
 
     enum class DivergenceType { KL = TK_PLTF_KL, Euclidean = TK_PLTF_EUCLIDEAN, ItakuraSaito = TK_PLTF_IS };
-    enum class BackendType { Auto = -1, CPU = TK_BACKEND_CPU, OpenMP = TK_BACKEND_OMP, CUDA = TK_BACKEND_CUDA };
+    using BackendType = typename Superclass::BackendType;
 
     /** Rank of the default PARAFAC model (ignored when a Model is set). */
     itkSetClampMacro(Rank, unsigned int, 1, 65536);
@@ -70,15 +72,6 @@ public:
     itkGetConstMacro(NumberOfIterations, unsigned int);
     itkSetMacro(Seed, uint64_t);
     itkGetConstMacro(Seed, uint64_t);
-    /** Where Update() runs: Auto (default) on CUDA where tk_cuda_device_usable() finds a GPU
-     * that runs this build's code, else on the CPU (OpenMP), silently (the debug output says which
-     * and why); the others force one (CUDA without a usable GPU throws). */
-    itkSetMacro(Backend, BackendType);
-    itkGetConstMacro(Backend, BackendType);
-
-    void SetMaskImage(const MaskImageType *mask) { this->SetNthInput(1, const_cast<MaskImageType *>(mask)); }
-    const MaskImageType *GetMaskImage() const { return dynamic_cast<const MaskImageType *>(this->ProcessObject::GetInput(1)); }
-
     /** The fitted model (valid after Update). */
     unsigned int GetNumberOfFactors() const { return static_cast<unsigned int>(m_Factors.size()); }
     const std::vector<double> &GetFactor(unsigned int n) const { return m_Factors.at(n); }
@@ -89,17 +82,17 @@ public:
     const std::string &GetFittedModel() const { return m_FittedModel; }
 
 protected:
-    NonnegativeTensorFactorizationImageFilter();
+    NonnegativeTensorFactorizationImageFilter() = default;
     ~NonnegativeTensorFactorizationImageFilter() override = default;
 
-    void GenerateInputRequestedRegion() override;
-    void EnlargeOutputRequestedRegion(DataObject *output) override;
-    void VerifyInputInformation() const override;
     void GenerateData() override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
 
 private:
     static int OnIteration(void *user, int iteration, double divergence);
+    /** The filter's one call of the core: factorizes \p x (\p observed: its mask or null)
+     * with \p model and the filter's settings into \p result. */
+    void FactorizeCore(tk_pltf_model &model, const double *x, const uint8_t *observed, tk_pltf_result &result);
 
     unsigned int m_Rank{4};
     std::string m_Model;
@@ -107,7 +100,6 @@ private:
     DivergenceType m_Divergence{DivergenceType::KL};
     unsigned int m_NumberOfIterations{200};
     uint64_t m_Seed{0};
-    BackendType m_Backend{BackendType::Auto};
 
     std::vector<std::vector<double>> m_Factors;
     std::vector<std::vector<size_t>> m_FactorShapes;

@@ -11,47 +11,12 @@
 namespace itk
 {
 template <typename TInputImage, typename TOutputImage>
-NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::NonnegativeTensorFactorizationImageFilter()
-{
-    this->SetNumberOfRequiredInputs(1);
-}
-
-template <typename TInputImage, typename TOutputImage>
-void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::GenerateInputRequestedRegion()
-{
-    /// Every voxel enters every factor: the whole image, always.
-    Superclass::GenerateInputRequestedRegion();
-    for (unsigned int n = 0; n < this->GetNumberOfIndexedInputs(); ++n)
-        if (auto *in = const_cast<ImageBase<ImageDimension> *>(
-                dynamic_cast<const ImageBase<ImageDimension> *>(this->ProcessObject::GetInput(n))))
-            in->SetRequestedRegionToLargestPossibleRegion();
-}
-
-template <typename TInputImage, typename TOutputImage>
-void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::EnlargeOutputRequestedRegion(DataObject *output)
-{
-    Superclass::EnlargeOutputRequestedRegion(output);
-    output->SetRequestedRegionToLargestPossibleRegion();
-}
-
-template <typename TInputImage, typename TOutputImage>
-void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::VerifyInputInformation() const
-{
-    if (const MaskImageType *mask = this->GetMaskImage()) {
-        if (mask->GetLargestPossibleRegion().GetSize() != this->GetInput()->GetLargestPossibleRegion().GetSize())
-            itkExceptionMacro(<< "the mask's size " << mask->GetLargestPossibleRegion().GetSize()
-                              << " differs from the image's " << this->GetInput()->GetLargestPossibleRegion().GetSize());
-        Superclass::VerifyInputInformation();
-    }
-}
-
-template <typename TInputImage, typename TOutputImage>
 int NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::OnIteration(void *user, int iteration,
                                                                                        double divergence)
 {
     auto *self = static_cast<Self *>(user);
     self->m_DivergenceHistory.push_back(divergence);
-    if (self->m_NumberOfIterations) self->UpdateProgress(static_cast<float>(iteration) / self->m_NumberOfIterations);
+    if (self->m_NumberOfIterations) self->UpdateProgressOf(static_cast<size_t>(iteration), self->m_NumberOfIterations);
     return self->GetAbortGenerateData() ? 1 : 0;
 }
 
@@ -69,7 +34,7 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
         latent = "a=" + std::to_string(m_Rank);
     }
     tk_pltf_model model;
-    if (tk_pltf_parse(text.c_str(), &model) != TK_OK) itkExceptionMacro(<< tk_last_error());
+    this->ThrowUnlessCoreOK(tk_pltf_parse(text.c_str(), &model), "");
     /// C order: the first observed index is the image's last axis.
     size_t shape[ImageDimension];
     for (unsigned int d = 0; d < ImageDimension; ++d) shape[d] = size[ImageDimension - 1 - d];
@@ -103,23 +68,7 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
         for (int d = 0; d < model.factor_ndim[f]; ++d) m_FactorShapes[f].push_back(model.dims[model.factor[f][d]]);
     }
     result.xhat = xhat.data();
-    tk_pltf_options o;
-    tk_pltf_options_init(&o);
-    o.divergence = static_cast<tk_pltf_divergence>(m_Divergence);
-    BackendType backend = m_Backend;
-    if (backend == BackendType::Auto) {
-        char reason[512] = "";
-        backend = tk_cuda_device_usable(0, reason, sizeof reason) ? BackendType::CUDA : BackendType::OpenMP;
-        itkDebugMacro(<< "Backend Auto: " << (backend == BackendType::CUDA ? "CUDA" : "OpenMP, no usable CUDA GPU: ")
-                      << (backend == BackendType::CUDA ? "" : reason));
-    }
-    o.backend = static_cast<tk_backend>(backend);
-    o.iterations = static_cast<int>(m_NumberOfIterations);
-    o.seed = m_Seed;
-    o.on_iteration = &Self::OnIteration;
-    o.user = this;
-    if (tk_pltf_factorize(&model, &o, x.data(), mask ? observed.data() : nullptr, &result) != TK_OK)
-        itkExceptionMacro(<< "non-negative tensor factorization (" << model.text << ") failed: " << tk_last_error());
+    FactorizeCore(model, x.data(), mask ? observed.data() : nullptr, result);
     m_FittedModel = model.text;
 
     TOutputImage *output = this->GetOutput();
@@ -132,6 +81,24 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
 }
 
 template <typename TInputImage, typename TOutputImage>
+void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::FactorizeCore(tk_pltf_model &model,
+                                                                                          const double *x,
+                                                                                          const uint8_t *observed,
+                                                                                          tk_pltf_result &result)
+{
+    tk_pltf_options o;
+    tk_pltf_options_init(&o);
+    o.divergence = static_cast<tk_pltf_divergence>(m_Divergence);
+    o.backend = ToCoreBackend(this->ResolveBackend(BackendType::OMP));
+    o.iterations = static_cast<int>(m_NumberOfIterations);
+    o.seed = m_Seed;
+    o.on_iteration = &Self::OnIteration;
+    o.user = this;
+    this->ThrowUnlessCoreOK(tk_pltf_factorize(&model, &o, x, observed, &result),
+                            "non-negative tensor factorization (" + std::string(model.text) + ") failed");
+}
+
+template <typename TInputImage, typename TOutputImage>
 void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::PrintSelf(std::ostream &os, Indent indent) const
 {
     Superclass::PrintSelf(os, indent);
@@ -140,13 +107,7 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Print
        << indent << "LatentSizes: " << m_LatentSizes << "\n"
        << indent << "Divergence: " << tk_pltf_divergence_name(static_cast<tk_pltf_divergence>(m_Divergence)) << "\n"
        << indent << "NumberOfIterations: " << m_NumberOfIterations << "\n"
-       << indent << "Seed: " << m_Seed << "\n"
-       << indent << "Backend: "
-       << (m_Backend == BackendType::Auto  ? "auto"
-           : m_Backend == BackendType::CPU  ? "cpu"
-           : m_Backend == BackendType::OpenMP ? "omp"
-                                              : "cuda")
-       << "\n";
+       << indent << "Seed: " << m_Seed << "\n";
 }
 } // namespace itk
 #endif
