@@ -358,7 +358,7 @@ def eig_cases():
     rows += [Case("input: a matrix with NaN (documented: that matrix's status is 2, its values NaN)",
                   ["nan.npy", "vals.npy", "--status", "st.npy"], files(("nan.npy", lambda p: save(p, nan))), code=0,
                   names="nan.npy", says=r"NaN or Inf", allow_new=("vals.npy", "st.npy"), check=nan_status)]
-    rows += flag_cases(base("m.npy"), g, missing_value="--vectors", bad_value=("--threads", "0"),
+    rows += flag_cases(base("m.npy"), g, missing_value="--vectors", bad_value=("--threads", "-1"),
                        conflict=(["--status", "vals.npy"], "vals.npy", r"same file"))
     rows += output_cases(lambda o: ["m.npy", o], g, "OUTPUT", "vals.npy", input_name="m.npy")
     rows += [Case("--vectors in a missing folder", ["m.npy", "vals.npy", "--vectors", "nodir/v.npy"], g,
@@ -1119,16 +1119,17 @@ def tucker_synth_write_cases(exe):
         return setup
     return [
         Case("write: --truth through a link to a model folder (exit 0: the folder it names is replaced)",
-             base + ["--truth", "lnk", "s.tns"], model(lambda f: os.symlink("model", os.path.join(f, "lnk"))), code=0,
+             base + ["--force", "--truth", "lnk", "s.tns"], model(lambda f: os.symlink("model", os.path.join(f, "lnk"))), code=0,
              allow_new=("s.tns",), may_change=model_files, check=lambda f, r: model_check(f, "lnk")),
-        Case("write: --truth keeps a user's file in the model folder (exit 0)", base + ["--truth", "model", "s.tns"],
+        Case("write: --truth keeps a user's file in the model folder (exit 0)", base + ["--force", "--truth", "model",
+                                                                                            "s.tns"],
              model(lambda f: write(os.path.join(f, "model", "notes.txt"), b"my notes\n")), code=0,
              allow_new=("s.tns",), may_change=model_files, check=lambda f, r: model_check(f)),
-        Case("write: a full disk at OUT.tns keeps the earlier --truth model", base + ["--seed", "5", "--truth", "model",
-                                                                                     "s.tns"],
+        Case("write: a full disk at OUT.tns keeps the earlier --truth model", base + ["--seed", "5", "--force", "--truth",
+                                                                                     "model", "s.tns"],
              model(), names="s.tns", says=FULL, file_limit=1500),
         Case("write: the --truth model failing to swap in after OUT.tns went in place puts the earlier OUT.tns back",
-             base + ["--seed", "5", "--truth", "model", "s.tns"],
+             base + ["--seed", "5", "--force", "--truth", "model", "s.tns"],
              model(lambda f: (write(os.path.join(f, "model", "notes.txt"), b"my notes\n"),
                               write(os.path.join(f, "s.tns"), b"1 1 1 1.0\n"))),
              names="model", says=UNDONE, fault="model"),
@@ -1164,7 +1165,7 @@ def pltf_write_cases():
               "--quiet"], g, code=2, names="--model", says=r"repeats"),
         Case("write: a full disk at xhat.npy leaves no factor in --out", base, g, names="xhat.npy", says=FULL,
              file_limit=700),
-        Case("write: xhat.npy failing to go in place after the factors did puts the earlier fit back", base,
+        Case("write: xhat.npy failing to go in place after the factors did puts the earlier fit back", base + ["--force"],
              both(g, earlier_fit), names="xhat.npy", says=UNDONE, fault="xhat.npy"),
         Case("write: xhat.npy failing to go in place after the factors did leaves no --out folder", base, g,
              names="xhat.npy", says=UNDONE, fault="xhat.npy"),
@@ -1199,7 +1200,7 @@ def eig_write_cases():
                                                                                 "v.npy"], linked, code=2,
              names="v.npy", says=r"same file"),
         Case("write: --vectors failing to go in place after OUTPUT did puts the earlier OUTPUT back",
-             ["m.npy", "vals.npy", "--vectors", "v.npy"], earlier, names="v.npy", says=UNDONE, fault="v.npy"),
+             ["m.npy", "vals.npy", "--vectors", "v.npy", "--force"], earlier, names="v.npy", says=UNDONE, fault="v.npy"),
     ]
 
 

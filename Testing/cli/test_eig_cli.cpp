@@ -197,7 +197,7 @@ TEST(EigCli, BadInputsFailClearlyAndLeaveNoOutput)
         {dir / "good.npy" + out + " --frobnicate", "unknown option '--frobnicate'", 2},
         {dir / "good.npy" + out + " --backend gpu", "--backend expects auto, cpu, omp or cuda", 2},
         {dir / "good.npy" + out + " --precision half", "--precision expects auto, single or double", 2},
-        {dir / "good.npy" + out + " --threads 0", "--threads expects an integer from 1", 2},
+        {dir / "good.npy" + out + " --threads -1", "--threads expects an integer from 0", 2},
         {dir / "good.npy" + out + " extra.npy", "unexpected argument 'extra.npy'", 2},
         {dir / "good.npy" + out + " --status " + dir / "out.npy", "two outputs would go to the same file", 2},
         {dir / "good.npy", "INPUT.npy and OUTPUT.npy are required", 2},
