@@ -102,7 +102,6 @@ static int parse_args(int argc, char **argv, eig_args *a)
     tk_eig_options_init(&a->opts, 0);
     a->precision = -1;
     a->balance = 1;
-    a->std.backend = TK_BACKEND_AUTO;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
     a->input = parsed.positional[0];

@@ -89,7 +89,6 @@ static int parse_args(int argc, char **argv, pltf_args *a)
     tk_pltf_options_init(&a->opts);
     a->divergence = (int)a->opts.divergence;
     a->print_every = 1;
-    a->std.backend = TK_BACKEND_AUTO;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
     a->opts.divergence = (tk_pltf_divergence)a->divergence;
@@ -189,7 +188,7 @@ static int write_array(tk_outset *set, int idx, tk_npy_dtype dtype, int ndim, co
 int main(int argc, char **argv)
 {
 #ifdef TK_PLTF_WITH_IMAGES
-    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_pltf_complete_xml) ? 0 : TK_EXIT_FAILURE;
+    if (tk_xml_requested(argc, argv)) return tk_cli_print_xml(stdout, &tk_pltf_complete_command) ? 0 : TK_EXIT_FAILURE;
     /* Slicer writes the options first: `tk-pltf --model M ... complete IN OUT`. */
     if (tk_pltf_complete_requested(argc, argv)) return tk_pltf_complete_main(argc, argv);
 #else

@@ -95,7 +95,6 @@ static int parse_args(int argc, char **argv, teig_args *a)
     a->opts.shift_mode = TK_SHIFT_ADAPTIVE;
     a->precision = a->impl = -1;
     a->tol = -1;
-    a->std.backend = TK_BACKEND_AUTO;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
     a->opts.num_threads = a->std.threads;

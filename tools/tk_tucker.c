@@ -12,7 +12,6 @@
 #include "cli.h"
 #include "cli_options.h"
 #include "tk_output_set.h"
-#include "cli_xml.h"
 #include "tk_tucker.h"
 #ifdef TK_TUCKER_WITH_IMAGES
 #include "tk_tucker_complete.h" /* tools/itk: the ITK image mode, when built with ITK */
@@ -131,7 +130,6 @@ static int parse_train(int argc, char **argv, train_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_tucker_options_init(&a->o);
-    a->std.backend = TK_BACKEND_AUTO;
     a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
     a->iters = 20;
     a->fiber_threshold = (long)a->o.fiber_threshold;
@@ -422,7 +420,7 @@ static const tk_command predict_command = {
 
 static int cmd_predict(int argc, char **argv)
 {
-    predict_args a = {.std = {.backend = TK_BACKEND_AUTO}};
+    predict_args a;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&predict_command, argc, argv, 2, &a, &parsed)) return TK_EXIT_USAGE;
     const char *const *pos = parsed.positional;
@@ -570,7 +568,6 @@ static int cmd_synth(int argc, char **argv)
     tk_tucker_synth_options_init(&a.o);
     a.rank_j = a.o.rank_j, a.rank_r = a.o.rank_r;
     a.nnz = -1;
-    a.std.backend = TK_BACKEND_AUTO;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&synth_command, argc, argv, 2, &a, &parsed)) return TK_EXIT_USAGE;
     tk_tucker_synth_options o = a.o;
@@ -648,15 +645,9 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "predict")) return cmd_predict(argc, argv);
     if (!strcmp(argv[1], "synth")) return cmd_synth(argc, argv);
 #ifdef TK_TUCKER_WITH_IMAGES
-    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_tucker_complete_xml) ? 0 : TK_EXIT_FAILURE;
+    if (tk_xml_requested(argc, argv)) return tk_cli_print_xml(stdout, &tk_tucker_complete_command) ? 0 : TK_EXIT_FAILURE;
     /* Slicer writes the options first: `tk-tucker --mask M ... complete IN OUT`. */
-    if (!strcmp(argv[1], "complete") || !strncmp(argv[1], "--", 2)) {
-        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            tk_tucker_complete_usage(stdout);
-            return 0;
-        }
-        return tk_tucker_complete_main(argc, argv);
-    }
+    if (!strcmp(argv[1], "complete") || !strncmp(argv[1], "--", 2)) return tk_tucker_complete_main(argc, argv);
 #else
     if (!strcmp(argv[1], "complete") || tk_xml_requested(argc, argv)) {
         tk_cli_error(prog, "%s needs the image mode, which this build lacks; build TensorKernels with ITK "

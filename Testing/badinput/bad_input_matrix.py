@@ -1053,13 +1053,13 @@ def fibers_write_cases():
              names="peaks.raw", says=FULL, file_limit=512),
         Case("write: a failed --amplitudes keeps the earlier OUTPUT_PEAKS", ["big.nrrd", "peaks.nii.gz", "--mask",
                                                                             "m.nrrd", "--amplitudes", "amp.mha",
-                                                                            "--quiet"], gb,
+                                                                            "--quiet", "--force"], gb,
              names="amp.mha", says=FULL, file_limit=4096),
         Case("write: --amplitudes failing to go in place after OUTPUT_PEAKS did puts the earlier OUTPUT_PEAKS back",
-             ["big.nrrd", "peaks.nii.gz", "--mask", "m.nrrd", "--amplitudes", "amp.mha", "--quiet"], gb,
+             ["big.nrrd", "peaks.nii.gz", "--mask", "m.nrrd", "--amplitudes", "amp.mha", "--quiet", "--force"], gb,
              names="amp.mha", says=UNDONE, fault="amp.mha"),
         Case("write: the header peaks.mhd failing to go in place after its data file puts the earlier peaks.raw back",
-             ["sh.nrrd", "peaks.mhd", "--quiet"],
+             ["sh.nrrd", "peaks.mhd", "--quiet", "--force"],
              both(g, files(("peaks.mhd", lambda p: write(p, b"ElementDataFile = peaks.raw\n")),
                            ("peaks.raw", lambda p: write(p, b"the data of an earlier run")))),
              names="peaks.mhd", says=UNDONE, fault="peaks.mhd"),
@@ -1104,6 +1104,8 @@ def tucker_train_write_cases(exe):
     return [
         Case("--resume from a checkpoint with iteration -5", base + ["--resume"], checkpoint(b"-5"),
              names="manifest.txt", says=r"iteration '-5'", allow_new=("s.tns.tkc",)),
+        Case("write: an existing model without --force or --resume (kept)", base, checkpoint(b"2"), code=2,
+             names="model", says=r"exists already.*--force", allow_new=("s.tns.tkc",)),
     ]
 
 
@@ -1199,6 +1201,8 @@ def eig_write_cases():
         Case("write: --vectors a hard link to OUTPUT (one file, two outputs)", ["m.npy", "vals.npy", "--vectors",
                                                                                 "v.npy"], linked, code=2,
              names="v.npy", says=r"same file"),
+        Case("write: an existing OUTPUT without --force (kept: outputs are replaced only with --force)",
+             ["m.npy", "vals.npy"], earlier, code=2, names="vals.npy", says=r"exists already.*--force"),
         Case("write: --vectors failing to go in place after OUTPUT did puts the earlier OUTPUT back",
              ["m.npy", "vals.npy", "--vectors", "v.npy", "--force"], earlier, names="v.npy", says=UNDONE, fault="v.npy"),
     ]

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "eig_test_util.h"
+#include "cli_npy.h"
 #include "tk_cli_runner.h"
 #include "tk_npy.h"
 
@@ -22,15 +23,9 @@ namespace {
 
 const std::string exe = TK_EIG_EXE;
 
-struct Dir {
-    std::string path = make_temp_dir("tk_eig");
-    std::string operator/(const std::string &name) const { return path + "/" + name; }
+struct Dir : TempDir {
+    Dir() : TempDir("tk_eig") {}
 };
-
-void write_npy(const std::string &path, tk_npy_dtype d, std::vector<size_t> shape, const void *data)
-{
-    ASSERT_EQ(tk_npy_write(path.c_str(), d, (int)shape.size(), shape.data(), data), TK_OK) << tk_last_error();
-}
 
 struct Npy {
     tk_npy_array a{};
@@ -47,15 +42,6 @@ std::vector<double> batch(int n, int count, uint64_t seed)
         out.insert(out.end(), m.begin(), m.end());
     }
     return out;
-}
-
-size_t count_files(const std::string &dir)
-{
-    size_t n = 0;
-    DIR *d = opendir(dir.c_str());
-    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ static void answer_meta(const tk_command *cmd, const char *name)
 
 static const char *for_subcommand(const tk_command *cmd, char *buf, size_t size)
 {
-    if (cmd->subcommand) snprintf(buf, size, " for %s; see %s --help", cmd->subcommand, cmd->prog);
+    if (cmd->subcommand) snprintf(buf, size, " for %s; see %s %s --help", cmd->subcommand, cmd->prog, cmd->subcommand);
     else snprintf(buf, size, "; see --help");
     return buf;
 }
@@ -168,6 +168,9 @@ static const char *for_subcommand(const tk_command *cmd, char *buf, size_t size)
 int tk_cli_parse_options(const tk_command *cmd, int argc, char **argv, int first, void *values, tk_parsed *parsed)
 {
     memset(parsed, 0, sizeof *parsed);
+    for (size_t g = 0; g < cmd->count; ++g) /* the standard group's defaults, the same in every tool */
+        if (cmd->groups[g].options == tk_standard_options)
+            *(tk_standard_values *)((char *)values + cmd->groups[g].base) = (tk_standard_values){.backend = TK_BACKEND_AUTO};
     char where[128];
     for (int i = first; i < argc; ++i) {
         const char *arg = argv[i];

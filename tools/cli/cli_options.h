@@ -115,7 +115,9 @@ typedef struct tk_parsed {
     unsigned char seen[8][32]; /* seen[g][i]: option i of group g was given (see tk_cli_given) */
 } tk_parsed;
 
-/* Parse argv[first..argc-1] (`--opt value`, `--opt=value`, `-x value`, flags) into values (the tool's struct, defaults set by the caller) by cmd's table.
+/* Parse argv[first..argc-1] (`--opt value`, `--opt=value`, `-x value`, flags) into values
+ * (the tool's struct, its own defaults set by the caller; the standard group's set here:
+ * --backend auto, the rest 0) by cmd's table.
  * --help prints the help and exits 0; --version prints "PROG TensorKernels X.Y.Z" and exits
  * 0; --xml prints the Slicer description (where cmd has one); --list-options prints the
  * table's long options one a line (for the test that help, parser and XML agree).
