@@ -157,7 +157,8 @@ static int register_outputs(tk_outset *set, const pltf_args *a, const tk_pltf_mo
         if ((idx[f] = tk_outset_add_in_folder(set, "--out", a->out, name)) < 0) return -idx[f];
         /* after the output set's checks (an input there says so): --force */
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", a->out, name);
+        const size_t n = strlen(a->out);
+        snprintf(path, sizeof path, "%s%s%s", a->out, n && a->out[n - 1] == '/' ? "" : "/", name);
         int existing = tk_cli_refuse_existing(prog, &a->std, path, 0);
         if (existing) return existing;
     }
