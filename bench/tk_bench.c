@@ -5,17 +5,18 @@
 #include "bench.h"
 #include "bench_json.h"
 #include "cli.h"
+#include "cli_options.h"
 
 int main(int argc, char **argv);
 
 /* --json FILE: the suite runs as usual (main again, the option now taken out of argv)
  * between the start of the run's JSON document and its writing, which only a
  * successful suite commits (bench_json.h). */
-static int run_with_json(const char *path, int argc, char **argv)
+static int run_with_json(const char *path, const tk_standard_values *std, int argc, char **argv)
 {
     for (int i = 2; i < argc; ++i)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return main(argc, argv); /* usage: no results */
-    int bad_output = tk_cli_check_output("tk-bench", path, 0, NULL); /* before the suite runs */
+    int bad_output = tk_cli_check_new_output("tk-bench", std, path, 0, NULL); /* before the suite runs */
     if (bad_output) return bad_output;
     if (!tk_bench_json_begin(path, argv[1], argc - 1, argv + 1)) return TK_EXIT_FAILURE;
     int rc = main(argc, argv);
@@ -23,12 +24,33 @@ static int run_with_json(const char *path, int argc, char **argv)
     return rc;
 }
 
+/* Take the flag out of argv (the suites parse the rest); 1 when it was there. */
+static int take_flag(int *argc, char **argv, const char *flag)
+{
+    int found = 0;
+    for (int i = 1; i < *argc;)
+        if (!strcmp(argv[i], flag)) {
+            memmove(argv + i, argv + i + 1, (size_t)(*argc - i) * sizeof *argv); /* argv[argc] (NULL) too */
+            --*argc;
+            found = 1;
+        } else {
+            ++i;
+        }
+    return found;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("tk-bench TensorKernels %s\n", tk_version());
+        return 0;
+    }
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fprintf(argc < 2 ? stderr : stdout,
                 "usage: tk-bench SUITE [options] [--json FILE]\n"
-                "--json FILE: also write the results as JSON (Documentation/plots/plot_benchmarks.py)\n"
+                "       tk-bench --version\n"
+                "--json FILE: also write the results as JSON (Documentation/plots/plot_benchmarks.py); an\n"
+                "             existing FILE is replaced only with --force\n"
                 "suites:\n"
                 "  teig    SS-HOPM: the seed's Table 6.1 set-up for {general, unrolled} x {cpu, omp, cuda},\n"
                 "          then diffusion-MRI-sized runs on CUDA (tk-bench teig --help)\n"
@@ -44,8 +66,9 @@ int main(int argc, char **argv)
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
     const char *json = NULL;
+    const tk_standard_values std = {.force = take_flag(&argc, argv, "--force")};
     if (!tk_bench_json_take_option(&argc, argv, &json)) return TK_EXIT_USAGE;
-    if (json) return run_with_json(json, argc, argv);
+    if (json) return run_with_json(json, &std, argc, argv);
     if (!strcmp(argv[1], "teig")) return tk_bench_teig(argc - 1, argv + 1);
     if (!strcmp(argv[1], "fibers")) return tk_bench_fibers(argc - 1, argv + 1);
     if (!strcmp(argv[1], "tucker")) return tk_bench_tucker(argc - 1, argv + 1);

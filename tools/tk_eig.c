@@ -6,101 +6,110 @@
 #include <string.h>
 
 #include "cli.h"
-#include "tk_eig_xml.h"
+#include "cli_options.h"
 #include "tk_eig.h"
 #include "tk_npy.h"
 #include "tk_output_set.h"
 
 static const char *prog = "tk-eig";
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tk-eig INPUT.npy OUTPUT.npy [options]\n"
-            "\n"
-            "Eigenvalues of every real n x n matrix in INPUT.npy (float32 or float64, C order,\n"
-            "shape (..., n, n), n = 1..%d), as LAPACK's dgeev computes them: balancing,\n"
-            "Hessenberg reduction, implicit double-shift QR.\n"
-            "\n"
-            "OUTPUT.npy: complex128 (complex64 for single precision), shape (..., n); each row\n"
-            "is sorted by real part ascending, then imaginary part ascending, so a complex\n"
-            "conjugate pair appears as x-iy, x+iy.\n"
-            "\n"
-            "options:\n"
-            "  --vectors VECS.npy       right eigenvectors too: complex, shape (..., n, n), column k\n"
-            "                           belongs to eigenvalue k (as numpy.linalg.eig); unit 2-norm,\n"
-            "                           largest-modulus component real and positive\n"
-            "  --status STATUS.npy      int8 per matrix, shape (...): 0 converged, 1 not converged\n"
-            "                           within the iteration cap, 2 non-finite input (NaN or Inf);\n"
-            "                           the values (and vectors) of a failed matrix are NaN\n"
-            "  --precision auto|single|double  (default auto: the input's)\n"
-            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
-            "                           omp with a warning on stderr\n"
-            "  --threads P              threads of the omp backend (default: all)\n"
-            "  --no-balance             skip the balancing step (LAPACK's balanc='N')\n"
-            "  --quiet                  no progress bar or warnings (the CPU fallback's included)\n"
-            "\n"
-            "Matrices that fail do not stop the run: they are counted in a warning on stderr\n"
-            "and marked in STATUS.npy.  Outputs are written atomically.\n",
-            TK_EIG_MAX_N);
-}
-
 typedef struct {
     const char *input, *output, *vectors, *status;
     tk_eig_options opts;
-    int precision_given, quiet;
-    tk_backend backend;
+    int precision; /* -1: the input's */
+    int balance;
+    tk_standard_values std;
 } eig_args;
+
+static const tk_opt_choice precisions[] = {
+    {"auto", -1, 0}, {"single", TK_PRECISION_SINGLE, 0}, {"double", TK_PRECISION_DOUBLE, 0}, {NULL, 0, 0}};
+
+#define NPY ".npy"
+static const tk_option files[] = {
+    {.position = 1, .value_name = "INPUT.npy", .kind = TK_OPT_TEXT,
+     .xml = {.kind = TK_XML_FILE, .name = "inputMatrices", .label = "Input matrices",
+             .description = "A .npy array of real n x n matrices, shape (..., n, n), float32 or float64, C order",
+             .channel = TK_XML_INPUT, .file_extensions = NPY}},
+    {.position = 2, .value_name = "OUTPUT.npy", .kind = TK_OPT_TEXT,
+     .xml = {.kind = TK_XML_FILE, .name = "outputEigenvalues", .label = "Output eigenvalues",
+             .description = "A .npy array of complex eigenvalues, shape (..., n), each row sorted by real part, "
+                            "then imaginary part",
+             .channel = TK_XML_OUTPUT, .file_extensions = NPY}},
+    {.name = "vectors", .value_name = "VECS.npy", .kind = TK_OPT_TEXT, .offset = offsetof(eig_args, vectors),
+     .help = "right eigenvectors too: complex, shape (..., n, n), column k\nbelongs to eigenvalue k (as "
+             "numpy.linalg.eig); unit 2-norm,\nlargest-modulus component real and positive",
+     .xml = {.kind = TK_XML_FILE, .name = "vectors", .label = "Output eigenvectors",
+             .description = "Optional: right eigenvectors, shape (..., n, n), column j for eigenvalue j, unit 2-norm",
+             .channel = TK_XML_OUTPUT, .file_extensions = NPY}},
+    {.name = "status", .value_name = "STATUS.npy", .kind = TK_OPT_TEXT, .offset = offsetof(eig_args, status),
+     .help = "int8 per matrix, shape (...): 0 converged, 1 not converged\nwithin the iteration cap, 2 non-finite "
+             "input (NaN or Inf);\nthe values (and vectors) of a failed matrix are NaN",
+     .xml = {.kind = TK_XML_FILE, .name = "status", .label = "Output status",
+             .description = "Optional: int8 per matrix: 0 converged, 1 not converged, 2 non-finite input",
+             .channel = TK_XML_OUTPUT, .file_extensions = NPY}},
+};
+
+static const tk_option computation[] = {
+    {.name = "precision", .value_name = "auto|single|double", .kind = TK_OPT_CHOICE, .choices = precisions,
+     .offset = offsetof(eig_args, precision), .help = "(default auto: the input's)",
+     .xml = {.name = "precision", .label = "Precision", .description = "auto: the input's; single or double otherwise",
+             .default_value = "auto"}},
+    {.name = "no-balance", .kind = TK_OPT_FLAG, .clears = 1, .offset = offsetof(eig_args, balance),
+     .help = "skip the balancing step (LAPACK's balanc='N')",
+     .xml = {.name = "noBalance", .label = "No balancing",
+             .description = "Skip the balancing LAPACK does before the QR iteration", .default_value = "false"}},
+};
+
+static const tk_option_group groups[] = {
+    {.title = "files", .label = "Input/Output", .description = "Files", .options = files, .count = TK_OPT_COUNT(files)},
+    {.title = "options", .label = "Computation", .description = "How it computes", .advanced = 1, .options = computation, .count = TK_OPT_COUNT(computation)},
+    TK_STANDARD_GROUP(eig_args, std),
+};
+
+static const tk_xml_module slicer = {
+    .category = "Utilities.TensorKernels",
+    .title = "Batched Eigenvalues (TensorKernels)",
+    .description = "Eigenvalues (and optionally right eigenvectors) of every small nonsymmetric matrix of a batch: "
+                   "balancing, Householder Hessenberg reduction and implicit double-shift QR, on the CPU or CUDA.",
+    .contributor = "TensorKernels developers",
+    .acknowledgements = "Batched Hessenberg QR after the seed paper on GPU eigenvalues of many small matrices.",
+};
+
+static const tk_command command = {
+    .prog = "tk-eig",
+    .usage = "tk-eig INPUT.npy OUTPUT.npy [options]",
+    .description =
+        "Eigenvalues of every real n x n matrix in INPUT.npy (float32 or float64, C order,\n"
+        "shape (..., n, n), n = 1..%d), as LAPACK's dgeev computes them: balancing,\n"
+        "Hessenberg reduction, implicit double-shift QR.\n"
+        "\n"
+        "OUTPUT.npy: complex128 (complex64 for single precision), shape (..., n); each row\n"
+        "is sorted by real part ascending, then imaginary part ascending, so a complex\n"
+        "conjugate pair appears as x-iy, x+iy.\n",
+    .help_arg = TK_EIG_MAX_N,
+    .epilog = "Matrices that fail do not stop the run: they are counted in a warning on stderr\n"
+              "and marked in STATUS.npy.  Outputs are written atomically.\n",
+    .groups = groups,
+    .count = sizeof groups / sizeof *groups,
+    .xml = &slicer,
+    .max_positional = 2,
+    .positional_hint = "give INPUT.npy and OUTPUT.npy once",
+};
 
 static int parse_args(int argc, char **argv, eig_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_eig_options_init(&a->opts, 0);
-    a->backend = TK_BACKEND_AUTO;
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v;
-        long iv;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (tk_cli_is(arg, "--vectors")) {
-            if (!VALUE("--vectors")) return 0;
-            a->vectors = v;
-        } else if (tk_cli_is(arg, "--status")) {
-            if (!VALUE("--status")) return 0;
-            a->status = v;
-        } else if (tk_cli_is(arg, "--precision")) {
-            if (!VALUE("--precision")) return 0;
-            if (!strcmp(v, "single")) a->opts.precision = TK_PRECISION_SINGLE;
-            else if (!strcmp(v, "double")) a->opts.precision = TK_PRECISION_DOUBLE;
-            else if (strcmp(v, "auto")) {
-                tk_cli_error(prog, "--precision expects auto, single or double, got '%s'; use one of those", v);
-                return 0;
-            }
-            a->precision_given = strcmp(v, "auto") != 0;
-        } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
-        } else if (tk_cli_is(arg, "--threads")) {
-            if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
-            a->opts.num_threads = (int)iv;
-        } else if (!strcmp(arg, "--no-balance")) {
-            a->opts.balance = 0;
-        } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
-            a->quiet = 1;
-        } else if (arg[0] == '-' && arg[1]) {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
-            return 0;
-        } else if (!a->input) {
-            a->input = arg;
-        } else if (!a->output) {
-            a->output = arg;
-        } else {
-            tk_cli_error(prog, "unexpected argument '%s'; give INPUT.npy and OUTPUT.npy once (see --help)", arg);
-            return 0;
-        }
-#undef VALUE
-    }
+    a->precision = -1;
+    a->balance = 1;
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
+    a->input = parsed.positional[0];
+    a->output = parsed.positional[1];
+    if (a->precision >= 0) a->opts.precision = (tk_precision)a->precision;
+    a->opts.balance = a->balance;
+    a->opts.num_threads = a->std.threads;
+    a->opts.cuda_device = a->std.device;
     if (!a->input || !a->output) {
         tk_cli_error(prog, "INPUT.npy and OUTPUT.npy are required; give both (see --help)");
         return 0;
@@ -125,7 +134,6 @@ static void shape_text(const tk_npy_array *arr, char *buf, size_t size)
 
 int main(int argc, char **argv)
 {
-    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_eig_xml) ? 0 : TK_EXIT_FAILURE;
     eig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
     const char *inputs[] = {a.input, NULL}, *outputs[] = {a.output, a.vectors, a.status};
@@ -147,6 +155,14 @@ int main(int argc, char **argv)
             tk_outset_free(set);
             return -idx[o];
         }
+    /* after the output set's checks (an input, or one file twice, says so): --force */
+    for (int o = 0; o < 3; ++o) {
+        int existing = tk_cli_refuse_existing(prog, &a.std, outputs[o], 0);
+        if (existing) {
+            tk_outset_free(set);
+            return existing;
+        }
+    }
 
     tk_npy_array arr;
     if (tk_npy_read(a.input, &arr) != TK_OK) {
@@ -184,11 +200,11 @@ int main(int argc, char **argv)
         goto done;
     }
     const size_t nn = n * n, count = arr.count / nn;
-    if (!a.precision_given)
+    if (a.precision < 0)
         a.opts.precision = arr.dtype == TK_NPY_FLOAT64 ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     a.opts.n = (int)n;
     tk_backend run;
-    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) goto done;
+    if (!tk_cli_resolve_backend(prog, a.std.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.std.quiet, &run)) goto done;
     a.opts.backend = (tk_backend)run;
     const int dbl = a.opts.precision == TK_PRECISION_DOUBLE;
     const size_t elem = dbl ? sizeof(double) : sizeof(float);
@@ -220,7 +236,7 @@ int main(int argc, char **argv)
     if (chunk > count) chunk = count ? count : 1;
     size_t failed[3] = {0, 0, 0}, first_failed[3] = {0, 0, 0};
     tk_progress bar;
-    tk_progress_begin(&bar, prog, count, a.quiet);
+    tk_progress_begin(&bar, prog, count, a.std.quiet);
     for (size_t first = 0; first < count; first += chunk) {
         const size_t todo = count - first < chunk ? count - first : chunk;
         tk_eig_result r = {(char *)values + first * 2 * n * elem,
@@ -251,7 +267,7 @@ int main(int argc, char **argv)
     }
     if (!tk_cli_write_npy(prog, set, idx[0], NULL, cdtype, arr.ndim - 1, out_shape, values)) goto done;
     if (tk_outset_commit(set) != 0) goto done;
-    if (!a.quiet) {
+    if (!a.std.quiet) {
         if (failed[TK_EIG_NONFINITE])
             fprintf(stderr, "%s: warning: %s: %zu of %zu matrices hold NaN or Inf (first: matrix %zu); their values are NaN\n",
                     prog, a.input, failed[TK_EIG_NONFINITE], count, first_failed[TK_EIG_NONFINITE]);

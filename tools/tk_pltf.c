@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_options.h"
 #include "cli_xml.h"
 #include "tk_npy.h"
 #include "tk_output_set.h"
@@ -20,117 +21,79 @@
 
 static const char *prog = "tk-pltf";
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tk-pltf --model MODEL --input X.npy --dims a=N[,b=M...] --out DIR [options]\n"
-            "       tk-pltf complete IN_IMAGE OUT_IMAGE [--model MODEL] [--mask MASK] [options]  (built with\n"
-            "                 ITK; tk-pltf complete --help)\n"
-            "       tk-pltf --xml   the Slicer description of complete (a 3D Slicer CLI module)\n"
-            "\n"
-            "Fits X ~ X^ = sum over the latent indices of the product of the factors, with\n"
-            "multiplicative updates for a beta-divergence (Yilmaz and Cemgil's PLTF).\n"
-            "MODEL: \"OUT=F1,F2,...\" with one-letter indices, e.g. \"ijk=ia,ja,ka\" (PARAFAC) or\n"
-            "\"ijk=ip,jq,kr,pqr\" (Tucker-3), or a preset: parafac, tucker3.  X's axes follow OUT;\n"
-            "--dims gives the sizes of the latent indices (those not in OUT).\n"
-            "\n"
-            "options:\n"
-            "  --mask M.npy            same shape as X; nonzero = observed (unobserved X is never read)\n"
-            "  --iters K               iterations, each updating every factor once (default 100)\n"
-            "  --divergence kl|euclidean|is   (default kl; kl needs X >= 0, is needs X > 0)\n"
-            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
-            "                          omp with a warning on stderr\n"
-            "  --seed S                seed of the random non-negative start (default 0)\n"
-            "  --naive-gtm             the seed's full-joint-tensor GTM (slow; for comparison)\n"
-            "  --print-every K         print the divergence every K iterations (default 1)\n"
-            "  --threads P             threads of the omp backend (default: all)\n"
-            "  --device D              CUDA device (default 0)\n"
-            "  --quiet                 no progress bar, summary or warnings on stderr\n"
-            "\n"
-            "Output: the divergence per iteration on stdout (\"iteration divergence\"); DIR/<indices>.npy\n"
-            "for every factor (e.g. DIR/ia.npy, DIR/pqr.npy) and DIR/xhat.npy, in X's dtype, each\n"
-            "written to a temporary and renamed.  DIR is created if missing.\n");
-}
-
 typedef struct {
     const char *model, *input, *mask, *dims, *out;
     tk_pltf_options opts;
-    long print_every;
-    int quiet;
-    tk_backend backend;
+    int divergence, print_every;
+    tk_standard_values std;
 } pltf_args;
+
+static const tk_opt_choice divergences[] = {{"kl", TK_PLTF_KL, 0},
+                                            {"euclidean", TK_PLTF_EUCLIDEAN, 0},
+                                            {"eu", TK_PLTF_EUCLIDEAN, 1},
+                                            {"is", TK_PLTF_IS, 0},
+                                            {NULL, 0, 0}};
+
+#define OPTS(member) offsetof(pltf_args, opts.member)
+static const tk_option fit_options[] = {
+    {.name = "model", .value_name = "MODEL", .kind = TK_OPT_TEXT, .offset = offsetof(pltf_args, model),
+     .help = "the model (required): \"OUT=F1,F2,...\" or a preset"},
+    {.name = "input", .value_name = "X.npy", .kind = TK_OPT_TEXT, .offset = offsetof(pltf_args, input),
+     .help = "the tensor to fit (required)"},
+    {.name = "dims", .value_name = "a=N[,b=M...]", .kind = TK_OPT_TEXT, .offset = offsetof(pltf_args, dims),
+     .help = "sizes of the latent indices"},
+    {.name = "out", .value_name = "DIR", .kind = TK_OPT_TEXT, .offset = offsetof(pltf_args, out),
+     .help = "the folder of the factors and xhat.npy (required)"},
+    {.name = "mask", .value_name = "M.npy", .kind = TK_OPT_TEXT, .offset = offsetof(pltf_args, mask),
+     .help = "same shape as X; nonzero = observed (unobserved X is never read)"},
+    {.name = "iters", .value_name = "K", .kind = TK_OPT_INT, .min = 0, .max = 100000000, .offset = OPTS(iterations),
+     .help = "iterations, each updating every factor once (default 100)"},
+    {.name = "divergence", .value_name = "kl|euclidean|is", .kind = TK_OPT_CHOICE, .choices = divergences,
+     .offset = offsetof(pltf_args, divergence), .help = "(default kl; kl needs X >= 0, is needs X > 0)"},
+    {.name = "seed", .value_name = "S", .kind = TK_OPT_SEED, .offset = OPTS(seed),
+     .help = "seed of the random non-negative start (default 0)"},
+    {.name = "naive-gtm", .kind = TK_OPT_FLAG, .offset = OPTS(naive_gtm),
+     .help = "the seed's full-joint-tensor GTM (slow; for comparison)"},
+    {.name = "print-every", .value_name = "K", .kind = TK_OPT_INT, .min = 1, .max = 100000000,
+     .offset = offsetof(pltf_args, print_every), .help = "print the divergence every K iterations (default 1)"},
+};
+#undef OPTS
+
+static const tk_option_group groups[] = {
+    {.title = "options", .options = fit_options, .count = TK_OPT_COUNT(fit_options)},
+    TK_STANDARD_GROUP(pltf_args, std),
+};
+
+static const tk_command command = {
+    .prog = "tk-pltf",
+    .usage = "tk-pltf --model MODEL --input X.npy --dims a=N[,b=M...] --out DIR [options]\n"
+             "       tk-pltf complete IN_IMAGE OUT_IMAGE [--model MODEL] [--mask MASK] [options]  (built with\n"
+             "                 ITK; tk-pltf complete --help)\n"
+             "       tk-pltf --xml   the Slicer description of complete (a 3D Slicer CLI module)",
+    .description = "Fits X ~ X^ = sum over the latent indices of the product of the factors, with\n"
+                   "multiplicative updates for a beta-divergence (Yilmaz and Cemgil's PLTF).\n"
+                   "MODEL: \"OUT=F1,F2,...\" with one-letter indices, e.g. \"ijk=ia,ja,ka\" (PARAFAC) or\n"
+                   "\"ijk=ip,jq,kr,pqr\" (Tucker-3), or a preset: parafac, tucker3.  X's axes follow OUT;\n"
+                   "--dims gives the sizes of the latent indices (those not in OUT).\n",
+    .epilog = "Output: the divergence per iteration on stdout (\"iteration divergence\"); DIR/<indices>.npy\n"
+              "for every factor (e.g. DIR/ia.npy, DIR/pqr.npy) and DIR/xhat.npy, in X's dtype, each\n"
+              "written to a temporary and renamed.  DIR is created if missing; files of the same\n"
+              "names already there are replaced only with --force.\n",
+    .groups = groups,
+    .count = TK_OPT_COUNT(groups),
+};
 
 static int parse_args(int argc, char **argv, pltf_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_pltf_options_init(&a->opts);
+    a->divergence = (int)a->opts.divergence;
     a->print_every = 1;
-    a->backend = TK_BACKEND_AUTO;
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v;
-        long iv;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (tk_cli_is(arg, "--model")) {
-            if (!VALUE("--model")) return 0;
-            a->model = v;
-        } else if (tk_cli_is(arg, "--input")) {
-            if (!VALUE("--input")) return 0;
-            a->input = v;
-        } else if (tk_cli_is(arg, "--mask")) {
-            if (!VALUE("--mask")) return 0;
-            a->mask = v;
-        } else if (tk_cli_is(arg, "--dims")) {
-            if (!VALUE("--dims")) return 0;
-            a->dims = v;
-        } else if (tk_cli_is(arg, "--out")) {
-            if (!VALUE("--out")) return 0;
-            a->out = v;
-        } else if (tk_cli_is(arg, "--iters")) {
-            if (!VALUE("--iters") || !tk_cli_parse_int(prog, "--iters", v, 0, 100000000, &iv)) return 0;
-            a->opts.iterations = (int)iv;
-        } else if (tk_cli_is(arg, "--divergence")) {
-            if (!VALUE("--divergence")) return 0;
-            if (!strcmp(v, "kl")) a->opts.divergence = TK_PLTF_KL;
-            else if (!strcmp(v, "euclidean") || !strcmp(v, "eu")) a->opts.divergence = TK_PLTF_EUCLIDEAN;
-            else if (!strcmp(v, "is")) a->opts.divergence = TK_PLTF_IS;
-            else {
-                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'; use one of those", v);
-                return 0;
-            }
-        } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
-        } else if (tk_cli_is(arg, "--seed")) {
-            if (!VALUE("--seed")) return 0;
-            char *end = NULL;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-' || errno) {
-                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
-                return 0;
-            }
-            a->opts.seed = (uint64_t)s;
-        } else if (!strcmp(arg, "--naive-gtm")) {
-            a->opts.naive_gtm = 1;
-        } else if (tk_cli_is(arg, "--print-every")) {
-            if (!VALUE("--print-every") || !tk_cli_parse_int(prog, "--print-every", v, 1, 100000000, &a->print_every))
-                return 0;
-        } else if (tk_cli_is(arg, "--threads")) {
-            if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
-            a->opts.num_threads = (int)iv;
-        } else if (tk_cli_is(arg, "--device")) {
-            if (!VALUE("--device") || !tk_cli_parse_int(prog, "--device", v, 0, 1024, &iv)) return 0;
-            a->opts.cuda_device = (int)iv;
-        } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
-            a->quiet = 1;
-        } else {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
-            return 0;
-        }
-#undef VALUE
-    }
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
+    a->opts.divergence = (tk_pltf_divergence)a->divergence;
+    a->opts.num_threads = a->std.threads;
+    a->opts.cuda_device = a->std.device;
     if (!a->model || !a->input || !a->out) {
         tk_cli_error(prog, "--model, --input and --out are required; give all three (see --help)");
         return 0;
@@ -192,6 +155,12 @@ static int register_outputs(tk_outset *set, const pltf_args *a, const tk_pltf_mo
         else strcpy(name, "xhat");
         strcat(name, ".npy");
         if ((idx[f] = tk_outset_add_in_folder(set, "--out", a->out, name)) < 0) return -idx[f];
+        /* after the output set's checks (an input there says so): --force */
+        char path[4096];
+        const size_t n = strlen(a->out);
+        snprintf(path, sizeof path, "%s%s%s", a->out, n && a->out[n - 1] == '/' ? "" : "/", name);
+        int existing = tk_cli_refuse_existing(prog, &a->std, path, 0);
+        if (existing) return existing;
     }
     return 0;
 }
@@ -220,7 +189,7 @@ static int write_array(tk_outset *set, int idx, tk_npy_dtype dtype, int ndim, co
 int main(int argc, char **argv)
 {
 #ifdef TK_PLTF_WITH_IMAGES
-    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_pltf_complete_xml) ? 0 : TK_EXIT_FAILURE;
+    if (tk_xml_requested(argc, argv)) return tk_cli_print_xml(stdout, &tk_pltf_complete_command) ? 0 : TK_EXIT_FAILURE;
     /* Slicer writes the options first: `tk-pltf --model M ... complete IN OUT`. */
     if (tk_pltf_complete_requested(argc, argv)) return tk_pltf_complete_main(argc, argv);
 #else
@@ -232,7 +201,7 @@ int main(int argc, char **argv)
 #endif
     pltf_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
-    int bad_output = tk_cli_check_output(prog, a.out, 1, NULL);
+    int bad_output = tk_cli_check_output(prog, a.out, 1, NULL); /* the files in it: register_outputs */
     if (bad_output) return bad_output;
     tk_pltf_model m;
     if (tk_pltf_parse(a.model, &m) != TK_OK) {
@@ -390,7 +359,7 @@ int main(int argc, char **argv)
         goto done;
     }
     tk_backend run;
-    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) goto done;
+    if (!tk_cli_resolve_backend(prog, a.std.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.std.quiet, &run)) goto done;
     a.opts.backend = (tk_backend)run;
 
     tk_progress bar;
@@ -401,7 +370,7 @@ int main(int argc, char **argv)
     memset(&res, 0, sizeof res);
     for (int f = 0; f < m.num_factors; ++f) res.factors[f] = factors[f];
     res.xhat = xhat;
-    tk_progress_begin(&bar, prog, (size_t)a.opts.iterations, a.quiet);
+    tk_progress_begin(&bar, prog, (size_t)a.opts.iterations, a.std.quiet);
     tk_status s = tk_pltf_factorize(&m, &a.opts, xd, mask, &res);
     tk_progress_end(&bar);
     if (s != TK_OK) {
@@ -417,7 +386,7 @@ int main(int argc, char **argv)
     }
     if (!write_array(set, out_idx[m.num_factors], x.dtype, x.ndim, x.shape, xhat, count)) goto done;
     if (tk_outset_commit(set) != 0) goto done; /* all files in place, or none */
-    if (!a.quiet)
+    if (!a.std.quiet)
         fprintf(stderr, "%s: model %s, %d iterations on %s in %.1f ms; %s divergence %.6g -> %.6g\n", prog, m.text,
                 res.iterations_done, a.opts.backend == TK_BACKEND_CPU ? "cpu" : a.opts.backend == TK_BACKEND_OMP ? "omp" : "cuda",
                 res.iterate_ms, tk_pltf_divergence_name(a.opts.divergence), pc.first,

@@ -6,139 +6,109 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_options.h"
 #include "tk_npy.h"
 #include "tk_sshopm.h"
 
 static const char *prog = "tk-teig";
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tk-teig --order M --dim N --input T.npy [options]\n"
-            "\n"
-            "Z-eigenpairs (A x^(M-1) = lambda x, |x| = 1) of every tensor in T.npy by SS-HOPM.\n"
-            "T.npy: float32 or float64, C order, packed (T, K) with K = binom(M+N-1, M) unique\n"
-            "entries in lexicographic order, or full (T, N, ..., N) with M axes of length N.\n"
-            "\n"
-            "options:\n"
-            "  --output E.csv          write the eigenpairs here (default: standard output)\n"
-            "  --shift A|adaptive|adaptive-min\n"
-            "                          fixed shift A (>= 0 finds maxima, < 0 minima) or the\n"
-            "                          adaptive shift for maxima / minima (default: adaptive)\n"
-            "  --starts S              random starts per tensor (default 128)\n"
-            "  --seed S                seed of the random starts (default 0)\n"
-            "  --tol T                 stop when |x_k+1 - x_k| <= T (default 1e-6 single, 1e-12 double)\n"
-            "  --max-iter K            iteration cap per start (default 1000)\n"
-            "  --precision single|double  (default: the input's)\n"
-            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else omp\n"
-            "                          with a warning on stderr\n"
-            "  --impl general|unrolled (default: unrolled where it exists for (M, N), else general)\n"
-            "  --threads P             threads of the omp backend (default: all)\n"
-            "  --quiet                 no progress bar or warnings (the CPU fallback's included)\n"
-            "\n"
-            "Output CSV: tensor,lambda,x0,...,x{N-1},stability,starts: one row per distinct\n"
-            "eigenpair (x and -x are one pair for even M), sorted by tensor, then lambda\n"
-            "descending; stability is max, min, saddle or degenerate on the sphere.\n");
-}
-
 typedef struct {
-    long order, dim;
+    int order, dim;
     const char *input, *output;
     tk_sshopm_options opts;
-    int precision_given, impl_given, tol_given, quiet;
-    tk_backend backend;
+    int precision, impl; /* -1: the input's precision; unrolled where it exists */
+    double tol;          /* -1: the precision's default */
+    tk_standard_values std;
 } teig_args;
+
+/* --shift A|adaptive|adaptive-min into a tk_sshopm_options. */
+static int parse_shift(const char *prog_name, const char *flag, const char *v, void *dest)
+{
+    tk_sshopm_options *o = dest;
+    double dv;
+    if (!strcmp(v, "adaptive")) {
+        o->shift_mode = TK_SHIFT_ADAPTIVE, o->shift = 0;
+    } else if (!strcmp(v, "adaptive-min")) {
+        o->shift_mode = TK_SHIFT_ADAPTIVE, o->shift = -1;
+    } else {
+        if (!tk_cli_parse_double(prog_name, flag, v, -1e300, 1e300, &dv)) return 0;
+        o->shift_mode = TK_SHIFT_FIXED, o->shift = dv;
+    }
+    return 1;
+}
+
+static const tk_opt_choice precisions[] = {
+    {"single", TK_PRECISION_SINGLE, 0}, {"double", TK_PRECISION_DOUBLE, 0}, {NULL, 0, 0}};
+static const tk_opt_choice impls[] = {{"general", TK_IMPL_GENERAL, 0}, {"unrolled", TK_IMPL_UNROLLED, 0}, {NULL, 0, 0}};
+
+#define OPTS(member) offsetof(teig_args, opts.member)
+static const tk_option teig_options[] = {
+    {.name = "order", .value_name = "M", .kind = TK_OPT_INT, .min = 2, .max = 32, .offset = offsetof(teig_args, order),
+     .help = "tensor order (required)"},
+    {.name = "dim", .value_name = "N", .kind = TK_OPT_INT, .min = 2, .max = 255, .offset = offsetof(teig_args, dim),
+     .help = "dimension of every axis (required)"},
+    {.name = "input", .value_name = "T.npy", .kind = TK_OPT_TEXT, .offset = offsetof(teig_args, input),
+     .help = "the tensors (required)"},
+    {.name = "output", .value_name = "E.csv", .kind = TK_OPT_TEXT, .offset = offsetof(teig_args, output),
+     .help = "write the eigenpairs here (default: standard output)"},
+    {.name = "shift", .value_name = "A|adaptive|adaptive-min", .kind = TK_OPT_CUSTOM, .parse = parse_shift,
+     .offset = offsetof(teig_args, opts),
+     .help = "fixed shift A (>= 0 finds maxima, < 0 minima) or the\nadaptive shift for maxima / minima (default: "
+             "adaptive)"},
+    {.name = "starts", .value_name = "S", .kind = TK_OPT_INT, .min = 1, .max = 1 << 20, .offset = OPTS(num_starts),
+     .help = "random starts per tensor (default 128)"},
+    {.name = "seed", .value_name = "S", .kind = TK_OPT_SEED, .offset = OPTS(seed),
+     .help = "seed of the random starts (default 0)"},
+    {.name = "tol", .value_name = "T", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1, .offset = offsetof(teig_args, tol),
+     .help = "stop when |x_k+1 - x_k| <= T (default 1e-6 single, 1e-12 double)"},
+    {.name = "max-iter", .value_name = "K", .kind = TK_OPT_INT, .min = 0, .max = 100000000, .offset = OPTS(max_iter),
+     .help = "iteration cap per start (default 1000)"},
+    {.name = "precision", .value_name = "single|double", .kind = TK_OPT_CHOICE, .choices = precisions,
+     .offset = offsetof(teig_args, precision), .help = "(default: the input's)"},
+    {.name = "impl", .value_name = "general|unrolled", .kind = TK_OPT_CHOICE, .choices = impls,
+     .offset = offsetof(teig_args, impl), .help = "(default: unrolled where it exists for (M, N), else general)"},
+};
+#undef OPTS
+
+static const tk_option_group groups[] = {
+    {.title = "options", .options = teig_options, .count = TK_OPT_COUNT(teig_options)},
+    TK_STANDARD_GROUP(teig_args, std),
+};
+
+static const tk_command command = {
+    .prog = "tk-teig",
+    .usage = "tk-teig --order M --dim N --input T.npy [options]",
+    .description = "Z-eigenpairs (A x^(M-1) = lambda x, |x| = 1) of every tensor in T.npy by SS-HOPM.\n"
+                   "T.npy: float32 or float64, C order, packed (T, K) with K = binom(M+N-1, M) unique\n"
+                   "entries in lexicographic order, or full (T, N, ..., N) with M axes of length N.\n",
+    .epilog = "Output CSV: tensor,lambda,x0,...,x{N-1},stability,starts: one row per distinct\n"
+              "eigenpair (x and -x are one pair for even M), sorted by tensor, then lambda\n"
+              "descending; stability is max, min, saddle or degenerate on the sphere.\n",
+    .groups = groups,
+    .count = TK_OPT_COUNT(groups),
+};
 
 static int parse_args(int argc, char **argv, teig_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_sshopm_options_init(&a->opts, 0, 0);
     a->opts.shift_mode = TK_SHIFT_ADAPTIVE;
-    a->backend = TK_BACKEND_AUTO;
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v;
-        long iv;
-        double dv;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (tk_cli_is(arg, "--order")) {
-            if (!VALUE("--order") || !tk_cli_parse_int(prog, "--order", v, 2, 32, &a->order)) return 0;
-        } else if (tk_cli_is(arg, "--dim")) {
-            if (!VALUE("--dim") || !tk_cli_parse_int(prog, "--dim", v, 2, 255, &a->dim)) return 0;
-        } else if (tk_cli_is(arg, "--input")) {
-            if (!VALUE("--input")) return 0;
-            a->input = v;
-        } else if (tk_cli_is(arg, "--output")) {
-            if (!VALUE("--output")) return 0;
-            a->output = v;
-        } else if (tk_cli_is(arg, "--shift")) {
-            if (!VALUE("--shift")) return 0;
-            if (!strcmp(v, "adaptive")) {
-                a->opts.shift_mode = TK_SHIFT_ADAPTIVE, a->opts.shift = 0;
-            } else if (!strcmp(v, "adaptive-min")) {
-                a->opts.shift_mode = TK_SHIFT_ADAPTIVE, a->opts.shift = -1;
-            } else {
-                if (!tk_cli_parse_double(prog, "--shift", v, -1e300, 1e300, &dv)) return 0;
-                a->opts.shift_mode = TK_SHIFT_FIXED, a->opts.shift = dv;
-            }
-        } else if (tk_cli_is(arg, "--starts")) {
-            if (!VALUE("--starts") || !tk_cli_parse_int(prog, "--starts", v, 1, 1 << 20, &iv)) return 0;
-            a->opts.num_starts = (int)iv;
-        } else if (tk_cli_is(arg, "--seed")) {
-            if (!VALUE("--seed")) return 0;
-            char *end = NULL;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-') {
-                tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
-                return 0;
-            }
-            a->opts.seed = (uint64_t)s;
-        } else if (tk_cli_is(arg, "--tol")) {
-            if (!VALUE("--tol") || !tk_cli_parse_double(prog, "--tol", v, 0, 1, &a->opts.tol)) return 0;
-            a->tol_given = 1;
-        } else if (tk_cli_is(arg, "--max-iter")) {
-            if (!VALUE("--max-iter") || !tk_cli_parse_int(prog, "--max-iter", v, 0, 100000000, &iv)) return 0;
-            a->opts.max_iter = (int)iv;
-        } else if (tk_cli_is(arg, "--precision")) {
-            if (!VALUE("--precision")) return 0;
-            if (!strcmp(v, "single")) a->opts.precision = TK_PRECISION_SINGLE;
-            else if (!strcmp(v, "double")) a->opts.precision = TK_PRECISION_DOUBLE;
-            else {
-                tk_cli_error(prog, "--precision expects single or double, got '%s'; use one of those", v);
-                return 0;
-            }
-            a->precision_given = 1;
-        } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
-        } else if (tk_cli_is(arg, "--impl")) {
-            if (!VALUE("--impl")) return 0;
-            if (!strcmp(v, "general")) a->opts.impl = TK_IMPL_GENERAL;
-            else if (!strcmp(v, "unrolled")) a->opts.impl = TK_IMPL_UNROLLED;
-            else {
-                tk_cli_error(prog, "--impl expects general or unrolled, got '%s'; use one of those", v);
-                return 0;
-            }
-            a->impl_given = 1;
-        } else if (tk_cli_is(arg, "--threads")) {
-            if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
-            a->opts.num_threads = (int)iv;
-        } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
-            a->quiet = 1;
-        } else {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
-            return 0;
-        }
-#undef VALUE
-    }
+    a->precision = a->impl = -1;
+    a->tol = -1;
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
+    a->opts.num_threads = a->std.threads;
+    a->opts.cuda_device = a->std.device;
+    if (a->tol >= 0) a->opts.tol = a->tol;
+    if (a->impl >= 0) a->opts.impl = (tk_impl)a->impl;
+    if (a->precision >= 0) a->opts.precision = (tk_precision)a->precision;
     if (!a->order || !a->dim || !a->input) {
         tk_cli_error(prog, "--order, --dim and --input are required; give all three (see --help)");
         return 0;
     }
-    a->opts.order = (int)a->order;
-    a->opts.dim = (int)a->dim;
-    if (!a->impl_given) a->opts.impl = tk_sshopm_has_unrolled(a->opts.order, a->opts.dim) ? TK_IMPL_UNROLLED : TK_IMPL_GENERAL;
+    a->opts.order = a->order;
+    a->opts.dim = a->dim;
+    if (a->impl < 0) a->opts.impl = tk_sshopm_has_unrolled(a->opts.order, a->opts.dim) ? TK_IMPL_UNROLLED : TK_IMPL_GENERAL;
     if (a->opts.impl == TK_IMPL_UNROLLED && !tk_sshopm_has_unrolled(a->opts.order, a->opts.dim)) {
         tk_cli_error(prog, "--impl unrolled: no unrolled kernel for order %d, dimension %d (there are (4,3), (6,3), "
                            "(8,3)); use --impl general",
@@ -163,8 +133,8 @@ static int load_tensors(teig_args *a, void **packed_out, size_t *count_out)
         tk_npy_free(&arr);
         return 0;
     }
-    if (!a->precision_given) a->opts.precision = arr.dtype == TK_NPY_FLOAT64 ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
-    if (!a->tol_given) a->opts.tol = tk_sshopm_default_tol(a->opts.precision);
+    if (a->precision < 0) a->opts.precision = arr.dtype == TK_NPY_FLOAT64 ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+    if (a->tol < 0) a->opts.tol = tk_sshopm_default_tol(a->opts.precision);
     const int m = a->opts.order, n = a->opts.dim;
     const size_t k = tk_sym_num_unique(m, n);
     int is_packed = arr.ndim == 2 && arr.shape[1] == k;
@@ -244,13 +214,13 @@ int main(int argc, char **argv)
     teig_args a;
     if (!parse_args(argc, argv, &a)) return TK_EXIT_USAGE;
     const char *inputs[] = {a.input, NULL};
-    int bad_output = tk_cli_check_output(prog, a.output, 0, inputs);
+    int bad_output = tk_cli_check_new_output(prog, &a.std, a.output, 0, inputs);
     if (bad_output) return bad_output;
     void *packed = NULL;
     size_t count = 0;
     if (!load_tensors(&a, &packed, &count)) return TK_EXIT_FAILURE;
     tk_backend run;
-    if (!tk_cli_resolve_backend(prog, a.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) {
+    if (!tk_cli_resolve_backend(prog, a.std.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.std.quiet, &run)) {
         free(packed);
         return TK_EXIT_FAILURE;
     }
@@ -279,7 +249,7 @@ int main(int argc, char **argv)
     const char *fmt = dbl ? "%.17g" : "%.9g";
     size_t unconverged = 0;
     tk_progress bar;
-    tk_progress_begin(&bar, "tk-teig", count, a.quiet);
+    tk_progress_begin(&bar, "tk-teig", count, a.std.quiet);
     for (size_t first = 0; first < count; first += chunk) {
         size_t todo = count - first < chunk ? count - first : chunk;
         const void *chunk_data = (const char *)packed + first * k * elem;
@@ -305,7 +275,7 @@ int main(int argc, char **argv)
         tk_progress_advance(&bar, todo);
     }
     tk_progress_end(&bar);
-    if (unconverged && !a.quiet)
+    if (unconverged && !a.std.quiet)
         fprintf(stderr, "%s: warning: %zu of %zu starts did not converge within %d iterations (left out)\n", prog,
                 unconverged, count * S, o->max_iter);
     status = tk_output_commit(&out, prog) ? 0 : TK_EXIT_FAILURE;

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_options.h"
 #include "tk_output_set.h"
-#include "cli_xml.h"
 #include "tk_tucker.h"
 #ifdef TK_TUCKER_WITH_IMAGES
 #include "tk_tucker_complete.h" /* tools/itk: the ITK image mode, when built with ITK */
@@ -19,62 +19,23 @@
 
 static const char *prog = "tk-tucker";
 
+/* `tk-tucker --help`: the commands; each command's own --help lists its options. */
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tk-tucker train TRAIN.tns [--test TEST.tns | --test-fraction F] --out MODEL_DIR [options]\n"
             "       tk-tucker predict MODEL_DIR QUERIES.tns OUT.tns\n"
             "       tk-tucker synth --shape I1,I2,... --nnz N [options] OUT.tns\n"
-            "       tk-tucker complete IN_IMAGE OUT_IMAGE [--mask MASK] [options]  (built with ITK;\n"
-            "                 tk-tucker complete --help)\n"
+            "       tk-tucker complete IN_IMAGE OUT_IMAGE [--mask MASK] [options]  (built with ITK)\n"
             "       tk-tucker --xml   the Slicer description of complete (a 3D Slicer CLI module)\n"
+            "       tk-tucker --version\n"
             "\n"
             "Sparse FastTucker decomposition (cuFasterTucker's model and SGD updates) of a\n"
             "FROSTT .tns tensor: 1-based indices, value last, '#' comments.  A binary cache\n"
             "FILE.tns.tkc is kept beside each input for fast reloads.\n"
             "\n"
-            "train options:\n"
-            "  --rank-j J, --rank-r R   factor and core ranks, 4..64 (default 32)\n"
-            "  --iters K                iterations (default 20)\n"
-            "  --lr-a X, --lr-b X       learning rates (default 0.05 and 1; lr-b scales the mean\n"
-            "                           core gradient; lower lr-a for large values, e.g. 0.005 for 1..5)\n"
-            "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
-            "  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
-            "                           omp with a warning on stderr (omp with --double)\n"
-            "  --threads P              omp threads (default: all)\n"
-            "  --fiber-threshold T      B-CSF sub-slice size (default 128)\n"
-            "  --double                 cpu/omp in double precision (the reference path)\n"
-            "  --seed S                 seed of the start and of --test-fraction (default 0)\n"
-            "  --checkpoint-every K     save the model every K iterations (default: at the end only)\n"
-            "  --resume                 continue from the model saved in MODEL_DIR\n"
-            "  --quiet                  no progress bar or warnings (the CPU fallback's included)\n"
-            "Each iteration prints its update time, train RMSE, test RMSE and test MAE.\n"
-            "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
-            "replaced atomically at each save, so a killed run loses at most one interval.\n"
-            "With --seed, cpu and omp runs are reproducible (bit for bit, any thread count).\n"
-            "\n"
-            "predict: the model's value at each query's indices (query values, if any, are\n"
-            "ignored), written as .tns with the same index columns.\n"
-            "\n"
-            "synth options:\n"
-            "  --rank-j J, --rank-r R   ranks of the true model (default 32)\n"
-            "  --noise S                Gaussian noise standard deviation (default 0.1)\n"
-            "  --popularity P           power-law exponent of index popularity (default 0.5)\n"
-            "  --seed S                 (default 0)\n"
-            "  --truth DIR              also save the true model as a model directory\n"
-            "  --allow-duplicates       skip the check that every index tuple occurs once\n");
-}
-
-static int parse_seed(const char *v, uint64_t *out)
-{
-    char *end = NULL;
-    unsigned long long s = strtoull(v, &end, 10);
-    if (!*v || *end || *v == '-') {
-        tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
-        return 0;
-    }
-    *out = (uint64_t)s;
-    return 1;
+            "tk-tucker COMMAND --help: the options of COMMAND (every command takes the standard\n"
+            "options --backend, --device, --threads, --quiet, --force, --version).\n");
 }
 
 static long file_size(const char *path)
@@ -102,82 +63,83 @@ static void drop_cache(const char *tns)
 typedef struct {
     const char *train, *test, *out;
     double test_fraction;
-    long rank_j, rank_r, iters, every;
-    int resume, quiet;
+    long rank_j, rank_r, iters, every, fiber_threshold;
+    int resume, dbl;
     uint64_t seed;
-    tk_backend backend;
     tk_tucker_options o;
+    tk_standard_values std;
 } train_args;
+
+#define TRAIN(member) offsetof(train_args, member)
+static const tk_option train_options[] = {
+    {.name = "test", .value_name = "TEST.tns", .kind = TK_OPT_TEXT, .offset = TRAIN(test),
+     .help = "held-out entries: the test RMSE and MAE of every iteration"},
+    {.name = "test-fraction", .value_name = "F", .kind = TK_OPT_DOUBLE, .min = 0, .max = 0.99,
+     .offset = TRAIN(test_fraction), .help = "hold out this fraction of TRAIN.tns instead (seeded by --seed)"},
+    {.name = "out", .value_name = "MODEL_DIR", .kind = TK_OPT_TEXT, .offset = TRAIN(out),
+     .help = "the model directory (required)"},
+    {.name = "rank-j", .value_name = "J", .kind = TK_OPT_LONG, .min = TK_TUCKER_MIN_RANK, .max = TK_TUCKER_MAX_RANK,
+     .offset = TRAIN(rank_j), .help = "factor rank, 4..64 (default 32)"},
+    {.name = "rank-r", .value_name = "R", .kind = TK_OPT_LONG, .min = TK_TUCKER_MIN_RANK, .max = TK_TUCKER_MAX_RANK,
+     .offset = TRAIN(rank_r), .help = "core rank, 4..64 (default 32)"},
+    {.name = "iters", .value_name = "K", .kind = TK_OPT_LONG, .min = 1, .max = 1000000, .offset = TRAIN(iters),
+     .help = "iterations (default 20)"},
+    {.name = "lr-a", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lr_a),
+     .help = "factor learning rate (default 0.05; lower it for large values,\ne.g. 0.005 for 1..5)"},
+    {.name = "lr-b", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lr_b),
+     .help = "core learning rate (default 1; scales the mean core gradient)"},
+    {.name = "lambda-a", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lambda_a),
+     .help = "factor regularization (default 0.001)"},
+    {.name = "lambda-b", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lambda_b),
+     .help = "core regularization (default 0.001)"},
+    {.name = "fiber-threshold", .value_name = "T", .kind = TK_OPT_LONG, .min = 1, .max = (double)(1L << 40),
+     .offset = TRAIN(fiber_threshold), .help = "B-CSF sub-slice size (default 128)"},
+    {.name = "double", .kind = TK_OPT_FLAG, .offset = TRAIN(dbl),
+     .help = "cpu/omp in double precision (the reference path; --backend auto\nthen runs omp)"},
+    {.name = "seed", .value_name = "S", .kind = TK_OPT_SEED, .offset = TRAIN(seed),
+     .help = "seed of the start and of --test-fraction (default 0)"},
+    {.name = "checkpoint-every", .value_name = "K", .kind = TK_OPT_LONG, .min = 1, .max = 1000000,
+     .offset = TRAIN(every), .help = "save the model every K iterations (default: at the end only)"},
+    {.name = "resume", .kind = TK_OPT_FLAG, .offset = TRAIN(resume),
+     .help = "continue from the model saved in MODEL_DIR (no --force needed)"},
+};
+#undef TRAIN
+
+static const tk_option_group train_groups[] = {
+    {.title = "train options", .options = train_options, .count = TK_OPT_COUNT(train_options)},
+    TK_STANDARD_GROUP(train_args, std),
+};
+
+static const tk_command train_command = {
+    .prog = "tk-tucker",
+    .subcommand = "train",
+    .usage = "tk-tucker train TRAIN.tns [--test TEST.tns | --test-fraction F] --out MODEL_DIR [options]",
+    .description = "Fits a FastTucker model to TRAIN.tns by SGD.  Each iteration prints its update time,\n"
+                   "train RMSE, test RMSE and test MAE.\n",
+    .epilog = "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
+              "replaced atomically at each save, so a killed run loses at most one interval.\n"
+              "An existing model is replaced only with --force (or continued with --resume).\n"
+              "With --seed, cpu and omp runs are reproducible (bit for bit, any thread count).\n",
+    .groups = train_groups,
+    .count = TK_OPT_COUNT(train_groups),
+    .max_positional = 1,
+    .positional_hint = "give one TRAIN.tns",
+};
 
 static int parse_train(int argc, char **argv, train_args *a)
 {
     memset(a, 0, sizeof *a);
     tk_tucker_options_init(&a->o);
-    a->backend = TK_BACKEND_AUTO;
     a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
     a->iters = 20;
-    for (int i = 2; i < argc; ++i) {
-        const char *arg = argv[i], *v;
-        long iv;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (tk_cli_is(arg, "--test")) {
-            if (!VALUE("--test")) return 0;
-            a->test = v;
-        } else if (tk_cli_is(arg, "--test-fraction")) {
-            if (!VALUE("--test-fraction") || !tk_cli_parse_double(prog, "--test-fraction", v, 0, 0.99, &a->test_fraction))
-                return 0;
-        } else if (tk_cli_is(arg, "--out")) {
-            if (!VALUE("--out")) return 0;
-            a->out = v;
-        } else if (tk_cli_is(arg, "--rank-j")) {
-            if (!VALUE("--rank-j") || !tk_cli_parse_int(prog, "--rank-j", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a->rank_j))
-                return 0;
-        } else if (tk_cli_is(arg, "--rank-r")) {
-            if (!VALUE("--rank-r") || !tk_cli_parse_int(prog, "--rank-r", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a->rank_r))
-                return 0;
-        } else if (tk_cli_is(arg, "--iters")) {
-            if (!VALUE("--iters") || !tk_cli_parse_int(prog, "--iters", v, 1, 1000000, &a->iters)) return 0;
-        } else if (tk_cli_is(arg, "--lr-a")) {
-            if (!VALUE("--lr-a") || !tk_cli_parse_double(prog, "--lr-a", v, 0, 1e6, &a->o.lr_a)) return 0;
-        } else if (tk_cli_is(arg, "--lr-b")) {
-            if (!VALUE("--lr-b") || !tk_cli_parse_double(prog, "--lr-b", v, 0, 1e6, &a->o.lr_b)) return 0;
-        } else if (tk_cli_is(arg, "--lambda-a")) {
-            if (!VALUE("--lambda-a") || !tk_cli_parse_double(prog, "--lambda-a", v, 0, 1e6, &a->o.lambda_a)) return 0;
-        } else if (tk_cli_is(arg, "--lambda-b")) {
-            if (!VALUE("--lambda-b") || !tk_cli_parse_double(prog, "--lambda-b", v, 0, 1e6, &a->o.lambda_b)) return 0;
-        } else if (tk_cli_is(arg, "--backend")) {
-            if (!VALUE("--backend") || !tk_cli_parse_backend(prog, v, 1, &a->backend)) return 0;
-        } else if (tk_cli_is(arg, "--threads")) {
-            if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &iv)) return 0;
-            a->o.num_threads = (int)iv;
-        } else if (tk_cli_is(arg, "--fiber-threshold")) {
-            if (!VALUE("--fiber-threshold") || !tk_cli_parse_int(prog, "--fiber-threshold", v, 1, 1L << 40, &iv)) return 0;
-            a->o.fiber_threshold = (size_t)iv;
-        } else if (!strcmp(arg, "--double")) {
-            a->o.precision = TK_PRECISION_DOUBLE;
-        } else if (tk_cli_is(arg, "--seed")) {
-            if (!VALUE("--seed") || !parse_seed(v, &a->seed)) return 0;
-        } else if (tk_cli_is(arg, "--checkpoint-every")) {
-            if (!VALUE("--checkpoint-every") || !tk_cli_parse_int(prog, "--checkpoint-every", v, 1, 1000000, &a->every))
-                return 0;
-        } else if (!strcmp(arg, "--resume")) {
-            a->resume = 1;
-        } else if (!strcmp(arg, "--quiet")) {
-            a->quiet = 1;
-        } else if (arg[0] == '-' && arg[1]) {
-            tk_cli_error(prog, "unknown option '%s' for train; see tk-tucker --help for the options", arg);
-            return 0;
-        } else if (!a->train) {
-            a->train = arg;
-        } else {
-            tk_cli_error(prog, "unexpected argument '%s'; give one TRAIN.tns (see --help)", arg);
-            return 0;
-        }
-#undef VALUE
-    }
+    a->fiber_threshold = (long)a->o.fiber_threshold;
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&train_command, argc, argv, 2, a, &parsed)) return 0;
+    a->train = parsed.positional[0];
+    a->o.fiber_threshold = (size_t)a->fiber_threshold;
+    a->o.num_threads = a->std.threads;
+    a->o.cuda_device = a->std.device;
+    if (a->dbl) a->o.precision = TK_PRECISION_DOUBLE;
     if (!a->train || !a->out) {
         tk_cli_error(prog, "train needs TRAIN.tns and --out MODEL_DIR; give both (see --help)");
         return 0;
@@ -186,7 +148,7 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "--test and --test-fraction were both given; give one of them, not both");
         return 0;
     }
-    if (a->o.precision == TK_PRECISION_DOUBLE && a->backend == TK_BACKEND_CUDA) {
+    if (a->o.precision == TK_PRECISION_DOUBLE && a->std.backend == TK_BACKEND_CUDA) {
         tk_cli_error(prog, "--double with --backend cuda: cuda computes in float; use --backend cpu or omp, or drop "
                            "--double");
         return 0;
@@ -263,6 +225,8 @@ static int cmd_train(int argc, char **argv)
     int bad_output = tk_cli_check_output(prog, a.out, 1, NULL);
     if (bad_output) return bad_output;
     if (!out_dir_usable(a.out)) return TK_EXIT_FAILURE;
+    /* a model there (out_dir_usable refused anything else) is continued, or replaced with --force */
+    if (!a.resume && (bad_output = tk_cli_refuse_existing(prog, &a.std, a.out, 1))) return bad_output;
     tk_tucker_coo all = {0}, train = {0}, test = {0};
     tk_tucker_model model = {0};
     tk_tucker_solver *solver = NULL;
@@ -301,8 +265,8 @@ static int cmd_train(int argc, char **argv)
         goto done;
     }
     /* --double is a CPU path: auto picks omp for it without asking for a GPU. */
-    tk_backend run = a.backend == TK_BACKEND_AUTO && a.o.precision == TK_PRECISION_DOUBLE ? TK_BACKEND_OMP : a.backend;
-    if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_BACKEND_OMP, a.quiet, &run)) goto done;
+    tk_backend run = a.std.backend == TK_BACKEND_AUTO && a.o.precision == TK_PRECISION_DOUBLE ? TK_BACKEND_OMP : a.std.backend;
+    if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_BACKEND_OMP, a.std.quiet, &run)) goto done;
     a.o.backend = (tk_backend)run;
     uint32_t dims[TK_TUCKER_MAX_ORDER];
     for (int n = 0; n < train.order; ++n) dims[n] = train.dims[n] > test.dims[n] ? train.dims[n] : test.dims[n];
@@ -369,7 +333,7 @@ static int cmd_train(int argc, char **argv)
     printf("iter  update_s  factor_s    core_s  train_rmse   test_rmse    test_mae\n");
     fflush(stdout);
     tk_progress bar;
-    tk_progress_begin(&bar, "tk-tucker train", (size_t)(a.iters > start ? a.iters - start : 0), a.quiet);
+    tk_progress_begin(&bar, "tk-tucker train", (size_t)(a.iters > start ? a.iters - start : 0), a.std.quiet);
     tk_tucker_metrics mtr = {0}, mte = {0};
     for (long it = start + 1; it <= a.iters; ++it) {
         if ((s = tk_tucker_update_factors(solver)) != TK_OK || (s = tk_tucker_update_core(solver)) != TK_OK ||
@@ -436,26 +400,31 @@ static int write_tns(tk_outset *set, int idx, const tk_tucker_coo *t)
     return s == TK_OK;
 }
 
+typedef struct {
+    tk_standard_values std;
+} predict_args;
+
+static const tk_option_group predict_groups[] = {TK_STANDARD_GROUP(predict_args, std)};
+
+static const tk_command predict_command = {
+    .prog = "tk-tucker",
+    .subcommand = "predict",
+    .usage = "tk-tucker predict MODEL_DIR QUERIES.tns OUT.tns [options]",
+    .description = "The model's value at each query's indices (query values, if any, are ignored),\n"
+                   "written as .tns with the same index columns; on the CPU.\n",
+    .groups = predict_groups,
+    .count = TK_OPT_COUNT(predict_groups),
+    .max_positional = 3,
+    .positional_hint = "predict takes MODEL_DIR QUERIES.tns OUT.tns; give those three",
+};
+
 static int cmd_predict(int argc, char **argv)
 {
-    const char *pos[3];
-    int npos = 0;
-    for (int i = 2; i < argc; ++i) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            tk_cli_error(prog, "unknown option '%s' for predict; see tk-tucker --help for the options", argv[i]);
-            return TK_EXIT_USAGE;
-        }
-        if (npos == 3) {
-            tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns; give those three (see --help)");
-            return TK_EXIT_USAGE;
-        }
-        pos[npos++] = argv[i];
-    }
-    if (npos != 3) {
+    predict_args a;
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&predict_command, argc, argv, 2, &a, &parsed)) return TK_EXIT_USAGE;
+    const char *const *pos = parsed.positional;
+    if (parsed.num_positional != 3) {
         tk_cli_error(prog, "predict takes MODEL_DIR QUERIES.tns OUT.tns; give those three (see --help)");
         return TK_EXIT_USAGE;
     }
@@ -473,6 +442,11 @@ static int cmd_predict(int argc, char **argv)
         (out_idx = tk_outset_add(set, "OUT", pos[2], NULL)) < 0) {
         tk_outset_free(set);
         return out_idx < -1 ? -out_idx : TK_EXIT_FAILURE;
+    }
+    /* after the output set's checks (a file of the model says so): --force */
+    if ((bad_output = tk_cli_refuse_existing(prog, &a.std, pos[2], 0))) {
+        tk_outset_free(set);
+        return bad_output;
     }
     tk_tucker_model m;
     tk_tucker_coo q;
@@ -541,56 +515,68 @@ static int parse_shape(const char *v, tk_tucker_synth_options *o)
     return 1;
 }
 
+typedef struct {
+    tk_tucker_synth_options o;
+    const char *shape, *truth;
+    long nnz, rank_j, rank_r;
+    int allow_duplicates;
+    tk_standard_values std;
+} synth_args;
+
+#define SYNTH(member) offsetof(synth_args, member)
+static const tk_option synth_options[] = {
+    {.name = "shape", .value_name = "I1,I2,...", .kind = TK_OPT_TEXT, .offset = SYNTH(shape),
+     .help = "the tensor's sizes, 3 to 10 of them (required)"},
+    {.name = "nnz", .value_name = "N", .kind = TK_OPT_LONG, .min = 1, .max = (double)(1L << 40), .offset = SYNTH(nnz),
+     .help = "entries (required)"},
+    {.name = "rank-j", .value_name = "J", .kind = TK_OPT_LONG, .min = TK_TUCKER_MIN_RANK, .max = TK_TUCKER_MAX_RANK,
+     .offset = SYNTH(rank_j), .help = "factor rank of the true model (default 32)"},
+    {.name = "rank-r", .value_name = "R", .kind = TK_OPT_LONG, .min = TK_TUCKER_MIN_RANK, .max = TK_TUCKER_MAX_RANK,
+     .offset = SYNTH(rank_r), .help = "core rank of the true model (default 32)"},
+    {.name = "noise", .value_name = "S", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = SYNTH(o.noise),
+     .help = "Gaussian noise standard deviation (default 0.1)"},
+    {.name = "popularity", .value_name = "P", .kind = TK_OPT_DOUBLE, .min = 0, .max = 10, .offset = SYNTH(o.popularity),
+     .help = "power-law exponent of index popularity (default 0.5)"},
+    {.name = "seed", .value_name = "S", .kind = TK_OPT_SEED, .offset = SYNTH(o.seed), .help = "(default 0)"},
+    {.name = "truth", .value_name = "DIR", .kind = TK_OPT_TEXT, .offset = SYNTH(truth),
+     .help = "also save the true model as a model directory"},
+    {.name = "allow-duplicates", .kind = TK_OPT_FLAG, .offset = SYNTH(allow_duplicates),
+     .help = "skip the check that every index tuple occurs once"},
+};
+#undef SYNTH
+
+static const tk_option_group synth_groups[] = {
+    {.title = "synth options", .options = synth_options, .count = TK_OPT_COUNT(synth_options)},
+    TK_STANDARD_GROUP(synth_args, std),
+};
+
+static const tk_command synth_command = {
+    .prog = "tk-tucker",
+    .subcommand = "synth",
+    .usage = "tk-tucker synth --shape I1,I2,... --nnz N [options] OUT.tns",
+    .description = "A random sparse tensor drawn from a random FastTucker model, with noise.\n",
+    .groups = synth_groups,
+    .count = TK_OPT_COUNT(synth_groups),
+    .max_positional = 1,
+    .positional_hint = "give one OUT.tns",
+};
+
 static int cmd_synth(int argc, char **argv)
 {
-    tk_tucker_synth_options o;
-    tk_tucker_synth_options_init(&o);
-    o.unique = 1;
+    synth_args a;
+    memset(&a, 0, sizeof a);
+    tk_tucker_synth_options_init(&a.o);
+    a.rank_j = a.o.rank_j, a.rank_r = a.o.rank_r;
+    a.nnz = -1;
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&synth_command, argc, argv, 2, &a, &parsed)) return TK_EXIT_USAGE;
+    tk_tucker_synth_options o = a.o;
+    o.unique = !a.allow_duplicates;
     o.order = 0;
-    const char *out = NULL, *truth_dir = NULL, *shape_text = NULL;
-    long nnz = -1, iv;
-    for (int i = 2; i < argc; ++i) {
-        const char *arg = argv[i], *v;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (tk_cli_is(arg, "--shape")) {
-            if (!VALUE("--shape") || !parse_shape(v, &o)) return TK_EXIT_USAGE;
-            shape_text = v;
-        } else if (tk_cli_is(arg, "--nnz")) {
-            if (!VALUE("--nnz") || !tk_cli_parse_int(prog, "--nnz", v, 1, 1L << 40, &nnz)) return TK_EXIT_USAGE;
-        } else if (tk_cli_is(arg, "--rank-j")) {
-            if (!VALUE("--rank-j") || !tk_cli_parse_int(prog, "--rank-j", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &iv))
-                return TK_EXIT_USAGE;
-            o.rank_j = (int)iv;
-        } else if (tk_cli_is(arg, "--rank-r")) {
-            if (!VALUE("--rank-r") || !tk_cli_parse_int(prog, "--rank-r", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &iv))
-                return TK_EXIT_USAGE;
-            o.rank_r = (int)iv;
-        } else if (tk_cli_is(arg, "--noise")) {
-            if (!VALUE("--noise") || !tk_cli_parse_double(prog, "--noise", v, 0, 1e6, &o.noise)) return TK_EXIT_USAGE;
-        } else if (tk_cli_is(arg, "--popularity")) {
-            if (!VALUE("--popularity") || !tk_cli_parse_double(prog, "--popularity", v, 0, 10, &o.popularity))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(arg, "--seed")) {
-            if (!VALUE("--seed") || !parse_seed(v, &o.seed)) return TK_EXIT_USAGE;
-        } else if (tk_cli_is(arg, "--truth")) {
-            if (!VALUE("--truth")) return TK_EXIT_USAGE;
-            truth_dir = v;
-        } else if (!strcmp(arg, "--allow-duplicates")) {
-            o.unique = 0;
-        } else if (arg[0] == '-' && arg[1]) {
-            tk_cli_error(prog, "unknown option '%s' for synth; see tk-tucker --help for the options", arg);
-            return TK_EXIT_USAGE;
-        } else if (!out) {
-            out = arg;
-        } else {
-            tk_cli_error(prog, "unexpected argument '%s'; give one OUT.tns (see --help)", arg);
-            return TK_EXIT_USAGE;
-        }
-#undef VALUE
-    }
+    o.rank_j = (int)a.rank_j, o.rank_r = (int)a.rank_r;
+    if (a.shape && !parse_shape(a.shape, &o)) return TK_EXIT_USAGE;
+    const char *out = parsed.positional[0], *truth_dir = a.truth, *shape_text = a.shape;
+    const long nnz = a.nnz;
     if (!o.order || nnz < 0 || !out) {
         tk_cli_error(prog, "synth needs --shape, --nnz and OUT.tns; give all three (see --help)");
         return TK_EXIT_USAGE;
@@ -607,10 +593,11 @@ static int cmd_synth(int argc, char **argv)
     /* Refused before any allocation: the entries (twice while duplicates are weeded out) and the true model. */
     double bytes = (double)nnz * (4.0 * o.order + 4) * (o.unique ? 2 : 1) + rows * o.rank_j * 4.0;
     if (!tk_cli_fits_memory(prog, bytes, "--shape and --nnz: the tensor")) return TK_EXIT_FAILURE;
-    int bad_output = tk_cli_check_output(prog, out, 0, NULL);
+    int bad_output = tk_cli_check_new_output(prog, &a.std, out, 0, NULL);
     if (!bad_output) bad_output = tk_cli_check_output(prog, truth_dir, 1, NULL);
     if (bad_output) return bad_output;
     if (truth_dir && !out_dir_usable(truth_dir)) return TK_EXIT_FAILURE;
+    if ((bad_output = tk_cli_refuse_existing(prog, &a.std, truth_dir, 1))) return bad_output;
     /* OUT.tns and the --truth model in one output set: both in place, or neither. */
     tk_outset *set = tk_outset_new(prog);
     int out_idx = -1, truth_idx = -1;
@@ -650,19 +637,17 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("%s TensorKernels %s\n", prog, tk_version());
+        return 0;
+    }
     if (!strcmp(argv[1], "train")) return cmd_train(argc, argv);
     if (!strcmp(argv[1], "predict")) return cmd_predict(argc, argv);
     if (!strcmp(argv[1], "synth")) return cmd_synth(argc, argv);
 #ifdef TK_TUCKER_WITH_IMAGES
-    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_tucker_complete_xml) ? 0 : TK_EXIT_FAILURE;
+    if (tk_xml_requested(argc, argv)) return tk_cli_print_xml(stdout, &tk_tucker_complete_command) ? 0 : TK_EXIT_FAILURE;
     /* Slicer writes the options first: `tk-tucker --mask M ... complete IN OUT`. */
-    if (!strcmp(argv[1], "complete") || !strncmp(argv[1], "--", 2)) {
-        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            tk_tucker_complete_usage(stdout);
-            return 0;
-        }
-        return tk_tucker_complete_main(argc, argv);
-    }
+    if (!strcmp(argv[1], "complete") || !strncmp(argv[1], "--", 2)) return tk_tucker_complete_main(argc, argv);
 #else
     if (!strcmp(argv[1], "complete") || tk_xml_requested(argc, argv)) {
         tk_cli_error(prog, "%s needs the image mode, which this build lacks; build TensorKernels with ITK "

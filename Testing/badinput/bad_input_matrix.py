@@ -358,7 +358,7 @@ def eig_cases():
     rows += [Case("input: a matrix with NaN (documented: that matrix's status is 2, its values NaN)",
                   ["nan.npy", "vals.npy", "--status", "st.npy"], files(("nan.npy", lambda p: save(p, nan))), code=0,
                   names="nan.npy", says=r"NaN or Inf", allow_new=("vals.npy", "st.npy"), check=nan_status)]
-    rows += flag_cases(base("m.npy"), g, missing_value="--vectors", bad_value=("--threads", "0"),
+    rows += flag_cases(base("m.npy"), g, missing_value="--vectors", bad_value=("--threads", "-1"),
                        conflict=(["--status", "vals.npy"], "vals.npy", r"same file"))
     rows += output_cases(lambda o: ["m.npy", o], g, "OUTPUT", "vals.npy", input_name="m.npy")
     rows += [Case("--vectors in a missing folder", ["m.npy", "vals.npy", "--vectors", "nodir/v.npy"], g,
@@ -1053,13 +1053,13 @@ def fibers_write_cases():
              names="peaks.raw", says=FULL, file_limit=512),
         Case("write: a failed --amplitudes keeps the earlier OUTPUT_PEAKS", ["big.nrrd", "peaks.nii.gz", "--mask",
                                                                             "m.nrrd", "--amplitudes", "amp.mha",
-                                                                            "--quiet"], gb,
+                                                                            "--quiet", "--force"], gb,
              names="amp.mha", says=FULL, file_limit=4096),
         Case("write: --amplitudes failing to go in place after OUTPUT_PEAKS did puts the earlier OUTPUT_PEAKS back",
-             ["big.nrrd", "peaks.nii.gz", "--mask", "m.nrrd", "--amplitudes", "amp.mha", "--quiet"], gb,
+             ["big.nrrd", "peaks.nii.gz", "--mask", "m.nrrd", "--amplitudes", "amp.mha", "--quiet", "--force"], gb,
              names="amp.mha", says=UNDONE, fault="amp.mha"),
         Case("write: the header peaks.mhd failing to go in place after its data file puts the earlier peaks.raw back",
-             ["sh.nrrd", "peaks.mhd", "--quiet"],
+             ["sh.nrrd", "peaks.mhd", "--quiet", "--force"],
              both(g, files(("peaks.mhd", lambda p: write(p, b"ElementDataFile = peaks.raw\n")),
                            ("peaks.raw", lambda p: write(p, b"the data of an earlier run")))),
              names="peaks.mhd", says=UNDONE, fault="peaks.mhd"),
@@ -1104,6 +1104,8 @@ def tucker_train_write_cases(exe):
     return [
         Case("--resume from a checkpoint with iteration -5", base + ["--resume"], checkpoint(b"-5"),
              names="manifest.txt", says=r"iteration '-5'", allow_new=("s.tns.tkc",)),
+        Case("write: an existing model without --force or --resume (kept)", base, checkpoint(b"2"), code=2,
+             names="model", says=r"exists already.*--force", allow_new=("s.tns.tkc",)),
     ]
 
 
@@ -1119,16 +1121,17 @@ def tucker_synth_write_cases(exe):
         return setup
     return [
         Case("write: --truth through a link to a model folder (exit 0: the folder it names is replaced)",
-             base + ["--truth", "lnk", "s.tns"], model(lambda f: os.symlink("model", os.path.join(f, "lnk"))), code=0,
+             base + ["--force", "--truth", "lnk", "s.tns"], model(lambda f: os.symlink("model", os.path.join(f, "lnk"))), code=0,
              allow_new=("s.tns",), may_change=model_files, check=lambda f, r: model_check(f, "lnk")),
-        Case("write: --truth keeps a user's file in the model folder (exit 0)", base + ["--truth", "model", "s.tns"],
+        Case("write: --truth keeps a user's file in the model folder (exit 0)", base + ["--force", "--truth", "model",
+                                                                                            "s.tns"],
              model(lambda f: write(os.path.join(f, "model", "notes.txt"), b"my notes\n")), code=0,
              allow_new=("s.tns",), may_change=model_files, check=lambda f, r: model_check(f)),
-        Case("write: a full disk at OUT.tns keeps the earlier --truth model", base + ["--seed", "5", "--truth", "model",
-                                                                                     "s.tns"],
+        Case("write: a full disk at OUT.tns keeps the earlier --truth model", base + ["--seed", "5", "--force", "--truth",
+                                                                                     "model", "s.tns"],
              model(), names="s.tns", says=FULL, file_limit=1500),
         Case("write: the --truth model failing to swap in after OUT.tns went in place puts the earlier OUT.tns back",
-             base + ["--seed", "5", "--truth", "model", "s.tns"],
+             base + ["--seed", "5", "--force", "--truth", "model", "s.tns"],
              model(lambda f: (write(os.path.join(f, "model", "notes.txt"), b"my notes\n"),
                               write(os.path.join(f, "s.tns"), b"1 1 1 1.0\n"))),
              names="model", says=UNDONE, fault="model"),
@@ -1164,7 +1167,7 @@ def pltf_write_cases():
               "--quiet"], g, code=2, names="--model", says=r"repeats"),
         Case("write: a full disk at xhat.npy leaves no factor in --out", base, g, names="xhat.npy", says=FULL,
              file_limit=700),
-        Case("write: xhat.npy failing to go in place after the factors did puts the earlier fit back", base,
+        Case("write: xhat.npy failing to go in place after the factors did puts the earlier fit back", base + ["--force"],
              both(g, earlier_fit), names="xhat.npy", says=UNDONE, fault="xhat.npy"),
         Case("write: xhat.npy failing to go in place after the factors did leaves no --out folder", base, g,
              names="xhat.npy", says=UNDONE, fault="xhat.npy"),
@@ -1198,8 +1201,10 @@ def eig_write_cases():
         Case("write: --vectors a hard link to OUTPUT (one file, two outputs)", ["m.npy", "vals.npy", "--vectors",
                                                                                 "v.npy"], linked, code=2,
              names="v.npy", says=r"same file"),
+        Case("write: an existing OUTPUT without --force (kept: outputs are replaced only with --force)",
+             ["m.npy", "vals.npy"], earlier, code=2, names="vals.npy", says=r"exists already.*--force"),
         Case("write: --vectors failing to go in place after OUTPUT did puts the earlier OUTPUT back",
-             ["m.npy", "vals.npy", "--vectors", "v.npy"], earlier, names="v.npy", says=UNDONE, fault="v.npy"),
+             ["m.npy", "vals.npy", "--vectors", "v.npy", "--force"], earlier, names="v.npy", says=UNDONE, fault="v.npy"),
     ]
 
 

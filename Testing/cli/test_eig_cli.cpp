@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "eig_test_util.h"
+#include "cli_npy.h"
 #include "tk_cli_runner.h"
 #include "tk_npy.h"
 
@@ -22,15 +23,9 @@ namespace {
 
 const std::string exe = TK_EIG_EXE;
 
-struct Dir {
-    std::string path = make_temp_dir("tk_eig");
-    std::string operator/(const std::string &name) const { return path + "/" + name; }
+struct Dir : TempDir {
+    Dir() : TempDir("tk_eig") {}
 };
-
-void write_npy(const std::string &path, tk_npy_dtype d, std::vector<size_t> shape, const void *data)
-{
-    ASSERT_EQ(tk_npy_write(path.c_str(), d, (int)shape.size(), shape.data(), data), TK_OK) << tk_last_error();
-}
 
 struct Npy {
     tk_npy_array a{};
@@ -47,15 +42,6 @@ std::vector<double> batch(int n, int count, uint64_t seed)
         out.insert(out.end(), m.begin(), m.end());
     }
     return out;
-}
-
-size_t count_files(const std::string &dir)
-{
-    size_t n = 0;
-    DIR *d = opendir(dir.c_str());
-    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
 }
 
 }  // namespace
@@ -197,7 +183,7 @@ TEST(EigCli, BadInputsFailClearlyAndLeaveNoOutput)
         {dir / "good.npy" + out + " --frobnicate", "unknown option '--frobnicate'", 2},
         {dir / "good.npy" + out + " --backend gpu", "--backend expects auto, cpu, omp or cuda", 2},
         {dir / "good.npy" + out + " --precision half", "--precision expects auto, single or double", 2},
-        {dir / "good.npy" + out + " --threads 0", "--threads expects an integer from 1", 2},
+        {dir / "good.npy" + out + " --threads -1", "--threads expects an integer from 0", 2},
         {dir / "good.npy" + out + " extra.npy", "unexpected argument 'extra.npy'", 2},
         {dir / "good.npy" + out + " --status " + dir / "out.npy", "two outputs would go to the same file", 2},
         {dir / "good.npy", "INPUT.npy and OUTPUT.npy are required", 2},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pltf_test_util.h"
+#include "cli_npy.h"
 #include "tk_cli_runner.h"
 #include "tk_npy.h"
 #include "tk_pltf.h"
@@ -21,15 +22,9 @@ namespace {
 
 const std::string exe = TK_PLTF_EXE;
 
-struct Dir {
-    std::string path = make_temp_dir("tk_pltf");
-    std::string operator/(const std::string &name) const { return path + "/" + name; }
+struct Dir : TempDir {
+    Dir() : TempDir("tk_pltf") {}
 };
-
-void write_npy(const std::string &path, tk_npy_dtype d, std::vector<size_t> shape, const void *data)
-{
-    ASSERT_EQ(tk_npy_write(path.c_str(), d, (int)shape.size(), shape.data(), data), TK_OK) << tk_last_error();
-}
 
 std::vector<double> read_doubles(const std::string &path, std::vector<size_t> *shape = nullptr,
                                  tk_npy_dtype *dtype = nullptr)
@@ -60,16 +55,6 @@ std::vector<std::pair<int, double>> trace(const std::string &out)
         t.push_back({it, d});
     }
     return t;
-}
-
-size_t count_files(const std::string &dir)
-{
-    size_t n = 0;
-    DIR *d = opendir(dir.c_str());
-    if (!d) return 0;
-    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
 }
 
 }  // namespace

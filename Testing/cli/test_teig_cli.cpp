@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_npy.h"
 #include "tk_cli_runner.h"
 #include "tk_npy.h"
 #include "tk_sshopm.h"
@@ -20,15 +21,9 @@ namespace {
 
 const std::string exe = TK_TEIG_EXE;
 
-struct Dir {
-    std::string path = make_temp_dir("tk_teig");
-    std::string operator/(const std::string &name) const { return path + "/" + name; }
+struct Dir : TempDir {
+    Dir() : TempDir("tk_teig") {}
 };
-
-void write_npy(const std::string &path, tk_npy_dtype d, std::vector<size_t> shape, const void *data)
-{
-    ASSERT_EQ(tk_npy_write(path.c_str(), d, (int)shape.size(), shape.data(), data), TK_OK) << tk_last_error();
-}
 
 std::vector<std::vector<std::string>> parse_csv(const std::string &text)
 {
@@ -43,15 +38,6 @@ std::vector<std::vector<std::string>> parse_csv(const std::string &text)
         rows.push_back(cells);
     }
     return rows;
-}
-
-size_t count_files(const std::string &dir)
-{
-    size_t n = 0;
-    DIR *d = opendir(dir.c_str());
-    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
-// Run a command-line tool, capturing its exit code, stdout and stderr.
+// Run a command-line tool, capturing its exit code, stdout and stderr; the scratch folders
+// and file counts the command-line tests share.
 #pragma once
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +50,24 @@ inline std::string make_temp_dir(const char *prefix)
 {
     std::string tmpl = std::string("/tmp/") + prefix + "_XXXXXX";
     return mkdtemp(&tmpl[0]);
+}
+
+// A scratch folder for one test; dir / "name" is a path in it.
+struct TempDir {
+    std::string path;
+    explicit TempDir(const char *prefix) : path(make_temp_dir(prefix)) {}
+    std::string operator/(const std::string &name) const { return path + "/" + name; }
+};
+
+// The entries of a folder, hidden ones left out (0 for a folder that is not there).
+inline size_t count_files(const std::string &dir)
+{
+    size_t n = 0;
+    DIR *d = opendir(dir.c_str());
+    if (!d) return 0;
+    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
 }
 
 }  // namespace tk_test

@@ -2,12 +2,13 @@
  * tools/tk_eig.c), compiled here with the tool's main renamed so that its static
  * parser can be called without running the job.
  *
- * Input: NUL-separated arguments after the program name.  Inputs holding "--help" or
- * "-h" are skipped: the parser prints the usage and exits there, by design.
+ * Input: NUL-separated arguments after the program name.  Inputs holding "--help", "-h",
+ * "--version", "--xml" or "--list-options" are skipped: the parser answers those and exits
+ * there, by design.
  *
  * Asserts: a refused command line printed "tk-eig: error: ..." on stderr; an accepted
  * one names INPUT and OUTPUT, each an argument (or the text after "--flag=") of the
- * list, no two outputs the same file, and --threads within 1..4096 when given. */
+ * list, no two outputs the same file, and --threads within 0..4096. */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
 
@@ -37,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int argc = 0;
     argv[argc++] = "tk-eig";
     for (char *p = copy; p < copy + size && argc < MAX_ARGS; p += strlen(p) + 1) {
-        if (!strcmp(p, "--help") || !strcmp(p, "-h")) {
+        if (!strcmp(p, "--help") || !strcmp(p, "-h") || !strcmp(p, "--version") || !strcmp(p, "--xml") ||
+            !strcmp(p, "--list-options")) {
             free(copy);
             return 0;
         }

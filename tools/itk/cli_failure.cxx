@@ -27,4 +27,11 @@ int report_failure(const char *prog, const std::string &input, const std::string
     return TK_EXIT_FAILURE;
 }
 
+std::string volume_out_of_memory(bool with_mask_hint)
+{
+    return std::string("out of memory: the volume and its results need more than this machine can give; use a "
+                       "smaller volume") +
+           (with_mask_hint ? " or a --mask" : "");
+}
+
 }  // namespace tk

@@ -11,4 +11,8 @@ namespace tk {
 // std::bad_alloc, whose what() says nothing of which work or what to do.
 int report_failure(const char *prog, const std::string &input, const std::string &out_of_memory);
 
+// That advice for the tools whose memory goes to one volume and its results (a --mask
+// shrinks the work where the tool has one: with_mask_hint).
+std::string volume_out_of_memory(bool with_mask_hint);
+
 }  // namespace tk

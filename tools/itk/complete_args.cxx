@@ -1,53 +1,48 @@
 #include "complete_args.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 namespace tk {
 
-bool parse_complete_shared(const char *prog, const char *command, int argc, char **argv, int *i, CompleteShared &s)
+bool parse_complete(const tk_command *cmd, int argc, char **argv, void *values, const tk_complete_values &common,
+                    CompleteShared &s)
 {
-    const char *arg = argv[*i], *v = nullptr;
-    if (tk_cli_is(arg, "--mask")) {
-        if (!(v = tk_cli_value(prog, argc, argv, i, "--mask"))) return false;
-        s.mask = v;
-    } else if (tk_cli_is(arg, "--seed")) {
-        if (!(v = tk_cli_value(prog, argc, argv, i, "--seed"))) return false;
-        char *end = nullptr;
-        errno = 0;
-        const unsigned long long seed = std::strtoull(v, &end, 10);
-        if (!*v || *end || *v == '-' || errno) {
-            tk_cli_error(prog, "--seed expects a non-negative integer, got '%s'; give a whole number >= 0", v);
-            return false;
-        }
-        s.seed = seed;
-    } else if (tk_cli_is(arg, "--backend")) {
-        if (!(v = tk_cli_value(prog, argc, argv, i, "--backend")) || !tk_cli_parse_backend(prog, v, 1, &s.backend))
-            return false;
-    } else if (!std::strcmp(arg, "--keep-observed")) {
-        s.keep_observed = true;
-    } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
-        s.quiet = true;
-    } else if (arg[0] == '-' && arg[1] != '\0') {
-        tk_cli_error(prog, "unknown option '%s' for complete; see %s --help for the options", arg, command);
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(cmd, argc, argv, 1, values, &parsed)) return false;
+    if (parsed.num_positional > 0 && std::strcmp(parsed.positional[0], "complete")) {
+        tk_cli_error(cmd->prog, "unexpected argument '%s'; %s (see %s complete --help)", parsed.positional[0],
+                     cmd->positional_hint, cmd->prog);
         return false;
-    } else if ((s.operands == 0 && std::strcmp(arg, "complete")) || s.operands >= 3) {
-        tk_cli_error(prog, "unexpected argument '%s'; give IN_IMAGE and OUT_IMAGE once (see %s --help)", arg, command);
-        return false;
-    } else {
-        if (s.operands == 1) s.input = arg;
-        if (s.operands == 2) s.output = arg;
-        ++s.operands;
     }
+    if (parsed.num_positional > 3) {
+        tk_cli_error(cmd->prog, "unexpected argument '%s'; %s (see %s complete --help)", parsed.positional[3],
+                     cmd->positional_hint, cmd->prog);
+        return false;
+    }
+    if (parsed.num_positional != 3) {
+        tk_cli_error(cmd->prog, "complete needs IN_IMAGE and OUT_IMAGE; give both (see %s complete --help)", cmd->prog);
+        return false;
+    }
+    s.input = parsed.positional[1];
+    s.output = parsed.positional[2];
+    s.mask = common.mask ? common.mask : "";
+    s.seed = common.seed;
+    s.keep_observed = common.keep_observed != 0;
+    s.standard = common.std;
+    s.backend = common.std.backend;
+    s.device = common.std.device;
+    s.quiet = common.std.quiet != 0;
     return true;
 }
 
-bool complete_operands_given(const char *prog, const char *command, const CompleteShared &s)
+int prepare_complete_output(const char *prog, const CompleteShared &a, VolumeOutput &out)
 {
-    if (s.operands == 3) return true;
-    tk_cli_error(prog, "complete needs IN_IMAGE and OUT_IMAGE; give both (see %s --help)", command);
-    return false;
+    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
+    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
+    if (int bad = register_volume_output(prog, {{"IN_IMAGE", a.input}, {"--mask", a.mask}}, "OUT_IMAGE", a.output, out))
+        return bad;
+    // after the output set's checks (a file of an input says so)
+    return tk_cli_refuse_existing(prog, &a.standard, a.output.c_str(), 0);
 }
 
 }  // namespace tk

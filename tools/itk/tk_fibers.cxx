@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "cli_failure.h"
-#include "tk_fibers_xml.h"
+#include "tk_fibers_options.h"
 #include "itk_progress_bar.h"
 #include "itkFiberDirectionsImageFilter.h"
 #include "image_grid.h"
@@ -28,143 +28,34 @@ namespace {
 
 const char *prog = "tk-fibers";
 
-void usage(FILE *f)
-{
-    std::fprintf(f,
-                 "usage: tk-fibers INPUT_SH OUTPUT_PEAKS [options]\n"
-                 "       tk-fibers --xml    the 3D Slicer CLI module description (SlicerExecutionModel)\n"
-                 "\n"
-                 "The local maxima (fiber directions) of each voxel's spherical-harmonic function, as\n"
-                 "MRtrix3's sh2peaks writes them: 3 volumes per peak, the unit direction (world RAS) times\n"
-                 "the peak's amplitude, sorted by amplitude, NaN where a voxel has fewer peaks.\n"
-                 "INPUT_SH: 4-D NIfTI (.nii, .nii.gz) or MRtrix3 image (.mif, .mif.gz, .mih) with the\n"
-                 "even-degree SH coefficients on the 4th axis (MRtrix3's dwi2fod, DIPY's CSD), or a 3-D\n"
-                 "vector image (NRRD, MHA); lmax follows from the number of coefficients (6, 15, 28, 45,\n"
-                 "...).  NIfTI orientation as nibabel and MRtrix3 read it: the sform where sform_code > 0,\n"
-                 "else the qform; NIfTI outputs keep the input's qform and sform with their codes.\n"
-                 "OUTPUT_PEAKS: .nii, .nii.gz, .mif, .mif.gz (RAS vectors, 4-D), .nrrd, .nhdr, .mha, .mhd\n"
-                 "(a vector image; its vectors in the file's LPS space, as NRRD readers such as 3D Slicer\n"
-                 "take them).\n"
-                 "\n"
-                 "options:\n"
-                 "  --num N                 peaks per voxel (default 3)\n"
-                 "  --threshold A           keep peaks with amplitude > A, any A, negative included; 'none' (or\n"
-                 "                          -inf) keeps every maximum, negative lobes too, as sh2peaks does by\n"
-                 "                          default (default 0: positive peaks only, unlike sh2peaks)\n"
-                 "  --relative-threshold R  keep peaks >= R times the voxel's largest (default 0)\n"
-                 "  --min-separation DEG    drop a peak within DEG degrees of a larger one (default 0)\n"
-                 "  --mask MASK             only voxels where MASK is non-zero (others NaN)\n"
-                 "  --basis tournier|descoteaux  MRtrix3's (default) or DIPY's SH basis\n"
-                 "  --legacy                MRtrix 0.2 / DIPY legacy variant of the basis\n"
-                 "  --amplitudes AMP        also write the amplitudes, one volume per peak\n");
-    // the glyph options where this build has VTK (scripts read --help to tell)
-#ifdef TK_HAVE_VTK
-    std::fputs(                 "  --vtp FIBERS.vtp        also write the peaks as VTK lines (ParaView, Slicer): one per peak,\n"
-                 "                          centred on its voxel (world RAS, mm), length by amplitude, RGB\n"
-                 "                          |x|,|y|,|z| by direction\n"
-                 "  --png SLICE.png         also render an axial slice of those lines over the largest amplitude\n"
-                 "                          (offscreen; needs an X display: run under xvfb-run -a without one)\n"
-                 "  --slice K               the axial slice for --png (default: the middle one)\n"
-                 "  --glyph-scale S         line length in mm per unit amplitude (default 0: the largest peak\n"
-                 "                          spans the smallest voxel spacing)\n",
-               f);
-#else
-    std::fputs("  --vtp, --png, --slice, --glyph-scale  fiber glyphs: not in this build (built without VTK)\n", f);
-#endif
-    std::fputs("  --backend auto|cpu|omp|cuda  auto (default): cuda where a usable GPU is found, else\n"
-               "                          omp (all cores through ITK's threader) with a warning on stderr\n"
-               "  --threads P             threads of the omp backend (ITK's threader); 0 (default): all cores\n"
-               "  --quiet                 no progress bar or warnings (the CPU fallback's included)\n",
-               f);
-}
-
 struct Args {
     std::string input, output, mask, amplitudes, vtp, png;
     long num = 3, slice = -1, threads = 0;
     double threshold = 0, relative = 0, separation = 0, glyph_scale = 0;
     bool descoteaux = false, legacy = false, quiet = false;
     tk_backend backend = TK_BACKEND_AUTO;
+    tk_standard_values standard{};
 };
 
 int parse(int argc, char **argv, Args &a)
 {
-    int positional = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v = nullptr;
-        if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
-            usage(stdout);
-            std::exit(0);
-        } else if (tk_cli_is(arg, "--num")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--num")) || !tk_cli_parse_int(prog, "--num", v, 1, 64, &a.num))
-                return 0;
-        } else if (tk_cli_is(arg, "--threshold")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threshold"))) return 0;
-            if (!std::strcmp(v, "none") || !std::strcmp(v, "-inf"))
-                a.threshold = -INFINITY;
-            else if (!tk_cli_parse_double(prog, "--threshold", v, -1e300, 1e300, &a.threshold))
-                return 0;
-        } else if (tk_cli_is(arg, "--relative-threshold")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--relative-threshold")) ||
-                !tk_cli_parse_double(prog, "--relative-threshold", v, 0, 1, &a.relative))
-                return 0;
-        } else if (tk_cli_is(arg, "--min-separation")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--min-separation")) ||
-                !tk_cli_parse_double(prog, "--min-separation", v, 0, 90, &a.separation))
-                return 0;
-        } else if (tk_cli_is(arg, "--mask")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--mask"))) return 0;
-            a.mask = v;
-        } else if (tk_cli_is(arg, "--amplitudes")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--amplitudes"))) return 0;
-            a.amplitudes = v;
-        } else if (tk_cli_is(arg, "--vtp")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--vtp"))) return 0;
-            a.vtp = v;
-        } else if (tk_cli_is(arg, "--png")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--png"))) return 0;
-            a.png = v;
-        } else if (tk_cli_is(arg, "--slice")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--slice")) ||
-                !tk_cli_parse_int(prog, "--slice", v, 0, 1L << 30, &a.slice))
-                return 0;
-        } else if (tk_cli_is(arg, "--glyph-scale")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--glyph-scale")) ||
-                !tk_cli_parse_double(prog, "--glyph-scale", v, 0, 1e30, &a.glyph_scale))  // 0: automatic (Slicer passes it)
-                return 0;
-        } else if (tk_cli_is(arg, "--basis")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--basis"))) return 0;
-            if (std::strcmp(v, "tournier") && std::strcmp(v, "descoteaux")) {
-                tk_cli_error(prog, "--basis expects tournier or descoteaux, got '%s'; use one of those", v);
-                return 0;
-            }
-            a.descoteaux = !std::strcmp(v, "descoteaux");
-        } else if (tk_cli_is(arg, "--threads")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
-                !tk_cli_parse_int(prog, "--threads", v, 0, 4096, &a.threads))
-                return 0;
-        } else if (tk_cli_is(arg, "--backend")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backend")) || !tk_cli_parse_backend(prog, v, 1, &a.backend))
-                return 0;
-        } else if (!std::strcmp(arg, "--legacy")) {
-            a.legacy = true;
-        } else if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-q")) {
-            a.quiet = true;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
-            return 0;
-        } else if (positional == 0) {
-            a.input = arg, ++positional;
-        } else if (positional == 1) {
-            a.output = arg, ++positional;
-        } else {
-            tk_cli_error(prog, "unexpected argument '%s'; give INPUT_SH and OUTPUT_PEAKS once (see --help)", arg);
-            return 0;
-        }
-    }
-    if (positional != 2) {
+    tk_fibers_values v;
+    tk_fibers_values_init(&v);
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&tk_fibers_command, argc, argv, 1, &v, &parsed)) return 0;
+    if (parsed.num_positional != 2) {
         tk_cli_error(prog, "INPUT_SH and OUTPUT_PEAKS are required; give both (see --help)");
         return 0;
     }
+    a.input = parsed.positional[0];
+    a.output = parsed.positional[1];
+    const auto text = [](const char *t) { return std::string(t ? t : ""); };
+    a.mask = text(v.mask), a.amplitudes = text(v.amplitudes), a.vtp = text(v.vtp), a.png = text(v.png);
+    a.num = v.num, a.slice = v.slice, a.threads = v.std.threads;
+    a.threshold = v.threshold, a.relative = v.relative, a.separation = v.separation, a.glyph_scale = v.glyph_scale;
+    a.descoteaux = v.descoteaux != 0, a.legacy = v.legacy != 0, a.quiet = v.std.quiet != 0;
+    a.backend = v.std.backend;
+    a.standard = v.std;
 #ifndef TK_HAVE_VTK
     if (!a.vtp.empty() || !a.png.empty()) {
         tk_cli_error(prog, "%s needs VTK, and this tk-fibers was built without it; build it with VTK "
@@ -260,6 +151,9 @@ int check_outputs(const Args &a)
             return TK_EXIT_FAILURE;
         }
     }
+    for (const Output &o : outputs)  // last: the problems above say more than "exists"
+        if (int bad = tk_cli_refuse_existing(prog, &a.standard, o.path->empty() ? nullptr : o.path->c_str(), 0))
+            return bad;
     return 0;
 }
 
@@ -315,7 +209,7 @@ tk::PeaksImage peaks_view(const tk::VectorImage3 *peaks, const tk::VectorImage3 
 
 int main(int argc, char **argv)
 {
-    if (tk_xml_requested(argc, argv)) return tk_xml_print(stdout, &tk_fibers_xml) ? 0 : TK_EXIT_FAILURE;
+    if (tk_xml_requested(argc, argv)) return tk_cli_print_xml(stdout, &tk_fibers_command) ? 0 : TK_EXIT_FAILURE;
     Args a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
     if (int bad = check_outputs(a)) return bad;
@@ -353,7 +247,7 @@ int main(int argc, char **argv)
         }
 #endif
         tk_backend run;
-        if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &run)) return TK_EXIT_FAILURE;
+        if (!tk_cli_resolve_backend(prog, a.backend, a.standard.device, TK_BACKEND_OMP, a.quiet, &run)) return TK_EXIT_FAILURE;
         using Filter = itk::FiberDirectionsImageFilter<>;
         auto filter = Filter::New();
         filter->SetInput(sh);
@@ -410,10 +304,7 @@ int main(int argc, char **argv)
         if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // the set said why
     } catch (...) {
         // what() of std::bad_alloc is just "std::bad_alloc": say which work, and what to do
-        return tk::report_failure(prog, a.input,
-                                  std::string("out of memory: the volume and its results need more than this machine "
-                                              "can give; use a smaller volume") +
-                                      (a.mask.empty() ? " or a --mask" : ""));
+        return tk::report_failure(prog, a.input, tk::volume_out_of_memory(a.mask.empty()));
     }
     return 0;
 }

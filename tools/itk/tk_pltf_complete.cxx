@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cli.h"
+#include "cli_failure.h"
 #include "complete_args.h"
 #include "image_layout.h"
 #include "itkNonnegativeTensorFactorizationImageFilter.h"
@@ -35,8 +36,8 @@ struct UsageError : std::runtime_error {
 
 
 struct CompleteArgs : tk::CompleteShared {
-    std::string model = "parafac", dims;
-    long rank = 4, iters = 200;
+    std::string model, dims;  // tk_pltf_complete_values_init: the defaults
+    long rank = 0, iters = 0;
     tk_pltf_divergence divergence = TK_PLTF_KL;
 };
 
@@ -44,39 +45,13 @@ bool is_preset(const std::string &model) { return model == "parafac" || model ==
 
 int parse(int argc, char **argv, CompleteArgs &a)
 {
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v = nullptr;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-#define NUMBER(flag, lo, hi, out) (VALUE(flag) && tk_cli_parse_int(prog, flag, v, lo, hi, out))
-        if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
-            tk_pltf_complete_usage(stdout);
-            std::exit(0);
-        } else if (tk_cli_is(arg, "--model")) {
-            if (!VALUE("--model")) return 0;
-            a.model = v;
-        } else if (tk_cli_is(arg, "--rank")) {
-            if (!NUMBER("--rank", 1, 1024, &a.rank)) return 0;
-        } else if (tk_cli_is(arg, "--dims")) {
-            if (!VALUE("--dims")) return 0;
-            a.dims = v;
-        } else if (tk_cli_is(arg, "--iters")) {
-            if (!NUMBER("--iters", 1, 1000000, &a.iters)) return 0;
-        } else if (tk_cli_is(arg, "--divergence")) {
-            if (!VALUE("--divergence")) return 0;
-            if (!std::strcmp(v, "kl")) a.divergence = TK_PLTF_KL;
-            else if (!std::strcmp(v, "euclidean") || !std::strcmp(v, "eu")) a.divergence = TK_PLTF_EUCLIDEAN;
-            else if (!std::strcmp(v, "is")) a.divergence = TK_PLTF_IS;
-            else {
-                tk_cli_error(prog, "--divergence expects kl, euclidean or is, got '%s'; use one of those", v);
-                return 0;
-            }
-        } else if (!tk::parse_complete_shared(prog, "tk-pltf complete", argc, argv, &i, a)) {
-            return 0;
-        }
-#undef NUMBER
-#undef VALUE
-    }
-    if (!tk::complete_operands_given(prog, "tk-pltf complete", a)) return 0;
+    tk_pltf_complete_values v;
+    tk_pltf_complete_values_init(&v);
+    if (!tk::parse_complete(&tk_pltf_complete_command, argc, argv, &v, v.common, a)) return 0;
+    a.model = v.model;
+    a.dims = v.dims ? v.dims : "";
+    a.rank = v.rank, a.iters = v.iters;
+    a.divergence = static_cast<tk_pltf_divergence>(v.divergence);
     // A malformed expression is a usage error before any file is touched.
     tk_pltf_model m;
     if (!is_preset(a.model) && tk_pltf_parse(a.model.c_str(), &m) != TK_OK) {
@@ -132,7 +107,7 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
 bool resolve_backend(const CompleteArgs &a, tk_backend *run)
 {
     tk_backend chosen = TK_BACKEND_OMP;
-    if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &chosen)) return false;
+    if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &chosen)) return false;
     *run = chosen == TK_BACKEND_CUDA ? TK_BACKEND_CUDA : chosen == TK_BACKEND_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
     return true;
 }
@@ -265,15 +240,6 @@ typename TImage::Pointer complete(const CompleteArgs &a, const Fit &fit, tk_back
     return out;
 }
 
-// The filter's message without itkExceptionMacro's "ITK ERROR: Class(0x...): ".
-std::string itk_message(const itk::ExceptionObject &e)
-{
-    std::string text = e.GetDescription();
-    const size_t at = text.find("): ");
-    if (text.rfind("ITK ERROR: ", 0) == 0 && at != std::string::npos) text.erase(0, at + 3);
-    return text;
-}
-
 }  // namespace
 
 extern "C" int tk_pltf_complete_requested(int argc, char **argv)
@@ -287,51 +253,12 @@ extern "C" int tk_pltf_complete_requested(int argc, char **argv)
     return word;
 }
 
-extern "C" void tk_pltf_complete_usage(FILE *f)
-{
-    std::fprintf(f,
-                 "usage: tk-pltf complete IN_IMAGE OUT_IMAGE [--model MODEL] [--mask MASK] [options]\n"
-                 "\n"
-                 "Non-negative low-rank completion of an image (itk::NonnegativeTensorFactorizationImageFilter):\n"
-                 "a PLTF model fitted by multiplicative updates to the voxels MASK marks as observed\n"
-                 "(non-zero; the others are never read), evaluated on the whole grid, so the voxels where\n"
-                 "MASK is zero are filled.  No mask: a low-rank approximation of the whole image.\n"
-                 "IN_IMAGE: a 3-D scalar volume, a 4-D image (4-D NIfTI, NRRD, MHA) or a vector volume\n"
-                 "(NRRD, e.g. a DWI series or PET frames as components, taken as the 4th axis).\n"
-                 "OUT_IMAGE: the reconstruction with the input's geometry and layout, in float.\n"
-                 "MASK: 3-D (the same for every volume) or with the image's volumes.\n"
-                 "\n"
-                 "options:\n"
-                 "  --model MODEL            parafac (default; or cp), tucker, or a PLTF expression over the\n"
-                 "                           image's axes in C order: \"zyx=...\" in 3-D, \"tzyx=...\" in 4-D\n"
-                 "                           (t the 4th axis), e.g. \"tzyx=tp,zyxp\" (spatial maps times\n"
-                 "                           time courses)\n"
-                 "  --rank R                 size of every latent index (default 4): the PARAFAC rank,\n"
-                 "                           Tucker's core sizes\n"
-                 "  --dims a=N[,b=M...]      sizes of single latent indices (the others: --rank)\n"
-                 "  --divergence kl|euclidean|is  (default kl: observed voxels >= 0; is: > 0)\n"
-                 "  --iters K                iterations, each updating every factor once (default 200)\n"
-                 "  --seed S                 seed of the random non-negative start (default 0)\n"
-                 "  --keep-observed          copy the input at observed voxels\n"
-                 "  --backend auto|cpu|omp|cuda  (default auto: cuda when a GPU is usable, else omp\n"
-                 "                           with a warning; cpu is one thread, omp all cores)\n"
-                 "  --quiet                  no progress bar, warning or summary\n"
-                 "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
-                 "  tk-pltf --mask MASK --rank 6 complete IN_IMAGE OUT_IMAGE\n");
-}
-
 extern "C" int tk_pltf_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
-    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
-    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
-    // OUT_IMAGE (and a detached header's data file) through an output set: no file of an
-    // input, a temporary removed on a signal, the size checked, renamed at the end.
     tk::VolumeOutput out;
-    if (int bad = tk::register_volume_output(prog, {{"IN_IMAGE", a.input}, {"--mask", a.mask}}, "OUT_IMAGE", a.output,
-                                             out))
-        return bad;
+    if (int bad = tk::prepare_complete_output(prog, a, out)) return bad;
     try {
         const tk::CompletionInput kind = tk::completion_input(a.input);
         const bool scalar3 = kind == tk::CompletionInput::Scalar3, scalar4 = kind == tk::CompletionInput::Scalar4;
@@ -363,20 +290,10 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
     } catch (const UsageError &e) {
         tk_cli_error(prog, "%s", e.what());
         return TK_EXIT_USAGE;
-    } catch (const itk::ExceptionObject &e) {  // before std::exception, which it derives from
-        tk_cli_error(prog, "%s: %s", a.input.c_str(), itk_message(e).c_str());
-        return TK_EXIT_FAILURE;
-    } catch (const std::bad_alloc &) {
-        tk_cli_error(prog, "%s: out of memory for the image and the model's factors; try a smaller --rank",
-                     a.input.c_str());
-        return TK_EXIT_FAILURE;
-    } catch (const std::length_error &e) {  // e.g. "basic_string::_M_create": a size no string or buffer can hold
-        tk_cli_error(prog, "%s: a size in the file is too large to hold (%s): the file is damaged or not the format its "
-                           "name says; check the file", a.input.c_str(), e.what());
-        return TK_EXIT_FAILURE;
-    } catch (const std::exception &e) {
-        tk_cli_error(prog, "%s", e.what());
-        return TK_EXIT_FAILURE;
+    } catch (...) {
+        // what() of std::bad_alloc is just "std::bad_alloc": say which work, and what to do
+        return tk::report_failure(prog, a.input, "out of memory for the image and the model's factors; try a "
+                                                 "smaller --rank");
     }
     return 0;
 }

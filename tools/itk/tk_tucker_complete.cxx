@@ -24,41 +24,17 @@ namespace {
 const char *prog = "tk-tucker";
 
 struct CompleteArgs : tk::CompleteShared {
-    long rank_j = 8, rank_r = 8, iters = 200;
-    double lr_a = 0.02, lr_b = 0.5, lambda_a = 1e-3, lambda_b = 1e-3;
+    long rank_j = 0, rank_r = 0, iters = 0;  // tk_tucker_complete_values_init: the defaults
+    double lr_a = 0, lr_b = 0, lambda_a = 0, lambda_b = 0;
 };
 
 int parse(int argc, char **argv, CompleteArgs &a)
 {
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v = nullptr;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-#define NUMBER(flag, parse_fn, lo, hi, out) \
-    (VALUE(flag) && parse_fn(prog, flag, v, lo, hi, out))
-        if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
-            tk_tucker_complete_usage(stdout);
-            std::exit(0);
-        } else if (tk_cli_is(arg, "--rank-j")) {
-            if (!NUMBER("--rank-j", tk_cli_parse_int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a.rank_j)) return 0;
-        } else if (tk_cli_is(arg, "--rank-r")) {
-            if (!NUMBER("--rank-r", tk_cli_parse_int, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a.rank_r)) return 0;
-        } else if (tk_cli_is(arg, "--iters")) {
-            if (!NUMBER("--iters", tk_cli_parse_int, 1, 1000000, &a.iters)) return 0;
-        } else if (tk_cli_is(arg, "--lr-a")) {
-            if (!NUMBER("--lr-a", tk_cli_parse_double, 1e-12, 1e6, &a.lr_a)) return 0;
-        } else if (tk_cli_is(arg, "--lr-b")) {
-            if (!NUMBER("--lr-b", tk_cli_parse_double, 0, 1e6, &a.lr_b)) return 0;
-        } else if (tk_cli_is(arg, "--lambda-a")) {
-            if (!NUMBER("--lambda-a", tk_cli_parse_double, 0, 1e6, &a.lambda_a)) return 0;
-        } else if (tk_cli_is(arg, "--lambda-b")) {
-            if (!NUMBER("--lambda-b", tk_cli_parse_double, 0, 1e6, &a.lambda_b)) return 0;
-        } else if (!tk::parse_complete_shared(prog, "tk-tucker complete", argc, argv, &i, a)) {
-            return 0;
-        }
-#undef NUMBER
-#undef VALUE
-    }
-    if (!tk::complete_operands_given(prog, "tk-tucker complete", a)) return 0;
+    tk_tucker_complete_values v;
+    tk_tucker_complete_values_init(&v);
+    if (!tk::parse_complete(&tk_tucker_complete_command, argc, argv, &v, v.common, a)) return 0;
+    a.rank_j = v.rank_j, a.rank_r = v.rank_r, a.iters = v.iters;
+    a.lr_a = v.lr_a, a.lr_b = v.lr_b, a.lambda_a = v.lambda_a, a.lambda_b = v.lambda_b;
     return 1;
 }
 
@@ -101,46 +77,12 @@ typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
 
 }  // namespace
 
-extern "C" void tk_tucker_complete_usage(FILE *f)
-{
-    std::fprintf(f,
-                 "usage: tk-tucker complete IN_IMAGE OUT_IMAGE [--mask MASK] [options]\n"
-                 "\n"
-                 "Tensor completion of an image (itk::TuckerCompletionImageFilter): a low-rank FastTucker\n"
-                 "model fitted by SGD to the voxels MASK marks as observed (non-zero), evaluated on the\n"
-                 "whole grid, so the voxels where MASK is zero (dropped slices or volumes) are filled.\n"
-                 "IN_IMAGE: a 3-D scalar volume, or 4-D (4-D NIfTI, or a vector volume such as a DWI\n"
-                 "series in NRRD); OUT_IMAGE keeps its layout.  MASK: 3-D (the same for every volume) or\n"
-                 "with the image's volumes.  No mask: a low-rank approximation of the whole image.\n"
-                 "A voxel row no observation reaches (a whole slice dropped from every volume) cannot be\n"
-                 "recovered by a low-rank model: drop slices per volume (a 4-D mask).\n"
-                 "\n"
-                 "options:\n"
-                 "  --rank-j J, --rank-r R   factor and core ranks, 4..64 (default 8)\n"
-                 "  --iters K                SGD iterations (default 200)\n"
-                 "  --lr-a X, --lr-b X       learning rates on the standardized values (default 0.02, 0.5)\n"
-                 "  --lambda-a X, --lambda-b X  regularization (default 0.001)\n"
-                 "  --seed S                 seed of the model's start (default 0)\n"
-                 "  --keep-observed          copy the input at observed voxels\n"
-                 "  --backend auto|omp|cuda  auto (default): cuda where a usable GPU is found, else omp\n"
-                 "                           with a warning on stderr (cpu is the same as omp)\n"
-                 "  --quiet                  no progress bar, summary or warnings\n"
-                 "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
-                 "  tk-tucker --mask MASK --iters 100 complete IN_IMAGE OUT_IMAGE\n");
-}
-
 extern "C" int tk_tucker_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
-    const char *inputs[] = {a.input.c_str(), a.mask.empty() ? nullptr : a.mask.c_str(), nullptr};
-    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs)) return bad;
-    // OUT_IMAGE (and a detached header's data file) through an output set: no file of an
-    // input, a temporary removed on a signal, the size checked, renamed at the end.
     tk::VolumeOutput out;
-    if (int bad = tk::register_volume_output(prog, {{"IN_IMAGE", a.input}, {"--mask", a.mask}}, "OUT_IMAGE", a.output,
-                                             out))
-        return bad;
+    if (int bad = tk::prepare_complete_output(prog, a, out)) return bad;
     try {
         const tk::CompletionInput kind = tk::completion_input(a.input);
         if (kind == tk::CompletionInput::Scalar3) {
@@ -150,31 +92,28 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
                 mask = tk::read_mask(a.mask);
                 tk::same_grid(image.GetPointer(), a.input, mask.GetPointer(), a.mask);
             }
-            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
+            if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::write_scalar_volume(complete<Image3>(a, image, mask), out.set.get(), out.idx);
         } else if (kind == tk::CompletionInput::Scalar4) {
             // a 4-D image keeps its whole 4-D geometry (the volumes' spacing on the 4th axis)
             auto image = tk::read_scalar_image4(a.input);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
+            if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::write_scalar_image4(complete<Image4>(a, image, mask), out.set.get(), out.idx);
         } else {
             auto vectors = tk::read_vector_volume(a.input);  // a vector volume (NRRD, e.g. a DWI series)
             auto image = tk::to_4d(vectors);
             itk::Image<unsigned char, 4>::Pointer mask;
             if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            if (!tk_cli_resolve_backend(prog, a.backend, 0, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
+            if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
             tk::copy_back(complete<Image4>(a, image, mask), vectors);  // the input's grid and layout, the completed values
             tk::write_vector_volume(vectors, out.set.get(), out.idx);
         }
         if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // it said why
     } catch (...) {
         // what() of std::bad_alloc is just "std::bad_alloc": say which work, and what to do
-        return tk::report_failure(prog, a.input,
-                                  std::string("out of memory: the volume and its results need more than this machine "
-                                              "can give; use a smaller volume") +
-                                      (a.mask.empty() ? " or a --mask" : ""));
+        return tk::report_failure(prog, a.input, tk::volume_out_of_memory(a.mask.empty()));
     }
     return 0;
 }
