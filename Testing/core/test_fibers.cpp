@@ -784,3 +784,67 @@ TEST(Fibers, FindsEveryMaximumOfRealFodsADenseSearchFinds)
     EXPECT_TRUE(ridge_bump_found);
     EXPECT_GT(total, 300);
 }
+
+TEST(FibersPlan, ReuseEqualsOneShotBitForBit)
+{
+    // A plan's tables and options serve any number of executes, of any size (larger than
+    // max_voxels too), exactly as one-shot calls do.
+    for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP})
+        for (int lmax : {4, 8}) {
+            tk_fibers_options o;
+            tk_fibers_options_init(&o, lmax);
+            o.backend = b;
+            o.num_peaks = 5;
+            o.relative_threshold = 0.1;
+            ASSERT_EQ(expect_plan_reuse_equals_one_shot(o, 64), TK_OK) << tk_last_error();
+        }
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, 6);
+    o.basis = TK_SH_DESCOTEAUX, o.legacy = 1, o.min_separation_deg = 25;
+    ASSERT_EQ(expect_plan_reuse_equals_one_shot(o, 0), TK_OK) << tk_last_error();
+}
+
+TEST(FibersPlan, BadArgumentsGiveClearErrors)
+{
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, 8);
+    tk_fibers_plan *plan = reinterpret_cast<tk_fibers_plan *>(&o);  // must come back NULL
+    auto refused = [&](const tk_fibers_options *opts, const char *words) {
+        plan = reinterpret_cast<tk_fibers_plan *>(&o);
+        EXPECT_EQ(tk_fibers_plan_create(opts, 10, &plan), TK_ERR_ARGUMENT) << words;
+        EXPECT_EQ(plan, nullptr);
+        EXPECT_NE(std::string(tk_last_error()).find(words), std::string::npos) << tk_last_error();
+    };
+    refused(nullptr, "no options");
+    tk_fibers_options bad = o;
+    bad.lmax = 7;
+    refused(&bad, "lmax must be even");
+    bad = o, bad.num_peaks = 0;
+    refused(&bad, "number of peaks");
+    bad = o, bad.relative_threshold = 2;
+    refused(&bad, "relative threshold");
+    bad = o, bad.min_separation_deg = 91;
+    refused(&bad, "minimum separation");
+    bad = o, bad.threshold = NAN;
+    refused(&bad, "threshold is NaN");
+    bad = o, bad.basis = (tk_sh_basis)5;
+    refused(&bad, "unknown SH basis");
+    bad = o, bad.backend = TK_BACKEND_AUTO;
+    refused(&bad, "unknown fiber backend");
+    EXPECT_EQ(tk_fibers_plan_create(&o, 10, nullptr), TK_ERR_ARGUMENT);
+    // executes: no plan, no data
+    float out[9];
+    EXPECT_EQ(tk_fibers_plan_execute(nullptr, 1, out, nullptr, out, nullptr, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("no plan"), std::string::npos);
+    ASSERT_EQ(tk_fibers_plan_create(&o, 10, &plan), TK_OK) << tk_last_error();
+    size_t bad_voxels = 5;
+    EXPECT_EQ(tk_fibers_plan_execute(plan, 1, nullptr, nullptr, out, nullptr, &bad_voxels, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("no SH data"), std::string::npos);
+    // an empty volume is fine, and the plan still works after an error
+    tk_timing t;
+    EXPECT_EQ(tk_fibers_plan_execute(plan, 0, nullptr, nullptr, nullptr, nullptr, &bad_voxels, &t), TK_OK);
+    EXPECT_EQ(bad_voxels, 0u);
+    EXPECT_EQ(t.setup_ms, 0.0);
+    tk_fibers_plan_destroy(plan);
+    tk_fibers_plan_destroy(nullptr);
+}
