@@ -5,7 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "tk_fibers.h"
@@ -59,6 +63,32 @@ inline std::vector<double> sh_of_fibers(int lmax, tk_sh_basis basis, int legacy,
         for (size_t q = 0; q < v.size(); ++q) s += w[q] * std::pow(v[q][0] * g[0] + v[q][1] * g[1] + v[q][2] * g[2], lmax);
         return s;
     });
+}
+
+// tk_fibers_all_maxima through one plan per (lmax, basis, legacy) for the whole test process:
+// the tests ask the oracle voxel by voxel, and a plan's tables cost milliseconds (lmax 8) to
+// half a second (lmax 16) to build.
+inline int all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
+                      double *amplitudes)
+{
+    using Plan = std::unique_ptr<tk_fibers_plan, void (*)(tk_fibers_plan *)>;
+    static std::mutex lock;
+    static std::map<std::tuple<int, int, int>, Plan> plans;
+    const tk_fibers_plan *plan = nullptr;
+    {
+        std::lock_guard<std::mutex> hold(lock);
+        auto it = plans.find({lmax, (int)basis, legacy});
+        if (it == plans.end()) {
+            tk_fibers_options o;
+            tk_fibers_options_init(&o, lmax);
+            o.basis = basis, o.legacy = legacy;
+            tk_fibers_plan *made = nullptr;
+            if (tk_fibers_plan_create(&o, 0, &made) != TK_OK) return -1;
+            it = plans.emplace(std::make_tuple(lmax, (int)basis, legacy), Plan(made, tk_fibers_plan_destroy)).first;
+        }
+        plan = it->second.get();
+    }
+    return tk_fibers_plan_all_maxima(plan, sh, max_peaks, directions, amplitudes);
 }
 
 // FOD-like series: 1-3 fibers of random directions and weights plus a little noise.

@@ -146,6 +146,10 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *opts, size_t num_voxels,
  * max_peaks, in which case only the first max_peaks are written), or -1 on error. */
 int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks,
                          double *directions, double *amplitudes);
+/** tk_fibers_all_maxima with a plan's lmax, basis and tables (its other options do not apply):
+ * for many series, without building the tables each time. */
+int tk_fibers_plan_all_maxima(const tk_fibers_plan *plan, const double *sh, int max_peaks, double *directions,
+                              double *amplitudes);
 
 TK_API_END
 #endif

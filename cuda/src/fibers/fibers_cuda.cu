@@ -32,8 +32,8 @@ static fibers_kernels kernels_for(int lmax)
 #define TK_FIB_CASE(M)                                                                                            \
     case M: {                                                                                                     \
         fibers_kernels k = {fibers_axial_kernel<Policy, M>, fibers_grid_kernel<Policy, M>,                        \
-                            fibers_polish_kernel<Policy, M>, fibers_shoulder_kernel<Policy, M>,                   \
-                            fibers_climb_kernel<Policy, M>};                                                      \
+                            fibers_climb_kernel<Policy, M, true>, fibers_shoulder_kernel<Policy, M>,              \
+                            fibers_climb_kernel<Policy, M, false>};                                               \
         return k;                                                                                                 \
     }
         TK_FIB_CASE(2) TK_FIB_CASE(4) TK_FIB_CASE(6) TK_FIB_CASE(8)

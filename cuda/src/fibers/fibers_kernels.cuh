@@ -360,25 +360,36 @@ template <int M> __device__ __forceinline__ Poly<M> candidate_start(const FibArg
     return poly;
 }
 
-/* Pass 1, a thread per grid maximum: its climb from its model's maximum, else from itself, as
- * on the CPU (try_candidate). */
-template <class Policy, int M>
-__global__ void __launch_bounds__(Policy::block_threads, Policy::climb_min_blocks) fibers_polish_kernel(FibArgs p)
+/* A grid maximum's climb (pass 1): from its model's maximum, else from itself, as on the CPU
+ * (try_candidate); x: its grid direction, then the maximum reached. */
+template <int M>
+__device__ __forceinline__ int climb_grid_maximum(const FibArgs &p, int i, const Poly<M> *poly, double *x, double *amp)
 {
-    const int total = *p.num_kind1;
+    int good = -1;
+    const float *start = p.cand_start + (size_t)i * 3;
+    if (!isnan(start[0])) {
+        double y[3] = {start[0], start[1], start[2]};
+        nt_normalize3_gpu(y);
+        good = nt_polish_gpu<M>(poly, y, amp, NULL, 0.25 * p.spacing, 0, 0, NULL);
+        if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
+    }
+    if (good < 0) good = nt_polish_gpu<M>(poly, x, amp, NULL, 0, 0, 0, NULL);
+    return good;
+}
+
+/* Passes 1 and 3, a thread per candidate of the work order's front: the grid maxima's climbs
+ * (GridMaxima), or the climbs on the leash of the shoulder candidates pass 2 kept. */
+template <class Policy, int M, bool GridMaxima>
+__global__ void __launch_bounds__(Policy::block_threads, Policy::climb_min_blocks) fibers_climb_kernel(FibArgs p)
+{
+    const int total = GridMaxima ? *p.num_kind1 : *p.num_climbs;
     for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         const int i = p.order[t];
         double x[3], amp = 0;
         const Poly<M> poly = candidate_start<M>(p, i, x);
-        int good = -1;
-        const float *start = p.cand_start + (size_t)i * 3;
-        if (!isnan(start[0])) {
-            double y[3] = {start[0], start[1], start[2]};
-            nt_normalize3_gpu(y);
-            good = nt_polish_gpu<M>(&poly, y, &amp, NULL, 0.25 * p.spacing, 0, 0, NULL);
-            if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
-        }
-        if (good < 0) good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, 0, 0, NULL);
+        int good;
+        if constexpr (GridMaxima) good = climb_grid_maximum<M>(p, i, &poly, x, &amp);
+        else good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0, NULL);
         put_result(p, i, good, x, amp);
     }
 }
@@ -415,20 +426,6 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
             continue;
         }
         p.order[atomicAdd(p.num_climbs, 1)] = i;
-    }
-}
-
-/* Pass 3, a thread per shoulder candidate pass 2 kept: its climb on the leash. */
-template <class Policy, int M>
-__global__ void __launch_bounds__(Policy::block_threads, Policy::climb_min_blocks) fibers_climb_kernel(FibArgs p)
-{
-    const int total = *p.num_climbs;
-    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const int i = p.order[t];
-        double x[3], amp = 0;
-        const Poly<M> poly = candidate_start<M>(p, i, x);
-        const int good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0, NULL);
-        put_result(p, i, good, x, amp);
     }
 }
 

@@ -168,6 +168,24 @@ static void grid_fit_model(const tk_fibers_tables *p, const float *values, int i
  * floats, 270 KB at lmax 8) streams through the cache once a batch rather than once a voxel,
  * and are transposed into the interleaved order by shuffles; cloned for AVX2 + FMA. */
 typedef float tk_float8 __attribute__((vector_size(32)));
+
+/* One step of the 4 x 8 transpose: runs of `run` floats (1, 2 or 4) taken in turn from a and
+ * b within each half (run 4: across them), the first of each pair of runs into lo, the second
+ * into hi.  Permutations only: the values are untouched. */
+static inline __attribute__((always_inline)) void interleave_pairs_by(int run, tk_float8 a, tk_float8 b, tk_float8 *lo,
+                                                                      tk_float8 *hi)
+{
+    if (run == 1) {
+        *lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13);
+        *hi = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
+    } else if (run == 2) {
+        *lo = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13);
+        *hi = __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+    } else {
+        *lo = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11);
+        *hi = __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
 TK_CPU_CLONES
 static void grid_values_batch(const tk_fibers_tables *p, int nv, const double *const *sh, float *vals4)
 {
@@ -190,20 +208,14 @@ static void grid_values_batch(const tk_fibers_tables *p, int nv, const double *c
         }
         /* 4 voxels x 8 directions to 8 directions x 4 voxels, per half */
         for (int h = 0; h < 2; ++h) {
-            const tk_float8 a = acc[0][h], b = acc[1][h], c = acc[2][h], d = acc[3][h];
-            const tk_float8 ab_lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13);
-            const tk_float8 ab_hi = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
-            const tk_float8 cd_lo = __builtin_shufflevector(c, d, 0, 8, 1, 9, 4, 12, 5, 13);
-            const tk_float8 cd_hi = __builtin_shufflevector(c, d, 2, 10, 3, 11, 6, 14, 7, 15);
+            tk_float8 ab_lo, ab_hi, cd_lo, cd_hi, d04, d15, d26, d37, d01, d23, d45, d67;
+            interleave_pairs_by(1, acc[0][h], acc[1][h], &ab_lo, &ab_hi);
+            interleave_pairs_by(1, acc[2][h], acc[3][h], &cd_lo, &cd_hi);
             /* directions (0, 4), (1, 5), (2, 6), (3, 7) of the half, each voxels 0-3 */
-            const tk_float8 d04 = __builtin_shufflevector(ab_lo, cd_lo, 0, 1, 8, 9, 4, 5, 12, 13);
-            const tk_float8 d15 = __builtin_shufflevector(ab_lo, cd_lo, 2, 3, 10, 11, 6, 7, 14, 15);
-            const tk_float8 d26 = __builtin_shufflevector(ab_hi, cd_hi, 0, 1, 8, 9, 4, 5, 12, 13);
-            const tk_float8 d37 = __builtin_shufflevector(ab_hi, cd_hi, 2, 3, 10, 11, 6, 7, 14, 15);
-            const tk_float8 d01 = __builtin_shufflevector(d04, d15, 0, 1, 2, 3, 8, 9, 10, 11);
-            const tk_float8 d23 = __builtin_shufflevector(d26, d37, 0, 1, 2, 3, 8, 9, 10, 11);
-            const tk_float8 d45 = __builtin_shufflevector(d04, d15, 4, 5, 6, 7, 12, 13, 14, 15);
-            const tk_float8 d67 = __builtin_shufflevector(d26, d37, 4, 5, 6, 7, 12, 13, 14, 15);
+            interleave_pairs_by(2, ab_lo, cd_lo, &d04, &d15);
+            interleave_pairs_by(2, ab_hi, cd_hi, &d26, &d37);
+            interleave_pairs_by(4, d04, d15, &d01, &d45);
+            interleave_pairs_by(4, d26, d37, &d23, &d67);
             float *out = vals4 + (size_t)(i0 + 8 * h) * TK_GRID_BATCH;
             memcpy(out, &d01, sizeof d01), memcpy(out + 8, &d23, sizeof d23);
             memcpy(out + 16, &d45, sizeof d45), memcpy(out + 24, &d67, sizeof d67);
@@ -629,20 +641,35 @@ static void batch_maxima(const tk_fibers_tables *p, const tk_fibers_options *o, 
     }
 }
 
-int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
-                         double *amplitudes)
+/* Every maximum of one series on the tables (tk_fibers_all_maxima). */
+static int all_maxima(const tk_fibers_tables *tables, const double *sh, int max_peaks, double *directions,
+                      double *amplitudes)
 {
-    tk_fibers_tables tables;
-    if (tk_fibers_tables_create(lmax, basis, legacy, &tables) != TK_OK) return -1;
-    batch_work *w = batch_work_new(&tables);
-    if (!w) return tk_fibers_tables_free(&tables), tk_set_error(TK_ERR_MEMORY, "out of memory"), -1;
-    batch_maxima(&tables, NULL, 1, 1, &sh, w, NULL);
+    batch_work *w = batch_work_new(tables);
+    if (!w) return tk_set_error(TK_ERR_MEMORY, "out of memory"), -1;
+    batch_maxima(tables, NULL, 1, 1, &sh, w, NULL);
     const int found = w->found[0];
     for (int f = 0; f < found && f < max_peaks; ++f) {
         if (directions) memcpy(directions + (size_t)f * 3, w->dir[0][f], sizeof w->dir[0][f]);
         if (amplitudes) amplitudes[f] = w->amp[0][f];
     }
     batch_work_free(w);
+    return found;
+}
+
+int tk_fibers_plan_all_maxima(const tk_fibers_plan *plan, const double *sh, int max_peaks, double *directions,
+                              double *amplitudes)
+{
+    if (!plan || !sh) return tk_set_error(TK_ERR_ARGUMENT, plan ? "no SH series given" : "no plan given"), -1;
+    return all_maxima(&plan->tables, sh, max_peaks, directions, amplitudes);
+}
+
+int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
+                         double *amplitudes)
+{
+    tk_fibers_tables tables;
+    if (tk_fibers_tables_create(lmax, basis, legacy, &tables) != TK_OK) return -1;
+    const int found = all_maxima(&tables, sh, max_peaks, directions, amplitudes);
     tk_fibers_tables_free(&tables);
     return found;
 }
