@@ -33,6 +33,13 @@ tk_status find(tk_fibers_options o, tk_backend backend, const std::vector<float>
                           &out.bad);
 }
 
+// The volume on the CPU (omp, which must work) and on the GPU: the GPU's status (a test skips on it).
+tk_status find_cpu_and_gpu(const tk_fibers_options &o, const std::vector<float> &sh, Peaks &cpu, Peaks &gpu)
+{
+    EXPECT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
+    return find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
+}
+
 // Voxels whose peaks differ between the two runs: another count of peaks, a direction more
 // than 1e-4 degrees off, or an amplitude off by more than 1e-5 relative.
 size_t differing_voxels(const Peaks &a, const Peaks &b, int num_peaks, size_t voxel_stride_b = 0)
@@ -72,8 +79,7 @@ TEST(FibersCuda, MatchesCpuForEveryLmaxAndBasis)
             o.legacy = legacy;
             o.num_peaks = 4;
             Peaks cpu, gpu;
-            ASSERT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
-            tk_status s = find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
+            tk_status s = find_cpu_and_gpu(o, sh, cpu, gpu);
             TK_SKIP_IF_NO_GPU(s);
             ASSERT_EQ(s, TK_OK) << tk_last_error();
             size_t voxels = cpu.amps.size() / o.num_peaks, differ = differing_voxels(gpu, cpu, o.num_peaks);
@@ -97,8 +103,7 @@ TEST(FibersCuda, RandomSeriesWithManyLobes)
     tk_fibers_options_init(&o, lmax);
     o.num_peaks = 6;
     Peaks cpu, gpu;
-    ASSERT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
-    tk_status s = find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
+    tk_status s = find_cpu_and_gpu(o, sh, cpu, gpu);
     TK_SKIP_IF_NO_GPU(s);
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     size_t differ = differing_voxels(gpu, cpu, o.num_peaks);

@@ -193,7 +193,7 @@ static tk_status alloc_chunks(tk_fibers_cuda_state *st, size_t voxels)
 void tk_fibers_cuda_destroy(tk_fibers_cuda_state *st)
 {
     if (!st) return;
-    if (st->stream[0] || st->stream[1] || st->table[TABLE_PT]) cudaSetDevice(st->device);
+    cudaSetDevice(st->device); /* the state exists only once its device was found usable */
     for (int s = 0; s < 2; ++s) {
         if (st->stream[s]) cudaStreamSynchronize(st->stream[s]);
         for (int b = 0; b < CHUNK_BUFFERS; ++b) tk_cuda_free(st->buf[s][b]);
