@@ -33,7 +33,7 @@ static const char *prog = "tk-bench fibers";
 static const double kPi = 3.14159265358979323846;
 
 typedef struct {
-    long voxels, cuda_voxels, lmax, num, threads, repeat, accuracy_voxels;
+    long voxels, cuda_voxels, lmax, num, threads, repeat, accuracy_voxels, cuda_timeline;
     int backends[3];
     const char *sh2peaks, *input, *tk_fibers;
     int inputs[4]; /* which volumes: see kInputNames */
@@ -323,21 +323,28 @@ static int time_backend(const fibers_args *a, int b, const float *sh, size_t vox
     o.num_peaks = (int)a->num;
     o.backend = (tk_backend)b;
     o.num_threads = (int)a->threads;
-    /* warm-up: the plan (built once per process) and, on CUDA, the context stay out of the figures */
-    if (tk_fibers_find(&o, voxels < 4096 ? voxels : 4096, sh, NULL, dirs, amps, NULL) != TK_OK) {
+    o.cuda_timeline = (int)a->cuda_timeline;
+    /* one plan for every run, as a caller with many volumes keeps one; a warm-up run so that
+     * the CUDA context and the first touch of the buffers stay out of the figures */
+    tk_fibers_plan *plan = NULL;
+    if (tk_fibers_plan_create(&o, voxels, &plan) != TK_OK ||
+        tk_fibers_plan_execute(plan, voxels < 4096 ? voxels : 4096, sh, NULL, dirs, amps, NULL, NULL) != TK_OK) {
         printf("%-10s %9zu  skipped: %s\n", backend_name(b), voxels, tk_last_error());
+        tk_fibers_plan_destroy(plan);
         return 0;
     }
     double totals[64], kernels[64];
     int runs = (int)(a->repeat < 64 ? a->repeat : 64);
     tk_timing t;
     for (int r = 0; r < runs; ++r) {
-        if (tk_fibers_find_counted(&o, voxels, sh, NULL, dirs, amps, NULL, &t, work) != TK_OK) {
+        if (tk_fibers_plan_execute_counted(plan, voxels, sh, NULL, dirs, amps, NULL, &t, work) != TK_OK) {
             printf("%-10s %9zu  failed: %s\n", backend_name(b), voxels, tk_last_error());
+            tk_fibers_plan_destroy(plan);
             return 0;
         }
         totals[r] = t.total_ms, kernels[r] = t.kernel_ms;
     }
+    tk_fibers_plan_destroy(plan);
     *best = t; /* the Newton counts are the same in every run */
     best->total_ms = median_of(totals, runs), best->kernel_ms = median_of(kernels, runs);
     return 1;
@@ -457,7 +464,7 @@ static int parse_args(int argc, char **argv, fibers_args *a)
             printf("usage: tk-bench fibers [--inputs real,phantom,wholebrain] [--input SH.npy] [--voxels 64000]\n"
                    "                       [--cuda-voxels 600000] [--lmax 8] [--num 3] [--backends cpu,omp,cuda]\n"
                    "                       [--threads P] [--repeat 5] [--accuracy-voxels 2000]\n"
-                   "                       [--sh2peaks sh2peaks|off] [--tk-fibers PATH|off]\n"
+                   "                       [--sh2peaks sh2peaks|off] [--tk-fibers PATH|off] [--cuda-timeline 0|1]\n"
                    "Peak-finder speed and accuracy on the volumes users have, each in turn:\n"
                    "  real        the voxels of --input (tournier07 coefficients on the last axis; lmax from\n"
                    "              their count; default the bundled real FOD, %s), repeated\n"
@@ -465,8 +472,9 @@ static int parse_args(int argc, char **argv, fibers_args *a)
                    "              Data/fibers/make_phantom.py with noise 0; lmax from --lmax)\n"
                    "  wholebrain  the real voxels in a ball of 40%% of a cube, zero outside (dwi2fod's background)\n"
                    "  fodlike     the synthetic FOD-like volume of earlier runs (1-3 smoothed spikes + noise)\n"
-                   "cpu/omp/cuda: median of --repeat calls of tk_fibers_find, memory to memory (CUDA: transfers\n"
-                   "included; kernel = the kernels alone); Newton = iterations per voxel (cpu/omp).\n"
+                   "cpu/omp/cuda: median of --repeat executes of one tk_fibers_plan, memory to memory (CUDA:\n"
+                   "transfers included; kernel = the kernels alone); Newton = iterations per voxel (cpu/omp).\n"
+                   "--cuda-timeline 1: each chunk's CUDA kernel times on stderr (the plan option).\n"
                    "sh2peaks and tk-fibers (omp) run as whole processes on the same .mif file, threads and peak\n"
                    "count, reading and writing files, in turn --repeat times (at most 7), each time the median:\n"
                    "the 20x goal compares those two.  Accuracy: angle from\n"
@@ -487,6 +495,7 @@ static int parse_args(int argc, char **argv, fibers_args *a)
         TK_INT_OPT("--threads", threads, 1, 4096)
         TK_INT_OPT("--repeat", repeat, 1, 64)
         TK_INT_OPT("--accuracy-voxels", accuracy_voxels, 0, 100000000)
+        TK_INT_OPT("--cuda-timeline", cuda_timeline, 0, 1)
 #undef TK_INT_OPT
         else if (tk_cli_is(argv[i], "--input"))
         {
@@ -728,7 +737,7 @@ static int bench_input(fibers_args *a, int input)
 int tk_bench_fibers(int argc, char **argv)
 {
     char exe[4096];
-    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, {0, 1, 1}, "sh2peaks", NULL, NULL, {1, 1, 1, 0}};
+    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, 0, {0, 1, 1}, "sh2peaks", NULL, NULL, {1, 1, 1, 0}};
     a.tk_fibers = default_tk_fibers(exe, sizeof exe);
     int parsed = parse_args(argc, argv, &a);
     if (parsed <= 0) return parsed < 0 ? TK_EXIT_USAGE : 0;

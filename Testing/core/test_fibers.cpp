@@ -232,7 +232,7 @@ TEST(Fibers, FindsEveryMaximumADenseSearchFinds)
         auto c = sh_of_fibers(lmax, TK_SH_TOURNIER, 0, v, w);
         for (auto &x : c) x += 0.02 * (uni(rng) - 0.5);  // noise: extra small lobes
         double dirs[3 * 64], amps[64];
-        int n = tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps);
+        int n = all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps);
         ASSERT_GE(n, 1);
         for (const auto &m : oracle.maxima(lmax, c)) {
             double best = 180;
@@ -440,7 +440,7 @@ TEST(Fibers, AxiallySymmetricSeriesAreAnsweredByTheirAxis)
                         return s;
                     });
                     double dirs[3 * 8], amps[8];
-                    const int n = tk_fibers_all_maxima(lmax, b, legacy, c.data(), 8, dirs, amps);
+                    const int n = all_maxima(lmax, b, legacy, c.data(), 8, dirs, amps);
                     const std::string where = "lmax " + std::to_string(lmax) + ", basis " + std::to_string(b) + ", legacy " +
                                               std::to_string(legacy) + ", trial " + std::to_string(trial);
                     if (curvature > 0) {
@@ -547,7 +547,7 @@ TEST(Fibers, OutputEqualsTheFullSearchsSelection)
             for (size_t v = 0; v < voxels; ++v) {
                 const std::vector<double> c(in.sh.begin() + v * k, in.sh.begin() + (v + 1) * k);
                 double all_d[3 * 64], all_a[64];
-                const int n = std::min(64, tk_fibers_all_maxima(in.lmax, TK_SH_TOURNIER, 0, c.data(), 64, all_d, all_a));
+                const int n = std::min(64, all_maxima(in.lmax, TK_SH_TOURNIER, 0, c.data(), 64, all_d, all_a));
                 // the selection as tk_fibers.h documents it
                 std::vector<int> kept;
                 for (int m = 0; m < n && (int)kept.size() < op.num; ++m) {
@@ -602,7 +602,7 @@ TEST(Fibers, FindsTheMaximaAnEarlierFinderMissed)
     for (size_t v = 0; v < voxels; ++v) {
         const std::vector<double> c((const double *)sh.data + v * 45, (const double *)sh.data + v * 45 + 45);
         double dirs[3 * 64], amps[64];
-        const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
+        const int n = std::min(64, all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
         std::vector<DenseOracle::Maximum> truth = oracle.maxima(lmax, c);
         for (size_t q = 0; q < per; ++q) {
             const double *d = (const double *)starts.data + (v * per + q) * 3;
@@ -681,7 +681,7 @@ TEST(Fibers, ScaleAndIsotropicPartLeavePeaksAlone)
         auto c = sh_of_fibers(lmax, TK_SH_TOURNIER, 0, v, w);
         for (auto &x : c) x += 0.01 * (uni(rng) - 0.5);
         double dirs[3 * 64], amps[64];
-        const int n = tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps);
+        const int n = all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps);
         ASSERT_GE(n, 1);
         const struct {
             double a, b;
@@ -691,7 +691,7 @@ TEST(Fibers, ScaleAndIsotropicPartLeavePeaksAlone)
             for (auto &x : c2) x *= var.a;
             c2[0] += var.b / 0.28209479177387814;
             double d2[3 * 64], a2[64];
-            const int n2 = tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c2.data(), 64, d2, a2);
+            const int n2 = all_maxima(lmax, TK_SH_TOURNIER, 0, c2.data(), 64, d2, a2);
             ASSERT_EQ(n2, n) << "voxel " << voxel << " scale " << var.a << " offset " << var.b;
             for (int p = 0; p < n; ++p) {
                 EXPECT_LT(angle_deg(&dirs[p * 3], &d2[p * 3]), 1e-5) << "voxel " << voxel << " peak " << p;
@@ -715,7 +715,7 @@ TEST(Fibers, AnyThresholdNegativeIncludedIsHonoured)
         for (auto &x : c) x += 0.05 * (uni(rng) - 0.5);
         c[0] -= 0.2 / 0.28209479177387814;  // lower the whole function: the small lobes go negative
         double all_d[3 * 64], all_a[64];
-        const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, all_d, all_a));
+        const int n = std::min(64, all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, all_d, all_a));
         std::vector<float> cf(c.begin(), c.end()), dirs, amps;
         tk_fibers_options o;
         tk_fibers_options_init(&o, lmax);
@@ -765,7 +765,7 @@ TEST(Fibers, FindsEveryMaximumOfRealFodsADenseSearchFinds)
             std::vector<double> c((const float *)fod.data + v * 45, (const float *)fod.data + v * 45 + 45);
             if (dipy) c = fit_sh(lmax, TK_SH_TOURNIER, 0, [&](const double *g) { return sh_value(lmax, TK_SH_DESCOTEAUX, 1, c, g); });
             double dirs[3 * 64], amps[64];
-            const int n = std::min(64, tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
+            const int n = std::min(64, all_maxima(lmax, TK_SH_TOURNIER, 0, c.data(), 64, dirs, amps));
             ASSERT_GE(n, 1);
             for (const auto &m : oracle.maxima(lmax, c)) {
                 double best = 180;
@@ -783,4 +783,83 @@ TEST(Fibers, FindsEveryMaximumOfRealFodsADenseSearchFinds)
     }
     EXPECT_TRUE(ridge_bump_found);
     EXPECT_GT(total, 300);
+}
+
+TEST(FibersPlan, ReuseEqualsOneShotBitForBit)
+{
+    // A plan's tables and options serve any number of executes, of any size (larger than
+    // max_voxels too), exactly as one-shot calls do.
+    for (tk_backend b : {TK_BACKEND_CPU, TK_BACKEND_OMP})
+        for (int lmax : {4, 8}) {
+            tk_fibers_options o;
+            tk_fibers_options_init(&o, lmax);
+            o.backend = b;
+            o.num_peaks = 5;
+            o.relative_threshold = 0.1;
+            ASSERT_EQ(expect_plan_reuse_equals_one_shot(o, 64), TK_OK) << tk_last_error();
+        }
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, 6);
+    o.basis = TK_SH_DESCOTEAUX, o.legacy = 1, o.min_separation_deg = 25;
+    ASSERT_EQ(expect_plan_reuse_equals_one_shot(o, 0), TK_OK) << tk_last_error();
+    // every maximum through a plan, as through the one-shot call
+    const std::vector<float> sh = fod_like_volume(6, o.basis, o.legacy, 20, 3);
+    tk_fibers_plan *plan = nullptr;
+    ASSERT_EQ(tk_fibers_plan_create(&o, 0, &plan), TK_OK) << tk_last_error();
+    for (int v = 0; v < 20; ++v) {
+        const std::vector<double> c(sh.begin() + v * 28, sh.begin() + (v + 1) * 28);
+        double d1[3 * 16], a1[16], d2[3 * 16], a2[16];
+        const int n1 = tk_fibers_plan_all_maxima(plan, c.data(), 16, d1, a1);
+        ASSERT_EQ(n1, tk_fibers_all_maxima(6, o.basis, o.legacy, c.data(), 16, d2, a2));
+        EXPECT_EQ(std::memcmp(d1, d2, sizeof(double) * 3 * std::min(n1, 16)), 0);
+        EXPECT_EQ(std::memcmp(a1, a2, sizeof(double) * std::min(n1, 16)), 0);
+    }
+    const double zeros[28] = {};
+    EXPECT_EQ(tk_fibers_plan_all_maxima(nullptr, zeros, 1, nullptr, nullptr), -1);
+    tk_fibers_plan_destroy(plan);
+}
+
+TEST(FibersPlan, BadArgumentsGiveClearErrors)
+{
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, 8);
+    tk_fibers_plan *plan = reinterpret_cast<tk_fibers_plan *>(&o);  // must come back NULL
+    auto refused = [&](const tk_fibers_options *opts, const char *words) {
+        plan = reinterpret_cast<tk_fibers_plan *>(&o);
+        EXPECT_EQ(tk_fibers_plan_create(opts, 10, &plan), TK_ERR_ARGUMENT) << words;
+        EXPECT_EQ(plan, nullptr);
+        EXPECT_NE(std::string(tk_last_error()).find(words), std::string::npos) << tk_last_error();
+    };
+    refused(nullptr, "no options");
+    tk_fibers_options bad = o;
+    bad.lmax = 7;
+    refused(&bad, "lmax must be even");
+    bad = o, bad.num_peaks = 0;
+    refused(&bad, "number of peaks");
+    bad = o, bad.relative_threshold = 2;
+    refused(&bad, "relative threshold");
+    bad = o, bad.min_separation_deg = 91;
+    refused(&bad, "minimum separation");
+    bad = o, bad.threshold = NAN;
+    refused(&bad, "threshold is NaN");
+    bad = o, bad.basis = (tk_sh_basis)5;
+    refused(&bad, "unknown SH basis");
+    bad = o, bad.backend = TK_BACKEND_AUTO;
+    refused(&bad, "unknown fiber backend");
+    EXPECT_EQ(tk_fibers_plan_create(&o, 10, nullptr), TK_ERR_ARGUMENT);
+    // executes: no plan, no data
+    float out[9];
+    EXPECT_EQ(tk_fibers_plan_execute(nullptr, 1, out, nullptr, out, nullptr, nullptr, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("no plan"), std::string::npos);
+    ASSERT_EQ(tk_fibers_plan_create(&o, 10, &plan), TK_OK) << tk_last_error();
+    size_t bad_voxels = 5;
+    EXPECT_EQ(tk_fibers_plan_execute(plan, 1, nullptr, nullptr, out, nullptr, &bad_voxels, nullptr), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("no SH data"), std::string::npos);
+    // an empty volume is fine, and the plan still works after an error
+    tk_timing t;
+    EXPECT_EQ(tk_fibers_plan_execute(plan, 0, nullptr, nullptr, nullptr, nullptr, &bad_voxels, &t), TK_OK);
+    EXPECT_EQ(bad_voxels, 0u);
+    EXPECT_EQ(t.setup_ms, 0.0);
+    tk_fibers_plan_destroy(plan);
+    tk_fibers_plan_destroy(nullptr);
 }

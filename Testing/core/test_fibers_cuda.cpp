@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sshopm_test_util.h"
+#include "tk_cuda_memory.h"
 #include "tk_fibers.h"
 #include "tk_sh_test_util.h"
 #include "tk_test_util.h"
@@ -15,22 +16,6 @@
 using namespace tk_test;
 
 namespace {
-
-// FOD-like series: 1-3 fibers of random directions and weights plus a little noise.
-std::vector<float> fod_like_volume(int lmax, tk_sh_basis basis, int legacy, int voxels, unsigned seed)
-{
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> uni(0, 1);
-    std::vector<float> sh;
-    for (int v = 0; v < voxels; ++v) {
-        std::vector<std::vector<double>> dirs;
-        std::vector<double> w;
-        for (int f = 0; f < 1 + v % 3; ++f) dirs.push_back(random_unit(3, rng)), w.push_back(0.3 + uni(rng));
-        auto c = sh_of_fibers(lmax, basis, legacy, dirs, w);
-        for (auto &x : c) sh.push_back((float)(x + 0.01 * (uni(rng) - 0.5)));
-    }
-    return sh;
-}
 
 struct Peaks {
     std::vector<float> dirs, amps;
@@ -46,6 +31,13 @@ tk_status find(tk_fibers_options o, tk_backend backend, const std::vector<float>
     out.amps.assign(voxels * o.num_peaks, -7.f);
     return tk_fibers_find(&o, voxels, sh.data(), mask ? mask->data() : nullptr, out.dirs.data(), out.amps.data(),
                           &out.bad);
+}
+
+// The volume on the CPU (omp, which must work) and on the GPU: the GPU's status (a test skips on it).
+tk_status find_cpu_and_gpu(const tk_fibers_options &o, const std::vector<float> &sh, Peaks &cpu, Peaks &gpu)
+{
+    EXPECT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
+    return find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
 }
 
 // Voxels whose peaks differ between the two runs: another count of peaks, a direction more
@@ -87,8 +79,7 @@ TEST(FibersCuda, MatchesCpuForEveryLmaxAndBasis)
             o.legacy = legacy;
             o.num_peaks = 4;
             Peaks cpu, gpu;
-            ASSERT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
-            tk_status s = find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
+            tk_status s = find_cpu_and_gpu(o, sh, cpu, gpu);
             TK_SKIP_IF_NO_GPU(s);
             ASSERT_EQ(s, TK_OK) << tk_last_error();
             size_t voxels = cpu.amps.size() / o.num_peaks, differ = differing_voxels(gpu, cpu, o.num_peaks);
@@ -112,8 +103,7 @@ TEST(FibersCuda, RandomSeriesWithManyLobes)
     tk_fibers_options_init(&o, lmax);
     o.num_peaks = 6;
     Peaks cpu, gpu;
-    ASSERT_EQ(find(o, TK_BACKEND_OMP, sh, nullptr, cpu), TK_OK) << tk_last_error();
-    tk_status s = find(o, TK_BACKEND_CUDA, sh, nullptr, gpu);
+    tk_status s = find_cpu_and_gpu(o, sh, cpu, gpu);
     TK_SKIP_IF_NO_GPU(s);
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     size_t differ = differing_voxels(gpu, cpu, o.num_peaks);
@@ -178,4 +168,35 @@ TEST(FibersCuda, EmptyVolumeAndBadDevice)
     std::vector<float> sh(45, 1.f), d(9), a(3);
     EXPECT_EQ(tk_fibers_find(&o, 1, sh.data(), nullptr, d.data(), a.data(), nullptr), TK_ERR_ARGUMENT);
     EXPECT_NE(std::strstr(tk_last_error(), "device 99"), nullptr) << tk_last_error();
+}
+
+TEST(FibersCuda, PlanReuseEqualsOneShotAndFreesItsMemory)
+{
+    // One plan, several volumes, chunked (max_voxels below the volumes) and not: the same
+    // peaks as one-shot calls, bit for bit; destroy gives every byte of device memory back.
+    const size_t before = tk_cuda_memory_in_use();
+    for (size_t max_voxels : {(size_t)100, (size_t)5000, (size_t)0}) {
+        tk_fibers_options o;
+        tk_fibers_options_init(&o, 8);
+        o.backend = TK_BACKEND_CUDA;
+        o.num_peaks = 4;
+        const tk_status s = expect_plan_reuse_equals_one_shot(o, max_voxels);
+        TK_SKIP_IF_NO_GPU(s);
+        ASSERT_EQ(s, TK_OK) << tk_last_error();
+        EXPECT_EQ(tk_cuda_memory_in_use(), before) << "max_voxels " << max_voxels;
+    }
+    // a plan that holds memory, then gives it back
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, 6);
+    o.backend = TK_BACKEND_CUDA;
+    tk_fibers_plan *plan = nullptr;
+    ASSERT_EQ(tk_fibers_plan_create(&o, 1000, &plan), TK_OK) << tk_last_error();
+    EXPECT_GT(tk_cuda_memory_in_use(), before);
+    tk_fibers_plan_destroy(plan);
+    EXPECT_EQ(tk_cuda_memory_in_use(), before);
+    // a bad device: no plan, a clear error
+    o.cuda_device = 99;
+    EXPECT_EQ(tk_fibers_plan_create(&o, 10, &plan), TK_ERR_ARGUMENT);
+    EXPECT_EQ(plan, nullptr);
+    EXPECT_EQ(tk_cuda_memory_in_use(), before);
 }

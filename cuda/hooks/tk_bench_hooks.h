@@ -26,6 +26,10 @@ typedef struct tk_fibers_work {
 tk_status tk_fibers_find_counted(const tk_fibers_options *opts, size_t num_voxels, const float *sh,
                                  const uint8_t *mask, float *directions, float *amplitudes, size_t *bad_voxels,
                                  tk_timing *timing, tk_fibers_work *work);
+/* tk_fibers_plan_execute that also counts the Newton work (work may be NULL). */
+tk_status tk_fibers_plan_execute_counted(tk_fibers_plan *plan, size_t num_voxels, const float *sh,
+                                         const uint8_t *mask, float *directions, float *amplitudes,
+                                         size_t *bad_voxels, tk_timing *timing, tk_fibers_work *work);
 
 /* ---- batched eigenvalues (CUDA) -------------------------------------------------- */
 

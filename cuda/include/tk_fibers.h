@@ -97,20 +97,46 @@ typedef struct tk_fibers_options {
     tk_backend backend;
     int num_threads;            /**< omp: 0 = OpenMP's default */
     int cuda_device;            /**< cuda: the device to run on (default 0) */
+    int cuda_timeline;          /**< cuda: 1 prints each chunk's grid, polish and select kernel times
+                                 *   and its candidate count on stderr (default 0) */
 } tk_fibers_options;
 
+/** sh2peaks' defaults for lmax: 3 peaks, no thresholds, the cpu backend, tournier. */
 void tk_fibers_options_init(tk_fibers_options *opts, int lmax);
+
+/** A caller-owned plan (as cuFFT's): the checked options, the peak finder's tables for their
+ * lmax and basis (a hemisphere grid, its neighbours, the SH-to-tensor map), and on the cuda
+ * backend the device copies of those tables, chunk buffers for max_voxels voxels and two
+ * streams, all reused by every execute.  No state outlives the plan: destroy frees its device
+ * memory too.  A plan is not to be shared between threads at the same time (its buffers are
+ * reused); use one plan per thread. */
+typedef struct tk_fibers_plan tk_fibers_plan;
+
+/** Builds a plan for volumes of about max_voxels voxels (an execute may pass more: the cuda
+ * backend then streams them through in chunks of at most that many; 0 sizes the chunks for
+ * the device alone).  *plan is NULL on error. */
+tk_status tk_fibers_plan_create(const tk_fibers_options *opts, size_t max_voxels, tk_fibers_plan **plan);
+
+/** tk_fibers_find_timed with the plan's options and tables: the same outputs, bit for bit.
+ * timing (may be NULL): total_ms this call, kernel_ms the work (cuda: the kernels), setup_ms 0. */
+tk_status tk_fibers_plan_execute(tk_fibers_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
+                                 float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing);
+
+/** Frees the plan and everything it holds (NULL: nothing). */
+void tk_fibers_plan_destroy(tk_fibers_plan *plan);
 
 /** Peaks of num_voxels SH series (voxel-major, tk_sh_num_coeffs(lmax) floats each).
  * mask: NULL or one byte per voxel (0 = skip: all outputs NaN).  directions: num_voxels x
  * num_peaks x 3 unit vectors, amplitudes: num_voxels x num_peaks SH values at the peaks,
  * sorted by amplitude descending, NaN where a voxel has fewer peaks.  A voxel with
  * non-finite coefficients gets NaN outputs and is counted in *bad_voxels (may be NULL).
- * Either output may be NULL. */
+ * Either output may be NULL.  One shot: tk_fibers_plan_create, tk_fibers_plan_execute and
+ * tk_fibers_plan_destroy; a caller with many volumes (or regions) keeps one plan instead. */
 tk_status tk_fibers_find(const tk_fibers_options *opts, size_t num_voxels, const float *sh, const uint8_t *mask,
                          float *directions, float *amplitudes, size_t *bad_voxels);
 
-/** tk_fibers_find that also reports its timing (timing may be NULL). */
+/** tk_fibers_find that also reports its timing (timing may be NULL): setup_ms the plan's
+ * creation, total_ms the whole call, kernel_ms as tk_fibers_plan_execute's. */
 tk_status tk_fibers_find_timed(const tk_fibers_options *opts, size_t num_voxels, const float *sh, const uint8_t *mask,
                                float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing);
 
@@ -120,6 +146,10 @@ tk_status tk_fibers_find_timed(const tk_fibers_options *opts, size_t num_voxels,
  * max_peaks, in which case only the first max_peaks are written), or -1 on error. */
 int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks,
                          double *directions, double *amplitudes);
+/** tk_fibers_all_maxima with a plan's lmax, basis and tables (its other options do not apply):
+ * for many series, without building the tables each time. */
+int tk_fibers_plan_all_maxima(const tk_fibers_plan *plan, const double *sh, int max_peaks, double *directions,
+                              double *amplitudes);
 
 TK_API_END
 #endif

@@ -43,7 +43,7 @@ static int solve5(double n[5][5], double rhs[5][TK_FIBERS_FIT_WIDTH], int width)
     return 1;
 }
 
-tk_status tk_fibers_fit_create(tk_fibers_plan *p)
+tk_status tk_fibers_fit_create(tk_fibers_tables *p)
 {
     const int g = p->grid, stride = p->grid_padded, width = TK_FIBERS_FIT_WIDTH;
     p->fit_nbr = calloc((size_t)width * stride, sizeof(int));

@@ -1,4 +1,5 @@
-/* Internal: the per-(lmax, basis) plan of the peak finder, shared by its backends. */
+/* Internal: the per-(lmax, basis) tables of the peak finder, shared by its backends (a plan
+ * owns one set: fibers_plan.h). */
 #ifndef TK_FIBERS_INTERNAL_H
 #define TK_FIBERS_INTERNAL_H
 
@@ -11,6 +12,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Maxima a voxel keeps (the largest by grid value), per kind of candidate on the GPU; also
+ * the most peaks an output may ask for. */
+#define TK_FIBERS_MAX_CANDIDATES 64
 
 /* A shoulder candidate within this many grid spacings of a grid maximum is taken to lie on
  * that maximum's hill and is not polished (both backends). */
@@ -52,7 +57,7 @@ extern "C" {
  * CoveringRadiusIsWithinItsBound samples it). */
 #define TK_FIBERS_COVER 0.9
 
-typedef struct tk_fibers_plan {
+typedef struct tk_fibers_tables {
     int lmax, k;          /* k SH coefficients = k unique tensor entries */
     tk_sh_basis basis;
     int legacy;
@@ -72,10 +77,10 @@ typedef struct tk_fibers_plan {
                            * their values less its own to the model's gradient (2) and Hessian
                            * (3: ss, st, tt) in geodesic normal coordinates; direction-major, as
                            * only the few directions on ridges and the candidates read them */
-} tk_fibers_plan;
+} tk_fibers_tables;
 
-tk_status tk_fibers_plan_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_plan *plan);
-void tk_fibers_plan_free(tk_fibers_plan *plan);
+tk_status tk_fibers_tables_create(int lmax, tk_sh_basis basis, int legacy, tk_fibers_tables *plan);
+void tk_fibers_tables_free(tk_fibers_tables *plan);
 /* The grid directions j whose direction or antipode may lie within `radius` (rad) of grid
  * direction i, as one or two index ranges [ranges[2r], ranges[2r + 1]); returns how many.
  * The lattice's z falls with its index (z_j = 1 - (2j + 1) / 2g) and differs between two
@@ -83,7 +88,7 @@ void tk_fibers_plan_free(tk_fibers_plan *plan);
  * neighbour searches cost O(g) a direction, not O(g^2) (a process's start-up). */
 int tk_fibers_grid_window(int g, const double *dirs, int i, double radius, int *ranges);
 /* The fit stencils of a plan whose grid is set (fibers_fit.c). */
-tk_status tk_fibers_fit_create(tk_fibers_plan *plan);
+tk_status tk_fibers_fit_create(tk_fibers_tables *plan);
 
 /* Whether the quadratic model g.s + s'Hs/2 (th: g_s, g_t, H_ss, H_st, H_tt) has, with the
  * slack above, a maximum within TK_FIT_REACH grid spacings: H's more negative curvature
@@ -107,11 +112,6 @@ TK_HD static inline int tk_fibers_fit_reaches(const float *th, float spacing)
     const float reach = TK_FIT_REACH * spacing;
     return s1 * s1 + s2 * s2 <= reach * reach;
 }
-
-/* A shared, immutable plan per (lmax, basis, legacy), built on first use and kept for the
- * process: filters call the finder once per thread and region, and the grid's neighbour
- * search is the costly part of a plan.  Thread safe. */
-tk_status tk_fibers_plan_get(int lmax, tk_sh_basis basis, int legacy, const tk_fibers_plan **plan);
 
 /* u, w: an orthonormal basis of the plane orthogonal to unit x, from the coordinate axis x
  * leans on least; the Newton climb, the fit stencils and the fitted starts share it, so that
@@ -211,26 +211,17 @@ TK_HD static inline int tk_fibers_axial_residual_ok(tk_sh_basis basis, int legac
     return off <= TK_FIBERS_AXIAL_TOL * TK_FIBERS_AXIAL_TOL * all;
 }
 
-/* Bounds on the unit-scaled series aniso along any great circle: on one, band l is a
- * trigonometric polynomial of degree l, so Bernstein's inequality bounds its k-th derivative
- * by l^k times its largest value, itself at most sqrt((2l + 1) / 4 pi) times the band's
- * coefficient norm (the addition theorem; legacy scales only shrink it).  sup bounds |aniso|,
- * m2 its second derivative, m3 its third. */
-TK_HD static inline void tk_fibers_derivative_bounds(int lmax, const double *aniso, double *sup, double *m2, double *m3)
-{
-    *sup = *m2 = *m3 = 0;
-    for (int l = 2; l <= lmax; l += 2) {
-        const int centre = l * (l + 1) / 2;
-        double cc = 0;
-        for (int m = -l; m <= l; ++m) cc += aniso[centre + m] * aniso[centre + m];
-        const double band = sqrt((2.0 * l + 1.0) / (4.0 * 3.14159265358979323846) * cc);
-        *sup += band, *m2 += (double)(l * l) * band, *m3 += (double)(l * l * l) * band;
-    }
-}
+/* tk_fibers_derivative_bounds_d (CPU) and _f (CUDA): fibers_band_bounds.h */
+#include "common/precision_double.h"
+#include "fibers_band_bounds.h"
+#include "common/precision_end.h"
+#include "common/precision_float.h"
+#include "fibers_band_bounds.h"
+#include "common/precision_end.h"
 
 /* How far above the grid value of its nearest grid direction a local maximum of the
  * unit-scaled series can lie: f falls from a maximum by at most m2 d^2 / 2 over a geodesic of
- * length d (f' = 0 there), m2 and sup its bounds from tk_fibers_derivative_bounds; d is at
+ * length d (f' = 0 there), m2 and sup its bounds from tk_fibers_derivative_bounds_d; d is at
  * most the grid's covering radius cover.  Plus the float grid values' rounding. */
 TK_HD static inline double tk_fibers_value_margin(double sup, double m2, double cover)
 {
@@ -262,16 +253,11 @@ TK_HD static inline double tk_fibers_anisotropic_part(int k, const double *sh, d
 }
 
 
-/* The CUDA backend of tk_fibers_find_timed (options already checked). */
-tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_plan *plan, size_t num_voxels,
-                              const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
-                              size_t *bad_voxels, tk_timing *timing);
-
 /* Monomial coefficients of the SH series' polynomial: poly = P * sh, P column-major k x k
  * (P[col * k + row]: the CUDA kernel's lanes read consecutive rows of one column), with
  * rows ordered by z power c = 0..lmax, then y power b = 0..lmax-c (x power lmax-c-b), each
  * row holding the multinomial weight, so that f(x) = sum_i poly_i x^a y^b z^c. */
-tk_status tk_fibers_monomial_map(const tk_fibers_plan *plan, double *P);
+tk_status tk_fibers_monomial_map(const tk_fibers_tables *plan, double *P);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,22 @@
 /* The CUDA peak finder in a build without a CUDA compiler: a clear error. */
-#include "fibers_internal.h"
+#include "fibers_plan.h"
 
-tk_status tk_fibers_find_cuda(const tk_fibers_options *opts, const tk_fibers_plan *plan, size_t num_voxels,
-                              const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
-                              size_t *bad_voxels, tk_timing *timing)
+tk_status tk_fibers_cuda_create(const tk_fibers_tables *tables, const tk_fibers_options *opts, size_t max_voxels,
+                                tk_fibers_cuda_state **state)
 {
-    (void)opts, (void)plan, (void)num_voxels, (void)sh, (void)mask, (void)directions, (void)amplitudes;
-    (void)bad_voxels, (void)timing;
+    (void)tables, (void)opts, (void)max_voxels;
+    *state = NULL;
     return tk_set_error(TK_ERR_UNSUPPORTED,
                         "fiber directions: no CUDA backend in this build (built without a CUDA compiler): use cpu or omp");
 }
+
+/* never reached: create fails, so no plan holds CUDA state */
+tk_status tk_fibers_cuda_execute(tk_fibers_cuda_state *state, size_t num_voxels, const float *sh, const uint8_t *mask,
+                                 float *directions, float *amplitudes, size_t *bad_voxels, double *kernel_ms)
+{
+    (void)state, (void)num_voxels, (void)sh, (void)mask, (void)directions, (void)amplitudes, (void)bad_voxels;
+    (void)kernel_ms;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "fiber directions: no CUDA backend in this build");
+}
+
+void tk_fibers_cuda_destroy(tk_fibers_cuda_state *state) { (void)state; }

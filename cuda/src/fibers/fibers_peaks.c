@@ -17,21 +17,17 @@
 #endif
 
 #include "fibers_internal.h"
-#include "tk_bench_hooks.h"
+#include "fibers_plan.h"
 #include "fibers_select.h"
 #include "sshopm/sshopm_internal.h"
 #include "tk_sshopm.h"
 
 #include "common/tk_hd.h"
-#define TK_REAL double
-#define TK_SFX(name) name##_d
-#define TK_FMA(a, b, c) ((a) * (b) + (c))
+#include "common/precision_double.h"
 #include "sshopm/sshopm_unrolled_gen.h"
-#undef TK_REAL
-#undef TK_SFX
-#undef TK_FMA
+#include "common/precision_end.h"
 
-#define TK_MAX_CANDIDATES 64
+#define TK_MAX_CANDIDATES TK_FIBERS_MAX_CANDIDATES
 
 /* The hot loops and the polynomial kernels also built for AVX2 + FMA (x86-64-v3), picked at
  * load time. */
@@ -135,19 +131,6 @@ static double vt_axm(const voxel_tensor *t, const double *x)
     return x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
 }
 
-void tk_fibers_options_init(tk_fibers_options *o, int lmax)
-{
-    memset(o, 0, sizeof *o);
-    o->lmax = lmax;
-    o->basis = TK_SH_TOURNIER;
-    o->num_peaks = 3;
-    o->threshold = 0.0;
-    o->relative_threshold = 0.0;
-    o->min_separation_deg = 0.0;
-    o->backend = TK_BACKEND_CPU;
-}
-
-
 #define TK_NEWTON_FN static
 #define TK_NEWTON_UTIL static
 #define TK_NEWTON_CTX voxel_tensor
@@ -164,7 +147,7 @@ void tk_fibers_options_init(tk_fibers_options *o, int lmax)
 
 /* Grid direction i's quadratic model from its fit stencil (fibers_fit.c): th = tangent
  * gradient (2) and Hessian (3) in the tangent basis nt_tangent_basis gives at i. */
-static void grid_fit_model(const tk_fibers_plan *p, const float *values, int i, float *th)
+static void grid_fit_model(const tk_fibers_tables *p, const float *values, int i, float *th)
 {
     const int *nbr = p->fit_nbr + (size_t)i * TK_FIBERS_FIT_WIDTH;
     const float *w = p->fit_w + (size_t)i * 5 * TK_FIBERS_FIT_WIDTH, v0 = TK_GRID_VALUE(values, i);
@@ -185,8 +168,26 @@ static void grid_fit_model(const tk_fibers_plan *p, const float *values, int i, 
  * floats, 270 KB at lmax 8) streams through the cache once a batch rather than once a voxel,
  * and are transposed into the interleaved order by shuffles; cloned for AVX2 + FMA. */
 typedef float tk_float8 __attribute__((vector_size(32)));
+
+/* One step of the 4 x 8 transpose: runs of `run` floats (1, 2 or 4) taken in turn from a and
+ * b within each half (run 4: across them), the first of each pair of runs into lo, the second
+ * into hi.  Permutations only: the values are untouched. */
+static inline __attribute__((always_inline)) void interleave_pairs_by(int run, tk_float8 a, tk_float8 b, tk_float8 *lo,
+                                                                      tk_float8 *hi)
+{
+    if (run == 1) {
+        *lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13);
+        *hi = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
+    } else if (run == 2) {
+        *lo = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13);
+        *hi = __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+    } else {
+        *lo = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11);
+        *hi = __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
 TK_CPU_CLONES
-static void grid_values_batch(const tk_fibers_plan *p, int nv, const double *const *sh, float *vals4)
+static void grid_values_batch(const tk_fibers_tables *p, int nv, const double *const *sh, float *vals4)
 {
     const int k = p->k, stride = p->grid_padded;
     /* each coefficient of each voxel in all eight lanes: the multiply-adds read it from memory */
@@ -207,20 +208,14 @@ static void grid_values_batch(const tk_fibers_plan *p, int nv, const double *con
         }
         /* 4 voxels x 8 directions to 8 directions x 4 voxels, per half */
         for (int h = 0; h < 2; ++h) {
-            const tk_float8 a = acc[0][h], b = acc[1][h], c = acc[2][h], d = acc[3][h];
-            const tk_float8 ab_lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13);
-            const tk_float8 ab_hi = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
-            const tk_float8 cd_lo = __builtin_shufflevector(c, d, 0, 8, 1, 9, 4, 12, 5, 13);
-            const tk_float8 cd_hi = __builtin_shufflevector(c, d, 2, 10, 3, 11, 6, 14, 7, 15);
+            tk_float8 ab_lo, ab_hi, cd_lo, cd_hi, d04, d15, d26, d37, d01, d23, d45, d67;
+            interleave_pairs_by(1, acc[0][h], acc[1][h], &ab_lo, &ab_hi);
+            interleave_pairs_by(1, acc[2][h], acc[3][h], &cd_lo, &cd_hi);
             /* directions (0, 4), (1, 5), (2, 6), (3, 7) of the half, each voxels 0-3 */
-            const tk_float8 d04 = __builtin_shufflevector(ab_lo, cd_lo, 0, 1, 8, 9, 4, 5, 12, 13);
-            const tk_float8 d15 = __builtin_shufflevector(ab_lo, cd_lo, 2, 3, 10, 11, 6, 7, 14, 15);
-            const tk_float8 d26 = __builtin_shufflevector(ab_hi, cd_hi, 0, 1, 8, 9, 4, 5, 12, 13);
-            const tk_float8 d37 = __builtin_shufflevector(ab_hi, cd_hi, 2, 3, 10, 11, 6, 7, 14, 15);
-            const tk_float8 d01 = __builtin_shufflevector(d04, d15, 0, 1, 2, 3, 8, 9, 10, 11);
-            const tk_float8 d23 = __builtin_shufflevector(d26, d37, 0, 1, 2, 3, 8, 9, 10, 11);
-            const tk_float8 d45 = __builtin_shufflevector(d04, d15, 4, 5, 6, 7, 12, 13, 14, 15);
-            const tk_float8 d67 = __builtin_shufflevector(d26, d37, 4, 5, 6, 7, 12, 13, 14, 15);
+            interleave_pairs_by(2, ab_lo, cd_lo, &d04, &d15);
+            interleave_pairs_by(2, ab_hi, cd_hi, &d26, &d37);
+            interleave_pairs_by(4, d04, d15, &d01, &d45);
+            interleave_pairs_by(4, d26, d37, &d23, &d67);
             float *out = vals4 + (size_t)(i0 + 8 * h) * TK_GRID_BATCH;
             memcpy(out, &d01, sizeof d01), memcpy(out + 8, &d23, sizeof d23);
             memcpy(out + 16, &d45, sizeof d45), memcpy(out + 24, &d67, sizeof d67);
@@ -251,7 +246,7 @@ typedef struct {
     higher = _mm_sub_epi32(higher, _mm_castps_si128(above));                                                           \
     rise = _mm_max_ps(rise, step), low = _mm_min_ps(low, step)
 TK_CPU_CLONES
-static void grid_marks(const tk_fibers_plan *p, int nv, const float *vals4, grid_mark *const *marks, int *nmarks)
+static void grid_marks(const tk_fibers_tables *p, int nv, const float *vals4, grid_mark *const *marks, int *nmarks)
 {
     const __m128 zero = _mm_setzero_ps(), ridge = _mm_set1_ps(TK_RIDGE_RISE);
     const __m128i one = _mm_set1_epi32(1);
@@ -295,7 +290,7 @@ static void grid_marks(const tk_fibers_plan *p, int nv, const float *vals4, grid
 #else
 typedef float tk_float4 __attribute__((vector_size(16)));
 typedef int tk_int4 __attribute__((vector_size(16)));
-static void grid_marks(const tk_fibers_plan *p, int nv, const float *vals4, grid_mark *const *marks, int *nmarks)
+static void grid_marks(const tk_fibers_tables *p, int nv, const float *vals4, grid_mark *const *marks, int *nmarks)
 {
     const tk_float4 zero = {0.f, 0.f, 0.f, 0.f}, ridge = {TK_RIDGE_RISE, TK_RIDGE_RISE, TK_RIDGE_RISE, TK_RIDGE_RISE};
     for (int v = 0; v < nv; ++v) nmarks[v] = 0;
@@ -328,7 +323,7 @@ static void grid_marks(const tk_fibers_plan *p, int nv, const float *vals4, grid
 /* The voxel's tensor A (A x^m is the unit-scaled series aniso on the sphere) into tensor[k],
  * and its evaluator. */
 TK_CPU_CLONES
-static void voxel_tensor_init(const tk_fibers_plan *p, const double *aniso, double *tensor, voxel_tensor *vt)
+static void voxel_tensor_init(const tk_fibers_tables *p, const double *aniso, double *tensor, voxel_tensor *vt)
 {
     const int k = p->k;
     /* column by column, so that the inner loop vectorizes without reassociation */
@@ -342,7 +337,7 @@ static void voxel_tensor_init(const tk_fibers_plan *p, const double *aniso, doub
  * 0 or 1, its pole (dir, amp unit-scaled) where that is a strict maximum; -1 where the series
  * is no symmetric one.  tensor: k doubles of scratch (the voxel's tensor on return where the
  * l = 2 band passed its test, and *built set). */
-static int axial_maxima(const tk_fibers_plan *p, const double *aniso, double *tensor, voxel_tensor *vt, int *built,
+static int axial_maxima(const tk_fibers_tables *p, const double *aniso, double *tensor, voxel_tensor *vt, int *built,
                         double *dir, double *amp)
 {
     double x[3];
@@ -394,7 +389,7 @@ static double output_bar(const output_rule *r, int found, const double (*dir)[3]
 /* One voxel's search in progress: its grid values and evaluator, the maxima found so far
  * (sorted by amplitude descending), and what a further one must exceed (output_bar). */
 typedef struct {
-    const tk_fibers_plan *p;
+    const tk_fibers_tables *p;
     const float *values; /* the voxel's lane of its batch's grid values (TK_GRID_VALUE) */
     voxel_tensor *vt;
     const output_rule *rule; /* NULL: every maximum */
@@ -440,7 +435,7 @@ static void add_low(voxel_search *s, const double *x)
  * hill, if it has one), else 1. */
 static int try_candidate(voxel_search *s, int i, int kind, float high)
 {
-    const tk_fibers_plan *p = s->p;
+    const tk_fibers_tables *p = s->p;
     if (s->found == TK_MAX_CANDIDATES) return 1;
     /* a hill that cannot rise above what a further maximum must exceed changes nothing */
     if (s->rule && (double)high + s->margin < s->bar) return 1;
@@ -527,7 +522,7 @@ static void insert_by_value(const float *values, int *list, float *high, int *n,
  * grid direction, and one farther off than the candidate's neighbours has a candidate of its
  * own.  A shoulder candidate that cannot matter any more is not even fitted: the bar only
  * rises.  tensor, vt: the voxel's where built (else built here). */
-static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double scale, double iso, const float *values,
+static int maxima_from_grid(const tk_fibers_tables *p, const double *aniso, double scale, double iso, const float *values,
                             const grid_mark *marks, int nmarks, double *tensor, voxel_tensor *vt, int built,
                             const output_rule *rule, int max_peaks, double *directions, double *amplitudes,
                             unsigned long long *polished, unsigned long long *iterations)
@@ -540,7 +535,7 @@ static int maxima_from_grid(const tk_fibers_plan *p, const double *aniso, double
     s.margin = s.m2 = s.m3 = 0, s.low = 0;
     if (rule) {
         double sup;
-        tk_fibers_derivative_bounds(p->lmax, aniso, &sup, &s.m2, &s.m3);
+        tk_fibers_derivative_bounds_d(p->lmax, aniso, 1.0, &sup, &s.m2, &s.m3);
         s.margin = tk_fibers_value_margin(sup, s.m2, TK_FIBERS_COVER * s.spacing);
     }
     s.bar = rule ? output_bar(rule, 0, (const double(*)[3])s.dir, s.amp) : -INFINITY;
@@ -592,7 +587,7 @@ static void batch_work_free(batch_work *w)
     free(w->vals4), free(w->marks), free(w);
 }
 
-static batch_work *batch_work_new(const tk_fibers_plan *p)
+static batch_work *batch_work_new(const tk_fibers_tables *p)
 {
     batch_work *w = calloc(1, sizeof *w);
     if (!w) return NULL;
@@ -610,7 +605,7 @@ static batch_work *batch_work_new(const tk_fibers_plan *p)
  * the rest, or coefficients near float's underflow, no longer drown the ranking and the
  * Newton tests in rounding.  An axially symmetric voxel is answered by its axis alone
  * (axial_maxima); the others share one pass over the grid's basis table. */
-static void batch_maxima(const tk_fibers_plan *p, const tk_fibers_options *o, double cos_sep, int nv,
+static void batch_maxima(const tk_fibers_tables *p, const tk_fibers_options *o, double cos_sep, int nv,
                          const double *const *coeffs, batch_work *w, unsigned long long *polished)
 {
     double aniso[TK_GRID_BATCH][TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], scale[TK_GRID_BATCH], iso[TK_GRID_BATCH];
@@ -646,14 +641,13 @@ static void batch_maxima(const tk_fibers_plan *p, const tk_fibers_options *o, do
     }
 }
 
-int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
-                         double *amplitudes)
+/* Every maximum of one series on the tables (tk_fibers_all_maxima). */
+static int all_maxima(const tk_fibers_tables *tables, const double *sh, int max_peaks, double *directions,
+                      double *amplitudes)
 {
-    const tk_fibers_plan *plan = NULL;
-    if (tk_fibers_plan_get(lmax, basis, legacy, &plan) != TK_OK) return -1;
-    batch_work *w = batch_work_new(plan);
+    batch_work *w = batch_work_new(tables);
     if (!w) return tk_set_error(TK_ERR_MEMORY, "out of memory"), -1;
-    batch_maxima(plan, NULL, 1, 1, &sh, w, NULL);
+    batch_maxima(tables, NULL, 1, 1, &sh, w, NULL);
     const int found = w->found[0];
     for (int f = 0; f < found && f < max_peaks; ++f) {
         if (directions) memcpy(directions + (size_t)f * 3, w->dir[0][f], sizeof w->dir[0][f]);
@@ -663,43 +657,27 @@ int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *
     return found;
 }
 
-tk_status tk_fibers_find(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
-                         float *directions, float *amplitudes, size_t *bad_voxels)
+int tk_fibers_plan_all_maxima(const tk_fibers_plan *plan, const double *sh, int max_peaks, double *directions,
+                              double *amplitudes)
 {
-    return tk_fibers_find_timed(o, num_voxels, sh, mask, directions, amplitudes, bad_voxels, NULL);
+    if (!plan || !sh) return tk_set_error(TK_ERR_ARGUMENT, plan ? "no SH series given" : "no plan given"), -1;
+    return all_maxima(&plan->tables, sh, max_peaks, directions, amplitudes);
 }
 
-tk_status tk_fibers_find_timed(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
-                               float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing)
+int tk_fibers_all_maxima(int lmax, tk_sh_basis basis, int legacy, const double *sh, int max_peaks, double *directions,
+                         double *amplitudes)
 {
-    return tk_fibers_find_counted(o, num_voxels, sh, mask, directions, amplitudes, bad_voxels, timing, NULL);
+    tk_fibers_tables tables;
+    if (tk_fibers_tables_create(lmax, basis, legacy, &tables) != TK_OK) return -1;
+    const int found = all_maxima(&tables, sh, max_peaks, directions, amplitudes);
+    tk_fibers_tables_free(&tables);
+    return found;
 }
 
-tk_status tk_fibers_find_counted(const tk_fibers_options *o, size_t num_voxels, const float *sh, const uint8_t *mask,
-                                 float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing,
-                                 tk_fibers_work *work)
+tk_status tk_fibers_cpu_execute(const tk_fibers_tables *plan, const tk_fibers_options *o, size_t num_voxels,
+                                const float *sh, const uint8_t *mask, float *directions, float *amplitudes,
+                                size_t *bad_voxels, tk_fibers_work *work)
 {
-    tk_clear_error();
-    const double start_ms = tk_now_ms();
-    if (timing) memset(timing, 0, sizeof *timing);
-    if (work) memset(work, 0, sizeof *work);
-    if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
-    if (o->num_peaks < 1 || o->num_peaks > TK_MAX_CANDIDATES)
-        return tk_set_error(TK_ERR_ARGUMENT, "the number of peaks must be from 1 to %d, got %d", TK_MAX_CANDIDATES,
-                            o->num_peaks);
-    if (!(o->relative_threshold >= 0 && o->relative_threshold <= 1))
-        return tk_set_error(TK_ERR_ARGUMENT, "the relative threshold must be from 0 to 1");
-    if (!(o->min_separation_deg >= 0 && o->min_separation_deg <= 90))
-        return tk_set_error(TK_ERR_ARGUMENT, "the minimum separation must be from 0 to 90 degrees");
-    if (isnan(o->threshold)) return tk_set_error(TK_ERR_ARGUMENT, "the threshold is NaN");
-    if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
-    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
-        return tk_set_error(TK_ERR_ARGUMENT, "unknown fiber backend %d", (int)o->backend);
-    const tk_fibers_plan *plan = NULL;
-    tk_status status = tk_fibers_plan_get(o->lmax, o->basis, o->legacy, &plan);
-    if (status != TK_OK) return status;
-    if (o->backend == TK_BACKEND_CUDA)
-        return tk_fibers_find_cuda(o, plan, num_voxels, sh, mask, directions, amplitudes, bad_voxels, timing);
     const double cos_sep = cos(o->min_separation_deg * 3.14159265358979323846 / 180.0);
     const int k = plan->k, np = o->num_peaks;
     const long long count = (long long)num_voxels;
@@ -758,10 +736,6 @@ tk_status tk_fibers_find_counted(const tk_fibers_options *o, size_t num_voxels, 
     }
     if (bad_voxels) *bad_voxels = bad;
     if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for peak-finder work buffers");
-    if (timing) {
-        timing->total_ms = timing->kernel_ms = tk_now_ms() - start_ms;
-        timing->setup_ms = 0;
-    }
     if (work) work->polished = polished, work->newton_iterations = iterations, work->most_iterations = most;
     return TK_OK;
 }
