@@ -89,8 +89,9 @@ tk_status tk_eig_solve(const tk_eig_options *opts, size_t count, const void *mat
  * plans): the CUDA backend's device buffers, pinned staging buffers, streams, events and
  * kernel layout are made once by tk_eig_plan_create and reused by every
  * tk_eig_plan_execute; tk_eig_plan_destroy frees all of them (no GPU memory outlives the
- * plan, and no cache is kept between plans).  A plan is not shared between threads: give
- * each thread its own. */
+ * plan, and no cache is kept between plans).  A cuda plan is not shared between threads:
+ * give each thread its own.  A cpu or omp plan's execute only reads the plan, so threads may
+ * execute one at once (the ITK filter's regions do). */
 typedef struct tk_eig_plan tk_eig_plan;
 
 /** Validate the options (copied into the plan) and make a plan for batches of up to

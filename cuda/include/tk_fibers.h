@@ -108,8 +108,9 @@ void tk_fibers_options_init(tk_fibers_options *opts, int lmax);
  * lmax and basis (a hemisphere grid, its neighbours, the SH-to-tensor map), and on the cuda
  * backend the device copies of those tables, chunk buffers for max_voxels voxels and two
  * streams, all reused by every execute.  No state outlives the plan: destroy frees its device
- * memory too.  A plan is not to be shared between threads at the same time (its buffers are
- * reused); use one plan per thread. */
+ * memory too.  A cuda plan is not to be shared between threads at the same time (its buffers
+ * are reused): use one per thread.  A cpu or omp plan's execute only reads the plan, so threads
+ * may execute one cpu plan at once (the ITK filter's regions do). */
 typedef struct tk_fibers_plan tk_fibers_plan;
 
 /** Builds a plan for volumes of about max_voxels voxels (an execute may pass more: the cuda

@@ -13,6 +13,8 @@
 #include "itkVectorImage.h"
 #include "tk_eig.h"
 
+#include <memory>
+
 namespace itk
 {
 namespace BatchedEigenvaluesDetail
@@ -94,11 +96,15 @@ protected:
 
 private:
     /** Eigenvalues of one region into the output; returns its failed-pixel count. */
-    SizeValueType ProcessRegion(const OutputRegionType &region, tk_backend backend);
-    /** The filter's one call of the core: the eigenvalues of \p pixels matrices (row-major)
-     * into \p values and \p status, on \p backend, with the filter's settings; returns the
-     * failed-pixel count. */
-    size_t SolveCore(tk_backend backend, size_t pixels, const OutputComponentType *matrices, OutputComponentType *values,
+    SizeValueType ProcessRegion(const OutputRegionType &region);
+    /** The filter's one core plan, on \p backend with the filter's settings, kept from one
+     * Update to the next while they stay the same (on CUDA it holds the device buffers and
+     * streams), made anew when they change. */
+    void PreparePlan(tk_backend backend, size_t max_batch);
+    /** The filter's one call of the core, on its plan: the eigenvalues of \p pixels matrices
+     * (row-major) into \p values and \p status; returns the failed-pixel count.  The
+     * threader's regions call it at once: a cpu plan only reads itself there. */
+    size_t SolveCore(size_t pixels, const OutputComponentType *matrices, OutputComponentType *values,
                      int8_t *status) const;
     /** The Backend setting resolved: true to run on CUDA. */
     bool UsesCUDA() const;
@@ -106,6 +112,11 @@ private:
     bool m_Balance{true};
     unsigned int m_MatrixOrder{0};
     std::atomic<SizeValueType> m_FailedPixels{0};
+    struct PlanDeleter {
+        void operator()(tk_eig_plan *plan) const { tk_eig_plan_destroy(plan); }
+    };
+    std::unique_ptr<tk_eig_plan, PlanDeleter> m_Plan;
+    tk_eig_options m_PlanOptions{};
     SizeValueType m_NumberOfFailedPixels{0};
 };
 } // namespace itk

@@ -7,6 +7,8 @@
 #include "itkVectorImage.h"
 #include "tk_fibers.h"
 
+#include <memory>
+
 namespace itk
 {
 /** \class FiberDirectionsImageFilter
@@ -89,7 +91,7 @@ protected:
 
 private:
     /** Peaks of one region, written to both outputs; returns the invalid-voxel count. */
-    SizeValueType ProcessRegion(const OutputRegionType &region, tk_backend backend);
+    SizeValueType ProcessRegion(const OutputRegionType &region);
     /** Whether the whole request is the images' buffers, in float, as the core takes them
      * (ProcessBuffers applies). */
     bool TakesWholeBuffers() const;
@@ -98,10 +100,14 @@ private:
     SizeValueType ProcessBuffers(tk_backend backend);
     /** The core's options from the filter's settings, on the backend given. */
     tk_fibers_options CoreOptions(tk_backend backend) const;
-    /** The filter's one call of the core: the peaks of \p voxels voxels (\p inside: their
-     * mask or null) as the core writes them; returns the invalid-voxel count. */
-    size_t FindPeaks(const tk_fibers_options &options, size_t voxels, const float *sh, const uint8_t *inside, float *dirs,
-                     float *amps) const;
+    /** The filter's one core plan for \p options, kept from one Update to the next while the
+     * options stay the same (its tables cost milliseconds to build; on CUDA it holds the
+     * device buffers), made anew when they change. */
+    void PreparePlan(const tk_fibers_options &options, size_t max_voxels);
+    /** The filter's one call of the core, on its plan: the peaks of \p voxels voxels
+     * (\p inside: their mask or null) as the core writes them; returns the invalid-voxel count.
+     * The threader's regions call it at once: a cpu plan only reads its tables there. */
+    size_t FindPeaks(size_t voxels, const float *sh, const uint8_t *inside, float *dirs, float *amps) const;
     /** Writes the core's unit directions and amplitudes of n voxels as the outputs hold them:
      * each direction scaled by its amplitude, in RAS for the DIPY basis. */
     void ScaleAndOrient(float *dirs, const float *amps, size_t n) const;
@@ -117,6 +123,11 @@ private:
     int m_Lmax{0};
     double m_VoxelToRas[3][3]{};
     std::atomic<SizeValueType> m_InvalidVoxels{0};
+    struct PlanDeleter {
+        void operator()(tk_fibers_plan *plan) const { tk_fibers_plan_destroy(plan); }
+    };
+    std::unique_ptr<tk_fibers_plan, PlanDeleter> m_Plan;
+    tk_fibers_options m_PlanOptions{};
     SizeValueType m_NumberOfInvalidVoxels{0};
 };
 } // namespace itk

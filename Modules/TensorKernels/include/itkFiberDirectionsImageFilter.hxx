@@ -11,6 +11,8 @@
 #include "itkImageRegionIterator.h"
 #include "itkMacro.h"
 
+#include <cstring>
+
 namespace itk
 {
 template <typename TInputImage, typename TOutputImage>
@@ -85,7 +87,8 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
 {
     const bool cuda = UsesCUDA();
     if (!cuda && !TakesWholeBuffers()) {
-        Superclass::GenerateData(); ///< ITK's threader over the requested region
+        PreparePlan(CoreOptions(TK_BACKEND_CPU), 0); ///< one cpu plan, read by every region
+        Superclass::GenerateData();                    ///< ITK's threader over the requested region
         return;
     }
     /// The whole request at once: on CUDA the core batches it on the GPU; on the CPU it runs
@@ -96,8 +99,11 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
     this->BeforeThreadedGenerateData();
     if (TakesWholeBuffers())
         m_InvalidVoxels += ProcessBuffers(cuda ? TK_BACKEND_CUDA : TK_BACKEND_OMP);
-    else
-        m_InvalidVoxels += ProcessRegion(this->GetOutput()->GetRequestedRegion(), TK_BACKEND_CUDA);
+    else {
+        const OutputRegionType region = this->GetOutput()->GetRequestedRegion();
+        PreparePlan(CoreOptions(TK_BACKEND_CUDA), region.GetNumberOfPixels());
+        m_InvalidVoxels += ProcessRegion(region);
+    }
     this->AfterThreadedGenerateData();
 }
 
@@ -105,6 +111,7 @@ template <typename TInputImage, typename TOutputImage>
 tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_backend backend) const
 {
     tk_fibers_options o;
+    std::memset(&o, 0, sizeof o); ///< padding too: PreparePlan compares options bytewise
     tk_fibers_options_init(&o, m_Lmax);
     o.basis = static_cast<tk_sh_basis>(m_Basis);
     o.legacy = m_Legacy;
@@ -117,12 +124,25 @@ tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOpt
 }
 
 template <typename TInputImage, typename TOutputImage>
-size_t FiberDirectionsImageFilter<TInputImage, TOutputImage>::FindPeaks(const tk_fibers_options &options, size_t voxels,
-                                                                        const float *sh, const uint8_t *inside,
-                                                                        float *dirs, float *amps) const
+void FiberDirectionsImageFilter<TInputImage, TOutputImage>::PreparePlan(const tk_fibers_options &options,
+                                                                         size_t max_voxels)
+{
+    if (m_Plan && std::memcmp(&options, &m_PlanOptions, sizeof options) == 0) return;
+    m_Plan.reset();
+    tk_fibers_plan *plan = nullptr;
+    this->ThrowUnlessCoreOK(tk_fibers_plan_create(&options, max_voxels, &plan), "fiber directions failed");
+    m_Plan.reset(plan);
+    m_PlanOptions = options;
+}
+
+template <typename TInputImage, typename TOutputImage>
+size_t FiberDirectionsImageFilter<TInputImage, TOutputImage>::FindPeaks(size_t voxels, const float *sh,
+                                                                        const uint8_t *inside, float *dirs,
+                                                                        float *amps) const
 {
     size_t bad = 0;
-    this->ThrowUnlessCoreOK(tk_fibers_find(&options, voxels, sh, inside, dirs, amps, &bad), "fiber directions failed");
+    this->ThrowUnlessCoreOK(tk_fibers_plan_execute(m_Plan.get(), voxels, sh, inside, dirs, amps, &bad, nullptr),
+                            "fiber directions failed");
     return bad;
 }
 
@@ -158,11 +178,12 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
         std::min<ThreadIdType>(this->GetMultiThreader()->GetMaximumNumberOfThreads(), this->GetNumberOfWorkUnits()));
     /// CUDA in one call (it chunks and overlaps transfers itself); the CPU in about 64 chunks
     const size_t chunk = backend == TK_BACKEND_CUDA ? voxels : std::max<size_t>(4096, (voxels + 63) / 64);
+    PreparePlan(o, chunk);
     SizeValueType bad = 0;
     for (size_t first = 0; first < voxels; first += chunk) {
         const size_t n = std::min(chunk, voxels - first);
         const size_t chunk_bad =
-            FindPeaks(o, n, sh + first * k, inside ? inside + first : nullptr, dirs + first * np * 3, amps + first * np);
+            FindPeaks(n, sh + first * k, inside ? inside + first : nullptr, dirs + first * np * 3, amps + first * np);
         ScaleAndOrient(dirs + first * np * 3, amps + first * np, n);
         bad += chunk_bad;
         this->UpdateProgressOf(first + n, voxels);
@@ -173,12 +194,11 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
 template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::DynamicThreadedGenerateData(const OutputRegionType &region)
 {
-    m_InvalidVoxels += ProcessRegion(region, TK_BACKEND_CPU);
+    m_InvalidVoxels += ProcessRegion(region);
 }
 
 template <typename TInputImage, typename TOutputImage>
-SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputRegionType &region,
-                                                                                  tk_backend backend)
+SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputRegionType &region)
 {
     const TInputImage *input = this->GetInput();
     const MaskImageType *mask = this->GetMaskImage();
@@ -195,8 +215,7 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegi
         v = 0;
         for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) inside[v] = it.Get() != 0;
     }
-    const tk_fibers_options o = CoreOptions(backend);
-    const size_t bad = FindPeaks(o, voxels, sh.data(), mask ? inside.data() : nullptr, dirs.data(), amps.data());
+    const size_t bad = FindPeaks(voxels, sh.data(), mask ? inside.data() : nullptr, dirs.data(), amps.data());
     ScaleAndOrient(dirs.data(), amps.data(), voxels);
     TOutputImage *out_dirs = this->GetOutput(0), *out_amps = this->GetAmplitudeOutput();
     ImageRegionIterator<TOutputImage> di(out_dirs, region), ai(out_amps, region);

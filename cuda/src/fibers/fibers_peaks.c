@@ -172,9 +172,11 @@ typedef float tk_float8 __attribute__((vector_size(32)));
 /* One step of the 4 x 8 transpose: runs of `run` floats (1, 2 or 4) taken in turn from a and
  * b within each half (run 4: across them), the first of each pair of runs into lo, the second
  * into hi.  Permutations only: the values are untouched. */
-static inline __attribute__((always_inline)) void interleave_pairs_by(int run, tk_float8 a, tk_float8 b, tk_float8 *lo,
-                                                                      tk_float8 *hi)
+static inline __attribute__((always_inline)) void interleave_pairs_by(int run, const tk_float8 *pa, const tk_float8 *pb,
+                                                                      tk_float8 *lo, tk_float8 *hi)
 {
+    /* by pointer: a vector passed by value changes the ABI where AVX is off (the fuzz build) */
+    const tk_float8 a = *pa, b = *pb;
     if (run == 1) {
         *lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13);
         *hi = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
@@ -209,13 +211,13 @@ static void grid_values_batch(const tk_fibers_tables *p, int nv, const double *c
         /* 4 voxels x 8 directions to 8 directions x 4 voxels, per half */
         for (int h = 0; h < 2; ++h) {
             tk_float8 ab_lo, ab_hi, cd_lo, cd_hi, d04, d15, d26, d37, d01, d23, d45, d67;
-            interleave_pairs_by(1, acc[0][h], acc[1][h], &ab_lo, &ab_hi);
-            interleave_pairs_by(1, acc[2][h], acc[3][h], &cd_lo, &cd_hi);
+            interleave_pairs_by(1, &acc[0][h], &acc[1][h], &ab_lo, &ab_hi);
+            interleave_pairs_by(1, &acc[2][h], &acc[3][h], &cd_lo, &cd_hi);
             /* directions (0, 4), (1, 5), (2, 6), (3, 7) of the half, each voxels 0-3 */
-            interleave_pairs_by(2, ab_lo, cd_lo, &d04, &d15);
-            interleave_pairs_by(2, ab_hi, cd_hi, &d26, &d37);
-            interleave_pairs_by(4, d04, d15, &d01, &d45);
-            interleave_pairs_by(4, d26, d37, &d23, &d67);
+            interleave_pairs_by(2, &ab_lo, &cd_lo, &d04, &d15);
+            interleave_pairs_by(2, &ab_hi, &cd_hi, &d26, &d37);
+            interleave_pairs_by(4, &d04, &d15, &d01, &d45);
+            interleave_pairs_by(4, &d26, &d37, &d23, &d67);
             float *out = vals4 + (size_t)(i0 + 8 * h) * TK_GRID_BATCH;
             memcpy(out, &d01, sizeof d01), memcpy(out + 8, &d23, sizeof d23);
             memcpy(out + 16, &d45, sizeof d45), memcpy(out + 24, &d67, sizeof d67);
