@@ -159,7 +159,10 @@ void expect_plan_matches_solve(tk_eig_options o, const std::vector<double> &batc
         }
         EXPECT_EQ(once.status, planned.status);
         EXPECT_EQ(failed, (size_t)std::count_if(once.status.begin(), once.status.end(), [](int8_t v) { return v != 0; }));
-        EXPECT_GE(t.total_ms, t.kernel_ms);
+        // kernel_ms sums the chunks' kernel times over the plan's streams, which overlap: it may
+        // exceed the wall time of the call, so only both being measured is checked.
+        EXPECT_GT(t.kernel_ms, 0.0);
+        EXPECT_GT(t.total_ms, 0.0);
     }
     tk_eig_plan_destroy(plan);
 }
