@@ -164,7 +164,7 @@ TEST(BatchedEigenvaluesFilter, CudaBackendMatchesOrSkips)
         filter->Update();
     } catch (const itk::ExceptionObject &e) {
         std::string what = e.GetDescription();
-        // The cores' two fixed wordings (Testing/core/gpu_skip.h): a build without CUDA, a GPU not usable.
+        // The cores' two fixed wordings (Testing/gpu/gpu_skip.h): a build without CUDA, a GPU not usable.
         if (what.find("no CUDA backend") != std::string::npos || what.find("no usable CUDA GPU") != std::string::npos)
             GTEST_SKIP() << "SKIPPED: " << what;
         FAIL() << what;
