@@ -128,8 +128,12 @@ inline tk_status expect_plan_reuse_equals_one_shot(const tk_fibers_options &o, s
             EXPECT_EQ(tk_fibers_plan_execute(plan, voxels, sh.data(), m, d1.data(), a1.data(), &bad1, nullptr), TK_OK)
                 << tk_last_error();
             EXPECT_EQ(tk_fibers_find(&o, voxels, sh.data(), m, d2.data(), a2.data(), &bad2), TK_OK) << tk_last_error();
-            EXPECT_EQ(std::memcmp(d1.data(), d2.data(), sizeof(float) * d1.size()), 0) << voxels << " voxels";
-            EXPECT_EQ(std::memcmp(a1.data(), a2.data(), sizeof(float) * a1.size()), 0) << voxels << " voxels";
+            // bytewise (NaN outputs compare equal); an empty volume's vectors may hold no buffer
+            // at all, which memcmp must not be given
+            EXPECT_TRUE(d1.empty() || std::memcmp(d1.data(), d2.data(), sizeof(float) * d1.size()) == 0)
+                << voxels << " voxels";
+            EXPECT_TRUE(a1.empty() || std::memcmp(a1.data(), a2.data(), sizeof(float) * a1.size()) == 0)
+                << voxels << " voxels";
             EXPECT_EQ(bad1, bad2);
             EXPECT_EQ(bad1, voxels > 5 && (!m || m[5]) ? 1u : 0u);
         }
