@@ -303,10 +303,17 @@ static tk_status set_up(tk_eig_cuda *c, int want, size_t count)
 extern "C" void tk_eig_cuda_destroy(tk_eig_cuda *c)
 {
     if (!c) return;
+    struct timespec t[3]; /* start, buffers and slots gone, all gone (the timeline's) */
+    clock_gettime(CLOCK_MONOTONIC, &t[0]);
     tear_down(c);
+    clock_gettime(CLOCK_MONOTONIC, &t[1]);
     if (c->t0) cudaEventDestroy(c->t0);
     if (c->copy_in) cudaStreamDestroy(c->copy_in);
     if (c->copy_out) cudaStreamDestroy(c->copy_out);
+    clock_gettime(CLOCK_MONOTONIC, &t[2]);
+    if (c->timeline)
+        fprintf(stderr, "eig timeline: plan destroy %.3f ms (buffers and slots %.3f)\n", ms_between(t[0], t[2]),
+                ms_between(t[0], t[1]));
     free(c);
 }
 
@@ -320,12 +327,19 @@ extern "C" tk_status tk_eig_cuda_create(const tk_eig_options *o, size_t max_batc
     c->elem = c->dbl ? sizeof(double) : sizeof(float);
     c->timeline = o->cuda_timeline != 0;
     c->max_batch = max_batch;
+    struct timespec t[3]; /* start, device open, plan-wide streams made (the timeline's) */
+    clock_gettime(CLOCK_MONOTONIC, &t[0]);
     tk_status st = open_device(o, &c->cc);
+    clock_gettime(CLOCK_MONOTONIC, &t[1]);
     if (st == TK_OK) st = tk_cuda_status(cudaStreamCreateWithFlags(&c->copy_in, cudaStreamNonBlocking), TK_WHO,
                                          "cudaStreamCreateWithFlags");
     if (st == TK_OK) st = tk_cuda_status(cudaStreamCreateWithFlags(&c->copy_out, cudaStreamNonBlocking), TK_WHO,
                                          "cudaStreamCreateWithFlags");
     if (st == TK_OK) st = tk_cuda_status(cudaEventCreate(&c->t0), TK_WHO, "cudaEventCreate");
+    clock_gettime(CLOCK_MONOTONIC, &t[2]);
+    if (c->timeline)
+        fprintf(stderr, "eig timeline: plan create: device %.3f ms, plan-wide streams %.3f ms\n", ms_between(t[0], t[1]),
+                ms_between(t[1], t[2]));
     if (st == TK_OK && max_batch) st = set_up(c, want, max_batch);
     if (st != TK_OK) {
         tk_eig_cuda_destroy(c);
