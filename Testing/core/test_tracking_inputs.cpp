@@ -1,0 +1,296 @@
+// The tracker's run as a whole: random seeding reproducible for any thread count and chunk
+// size, chunks in seed order through the sink, the random generator's known answers, and
+// clear errors for bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tracking_test_util.h"
+
+using namespace tk_track_test;
+
+namespace {
+
+const double kX[3] = {1, 0, 0}, kY[3] = {0, 1, 0}, kZ[3] = {0, 0, 1};
+
+// A crossing of x and y lobes over the whole grid, with a weaker z lobe in half of it, so
+// that random first directions pick different peaks.
+Volume crossing()
+{
+    return make_volume(identity_grid(12, 10, 6), [](size_t i, size_t, size_t k, const double *, double *c) {
+        add_lobe(c, kX, 1.0);
+        add_lobe(c, kY, 0.8);
+        if (k >= 3 && i < 8) add_lobe(c, kZ, 0.6);
+    });
+}
+
+struct Flat {
+    std::vector<size_t> counts;
+    std::vector<uint64_t> index;
+    std::vector<float> points;
+};
+
+Flat flatten(const TrackRun &run)
+{
+    Flat f;
+    f.counts.assign(run.result.num_points, run.result.num_points + run.count());
+    f.index.assign(run.result.seed_index, run.result.seed_index + run.count());
+    f.points.assign(run.result.points, run.result.points + 3 * run.result.total_points);
+    return f;
+}
+
+TEST(TrackingRun, RandomSeedingIsTheSameForEveryThreadCountAndChunkSize)
+{
+    Volume vol = crossing();
+    std::vector<uint8_t> mask(vol.voxels(), 0);
+    for (size_t i = 0; i < mask.size(); i += 7) mask[i] = 1;
+    tk_tracking_seeds seeds{};
+    seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 2;
+    tk_tracking_options o = default_options();
+    o.min_length_mm = 1.0;
+    o.rng_seed = 0x5eed;
+    TrackRun reference;
+    run_tracking(reference, vol, o, seeds);
+    ASSERT_EQ(reference.status, TK_OK) << tk_last_error();
+    ASSERT_GT(reference.count(), 30u);
+    const Flat want = flatten(reference);
+    // the seeds' random first directions reach every peak: some streamlines run along each axis
+    int along[3] = {0, 0, 0};
+    for (size_t s = 0; s < reference.count(); ++s) {
+        const float *a = reference.point(s, 0), *b = reference.point(s, 1);
+        for (int ax = 0; ax < 3; ++ax) along[ax] += std::fabs(b[ax] - a[ax]) > 0.09f;
+    }
+    EXPECT_GT(along[0], 0);
+    EXPECT_GT(along[1], 0);
+    EXPECT_GT(along[2], 0);
+    for (int threads : {1, 2, 4})
+        for (size_t chunk : {(size_t)1, (size_t)7, (size_t)4096}) {
+            tk_tracking_options p = o;
+            p.backend = TK_BACKEND_OMP, p.num_threads = threads, p.chunk_seeds = chunk;
+            TrackRun run;
+            run_tracking(run, vol, p, seeds);
+            ASSERT_EQ(run.status, TK_OK);
+            const Flat got = flatten(run);
+            EXPECT_EQ(got.counts, want.counts) << threads << " threads, chunk " << chunk;
+            EXPECT_EQ(got.index, want.index) << threads << " threads, chunk " << chunk;
+            EXPECT_EQ(got.points, want.points) << threads << " threads, chunk " << chunk;
+            EXPECT_EQ(run.stats.seeds, reference.stats.seeds);
+            EXPECT_EQ(run.stats.accepted, reference.stats.accepted);
+        }
+    // another key draws other seeds
+    o.rng_seed = 0x5eee;
+    TrackRun other;
+    run_tracking(other, vol, o, seeds);
+    EXPECT_NE(flatten(other).points, want.points);
+}
+
+TEST(TrackingRun, MaskSeedsLieInTheirVoxels)
+{
+    // tracking along x from seeds in one voxel, unidirectional: each streamline's first
+    // point is its seed, which lies within the voxel's cube
+    Volume vol = make_volume(identity_grid(12, 6, 6), [](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, kX, 1.0); });
+    std::vector<uint8_t> mask(vol.voxels(), 0);
+    mask[vol.index(5, 2, 3)] = 1;
+    tk_tracking_seeds seeds{};
+    seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 50;
+    tk_tracking_options o = default_options();
+    o.seed_direction[0] = 1, o.unidirectional = 1, o.min_length_mm = -1;
+    TrackRun run;
+    run_tracking(run, vol, o, seeds);
+    ASSERT_EQ(run.count(), 50u);
+    double mean[3] = {0, 0, 0};
+    for (size_t s = 0; s < run.count(); ++s) {
+        EXPECT_EQ(run.result.seed_index[s], s);
+        const float *p = run.point(s, 0);
+        EXPECT_LT(std::fabs(p[0] - 5.0), 0.5f);
+        EXPECT_LT(std::fabs(p[1] - 2.0), 0.5f);
+        EXPECT_LT(std::fabs(p[2] - 3.0), 0.5f);
+        for (int a = 0; a < 3; ++a) mean[a] += p[a] / 50.0;
+    }
+    EXPECT_NEAR(mean[1], 2.0, 0.15);
+    EXPECT_NEAR(mean[2], 3.0, 0.15);
+}
+
+struct ChunkLog {
+    std::vector<size_t> sizes;
+    std::vector<uint64_t> index, done;
+    int fail_at = -1;
+};
+
+tk_status log_sink(const tk_tracking_chunk *c, void *user)
+{
+    ChunkLog *log = static_cast<ChunkLog *>(user);
+    if ((int)log->sizes.size() == log->fail_at) return tk_set_error(TK_ERR_IO, "disk full (test)");
+    log->sizes.push_back(c->num_streamlines);
+    log->index.insert(log->index.end(), c->seed_index, c->seed_index + c->num_streamlines);
+    log->done.push_back(c->seeds_done);
+    size_t total = 0;
+    for (size_t i = 0; i < c->num_streamlines; ++i) total += c->num_points[i];
+    EXPECT_EQ(total, c->total_points);
+    return TK_OK;
+}
+
+TEST(TrackingRun, ChunksReachTheSinkInSeedOrderAndItsErrorStopsTheRun)
+{
+    Volume vol = crossing();
+    std::vector<double> points;
+    for (int s = 0; s < 23; ++s) points.insert(points.end(), {2.0 + 0.3 * s, 4.0, 1.0});
+    const tk_tracking_seeds seeds = point_seeds(points);
+    tk_tracking_options o = default_options();
+    o.chunk_seeds = 5, o.backend = TK_BACKEND_OMP, o.num_threads = 3;
+    tk_tracking_plan *plan = nullptr;
+    ASSERT_EQ(tk_tracking_plan_create(&o, &vol.grid, &plan), TK_OK);
+    ChunkLog log;
+    tk_tracking_stats stats;
+    ASSERT_EQ(tk_tracking_plan_execute(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, log_sink, &log, &stats, nullptr),
+              TK_OK)
+        << tk_last_error();
+    ASSERT_EQ(log.done, (std::vector<uint64_t>{5, 10, 15, 20, 23}));
+    for (size_t s : log.sizes) EXPECT_LE(s, 5u);
+    for (size_t i = 1; i < log.index.size(); ++i) EXPECT_LT(log.index[i - 1], log.index[i]);
+    EXPECT_EQ(stats.seeds, 23u);
+    EXPECT_EQ(stats.accepted, log.index.size());
+    ChunkLog failing;
+    failing.fail_at = 2;
+    EXPECT_EQ(tk_tracking_plan_execute(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, log_sink, &failing, nullptr,
+                                       nullptr),
+              TK_ERR_IO);
+    EXPECT_NE(std::string(tk_last_error()).find("disk full"), std::string::npos);
+    EXPECT_EQ(failing.sizes.size(), 2u);
+    tk_tracking_plan_destroy(plan);
+}
+
+TEST(TrackingRun, MaskSeedsAreUniformWithinTheirVoxel)
+{
+    // 4000 seeds of one voxel (each its own Philox stream): their offsets within the voxel
+    // pass a chi-square test of uniformity on each axis
+    Volume vol = make_volume(identity_grid(4, 4, 4), [](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, kX, 1.0); });
+    std::vector<uint8_t> mask(vol.voxels(), 0);
+    mask[vol.index(1, 1, 1)] = 1;
+    tk_tracking_seeds seeds{};
+    seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 4000;
+    tk_tracking_options o = default_options();
+    o.seed_direction[0] = 1, o.unidirectional = 1, o.min_length_mm = -1, o.max_length_mm = 0.05;
+    TrackRun run;
+    run_tracking(run, vol, o, seeds);
+    ASSERT_EQ(run.count(), 4000u);
+    // the seeds' y and z within the voxel: uniform on (-0.5, 0.5), 10 bins each
+    for (int axis = 1; axis < 3; ++axis) {
+        int bins[10] = {0};
+        for (size_t s = 0; s < run.count(); ++s) {
+            const int b = (int)std::floor((run.point(s, 0)[axis] - 0.5) * 10);
+            ASSERT_GE(b, 0);
+            ASSERT_LT(b, 10);
+            ++bins[b];
+        }
+        double chi2 = 0;
+        for (int b : bins) chi2 += (b - 400.0) * (b - 400.0) / 400.0;
+        EXPECT_LT(chi2, 27.9) << "axis " << axis;  // chi-square, 9 degrees of freedom, p = 0.001
+    }
+}
+
+TEST(TrackingErrors, NonFiniteCoefficientsAreRefusedUnlessAllowed)
+{
+    Volume vol = make_volume(identity_grid(20, 5, 5), [](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, kX, 1.0); });
+    for (size_t j = 0; j < 5; ++j)
+        for (size_t k = 0; k < 5; ++k) vol.sh[vol.index(15, j, k) * kCoeffs + 3] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<double> seed = {5.0, 2.0, 2.0};
+    tk_tracking_options o = default_options();
+    o.seed_direction[0] = 1;
+    tk_tracking_plan *plan = nullptr;
+    ASSERT_EQ(tk_tracking_plan_create(&o, &vol.grid, &plan), TK_OK);
+    tk_tracking_result result{};
+    const tk_tracking_seeds seeds = point_seeds(seed);
+    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
+    EXPECT_NE(std::string(tk_last_error()).find("non-finite"), std::string::npos) << tk_last_error();
+    EXPECT_NE(std::string(tk_last_error()).find("(15, 0, 0)"), std::string::npos) << tk_last_error();
+    tk_tracking_result_free(&result);
+    tk_tracking_plan_destroy(plan);
+    // allowed: the NaN voxels end the streamline before them (the peak there is NaN)
+    o.allow_nonfinite = 1;
+    o.unidirectional = 1;
+    TrackRun run;
+    run_tracking(run, vol, o, seeds);
+    ASSERT_EQ(run.status, TK_OK) << tk_last_error();
+    ASSERT_EQ(run.count(), 1u);
+    const float *end = run.point(0, run.points(0) - 1);
+    EXPECT_GT(end[0], 13.9f);
+    EXPECT_LT(end[0], 15.0f);
+}
+
+TEST(TrackingErrors, EmptySeedsAndWrongSizesAreRefused)
+{
+    Volume vol = make_volume(identity_grid(6, 5, 4), [](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, kX, 1.0); });
+    tk_tracking_options o = default_options();
+    tk_tracking_plan *plan = nullptr;
+    ASSERT_EQ(tk_tracking_plan_create(&o, &vol.grid, &plan), TK_OK);
+    tk_tracking_result r{};
+    auto expect = [&](tk_status want, const tk_tracking_seeds *seeds, const tk_tracking_regions *regions, size_t values,
+                      const char *words) {
+        EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), values, regions, seeds, &r, nullptr), want) << words;
+        EXPECT_NE(std::string(tk_last_error()).find(words), std::string::npos) << tk_last_error();
+        tk_tracking_result_free(&r);
+    };
+    std::vector<uint8_t> empty(vol.voxels(), 0), full(vol.voxels(), 1), small(vol.voxels() - 1, 1);
+    tk_tracking_seeds s{};
+    s.mask = empty.data(), s.mask_voxels = empty.size(), s.per_voxel = 1;
+    expect(TK_ERR_ARGUMENT, &s, nullptr, vol.sh.size(), "seed mask is empty");
+    s.mask = full.data(), s.per_voxel = 0;
+    expect(TK_ERR_ARGUMENT, &s, nullptr, vol.sh.size(), "seeds per voxel");
+    s.per_voxel = 1, s.mask_voxels = small.size();
+    expect(TK_ERR_ARGUMENT, &s, nullptr, vol.sh.size(), "seed mask holds");
+    const double unused[3] = {1, 1, 1};
+    tk_tracking_seeds list{};
+    list.points = unused, list.num_points = 0;
+    expect(TK_ERR_ARGUMENT, &list, nullptr, vol.sh.size(), "seed point list is empty");
+    expect(TK_ERR_ARGUMENT, nullptr, nullptr, vol.sh.size(), "no seeds");
+    s.mask_voxels = full.size();
+    tk_tracking_regions reg{};
+    reg.stop_mask = small.data(), reg.mask_voxels = small.size();
+    expect(TK_ERR_ARGUMENT, &s, &reg, vol.sh.size(), "region masks hold");
+    expect(TK_ERR_ARGUMENT, &s, nullptr, vol.sh.size() - kCoeffs, "SH volume holds");
+    std::vector<double> nan_point = {1, std::nan(""), 1};
+    const tk_tracking_seeds bad_point = point_seeds(nan_point);
+    expect(TK_ERR_DATA, &bad_point, nullptr, vol.sh.size(), "not finite");
+    tk_tracking_plan_destroy(plan);
+}
+
+TEST(TrackingErrors, InvalidOptionsAndBackendsAreRefused)
+{
+    const tk_tracking_grid g = identity_grid(4, 4, 4);
+    auto expect = [&](tk_status want, const tk_tracking_options &o, const char *words, const tk_tracking_grid *grid = nullptr) {
+        tk_tracking_plan *plan = reinterpret_cast<tk_tracking_plan *>(1);
+        EXPECT_EQ(tk_tracking_plan_create(&o, grid ? grid : &g, &plan), want) << words;
+        EXPECT_EQ(plan, nullptr);
+        EXPECT_NE(std::string(tk_last_error()).find(words), std::string::npos) << tk_last_error();
+    };
+    tk_tracking_options o = default_options();
+    o.lmax = 3;
+    expect(TK_ERR_ARGUMENT, o, "lmax");
+    o = default_options(), o.step_mm = -0.1;
+    expect(TK_ERR_ARGUMENT, o, "step");
+    o = default_options(), o.max_angle_deg = 120;
+    expect(TK_ERR_ARGUMENT, o, "maximum angle");
+    o = default_options(), o.cutoff = std::nan("");
+    expect(TK_ERR_ARGUMENT, o, "cutoff");
+    o = default_options(), o.min_length_mm = 20, o.max_length_mm = 10;
+    expect(TK_ERR_ARGUMENT, o, "exceeds");
+    o = default_options(), o.chunk_seeds = 0;
+    expect(TK_ERR_ARGUMENT, o, "chunk");
+    o = default_options(), o.backend = TK_BACKEND_AUTO;
+    expect(TK_ERR_ARGUMENT, o, "auto");
+    o = default_options(), o.backend = TK_BACKEND_CUDA;
+    expect(TK_ERR_UNSUPPORTED, o, "CUDA tracker is not built yet");
+    o = default_options();
+    tk_tracking_grid singular = g;
+    singular.vox2world[10] = 0;
+    expect(TK_ERR_ARGUMENT, o, "singular", &singular);
+    tk_tracking_grid empty = g;
+    empty.dims[1] = 0;
+    expect(TK_ERR_ARGUMENT, o, "zero dimension", &empty);
+}
+
+}  // namespace

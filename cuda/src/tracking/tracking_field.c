@@ -1,0 +1,93 @@
+/* The field a streamline reads: world <-> voxel coordinates, the SH series interpolated at a
+ * point, and the region masks.  Interpolation follows MRtrix3's Interp::Masked<Interp::Linear>
+ * (core/interp/masked.h, linear.h, base.h), the interpolator of every tckgen algorithm
+ * (tracking/types.h), so that a streamline ends where MRtrix3's would. */
+#include <math.h>
+#include <string.h>
+
+#include "tracking_internal.h"
+
+void tk_tracking_to_voxel(const tk_tracking_plan *plan, const double *p, double *v)
+{
+    const double *m = plan->world2vox;
+    for (int r = 0; r < 3; ++r) v[r] = m[r * 4] * p[0] + m[r * 4 + 1] * p[1] + m[r * 4 + 2] * p[2] + m[r * 4 + 3];
+}
+
+void tk_tracking_to_world(const tk_tracking_plan *plan, const double *v, double *p)
+{
+    const double *m = plan->grid.vox2world;
+    for (int r = 0; r < 3; ++r) p[r] = m[r * 4] * v[0] + m[r * 4 + 1] * v[1] + m[r * 4 + 2] * v[2] + m[r * 4 + 3];
+}
+
+static size_t clamp_index(double i, size_t dim)
+{
+    if (i < 0) return 0;
+    if (i >= (double)dim) return dim - 1;
+    return (size_t)i;
+}
+
+/* The voxel nearest voxel coordinates v (std::round's halves away from zero, as MRtrix3's
+ * masks round); 0 where it is outside the grid. */
+static int nearest_voxel(const tk_tracking_plan *plan, const double *v, size_t *index)
+{
+    const size_t *d = plan->grid.dims;
+    double r[3];
+    for (int a = 0; a < 3; ++a) {
+        r[a] = round(v[a]);
+        if (!(r[a] >= 0 && r[a] < (double)d[a])) return 0; /* NaN too */
+    }
+    *index = (size_t)r[0] + d[0] * ((size_t)r[1] + d[1] * (size_t)r[2]);
+    return 1;
+}
+
+int tk_tracking_mask_contains(const tk_tracking_plan *plan, const uint8_t *mask, const double *p)
+{
+    double v[3];
+    size_t index;
+    tk_tracking_to_voxel(plan, p, v);
+    return nearest_voxel(plan, v, &index) && mask[index] != 0;
+}
+
+int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double *out)
+{
+    const tk_tracking_plan *plan = f->plan;
+    const size_t *d = plan->grid.dims;
+    const int k = plan->k;
+    double v[3];
+    tk_tracking_to_voxel(plan, p, v);
+    /* the field of view: voxel centres +- half a voxel, open at both ends (base.h) */
+    for (int a = 0; a < 3; ++a)
+        if (!(v[a] > -0.5 && v[a] < (double)d[a] - 0.5)) return 0;
+    /* Masked: the voxel nearest p must hold a nonzero (or NaN) coefficient, else p is taken
+     * to be outside the data, the FOD's support being where dwi2fod wrote something */
+    size_t nearest;
+    if (!nearest_voxel(plan, v, &nearest)) return 0;
+    const float *c = f->sh + nearest * (size_t)k;
+    int any = 0;
+    for (int j = 0; j < k && !any; ++j) any = c[j] != 0.f;
+    if (!any) return 0;
+    /* trilinear weights; within half a voxel of an edge the edge voxel's value holds (linear.h
+     * zeroes the fraction there and clamps the indices) */
+    double frac[3], base[3];
+    for (int a = 0; a < 3; ++a) {
+        base[a] = floor(v[a]);
+        frac[a] = v[a] - base[a];
+        if (v[a] < 0.0 || v[a] > (double)d[a] - 1.0) frac[a] = 0.0;
+    }
+    for (int j = 0; j < k; ++j) out[j] = 0.0;
+    for (int z = 0; z < 2; ++z) {
+        const size_t iz = clamp_index(base[2] + z, d[2]);
+        const double wz = z ? frac[2] : 1.0 - frac[2];
+        for (int y = 0; y < 2; ++y) {
+            const size_t iy = clamp_index(base[1] + y, d[1]);
+            const double wy = (y ? frac[1] : 1.0 - frac[1]) * wz;
+            for (int x = 0; x < 2; ++x) {
+                const size_t ix = clamp_index(base[0] + x, d[0]);
+                const double w = (x ? frac[0] : 1.0 - frac[0]) * wy;
+                const float *s = f->sh + (ix + d[0] * (iy + d[1] * iz)) * (size_t)k;
+                for (int j = 0; j < k; ++j) out[j] += w * (double)s[j];
+            }
+        }
+    }
+    return !isnan(out[0]);
+}

@@ -1,0 +1,169 @@
+/* The tracking plan: options checked and their defaults resolved for the grid (MRtrix3's
+ * SharedBase::set_step_and_angle, set_num_points and set_cutoff, tracking/shared.cpp, with
+ * SD_STREAM's defaults from tracking/tractography.h), the inverse affine and the SH-to-tensor
+ * map the peak search climbs on. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracking_internal.h"
+
+/* MRtrix3's Defaults (tracking/tractography.h) for SD_STREAM without ACT. */
+#define TK_TRACK_DEFAULT_STEP_VOXELS 0.1    /* stepsize_voxels_firstorder */
+#define TK_TRACK_DEFAULT_ANGLE_DEG 60.0     /* angle_deterministic */
+#define TK_TRACK_DEFAULT_CUTOFF 0.1         /* cutoff_fod */
+#define TK_TRACK_DEFAULT_MIN_VOXELS 5.0     /* minlength_voxels_noact */
+#define TK_TRACK_DEFAULT_MAX_VOXELS 100.0   /* maxlength_voxels */
+#define TK_TRACK_DEFAULT_CHUNK 4096
+
+void tk_tracking_options_init(tk_tracking_options *o, int lmax)
+{
+    *o = (tk_tracking_options){.algorithm = TK_TRACK_SD_STREAM,
+                               .lmax = lmax,
+                               .basis = TK_SH_TOURNIER,
+                               .cutoff = TK_TRACK_DEFAULT_CUTOFF,
+                               .chunk_seeds = TK_TRACK_DEFAULT_CHUNK,
+                               .backend = TK_BACKEND_CPU};
+}
+
+/* 1 + ceil(length / step) style counts, robust to the last bit of the division (5 / 0.1 is
+ * 50.000000000000007 in double, which must count as 50). */
+static size_t steps_for(double length, double step)
+{
+    const double r = length / step;
+    return (size_t)ceil(r - 1e-9 * (r > 1 ? r : 1));
+}
+
+static tk_status check_options(const tk_tracking_options *o)
+{
+    if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no tracking options given");
+    if (o->algorithm != TK_TRACK_SD_STREAM)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown tracking algorithm %d", (int)o->algorithm);
+    if (o->lmax < 2 || o->lmax > TK_SH_MAX_LMAX || o->lmax % 2)
+        return tk_set_error(TK_ERR_ARGUMENT, "lmax must be even and from 2 to %d, got %d", TK_SH_MAX_LMAX, o->lmax);
+    if (o->basis != TK_SH_TOURNIER && o->basis != TK_SH_DESCOTEAUX)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown SH basis %d", (int)o->basis);
+    if (!(o->step_mm >= 0) || !isfinite(o->step_mm))
+        return tk_set_error(TK_ERR_ARGUMENT, "the step must be positive (or 0 for the default), got %g", o->step_mm);
+    if (!(o->max_angle_deg >= 0 && o->max_angle_deg <= 90))
+        return tk_set_error(TK_ERR_ARGUMENT, "the maximum angle must be in (0, 90] degrees (or 0 for the default), got %g",
+                            o->max_angle_deg);
+    if (!isfinite(o->cutoff)) return tk_set_error(TK_ERR_ARGUMENT, "the cutoff must be finite, got %g", o->cutoff);
+    if (isnan(o->min_length_mm) || isinf(o->min_length_mm))
+        return tk_set_error(TK_ERR_ARGUMENT, "the minimum length must be finite, got %g", o->min_length_mm);
+    if (!(o->max_length_mm >= 0) || !isfinite(o->max_length_mm))
+        return tk_set_error(TK_ERR_ARGUMENT, "the maximum length must be positive (or 0 for the default), got %g",
+                            o->max_length_mm);
+    for (int a = 0; a < 3; ++a)
+        if (!isfinite(o->seed_direction[a])) return tk_set_error(TK_ERR_ARGUMENT, "the seed direction is not finite");
+    if (o->chunk_seeds == 0) return tk_set_error(TK_ERR_ARGUMENT, "the chunk must hold at least one seed");
+    if (o->backend == TK_BACKEND_AUTO)
+        return tk_set_error(TK_ERR_ARGUMENT, "the tracker takes a resolved backend (cpu or omp), not auto");
+    if (o->backend == TK_BACKEND_CUDA)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA tracker is not built yet: use the cpu or omp backend");
+    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown tracking backend %d", (int)o->backend);
+    if (o->num_threads < 0) return tk_set_error(TK_ERR_ARGUMENT, "the thread count must be >= 0, got %d", o->num_threads);
+    return TK_OK;
+}
+
+/* world2vox = the inverse of the affine's top three rows; the grid's voxel size. */
+static tk_status invert_grid(const tk_tracking_grid *g, double *inv, double *vox)
+{
+    for (int a = 0; a < 3; ++a)
+        if (g->dims[a] == 0) return tk_set_error(TK_ERR_ARGUMENT, "the grid has a zero dimension");
+    if (g->dims[0] > SIZE_MAX / g->dims[1] / g->dims[2]) return tk_set_error(TK_ERR_ARGUMENT, "the grid is too large");
+    const double *m = g->vox2world;
+    for (int e = 0; e < 16; ++e)
+        if (!isfinite(m[e])) return tk_set_error(TK_ERR_ARGUMENT, "the voxel-to-world affine is not finite");
+    if (m[12] != 0 || m[13] != 0 || m[14] != 0 || m[15] != 1)
+        return tk_set_error(TK_ERR_ARGUMENT, "the voxel-to-world affine's last row must be 0 0 0 1");
+    /* the 3 x 3 part's inverse by cofactors */
+    const double a = m[0], b = m[1], c = m[2], d = m[4], e = m[5], f = m[6], gg = m[8], h = m[9], i = m[10];
+    const double c00 = e * i - f * h, c01 = -(d * i - f * gg), c02 = d * h - e * gg;
+    const double det = a * c00 + b * c01 + c * c02;
+    double col2 = 1;
+    for (int k = 0; k < 3; ++k)
+        col2 *= sqrt(m[k] * m[k] + m[4 + k] * m[4 + k] + m[8 + k] * m[8 + k]);
+    if (!(fabs(det) > 1e-12 * col2) || !(col2 > 0))
+        return tk_set_error(TK_ERR_ARGUMENT, "the voxel-to-world affine is singular");
+    const double r[9] = {c00 / det, -(b * i - c * h) / det, (b * f - c * e) / det,
+                         c01 / det, (a * i - c * gg) / det, -(a * f - c * d) / det,
+                         c02 / det, -(a * h - b * gg) / det, (a * e - b * d) / det};
+    for (int row = 0; row < 3; ++row) {
+        for (int col = 0; col < 3; ++col) inv[row * 4 + col] = r[row * 3 + col];
+        inv[row * 4 + 3] = -(r[row * 3] * m[3] + r[row * 3 + 1] * m[7] + r[row * 3 + 2] * m[11]);
+    }
+    *vox = cbrt(col2); /* SharedBase::vox(): the geometric mean of the voxel sizes */
+    return TK_OK;
+}
+
+tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_tracking_grid *grid,
+                                  tk_tracking_plan **plan)
+{
+    tk_clear_error();
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no place for the plan given");
+    *plan = NULL;
+    tk_status s = check_options(opts);
+    if (s != TK_OK) return s;
+    if (!grid) return tk_set_error(TK_ERR_ARGUMENT, "no grid given");
+    tk_tracking_plan *p = calloc(1, sizeof *p);
+    if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking plan");
+    p->opts = *opts, p->grid = *grid;
+    double vox = 0;
+    s = invert_grid(grid, p->world2vox, &vox);
+    if (s != TK_OK) {
+        free(p);
+        return s;
+    }
+    tk_tracking_options *o = &p->opts;
+    if (o->step_mm == 0) o->step_mm = TK_TRACK_DEFAULT_STEP_VOXELS * vox;
+    if (o->max_angle_deg == 0) o->max_angle_deg = TK_TRACK_DEFAULT_ANGLE_DEG;
+    if (o->min_length_mm == 0) o->min_length_mm = TK_TRACK_DEFAULT_MIN_VOXELS * vox;
+    if (o->min_length_mm < 0) o->min_length_mm = 0;
+    if (o->max_length_mm == 0) o->max_length_mm = TK_TRACK_DEFAULT_MAX_VOXELS * vox;
+    if (o->min_length_mm > o->max_length_mm) {
+        s = tk_set_error(TK_ERR_ARGUMENT, "the minimum length (%g mm) exceeds the maximum (%g mm)", o->min_length_mm,
+                         o->max_length_mm);
+        free(p);
+        return s;
+    }
+    p->cos_max_angle = cos(o->max_angle_deg * (3.14159265358979323846 / 180.0));
+    /* set_num_points() without downsampling (SD_STREAM's ratio 1): the minimum radius's
+     * chord is the step, so max_num_points_preds = 3 + ceil(max_dist / step) and
+     * min_num_points_preds = 1 + ceil(min_dist / step) */
+    p->min_points = 1 + steps_for(o->min_length_mm, o->step_mm);
+    p->max_points = 3 + steps_for(o->max_length_mm, o->step_mm);
+    p->k = (int)tk_sh_num_coeffs(o->lmax);
+    p->map = malloc((size_t)p->k * p->k * sizeof *p->map);
+    if (!p->map) {
+        free(p);
+        return tk_set_error(TK_ERR_MEMORY, "out of memory for the SH-to-tensor map");
+    }
+    s = tk_sh_to_tensor_map(o->basis, o->legacy, o->lmax, p->map);
+    if (s != TK_OK) {
+        tk_tracking_plan_destroy(p);
+        return s;
+    }
+    *plan = p;
+    return TK_OK;
+}
+
+void tk_tracking_plan_destroy(tk_tracking_plan *plan)
+{
+    if (!plan) return;
+    free(plan->map);
+    free(plan);
+}
+
+void tk_tracking_plan_options(const tk_tracking_plan *plan, tk_tracking_options *out)
+{
+    if (plan && out) *out = plan->opts;
+}
+
+void tk_tracking_plan_point_limits(const tk_tracking_plan *plan, size_t *min_points, size_t *max_points)
+{
+    if (!plan) return;
+    if (min_points) *min_points = plan->min_points;
+    if (max_points) *max_points = plan->max_points;
+}

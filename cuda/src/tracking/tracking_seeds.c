@@ -1,0 +1,62 @@
+/* The seeds of a run: a list of world points, or N random points in each voxel of a mask
+ * (MRtrix3's tckgen -seed_random_per_voxel, seeding/basic.cpp: a point uniform over the
+ * voxel's cube in voxel coordinates, taken to world by the affine).  MRtrix3 walks the mask
+ * with k fastest; here i is fastest, as the volumes are stored. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tracking_internal.h"
+
+tk_status tk_tracking_seed_set_init(tk_tracking_seed_set *set, const tk_tracking_plan *plan,
+                                    const tk_tracking_seeds *seeds)
+{
+    *set = (tk_tracking_seed_set){.seeds = seeds};
+    if (!seeds) return tk_set_error(TK_ERR_ARGUMENT, "no seeds given");
+    if ((seeds->mask != NULL) == (seeds->points != NULL))
+        return tk_set_error(TK_ERR_ARGUMENT, "the seeds must be either a mask or a point list, not %s",
+                            seeds->mask ? "both" : "neither");
+    if (seeds->points) {
+        if (seeds->num_points == 0) return tk_set_error(TK_ERR_ARGUMENT, "the seed point list is empty");
+        for (size_t i = 0; i < 3 * seeds->num_points; ++i)
+            if (!isfinite(seeds->points[i]))
+                return tk_set_error(TK_ERR_DATA, "seed point %zu is not finite", i / 3);
+        set->total = seeds->num_points;
+        return TK_OK;
+    }
+    if (seeds->per_voxel == 0) return tk_set_error(TK_ERR_ARGUMENT, "the number of seeds per voxel must be at least 1");
+    const size_t n = plan->grid.dims[0] * plan->grid.dims[1] * plan->grid.dims[2];
+    size_t count = 0;
+    for (size_t i = 0; i < n; ++i) count += seeds->mask[i] != 0;
+    if (count == 0) return tk_set_error(TK_ERR_ARGUMENT, "the seed mask is empty");
+    if (count > UINT64_MAX / seeds->per_voxel)
+        return tk_set_error(TK_ERR_ARGUMENT, "%zu seeds per voxel of %zu voxels overflow", seeds->per_voxel, count);
+    set->voxels = malloc(count * sizeof *set->voxels);
+    if (!set->voxels) return tk_set_error(TK_ERR_MEMORY, "out of memory for the list of %zu seed voxels", count);
+    for (size_t i = 0, c = 0; i < n; ++i)
+        if (seeds->mask[i]) set->voxels[c++] = i;
+    set->num_voxels = count;
+    set->total = (uint64_t)count * seeds->per_voxel;
+    return TK_OK;
+}
+
+void tk_tracking_seed_set_free(tk_tracking_seed_set *set)
+{
+    free(set->voxels);
+    set->voxels = NULL;
+}
+
+void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index,
+                               tk_philox *rng, double *p)
+{
+    const tk_tracking_seeds *s = set->seeds;
+    if (s->points) {
+        for (int a = 0; a < 3; ++a) p[a] = s->points[3 * index + a];
+        return;
+    }
+    const size_t voxel = set->voxels[index / s->per_voxel];
+    const size_t *d = plan->grid.dims;
+    const size_t ijk[3] = {voxel % d[0], (voxel / d[0]) % d[1], voxel / (d[0] * d[1])};
+    double v[3];
+    for (int a = 0; a < 3; ++a) v[a] = (double)ijk[a] + tk_philox_uniform(rng) - 0.5;
+    tk_tracking_to_world(plan, v, p);
+}
