@@ -1,15 +1,17 @@
 /** TensorKernels: streamline tractography on fiber ODFs given as spherical-harmonic (SH)
  * volumes (one public header).
  *
- * The algorithm is MRtrix3's SD_STREAM (tckgen -algorithm SD_STREAM), defined as MRtrix3
- * defines it (Documentation/tracking.md names the MRtrix3 file of each rule): from a seed,
+ * The algorithms are MRtrix3's SD_STREAM and iFOD1 (tckgen -algorithm), defined as MRtrix3
+ * defines them (Documentation/tracking.md names the MRtrix3 file of each rule).  SD_STREAM: from a seed,
  * the FOD's SH coefficients are interpolated trilinearly at the current position, the peak
  * nearest the current direction is found by Newton's method on the sphere started from that
  * direction (the fiber core's climb, tk_fibers.h), and the streamline steps step_mm along it;
  * it stops where the peak's amplitude is below the cutoff, where the peak turns more than
  * max_angle_deg from the last direction, where it leaves the volume, the stopping mask or
- * the FOD's support, or where it is as long as max_length_mm allows.  Each seed is tracked in
- * both directions and the two halves joined through the seed.
+ * the FOD's support, or where it is as long as max_length_mm allows.  iFOD1 draws each
+ * step's direction from the interpolated FOD within the cone of max_angle_deg about the last
+ * one (rejection sampling), and stops where no draw above the cutoff is accepted.  Each
+ * seed is tracked in both directions and the two halves joined through the seed.
  *
  * Frames: voxel (i, j, k) of a volume lies at world = vox2world (i, j, k, 1)', world being
  * scanner RAS millimetres, the frame in which MRtrix3's SH coefficients are defined (as
@@ -20,7 +22,7 @@
  * points come back in world mm.
  *
  * Random numbers (the seeds' positions within their voxels, the first direction where none
- * is given): Philox4x32-10 (Salmon et al., SC'11), a counter-based generator whose key is
+ * is given, iFOD1's samples): Philox4x32-10 (Salmon et al., SC'11), a counter-based generator whose key is
  * the caller's rng_seed and whose counter starts at (seed index, 0).  Each seed's stream is a
  * pure function of (rng_seed, seed index), so the output is the same whatever the backend,
  * the thread count and the chunk size; Philox is also what cuRAND offers on the GPU, so a
@@ -46,7 +48,9 @@ TK_API_BEGIN
 
 /** The tracking algorithms. */
 typedef enum {
-    TK_TRACK_SD_STREAM = 0 /**< deterministic: MRtrix3's SD_STREAM (nearest FOD peak, first order) */
+    TK_TRACK_SD_STREAM = 0, /**< deterministic: MRtrix3's SD_STREAM (nearest FOD peak, first order) */
+    TK_TRACK_IFOD1 = 1      /**< probabilistic: MRtrix3's iFOD1 (direction drawn from the FOD within the
+                             *   angle cone by rejection sampling, first order) */
 } tk_tracking_algorithm;
 
 /** The grid all volumes of one run share. */
@@ -63,8 +67,8 @@ typedef struct tk_tracking_options {
     int lmax;                  /**< even, 2..TK_SH_MAX_LMAX */
     tk_sh_basis basis;         /**< the SH volume's basis (MRtrix3's: TK_SH_TOURNIER) */
     int legacy;
-    double step_mm;            /**< step length (0: 0.1 vox, SD_STREAM's) */
-    double max_angle_deg;      /**< largest turn per step, in (0, 90] (0: 60, SD_STREAM's) */
+    double step_mm;            /**< step length (0: 0.1 vox, SD_STREAM's and iFOD1's) */
+    double max_angle_deg;      /**< largest turn per step, in (0, 90] (0: 60 for SD_STREAM, 15 for iFOD1) */
     double cutoff;             /**< FOD amplitude below which tracking stops (default 0.1, tckgen -cutoff);
                                 *   also the seed's threshold (MRtrix3's init_threshold = cutoff) */
     double min_length_mm;      /**< shorter streamlines are dropped (0: 5 vox; negative: none) */
@@ -72,6 +76,9 @@ typedef struct tk_tracking_options {
     int unidirectional;        /**< 1: track from the seed along its first direction only (tckgen -seed_unidirectional) */
     double seed_direction[3];  /**< the first direction at every seed (tckgen -seed_direction); all 0: random */
     uint64_t rng_seed;         /**< the random streams' key (default 0) */
+    int max_trials;            /**< iFOD1: directions drawn per step before the streamline ends (0: 1000,
+                                *   tckgen -trials) */
+    double fod_power;          /**< iFOD1: the FOD is sampled raised to this power (0: 1, tckgen -power) */
     int allow_nonfinite;       /**< 0 (default): an SH volume with a NaN or infinite coefficient is refused
                                 *   (TK_ERR_DATA); 1: as MRtrix3, a NaN there ends a streamline as the
                                 *   volume's edge would */
@@ -81,7 +88,8 @@ typedef struct tk_tracking_options {
 } tk_tracking_options;
 
 /** SD_STREAM's defaults for lmax: tournier basis, every length and the angle from the grid
- * (0), cutoff 0.1, both directions, random first directions, rng_seed 0, the cpu backend. */
+ * (0), cutoff 0.1, both directions, random first directions, rng_seed 0, the cpu backend.
+ * Set algorithm to TK_TRACK_IFOD1 for iFOD1: the zeros then resolve to its defaults. */
 void tk_tracking_options_init(tk_tracking_options *opts, int lmax);
 
 /** Where tracking may go and which streamlines are kept; every pointer may be NULL (none).
@@ -135,10 +143,11 @@ typedef struct tk_tracking_stats {
     uint64_t rejected_exclude;      /**< entered an exclusion region */
     uint64_t rejected_missed_include;
     uint64_t ended_exit_image;      /**< left the grid or the FOD's support (an all-zero voxel) */
-    uint64_t ended_model;           /**< no peak above the cutoff */
+    uint64_t ended_model;           /**< SD_STREAM: no peak above the cutoff; iFOD1: no draw accepted */
     uint64_t ended_curvature;       /**< the peak turned more than max_angle_deg */
     uint64_t ended_max_length;
     uint64_t ended_exit_mask;       /**< left the stopping mask */
+    uint64_t ended_calibrator;      /**< iFOD1: the FOD is nowhere positive in the cone */
 } tk_tracking_stats;
 
 /** A caller-owned plan: the checked options with their defaults resolved for the grid, the

@@ -132,7 +132,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
             double seed[3];
             tk_tracking_seed_position(&set, plan, c0 + i, &rng, seed);
             size_t n = 0;
-            const int outcome = tk_tracking_sd_stream(&field, seed, &rng, &t->work, &n);
+            const int outcome = tk_tracking_streamline(&field, seed, &rng, &t->work, &n);
             if (outcome < 0) {
                 t->failed = 1;
                 continue;
@@ -188,7 +188,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
         const uint64_t *e = ts[t].work.ends;
         total.ended_exit_image += e[TK_END_EXIT_IMAGE], total.ended_model += e[TK_END_MODEL];
         total.ended_curvature += e[TK_END_CURVATURE], total.ended_max_length += e[TK_END_MAX_LENGTH];
-        total.ended_exit_mask += e[TK_END_EXIT_MASK];
+        total.ended_exit_mask += e[TK_END_EXIT_MASK], total.ended_calibrator += e[TK_END_CALIBRATOR];
         tk_tracking_work_free(&ts[t].work);
         free(ts[t].pts);
     }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fibers/sh_eval.h"
 #include "tracking_internal.h"
 
 void tk_tracking_to_voxel(const tk_tracking_plan *plan, const double *p, double *v)
@@ -17,6 +18,15 @@ void tk_tracking_to_world(const tk_tracking_plan *plan, const double *v, double 
 {
     const double *m = plan->grid.vox2world;
     for (int r = 0; r < 3; ++r) p[r] = m[r * 4] * v[0] + m[r * 4 + 1] * v[1] + m[r * 4 + 2] * v[2] + m[r * 4 + 3];
+}
+
+double tk_tracking_sh_value(const tk_tracking_plan *plan, const double *sh, const double *dir)
+{
+    double y[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
+    tk_sh_eval_unchecked(plan->opts.basis, plan->opts.legacy, plan->opts.lmax, dir, y);
+    double s = 0;
+    for (int j = 0; j < plan->k; ++j) s += sh[j] * y[j];
+    return s;
 }
 
 static size_t clamp_index(double i, size_t dim)

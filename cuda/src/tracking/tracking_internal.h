@@ -22,7 +22,16 @@ struct tk_tracking_plan {
     double *map;              /* k x k row-major: packed tensor of order lmax = map * sh */
     double cos_max_angle;
     size_t min_points, max_points; /* MRtrix3's min_num_points_preds and max_num_points_preds */
+    /* iFOD1's rejection sampling (tracking_calibrate.c): directions about +z whose largest FOD
+     * value, rotated to the current direction and times calib_ratio, bounds the FOD over the
+     * cone; the cone's half angle and its sine */
+    double *calib_dirs;
+    size_t num_calib;
+    double calib_ratio, max_angle_rad, sin_max_angle;
 };
+
+/* iFOD1's calibration for the plan's lmax, angle and power (MRtrix3's calibrate()). */
+tk_status tk_tracking_calibrate(tk_tracking_plan *plan);
 
 /* ---- the field (tracking_field.c) ---------------------------------------------------- */
 
@@ -41,6 +50,8 @@ void tk_tracking_to_world(const tk_tracking_plan *plan, const double *v, double 
  * does; 0 where p is outside the grid, the nearest voxel's coefficients are all zero, or the
  * result's first coefficient is NaN (MRtrix3's get_data), else 1. */
 int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double *out);
+/* The series sh (the plan's lmax and basis) at unit direction dir. */
+double tk_tracking_sh_value(const tk_tracking_plan *plan, const double *sh, const double *dir);
 /* 1 where the mask's voxel nearest world p is nonzero (0 outside the grid). */
 int tk_tracking_mask_contains(const tk_tracking_plan *plan, const uint8_t *mask, const double *p);
 
@@ -68,7 +79,16 @@ enum {
 };
 
 /* Why one half ended (MRtrix3's term_t, the ones without ACT). */
-enum { TK_END_EXIT_IMAGE = 0, TK_END_MODEL, TK_END_CURVATURE, TK_END_MAX_LENGTH, TK_END_EXIT_MASK, TK_END_EXCLUDE, TK_END_COUNT };
+enum {
+    TK_END_EXIT_IMAGE = 0,
+    TK_END_MODEL,
+    TK_END_CURVATURE,
+    TK_END_MAX_LENGTH,
+    TK_END_EXIT_MASK,
+    TK_END_EXCLUDE,
+    TK_END_CALIBRATOR,
+    TK_END_COUNT
+};
 
 /* A thread's scratch for its streamlines: the points (xyz doubles, grown as needed), the
  * include regions visited, the peak search's buffers. */
@@ -85,9 +105,19 @@ tk_status tk_tracking_work_init(tk_tracking_work *w, const tk_tracking_plan *pla
 void tk_tracking_work_free(tk_tracking_work *w);
 
 /* Grows the streamline of one seed at world `seed` with random stream rng into w->pts
- * (*num_points points); returns TK_TRACK_KEPT or why it was dropped, or -1 out of memory. */
-int tk_tracking_sd_stream(const tk_tracking_field *f, const double *seed, tk_philox *rng, tk_tracking_work *w,
-                          size_t *num_points);
+ * (*num_points points); returns TK_TRACK_KEPT or why it was dropped, or -1 out of memory
+ * (tracking_streamline.c). */
+int tk_tracking_streamline(const tk_tracking_field *f, const double *seed, tk_philox *rng, tk_tracking_work *w,
+                           size_t *num_points);
+
+/* The methods (MRtrix3's MethodBase): init() with the series at the seed in w->values and
+ * dir the given first direction where `given`, else to be chosen (1: the seed is good, dir
+ * its first direction); next() one step from pos along dir (-1: it goes on, pos and dir
+ * moved; else why it ended). */
+int tk_tracking_sd_stream_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng);
+int tk_tracking_sd_stream_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir);
+int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng);
+int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir, tk_philox *rng);
 
 /* ---- seeds (tracking_seeds.c) -------------------------------------------------------- */
 

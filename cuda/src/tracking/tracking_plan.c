@@ -1,7 +1,7 @@
 /* The tracking plan: options checked and their defaults resolved for the grid (MRtrix3's
  * SharedBase::set_step_and_angle, set_num_points and set_cutoff, tracking/shared.cpp, with
- * SD_STREAM's defaults from tracking/tractography.h), the inverse affine and the SH-to-tensor
- * map the peak search climbs on. */
+ * SD_STREAM's and iFOD1's defaults from tracking/tractography.h), the inverse affine, the
+ * SH-to-tensor map the peak search climbs on and iFOD1's calibration. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,10 @@
 #define TK_TRACK_DEFAULT_MIN_VOXELS 5.0     /* minlength_voxels_noact */
 #define TK_TRACK_DEFAULT_MAX_VOXELS 100.0   /* maxlength_voxels */
 #define TK_TRACK_DEFAULT_CHUNK 4096
+/* iFOD1's (tractography.h angle_ifod1, max_trials_per_step; iFOD1.h fod_power) */
+#define TK_TRACK_IFOD1_ANGLE_DEG 15.0
+#define TK_TRACK_IFOD1_MAX_TRIALS 1000
+#define TK_TRACK_IFOD1_POWER 1.0
 
 void tk_tracking_options_init(tk_tracking_options *o, int lmax)
 {
@@ -37,7 +41,7 @@ static size_t steps_for(double length, double step)
 static tk_status check_options(const tk_tracking_options *o)
 {
     if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no tracking options given");
-    if (o->algorithm != TK_TRACK_SD_STREAM)
+    if (o->algorithm != TK_TRACK_SD_STREAM && o->algorithm != TK_TRACK_IFOD1)
         return tk_set_error(TK_ERR_ARGUMENT, "unknown tracking algorithm %d", (int)o->algorithm);
     if (o->lmax < 2 || o->lmax > TK_SH_MAX_LMAX || o->lmax % 2)
         return tk_set_error(TK_ERR_ARGUMENT, "lmax must be even and from 2 to %d, got %d", TK_SH_MAX_LMAX, o->lmax);
@@ -56,6 +60,9 @@ static tk_status check_options(const tk_tracking_options *o)
                             o->max_length_mm);
     for (int a = 0; a < 3; ++a)
         if (!isfinite(o->seed_direction[a])) return tk_set_error(TK_ERR_ARGUMENT, "the seed direction is not finite");
+    if (o->max_trials < 0) return tk_set_error(TK_ERR_ARGUMENT, "the trials per step must be >= 0, got %d", o->max_trials);
+    if (!(o->fod_power >= 0) || !isfinite(o->fod_power))
+        return tk_set_error(TK_ERR_ARGUMENT, "the FOD power must be positive (or 0 for the default), got %g", o->fod_power);
     if (o->chunk_seeds == 0) return tk_set_error(TK_ERR_ARGUMENT, "the chunk must hold at least one seed");
     if (o->backend == TK_BACKEND_AUTO)
         return tk_set_error(TK_ERR_ARGUMENT, "the tracker takes a resolved backend (cpu or omp), not auto");
@@ -118,7 +125,10 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
     }
     tk_tracking_options *o = &p->opts;
     if (o->step_mm == 0) o->step_mm = TK_TRACK_DEFAULT_STEP_VOXELS * vox;
-    if (o->max_angle_deg == 0) o->max_angle_deg = TK_TRACK_DEFAULT_ANGLE_DEG;
+    const int ifod1 = o->algorithm == TK_TRACK_IFOD1;
+    if (o->max_angle_deg == 0) o->max_angle_deg = ifod1 ? TK_TRACK_IFOD1_ANGLE_DEG : TK_TRACK_DEFAULT_ANGLE_DEG;
+    if (o->max_trials == 0) o->max_trials = TK_TRACK_IFOD1_MAX_TRIALS;
+    if (o->fod_power == 0) o->fod_power = TK_TRACK_IFOD1_POWER;
     if (o->min_length_mm == 0) o->min_length_mm = TK_TRACK_DEFAULT_MIN_VOXELS * vox;
     if (o->min_length_mm < 0) o->min_length_mm = 0;
     if (o->max_length_mm == 0) o->max_length_mm = TK_TRACK_DEFAULT_MAX_VOXELS * vox;
@@ -128,7 +138,8 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
         free(p);
         return s;
     }
-    p->cos_max_angle = cos(o->max_angle_deg * (3.14159265358979323846 / 180.0));
+    p->max_angle_rad = o->max_angle_deg * (3.14159265358979323846 / 180.0);
+    p->cos_max_angle = cos(p->max_angle_rad), p->sin_max_angle = sin(p->max_angle_rad);
     /* set_num_points() without downsampling (SD_STREAM's ratio 1): the minimum radius's
      * chord is the step, so max_num_points_preds = 3 + ceil(max_dist / step) and
      * min_num_points_preds = 1 + ceil(min_dist / step) */
@@ -141,6 +152,7 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
         return tk_set_error(TK_ERR_MEMORY, "out of memory for the SH-to-tensor map");
     }
     s = tk_sh_to_tensor_map(o->basis, o->legacy, o->lmax, p->map);
+    if (s == TK_OK && ifod1) s = tk_tracking_calibrate(p);
     if (s != TK_OK) {
         tk_tracking_plan_destroy(p);
         return s;
@@ -153,6 +165,7 @@ void tk_tracking_plan_destroy(tk_tracking_plan *plan)
 {
     if (!plan) return;
     free(plan->map);
+    free(plan->calib_dirs);
     free(plan);
 }
 

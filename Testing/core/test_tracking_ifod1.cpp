@@ -1,0 +1,216 @@
+// iFOD1: reproducible from its seed for any thread count and chunk size, every step within
+// the angle cone, its first step's directions distributed as the FOD over the cone (against
+// a quadrature of the tests' own SH evaluation), and a single lobe's mean direction.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tracking_test_util.h"
+
+using namespace tk_track_test;
+
+namespace {
+
+const double kX[3] = {1, 0, 0}, kY[3] = {0, 1, 0};
+
+tk_tracking_options ifod1()
+{
+    tk_tracking_options o = default_options();
+    o.algorithm = TK_TRACK_IFOD1;
+    return o;
+}
+
+double angle_deg(const double *a, const double *b)
+{
+    const double c = (a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) /
+                     std::sqrt((a[0] * a[0] + a[1] * a[1] + a[2] * a[2]) * (b[0] * b[0] + b[1] * b[1] + b[2] * b[2]));
+    return std::acos(std::max(-1.0, std::min(1.0, c))) * 180 / kPi;
+}
+
+void step(const TrackRun &run, size_t s, size_t i, double *d)
+{
+    const float *p = run.point(s, i), *q = run.point(s, i + 1);
+    for (int a = 0; a < 3; ++a) d[a] = (double)q[a] - p[a];
+}
+
+TEST(TrackingIFOD1, ResolvesItsDefaults)
+{
+    tk_tracking_grid g = identity_grid(4, 4, 4);
+    tk_tracking_options o = ifod1(), r;
+    tk_tracking_plan *plan = nullptr;
+    ASSERT_EQ(tk_tracking_plan_create(&o, &g, &plan), TK_OK) << tk_last_error();
+    tk_tracking_plan_options(plan, &r);
+    EXPECT_EQ(r.max_angle_deg, 15.0);
+    EXPECT_EQ(r.max_trials, 1000);
+    EXPECT_EQ(r.fod_power, 1.0);
+    EXPECT_NEAR(r.step_mm, 0.1, 1e-12);
+    EXPECT_EQ(r.cutoff, 0.1);
+    tk_tracking_plan_destroy(plan);
+}
+
+TEST(TrackingIFOD1, SameOutputForEveryThreadCountAndChunkSize)
+{
+    Volume vol = make_volume(identity_grid(10, 10, 4), [](size_t, size_t, size_t, const double *, double *c) {
+        add_lobe(c, kX, 1.0);
+        add_lobe(c, kY, 0.7);
+    });
+    std::vector<uint8_t> mask(vol.voxels(), 0);
+    for (size_t i = 0; i < mask.size(); i += 9) mask[i] = 1;
+    tk_tracking_seeds seeds{};
+    seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 2;
+    tk_tracking_options o = ifod1();
+    o.rng_seed = 99, o.min_length_mm = 1.0;
+    TrackRun ref;
+    run_tracking(ref, vol, o, seeds);
+    ASSERT_EQ(ref.status, TK_OK) << tk_last_error();
+    ASSERT_GT(ref.count(), 10u);
+    const std::vector<float> want(ref.result.points, ref.result.points + 3 * ref.result.total_points);
+    const std::vector<uint64_t> want_index(ref.result.seed_index, ref.result.seed_index + ref.count());
+    for (int threads : {1, 2, 4})
+        for (size_t chunk : {(size_t)1, (size_t)7, (size_t)4096}) {
+            tk_tracking_options p = o;
+            p.backend = TK_BACKEND_OMP, p.num_threads = threads, p.chunk_seeds = chunk;
+            TrackRun run;
+            run_tracking(run, vol, p, seeds);
+            ASSERT_EQ(run.status, TK_OK);
+            EXPECT_EQ(std::vector<float>(run.result.points, run.result.points + 3 * run.result.total_points), want)
+                << threads << " threads, chunk " << chunk;
+            EXPECT_EQ(std::vector<uint64_t>(run.result.seed_index, run.result.seed_index + run.count()), want_index);
+        }
+    o.rng_seed = 100;
+    TrackRun other;
+    run_tracking(other, vol, o, seeds);
+    EXPECT_NE(std::vector<float>(other.result.points, other.result.points + 3 * other.result.total_points), want);
+}
+
+TEST(TrackingIFOD1, EveryStepStaysWithinTheAngleCone)
+{
+    // a crossing pulls the samples both ways; unidirectional, so that every pair of steps
+    // is consecutive in the walk
+    Volume vol = make_volume(identity_grid(12, 12, 4), [](size_t, size_t, size_t, const double *, double *c) {
+        add_lobe(c, kX, 1.0);
+        add_lobe(c, kY, 1.0);
+    });
+    std::vector<double> points;
+    for (int s = 0; s < 40; ++s) points.insert(points.end(), {5.0 + 0.05 * s, 6.0, 1.5});
+    for (double angle : {15.0, 5.0}) {
+        tk_tracking_options o = ifod1();
+        o.unidirectional = 1, o.max_angle_deg = angle, o.min_length_mm = -1;
+        TrackRun run;
+        run_tracking(run, vol, o, point_seeds(points));
+        ASSERT_GT(run.count(), 30u);
+        double worst = 0;
+        size_t steps = 0;
+        for (size_t s = 0; s < run.count(); ++s)
+            for (size_t i = 0; i + 2 < run.points(s); ++i) {
+                double a[3], b[3];
+                step(run, s, i, a);
+                step(run, s, i + 1, b);
+                worst = std::max(worst, angle_deg(a, b));
+                ++steps;
+            }
+        EXPECT_GT(steps, 1000u);
+        EXPECT_LE(worst, angle + 0.01) << "cone of " << angle << " degrees";  // float points: ~1e-3 degrees
+        EXPECT_GT(worst, 0.5 * angle);                                         // and the cone is used
+    }
+}
+
+TEST(TrackingIFOD1, FirstStepsAreDistributedAsTheFODOverTheCone)
+{
+    // every seed at one point with the given first direction u, 15 degrees off the lobe: the
+    // first step's direction is a draw from the FOD over the 15-degree cone about u.  Its mean
+    // cosine to u and to the lobe must match a quadrature of the FOD over the cone.
+    const double lobe[3] = {1, 0, 0}, t = 15 * kPi / 180, u[3] = {std::cos(t), std::sin(t), 0};
+    Volume vol = make_volume(identity_grid(8, 8, 8), [&](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, lobe, 1.0); });
+    std::vector<double> points;
+    const int n = 4000;
+    for (int s = 0; s < n; ++s) points.insert(points.end(), {3.5, 3.5, 3.5});
+    tk_tracking_options o = ifod1();
+    o.unidirectional = 1, o.min_length_mm = -1, o.max_length_mm = 0.1;
+    for (int a = 0; a < 3; ++a) o.seed_direction[a] = u[a];
+    TrackRun run;
+    run_tracking(run, vol, o, point_seeds(points));
+    ASSERT_EQ(run.count(), (size_t)n);
+    double mean_u = 0, mean_lobe = 0;
+    for (size_t s = 0; s < run.count(); ++s) {
+        double d[3];
+        step(run, s, 0, d);
+        EXPECT_LE(angle_deg(d, u), 15.01);
+        mean_u += std::cos(angle_deg(d, u) * kPi / 180) / n;
+        mean_lobe += std::cos(angle_deg(d, lobe) * kPi / 180) / n;
+    }
+    // the oracle: the FOD (above the cutoff) integrated over the cap in polar coordinates
+    // about u, theta to 15 degrees, by the midpoint rule
+    double c[kCoeffs] = {0};
+    add_lobe(c, lobe, 1.0);
+    double v[3] = {0, 0, 1}, w[3];
+    w[0] = u[1] * v[2] - u[2] * v[1], w[1] = u[2] * v[0] - u[0] * v[2], w[2] = u[0] * v[1] - u[1] * v[0];
+    double mass = 0, mu = 0, ml = 0, m2u = 0;
+    const int nt = 150, np = 180;
+    for (int i = 0; i < nt; ++i) {
+        const double th = (i + 0.5) * t / nt;
+        for (int j = 0; j < np; ++j) {
+            const double ph = (j + 0.5) * 2 * kPi / np;
+            double x[3];
+            for (int a = 0; a < 3; ++a) x[a] = std::cos(th) * u[a] + std::sin(th) * (std::cos(ph) * v[a] + std::sin(ph) * w[a]);
+            double f = sh_value(c, x);
+            if (!(f > 0.1)) continue;
+            f *= std::sin(th);
+            mass += f, mu += f * std::cos(th), ml += f * (x[0] * lobe[0] + x[1] * lobe[1] + x[2] * lobe[2]);
+            m2u += f * std::cos(th) * std::cos(th);
+        }
+    }
+    mu /= mass, ml /= mass, m2u /= mass;
+    const double se = std::sqrt(std::max(m2u - mu * mu, 0.0) / n);  // the sample mean's standard error
+    EXPECT_NEAR(mean_u, mu, 4 * se + 1e-6) << "standard error " << se;
+    EXPECT_NEAR(mean_lobe, ml, 4 * se + 1e-4);
+    // the draws lean towards the lobe: closer to it on average than uniform draws over the
+    // cap would be (mean cosine cos t (1 + cos 15) / 2 to the lobe)
+    EXPECT_GT(mean_lobe, std::cos(t) * (1 + std::cos(t)) / 2 + 0.01);
+}
+
+TEST(TrackingIFOD1, MeanDirectionOnASingleLobeFieldIsTheLobe)
+{
+    const double lobe[3] = {2 / 3.0, 2 / 3.0, 1 / 3.0};
+    Volume vol = make_volume(identity_grid(20, 20, 20), [&](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, lobe, 1.0); });
+    std::vector<double> points;
+    for (int s = 0; s < 300; ++s) points.insert(points.end(), {9.5, 9.5, 9.5});
+    tk_tracking_options o = ifod1();
+    o.min_length_mm = -1, o.max_length_mm = 3.0, o.rng_seed = 5;
+    TrackRun run;
+    run_tracking(run, vol, o, point_seeds(points));
+    ASSERT_EQ(run.count(), 300u);
+    double mean[3] = {0, 0, 0};
+    size_t steps = 0;
+    for (size_t s = 0; s < run.count(); ++s)
+        for (size_t i = 0; i + 1 < run.points(s); ++i) {
+            double d[3];
+            step(run, s, i, d);
+            const double sign = d[0] * lobe[0] + d[1] * lobe[1] + d[2] * lobe[2] < 0 ? -1.0 : 1.0;
+            for (int a = 0; a < 3; ++a) mean[a] += sign * d[a];
+            ++steps;
+        }
+    EXPECT_EQ(steps, 300u * 33u);  // 34 points each: MRtrix3's limit 3 + 30, one more for the second half
+    EXPECT_LT(angle_deg(mean, lobe), 1.0);
+}
+
+TEST(TrackingIFOD1, CutoffAndSupportEndStreamlines)
+{
+    // amplitude 1 up to voxel 10, 0.05 beyond: no draw is above the cutoff there
+    Volume vol = make_volume(identity_grid(20, 5, 5), [](size_t i, size_t, size_t, const double *, double *c) {
+        add_lobe(c, kX, i <= 10 ? 1.0 : 0.05);
+    });
+    std::vector<double> points;
+    for (int s = 0; s < 20; ++s) points.insert(points.end(), {5.0, 2.0, 2.0});
+    tk_tracking_options o = ifod1();
+    o.unidirectional = 1, o.min_length_mm = -1;
+    o.seed_direction[0] = 1;
+    TrackRun run;
+    run_tracking(run, vol, o, point_seeds(points));
+    ASSERT_EQ(run.count(), 20u);
+    EXPECT_EQ(run.stats.ended_model, 20u);
+    for (size_t s = 0; s < run.count(); ++s) EXPECT_LT(run.point(s, run.points(s) - 1)[0], 11.1f);
+}
+
+}  // namespace

@@ -1,0 +1,61 @@
+/* iFOD1's method (MRtrix3's algorithms/iFOD1.h): each step's direction is drawn from the
+ * interpolated FOD (raised to fod_power) restricted to the cone of max_angle about the
+ * current direction, by rejection sampling: a direction uniform on the cone is accepted with
+ * probability FOD / bound, the bound being the largest FOD over the calibration directions
+ * times the calibration ratio (tracking_calibrate.c); FOD values at or below the cutoff are
+ * never accepted.  No peak search and no separate curvature test: the cone is the limit. */
+#include <math.h>
+
+#include "tracking_directions.h"
+#include "tracking_internal.h"
+
+/* MRtrix3's seeders' max_attempts (seeding/base.h MAX_TRACKING_SEED_ATTEMPTS_FIXED and
+ * _RANDOM): random first directions tried at a seed before it is rejected. */
+#define TK_IFOD1_SEED_ATTEMPTS 1000
+
+int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng)
+{
+    const tk_tracking_plan *plan = f->plan;
+    const double threshold = plan->opts.cutoff; /* init_threshold = threshold (set_cutoff) */
+    if (given) {
+        const double v = tk_tracking_sh_value(plan, w->values, dir);
+        return isfinite(v) && v > threshold;
+    }
+    for (int n = 0; n < TK_IFOD1_SEED_ATTEMPTS; ++n) {
+        tk_tracking_random_direction(rng, dir);
+        const double v = tk_tracking_sh_value(plan, w->values, dir);
+        if (isfinite(v) && v > threshold) return 1;
+    }
+    return 0;
+}
+
+int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir, tk_philox *rng)
+{
+    const tk_tracking_plan *plan = f->plan;
+    const tk_tracking_options *o = &plan->opts;
+    if (!tk_tracking_interpolate(f, pos, w->values)) return TK_END_EXIT_IMAGE;
+    double bound = 0.0, d[3];
+    for (size_t i = 0; i < plan->num_calib; ++i) {
+        tk_tracking_rotate_from_z(dir, plan->calib_dirs + 3 * i, d);
+        const double v = tk_tracking_sh_value(plan, w->values, d);
+        if (isnan(v)) return TK_END_EXIT_IMAGE;
+        if (v > bound) bound = v;
+    }
+    if (!(bound > 0.0)) return TK_END_CALIBRATOR;
+    bound = pow(bound, o->fod_power) * plan->calib_ratio;
+    for (int n = 0; n < o->max_trials; ++n) {
+        double cone[3];
+        tk_tracking_random_cone(rng, plan->max_angle_rad, plan->sin_max_angle, cone);
+        tk_tracking_rotate_from_z(dir, cone, d);
+        double v = tk_tracking_sh_value(plan, w->values, d);
+        if (!(v > o->cutoff)) continue;
+        v = pow(v, o->fod_power);
+        /* a value above the bound (a truncation) is accepted at once, as in MRtrix3 */
+        if (tk_philox_uniform(rng) < v / bound) {
+            const double n2 = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            for (int a = 0; a < 3; ++a) dir[a] = d[a] / n2, pos[a] += o->step_mm * dir[a];
+            return -1;
+        }
+    }
+    return TK_END_MODEL;
+}
