@@ -121,7 +121,8 @@ typedef struct tk_tracking_chunk {
     size_t num_streamlines;
     const size_t *num_points;    /**< per streamline */
     const uint64_t *seed_index;  /**< per streamline: the seed it grew from */
-    const float *points;         /**< the streamlines' points one after another, xyz world mm each */
+    const float *points;         /**< the streamlines' points one after another, xyz world mm each
+                                  *   (NULL where the chunk kept none) */
     size_t total_points;         /**< the sum of num_points */
     uint64_t seeds_done;         /**< seeds tracked so far, this chunk's included */
     uint64_t seeds_total;        /**< seeds of the run */

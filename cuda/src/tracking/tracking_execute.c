@@ -215,7 +215,8 @@ static tk_status collect_sink(const tk_tracking_chunk *c, void *user)
     if (pts) r->points = pts;
     if (!counts || !offsets || !index || !pts)
         return tk_set_error(TK_ERR_MEMORY, "out of memory collecting %zu streamlines", ns);
-    memcpy(r->points + 3 * r->total_points, c->points, c->total_points * 3 * sizeof *pts);
+    if (c->total_points) /* an empty chunk's points may be NULL */
+        memcpy(r->points + 3 * r->total_points, c->points, c->total_points * 3 * sizeof *pts);
     size_t at = r->total_points;
     for (size_t i = 0; i < c->num_streamlines; ++i) {
         r->num_points[r->num_streamlines + i] = c->num_points[i];
