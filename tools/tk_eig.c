@@ -124,14 +124,6 @@ static int parse_args(int argc, char **argv, eig_args *a)
     return 1;
 }
 
-static void shape_text(const tk_npy_array *arr, char *buf, size_t size)
-{
-    int len = snprintf(buf, size, "(");
-    for (int d = 0; d < arr->ndim && len < (int)size - 32; ++d)
-        len += snprintf(buf + len, size - (size_t)len, "%zu%s", arr->shape[d], d + 1 < arr->ndim ? ", " : "");
-    snprintf(buf + len, size - (size_t)len, arr->ndim == 1 ? ",)" : ")");
-}
-
 int main(int argc, char **argv)
 {
     eig_args a;
@@ -165,8 +157,7 @@ int main(int argc, char **argv)
     }
 
     tk_npy_array arr;
-    if (tk_npy_read(a.input, &arr) != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
+    if (!tk_cli_read_float_npy(prog, a.input, "matrices", &arr)) {
         tk_outset_free(set);
         return TK_EXIT_FAILURE;
     }
@@ -174,13 +165,7 @@ int main(int argc, char **argv)
     void *matrices = NULL, *values = NULL, *vectors = NULL;
     int8_t *status = NULL;
     char shape[256];
-    shape_text(&arr, shape, sizeof shape);
-    if (arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) {
-        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64 matrices); convert the "
-                           "array (numpy's astype) and save it again", a.input,
-                     tk_npy_dtype_name(arr.dtype));
-        goto done;
-    }
+    tk_cli_shape_text(shape, sizeof shape, arr.ndim, arr.shape, 1);
     if (arr.ndim < 2) {
         tk_cli_error(prog, "%s: shape %s is not a stack of matrices (expected (..., n, n)); reshape it to "
                            "(..., n, n)", a.input, shape);

@@ -101,22 +101,12 @@ static int parse_args(int argc, char **argv, pltf_args *a)
     return 1;
 }
 
-static void shape_text(const tk_npy_array *arr, char *buf, size_t size)
-{
-    int len = snprintf(buf, size, "(");
-    for (int d = 0; d < arr->ndim && len < (int)size - 24; ++d)
-        len += snprintf(buf + len, size - (size_t)len, "%zu%s", arr->shape[d], d + 1 < arr->ndim ? ", " : "");
-    snprintf(buf + len, size - (size_t)len, ")");
-}
-
-/* "(i, j, k) = (1, 0, 3)" for a flat offset. */
+/* "(1, 0, 3)": the position of a flat offset along the observed indices. */
 static void where_text(const tk_pltf_model *m, size_t flat, char *buf, size_t size)
 {
     size_t pos[TK_PLTF_MAX_INDICES];
     for (int d = m->out_ndim - 1; d >= 0; --d) pos[d] = flat % m->dims[m->out[d]], flat /= m->dims[m->out[d]];
-    int len = snprintf(buf, size, "(");
-    for (int d = 0; d < m->out_ndim && len < (int)size - 24; ++d)
-        len += snprintf(buf + len, size - (size_t)len, "%zu%s", pos[d], d + 1 < m->out_ndim ? ", " : ")");
+    tk_cli_shape_text(buf, size, m->out_ndim, pos, 0);
 }
 
 typedef struct {
@@ -231,21 +221,15 @@ int main(int argc, char **argv)
     }
     tk_npy_array x, mk;
     memset(&mk, 0, sizeof mk);
-    if (tk_npy_read(a.input, &x) != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
+    if (!tk_cli_read_float_npy(prog, a.input, NULL, &x)) {
+        tk_outset_free(set);
         return TK_EXIT_FAILURE;
     }
     int status = TK_EXIT_FAILURE;
     double *xd = NULL, *xhat = NULL, *factors[TK_PLTF_MAX_FACTORS] = {0};
     uint8_t *mask = NULL;
     char shape[256], where[256];
-    shape_text(&x, shape, sizeof shape);
-    if (x.dtype != TK_NPY_FLOAT32 && x.dtype != TK_NPY_FLOAT64) {
-        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64); convert the array "
-                           "(numpy's astype) and save it again", a.input,
-                     tk_npy_dtype_name(x.dtype));
-        goto done;
-    }
+    tk_cli_shape_text(shape, sizeof shape, x.ndim, x.shape, 0);
     if (x.ndim != m.out_ndim) {
         tk_cli_error(prog, "%s: shape %s has %d axes, but model \"%s\" observes %d (its indices before '='); "
                            "give an array of that many axes, or another --model", a.input,
@@ -285,7 +269,7 @@ int main(int argc, char **argv)
             goto done;
         }
         char mshape[256];
-        shape_text(&mk, mshape, sizeof mshape);
+        tk_cli_shape_text(mshape, sizeof mshape, mk.ndim, mk.shape, 0);
         int same = mk.ndim == x.ndim;
         for (int d = 0; same && d < x.ndim; ++d) same = mk.shape[d] == x.shape[d];
         if (!same) {

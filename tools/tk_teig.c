@@ -122,17 +122,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
 static int load_tensors(teig_args *a, void **packed_out, size_t *count_out)
 {
     tk_npy_array arr;
-    if (tk_npy_read(a->input, &arr) != TK_OK) {
-        tk_cli_error(prog, "%s", tk_last_error());
-        return 0;
-    }
-    if (arr.dtype != TK_NPY_FLOAT32 && arr.dtype != TK_NPY_FLOAT64) {
-        tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64); convert the array "
-                           "(numpy's astype) and save it again", a->input,
-                     tk_npy_dtype_name(arr.dtype));
-        tk_npy_free(&arr);
-        return 0;
-    }
+    if (!tk_cli_read_float_npy(prog, a->input, NULL, &arr)) return 0;
     if (a->precision < 0) a->opts.precision = arr.dtype == TK_NPY_FLOAT64 ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     if (a->tol < 0) a->opts.tol = tk_sshopm_default_tol(a->opts.precision);
     const int m = a->opts.order, n = a->opts.dim;
@@ -142,10 +132,7 @@ static int load_tensors(teig_args *a, void **packed_out, size_t *count_out)
     for (int d = 1; is_full && d <= m; ++d) is_full = arr.shape[d] == (size_t)n;
     if (!is_packed && !is_full) {
         char shape[256];
-        int len = snprintf(shape, sizeof shape, "(");
-        for (int d = 0; d < arr.ndim && len < 200; ++d)
-            len += snprintf(shape + len, sizeof shape - (size_t)len, "%zu%s", arr.shape[d], d + 1 < arr.ndim ? ", " : "");
-        snprintf(shape + len, sizeof shape - (size_t)len, ")");
+        tk_cli_shape_text(shape, sizeof shape, arr.ndim, arr.shape, 0);
         tk_cli_error(prog, "%s: shape %s fits neither packed (T, %zu) nor full (T%s) for order %d, dimension %d; "
                            "check --order and --dim, or the array's shape",
                      a->input, shape, k, m <= 8 ? ", N, ..., N" : ", N...", m, n);

@@ -256,6 +256,28 @@ int tk_cli_write_npy(const char *prog, struct tk_outset *set, int idx, const cha
     return s == TK_OK;
 }
 
+int tk_cli_read_float_npy(const char *prog, const char *path, const char *of_what, tk_npy_array *arr)
+{
+    if (tk_npy_read(path, arr) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return 0;
+    }
+    if (arr->dtype == TK_NPY_FLOAT32 || arr->dtype == TK_NPY_FLOAT64) return 1;
+    tk_cli_error(prog, "%s: dtype %s is not supported (expected float32 or float64%s%s); convert the array "
+                       "(numpy's astype) and save it again", path, tk_npy_dtype_name(arr->dtype),
+                 of_what ? " " : "", of_what ? of_what : "");
+    tk_npy_free(arr);
+    return 0;
+}
+
+void tk_cli_shape_text(char *buf, size_t size, int ndim, const size_t *shape, int tuple_comma)
+{
+    int len = snprintf(buf, size, "(");
+    for (int d = 0; d < ndim && len < (int)size - 24; ++d) /* room for one more "%zu, " */
+        len += snprintf(buf + len, size - (size_t)len, "%zu%s", shape[d], d + 1 < ndim ? ", " : "");
+    snprintf(buf + len, size - (size_t)len, tuple_comma && ndim == 1 ? ",)" : ")");
+}
+
 /* ---- backends ------------------------------------------------------------------ */
 
 

@@ -68,6 +68,16 @@ int tk_output_open(tk_output *out, const char *path, const char *prog);
 int tk_output_commit(tk_output *out, const char *prog); /* 0 on failure, removing the temporary */
 void tk_output_abort(tk_output *out);
 
+/* Read a .npy of float32 or float64 values: another dtype is refused ("expected float32 or
+ * float64 OF_WHAT"; of_what NULL: nothing after it).  1, or 0 after the message (nothing
+ * left to free). */
+struct tk_npy_array;
+int tk_cli_read_float_npy(const char *prog, const char *path, const char *of_what, struct tk_npy_array *arr);
+
+/* An array's shape as numpy prints it, "(2, 3)", into buf (messages name the shape they
+ * refuse); a 1-D shape is "(5,)" where tuple_comma (numpy's tuple), else "(5)". */
+void tk_cli_shape_text(char *buf, size_t size, int ndim, const size_t *shape, int tuple_comma);
+
 /* A .npy into output idx of an output set (tk_output_set.h), every write checked; 1, or 0
  * after "PROG: error: FLAG PATH: cannot write: REASON". */
 int tk_cli_write_npy(const char *prog, struct tk_outset *set, int idx, const char *flag, int dtype, int ndim,
