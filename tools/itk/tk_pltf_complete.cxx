@@ -19,21 +19,14 @@
 #include "cli.h"
 #include "cli_failure.h"
 #include "complete_args.h"
-#include "image_layout.h"
+#include "complete_run.h"
 #include "itkNonnegativeTensorFactorizationImageFilter.h"
 #include "itk_progress_bar.h"
-#include "sh_image_io.h"
 #include "tk_pltf.h"
 
 namespace {
 
 const char *prog = "tk-pltf";
-
-// A bad command line found only once the image is known (exit 2, not 1).
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 
 struct CompleteArgs : tk::CompleteShared {
     std::string model, dims;  // tk_pltf_complete_values_init: the defaults
@@ -74,8 +67,9 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
     if (a.model == "parafac" || a.model == "cp") text = dims == 3 ? "ijk=ia,ja,ka" : "ijkl=ia,ja,ka,la";
     if (a.model == "tucker") text = dims == 3 ? "ijk=ip,jq,kr,pqr" : "ijkl=ip,jq,kr,ls,pqrs";
     tk_pltf_model m;
-    if (tk_pltf_parse(text.c_str(), &m) != TK_OK) throw UsageError(std::string("--model: ") + tk_last_error() +
-                                                                      "; see tk-pltf complete --help for how a model is written");
+    if (tk_pltf_parse(text.c_str(), &m) != TK_OK)
+        throw tk::UsageError(std::string("--model: ") + tk_last_error() +
+                             "; see tk-pltf complete --help for how a model is written");
     if (m.out_ndim != static_cast<int>(dims))
         throw std::runtime_error(a.input + ": a " + std::to_string(dims) + "-D image, but model \"" + m.text +
                                  "\" observes " + std::to_string(m.out_ndim) +
@@ -87,12 +81,12 @@ Fit fit_for(const CompleteArgs &a, unsigned dims)
     for (int f = 0; f < m.num_factors; ++f)
         for (int d = 0; d < m.factor_ndim[f]; ++d) used[m.factor[f][d]] = true;
     if (!a.dims.empty() && tk_pltf_set_dims(&m, a.dims.c_str()) != TK_OK)
-        throw UsageError(std::string("--dims: ") + tk_last_error() + "; give the sizes as --dims a=10,b=5");
+        throw tk::UsageError(std::string("--dims: ") + tk_last_error() + "; give the sizes as --dims a=10,b=5");
     Fit fit{m.text, ""};
     for (int id = 0; id < TK_PLTF_MAX_INDICES; ++id) {
         if (observed[id] && m.dims[id])
-            throw UsageError(std::string("--dims sets '") + tk_pltf_index_letter(id) +
-                             "', an observed index of \"" + m.text + "\" (its size is the image's); drop it from --dims");
+            throw tk::UsageError(std::string("--dims sets '") + tk_pltf_index_letter(id) + "', an observed index of \"" +
+                                 m.text + "\" (its size is the image's); drop it from --dims");
         if (observed[id] || !used[id]) continue;
         const size_t size = m.dims[id] ? m.dims[id] : static_cast<size_t>(a.rank);
         fit.latent += (fit.latent.empty() ? "" : ",") + std::string(1, tk_pltf_index_letter(id)) + "=" +
@@ -257,43 +251,13 @@ extern "C" int tk_pltf_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
-    tk::VolumeOutput out;
-    if (int bad = tk::prepare_complete_output(prog, a, out)) return bad;
-    try {
-        const tk::CompletionInput kind = tk::completion_input(a.input);
-        const bool scalar3 = kind == tk::CompletionInput::Scalar3, scalar4 = kind == tk::CompletionInput::Scalar4;
-        const Fit fit = fit_for(a, scalar3 ? 3 : 4);
-        tk_backend backend = TK_BACKEND_OMP;
-        if (!resolve_backend(a, &backend)) return TK_EXIT_FAILURE;
-        if (scalar3) {
-            auto image = tk::read_scalar_volume(a.input);
-            tk::MaskImage3::Pointer mask;
-            if (!a.mask.empty()) {
-                mask = tk::read_mask(a.mask);
-                tk::same_grid(image, a.input, mask, a.mask);
-            }
-            tk::write_scalar_volume(complete<tk::ScalarImage3>(a, fit, backend, image, mask), out.set.get(), out.idx);
-        } else if (scalar4) {
-            auto image = tk::read_scalar_image4(a.input);
-            tk::MaskImage4::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            tk::write_scalar_image4(complete<tk::ScalarImage4>(a, fit, backend, image, mask), out.set.get(), out.idx);
-        } else {
-            auto vectors = tk::read_vector_volume(a.input);
-            auto image = tk::to_4d(vectors);
-            tk::MaskImage4::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            tk::copy_back(complete<tk::ScalarImage4>(a, fit, backend, image, mask), vectors);
-            tk::write_vector_volume(vectors, out.set.get(), out.idx);  // the input's grid and layout, the completed values
-        }
-        if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // it said why
-    } catch (const UsageError &e) {
-        tk_cli_error(prog, "%s", e.what());
-        return TK_EXIT_USAGE;
-    } catch (...) {
-        // what() of std::bad_alloc is just "std::bad_alloc": say which work, and what to do
-        return tk::report_failure(prog, a.input, "out of memory for the image and the model's factors; try a "
-                                                 "smaller --rank");
-    }
-    return 0;
+    Fit fit;
+    tk_backend backend = TK_BACKEND_OMP;
+    // The model for the image's number of axes, and --backend, before the image is read.
+    auto ready = [&](tk::CompletionInput kind) {
+        fit = fit_for(a, kind == tk::CompletionInput::Scalar3 ? 3 : 4);
+        return resolve_backend(a, &backend);
+    };
+    return tk::run_completion(prog, a, "out of memory for the image and the model's factors; try a smaller --rank",
+                              ready, [&](auto *image, auto *mask) { return complete(a, fit, backend, image, mask); });
 }

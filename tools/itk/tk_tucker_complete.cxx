@@ -14,10 +14,9 @@
 #include "cli.h"
 #include "cli_failure.h"
 #include "complete_args.h"
-#include "image_layout.h"
+#include "complete_run.h"
 #include "itk_progress_bar.h"
 #include "itkTuckerCompletionImageFilter.h"
-#include "sh_image_io.h"
 
 namespace {
 
@@ -38,13 +37,13 @@ int parse(int argc, char **argv, CompleteArgs &a)
     return 1;
 }
 
-using Image3 = itk::Image<float, 3>;
-using Image4 = itk::Image<float, 4>;
-
+// The completed image, or null after printing why --backend cannot run.
 template <typename TImage>
-typename TImage::Pointer complete(const CompleteArgs &a, const TImage *image,
+typename TImage::Pointer complete(CompleteArgs &a, const TImage *image,
                                   const typename itk::TuckerCompletionImageFilter<TImage>::MaskImageType *mask)
 {
+    // --backend once the image and the mask are read
+    if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &a.backend)) return nullptr;
     using Filter = itk::TuckerCompletionImageFilter<TImage>;
     auto filter = Filter::New();
     filter->SetInput(image);
@@ -81,39 +80,7 @@ extern "C" int tk_tucker_complete_main(int argc, char **argv)
 {
     CompleteArgs a;
     if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
-    tk::VolumeOutput out;
-    if (int bad = tk::prepare_complete_output(prog, a, out)) return bad;
-    try {
-        const tk::CompletionInput kind = tk::completion_input(a.input);
-        if (kind == tk::CompletionInput::Scalar3) {
-            auto image = tk::read_scalar_volume(a.input);
-            tk::MaskImage3::Pointer mask;
-            if (!a.mask.empty()) {
-                mask = tk::read_mask(a.mask);
-                tk::same_grid(image.GetPointer(), a.input, mask.GetPointer(), a.mask);
-            }
-            if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
-            tk::write_scalar_volume(complete<Image3>(a, image, mask), out.set.get(), out.idx);
-        } else if (kind == tk::CompletionInput::Scalar4) {
-            // a 4-D image keeps its whole 4-D geometry (the volumes' spacing on the 4th axis)
-            auto image = tk::read_scalar_image4(a.input);
-            itk::Image<unsigned char, 4>::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
-            tk::write_scalar_image4(complete<Image4>(a, image, mask), out.set.get(), out.idx);
-        } else {
-            auto vectors = tk::read_vector_volume(a.input);  // a vector volume (NRRD, e.g. a DWI series)
-            auto image = tk::to_4d(vectors);
-            itk::Image<unsigned char, 4>::Pointer mask;
-            if (!a.mask.empty()) mask = tk::mask_4d(image, a.input, a.mask);
-            if (!tk_cli_resolve_backend(prog, a.backend, a.device, TK_BACKEND_OMP, a.quiet, &a.backend)) return TK_EXIT_FAILURE;
-            tk::copy_back(complete<Image4>(a, image, mask), vectors);  // the input's grid and layout, the completed values
-            tk::write_vector_volume(vectors, out.set.get(), out.idx);
-        }
-        if (tk_outset_commit(out.set.get()) != 0) return TK_EXIT_FAILURE;  // it said why
-    } catch (...) {
-        // what() of std::bad_alloc is just "std::bad_alloc": say which work, and what to do
-        return tk::report_failure(prog, a.input, tk::volume_out_of_memory(a.mask.empty()));
-    }
-    return 0;
+    return tk::run_completion(prog, a, tk::volume_out_of_memory(a.mask.empty()),
+                              [](tk::CompletionInput) { return true; },  // nothing to settle before reading
+                              [&a](auto *image, auto *mask) { return complete(a, image, mask); });
 }
