@@ -48,6 +48,18 @@ extern const tk_option tk_complete_options[TK_COMPLETE_OPTION_COUNT];
      .options = tk_complete_options, .count = TK_COMPLETE_OPTION_COUNT, .base = offsetof(TYPE, member)},       \
     TK_STANDARD_GROUP(TYPE, member.std)
 
+/* The fields every completion command's tk_command shares (its own are .usage and
+ * .description): tool ("tk-tucker"), the options of the epilog's example of the order 3D
+ * Slicer writes (options before the word complete), and the command's groups and module. */
+#define TK_COMPLETE_COMMAND(tool, slicer_order_options, groups_, slicer_)                                      \
+    .prog = tool, .subcommand = "complete",                                                                     \
+    .epilog = "--threads: the filter runs on all cores; --device picks the GPU that --backend auto checks.\n"   \
+              "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"              \
+              "  " tool " " slicer_order_options " complete IN_IMAGE OUT_IMAGE\n",                              \
+    .groups = groups_, .count = TK_OPT_COUNT(groups_), .xml = &slicer_,                                         \
+    .max_positional = 8, /* complete_args.cxx names a stray operand */                                         \
+    .positional_hint = "give IN_IMAGE and OUT_IMAGE once"
+
 void tk_complete_values_init(tk_complete_values *v);
 
 #ifdef __cplusplus

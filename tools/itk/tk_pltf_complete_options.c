@@ -58,19 +58,15 @@ static const tk_option_group groups[] = {
     TK_COMPLETE_GROUPS(tk_pltf_complete_values, common),
 };
 
-static const tk_xml_module slicer = {
-    .category = "Diffusion.TensorKernels",
-    .title = "Non-negative Tensor Completion (TensorKernels)",
-    .description = "Non-negative low-rank completion: fits a PARAFAC, Tucker or any PLTF model with KL, Euclidean or "
-                   "Itakura-Saito multiplicative updates to the observed voxels of a 3-D or 4-D image and fills the "
-                   "unobserved ones (dropped slices, frames or volumes), on the CPU or CUDA.",
-    .contributor = "TensorKernels developers",
-    .acknowledgements = "Probabilistic Latent Tensor Factorization after Yilmaz and Cemgil.",
-};
+static const tk_xml_module slicer = TK_XML_TOOL_MODULE(
+    "Diffusion", "Non-negative Tensor Completion",
+    "Non-negative low-rank completion: fits a PARAFAC, Tucker or any PLTF model with KL, Euclidean or "
+    "Itakura-Saito multiplicative updates to the observed voxels of a 3-D or 4-D image and fills the "
+    "unobserved ones (dropped slices, frames or volumes), on the CPU or CUDA.",
+    "Probabilistic Latent Tensor Factorization after Yilmaz and Cemgil.");
 
 const tk_command tk_pltf_complete_command = {
-    .prog = "tk-pltf",
-    .subcommand = "complete",
+    TK_COMPLETE_COMMAND("tk-pltf", "--mask MASK --rank 6", groups, slicer),
     .usage = "tk-pltf complete IN_IMAGE OUT_IMAGE [--model MODEL] [--mask MASK] [options]",
     .description =
         "Non-negative low-rank completion of an image (itk::NonnegativeTensorFactorizationImageFilter):\n"
@@ -80,14 +76,6 @@ const tk_command tk_pltf_complete_command = {
         "IN_IMAGE: a 3-D scalar volume, a 4-D image (4-D NIfTI, NRRD, MHA) or a vector volume\n"
         "(NRRD, e.g. a DWI series or PET frames as components, taken as the 4th axis).\n"
         "OUT_IMAGE: the reconstruction with the input's geometry and layout, in float.\n",
-    .epilog = "--threads: the filter runs on all cores; --device picks the GPU that --backend auto checks.\n"
-              "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
-              "  tk-pltf --mask MASK --rank 6 complete IN_IMAGE OUT_IMAGE\n",
-    .groups = groups,
-    .count = TK_OPT_COUNT(groups),
-    .xml = &slicer,
-    .max_positional = 8, /* complete_args.cxx names a stray operand */
-    .positional_hint = "give IN_IMAGE and OUT_IMAGE once",
 };
 
 void tk_pltf_complete_values_init(tk_pltf_complete_values *v)

@@ -56,18 +56,14 @@ static const tk_option_group groups[] = {
     TK_COMPLETE_GROUPS(tk_tucker_complete_values, common),
 };
 
-static const tk_xml_module slicer = {
-    .category = "Diffusion.TensorKernels",
-    .title = "Tucker Completion (TensorKernels)",
-    .description = "Tensor completion: fills the unobserved voxels of a 3-D or 4-D image (dropped slices or volumes) "
-                   "from a low-rank sparse FastTucker model fitted by SGD to the observed ones, on the CPU or CUDA.",
-    .contributor = "TensorKernels developers",
-    .acknowledgements = "FastTucker model and SGD updates after cuFasterTucker.",
-};
+static const tk_xml_module slicer = TK_XML_TOOL_MODULE(
+    "Diffusion", "Tucker Completion",
+    "Tensor completion: fills the unobserved voxels of a 3-D or 4-D image (dropped slices or volumes) "
+    "from a low-rank sparse FastTucker model fitted by SGD to the observed ones, on the CPU or CUDA.",
+    "FastTucker model and SGD updates after cuFasterTucker.");
 
 const tk_command tk_tucker_complete_command = {
-    .prog = "tk-tucker",
-    .subcommand = "complete",
+    TK_COMPLETE_COMMAND("tk-tucker", "--mask MASK --iters 100", groups, slicer),
     .usage = "tk-tucker complete IN_IMAGE OUT_IMAGE [--mask MASK] [options]",
     .description =
         "Tensor completion of an image (itk::TuckerCompletionImageFilter): a low-rank FastTucker\n"
@@ -78,14 +74,6 @@ const tk_command tk_tucker_complete_command = {
         "with the image's volumes.  No mask: a low-rank approximation of the whole image.\n"
         "A voxel row no observation reaches (a whole slice dropped from every volume) cannot be\n"
         "recovered by a low-rank model: drop slices per volume (a 4-D mask).\n",
-    .epilog = "--threads: the filter runs on all cores; --device picks the GPU that --backend auto checks.\n"
-              "With the options before the word complete, as 3D Slicer calls it, the same runs:\n"
-              "  tk-tucker --mask MASK --iters 100 complete IN_IMAGE OUT_IMAGE\n",
-    .groups = groups,
-    .count = TK_OPT_COUNT(groups),
-    .xml = &slicer,
-    .max_positional = 8, /* complete_args.cxx names a stray operand */
-    .positional_hint = "give IN_IMAGE and OUT_IMAGE once",
 };
 
 void tk_tucker_complete_values_init(tk_tucker_complete_values *v)
