@@ -66,14 +66,11 @@ static const tk_option_group groups[] = {
     TK_STANDARD_GROUP(eig_args, std),
 };
 
-static const tk_xml_module slicer = {
-    .category = "Utilities.TensorKernels",
-    .title = "Batched Eigenvalues (TensorKernels)",
-    .description = "Eigenvalues (and optionally right eigenvectors) of every small nonsymmetric matrix of a batch: "
-                   "balancing, Householder Hessenberg reduction and implicit double-shift QR, on the CPU or CUDA.",
-    .contributor = "TensorKernels developers",
-    .acknowledgements = "Batched Hessenberg QR after the seed paper on GPU eigenvalues of many small matrices.",
-};
+static const tk_xml_module slicer = TK_XML_TOOL_MODULE(
+    "Utilities", "Batched Eigenvalues",
+    "Eigenvalues (and optionally right eigenvectors) of every small nonsymmetric matrix of a batch: "
+    "balancing, Householder Hessenberg reduction and implicit double-shift QR, on the CPU or CUDA.",
+    "Batched Hessenberg QR after the seed paper on GPU eigenvalues of many small matrices.");
 
 static const tk_command command = {
     .prog = "tk-eig",

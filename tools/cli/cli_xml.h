@@ -68,6 +68,14 @@ typedef struct tk_xml_module {
     size_t count;
 } tk_xml_module;
 
+/* A TensorKernels tool's module: its menu area ("Diffusion": Slicer lists it under
+ * Diffusion > TensorKernels), its title (shown as "TITLE (TensorKernels)"), description and
+ * acknowledgements; the contributor is the project's, as are the version, documentation and
+ * license (filled in when printed). */
+#define TK_XML_TOOL_MODULE(area, title_, description_, acknowledgements_)                                       \
+    {.category = area ".TensorKernels", .title = title_ " (TensorKernels)", .description = description_,       \
+     .contributor = "TensorKernels developers", .acknowledgements = acknowledgements_}
+
 /* Checks the table (names, flags, indices, constraints: a mistake is a bug of the tool,
  * reported on stderr and returned as 0) and prints the XML to f; 1 on success. */
 int tk_xml_print(FILE *f, const tk_xml_module *m);

@@ -130,14 +130,11 @@ static const tk_option_group groups[] = {
     TK_STANDARD_GROUP(tk_fibers_values, std),
 };
 
-static const tk_xml_module slicer = {
-    .category = "Diffusion.TensorKernels",
-    .title = "Fiber Directions (TensorKernels)",
-    .description = "Fiber directions: the local maxima of each voxel's spherical-harmonic fiber ODF, found through "
-                   "its equivalent symmetric tensor by SS-HOPM on the CPU or CUDA, in MRtrix3 sh2peaks' layout.",
-    .contributor = "TensorKernels developers",
-    .acknowledgements = "SS-HOPM after Kolda and Mayo; SH bases after MRtrix3 and DIPY.",
-};
+static const tk_xml_module slicer = TK_XML_TOOL_MODULE(
+    "Diffusion", "Fiber Directions",
+    "Fiber directions: the local maxima of each voxel's spherical-harmonic fiber ODF, found through "
+    "its equivalent symmetric tensor by SS-HOPM on the CPU or CUDA, in MRtrix3 sh2peaks' layout.",
+    "SS-HOPM after Kolda and Mayo; SH bases after MRtrix3 and DIPY.");
 
 const tk_command tk_fibers_command = {
     .prog = "tk-fibers",
