@@ -1,5 +1,5 @@
-// Run a command-line tool, capturing its exit code, stdout and stderr; the scratch folders
-// and file counts the command-line tests share.
+// Run a command-line tool, capturing its exit code, stdout and stderr; the scratch folders,
+// whole-file reads and writes and file counts the command-line and file-format tests share.
 #pragma once
 
 #include <dirent.h>
@@ -26,6 +26,12 @@ inline std::string slurp(const std::string &path)
     std::stringstream s;
     s << f.rdbuf();
     return s.str();
+}
+
+// Replaces path with exactly these bytes (NUL bytes too).
+inline void write_file(const std::string &path, const std::string &bytes)
+{
+    std::ofstream(path, std::ios::binary) << bytes;
 }
 
 inline RunResult run_tool(const std::string &command, const std::string &scratch)

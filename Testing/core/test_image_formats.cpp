@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mif_io.h"
+#include "mif_test_util.h"
 #include "nifti_header.h"
 #include "tk_cli_runner.h"
 #include "tk_message_style.h"
@@ -23,29 +24,12 @@ using namespace tk_test;
 
 namespace {
 
-void write_file(const std::string &path, const std::string &bytes)
-{
-    std::ofstream(path, std::ios::binary) << bytes;
-}
-
 template <typename T> std::string raw(T v, bool big)
 {
     std::string b(sizeof v, '\0');
     std::memcpy(&b[0], &v, sizeof v);
     if (big) b.assign(b.rbegin(), b.rend());
     return b;
-}
-
-// A .mif with the header lines given (between "mrtrix image" and "file"/"END") and data,
-// embedded at a 4-aligned offset.
-std::string mif(const std::string &lines, const std::string &data)
-{
-    std::string head = "mrtrix image\n" + lines;
-    size_t offset = head.size() + 24;
-    offset += (4 - offset % 4) % 4;
-    head += "file: . " + std::to_string(offset) + "\nEND\n";
-    head.resize(offset, '\0');
-    return head + data;
 }
 
 // The value at index (i, j, k) of the test images.
@@ -104,7 +88,8 @@ TEST(MifIo, ReadsEveryLayout)
                     data += raw(value(idx[0], idx[1], idx[2]), false);
                 }
         const std::string path = dir + "/image.mif";
-        write_file(path, mif(std::string("dim: 3,2,4\nvox: 1,1,1\nlayout: ") + l.text + "\ndatatype: Float32LE\n", data));
+        write_file(path, mif_file(std::string("dim: 3,2,4\nvox: 1,1,1\nlayout: ") + l.text +
+                                  "\ndatatype: Float32LE\n", data));
         Read r = read_mif(path);
         ASSERT_TRUE(r.ok) << l.text << ": " << r.error;
         ASSERT_EQ(r.data.size(), 24u);
@@ -122,9 +107,9 @@ TEST(MifIo, ReadsEveryDatatypeWithScaling)
     const int n = 24;
     auto check = [&](const std::string &type, const std::string &data, double offset, double scale,
                      auto expected) {
-        write_file(path, mif("dim: 3,2,4\nvox: 2,2,2\nlayout: +0,+1,+2\ndatatype: " + type + "\nscaling: " +
-                                 std::to_string(offset) + "," + std::to_string(scale) + "\n",
-                             data));
+        write_file(path, mif_file("dim: 3,2,4\nvox: 2,2,2\nlayout: +0,+1,+2\ndatatype: " + type + "\nscaling: " +
+                                      std::to_string(offset) + "," + std::to_string(scale) + "\n",
+                                  data));
         Read r = read_mif(path);
         ASSERT_TRUE(r.ok) << type << ": " << r.error;
         for (int v = 0; v < n; ++v) EXPECT_FLOAT_EQ(r.data[v], offset + scale * expected(v)) << type << " value " << v;
@@ -162,16 +147,16 @@ TEST(MifIo, GeometryAsMRtrix3MeansIt)
     const std::string data(24 * 4, '\0');
     tk_mif_header h;
     // no transform: axis-aligned, centred on the origin
-    write_file(dir + "/a.mif", mif("dim: 3,2,4\nvox: 2,3,4\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data));
+    write_file(dir + "/a.mif", mif_file("dim: 3,2,4\nvox: 2,3,4\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data));
     ASSERT_TRUE(tk_mif_read_header((dir + "/a.mif").c_str(), &h)) << tk_last_error();
     EXPECT_DOUBLE_EQ(h.transform[0][3], -2.0);
     EXPECT_DOUBLE_EQ(h.transform[1][3], -1.5);
     EXPECT_DOUBLE_EQ(h.transform[2][3], -6.0);
     EXPECT_DOUBLE_EQ(h.transform[0][0], 1.0);
     // columns not of unit length: normalised, the voxel sizes scaled to match (MRtrix3's sanitise)
-    write_file(dir + "/b.mif", mif("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n"
-                                   "transform: 0,2,0,5\ntransform: -2,0,0,6\ntransform: 0,0,3,7\n# a comment\n",
-                                   data));
+    write_file(dir + "/b.mif", mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n"
+                                        "transform: 0,2,0,5\ntransform: -2,0,0,6\ntransform: 0,0,3,7\n# a comment\n",
+                                        data));
     ASSERT_TRUE(tk_mif_read_header((dir + "/b.mif").c_str(), &h)) << tk_last_error();
     EXPECT_DOUBLE_EQ(h.vox[0], 2.0);
     EXPECT_DOUBLE_EQ(h.vox[2], 3.0);
@@ -188,7 +173,8 @@ TEST(MifIo, GeometryAsMRtrix3MeansIt)
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.data[23], 23.0f);
     // .mif.gz: the whole file compressed
-    const std::string whole = mif("dim: 3,2,4\nvox: 1,1,1\nlayout: -0,+1,+2\ndatatype: Float32LE\n", values.substr(8));
+    const std::string whole = mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: -0,+1,+2\ndatatype: Float32LE\n",
+                                       values.substr(8));
     gzFile g = gzopen((dir + "/d.mif.gz").c_str(), "wb");
     gzwrite(g, whole.data(), static_cast<unsigned>(whole.size()));
     gzclose(g);
@@ -216,38 +202,38 @@ TEST(MifIo, RefusesMalformedFilesClearly)
         {huge_header, "no END line in the first 16 MiB"},
         {"mrtrix image\n" + ok + "file: . 100\n" + std::string(2u << 20, 'y') + "\nEND\n", "longer than 1 MiB"},
         {std::string("mrtrix image\ndim: 3,2\0,4\n", 25) + "END\n", "binary data before the END line"},
-        {mif("vox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "no 'dim' entry"},
-        {mif("dim: 3,0,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "not a list of sizes of 1 or more"},
-        {mif("dim: 3,-2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "not a list of sizes"},
-        {mif("dim: 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1\nvox: 1,1,1\nlayout: +0\ndatatype: Float32LE\n", data),
+        {mif_file("vox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "no 'dim' entry"},
+        {mif_file("dim: 3,0,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "not a list of sizes of 1 or more"},
+        {mif_file("dim: 3,-2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "not a list of sizes"},
+        {mif_file("dim: 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1\nvox: 1,1,1\nlayout: +0\ndatatype: Float32LE\n", data),
          "more than 16 axes"},
-        {mif("dim: 3,2,4\ndim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "two 'dim' entries"},
-        {mif("dim: 3,2,4\nvox: 1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "vox has 2 values for 3 axes"},
-        {mif("dim: 3,2,4\nvox: 1,-1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "spatial axis 1"},
-        {mif("dim: 3,2,4\nvox: 1,nan,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "spatial axis 1"},
-        {mif("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1\ndatatype: Float32LE\n", data), "layout has 2 entries for 3 axes"},
-        {mif("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+1\ndatatype: Float32LE\n", data), "rank 1 is given to two axes"},
-        {mif("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+5\ndatatype: Float32LE\n", data), "outside 0..2"},
-        {mif("dim: 3,2,4\nvox: 1,1,1\nlayout: 0,1,x\ndatatype: Float32LE\n", data), "signed axis ranks"},
-        {mif("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float16\n", data), "datatype 'Float16' is none of"},
-        {mif("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: CFloat32\n", data), "complex data"},
-        {mif(ok + "transform: 1,0,0,0\ntransform: 0,1,0,0\n", data), "'transform' needs 3 rows"},
-        {mif(ok + "transform: 1,0,0\n", data), "not a row of 4 numbers"},
-        {mif(ok + "transform: 1,0,0,inf\n", data), "4 finite numbers"},
-        {mif(ok + "transform: 1,0,0,0\ntransform: 0,1,0,0\ntransform: 0,0,1,0\ntransform: 0,0,1,0\n", data),
+        {mif_file("dim: 3,2,4\ndim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "two 'dim' entries"},
+        {mif_file("dim: 3,2,4\nvox: 1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "vox has 2 values for 3 axes"},
+        {mif_file("dim: 3,2,4\nvox: 1,-1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "spatial axis 1"},
+        {mif_file("dim: 3,2,4\nvox: 1,nan,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data), "spatial axis 1"},
+        {mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1\ndatatype: Float32LE\n", data), "layout has 2 entries for 3 axes"},
+        {mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+1\ndatatype: Float32LE\n", data), "rank 1 is given to two axes"},
+        {mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+5\ndatatype: Float32LE\n", data), "outside 0..2"},
+        {mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: 0,1,x\ndatatype: Float32LE\n", data), "signed axis ranks"},
+        {mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float16\n", data), "datatype 'Float16' is none of"},
+        {mif_file("dim: 3,2,4\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: CFloat32\n", data), "complex data"},
+        {mif_file(ok + "transform: 1,0,0,0\ntransform: 0,1,0,0\n", data), "'transform' needs 3 rows"},
+        {mif_file(ok + "transform: 1,0,0\n", data), "not a row of 4 numbers"},
+        {mif_file(ok + "transform: 1,0,0,inf\n", data), "4 finite numbers"},
+        {mif_file(ok + "transform: 1,0,0,0\ntransform: 0,1,0,0\ntransform: 0,0,1,0\ntransform: 0,0,1,0\n", data),
          "a 4th may only be 0,0,0,1"},
-        {mif(ok + "transform: 0,0,0,0\ntransform: 0,1,0,0\ntransform: 0,0,1,0\n", data), "column 0 is zero"},
-        {mif(ok + "scaling: 2\n", data), "'offset,scale'"},
-        {mif(ok + "this line has no colon\n", data), "no 'key: value' entry"},
-        {mif(ok + ": 3\n", data), "no key before its ':'"},
-        {mif(ok + "dim:\n", data), "'dim:' has no value"},
-        {mif(ok + "file: other.dat\n", data), "several files"},
+        {mif_file(ok + "transform: 0,0,0,0\ntransform: 0,1,0,0\ntransform: 0,0,1,0\n", data), "column 0 is zero"},
+        {mif_file(ok + "scaling: 2\n", data), "'offset,scale'"},
+        {mif_file(ok + "this line has no colon\n", data), "no 'key: value' entry"},
+        {mif_file(ok + ": 3\n", data), "no key before its ':'"},
+        {mif_file(ok + "dim:\n", data), "'dim:' has no value"},
+        {mif_file(ok + "file: other.dat\n", data), "several files"},
         {"mrtrix image\n" + ok + "file: . 10\nEND\n" + data, "lies inside the header"},
         {"mrtrix image\n" + ok + "file: . 1x\nEND\n" + data, "not a whole number of bytes"},
         {"mrtrix image\n" + ok + "file:  \nEND\n" + data, "'file:' has no value"},
-        {mif(ok, data.substr(0, 50)), "truncated: the header claims 96 bytes of data"},
-        {mif(ok, data + "junk"), "4 bytes after the data that the header does not account for"},
-        {mif("dim: 4294967296,4294967296,4294967296\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data),
+        {mif_file(ok, data.substr(0, 50)), "truncated: the header claims 96 bytes of data"},
+        {mif_file(ok, data + "junk"), "4 bytes after the data that the header does not account for"},
+        {mif_file("dim: 4294967296,4294967296,4294967296\nvox: 1,1,1\nlayout: +0,+1,+2\ndatatype: Float32LE\n", data),
          "overflows"},
         {"mrtrix image\n" + ok + "file: missing.dat\n", "cannot open its data file"},
     };
@@ -268,7 +254,7 @@ TEST(MifIo, RefusesMalformedFilesClearly)
     EXPECT_NE(r.error.find("cannot open: No such file or directory"), std::string::npos) << r.error;
     std::string noise(96, '\0');  // data that does not compress: the cut falls in it
     for (size_t i = 0, x = 12345; i < noise.size(); ++i) x = x * 1103515245 + 12345, noise[i] = static_cast<char>(x >> 16);
-    const std::string whole = mif(ok, noise);
+    const std::string whole = mif_file(ok, noise);
     gzFile g = gzopen((dir + "/cut.mif.gz").c_str(), "wb");
     gzwrite(g, whole.data(), static_cast<unsigned>(whole.size()));
     gzclose(g);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "image_probe.h"
+#include "mif_test_util.h"
 #include "tk_cli_runner.h"
 #include "tk_message_style.h"
 #include "tk_status.h"
@@ -30,11 +31,6 @@
 using namespace tk_test;
 
 namespace {
-
-void write_file(const std::string &path, const std::string &bytes)
-{
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 template <typename T> void put(std::string &b, size_t at, T v) { std::memcpy(&b[at], &v, sizeof v); }
 
@@ -124,18 +120,6 @@ std::string hex(const std::string &bytes)
     std::string t;
     for (unsigned char c : bytes) t += std::string(1, digits[c >> 4]) + digits[c & 15];
     return t;
-}
-
-// An MRtrix3 .mif: "mrtrix image", the lines given, "file: . OFFSET", "END", the data at
-// OFFSET (the header padded with NUL bytes to a multiple of 4, as MRtrix3 pads).
-std::string mif_file(const std::string &lines, const std::string &data)
-{
-    std::string head = "mrtrix image\n" + lines;
-    size_t offset = head.size() + 24;
-    offset += (4 - offset % 4) % 4;
-    head += "file: . " + std::to_string(offset) + "\nEND\n";
-    head.resize(offset, '\0');
-    return head + data;
 }
 
 struct Layout {

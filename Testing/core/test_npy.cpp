@@ -3,27 +3,16 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <vector>
 
+#include "tk_cli_runner.h"
 #include "tk_npy.h"
 
+using namespace tk_test;
+
 namespace {
-
-std::string temp_dir()
-{
-    char tmpl[] = "/tmp/tk_npy_XXXXXX";
-    return mkdtemp(tmpl);
-}
-
-void write_bytes(const std::string &path, const std::string &bytes)
-{
-    std::ofstream f(path, std::ios::binary);
-    f.write(bytes.data(), (std::streamsize)bytes.size());
-}
 
 // A file made by hand, as numpy writes it: magic, version, length, dict, padding, data.
 std::string npy_bytes(int major, const std::string &dict, const std::string &data)
@@ -48,7 +37,7 @@ std::string doubles(std::vector<double> v) { return std::string((const char *)v.
 
 TEST(Npy, RoundTripsEveryDtype)
 {
-    auto dir = temp_dir();
+    auto dir = make_temp_dir("tk_npy");
     const size_t shape[3] = {2, 3, 4};
     for (tk_npy_dtype d : {TK_NPY_FLOAT32, TK_NPY_FLOAT64, TK_NPY_COMPLEX64, TK_NPY_COMPLEX128, TK_NPY_INT8,
                            TK_NPY_UINT8, TK_NPY_INT32, TK_NPY_INT64}) {
@@ -71,8 +60,7 @@ TEST(Npy, RoundTripsEveryDtype)
     size_t one = 5;
     std::string path = dir + "/b.npy";
     ASSERT_EQ(tk_npy_write(path.c_str(), TK_NPY_FLOAT64, 1, &one, five), TK_OK);
-    std::ifstream f(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string text = slurp(path);
     EXPECT_NE(text.find("'shape': (5,)"), std::string::npos);
     EXPECT_EQ(text.size() % 64, (5 * 8) % 64);  // data starts on a 64-byte boundary
     ASSERT_EQ(tk_npy_write(path.c_str(), TK_NPY_FLOAT64, 0, nullptr, five), TK_OK);
@@ -85,10 +73,10 @@ TEST(Npy, RoundTripsEveryDtype)
 
 TEST(Npy, ReadsVersions2And3AndBigEndian)
 {
-    auto dir = temp_dir();
+    auto dir = make_temp_dir("tk_npy");
     for (int major : {1, 2, 3}) {
         std::string path = dir + "/v.npy";
-        write_bytes(path, npy_bytes(major, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", doubles({1.5, -2})));
+        write_file(path, npy_bytes(major, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", doubles({1.5, -2})));
         tk_npy_array a;
         ASSERT_EQ(tk_npy_read(path.c_str(), &a), TK_OK) << tk_last_error();
         EXPECT_EQ(((double *)a.data)[1], -2.0);
@@ -96,7 +84,7 @@ TEST(Npy, ReadsVersions2And3AndBigEndian)
     }
     const std::string be("\x3f\xf8\0\0\0\0\0\0", 8);  // 1.5 as a big-endian double
     std::string path = dir + "/be.npy";
-    write_bytes(path, npy_bytes(1, "{\"descr\": \">f8\", \"fortran_order\": False, \"shape\": (1, )}", be));
+    write_file(path, npy_bytes(1, "{\"descr\": \">f8\", \"fortran_order\": False, \"shape\": (1, )}", be));
     tk_npy_array a;
     ASSERT_EQ(tk_npy_read(path.c_str(), &a), TK_OK) << tk_last_error();
     EXPECT_EQ(((double *)a.data)[0], 1.5);
@@ -105,7 +93,7 @@ TEST(Npy, ReadsVersions2And3AndBigEndian)
 
 TEST(Npy, MalformedFilesFailWithTheFileNamed)
 {
-    auto dir = temp_dir();
+    auto dir = make_temp_dir("tk_npy");
     struct Case {
         const char *name;
         std::string bytes;
@@ -133,7 +121,7 @@ TEST(Npy, MalformedFilesFailWithTheFileNamed)
     };
     for (const auto &c : cases) {
         std::string path = dir + "/" + c.name + ".npy";
-        write_bytes(path, c.bytes);
+        write_file(path, c.bytes);
         tk_npy_array a;
         EXPECT_NE(tk_npy_read(path.c_str(), &a), TK_OK) << c.name;
         EXPECT_NE(std::string(tk_last_error()).find(path), std::string::npos) << c.name << ": " << tk_last_error();
@@ -149,7 +137,7 @@ TEST(Npy, MalformedFilesFailWithTheFileNamed)
 
 TEST(Npy, EveryTruncationOfAGoodFileIsRejected)
 {
-    auto dir = temp_dir();
+    auto dir = make_temp_dir("tk_npy");
     std::string bytes = npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }", std::string(24, '\1'));
     for (size_t cut = 0; cut < bytes.size(); ++cut) {
         tk_npy_array a;
@@ -162,7 +150,7 @@ TEST(Npy, EveryTruncationOfAGoodFileIsRejected)
 
 TEST(Npy, FailedWriteLeavesNothingBehind)
 {
-    auto dir = temp_dir();
+    auto dir = make_temp_dir("tk_npy");
     double v = 1;
     size_t one = 1;
     std::string path = dir + "/missing/sub/out.npy";

@@ -17,38 +17,23 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <string>
 #include <vector>
 
+#include "tk_cli_runner.h"
 #include "tk_npy.h"
 #include "tk_output_set.h"
 #include "tk_status.h"
 
 namespace {
 
-std::string temp_dir()
-{
-    char tmpl[] = "/tmp/tk_outset_XXXXXX";
-    return mkdtemp(tmpl);
-}
+using tk_test::slurp;
+using tk_test::write_file;
 
-void put(const std::string &path, const std::string &bytes)
-{
-    std::ofstream f(path, std::ios::binary);
-    f << bytes;
-}
+std::string temp_dir() { return tk_test::make_temp_dir("tk_outset"); }
 
-std::string get(const std::string &path)
-{
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
+// Whether path names anything, a dangling link too (lstat: links are not followed).
 bool exists(const std::string &path)
 {
     struct stat st;
@@ -82,29 +67,42 @@ struct Set {
     ~Set() { tk_outset_free(s); }
 };
 
+// A folder d holding one earlier file, and a set whose outputs --a (d/a.txt) and --b
+// (d/b.txt) are registered and written, not committed yet.
+struct TwoOutputs {
+    const std::string d = temp_dir();
+    Set set;
+    int a = -1, b = -1;
+
+    void write(const std::string &earlier, const std::string &earlier_bytes, const std::string &new_a,
+               const std::string &new_b)
+    {
+        write_file(d + "/" + earlier, earlier_bytes);
+        a = tk_outset_add(set.s, "--a", (d + "/a.txt").c_str(), nullptr);
+        b = tk_outset_add(set.s, "--b", (d + "/b.txt").c_str(), nullptr);
+        ASSERT_GE(a, 0) << tk_last_error();
+        ASSERT_GE(b, 0) << tk_last_error();
+        write_output(set.s, a, 0, new_a);
+        write_output(set.s, b, 0, new_b);
+    }
+};
+
 TEST(OutputSet, CommitPutsEveryOutputInPlaceAndLeavesNoTemporary)
 {
-    const std::string d = temp_dir();
-    put(d + "/b.txt", "old b");
-    Set set;
-    const int a = tk_outset_add(set.s, "--a", (d + "/a.txt").c_str(), nullptr);
-    const int b = tk_outset_add(set.s, "--b", (d + "/b.txt").c_str(), nullptr);
-    ASSERT_GE(a, 0);
-    ASSERT_GE(b, 0);
-    write_output(set.s, a, 0, "new a");
-    write_output(set.s, b, 0, "new b");
-    EXPECT_EQ(get(d + "/b.txt"), "old b");  // nothing in place before the commit
-    EXPECT_FALSE(exists(d + "/a.txt"));
-    ASSERT_EQ(tk_outset_commit(set.s), 0) << tk_last_error();
-    EXPECT_EQ(get(d + "/a.txt"), "new a");
-    EXPECT_EQ(get(d + "/b.txt"), "new b");
-    EXPECT_EQ(names(d), (std::vector<std::string>{"a.txt", "b.txt"}));
+    TwoOutputs t;
+    ASSERT_NO_FATAL_FAILURE(t.write("b.txt", "old b", "new a", "new b"));
+    EXPECT_EQ(slurp(t.d + "/b.txt"), "old b");  // nothing in place before the commit
+    EXPECT_FALSE(exists(t.d + "/a.txt"));
+    ASSERT_EQ(tk_outset_commit(t.set.s), 0) << tk_last_error();
+    EXPECT_EQ(slurp(t.d + "/a.txt"), "new a");
+    EXPECT_EQ(slurp(t.d + "/b.txt"), "new b");
+    EXPECT_EQ(names(t.d), (std::vector<std::string>{"a.txt", "b.txt"}));
 }
 
 TEST(OutputSet, AnOldFileIsRemovedOnCommitOnly)
 {
     const std::string d = temp_dir();
-    put(d + "/old4.npy", "from an earlier, larger set");
+    write_file(d + "/old4.npy", "from an earlier, larger set");
     {
         Set set;
         ASSERT_GE(tk_outset_remove_on_commit(set.s, (d + "/old4.npy").c_str()), 0);
@@ -120,19 +118,14 @@ TEST(OutputSet, AnOldFileIsRemovedOnCommitOnly)
 
 TEST(OutputSet, AFailedOutputLeavesNoneOfTheCallsOutputsAndTheOldFiles)
 {
-    const std::string d = temp_dir();
-    put(d + "/a.txt", "old a");
-    Set set;
-    const int a = tk_outset_add(set.s, "--a", (d + "/a.txt").c_str(), nullptr);
-    const int b = tk_outset_add(set.s, "--b", (d + "/b.txt").c_str(), nullptr);
-    write_output(set.s, a, 0, "new a");
-    write_output(set.s, b, 0, "short");
-    tk_outset_expect_size(set.s, b, 0, 100);  // a writer that lost bytes without saying so
-    EXPECT_EQ(tk_outset_commit(set.s), 1);
+    TwoOutputs t;
+    ASSERT_NO_FATAL_FAILURE(t.write("a.txt", "old a", "new a", "short"));
+    tk_outset_expect_size(t.set.s, t.b, 0, 100);  // a writer that lost bytes without saying so
+    EXPECT_EQ(tk_outset_commit(t.set.s), 1);
     EXPECT_NE(std::string(tk_last_error()).find("only 5 of 100 bytes"), std::string::npos) << tk_last_error();
     EXPECT_NE(std::string(tk_last_error()).find("b.txt"), std::string::npos) << tk_last_error();
-    EXPECT_EQ(get(d + "/a.txt"), "old a");
-    EXPECT_EQ(names(d), (std::vector<std::string>{"a.txt"}));
+    EXPECT_EQ(slurp(t.d + "/a.txt"), "old a");
+    EXPECT_EQ(names(t.d), (std::vector<std::string>{"a.txt"}));
 }
 
 TEST(OutputSet, AMissingCompanionFileIsAnError)
@@ -155,7 +148,7 @@ TEST(OutputSet, AMissingCompanionFileIsAnError)
 TEST(OutputSet, OutputsThatAreInputsAreRefusedByPathAndByInode)
 {
     const std::string d = temp_dir();
-    put(d + "/in.npy", "input");
+    write_file(d + "/in.npy", "input");
     ASSERT_EQ(link((d + "/in.npy").c_str(), (d + "/hard.npy").c_str()), 0);
     ASSERT_EQ(symlink("in.npy", (d + "/soft.npy").c_str()), 0);
     ASSERT_EQ(mkdir((d + "/sub").c_str(), 0777), 0);
@@ -167,7 +160,7 @@ TEST(OutputSet, OutputsThatAreInputsAreRefusedByPathAndByInode)
         EXPECT_EQ(tk_outset_add(set.s, "--out", out.c_str(), nullptr), -2) << out;
         EXPECT_NE(std::string(tk_last_error()).find("refusing to overwrite an input"), std::string::npos) << out;
     }
-    EXPECT_EQ(get(d + "/in.npy"), "input");
+    EXPECT_EQ(slurp(d + "/in.npy"), "input");
     EXPECT_EQ(names(d), (std::vector<std::string>{"hard.npy", "here", "in.npy", "soft.npy", "sub"}));
 }
 
@@ -184,7 +177,7 @@ TEST(OutputSet, TwoOutputsOnOneFileAndOutputsInsideAnInputFolderAreRefused)
     }
     {
         Set set;  // two names of one existing file: a hard link and a symbolic link
-        put(d + "/old.npy", "x");
+        write_file(d + "/old.npy", "x");
         ASSERT_EQ(link((d + "/old.npy").c_str(), (d + "/hard.npy").c_str()), 0);
         ASSERT_EQ(symlink("old.npy", (d + "/soft.npy").c_str()), 0);
         ASSERT_GE(tk_outset_add(set.s, "OUTPUT", (d + "/old.npy").c_str(), nullptr), 0);
@@ -206,7 +199,7 @@ TEST(OutputSet, TwoOutputsOnOneFileAndOutputsInsideAnInputFolderAreRefused)
         EXPECT_NE(std::string(tk_last_error()).find("inside the input folder"), std::string::npos) << out;
     }
     EXPECT_EQ(names(d + "/model"), std::vector<std::string>{});
-    EXPECT_EQ(get(d + "/old.npy"), "x");
+    EXPECT_EQ(slurp(d + "/old.npy"), "x");
 }
 
 TEST(OutputSet, PathProblemsAreReportedBeforeAnyWork)
@@ -227,11 +220,11 @@ TEST(OutputSet, AFolderIsSwappedInWholeKeepingTheUsersFilesAndALink)
 {
     const std::string d = temp_dir();
     ASSERT_EQ(mkdir((d + "/model").c_str(), 0777), 0);
-    put(d + "/model/A1.npy", "old A1");
-    put(d + "/model/A4.npy", "old A4");  // ours, from a model of higher order: goes
-    put(d + "/model/notes.txt", "the user's");
+    write_file(d + "/model/A1.npy", "old A1");
+    write_file(d + "/model/A4.npy", "old A4");  // ours, from a model of higher order: goes
+    write_file(d + "/model/notes.txt", "the user's");
     ASSERT_EQ(mkdir((d + "/model/plots").c_str(), 0777), 0);
-    put(d + "/model/plots/p.png", "picture");
+    write_file(d + "/model/plots/p.png", "picture");
     ASSERT_EQ(symlink("model", (d + "/link").c_str()), 0);
     struct stat before;
     ASSERT_EQ(stat((d + "/model/notes.txt").c_str(), &before), 0);
@@ -246,12 +239,12 @@ TEST(OutputSet, AFolderIsSwappedInWholeKeepingTheUsersFilesAndALink)
     char target[256] = {0};
     ASSERT_GT(readlink((d + "/link").c_str(), target, sizeof target - 1), 0);
     EXPECT_STREQ(target, "model");  // the link stays a link
-    EXPECT_EQ(get(d + "/model/A1.npy"), "new A1");
+    EXPECT_EQ(slurp(d + "/model/A1.npy"), "new A1");
     EXPECT_EQ(names(d + "/model"), (std::vector<std::string>{"A1.npy", "manifest.txt", "notes.txt", "plots"}));
     struct stat after;
     ASSERT_EQ(stat((d + "/model/notes.txt").c_str(), &after), 0);
     EXPECT_EQ(after.st_ino, before.st_ino);  // the same file, not a copy
-    EXPECT_EQ(get(d + "/model/plots/p.png"), "picture");
+    EXPECT_EQ(slurp(d + "/model/plots/p.png"), "picture");
     EXPECT_EQ(names(d), (std::vector<std::string>{"link", "model"}));
 }
 
@@ -319,10 +312,10 @@ struct Earlier {
     std::string d = temp_dir();
     Earlier()
     {
-        put(d + "/a.txt", "old a");
-        put(d + "/b.mhd", "old header");
-        put(d + "/b.raw", "old data");
-        put(d + "/target.txt", "the link's target");
+        write_file(d + "/a.txt", "old a");
+        write_file(d + "/b.mhd", "old header");
+        write_file(d + "/b.raw", "old data");
+        write_file(d + "/target.txt", "the link's target");
         EXPECT_EQ(symlink("target.txt", (d + "/l.txt").c_str()), 0);
     }
     // Registers and writes the new outputs into set.
@@ -347,13 +340,13 @@ struct Earlier {
     // Every output as before the call, and nothing else in the folder.
     void expect_unchanged(const std::string &why) const
     {
-        EXPECT_EQ(get(d + "/a.txt"), "old a") << why;
-        EXPECT_EQ(get(d + "/b.mhd"), "old header") << why;
-        EXPECT_EQ(get(d + "/b.raw"), "old data") << why;
+        EXPECT_EQ(slurp(d + "/a.txt"), "old a") << why;
+        EXPECT_EQ(slurp(d + "/b.mhd"), "old header") << why;
+        EXPECT_EQ(slurp(d + "/b.raw"), "old data") << why;
         char target[64] = {0};
         EXPECT_GT(readlink((d + "/l.txt").c_str(), target, sizeof target - 1), 0) << why << ": l.txt is no link";
         EXPECT_STREQ(target, "target.txt") << why;
-        EXPECT_EQ(get(d + "/target.txt"), "the link's target") << why;
+        EXPECT_EQ(slurp(d + "/target.txt"), "the link's target") << why;
         EXPECT_EQ(names(d), (std::vector<std::string>{"a.txt", "b.mhd", "b.raw", "l.txt", "target.txt"})) << why;
     }
 };
@@ -389,15 +382,15 @@ TEST(OutputSet, WithoutAFailureTheCommitReplacesEveryOutputAndNoLinkTarget)
             Fault f("", no_exchange);
             ASSERT_EQ(tk_outset_commit(set.s), 0) << err();
         }
-        EXPECT_EQ(get(e.d + "/a.txt"), "new a");
-        EXPECT_EQ(get(e.d + "/b.mhd"), "new header");
-        EXPECT_EQ(get(e.d + "/b.raw"), "new data");
-        EXPECT_EQ(get(e.d + "/c.txt"), "new c");
+        EXPECT_EQ(slurp(e.d + "/a.txt"), "new a");
+        EXPECT_EQ(slurp(e.d + "/b.mhd"), "new header");
+        EXPECT_EQ(slurp(e.d + "/b.raw"), "new data");
+        EXPECT_EQ(slurp(e.d + "/c.txt"), "new c");
         struct stat st;
         ASSERT_EQ(lstat((e.d + "/l.txt").c_str(), &st), 0);
         EXPECT_TRUE(S_ISREG(st.st_mode));  // the link replaced, not followed
-        EXPECT_EQ(get(e.d + "/l.txt"), "new l");
-        EXPECT_EQ(get(e.d + "/target.txt"), "the link's target");
+        EXPECT_EQ(slurp(e.d + "/l.txt"), "new l");
+        EXPECT_EQ(slurp(e.d + "/target.txt"), "the link's target");
         EXPECT_EQ(names(e.d), (std::vector<std::string>{"a.txt", "b.mhd", "b.raw", "c.txt", "l.txt", "target.txt"}));
     }
 }
@@ -408,12 +401,12 @@ TEST(OutputSet, AFolderInTheWayAtCommitTimeIsLeftAloneAndTheOtherOutputsPutBack)
     Set set;
     e.write_new(set.s);
     ASSERT_EQ(mkdir((e.d + "/c.txt").c_str(), 0777), 0);  // made after the checks of tk_outset_add
-    put(e.d + "/c.txt/inside", "someone's");
+    write_file(e.d + "/c.txt/inside", "someone's");
     EXPECT_EQ(tk_outset_commit(set.s), 1);
     EXPECT_NE(err().find("c.txt: cannot move the new file into place: a folder of that name is in the way; no output "
                          "of this call was changed (the files already there are as they were); remove what is in the "
                          "way, or choose another output path, and run again"), std::string::npos) << err();
-    EXPECT_EQ(get(e.d + "/c.txt/inside"), "someone's");
+    EXPECT_EQ(slurp(e.d + "/c.txt/inside"), "someone's");
     ASSERT_EQ(rmdir((e.d + "/c.txt").c_str()) != 0 && unlink((e.d + "/c.txt/inside").c_str()) == 0 &&
                   rmdir((e.d + "/c.txt").c_str()) == 0, true);
     e.expect_unchanged("folder in the way");
@@ -427,14 +420,14 @@ struct Model {
     {
         if (!exists) return;
         EXPECT_EQ(mkdir((d + "/model").c_str(), 0777), 0);
-        put(d + "/model/A1.npy", "old A1");
-        put(d + "/model/A4.npy", "old A4");
-        put(d + "/model/manifest.txt", "old manifest");
-        put(d + "/model/notes.txt", "the user's");
+        write_file(d + "/model/A1.npy", "old A1");
+        write_file(d + "/model/A4.npy", "old A4");
+        write_file(d + "/model/manifest.txt", "old manifest");
+        write_file(d + "/model/notes.txt", "the user's");
         EXPECT_EQ(mkdir((d + "/model/plots").c_str(), 0777), 0);
-        put(d + "/model/plots/p.png", "picture");
+        write_file(d + "/model/plots/p.png", "picture");
         EXPECT_EQ(stat((d + "/model/notes.txt").c_str(), &notes_before), 0);
-        put(d + "/out.tns", "old out");
+        write_file(d + "/out.tns", "old out");
     }
     void write_new(tk_outset *set) const
     {
@@ -453,15 +446,15 @@ struct Model {
     {
         EXPECT_EQ(names(d + "/model"),
                   (std::vector<std::string>{"A1.npy", "A4.npy", "manifest.txt", "notes.txt", "plots"})) << why;
-        EXPECT_EQ(get(d + "/model/A1.npy"), "old A1") << why;
-        EXPECT_EQ(get(d + "/model/A4.npy"), "old A4") << why;
-        EXPECT_EQ(get(d + "/model/manifest.txt"), "old manifest") << why;
-        EXPECT_EQ(get(d + "/model/plots/p.png"), "picture") << why;
+        EXPECT_EQ(slurp(d + "/model/A1.npy"), "old A1") << why;
+        EXPECT_EQ(slurp(d + "/model/A4.npy"), "old A4") << why;
+        EXPECT_EQ(slurp(d + "/model/manifest.txt"), "old manifest") << why;
+        EXPECT_EQ(slurp(d + "/model/plots/p.png"), "picture") << why;
         struct stat after;
         ASSERT_EQ(stat((d + "/model/notes.txt").c_str(), &after), 0) << why;
         EXPECT_EQ(after.st_ino, notes_before.st_ino) << why;
         EXPECT_EQ(after.st_nlink, 1u) << why;  // no second name left in a temporary
-        EXPECT_EQ(get(d + "/out.tns"), "old out") << why;
+        EXPECT_EQ(slurp(d + "/out.tns"), "old out") << why;
         EXPECT_EQ(names(d), (std::vector<std::string>{"model", "out.tns"})) << why;
     }
 };
@@ -497,8 +490,8 @@ TEST(OutputSet, FilesOfAFolderOutputArePutBackOrRemovedWithTheFolder)
         const std::string d = temp_dir();
         if (exists) {
             ASSERT_EQ(mkdir((d + "/fit").c_str(), 0777), 0);
-            put(d + "/fit/ia.npy", "old ia");
-            put(d + "/fit/xhat.npy", "old xhat");
+            write_file(d + "/fit/ia.npy", "old ia");
+            write_file(d + "/fit/xhat.npy", "old xhat");
         }
         Set set;
         const int a = tk_outset_add_in_folder(set.s, "--out", (d + "/fit").c_str(), "ia.npy");
@@ -515,8 +508,8 @@ TEST(OutputSet, FilesOfAFolderOutputArePutBackOrRemovedWithTheFolder)
         if (exists) {
             EXPECT_EQ(names(d), std::vector<std::string>{"fit"});
             EXPECT_EQ(names(d + "/fit"), (std::vector<std::string>{"ia.npy", "xhat.npy"}));
-            EXPECT_EQ(get(d + "/fit/ia.npy"), "old ia");
-            EXPECT_EQ(get(d + "/fit/xhat.npy"), "old xhat");
+            EXPECT_EQ(slurp(d + "/fit/ia.npy"), "old ia");
+            EXPECT_EQ(slurp(d + "/fit/xhat.npy"), "old xhat");
         } else {
             EXPECT_TRUE(names(d).empty());  // the folder made by the commit goes too
         }
@@ -575,7 +568,7 @@ TEST(OutputSet, AFolderSwapKilledBeforeTheNextOutputIsUndoneByTheNextRun)
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    EXPECT_EQ(get(m.d + "/model/A1.npy"), "new A1");  // swapped in when the process died
+    EXPECT_EQ(slurp(m.d + "/model/A1.npy"), "new A1");  // swapped in when the process died
     EXPECT_EQ(tk_outset_remove_stale(m.d.c_str()), 2);
     m.expect_unchanged("killed after the swap");
 }
@@ -585,18 +578,18 @@ TEST(OutputSet, AnOutputChangedAfterAKilledCommitKeepsTheChangeAndThePreviousFil
     Earlier e;
     const int status = commit_in_child(e, "c.txt!");  // a.txt, b and l.txt were in place
     ASSERT_TRUE(WIFSIGNALED(status));
-    put(e.d + "/a.txt.edit", "the user's own a");
+    write_file(e.d + "/a.txt.edit", "the user's own a");
     ASSERT_EQ(rename((e.d + "/a.txt.edit").c_str(), (e.d + "/a.txt").c_str()), 0);  // a new file at a.txt
     EXPECT_EQ(tk_outset_remove_stale(e.d.c_str()), 3);  // a.txt's temporary stays
-    EXPECT_EQ(get(e.d + "/a.txt"), "the user's own a");
-    EXPECT_EQ(get(e.d + "/b.mhd"), "old header");
-    EXPECT_EQ(get(e.d + "/b.raw"), "old data");
+    EXPECT_EQ(slurp(e.d + "/a.txt"), "the user's own a");
+    EXPECT_EQ(slurp(e.d + "/b.mhd"), "old header");
+    EXPECT_EQ(slurp(e.d + "/b.raw"), "old data");
     EXPECT_FALSE(exists(e.d + "/c.txt"));
     const std::string t = temporary_of(e.d);
     ASSERT_FALSE(t.empty());
-    EXPECT_EQ(get(e.d + "/" + t + "/new/a.txt"), "old a");  // the previous file, kept
+    EXPECT_EQ(slurp(e.d + "/" + t + "/new/a.txt"), "old a");  // the previous file, kept
     EXPECT_EQ(tk_outset_remove_stale(e.d.c_str()), 0);      // and kept by later runs too
-    EXPECT_EQ(get(e.d + "/" + t + "/new/a.txt"), "old a");
+    EXPECT_EQ(slurp(e.d + "/" + t + "/new/a.txt"), "old a");
 }
 
 TEST(OutputSet, AnUndoThatFailsKeepsThePreviousFileSaysWhereAndTheNextRunPutsItBack)
@@ -613,15 +606,15 @@ TEST(OutputSet, AnUndoThatFailsKeepsThePreviousFileSaysWhereAndTheNextRunPutsItB
         ASSERT_FALSE(t.empty());
         EXPECT_NE(err().find(e.d + "/a.txt: cannot put the previous file back; its previous version is kept as " +
                              e.d + "/" + t + "/new/a.txt: move it back by hand"), std::string::npos) << err();
-        EXPECT_EQ(get(e.d + "/" + t + "/new/a.txt"), "old a");
-        EXPECT_EQ(get(e.d + "/a.txt"), "new a");
-        EXPECT_EQ(get(e.d + "/b.mhd"), "old header");  // the others are back
+        EXPECT_EQ(slurp(e.d + "/" + t + "/new/a.txt"), "old a");
+        EXPECT_EQ(slurp(e.d + "/a.txt"), "new a");
+        EXPECT_EQ(slurp(e.d + "/b.mhd"), "old header");  // the others are back
         EXPECT_FALSE(exists(e.d + "/c.txt"));
         EXPECT_EQ(tk_outset_remove_stale(e.d.c_str()), 0);  // its process runs: not stale
     }
     Earlier e;  // the same in a process that then ends: the next run puts a.txt back
     EXPECT_TRUE(WIFEXITED(commit_in_child(e, "c.txt,a.txt@2")));
-    EXPECT_EQ(get(e.d + "/a.txt"), "new a");
+    EXPECT_EQ(slurp(e.d + "/a.txt"), "new a");
     EXPECT_EQ(tk_outset_remove_stale(e.d.c_str()), 1);
     e.expect_unchanged("undo finished by the next run");
 }
@@ -683,29 +676,37 @@ TEST(OutputSet, ASignalOnAnotherThreadDuringTheCommitWaitsForIt)
     int status = 0;
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
-    EXPECT_EQ(get(e.d + "/a.txt"), "new a");
-    EXPECT_EQ(get(e.d + "/b.mhd"), "new header");
-    EXPECT_EQ(get(e.d + "/b.raw"), "new data");
-    EXPECT_EQ(get(e.d + "/c.txt"), "new c");
-    EXPECT_EQ(get(e.d + "/l.txt"), "new l");
+    EXPECT_EQ(slurp(e.d + "/a.txt"), "new a");
+    EXPECT_EQ(slurp(e.d + "/b.mhd"), "new header");
+    EXPECT_EQ(slurp(e.d + "/b.raw"), "new data");
+    EXPECT_EQ(slurp(e.d + "/c.txt"), "new c");
+    EXPECT_EQ(slurp(e.d + "/l.txt"), "new l");
     EXPECT_EQ(names(e.d), (std::vector<std::string>{"a.txt", "b.mhd", "b.raw", "c.txt", "l.txt", "target.txt"}));
     close(p[0]);
     close(p[1]);
 }
 
-// A child that registers an output, writes part of it, tells the parent, and waits.
-pid_t child_with_temporary(const std::string &d, int ready_fd)
+// A child that registers an output in d, writes part of it, tells the parent through a pipe,
+// and waits for a signal; *pid is the child's once its temporary is there.
+void start_child_with_temporary(const std::string &d, pid_t *pid)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    *pid = fork();
+    if (*pid == 0) {
         tk_outset *s = tk_outset_new("child");
         int idx = tk_outset_add(s, "--out", (d + "/out.npy").c_str(), nullptr);
         int fd = idx >= 0 ? tk_outset_open(s, idx, 0) : -1;
         if (fd >= 0) (void)!write(fd, "partial", 7);
-        (void)!write(ready_fd, "r", 1);
+        (void)!write(p[1], "r", 1);
         for (;;) pause();
     }
-    return pid;
+    char c;
+    const bool ready = *pid > 0 && read(p[0], &c, 1) == 1;
+    close(p[0]);
+    close(p[1]);
+    ASSERT_GT(*pid, 0);
+    ASSERT_TRUE(ready) << "the child never said its temporary was there";
 }
 
 bool has_temporary(const std::string &d)
@@ -719,34 +720,22 @@ TEST(OutputSet, SigtermAndSigintRemoveTheTemporariesAndStillEndTheProcess)
 {
     for (int sig : {SIGTERM, SIGINT}) {
         const std::string d = temp_dir();
-        int p[2];
-        ASSERT_EQ(pipe(p), 0);
-        pid_t pid = child_with_temporary(d, p[1]);
-        ASSERT_GT(pid, 0);
-        char c;
-        ASSERT_EQ(read(p[0], &c, 1), 1);
+        pid_t pid = -1;
+        ASSERT_NO_FATAL_FAILURE(start_child_with_temporary(d, &pid));
         EXPECT_TRUE(has_temporary(d));  // the child's temporary exists while it runs
         kill(pid, sig);
         int status = 0;
         waitpid(pid, &status, 0);
         EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "signal " << sig;
         EXPECT_TRUE(names(d).empty()) << "signal " << sig;
-        close(p[0]);
-        close(p[1]);
     }
 }
 
 TEST(OutputSet, ATemporaryOfAKilledRunIsRemovedByTheNextRunOnly)
 {
     const std::string d = temp_dir();
-    int p[2];
-    ASSERT_EQ(pipe(p), 0);
-    pid_t pid = child_with_temporary(d, p[1]);
-    ASSERT_GT(pid, 0);
-    char c;
-    ASSERT_EQ(read(p[0], &c, 1), 1);
-    close(p[0]);
-    close(p[1]);
+    pid_t pid = -1;
+    ASSERT_NO_FATAL_FAILURE(start_child_with_temporary(d, &pid));
     // a running writer's temporary is not stale
     EXPECT_EQ(tk_outset_remove_stale(d.c_str()), 0);
     EXPECT_TRUE(has_temporary(d));
@@ -755,7 +744,7 @@ TEST(OutputSet, ATemporaryOfAKilledRunIsRemovedByTheNextRunOnly)
     EXPECT_TRUE(has_temporary(d));
     // a look-alike of a live process (init, pid 1) and a user's file of a similar name stay
     ASSERT_EQ(mkdir((d + "/.tk-tmp-1-abcdef").c_str(), 0700), 0);
-    put(d + "/.tk-tmp-notes", "mine");
+    write_file(d + "/.tk-tmp-notes", "mine");
     Set set;  // the next run writing to the folder
     ASSERT_GE(tk_outset_add(set.s, "--out", (d + "/other.npy").c_str(), nullptr), 0);
     tk_outset_abort(set.s);
