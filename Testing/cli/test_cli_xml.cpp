@@ -62,27 +62,25 @@ TEST(CliXml, PrintsTheDocumentSlicerReads)
     std::string xml = print({image("input", 0, TK_XML_INPUT), out, mask, num, choice, flag});
     ASSERT_FALSE(xml.empty());
     EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<executable>\n", 0), 0u) << xml;
-    EXPECT_NE(xml.find("<category>Diffusion.TensorKernels</category>\n  <title>Test &lt;tool&gt;</title>\n"
-                       "  <description>Says &quot;hi&quot; &amp; more</description>\n  <version>"),
-              std::string::npos) << xml;
-    EXPECT_NE(xml.find("<parameters>\n    <label>IO</label>\n    <description>Inputs &amp; outputs</description>"),
-              std::string::npos) << xml;
-    EXPECT_NE(xml.find("<image type=\"scalar\" fileExtensions=\".nrrd,.nii.gz\">\n      <name>output</name>\n"
-                       "      <label>Image</label>\n      <description>an image</description>\n"
-                       "      <index>1</index>\n      <channel>output</channel>\n    </image>"),
-              std::string::npos) << xml;
-    EXPECT_NE(xml.find("<image type=\"label\">\n      <name>mask</name>\n      <label>Image</label>\n"
-                       "      <description>an image</description>\n      <longflag>--mask</longflag>\n"
-                       "      <channel>input</channel>\n    </image>"),
-              std::string::npos) << xml;
-    EXPECT_NE(xml.find("<flag>-n</flag>\n      <longflag>--num</longflag>\n      <default>3</default>\n"
-                       "      <constraints>\n        <minimum>1</minimum>\n        <maximum>64</maximum>\n"
-                       "        <step>1</step>\n      </constraints>\n    </integer>"),
-              std::string::npos) << xml;
-    EXPECT_NE(xml.find("<default>tournier</default>\n      <element>tournier</element>\n"
-                       "      <element>descoteaux</element>\n    </string-enumeration>"),
-              std::string::npos) << xml;
-    EXPECT_NE(xml.find("<boolean>\n      <name>legacy</name>"), std::string::npos) << xml;
+    // Each part verbatim: the header's escaping, then every kind of parameter.
+    const char *const parts[] = {
+        "<category>Diffusion.TensorKernels</category>\n  <title>Test &lt;tool&gt;</title>\n"
+        "  <description>Says &quot;hi&quot; &amp; more</description>\n  <version>",
+        "<parameters>\n    <label>IO</label>\n    <description>Inputs &amp; outputs</description>",
+        "<image type=\"scalar\" fileExtensions=\".nrrd,.nii.gz\">\n      <name>output</name>\n"
+        "      <label>Image</label>\n      <description>an image</description>\n"
+        "      <index>1</index>\n      <channel>output</channel>\n    </image>",
+        "<image type=\"label\">\n      <name>mask</name>\n      <label>Image</label>\n"
+        "      <description>an image</description>\n      <longflag>--mask</longflag>\n"
+        "      <channel>input</channel>\n    </image>",
+        "<flag>-n</flag>\n      <longflag>--num</longflag>\n      <default>3</default>\n"
+        "      <constraints>\n        <minimum>1</minimum>\n        <maximum>64</maximum>\n"
+        "        <step>1</step>\n      </constraints>\n    </integer>",
+        "<default>tournier</default>\n      <element>tournier</element>\n"
+        "      <element>descoteaux</element>\n    </string-enumeration>",
+        "<boolean>\n      <name>legacy</name>",
+    };
+    for (const char *part : parts) EXPECT_NE(xml.find(part), std::string::npos) << part << "\nnot in:\n" << xml;
     EXPECT_EQ(xml.substr(xml.size() - 30), "  </parameters>\n</executable>\n");
 }
 

@@ -13,6 +13,7 @@
 #include "pltf_test_util.h"
 #include "cli_npy.h"
 #include "tk_cli_runner.h"
+#include "tk_refusal_test_util.h"
 #include "tk_npy.h"
 #include "tk_pltf.h"
 
@@ -177,11 +178,7 @@ TEST(PltfCli, BadInputsFailClearlyAndLeaveNoOutput)
     write_npy(dir / "none.npy", TK_NPY_UINT8, {3, 4, 5}, none.data());
     { std::ofstream(dir / "afile") << "x"; }
     std::string in = " --input " + dir / "good.npy", base = " --model parafac --dims a=2";
-    struct Case {
-        std::string args, message;
-        int code;
-    };
-    std::vector<Case> cases = {
+    const std::vector<Refusal> cases = {
         {base + " --input " + dir / "neg.npy", "entry (1, 2, 3) = -2 is negative: the KL divergence needs X >= 0", 1},
         {base + " --divergence is --input " + dir / "zero.npy", "entry (0, 1, 2) = 0 is zero: the Itakura-Saito", 1},
         {base + " --divergence euclidean --input " + dir / "nan.npy", "entry (0, 0, 0) = nan is not finite", 1},
@@ -201,10 +198,7 @@ TEST(PltfCli, BadInputsFailClearlyAndLeaveNoOutput)
         {" --dims a=2" + in, "are required", 2},
     };
     for (const auto &c : cases) {
-        auto r = run_tool(exe + c.args + " --out " + dir / "out", dir.path);
-        EXPECT_EQ(r.signal, 0) << c.args;
-        EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
-        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+        auto r = expect_refused(exe + c.args + " --out " + dir / "out", c.message, c.code, dir.path);
         EXPECT_NE(r.err.find("tk-pltf: error: "), std::string::npos) << r.err;
         EXPECT_FALSE(exists(dir / "out")) << c.args;
     }

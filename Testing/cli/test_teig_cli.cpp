@@ -11,6 +11,7 @@
 
 #include "cli_npy.h"
 #include "tk_cli_runner.h"
+#include "tk_refusal_test_util.h"
 #include "tk_npy.h"
 #include "tk_sshopm.h"
 #include "tk_test_util.h"
@@ -121,11 +122,7 @@ TEST(TeigCli, BadInputsFailClearlyAndLeaveNoOutput)
     std::string good = slurp(dir / "good.npy");
     { std::ofstream(dir / "trunc.npy", std::ios::binary) << good.substr(0, good.size() - 9); }
     std::string in = " --order 4 --dim 3 --input ";
-    struct Case {
-        std::string args, message;
-        int code;
-    };
-    std::vector<Case> cases = {
+    const std::vector<Refusal> cases = {
         {in + dir / "nope.npy", "nope.npy: cannot open", 1},
         {in + dir.path, "is a directory", 1},
         {in + dir / "empty.npy", "empty file", 1},
@@ -144,10 +141,7 @@ TEST(TeigCli, BadInputsFailClearlyAndLeaveNoOutput)
         {" --order 5 --dim 3 --impl unrolled --input " + dir / "shape.npy", "no unrolled kernel for order 5", 2},
     };
     for (const auto &c : cases) {
-        auto r = run_tool(exe + c.args + " --output " + dir / "out.csv", dir.path);
-        EXPECT_EQ(r.signal, 0) << c.args;
-        EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
-        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+        auto r = expect_refused(exe + c.args + " --output " + dir / "out.csv", c.message, c.code, dir.path);
         EXPECT_NE(r.err.find("tk-teig: error: "), std::string::npos) << r.err;
         EXPECT_FALSE(exists(dir / "out.csv")) << c.args;
     }
