@@ -15,6 +15,7 @@
 #include "cli_npy.h"
 #include "tk_cli_runner.h"
 #include "tk_npy.h"
+#include "tk_refusal_test_util.h"
 
 using namespace tk_test;
 using namespace tk_eig_test;
@@ -34,23 +35,13 @@ struct Npy {
     std::vector<size_t> shape() const { return std::vector<size_t>(a.shape, a.shape + a.ndim); }
 };
 
-std::vector<double> batch(int n, int count, uint64_t seed)
-{
-    std::vector<double> out;
-    for (int b = 0; b < count; ++b) {
-        auto m = random_matrix(n, seed + (uint64_t)b);
-        out.insert(out.end(), m.begin(), m.end());
-    }
-    return out;
-}
-
 }  // namespace
 
 TEST(EigCli, DoubleInputGivesTheCoresValuesAndVerifiedVectors)
 {
     Dir dir;
     const int n = 7, count = 40;
-    auto in = batch(n, count, 11);
+    auto in = random_batch(n, count, 11);
     write_npy(dir / "a.npy", TK_NPY_FLOAT64, {(size_t)count, (size_t)n, (size_t)n}, in.data());
     auto r = run_tool(exe + " " + dir / "a.npy" + " " + dir / "w.npy --vectors " + dir / "v.npy --status " +
                           dir / "s.npy --backend cpu",
@@ -83,7 +74,7 @@ TEST(EigCli, PrecisionsLeadingAxesAndBackends)
 {
     Dir dir;
     const int n = 5;
-    auto in = batch(n, 6, 21);
+    auto in = random_batch(n, 6, 21);
     std::vector<float> inf(in.begin(), in.end());
     write_npy(dir / "f.npy", TK_NPY_FLOAT32, {2, 3, (size_t)n, (size_t)n}, inf.data());
     write_npy(dir / "d.npy", TK_NPY_FLOAT64, {2, 3, (size_t)n, (size_t)n}, in.data());
@@ -134,7 +125,7 @@ TEST(EigCli, NonFiniteMatricesAreMarkedNotFatal)
 {
     Dir dir;
     const int n = 4;
-    auto in = batch(n, 5, 31);
+    auto in = random_batch(n, 5, 31);
     in[2 * 16 + 5] = NAN;
     in[4 * 16] = INFINITY;
     write_npy(dir / "a.npy", TK_NPY_FLOAT64, {5, 4, 4}, in.data());
@@ -154,7 +145,7 @@ TEST(EigCli, NonFiniteMatricesAreMarkedNotFatal)
 TEST(EigCli, BadInputsFailClearlyAndLeaveNoOutput)
 {
     Dir dir;
-    auto in = batch(3, 2, 41);
+    auto in = random_batch(3, 2, 41);
     write_npy(dir / "good.npy", TK_NPY_FLOAT64, {2, 3, 3}, in.data());
     write_npy(dir / "rect.npy", TK_NPY_FLOAT64, {2, 3, 1, 3}, in.data());
     write_npy(dir / "flat.npy", TK_NPY_FLOAT64, {18}, in.data());
@@ -167,11 +158,7 @@ TEST(EigCli, BadInputsFailClearlyAndLeaveNoOutput)
     { std::ofstream(dir / "trunc.npy", std::ios::binary) << good.substr(0, good.size() - 9); }
     { std::ofstream(dir / "junk.npy", std::ios::binary) << "this is not a numpy file at all"; }
     const std::string out = " " + dir / "out.npy";
-    struct Case {
-        std::string args, message;
-        int code;
-    };
-    std::vector<Case> cases = {
+    const std::vector<Refusal> cases = {
         {dir / "nope.npy" + out, "nope.npy: cannot open", 1},
         {dir / "empty.npy" + out, "empty file", 1},
         {dir / "trunc.npy" + out, "truncated", 1},
@@ -189,10 +176,7 @@ TEST(EigCli, BadInputsFailClearlyAndLeaveNoOutput)
         {dir / "good.npy", "INPUT.npy and OUTPUT.npy are required", 2},
     };
     for (const auto &c : cases) {
-        auto r = run_tool(exe + " " + c.args, dir.path);
-        EXPECT_EQ(r.signal, 0) << c.args;
-        EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
-        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+        auto r = expect_refused(exe + " " + c.args, c.message, c.code, dir.path);
         EXPECT_NE(r.err.find("tk-eig: error: "), std::string::npos) << r.err;
         EXPECT_FALSE(exists(dir / "out.npy")) << c.args;
     }

@@ -28,6 +28,32 @@ inline std::vector<double> random_matrix(int n, uint64_t seed, double scale = 1)
     return a;
 }
 
+// count matrices of order n made by make(n, seed), make(n, seed + 1), ..., one after another.
+inline std::vector<double> batch_of(int n, int count, uint64_t seed, std::vector<double> (*make)(int, uint64_t))
+{
+    std::vector<double> out;
+    for (int b = 0; b < count; ++b) {
+        auto a = make(n, seed + (uint64_t)b);
+        out.insert(out.end(), a.begin(), a.end());
+    }
+    return out;
+}
+
+// count random_matrix(n, ...) matrices, seeds seed, seed + 1, ...
+inline std::vector<double> random_batch(int n, int count, uint64_t seed)
+{
+    return batch_of(n, count, seed, [](int order, uint64_t s) { return random_matrix(order, s); });
+}
+
+// tk_eig_options_init's defaults for order n, on backend b.
+inline tk_eig_options eig_options(int n, tk_backend b)
+{
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    o.backend = b;
+    return o;
+}
+
 inline std::vector<double> symmetric_matrix(int n, uint64_t seed)
 {
     auto a = random_matrix(n, seed);

@@ -93,9 +93,7 @@ template <typename R>
 void expect_matches_lapack(const std::vector<double> &batch, int n, const char *what, tk_backend backend = TK_BACKEND_CPU,
                            bool check_vectors = true, int balance = 1)
 {
-    tk_eig_options o;
-    tk_eig_options_init(&o, n);
-    o.backend = backend;
+    tk_eig_options o = eig_options(n, backend);
     o.balance = balance;
     Solved<R> got;
     ASSERT_EQ(solve<R>(o, batch, got, check_vectors), TK_OK) << tk_last_error();
@@ -111,24 +109,12 @@ void expect_matches_lapack(const std::vector<double> &batch, int n, const char *
     expect_values_match_lapack(alone, batch, n, std::string(what) + " values only,");
 }
 
-std::vector<double> batch_of(int n, int count, uint64_t seed, std::vector<double> (*make)(int, uint64_t))
-{
-    std::vector<double> out;
-    for (int b = 0; b < count; ++b) {
-        auto a = make(n, seed + (uint64_t)b);
-        out.insert(out.end(), a.begin(), a.end());
-    }
-    return out;
-}
-
-std::vector<double> random_default(int n, uint64_t seed) { return random_matrix(n, seed); }
-
 }  // namespace
 
 TEST(Eig, RandomDoubleEveryOrderTo64)
 {
     for (int n = 1; n <= 64; ++n) {
-        expect_matches_lapack<double>(batch_of(n, n <= 16 ? 6 : 2, 100 + (uint64_t)n, random_default), n, "random");
+        expect_matches_lapack<double>(random_batch(n, n <= 16 ? 6 : 2, 100 + (uint64_t)n), n, "random");
         if (HasFatalFailure()) return;
     }
 }
@@ -136,7 +122,7 @@ TEST(Eig, RandomDoubleEveryOrderTo64)
 TEST(Eig, RandomSingleAgainstSgeev)
 {
     for (int n : {1, 2, 3, 4, 5, 7, 10, 16, 25, 32, 48, 64}) {
-        expect_matches_lapack<float>(batch_of(n, 4, 200 + (uint64_t)n, random_default), n, "random float");
+        expect_matches_lapack<float>(random_batch(n, 4, 200 + (uint64_t)n), n, "random float");
         if (HasFatalFailure()) return;
     }
 }
@@ -323,7 +309,7 @@ TEST(Eig, BalancingRescuesABadlyScaledMatrixAndCanBeSwitchedOff)
 TEST(Eig, FailedCountCoversTheWholeBatch)
 {
     const int n = 3, count = 1003;
-    auto batch = batch_of(n, count, 4000, random_default);
+    auto batch = random_batch(n, count, 4000);
     const std::vector<size_t> bad = {0, 9, 10, 11, 512, 999, 1000, 1002};
     for (size_t b : bad) batch[b * 9 + 4] = NAN;
     tk_eig_options o;
@@ -343,13 +329,11 @@ TEST(Eig, FailedCountCoversTheWholeBatch)
 TEST(Eig, NonFiniteMatricesAreReportedPerMatrix)
 {
     const int n = 6;
-    auto batch = batch_of(n, 5, 1000, random_default);
+    auto batch = random_batch(n, 5, 1000);
     batch[2 * 36 + 7] = NAN;
     batch[3 * 36 + 35] = INFINITY;
     for (auto backend : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
-        tk_eig_options o;
-        tk_eig_options_init(&o, n);
-        o.backend = backend;
+        tk_eig_options o = eig_options(n, backend);
         Solved<double> got;
         size_t failed = 0;
         std::vector<double> in(batch);
@@ -372,7 +356,7 @@ TEST(Eig, NonFiniteMatricesAreReportedPerMatrix)
 TEST(Eig, IterationCapReportsNotConverged)
 {
     const int n = 12;
-    auto batch = batch_of(n, 3, 1100, random_default);
+    auto batch = random_batch(n, 3, 1100);
     std::vector<double> diag((size_t)n * n, 0.0);
     for (int i = 0; i < n; ++i) diag[(size_t)i * n + i] = i;
     batch.insert(batch.end(), diag.begin(), diag.end());  // converges with no iteration at all
@@ -392,7 +376,7 @@ TEST(Eig, IterationCapReportsNotConverged)
 TEST(Eig, OmpMatchesCpuBitForBit)
 {
     for (int n : {3, 17, 64}) {
-        auto batch = batch_of(n, 40, 1200, random_default);
+        auto batch = random_batch(n, 40, 1200);
         tk_eig_options o;
         tk_eig_options_init(&o, n);
         Solved<double> cpu, omp;
@@ -459,16 +443,10 @@ TEST(Eig, RejectsBadArguments)
 TEST(EigPlan, ReusedOverSeveralBatchesMatchesOneShotSolvesBitwise)
 {
     for (int n : {2, 5, 12}) {
-        std::vector<double> batch;
-        for (int b = 0; b < 40; ++b) {
-            auto a = random_matrix(n, 900 + (uint64_t)b);
-            batch.insert(batch.end(), a.begin(), a.end());
-        }
+        std::vector<double> batch = random_batch(n, 40, 900);
         batch[3 * (size_t)n * n] = NAN;  // a failure among them
         for (auto backend : {TK_BACKEND_CPU, TK_BACKEND_OMP}) {
-            tk_eig_options o;
-            tk_eig_options_init(&o, n);
-            o.backend = backend;
+            tk_eig_options o = eig_options(n, backend);
             expect_plan_matches_solve<double>(o, batch, 16);
             expect_plan_matches_solve<float>(o, batch, 0);
         }
@@ -524,9 +502,7 @@ TEST(Eig, LockstepGroupsMixPathsAndFailuresPerMatrix)
                 if (b == 10) a[nn / 2] = NAN;
                 batch.insert(batch.end(), a.begin(), a.end());
             }
-            tk_eig_options o;
-            tk_eig_options_init(&o, n);
-            o.backend = backend;
+            tk_eig_options o = eig_options(n, backend);
             Solved<double> group, alone;
             ASSERT_EQ(solve<double>(o, batch, group, false), TK_OK);
             ASSERT_EQ(solve<double>(o, batch, alone, true), TK_OK);  // with vectors: one matrix at a time

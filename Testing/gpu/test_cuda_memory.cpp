@@ -11,10 +11,12 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "concurrency_test_util.h"
+#include "eig_test_util.h"
 #include "tk_cuda_memory.h"
 #include "tk_pltf.h"
 
@@ -61,6 +63,53 @@ template <typename Input> Result unlimited(const Input &in, Result (*run)(const 
         if (word && r.error.find(word) == std::string::npos)
             return ::testing::AssertionFailure() << "the message lacks \"" << word << "\": " << r.error;
     return ::testing::AssertionSuccess();
+}
+
+// In the helpers below, "where" starts a failure's message: the input tried, then the limit.
+
+// Under each limit (MiB), run(in) gives full (the unlimited result) bit for bit and leaves no
+// device buffer behind.
+template <typename Input>
+void expect_chunked_equals_unlimited(const Input &in, Result (*run)(const Input &), const Result &full,
+                                     std::initializer_list<const char *> limits, const std::string &where)
+{
+    for (const char *mib : limits) {
+        MemoryLimit limit(mib);
+        EXPECT_TRUE(same_result(run(in), full)) << where << "limit " << mib << " MiB";
+        EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
+    }
+}
+
+// Under each limit (MiB), run(in) either gives full within tol or is a memory error (its
+// message naming `also` too, unless that is nullptr); no device buffer is left either way.
+// *ran and *refused count the two outcomes.
+template <typename Input>
+void expect_unlimited_result_or_memory_error(const Input &in, Result (*run)(const Input &), const Result &full, double tol,
+                                             std::initializer_list<const char *> limits, const char *also,
+                                             const std::string &where, int *ran, int *refused)
+{
+    for (const char *mib : limits) {
+        MemoryLimit limit(mib);
+        const Result r = run(in);
+        if (r.status == TK_OK) {
+            ++*ran;
+            EXPECT_TRUE(same_result(r, full, tol)) << where << "limit " << mib << " MiB";
+        } else {
+            ++*refused;
+            EXPECT_TRUE(memory_error(r, also)) << where << "limit " << mib << " MiB";
+        }
+        EXPECT_EQ(tk_cuda_memory_in_use(), 0u) << where << "limit " << mib << " MiB";
+    }
+}
+
+// With no GPU memory at all, run(in) is a memory error (its message naming `also` too,
+// unless that is nullptr) and leaves no device buffer behind.
+template <typename Input>
+void expect_no_room_is_a_memory_error(const Input &in, Result (*run)(const Input &), const char *also = nullptr)
+{
+    MemoryLimit limit("0");
+    EXPECT_TRUE(memory_error(run(in), also));
+    EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
 }
 
 } // namespace
@@ -118,20 +167,15 @@ TEST(CudaMemory, SshopmChunksUnderALimitBitForBit)
                     sshopm_input(TK_BACKEND_CUDA, TK_IMPL_GENERAL, true, 6000, 6)}) {
         const Result full = unlimited(in, sshopm_run);
         ASSERT_EQ(full.status, TK_OK) << full.error;
-        for (const char *mib : {"1", "3"}) {
-            MemoryLimit limit(mib);
-            EXPECT_TRUE(same_result(sshopm_run(in), full)) << "impl " << in.opts.impl << ", limit " << mib << " MiB";
-            EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
-        }
+        expect_chunked_equals_unlimited(in, sshopm_run, full, {"1", "3"}, "impl " + std::to_string(in.opts.impl) + ", ");
     }
 }
 
 TEST(CudaMemory, SshopmWithNoRoomIsAMemoryError)
 {
     TK_REQUIRE_GPU();
-    MemoryLimit limit("0");
-    EXPECT_TRUE(memory_error(sshopm_run(sshopm_input(TK_BACKEND_CUDA, TK_IMPL_UNROLLED, false, 100, 5)), "one tensor"));
-    EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
+    expect_no_room_is_a_memory_error(sshopm_input(TK_BACKEND_CUDA, TK_IMPL_UNROLLED, false, 100, 5), sshopm_run,
+                                     "one tensor");
 }
 
 TEST(CudaMemory, FibersChunksUnderALimitBitForBit)
@@ -141,20 +185,14 @@ TEST(CudaMemory, FibersChunksUnderALimitBitForBit)
     for (auto in : {fibers_input(TK_BACKEND_CUDA, 8, 3000, 5, true), fibers_input(TK_BACKEND_CUDA, 4, 5000, 6, false)}) {
         const Result full = unlimited(in, fibers_run);
         ASSERT_EQ(full.status, TK_OK) << full.error;
-        for (const char *mib : {"1", "2"}) {
-            MemoryLimit limit(mib);
-            EXPECT_TRUE(same_result(fibers_run(in), full)) << "lmax " << in.opts.lmax << ", limit " << mib << " MiB";
-            EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
-        }
+        expect_chunked_equals_unlimited(in, fibers_run, full, {"1", "2"}, "lmax " + std::to_string(in.opts.lmax) + ", ");
     }
 }
 
 TEST(CudaMemory, FibersWithNoRoomIsAMemoryError)
 {
     TK_REQUIRE_GPU();
-    MemoryLimit limit("0");
-    EXPECT_TRUE(memory_error(fibers_run(fibers_input(TK_BACKEND_CUDA, 8, 50, 5, false)), "plan"));
-    EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
+    expect_no_room_is_a_memory_error(fibers_input(TK_BACKEND_CUDA, 8, 50, 5, false), fibers_run, "plan");
 }
 
 TEST(CudaMemory, EigChunksUnderALimitBitForBit)
@@ -164,11 +202,7 @@ TEST(CudaMemory, EigChunksUnderALimitBitForBit)
     for (auto in : {eig_input(TK_BACKEND_CUDA, 8, true, true, 6000, 5), eig_input(TK_BACKEND_CUDA, 5, false, false, 20000, 6)}) {
         const Result full = unlimited(in, eig_run);
         ASSERT_EQ(full.status, TK_OK) << full.error;
-        for (const char *mib : {"1", "2"}) {
-            MemoryLimit limit(mib);
-            EXPECT_TRUE(same_result(eig_run(in), full)) << "n " << in.opts.n << ", limit " << mib << " MiB";
-            EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
-        }
+        expect_chunked_equals_unlimited(in, eig_run, full, {"1", "2"}, "n " + std::to_string(in.opts.n) + ", ");
         // a chunk the caller chose: kept where it fits, refused (not shrunk) where it does not
         MemoryLimit limit("1");
         auto fixed = in;
@@ -183,9 +217,7 @@ TEST(CudaMemory, EigChunksUnderALimitBitForBit)
 TEST(CudaMemory, EigWithNoRoomIsAMemoryError)
 {
     TK_REQUIRE_GPU();
-    MemoryLimit limit("0");
-    EXPECT_TRUE(memory_error(eig_run(eig_input(TK_BACKEND_CUDA, 6, true, false, 100, 5))));
-    EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
+    expect_no_room_is_a_memory_error(eig_input(TK_BACKEND_CUDA, 6, true, false, 100, 5), eig_run);
 }
 
 TEST(CudaMemory, EigChunkLargerThanTheDeviceIsAClearError)
@@ -211,9 +243,7 @@ TEST(CudaMemory, EigChunkLargerThanTheDeviceIsAClearError)
         if (status) munmap(status, count);
         GTEST_SKIP() << "SKIPPED: the host cannot reserve " << in_bytes << " bytes of address space";
     }
-    tk_eig_options o;
-    tk_eig_options_init(&o, n);
-    o.backend = TK_BACKEND_CUDA;
+    tk_eig_options o = tk_eig_test::eig_options(n, TK_BACKEND_CUDA);
     o.cuda_chunk = count;
     tk_eig_result out = {values, nullptr, (int8_t *)status};
     const tk_status s = tk_eig_solve(&o, count, a, &out, nullptr, nullptr);
@@ -236,18 +266,8 @@ TEST(CudaMemory, TuckerIsRefusedUpFrontOrMatchesTheUnlimitedRun)
     const Result full = unlimited(in, tucker_run);
     ASSERT_EQ(full.status, TK_OK) << full.error;
     int refused = 0, ran = 0;
-    for (const char *mib : {"0", "1", "2", "8"}) {
-        MemoryLimit limit(mib);
-        const Result r = tucker_run(in);
-        if (r.status == TK_OK) {
-            ++ran;
-            EXPECT_TRUE(same_result(r, full, 2e-3)) << "limit " << mib << " MiB";
-        } else {
-            ++refused;
-            EXPECT_TRUE(memory_error(r, "does not chunk")) << "limit " << mib << " MiB";
-        }
-        EXPECT_EQ(tk_cuda_memory_in_use(), 0u) << "limit " << mib << " MiB";
-    }
+    expect_unlimited_result_or_memory_error(in, tucker_run, full, 2e-3, {"0", "1", "2", "8"}, "does not chunk", "", &ran,
+                                            &refused);
     EXPECT_EQ(refused, 2);
     EXPECT_EQ(ran, 2);
 }
@@ -269,18 +289,8 @@ TEST(CudaMemory, PltfIsRefusedOrMatchesTheUnlimitedRun)
         const Result full = unlimited(c.in, pltf_run);
         ASSERT_EQ(full.status, TK_OK) << full.error;
         int refused = 0, ran = 0;
-        for (const char *mib : {"0", "1", "2", "3", "4", "6", "8", "32"}) {
-            MemoryLimit limit(mib);
-            const Result r = pltf_run(c.in);
-            if (r.status == TK_OK) {
-                ++ran;
-                EXPECT_TRUE(same_result(r, full, c.tol)) << c.in.model.text << ", limit " << mib << " MiB";
-            } else {
-                ++refused;
-                EXPECT_TRUE(memory_error(r)) << c.in.model.text << ", limit " << mib << " MiB";
-            }
-            EXPECT_EQ(tk_cuda_memory_in_use(), 0u) << c.in.model.text << ", limit " << mib << " MiB";
-        }
+        expect_unlimited_result_or_memory_error(c.in, pltf_run, full, c.tol, {"0", "1", "2", "3", "4", "6", "8", "32"},
+                                                nullptr, std::string(c.in.model.text) + ", ", &ran, &refused);
         EXPECT_GE(refused, 1) << c.in.model.text; // at 0 MiB at least
         EXPECT_GE(ran, 1) << c.in.model.text;
     }

@@ -24,16 +24,6 @@ namespace {
 
 constexpr double kC = 8;
 
-std::vector<double> random_batch(int n, int count, uint64_t seed)
-{
-    std::vector<double> out;
-    for (int b = 0; b < count; ++b) {
-        auto a = random_matrix(n, seed + (uint64_t)b);
-        out.insert(out.end(), a.begin(), a.end());
-    }
-    return out;
-}
-
 // CUDA against cpu: same status, eigenvalues within a loose multiple of the bound
 // (rounding differs: FMA contraction), eigenpair residuals at the backward-stable level.
 template <typename R>
@@ -116,9 +106,7 @@ TEST(EigCuda, EveryLanesPerMatrixChoice)
                 if (HasFatalFailure() || IsSkipped()) return;
             }
         }
-    tk_eig_options o;
-    tk_eig_options_init(&o, 4);
-    o.backend = TK_BACKEND_CUDA;
+    tk_eig_options o = eig_options(4, TK_BACKEND_CUDA);
     o.cuda_lanes = 3;
     Solved<double> r;
     EXPECT_EQ(solve<double>(o, random_batch(4, 2, 1), r, false), TK_ERR_ARGUMENT);
@@ -211,9 +199,7 @@ TEST(EigCuda, PinnedAndPageableHostArraysGiveTheSameResults)
 {
     const int n = 9, count = 5000;
     auto batch = random_batch(n, count, 77);
-    tk_eig_options o;
-    tk_eig_options_init(&o, n);
-    o.backend = TK_BACKEND_CUDA;
+    tk_eig_options o = eig_options(n, TK_BACKEND_CUDA);
     o.cuda_chunk = 1024;
     const size_t in_b = batch.size() * sizeof(double), val_b = 2 * (size_t)count * n * sizeof(double);
     double *pin_in = (double *)tk_eig_host_alloc(in_b), *pin_val = (double *)tk_eig_host_alloc(val_b);
@@ -241,9 +227,7 @@ TEST(EigCuda, NonFiniteAndNotConvergedArePerMatrix)
         const size_t nn = (size_t)n * n;
         batch[1 * nn + 3] = NAN;
         batch[4 * nn + nn - 1] = -INFINITY;
-        tk_eig_options o;
-        tk_eig_options_init(&o, n);
-        o.backend = TK_BACKEND_CUDA;
+        tk_eig_options o = eig_options(n, TK_BACKEND_CUDA);
         Solved<double> gpu;
         tk_status s = solve<double>(o, batch, gpu, n > 10);
         TK_SKIP_IF_NO_GPU(s);
@@ -319,9 +303,7 @@ TEST(EigCuda, PlanReuseMatchesOneShotAndFreesItsMemory)
     for (Case k : {Case{5, 1, 0}, Case{5, 0, 0}, Case{12, 4, 0}, Case{25, 0, 0}, Case{20, 0, -1}, Case{40, 64, 0}}) {
         auto batch = random_batch(k.n, 300, 4000 + (uint64_t)k.n);
         batch[7 * (size_t)k.n * k.n] = NAN;
-        tk_eig_options o;
-        tk_eig_options_init(&o, k.n);
-        o.backend = TK_BACKEND_CUDA;
+        tk_eig_options o = eig_options(k.n, TK_BACKEND_CUDA);
         o.cuda_lanes = k.lanes;
         o.cuda_qr_grid = k.qr_grid;
         o.cuda_slots = 2;
@@ -331,9 +313,7 @@ TEST(EigCuda, PlanReuseMatchesOneShotAndFreesItsMemory)
         expect_plan_matches_solve<float>(o, batch, 0);
         if (HasFatalFailure()) return;
     }
-    tk_eig_options o;
-    tk_eig_options_init(&o, 8);
-    o.backend = TK_BACKEND_CUDA;
+    tk_eig_options o = eig_options(8, TK_BACKEND_CUDA);
     tk_eig_plan *plan = nullptr;
     ASSERT_EQ(tk_eig_plan_create(&o, 1000, &plan), TK_OK) << tk_last_error();
     EXPECT_GT(tk_eig_plan_device_bytes(plan), 0u);
@@ -346,9 +326,7 @@ TEST(EigCuda, MeasureReportsKernelAndCopyTimes)
 {
     const int n = 10, count = 20000;
     auto batch = random_batch(n, count, 3);
-    tk_eig_options o;
-    tk_eig_options_init(&o, n);
-    o.backend = TK_BACKEND_CUDA;
+    tk_eig_options o = eig_options(n, TK_BACKEND_CUDA);
     tk_eig_cuda_profile prof;
     tk_status s = tk_eig_cuda_measure(&o, count, batch.data(), &prof);
     TK_SKIP_IF_NO_GPU(s);
@@ -371,9 +349,7 @@ TEST(EigCuda, MatchesLapackDgeev)
 {
     for (int n : {3, 7, 15, 30, 45}) {
         auto batch = random_batch(n, 20, 4242 + (uint64_t)n);
-        tk_eig_options o;
-        tk_eig_options_init(&o, n);
-        o.backend = TK_BACKEND_CUDA;
+        tk_eig_options o = eig_options(n, TK_BACKEND_CUDA);
         Solved<double> gpu;
         tk_status s = solve<double>(o, batch, gpu, false);
         TK_SKIP_IF_NO_GPU(s);
