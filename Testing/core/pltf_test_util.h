@@ -91,6 +91,35 @@ inline std::vector<const double *> pointers(const std::vector<std::vector<double
     return p;
 }
 
+// Data from the model itself (random factors, seed) plus positive relative noise up to
+// noise and 0.01, so every divergence is finite.
+inline std::vector<double> model_data(const tk_pltf_model &m, uint64_t seed, double noise = 0.2)
+{
+    auto truth = random_factors(m, seed);
+    auto x = brute_force_einsum(m, truth);
+    auto n = uniform(x.size(), seed + 100, 0.0, noise);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += n[i] * x[i] + 0.01;
+    return x;
+}
+
+// tk_pltf_gtm on backend b, naive and planned, of c's model on random operands (seed),
+// against their brute-force einsum within tol relative to 1 + |value|.  *status: the first
+// status of a call that did not run (the checks stop there; a GPU test skips on it), else TK_OK.
+inline void expect_gtm_equals_einsum(const ModelCase &c, tk_backend b, uint64_t seed, double tol, tk_status *status)
+{
+    *status = TK_OK;
+    tk_pltf_model m = pltf_model(c.model, c.dims);
+    auto ops = random_factors(m, seed);
+    auto want = brute_force_einsum(m, ops);
+    for (int naive = 0; naive < 2; ++naive) {
+        std::vector<double> got(want.size(), -1);
+        *status = tk_pltf_gtm(&m, b, naive, pointers(ops).data(), got.data());
+        if (*status != TK_OK) return;
+        for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << c.model << " naive " << naive;
+    }
+}
+
 // A fit with the given start; factors and divergence trace come back.
 struct PltfFit {
     std::vector<std::vector<double>> factors;

@@ -59,8 +59,7 @@ TEST(Tucker, GradientMatchesFiniteDifferencesOfTheTuckerLoss)
         auto so = synth_options(order, {5, 4, 3, 4}, 40, 4, 0.3, 2);
         Coo t;
         Model m;
-        ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
-        start_model(so, 4, 4, 9, &m.m);
+        ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 4, 4, 9, &t, &m));
         const double la = 0.03, lb = 0.07;
         std::vector<std::vector<double>> ga(order), gb(order);
         std::vector<double *> pa(order), pb(order);
@@ -142,10 +141,9 @@ TEST(Tucker, CooAndBcsfGiveTheSameUpdates)
 {
     auto so = synth_options(3, {60, 40, 30}, 6000, 8, 0.1, 21);
     Coo t;
-    ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
-    ASSERT_EQ(tk_tucker_coo_sort(&t.t), TK_OK);
     Model init;
-    start_model(so, 8, 8, 1, &init.m);
+    ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 8, 8, 1, &t, &init));
+    ASSERT_EQ(tk_tucker_coo_sort(&t.t), TK_OK);
     for (int dbl : {0, 1}) {
         auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
         o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
@@ -181,9 +179,8 @@ TEST(Tucker, OmpEqualsCpuBitForBitWithSplitSlices)
 {
     auto so = synth_options(4, {50, 40, 30, 20}, 20000, 8, 0.1, 5);
     Coo t;
-    ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     Model init, cpu, omp;
-    start_model(so, 8, 6, 8, &init.m);
+    ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 8, 6, 8, &t, &init));
     auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
     o.fiber_threshold = 16;  // many rows split into averaged sub-slices
     train(o, t.t, init.m, 2, &cpu.m);
@@ -197,9 +194,8 @@ TEST(Tucker, ResumedTrainingEqualsUninterrupted)
 {
     auto so = synth_options(3, {80, 60, 40}, 10000, 8, 0.1, 6);
     Coo t;
-    ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     Model init, whole, half, resumed;
-    start_model(so, 8, 8, 3, &init.m);
+    ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 8, 8, 3, &t, &init));
     auto o = opts(TK_BACKEND_CPU, 0.05, 1, 1e-3);
     train(o, t.t, init.m, 4, &whole.m);
     train(o, t.t, init.m, 2, &half.m);
@@ -211,9 +207,8 @@ TEST(Tucker, DoubleReferenceAndFloatAgree)
 {
     auto so = synth_options(3, {60, 50, 40}, 8000, 8, 0.1, 7);
     Coo t;
-    ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
     Model init, f, d;
-    start_model(so, 8, 8, 3, &init.m);
+    ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 8, 8, 3, &t, &init));
     auto o = opts(TK_BACKEND_OMP, 0.05, 1, 1e-3);
     train(o, t.t, init.m, 3, &f.m);
     o.precision = TK_PRECISION_DOUBLE;

@@ -109,6 +109,14 @@ inline void start_model(const tk_tucker_synth_options &so, int j, int r, uint64_
     ASSERT_EQ(tk_tucker_model_init(m, seed, 0), TK_OK);
 }
 
+// The synthetic tensor so describes, into t, and a random start for it (ranks j and r, seed),
+// into init: the set-up of the training tests.
+inline void synth_with_start(const tk_tucker_synth_options &so, int j, int r, uint64_t seed, Coo *t, Model *init)
+{
+    ASSERT_EQ(tk_tucker_synth(&so, &t->t, nullptr), TK_OK) << tk_last_error();
+    start_model(so, j, r, seed, &init->m);
+}
+
 // Train a copy of init for iters iterations; the result goes to out.
 inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
                   tk_tucker_model *out)

@@ -25,14 +25,8 @@ tk_pltf_options opts(tk_pltf_divergence d, int iterations, tk_backend b)
     return o;
 }
 
-std::vector<double> model_data(const tk_pltf_model &m, uint64_t seed)
-{
-    auto truth = random_factors(m, seed);
-    auto x = brute_force_einsum(m, truth);
-    auto n = uniform(x.size(), seed + 100, 0.0, 0.3);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += n[i] * x[i] + 0.01;
-    return x;
-}
+// The relative noise of model_data's data in these tests.
+constexpr double kNoise = 0.3;
 
 // CUDA (float) against CPU (double) from the same start: traces and factors agree.
 void expect_backends_agree(const tk_pltf_model &m, tk_pltf_divergence d, const std::vector<double> &x,
@@ -64,17 +58,11 @@ TEST(PltfCuda, GtmEqualsBruteForceEinsum)
         {"ij=iab,bj,ac", "i=2,j=3,a=2,b=3,c=2"},
     };
     for (const auto &c : cases) {
-        tk_pltf_model m = pltf_model(c.model, c.dims);
-        auto ops = random_factors(m, 3);
-        auto want = brute_force_einsum(m, ops);
-        for (int naive = 0; naive < 2; ++naive) {
-            std::vector<double> got(want.size(), -1);
-            tk_status s = tk_pltf_gtm(&m, TK_BACKEND_CUDA, naive, pointers(ops).data(), got.data());
-            TK_SKIP_IF_NO_GPU(s);
-            ASSERT_EQ(s, TK_OK) << tk_last_error();
-            for (size_t i = 0; i < want.size(); ++i)
-                ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << c.model << " naive " << naive;
-        }
+        tk_status s = TK_OK;
+        expect_gtm_equals_einsum(c, TK_BACKEND_CUDA, 3, 1e-5, &s);
+        TK_SKIP_IF_NO_GPU(s);
+        ASSERT_EQ(s, TK_OK) << tk_last_error();
+        if (HasFatalFailure()) return;
     }
 }
 
@@ -86,7 +74,7 @@ TEST(PltfCuda, FusedKlParafacMatchesCpu)
                           "i=8,j=9,k=7,a=64"};
     for (const char *dm : dims) {
         tk_pltf_model m = pltf_model("parafac", dm);
-        auto x = model_data(m, 4);
+        auto x = model_data(m, 4, kNoise);
         expect_backends_agree(m, TK_PLTF_KL, x, nullptr, 15, 2e-4);
         if (HasFatalFailure() || IsSkipped()) return;
         std::vector<uint8_t> mask(x.size(), 1);
@@ -96,13 +84,13 @@ TEST(PltfCuda, FusedKlParafacMatchesCpu)
     }
     // The factor order and letters of the model do not matter to the fused path.
     tk_pltf_model m = pltf_model("xyz=zr,xr,yr", "x=7,y=9,z=11,r=4");
-    expect_backends_agree(m, TK_PLTF_KL, model_data(m, 6), nullptr, 15, 2e-4);
+    expect_backends_agree(m, TK_PLTF_KL, model_data(m, 6, kNoise), nullptr, 15, 2e-4);
 }
 
 TEST(PltfCuda, GenericPathMatchesCpuForEveryDivergence)
 {
     tk_pltf_model t = pltf_model("tucker3", "i=7,j=6,k=5,p=2,q=3,r=2");
-    auto x = model_data(t, 8);
+    auto x = model_data(t, 8, kNoise);
     std::vector<uint8_t> mask(x.size(), 1);
     for (size_t i = 0; i < mask.size(); i += 4) mask[i] = 0;
     for (auto d : {TK_PLTF_KL, TK_PLTF_EUCLIDEAN, TK_PLTF_IS}) {
@@ -112,14 +100,14 @@ TEST(PltfCuda, GenericPathMatchesCpuForEveryDivergence)
         if (HasFatalFailure()) return;
     }
     tk_pltf_model p = pltf_model("parafac", "i=6,j=5,k=4,a=3");
-    auto y = model_data(p, 2);
+    auto y = model_data(p, 2, kNoise);
     expect_backends_agree(p, TK_PLTF_IS, y, nullptr, 15, 2e-4);
 }
 
 TEST(PltfCuda, NaiveGtmFactorizationMatchesCpu)
 {
     tk_pltf_model m = pltf_model("parafac", "i=5,j=6,k=7,a=3");
-    auto x = model_data(m, 1);
+    auto x = model_data(m, 1, kNoise);
     auto o = opts(TK_PLTF_KL, 10, TK_BACKEND_CUDA);
     o.naive_gtm = 1;
     auto gpu = pltf_fit(m, o, x);
@@ -133,7 +121,7 @@ TEST(PltfCuda, NaiveGtmFactorizationMatchesCpu)
 TEST(PltfCuda, DivergenceDecreasesAndBadDeviceIsAnError)
 {
     tk_pltf_model m = pltf_model("parafac", "i=20,j=30,k=40,a=8");
-    auto x = model_data(m, 3);
+    auto x = model_data(m, 3, kNoise);
     auto fit = pltf_fit(m, opts(TK_PLTF_KL, 40, TK_BACKEND_CUDA), x);
     TK_SKIP_IF_NO_GPU(fit.status);
     ASSERT_EQ(fit.status, TK_OK) << tk_last_error();
@@ -149,7 +137,7 @@ TEST(PltfCuda, DivergenceDecreasesAndBadDeviceIsAnError)
 TEST(PltfCuda, CoupledMatchesCpu)
 {
     tk_pltf_model m1 = pltf_model("ijk=ia,ja,ka", "i=6,j=5,k=4,a=3"), m2 = pltf_model("il=ia,la", "i=6,l=7,a=3");
-    auto x1 = model_data(m1, 3), x2 = model_data(m2, 4);
+    auto x1 = model_data(m1, 3, kNoise), x2 = model_data(m2, 4, kNoise);
     std::vector<uint8_t> mask(x2.size(), 1);
     mask[2] = mask[9] = 0;
     tk_pltf_view views[2] = {{&m1, x1.data(), nullptr, nullptr}, {&m2, x2.data(), mask.data(), nullptr}};
@@ -173,7 +161,7 @@ TEST(PltfCuda, CublasPathForKlParafacMatchesFused)
 {
     // The same KL-PARAFAC fit by the fused kernels and by cuBLAS GEMMs (no_fused).
     tk_pltf_model m = pltf_model("parafac", "i=20,j=30,k=40,a=8");
-    auto x = model_data(m, 5);
+    auto x = model_data(m, 5, kNoise);
     std::vector<uint8_t> mask(x.size(), 1);
     for (size_t i = 0; i < mask.size(); i += 7) mask[i] = 0;
     const std::vector<const std::vector<uint8_t> *> masks = {nullptr, &mask};

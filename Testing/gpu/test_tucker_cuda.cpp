@@ -56,9 +56,8 @@ TEST(TuckerCuda, MatchesOmpForEveryKernelShape)
         std::vector<uint32_t> dims = {70, 50, 40, 9, 8, 7, 6, 5, 4, 3};
         auto so = synth_options(c.order, dims, 20000, 8, 0.1, (uint64_t)(c.order * 100 + c.j));
         Coo t;
-        ASSERT_EQ(tk_tucker_synth(&so, &t.t, nullptr), TK_OK);
         Model init, gpu, cpu;
-        start_model(so, c.j, c.r, 2, &init.m);
+        ASSERT_NO_FATAL_FAILURE(synth_with_start(so, c.j, c.r, 2, &t, &init));
         auto o = opts(TK_BACKEND_OMP, c.threshold);
         both(o, t.t, init.m, 2, &gpu.m, &cpu.m);
         if (IsSkipped() || HasFailure()) return;
