@@ -70,15 +70,8 @@ static int is_flag(const char *arg, const char *flag)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *copy = malloc(size + 1);
-    if (!copy) abort();
-    memcpy(copy, data, size);
-    copy[size] = '\0';
-    char *argv[MAX_ARGS + 1];
-    int argc = 0;
-    argv[argc++] = "tk-fuzz";
-    for (char *p = copy; p < copy + size && argc < MAX_ARGS; p += strlen(p) + 1) argv[argc++] = p;
-    argv[argc] = NULL;
+    char *argv[MAX_ARGS + 1], *copy;
+    const int argc = tk_fuzz_command_line(data, size, "tk-fuzz", MAX_ARGS, argv, &copy);
 
     tk_fuzz_quiet_begin();
     for (int i = 1; i < argc; ++i) {

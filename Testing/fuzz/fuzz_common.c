@@ -1,4 +1,4 @@
-/* Scratch files of the fuzz targets (see fuzz_common.h). */
+/* Scratch files and command lines of the fuzz targets (see fuzz_common.h). */
 #define _XOPEN_SOURCE 700
 #include "fuzz_common.h"
 
@@ -67,6 +67,21 @@ void tk_fuzz_write_file(const char *path, const void *data, size_t size)
         perror(path);
         abort();
     }
+}
+
+int tk_fuzz_command_line(const uint8_t *data, size_t size, const char *program, int max_args, char **argv,
+                         char **text)
+{
+    char *copy = malloc(size + 1);
+    if (!copy) abort();
+    memcpy(copy, data, size);
+    copy[size] = '\0';  /* the last string ends even where the input does not end in NUL */
+    int argc = 0;
+    argv[argc++] = (char *)program;  /* parsers take char **, as main does; none writes to it */
+    for (char *p = copy; p < copy + size && argc < max_args; p += strlen(p) + 1) argv[argc++] = p;
+    argv[argc] = NULL;
+    *text = copy;
+    return argc;
 }
 
 unsigned char *tk_fuzz_read_file(const char *path, size_t *size)

@@ -30,22 +30,16 @@ static int from_argv(const char *p, int argc, char **argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *copy = malloc(size + 1);
-    if (!copy) abort();
-    memcpy(copy, data, size);
-    copy[size] = '\0';
-    char *argv[MAX_ARGS + 1];
-    int argc = 0;
-    argv[argc++] = "tk-eig";
-    for (char *p = copy; p < copy + size && argc < MAX_ARGS; p += strlen(p) + 1) {
+    char *argv[MAX_ARGS + 1], *copy;
+    const int argc = tk_fuzz_command_line(data, size, "tk-eig", MAX_ARGS, argv, &copy);
+    for (int i = 1; i < argc; ++i) {
+        const char *p = argv[i];
         if (!strcmp(p, "--help") || !strcmp(p, "-h") || !strcmp(p, "--version") || !strcmp(p, "--xml") ||
             !strcmp(p, "--list-options")) {
             free(copy);
             return 0;
         }
-        argv[argc++] = p;
     }
-    argv[argc] = NULL;
 
     /* The parser's messages, captured to check that a refusal says why. */
     char *said = NULL;
