@@ -5,6 +5,8 @@
 # NIfTI output is 4-D as sh2peaks writes it (10x10x10x9, not ITK's 5-D 10x10x10x1x9 vector
 # image): MRtrix3's mrinfo and peaks2amp, where found, read it as peaks.
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DMRINFO=... -DPEAKS2AMP=...] -P test_example_fiber_directions.cmake
+include(${CMAKE_CURRENT_LIST_DIR}/install_test_util.cmake)
+
 # The installed tk-fibers with the example's filter settings, on input, to output.
 function(run_installed_tk_fibers input output)
   execute_process(COMMAND ${WORK_DIR}/prefix/bin/tk-fibers ${input} ${output}
@@ -15,28 +17,21 @@ function(run_installed_tk_fibers input output)
   endif()
 endfunction()
 
-file(REMOVE_RECURSE ${WORK_DIR})
-execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
-                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE out)
-if(rc)
-  message(FATAL_ERROR "install failed: ${rc}\n${out}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/Documentation/examples/fiber_directions -B ${WORK_DIR}/build
-                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(rc)
-  message(FATAL_ERROR "configuring the example failed:\n${out}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(rc)
-  message(FATAL_ERROR "building the example failed:\n${out}")
-endif()
+# The example built above on input, to output; what it printed in the variable out_var.
+function(run_example input output out_var)
+  execute_process(COMMAND ${WORK_DIR}/build/fiber_directions ${input} ${output}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc)
+    message(FATAL_ERROR "the example failed on ${input} (${rc}):\n${out}${err}")
+  endif()
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+
+install_build_tree_afresh()
+configure_and_build(${SOURCE_DIR}/Documentation/examples/fiber_directions ${WORK_DIR}/build ${WORK_DIR}/prefix
+                    "the example")
 set(input ${SOURCE_DIR}/Data/fibers/small_101D_fod.nii.gz)
-execute_process(COMMAND ${WORK_DIR}/build/fiber_directions ${input} ${WORK_DIR}/example_peaks.nrrd
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(rc)
-  message(FATAL_ERROR "the example failed (${rc}):\n${out}${err}")
-endif()
+run_example(${input} ${WORK_DIR}/example_peaks.nrrd out)
 # 600 voxels of DIPY's small_101D; most hold two or three peaks above 10% of their largest.
 if(NOT out MATCHES "^600 voxels, ([0-9]+) peaks")
   message(FATAL_ERROR "unexpected summary from the example: ${out}")
@@ -60,11 +55,7 @@ endif()
 
 # NIfTI: DIPY's small_64D through MRtrix3's dwi2fod (10 x 10 x 10, lmax 8), peaks as 4-D NIfTI.
 set(input ${SOURCE_DIR}/Data/fibers/small_64D_fod_mrtrix.nii.gz)
-execute_process(COMMAND ${WORK_DIR}/build/fiber_directions ${input} ${WORK_DIR}/example_peaks.nii
-                RESULT_VARIABLE rc OUTPUT_VARIABLE nifti_out ERROR_VARIABLE err)
-if(rc)
-  message(FATAL_ERROR "the example failed on ${input} (${rc}):\n${nifti_out}${err}")
-endif()
+run_example(${input} ${WORK_DIR}/example_peaks.nii nifti_out)
 if(MRINFO AND PEAKS2AMP)
   execute_process(COMMAND ${MRINFO} -size ${WORK_DIR}/example_peaks.nii
                   RESULT_VARIABLE rc OUTPUT_VARIABLE size ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)

@@ -5,12 +5,8 @@
 # documented in the user guide).  The installed CMake files must name no path of this build,
 # of the sources or of the first prefix, and no library file by absolute path.
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DWITH_FIBER_GLYPHS=ON] -P test_find_package.cmake
-file(REMOVE_RECURSE ${WORK_DIR})
-execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
-                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE out)
-if(rc)
-  message(FATAL_ERROR "install failed: ${rc}\n${out}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/install_test_util.cmake)
+install_build_tree_afresh()
 
 # Paths that mean nothing on another machine.
 file(GLOB_RECURSE cmake_files ${WORK_DIR}/prefix/*.cmake)
@@ -39,16 +35,8 @@ set(prefix ${WORK_DIR}/elsewhere/tensorkernels)
 
 # Configures and builds consumer/<name> against the moved prefix and runs its program.
 function(build_and_run name program)
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/Testing/install/${name} -B ${WORK_DIR}/${name}
-                          -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(rc)
-    message(FATAL_ERROR "configuring ${name} against the moved prefix ${prefix} failed:\n${out}")
-  endif()
-  execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/${name} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(rc)
-    message(FATAL_ERROR "building ${name} against the moved prefix ${prefix} failed:\n${out}")
-  endif()
+  configure_and_build(${SOURCE_DIR}/Testing/install/${name} ${WORK_DIR}/${name} ${prefix}
+                      "${name} against the moved prefix ${prefix}" -DCMAKE_BUILD_TYPE=Release)
   execute_process(COMMAND ${WORK_DIR}/${name}/${program} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(rc)
     message(FATAL_ERROR "${program} failed (${rc}):\n${out}")
