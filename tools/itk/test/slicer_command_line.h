@@ -1,14 +1,22 @@
 // The command line 3D Slicer builds from a tool's --xml description: each flagged
 // parameter with its value (the given one, else its <default>; a boolean's bare flag only
-// when true), then the positional parameters in <index> order.
+// when true), then the positional parameters in <index> order; and the tool run on it.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "itkImage.h"
+#include "tk_cli_runner.h"
+
 namespace tk_test {
+
+// The images 3D Slicer passes for a label map (a mask chosen in Slicer is one).
+using SlicerLabelMap = itk::Image<short, 3>;
 
 struct SlicerParameter {
     std::string tag, name, flag, value;  // flag empty for positional ones
@@ -69,6 +77,44 @@ inline std::string slicer_command_line(const std::string &xml, const std::map<st
     for (auto &kv : positional) args += " " + kv.second;
     if (flagged) *flagged = count;
     return args;
+}
+
+// What running a tool as Slicer does gave: the tool's --xml, the command line built from it,
+// how many flagged parameters that line holds, and the tool's run on it.
+struct SlicerRun {
+    std::string xml, args;
+    int flagged = 0;
+    RunResult result;
+};
+
+// exe --xml, then exe on the command line Slicer builds from that description with values
+// (both run in dir).  A fatal failure where either exits non-zero, or where the line does not
+// end with positional_tail (Slicer puts the positional arguments last; "": not checked).
+inline void run_as_slicer(const std::string &exe, const std::string &dir, const std::map<std::string, std::string> &values,
+                          SlicerRun *run, const std::string &positional_tail = "")
+{
+    const RunResult xml = run_tool(exe + " --xml", dir);
+    ASSERT_EQ(xml.exit_code, 0) << xml.err;
+    run->xml = xml.out;
+    run->args = slicer_command_line(xml.out, values, &run->flagged);
+    if (!positional_tail.empty()) {
+        ASSERT_EQ(run->args.substr(run->args.size() - positional_tail.size()), positional_tail)
+            << "positional arguments last: " << run->args;
+    }
+    run->result = run_tool(exe + run->args, dir);
+    ASSERT_EQ(run->result.exit_code, 0) << run->args << "\n" << run->result.err;
+}
+
+// A complete command (tk-tucker complete, tk-pltf complete: one set of parameter names) run
+// as Slicer runs it on dir/in.nrrd and the mask dir/mask.nrrd, to dir/out.nrrd, with the
+// other parameters' values given.
+inline void run_complete_as_slicer(const std::string &exe, const std::string &dir,
+                                   std::map<std::string, std::string> values, SlicerRun *run)
+{
+    values["inputVolume"] = dir + "/in.nrrd";
+    values["outputVolume"] = dir + "/out.nrrd";
+    values["mask"] = dir + "/mask.nrrd";
+    run_as_slicer(exe, dir, values, run, " complete " + dir + "/in.nrrd " + dir + "/out.nrrd");
 }
 
 }  // namespace tk_test

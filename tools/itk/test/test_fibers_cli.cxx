@@ -17,9 +17,11 @@
 #endif
 #include <zlib.h>
 #include "sh_image_io.h"
+#include "sh_volume_test_util.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
 #include "tk_fibers.h"
+#include "tk_refusal_test_util.h"
 #include "tk_sh_test_util.h"
 
 using namespace tk_test;
@@ -28,23 +30,25 @@ namespace {
 
 const std::string exe = TK_FIBERS_EXE;
 
-// A 4 x 3 x 2 volume of lmax-8 SH: voxel v holds 1-3 random "fibers" (w (u.x)^8 lobes).
-tk::VectorImage3::Pointer phantom(std::vector<std::vector<double>> &coeffs, unsigned seed)
+// The command running tk-fibers quietly on the omp backend, from in to out (paths).
+std::string fibers_omp(const std::string &in, const std::string &out)
+{
+    return exe + " " + in + " " + out + " --quiet --backend omp";
+}
+
+// A 4 x 3 x 2 volume of lmax-8 SH: voxel v holds 1-3 random "fibers" (w (u.x)^8 lobes);
+// each voxel's coefficients also go to *coeffs where given.
+tk::VectorImage3::Pointer phantom(unsigned seed, std::vector<std::vector<double>> *coeffs = nullptr)
 {
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> g;
     std::uniform_real_distribution<double> u(0.3, 1.0);
-    auto image = tk::VectorImage3::New();
-    tk::VectorImage3::RegionType region;
-    region.SetSize({{4, 3, 2}});
-    image->SetRegions(region);
-    image->SetNumberOfComponentsPerPixel(45);
+    auto image = sh_volume(4, 3, 2, 45);
     tk::VectorImage3::SpacingType sp;
     sp.Fill(2.0);
     image->SetSpacing(sp);
-    image->Allocate();
-    coeffs.clear();
-    for (size_t v = 0; v < region.GetNumberOfPixels(); ++v) {
+    if (coeffs) coeffs->clear();
+    for (size_t v = 0; v < image->GetLargestPossibleRegion().GetNumberOfPixels(); ++v) {
         int fibers = 1 + v % 3;
         std::vector<std::vector<double>> dirs;
         std::vector<double> weights;
@@ -54,8 +58,8 @@ tk::VectorImage3::Pointer phantom(std::vector<std::vector<double>> &coeffs, unsi
             weights.push_back(u(rng));
         }
         auto c = sh_of_fibers(8, TK_SH_TOURNIER, 0, dirs, weights);
-        coeffs.push_back(c);
-        for (int i = 0; i < 45; ++i) image->GetBufferPointer()[v * 45 + i] = static_cast<float>(c[i]);
+        if (coeffs) coeffs->push_back(c);
+        set_voxel(image, v, c);
     }
     return image;
 }
@@ -90,13 +94,31 @@ double angle_deg(const float *a, const float *b)
     return std::atan2(std::sqrt(c0 * c0 + c1 * c1 + c2 * c2), d) * 180 / 3.14159265358979;
 }
 
+// tk-fibers (omp) on dir/reference, then on dir/NAME + extension for each NAME of inputs:
+// the peaks of each (in p_NAME.nrrd) are, byte for byte, the reference's (p_REFERENCE.nrrd);
+// which names the reference in a failure's message.
+void expect_peaks_of_reference(const std::string &dir, const std::string &reference,
+                               const std::vector<std::string> &inputs, const std::string &extension,
+                               const std::string &which)
+{
+    const std::string peaks = dir + "/p_" + reference.substr(0, reference.find('.')) + ".nrrd";
+    auto r = run_tool(fibers_omp(dir + "/" + reference, peaks), dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string want = slurp(peaks);
+    for (const std::string &in : inputs) {
+        r = run_tool(fibers_omp(dir + "/" + in + extension, dir + "/p_" + in + ".nrrd"), dir);
+        ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
+        EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from " << which;
+    }
+}
+
 }  // namespace
 
 TEST(FibersCli, PeaksMatchTheCoreAndTheLayoutIsSh2peaks)
 {
     std::string dir = make_temp_dir("tk_fibers");
     std::vector<std::vector<double>> coeffs;
-    tk::write_vector_volume(phantom(coeffs, 1), dir + "/sh.nrrd");
+    tk::write_vector_volume(phantom(1, &coeffs), dir + "/sh.nrrd");
     auto r = run_tool(exe + " " + dir + "/sh.nrrd " + dir + "/peaks.nii --amplitudes " + dir + "/amp.nii --num 3", dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto peaks4 = read4(dir + "/peaks.nii");  // 4-D, 3 volumes per peak, as sh2peaks writes
@@ -140,8 +162,7 @@ TEST(FibersCli, FindsEveryPeakSh2peaksFinds)
     const std::string sh2peaks = TK_SH2PEAKS_EXE;
     if (sh2peaks.empty()) GTEST_SKIP() << "sh2peaks (Debian's mrtrix3) not installed";
     std::string dir = make_temp_dir("tk_fibers_mrtrix");
-    std::vector<std::vector<double>> coeffs;
-    tk::write_vector_volume(phantom(coeffs, 7), dir + "/sh.nii");
+    tk::write_vector_volume(phantom(7), dir + "/sh.nii");
     auto ref = run_tool(sh2peaks + " -quiet -force -num 3 " + dir + "/sh.nii " + dir + "/ref.nii", dir);
     ASSERT_EQ(ref.exit_code, 0) << ref.err;
     auto ours = run_tool(exe + " --quiet --num 3 " + dir + "/sh.nii " + dir + "/ours.nrrd", dir);
@@ -210,8 +231,7 @@ TEST(FibersCli, RealVolumeMatchesSh2peaks)
 TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
 {
     std::string dir = make_temp_dir("tk_fibers_bad");
-    std::vector<std::vector<double>> coeffs;
-    auto good = phantom(coeffs, 3);
+    auto good = phantom(3);
     tk::write_vector_volume(good, dir + "/sh.nii");
     auto odd = tk::VectorImage3::New();  // 44 components: no SH size
     odd->SetRegions(good->GetLargestPossibleRegion());
@@ -232,12 +252,8 @@ TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
     }
     { std::ofstream(dir + "/empty.nii"); }
     { std::ofstream(dir + "/junk.nii") << "this is not a NIfTI file at all, just text"; }
-    struct Case {
-        std::string args, message;
-        int code;
-    };
     const std::string out = " " + dir + "/out.nii";
-    std::vector<Case> cases = {
+    const std::vector<Refusal> cases = {
         {dir + "/missing.nii" + out, "missing.nii: cannot open", 1},
         {dir + out, "is a directory", 1},
         {dir + "/empty.nii" + out, "empty file", 1},
@@ -251,10 +267,7 @@ TEST(FibersCli, BadInputsFailClearlyAndLeaveNoOutput)
         {dir + "/sh.nii " + dir + "/no/such/dir/out.nii", "cannot write", 1},
     };
     for (const auto &c : cases) {
-        auto r = run_tool(exe + " " + c.args, dir);
-        EXPECT_EQ(r.signal, 0) << c.args;
-        EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
-        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+        expect_refused(exe + " " + c.args, c.message, c.code, dir);
         EXPECT_FALSE(exists(dir + "/out.nii")) << c.args;
     }
     // nothing but the inputs is left in the folder (no temporaries)
@@ -349,33 +362,28 @@ TEST(FibersCli, WarnsWhenTheDataLookLikeAnotherBasis)
 TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
 {
     std::string dir = make_temp_dir("tk_fibers_slicer");
-    auto xml = run_tool(exe + " --xml", dir);
-    ASSERT_EQ(xml.exit_code, 0) << xml.err;
-    std::vector<std::vector<double>> coeffs;
-    tk::write_vector_volume(phantom(coeffs, 11), dir + "/sh.nrrd");
-    using Label = itk::Image<short, 3>;
-    auto label = Label::New();
+    tk::write_vector_volume(phantom(11), dir + "/sh.nrrd");
+    auto label = SlicerLabelMap::New();
     label->SetRegions(tk::VectorImage3::RegionType({{0, 0, 0}}, {{4, 3, 2}}));
     label->Allocate();
     for (size_t v = 0; v < 24; ++v) label->GetBufferPointer()[v] = v % 5 ? 1 : 0;
     label->SetSpacing(tk::VectorImage3::SpacingType(2.0));
-    auto w = itk::ImageFileWriter<Label>::New();
+    auto w = itk::ImageFileWriter<SlicerLabelMap>::New();
     w->SetInput(label);
     w->SetFileName(dir + "/mask.nrrd");
     w->Update();
 
-    int flagged = 0;
-    std::string args = slicer_command_line(xml.out,
-                                           {{"inputSH", dir + "/sh.nrrd"},
-                                            {"outputPeaks", dir + "/peaks_slicer.nrrd"},
-                                            {"mask", dir + "/mask.nrrd"},
-                                            {"amplitudes", dir + "/amp_slicer.nrrd"},
-                                            {"numberOfPeaks", "2"}},  // not the default: seen to reach the filter
-                                           &flagged);
-    // with VTK the glyph scale too (the glyphs output itself, unset, is left out as Slicer does)
-    EXPECT_EQ(flagged, xml.out.find("<geometry") != std::string::npos ? 14 : 13);  // with the standard --device, --quiet, --force
-    auto slicer = run_tool(exe + args, dir);
-    ASSERT_EQ(slicer.exit_code, 0) << args << "\n" << slicer.err;
+    SlicerRun slicer;
+    ASSERT_NO_FATAL_FAILURE(run_as_slicer(exe, dir,
+                                          {{"inputSH", dir + "/sh.nrrd"},
+                                           {"outputPeaks", dir + "/peaks_slicer.nrrd"},
+                                           {"mask", dir + "/mask.nrrd"},
+                                           {"amplitudes", dir + "/amp_slicer.nrrd"},
+                                           {"numberOfPeaks", "2"}},  // not the default: seen to reach the filter
+                                          &slicer));
+    // with VTK the glyph scale too (the glyphs output itself, unset, is left out as Slicer does);
+    // with the standard --device, --quiet, --force
+    EXPECT_EQ(slicer.flagged, slicer.xml.find("<geometry") != std::string::npos ? 14 : 13);
     auto plain = run_tool(exe + " --quiet " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --num 2 --mask " + dir +
                               "/mask.nrrd --amplitudes " + dir + "/amp.nrrd",
                           dir);
@@ -403,8 +411,7 @@ TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
 TEST(FibersCli, OutputsAreCheckedBeforeAnyWork)
 {
     std::string dir = make_temp_dir("tk_fibers_outputs");
-    std::vector<std::vector<double>> coeffs;
-    tk::write_vector_volume(phantom(coeffs, 5), dir + "/sh.nii");
+    tk::write_vector_volume(phantom(5), dir + "/sh.nii");
     { std::ofstream(dir + "/junk.nii") << "this is not a NIfTI file at all, just text"; }
     const bool vtk = run_tool(exe + " --help", dir).out.find("--vtp FIBERS.vtp") != std::string::npos;
     struct Case {
@@ -431,11 +438,8 @@ TEST(FibersCli, OutputsAreCheckedBeforeAnyWork)
     }
     for (const auto &c : cases)
         for (const std::string &input : {d + "sh.nii", d + "junk.nii"}) {
-            auto r = run_tool(exe + " " + input + " " + c.outputs + " --quiet --backend omp", dir);
-            EXPECT_EQ(r.signal, 0) << c.outputs;
-            EXPECT_EQ(r.exit_code, c.code) << input << " " << c.outputs << "\n" << r.err;
+            auto r = expect_refused(fibers_omp(input, c.outputs), c.says, c.code, dir);
             EXPECT_NE(r.err.find(c.names), std::string::npos) << c.outputs << "\nstderr: " << r.err;
-            EXPECT_NE(r.err.find(c.says), std::string::npos) << c.outputs << "\nstderr: " << r.err;
             EXPECT_EQ(r.err.find("junk.nii"), std::string::npos) << "the input was read first: " << r.err;
         }
     auto listing = run_tool("ls -A " + dir, dir);
@@ -448,15 +452,14 @@ TEST(FibersCli, OutputsAreCheckedBeforeAnyWork)
 TEST(FibersCli, WritesEveryVolumeFormatItAccepts)
 {
     std::string dir = make_temp_dir("tk_fibers_formats");
-    std::vector<std::vector<double>> coeffs;
-    tk::write_vector_volume(phantom(coeffs, 9), dir + "/sh.nii");
-    auto r = run_tool(exe + " " + dir + "/sh.nii " + dir + "/ref.mif --quiet --backend omp", dir);
+    tk::write_vector_volume(phantom(9), dir + "/sh.nii");
+    auto r = run_tool(fibers_omp(dir + "/sh.nii", dir + "/ref.mif"), dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto ref = tk::read_vector_volume(dir + "/ref.mif");
     ASSERT_EQ(ref->GetNumberOfComponentsPerPixel(), 9u);
     for (const char *ext : {".mif.gz", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
         const std::string out = dir + "/peaks" + ext;
-        r = run_tool(exe + " " + dir + "/sh.nii " + out + " --quiet --backend omp", dir);
+        r = run_tool(fibers_omp(dir + "/sh.nii", out), dir);
         ASSERT_EQ(r.exit_code, 0) << ext << ": " << r.err;
         const std::string e = ext;
         const bool lps = e == ".nrrd" || e == ".nhdr" || e == ".mha" || e == ".mhd";  // vectors in the file's LPS
@@ -486,8 +489,7 @@ TEST(FibersCli, WritesEveryVolumeFormatItAccepts)
 TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
 {
     std::string dir = make_temp_dir("tk_fibers_encodings");
-    std::vector<std::vector<double>> coeffs;
-    auto sh = phantom(coeffs, 11);
+    auto sh = phantom(11);
     tk::write_vector_volume(sh.GetPointer(), dir + "/raw.nrrd");
     const auto size = sh->GetLargestPossibleRegion().GetSize();
     const size_t nvox = size[0] * size[1] * size[2], nc = sh->GetNumberOfComponentsPerPixel();
@@ -541,14 +543,7 @@ TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
         inputs.push_back(name);
     }
 #endif
-    auto r = run_tool(exe + " " + dir + "/raw.nrrd " + dir + "/p_raw.nrrd --quiet --backend omp", dir);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string want = slurp(dir + "/p_raw.nrrd");
-    for (const std::string &in : inputs) {
-        r = run_tool(exe + " " + dir + "/" + in + ".nrrd " + dir + "/p_" + in + ".nrrd --quiet --backend omp", dir);
-        ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
-        EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from the raw volume's";
-    }
+    expect_peaks_of_reference(dir, "raw.nrrd", inputs, ".nrrd", "the raw volume's");
 }
 
 // MetaImage data split over slice files (LIST, numbered files; raw, big-endian rows,
@@ -556,8 +551,7 @@ TEST(FibersCli, ReadsEveryNrrdEncodingAlike)
 TEST(FibersCli, ReadsMetaImageSliceFilesAlike)
 {
     std::string dir = make_temp_dir("tk_fibers_slices");
-    std::vector<std::vector<double>> coeffs;
-    auto sh = phantom(coeffs, 13);
+    auto sh = phantom(13);
     tk::write_vector_volume(sh.GetPointer(), dir + "/one.mha");
     const auto size = sh->GetLargestPossibleRegion().GetSize();
     const size_t nc = sh->GetNumberOfComponentsPerPixel(), row = size[0] * nc, plane = row * size[1];
@@ -601,21 +595,15 @@ TEST(FibersCli, ReadsMetaImageSliceFilesAlike)
     std::ofstream(dir + "/rows.mhd", std::ios::binary) << with("ElementDataFile = LIST 1D\n" + rows, true);
     std::ofstream(dir + "/zlist.mhd", std::ios::binary) << with("ElementDataFile = LIST\n" + zlist);
     std::ofstream(dir + "/hlist.mhd", std::ios::binary) << with("HeaderSize = 4\nElementDataFile = LIST\n" + hlist);
-    auto r = run_tool(exe + " " + dir + "/one.mha " + dir + "/p_one.nrrd --quiet --backend omp", dir);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string want = slurp(dir + "/p_one.nrrd");
-    for (const std::string in : {"list", "numbered", "rows", "zlist", "hlist"}) {
-        if (in == "zlist") {  // CompressedData = True for these
-            std::string h = slurp(dir + "/zlist.mhd");
-            const size_t at = h.find("CompressedData = False");
-            if (at != std::string::npos) h.replace(at, 22, "CompressedData = True");
-            else h.insert(h.find("ElementDataFile"), "CompressedData = True\n");
-            std::ofstream(dir + "/zlist.mhd", std::ios::binary) << h;
-        }
-        r = run_tool(exe + " " + dir + "/" + in + ".mhd " + dir + "/p_" + in + ".nrrd --quiet --backend omp", dir);
-        ASSERT_EQ(r.exit_code, 0) << in << ": " << r.err;
-        EXPECT_TRUE(slurp(dir + "/p_" + in + ".nrrd") == want) << in << ": the peaks differ from the one-file volume's";
+    {  // CompressedData = True for the compressed slices
+        std::string h = slurp(dir + "/zlist.mhd");
+        const size_t at = h.find("CompressedData = False");
+        if (at != std::string::npos) h.replace(at, 22, "CompressedData = True");
+        else h.insert(h.find("ElementDataFile"), "CompressedData = True\n");
+        std::ofstream(dir + "/zlist.mhd", std::ios::binary) << h;
     }
+    expect_peaks_of_reference(dir, "one.mha", {"list", "numbered", "rows", "zlist", "hlist"}, ".mhd",
+                              "the one-file volume's");
 }
 
 // --threads P (issue 20, item 11): ITK's threader runs the omp backend in at most P pieces
@@ -624,14 +612,13 @@ TEST(FibersCli, ReadsMetaImageSliceFilesAlike)
 TEST(FibersCli, ThreadsSetsTheThreaderAndNotTheResult)
 {
     std::string dir = make_temp_dir("tk_fibers_threads");
-    std::vector<std::vector<double>> coeffs;
-    tk::write_vector_volume(phantom(coeffs, 13), dir + "/sh.nii");
-    auto r = run_tool(exe + " " + dir + "/sh.nii " + dir + "/all.mif --quiet --backend omp", dir);
+    tk::write_vector_volume(phantom(13), dir + "/sh.nii");
+    auto r = run_tool(fibers_omp(dir + "/sh.nii", dir + "/all.mif"), dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::string all = slurp(dir + "/all.mif");
     for (const char *threads : {"1", "2", "7", "0"}) {
         const std::string out = dir + "/t" + threads + ".mif";
-        r = run_tool(exe + " " + dir + "/sh.nii " + out + " --quiet --backend omp --threads " + threads, dir);
+        r = run_tool(fibers_omp(dir + "/sh.nii", out) + " --threads " + threads, dir);
         ASSERT_EQ(r.exit_code, 0) << threads << ": " << r.err;
         EXPECT_EQ(slurp(out), all) << "--threads " << threads;
     }

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "sh_image_io.h"
+#include "sh_volume_test_util.h"
 #include "tkPeaksToPolyData.h"
 #include "tk_cli_runner.h"
+#include "tk_refusal_test_util.h"
 #include "tk_sh_test_util.h"
 #include "vtkCellArray.h"
 #include "vtkCellData.h"
@@ -157,11 +159,7 @@ TEST(FiberGlyphs, VtpReadsBackWithOneLinePerPeakAtTheVoxelsRasPosition)
 {
     std::string dir = make_temp_dir("tk_fibers_vtp");
     // 5 x 4 x 3 voxels of 1-3 fibers, in an oblique, anisotropic LPS frame (ITK's)
-    auto sh = tk::VectorImage3::New();
-    tk::VectorImage3::RegionType region;
-    region.SetSize({{5, 4, 3}});
-    sh->SetRegions(region);
-    sh->SetNumberOfComponentsPerPixel(45);
+    auto sh = sh_volume(5, 4, 3, 45);
     tk::VectorImage3::SpacingType spacing;
     spacing[0] = 1.5, spacing[1] = 2.0, spacing[2] = 2.5;
     sh->SetSpacing(spacing);
@@ -174,8 +172,7 @@ TEST(FiberGlyphs, VtpReadsBackWithOneLinePerPeakAtTheVoxelsRasPosition)
     direction[1][0] = s, direction[1][1] = c, direction[1][2] = 0;
     direction[2][0] = 0, direction[2][1] = 0, direction[2][2] = -1;
     sh->SetDirection(direction);
-    sh->Allocate();
-    const size_t nvox = region.GetNumberOfPixels();
+    const size_t nvox = sh->GetLargestPossibleRegion().GetNumberOfPixels();
     for (size_t v = 0; v < nvox; ++v) {
         std::vector<std::vector<double>> dirs = {{1, 0.1 * v, 0.2}};
         std::vector<double> weights = {1.0};
@@ -185,8 +182,7 @@ TEST(FiberGlyphs, VtpReadsBackWithOneLinePerPeakAtTheVoxelsRasPosition)
             double n = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
             for (auto &x : d) x /= n;
         }
-        auto coeffs = sh_of_fibers(8, TK_SH_TOURNIER, 0, dirs, weights);
-        for (int i = 0; i < 45; ++i) sh->GetBufferPointer()[v * 45 + i] = float(coeffs[i]);
+        set_voxel(sh, v, sh_of_fibers(8, TK_SH_TOURNIER, 0, dirs, weights));
     }
     tk::write_vector_volume(sh, dir + "/sh.nrrd");
     auto r = run_tool(exe + " --quiet --relative-threshold 0.2 " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --amplitudes " +
@@ -233,22 +229,17 @@ TEST(FiberGlyphs, PngShowsColouredFibersWhereTheyAre)
     // 12 x 10 x 3 voxels, RAS-aligned: x fibers (red) in the patient's right half (i >= 6,
     // +x is right), y fibers (green) in the left half's anterior part (i < 6, j >= 5), nothing
     // elsewhere.  The view is radiological: right on the picture's left, anterior up.
-    auto sh = tk::VectorImage3::New();
-    tk::VectorImage3::RegionType region;
-    region.SetSize({{12, 10, 3}});
-    sh->SetRegions(region);
-    sh->SetNumberOfComponentsPerPixel(45);
+    auto sh = sh_volume(12, 10, 3, 45);
     tk::VectorImage3::DirectionType lps_to_ras;  // RAS-aligned voxel axes, in ITK's LPS
     lps_to_ras.SetIdentity();
     lps_to_ras[0][0] = -1, lps_to_ras[1][1] = -1;
     sh->SetDirection(lps_to_ras);
-    sh->Allocate();
     auto red = sh_of_fibers(8, TK_SH_TOURNIER, 0, {{1, 0, 0}}, {1.0});
     auto green = sh_of_fibers(8, TK_SH_TOURNIER, 0, {{0, 1, 0}}, {1.0});
-    for (size_t v = 0; v < region.GetNumberOfPixels(); ++v) {
+    const std::vector<double> none(45, 0.0);
+    for (size_t v = 0; v < sh->GetLargestPossibleRegion().GetNumberOfPixels(); ++v) {
         auto idx = sh->ComputeIndex(v);
-        const std::vector<double> *c = idx[0] >= 6 ? &red : (idx[1] >= 5 ? &green : nullptr);
-        for (int i = 0; i < 45; ++i) sh->GetBufferPointer()[v * 45 + i] = c ? float((*c)[i]) : 0.0f;
+        set_voxel(sh, v, idx[0] >= 6 ? red : (idx[1] >= 5 ? green : none));
     }
     tk::write_vector_volume(sh, dir + "/sh.nrrd");
     auto r = run_tool(prefix + exe + " --quiet " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --png " + dir + "/slice.png",
@@ -287,22 +278,12 @@ TEST(FiberGlyphs, PngShowsColouredFibersWhereTheyAre)
 TEST(FiberGlyphs, BadVisualizationRequestsFailClearlyAndLeaveNoOutput)
 {
     std::string dir = make_temp_dir("tk_fibers_vis_bad");
-    auto sh = tk::VectorImage3::New();
-    tk::VectorImage3::RegionType region;
-    region.SetSize({{3, 3, 4}});
-    sh->SetRegions(region);
-    sh->SetNumberOfComponentsPerPixel(15);
-    sh->Allocate();
+    auto sh = sh_volume(3, 3, 4, 15);
     auto c = sh_of_fibers(4, TK_SH_TOURNIER, 0, {{0, 0, 1}}, {1.0});
-    for (size_t v = 0; v < region.GetNumberOfPixels(); ++v)
-        for (int i = 0; i < 15; ++i) sh->GetBufferPointer()[v * 15 + i] = float(c[i]);
+    for (size_t v = 0; v < sh->GetLargestPossibleRegion().GetNumberOfPixels(); ++v) set_voxel(sh, v, c);
     tk::write_vector_volume(sh, dir + "/sh.nrrd");
     const std::string in = dir + "/sh.nrrd " + dir + "/out.nrrd";
-    struct Case {
-        std::string args, message;
-        int code;
-    };
-    std::vector<Case> cases = {
+    std::vector<Refusal> cases = {
         {"env -u DISPLAY " + exe + " " + in + " --vtp " + dir + "/f.vtp --png " + dir + "/s.png", "no X display", 1},
         {exe + " " + in + " --vtp " + dir + "/no/such/dir/f.vtp", "f.vtp: cannot write", 1},
         {exe + " " + in + " --slice 2", "--slice only applies with --png", 2},
@@ -313,10 +294,7 @@ TEST(FiberGlyphs, BadVisualizationRequestsFailClearlyAndLeaveNoOutput)
     if (prefix != "NONE")
         cases.push_back({prefix + exe + " " + in + " --png " + dir + "/s.png --slice 4", "--slice 4 is outside", 2});
     for (const auto &k : cases) {
-        auto r = run_tool(k.args, dir);
-        EXPECT_EQ(r.signal, 0) << k.args;
-        EXPECT_EQ(r.exit_code, k.code) << k.args << "\n" << r.err;
-        EXPECT_NE(r.err.find(k.message), std::string::npos) << k.args << "\nstderr: " << r.err;
+        expect_refused(k.args, k.message, k.code, dir);
         EXPECT_FALSE(exists(dir + "/out.nrrd")) << k.args;
         EXPECT_FALSE(exists(dir + "/f.vtp")) << k.args;
         EXPECT_FALSE(exists(dir + "/s.png")) << k.args;

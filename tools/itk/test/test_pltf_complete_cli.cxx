@@ -16,6 +16,7 @@
 #include "itk_file_io.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
+#include "tk_refusal_test_util.h"
 #include "tk_npy.h"
 
 using namespace tk_test;
@@ -23,6 +24,7 @@ using namespace tk_test;
 namespace {
 
 const std::string exe = TK_PLTF_EXE;
+using Image3 = itk::Image<float, 3>;
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // Rank-R non-negative PARAFAC on a grid (x fastest): sum_r prod_d f_d(r, coordinate d),
@@ -157,32 +159,17 @@ double relative_rms(const float *got, const std::vector<float> &truth, const std
 
 TEST(PltfCompleteCli, SlicersCommandLineFillsMissingVoxelsOfALowRankVolume)
 {
-    using Image3 = itk::Image<float, 3>;
-    using Label3 = itk::Image<short, 3>;  // Slicer's label maps
     std::string dir = make_temp_dir("tk_pltf_complete");
     const std::vector<size_t> size = {20, 18, 16};
     const auto truth = parafac_truth(size, 3, 1, 100.0);
     const auto observed = random_mask(truth.size(), 0.3, 2);
     write(image_of<Image3>(size, with_holes(truth, observed)).GetPointer(), dir + "/in.nrrd");
-    write(image_of<Label3>(size, observed).GetPointer(), dir + "/mask.nrrd");
+    write(image_of<SlicerLabelMap>(size, observed).GetPointer(), dir + "/mask.nrrd");
 
-    auto xml = run_tool(exe + " --xml", dir);
-    ASSERT_EQ(xml.exit_code, 0) << xml.err;
-    int flagged = 0;
-    const std::string args = slicer_command_line(xml.out,
-                                                 {{"inputVolume", dir + "/in.nrrd"},
-                                                  {"outputVolume", dir + "/out.nrrd"},
-                                                  {"mask", dir + "/mask.nrrd"},
-                                                  {"rank", "3"},
-                                                  {"iterations", "400"},
-                                                  {"seed", "7"},
-                                                  {"backend", "cpu"}},
-                                                 &flagged);
-    EXPECT_EQ(flagged, 12);  // 8 of its own (--dims left out: empty), and the standard --device, --threads, --quiet, --force
-    const std::string last = " complete " + dir + "/in.nrrd " + dir + "/out.nrrd";
-    ASSERT_EQ(args.substr(args.size() - last.size()), last) << "positional arguments last: " << args;
-    auto r = run_tool(exe + args, dir);
-    ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    SlicerRun slicer;
+    ASSERT_NO_FATAL_FAILURE(run_complete_as_slicer(
+        exe, dir, {{"rank", "3"}, {"iterations", "400"}, {"seed", "7"}, {"backend", "cpu"}}, &slicer));
+    EXPECT_EQ(slicer.flagged, 12);  // 8 of its own (--dims left out: empty), and the standard --device, --threads, --quiet, --force
     auto in = read<Image3>(dir + "/in.nrrd");
     auto out = read<Image3>(dir + "/out.nrrd");
     EXPECT_NEAR(in->GetSpacing()[2], 2.5, 1e-9);  // the grid is not the identity
@@ -206,9 +193,9 @@ TEST(PltfCompleteCli, SlicersCommandLineFillsMissingVoxelsOfALowRankVolume)
     for (size_t v = 0; v < truth.size(); ++v) ASSERT_EQ(got[v], filter->GetOutput()->GetBufferPointer()[v]) << v;
 
     // The documented order (command first) runs the same.
-    r = run_tool(exe + " complete " + dir + "/in.nrrd " + dir + "/out2.nrrd --mask " + dir +
-                     "/mask.nrrd --rank 3 --iters 400 --seed 7 --backend cpu --quiet",
-                 dir);
+    auto r = run_tool(exe + " complete " + dir + "/in.nrrd " + dir + "/out2.nrrd --mask " + dir +
+                          "/mask.nrrd --rank 3 --iters 400 --seed 7 --backend cpu --quiet",
+                      dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
     auto out2 = read<Image3>(dir + "/out2.nrrd");
@@ -273,7 +260,6 @@ TEST(PltfCompleteCli, VectorVolumeWithAModelExpressionAndAFourDimensionalMask)
 
 TEST(PltfCompleteCli, BackendAutoRunsOnTheCpuWithOneWarningWithoutAGpu)
 {
-    using Image3 = itk::Image<float, 3>;
     std::string dir = make_temp_dir("tk_pltf_complete_auto");
     const std::vector<size_t> size = {9, 8, 7};
     write(image_of<Image3>(size, parafac_truth(size, 2, 8, 10.0)).GetPointer(), dir + "/in.mha");
@@ -307,7 +293,6 @@ TEST(PltfCompleteCli, BackendAutoRunsOnTheCpuWithOneWarningWithoutAGpu)
 
 TEST(PltfCompleteCli, BadInputsFailClearlyLeaveNoOutputAndTheInputUnchanged)
 {
-    using Image3 = itk::Image<float, 3>;
     using Mask3 = itk::Image<unsigned char, 3>;
     std::string dir = make_temp_dir("tk_pltf_complete_bad");
     const std::vector<size_t> size = {10, 9, 8};
@@ -332,10 +317,7 @@ TEST(PltfCompleteCli, BadInputsFailClearlyLeaveNoOutputAndTheInputUnchanged)
     }
     const std::string before = slurp(dir + "/in.nrrd");
     const std::string in = dir + "/in.nrrd", out = dir + "/out.nrrd";
-    struct Case {
-        std::string args, message;
-        int code;
-    } cases[] = {
+    const Refusal cases[] = {
         {"complete " + in + " " + out + " --mask " + dir + "/small_mask.nrrd", "small_mask.nrrd: on another voxel grid than", 1},
         {"complete " + in + " " + out + " --mask " + dir + "/empty_mask.nrrd", "empty_mask.nrrd: no voxel is observed",
          1},
@@ -362,9 +344,7 @@ TEST(PltfCompleteCli, BadInputsFailClearlyLeaveNoOutputAndTheInputUnchanged)
         {"complete " + in + " " + dir + "/no/such/dir/out.nrrd --iters 2", "out.nrrd: cannot write", 1},
     };
     for (const auto &c : cases) {
-        auto r = run_tool(exe + " " + c.args, dir);
-        EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
-        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+        expect_refused(exe + " " + c.args, c.message, c.code, dir);
         EXPECT_FALSE(exists(out)) << c.args;
     }
     EXPECT_EQ(slurp(dir + "/in.nrrd"), before);

@@ -13,6 +13,7 @@
 #include "itk_file_io.h"
 #include "slicer_command_line.h"
 #include "tk_cli_runner.h"
+#include "tk_refusal_test_util.h"
 #include "tk_tucker.h"
 
 using namespace tk_test;
@@ -20,6 +21,7 @@ using namespace tk_test;
 namespace {
 
 const std::string exe = TK_TUCKER_EXE;
+using Image3 = itk::Image<float, 3>;
 
 // A rank-4 FastTucker model on the grid, around 1000 (as MR intensities).
 std::vector<float> low_rank(const std::vector<uint32_t> &size, uint64_t seed)
@@ -55,8 +57,6 @@ template <typename TImage> typename TImage::Pointer image_of(const std::vector<u
 
 TEST(TuckerCompleteCli, SlicersCommandLineGivesTheFiltersResultAndFillsDroppedSlices)
 {
-    using Image3 = itk::Image<float, 3>;
-    using Label3 = itk::Image<short, 3>;  // Slicer's label maps
     std::string dir = make_temp_dir("tk_tucker_complete");
     const std::vector<uint32_t> size = {20, 18, 16};
     const size_t voxels = 20 * 18 * 16, slice = 20 * 18;
@@ -67,26 +67,14 @@ TEST(TuckerCompleteCli, SlicersCommandLineGivesTheFiltersResultAndFillsDroppedSl
     // without data: no low-rank model can recover it).
     for (size_t z : {3, 8, 12})
         for (size_t v = 0; v < slice / 2; ++v) observed[z * slice + v] = 0;
-    auto label = image_of<Label3>(size, observed.data());
+    auto label = image_of<SlicerLabelMap>(size, observed.data());
     write(image.GetPointer(), dir + "/in.nrrd");
     write(label.GetPointer(), dir + "/mask.nrrd");
 
-    auto xml = run_tool(exe + " --xml", dir);
-    ASSERT_EQ(xml.exit_code, 0) << xml.err;
-    int flagged = 0;
-    std::string args = slicer_command_line(xml.out,
-                                           {{"inputVolume", dir + "/in.nrrd"},
-                                            {"outputVolume", dir + "/out.nrrd"},
-                                            {"mask", dir + "/mask.nrrd"},
-                                            {"keepObserved", "true"},
-                                            {"iterations", "150"},
-                                            {"seed", "7"}},
-                                           &flagged);
-    EXPECT_EQ(flagged, 15);  // 11 of its own, and the standard --device, --threads, --quiet, --force
-    const std::string last = " complete " + dir + "/in.nrrd " + dir + "/out.nrrd";
-    ASSERT_EQ(args.substr(args.size() - last.size()), last) << "positional arguments last: " << args;
-    auto r = run_tool(exe + args, dir);
-    ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    SlicerRun slicer;
+    ASSERT_NO_FATAL_FAILURE(
+        run_complete_as_slicer(exe, dir, {{"keepObserved", "true"}, {"iterations", "150"}, {"seed", "7"}}, &slicer));
+    EXPECT_EQ(slicer.flagged, 15);  // 11 of its own, and the standard --device, --threads, --quiet, --force
     auto out = read<Image3>(dir + "/out.nrrd");
     ASSERT_EQ(out->GetLargestPossibleRegion().GetSize(), image->GetLargestPossibleRegion().GetSize());
     EXPECT_NEAR(out->GetSpacing()[0], 1.5, 1e-9);
@@ -114,9 +102,9 @@ TEST(TuckerCompleteCli, SlicersCommandLineGivesTheFiltersResultAndFillsDroppedSl
     EXPECT_LT(std::sqrt(sse / (3 * slice / 2)), 0.1 * std::sqrt(spread));
 
     // The documented order (command first) runs the same.
-    r = run_tool(exe + " complete " + dir + "/in.nrrd " + dir + "/out2.nrrd --mask " + dir +
-                     "/mask.nrrd --keep-observed --iters 150 --seed 7 --quiet",
-                 dir);
+    auto r = run_tool(exe + " complete " + dir + "/in.nrrd " + dir + "/out2.nrrd --mask " + dir +
+                          "/mask.nrrd --keep-observed --iters 150 --seed 7 --quiet",
+                      dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto out2 = read<Image3>(dir + "/out2.nrrd");
     for (size_t v = 0; v < voxels; ++v) ASSERT_EQ(out2->GetBufferPointer()[v], got[v]);
@@ -157,7 +145,6 @@ TEST(TuckerCompleteCli, FourDimensionalNiftiWithAThreeDimensionalMask)
 
 TEST(TuckerCompleteCli, BadInputsFailClearlyAndLeaveNoOutput)
 {
-    using Image3 = itk::Image<float, 3>;
     std::string dir = make_temp_dir("tk_tucker_complete_bad");
     auto values = low_rank({10, 9, 8}, 1);
     write(image_of<Image3>({10, 9, 8}, values.data()).GetPointer(), dir + "/in.nrrd");
@@ -166,10 +153,7 @@ TEST(TuckerCompleteCli, BadInputsFailClearlyAndLeaveNoOutput)
     std::vector<float> zeros(10 * 9 * 8, 0.0f);
     write(image_of<itk::Image<unsigned char, 3>>({10, 9, 8}, zeros.data()).GetPointer(), dir + "/empty_mask.nrrd");
     std::string out = dir + "/out.nrrd";
-    struct Case {
-        std::string args, message;
-        int code;
-    } cases[] = {
+    const Refusal cases[] = {
         {"complete " + dir + "/in.nrrd " + out + " --mask " + dir + "/small_mask.nrrd", "small_mask.nrrd: on another voxel grid than", 1},
         {"complete " + dir + "/in.nrrd " + out + " --mask " + dir + "/empty_mask.nrrd", "no voxel", 1},
         {"complete " + dir + "/missing.nrrd " + out, "missing.nrrd: cannot open", 1},
@@ -179,9 +163,7 @@ TEST(TuckerCompleteCli, BadInputsFailClearlyAndLeaveNoOutput)
         {"--iters 5 train " + dir + "/in.nrrd " + out, "unexpected argument 'train'", 2},
     };
     for (const auto &c : cases) {
-        auto r = run_tool(exe + " " + c.args, dir);
-        EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
-        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+        expect_refused(exe + " " + c.args, c.message, c.code, dir);
         EXPECT_FALSE(exists(out)) << c.args;
     }
 }
