@@ -1,24 +1,32 @@
-// Test helper: two pieces of work started together on two threads, so that their calls
-// overlap (two ITK pipelines, or two callers of one C core, in one process).
+// Test helper: pieces of work started together, one thread each, so that their calls
+// overlap (two ITK pipelines, or several callers of one C core, in one process).
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <thread>
+#include <vector>
 
 namespace tk_test {
 
+// Every thread waits until all have started, then runs its piece; returns when all are done.
+inline void run_all_concurrently(const std::vector<std::function<void()>> &work)
+{
+    std::atomic<size_t> ready{0};
+    const size_t count = work.size();
+    std::vector<std::thread> threads;
+    for (const auto &f : work)
+        threads.emplace_back([&ready, count, &f] {
+            ++ready;
+            while (ready.load() < count) std::this_thread::yield();
+            f();
+        });
+    for (auto &t : threads) t.join();
+}
+
 inline void run_concurrently(const std::function<void()> &a, const std::function<void()> &b)
 {
-    std::atomic<int> ready{0};
-    auto start = [&ready](const std::function<void()> &f) {
-        ++ready;
-        while (ready.load() < 2) std::this_thread::yield();
-        f();
-    };
-    std::thread ta(start, std::cref(a)), tb(start, std::cref(b));
-    ta.join();
-    tb.join();
+    run_all_concurrently({a, b});
 }
 
 }  // namespace tk_test

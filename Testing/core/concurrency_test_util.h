@@ -221,7 +221,7 @@ inline EigInput eig_input(tk_backend backend, int n, bool dbl, bool vectors, siz
     return in;
 }
 
-template <typename R> Result eig_run_typed(const EigInput &in)
+template <typename R> Result eig_run_typed(const EigInput &in, tk_eig_plan *plan)
 {
     const size_t nn = (size_t)in.opts.n * (size_t)in.opts.n, count = in.matrices.size() / nn;
     std::vector<R> a(in.matrices.begin(), in.matrices.end()), values(count * 2 * (size_t)in.opts.n);
@@ -229,7 +229,8 @@ template <typename R> Result eig_run_typed(const EigInput &in)
     std::vector<int8_t> status(count);
     tk_eig_result out = {values.data(), in.vectors ? vectors.data() : nullptr, status.data()};
     size_t failures = 0;
-    tk_status s = tk_eig_solve(&in.opts, count, a.data(), &out, nullptr, &failures);
+    tk_status s = plan ? tk_eig_plan_execute(plan, count, a.data(), &out, nullptr, &failures)
+                       : tk_eig_solve(&in.opts, count, a.data(), &out, nullptr, &failures);
     if (s != TK_OK) return failed(s);
     Result r;
     append(r, values.data(), values.size());
@@ -239,10 +240,13 @@ template <typename R> Result eig_run_typed(const EigInput &in)
     return r;
 }
 
-inline Result eig_run(const EigInput &in)
+// Through plan where one is given (made for in.opts), else through tk_eig_solve.
+inline Result eig_plan_run(tk_eig_plan *plan, const EigInput &in)
 {
-    return in.opts.precision == TK_PRECISION_DOUBLE ? eig_run_typed<double>(in) : eig_run_typed<float>(in);
+    return in.opts.precision == TK_PRECISION_DOUBLE ? eig_run_typed<double>(in, plan) : eig_run_typed<float>(in, plan);
 }
+
+inline Result eig_run(const EigInput &in) { return eig_plan_run(nullptr, in); }
 
 // ---- FastTucker ------------------------------------------------------------------------
 
