@@ -4,16 +4,14 @@
 #ifndef itkBatchedEigenvaluesImageFilter_h
 #define itkBatchedEigenvaluesImageFilter_h
 
-#include <atomic>
 #include <type_traits>
 
 #include "itkImage.h"
 #include "itkMatrix.h"
+#include "itkTensorKernelsBatchedImageFilter.h"
 #include "itkTensorKernelsImageFilter.h"
 #include "itkVectorImage.h"
 #include "tk_eig.h"
-
-#include <memory>
 
 namespace itk
 {
@@ -30,6 +28,11 @@ template <typename T, unsigned int R, unsigned int C> struct MatrixPixel<Matrix<
     static constexpr unsigned int FixedOrder = R;
     static double Get(const Matrix<T, R, C> &p, unsigned int, unsigned int i, unsigned int j) { return static_cast<double>(p(i, j)); }
 };
+
+/** The filter's one plan of tk-eig, and its base: no mask. */
+using Plan = TensorKernelsPlanHolder<tk_eig_options, tk_eig_plan, tk_eig_plan_create, tk_eig_plan_destroy>;
+template <typename TInputImage, typename TOutputImage>
+using FilterBase = TensorKernelsBatchedImageFilter<TensorKernelsImageFilter<TInputImage, TOutputImage>, Plan>;
 } // namespace BatchedEigenvaluesDetail
 
 /** \class BatchedEigenvaluesImageFilter
@@ -52,26 +55,17 @@ template <typename T, unsigned int R, unsigned int C> struct MatrixPixel<Matrix<
  * \ingroup tk_group_tk_itk
  */
 template <typename TInputImage, typename TOutputImage = VectorImage<double, TInputImage::ImageDimension>>
-class ITK_TEMPLATE_EXPORT BatchedEigenvaluesImageFilter : public TensorKernelsImageFilter<TInputImage, TOutputImage>
+class ITK_TEMPLATE_EXPORT BatchedEigenvaluesImageFilter : public BatchedEigenvaluesDetail::FilterBase<TInputImage, TOutputImage>
 {
 public:
-    ITK_DISALLOW_COPY_AND_MOVE(BatchedEigenvaluesImageFilter);
-
-    using Self = BatchedEigenvaluesImageFilter;
-    using Superclass = TensorKernelsImageFilter<TInputImage, TOutputImage>;
-    using Pointer = SmartPointer<Self>;
-    using ConstPointer = SmartPointer<const Self>;
+    itkTensorKernelsClassMacro(BatchedEigenvaluesImageFilter, BatchedEigenvaluesDetail::FilterBase<TInputImage, TOutputImage>);
     itkNewMacro(Self);
-    itkTypeMacro(BatchedEigenvaluesImageFilter, TensorKernelsImageFilter);
 
     using InputPixelType = typename TInputImage::PixelType;
     using OutputComponentType = typename TOutputImage::InternalPixelType;
-    using OutputRegionType = typename TOutputImage::RegionType;
     static_assert(std::is_same<OutputComponentType, float>::value || std::is_same<OutputComponentType, double>::value,
                   "the output's components must be float or double");
-
-    using BackendType = typename Superclass::BackendType;
-
+    using OutputImageRegionType = typename Superclass::OutputImageRegionType;
 
     /** LAPACK-style balancing before the reduction (default on). */
     itkSetMacro(Balance, bool);
@@ -81,43 +75,24 @@ public:
     /** The matrix order n (known after UpdateOutputInformation). */
     itkGetConstMacro(MatrixOrder, unsigned int);
     /** Pixels whose matrix was not finite or did not converge (after Update). */
-    itkGetConstMacro(NumberOfFailedPixels, SizeValueType);
+    SizeValueType GetNumberOfFailedPixels() const { return this->GetNumberOfSkippedPixels(); }
 
 protected:
-    BatchedEigenvaluesImageFilter();
+    BatchedEigenvaluesImageFilter()
+        : Superclass("batched eigenvalues failed")
+    {}
     ~BatchedEigenvaluesImageFilter() override = default;
 
     void GenerateOutputInformation() override;
-    void BeforeThreadedGenerateData() override;
-    void GenerateData() override;
-    void DynamicThreadedGenerateData(const OutputRegionType &region) override;
-    void AfterThreadedGenerateData() override;
+    tk_eig_options CoreOptions(tk_backend backend) const override;
+    /** The eigenvalues of the region's matrices into the output (row-major, as the core
+     * reads them); returns the failed-pixel count. */
+    SizeValueType ProcessRegion(const OutputImageRegionType &region) override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
 
 private:
-    /** Eigenvalues of one region into the output; returns its failed-pixel count. */
-    SizeValueType ProcessRegion(const OutputRegionType &region);
-    /** The filter's one core plan, on \p backend with the filter's settings, kept from one
-     * Update to the next while they stay the same (on CUDA it holds the device buffers and
-     * streams), made anew when they change. */
-    void PreparePlan(tk_backend backend, size_t max_batch);
-    /** The filter's one call of the core, on its plan: the eigenvalues of \p pixels matrices
-     * (row-major) into \p values and \p status; returns the failed-pixel count.  The
-     * threader's regions call it at once: a cpu plan only reads itself there. */
-    size_t SolveCore(size_t pixels, const OutputComponentType *matrices, OutputComponentType *values,
-                     int8_t *status) const;
-    /** The Backend setting resolved: true to run on CUDA. */
-    bool UsesCUDA() const;
-
     bool m_Balance{true};
     unsigned int m_MatrixOrder{0};
-    std::atomic<SizeValueType> m_FailedPixels{0};
-    struct PlanDeleter {
-        void operator()(tk_eig_plan *plan) const { tk_eig_plan_destroy(plan); }
-    };
-    std::unique_ptr<tk_eig_plan, PlanDeleter> m_Plan;
-    tk_eig_options m_PlanOptions{};
-    SizeValueType m_NumberOfFailedPixels{0};
 };
 } // namespace itk
 

@@ -9,16 +9,8 @@
 #include "itkImageRegionIterator.h"
 #include "itkMacro.h"
 
-#include <cstring>
-
 namespace itk
 {
-template <typename TInputImage, typename TOutputImage>
-BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::BatchedEigenvaluesImageFilter()
-{
-    this->DynamicMultiThreadingOn();
-}
-
 template <typename TInputImage, typename TOutputImage>
 void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::GenerateOutputInformation()
 {
@@ -39,42 +31,7 @@ void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::GenerateOutputInf
 }
 
 template <typename TInputImage, typename TOutputImage>
-void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::BeforeThreadedGenerateData()
-{
-    m_FailedPixels = 0;
-}
-
-template <typename TInputImage, typename TOutputImage>
-bool BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::UsesCUDA() const
-{
-    return this->ResolveBackend(BackendType::CPU) == BackendType::CUDA;
-}
-
-template <typename TInputImage, typename TOutputImage>
-void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::GenerateData()
-{
-    if (!UsesCUDA()) {
-        PreparePlan(TK_BACKEND_CPU, 0); ///< one cpu plan, read by every region at once
-        Superclass::GenerateData();      ///< ITK's threader over the requested region
-        return;
-    }
-    /// CUDA: the whole requested region at once; the core chunks and streams it.
-    this->AllocateOutputs();
-    this->BeforeThreadedGenerateData();
-    const OutputRegionType region = this->GetOutput()->GetRequestedRegion();
-    PreparePlan(TK_BACKEND_CUDA, region.GetNumberOfPixels());
-    m_FailedPixels += ProcessRegion(region);
-    this->AfterThreadedGenerateData();
-}
-
-template <typename TInputImage, typename TOutputImage>
-void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::DynamicThreadedGenerateData(const OutputRegionType &region)
-{
-    m_FailedPixels += ProcessRegion(region);
-}
-
-template <typename TInputImage, typename TOutputImage>
-SizeValueType BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputRegionType &region)
+SizeValueType BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputImageRegionType &region)
 {
     using Access = BatchedEigenvaluesDetail::MatrixPixel<InputPixelType>;
     using R = OutputComponentType;
@@ -88,7 +45,9 @@ SizeValueType BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::ProcessR
         for (unsigned int i = 0; i < n; ++i)
             for (unsigned int j = 0; j < n; ++j) matrices[p * nn + i * n + j] = static_cast<R>(Access::Get(pixel, n, i, j));
     }
-    const size_t failed = SolveCore(pixels, matrices.data(), values.data(), status.data());
+    tk_eig_result result = {values.data(), nullptr, status.data()};
+    size_t failed = 0;
+    this->ThrowUnlessPlanOK(tk_eig_plan_execute(this->GetPlan(), pixels, matrices.data(), &result, nullptr, &failed));
     typename TOutputImage::PixelType out(static_cast<unsigned int>(2 * n));
     p = 0;
     for (ImageRegionIterator<TOutputImage> it(this->GetOutput(), region); !it.IsAtEnd(); ++it, ++p) {
@@ -99,38 +58,14 @@ SizeValueType BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::ProcessR
 }
 
 template <typename TInputImage, typename TOutputImage>
-void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::PreparePlan(tk_backend backend, size_t max_batch)
+tk_eig_options BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_backend backend) const
 {
-    tk_eig_options o;
-    std::memset(&o, 0, sizeof o); ///< padding too: the options are compared bytewise
+    tk_eig_options o = BatchedEigenvaluesDetail::Plan::ZeroedOptions();
     tk_eig_options_init(&o, static_cast<int>(m_MatrixOrder));
     o.precision = std::is_same<OutputComponentType, double>::value ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     o.backend = backend;
     o.balance = m_Balance ? 1 : 0;
-    if (m_Plan && std::memcmp(&o, &m_PlanOptions, sizeof o) == 0) return;
-    m_Plan.reset();
-    tk_eig_plan *plan = nullptr;
-    this->ThrowUnlessCoreOK(tk_eig_plan_create(&o, max_batch, &plan), "batched eigenvalues failed");
-    m_Plan.reset(plan);
-    m_PlanOptions = o;
-}
-
-template <typename TInputImage, typename TOutputImage>
-size_t BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::SolveCore(size_t pixels,
-                                                                         const OutputComponentType *matrices,
-                                                                         OutputComponentType *values, int8_t *status) const
-{
-    tk_eig_result result = {values, nullptr, status};
-    size_t failed = 0;
-    this->ThrowUnlessCoreOK(tk_eig_plan_execute(m_Plan.get(), pixels, matrices, &result, nullptr, &failed),
-                            "batched eigenvalues failed");
-    return failed;
-}
-
-template <typename TInputImage, typename TOutputImage>
-void BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::AfterThreadedGenerateData()
-{
-    m_NumberOfFailedPixels = m_FailedPixels;
+    return o;
 }
 
 template <typename TInputImage, typename TOutputImage>

@@ -3,14 +3,21 @@
 #ifndef itkFiberDirectionsImageFilter_h
 #define itkFiberDirectionsImageFilter_h
 
+#include "itkTensorKernelsBatchedImageFilter.h"
 #include "itkTensorKernelsMaskedImageFilter.h"
 #include "itkVectorImage.h"
 #include "tk_fibers.h"
 
-#include <memory>
-
 namespace itk
 {
+namespace FiberDirectionsDetail
+{
+/** The filter's one plan of tk-fibers, and its base: with a mask. */
+using Plan = TensorKernelsPlanHolder<tk_fibers_options, tk_fibers_plan, tk_fibers_plan_create, tk_fibers_plan_destroy>;
+template <typename TInputImage, typename TOutputImage>
+using FilterBase = TensorKernelsBatchedImageFilter<TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>, Plan>;
+} // namespace FiberDirectionsDetail
+
 /** \class FiberDirectionsImageFilter
  * \brief The local maxima (fiber directions) of each voxel's spherical-harmonic function.
  *
@@ -32,23 +39,16 @@ namespace itk
  * \ingroup tk_group_tk_itk
  */
 template <typename TInputImage = VectorImage<float, 3>, typename TOutputImage = VectorImage<float, 3>>
-class ITK_TEMPLATE_EXPORT FiberDirectionsImageFilter : public TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>
+class ITK_TEMPLATE_EXPORT FiberDirectionsImageFilter : public FiberDirectionsDetail::FilterBase<TInputImage, TOutputImage>
 {
 public:
-    ITK_DISALLOW_COPY_AND_MOVE(FiberDirectionsImageFilter);
-
-    using Self = FiberDirectionsImageFilter;
-    using Superclass = TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>;
-    using Pointer = SmartPointer<Self>;
-    using ConstPointer = SmartPointer<const Self>;
+    itkTensorKernelsClassMacro(FiberDirectionsImageFilter, FiberDirectionsDetail::FilterBase<TInputImage, TOutputImage>);
     itkNewMacro(Self);
-    itkTypeMacro(FiberDirectionsImageFilter, TensorKernelsMaskedImageFilter);
 
     using MaskImageType = typename Superclass::MaskImageType;
-    using OutputRegionType = typename TOutputImage::RegionType;
+    using OutputImageRegionType = typename Superclass::OutputImageRegionType;
 
     enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
-    using BackendType = typename Superclass::BackendType;
     /// Printed by the Set macros' debug output (builds without NDEBUG).
     friend std::ostream &operator<<(std::ostream &os, BasisType b)
     {
@@ -75,7 +75,7 @@ public:
     TOutputImage *GetAmplitudeOutput() { return dynamic_cast<TOutputImage *>(this->ProcessObject::GetOutput(1)); }
 
     /** Voxels skipped because their coefficients were not finite (after Update). */
-    itkGetConstMacro(NumberOfInvalidVoxels, SizeValueType);
+    SizeValueType GetNumberOfInvalidVoxels() const { return this->GetNumberOfSkippedPixels(); }
 
 protected:
     FiberDirectionsImageFilter();
@@ -83,27 +83,25 @@ protected:
 
     void GenerateOutputInformation() override;
     void BeforeThreadedGenerateData() override;
-    void GenerateData() override;
-    void DynamicThreadedGenerateData(const OutputRegionType &region) override;
-    void AfterThreadedGenerateData() override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
     void VerifyInputInformation() const override;
+    tk_fibers_options CoreOptions(tk_backend backend) const override;
+    /** Peaks of one region, written to both outputs; returns the invalid-voxel count. */
+    SizeValueType ProcessRegion(const OutputImageRegionType &region) override;
+    /** Whole buffers go to the core on the CPU too, in chunks, each threaded by the core
+     * (its OpenMP schedule hands out small batches as threads free up: a voxel's cost
+     * varies a hundredfold between background, one fiber and three). */
+    bool TakesWholeRequestOnCPU() const override { return TakesWholeBuffers(); }
+    /** Whole buffers through ProcessBuffers, on CUDA or the CPU; else the region on CUDA. */
+    SizeValueType ProcessWholeRequest(tk_backend backend) override;
 
 private:
-    /** Peaks of one region, written to both outputs; returns the invalid-voxel count. */
-    SizeValueType ProcessRegion(const OutputRegionType &region);
     /** Whether the whole request is the images' buffers, in float, as the core takes them
      * (ProcessBuffers applies). */
     bool TakesWholeBuffers() const;
     /** Peaks of the whole buffers in chunks, straight from the input's buffer into the
      * outputs' (the core threads each chunk itself); returns the invalid-voxel count. */
     SizeValueType ProcessBuffers(tk_backend backend);
-    /** The core's options from the filter's settings, on the backend given. */
-    tk_fibers_options CoreOptions(tk_backend backend) const;
-    /** The filter's one core plan for \p options, kept from one Update to the next while the
-     * options stay the same (its tables cost milliseconds to build; on CUDA it holds the
-     * device buffers), made anew when they change. */
-    void PreparePlan(const tk_fibers_options &options, size_t max_voxels);
     /** The filter's one call of the core, on its plan: the peaks of \p voxels voxels
      * (\p inside: their mask or null) as the core writes them; returns the invalid-voxel count.
      * The threader's regions call it at once: a cpu plan only reads its tables there. */
@@ -111,8 +109,6 @@ private:
     /** Writes the core's unit directions and amplitudes of n voxels as the outputs hold them:
      * each direction scaled by its amplitude, in RAS for the DIPY basis. */
     void ScaleAndOrient(float *dirs, const float *amps, size_t n) const;
-    /** The Backend setting resolved: true to run on CUDA. */
-    bool UsesCUDA() const;
 
     unsigned int m_NumberOfPeaks{3};
     double m_Threshold{0.0};
@@ -122,13 +118,6 @@ private:
     bool m_Legacy{false};
     int m_Lmax{0};
     double m_VoxelToRas[3][3]{};
-    std::atomic<SizeValueType> m_InvalidVoxels{0};
-    struct PlanDeleter {
-        void operator()(tk_fibers_plan *plan) const { tk_fibers_plan_destroy(plan); }
-    };
-    std::unique_ptr<tk_fibers_plan, PlanDeleter> m_Plan;
-    tk_fibers_options m_PlanOptions{};
-    SizeValueType m_NumberOfInvalidVoxels{0};
 };
 } // namespace itk
 

@@ -11,17 +11,15 @@
 #include "itkImageRegionIterator.h"
 #include "itkMacro.h"
 
-#include <cstring>
-
 namespace itk
 {
 template <typename TInputImage, typename TOutputImage>
 FiberDirectionsImageFilter<TInputImage, TOutputImage>::FiberDirectionsImageFilter()
+    : Superclass("fiber directions failed")
 {
     this->SetNumberOfRequiredOutputs(2);
     this->SetNthOutput(0, this->MakeOutput(0));
     this->SetNthOutput(1, this->MakeOutput(1));
-    this->DynamicMultiThreadingOn();
 }
 
 template <typename TInputImage, typename TOutputImage>
@@ -60,13 +58,7 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::BeforeThreadedGenera
         if (!mask->GetBufferedRegion().IsInside(this->GetOutput()->GetRequestedRegion()))
             itkExceptionMacro(<< "the mask does not cover the requested region of the SH image");
     }
-    m_InvalidVoxels = 0;
-}
-
-template <typename TInputImage, typename TOutputImage>
-bool FiberDirectionsImageFilter<TInputImage, TOutputImage>::UsesCUDA() const
-{
-    return this->ResolveBackend(BackendType::CPU) == BackendType::CUDA;
+    Superclass::BeforeThreadedGenerateData();
 }
 
 template <typename TInputImage, typename TOutputImage>
@@ -83,35 +75,15 @@ bool FiberDirectionsImageFilter<TInputImage, TOutputImage>::TakesWholeBuffers() 
 }
 
 template <typename TInputImage, typename TOutputImage>
-void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateData()
+SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessWholeRequest(tk_backend backend)
 {
-    const bool cuda = UsesCUDA();
-    if (!cuda && !TakesWholeBuffers()) {
-        PreparePlan(CoreOptions(TK_BACKEND_CPU), 0); ///< one cpu plan, read by every region
-        Superclass::GenerateData();                    ///< ITK's threader over the requested region
-        return;
-    }
-    /// The whole request at once: on CUDA the core batches it on the GPU; on the CPU it runs
-    /// in chunks, each threaded by the core (its OpenMP schedule hands out small batches as
-    /// threads free up: a voxel's cost varies a hundredfold between background, one fiber and
-    /// three), with progress between chunks.
-    this->AllocateOutputs();
-    this->BeforeThreadedGenerateData();
-    if (TakesWholeBuffers())
-        m_InvalidVoxels += ProcessBuffers(cuda ? TK_BACKEND_CUDA : TK_BACKEND_OMP);
-    else {
-        const OutputRegionType region = this->GetOutput()->GetRequestedRegion();
-        PreparePlan(CoreOptions(TK_BACKEND_CUDA), region.GetNumberOfPixels());
-        m_InvalidVoxels += ProcessRegion(region);
-    }
-    this->AfterThreadedGenerateData();
+    return TakesWholeBuffers() ? ProcessBuffers(backend) : Superclass::ProcessWholeRequest(backend);
 }
 
 template <typename TInputImage, typename TOutputImage>
 tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_backend backend) const
 {
-    tk_fibers_options o;
-    std::memset(&o, 0, sizeof o); ///< padding too: PreparePlan compares options bytewise
+    tk_fibers_options o = FiberDirectionsDetail::Plan::ZeroedOptions();
     tk_fibers_options_init(&o, m_Lmax);
     o.basis = static_cast<tk_sh_basis>(m_Basis);
     o.legacy = m_Legacy;
@@ -124,25 +96,12 @@ tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOpt
 }
 
 template <typename TInputImage, typename TOutputImage>
-void FiberDirectionsImageFilter<TInputImage, TOutputImage>::PreparePlan(const tk_fibers_options &options,
-                                                                         size_t max_voxels)
-{
-    if (m_Plan && std::memcmp(&options, &m_PlanOptions, sizeof options) == 0) return;
-    m_Plan.reset();
-    tk_fibers_plan *plan = nullptr;
-    this->ThrowUnlessCoreOK(tk_fibers_plan_create(&options, max_voxels, &plan), "fiber directions failed");
-    m_Plan.reset(plan);
-    m_PlanOptions = options;
-}
-
-template <typename TInputImage, typename TOutputImage>
 size_t FiberDirectionsImageFilter<TInputImage, TOutputImage>::FindPeaks(size_t voxels, const float *sh,
                                                                         const uint8_t *inside, float *dirs,
                                                                         float *amps) const
 {
     size_t bad = 0;
-    this->ThrowUnlessCoreOK(tk_fibers_plan_execute(m_Plan.get(), voxels, sh, inside, dirs, amps, &bad, nullptr),
-                            "fiber directions failed");
+    this->ThrowUnlessPlanOK(tk_fibers_plan_execute(this->GetPlan(), voxels, sh, inside, dirs, amps, &bad, nullptr));
     return bad;
 }
 
@@ -178,7 +137,7 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
         std::min<ThreadIdType>(this->GetMultiThreader()->GetMaximumNumberOfThreads(), this->GetNumberOfWorkUnits()));
     /// CUDA in one call (it chunks and overlaps transfers itself); the CPU in about 64 chunks
     const size_t chunk = backend == TK_BACKEND_CUDA ? voxels : std::max<size_t>(4096, (voxels + 63) / 64);
-    PreparePlan(o, chunk);
+    this->PreparePlan(o, chunk);
     SizeValueType bad = 0;
     for (size_t first = 0; first < voxels; first += chunk) {
         const size_t n = std::min(chunk, voxels - first);
@@ -192,30 +151,19 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
 }
 
 template <typename TInputImage, typename TOutputImage>
-void FiberDirectionsImageFilter<TInputImage, TOutputImage>::DynamicThreadedGenerateData(const OutputRegionType &region)
-{
-    m_InvalidVoxels += ProcessRegion(region);
-}
-
-template <typename TInputImage, typename TOutputImage>
-SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputRegionType &region)
+SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputImageRegionType &region)
 {
     const TInputImage *input = this->GetInput();
-    const MaskImageType *mask = this->GetMaskImage();
     const size_t voxels = region.GetNumberOfPixels(), k = tk_sh_num_coeffs(m_Lmax), np = m_NumberOfPeaks;
     if (voxels == 0) return 0;
     std::vector<float> sh(voxels * k), dirs(voxels * np * 3), amps(voxels * np);
-    std::vector<uint8_t> inside(mask ? voxels : 0);
     size_t v = 0;
     for (ImageRegionConstIterator<TInputImage> it(input, region); !it.IsAtEnd(); ++it, ++v) {
         const auto pixel = it.Get();
         for (size_t c = 0; c < k; ++c) sh[v * k + c] = static_cast<float>(pixel[c]);
     }
-    if (mask) {
-        v = 0;
-        for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) inside[v] = it.Get() != 0;
-    }
-    const size_t bad = FindPeaks(voxels, sh.data(), mask ? inside.data() : nullptr, dirs.data(), amps.data());
+    const std::vector<uint8_t> inside = this->MaskOver(region);
+    const size_t bad = FindPeaks(voxels, sh.data(), inside.empty() ? nullptr : inside.data(), dirs.data(), amps.data());
     ScaleAndOrient(dirs.data(), amps.data(), voxels);
     TOutputImage *out_dirs = this->GetOutput(0), *out_amps = this->GetAmplitudeOutput();
     ImageRegionIterator<TOutputImage> di(out_dirs, region), ai(out_amps, region);
@@ -227,12 +175,6 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegi
         ai.Set(apix);
     }
     return bad;
-}
-
-template <typename TInputImage, typename TOutputImage>
-void FiberDirectionsImageFilter<TInputImage, TOutputImage>::AfterThreadedGenerateData()
-{
-    m_NumberOfInvalidVoxels = m_InvalidVoxels;
 }
 
 template <typename TInputImage, typename TOutputImage>

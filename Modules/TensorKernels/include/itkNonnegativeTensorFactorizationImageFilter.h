@@ -41,18 +41,12 @@ class ITK_TEMPLATE_EXPORT NonnegativeTensorFactorizationImageFilter
     : public TensorKernelsWholeImageFilter<TInputImage, TOutputImage>
 {
 public:
-    ITK_DISALLOW_COPY_AND_MOVE(NonnegativeTensorFactorizationImageFilter);
-
-    using Self = NonnegativeTensorFactorizationImageFilter;
-    using Superclass = TensorKernelsWholeImageFilter<TInputImage, TOutputImage>;
-    using Pointer = SmartPointer<Self>;
-    using ConstPointer = SmartPointer<const Self>;
+    itkTensorKernelsClassMacro(NonnegativeTensorFactorizationImageFilter, TensorKernelsWholeImageFilter<TInputImage, TOutputImage>);
     itkNewMacro(Self);
-    itkTypeMacro(NonnegativeTensorFactorizationImageFilter, TensorKernelsWholeImageFilter);
 
     static constexpr unsigned int ImageDimension = TInputImage::ImageDimension;
     static_assert(ImageDimension == 3 || ImageDimension == 4, "3-D or 4-D images");
-    using MaskImageType = typename Superclass::MaskImageType;
+    using RegionType = typename Superclass::RegionType;
 
     enum class DivergenceType { KL = TK_PLTF_KL, Euclidean = TK_PLTF_EUCLIDEAN, ItakuraSaito = TK_PLTF_IS };
     using BackendType = typename Superclass::BackendType;
@@ -85,7 +79,9 @@ protected:
     NonnegativeTensorFactorizationImageFilter() = default;
     ~NonnegativeTensorFactorizationImageFilter() override = default;
 
-    void GenerateData() override;
+    /** The model fitted to the observed voxels, in C order (the image's last axis first). */
+    std::vector<double> Reconstruct(const RegionType &region, const std::vector<double> &values,
+                                    const uint8_t *observed) override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
 
 private:

@@ -3,8 +3,6 @@
 
 #include <vector>
 
-#include "itkImageRegionConstIterator.h"
-#include "itkImageRegionIterator.h"
 #include "itkMacro.h"
 #include "itkNonnegativeTensorFactorizationImageFilter.h"
 
@@ -21,11 +19,9 @@ int NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::OnIter
 }
 
 template <typename TInputImage, typename TOutputImage>
-void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::GenerateData()
+std::vector<double> NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Reconstruct(
+    const RegionType &region, const std::vector<double> &values, const uint8_t *observed)
 {
-    const TInputImage *input = this->GetInput();
-    const MaskImageType *mask = this->GetMaskImage();
-    const auto region = input->GetLargestPossibleRegion();
     const auto size = region.GetSize();
 
     std::string text = m_Model, latent = m_LatentSizes;
@@ -42,18 +38,7 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
         (!latent.empty() && tk_pltf_set_dims(&model, latent.c_str()) != TK_OK) || tk_pltf_check_dims(&model) != TK_OK)
         itkExceptionMacro(<< tk_last_error());
 
-    const size_t count = region.GetNumberOfPixels();
-    std::vector<double> x(count), xhat(count);
-    std::vector<uint8_t> observed(mask ? count : 0);
-    size_t v = 0;
-    /// Unobserved voxels are never read, not even to copy them.
-    if (mask) {
-        for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) observed[v] = it.Get() != 0;
-    }
-    v = 0;
-    for (ImageRegionConstIterator<TInputImage> it(input, region); !it.IsAtEnd(); ++it, ++v)
-        x[v] = mask && !observed[v] ? 0.0 : static_cast<double>(it.Get());
-
+    std::vector<double> xhat(region.GetNumberOfPixels());
     m_Factors.assign(static_cast<size_t>(model.num_factors), {});
     m_FactorShapes.assign(static_cast<size_t>(model.num_factors), {});
     m_FactorNames.assign(static_cast<size_t>(model.num_factors), {});
@@ -68,16 +53,9 @@ void NonnegativeTensorFactorizationImageFilter<TInputImage, TOutputImage>::Gener
         for (int d = 0; d < model.factor_ndim[f]; ++d) m_FactorShapes[f].push_back(model.dims[model.factor[f][d]]);
     }
     result.xhat = xhat.data();
-    FactorizeCore(model, x.data(), mask ? observed.data() : nullptr, result);
+    FactorizeCore(model, values.data(), observed, result);
     m_FittedModel = model.text;
-
-    TOutputImage *output = this->GetOutput();
-    output->SetBufferedRegion(output->GetRequestedRegion());
-    output->Allocate();
-    v = 0;
-    for (ImageRegionIterator<TOutputImage> it(output, region); !it.IsAtEnd(); ++it, ++v)
-        it.Set(static_cast<typename TOutputImage::PixelType>(xhat[v]));
-    this->UpdateProgress(1.0f);
+    return xhat;
 }
 
 template <typename TInputImage, typename TOutputImage>

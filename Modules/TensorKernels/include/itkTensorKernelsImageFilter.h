@@ -11,6 +11,7 @@
 #include "itkMacro.h"
 #include "itkTensorKernelsBackend.h"
 #include "itkTensorKernelsEnums.h"
+#include "itkTensorKernelsMacro.h"
 #include "tk_status.h"
 
 namespace itk
@@ -28,13 +29,7 @@ template <typename TInputImage, typename TOutputImage>
 class ITK_TEMPLATE_EXPORT TensorKernelsImageFilter : public ImageToImageFilter<TInputImage, TOutputImage>
 {
 public:
-    ITK_DISALLOW_COPY_AND_MOVE(TensorKernelsImageFilter);
-
-    using Self = TensorKernelsImageFilter;
-    using Superclass = ImageToImageFilter<TInputImage, TOutputImage>;
-    using Pointer = SmartPointer<Self>;
-    using ConstPointer = SmartPointer<const Self>;
-    itkTypeMacro(TensorKernelsImageFilter, ImageToImageFilter);
+    itkTensorKernelsClassMacro(TensorKernelsImageFilter, ImageToImageFilter<TInputImage, TOutputImage>);
 
     /** The filters' name of TensorKernelsEnums::Backend (Filter::BackendType::CUDA, ...). */
     using BackendType = TensorKernelsEnums::Backend;

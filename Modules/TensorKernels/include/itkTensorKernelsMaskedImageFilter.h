@@ -4,7 +4,12 @@
 #ifndef itkTensorKernelsMaskedImageFilter_h
 #define itkTensorKernelsMaskedImageFilter_h
 
+#include <cstdint>
+#include <vector>
+
 #include "itkImage.h"
+#include "itkImageRegionConstIterator.h"
+#include "itkImageRegionIterator.h"
 #include "itkTensorKernelsImageFilter.h"
 
 namespace itk
@@ -18,13 +23,7 @@ template <typename TInputImage, typename TOutputImage>
 class ITK_TEMPLATE_EXPORT TensorKernelsMaskedImageFilter : public TensorKernelsImageFilter<TInputImage, TOutputImage>
 {
 public:
-    ITK_DISALLOW_COPY_AND_MOVE(TensorKernelsMaskedImageFilter);
-
-    using Self = TensorKernelsMaskedImageFilter;
-    using Superclass = TensorKernelsImageFilter<TInputImage, TOutputImage>;
-    using Pointer = SmartPointer<Self>;
-    using ConstPointer = SmartPointer<const Self>;
-    itkTypeMacro(TensorKernelsMaskedImageFilter, TensorKernelsImageFilter);
+    itkTensorKernelsClassMacro(TensorKernelsMaskedImageFilter, TensorKernelsImageFilter<TInputImage, TOutputImage>);
 
     using MaskImageType = Image<unsigned char, TInputImage::ImageDimension>;
 
@@ -34,26 +33,37 @@ public:
 protected:
     TensorKernelsMaskedImageFilter() = default;
     ~TensorKernelsMaskedImageFilter() override = default;
+
+    /** The mask over \p region as the core takes it: a byte a pixel, in the region's order,
+     * 1 where the mask is nonzero; empty without a mask. */
+    std::vector<uint8_t> MaskOver(const typename MaskImageType::RegionType &region) const
+    {
+        std::vector<uint8_t> used;
+        const MaskImageType *mask = this->GetMaskImage();
+        if (!mask) return used;
+        used.reserve(region.GetNumberOfPixels());
+        for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it) used.push_back(it.Get() != 0);
+        return used;
+    }
 };
 
 /** \class TensorKernelsWholeImageFilter
  * \brief A masked TensorKernels filter whose model couples every voxel: it always reads and
  * writes the whole image (no streaming), and its mask must have the image's grid.
+ *
+ * GenerateData reads the observed voxels (the mask's nonzero ones; every voxel without a
+ * mask) and writes the output; a filter gives Reconstruct, its model fitted to them and
+ * evaluated at every voxel.
  * \ingroup tk_group_tk_itk
  */
 template <typename TInputImage, typename TOutputImage>
 class ITK_TEMPLATE_EXPORT TensorKernelsWholeImageFilter : public TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>
 {
 public:
-    ITK_DISALLOW_COPY_AND_MOVE(TensorKernelsWholeImageFilter);
-
-    using Self = TensorKernelsWholeImageFilter;
-    using Superclass = TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>;
-    using Pointer = SmartPointer<Self>;
-    using ConstPointer = SmartPointer<const Self>;
-    itkTypeMacro(TensorKernelsWholeImageFilter, TensorKernelsMaskedImageFilter);
+    itkTensorKernelsClassMacro(TensorKernelsWholeImageFilter, TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>);
 
     using MaskImageType = typename Superclass::MaskImageType;
+    using RegionType = typename TInputImage::RegionType;
 
 protected:
     TensorKernelsWholeImageFilter() = default;
@@ -72,6 +82,32 @@ protected:
         Superclass::EnlargeOutputRequestedRegion(output);
         output->SetRequestedRegionToLargestPossibleRegion();
     }
+
+    /** Reads the observed voxels, fits the model (Reconstruct) and writes its values. */
+    void GenerateData() override
+    {
+        const TInputImage *input = this->GetInput();
+        const RegionType region = input->GetLargestPossibleRegion();
+        const std::vector<uint8_t> observed = this->MaskOver(region);
+        std::vector<double> values(region.GetNumberOfPixels());
+        size_t v = 0;
+        /// Unobserved voxels are never read, not even to copy them.
+        for (ImageRegionConstIterator<TInputImage> it(input, region); !it.IsAtEnd(); ++it, ++v)
+            values[v] = observed.empty() || observed[v] ? static_cast<double>(it.Get()) : 0.0;
+        const std::vector<double> fitted = Reconstruct(region, values, observed.empty() ? nullptr : observed.data());
+        this->AllocateOutputs();
+        v = 0;
+        for (ImageRegionIterator<TOutputImage> it(this->GetOutput(), region); !it.IsAtEnd(); ++it, ++v)
+            it.Set(static_cast<typename TOutputImage::PixelType>(fitted[v]));
+        this->UpdateProgress(1.0f);
+    }
+
+    /** The filter's model fitted to the observed voxels and evaluated at every voxel of
+     * \p region (the whole image): \p values holds the image in buffer order (axis 0
+     * fastest), 0 where a voxel is unobserved; \p observed the mask, a byte a voxel, or null
+     * where every voxel is observed.  Returns the output's values, in the same order. */
+    virtual std::vector<double> Reconstruct(const RegionType &region, const std::vector<double> &values,
+                                            const uint8_t *observed) = 0;
 
     /** The mask's size first (the clearer message), then ITK's geometry check. */
     void VerifyInputInformation() const override

@@ -32,19 +32,13 @@ template <typename TImage = Image<float, 3>>
 class ITK_TEMPLATE_EXPORT TuckerCompletionImageFilter : public TensorKernelsWholeImageFilter<TImage, TImage>
 {
 public:
-    ITK_DISALLOW_COPY_AND_MOVE(TuckerCompletionImageFilter);
+    itkTensorKernelsClassMacro(TuckerCompletionImageFilter, TensorKernelsWholeImageFilter<TImage, TImage>);
+    itkNewMacro(Self);
     static_assert(TImage::ImageDimension >= 3 && TImage::ImageDimension <= 4,
                   "TuckerCompletionImageFilter works on 3-D and 4-D images");
 
-    using Self = TuckerCompletionImageFilter;
-    using Superclass = TensorKernelsWholeImageFilter<TImage, TImage>;
-    using Pointer = SmartPointer<Self>;
-    using ConstPointer = SmartPointer<const Self>;
-    itkNewMacro(Self);
-    itkTypeMacro(TuckerCompletionImageFilter, TensorKernelsWholeImageFilter);
-
     using ImageType = TImage;
-    using MaskImageType = typename Superclass::MaskImageType;
+    using RegionType = typename Superclass::RegionType;
     using BackendType = typename Superclass::BackendType;
 
     /** Factor rank J and core rank R (4..64; default 8). */
@@ -79,7 +73,10 @@ protected:
     TuckerCompletionImageFilter() = default;
     ~TuckerCompletionImageFilter() override = default;
 
-    void GenerateData() override;
+    /** The values standardized, the model fitted to the observed ones and evaluated
+     * everywhere (or the input kept where observed, with KeepObservedValues). */
+    std::vector<double> Reconstruct(const RegionType &region, const std::vector<double> &values,
+                                    const uint8_t *observed) override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
 
 private:

@@ -5,23 +5,17 @@
 #include <memory>
 #include <vector>
 
-#include "itkImageRegionConstIterator.h"
-#include "itkImageRegionIterator.h"
 #include "itkMacro.h"
 #include "itkTuckerCompletionImageFilter.h"
 
 namespace itk
 {
 template <typename TImage>
-void TuckerCompletionImageFilter<TImage>::GenerateData()
+std::vector<double> TuckerCompletionImageFilter<TImage>::Reconstruct(const RegionType &region,
+                                                                    const std::vector<double> &values,
+                                                                    const uint8_t *observed)
 {
     constexpr unsigned D = TImage::ImageDimension;
-    const TImage *input = this->GetInput();
-    const MaskImageType *mask = this->GetMaskImage();
-    const auto region = input->GetLargestPossibleRegion();
-    this->AllocateOutputs();
-    TImage *output = this->GetOutput();
-
     tk_tucker_coo coo{};
     uint32_t dims[TK_TUCKER_MAX_ORDER] = {0};
     size_t voxels = 1;
@@ -30,21 +24,15 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
         voxels *= dims[n];
         if (dims[n] < 1) itkExceptionMacro(<< "axis " << n << " of the image is empty");
     }
-    /// Observed voxels, in buffer order (axis 0 fastest).
-    std::vector<uint8_t> observed(voxels, 1);
-    if (mask) {
-        size_t v = 0;
-        for (ImageRegionConstIterator<MaskImageType> it(mask, region); !it.IsAtEnd(); ++it, ++v) observed[v] = it.Get() != 0;
-    }
-    std::vector<double> values(voxels);
+    /// Observed voxels, in buffer order (axis 0 fastest); all of them without a mask.
+    const auto is_observed = [observed](size_t v) { return !observed || observed[v]; };
     size_t count = 0, v = 0;
     double mean = 0;
-    for (ImageRegionConstIterator<TImage> it(input, region); !it.IsAtEnd(); ++it, ++v) {
-        values[v] = static_cast<double>(it.Get());
-        if (!observed[v]) continue;
+    for (v = 0; v < voxels; ++v) {
+        if (!is_observed(v)) continue;
         if (!std::isfinite(values[v]))
-            itkExceptionMacro(<< "observed voxel " << it.GetIndex() << " is not finite (" << values[v]
-                              << "): mask it out or fix the input");
+            itkExceptionMacro(<< "observed voxel " << this->GetInput()->ComputeIndex(static_cast<OffsetValueType>(v))
+                              << " is not finite (" << values[v] << "): mask it out or fix the input");
         mean += values[v];
         ++count;
     }
@@ -52,14 +40,14 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
     mean /= static_cast<double>(count);
     double var = 0;
     for (v = 0; v < voxels; ++v)
-        if (observed[v]) var += (values[v] - mean) * (values[v] - mean);
+        if (is_observed(v)) var += (values[v] - mean) * (values[v] - mean);
     const double scale = var > 0 ? std::sqrt(var / static_cast<double>(count)) : 1.0;
 
     this->ThrowUnlessCoreOK(tk_tucker_coo_alloc(&coo, static_cast<int>(D), dims, count), "cannot hold the observed voxels");
     std::unique_ptr<tk_tucker_coo, void (*)(tk_tucker_coo *)> coo_guard(&coo, tk_tucker_coo_free);
     size_t e = 0;
     for (v = 0; v < voxels; ++v) {
-        if (!observed[v]) continue;
+        if (!is_observed(v)) continue;
         size_t rest = v;
         for (unsigned n = 0; n < D; ++n) {
             coo.idx[e * D + n] = static_cast<uint32_t>(rest % dims[n]);
@@ -84,13 +72,10 @@ void TuckerCompletionImageFilter<TImage>::GenerateData()
 
     std::vector<float> dense(voxels);
     this->ThrowUnlessCoreOK(tk_tucker_predict_dense(&model, dense.data()), "");
-    v = 0;
-    using OutPixel = typename TImage::PixelType;
-    for (ImageRegionIterator<TImage> it(output, region); !it.IsAtEnd(); ++it, ++v) {
-        double value = m_KeepObservedValues && observed[v] ? values[v] : dense[v] * scale + mean;
-        it.Set(static_cast<OutPixel>(value));
-    }
-    this->UpdateProgress(1.0f);
+    std::vector<double> reconstruction(voxels);
+    for (v = 0; v < voxels; ++v)
+        reconstruction[v] = m_KeepObservedValues && is_observed(v) ? values[v] : dense[v] * scale + mean;
+    return reconstruction;
 }
 
 template <typename TImage>
