@@ -27,17 +27,10 @@ Image::Pointer random_matrices(unsigned n)
     return image;
 }
 
-
 }  // namespace
 
 TEST(BatchedEigenvaluesAutoBackend, DefaultRunsOnCudaWhereUsableElseOnTheCpu)
 {
-    auto image = random_matrices(4);
-    tk_test::expect_auto_backend_as_resolved(
-        [&] {
-            auto f = Filter::New();
-            f->SetInput(image);
-            return f;
-        },
-        [](const Filter::Pointer &f) { return tk_test::buffer_values(f->GetOutput()); }, Filter::BackendType::CPU);
+    tk_test::expect_auto_backend_as_resolved<Filter>(random_matrices(4).GetPointer(), tk_test::DefaultSettings(),
+                                                     tk_test::MainOutputValues(), Filter::BackendType::CPU);
 }

@@ -10,7 +10,7 @@
 
 #include "itkBatchedEigenvaluesImageFilter.h"
 #include "itkVectorImage.h"
-#include "tk_itk_concurrency_test_util.h"
+#include "tkPipelineTestUtil.h"
 
 namespace {
 
@@ -37,14 +37,9 @@ std::function<tk_test::FilterOutput()> pipeline(const MatrixImage::Pointer &imag
     auto f = Filter::New();
     f->SetInput(image);
     f->SetBalance(balance);
-    f->SetBackend(Filter::BackendType::CPU);
-    f->SetNumberOfWorkUnits(7);
-    return [f] {
-        return tk_test::update_and_collect(f, [&f](tk_test::FilterOutput &out) {
-            tk_test::append_buffer(out, f->GetOutput());
-            out.values.push_back((double)f->GetNumberOfFailedPixels());
-        });
-    };
+    return tk_test::pipeline_of(f, Filter::BackendType::CPU, 7, [](Filter &g, tk_test::FilterOutput &out) {
+        out.values.push_back((double)g.GetNumberOfFailedPixels());
+    });
 }
 
 } // namespace

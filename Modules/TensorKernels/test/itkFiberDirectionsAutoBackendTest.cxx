@@ -40,13 +40,8 @@ std::vector<char> bytes(const SHImage *image)
 
 TEST(FiberDirectionsAutoBackend, DefaultRunsOnCudaWhereUsableElseOnTheCpu)
 {
-    auto image = random_sh();
-    tk_test::expect_auto_backend_as_resolved(
-        [&] {
-            auto f = Filter::New();
-            f->SetInput(image);
-            return f;
-        },
+    tk_test::expect_auto_backend_as_resolved<Filter>(
+        random_sh().GetPointer(), tk_test::DefaultSettings(),
         [](const Filter::Pointer &f) {  // bytes: NaN marks missing peaks
             std::vector<char> out = bytes(f->GetOutput()), amplitudes = bytes(f->GetAmplitudeOutput());
             out.insert(out.end(), amplitudes.begin(), amplitudes.end());

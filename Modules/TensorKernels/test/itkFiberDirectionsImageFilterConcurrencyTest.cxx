@@ -4,14 +4,12 @@
 // of one input.
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <algorithm>
 #include <functional>
-#include <random>
-#include <vector>
 
+#include "concurrency_test_util.h"
 #include "itkFiberDirectionsImageFilter.h"
-#include "tk_itk_concurrency_test_util.h"
-#include "tk_sh_test_util.h"
+#include "tkPipelineTestUtil.h"
 
 namespace {
 
@@ -24,32 +22,19 @@ struct Input {
     Filter::BasisType basis = Filter::BasisType::Tournier;
 };
 
-// FOD-like voxels: a few sums of fibers, each voxel one of them plus its own noise.
+// The FOD-like voxels of the core's concurrency tests (a few sums of fibers, each voxel one
+// of them plus its own noise, one voxel not finite), on a 14 x 11 x 9 grid.  The filter
+// reads the coefficients in the basis the input names: any SH function serves the check.
 Input make_input(int lmax, tk_sh_basis basis, uint64_t seed, bool with_mask, bool rotated)
 {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> uni(0, 1);
-    std::normal_distribution<double> g(0, 1);
-    std::vector<std::vector<double>> bases;
-    for (int b = 0; b < 5; ++b) {
-        std::vector<std::vector<double>> dirs;
-        std::vector<double> w;
-        for (int f = 0; f < 1 + b % 3; ++f) {
-            std::vector<double> v = {g(rng), g(rng), g(rng)};
-            const double n = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-            for (auto &c : v) c /= n;
-            dirs.push_back(v), w.push_back(0.3 + uni(rng));
-        }
-        bases.push_back(tk_test::sh_of_fibers(lmax, basis, 0, dirs, w));
-    }
+    SHImage::RegionType region;
+    region.SetSize({{14, 11, 9}});
+    const tk_test::FibersInput fod = tk_test::fibers_input(TK_BACKEND_CPU, lmax, region.GetNumberOfPixels(), seed, with_mask);
     Input in;
     in.basis = basis == TK_SH_TOURNIER ? Filter::BasisType::Tournier : Filter::BasisType::Descoteaux;
     in.image = SHImage::New();
-    SHImage::RegionType region;
-    region.SetSize({{14, 11, 9}});
     in.image->SetRegions(region);
-    const unsigned k = (unsigned)tk_sh_num_coeffs(lmax);
-    in.image->SetNumberOfComponentsPerPixel(k);
+    in.image->SetNumberOfComponentsPerPixel((unsigned)tk_sh_num_coeffs(lmax));
     in.image->Allocate();
     if (rotated) {
         SHImage::DirectionType d;
@@ -57,18 +42,13 @@ Input make_input(int lmax, tk_sh_basis basis, uint64_t seed, bool with_mask, boo
         d[0][1] = -1, d[1][0] = 1, d[2][2] = 1;
         in.image->SetDirection(d);
     }
-    float *buf = in.image->GetBufferPointer();
-    const size_t voxels = region.GetNumberOfPixels();
-    for (size_t v = 0; v < voxels; ++v)
-        for (unsigned c = 0; c < k; ++c) buf[v * k + c] = (float)(bases[v % bases.size()][c] + 0.02 * (uni(rng) - 0.5));
-    buf[7 * k + 2] = NAN; // an invalid voxel, counted
+    std::copy(fod.sh.begin(), fod.sh.end(), in.image->GetBufferPointer());
     if (with_mask) {
         in.mask = Filter::MaskImageType::New();
         in.mask->SetRegions(region);
         in.mask->SetDirection(in.image->GetDirection()); // the SH image's frame
         in.mask->Allocate();
-        unsigned char *m = in.mask->GetBufferPointer();
-        for (size_t v = 0; v < voxels; ++v) m[v] = uni(rng) < 0.85;
+        std::copy(fod.mask.begin(), fod.mask.end(), in.mask->GetBufferPointer());
     }
     return in;
 }
@@ -89,15 +69,10 @@ std::function<tk_test::FilterOutput()> pipeline(const Input &in)
     if (in.mask) f->SetMaskImage(in.mask);
     f->SetBasis(in.basis);
     f->SetNumberOfPeaks(3);
-    f->SetBackend(Filter::BackendType::CPU);
-    f->SetNumberOfWorkUnits(6);
-    return [f] {
-        return tk_test::update_and_collect(f, [&f](tk_test::FilterOutput &out) {
-            tk_test::append_buffer(out, f->GetOutput());
-            tk_test::append_buffer(out, f->GetAmplitudeOutput());
-            out.values.push_back((double)f->GetNumberOfInvalidVoxels());
-        });
-    };
+    return tk_test::pipeline_of(f, Filter::BackendType::CPU, 6, [](Filter &g, tk_test::FilterOutput &out) {
+        tk_test::append_buffer(out, g.GetAmplitudeOutput());
+        out.values.push_back((double)g.GetNumberOfInvalidVoxels());
+    });
 }
 
 } // namespace

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "itkNonnegativeTensorFactorizationImageFilter.h"
-#include "tk_itk_concurrency_test_util.h"
+#include "tkPipelineTestUtil.h"
 
 namespace {
 
@@ -55,17 +55,12 @@ std::function<tk_test::FilterOutput()> pipeline(const Input &in, Filter::Backend
     f->SetDivergence(in.divergence);
     f->SetNumberOfIterations(30);
     f->SetSeed(5);
-    f->SetBackend(backend);
-    f->SetNumberOfWorkUnits(3);
-    return [f] {
-        return tk_test::update_and_collect(f, [&f](tk_test::FilterOutput &out) {
-            tk_test::append_buffer(out, f->GetOutput());
-            for (unsigned n = 0; n < f->GetNumberOfFactors(); ++n)
-                out.values.insert(out.values.end(), f->GetFactor(n).begin(), f->GetFactor(n).end());
-            const auto &trace = f->GetDivergenceHistory();
-            out.values.insert(out.values.end(), trace.begin(), trace.end());
-        });
-    };
+    return tk_test::pipeline_of(f, backend, 3, [](Filter &g, tk_test::FilterOutput &out) {
+        for (unsigned n = 0; n < g.GetNumberOfFactors(); ++n)
+            out.values.insert(out.values.end(), g.GetFactor(n).begin(), g.GetFactor(n).end());
+        const auto &trace = g.GetDivergenceHistory();
+        out.values.insert(out.values.end(), trace.begin(), trace.end());
+    });
 }
 
 } // namespace

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "itkTuckerCompletionImageFilter.h"
-#include "tk_itk_concurrency_test_util.h"
+#include "tkPipelineTestUtil.h"
 
 namespace {
 
@@ -57,15 +57,10 @@ std::function<tk_test::FilterOutput()> pipeline(const Input &in)
     f->SetRankR(in.rank);
     f->SetNumberOfIterations(25);
     f->SetSeed(7);
-    f->SetBackend(Filter::BackendType::CPU);
-    f->SetNumberOfWorkUnits(3);
-    return [f] {
-        return tk_test::update_and_collect(f, [&f](tk_test::FilterOutput &out) {
-            tk_test::append_buffer(out, f->GetOutput());
-            out.values.push_back(f->GetTrainingRMSE());
-            out.values.push_back((double)f->GetNumberOfObservedVoxels());
-        });
-    };
+    return tk_test::pipeline_of(f, Filter::BackendType::CPU, 3, [](Filter &g, tk_test::FilterOutput &out) {
+        out.values.push_back(g.GetTrainingRMSE());
+        out.values.push_back((double)g.GetNumberOfObservedVoxels());
+    });
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 #include "itkMacro.h"
@@ -20,14 +21,44 @@ template <typename Image> std::vector<typename Image::InternalPixelType> buffer_
     return std::vector<typename Image::InternalPixelType>(p, p + image->GetPixelContainer()->Size());
 }
 
-// make(): a fresh filter, inputs and settings given, backend left alone; outputs(filter):
-// what must agree after Update (anything ==-comparable); without_gpu: the backend Auto
-// must equal on a machine without a usable GPU.
-template <typename MakeFilter, typename Outputs>
-void expect_auto_backend_as_resolved(const MakeFilter &make, const Outputs &outputs,
+// A scalar float image of the given size, uniform in [low, high) from std::mt19937(seed).
+template <typename Image>
+typename Image::Pointer uniform_image(const typename Image::SizeType &size, unsigned seed, float low, float high)
+{
+    auto image = Image::New();
+    image->SetRegions(size);
+    image->Allocate();
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(low, high);
+    float *p = image->GetBufferPointer();
+    for (size_t i = 0; i < image->GetPixelContainer()->Size(); ++i) p[i] = u(rng);
+    return image;
+}
+
+// Settings of a filter that keeps its defaults.
+struct DefaultSettings {
+    template <typename Filter> void operator()(Filter &) const {}
+};
+
+// What must agree for most filters: the main output, by value.
+struct MainOutputValues {
+    template <typename FilterPointer> auto operator()(const FilterPointer &f) const { return buffer_values(f->GetOutput()); }
+};
+
+// Filter::New() on input with settings(filter) applied and the backend left alone, updated
+// with Auto and with the backend Auto must resolve to (CUDA where a GPU is usable, else
+// without_gpu); outputs(filter) must agree (anything ==-comparable).
+template <typename Filter, typename Image, typename Settings, typename Outputs>
+void expect_auto_backend_as_resolved(const Image *input, const Settings &settings, const Outputs &outputs,
                                      itk::TensorKernelsEnums::Backend without_gpu)
 {
     using Backend = itk::TensorKernelsEnums::Backend;
+    const auto make = [&] {
+        typename Filter::Pointer f = Filter::New();
+        f->SetInput(input);
+        settings(*f);
+        return f;
+    };
     auto automatic = make();
     EXPECT_EQ(automatic->GetBackend(), Backend::Auto);
     automatic->Update();
