@@ -282,8 +282,8 @@ TEST(TrackingErrors, InvalidOptionsAndBackendsAreRefused)
     expect(TK_ERR_ARGUMENT, o, "chunk");
     o = default_options(), o.backend = TK_BACKEND_AUTO;
     expect(TK_ERR_ARGUMENT, o, "auto");
-    o = default_options(), o.backend = TK_BACKEND_CUDA;
-    expect(TK_ERR_UNSUPPORTED, o, "CUDA tracker is not built yet");
+    o = default_options(), o.backend = TK_BACKEND_CUDA, o.cuda_device = -1;
+    expect(TK_ERR_ARGUMENT, o, "CUDA device");
     o = default_options();
     tk_tracking_grid singular = g;
     singular.vox2world[10] = 0;

@@ -82,9 +82,13 @@ typedef struct tk_tracking_options {
     int allow_nonfinite;       /**< 0 (default): an SH volume with a NaN or infinite coefficient is refused
                                 *   (TK_ERR_DATA); 1: as MRtrix3, a NaN there ends a streamline as the
                                 *   volume's edge would */
-    size_t chunk_seeds;        /**< seeds tracked per chunk handed to the sink (default 4096) */
-    tk_backend backend;        /**< cpu or omp (cuda: not built yet, TK_ERR_UNSUPPORTED) */
+    size_t chunk_seeds;        /**< seeds tracked per chunk handed to the sink (default 4096; cuda: also the
+                                *   seeds per GPU chunk, fewer where the GPU's memory cannot hold their
+                                *   point buffers) */
+    tk_backend backend;        /**< cpu, omp or cuda (the same streamlines: Documentation/tracking.md, "The CUDA
+                                *   tracker"; cuda in a build without CUDA: TK_ERR_UNSUPPORTED) */
     int num_threads;           /**< omp: 0 = OpenMP's default */
+    int cuda_device;           /**< cuda: the device number (default 0) */
 } tk_tracking_options;
 
 /** SD_STREAM's defaults for lmax: tournier basis, every length and the angle from the grid
@@ -152,13 +156,16 @@ typedef struct tk_tracking_stats {
 } tk_tracking_stats;
 
 /** A caller-owned plan: the checked options with their defaults resolved for the grid, the
- * grid's inverse affine, the SH-to-tensor map of the peak search.  An execute only reads
- * the plan: threads may execute one plan at once. */
+ * grid's inverse affine, the SH-to-tensor map of the peak search (and on the cuda backend
+ * their device copies and the chunk buffers).  Threads may execute one plan at once (a cuda
+ * plan's executes take turns on its one set of device buffers). */
 typedef struct tk_tracking_plan tk_tracking_plan;
 
 /** Checks the options against the grid and builds the plan; *plan is NULL on error.  The
- * cuda backend is not built yet (TK_ERR_UNSUPPORTED); TK_BACKEND_AUTO is refused
- * (TK_ERR_ARGUMENT): resolve it first. */
+ * cuda backend checks its device here (TK_ERR_ARGUMENT for a device number that does not
+ * exist, TK_ERR_CUDA "no usable CUDA GPU" without one, TK_ERR_UNSUPPORTED "no CUDA backend" in
+ * a build without CUDA) and keeps the plan's tables and chunk buffers on it until destroy;
+ * TK_BACKEND_AUTO is refused (TK_ERR_ARGUMENT): resolve it first. */
 tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_tracking_grid *grid,
                                   tk_tracking_plan **plan);
 

@@ -6,10 +6,11 @@
 
 #include <math.h>
 
+#include "common/tk_hd.h"
 #include "tracking_rng.h"
 
 /* Uniform on the sphere: uniform in the unit ball by rejection from the cube, normalised. */
-static inline void tk_tracking_random_direction(tk_philox *rng, double *d)
+TK_HD static inline void tk_tracking_random_direction(tk_philox *rng, double *d)
 {
     double n2;
     do {
@@ -22,7 +23,7 @@ static inline void tk_tracking_random_direction(tk_philox *rng, double *d)
 
 /* Uniform on the cap of half angle max_angle about +z: the azimuth uniform, the polar angle
  * by rejection with density proportional to its sine. */
-static inline void tk_tracking_random_cone(tk_philox *rng, double max_angle, double sin_max_angle, double *d)
+TK_HD static inline void tk_tracking_random_cone(tk_philox *rng, double max_angle, double sin_max_angle, double *d)
 {
     const double phi = 2.0 * 3.14159265358979323846 * tk_philox_uniform(rng);
     double theta;
@@ -36,7 +37,7 @@ static inline void tk_tracking_random_cone(tk_philox *rng, double max_angle, dou
  * the unit projection of ref on the xy plane, d = a z + b m + c (z x m) goes to
  * a ref + b m' + c (z x m), m' = (ref_z m_x, ref_z m_y, -|ref_xy|) the image of m.  Where ref
  * is +-z: d, or -d. */
-static inline void tk_tracking_rotate_from_z(const double *ref, const double *d, double *out)
+TK_HD static inline void tk_tracking_rotate_from_z(const double *ref, const double *d, double *out)
 {
     const double n = sqrt(ref[0] * ref[0] + ref[1] * ref[1]);
     if (n == 0.0) {

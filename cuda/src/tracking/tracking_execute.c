@@ -11,6 +11,7 @@
 
 #include "common/timer.h"
 #include "tracking_internal.h"
+#include "tracking_streamline.h"
 
 static tk_status check_inputs(const tk_tracking_plan *plan, const float *sh, size_t sh_values,
                               const tk_tracking_regions *r, const tk_tracking_seeds *seeds, tk_tracking_sink sink)
@@ -98,6 +99,15 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
     tk_tracking_seed_set set;
     s = tk_tracking_seed_set_init(&set, plan, seeds);
     if (s != TK_OK) return s;
+    if (plan->opts.backend == TK_BACKEND_CUDA) {
+        tk_tracking_stats total = {0};
+        double kernel_ms = 0;
+        s = tk_tracking_cuda_execute(plan, &field, &set, sink, user, &total, &kernel_ms);
+        if (stats) *stats = total;
+        tk_tracking_seed_set_free(&set);
+        if (timing) timing->total_ms = tk_now_ms() - t0, timing->kernel_ms = kernel_ms;
+        return s;
+    }
     int threads = 1;
 #ifdef _OPENMP
     if (plan->opts.backend == TK_BACKEND_OMP) threads = plan->opts.num_threads > 0 ? plan->opts.num_threads : omp_get_max_threads();

@@ -28,12 +28,14 @@ struct tk_tracking_plan {
     double *calib_dirs;
     size_t num_calib;
     double calib_ratio, max_angle_rad, sin_max_angle;
+    /* the cuda backend's device state (tracking_cuda.cu; NULL on the CPU backends) */
+    struct tk_tracking_cuda_state *cuda;
 };
 
 /* iFOD1's calibration for the plan's lmax, angle and power (MRtrix3's calibrate()). */
 tk_status tk_tracking_calibrate(tk_tracking_plan *plan);
 
-/* ---- the field (tracking_field.c) ---------------------------------------------------- */
+/* ---- the field (tracking_field.h) ---------------------------------------------------- */
 
 /* What a streamline reads: the SH volume and the regions, with the plan's geometry. */
 typedef struct tk_tracking_field {
@@ -42,20 +44,10 @@ typedef struct tk_tracking_field {
     const tk_tracking_regions *regions; /* never NULL (an empty one stands in) */
 } tk_tracking_field;
 
-/* Voxel coordinates of world point p. */
-void tk_tracking_to_voxel(const tk_tracking_plan *plan, const double *p, double *v);
-/* World point of voxel coordinates v. */
-void tk_tracking_to_world(const tk_tracking_plan *plan, const double *v, double *p);
-/* The SH series at world p, interpolated trilinearly as MRtrix3's masked linear interpolator
- * does; 0 where p is outside the grid, the nearest voxel's coefficients are all zero, or the
- * result's first coefficient is NaN (MRtrix3's get_data), else 1. */
-int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double *out);
-/* The series sh (the plan's lmax and basis) at unit direction dir. */
-double tk_tracking_sh_value(const tk_tracking_plan *plan, const double *sh, const double *dir);
-/* 1 where the mask's voxel nearest world p is nonzero (0 outside the grid). */
-int tk_tracking_mask_contains(const tk_tracking_plan *plan, const uint8_t *mask, const double *p);
+/* The field's functions (coordinates, interpolation, masks) are tracking_field.h's, compiled
+ * for the host and the device. */
 
-/* ---- the peak (tracking_peak.c) ------------------------------------------------------ */
+/* ---- the peak (tracking_peak.h) ------------------------------------------------------- */
 
 /* Scratch of one peak search. */
 typedef struct tk_tracking_peak_work {
@@ -63,10 +55,9 @@ typedef struct tk_tracking_peak_work {
     double tensor[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
 } tk_tracking_peak_work;
 
-/* tk_tracking_plan_peak with caller scratch. */
-double tk_tracking_peak(const tk_tracking_plan *plan, const double *sh, double *dir, tk_tracking_peak_work *work);
+/* tk_tracking_peak (the search with caller scratch) is tracking_peak.h's. */
 
-/* ---- one streamline (tracking_sdstream.c) -------------------------------------------- */
+/* ---- one streamline (tracking_streamline.h) ---------------------------------------- */
 
 /* Why a seed gave no streamline (0: it gave one). */
 enum {
@@ -104,20 +95,12 @@ typedef struct tk_tracking_work {
 tk_status tk_tracking_work_init(tk_tracking_work *w, const tk_tracking_plan *plan, size_t num_include);
 void tk_tracking_work_free(tk_tracking_work *w);
 
-/* Grows the streamline of one seed at world `seed` with random stream rng into w->pts
- * (*num_points points); returns TK_TRACK_KEPT or why it was dropped, or -1 out of memory
- * (tracking_streamline.c). */
-int tk_tracking_streamline(const tk_tracking_field *f, const double *seed, tk_philox *rng, tk_tracking_work *w,
-                           size_t *num_points);
-
-/* The methods (MRtrix3's MethodBase): init() with the series at the seed in w->values and
- * dir the given first direction where `given`, else to be chosen (1: the seed is good, dir
- * its first direction); next() one step from pos along dir (-1: it goes on, pos and dir
- * moved; else why it ended). */
-int tk_tracking_sd_stream_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng);
-int tk_tracking_sd_stream_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir);
-int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng);
-int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir, tk_philox *rng);
+/* One streamline (tk_tracking_streamline, tracking_streamline.h) and its methods, MRtrix3's
+ * MethodBase: init() with the series at the seed in w->values and dir the given first
+ * direction where `given`, else to be chosen (1: the seed is good, dir its first direction);
+ * next() one step from pos along dir (-1: it goes on, pos and dir moved; else why it ended):
+ * SD_STREAM's in tracking_sdstream.h, iFOD1's in tracking_ifod1.h.  All compiled for the host
+ * and the device. */
 
 /* ---- seeds (tracking_seeds.c) -------------------------------------------------------- */
 
@@ -136,6 +119,21 @@ void tk_tracking_seed_set_free(tk_tracking_seed_set *set);
  * seeding: MRtrix3's Random_per_voxel, uniform over the voxel's cube in voxel coordinates). */
 void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index,
                                tk_philox *rng, double *p);
+
+/* ---- the cuda backend (tracking_cuda.cu; tracking_nocuda.c without a CUDA compiler) -- */
+
+typedef struct tk_tracking_cuda_state tk_tracking_cuda_state;
+
+/* At plan create for the cuda backend: the device check (opts.cuda_device), the plan's
+ * tables and a copy of the plan on the device; the chunk buffers come with the first execute. */
+tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tracking_cuda_state **state);
+/* The seeds of `set` on the GPU, chunk by chunk, into sink in seed order; stats as the CPU's
+ * (zeroed by the caller); *kernel_ms the tracking kernels' time.  Executes of one plan from
+ * several threads take turns (the plan's device buffers are one set). */
+tk_status tk_tracking_cuda_execute(const tk_tracking_plan *plan, const tk_tracking_field *field,
+                                   const tk_tracking_seed_set *set, tk_tracking_sink sink, void *user,
+                                   tk_tracking_stats *stats, double *kernel_ms);
+void tk_tracking_cuda_destroy(tk_tracking_cuda_state *state);
 
 #ifdef __cplusplus
 }

@@ -65,11 +65,11 @@ static tk_status check_options(const tk_tracking_options *o)
         return tk_set_error(TK_ERR_ARGUMENT, "the FOD power must be positive (or 0 for the default), got %g", o->fod_power);
     if (o->chunk_seeds == 0) return tk_set_error(TK_ERR_ARGUMENT, "the chunk must hold at least one seed");
     if (o->backend == TK_BACKEND_AUTO)
-        return tk_set_error(TK_ERR_ARGUMENT, "the tracker takes a resolved backend (cpu or omp), not auto");
-    if (o->backend == TK_BACKEND_CUDA)
-        return tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA tracker is not built yet: use the cpu or omp backend");
-    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP)
+        return tk_set_error(TK_ERR_ARGUMENT, "the tracker takes a resolved backend (cpu, omp or cuda), not auto");
+    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
         return tk_set_error(TK_ERR_ARGUMENT, "unknown tracking backend %d", (int)o->backend);
+    if (o->backend == TK_BACKEND_CUDA && o->cuda_device < 0)
+        return tk_set_error(TK_ERR_ARGUMENT, "the CUDA device number must be >= 0, got %d", o->cuda_device);
     if (o->num_threads < 0) return tk_set_error(TK_ERR_ARGUMENT, "the thread count must be >= 0, got %d", o->num_threads);
     return TK_OK;
 }
@@ -153,6 +153,8 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
     }
     s = tk_sh_to_tensor_map(o->basis, o->legacy, o->lmax, p->map);
     if (s == TK_OK && ifod1) s = tk_tracking_calibrate(p);
+    /* the GPU's copy of the plan, once its tables are final */
+    if (s == TK_OK && o->backend == TK_BACKEND_CUDA) s = tk_tracking_cuda_create(p, &p->cuda);
     if (s != TK_OK) {
         tk_tracking_plan_destroy(p);
         return s;
@@ -164,6 +166,7 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
 void tk_tracking_plan_destroy(tk_tracking_plan *plan)
 {
     if (!plan) return;
+    tk_tracking_cuda_destroy(plan->cuda);
     free(plan->map);
     free(plan->calib_dirs);
     free(plan);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tracking_field.h"
 #include "tracking_internal.h"
 
 tk_status tk_tracking_seed_set_init(tk_tracking_seed_set *set, const tk_tracking_plan *plan,
@@ -56,7 +57,5 @@ void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_trackin
     const size_t voxel = set->voxels[index / s->per_voxel];
     const size_t *d = plan->grid.dims;
     const size_t ijk[3] = {voxel % d[0], (voxel / d[0]) % d[1], voxel / (d[0] * d[1])};
-    double v[3];
-    for (int a = 0; a < 3; ++a) v[a] = (double)ijk[a] + tk_philox_uniform(rng) - 0.5;
-    tk_tracking_to_world(plan, v, p);
+    tk_tracking_voxel_seed(plan, ijk, rng, p);
 }

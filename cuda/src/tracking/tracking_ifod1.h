@@ -4,16 +4,22 @@
  * probability FOD / bound, the bound being the largest FOD over the calibration directions
  * times the calibration ratio (tracking_calibrate.c); FOD values at or below the cutoff are
  * never accepted.  No peak search and no separate curvature test: the cone is the limit. */
+#ifndef TK_TRACKING_IFOD1_H
+#define TK_TRACKING_IFOD1_H
+
+/* Host and device (TK_HD): the CPU tracker and the CUDA tracker compile this one text. */
 #include <math.h>
 
+#include "common/tk_hd.h"
 #include "tracking_directions.h"
+#include "tracking_field.h"
 #include "tracking_internal.h"
 
 /* MRtrix3's seeders' max_attempts (seeding/base.h MAX_TRACKING_SEED_ATTEMPTS_FIXED and
  * _RANDOM): random first directions tried at a seed before it is rejected. */
 #define TK_IFOD1_SEED_ATTEMPTS 1000
 
-int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng)
+TK_HD static inline int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng)
 {
     const tk_tracking_plan *plan = f->plan;
     const double threshold = plan->opts.cutoff; /* init_threshold = threshold (set_cutoff) */
@@ -29,7 +35,7 @@ int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tracking_work *w, doub
     return 0;
 }
 
-int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir, tk_philox *rng)
+TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir, tk_philox *rng)
 {
     const tk_tracking_plan *plan = f->plan;
     const tk_tracking_options *o = &plan->opts;
@@ -59,3 +65,5 @@ int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, doub
     }
     return TK_END_MODEL;
 }
+
+#endif

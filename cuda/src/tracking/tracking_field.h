@@ -1,26 +1,36 @@
-/* The field a streamline reads: world <-> voxel coordinates, the SH series interpolated at a
- * point, and the region masks.  Interpolation follows MRtrix3's Interp::Masked<Interp::Linear>
- * (core/interp/masked.h, linear.h, base.h), the interpolator of every tckgen algorithm
- * (tracking/types.h), so that a streamline ends where MRtrix3's would. */
+/* Internal: the field a streamline reads: world <-> voxel coordinates, the SH series
+ * interpolated at a point, and the region masks.  Interpolation follows MRtrix3's
+ * Interp::Masked<Interp::Linear> (core/interp/masked.h, linear.h, base.h), the interpolator of
+ * every tckgen algorithm (tracking/types.h), so that a streamline ends where MRtrix3's would.
+ *
+ * Host and device (TK_HD): the CPU tracker and the CUDA tracker (tracking_cuda.cu) compile
+ * this one text, the plan and the volumes being the host's or their device copies. */
+#ifndef TK_TRACKING_FIELD_H
+#define TK_TRACKING_FIELD_H
+
 #include <math.h>
 #include <string.h>
 
+#include "common/tk_hd.h"
 #include "fibers/sh_eval.h"
 #include "tracking_internal.h"
 
-void tk_tracking_to_voxel(const tk_tracking_plan *plan, const double *p, double *v)
+/* Voxel coordinates of world point p. */
+TK_HD static inline void tk_tracking_to_voxel(const tk_tracking_plan *plan, const double *p, double *v)
 {
     const double *m = plan->world2vox;
     for (int r = 0; r < 3; ++r) v[r] = m[r * 4] * p[0] + m[r * 4 + 1] * p[1] + m[r * 4 + 2] * p[2] + m[r * 4 + 3];
 }
 
-void tk_tracking_to_world(const tk_tracking_plan *plan, const double *v, double *p)
+/* World point of voxel coordinates v. */
+TK_HD static inline void tk_tracking_to_world(const tk_tracking_plan *plan, const double *v, double *p)
 {
     const double *m = plan->grid.vox2world;
     for (int r = 0; r < 3; ++r) p[r] = m[r * 4] * v[0] + m[r * 4 + 1] * v[1] + m[r * 4 + 2] * v[2] + m[r * 4 + 3];
 }
 
-double tk_tracking_sh_value(const tk_tracking_plan *plan, const double *sh, const double *dir)
+/* The series sh (the plan's lmax and basis) at unit direction dir. */
+TK_HD static inline double tk_tracking_sh_value(const tk_tracking_plan *plan, const double *sh, const double *dir)
 {
     double y[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
     tk_sh_eval_unchecked(plan->opts.basis, plan->opts.legacy, plan->opts.lmax, dir, y);
@@ -29,7 +39,7 @@ double tk_tracking_sh_value(const tk_tracking_plan *plan, const double *sh, cons
     return s;
 }
 
-static size_t clamp_index(double i, size_t dim)
+TK_HD static inline size_t tk_tracking_clamp_index(double i, size_t dim)
 {
     if (i < 0) return 0;
     if (i >= (double)dim) return dim - 1;
@@ -38,7 +48,7 @@ static size_t clamp_index(double i, size_t dim)
 
 /* The voxel nearest voxel coordinates v (std::round's halves away from zero, as MRtrix3's
  * masks round); 0 where it is outside the grid. */
-static int nearest_voxel(const tk_tracking_plan *plan, const double *v, size_t *index)
+TK_HD static inline int tk_tracking_nearest_voxel(const tk_tracking_plan *plan, const double *v, size_t *index)
 {
     const size_t *d = plan->grid.dims;
     double r[3];
@@ -50,15 +60,19 @@ static int nearest_voxel(const tk_tracking_plan *plan, const double *v, size_t *
     return 1;
 }
 
-int tk_tracking_mask_contains(const tk_tracking_plan *plan, const uint8_t *mask, const double *p)
+/* 1 where the mask's voxel nearest world p is nonzero (0 outside the grid). */
+TK_HD static inline int tk_tracking_mask_contains(const tk_tracking_plan *plan, const uint8_t *mask, const double *p)
 {
     double v[3];
     size_t index;
     tk_tracking_to_voxel(plan, p, v);
-    return nearest_voxel(plan, v, &index) && mask[index] != 0;
+    return tk_tracking_nearest_voxel(plan, v, &index) && mask[index] != 0;
 }
 
-int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double *out)
+/* The SH series at world p, interpolated trilinearly as MRtrix3's masked linear interpolator
+ * does; 0 where p is outside the grid, the nearest voxel's coefficients are all zero, or the
+ * result's first coefficient is NaN (MRtrix3's get_data), else 1. */
+TK_HD static inline int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double *out)
 {
     const tk_tracking_plan *plan = f->plan;
     const size_t *d = plan->grid.dims;
@@ -71,7 +85,7 @@ int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double 
     /* Masked: the voxel nearest p must hold a nonzero (or NaN) coefficient, else p is taken
      * to be outside the data, the FOD's support being where dwi2fod wrote something */
     size_t nearest;
-    if (!nearest_voxel(plan, v, &nearest)) return 0;
+    if (!tk_tracking_nearest_voxel(plan, v, &nearest)) return 0;
     const float *c = f->sh + nearest * (size_t)k;
     int any = 0;
     for (int j = 0; j < k && !any; ++j) any = c[j] != 0.f;
@@ -86,13 +100,13 @@ int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double 
     }
     for (int j = 0; j < k; ++j) out[j] = 0.0;
     for (int z = 0; z < 2; ++z) {
-        const size_t iz = clamp_index(base[2] + z, d[2]);
+        const size_t iz = tk_tracking_clamp_index(base[2] + z, d[2]);
         const double wz = z ? frac[2] : 1.0 - frac[2];
         for (int y = 0; y < 2; ++y) {
-            const size_t iy = clamp_index(base[1] + y, d[1]);
+            const size_t iy = tk_tracking_clamp_index(base[1] + y, d[1]);
             const double wy = (y ? frac[1] : 1.0 - frac[1]) * wz;
             for (int x = 0; x < 2; ++x) {
-                const size_t ix = clamp_index(base[0] + x, d[0]);
+                const size_t ix = tk_tracking_clamp_index(base[0] + x, d[0]);
                 const double w = (x ? frac[0] : 1.0 - frac[0]) * wy;
                 const float *s = f->sh + (ix + d[0] * (iy + d[1] * iz)) * (size_t)k;
                 for (int j = 0; j < k; ++j) out[j] += w * (double)s[j];
@@ -101,3 +115,15 @@ int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double 
     }
     return !isnan(out[0]);
 }
+
+/* Mask seeding's point in voxel ijk (MRtrix3's Random_per_voxel): uniform over the voxel's
+ * cube in voxel coordinates, one draw per axis from rng, taken to world mm. */
+TK_HD static inline void tk_tracking_voxel_seed(const tk_tracking_plan *plan, const size_t *ijk, tk_philox *rng,
+                                               double *p)
+{
+    double v[3];
+    for (int a = 0; a < 3; ++a) v[a] = (double)ijk[a] + tk_philox_uniform(rng) - 0.5;
+    tk_tracking_to_world(plan, v, p);
+}
+
+#endif

@@ -1,0 +1,385 @@
+// The CUDA tracker against the CPU tracker (label gpu; skips without a GPU or without CUDA).
+//
+// The GPU runs the CPU's own streamline code (tracking_streamline.h and the headers it
+// includes, compiled for the device with no fused multiply-adds), with the same Philox
+// streams keyed by (rng_seed, seed index).  Every double operation but the C library's
+// transcendental functions therefore rounds as on the CPU: SD_STREAM uses none of them on
+// its path (sqrt, floor and round are exact), iFOD1 uses sin, cos, atan2 and pow, which CUDA
+// rounds within an ulp or two of glibc.  So the streamlines should be the same to the last
+// bit; the tests allow what rounding could still do, and bound it:
+//   - the same seeds give streamlines on both (the same count and seed indices);
+//   - each pair's points, counted outwards from the seed, agree within 1e-3 mm over the
+//     points both have;
+//   - a pair may differ in length (a stop test, such as the cutoff or the angle, decided the
+//     other way by a last-bit difference) for at most 1% of the streamlines; for iFOD1 a pair
+//     may also part where a rejection test falls the other way, past which its points are
+//     not compared, for at most 1% of them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_skip.h"
+#include "tk_cuda_memory.h"
+#include "tk_tracking.h"
+#include "tracking_test_util.h"
+
+using namespace tk_track_test;
+
+namespace {
+
+// One run on one backend; the create's and execute's statuses kept for the skip rule.
+struct TrackOnce {
+    tk_tracking_result result{};
+    tk_tracking_stats stats{};
+    tk_status status = TK_OK;
+    std::string error;
+    ~TrackOnce() { tk_tracking_result_free(&result); }
+    TrackOnce() = default;
+    TrackOnce(const TrackOnce &) = delete;
+    TrackOnce &operator=(const TrackOnce &) = delete;
+};
+
+void track(TrackOnce &run, const Volume &vol, tk_tracking_options o, tk_backend backend, const tk_tracking_seeds &seeds,
+           const tk_tracking_regions *regions = nullptr)
+{
+    o.backend = backend;
+    tk_tracking_plan *plan = nullptr;
+    run.status = tk_tracking_plan_create(&o, &vol.grid, &plan);
+    if (run.status == TK_OK)
+        run.status = tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), regions, &seeds, &run.result, &run.stats);
+    if (run.status != TK_OK) run.error = tk_last_error();
+    tk_tracking_plan_destroy(plan);
+}
+
+// The index of streamline s's seed among its points: the point equal to the seed as float
+// (the seed is stored as given, and both halves grow away from it).
+size_t seed_position(const tk_tracking_result &r, size_t s, const double *seed)
+{
+    const float *p = r.points + 3 * r.offset[s];
+    for (size_t i = 0; i < r.num_points[s]; ++i)
+        if (p[3 * i] == (float)seed[0] && p[3 * i + 1] == (float)seed[1] && p[3 * i + 2] == (float)seed[2]) return i;
+    return r.num_points[s];
+}
+
+double distance(const float *a, const float *b)
+{
+    const double d0 = (double)a[0] - b[0], d1 = (double)a[1] - b[1], d2 = (double)a[2] - b[2];
+    return std::sqrt(d0 * d0 + d1 * d1 + d2 * d2);
+}
+
+struct Comparison {
+    size_t streamlines = 0, length_differs = 0, parted = 0;
+    double worst = 0; // mm, over the points compared
+};
+
+// CPU and GPU results of one run: the same streamlines in seed order, and the rule above.
+// seeds: the world seed of each seed index, to align a pair at its seed; empty for mask
+// seeding (the seed drawn within its voxel is not known here), where a pair of one length
+// is compared from its first points and a pair of two lengths is only counted.  part_mm:
+// points farther apart than this end a pair's comparison (iFOD1's parting); 1e30: never.
+Comparison compare(const TrackOnce &cpu, const TrackOnce &gpu, const std::vector<double> &seeds, double part_mm)
+{
+    Comparison c;
+    const tk_tracking_result &a = cpu.result, &b = gpu.result;
+    EXPECT_EQ(a.num_streamlines, b.num_streamlines) << "the same seeds must give streamlines";
+    if (a.num_streamlines != b.num_streamlines) return c;
+    c.streamlines = a.num_streamlines;
+    for (size_t s = 0; s < a.num_streamlines; ++s) {
+        EXPECT_EQ(a.seed_index[s], b.seed_index[s]) << "streamline " << s;
+        if (a.seed_index[s] != b.seed_index[s]) return c;
+        const size_t na = a.num_points[s], nb = b.num_points[s];
+        if (na != nb) ++c.length_differs;
+        // align at the seed: points before it are the first half reversed, after it the second
+        size_t ka = 0, kb = 0;
+        if (!seeds.empty()) {
+            const double *seed = &seeds[3 * a.seed_index[s]];
+            ka = seed_position(a, s, seed), kb = seed_position(b, s, seed);
+            EXPECT_LT(ka, na) << "streamline " << s << ": no point at its seed (CPU)";
+            EXPECT_LT(kb, nb) << "streamline " << s << ": no point at its seed (GPU)";
+            if (ka >= na || kb >= nb) continue;
+        } else if (na != nb) {
+            continue; // mask seeding: lengths differ, so no alignment; counted above
+        }
+        const float *pa = a.points + 3 * a.offset[s], *pb = b.points + 3 * b.offset[s];
+        bool parted = false;
+        // outwards from the seed, each way, over the points both have
+        for (int way = -1; way <= 1 && !parted; way += 2)
+            for (size_t step = way < 0 ? 1 : 0;; ++step) {
+                const long ia = (long)ka + way * (long)step, ib = (long)kb + way * (long)step;
+                if (ia < 0 || ib < 0 || ia >= (long)na || ib >= (long)nb) break;
+                const double d = distance(pa + 3 * ia, pb + 3 * ib);
+                if (d > part_mm) {
+                    parted = true;
+                    break;
+                }
+                c.worst = std::max(c.worst, d);
+            }
+        if (parted) ++c.parted;
+    }
+    return c;
+}
+
+// 1% of n, at least 1 where n > 0 (a last-bit difference is rare, not impossible).
+size_t one_percent(size_t n) { return n ? std::max<size_t>(1, n / 100) : 0; }
+
+// A field of curved and crossing fibers with weak and empty voxels: random lobes per voxel
+// (a fixed std::mt19937 seed), around an arc so that streamlines run long enough to meet the
+// angle, cutoff, edge and length limits.
+Volume busy_field()
+{
+    std::mt19937 gen(2024);
+    std::uniform_real_distribution<double> u(-1, 1), amp(0.05, 1.0), chance(0, 1);
+    return make_volume(identity_grid(20, 20, 6), [&](size_t i, size_t j, size_t, const double *p, double *c) {
+        if (chance(gen) < 0.04) return; // outside the FOD's support
+        const double r = std::hypot(p[0], p[1]);
+        if (r > 1) {
+            const double t[3] = {-p[1] / r, p[0] / r, 0.15 * u(gen)};
+            add_lobe(c, t, amp(gen) + 0.3);
+        }
+        if ((i + j) % 3 == 0) {
+            const double d[3] = {u(gen), u(gen), u(gen)};
+            add_lobe(c, d, amp(gen));
+        }
+    });
+}
+
+std::vector<double> random_points(const Volume &vol, size_t n, unsigned seed)
+{
+    std::mt19937 gen(seed);
+    std::vector<double> pts(3 * n);
+    for (size_t s = 0; s < n; ++s)
+        for (int a = 0; a < 3; ++a) {
+            std::uniform_real_distribution<double> u(0, (double)vol.grid.dims[a] - 1);
+            pts[3 * s + a] = u(gen);
+        }
+    return pts;
+}
+
+void expect_same_stats(const tk_tracking_stats &a, const tk_tracking_stats &b)
+{
+    EXPECT_EQ(a.seeds, b.seeds);
+    EXPECT_EQ(a.accepted, b.accepted);
+    EXPECT_EQ(a.rejected_seed, b.rejected_seed);
+    EXPECT_EQ(a.rejected_no_propagation, b.rejected_no_propagation);
+    EXPECT_EQ(a.rejected_too_short, b.rejected_too_short);
+    EXPECT_EQ(a.rejected_exclude, b.rejected_exclude);
+    EXPECT_EQ(a.rejected_missed_include, b.rejected_missed_include);
+    EXPECT_EQ(a.ended_exit_image + a.ended_model + a.ended_curvature + a.ended_max_length + a.ended_exit_mask +
+                  a.ended_calibrator,
+              b.ended_exit_image + b.ended_model + b.ended_curvature + b.ended_max_length + b.ended_exit_mask +
+                  b.ended_calibrator);
+}
+
+// Runs o on the CPU (omp) and the GPU and compares them by the rule at the top.
+void cpu_vs_gpu(const Volume &vol, const tk_tracking_options &o, const std::vector<double> &points,
+                const tk_tracking_seeds &seeds, const tk_tracking_regions *regions, bool exact_stats)
+{
+    TrackOnce gpu;
+    track(gpu, vol, o, TK_BACKEND_CUDA, seeds, regions);
+    TK_SKIP_IF_NO_GPU(gpu.status);
+    ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
+    TrackOnce cpu;
+    track(cpu, vol, o, TK_BACKEND_OMP, seeds, regions);
+    ASSERT_EQ(cpu.status, TK_OK) << cpu.error;
+    ASSERT_GT(cpu.result.num_streamlines, 10u) << "the field must give streamlines to compare";
+    const Comparison c = compare(cpu, gpu, points, o.algorithm == TK_TRACK_IFOD1 ? 1e-3 : 1e30);
+    std::printf("CPU vs GPU: %zu streamlines, %zu differ in length, %zu parted; farthest points %.3g mm\n",
+                c.streamlines, c.length_differs, c.parted, c.worst);
+    EXPECT_LE(c.worst, 1e-3) << "points of a pair more than 1e-3 mm apart";
+    EXPECT_LE(c.length_differs, one_percent(c.streamlines)) << "pairs of another length (a stop test within rounding)";
+    EXPECT_LE(c.parted, one_percent(c.streamlines)) << "iFOD1 pairs that part (a rejection test within rounding)";
+    if (exact_stats && c.length_differs == 0) expect_same_stats(cpu.stats, gpu.stats);
+}
+
+TEST(TrackingCuda, SdStreamMatchesTheCpuOnABusyFieldFromPointSeeds)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 3000, 7);
+    tk_tracking_options o = default_options();
+    o.rng_seed = 11;
+    cpu_vs_gpu(vol, o, points, point_seeds(points), nullptr, true);
+}
+
+TEST(TrackingCuda, SdStreamMatchesTheCpuWithRegionsAndMaskSeeds)
+{
+    const Volume vol = busy_field();
+    std::vector<uint8_t> seed_mask(vol.voxels(), 0), stop(vol.voxels(), 1), exclude(vol.voxels(), 0),
+        include(vol.voxels(), 0);
+    for (size_t k = 0; k < 6; ++k)
+        for (size_t j = 0; j < 20; ++j)
+            for (size_t i = 0; i < 20; ++i) {
+                seed_mask[vol.index(i, j, k)] = (i + 2 * j + k) % 5 == 0;
+                stop[vol.index(i, j, k)] = !(i == 19 && j < 5);
+                exclude[vol.index(i, j, k)] = i < 3 && j > 15;
+                include[vol.index(i, j, k)] = i > 8;
+            }
+    const uint8_t *inc[1] = {include.data()};
+    tk_tracking_regions r{};
+    r.mask_voxels = vol.voxels(), r.stop_mask = stop.data(), r.exclude = exclude.data();
+    r.include = inc, r.num_include = 1;
+    tk_tracking_seeds seeds{};
+    seeds.mask = seed_mask.data(), seeds.mask_voxels = vol.voxels(), seeds.per_voxel = 4;
+    tk_tracking_options o = default_options();
+    o.rng_seed = 5, o.chunk_seeds = 300;
+    cpu_vs_gpu(vol, o, {}, seeds, &r, true);
+}
+
+TEST(TrackingCuda, Ifod1GivesTheCpusStreams)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 1500, 8);
+    tk_tracking_options o = default_options();
+    o.algorithm = TK_TRACK_IFOD1, o.rng_seed = 3, o.max_trials = 200;
+    cpu_vs_gpu(vol, o, points, point_seeds(points), nullptr, false);
+}
+
+// Everything a run gives, for exact comparisons of GPU runs with each other.
+struct Flat {
+    std::vector<size_t> counts;
+    std::vector<uint64_t> index;
+    std::vector<float> points;
+    bool operator==(const Flat &o) const { return counts == o.counts && index == o.index && points == o.points; }
+};
+
+Flat flat(const tk_tracking_result &r)
+{
+    Flat f;
+    f.counts.assign(r.num_points, r.num_points + r.num_streamlines);
+    f.index.assign(r.seed_index, r.seed_index + r.num_streamlines);
+    if (r.total_points) f.points.assign(r.points, r.points + 3 * r.total_points);
+    return f;
+}
+
+TEST(TrackingCuda, ChunkSizeDoesNotChangeTheStreamlines)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 700, 9);
+    tk_tracking_options o = default_options();
+    o.algorithm = TK_TRACK_IFOD1, o.rng_seed = 21, o.max_trials = 100;
+    std::vector<Flat> runs;
+    for (size_t chunk : {size_t(1), size_t(7), size_t(256), size_t(4096)}) {
+        o.chunk_seeds = chunk;
+        TrackOnce gpu;
+        track(gpu, vol, o, TK_BACKEND_CUDA, point_seeds(points));
+        TK_SKIP_IF_NO_GPU(gpu.status);
+        ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
+        runs.push_back(flat(gpu.result));
+        EXPECT_GT(runs.back().counts.size(), 10u);
+        EXPECT_TRUE(runs.back() == runs.front()) << "chunks of " << chunk << " seeds changed the streamlines";
+    }
+}
+
+// Counts the sink's chunks and checks their order.
+struct SinkLog {
+    size_t chunks = 0, streamlines = 0;
+    uint64_t last_index = 0, seeds_done = 0;
+    bool in_order = true;
+};
+
+tk_status log_sink(const tk_tracking_chunk *c, void *user)
+{
+    SinkLog *log = static_cast<SinkLog *>(user);
+    ++log->chunks;
+    for (size_t s = 0; s < c->num_streamlines; ++s) {
+        if (log->streamlines && c->seed_index[s] <= log->last_index) log->in_order = false;
+        log->last_index = c->seed_index[s], ++log->streamlines;
+    }
+    if (c->seeds_done <= log->seeds_done && log->chunks > 1) log->in_order = false;
+    log->seeds_done = c->seeds_done;
+    return TK_OK;
+}
+
+TEST(TrackingCuda, APlanExecutesTwiceAndReleasesItsMemory)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 500, 10);
+    const tk_tracking_seeds seeds = point_seeds(points);
+    tk_tracking_options o = default_options();
+    o.backend = TK_BACKEND_CUDA, o.chunk_seeds = 128;
+    const size_t before = tk_cuda_memory_in_use();
+    tk_tracking_plan *plan = nullptr;
+    tk_status s = tk_tracking_plan_create(&o, &vol.grid, &plan);
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    tk_tracking_result first{}, second{}, third{};
+    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, &first, nullptr), TK_OK)
+        << tk_last_error();
+    EXPECT_GT(tk_cuda_memory_in_use(), before) << "the plan holds its buffers between executes";
+    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, &second, nullptr), TK_OK)
+        << tk_last_error();
+    EXPECT_TRUE(flat(first) == flat(second)) << "a second execute of the plan gave other streamlines";
+    // a third with regions (the buffers grow for them) and a sink that checks the order
+    std::vector<uint8_t> include(vol.voxels(), 0), other(vol.voxels(), 0);
+    for (size_t v = 0; v < vol.voxels(); ++v) include[v] = v % 20 > 10, other[v] = v % 20 < 6;
+    const uint8_t *inc[2] = {include.data(), other.data()};
+    tk_tracking_regions r{};
+    r.mask_voxels = vol.voxels(), r.include = inc, r.num_include = 2;
+    tk_tracking_stats stats{};
+    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), &r, &seeds, &third, &stats), TK_OK)
+        << tk_last_error();
+    EXPECT_LT(third.num_streamlines, first.num_streamlines);
+    EXPECT_GT(stats.rejected_missed_include, 0u);
+    SinkLog log;
+    EXPECT_EQ(tk_tracking_plan_execute(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, log_sink, &log, nullptr,
+                                       nullptr),
+              TK_OK)
+        << tk_last_error();
+    EXPECT_TRUE(log.in_order);
+    EXPECT_EQ(log.chunks, (points.size() / 3 + 127) / 128);
+    EXPECT_EQ(log.streamlines, first.num_streamlines);
+    tk_tracking_result_free(&first), tk_tracking_result_free(&second), tk_tracking_result_free(&third);
+    tk_tracking_plan_destroy(plan);
+    EXPECT_EQ(tk_cuda_memory_in_use(), before) << "GPU memory outlived the plan";
+}
+
+TEST(TrackingCuda, ABadDeviceNumberIsAClearError)
+{
+    const Volume vol = busy_field();
+    tk_tracking_options o = default_options();
+    o.backend = TK_BACKEND_CUDA;
+    tk_tracking_plan *plan = nullptr;
+    tk_status s = tk_tracking_plan_create(&o, &vol.grid, &plan);
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    tk_tracking_plan_destroy(plan);
+    o.cuda_device = 999;
+    EXPECT_EQ(tk_tracking_plan_create(&o, &vol.grid, &plan), TK_ERR_ARGUMENT);
+    EXPECT_EQ(plan, nullptr);
+    EXPECT_NE(std::strstr(tk_last_error(), "CUDA device 999 does not exist"), nullptr) << tk_last_error();
+    o.cuda_device = -1;
+    EXPECT_EQ(tk_tracking_plan_create(&o, &vol.grid, &plan), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "CUDA device"), nullptr) << tk_last_error();
+}
+
+// A sink's error stops the GPU run, which returns it, and the plan still works after.
+tk_status failing_sink(const tk_tracking_chunk *, void *) { return tk_set_error(TK_ERR_IO, "disk full (test)"); }
+
+TEST(TrackingCuda, ASinkErrorStopsTheRun)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 300, 12);
+    const tk_tracking_seeds seeds = point_seeds(points);
+    tk_tracking_options o = default_options();
+    o.backend = TK_BACKEND_CUDA, o.chunk_seeds = 64;
+    tk_tracking_plan *plan = nullptr;
+    tk_status s = tk_tracking_plan_create(&o, &vol.grid, &plan);
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    EXPECT_EQ(tk_tracking_plan_execute(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, failing_sink, nullptr,
+                                       nullptr, nullptr),
+              TK_ERR_IO);
+    EXPECT_NE(std::strstr(tk_last_error(), "disk full"), nullptr) << tk_last_error();
+    tk_tracking_result r{};
+    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, &r, nullptr), TK_OK)
+        << tk_last_error();
+    EXPECT_GT(r.num_streamlines, 0u);
+    tk_tracking_result_free(&r);
+    tk_tracking_plan_destroy(plan);
+}
+
+}  // namespace

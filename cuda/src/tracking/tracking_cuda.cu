@@ -1,0 +1,400 @@
+/* CUDA backend of the tracker: the dispatch.  A plan's device state (create): a copy of the
+ * plan with its tables (the SH-to-tensor map, iFOD1's calibration directions), the stream
+ * and its events; the first execute adds the SH volume's buffer and the chunk buffers, which
+ * later executes reuse, all freed with the plan.  An execute uploads the SH volume and the
+ * region masks once, then tracks the seeds chunk by chunk: one thread a seed
+ * (tracking_kernels.cuh), the kept streamlines packed on the device and copied into pinned
+ * host memory, and handed to the sink in seed order, as the CPU hands them. */
+#include <cuda_runtime.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cuda_check.cuh"
+#include "common/cuda_memory.h"
+#include "tracking_internal.h"
+#include "tracking_kernels.cuh"
+#include "tracking_tuning.h"
+
+#define TK_TRACK_WHO "CUDA tracker"
+
+typedef tk_tracking_policy Policy;
+
+/* A chunk's buffers on the device, one set for the plan. */
+enum { DEV_SEED, DEV_PTS, DEV_VISITED, DEV_OUTCOME, DEV_NUM_POINTS, DEV_OFFSET, DEV_OUT, DEV_BUFFERS };
+/* Their host sides, pinned, so the copies run at full speed and asynchronously. */
+enum { HOST_SEED, HOST_OUTCOME, HOST_NUM_POINTS, HOST_OFFSET, HOST_OUT, HOST_BUFFERS };
+
+struct tk_tracking_cuda_state {
+    int device;
+    pthread_mutex_t lock; /* executes of one plan take turns on its buffers */
+    cudaStream_t stream;
+    cudaEvent_t start, stop;
+    void *plan, *map, *calib, *ends; /* the plan's copy and tables; the run's end counters */
+    void *sh;                        /* the SH volume (allocated at the first execute) */
+    void *masks;                     /* the include pointer table, then the masks */
+    size_t masks_bytes;
+    void *regions;                   /* the regions' copy, pointing into masks */
+    size_t chunk, stride, visited_stride; /* seeds a chunk buffer holds (0: none yet) */
+    int chunk_limited;               /* chunk is what the GPU's memory allowed, not what was asked */
+    void *dev[DEV_BUFFERS];
+    void *host[HOST_BUFFERS];
+};
+
+/* ---- plan create and destroy ------------------------------------------------------ */
+
+static void free_chunks(tk_tracking_cuda_state *st)
+{
+    for (int b = 0; b < DEV_BUFFERS; ++b) tk_cuda_free(st->dev[b]), st->dev[b] = NULL;
+    for (int b = 0; b < HOST_BUFFERS; ++b) {
+        if (st->host[b]) cudaFreeHost(st->host[b]);
+        st->host[b] = NULL;
+    }
+    st->chunk = 0;
+}
+
+extern "C" void tk_tracking_cuda_destroy(tk_tracking_cuda_state *st)
+{
+    if (!st) return;
+    cudaSetDevice(st->device); /* the state exists only once its device was found usable */
+    if (st->stream) cudaStreamSynchronize(st->stream);
+    free_chunks(st);
+    void *bufs[] = {st->plan, st->map, st->calib, st->ends, st->sh, st->masks, st->regions};
+    for (size_t b = 0; b < sizeof bufs / sizeof *bufs; ++b) tk_cuda_free(bufs[b]);
+    if (st->stream) cudaStreamDestroy(st->stream);
+    if (st->start) cudaEventDestroy(st->start);
+    if (st->stop) cudaEventDestroy(st->stop);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
+extern "C" tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tracking_cuda_state **out)
+{
+    *out = NULL;
+    const int device = plan->opts.cuda_device;
+    tk_status status = tk_cuda_require_device(device); /* the reason --backend auto gives */
+    if (status != TK_OK) return status;
+    tk_tracking_cuda_state *st = (tk_tracking_cuda_state *)calloc(1, sizeof *st);
+    if (!st) return tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA tracking plan");
+    st->device = device;
+    pthread_mutex_init(&st->lock, NULL);
+    const size_t map_bytes = sizeof(double) * (size_t)plan->k * (size_t)plan->k;
+    const size_t calib_bytes = sizeof(double) * 3 * plan->num_calib;
+    TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaSetDevice(device));
+    TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaEventCreate(&st->start));
+    TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaEventCreate(&st->stop));
+    {
+        tk_cuda_buffer bufs[4] = {{&st->plan, sizeof(tk_tracking_plan)},
+                                  {&st->map, map_bytes},
+                                  {&st->calib, calib_bytes},
+                                  {&st->ends, sizeof(unsigned long long) * TK_END_COUNT}};
+        const cudaError_t err = tk_cuda_malloc_all(bufs, 4);
+        if (err == cudaErrorMemoryAllocation) {
+            status = tk_cuda_out_of_memory("Tracking on CUDA", "the plan's tables", map_bytes + calib_bytes + 1024);
+            goto fail;
+        }
+        if (err != cudaSuccess) {
+            status = tk_cuda_status(err, TK_TRACK_WHO, "cudaMalloc");
+            goto fail;
+        }
+    }
+    {
+        /* the plan as the device reads it: the same values, its tables' device copies */
+        tk_tracking_plan copy = *plan;
+        copy.map = (double *)st->map, copy.calib_dirs = (double *)st->calib, copy.cuda = NULL;
+        TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaMemcpy(st->plan, &copy, sizeof copy, cudaMemcpyHostToDevice));
+        TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaMemcpy(st->map, plan->map, map_bytes, cudaMemcpyHostToDevice));
+        if (calib_bytes)
+            TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
+                             cudaMemcpy(st->calib, plan->calib_dirs, calib_bytes, cudaMemcpyHostToDevice));
+    }
+    *out = st;
+    return TK_OK;
+fail:
+    tk_tracking_cuda_destroy(st);
+    return status;
+}
+
+/* ---- an execute's inputs ------------------------------------------------------------ */
+
+/* The SH volume on the device: the whole grid, since a streamline may go anywhere in it (a
+ * volume the GPU cannot hold is an error that says so; the cpu and omp backends need no GPU
+ * memory). */
+static tk_status upload_sh(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const float *sh)
+{
+    const size_t *d = plan->grid.dims, voxels = d[0] * d[1] * d[2];
+    const size_t bytes = sizeof(float) * voxels * (size_t)plan->k;
+    if (!st->sh) {
+        const cudaError_t err = tk_cuda_malloc(&st->sh, bytes);
+        if (err == cudaErrorMemoryAllocation) {
+            char what[128];
+            snprintf(what, sizeof what, "the SH volume (%zu voxels of %d coefficients)", voxels, plan->k);
+            return tk_cuda_out_of_memory("Tracking on CUDA", what, bytes);
+        }
+        if (err != cudaSuccess) return tk_cuda_status(err, TK_TRACK_WHO, "cudaMalloc");
+    }
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemcpy(st->sh, sh, bytes, cudaMemcpyHostToDevice));
+    return TK_OK;
+}
+
+/* The regions' masks on the device and the regions' copy pointing at them. */
+static tk_status upload_regions(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const tk_tracking_regions *r)
+{
+    const size_t *d = plan->grid.dims, voxels = d[0] * d[1] * d[2];
+    const size_t masks = (r->stop_mask != NULL) + (r->exclude != NULL) + r->num_include;
+    const size_t table = sizeof(uint8_t *) * r->num_include, bytes = table + masks * voxels;
+    if (bytes > st->masks_bytes || !st->regions) {
+        tk_cuda_free(st->masks), st->masks = NULL, st->masks_bytes = 0;
+        if (!st->regions) {
+            const cudaError_t err = tk_cuda_malloc(&st->regions, sizeof(tk_tracking_regions));
+            if (err == cudaErrorMemoryAllocation)
+                return tk_cuda_out_of_memory("Tracking on CUDA", "the regions", sizeof(tk_tracking_regions));
+            if (err != cudaSuccess) return tk_cuda_status(err, TK_TRACK_WHO, "cudaMalloc");
+        }
+        if (bytes) {
+            const cudaError_t err = tk_cuda_malloc(&st->masks, bytes);
+            if (err == cudaErrorMemoryAllocation) return tk_cuda_out_of_memory("Tracking on CUDA", "the region masks", bytes);
+            if (err != cudaSuccess) return tk_cuda_status(err, TK_TRACK_WHO, "cudaMalloc");
+            st->masks_bytes = bytes;
+        }
+    }
+    tk_tracking_regions copy = *r;
+    uint8_t *at = (uint8_t *)st->masks + table;
+    const uint8_t **include = (const uint8_t **)malloc(table ? table : 1);
+    if (!include) return tk_set_error(TK_ERR_MEMORY, "out of host memory for the include regions' table");
+    tk_status status = TK_OK;
+    if (r->stop_mask) {
+        TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaMemcpy(at, r->stop_mask, voxels, cudaMemcpyHostToDevice));
+        copy.stop_mask = at, at += voxels;
+    }
+    if (r->exclude) {
+        TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaMemcpy(at, r->exclude, voxels, cudaMemcpyHostToDevice));
+        copy.exclude = at, at += voxels;
+    }
+    for (size_t i = 0; i < r->num_include; ++i) {
+        TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaMemcpy(at, r->include[i], voxels, cudaMemcpyHostToDevice));
+        include[i] = at, at += voxels;
+    }
+    if (table) TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaMemcpy(st->masks, include, table, cudaMemcpyHostToDevice));
+    copy.include = r->num_include ? (const uint8_t *const *)st->masks : NULL;
+    TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaMemcpy(st->regions, &copy, sizeof copy, cudaMemcpyHostToDevice));
+done:
+    free(include);
+    return status;
+}
+
+/* ---- the chunk buffers ---------------------------------------------------------------- */
+
+/* Device bytes of one seed's share of a chunk: its seed, its point slot (doubles, as the
+ * CPU grows them), the include flags, outcome, count, offset and packed float points. */
+static size_t device_bytes_per_seed(size_t stride, size_t visited_stride)
+{
+    return 3 * sizeof(double) + 3 * stride * sizeof(double) + visited_stride + sizeof(int) + sizeof(unsigned int) +
+           sizeof(size_t) + 3 * stride * sizeof(float);
+}
+
+/* Chunk buffers for `wanted` seeds, fewer where the GPU's free memory (less headroom) or an
+ * allocation refuses them: halved down to one seed, which failing is an error naming what
+ * one seed needs. */
+static tk_status alloc_chunks(tk_tracking_cuda_state *st, size_t wanted, size_t stride, size_t visited_stride)
+{
+    free_chunks(st);
+    const size_t per_seed = device_bytes_per_seed(stride, visited_stride);
+    size_t free_bytes = 0, total_bytes = 0;
+    tk_status status = tk_cuda_memory_get(&free_bytes, &total_bytes);
+    if (status != TK_OK) return status;
+    size_t chunk = tk_cuda_budget(free_bytes) / per_seed;
+    st->chunk_limited = chunk < wanted;
+    if (chunk > wanted) chunk = wanted;
+    if (chunk == 0) chunk = 1; /* the allocation below decides, and words the error */
+    for (;;) {
+        tk_cuda_buffer bufs[DEV_BUFFERS] = {{&st->dev[DEV_SEED], 3 * sizeof(double) * chunk},
+                                            {&st->dev[DEV_PTS], 3 * sizeof(double) * stride * chunk},
+                                            {&st->dev[DEV_VISITED], visited_stride * chunk},
+                                            {&st->dev[DEV_OUTCOME], sizeof(int) * chunk},
+                                            {&st->dev[DEV_NUM_POINTS], sizeof(unsigned int) * chunk},
+                                            {&st->dev[DEV_OFFSET], sizeof(size_t) * chunk},
+                                            {&st->dev[DEV_OUT], 3 * sizeof(float) * stride * chunk}};
+        cudaError_t err = tk_cuda_malloc_all(bufs, DEV_BUFFERS);
+        if (err == cudaSuccess) {
+            const size_t host_bytes[HOST_BUFFERS] = {3 * sizeof(double) * chunk, sizeof(int) * chunk,
+                                                     sizeof(unsigned int) * chunk, sizeof(size_t) * chunk,
+                                                     3 * sizeof(float) * stride * chunk};
+            for (int b = 0; b < HOST_BUFFERS && err == cudaSuccess; ++b) err = cudaMallocHost(&st->host[b], host_bytes[b]);
+            if (err == cudaSuccess) break;
+            cudaGetLastError(); /* a refused pinned allocation is handled here, not by a later check */
+            free_chunks(st);
+        }
+        if (err != cudaErrorMemoryAllocation) return tk_cuda_status(err, TK_TRACK_WHO, "cudaMalloc");
+        if (chunk == 1) {
+            char what[160];
+            snprintf(what, sizeof what, "the buffers of one seed (a streamline of up to %zu points)", stride);
+            return tk_cuda_out_of_memory("Tracking on CUDA", what, per_seed);
+        }
+        chunk = (chunk + 1) / 2, st->chunk_limited = 1;
+    }
+    st->chunk = chunk, st->stride = stride, st->visited_stride = visited_stride;
+    return TK_OK;
+}
+
+/* ---- one chunk -------------------------------------------------------------------------- */
+
+static void count_outcome(tk_tracking_stats *s, int outcome)
+{
+    switch (outcome) {
+    case TK_TRACK_KEPT: ++s->accepted; break;
+    case TK_TRACK_BAD_SEED: ++s->rejected_seed; break;
+    case TK_TRACK_NO_PROPAGATION: ++s->rejected_no_propagation; break;
+    case TK_TRACK_TOO_SHORT: ++s->rejected_too_short; break;
+    case TK_TRACK_EXCLUDED: ++s->rejected_exclude; break;
+    default: ++s->rejected_missed_include; break;
+    }
+}
+
+/* The seeds [first, first + count) as the kernel takes them: world points, or their voxels. */
+static void fill_seeds(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
+                       double *out)
+{
+    const tk_tracking_seeds *s = set->seeds;
+    const size_t *d = plan->grid.dims;
+    for (size_t i = 0; i < count; ++i) {
+        if (s->points) {
+            memcpy(out + 3 * i, s->points + 3 * (first + i), 3 * sizeof(double));
+            continue;
+        }
+        const size_t voxel = set->voxels[(first + i) / s->per_voxel];
+        out[3 * i] = (double)(voxel % d[0]), out[3 * i + 1] = (double)((voxel / d[0]) % d[1]);
+        out[3 * i + 2] = (double)(voxel / (d[0] * d[1]));
+    }
+}
+
+/* Tracks chunk [first, first + count) and packs its kept streamlines into host[HOST_OUT];
+ * out_counts / out_index / *kept / *points describe them. */
+static tk_status track_chunk(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const tk_tracking_seed_set *set,
+                             uint64_t first, size_t count, size_t *out_counts, uint64_t *out_index, size_t *kept,
+                             size_t *points, tk_tracking_stats *stats, double *kernel_ms)
+{
+    cudaStream_t stream = st->stream;
+    double *h_seed = (double *)st->host[HOST_SEED];
+    fill_seeds(set, plan, first, count, h_seed);
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemcpyAsync(st->dev[DEV_SEED], h_seed, 3 * sizeof(double) * count,
+                                                     cudaMemcpyHostToDevice, stream));
+    TrackArgs a;
+    a.plan = (const tk_tracking_plan *)st->plan, a.regions = (const tk_tracking_regions *)st->regions;
+    a.sh = (const float *)st->sh, a.seed = (const double *)st->dev[DEV_SEED];
+    a.mask_seeding = set->seeds->points == NULL, a.first = first, a.count = count, a.stride = st->stride;
+    a.pts = (double *)st->dev[DEV_PTS], a.visited = (uint8_t *)st->dev[DEV_VISITED];
+    a.visited_stride = st->visited_stride, a.outcome = (int *)st->dev[DEV_OUTCOME];
+    a.num_points = (unsigned int *)st->dev[DEV_NUM_POINTS], a.ends = (unsigned long long *)st->ends;
+    const size_t blocks = (count + Policy::block_threads - 1) / Policy::block_threads;
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaEventRecord(st->start, stream));
+    tracking_kernel<Policy><<<(unsigned int)blocks, Policy::block_threads, 0, stream>>>(a);
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaGetLastError());
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaEventRecord(st->stop, stream));
+    int *h_outcome = (int *)st->host[HOST_OUTCOME];
+    unsigned int *h_num = (unsigned int *)st->host[HOST_NUM_POINTS];
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemcpyAsync(h_outcome, a.outcome, sizeof(int) * count, cudaMemcpyDeviceToHost, stream));
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO,
+                       cudaMemcpyAsync(h_num, a.num_points, sizeof(unsigned int) * count, cudaMemcpyDeviceToHost, stream));
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaStreamSynchronize(stream));
+    float ms = 0;
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaEventElapsedTime(&ms, st->start, st->stop));
+    *kernel_ms += ms;
+    /* the kept streamlines' places in the packed points, in seed order */
+    size_t *h_offset = (size_t *)st->host[HOST_OFFSET];
+    size_t at = 0, n = 0;
+    for (size_t i = 0; i < count; ++i) {
+        if (h_outcome[i] < 0)
+            return tk_set_error(TK_ERR_CUDA, "CUDA tracker: seed %llu's streamline outgrew its %zu points (a bug)",
+                                (unsigned long long)(first + i), st->stride);
+        ++stats->seeds;
+        count_outcome(stats, h_outcome[i]);
+        h_offset[i] = at;
+        if (h_outcome[i] != TK_TRACK_KEPT) continue;
+        out_counts[n] = h_num[i], out_index[n] = first + i, ++n;
+        at += h_num[i];
+    }
+    *kept = n, *points = at;
+    if (at == 0) return TK_OK;
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemcpyAsync(st->dev[DEV_OFFSET], h_offset, sizeof(size_t) * count,
+                                                     cudaMemcpyHostToDevice, stream));
+    const size_t gather = count < (size_t)Policy::gather_blocks ? count : (size_t)Policy::gather_blocks;
+    tracking_gather_kernel<<<(unsigned int)gather, Policy::gather_threads, 0, stream>>>(
+        a.pts, st->stride, a.num_points, (const size_t *)st->dev[DEV_OFFSET], count, (float *)st->dev[DEV_OUT]);
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaGetLastError());
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemcpyAsync(st->host[HOST_OUT], st->dev[DEV_OUT], 3 * sizeof(float) * at,
+                                                     cudaMemcpyDeviceToHost, stream));
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaStreamSynchronize(stream));
+    return TK_OK;
+}
+
+/* ---- the execute ------------------------------------------------------------------------ */
+
+static tk_status execute_locked(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const tk_tracking_field *field,
+                                const tk_tracking_seed_set *set, tk_tracking_sink sink, void *user,
+                                tk_tracking_stats *stats, double *kernel_ms)
+{
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaSetDevice(st->device));
+    tk_status status = upload_sh(st, plan, field->sh);
+    if (status == TK_OK) status = upload_regions(st, plan, field->regions);
+    if (status != TK_OK) return status;
+    /* a chunk as the caller asked (or the run, if smaller), unless the held buffers already
+     * are what the GPU's memory allowed */
+    const size_t stride = plan->max_points + 1;
+    const size_t visited = field->regions->num_include ? field->regions->num_include : 1;
+    const size_t wanted = plan->opts.chunk_seeds < set->total ? plan->opts.chunk_seeds : (size_t)set->total;
+    const int reuse = st->chunk && st->stride == stride && st->visited_stride >= visited &&
+                      (st->chunk >= wanted || st->chunk_limited);
+    if (!reuse && (status = alloc_chunks(st, wanted, stride, visited)) != TK_OK) return status;
+    const size_t chunk = st->chunk < wanted ? st->chunk : wanted;
+    size_t *out_counts = (size_t *)malloc(chunk * sizeof(size_t));
+    uint64_t *out_index = (uint64_t *)malloc(chunk * sizeof(uint64_t));
+    if (!out_counts || !out_index) {
+        free(out_counts), free(out_index);
+        return tk_set_error(TK_ERR_MEMORY, "out of host memory for a tracking chunk");
+    }
+    TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO,
+                     cudaMemsetAsync(st->ends, 0, sizeof(unsigned long long) * TK_END_COUNT, st->stream));
+    for (uint64_t c0 = 0; status == TK_OK && c0 < set->total; c0 += chunk) {
+        const size_t nc = (size_t)(set->total - c0 < chunk ? set->total - c0 : chunk);
+        size_t kept = 0, points = 0;
+        status = track_chunk(st, plan, set, c0, nc, out_counts, out_index, &kept, &points, stats, kernel_ms);
+        if (status != TK_OK) break;
+        tk_tracking_chunk out;
+        out.num_streamlines = kept, out.num_points = out_counts, out.seed_index = out_index;
+        out.points = points ? (const float *)st->host[HOST_OUT] : NULL, out.total_points = points;
+        out.seeds_done = c0 + nc, out.seeds_total = set->total;
+        status = sink(&out, user);
+        if (status != TK_OK && tk_last_error()[0] == '\0') tk_set_error(status, "the streamline sink failed");
+    }
+    if (status == TK_OK) {
+        unsigned long long ends[TK_END_COUNT];
+        TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO,
+                         cudaMemcpyAsync(ends, st->ends, sizeof ends, cudaMemcpyDeviceToHost, st->stream));
+        TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaStreamSynchronize(st->stream));
+        stats->ended_exit_image = ends[TK_END_EXIT_IMAGE], stats->ended_model = ends[TK_END_MODEL];
+        stats->ended_curvature = ends[TK_END_CURVATURE], stats->ended_max_length = ends[TK_END_MAX_LENGTH];
+        stats->ended_exit_mask = ends[TK_END_EXIT_MASK], stats->ended_calibrator = ends[TK_END_CALIBRATOR];
+    }
+done:
+    /* nothing of this execute may run on into the next */
+    cudaStreamSynchronize(st->stream);
+    free(out_counts), free(out_index);
+    return status;
+}
+
+extern "C" tk_status tk_tracking_cuda_execute(const tk_tracking_plan *plan, const tk_tracking_field *field,
+                                              const tk_tracking_seed_set *set, tk_tracking_sink sink, void *user,
+                                              tk_tracking_stats *stats, double *kernel_ms)
+{
+    tk_tracking_cuda_state *st = plan->cuda;
+    *kernel_ms = 0;
+    if (!st) return tk_set_error(TK_ERR_ARGUMENT, "the plan has no CUDA state (not made for the cuda backend)");
+    pthread_mutex_lock(&st->lock);
+    const tk_status status = execute_locked(st, plan, field, set, sink, user, stats, kernel_ms);
+    pthread_mutex_unlock(&st->lock);
+    return status;
+}
