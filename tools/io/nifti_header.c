@@ -60,6 +60,71 @@ static int check_geometry(const tk_nifti_header *h, const char *what)
     return 1;
 }
 
+/* Where a NIfTI version keeps the fields the tools use: byte offsets, and widths in bytes
+ * (nifti1.h, nifti2.h).  Arrays hold their elements one after the other (srow: row by row);
+ * NIfTI-1's one-byte xyzt_units is unsigned. */
+typedef struct field {
+    size_t at;
+    unsigned bytes;
+} field;
+typedef struct nifti_layout {
+    field dim, pixdim, intent_code, datatype, bitpix, vox_offset, scl_slope, scl_inter, xyzt_units, qform_code,
+        sform_code, quatern, qoffset, srow;
+    int integer_vox_offset; /* NIfTI-2's is an int64, NIfTI-1's a float */
+} nifti_layout;
+
+static const nifti_layout kNifti1 = {
+    .dim = {40, 2}, .pixdim = {76, 4}, .intent_code = {68, 2}, .datatype = {70, 2}, .bitpix = {72, 2},
+    .vox_offset = {108, 4}, .scl_slope = {112, 4}, .scl_inter = {116, 4}, .xyzt_units = {123, 1},
+    .qform_code = {252, 2}, .sform_code = {254, 2}, .quatern = {256, 4}, .qoffset = {268, 4}, .srow = {280, 4}};
+static const nifti_layout kNifti2 = {
+    .dim = {16, 8}, .pixdim = {104, 8}, .intent_code = {504, 4}, .datatype = {12, 2}, .bitpix = {14, 2},
+    .vox_offset = {168, 8}, .scl_slope = {176, 8}, .scl_inter = {184, 8}, .xyzt_units = {500, 4},
+    .qform_code = {344, 4}, .sform_code = {348, 4}, .quatern = {352, 8}, .qoffset = {376, 8}, .srow = {400, 8},
+    .integer_vox_offset = 1};
+
+/* Element k of an integer field: signed, but for one byte */
+static int64_t integer(const reader *r, field f, size_t k)
+{
+    const size_t at = f.at + f.bytes * k;
+    switch (f.bytes) {
+    case 1: return r->b[at];
+    case 2: return i16(r, at);
+    case 4: return i32(r, at);
+    default: return i64(r, at);
+    }
+}
+/* Element k of a floating-point field */
+static double real(const reader *r, field f, size_t k)
+{
+    const size_t at = f.at + f.bytes * k;
+    return f.bytes == 4 ? f32(r, at) : f64(r, at);
+}
+
+/* Every field but version and ndim, from the header at r laid out as layout */
+static void read_fields(const reader *r, const nifti_layout *layout, tk_nifti_header *h)
+{
+    for (size_t k = 0; k < 8; ++k) {
+        h->dim[k] = integer(r, layout->dim, k);
+        h->pixdim[k] = real(r, layout->pixdim, k);
+    }
+    h->intent_code = (int)integer(r, layout->intent_code, 0);
+    h->datatype = (int)integer(r, layout->datatype, 0);
+    h->bitpix = (int)integer(r, layout->bitpix, 0);
+    h->vox_offset =
+        layout->integer_vox_offset ? (double)integer(r, layout->vox_offset, 0) : real(r, layout->vox_offset, 0);
+    h->scl_slope = real(r, layout->scl_slope, 0);
+    h->scl_inter = real(r, layout->scl_inter, 0);
+    h->xyzt_units = (int)integer(r, layout->xyzt_units, 0);
+    h->qform_code = (int)integer(r, layout->qform_code, 0);
+    h->sform_code = (int)integer(r, layout->sform_code, 0);
+    for (size_t k = 0; k < 3; ++k) {
+        h->quatern[k] = real(r, layout->quatern, k);
+        h->qoffset[k] = real(r, layout->qoffset, k);
+        for (size_t c = 0; c < 4; ++c) h->srow[k][c] = real(r, layout->srow, 4 * k + c);
+    }
+}
+
 static int parse1(const unsigned char *b, tk_nifti_header *h, const char *what)
 {
     const int big348 = b[0] == 0 && b[1] == 0 && b[2] == 1 && b[3] == 0x5c;
@@ -68,21 +133,7 @@ static int parse1(const unsigned char *b, tk_nifti_header *h, const char *what)
     reader r = {b, (dim0_little >= 1 && dim0_little <= 7) ? 0 : (dim0_big >= 1 && dim0_big <= 7) ? 1 : big348};
     h->version = 1;
     h->ndim = i16(&r, 40);
-    for (int k = 0; k < 8; ++k) h->dim[k] = i16(&r, 40 + 2 * (size_t)k), h->pixdim[k] = f32(&r, 76 + 4 * (size_t)k);
-    h->intent_code = i16(&r, 68);
-    h->datatype = i16(&r, 70);
-    h->bitpix = i16(&r, 72);
-    h->vox_offset = f32(&r, 108);
-    h->scl_slope = f32(&r, 112);
-    h->scl_inter = f32(&r, 116);
-    h->xyzt_units = b[123];
-    h->qform_code = i16(&r, 252);
-    h->sform_code = i16(&r, 254);
-    for (int k = 0; k < 3; ++k) {
-        h->quatern[k] = f32(&r, 256 + 4 * (size_t)k);
-        h->qoffset[k] = f32(&r, 268 + 4 * (size_t)k);
-        for (int c = 0; c < 4; ++c) h->srow[k][c] = f32(&r, 280 + 16 * (size_t)k + 4 * (size_t)c);
-    }
+    read_fields(&r, &kNifti1, h);
     return check_geometry(h, what);
 }
 
@@ -96,21 +147,7 @@ static int parse2(const unsigned char *b, tk_nifti_header *h, const char *what)
     h->version = 2;
     const int64_t n = i64(&r, 16);
     h->ndim = n < -1000 ? -1000 : n > 1000 ? 1000 : (int)n;
-    for (int k = 0; k < 8; ++k) h->dim[k] = i64(&r, 16 + 8 * (size_t)k), h->pixdim[k] = f64(&r, 104 + 8 * (size_t)k);
-    h->datatype = i16(&r, 12);
-    h->bitpix = i16(&r, 14);
-    h->vox_offset = (double)i64(&r, 168);
-    h->scl_slope = f64(&r, 176);
-    h->scl_inter = f64(&r, 184);
-    h->qform_code = i32(&r, 344);
-    h->sform_code = i32(&r, 348);
-    for (int k = 0; k < 3; ++k) {
-        h->quatern[k] = f64(&r, 352 + 8 * (size_t)k);
-        h->qoffset[k] = f64(&r, 376 + 8 * (size_t)k);
-        for (int c = 0; c < 4; ++c) h->srow[k][c] = f64(&r, 400 + 32 * (size_t)k + 8 * (size_t)c);
-    }
-    h->xyzt_units = i32(&r, 500);
-    h->intent_code = i32(&r, 504);
+    read_fields(&r, &kNifti2, h);
     return check_geometry(h, what);
 }
 
