@@ -264,6 +264,42 @@ static int cut(const char *path, const char *what)
                         strstr(what, "not a .mif") ? NOT_MIF : DAMAGED), 0;
 }
 
+/* The entries that list one value per axis (dim, vox, layout): how one value is parsed into
+ * slot a of its array, and the refusals that name the entry. */
+typedef struct list_kind {
+    const char *twice, *too_many, *not_list;
+    int (*parse_at)(const char *token, void *values, int a);
+} list_kind;
+
+static int dim_at(const char *t, void *values, int a)
+{
+    size_t *dim = values;
+    return parse_size(t, &dim[a]) && dim[a] != 0;
+}
+static int vox_at(const char *t, void *values, int a) { return parse_double(t, (double *)values + a); }
+static int layout_at(const char *t, void *values, int a) { return parse_layout(t, (int *)values + a); }
+
+static const list_kind kDim = {"two 'dim' entries", "dim: more than 16 axes",
+                               "dim: '%s' is not a list of sizes of 1 or more", dim_at};
+static const list_kind kVox = {"two 'vox' entries", "vox: more than 16 values", "vox: '%s' is not a list of numbers",
+                               vox_at};
+static const list_kind kLayout = {"two 'layout' entries", "layout: more than 16 axes",
+                                  "layout: '%s' is not a list of signed axis ranks (+0,+1,...)", layout_at};
+
+/* A list entry of kind: given once (*seen counts), at most TK_MIF_MAX_AXES comma-separated
+ * values, each parsed into values; their count, or -1 (message set, naming shown). */
+static int list_entry(const parse_state *st, int *seen, const list_kind *kind, char *value, const char *shown,
+                      void *values)
+{
+    char *tok[TK_MIF_MAX_AXES + 1];
+    if ((*seen)++) return bad(st->path, kind->twice, NULL, NULL), -1;
+    const int n = split(value, tok, TK_MIF_MAX_AXES);
+    if (n < 0) return bad(st->path, kind->too_many, NULL, NULL), -1;
+    for (int a = 0; a < n; ++a)
+        if (!kind->parse_at(tok[a], values, a)) return bad(st->path, kind->not_list, shown, NULL), -1;
+    return n;
+}
+
 /* One "key: value" entry; 0 (message set) when it is malformed. */
 static int entry(parse_state *st, tk_mif_header *h, char *key, char *value)
 {
@@ -281,28 +317,16 @@ static int entry(parse_state *st, tk_mif_header *h, char *key, char *value)
     char shown[64];
     snprintf(shown, sizeof shown, "%.60s", value);
     if (!strcmp(lkey, "dim")) {
-        if (st->have_dim++) return bad(st->path, "two 'dim' entries", NULL, NULL);
-        const int n = split(value, tok, TK_MIF_MAX_AXES);
-        if (n < 0) return bad(st->path, "dim: more than 16 axes", NULL, NULL);
-        for (int a = 0; a < n; ++a)
-            if (!parse_size(tok[a], &h->dim[a]) || h->dim[a] == 0)
-                return bad(st->path, "dim: '%s' is not a list of sizes of 1 or more", shown, NULL);
+        const int n = list_entry(st, &st->have_dim, &kDim, value, shown, h->dim);
+        if (n < 0) return 0;
         h->ndim = n;
     } else if (!strcmp(lkey, "vox")) {
-        if (st->have_vox++) return bad(st->path, "two 'vox' entries", NULL, NULL);
-        const int n = split(value, tok, TK_MIF_MAX_AXES);
-        if (n < 0) return bad(st->path, "vox: more than 16 values", NULL, NULL);
-        for (int a = 0; a < n; ++a)
-            if (!parse_double(tok[a], &st->vox[a]))
-                return bad(st->path, "vox: '%s' is not a list of numbers", shown, NULL);
+        const int n = list_entry(st, &st->have_vox, &kVox, value, shown, st->vox);
+        if (n < 0) return 0;
         st->nvox = n;
     } else if (!strcmp(lkey, "layout")) {
-        if (st->have_layout++) return bad(st->path, "two 'layout' entries", NULL, NULL);
-        const int n = split(value, tok, TK_MIF_MAX_AXES);
-        if (n < 0) return bad(st->path, "layout: more than 16 axes", NULL, NULL);
-        for (int a = 0; a < n; ++a)
-            if (!parse_layout(tok[a], &h->layout[a]))
-                return bad(st->path, "layout: '%s' is not a list of signed axis ranks (+0,+1,...)", shown, NULL);
+        const int n = list_entry(st, &st->have_layout, &kLayout, value, shown, h->layout);
+        if (n < 0) return 0;
         st->have_layout = n;  /* the count, checked against dim below */
     } else if (!strcmp(lkey, "datatype")) {
         if (st->have_type++) return bad(st->path, "two 'datatype' entries", NULL, NULL);
