@@ -174,6 +174,20 @@ static const char *shown(const char *t, char *buf, size_t n)
     return buf;
 }
 
+/* An integer value of the type (range-checked by the caller) at at, in this machine's byte
+ * order: its low bytes_per bytes, which for a signed value are its two's complement. */
+static void store_integer(unsigned char *at, uint64_t value, unsigned bytes_per)
+{
+    const uint8_t u8 = (uint8_t)value;
+    const uint16_t u16 = (uint16_t)value;
+    const uint32_t u32 = (uint32_t)value;
+    memcpy(at, bytes_per == 1   ? (const void *)&u8
+               : bytes_per == 2 ? (const void *)&u16
+               : bytes_per == 4 ? (const void *)&u32
+                                : (const void *)&value,
+           bytes_per);
+}
+
 /* One ascii value into out[idx] (when out): 1, or 0 when the token is not a whole number of
  * the type (integers: an optional sign, decimal digits, within the type's range; floats: a
  * decimal number whose value in the type is finite). */
@@ -202,14 +216,7 @@ static int ascii_value(const char *t, const data_desc *d, unsigned char *out, ui
     const unsigned bits = 8 * d->bytes_per;
     if (d->cls == 'u') {
         if (bits < 64 && magnitude >> bits) return 0;
-        if (at) {
-            const uint8_t u8 = (uint8_t)magnitude;
-            const uint16_t u16 = (uint16_t)magnitude;
-            const uint32_t u32 = (uint32_t)magnitude;
-            memcpy(at, bits == 8 ? (const void *)&u8 : bits == 16 ? (const void *)&u16 : bits == 32 ? (const void *)&u32
-                                                                                      : (const void *)&magnitude,
-                   d->bytes_per);
-        }
+        if (at) store_integer(at, magnitude, d->bytes_per);
         return 1;
     }
     const uint64_t limit = (uint64_t)1 << (bits - 1);  /* |min|; max is limit - 1 */
@@ -218,14 +225,7 @@ static int ascii_value(const char *t, const data_desc *d, unsigned char *out, ui
     const int64_t v = !negative            ? (int64_t)magnitude
                       : magnitude == limit ? -(int64_t)(limit - 1) - 1
                                            : -(int64_t)magnitude;
-    if (at) {
-        const int8_t i8 = (int8_t)v;
-        const int16_t i16 = (int16_t)v;
-        const int32_t i32 = (int32_t)v;
-        memcpy(at, bits == 8 ? (const void *)&i8 : bits == 16 ? (const void *)&i16 : bits == 32 ? (const void *)&i32
-                                                                                  : (const void *)&v,
-               d->bytes_per);
-    }
+    if (at) store_integer(at, (uint64_t)v, d->bytes_per);
     return 1;
 }
 
