@@ -27,9 +27,94 @@ uint64_t tk_inflate_bound(uint64_t compressed)
     return compressed > UINT64_MAX / 1032 ? UINT64_MAX : compressed * 1032 + 4096;
 }
 
+void tk_decode_file(FILE *f, const tk_stream_decoder *decoder, unsigned char *in, unsigned char *out, size_t chunk,
+                    uint64_t expected, tk_inflate_sink sink, void *ctx, tk_decoded *result)
+{
+    memset(result, 0, sizeof *result);
+    unsigned char *next = in;
+    size_t avail = 0;
+    for (;;) {
+        if (avail == 0) {
+            avail = fread(in, 1, chunk, f);
+            next = in;
+            if (avail == 0) {
+                if (ferror(f)) result->why = "a read error";
+                break;
+            }
+        }
+        if (result->ended) {
+            /* after a complete stream: another stream, or the end, nothing else */
+            const int another = decoder->next_stream(decoder->state, next, avail, &result->why);
+            if (another <= 0) {
+                if (another == 0) result->why = "trailing";
+                break;
+            }
+            result->ended = 0;
+        }
+        size_t used = 0, made = 0;
+        const char *why = NULL;
+        const tk_decode_status status = decoder->step(decoder->state, next, avail, &used, out, chunk, &made, &why);
+        next += used, avail -= used;
+        result->used += used;
+        if (made > expected - result->total) {
+            result->why = "longer";
+            break;
+        }
+        if (sink && made && !sink(ctx, out, made, result->total)) {
+            result->why = "sink";
+            break;
+        }
+        result->total += made;
+        if (status == TK_DECODE_END) {
+            result->ended = 1;
+            continue;
+        }
+        if (status == TK_DECODE_FAILED) {
+            result->why = why;
+            break;
+        }
+    }
+}
+
 #ifdef TK_HAVE_ZLIB
 
 enum { CHUNK = 1 << 16 };
+
+typedef struct zlib_state {
+    z_stream z;
+    tk_inflate_kind kind;
+} zlib_state;
+
+static tk_decode_status zlib_step(void *state, unsigned char *in, size_t avail, size_t *used, unsigned char *out,
+                                  size_t cap, size_t *made, const char **why)
+{
+    z_stream *z = &((zlib_state *)state)->z;
+    z->next_in = in;
+    z->avail_in = (uInt)avail;
+    z->next_out = out;
+    z->avail_out = (uInt)cap;
+    const int ret = inflate(z, Z_NO_FLUSH);
+    *used = avail - z->avail_in;
+    *made = cap - z->avail_out;
+    if (ret == Z_STREAM_END) return TK_DECODE_END;
+    if (ret == Z_NEED_DICT || ret == Z_DATA_ERROR || ret == Z_MEM_ERROR || ret == Z_STREAM_ERROR) {
+        *why = z->msg ? z->msg : "corrupt data";
+        return TK_DECODE_FAILED;
+    }
+    /* Z_BUF_ERROR with input left cannot happen (output space was given); with no input
+     * left the loop reads more */
+    return TK_DECODE_MORE;
+}
+
+/* gzip itself concatenates members: another member may follow one (never a zlib stream) */
+static int zlib_next_stream(void *state, const unsigned char *next, size_t avail, const char **why)
+{
+    zlib_state *s = state;
+    (void)why;
+    if (s->kind != TK_INFLATE_GZIP || avail < 1 || next[0] != 0x1f) return 0;
+    inflateReset(&s->z);
+    return 1;
+}
 
 int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
                           tk_inflate_sink sink, void *ctx, uint64_t *consumed)
@@ -63,95 +148,51 @@ int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kin
         fclose(f);
         return tk_set_error(TK_ERR_MEMORY, "%s: out of memory; free memory, or read a smaller image", what), 0;
     }
-    z_stream z;
+    zlib_state z;
     memset(&z, 0, sizeof z);
+    z.kind = kind;
     const int bits = kind == TK_INFLATE_GZIP ? 15 + 16 : kind == TK_INFLATE_ZLIB ? 15 : 15 + 32;
-    if (inflateInit2(&z, bits) != Z_OK) {
+    if (inflateInit2(&z.z, bits) != Z_OK) {
         free(in);
         fclose(f);
         return tk_set_error(TK_ERR_MEMORY,
                             "%s: cannot start zlib (out of memory?); free memory, or read a smaller image", what),
                0;
     }
-    uint64_t total = 0, used = 0;
-    int ret = Z_OK, ok = 0, ended = 0;
-    const char *why = NULL;
-    for (;;) {
-        if (z.avail_in == 0) {
-            const size_t got = fread(in, 1, CHUNK, f);
-            if (got == 0) {
-                if (ferror(f)) why = "a read error";
-                break;
-            }
-            z.next_in = in;
-            z.avail_in = (uInt)got;
-        }
-        if (ended) {
-            /* after a complete stream: another gzip member, or the end, nothing else */
-            if (kind == TK_INFLATE_GZIP && z.avail_in >= 1 && z.next_in[0] == 0x1f) {
-                inflateReset(&z);
-                ended = 0;
-                continue;
-            }
-            why = "trailing";
-            break;
-        }
-        z.next_out = out;
-        z.avail_out = CHUNK;
-        const uInt before = z.avail_in;
-        ret = inflate(&z, Z_NO_FLUSH);
-        used += before - z.avail_in;
-        const uint64_t produced = CHUNK - z.avail_out;
-        if (produced > expected - total) {
-            why = "longer";
-            break;
-        }
-        if (sink && produced && !sink(ctx, out, produced, total)) {
-            why = "sink";
-            break;
-        }
-        total += produced;
-        if (ret == Z_STREAM_END) {
-            ended = 1;
-            continue;
-        }
-        if (ret == Z_NEED_DICT || ret == Z_DATA_ERROR || ret == Z_MEM_ERROR || ret == Z_STREAM_ERROR) {
-            why = z.msg ? z.msg : "corrupt data";
-            break;
-        }
-        /* Z_BUF_ERROR with input left cannot happen (output space was given); with no
-         * input left the loop reads more */
-    }
-    inflateEnd(&z);
+    const tk_stream_decoder decoder = {zlib_step, zlib_next_stream, &z};
+    tk_decoded r;
+    tk_decode_file(f, &decoder, in, out, CHUNK, expected, sink, ctx, &r);
+    inflateEnd(&z.z);
     free(in);
     fclose(f);
-    if (consumed) *consumed = used;
-    if (why && !strcmp(why, "sink"))
+    if (consumed) *consumed = r.used;
+    int ok = 0;
+    if (r.why && !strcmp(r.why, "sink"))
         ;  /* the sink's message */
-    else if (!why && !ended && total == expected)
+    else if (!r.why && !r.ended && r.total == expected)
         tk_set_error(TK_ERR_FORMAT, "%s: truncated: the compressed stream ends without its checksum and length "
                                     "(the data cannot be verified)" DAMAGED, what);
-    else if (!why && !ended)
+    else if (!r.why && !r.ended)
         tk_set_error(TK_ERR_FORMAT,
                      "%s: the compressed data end before their stream does (truncated after %llu of "
                      "%llu bytes)" DAMAGED,
-                     what, (unsigned long long)total, (unsigned long long)expected);
-    else if (why && !strcmp(why, "trailing"))
+                     what, (unsigned long long)r.total, (unsigned long long)expected);
+    else if (r.why && !strcmp(r.why, "trailing"))
         tk_set_error(TK_ERR_FORMAT,
                      "%s: %llu bytes of something else follow the end of the compressed data "
                      "(a damaged or concatenated file); remove what follows, or copy or export it again",
-                     what, (unsigned long long)(stored - used));
-    else if (why && !strcmp(why, "longer"))
+                     what, (unsigned long long)(stored - r.used));
+    else if (r.why && !strcmp(r.why, "longer"))
         tk_set_error(TK_ERR_FORMAT, "%s: the compressed data hold more than the %llu bytes the header claims (a wrong "
                                     "header?); re-save it with the tool that wrote it", what,
                      (unsigned long long)expected);
-    else if (why)
+    else if (r.why)
         tk_set_error(TK_ERR_FORMAT, "%s: corrupt compressed data after %llu bytes: %s (zlib)" DAMAGED, what,
-                     (unsigned long long)total, why);
-    else if (total != expected)
+                     (unsigned long long)r.total, r.why);
+    else if (r.total != expected)
         tk_set_error(TK_ERR_FORMAT, "%s: the compressed data hold %llu bytes, the header claims %llu (truncated or "
                                     "a wrong header); copy or export it again, or re-save it with the tool that "
-                                    "wrote it", what, (unsigned long long)total, (unsigned long long)expected);
+                                    "wrote it", what, (unsigned long long)r.total, (unsigned long long)expected);
     else
         ok = 1;
     return ok;

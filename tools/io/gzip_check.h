@@ -16,7 +16,9 @@
 #ifndef TK_GZIP_CHECK_H
 #define TK_GZIP_CHECK_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +51,39 @@ int tk_inflate_check(const char *path, uint64_t offset, tk_inflate_kind kind, ui
 typedef int (*tk_inflate_sink)(void *ctx, const unsigned char *bytes, uint64_t n, uint64_t at);
 int tk_inflate_check_into(const char *path, uint64_t offset, tk_inflate_kind kind, uint64_t expected, const char *what,
                           tk_inflate_sink sink, void *ctx, uint64_t *consumed);
+
+/* ---- the decoding loop zlib's check above and NRRD's bzip2 check share ----------------
+ * A decoder of one compressed format, stepped by tk_decode_file over a file's bytes. */
+typedef enum { TK_DECODE_MORE, TK_DECODE_END, TK_DECODE_FAILED } tk_decode_status;
+typedef struct tk_stream_decoder {
+    /* Decodes from in (avail bytes) into out (cap bytes); *used and *made: the bytes taken
+     * and given.  TK_DECODE_END where a stream ended, TK_DECODE_FAILED with *why (the
+     * decoder's words: corrupt data, out of memory) where it cannot go on. */
+    tk_decode_status (*step)(void *state, unsigned char *in, size_t avail, size_t *used, unsigned char *out,
+                             size_t cap, size_t *made, const char **why);
+    /* After a stream's end, with next (avail >= 1 bytes) left: 1 where they start another
+     * stream (the decoder is ready for it), 0 where they are something else, -1 with *why
+     * where the decoder cannot start again. */
+    int (*next_stream)(void *state, const unsigned char *next, size_t avail, const char **why);
+    void *state;
+} tk_stream_decoder;
+
+/* What tk_decode_file found: the bytes made (total) and read (used), whether the last
+ * stream ended, and why it stopped early: NULL, "a read error", "trailing" (something
+ * else after a stream's end), "longer" (more than expected), "sink" (the sink refused:
+ * its message) or the decoder's why. */
+typedef struct tk_decoded {
+    uint64_t total, used;
+    int ended;
+    const char *why;
+} tk_decoded;
+
+/* Decodes f from where it stands to its end through decoder, reading into in and decoding
+ * into out (chunk bytes each), every piece handed to sink (when not NULL) as it comes;
+ * stops at the first problem, or one piece past expected bytes.  Its caller judges the
+ * result: every stream ended, nothing after them, exactly expected bytes. */
+void tk_decode_file(FILE *f, const tk_stream_decoder *decoder, unsigned char *in, unsigned char *out, size_t chunk,
+                    uint64_t expected, tk_inflate_sink sink, void *ctx, tk_decoded *result);
 
 /* The first up to n inflated bytes of a gzip file (for recognising a .nii.gz by its
  * header); returns how many (0 on any error, message set), without checking the rest. */

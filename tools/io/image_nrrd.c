@@ -351,6 +351,57 @@ static uint64_t bzip2_bound(uint64_t stored)
 {
     return stored > UINT64_MAX / 2000000 - 1 ? UINT64_MAX : stored * 2000000 + 50000000;
 }
+
+static tk_decode_status bzip2_step(void *state, unsigned char *in, size_t avail, size_t *used, unsigned char *out,
+                                   size_t cap, size_t *made, const char **why)
+{
+    bz_stream *z = state;
+    z->next_in = (char *)in;
+    z->avail_in = (unsigned)avail;
+    z->next_out = (char *)out;
+    z->avail_out = (unsigned)cap;
+    const int ret = BZ2_bzDecompress(z);
+    *used = avail - z->avail_in;
+    *made = cap - z->avail_out;
+    if (ret == BZ_STREAM_END) return TK_DECODE_END;
+    if (ret != BZ_OK) {
+        *why = ret == BZ_MEM_ERROR ? "out of memory" : "corrupt data (or a CRC that does not match)";
+        return TK_DECODE_FAILED;
+    }
+    if (*made == 0 && *used == 0 && avail) {
+        *why = "corrupt data (no progress)";
+        return TK_DECODE_FAILED;
+    }
+    return TK_DECODE_MORE;
+}
+
+/* bzip2 concatenates streams: another may follow one ('B' of its "BZh" magic), nothing else */
+static int bzip2_next_stream(void *state, const unsigned char *next, size_t avail, const char **why)
+{
+    bz_stream *z = state;
+    (void)avail;
+    if (next[0] != 'B') return 0;
+    BZ2_bzDecompressEnd(z);
+    memset(z, 0, sizeof *z);
+    if (BZ2_bzDecompressInit(z, 0, 0) != BZ_OK) return *why = "out of memory", -1;
+    return 1;
+}
+
+/* The decoded data after the byte skip, into out */
+typedef struct skipped_copy {
+    unsigned char *out;
+    uint64_t skip;
+} skipped_copy;
+
+static int copy_after_skip(void *ctx, const unsigned char *bytes, uint64_t n, uint64_t at)
+{
+    const skipped_copy *c = ctx;
+    if (at + n > c->skip) {
+        const uint64_t from = at < c->skip ? c->skip - at : 0;
+        memcpy(c->out + (at + from - c->skip), bytes + from, (size_t)(n - from));
+    }
+    return 1;
+}
 #endif
 
 static int data_bzip2(const data_desc *d, unsigned char *out)
@@ -384,7 +435,7 @@ static int data_bzip2(const data_desc *d, unsigned char *out)
                             d->subject, (unsigned long long)expected, (unsigned long long)stored,
                             (unsigned long long)bzip2_bound(stored)), 0;
     }
-    char *in = malloc(2 * CHUNK), *buf = in + CHUNK;
+    unsigned char *in = malloc(2 * CHUNK), *buf = in + CHUNK;
     bz_stream z;
     memset(&z, 0, sizeof z);
     if (!in || BZ2_bzDecompressInit(&z, 0, 0) != BZ_OK) {
@@ -392,91 +443,37 @@ static int data_bzip2(const data_desc *d, unsigned char *out)
         fclose(f);
         return tk_set_error(TK_ERR_MEMORY, "%s: out of memory for bzip2" MEMORY, d->subject), 0;
     }
-    uint64_t total = 0, used = 0;
-    int ended = 0, ret = BZ_OK;
-    const char *why = NULL;
-    for (;;) {
-        if (z.avail_in == 0) {
-            const size_t got = fread(in, 1, CHUNK, f);
-            if (got == 0) {
-                if (ferror(f)) why = "a read error";
-                break;
-            }
-            z.next_in = in;
-            z.avail_in = (unsigned)got;
-        }
-        if (ended) {
-            /* after a complete stream: another stream (bzip2 concatenates them), or the end */
-            if (z.next_in[0] != 'B') {
-                why = "trailing";
-                break;
-            }
-            char *next = z.next_in;
-            const unsigned left = z.avail_in;
-            BZ2_bzDecompressEnd(&z);
-            memset(&z, 0, sizeof z);
-            if (BZ2_bzDecompressInit(&z, 0, 0) != BZ_OK) {
-                why = "out of memory";
-                break;
-            }
-            z.next_in = next, z.avail_in = left;
-            ended = 0;
-        }
-        z.next_out = buf;
-        z.avail_out = CHUNK;
-        const unsigned before = z.avail_in;
-        ret = BZ2_bzDecompress(&z);
-        used += before - z.avail_in;
-        const uint64_t produced = CHUNK - z.avail_out;
-        if (produced > expected - total) {
-            why = "longer";
-            break;
-        }
-        if (out && total + produced > (uint64_t)d->byte_skip) {  /* the data after the skipped bytes */
-            const uint64_t from = total < (uint64_t)d->byte_skip ? (uint64_t)d->byte_skip - total : 0;
-            memcpy(out + (total + from - (uint64_t)d->byte_skip), buf + from, (size_t)(produced - from));
-        }
-        total += produced;
-        if (ret == BZ_STREAM_END) {
-            ended = 1;
-            continue;
-        }
-        if (ret != BZ_OK) {
-            why = ret == BZ_MEM_ERROR ? "out of memory" : "corrupt data (or a CRC that does not match)";
-            break;
-        }
-        if (produced == 0 && before == z.avail_in && z.avail_in) {
-            why = "corrupt data (no progress)";
-            break;
-        }
-    }
+    const tk_stream_decoder decoder = {bzip2_step, bzip2_next_stream, &z};
+    skipped_copy copy = {out, (uint64_t)d->byte_skip};
+    tk_decoded r;
+    tk_decode_file(f, &decoder, in, buf, CHUNK, expected, out ? copy_after_skip : NULL, &copy, &r);
     BZ2_bzDecompressEnd(&z);
     free(in);
     fclose(f);
     int ok = 0;
-    if (!why && !ended)
+    if (!r.why && !r.ended)
         tk_set_error(TK_ERR_FORMAT,
                      "%s: truncated: the bzip2 data end before their stream does (after %llu of %llu "
                      "bytes)" DAMAGED,
-                     d->subject, (unsigned long long)total, (unsigned long long)expected);
-    else if (why && !strcmp(why, "trailing"))
+                     d->subject, (unsigned long long)r.total, (unsigned long long)expected);
+    else if (r.why && !strcmp(r.why, "trailing"))
         tk_set_error(TK_ERR_FORMAT,
                      "%s: %llu bytes of something else follow the end of the bzip2 data (a damaged or "
                      "concatenated file)"
                      "; remove what follows, or copy or export it again",
-                     d->subject, (unsigned long long)(stored - used));
-    else if (why && !strcmp(why, "longer"))
+                     d->subject, (unsigned long long)(stored - r.used));
+    else if (r.why && !strcmp(r.why, "longer"))
         tk_set_error(TK_ERR_FORMAT, "%s: the bzip2 data hold more than the %llu bytes the header claims" FIX,
                      d->subject, (unsigned long long)expected);
-    else if (why)
+    else if (r.why)
         tk_set_error(TK_ERR_FORMAT, "%s: bzip2 data after %llu bytes: %s (libbz2)" DAMAGED, d->subject,
-                     (unsigned long long)total, why);
-    else if (total != expected)
+                     (unsigned long long)r.total, r.why);
+    else if (r.total != expected)
         tk_set_error(TK_ERR_FORMAT,
                      "%s: the bzip2 data hold %llu bytes, the header claims %llu (truncated or a wrong "
                      "header)"
                      "; copy or export it again, or fix the header",
-                     d->subject, (unsigned long long)total, (unsigned long long)expected);
+                     d->subject, (unsigned long long)r.total, (unsigned long long)expected);
     else
         ok = 1;
     if (ok && out) tk_image_to_native(out, d->count, (int)d->bytes_per, d->big_endian);
