@@ -35,6 +35,26 @@ template <unsigned D> Grid grid_of(const itk::ImageBase<D> *image)
     return g;
 }
 
+// Gives to the origin, spacing and direction of from's first three axes: ITK's geometry
+// types are per dimension, so a 4-D image's do not assign to a 3-D one's (or back).  Any
+// further axis of to keeps its own (a new image's: spacing 1, origin 0, not rotated).
+template <unsigned DFrom, unsigned DTo>
+void copy_spatial_geometry(const itk::ImageBase<DFrom> *from, itk::ImageBase<DTo> *to)
+{
+    static_assert(DFrom >= 3 && DTo >= 3, "a spatial grid needs three axes");
+    auto origin = to->GetOrigin();
+    auto spacing = to->GetSpacing();
+    auto direction = to->GetDirection();
+    for (unsigned r = 0; r < 3; ++r) {
+        origin[r] = from->GetOrigin()[r];
+        spacing[r] = from->GetSpacing()[r];
+        for (unsigned c = 0; c < 3; ++c) direction[r][c] = from->GetDirection()[r][c];
+    }
+    to->SetOrigin(origin);
+    to->SetSpacing(spacing);
+    to->SetDirection(direction);
+}
+
 // "" when other lies on image's grid within the tolerance, else
 // "OTHER_PATH: on another voxel grid than IMAGE_PATH (WHAT differs): IMAGE_PATH: size ...,
 //  origin ..., spacing ..., directions ...; OTHER_PATH: ...; resample it onto the image's

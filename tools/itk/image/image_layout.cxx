@@ -22,25 +22,12 @@ ScalarImage4::Pointer to_4d(const VectorImage3 *in)
 {
     auto out = ScalarImage4::New();
     ScalarImage4::RegionType region;
-    ScalarImage4::SpacingType spacing;
-    ScalarImage4::PointType origin;
-    ScalarImage4::DirectionType direction;
-    direction.SetIdentity();
-    spacing.Fill(1.0);
-    origin.Fill(0.0);
     const auto size3 = in->GetLargestPossibleRegion().GetSize();
-    for (unsigned r = 0; r < 3; ++r) {
-        region.SetSize(r, size3[r]);
-        spacing[r] = in->GetSpacing()[r];
-        origin[r] = in->GetOrigin()[r];
-        for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
-    }
+    for (unsigned r = 0; r < 3; ++r) region.SetSize(r, size3[r]);
     const size_t nt = in->GetNumberOfComponentsPerPixel(), nvox = in->GetLargestPossibleRegion().GetNumberOfPixels();
     region.SetSize(3, nt);
     out->SetRegions(region);
-    out->SetSpacing(spacing);
-    out->SetOrigin(origin);
-    out->SetDirection(direction);
+    copy_spatial_geometry(in, out.GetPointer());  // the 4th axis: a new image's spacing 1, origin 0
     out->Allocate();
     for (size_t v = 0; v < nvox; ++v)
         for (size_t t = 0; t < nt; ++t) out->GetBufferPointer()[t * nvox + v] = in->GetBufferPointer()[v * nt + t];

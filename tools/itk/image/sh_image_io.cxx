@@ -25,6 +25,7 @@
 #include "itkMetaImageIO.h"
 #include "itkNiftiImageIO.h"
 #include "itkNrrdImageIO.h"
+#include "image_grid.h"
 #include "image_probe.h"
 #include "mif_io.h"
 #include "tk_output_set.h"
@@ -93,30 +94,34 @@ void check_fits_memory(const std::string &path, const std::vector<size_t> &dims,
     }
 }
 
-// NRRD data the tools decode themselves (ascii, hex, bzip2: image_probe.h's own_read):
-// ITK's NRRD reader for the header (geometry, components, metadata, as for every NRRD),
-// image_nrrd.c's decoder, the code that validated them, for the values; then what ITK's
-// reader does with raw data: the component axis (the first of a non-domain kind) moved to
-// the fastest.  ImageFileReader converts the values to the pixel type as for any file.
-class DecodedNrrdImageIO : public itk::NrrdImageIO
+// Data the tools decode themselves (image_probe.h's own_read: NRRD's ascii, hex and bzip2;
+// MetaImage data split over files, LIST or numbered): ITK's reader of the format (TReader)
+// for the header (geometry, components, metadata, as for every file of the format), the
+// decoder of image_nrrd.c or image_meta.c, the code that validated the data, for the values
+// (MetaIO would read a missing or short slice file as zeros).  Then what ITK's NRRD reader
+// does with raw data: the component axis (the first of a non-domain kind) moved to the
+// fastest; MetaImage's layout, the files' one after the other and a voxel's channels
+// together, is MetaIO's already.  ImageFileReader converts the values to the pixel type as
+// for any file.
+template <typename TReader> class DecodedImageIO : public TReader
 {
 public:
-    using Self = DecodedNrrdImageIO;
-    using Superclass = itk::NrrdImageIO;
+    using Self = DecodedImageIO;
+    using Superclass = TReader;
     using Pointer = itk::SmartPointer<Self>;
     itkNewMacro(Self);
-    itkTypeMacro(DecodedNrrdImageIO, NrrdImageIO);
+    itkTypeMacro(DecodedImageIO, TReader);
 
     void SetProbed(const tk_image_info &info) { m_Info = info; }
 
     void Read(void *buffer) override
     {
-        const std::string path = GetFileName();
+        const std::string path = this->GetFileName();
         const uint64_t bytes = m_Info.bytes;
-        if (static_cast<uint64_t>(GetImageSizeInBytes()) != bytes)
+        if (static_cast<uint64_t>(this->GetImageSizeInBytes()) != bytes)
             throw std::runtime_error(path + ": ITK's reading of the header asks for " +
-                                     std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
-                                     std::to_string(bytes) +
+                                     std::to_string(this->GetImageSizeInBytes()) + " bytes of data, the header's "
+                                     "fields " + std::to_string(bytes) +
                                      ": a header the readers disagree on is not used; re-save it with the tool that "
                                      "wrote it");
         const int r = m_Info.range_axis;
@@ -140,40 +145,7 @@ public:
     }
 
 protected:
-    DecodedNrrdImageIO() = default;
-
-private:
-    tk_image_info m_Info{};
-};
-
-// MetaImage data split over files (LIST, numbered files: image_probe.h's own_read): ITK's
-// MetaImage reader for the header, image_meta.c for the slice files, which it validated
-// (MetaIO reads a missing or short slice file as zeros).  The buffer's layout is the
-// files' one after the other, a voxel's channels together, as MetaIO's.
-class DecodedMetaImageIO : public itk::MetaImageIO
-{
-public:
-    using Self = DecodedMetaImageIO;
-    using Superclass = itk::MetaImageIO;
-    using Pointer = itk::SmartPointer<Self>;
-    itkNewMacro(Self);
-    itkTypeMacro(DecodedMetaImageIO, MetaImageIO);
-
-    void SetProbed(const tk_image_info &info) { m_Info = info; }
-
-    void Read(void *buffer) override
-    {
-        const std::string path = GetFileName();
-        if (static_cast<uint64_t>(GetImageSizeInBytes()) != m_Info.bytes)
-            throw std::runtime_error(path + ": ITK's reading of the header asks for " +
-                                     std::to_string(GetImageSizeInBytes()) + " bytes of data, the header's fields " +
-                                     std::to_string(m_Info.bytes) + ": a header the readers disagree on is not used; "
-                                     "re-save it with the tool that wrote it");
-        if (!tk_image_read_data(path.c_str(), &m_Info, buffer, m_Info.bytes)) throw std::runtime_error(tk_last_error());
-    }
-
-protected:
-    DecodedMetaImageIO() = default;
+    DecodedImageIO() = default;
 
 private:
     tk_image_info m_Info{};
@@ -190,12 +162,12 @@ itk::ImageIOBase::Pointer itk_io_for(const std::string &path, const tk_image_inf
     const char *names = "", *kind = "";
     if (format == TK_IMAGE_NIFTI) io = itk::NiftiImageIO::New(), names = ".nii, .nii.gz or .hdr/.img", kind = "NIfTI";
     else if (format == TK_IMAGE_NRRD && info.own_read) {
-        auto decoded = DecodedNrrdImageIO::New();
+        auto decoded = DecodedImageIO<itk::NrrdImageIO>::New();
         decoded->SetProbed(info);
         io = decoded, names = ".nrrd or .nhdr", kind = "NRRD";
     } else if (format == TK_IMAGE_NRRD) io = itk::NrrdImageIO::New(), names = ".nrrd or .nhdr", kind = "NRRD";
     else if (format == TK_IMAGE_METAIMAGE && info.own_read) {
-        auto decoded = DecodedMetaImageIO::New();
+        auto decoded = DecodedImageIO<itk::MetaImageIO>::New();
         decoded->SetProbed(info);
         io = decoded, names = ".mha or .mhd", kind = "MetaImage";
     } else if (format == TK_IMAGE_METAIMAGE) io = itk::MetaImageIO::New(), names = ".mha or .mhd", kind = "MetaImage";
@@ -462,6 +434,20 @@ template <typename TImage> void itk_write(const TImage *image, const std::string
     writer->Update();
 }
 
+// The two ways every volume writer runs: writes(path, run) calls run(data bytes,
+// write(temporary)) once; run writes alone at path, committed at once (write_alone), or
+// as output idx of a set, committed with the set's other outputs (write_in_set).
+template <typename TWrites> std::vector<std::string> write_alone(const std::string &path, TWrites writes)
+{
+    writes(path, [&](size_t bytes, auto write) { write_atomically(path, bytes, write); });
+    return volume_files(path);
+}
+
+template <typename TWrites> void write_in_set(tk_outset *set, int idx, TWrites writes)
+{
+    writes(tk_outset_path(set, idx), [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
+}
+
 // The NIfTI header of an output on image's grid: the input's (both transforms and codes)
 // where geometry holds one whose transform is this grid's, else both from the grid.
 template <typename TImage>
@@ -508,6 +494,30 @@ void write_mif(const std::string &file, const tk_mif_header &h, const float *dat
     if (!tk_mif_write(file.c_str(), &h, data)) throw std::runtime_error(without_temporary(tk_last_error(), file, path));
 }
 
+// The writes of a scalar image, 3-D or 4-D (with its 4th axis' spacing, such as a frame
+// time), through run(data bytes, write(temporary)).
+template <typename TImage, typename TRun>
+void scalar_image_writes(const TImage *image, const std::string &path, TRun run)
+{
+    constexpr unsigned dimension = TImage::ImageDimension;
+    const auto size = image->GetLargestPossibleRegion().GetSize();
+    const auto sp = image->GetSpacing();
+    std::vector<size_t> dims;
+    std::vector<double> vox;
+    for (unsigned d = 0; d < dimension; ++d) dims.push_back(size[d]), vox.push_back(sp[d]);
+    const double pixdim4 = dimension > 3 ? sp[dimension - 1] : 1.0;
+    const size_t bytes = image->GetLargestPossibleRegion().GetNumberOfPixels() * sizeof(float);
+    run(bytes, [&](const std::string &file) {
+        if (is_nifti(path)) {
+            write_nifti(file, nifti_output_header(image, nullptr, dims, pixdim4), image->GetBufferPointer(), path);
+        } else if (is_mif(path)) {
+            write_mif(file, mif_header_of(image, dims, vox, path), image->GetBufferPointer(), path);
+        } else {
+            itk_write(image, file);
+        }
+    });
+}
+
 // A reader's allocations failing (the header's size passed the memory check, but the
 // memory was not there): a message naming the file, not a bare std::bad_alloc.
 template <typename TRead> auto naming_memory(const std::string &path, TRead read) -> decltype(read())
@@ -535,6 +545,51 @@ typename TImage::Pointer read(const std::string &path, const tk_image_info &info
     typename TImage::Pointer image = reader->GetOutput();
     if (format == TK_IMAGE_NIFTI) apply_nifti_geometry(image.GetPointer(), path, geometry);
     return image;
+}
+
+// An image of TImage's type on a .mif's grid (its first ImageDimension axes; a 4th axis'
+// spacing from vox, 1 where that is no positive number), allocated, its values not set.
+template <typename TImage> typename TImage::Pointer on_mif_grid(const MifImage &im, const std::string &path)
+{
+    constexpr unsigned dimension = TImage::ImageDimension;
+    typename TImage::SizeType size;
+    for (unsigned d = 0; d < dimension; ++d) size[d] = im.dims[d];
+    auto out = TImage::New();
+    out->SetRegions(typename TImage::RegionType(size));
+    if (dimension > 3) {
+        auto spacing = out->GetSpacing();
+        const double vox = im.h.vox[dimension - 1];
+        spacing[dimension - 1] = std::isfinite(vox) && vox > 0 ? vox : 1.0;
+        out->SetSpacing(spacing);
+    }
+    set_mif_world(out.GetPointer(), im.h, path);
+    out->Allocate();
+    return out;
+}
+
+// A scalar image of TImage's type from any format the tools read, where problem(dims,
+// components) of its header says "" (else it throws that message).
+template <typename TImage, typename TProblem>
+typename TImage::Pointer read_scalar(const std::string &path, TProblem problem)
+{
+    return naming_memory(path, [&]() -> typename TImage::Pointer {
+        const tk_image_info info = probe_file(path);
+        if (info.format == TK_IMAGE_MIF) {
+            MifImage im = read_mif(path);
+            const std::string why = problem(im.dims, 1);
+            if (!why.empty()) throw std::runtime_error(why);
+            auto out = on_mif_grid<TImage>(im, path);
+            std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
+                      out->GetBufferPointer());
+            return out;
+        }
+        auto io = itk_header(path, info);
+        std::vector<size_t> dims;
+        for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) dims.push_back(io->GetDimensions(d));
+        const std::string why = problem(dims, io->GetNumberOfComponents());
+        if (!why.empty()) throw std::runtime_error(why);
+        return read<TImage>(path, info);
+    });
 }
 
 const char *const kOutputExtensions[] = {".nii", ".nii.gz", ".mif", ".mif.gz", ".nrrd", ".nhdr", ".mha", ".mhd"};
@@ -580,116 +635,40 @@ VolumeShape probe_volume(const std::string &path)
 
 ScalarImage3::Pointer read_scalar_volume(const std::string &path)
 {
-    return naming_memory(path, [&]() -> ScalarImage3::Pointer {
-        const tk_image_info info = probe_file(path);
-        if (info.format == TK_IMAGE_MIF) {
-            MifImage im = read_mif(path);
-            if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
-                throw std::runtime_error(path + ": expected a 3-D scalar image");
-            auto out = ScalarImage3::New();
-            out->SetRegions(ScalarImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
-            set_mif_world(out.GetPointer(), im.h, path);
-            out->Allocate();
-            std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
-                      out->GetBufferPointer());
-            return out;
-        }
-        auto io = itk_header(path, info);
-        if (io->GetNumberOfComponents() != 1 ||
-            !(io->GetNumberOfDimensions() == 3 || (io->GetNumberOfDimensions() == 4 && io->GetDimensions(3) == 1)))
-            throw std::runtime_error(path + ": expected a 3-D scalar image");
-        return read<ScalarImage3>(path, info);
-    });
-}
-
-// The writes of a scalar volume, each through run(data bytes, write(temporary)).
-template <typename TRun> void scalar_volume_writes(const ScalarImage3 *image, const std::string &path, TRun run)
-{
-    const auto size = image->GetLargestPossibleRegion().GetSize();
-    const std::vector<size_t> dims = {size[0], size[1], size[2]};
-    const size_t bytes = image->GetLargestPossibleRegion().GetNumberOfPixels() * sizeof(float);
-    run(bytes, [&](const std::string &file) {
-        if (is_nifti(path)) {
-            write_nifti(file, nifti_output_header(image, nullptr, dims, 1), image->GetBufferPointer(), path);
-        } else if (is_mif(path)) {
-            const auto sp = image->GetSpacing();
-            write_mif(file, mif_header_of(image, dims, {sp[0], sp[1], sp[2]}, path), image->GetBufferPointer(), path);
-        } else {
-            itk_write(image, file);
-        }
+    return read_scalar<ScalarImage3>(path, [&](const std::vector<size_t> &dims, unsigned components) {
+        const bool three_d = dims.size() == 3 || (dims.size() == 4 && dims[3] == 1);
+        return components == 1 && three_d ? std::string() : path + ": expected a 3-D scalar image";
     });
 }
 
 std::vector<std::string> write_scalar_volume(const ScalarImage3 *image, const std::string &path)
 {
-    scalar_volume_writes(image, path, [&](size_t bytes, auto write) { write_atomically(path, bytes, write); });
-    return volume_files(path);
+    return write_alone(path, [&](const std::string &p, auto run) { scalar_image_writes(image, p, run); });
 }
 
 void write_scalar_volume(const ScalarImage3 *image, tk_outset *set, int idx)
 {
-    const std::string path = tk_outset_path(set, idx);
-    scalar_volume_writes(image, path, [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
+    write_in_set(set, idx, [&](const std::string &p, auto run) { scalar_image_writes(image, p, run); });
 }
 
 ScalarImage4::Pointer read_scalar_image4(const std::string &path)
 {
-    return naming_memory(path, [&]() -> ScalarImage4::Pointer {
-        const tk_image_info info = probe_file(path);
-        if (info.format == TK_IMAGE_MIF) {
-            MifImage im = read_mif(path);
-            if (im.dims.size() != 4)
-                throw std::runtime_error(path + ": expected a 4-D scalar image, got " + std::to_string(im.dims.size()) +
-                                         "-D with 1 component(s)");
-            auto out = ScalarImage4::New();
-            out->SetRegions(
-                ScalarImage4::RegionType({{0, 0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2], im.dims[3]}}));
-            auto spacing = out->GetSpacing();
-            spacing[3] = std::isfinite(im.h.vox[3]) && im.h.vox[3] > 0 ? im.h.vox[3] : 1.0;
-            out->SetSpacing(spacing);
-            set_mif_world(out.GetPointer(), im.h, path);
-            out->Allocate();
-            std::copy(im.data.get(), im.data.get() + out->GetLargestPossibleRegion().GetNumberOfPixels(),
-                      out->GetBufferPointer());
-            return out;
-        }
-        auto io = itk_header(path, info);
-        if (io->GetNumberOfComponents() != 1 || io->GetNumberOfDimensions() != 4)
-            throw std::runtime_error(path + ": expected a 4-D scalar image, got " +
-                                     std::to_string(io->GetNumberOfDimensions()) + "-D with " +
-                                     std::to_string(io->GetNumberOfComponents()) + " component(s)");
-        return read<ScalarImage4>(path, info);
-    });
-}
-
-template <typename TRun> void scalar_image4_writes(const ScalarImage4 *image, const std::string &path, TRun run)
-{
-    const auto size = image->GetLargestPossibleRegion().GetSize();
-    const std::vector<size_t> dims = {size[0], size[1], size[2], size[3]};
-    const auto sp = image->GetSpacing();
-    const size_t bytes = image->GetLargestPossibleRegion().GetNumberOfPixels() * sizeof(float);
-    run(bytes, [&](const std::string &file) {
-        if (is_nifti(path)) {
-            write_nifti(file, nifti_output_header(image, nullptr, dims, sp[3]), image->GetBufferPointer(), path);
-        } else if (is_mif(path)) {
-            write_mif(file, mif_header_of(image, dims, {sp[0], sp[1], sp[2], sp[3]}, path), image->GetBufferPointer(),
-                      path);
-        } else {
-            itk_write(image, file);
-        }
+    return read_scalar<ScalarImage4>(path, [&](const std::vector<size_t> &dims, unsigned components) {
+        return components == 1 && dims.size() == 4 ? std::string()
+                                                   : path + ": expected a 4-D scalar image, got " +
+                                                         std::to_string(dims.size()) + "-D with " +
+                                                         std::to_string(components) + " component(s)";
     });
 }
 
 std::vector<std::string> write_scalar_image4(const ScalarImage4 *image, const std::string &path)
 {
-    scalar_image4_writes(image, path, [&](size_t bytes, auto write) { write_atomically(path, bytes, write); });
-    return volume_files(path);
+    return write_alone(path, [&](const std::string &p, auto run) { scalar_image_writes(image, p, run); });
 }
 
 void write_scalar_image4(const ScalarImage4 *image, tk_outset *set, int idx)
 {
-    const std::string path = tk_outset_path(set, idx);
-    scalar_image4_writes(image, path, [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
+    write_in_set(set, idx, [&](const std::string &p, auto run) { scalar_image_writes(image, p, run); });
 }
 
 VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *geometry)
@@ -723,19 +702,9 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
         }
         auto out = VectorImage3::New();
         VectorImage3::RegionType region;
-        VectorImage3::SpacingType spacing;
-        VectorImage3::PointType origin;
-        VectorImage3::DirectionType direction;
-        for (unsigned r = 0; r < 3; ++r) {
-            region.SetSize(r, size4[r]);
-            spacing[r] = in->GetSpacing()[r];
-            origin[r] = in->GetOrigin()[r];
-            for (unsigned c = 0; c < 3; ++c) direction[r][c] = in->GetDirection()[r][c];
-        }
+        for (unsigned r = 0; r < 3; ++r) region.SetSize(r, size4[r]);
         out->SetRegions(region);
-        out->SetSpacing(spacing);
-        out->SetOrigin(origin);
-        out->SetDirection(direction);
+        copy_spatial_geometry(in.GetPointer(), out.GetPointer());
         out->SetNumberOfComponentsPerPixel(static_cast<unsigned>(size4[3]));
         out->Allocate();
         float *dst = out->GetBufferPointer();
@@ -769,10 +738,7 @@ MaskImage3::Pointer read_mask(const std::string &path)
             MifImage im = read_mif(path);
             if (im.dims.size() != 3 && !(im.dims.size() == 4 && im.dims[3] == 1))
                 throw std::runtime_error(path + ": a mask must be a 3-D image");
-            auto mask = MaskImage3::New();
-            mask->SetRegions(MaskImage3::RegionType({{0, 0, 0}}, {{im.dims[0], im.dims[1], im.dims[2]}}));
-            set_mif_world(mask.GetPointer(), im.h, path);
-            mask->Allocate();
+            auto mask = on_mif_grid<MaskImage3>(im, path);
             const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
             for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
             return mask;
@@ -847,17 +813,15 @@ void vector_volume_writes(const VectorImage3 *image, const std::string &path, Co
 std::vector<std::string> write_vector_volume(const VectorImage3 *image, const std::string &path, Components what,
                                              const FileGeometry *geometry)
 {
-    vector_volume_writes(image, path, what, geometry,
-                         [&](size_t bytes, auto write) { write_atomically(path, bytes, write); });
-    return volume_files(path);
+    return write_alone(path,
+                       [&](const std::string &p, auto run) { vector_volume_writes(image, p, what, geometry, run); });
 }
 
 void write_vector_volume(const VectorImage3 *image, tk_outset *set, int idx, Components what,
                          const FileGeometry *geometry)
 {
-    const std::string path = tk_outset_path(set, idx);
-    vector_volume_writes(image, path, what, geometry,
-                         [&](size_t bytes, auto write) { write_into(set, idx, bytes, write); });
+    write_in_set(set, idx,
+                 [&](const std::string &p, auto run) { vector_volume_writes(image, p, what, geometry, run); });
 }
 
 const char *volume_output_extensions() { return ".nii, .nii.gz, .mif, .mif.gz, .nrrd, .nhdr, .mha or .mhd"; }
