@@ -79,6 +79,22 @@ Display *shared_display(std::string &why)
     return display;
 }
 
+// An actor drawing data in the RGB colours it holds (per cell: the slice's grey squares;
+// per point: the glyphs' direction colours), unlit, so that the colours show as they are.
+enum class ColoursPer { Cell, Point };
+vtkSmartPointer<vtkActor> unlit_actor(vtkPolyData *data, ColoursPer per)
+{
+    auto mapper = vtkSmartPointer<vtkPolyDataMapper>::New();
+    mapper->SetInputData(data);
+    mapper->SetColorModeToDirectScalars();
+    if (per == ColoursPer::Cell) mapper->SetScalarModeToUseCellData();
+    else mapper->SetScalarModeToUsePointData();
+    auto actor = vtkSmartPointer<vtkActor>::New();
+    actor->SetMapper(mapper);
+    actor->GetProperty()->LightingOff();
+    return actor;
+}
+
 }  // namespace
 
 void WritePolyDataXML(vtkPolyData *poly, const std::string &path)
@@ -162,21 +178,8 @@ void RenderAxialSlicePNG(const PeaksImage &im, const float *background, const Sl
     slice->SetPolys(quads);
     slice->GetCellData()->SetScalars(grey);
 
-    auto slice_mapper = vtkSmartPointer<vtkPolyDataMapper>::New();
-    slice_mapper->SetInputData(slice);
-    slice_mapper->SetColorModeToDirectScalars();
-    slice_mapper->SetScalarModeToUseCellData();
-    auto slice_actor = vtkSmartPointer<vtkActor>::New();
-    slice_actor->SetMapper(slice_mapper);
-    slice_actor->GetProperty()->LightingOff();
-
-    auto glyph_mapper = vtkSmartPointer<vtkPolyDataMapper>::New();
-    glyph_mapper->SetInputData(glyphs);
-    glyph_mapper->SetColorModeToDirectScalars();
-    glyph_mapper->SetScalarModeToUsePointData();
-    auto glyph_actor = vtkSmartPointer<vtkActor>::New();
-    glyph_actor->SetMapper(glyph_mapper);
-    glyph_actor->GetProperty()->LightingOff();
+    auto slice_actor = unlit_actor(slice, ColoursPer::Cell);
+    auto glyph_actor = unlit_actor(glyphs, ColoursPer::Point);
 
     // Picture size from the slice's extent on the screen.
     const double width_mm = std::max(hi[0] - lo[0], 1e-6), height_mm = std::max(hi[1] - lo[1], 1e-6);
