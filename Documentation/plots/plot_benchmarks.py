@@ -48,17 +48,30 @@ def label_bars(ax, bars, fmt):
                         fontsize=7, xytext=(0, 2), textcoords="offset points")
 
 
+def ran(rows, suite):
+    """rows, or an error where the file holds none that ran."""
+    if not rows:
+        raise ValueError("no measured %s rows" % suite)
+    return rows
+
+
+def log_bars_axis(ax, names, ylabel):
+    """An axis of bars named below it, their values on a log scale."""
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+
+
 def goal_line(ax, value, text):
     ax.axhline(value, color=GOAL, ls="--", lw=1)
     ax.annotate(text, (-0.45, value), color=GOAL, fontsize=7, ha="left", va="bottom")
 
 
-def plot_teig(doc, title):
+def plot_teig(doc):
     table = measured([r for r in doc["rows"] if r["table"] == "table_6_1"], "gflops")
     dmri = measured([r for r in doc["rows"] if r["table"] == "dmri"], "gflops")
-    if not table and not dmri:
-        raise ValueError("no measured teig rows")
-    panels = [p for p in (table, dmri) if p]
+    panels = ran([p for p in (table, dmri) if p], "teig")
     fig, axes = plt.subplots(1, len(panels), figsize=(max(8, 6 * len(panels)), 4.4), squeeze=False)
     for ax, rows in zip(axes[0], panels):
         names = ["%s\n%s (%d,%d)" % (r["impl"], r["backend"], r["order"], r["dim"]) for r in rows]
@@ -75,23 +88,17 @@ def plot_teig(doc, title):
                 i = rows.index(r)
                 ax.plot([i - width, i + width], [r["goal_gflops"]] * 2, color=GOAL, ls="--", lw=1.5)
         ax.plot([], [], color=GOAL, ls="--", label="goal")
-        ax.set_xticks(list(x))
-        ax.set_xticklabels(names, fontsize=8)
-        ax.set_yscale("log")
-        ax.set_ylabel("GFLOP/s (kernel)")
+        log_bars_axis(ax, names, "GFLOP/s (kernel)")
         ax.set_title("seed Table 6.1 set-up: %d tensors" % rows[0]["tensors"] if rows is table
                      else "dMRI-sized: %d tensors" % rows[0]["tensors"], fontsize=10)
         ax.legend(fontsize=8)
     s = doc.get("settings", {})
-    fig.suptitle("SS-HOPM (tk-bench teig): %s precision, %s starts, %s iterations%s"
-                 % (s.get("precision"), s.get("starts"), s.get("iterations"), title), fontsize=10)
-    return fig
+    return fig, ["SS-HOPM (tk-bench teig): %s precision, %s starts, %s iterations"
+                 % (s.get("precision"), s.get("starts"), s.get("iterations"))]
 
 
-def plot_fibers(doc, title):
-    rows = measured(doc["rows"], "voxels_per_s")
-    if not rows:
-        raise ValueError("no measured fibers rows")
+def plot_fibers(doc):
+    rows = ran(measured(doc["rows"], "voxels_per_s"), "fibers")
     fig, (speed, angle) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
     names = ["%s\n%d voxels" % (r["program"], r["voxels"]) for r in rows]
     colours = [REFERENCE if r["program"] == "sh2peaks" else OURS for r in rows]
@@ -103,10 +110,7 @@ def plot_fibers(doc, title):
         if value and (("omp" in name and any(r["program"] == "omp" for r in rows))
                       or ("cuda" in name and any(r["program"] == "cuda" for r in rows))):
             goal_line(speed, value, text)
-    speed.set_xticks(range(len(rows)))
-    speed.set_xticklabels(names, fontsize=8)
-    speed.set_yscale("log")
-    speed.set_ylabel("voxels/s (end to end)")
+    log_bars_axis(speed, names, "voxels/s (end to end)")
     speed.set_title("throughput (grey: MRtrix3 sh2peaks, same volume)", fontsize=10)
     acc = [r for r in rows if isinstance(r.get("median_deg"), (int, float))]
     # a median of exactly 0 does not show on a log axis: floor it at 1e-9 degrees
@@ -116,21 +120,15 @@ def plot_fibers(doc, title):
     goal = reference(doc, "goal median angle")
     if goal:
         goal_line(angle, goal, "goal")
-    angle.set_xticks(range(len(acc)))
-    angle.set_xticklabels([r["program"] for r in acc], fontsize=8)
-    angle.set_yscale("log")
-    angle.set_ylabel("median angle to refined maximum (degrees)")
+    log_bars_axis(angle, [r["program"] for r in acc], "median angle to refined maximum (degrees)")
     angle.set_title("accuracy", fontsize=10)
     s = doc.get("settings", {})
-    fig.suptitle("Fiber directions (tk-bench fibers): %s, lmax %s, %s peaks%s"
-                 % (s.get("input"), s.get("lmax"), s.get("peaks"), title), fontsize=10)
-    return fig
+    return fig, ["Fiber directions (tk-bench fibers): %s, lmax %s, %s peaks"
+                 % (s.get("input"), s.get("lmax"), s.get("peaks"))]
 
 
-def plot_tucker(doc, title):
-    rows = measured(doc["rows"], "factor_s")
-    if not rows:
-        raise ValueError("no measured tucker rows")
+def plot_tucker(doc):
+    rows = ran(measured(doc["rows"], "factor_s"), "tucker")
     fig, ax = plt.subplots(figsize=(9, 4.8))
     groups = [r["backend"] for r in rows]
     refs = [("goal", "goal factor update", "goal core update", GOAL),
@@ -155,18 +153,14 @@ def plot_tucker(doc, title):
         label_bars(ax, bars, "{:.3g}")
         names.append(name + "\n(factor | core)")
         x0 += 1
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylabel("seconds per iteration")
+    log_bars_axis(ax, names, "seconds per iteration")
     ax.legend(fontsize=8)
     s = doc.get("settings", {})
     nnz = s.get("train_nnz")
-    fig.suptitle("Sparse FastTucker (tk-bench tucker): order %s, %s train nonzeros, J = %s, R = %s%s\n"
-                 "(the references are at Netflix size, 99M nonzeros, J = R = 32)"
+    return fig, ["Sparse FastTucker (tk-bench tucker): order %s, %s train nonzeros, J = %s, R = %s"
                  % (s.get("order"), "{:,}".format(int(nnz)) if isinstance(nnz, (int, float)) else nnz,
-                    s.get("rank_j"), s.get("rank_r"), title), fontsize=10)
-    return fig
+                    s.get("rank_j"), s.get("rank_r")),
+                 "(the references are at Netflix size, 99M nonzeros, J = R = 32)"]
 
 
 PLOTTERS = {"teig": plot_teig, "fibers": plot_fibers, "tucker": plot_tucker}
@@ -188,7 +182,11 @@ def main(argv):
             suite = doc.get("suite")
             if suite not in PLOTTERS:
                 raise ValueError("unknown suite %r (known: %s)" % (suite, ", ".join(PLOTTERS)))
-            fig = PLOTTERS[suite](doc, " - " + args.device if args.device else "")
+            # the heading's lines, the first saying what ran (the suite's settings): where it
+            # ran (the device named on the command line) ends that line
+            fig, heading = PLOTTERS[suite](doc)
+            heading[0] += " - " + args.device if args.device else ""
+            fig.suptitle("\n".join(heading), fontsize=10)
             fig.tight_layout()
             out = os.path.join(args.out, suite + ".png")
             fig.savefig(out, dpi=args.dpi)
