@@ -129,6 +129,14 @@ def where(row, v):
     return tuple(int(i) for i in np.unravel_index(v, row.shape, order="F"))
 
 
+def add_failures(failures, bad, at_most, describe, in_all):
+    """The first at_most of bad as failures (describe(*item) each), then where there are
+    more the line in_all saying how many."""
+    failures.extend(describe(*item) for item in bad[:at_most])
+    if len(bad) > at_most:
+        failures.append(in_all)
+
+
 def largest_of(*values):
     stacked = np.concatenate([np.where(np.isfinite(x), x, -np.inf) for x in values], axis=1)
     return stacked.max(axis=1)
@@ -153,13 +161,12 @@ def check_sh2peaks(row, coeffs, world, tk, ref):
         row.fail["sh2peaks"].append(f"{fod.name}: voxel {where(row, vv)}: tk-fibers' peak {qq} {np.round(tk[vv, qq], 4)}"
                                     f" ({ft[vv, qq] / largest[vv, 0]:.0%} of the largest) is no strict local maximum")
     bad = [(vv, qq) for vv, qq, r in zip(v, q, real) if r]
-    for vv, qq in bad[:5]:
-        row.fail["sh2peaks"].append(
-            f"{fod.name}: voxel {where(row, vv)}: sh2peaks' peak {qq} {np.round(ref[vv, qq], 4)} (amplitude "
-            f"{fr[vv, qq]:.4g}, {fr[vv, qq] / largest[vv, 0]:.0%} of the largest), a strict local maximum, is "
-            f"{nearest_deg(ref[vv:vv + 1, qq:qq + 1], tk[vv:vv + 1])[0, 0]:.3g} deg from tk-fibers' nearest peak")
-    if len(bad) > 5:
-        row.fail["sh2peaks"].append(f"{fod.name}: ... {len(bad)} such peaks in all")
+
+    def not_found(vv, qq):
+        return (f"{fod.name}: voxel {where(row, vv)}: sh2peaks' peak {qq} {np.round(ref[vv, qq], 4)} (amplitude "
+                f"{fr[vv, qq]:.4g}, {fr[vv, qq] / largest[vv, 0]:.0%} of the largest), a strict local maximum, is "
+                f"{nearest_deg(ref[vv:vv + 1, qq:qq + 1], tk[vv:vv + 1])[0, 0]:.3g} deg from tk-fibers' nearest peak")
+    add_failures(row.fail["sh2peaks"], bad, 5, not_found, f"{fod.name}: ... {len(bad)} such peaks in all")
     if len(angles) and not np.median(angles) <= MEDIAN_DEG:
         row.fail["sh2peaks"].append(f"{fod.name}: median angle to sh2peaks {np.median(angles):.3g} deg > {MEDIAN_DEG}")
 
@@ -216,13 +223,13 @@ def check_complete(row, coeffs, world, runs):
                     bad.append(others[j])
         counts = {k: kinds.count(k) for k in ("saddle", "minimum", "short", "flat")}
         figs.append((label, int(np.isfinite(fr).sum()), len(v), len(strict), min(len(v), CONFIRM_AT_MOST), counts))
-        for vv, qq in bad[:3]:
-            row.fail["complete"].append(
-                f"{fod.name}, threshold {label}: voxel {where(row, vv)}: sh2peaks' peak {qq} {np.round(ref[vv, qq], 4)} "
-                f"(amplitude {fr[vv, qq]:.4g}, {abs(fr[vv, qq]) / largest[vv]:.0%} of the largest magnitude), a strict local maximum, "
-                f"is missing from tk-fibers")
-        if len(bad) > 3:
-            row.fail["complete"].append(f"{fod.name}, threshold {label}: ... {len(bad)} missing in all")
+
+        def missing(vv, qq):
+            return (f"{fod.name}, threshold {label}: voxel {where(row, vv)}: sh2peaks' peak {qq} "
+                    f"{np.round(ref[vv, qq], 4)} (amplitude {fr[vv, qq]:.4g}, {abs(fr[vv, qq]) / largest[vv]:.0%} of "
+                    f"the largest magnitude), a strict local maximum, is missing from tk-fibers")
+        add_failures(row.fail["complete"], bad, 3, missing,
+                     f"{fod.name}, threshold {label}: ... {len(bad)} missing in all")
     row.fig["complete"] = figs
 
 
@@ -256,11 +263,11 @@ def check_dipy(row, coeffs, world, tk, voxels):
     row.fig["dipy"] = (len(voxels), len(angles), int(np.sum(angles <= MATCH_DEG)), int(real.sum()),
                        np.median(angles) if len(angles) else np.nan, pct(angles[angles <= MATCH_DEG], 100))
     bad = [(ii, qq) for ii, qq, r in zip(i, q, real) if r]
-    for ii, qq in bad[:5]:
-        row.fail["dipy"].append(f"{fod.name}: voxel {where(row, voxels[ii])}: DIPY's peak {np.round(dirs[ii, qq], 4)} "
-                                f"(world), a strict local maximum, is {ang[ii, qq]:.3g} deg from tk-fibers' nearest")
-    if len(bad) > 5:
-        row.fail["dipy"].append(f"{fod.name}: ... {len(bad)} such DIPY peaks in all")
+
+    def not_found(ii, qq):
+        return (f"{fod.name}: voxel {where(row, voxels[ii])}: DIPY's peak {np.round(dirs[ii, qq], 4)} (world), a "
+                f"strict local maximum, is {ang[ii, qq]:.3g} deg from tk-fibers' nearest")
+    add_failures(row.fail["dipy"], bad, 5, not_found, f"{fod.name}: ... {len(bad)} such DIPY peaks in all")
 
 
 def grid_error(affine, input_affine):
