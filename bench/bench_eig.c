@@ -2,6 +2,7 @@
  * Table 4 set-up, each figure beside the reference it must beat. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +16,11 @@
 #endif
 
 #include "bench.h"
+#include "bench_common.h"
+#include "bench_options.h"
 #include "cli.h"
 #include "tk_bench_hooks.h"
 #include "tk_eig.h"
-
-static const char *prog = "tk-bench eig";
 
 /* The seed's Table 4: ms for 500,000 random double matrices on a TITAN X. */
 #define SEED_MATRICES 500000.0
@@ -29,19 +30,29 @@ static double seed_ms(int n)
     return (n % 5 == 0 && n >= 5 && n <= 30) ? ms[n / 5 - 1] : 0;
 }
 
+/* --backends: what is measured, each on or off. */
+enum { EIG_LAPACK, EIG_CPU, EIG_OMP, EIG_CUDA, EIG_TORCH, EIG_MEASURES };
+static const char *const kMeasureNames[EIG_MEASURES] = {"lapack", "cpu", "omp", "cuda", "torch"};
+
+/* --sizes: the orders measured. */
 typedef struct {
-    long matrices, threads, cuda_lanes, cuda_chunk, torch_matrices;
-    int sizes[64], num_sizes;
-    int lapack, cpu, omp, cuda, torch;
+    long n[64];
+    int count;
+} eig_size_list;
+
+typedef struct {
+    long matrices, threads, torch_matrices;
+    eig_size_list sizes;
+    int measure[EIG_MEASURES];
+    /* the GPU tuning knobs (0: the tuning table's) and balancing (--no-balance clears it) */
+    long cuda_lanes, cuda_chunk, cuda_reduce_lanes, cuda_qr_grid, cuda_slots;
+    int cuda_timeline, balance;
 } eig_bench_args;
 
 static void fill_random(double *a, size_t count, uint64_t seed)
 {
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; i < count; ++i) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        a[i] = (double)(s >> 11) * 0x1.0p-52 - 1.0; /* uniform in [-1, 1), as the seed's */
-    }
+    bench_rng r = bench_rng_seed(seed, 1);
+    for (size_t i = 0; i < count; ++i) a[i] = bench_rng_symmetric(&r); /* uniform in [-1, 1), as the seed's */
 }
 
 /* Goals judged, missed, and measurements skipped, for the closing line. */
@@ -50,7 +61,7 @@ static void verdict(int met)
 {
     ++goals_judged;
     goals_missed += !met;
-    printf("%s\n", met ? "met" : "MISSED");
+    printf("%s\n", bench_verdict(met));
 }
 
 #ifdef TK_HAVE_LAPACKE
@@ -103,19 +114,6 @@ static const char *lapack_library(void)
     return "unknown";
 }
 #endif
-
-/* Which of three run times is the median.  The LAPACK, omp and host-to-host figures
- * are each the median of three runs: on the lent GPU machine a single LAPACK run at
- * n = 5 took anywhere from 203 to 332 ms from one benchmark run to the next. */
-static int median_of_3(const double runs[3])
-{
-    for (int r = 0; r < 3; ++r) {
-        int below = 0, above = 0;
-        for (int q = 0; q < 3; ++q) below += runs[q] < runs[r], above += runs[q] > runs[r];
-        if (below <= 1 && above <= 1) return r;
-    }
-    return 0;
-}
 
 /* torch.linalg.eigvals as a reference, where python3 can import torch: a child
  * python3 times it on the CPU (P threads) and, where CUDA is available, on the GPU with
@@ -202,41 +200,22 @@ static void torch_lines(int n, size_t count, long torch_count, int threads, doub
     }
 }
 
-static long bench_cuda_lanes, bench_cuda_chunk; /* --cuda-lanes, --cuda-chunk */
-/* --cuda-reduce-lanes, --cuda-qr-grid, --cuda-slots, --cuda-timeline (0: the tuning table's) */
-static long bench_cuda_reduce_lanes, bench_cuda_qr_grid, bench_cuda_slots, bench_cuda_timeline;
-static int bench_balance = 1;             /* --no-balance */
-
-typedef struct {
-    const char *name;
-    long lo, hi;
-    long *value;
-} eig_int_flag;
-
-/* The integer flag argv names (as --name or --name=value), or NULL. */
-static const eig_int_flag *int_flag_of(const eig_int_flag *flags, int count, const char *arg)
-{
-    for (int f = 0; f < count; ++f)
-        if (tk_cli_is(arg, flags[f].name)) return &flags[f];
-    return NULL;
-}
-
 /* The GPU tuning flags into the options. */
-static void apply_cuda_flags(tk_eig_options *o)
+static void apply_cuda_flags(const eig_bench_args *a, tk_eig_options *o)
 {
-    o->cuda_lanes = (int)bench_cuda_lanes, o->cuda_chunk = (size_t)bench_cuda_chunk;
-    o->cuda_reduce_lanes = (int)bench_cuda_reduce_lanes, o->cuda_qr_grid = (int)bench_cuda_qr_grid;
-    o->cuda_slots = (int)bench_cuda_slots, o->cuda_timeline = (int)bench_cuda_timeline;
+    o->cuda_lanes = (int)a->cuda_lanes, o->cuda_chunk = (size_t)a->cuda_chunk;
+    o->cuda_reduce_lanes = (int)a->cuda_reduce_lanes, o->cuda_qr_grid = (int)a->cuda_qr_grid;
+    o->cuda_slots = (int)a->cuda_slots, o->cuda_timeline = a->cuda_timeline;
 }
 
-static double backend_ms(int n, size_t count, const double *a, double *values, int8_t *status, tk_backend backend,
-                         long threads, size_t *failed, double *kernel_ms)
+static double backend_ms(const eig_bench_args *args, int n, size_t count, const double *a, double *values,
+                         int8_t *status, tk_backend backend, long threads, size_t *failed, double *kernel_ms)
 {
     tk_eig_options o;
     tk_eig_options_init(&o, n);
     o.backend = backend;
-    o.balance = bench_balance;
-    if (backend == TK_BACKEND_CUDA) apply_cuda_flags(&o);
+    o.balance = args->balance;
+    if (backend == TK_BACKEND_CUDA) apply_cuda_flags(args, &o);
     o.num_threads = (int)threads;
     tk_eig_result r = {values, NULL, status};
     tk_timing t;
@@ -262,57 +241,64 @@ static void pause_ms(int ms)
 }
 
 /* The median of three backend_ms runs, each after `pause` ms of quiet (-1 as soon as
- * one fails); kernel_ms, where given, is the median run's. */
-static double median_backend_ms(int n, size_t count, const double *a, double *values, int8_t *status,
-                                tk_backend backend, long threads, int pause, size_t *failed, double *kernel_ms)
+ * one fails); kernel_ms, where given, is the median run's.  The LAPACK, omp and
+ * host-to-host figures are each the median of three runs: on the lent GPU machine a single
+ * LAPACK run at n = 5 took anywhere from 203 to 332 ms from one benchmark run to the next. */
+static double median_backend_ms(const eig_bench_args *args, int n, size_t count, const double *a, double *values,
+                                int8_t *status, tk_backend backend, long threads, int pause, size_t *failed,
+                                double *kernel_ms)
 {
     double runs[3], kerns[3] = {0, 0, 0};
     for (int r = 0; r < 3; ++r) {
         if (pause) pause_ms(pause);
-        if ((runs[r] = backend_ms(n, count, a, values, status, backend, threads, failed, &kerns[r])) < 0) return -1;
+        if ((runs[r] = backend_ms(args, n, count, a, values, status, backend, threads, failed, &kerns[r])) < 0)
+            return -1;
     }
-    const int mid = median_of_3(runs);
+    const int mid = bench_median_index(runs, 3);
     if (kernel_ms) *kernel_ms = kerns[mid];
     return runs[mid];
 }
 
-static int parse_list(const char *text, eig_bench_args *a)
+static int parse_sizes(const char *prog, const char *flag, const char *value, void *dest)
 {
-    char list[512];
-    snprintf(list, sizeof list, "%s", text);
-    a->num_sizes = 0;
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        long v;
-        if (a->num_sizes == 64 || !tk_cli_parse_int(prog, "--sizes", tok, 1, TK_EIG_MAX_N, &v)) return 0;
-        a->sizes[a->num_sizes++] = (int)v;
-    }
-    return a->num_sizes > 0;
+    eig_size_list *sizes = dest;
+    return bench_parse_long_list(prog, flag, value, 1, TK_EIG_MAX_N, sizes->n, 64, &sizes->count);
 }
 
-int tk_bench_eig(int argc, char **argv)
+static int parse_measures(const char *prog, const char *flag, const char *value, void *dest)
 {
-    eig_bench_args a = {500000, 0, 0, 0, 10000, {5, 10, 15, 20, 25, 30}, 6, 1, 0, 1, 1, 1};
-    /* the flags that take one integer: name, range, where it goes */
-    const eig_int_flag int_flags[] = {
-        {"--matrices", 1, 100000000, &a.matrices},
-        {"--threads", 1, 4096, &a.threads},
-        {"--cuda-chunk", 0, 100000000, &a.cuda_chunk},
-        {"--cuda-lanes", 0, 64, &a.cuda_lanes},
-        {"--cuda-reduce-lanes", 0, 32, &bench_cuda_reduce_lanes},
-        {"--cuda-qr-grid", -1, 1000000, &bench_cuda_qr_grid},
-        {"--cuda-slots", 0, 16, &bench_cuda_slots},
-        {"--torch-matrices", 1, 100000000, &a.torch_matrices},
-    };
-    const int num_int_flags = (int)(sizeof int_flags / sizeof int_flags[0]);
-    const eig_int_flag *flag;
-    for (int i = 1; i < argc; ++i) {
-        const char *v;
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: tk-bench eig [--matrices 500000] [--sizes 5,10,15,20,25,30]\n"
-                   "                    [--backends lapack,cpu,omp,cuda,torch] [--threads P] [--cuda-lanes G]\n"
-                   "                    [--cuda-chunk M] [--cuda-reduce-lanes R] [--cuda-qr-grid B] [--cuda-slots S]\n"
-                   "                    [--cuda-timeline] [--no-balance] [--torch-matrices 10000]\n"
-                   "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
+    return bench_parse_names(prog, flag, value, kMeasureNames, EIG_MEASURES, (int *)dest);
+}
+
+#define ARG(member) offsetof(eig_bench_args, member)
+static const tk_option options[] = {
+    BENCH_LONG("matrices", "M", 1, 100000000, ARG(matrices), "random matrices per size (default 500000, the seed's)"),
+    BENCH_CUSTOM("sizes", "N,N,...", parse_sizes, ARG(sizes), "the orders, at most 64 (default 5,10,15,20,25,30)"),
+    BENCH_CUSTOM("backends", "lapack,cpu,omp,cuda,torch", parse_measures, ARG(measure),
+                 "what to measure (default: all but cpu)"),
+    BENCH_THREADS_OPTION(ARG(threads), "CPU threads of lapack, omp and torch (default: all cores)"),
+    BENCH_LONG("cuda-lanes", "G", 0, 64, ARG(cuda_lanes),
+               "threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64;\ndefault: from n)"),
+    BENCH_LONG("cuda-chunk", "M", 0, 100000000, ARG(cuda_chunk),
+               "at most M matrices per chunk of the host-to-host run\n(default: from n and memory)"),
+    BENCH_LONG("cuda-reduce-lanes", "R", 0, 32, ARG(cuda_reduce_lanes),
+               "lanes per matrix of the lockstep reduction kernel (2..32;\ndefault: the table's)"),
+    BENCH_LONG("cuda-qr-grid", "B", -1, 1000000, ARG(cuda_qr_grid),
+               "the persistent QR kernel on B blocks at any n (-1: the other\nkernel; default: the table's)"),
+    BENCH_LONG("cuda-slots", "S", 0, 16, ARG(cuda_slots),
+               "buffers of the host-to-host pipeline (1..16; default: the\ntable's)"),
+    BENCH_FLAG("cuda-timeline", ARG(cuda_timeline),
+               "print each chunk's copies and kernels and the host's set-up\nto stderr"),
+    BENCH_CLEAR_FLAG("no-balance", ARG(balance),
+                     "this library without balancing (LAPACK's dgeev still\nbalances: for tuning)"),
+    BENCH_LONG("torch-matrices", "K", 1, 100000000, ARG(torch_matrices),
+               "torch runs on K matrices (slow on the GPU), scaled to\n--matrices (default 10000)"),
+};
+#undef ARG
+
+static const bench_suite suite = {
+    .prog = "tk-bench eig",
+    .description = "Eigenvalues (no vectors) of random double matrices, entries uniform in [-1, 1].\n"
                    "cuda kernel:    matrices already in GPU memory, CUDA events; reference: the seed's\n"
                    "                TITAN X (Table 4, scaled to --matrices); goal >= 20x faster\n"
                    "cuda e2e:       host to host (pinned), chunks over streams; reference: the H2D\n"
@@ -323,72 +309,40 @@ int tk_bench_eig(int argc, char **argv)
                    "                0.5 s apart, as separate tk-eig calls are, and back to back beside them)\n"
                    "cuda vs lapack: host-to-host time; goal >= 30x LAPACK\n"
                    "torch:          torch.linalg.eigvals beside cuda host-to-host and omp, where python3 can\n"
-                   "                import torch (GPU: matrices already there; CPU: P threads); no goal\n"
-                   "--torch-matrices K: torch runs on K matrices (slow on the GPU), scaled to --matrices\n"
-                   "--cuda-lanes G: threads per matrix on the GPU (1, 2, 4, 8, 16, 32, 64; default: from n)\n"
-                   "--cuda-chunk M: at most M matrices per chunk of the host-to-host run (default: from n and memory)\n"
-                   "--cuda-reduce-lanes R: lanes per matrix of the lockstep reduction kernel (2..32; default: the table's)\n"
-                   "--cuda-qr-grid B: the persistent QR kernel on B blocks at any n (-1: the other kernel; default: the table's)\n"
-                   "--cuda-slots S: buffers of the host-to-host pipeline (1..16; default: the table's)\n"
-                   "--cuda-timeline: print each chunk's copies and kernels and the host's set-up to stderr\n"
-                   "--no-balance:   this library without balancing (LAPACK's dgeev still balances: for tuning)\n");
-            return 0;
-        } else if (!strcmp(argv[i], "--no-balance")) {
-            bench_balance = 0;
-        } else if (!strcmp(argv[i], "--cuda-timeline")) {
-            bench_cuda_timeline = 1;
-        } else if ((flag = int_flag_of(int_flags, num_int_flags, argv[i]))) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, flag->name)) ||
-                !tk_cli_parse_int(prog, flag->name, v, flag->lo, flag->hi, flag->value))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--sizes")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--sizes")) || !parse_list(v, &a)) return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--backends")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return TK_EXIT_USAGE;
-            a.lapack = a.cpu = a.omp = a.cuda = a.torch = 0;
-            char list[128];
-            snprintf(list, sizeof list, "%s", v);
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                if (!strcmp(tok, "lapack")) a.lapack = 1;
-                else if (!strcmp(tok, "cpu")) a.cpu = 1;
-                else if (!strcmp(tok, "omp")) a.omp = 1;
-                else if (!strcmp(tok, "cuda")) a.cuda = 1;
-                else if (!strcmp(tok, "torch")) a.torch = 1;
-                else {
-                    tk_cli_error(prog, "--backends expects a list of lapack, cpu, omp, cuda, torch, got '%s'; use those names", tok);
-                    return TK_EXIT_USAGE;
-                }
-            }
-        } else {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
-            return TK_EXIT_USAGE;
-        }
-    }
+                   "                import torch (GPU: matrices already there; CPU: P threads); no goal\n",
+    .options = options,
+    .count = TK_OPT_COUNT(options),
+};
+
+int tk_bench_eig(int argc, char **argv)
+{
+    eig_bench_args a = {.matrices = 500000, .torch_matrices = 10000, .sizes = {{5, 10, 15, 20, 25, 30}, 6},
+                        .measure = {1, 0, 1, 1, 1}, .balance = 1};
+    if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
     int threads = 1;
 #ifdef _OPENMP
     threads = a.threads > 0 ? (int)a.threads : omp_get_max_threads();
 #endif
     const size_t count = (size_t)a.matrices;
-    bench_cuda_lanes = a.cuda_lanes, bench_cuda_chunk = a.cuda_chunk;
     const double seed_scale = (double)count / SEED_MATRICES;
     printf("# tk-bench eig: %zu random double matrices per size, eigenvalues only, %d CPU threads\n", count, threads);
 #ifdef TK_HAVE_LAPACKE
     if (openblas_set_num_threads) openblas_set_num_threads(1);
-    if (a.lapack) printf("# lapack: LAPACKE_dgeev_work per matrix from %s\n", lapack_library());
+    if (a.measure[EIG_LAPACK]) printf("# lapack: LAPACKE_dgeev_work per matrix from %s\n", lapack_library());
 #else
-    if (a.lapack) {
+    if (a.measure[EIG_LAPACK]) {
         printf("# lapack: skipped: this build found no LAPACKE (liblapacke-dev); the ratios to LAPACK are left out\n");
-        a.lapack = 0;
+        a.measure[EIG_LAPACK] = 0;
     }
 #endif
     int have_lapack = 0;
 #ifdef TK_HAVE_LAPACKE
-    have_lapack = a.lapack;
+    have_lapack = a.measure[EIG_LAPACK];
 #endif
     if (count != (size_t)SEED_MATRICES) printf("# seed figures scaled linearly to %zu matrices\n", count);
     printf("%-3s %-22s %12s   %-26s %9s   %s\n", "n", "measure", "ms", "reference", "ratio", "goal");
-    for (int s = 0; s < a.num_sizes; ++s) {
-        const int n = a.sizes[s];
+    for (int s = 0; s < a.sizes.count; ++s) {
+        const int n = (int)a.sizes.n[s];
         const size_t nn = (size_t)n * (size_t)n;
         double *mat = tk_eig_host_alloc(count * nn * sizeof(double));
         double *values = tk_eig_host_alloc(count * 2 * (size_t)n * sizeof(double));
@@ -405,21 +359,21 @@ int tk_bench_eig(int argc, char **argv)
         double lap = -1, omp_ms = -1, cuda_e2e = -1;
         size_t failed = 0;
 #ifdef TK_HAVE_LAPACKE
-        if (a.lapack) {
+        if (a.measure[EIG_LAPACK]) {
             double runs[3];
             for (int r = 0; r < 3; ++r) runs[r] = lapack_ms(n, count, mat, threads, &failed);
-            lap = runs[median_of_3(runs)];
+            lap = bench_median(runs, 3);
             printf("%-3d %-22s %12.2f   %-26s %9s   %s", n, "lapack dgeev (omp)", lap, "-", "-", "-");
             printf(failed ? "   (%zu failed)\n" : "\n", failed);
         }
 #endif
-        if (a.cpu) {
-            double ms = backend_ms(n, count, mat, values, status, TK_BACKEND_CPU, 1, &failed, NULL);
+        if (a.measure[EIG_CPU]) {
+            double ms = backend_ms(&a, n, count, mat, values, status, TK_BACKEND_CPU, 1, &failed, NULL);
             if (ms < 0) printf("%-3d %-22s skipped: %s\n", n, "cpu (1 thread)", tk_last_error());
             else printf("%-3d %-22s %12.2f   %-26s %9s   %s\n", n, "cpu (1 thread)", ms, "-", "-", "-");
         }
-        if (a.omp) {
-            omp_ms = median_backend_ms(n, count, mat, values, status, TK_BACKEND_OMP, threads, 0, &failed, NULL);
+        if (a.measure[EIG_OMP]) {
+            omp_ms = median_backend_ms(&a, n, count, mat, values, status, TK_BACKEND_OMP, threads, 0, &failed, NULL);
             if (omp_ms < 0) {
                 printf("%-3d %-22s skipped: %s\n", n, "omp", tk_last_error());
                 ++skipped;
@@ -439,12 +393,12 @@ int tk_bench_eig(int argc, char **argv)
                 if (failed) printf("    (%zu matrices did not converge)\n", failed);
             }
         }
-        if (a.cuda) {
+        if (a.measure[EIG_CUDA]) {
             tk_eig_options o;
             tk_eig_options_init(&o, n);
             o.backend = TK_BACKEND_CUDA;
-            o.balance = bench_balance;
-            apply_cuda_flags(&o);
+            o.balance = a.balance;
+            apply_cuda_flags(&a, &o);
             tk_eig_cuda_profile prof;
             if (tk_eig_cuda_measure(&o, count, mat, &prof) != TK_OK) {
                 printf("%-3d %-22s skipped: %s\n", n, "cuda", tk_last_error());
@@ -463,13 +417,13 @@ int tk_bench_eig(int argc, char **argv)
                 }
                 /* warm-up of the streamed path, then the median of three host-to-host runs
                  * apart (the goal's) and of three back to back */
-                backend_ms(n, count < 1024 ? count : 1024, mat, values, status, TK_BACKEND_CUDA, 0, &failed, NULL);
+                backend_ms(&a, n, count < 1024 ? count : 1024, mat, values, status, TK_BACKEND_CUDA, 0, &failed, NULL);
                 double kern = 0, kern_b2b = 0;
-                cuda_e2e = median_backend_ms(n, count, mat, values, status, TK_BACKEND_CUDA, 0, CUDA_PAUSE_MS, &failed,
-                                             &kern);
+                cuda_e2e = median_backend_ms(&a, n, count, mat, values, status, TK_BACKEND_CUDA, 0, CUDA_PAUSE_MS,
+                                             &failed, &kern);
                 const double b2b = cuda_e2e < 0 ? -1
-                                                : median_backend_ms(n, count, mat, values, status, TK_BACKEND_CUDA, 0, 0,
-                                                                    &failed, &kern_b2b);
+                                                : median_backend_ms(&a, n, count, mat, values, status, TK_BACKEND_CUDA,
+                                                                    0, 0, &failed, &kern_b2b);
                 if (cuda_e2e < 0 || b2b < 0) {
                     printf("%-3d %-22s skipped: %s\n", n, "cuda host-to-host", tk_last_error());
                     ++skipped;
@@ -496,7 +450,8 @@ int tk_bench_eig(int argc, char **argv)
                 }
             }
         }
-        if (a.torch) torch_lines(n, count, (long)a.torch_matrices, threads, cuda_e2e, omp_ms, &a.torch);
+        if (a.measure[EIG_TORCH])
+            torch_lines(n, count, (long)a.torch_matrices, threads, cuda_e2e, omp_ms, &a.measure[EIG_TORCH]);
         fflush(stdout);
         tk_eig_host_free(mat), tk_eig_host_free(values), tk_eig_host_free(status);
     }

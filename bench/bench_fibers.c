@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,9 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_common.h"
 #include "bench_json.h"
+#include "bench_options.h"
 #include "cli.h"
 #include "mif_io.h"
 #include "tk_bench_hooks.h"
@@ -46,23 +49,13 @@ typedef struct {
 enum { INPUT_REAL, INPUT_PHANTOM, INPUT_WHOLE_BRAIN, INPUT_FOD_LIKE, INPUT_COUNT };
 static const char *const kInputNames[INPUT_COUNT] = {"real", "phantom", "wholebrain", "fodlike"};
 
-typedef struct {
-    uint64_t s;
-} rng64;
-
-static double rng_uniform(rng64 *r)
+static double rng_gauss(bench_rng *r)
 {
-    r->s ^= r->s << 13, r->s ^= r->s >> 7, r->s ^= r->s << 17;
-    return (double)(r->s >> 11) * 0x1.0p-53;
-}
-
-static double rng_gauss(rng64 *r)
-{
-    double u = rng_uniform(r) + 1e-300, v = rng_uniform(r);
+    double u = bench_rng_uniform(r) + 1e-300, v = bench_rng_uniform(r);
     return sqrt(-2 * log(u)) * cos(2 * kPi * v);
 }
 
-static void random_unit(rng64 *r, double *v)
+static void random_unit(bench_rng *r, double *v)
 {
     double n;
     do {
@@ -79,12 +72,12 @@ static float *fod_like_volume(int lmax, size_t voxels, uint64_t seed)
     double y[TK_SH_MAX_LMAX * TK_SH_MAX_LMAX], smooth[TK_SH_MAX_LMAX + 1];
     if (!sh) return NULL;
     for (int l = 0; l <= lmax; l += 2) smooth[l] = exp(-0.01 * l * (l + 1));
-    rng64 r = {seed * 0x9E3779B97F4A7C15ull + 7};
+    bench_rng r = bench_rng_seed(seed, 7);
     for (size_t v = 0; v < voxels; ++v) {
         float *c = sh + v * k;
         for (int j = 0; j < k; ++j) c[j] = (float)(0.005 * rng_gauss(&r));
         for (int f = 0; f < 1 + (int)(v % 3); ++f) {
-            double dir[3], w = 0.3 + 0.7 * rng_uniform(&r);
+            double dir[3], w = 0.3 + 0.7 * bench_rng_uniform(&r);
             random_unit(&r, dir);
             tk_sh_eval(TK_SH_TOURNIER, 0, lmax, dir, y);
             for (int l = 0, j = 0; l <= lmax; l += 2)
@@ -141,7 +134,7 @@ static float *phantom_volume(int lmax, size_t voxels, uint64_t seed)
     if (!sh) return NULL;
     watson_legendre(10.0, lmax, a);
     for (int l = 0; l <= lmax; l += 2) peak += a[l]; /* P_l(1) = 1 */
-    rng64 r = {seed * 0x9E3779B97F4A7C15ull + 11};
+    bench_rng r = bench_rng_seed(seed, 11);
     for (size_t v = 0; v < voxels; ++v) {
         float *c = sh + v * k;
         const int fibers = 1 + (int)(v % 3);
@@ -305,14 +298,8 @@ static void accuracy(const fibers_args *a, const float *sh, const float *dirs, s
     free(angles);
 }
 
-static const char *backend_name(int b) { return b == 0 ? "cpu" : b == 1 ? "omp" : "cuda"; }
-
-/* The median of n > 0 figures (sorts them). */
-static double median_of(double *v, int n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    return v[n / 2];
-}
+/* b: a tk_backend, the index of a->backends */
+static const char *backend_name(int b) { return tk_backend_name((tk_backend)b); }
 
 /* Median of repeat timed runs; 0 if the backend cannot run here (printed). */
 static int time_backend(const fibers_args *a, int b, const float *sh, size_t voxels, float *dirs, float *amps,
@@ -346,7 +333,7 @@ static int time_backend(const fibers_args *a, int b, const float *sh, size_t vox
     }
     tk_fibers_plan_destroy(plan);
     *best = t; /* the Newton counts are the same in every run */
-    best->total_ms = median_of(totals, runs), best->kernel_ms = median_of(kernels, runs);
+    best->total_ms = bench_median(totals, runs), best->kernel_ms = bench_median(kernels, runs);
     return 1;
 }
 
@@ -456,105 +443,61 @@ static size_t unmatched_reference_peaks(const fibers_args *a, const float *sh, c
     return missing;
 }
 
-static int parse_args(int argc, char **argv, fibers_args *a)
+/* --sh2peaks and --tk-fibers: a program, or off (NULL). */
+static int parse_program(const char *prog_name, const char *flag, const char *value, void *dest)
 {
-    for (int i = 1; i < argc; ++i) {
-        const char *v;
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: tk-bench fibers [--inputs real,phantom,wholebrain] [--input SH.npy] [--voxels 64000]\n"
-                   "                       [--cuda-voxels 600000] [--lmax 8] [--num 3] [--backends cpu,omp,cuda]\n"
-                   "                       [--threads P] [--repeat 5] [--accuracy-voxels 2000]\n"
-                   "                       [--sh2peaks sh2peaks|off] [--tk-fibers PATH|off] [--cuda-timeline 0|1]\n"
-                   "Peak-finder speed and accuracy on the volumes users have, each in turn:\n"
+    (void)prog_name, (void)flag;
+    *(const char **)dest = strcmp(value, "off") ? value : NULL;
+    return 1;
+}
+
+static int parse_inputs(const char *prog_name, const char *flag, const char *value, void *dest)
+{
+    return bench_parse_names(prog_name, flag, value, kInputNames, INPUT_COUNT, (int *)dest);
+}
+
+#define ARG(member) offsetof(fibers_args, member)
+static const tk_option options[] = {
+    BENCH_CUSTOM("inputs", "real,phantom,wholebrain", parse_inputs, ARG(inputs),
+                 "the volumes to measure, of real, phantom, wholebrain, fodlike\n(default: all but fodlike)"),
+    BENCH_TEXT("input", "SH.npy", ARG(input), "the real voxels (default the bundled real FOD,\n" TK_BENCH_REAL_FOD ")"),
+    BENCH_LONG("voxels", "V", 1, 100000000, ARG(voxels), "voxels of each volume (default 64000)"),
+    BENCH_LONG("cuda-voxels", "V", 0, 100000000, ARG(cuda_voxels), "voxels of the larger CUDA run (default 600000)"),
+    BENCH_LONG("lmax", "L", 2, TK_SH_MAX_LMAX, ARG(lmax),
+               "even SH order of the phantom and fodlike volumes (default 8)"),
+    BENCH_LONG("num", "N", 1, 64, ARG(num), "peaks per voxel (default 3)"),
+    BENCH_BACKENDS_OPTION(ARG(backends), "the backends to measure (default omp,cuda)"),
+    BENCH_THREADS_OPTION(ARG(threads), "threads of omp, sh2peaks and tk-fibers (default: all cores)"),
+    BENCH_LONG("repeat", "R", 1, 64, ARG(repeat), "runs of each figure, the median reported (default 5)"),
+    BENCH_LONG("accuracy-voxels", "V", 0, 100000000, ARG(accuracy_voxels),
+               "voxels whose peaks the accuracy is measured on (default 2000)"),
+    BENCH_CUSTOM("sh2peaks", "sh2peaks|off", parse_program, ARG(sh2peaks),
+                 "MRtrix3's sh2peaks to compare with, or off (default\nsh2peaks on PATH)"),
+    BENCH_CUSTOM("tk-fibers", "PATH|off", parse_program, ARG(tk_fibers),
+                 "tk-fibers to time as a whole process, or off (default: the\none beside tk-bench, else on PATH)"),
+    BENCH_LONG("cuda-timeline", "0|1", 0, 1, ARG(cuda_timeline),
+               "1: each chunk's CUDA kernel times on stderr (the plan option)"),
+};
+#undef ARG
+
+static const bench_suite suite = {
+    .prog = "tk-bench fibers",
+    .description = "Peak-finder speed and accuracy on the volumes users have, each in turn:\n"
                    "  real        the voxels of --input (tournier07 coefficients on the last axis; lmax from\n"
-                   "              their count; default the bundled real FOD, %s), repeated\n"
+                   "              their count), repeated\n"
                    "  phantom     a noise-free phantom (1-3 Watson fibers a voxel, kappa 10, as\n"
                    "              Data/fibers/make_phantom.py with noise 0; lmax from --lmax)\n"
                    "  wholebrain  the real voxels in a ball of 40%% of a cube, zero outside (dwi2fod's background)\n"
                    "  fodlike     the synthetic FOD-like volume of earlier runs (1-3 smoothed spikes + noise)\n"
                    "cpu/omp/cuda: median of --repeat executes of one tk_fibers_plan, memory to memory (CUDA:\n"
                    "transfers included; kernel = the kernels alone); Newton = iterations per voxel (cpu/omp).\n"
-                   "--cuda-timeline 1: each chunk's CUDA kernel times on stderr (the plan option).\n"
                    "sh2peaks and tk-fibers (omp) run as whole processes on the same .mif file, threads and peak\n"
                    "count, reading and writing files, in turn --repeat times (at most 7), each time the median:\n"
                    "the 20x goal compares those two.  Accuracy: angle from\n"
                    "each peak to the maximum an independent finite-difference Newton ascent reaches.\n",
-                   TK_BENCH_REAL_FOD);
-            return 0;
-        }
-#define TK_INT_OPT(flag, field, lo, hi)                                                                           \
-    else if (tk_cli_is(argv[i], flag))                                                                          \
-    {                                                                                                           \
-        if (!(v = tk_cli_value(prog, argc, argv, &i, flag)) || !tk_cli_parse_int(prog, flag, v, lo, hi, &a->field)) \
-            return -1;                                                                                          \
-    }
-        TK_INT_OPT("--voxels", voxels, 1, 100000000)
-        TK_INT_OPT("--cuda-voxels", cuda_voxels, 0, 100000000)
-        TK_INT_OPT("--lmax", lmax, 2, TK_SH_MAX_LMAX)
-        TK_INT_OPT("--num", num, 1, 64)
-        TK_INT_OPT("--threads", threads, 1, 4096)
-        TK_INT_OPT("--repeat", repeat, 1, 64)
-        TK_INT_OPT("--accuracy-voxels", accuracy_voxels, 0, 100000000)
-        TK_INT_OPT("--cuda-timeline", cuda_timeline, 0, 1)
-#undef TK_INT_OPT
-        else if (tk_cli_is(argv[i], "--input"))
-        {
-            if (!(a->input = tk_cli_value(prog, argc, argv, &i, "--input"))) return -1;
-        }
-        else if (tk_cli_is(argv[i], "--sh2peaks"))
-        {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--sh2peaks"))) return -1;
-            a->sh2peaks = strcmp(v, "off") ? v : NULL;
-        }
-        else if (tk_cli_is(argv[i], "--tk-fibers"))
-        {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--tk-fibers"))) return -1;
-            a->tk_fibers = strcmp(v, "off") ? v : NULL;
-        }
-        else if (tk_cli_is(argv[i], "--inputs"))
-        {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--inputs"))) return -1;
-            memset(a->inputs, 0, sizeof a->inputs);
-            char list[128];
-            snprintf(list, sizeof list, "%s", v);
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                int which = -1;
-                for (int n = 0; n < INPUT_COUNT; ++n)
-                    if (!strcmp(tok, kInputNames[n])) which = n;
-                if (which < 0) {
-                    tk_cli_error(prog, "--inputs expects a list of real, phantom, wholebrain, fodlike, got '%s'; use those names", tok);
-                    return -1;
-                }
-                a->inputs[which] = 1;
-            }
-        }
-        else if (tk_cli_is(argv[i], "--backends"))
-        {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return -1;
-            memset(a->backends, 0, sizeof a->backends);
-            char list[64];
-            snprintf(list, sizeof list, "%s", v);
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                int b = !strcmp(tok, "cpu") ? 0 : !strcmp(tok, "omp") ? 1 : !strcmp(tok, "cuda") ? 2 : -1;
-                if (b < 0) {
-                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'; use those names", tok);
-                    return -1;
-                }
-                a->backends[b] = 1;
-            }
-        }
-        else
-        {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
-            return -1;
-        }
-    }
-    if (a->lmax % 2) {
-        tk_cli_error(prog, "--lmax must be even, got %ld; give an even number from 2 to %d", a->lmax, TK_SH_MAX_LMAX);
-        return -1;
-    }
-    return 1;
-}
+    .options = options,
+    .count = TK_OPT_COUNT(options),
+};
 
 /* tk-fibers beside this tk-bench (the build's bin/ or the install's), else on PATH. */
 static const char *default_tk_fibers(char *buf, size_t size)
@@ -656,7 +599,7 @@ static int bench_input(fibers_args *a, int input)
         }
     }
     if (have_files && a->sh2peaks) {
-        double seconds = sh2_n ? median_of(sh2_runs, sh2_n) : -1;
+        double seconds = sh2_n ? bench_median(sh2_runs, sh2_n) : -1;
         if (seconds > 0) {
             sh2_rate = voxels / seconds;
             double med = NAN, worst = NAN;
@@ -670,13 +613,13 @@ static int bench_input(fibers_args *a, int input)
         }
     }
     if (have_files && a->tk_fibers) {
-        double seconds = tk_n ? median_of(tk_runs, tk_n) : -1;
+        double seconds = tk_n ? bench_median(tk_runs, tk_n) : -1;
         if (seconds > 0) {
             const double rate = voxels / seconds;
             char goal[96] = "";
             if (sh2_rate > 0)
                 snprintf(goal, sizeof goal, "%.1fx sh2peaks (goal 20x: %s)", rate / sh2_rate,
-                         rate >= 20 * sh2_rate ? "met" : "MISSED");
+                         bench_verdict(rate >= 20 * sh2_rate));
             printf("%-10s %9zu %10.1f %10s %13.0f %13s %10s %10s %8s  whole process, omp; %s\n", "tk-fibers", voxels,
                    seconds * 1000, "-", rate, "-", "-", "-", "-", goal);
             tk_bench_json_row("peaks"), tk_bench_json_str("input", kInputNames[input]);
@@ -699,7 +642,7 @@ static int bench_input(fibers_args *a, int input)
             if (b == 1 && sh2_rate > 0)
                 snprintf(goal, sizeof goal, "memory to memory: %.1fx sh2peaks", rate / sh2_rate);
             if (b == 2 && a->lmax == 8 && big == ((size_t)a->cuda_voxels > voxels))
-                snprintf(goal, sizeof goal, "goal 10M voxels/s: %s", rate >= 1e7 ? "met" : "MISSED");
+                snprintf(goal, sizeof goal, "goal 10M voxels/s: %s", bench_verdict(rate >= 1e7));
             if (b < 2) snprintf(newton, sizeof newton, "%.1f", (double)work.newton_iterations / n);
             printf("%-10s %9zu %10.1f %10.1f %13.0f %13.0f %10.5f %10.5f %8s  %s\n", backend_name(b), n, t.total_ms,
                    t.kernel_ms, rate, krate, med, worst, newton, goal);
@@ -739,8 +682,11 @@ int tk_bench_fibers(int argc, char **argv)
     char exe[4096];
     fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, 0, {0, 1, 1}, "sh2peaks", NULL, NULL, {1, 1, 1, 0}};
     a.tk_fibers = default_tk_fibers(exe, sizeof exe);
-    int parsed = parse_args(argc, argv, &a);
-    if (parsed <= 0) return parsed < 0 ? TK_EXIT_USAGE : 0;
+    if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
+    if (a.lmax % 2) {
+        tk_cli_error(prog, "--lmax must be even, got %ld; give an even number from 2 to %d", a.lmax, TK_SH_MAX_LMAX);
+        return TK_EXIT_USAGE;
+    }
     printf("# tk-bench fibers: accuracy is the median / largest angle (degrees) to the refined maxima over the\n"
            "# first %ld voxels; goals: tk-fibers (omp, whole process, file I/O included) >= 20x sh2peaks voxels/s\n"
            "# on the same cores, cuda >= 10,000,000 voxels/s at lmax 8 (transfers included), median angle <= 0.01\n"

@@ -1,44 +1,49 @@
 /* tk-bench pltf: KL-PARAFAC by multiplicative updates, the seed's set-up on the CPU
  * and a 256^3 rank-32 run on CUDA, each against the seed's full-joint-tensor GTM
  * measured in the same run and the references the issue names. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "bench_common.h"
+#include "bench_options.h"
 #include "cli.h"
 #include "tk_pltf.h"
 
-static const char *prog = "tk-bench pltf";
+/* --seed-iters: the iteration counts of the seed set-up. */
+typedef struct {
+    long iters[8];
+    int count;
+} seed_iter_list;
 
 typedef struct {
     long size, rank, iters, naive_iters, seed_naive_max, repeat;
     int run_seed, run_large;
     int backends[3];
-    long seed_iters[8];
-    int num_seed_iters;
+    seed_iter_list seed;
 } bench_args;
 
-static const char *backend_name(int b) { return b == TK_BACKEND_CPU ? "cpu" : b == TK_BACKEND_OMP ? "omp" : "cuda"; }
+/* b: a tk_backend, the index of a.backends */
+static const char *backend_name(int b) { return tk_backend_name((tk_backend)b); }
 
 /* Data from a random non-negative rank-r PARAFAC model plus 10% noise. */
 static double *make_data(tk_pltf_model *m, uint64_t seed)
 {
     size_t count = tk_pltf_out_count(m);
     double *x = malloc(sizeof(double) * count), *f[3] = {0};
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-#define NEXT() (s ^= s << 13, s ^= s >> 7, s ^= s << 17, (double)(s >> 11) * 0x1.0p-53)
+    bench_rng r = bench_rng_seed(seed, 1);
     int ok = x != NULL;
     for (int k = 0; k < 3 && ok; ++k) {
         size_t n = tk_pltf_factor_count(m, k);
         ok = (f[k] = malloc(sizeof(double) * n)) != NULL;
-        for (size_t i = 0; ok && i < n; ++i) f[k][i] = NEXT();
+        for (size_t i = 0; ok && i < n; ++i) f[k][i] = bench_rng_uniform(&r);
     }
     const double *ops[3] = {f[0], f[1], f[2]};
     if (ok) ok = tk_pltf_gtm(m, TK_BACKEND_OMP, 0, ops, x) == TK_OK;
-    for (size_t i = 0; ok && i < count; ++i) x[i] *= 0.9 + 0.2 * NEXT();
-#undef NEXT
+    for (size_t i = 0; ok && i < count; ++i) x[i] *= 0.9 + 0.2 * bench_rng_uniform(&r);
     for (int k = 0; k < 3; ++k) free(f[k]);
     if (!ok) {
         free(x);
@@ -112,8 +117,8 @@ static void seed_setup(const bench_args *a)
            "toolbox_s", "goal");
     for (int b = 0; b < 3; ++b) {
         if (!a->backends[b]) continue;
-        for (int q = 0; q < a->num_seed_iters; ++q) {
-            const long it = a->seed_iters[q];
+        for (int q = 0; q < a->seed.count; ++q) {
+            const long it = a->seed.iters[q];
             char why[512] = "";
             double div = 0, ours = time_fit(&m, x, b, (int)it, 0, 0, &div, why, sizeof why);
             if (ours < 0) {
@@ -130,7 +135,7 @@ static void seed_setup(const bench_args *a)
             else printf("%12s %9s ", "-", "-");
             if (seed_gpu > 0) printf("%11.1f %11.1f", seed_gpu, toolbox);
             else printf("%11s %11s", "-", "-");
-            if (it == 300 && b != TK_BACKEND_CUDA) printf("  <= 0.05 s: %s", ours_s <= 0.05 ? "met" : "MISSED");
+            if (it == 300 && b != TK_BACKEND_CUDA) printf("  <= 0.05 s: %s", bench_verdict(ours_s <= 0.05));
             printf("\n");
             fflush(stdout);
         }
@@ -176,9 +181,10 @@ static void large_run(const bench_args *a)
             if (naive > 0) printf("%9.1fx ", naive / ms);
             else printf("%10s ", "-");
             printf("%9.2fx", 1.71 / ms);
-            if (b == TK_BACKEND_CUDA && v == 0)
-                printf("  <= 0.85 ms: %s%s", ms <= 0.85 ? "met" : "MISSED",
-                       naive > 0 ? (naive / ms >= 50 ? ", >= 50x naive: met" : ", >= 50x naive: MISSED") : "");
+            if (b == TK_BACKEND_CUDA && v == 0) {
+                printf("  <= 0.85 ms: %s", bench_verdict(ms <= 0.85));
+                if (naive > 0) printf(", >= 50x naive: %s", bench_verdict(naive / ms >= 50));
+            }
             printf("  (KL after %ld: %.6g)\n", a->iters, div);
             fflush(stdout);
         }
@@ -186,84 +192,48 @@ static void large_run(const bench_args *a)
     free(x);
 }
 
-static int parse_list(const char *v, bench_args *a)
+static int parse_seed_iters(const char *prog, const char *flag, const char *value, void *dest)
 {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", v);
-    a->num_seed_iters = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        long it;
-        if (a->num_seed_iters == 8 || !tk_cli_parse_int(prog, "--seed-iters", tok, 1, 1000000, &it)) return 0;
-        a->seed_iters[a->num_seed_iters++] = it;
-    }
-    return a->num_seed_iters > 0;
+    seed_iter_list *list = dest;
+    return bench_parse_long_list(prog, flag, value, 1, 1000000, list->iters, 8, &list->count);
 }
 
-int tk_bench_pltf(int argc, char **argv)
-{
-    bench_args a = {256, 32, 100, 10, 300, 3, 1, 1, {1, 0, 1}, {100, 200, 300}, 3};
-    int backends_given = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char *v;
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: tk-bench pltf [--size 256] [--rank 32] [--iters 100] [--naive-iters 10]\n"
-                   "                     [--seed-iters 100,200,300] [--seed-naive-max 300] [--backends cpu,omp,cuda]\n"
-                   "                     [--repeat 3] [--seed-only | --large-only]\n"
-                   "KL-PARAFAC by multiplicative updates, the divergence computed once at the end.\n"
+#define ARG(member) offsetof(bench_args, member)
+static const tk_option options[] = {
+    BENCH_LONG("size", "N", 2, 2048, ARG(size), "the large run's tensor is N^3 (default 256)"),
+    BENCH_LONG("rank", "R", 1, 1024, ARG(rank), "the large run's rank (default 32)"),
+    BENCH_LONG("iters", "K", 1, 1000000, ARG(iters), "iterations of the large run (default 100)"),
+    BENCH_LONG("naive-iters", "K", 0, 1000000, ARG(naive_iters),
+               "iterations of the large run's naive full-joint GTM; 0: none\n(default 10)"),
+    BENCH_CUSTOM("seed-iters", "K,K,...", parse_seed_iters, ARG(seed),
+                 "the seed set-up's iteration counts, at most 8\n(default 100,200,300)"),
+    BENCH_LONG("seed-naive-max", "K", 0, 1000000, ARG(seed_naive_max),
+               "the seed set-up's naive full-joint GTM only up to K iterations\n(default 300)"),
+    BENCH_BACKENDS_OPTION(ARG(backends), "the backends to measure; the seed set-up runs on the CPU\n"
+                                         "ones (default: cpu there, cuda in the large run)"),
+    BENCH_LONG("repeat", "R", 1, 1000, ARG(repeat), "each figure is the best of R runs (default 3)"),
+    BENCH_CLEAR_FLAG("seed-only", ARG(run_large), "only the seed set-up"),
+    BENCH_CLEAR_FLAG("large-only", ARG(run_seed), "only the large run"),
+};
+#undef ARG
+
+static const bench_suite suite = {
+    .prog = "tk-bench pltf",
+    .description = "KL-PARAFAC by multiplicative updates, the divergence computed once at the end.\n"
                    "Seed set-up: |i|=10 |j|=11 |k|=12 |a|=20 on the CPU backends listed, against the seed's\n"
                    "GPU and the Tensor Toolbox (the seed's figures) and the naive full-joint GTM in this run.\n"
                    "Large run: size^3 rank R on each backend listed (default cuda): the fused kernels, the\n"
                    "cuBLAS pairwise path and the naive full-joint GTM (over --naive-iters iterations).\n"
-                   "Each figure is the best of --repeat runs (after one warm-up run on CUDA).\n");
-            return 0;
-        } else if (tk_cli_is(argv[i], "--size")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--size")) || !tk_cli_parse_int(prog, "--size", v, 2, 2048, &a.size))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--rank")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--rank")) || !tk_cli_parse_int(prog, "--rank", v, 1, 1024, &a.rank))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--iters")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--iters")) ||
-                !tk_cli_parse_int(prog, "--iters", v, 1, 1000000, &a.iters))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--naive-iters")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--naive-iters")) ||
-                !tk_cli_parse_int(prog, "--naive-iters", v, 0, 1000000, &a.naive_iters))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--seed-naive-max")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--seed-naive-max")) ||
-                !tk_cli_parse_int(prog, "--seed-naive-max", v, 0, 1000000, &a.seed_naive_max))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--repeat")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--repeat")) ||
-                !tk_cli_parse_int(prog, "--repeat", v, 1, 1000, &a.repeat))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--seed-iters")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--seed-iters")) || !parse_list(v, &a)) return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--backends")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return TK_EXIT_USAGE;
-            memset(a.backends, 0, sizeof a.backends);
-            backends_given = 1;
-            char list[64];
-            snprintf(list, sizeof list, "%s", v);
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                if (!strcmp(tok, "cpu")) a.backends[0] = 1;
-                else if (!strcmp(tok, "omp")) a.backends[1] = 1;
-                else if (!strcmp(tok, "cuda")) a.backends[2] = 1;
-                else {
-                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'; use those names", tok);
-                    return TK_EXIT_USAGE;
-                }
-            }
-        } else if (!strcmp(argv[i], "--seed-only")) {
-            a.run_large = 0;
-        } else if (!strcmp(argv[i], "--large-only")) {
-            a.run_seed = 0;
-        } else {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
-            return TK_EXIT_USAGE;
-        }
-    }
+                   "Each figure is the best of --repeat runs (after one warm-up run on CUDA).\n",
+    .options = options,
+    .count = TK_OPT_COUNT(options),
+};
+
+int tk_bench_pltf(int argc, char **argv)
+{
+    bench_args a = {256, 32, 100, 10, 300, 3, 1, 1, {1, 0, 1}, {{100, 200, 300}, 3}};
+    tk_parsed parsed;
+    if (!bench_parse_suite(&suite, argc, argv, &a, &parsed)) return TK_EXIT_USAGE;
     g_repeat = a.repeat;
     printf("# tk-bench pltf: CPU GEMM via %s; best of %ld runs\n",
            tk_pltf_has_cblas() ? "CBLAS (OpenBLAS)" : "plain C loops (no CBLAS)", a.repeat);
@@ -274,7 +244,8 @@ int tk_bench_pltf(int argc, char **argv)
         seed_setup(&s);
     }
     if (a.run_large) {
-        if (!backends_given) a.backends[TK_BACKEND_CPU] = 0; /* by default the large run is the GPU goal */
+        /* by default the large run is the GPU goal */
+        if (!bench_given(&suite, &parsed, "backends")) a.backends[TK_BACKEND_CPU] = 0;
         large_run(&a);
     }
     return 0;

@@ -1,16 +1,17 @@
 /* tk-bench teig: SS-HOPM throughput, the seed's Table 6.1 set-up and dMRI-sized runs. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "bench_common.h"
 #include "bench_json.h"
+#include "bench_options.h"
 #include "cli.h"
 #include "tk_sshopm.h"
-
-static const char *prog = "tk-bench teig";
 
 /* The seed's Table 6.1(a), GFLOP/s on a Core i7 (4 cores) and a GeForce 9800 GT. */
 static double seed_gflops(tk_backend b, tk_impl impl)
@@ -18,8 +19,6 @@ static double seed_gflops(tk_backend b, tk_impl impl)
     static const double table[3][2] = {{0.24, 1.86}, {0.92, 6.85}, {5.95, 131.73}};
     return table[b][impl];
 }
-
-static const char *backend_name(tk_backend b) { return b == TK_BACKEND_CPU ? "cpu" : b == TK_BACKEND_OMP ? "omp" : "cuda"; }
 
 typedef struct {
     long tensors, starts, iters, dmri_tensors, threads;
@@ -29,14 +28,15 @@ typedef struct {
 
 static void fill_random(void *data, size_t count, int dbl, uint64_t seed)
 {
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    bench_rng r = bench_rng_seed(seed, 1);
     for (size_t i = 0; i < count; ++i) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        double v = (double)(s >> 11) * 0x1.0p-52 - 1.0;
+        double v = bench_rng_symmetric(&r);
         if (dbl) ((double *)data)[i] = v;
         else ((float *)data)[i] = (float)v;
     }
 }
+
+static const char *impl_name(tk_impl impl) { return impl == TK_IMPL_UNROLLED ? "unrolled" : "general"; }
 
 /* One timed solve; returns 0 when the backend is unavailable (printed as skipped). */
 static int run_one(const bench_args *a, const char *table, int order, int dim, tk_backend backend, tk_impl impl,
@@ -58,11 +58,12 @@ static int run_one(const bench_args *a, const char *table, int order, int dim, t
     void *packed = malloc(T * k * elem);
     tk_sshopm_starts_result r = {malloc(T * S * elem), malloc(T * S * (size_t)dim * elem), malloc(T * S * sizeof(int32_t)),
                                  malloc(T * S)};
-    int ok = packed && r.lambda && r.x && r.iterations && r.converged;
+    const int have_memory = packed && r.lambda && r.x && r.iterations && r.converged;
+    int ok = have_memory;
     tk_timing timing = {0};
     tk_bench_json_row(table);
-    tk_bench_json_str("impl", impl == TK_IMPL_UNROLLED ? "unrolled" : "general");
-    tk_bench_json_str("backend", backend_name(backend));
+    tk_bench_json_str("impl", impl_name(impl));
+    tk_bench_json_str("backend", tk_backend_name(backend));
     tk_bench_json_num("order", order);
     tk_bench_json_num("dim", dim);
     tk_bench_json_num("tensors", (double)tensors);
@@ -77,26 +78,24 @@ static int run_one(const bench_args *a, const char *table, int order, int dim, t
         /* A small warm-up solve: the first CUDA call pays for context creation. */
         if (backend == TK_BACKEND_CUDA) tk_sshopm_solve(&o, T < 64 ? T : 64, packed, &r, NULL);
         ok = tk_sshopm_solve(&o, T, packed, &r, &timing) == TK_OK;
-        if (!ok)
-            printf("%-9s %-5s (%d,%d) %9ld  skipped: %s\n", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
-                   backend_name(backend), order, dim, tensors, tk_last_error());
-        if (!ok) tk_bench_json_str("skipped", tk_last_error());
-    } else {
-        printf("%-9s %-5s (%d,%d) %9ld  skipped: out of host memory\n", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
-               backend_name(backend), order, dim, tensors);
-        tk_bench_json_str("skipped", "out of host memory");
+    }
+    if (!ok) {
+        const char *why = have_memory ? tk_last_error() : "out of host memory";
+        printf("%-9s %-5s (%d,%d) %9ld  skipped: %s\n", impl_name(impl), tk_backend_name(backend), order, dim,
+               tensors, why);
+        tk_bench_json_str("skipped", why);
     }
     if (ok) {
         double iterations = (double)T * (double)S * (double)a->iters;
         double flops = iterations * tk_sshopm_flops_per_iteration(order, dim);
         double kernel_gf = flops / (timing.kernel_ms * 1e6), total_gf = flops / (timing.total_ms * 1e6);
         double ref = (order == 4 && dim == 3 && !a->precision_double) ? seed_gflops(backend, impl) : 0;
-        printf("%-9s %-5s (%d,%d) %9ld %10.3f %10.3f %11.4g %11.4g %11.4g", impl == TK_IMPL_UNROLLED ? "unrolled" : "general",
-               backend_name(backend), order, dim, tensors, timing.kernel_ms, timing.total_ms,
-               iterations / (timing.kernel_ms * 1e6), kernel_gf, total_gf);
+        printf("%-9s %-5s (%d,%d) %9ld %10.3f %10.3f %11.4g %11.4g %11.4g", impl_name(impl), tk_backend_name(backend),
+               order, dim, tensors, timing.kernel_ms, timing.total_ms, iterations / (timing.kernel_ms * 1e6), kernel_gf,
+               total_gf);
         if (ref > 0) printf(" %9.2f %7.1fx", ref, kernel_gf / ref);
         else printf(" %9s %8s", "-", "-");
-        if (goal > 0) printf("  goal %.4g: %s", goal, kernel_gf >= goal ? "met" : "MISSED");
+        if (goal > 0) printf("  goal %.4g: %s", goal, bench_verdict(kernel_gf >= goal));
         printf("\n");
         tk_bench_json_num("kernel_ms", timing.kernel_ms);
         tk_bench_json_num("total_ms", timing.total_ms);
@@ -119,70 +118,38 @@ static void header(void)
            "total_ms", "Giter/s", "GFLOP/s", "GFLOP/s_e2e", "seed", "vs_seed");
 }
 
+static const tk_opt_choice precisions[] = {{"single", 0, 0}, {"double", 1, 0}, {NULL, 0, 0}};
+
+#define ARG(member) offsetof(bench_args, member)
+static const tk_option options[] = {
+    BENCH_LONG("tensors", "T", 1, 100000000, ARG(tensors),
+               "random (4,3) tensors of the Table 6.1 set-up (default 1024)"),
+    BENCH_LONG("starts", "S", 1, 4096, ARG(starts), "starts per tensor (default 128)"),
+    BENCH_LONG("iters", "K", 1, 1000000, ARG(iters), "fixed iterations per start (default 100)"),
+    BENCH_LONG("dmri-tensors", "T", 1, 100000000, ARG(dmri_tensors),
+               "tensors of the diffusion-MRI-sized CUDA runs (default 1000000)"),
+    BENCH_BACKENDS_OPTION(ARG(backends), "the backends to measure (default all three)"),
+    BENCH_CHOICE("precision", "single|double", precisions, ARG(precision_double), "(default single)"),
+    BENCH_THREADS_OPTION(ARG(threads), "threads of the omp backend (default: all cores)"),
+    BENCH_CLEAR_FLAG("table-only", ARG(run_dmri), "only the seed's Table 6.1 set-up"),
+    BENCH_CLEAR_FLAG("dmri-only", ARG(run_table), "only the diffusion-MRI-sized runs"),
+};
+#undef ARG
+
+static const bench_suite suite = {
+    .prog = "tk-bench teig",
+    .description = "Fixed iteration count, shift 0, random tensors with entries uniform in [-1, 1].\n"
+                   "GFLOP/s counts the seed's 140 flops per iteration for (4,3) (tk_sshopm.h for other sizes);\n"
+                   "'GFLOP/s' uses the kernel time (CUDA events on the GPU), 'GFLOP/s_e2e' the whole call\n"
+                   "with transfers.  'seed' is the seed's Table 6.1 figure for the same implementation.\n",
+    .options = options,
+    .count = TK_OPT_COUNT(options),
+};
+
 int tk_bench_teig(int argc, char **argv)
 {
     bench_args a = {1024, 128, 100, 1000000, 0, 0, 1, 1, {1, 1, 1}};
-    for (int i = 1; i < argc; ++i) {
-        const char *v;
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: tk-bench teig [--tensors 1024] [--starts 128] [--iters 100] [--dmri-tensors 1000000]\n"
-                   "                     [--backends cpu,omp,cuda] [--precision single|double] [--threads P]\n"
-                   "                     [--table-only | --dmri-only]\n"
-                   "Fixed iteration count, shift 0, random tensors with entries uniform in [-1, 1].\n"
-                   "GFLOP/s counts the seed's 140 flops per iteration for (4,3) (tk_sshopm.h for other sizes);\n"
-                   "'GFLOP/s' uses the kernel time (CUDA events on the GPU), 'GFLOP/s_e2e' the whole call\n"
-                   "with transfers.  'seed' is the seed's Table 6.1 figure for the same implementation.\n");
-            return 0;
-        } else if (tk_cli_is(argv[i], "--tensors")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--tensors")) ||
-                !tk_cli_parse_int(prog, "--tensors", v, 1, 100000000, &a.tensors))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--starts")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--starts")) ||
-                !tk_cli_parse_int(prog, "--starts", v, 1, 4096, &a.starts))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--iters")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--iters")) ||
-                !tk_cli_parse_int(prog, "--iters", v, 1, 1000000, &a.iters))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--dmri-tensors")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--dmri-tensors")) ||
-                !tk_cli_parse_int(prog, "--dmri-tensors", v, 1, 100000000, &a.dmri_tensors))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--threads")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--threads")) ||
-                !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a.threads))
-                return TK_EXIT_USAGE;
-        } else if (tk_cli_is(argv[i], "--precision")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--precision"))) return TK_EXIT_USAGE;
-            if (strcmp(v, "single") && strcmp(v, "double")) {
-                tk_cli_error(prog, "--precision expects single or double, got '%s'; use one of those", v);
-                return TK_EXIT_USAGE;
-            }
-            a.precision_double = !strcmp(v, "double");
-        } else if (tk_cli_is(argv[i], "--backends")) {
-            if (!(v = tk_cli_value(prog, argc, argv, &i, "--backends"))) return TK_EXIT_USAGE;
-            memset(a.backends, 0, sizeof a.backends);
-            char list[64];
-            snprintf(list, sizeof list, "%s", v);
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                if (!strcmp(tok, "cpu")) a.backends[0] = 1;
-                else if (!strcmp(tok, "omp")) a.backends[1] = 1;
-                else if (!strcmp(tok, "cuda")) a.backends[2] = 1;
-                else {
-                    tk_cli_error(prog, "--backends expects a list of cpu, omp, cuda, got '%s'; use those names", tok);
-                    return TK_EXIT_USAGE;
-                }
-            }
-        } else if (!strcmp(argv[i], "--table-only")) {
-            a.run_dmri = 0;
-        } else if (!strcmp(argv[i], "--dmri-only")) {
-            a.run_table = 0;
-        } else {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", argv[i]);
-            return TK_EXIT_USAGE;
-        }
-    }
+    if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
     printf("# tk-bench teig: %s precision, %ld starts, %ld fixed iterations, shift 0\n",
            a.precision_double ? "double" : "single", a.starts, a.iters);
     tk_bench_json_setting_str("precision", a.precision_double ? "double" : "single");
@@ -194,7 +161,8 @@ int tk_bench_teig(int argc, char **argv)
     for (int b = 0; b < 3; ++b)
         for (int impl = 0; impl < 2; ++impl) {
             char name[64];
-            snprintf(name, sizeof name, "seed Table 6.1 %s %s", backend_name((tk_backend)b), impl ? "unrolled" : "general");
+            snprintf(name, sizeof name, "seed Table 6.1 %s %s", tk_backend_name((tk_backend)b),
+                     impl_name((tk_impl)impl));
             tk_bench_json_reference(name, seed_gflops((tk_backend)b, (tk_impl)impl), "GFLOP/s",
                                     "the seed paper's Table 6.1(a): (4,3) tensors, Core i7 (cpu, omp) / GeForce 9800 GT (cuda)");
         }

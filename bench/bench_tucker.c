@@ -2,13 +2,16 @@
  * beside the issue's goals and the seed's figures, with test RMSE against the
  * double CPU reference of the same algorithm. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "bench_common.h"
 #include "bench_json.h"
+#include "bench_options.h"
 #include "cli.h"
 #include "tk_tucker.h"
 
@@ -26,12 +29,24 @@ static const char *prog = "tk-bench tucker";
 enum { B_CUDA, B_OMP, B_OMP_DOUBLE, B_CPU, B_COUNT };
 static const char *bname[B_COUNT] = {"cuda", "omp", "omp-double", "cpu"};
 
+/* --shape */
 typedef struct {
-    long nnz, iters, rank_j, rank_r, threads;
-    double test_fraction, lr_a, lr_b, lambda, noise;
     uint32_t dims[TK_TUCKER_MAX_ORDER];
-    int order, backends[B_COUNT], table_only;
-    size_t threshold;
+    int order;
+} tucker_shape;
+
+/* --rank-j, --rank-r, and --rank for both */
+typedef struct {
+    long j, r;
+} tucker_ranks;
+
+typedef struct {
+    long nnz, iters, threads;
+    tucker_ranks rank;
+    double test_fraction, lr_a, lr_b, lambda, noise;
+    tucker_shape shape;
+    int backends[B_COUNT], table_only;
+    long threshold;
 } bench_args;
 
 typedef struct {
@@ -39,121 +54,106 @@ typedef struct {
     double factor_s, core_s, setup_s, rmse, mae, nnz_per_s;
 } bench_result;
 
-static void usage(FILE *f)
+static int parse_shape(const char *prog_name, const char *flag, const char *v, void *dest)
 {
-    fprintf(f,
-            "usage: tk-bench tucker [--nnz N] [--shape I1,I2,I3] [--rank J] [--rank-j J] [--rank-r R]\n"
-            "                       [--iters K] [--backends cuda,omp,omp-double,cpu] [--threads P]\n"
-            "                       [--test-fraction F] [--lr-a X] [--lr-b X] [--lambda X] [--noise S]\n"
-            "                       [--fiber-threshold T] [--table-only]\n"
-            "Netflix-shaped synthetic tensor (default 480189 x 17770 x 2182, 99,072,112 nonzeros, power-law\n"
-            "index popularity) generated in memory; every backend starts from the same model.  Prints the\n"
-            "mean per-iteration factor and core update times (iterations after the first) beside the goals\n"
-            "(<= %.2f s, <= %.2f s on an H100, J = R = 32) and the seed's figures, nonzeros/s, and the test\n"
-            "RMSE/MAE after K iterations next to omp-double's (the double CPU reference).\n"
-            "Defaults: --iters 3 --backends cuda,omp-double --rank 32 --test-fraction 0.01.\n",
-            GOAL_FACTOR_S, GOAL_CORE_S);
-}
-
-static int parse_shape(const char *v, bench_args *a)
-{
+    tucker_shape *shape = dest;
     const char *c = v;
     int n = 0;
     while (*c) {
         char *end = NULL;
         unsigned long d = strtoul(c, &end, 10);
         if (end == c || d == 0 || d > UINT32_MAX || n == TK_TUCKER_MAX_ORDER || (*end && *end != ',')) {
-            tk_cli_error(prog, "--shape expects 3..%d sizes like 480189,17770,2182, got '%s'; give them comma-separated", TK_TUCKER_MAX_ORDER, v);
+            tk_cli_error(prog_name, "%s expects 3..%d sizes like 480189,17770,2182, got '%s'; give them "
+                                    "comma-separated", flag, TK_TUCKER_MAX_ORDER, v);
             return 0;
         }
-        a->dims[n++] = (uint32_t)d;
+        shape->dims[n++] = (uint32_t)d;
         c = *end ? end + 1 : end;
     }
     if (n < 3) {
-        tk_cli_error(prog, "--shape needs 3 or more sizes, got '%s'; give 3 to 10 sizes", v);
+        tk_cli_error(prog_name, "%s needs 3 or more sizes, got '%s'; give 3 to 10 sizes", flag, v);
         return 0;
     }
-    a->order = n;
+    shape->order = n;
     return 1;
 }
+
+/* --rank J: J and R at once. */
+static int parse_rank(const char *prog_name, const char *flag, const char *v, void *dest)
+{
+    tucker_ranks *rank = dest;
+    long r;
+    if (!tk_cli_parse_int(prog_name, flag, v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &r)) return 0;
+    rank->j = rank->r = r;
+    return 1;
+}
+
+/* --backends, with a message of its own: omp-double is no tk_backend. */
+static int parse_backends(const char *prog_name, const char *flag, const char *v, void *dest)
+{
+    char unknown[256];
+    if (bench_pick_names(v, bname, B_COUNT, (int *)dest, unknown, sizeof unknown)) return 1;
+    tk_cli_error(prog_name, "%s: unknown backend '%s'; use cuda, omp, omp-double or cpu", flag, unknown);
+    return 0;
+}
+
+#define ARG(member) offsetof(bench_args, member)
+static const tk_option options[] = {
+    BENCH_LONG("nnz", "N", 1, 4000000000.0, ARG(nnz), "nonzeros of the synthetic tensor (default 99072112, Netflix's)"),
+    BENCH_CUSTOM("shape", "I1,I2,I3", parse_shape, ARG(shape), "its sizes, 3 to 10 (default 480189,17770,2182)"),
+    BENCH_CUSTOM("rank", "J", parse_rank, ARG(rank), "both ranks, J and R (default 32)"),
+    BENCH_LONG("rank-j", "J", TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, ARG(rank.j),
+               "the factor matrices' rank J (default 32)"),
+    BENCH_LONG("rank-r", "R", TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, ARG(rank.r), "the core's rank R (default 32)"),
+    BENCH_LONG("iters", "K", 1, 10000, ARG(iters), "iterations (default 3)"),
+    BENCH_CUSTOM("backends", "cuda,omp,omp-double,cpu", parse_backends, ARG(backends),
+                 "the backends to measure (default cuda,omp-double)"),
+    BENCH_THREADS_OPTION(ARG(threads), "threads of the CPU backends (default: all cores)"),
+    BENCH_DOUBLE("test-fraction", "F", 0, 0.5, ARG(test_fraction),
+                 "share of the nonzeros held out for the test RMSE\n(default 0.01)"),
+    BENCH_DOUBLE("lr-a", "X", 0, 1e6, ARG(lr_a), "learning rate of the factor updates (default 0.05)"),
+    BENCH_DOUBLE("lr-b", "X", 0, 1e6, ARG(lr_b), "learning rate of the core updates (default 1)"),
+    BENCH_DOUBLE("lambda", "X", 0, 1e6, ARG(lambda), "regularization of both updates (default 0.001)"),
+    BENCH_DOUBLE("noise", "S", 0, 1e6, ARG(noise), "noise of the synthetic values (default 0.1)"),
+    BENCH_LONG("fiber-threshold", "T", 1, (double)(1L << 40), ARG(threshold),
+               "B-CSF sub-slice size of the solver (default: the library's)"),
+    BENCH_FLAG("table-only", ARG(table_only), "only the table: no progress bar on stderr"),
+};
+#undef ARG
+
+#define TEXT_OF(x) #x
+#define NUMBER_TEXT(x) TEXT_OF(x) /* the goals' figures in the help as written above */
+static const bench_suite suite = {
+    .prog = "tk-bench tucker",
+    .description =
+        "Netflix-shaped synthetic tensor (default 480189 x 17770 x 2182, 99,072,112 nonzeros, power-law\n"
+        "index popularity) generated in memory; every backend starts from the same model.  Prints the\n"
+        "mean per-iteration factor and core update times (iterations after the first) beside the goals\n"
+        "(<= " NUMBER_TEXT(GOAL_FACTOR_S) " s, <= " NUMBER_TEXT(GOAL_CORE_S) " s on an H100, J = R = 32) and the "
+        "seed's figures, nonzeros/s, and the test\n"
+        "RMSE/MAE after K iterations next to omp-double's (the double CPU reference).\n",
+    .options = options,
+    .count = TK_OPT_COUNT(options),
+};
+#undef NUMBER_TEXT
+#undef TEXT_OF
 
 static int parse(int argc, char **argv, bench_args *a)
 {
     memset(a, 0, sizeof *a);
     a->nnz = NETFLIX_NNZ;
     a->iters = 3;
-    a->rank_j = a->rank_r = 32;
+    a->rank.j = a->rank.r = 32;
     a->test_fraction = 0.01;
     a->lr_a = 0.05;
     a->lr_b = 1;
     a->lambda = 0.001;
     a->noise = 0.1;
     a->threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
-    a->order = 3;
-    a->dims[0] = 480189, a->dims[1] = 17770, a->dims[2] = 2182;
+    a->shape.order = 3;
+    a->shape.dims[0] = 480189, a->shape.dims[1] = 17770, a->shape.dims[2] = 2182;
     a->backends[B_CUDA] = a->backends[B_OMP_DOUBLE] = 1;
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v;
-        long iv;
-#define VALUE(flag) (v = tk_cli_value(prog, argc, argv, &i, flag))
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (tk_cli_is(arg, "--nnz")) {
-            if (!VALUE("--nnz") || !tk_cli_parse_int(prog, "--nnz", v, 1, 4000000000L, &a->nnz)) return 0;
-        } else if (tk_cli_is(arg, "--shape")) {
-            if (!VALUE("--shape") || !parse_shape(v, a)) return 0;
-        } else if (tk_cli_is(arg, "--rank")) {
-            if (!VALUE("--rank") || !tk_cli_parse_int(prog, "--rank", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &iv))
-                return 0;
-            a->rank_j = a->rank_r = iv;
-        } else if (tk_cli_is(arg, "--rank-j")) {
-            if (!VALUE("--rank-j") || !tk_cli_parse_int(prog, "--rank-j", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a->rank_j))
-                return 0;
-        } else if (tk_cli_is(arg, "--rank-r")) {
-            if (!VALUE("--rank-r") || !tk_cli_parse_int(prog, "--rank-r", v, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, &a->rank_r))
-                return 0;
-        } else if (tk_cli_is(arg, "--iters")) {
-            if (!VALUE("--iters") || !tk_cli_parse_int(prog, "--iters", v, 1, 10000, &a->iters)) return 0;
-        } else if (tk_cli_is(arg, "--threads")) {
-            if (!VALUE("--threads") || !tk_cli_parse_int(prog, "--threads", v, 1, 4096, &a->threads)) return 0;
-        } else if (tk_cli_is(arg, "--test-fraction")) {
-            if (!VALUE("--test-fraction") || !tk_cli_parse_double(prog, "--test-fraction", v, 0, 0.5, &a->test_fraction))
-                return 0;
-        } else if (tk_cli_is(arg, "--lr-a")) {
-            if (!VALUE("--lr-a") || !tk_cli_parse_double(prog, "--lr-a", v, 0, 1e6, &a->lr_a)) return 0;
-        } else if (tk_cli_is(arg, "--lr-b")) {
-            if (!VALUE("--lr-b") || !tk_cli_parse_double(prog, "--lr-b", v, 0, 1e6, &a->lr_b)) return 0;
-        } else if (tk_cli_is(arg, "--lambda")) {
-            if (!VALUE("--lambda") || !tk_cli_parse_double(prog, "--lambda", v, 0, 1e6, &a->lambda)) return 0;
-        } else if (tk_cli_is(arg, "--noise")) {
-            if (!VALUE("--noise") || !tk_cli_parse_double(prog, "--noise", v, 0, 1e6, &a->noise)) return 0;
-        } else if (tk_cli_is(arg, "--fiber-threshold")) {
-            if (!VALUE("--fiber-threshold") || !tk_cli_parse_int(prog, "--fiber-threshold", v, 1, 1L << 40, &iv)) return 0;
-            a->threshold = (size_t)iv;
-        } else if (tk_cli_is(arg, "--backends")) {
-            if (!VALUE("--backends")) return 0;
-            memset(a->backends, 0, sizeof a->backends);
-            char list[256];
-            snprintf(list, sizeof list, "%s", v);
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                int found = 0;
-                for (int b = 0; b < B_COUNT; ++b)
-                    if (!strcmp(tok, bname[b])) a->backends[b] = found = 1;
-                if (!found) {
-                    tk_cli_error(prog, "--backends: unknown backend '%s'; use cuda, omp, omp-double or cpu", tok);
-                    return 0;
-                }
-            }
-        } else if (!strcmp(arg, "--table-only")) {
-            a->table_only = 1;
-        } else {
-            tk_cli_error(prog, "unknown option '%s'; see --help for the options", arg);
-            return 0;
-        }
-#undef VALUE
-    }
-    return 1;
+    return bench_parse_suite(&suite, argc, argv, a, NULL);
 }
 
 static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, const tk_tucker_coo *test,
@@ -165,7 +165,7 @@ static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, 
     o.backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
     o.precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     o.lr_a = a->lr_a, o.lr_b = a->lr_b, o.lambda_a = o.lambda_b = a->lambda;
-    o.fiber_threshold = a->threshold;
+    o.fiber_threshold = (size_t)a->threshold;
     o.num_threads = (int)a->threads;
     tk_tucker_solver *s = NULL;
     tk_status st = tk_tucker_solver_create(&o, train, init, &s);
@@ -214,10 +214,10 @@ int tk_bench_tucker(int argc, char **argv)
     if (!parse(argc, argv, &a)) return TK_EXIT_USAGE;
     tk_tucker_synth_options so;
     tk_tucker_synth_options_init(&so);
-    so.order = a.order;
-    memcpy(so.dims, a.dims, sizeof so.dims);
+    so.order = a.shape.order;
+    memcpy(so.dims, a.shape.dims, sizeof so.dims);
     so.nnz = (size_t)a.nnz;
-    so.rank_j = (int)a.rank_j, so.rank_r = (int)a.rank_r;
+    so.rank_j = (int)a.rank.j, so.rank_r = (int)a.rank.r;
     so.noise = a.noise;
     so.seed = 1;
     so.unique = 0; /* duplicates are rare and harmless for timing; dedup would sort 1e8 entries */
@@ -230,7 +230,7 @@ int tk_bench_tucker(int argc, char **argv)
     tk_tucker_coo_free(&all);
     double gen_s = (tk_cli_now_ms() - t0) / 1e3;
     tk_tucker_model init;
-    if (tk_tucker_model_alloc(&init, a.order, a.dims, (int)a.rank_j, (int)a.rank_r) != TK_OK) {
+    if (tk_tucker_model_alloc(&init, a.shape.order, a.shape.dims, (int)a.rank.j, (int)a.rank.r) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
         tk_tucker_coo_free(&train);
         tk_tucker_coo_free(&test);
@@ -241,20 +241,20 @@ int tk_bench_tucker(int argc, char **argv)
     for (size_t e = 0; e < test.nnz; ++e) rms += (double)test.val[e] * test.val[e];
     rms = test.nnz ? sqrt(rms / (double)test.nnz) : 0;
 
-    printf("# tk-bench tucker: order %d, shape", a.order);
-    for (int n = 0; n < a.order; ++n) printf("%s%u", n ? "x" : " ", a.dims[n]);
+    printf("# tk-bench tucker: order %d, shape", a.shape.order);
+    for (int n = 0; n < a.shape.order; ++n) printf("%s%u", n ? "x" : " ", a.shape.dims[n]);
     printf(", %zu train + %zu test nonzeros (generated in %.1f s), J = %ld, R = %ld, %ld iterations,\n", train.nnz,
-           test.nnz, gen_s, a.rank_j, a.rank_r, a.iters);
-    printf("# lr_a %g, lr_b %g, lambda %g, fiber threshold %zu, noise %g (test RMS %.4f: predicting 0)\n", a.lr_a, a.lr_b,
-           a.lambda, a.threshold, a.noise, rms);
+           test.nnz, gen_s, a.rank.j, a.rank.r, a.iters);
+    printf("# lr_a %g, lr_b %g, lambda %g, fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.lr_a,
+           a.lr_b, a.lambda, a.threshold, a.noise, rms);
     printf("# times: mean s per iteration (after the first); goals on an H100 with J = R = 32 at Netflix size;\n"
            "# seed: cuFasterTucker on an RTX 3080 Ti (B-CSF); seed COO: its COO variant built from the\n"
            "# authors' code on the H100 (0.58-0.61 s / 0.65-0.66 s)\n");
     printf("%-11s %9s %9s %9s %11s %11s %11s %10s %9s %9s\n", "backend", "setup_s", "factor_s", "core_s", "nnz/s",
            "test_rmse", "test_mae", "vs_ref", "goal_f", "goal_c");
-    tk_bench_json_setting_num("order", a.order), tk_bench_json_setting_num("train_nnz", (double)train.nnz);
-    tk_bench_json_setting_num("test_nnz", (double)test.nnz), tk_bench_json_setting_num("rank_j", a.rank_j);
-    tk_bench_json_setting_num("rank_r", a.rank_r), tk_bench_json_setting_num("iterations", a.iters);
+    tk_bench_json_setting_num("order", a.shape.order), tk_bench_json_setting_num("train_nnz", (double)train.nnz);
+    tk_bench_json_setting_num("test_nnz", (double)test.nnz), tk_bench_json_setting_num("rank_j", a.rank.j);
+    tk_bench_json_setting_num("rank_r", a.rank.r), tk_bench_json_setting_num("iterations", a.iters);
     tk_bench_json_reference("goal factor update", GOAL_FACTOR_S, "s/iteration", "issue goal: H100, J = R = 32, Netflix size");
     tk_bench_json_reference("goal core update", GOAL_CORE_S, "s/iteration", "issue goal: H100, J = R = 32, Netflix size");
     tk_bench_json_reference("cuFasterTucker 3080Ti factor update", SEED_3080TI_FACTOR_S, "s/iteration", "the seed paper");
@@ -287,7 +287,7 @@ int tk_bench_tucker(int argc, char **argv)
         else
             printf(" %10s", "-");
         if (b == B_CUDA)
-            printf(" %9s %9s", r->factor_s <= GOAL_FACTOR_S ? "met" : "MISSED", r->core_s <= GOAL_CORE_S ? "met" : "MISSED");
+            printf(" %9s %9s", bench_verdict(r->factor_s <= GOAL_FACTOR_S), bench_verdict(r->core_s <= GOAL_CORE_S));
         printf("\n");
         if (b == B_CUDA) {
             printf("%-11s %9s %9.4f %9.4f   (%.1fx / %.1fx faster)\n", "  seed 3080Ti", "", SEED_3080TI_FACTOR_S,

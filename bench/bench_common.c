@@ -1,0 +1,14 @@
+/* The suites' shared measurement helpers (bench_common.h). */
+#include "bench_common.h"
+
+int bench_median_index(const double *v, int n)
+{
+    /* v[r] stands at place n / 2 of the sorted figures when at most n / 2 are below it and at
+     * most n - 1 - n / 2 above it; n is small (repeats of a run), so counting is enough. */
+    for (int r = 0; r < n; ++r) {
+        int below = 0, above = 0;
+        for (int q = 0; q < n; ++q) below += v[q] < v[r], above += v[q] > v[r];
+        if (below <= n / 2 && above <= n - 1 - n / 2) return r;
+    }
+    return 0;
+}
