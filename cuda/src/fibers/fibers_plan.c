@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/plan_hand_out.h"
 #include "common/timer.h"
 #include "fibers_plan.h"
 
@@ -43,12 +44,7 @@ tk_status tk_fibers_plan_create(const tk_fibers_options *opts, size_t max_voxels
     p->opts = *opts, p->max_voxels = max_voxels;
     s = tk_fibers_tables_create(opts->lmax, opts->basis, opts->legacy, &p->tables);
     if (s == TK_OK && opts->backend == TK_BACKEND_CUDA) s = tk_fibers_cuda_create(&p->tables, opts, max_voxels, &p->cuda);
-    if (s != TK_OK) {
-        tk_fibers_plan_destroy(p);
-        return s;
-    }
-    *plan = p;
-    return TK_OK;
+    return TK_PLAN_HAND_OUT(s, p, tk_fibers_plan_destroy, plan);
 }
 
 void tk_fibers_plan_destroy(tk_fibers_plan *plan)

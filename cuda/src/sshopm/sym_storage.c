@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tracking/tracking_tensor.h" /* the walk, the multiplicity and A x^(m-2), host and device */
+
 size_t tk_sym_num_unique(int order, int dim)
 {
     if (order < 1 || dim < 1) return 0;
@@ -21,16 +23,7 @@ size_t tk_sym_num_unique(int order, int dim)
 
 void tk_sym_index_first(int order, int *index) { memset(index, 0, sizeof(int) * (size_t)order); }
 
-int tk_sym_index_next(int order, int dim, int *index)
-{
-    /* Algorithm 4: bump the last position that is not yet n-1 and copy it right. */
-    int p = order - 1;
-    while (p >= 0 && index[p] == dim - 1) --p;
-    if (p < 0) return 0;
-    int v = index[p] + 1;
-    for (int q = p; q < order; ++q) index[q] = v;
-    return 1;
-}
+int tk_sym_index_next(int order, int dim, int *index) { return tk_sym_hd_index_next(order, dim, index); }
 
 /* Number of non-decreasing tuples of length len over `values` symbols. */
 static size_t count_tuples(int len, int values)
@@ -63,18 +56,7 @@ size_t tk_sym_rank(int order, int dim, const int *index)
     return rank;
 }
 
-double tk_sym_multiplicity(int order, const int *sorted_index)
-{
-    /* NUMOCC0 of the seed: divide m! by k_i! while walking runs of equal indices. */
-    double num = 1.0, den = 1.0;
-    int run = 0;
-    for (int p = 0; p < order; ++p) {
-        num *= (double)(p + 1);
-        run = (p > 0 && sorted_index[p] == sorted_index[p - 1]) ? run + 1 : 1;
-        den *= (double)run;
-    }
-    return num / den;
-}
+double tk_sym_multiplicity(int order, const int *sorted_index) { return tk_sym_hd_multiplicity(order, sorted_index); }
 
 #define TK_SYM_MAX_STACK_ORDER 64
 
@@ -127,37 +109,11 @@ TK_DEFINE_AXM1(tk_sym_axm1_f, float)
 
 void tk_sym_axm2_d(int order, int dim, const double *packed, const double *x, double *y)
 {
-    /* Entry (i, j) gathers every class holding i and j (twice i when i == j),
-     * weighted by the multiplicity of the class less i and j. */
     int index[TK_SYM_MAX_STACK_ORDER];
     int count[256];
     memset(y, 0, sizeof(double) * (size_t)dim * (size_t)dim);
     if (order < 2 || order > TK_SYM_MAX_STACK_ORDER || dim > 256) return;
-    tk_sym_index_first(order, index);
-    size_t k = 0;
-    do {
-        memset(count, 0, sizeof(int) * (size_t)dim);
-        for (int p = 0; p < order; ++p) ++count[index[p]];
-        double mult = tk_sym_multiplicity(order, index);
-        for (int i = 0; i < dim; ++i) {
-            if (!count[i]) continue;
-            for (int j = i; j < dim; ++j) {
-                if (!count[j] || (i == j && count[i] < 2)) continue;
-                /* multiplicity of class - {i, j} = mult * k_i * (k_j - [i==j]) / (m (m-1)) */
-                double w = mult * count[i] * (count[j] - (i == j)) / ((double)order * (order - 1));
-                double term = packed[k] * w;
-                int skip_i = 1, skip_j = 1;
-                for (int q = 0; q < order; ++q) {
-                    if (skip_i && index[q] == i) { skip_i = 0; continue; }
-                    if (skip_j && index[q] == j) { skip_j = 0; continue; }
-                    term *= x[index[q]];
-                }
-                y[(size_t)i * dim + j] += term;
-                if (i != j) y[(size_t)j * dim + i] += term;
-            }
-        }
-        ++k;
-    } while (tk_sym_index_next(order, dim, index));
+    tk_sym_hd_axm2(order, dim, packed, x, y, index, count);
 }
 
 static size_t full_size(int order, int dim)

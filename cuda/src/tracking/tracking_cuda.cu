@@ -16,6 +16,7 @@
 #include "common/cuda_memory.h"
 #include "tracking_internal.h"
 #include "tracking_kernels.cuh"
+#include "tracking_run.h"
 #include "tracking_tuning.h"
 
 #define TK_TRACK_WHO "CUDA tracker"
@@ -242,18 +243,6 @@ static tk_status alloc_chunks(tk_tracking_cuda_state *st, size_t wanted, size_t 
 
 /* ---- one chunk -------------------------------------------------------------------------- */
 
-static void count_outcome(tk_tracking_stats *s, int outcome)
-{
-    switch (outcome) {
-    case TK_TRACK_KEPT: ++s->accepted; break;
-    case TK_TRACK_BAD_SEED: ++s->rejected_seed; break;
-    case TK_TRACK_NO_PROPAGATION: ++s->rejected_no_propagation; break;
-    case TK_TRACK_TOO_SHORT: ++s->rejected_too_short; break;
-    case TK_TRACK_EXCLUDED: ++s->rejected_exclude; break;
-    default: ++s->rejected_missed_include; break;
-    }
-}
-
 /* The seeds [first, first + count) as the kernel takes them: world points, or their voxels. */
 static void fill_seeds(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
                        double *out)
@@ -310,8 +299,7 @@ static tk_status track_chunk(tk_tracking_cuda_state *st, const tk_tracking_plan 
         if (h_outcome[i] < 0)
             return tk_set_error(TK_ERR_CUDA, "CUDA tracker: seed %llu's streamline outgrew its %zu points (a bug)",
                                 (unsigned long long)(first + i), st->stride);
-        ++stats->seeds;
-        count_outcome(stats, h_outcome[i]);
+        tk_tracking_tally_seed(stats, h_outcome[i]);
         h_offset[i] = at;
         if (h_outcome[i] != TK_TRACK_KEPT) continue;
         out_counts[n] = h_num[i], out_index[n] = first + i, ++n;
@@ -367,17 +355,16 @@ static tk_status execute_locked(tk_tracking_cuda_state *st, const tk_tracking_pl
         out.num_streamlines = kept, out.num_points = out_counts, out.seed_index = out_index;
         out.points = points ? (const float *)st->host[HOST_OUT] : NULL, out.total_points = points;
         out.seeds_done = c0 + nc, out.seeds_total = set->total;
-        status = sink(&out, user);
-        if (status != TK_OK && tk_last_error()[0] == '\0') tk_set_error(status, "the streamline sink failed");
+        status = tk_tracking_hand_to_sink(sink, &out, user);
     }
     if (status == TK_OK) {
-        unsigned long long ends[TK_END_COUNT];
+        /* the device counts in unsigned long long (atomicAdd's type), of uint64_t's size */
+        static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "end counters copy as uint64_t");
+        uint64_t ends[TK_END_COUNT];
         TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO,
                          cudaMemcpyAsync(ends, st->ends, sizeof ends, cudaMemcpyDeviceToHost, st->stream));
         TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaStreamSynchronize(st->stream));
-        stats->ended_exit_image = ends[TK_END_EXIT_IMAGE], stats->ended_model = ends[TK_END_MODEL];
-        stats->ended_curvature = ends[TK_END_CURVATURE], stats->ended_max_length = ends[TK_END_MAX_LENGTH];
-        stats->ended_exit_mask = ends[TK_END_EXIT_MASK], stats->ended_calibrator = ends[TK_END_CALIBRATOR];
+        tk_tracking_tally_ends(stats, ends); /* stats come zeroed */
     }
 done:
     /* nothing of this execute may run on into the next */

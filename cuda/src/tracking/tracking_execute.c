@@ -11,6 +11,7 @@
 
 #include "common/timer.h"
 #include "tracking_internal.h"
+#include "tracking_run.h"
 #include "tracking_streamline.h"
 
 static tk_status check_inputs(const tk_tracking_plan *plan, const float *sh, size_t sh_values,
@@ -64,18 +65,6 @@ static int append_points(thread_state *t, const double *p, size_t n)
     for (size_t i = 0; i < 3 * n; ++i) t->pts[3 * t->len + i] = (float)p[i];
     t->len += n;
     return 1;
-}
-
-static void count_outcome(tk_tracking_stats *s, int outcome)
-{
-    switch (outcome) {
-    case TK_TRACK_KEPT: ++s->accepted; break;
-    case TK_TRACK_BAD_SEED: ++s->rejected_seed; break;
-    case TK_TRACK_NO_PROPAGATION: ++s->rejected_no_propagation; break;
-    case TK_TRACK_TOO_SHORT: ++s->rejected_too_short; break;
-    case TK_TRACK_EXCLUDED: ++s->rejected_exclude; break;
-    default: ++s->rejected_missed_include; break;
-    }
 }
 
 /* Per seed of a chunk: which thread kept its streamline (-1: none), where and how long. */
@@ -147,8 +136,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
                 t->failed = 1;
                 continue;
             }
-            ++t->stats.seeds;
-            count_outcome(&t->stats, outcome);
+            tk_tracking_tally_seed(&t->stats, outcome);
             if (outcome != TK_TRACK_KEPT) continue;
             slot->offset = t->len;
             if (!append_points(t, t->work.pts, n)) {
@@ -187,18 +175,14 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
                                        .total_points = at,
                                        .seeds_done = c0 + nc,
                                        .seeds_total = set.total};
-        s = sink(&out, user);
-        if (s != TK_OK && tk_last_error()[0] == '\0') tk_set_error(s, "the streamline sink failed");
+        s = tk_tracking_hand_to_sink(sink, &out, user);
     }
     for (int t = 0; ts && t < threads; ++t) {
         const tk_tracking_stats *a = &ts[t].stats;
         total.seeds += a->seeds, total.accepted += a->accepted, total.rejected_seed += a->rejected_seed;
         total.rejected_no_propagation += a->rejected_no_propagation, total.rejected_too_short += a->rejected_too_short;
         total.rejected_exclude += a->rejected_exclude, total.rejected_missed_include += a->rejected_missed_include;
-        const uint64_t *e = ts[t].work.ends;
-        total.ended_exit_image += e[TK_END_EXIT_IMAGE], total.ended_model += e[TK_END_MODEL];
-        total.ended_curvature += e[TK_END_CURVATURE], total.ended_max_length += e[TK_END_MAX_LENGTH];
-        total.ended_exit_mask += e[TK_END_EXIT_MASK], total.ended_calibrator += e[TK_END_CALIBRATOR];
+        tk_tracking_tally_ends(&total, ts[t].work.ends);
         tk_tracking_work_free(&ts[t].work);
         free(ts[t].pts);
     }

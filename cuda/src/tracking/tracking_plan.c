@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/plan_hand_out.h"
 #include "tracking_internal.h"
 
 /* MRtrix3's Defaults (tracking/tractography.h) for SD_STREAM without ACT. */
@@ -155,12 +156,7 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
     if (s == TK_OK && ifod1) s = tk_tracking_calibrate(p);
     /* the GPU's copy of the plan, once its tables are final */
     if (s == TK_OK && o->backend == TK_BACKEND_CUDA) s = tk_tracking_cuda_create(p, &p->cuda);
-    if (s != TK_OK) {
-        tk_tracking_plan_destroy(p);
-        return s;
-    }
-    *plan = p;
-    return TK_OK;
+    return TK_PLAN_HAND_OUT(s, p, tk_tracking_plan_destroy, plan);
 }
 
 void tk_tracking_plan_destroy(tk_tracking_plan *plan)
