@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -17,15 +18,37 @@ namespace {
 const double kX[3] = {1, 0, 0}, kY[3] = {0, 1, 0};
 
 // Lobes along x in every voxel of an nx x 5 x 5 grid.
-Volume straight_x(size_t nx = 20)
-{
-    return make_volume(identity_grid(nx, 5, 5), [](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, kX, 1.0); });
-}
+Volume straight_x(size_t nx = 20) { return lobe_field(identity_grid(nx, 5, 5), kX); }
 
 tk_tracking_options along_x()
 {
     tk_tracking_options o = default_options();
     o.seed_direction[0] = 1;
+    return o;
+}
+
+// Lobes tangent to circles about the z axis through (0, 0) on a 24 x 24 x 3 grid, none within
+// 1 mm of the axis; more(c), where given, adds to each of those voxels' series after the lobe.
+Volume arc_field(const std::function<void(double *)> &more = nullptr)
+{
+    return make_volume(identity_grid(24, 24, 3), [&](size_t, size_t, size_t, const double *p, double *c) {
+        const double r = std::hypot(p[0], p[1]);
+        if (r < 1) return;
+        const double t[3] = {-p[1] / r, p[0] / r, 0};
+        add_lobe(c, t, 1.0);
+        if (more) more(c);
+    });
+}
+
+// On the arc field: the seed at 45 degrees on the circle of radius kArcRadius (z = 1), and
+// options that set out from it along the circle.
+constexpr double kArcRadius = 12.0, kArcAngle = kPi / 4;
+const std::vector<double> kArcSeed = {kArcRadius * std::cos(kArcAngle), kArcRadius * std::sin(kArcAngle), 1.0};
+
+tk_tracking_options along_arc()
+{
+    tk_tracking_options o = default_options();
+    o.seed_direction[0] = -std::sin(kArcAngle), o.seed_direction[1] = std::cos(kArcAngle);
     return o;
 }
 
@@ -53,16 +76,13 @@ TEST(TrackingPlan, ResolvesMRtrix3DefaultsFromTheVoxelSize)
 TEST(Tracking, StraightFieldGivesAStraightLineWithPointsAStepApart)
 {
     Volume vol = straight_x();
-    std::vector<double> seed = {10.0, 2.0, 2.0};
     TrackRun run;
-    run_tracking(run, vol, along_x(), point_seeds(seed));
-    ASSERT_EQ(run.status, TK_OK) << tk_last_error();
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, vol, along_x(), {10.0, 2.0, 2.0}));
     EXPECT_EQ(run.result.seed_index[0], 0u);
     const size_t n = run.points(0);
     // from the +x end (x = 19.5, where the next step's position leaves the field of view) to the -x end
     EXPECT_NEAR(run.point(0, 0)[0], 19.5, 0.1 + 1e-5);
-    EXPECT_NEAR(run.point(0, n - 1)[0], -0.5, 0.1 + 1e-5);
+    EXPECT_NEAR(run.last(0)[0], -0.5, 0.1 + 1e-5);
     size_t seed_at = n, above = 0, below = 0;
     for (size_t i = 0; i < n; ++i) {
         const float *p = run.point(0, i);
@@ -90,15 +110,10 @@ TEST(Tracking, StraightFieldGivesAStraightLineWithPointsAStepApart)
 
 TEST(Tracking, UnidirectionalTracksAlongTheFirstPeakOnly)
 {
-    Volume vol = straight_x();
-    std::vector<double> seed = {10.0, 2.0, 2.0};
-    tk_tracking_options o = along_x();
-    o.unidirectional = 1;
     TrackRun run;
-    run_tracking(run, vol, o, point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, straight_x(), one_way_along_x(), {10.0, 2.0, 2.0}));
     EXPECT_NEAR(run.point(0, 0)[0], 10.0, 1e-6);
-    EXPECT_NEAR(run.point(0, run.points(0) - 1)[0], 19.5, 0.1 + 1e-5);
+    EXPECT_NEAR(run.last(0)[0], 19.5, 0.1 + 1e-5);
     EXPECT_GE(run.points(0), 96u);
     EXPECT_LE(run.points(0), 97u);
 }
@@ -107,27 +122,15 @@ TEST(Tracking, UnidirectionalTracksAlongTheFirstPeakOnly)
 // 45 degrees must stay on the circle of radius r.
 TEST(Tracking, ArcFieldIsFollowedAlongTheCircle)
 {
-    const double r0 = 12.0;
-    Volume vol = make_volume(identity_grid(24, 24, 3), [](size_t, size_t, size_t, const double *p, double *c) {
-        const double r = std::hypot(p[0], p[1]);
-        if (r < 1) return;
-        const double t[3] = {-p[1] / r, p[0] / r, 0};
-        add_lobe(c, t, 1.0);
-    });
-    const double a = kPi / 4;
-    std::vector<double> seed = {r0 * std::cos(a), r0 * std::sin(a), 1.0};
-    tk_tracking_options o = default_options();
-    o.seed_direction[0] = -std::sin(a), o.seed_direction[1] = std::cos(a);
     TrackRun run;
-    run_tracking(run, vol, o, point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, arc_field(), along_arc(), kArcSeed));
     const size_t n = run.points(0);
     // a quarter circle of radius 12 clipped by the grid's edges at x, y = -0.5: about 18 mm
     EXPECT_GT(n, 170u);
     double worst = 0;
     for (size_t i = 0; i < n; ++i) {
         const float *p = run.point(0, i);
-        worst = std::max(worst, std::fabs(std::hypot((double)p[0], (double)p[1]) - r0));
+        worst = std::max(worst, std::fabs(std::hypot((double)p[0], (double)p[1]) - kArcRadius));
         EXPECT_NEAR(p[2], 1.0, 1e-5);
     }
     // Euler steps of h drift outward by h/2 per radian (0.08 mm over the quarter); the
@@ -143,10 +146,8 @@ TEST(Tracking, CrossingIsTraversedStraight)
         if (i >= 7 && i <= 12) add_lobe(c, kY, 1.0);
         (void)j;
     });
-    std::vector<double> seed = {3.0, 10.0, 1.0};
     TrackRun run;
-    run_tracking(run, vol, along_x(), point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, vol, along_x(), {3.0, 10.0, 1.0}));
     const size_t n = run.points(0);
     EXPECT_NEAR(run.point(0, 0)[0], 19.5, 0.1 + 1e-5);
     for (size_t i = 0; i < n; ++i) {
@@ -154,12 +155,10 @@ TEST(Tracking, CrossingIsTraversedStraight)
         EXPECT_NEAR(run.point(0, i)[2], 1.0, 1e-5);
     }
     // seeded along y in the crossing, it follows y
-    std::vector<double> seed_y = {10.0, 10.0, 1.0};
     tk_tracking_options o = default_options();
     o.seed_direction[1] = 1;
     TrackRun ry;
-    run_tracking(ry, vol, o, point_seeds(seed_y));
-    ASSERT_EQ(ry.count(), 1u);
+    ASSERT_TRUE(tracks_one(ry, vol, o, {10.0, 10.0, 1.0}));
     for (size_t i = 0; i < ry.points(0); ++i) EXPECT_NEAR(ry.point(0, i)[0], 10.0, 1e-5);
 }
 
@@ -170,22 +169,18 @@ TEST(Tracking, CutoffStopsWhereTheAmplitudeFallsBelowIt)
     Volume vol = make_volume(identity_grid(20, 5, 5), [](size_t i, size_t, size_t, const double *, double *c) {
         add_lobe(c, kX, i <= 10 ? 1.0 : 0.05);
     });
-    std::vector<double> seed = {5.0, 2.0, 2.0};
-    tk_tracking_options o = along_x();
-    o.unidirectional = 1;
+    const std::vector<double> seed = {5.0, 2.0, 2.0};
+    tk_tracking_options o = one_way_along_x();
     TrackRun run;
-    run_tracking(run, vol, o, point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
-    const float *end = run.point(0, run.points(0) - 1);
-    EXPECT_GT(end[0], 10.947 - 1e-3);
-    EXPECT_LT(end[0], 10.947 + 0.1 + 1e-3);
+    ASSERT_TRUE(tracks_one(run, vol, o, seed));
+    EXPECT_GT(run.last(0)[0], 10.947 - 1e-3);
+    EXPECT_LT(run.last(0)[0], 10.947 + 0.1 + 1e-3);
     EXPECT_EQ(run.stats.ended_model, 1u);
     // a lower cutoff goes on to the grid's edge
     o.cutoff = 0.01;
     TrackRun low;
-    run_tracking(low, vol, o, point_seeds(seed));
-    ASSERT_EQ(low.count(), 1u);
-    EXPECT_NEAR(low.point(0, low.points(0) - 1)[0], 19.5, 0.1 + 1e-5);
+    ASSERT_TRUE(tracks_one(low, vol, o, seed));
+    EXPECT_NEAR(low.last(0)[0], 19.5, 0.1 + 1e-5);
 }
 
 TEST(Tracking, ZeroBackgroundEndsTheStreamlineAtTheSupport)
@@ -195,15 +190,10 @@ TEST(Tracking, ZeroBackgroundEndsTheStreamlineAtTheSupport)
     Volume vol = make_volume(identity_grid(20, 5, 5), [](size_t i, size_t, size_t, const double *, double *c) {
         if (i <= 10) add_lobe(c, kX, 1.0);
     });
-    std::vector<double> seed = {5.0, 2.0, 2.0};
-    tk_tracking_options o = along_x();
-    o.unidirectional = 1;
     TrackRun run;
-    run_tracking(run, vol, o, point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
-    const float *end = run.point(0, run.points(0) - 1);
-    EXPECT_GE(end[0], 10.5 - 1e-5);
-    EXPECT_LT(end[0], 10.6 + 1e-5);
+    ASSERT_TRUE(tracks_one(run, vol, one_way_along_x(), {5.0, 2.0, 2.0}));
+    EXPECT_GE(run.last(0)[0], 10.5 - 1e-5);
+    EXPECT_LT(run.last(0)[0], 10.6 + 1e-5);
     EXPECT_EQ(run.stats.ended_exit_image, 1u);
     EXPECT_EQ(run.stats.ended_model, 0u);
 }
@@ -218,13 +208,11 @@ TEST(Tracking, MaxAngleStopsAtASharpTurn)
     Volume vol = make_volume(identity_grid(20, 20, 3), [&](size_t i, size_t, size_t, const double *, double *c) {
         add_lobe(c, i < 10 ? kX : d35, 1.0);
     });
-    std::vector<double> seed = {4.0, 10.0, 1.0};
-    tk_tracking_options o = along_x();
-    o.unidirectional = 1;
+    const std::vector<double> seed = {4.0, 10.0, 1.0};
+    tk_tracking_options o = one_way_along_x();
     o.max_angle_deg = 15;
     TrackRun run;
-    run_tracking(run, vol, o, point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, vol, o, seed));
     EXPECT_EQ(run.stats.ended_curvature, 1u);
     for (size_t i = 0; i < run.points(0); ++i) {
         EXPECT_LT(run.point(0, i)[0], 9.7);
@@ -233,39 +221,27 @@ TEST(Tracking, MaxAngleStopsAtASharpTurn)
     // allowed MRtrix3's default 60 degrees a step, it takes the turn and runs on to the edge
     o.max_angle_deg = 0;
     TrackRun turns;
-    run_tracking(turns, vol, o, point_seeds(seed));
-    ASSERT_EQ(turns.count(), 1u);
+    ASSERT_TRUE(tracks_one(turns, vol, o, seed));
     EXPECT_EQ(turns.stats.ended_curvature, 0u);
     EXPECT_EQ(turns.stats.ended_exit_image, 1u);
-    const float *end = turns.point(0, turns.points(0) - 1);
-    EXPECT_GT(end[1], 16.0f);
+    EXPECT_GT(turns.last(0)[1], 16.0f);
 }
 
 // On the circle of radius 12 each 0.1 mm step turns by 0.1 / 12 rad = 0.48 degrees: a
 // maximum angle below that ends the streamline at once, one above lets it follow the arc.
 TEST(Tracking, MaxAngleIsTheTurnPerStep)
 {
-    Volume vol = make_volume(identity_grid(24, 24, 3), [](size_t, size_t, size_t, const double *p, double *c) {
-        const double r = std::hypot(p[0], p[1]);
-        if (r < 1) return;
-        const double t[3] = {-p[1] / r, p[0] / r, 0};
-        add_lobe(c, t, 1.0);
-    });
-    const double a = kPi / 4;
-    std::vector<double> seed = {12 * std::cos(a), 12 * std::sin(a), 1.0};
-    tk_tracking_options o = default_options();
-    o.seed_direction[0] = -std::sin(a), o.seed_direction[1] = std::cos(a);
+    const Volume vol = arc_field();
+    tk_tracking_options o = along_arc();
     o.min_length_mm = -1;
     o.max_angle_deg = 0.35;
     TrackRun tight;
-    run_tracking(tight, vol, o, point_seeds(seed));
-    ASSERT_EQ(tight.count(), 1u);
+    ASSERT_TRUE(tracks_one(tight, vol, o, kArcSeed));
     EXPECT_EQ(tight.stats.ended_curvature, 2u);
     EXPECT_LE(tight.points(0), 5u);
     o.max_angle_deg = 0.7;
     TrackRun loose;
-    run_tracking(loose, vol, o, point_seeds(seed));
-    ASSERT_EQ(loose.count(), 1u);
+    ASSERT_TRUE(tracks_one(loose, vol, o, kArcSeed));
     EXPECT_EQ(loose.stats.ended_curvature, 0u);
     EXPECT_GT(loose.points(0), 170u);
 }
@@ -273,21 +249,19 @@ TEST(Tracking, MaxAngleIsTheTurnPerStep)
 TEST(Tracking, MaxLengthLimitsThePointsAsMRtrix3Does)
 {
     Volume vol = straight_x(60);
-    std::vector<double> seed = {30.0, 2.0, 2.0};
+    const std::vector<double> seed = {30.0, 2.0, 2.0};
     tk_tracking_options o = along_x();
     o.max_length_mm = 5.0;
     o.min_length_mm = -1;
     // both halves share MRtrix3's max_num_points = 3 + ceil(5 / 0.1) = 53: the first takes
     // them all, the second one step more
     TrackRun run;
-    run_tracking(run, vol, o, point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, vol, o, seed));
     EXPECT_EQ(run.points(0), 54u);
     EXPECT_EQ(run.stats.ended_max_length, 2u);
     o.unidirectional = 1;
     TrackRun uni;
-    run_tracking(uni, vol, o, point_seeds(seed));
-    ASSERT_EQ(uni.count(), 1u);
+    ASSERT_TRUE(tracks_one(uni, vol, o, seed));
     EXPECT_EQ(uni.points(0), 53u);
 }
 
@@ -306,10 +280,8 @@ TEST(Tracking, MinLengthDropsShortStreamlines)
     EXPECT_EQ(shortrun.stats.rejected_too_short, 1u);
     o.min_length_mm = 3.0;
     TrackRun kept;
-    run_tracking(kept, vol, o, point_seeds(seed));
-    ASSERT_EQ(kept.count(), 1u);
-    const size_t n = kept.points(0);
-    EXPECT_NEAR(dist(kept.point(0, 0), kept.point(0, n - 1)), 4.0, 0.2);
+    ASSERT_TRUE(tracks_one(kept, vol, o, seed));
+    EXPECT_NEAR(dist(kept.point(0, 0), kept.last(0)), 4.0, 0.2);
 }
 
 TEST(Tracking, StoppingMaskEndsStreamlinesAndRejectsSeedsOutside)
@@ -322,10 +294,8 @@ TEST(Tracking, StoppingMaskEndsStreamlinesAndRejectsSeedsOutside)
     tk_tracking_regions regions{};
     regions.stop_mask = mask.data();
     regions.mask_voxels = mask.size();
-    std::vector<double> seeds = {10.0, 2.0, 2.0, 2.0, 2.0, 2.0};  // the second outside
     TrackRun run;
-    run_tracking(run, vol, along_x(), point_seeds(seeds), &regions);
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, vol, along_x(), {10.0, 2.0, 2.0, 2.0, 2.0, 2.0}, &regions));  // the second outside
     EXPECT_EQ(run.result.seed_index[0], 0u);
     EXPECT_EQ(run.stats.rejected_seed, 1u);
     EXPECT_EQ(run.stats.ended_exit_mask, 2u);
@@ -348,37 +318,35 @@ TEST(Tracking, IncludeAndExcludeRegionsSelectStreamlines)
         return m;
     };
     std::vector<uint8_t> on_line = slab(15, 2), off_line = slab(15, 4), near_seed = slab(6, 2);
-    std::vector<double> seed = {10.0, 2.0, 2.0};
-    const uint8_t *both[2] = {on_line.data(), near_seed.data()};
-    tk_tracking_regions r{};
-    r.mask_voxels = vol.voxels();
-    r.include = both, r.num_include = 2;
-    TrackRun visits;
-    run_tracking(visits, vol, along_x(), point_seeds(seed), &r);
-    EXPECT_EQ(visits.count(), 1u);
-    const uint8_t *missed[2] = {on_line.data(), off_line.data()};
-    r.include = missed;
-    TrackRun misses;
-    run_tracking(misses, vol, along_x(), point_seeds(seed), &r);
-    EXPECT_EQ(misses.count(), 0u);
-    EXPECT_EQ(misses.stats.rejected_missed_include, 1u);
-    tk_tracking_regions ex{};
-    ex.mask_voxels = vol.voxels();
-    ex.exclude = on_line.data();
-    TrackRun excluded;
-    run_tracking(excluded, vol, along_x(), point_seeds(seed), &ex);
-    EXPECT_EQ(excluded.count(), 0u);
-    EXPECT_EQ(excluded.stats.rejected_exclude, 1u);
-    ex.exclude = off_line.data();
-    TrackRun passes;
-    run_tracking(passes, vol, along_x(), point_seeds(seed), &ex);
-    EXPECT_EQ(passes.count(), 1u);
-    // a seed inside an exclusion region is no seed
-    std::vector<double> in_ex = {15.0, 4.0, 2.0};
-    TrackRun bad;
-    run_tracking(bad, vol, along_x(), point_seeds(in_ex), &ex);
-    EXPECT_EQ(bad.count(), 0u);
-    EXPECT_EQ(bad.stats.rejected_seed, 1u);
+    const uint8_t *both[2] = {on_line.data(), near_seed.data()}, *missed[2] = {on_line.data(), off_line.data()};
+    tk_tracking_regions visits{}, misses{}, excluded{}, passes{};
+    for (tk_tracking_regions *r : {&visits, &misses, &excluded, &passes}) r->mask_voxels = vol.voxels();
+    visits.include = both, visits.num_include = 2;
+    misses.include = missed, misses.num_include = 2;
+    excluded.exclude = on_line.data();
+    passes.exclude = off_line.data();
+    const std::vector<double> seed = {10.0, 2.0, 2.0}, in_ex = {15.0, 4.0, 2.0};
+    const struct {
+        const char *what;
+        const tk_tracking_regions *regions;
+        const std::vector<double> *seed;
+        size_t kept;
+        uint64_t tk_tracking_stats::*rejected;  // the tally that counts the one rejection (nullptr: none)
+    } cases[] = {
+        {"visits both includes", &visits, &seed, 1, nullptr},
+        {"misses an include", &misses, &seed, 0, &tk_tracking_stats::rejected_missed_include},
+        {"enters the exclude", &excluded, &seed, 0, &tk_tracking_stats::rejected_exclude},
+        {"passes beside the exclude", &passes, &seed, 1, nullptr},
+        {"a seed inside an exclusion region is no seed", &passes, &in_ex, 0, &tk_tracking_stats::rejected_seed},
+    };
+    for (const auto &c : cases) {
+        TrackRun run;
+        run_tracking(run, vol, along_x(), point_seeds(*c.seed), c.regions);
+        EXPECT_EQ(run.count(), c.kept) << c.what;
+        if (c.rejected) {
+            EXPECT_EQ(run.stats.*c.rejected, 1u) << c.what;
+        }
+    }
 }
 
 // The arc field on an identity grid, and the same world field sampled on an oblique, flipped
@@ -420,7 +388,7 @@ TEST(Tracking, ObliqueFlippedAffineGivesTheTransformedStreamline)
         for (int r = 0; r < 3; ++r) w[r] = A[r * 3] * d[0] + A[r * 3 + 1] * d[1] + A[r * 3 + 2] * d[2];
         add_lobe(cf, w, 1.0);  // the world direction of the voxel-frame tangent
     });
-    const double a = kPi / 4, v0[3] = {12 * std::cos(a), 12 * std::sin(a), 1.0}, d0[3] = {-std::sin(a), std::cos(a), 0};
+    const double *v0 = kArcSeed.data(), d0[3] = {-std::sin(kArcAngle), std::cos(kArcAngle), 0};
     std::vector<double> seed_id(v0, v0 + 3), seed_ob(3);
     tk_tracking_options oi = default_options(), oo = default_options();
     for (int r = 0; r < 3; ++r) {
@@ -429,10 +397,8 @@ TEST(Tracking, ObliqueFlippedAffineGivesTheTransformedStreamline)
         oo.seed_direction[r] = A[r * 3] * d0[0] + A[r * 3 + 1] * d0[1] + A[r * 3 + 2] * d0[2];
     }
     TrackRun ri, ro;
-    run_tracking(ri, id, oi, point_seeds(seed_id));
-    run_tracking(ro, ob, oo, point_seeds(seed_ob));
-    ASSERT_EQ(ri.count(), 1u);
-    ASSERT_EQ(ro.count(), 1u);
+    ASSERT_TRUE(tracks_one(ri, id, oi, seed_id));
+    ASSERT_TRUE(tracks_one(ro, ob, oo, seed_ob));
     ASSERT_EQ(ri.points(0), ro.points(0));
     for (size_t i = 0; i < ri.points(0); ++i) {
         const float *p = ri.point(0, i);
@@ -440,6 +406,19 @@ TEST(Tracking, ObliqueFlippedAffineGivesTheTransformedStreamline)
         for (int r = 0; r < 3; ++r) q[r] = (float)(t[r] + A[r * 3] * p[0] + A[r * 3 + 1] * p[1] + A[r * 3 + 2] * p[2]);
         ASSERT_LT(dist(q, ro.point(0, i)), 1e-4) << "point " << i;
     }
+}
+
+// An orthonormal basis u, w of the plane perpendicular to unit s, for the oracles' polar grids
+// about s.
+void perpendicular_basis(const double *s, double *u, double *w)
+{
+    u[0] = u[1] = u[2] = 0;
+    u[std::fabs(s[0]) < 0.6 ? 0 : 1] = 1;
+    const double d = u[0] * s[0] + u[1] * s[1] + u[2] * s[2];
+    for (int r = 0; r < 3; ++r) u[r] -= d * s[r];
+    const double un = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    for (int r = 0; r < 3; ++r) u[r] /= un;
+    w[0] = s[1] * u[2] - s[2] * u[1], w[1] = s[2] * u[0] - s[0] * u[2], w[2] = s[0] * u[1] - s[1] * u[0];
 }
 
 // Every step's direction against the maximum of the interpolated series (the tests' own
@@ -450,22 +429,14 @@ TEST(Tracking, EachStepTakesThePeakADenseSearchFinds)
 {
     std::mt19937_64 rng(7);
     std::normal_distribution<double> g(0, 1);
-    Volume vol = make_volume(identity_grid(24, 24, 3), [&](size_t, size_t, size_t, const double *p, double *c) {
-        const double r = std::hypot(p[0], p[1]);
-        if (r < 1) return;
-        const double t[3] = {-p[1] / r, p[0] / r, 0};
-        add_lobe(c, t, 1.0);
+    const Volume vol = arc_field([&](double *c) {
         const double o[3] = {g(rng), g(rng), g(rng)};
         add_lobe(c, o, 0.4);
     });
-    const double a = kPi / 4;
-    std::vector<double> seed = {12 * std::cos(a), 12 * std::sin(a), 1.0};
-    tk_tracking_options o = default_options();
-    o.seed_direction[0] = -std::sin(a), o.seed_direction[1] = std::cos(a);
+    tk_tracking_options o = along_arc();
     o.unidirectional = 1;
     TrackRun run;
-    run_tracking(run, vol, o, point_seeds(seed));
-    ASSERT_EQ(run.count(), 1u);
+    ASSERT_TRUE(tracks_one(run, vol, o, kArcSeed));
     const size_t n = run.points(0);
     ASSERT_GT(n, 40u);
     int checked = 0;
@@ -479,13 +450,8 @@ TEST(Tracking, EachStepTakesThePeakADenseSearchFinds)
         double c[kCoeffs];
         interpolate(vol, v, c);
         // a polar grid of the cone of 4 degrees about s, 0.05 degree rings, 2 degrees around
-        double u[3] = {0, 0, 0}, w[3];
-        u[std::fabs(s[0]) < 0.6 ? 0 : 1] = 1;
-        const double d = u[0] * s[0] + u[1] * s[1] + u[2] * s[2];
-        for (int r = 0; r < 3; ++r) u[r] -= d * s[r];
-        const double un = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-        for (double &x : u) x /= un;
-        w[0] = s[1] * u[2] - s[2] * u[1], w[1] = s[2] * u[0] - s[0] * u[2], w[2] = s[0] * u[1] - s[1] * u[0];
+        double u[3], w[3];
+        perpendicular_basis(s, u, w);
         double best = -1e300, best_angle = 0, rim = -1e300;
         for (int ring = 0; ring <= 80; ++ring) {
             const double th = ring * 0.05 * kPi / 180;
@@ -534,13 +500,8 @@ TEST(TrackingPeak, MatchesTheNearestMaximumOfADenseAscent)
         // a time towards the best of 64 neighbours, then compare
         double x[3] = {start[0], start[1], start[2]};
         for (int it = 0; it < 20000; ++it) {
-            double u[3] = {0, 0, 0}, w[3];
-            u[std::fabs(x[0]) < 0.6 ? 0 : 1] = 1;
-            const double d = u[0] * x[0] + u[1] * x[1] + u[2] * x[2];
-            for (int r = 0; r < 3; ++r) u[r] -= d * x[r];
-            const double un = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-            for (double &e : u) e /= un;
-            w[0] = x[1] * u[2] - x[2] * u[1], w[1] = x[2] * u[0] - x[0] * u[2], w[2] = x[0] * u[1] - x[1] * u[0];
+            double u[3], w[3];
+            perpendicular_basis(x, u, w);
             const double h = 0.2 * kPi / 180;
             double best = sh_value(c, x), nx[3] = {x[0], x[1], x[2]};
             for (int az = 0; az < 64; ++az) {

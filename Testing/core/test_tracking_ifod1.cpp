@@ -65,23 +65,7 @@ TEST(TrackingIFOD1, SameOutputForEveryThreadCountAndChunkSize)
     run_tracking(ref, vol, o, seeds);
     ASSERT_EQ(ref.status, TK_OK) << tk_last_error();
     ASSERT_GT(ref.count(), 10u);
-    const std::vector<float> want(ref.result.points, ref.result.points + 3 * ref.result.total_points);
-    const std::vector<uint64_t> want_index(ref.result.seed_index, ref.result.seed_index + ref.count());
-    for (int threads : {1, 2, 4})
-        for (size_t chunk : {(size_t)1, (size_t)7, (size_t)4096}) {
-            tk_tracking_options p = o;
-            p.backend = TK_BACKEND_OMP, p.num_threads = threads, p.chunk_seeds = chunk;
-            TrackRun run;
-            run_tracking(run, vol, p, seeds);
-            ASSERT_EQ(run.status, TK_OK);
-            EXPECT_EQ(std::vector<float>(run.result.points, run.result.points + 3 * run.result.total_points), want)
-                << threads << " threads, chunk " << chunk;
-            EXPECT_EQ(std::vector<uint64_t>(run.result.seed_index, run.result.seed_index + run.count()), want_index);
-        }
-    o.rng_seed = 100;
-    TrackRun other;
-    run_tracking(other, vol, o, seeds);
-    EXPECT_NE(std::vector<float>(other.result.points, other.result.points + 3 * other.result.total_points), want);
+    expect_keyed_reproducibly(ref, vol, o, seeds, 100);
 }
 
 TEST(TrackingIFOD1, EveryStepStaysWithinTheAngleCone)
@@ -122,7 +106,7 @@ TEST(TrackingIFOD1, FirstStepsAreDistributedAsTheFODOverTheCone)
     // first step's direction is a draw from the FOD over the 15-degree cone about u.  Its mean
     // cosine to u and to the lobe must match a quadrature of the FOD over the cone.
     const double lobe[3] = {1, 0, 0}, t = 15 * kPi / 180, u[3] = {std::cos(t), std::sin(t), 0};
-    Volume vol = make_volume(identity_grid(8, 8, 8), [&](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, lobe, 1.0); });
+    Volume vol = lobe_field(identity_grid(8, 8, 8), lobe);
     std::vector<double> points;
     const int n = 4000;
     for (int s = 0; s < n; ++s) points.insert(points.end(), {3.5, 3.5, 3.5});
@@ -173,7 +157,7 @@ TEST(TrackingIFOD1, FirstStepsAreDistributedAsTheFODOverTheCone)
 TEST(TrackingIFOD1, MeanDirectionOnASingleLobeFieldIsTheLobe)
 {
     const double lobe[3] = {2 / 3.0, 2 / 3.0, 1 / 3.0};
-    Volume vol = make_volume(identity_grid(20, 20, 20), [&](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, lobe, 1.0); });
+    Volume vol = lobe_field(identity_grid(20, 20, 20), lobe);
     std::vector<double> points;
     for (int s = 0; s < 300; ++s) points.insert(points.end(), {9.5, 9.5, 9.5});
     tk_tracking_options o = ifod1();
@@ -210,7 +194,7 @@ TEST(TrackingIFOD1, CutoffAndSupportEndStreamlines)
     run_tracking(run, vol, o, point_seeds(points));
     ASSERT_EQ(run.count(), 20u);
     EXPECT_EQ(run.stats.ended_model, 20u);
-    for (size_t s = 0; s < run.count(); ++s) EXPECT_LT(run.point(s, run.points(s) - 1)[0], 11.1f);
+    for (size_t s = 0; s < run.count(); ++s) EXPECT_LT(run.last(s)[0], 11.1f);
 }
 
 }  // namespace

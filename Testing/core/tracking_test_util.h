@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -125,6 +126,7 @@ struct TrackRun {
     size_t count() const { return result.num_streamlines; }
     size_t points(size_t s) const { return result.num_points[s]; }
     const float *point(size_t s, size_t i) const { return result.points + 3 * (result.offset[s] + i); }
+    const float *last(size_t s) const { return point(s, points(s) - 1); }
 };
 
 inline void run_tracking(TrackRun &run, const Volume &vol, const tk_tracking_options &o, const tk_tracking_seeds &seeds,
@@ -143,6 +145,78 @@ inline tk_tracking_seeds point_seeds(const std::vector<double> &points)
     s.points = points.data();
     s.num_points = points.size() / 3;
     return s;
+}
+
+// One lobe of amplitude 1 along u in every voxel of the grid.
+inline Volume lobe_field(const tk_tracking_grid &grid, const double *u)
+{
+    return make_volume(grid, [u](size_t, size_t, size_t, const double *, double *c) { add_lobe(c, u, 1.0); });
+}
+
+// Options that track from each seed along +x and that way only, so that the streamline's
+// first point is its seed and its last where the field stops it.
+inline tk_tracking_options one_way_along_x()
+{
+    tk_tracking_options o = default_options();
+    o.seed_direction[0] = 1, o.unidirectional = 1;
+    return o;
+}
+
+// Tracks the seed points into run; succeeds if the run succeeded with exactly one streamline
+// (ASSERT_TRUE it before reading the streamline's points).
+inline ::testing::AssertionResult tracks_one(TrackRun &run, const Volume &vol, const tk_tracking_options &o,
+                                             const std::vector<double> &points,
+                                             const tk_tracking_regions *regions = nullptr)
+{
+    run_tracking(run, vol, o, point_seeds(points), regions);
+    if (run.status != TK_OK) return ::testing::AssertionFailure() << "status " << run.status << ": " << tk_last_error();
+    if (run.count() != 1) return ::testing::AssertionFailure() << run.count() << " streamlines, not one";
+    return ::testing::AssertionSuccess();
+}
+
+// A run's streamlines as plain vectors, to compare runs whole.
+struct Flat {
+    std::vector<size_t> counts;
+    std::vector<uint64_t> index;
+    std::vector<float> points;
+    bool operator==(const Flat &o) const { return counts == o.counts && index == o.index && points == o.points; }
+};
+
+inline Flat flatten(const tk_tracking_result &r)
+{
+    Flat f;
+    f.counts.assign(r.num_points, r.num_points + r.num_streamlines);
+    f.index.assign(r.seed_index, r.seed_index + r.num_streamlines);
+    if (r.total_points) f.points.assign(r.points, r.points + 3 * r.total_points);
+    return f;
+}
+
+// A run is a function of its random key alone: o's run on the omp backend at 1, 2 and 4
+// threads and chunks of 1, 7 and 4096 seeds is reference's (o's own) to the bit (streamlines,
+// seed indices, points, seed tallies), and another key draws other streamlines.
+inline void expect_keyed_reproducibly(const TrackRun &reference, const Volume &vol, const tk_tracking_options &o,
+                                      const tk_tracking_seeds &seeds, uint64_t other_key)
+{
+    const Flat want = flatten(reference.result);
+    for (int threads : {1, 2, 4})
+        for (size_t chunk : {(size_t)1, (size_t)7, (size_t)4096}) {
+            tk_tracking_options p = o;
+            p.backend = TK_BACKEND_OMP, p.num_threads = threads, p.chunk_seeds = chunk;
+            TrackRun run;
+            run_tracking(run, vol, p, seeds);
+            ASSERT_EQ(run.status, TK_OK) << tk_last_error();
+            const Flat got = flatten(run.result);
+            EXPECT_EQ(got.counts, want.counts) << threads << " threads, chunk " << chunk;
+            EXPECT_EQ(got.index, want.index) << threads << " threads, chunk " << chunk;
+            EXPECT_EQ(got.points, want.points) << threads << " threads, chunk " << chunk;
+            EXPECT_EQ(run.stats.seeds, reference.stats.seeds);
+            EXPECT_EQ(run.stats.accepted, reference.stats.accepted);
+        }
+    tk_tracking_options another = o;
+    another.rng_seed = other_key;
+    TrackRun other;
+    run_tracking(other, vol, another, seeds);
+    EXPECT_NE(flatten(other.result).points, want.points) << "key " << other_key << " drew the same streamlines";
 }
 
 inline double dist(const float *a, const float *b)

@@ -238,23 +238,6 @@ TEST(TrackingCuda, Ifod1GivesTheCpusStreams)
     cpu_vs_gpu(vol, o, points, point_seeds(points), nullptr, false);
 }
 
-// Everything a run gives, for exact comparisons of GPU runs with each other.
-struct Flat {
-    std::vector<size_t> counts;
-    std::vector<uint64_t> index;
-    std::vector<float> points;
-    bool operator==(const Flat &o) const { return counts == o.counts && index == o.index && points == o.points; }
-};
-
-Flat flat(const tk_tracking_result &r)
-{
-    Flat f;
-    f.counts.assign(r.num_points, r.num_points + r.num_streamlines);
-    f.index.assign(r.seed_index, r.seed_index + r.num_streamlines);
-    if (r.total_points) f.points.assign(r.points, r.points + 3 * r.total_points);
-    return f;
-}
-
 TEST(TrackingCuda, ChunkSizeDoesNotChangeTheStreamlines)
 {
     const Volume vol = busy_field();
@@ -268,11 +251,42 @@ TEST(TrackingCuda, ChunkSizeDoesNotChangeTheStreamlines)
         track(gpu, vol, o, TK_BACKEND_CUDA, point_seeds(points));
         TK_SKIP_IF_NO_GPU(gpu.status);
         ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
-        runs.push_back(flat(gpu.result));
+        runs.push_back(flatten(gpu.result));
         EXPECT_GT(runs.back().counts.size(), 10u);
         EXPECT_TRUE(runs.back() == runs.front()) << "chunks of " << chunk << " seeds changed the streamlines";
     }
 }
+
+// A plan for the cuda backend on busy_field() and num_points random seed points (drawn with
+// key), chunks of chunk_seeds; status is the create's, for the skip rule.  The plan's runs go
+// through collect and execute.
+struct CudaPlan {
+    const Volume vol = busy_field();
+    const std::vector<double> points;
+    const tk_tracking_seeds seeds;
+    tk_tracking_plan *plan = nullptr;
+    tk_status status;
+    CudaPlan(size_t num_points, unsigned key, size_t chunk_seeds)
+        : points(random_points(vol, num_points, key)), seeds(point_seeds(points))
+    {
+        tk_tracking_options o = default_options();
+        o.backend = TK_BACKEND_CUDA, o.chunk_seeds = chunk_seeds;
+        status = tk_tracking_plan_create(&o, &vol.grid, &plan);
+    }
+    ~CudaPlan() { destroy(); }
+    CudaPlan(const CudaPlan &) = delete;
+    CudaPlan &operator=(const CudaPlan &) = delete;
+    void destroy() { tk_tracking_plan_destroy(plan), plan = nullptr; }
+    tk_status collect(tk_tracking_result *result, const tk_tracking_regions *regions = nullptr,
+                      tk_tracking_stats *stats = nullptr) const
+    {
+        return tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), regions, &seeds, result, stats);
+    }
+    tk_status execute(tk_tracking_sink sink, void *user) const
+    {
+        return tk_tracking_plan_execute(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, sink, user, nullptr, nullptr);
+    }
+};
 
 // Counts the sink's chunks and checks their order.
 struct SinkLog {
@@ -296,44 +310,33 @@ tk_status log_sink(const tk_tracking_chunk *c, void *user)
 
 TEST(TrackingCuda, APlanExecutesTwiceAndReleasesItsMemory)
 {
-    const Volume vol = busy_field();
-    const std::vector<double> points = random_points(vol, 500, 10);
-    const tk_tracking_seeds seeds = point_seeds(points);
-    tk_tracking_options o = default_options();
-    o.backend = TK_BACKEND_CUDA, o.chunk_seeds = 128;
     const size_t before = tk_cuda_memory_in_use();
-    tk_tracking_plan *plan = nullptr;
-    tk_status s = tk_tracking_plan_create(&o, &vol.grid, &plan);
-    TK_SKIP_IF_NO_GPU(s);
-    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    CudaPlan p(500, 10, 128);
+    TK_SKIP_IF_NO_GPU(p.status);
+    ASSERT_EQ(p.status, TK_OK) << tk_last_error();
     tk_tracking_result first{}, second{}, third{};
-    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, &first, nullptr), TK_OK)
-        << tk_last_error();
+    EXPECT_EQ(p.collect(&first), TK_OK) << tk_last_error();
     EXPECT_GT(tk_cuda_memory_in_use(), before) << "the plan holds its buffers between executes";
-    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, &second, nullptr), TK_OK)
-        << tk_last_error();
-    EXPECT_TRUE(flat(first) == flat(second)) << "a second execute of the plan gave other streamlines";
+    EXPECT_EQ(p.collect(&second), TK_OK) << tk_last_error();
+    EXPECT_TRUE(flatten(first) == flatten(second)) << "a second execute of the plan gave other streamlines";
     // a third with regions (the buffers grow for them) and a sink that checks the order
+    const Volume &vol = p.vol;
     std::vector<uint8_t> include(vol.voxels(), 0), other(vol.voxels(), 0);
     for (size_t v = 0; v < vol.voxels(); ++v) include[v] = v % 20 > 10, other[v] = v % 20 < 6;
     const uint8_t *inc[2] = {include.data(), other.data()};
     tk_tracking_regions r{};
     r.mask_voxels = vol.voxels(), r.include = inc, r.num_include = 2;
     tk_tracking_stats stats{};
-    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), &r, &seeds, &third, &stats), TK_OK)
-        << tk_last_error();
+    EXPECT_EQ(p.collect(&third, &r, &stats), TK_OK) << tk_last_error();
     EXPECT_LT(third.num_streamlines, first.num_streamlines);
     EXPECT_GT(stats.rejected_missed_include, 0u);
     SinkLog log;
-    EXPECT_EQ(tk_tracking_plan_execute(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, log_sink, &log, nullptr,
-                                       nullptr),
-              TK_OK)
-        << tk_last_error();
+    EXPECT_EQ(p.execute(log_sink, &log), TK_OK) << tk_last_error();
     EXPECT_TRUE(log.in_order);
-    EXPECT_EQ(log.chunks, (points.size() / 3 + 127) / 128);
+    EXPECT_EQ(log.chunks, (p.points.size() / 3 + 127) / 128);
     EXPECT_EQ(log.streamlines, first.num_streamlines);
     tk_tracking_result_free(&first), tk_tracking_result_free(&second), tk_tracking_result_free(&third);
-    tk_tracking_plan_destroy(plan);
+    p.destroy();
     EXPECT_EQ(tk_cuda_memory_in_use(), before) << "GPU memory outlived the plan";
 }
 
@@ -361,25 +364,15 @@ tk_status failing_sink(const tk_tracking_chunk *, void *) { return tk_set_error(
 
 TEST(TrackingCuda, ASinkErrorStopsTheRun)
 {
-    const Volume vol = busy_field();
-    const std::vector<double> points = random_points(vol, 300, 12);
-    const tk_tracking_seeds seeds = point_seeds(points);
-    tk_tracking_options o = default_options();
-    o.backend = TK_BACKEND_CUDA, o.chunk_seeds = 64;
-    tk_tracking_plan *plan = nullptr;
-    tk_status s = tk_tracking_plan_create(&o, &vol.grid, &plan);
-    TK_SKIP_IF_NO_GPU(s);
-    ASSERT_EQ(s, TK_OK) << tk_last_error();
-    EXPECT_EQ(tk_tracking_plan_execute(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, failing_sink, nullptr,
-                                       nullptr, nullptr),
-              TK_ERR_IO);
+    CudaPlan p(300, 12, 64);
+    TK_SKIP_IF_NO_GPU(p.status);
+    ASSERT_EQ(p.status, TK_OK) << tk_last_error();
+    EXPECT_EQ(p.execute(failing_sink, nullptr), TK_ERR_IO);
     EXPECT_NE(std::strstr(tk_last_error(), "disk full"), nullptr) << tk_last_error();
     tk_tracking_result r{};
-    EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), vol.sh.size(), nullptr, &seeds, &r, nullptr), TK_OK)
-        << tk_last_error();
+    EXPECT_EQ(p.collect(&r), TK_OK) << tk_last_error();
     EXPECT_GT(r.num_streamlines, 0u);
     tk_tracking_result_free(&r);
-    tk_tracking_plan_destroy(plan);
 }
 
 }  // namespace
