@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tracking/tracking_tensor.h" /* the walk, the multiplicity and A x^(m-2), host and device */
+#include "common/sym_tensor_hd.h" /* the walk, the multiplicity and A x^(m-2), host and device */
 
 size_t tk_sym_num_unique(int order, int dim)
 {
