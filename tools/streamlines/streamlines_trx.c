@@ -43,8 +43,8 @@ static int json_header(const tk_streamlines_writer *w, char *out, size_t size)
     int len = snprintf(out, size, "{\"DIMENSIONS\": [%zu, %zu, %zu], \"VOXEL_TO_RASMM\": [", w->grid.dims[0],
                        w->grid.dims[1], w->grid.dims[2]);
     for (int r = 0; r < 4 && len > 0 && (size_t)len < size; ++r)
-        len += snprintf(out + len, size - (size_t)len, "%s[%.17g, %.17g, %.17g, %.17g]", r ? ", " : "", a[4 * r],
-                        a[4 * r + 1], a[4 * r + 2], a[4 * r + 3]);
+        len += snprintf(out + len, size - (size_t)len, "%s[%.17g, %.17g, %.17g, %.17g]", r ? ", " : "", a[4 * r] + 0.0,
+                        a[4 * r + 1] + 0.0, a[4 * r + 2] + 0.0, a[4 * r + 3] + 0.0); /* no "-0" */
     if (len > 0 && (size_t)len < size)
         len += snprintf(out + len, size - (size_t)len, "], \"NB_STREAMLINES\": %llu, \"NB_VERTICES\": %llu}\n",
                         (unsigned long long)w->streamlines, (unsigned long long)w->points);
