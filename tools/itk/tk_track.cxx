@@ -1,0 +1,328 @@
+// tk-track: streamline tractography on an SH volume (the tracking core, tk_tracking.h),
+// written through the streaming writers (tk_streamlines.h), with tckgen's options.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "cli_failure.h"
+#include "image_grid.h"
+#include "sh_basis_warning.h"
+#include "sh_image_io.h"
+#include "tk_streamlines.h"
+#include "tk_track_options.h"
+#include "tk_tracking.h"
+#include "track_seeds_file.h"
+
+namespace {
+
+const char *prog = "tk-track";
+
+struct Args {
+    tk_track_values v;
+    std::string input, output;
+    tk_backend backend = TK_BACKEND_OMP;
+};
+
+int parse(int argc, char **argv, Args &a)
+{
+    tk_track_values_init(&a.v);
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&tk_track_command, argc, argv, 1, &a.v, &parsed)) return 0;
+    if (parsed.num_positional != 2) {
+        tk_cli_error(prog, "FOD and OUTPUT are required; give both (see --help)");
+        return 0;
+    }
+    a.input = parsed.positional[0];
+    a.output = parsed.positional[1];
+    // tckgen refuses to run without a seed option; so does tk-track, rather than guess one
+    if (!a.v.seed_mask && !a.v.seeds_file) {
+        tk_cli_error(prog, "no seeds: give --seed-mask MASK (with --seeds N per voxel) or --seeds-file F");
+        return 0;
+    }
+    if (a.v.seed_mask && a.v.seeds_file) {
+        tk_cli_error(prog, "--seed-mask and --seeds-file both given; give one of them");
+        return 0;
+    }
+    if (a.v.seeds_file && tk_cli_given(&tk_track_command, &parsed, "seeds")) {
+        tk_cli_error(prog, "--seeds N counts seeds per voxel of --seed-mask; with --seeds-file every point is a seed: "
+                     "drop --seeds");
+        return 0;
+    }
+    switch (a.v.std.backend) {
+    case TK_BACKEND_CUDA:
+        tk_cli_error(prog, "--backend cuda: the CUDA tracker is not built yet; use --backend omp or cpu");
+        return 0;
+    case TK_BACKEND_CPU: a.backend = TK_BACKEND_CPU; break;
+    default: a.backend = TK_BACKEND_OMP;  // auto: no GPU tracker to prefer
+    }
+    return 1;
+}
+
+// Every input path, for refusing an output that would overwrite one.
+std::vector<const char *> input_paths(const Args &a)
+{
+    std::vector<const char *> in{a.input.c_str()};
+    for (const char *p : {a.v.seed_mask, a.v.mask, a.v.exclude, a.v.seeds_file})
+        if (p) in.push_back(p);
+    for (int i = 0; i < a.v.include.count; ++i) in.push_back(a.v.include.path[i]);
+    in.push_back(nullptr);
+    return in;
+}
+
+// The output before any work: a folder that takes a new file, not an input, a format the
+// writers know (by its extension), and not there already unless --force.
+int check_output(const Args &a)
+{
+    const std::vector<const char *> inputs = input_paths(a);
+    if (int bad = tk_cli_check_output(prog, a.output.c_str(), 0, inputs.data())) return bad;
+    if (tk_streamlines_format_of(a.output.c_str(), nullptr) != TK_OK) {
+        tk_cli_error(prog, "OUTPUT %s", tk_last_error());
+        return TK_EXIT_USAGE;
+    }
+    const std::string why = tk::creation_problem(a.output);  // e.g. /proc, which access() calls writable
+    if (!why.empty()) {
+        tk_cli_error(prog, "%s; choose a folder you can write to", why.c_str());
+        return TK_EXIT_FAILURE;
+    }
+    return tk_cli_refuse_existing(prog, &a.v.std, a.output.c_str(), 0);
+}
+
+// The FOD's grid in the core's frame: ITK holds LPS (origin + direction * spacing * ijk), the
+// core world RAS, so the first two rows are negated.
+tk_tracking_grid grid_of(const tk::VectorImage3 *sh)
+{
+    tk_tracking_grid g{};
+    const auto size = sh->GetLargestPossibleRegion().GetSize();
+    for (int r = 0; r < 3; ++r) {
+        const double flip = r < 2 ? -1.0 : 1.0;
+        g.dims[r] = size[r];
+        for (int c = 0; c < 3; ++c) g.vox2world[4 * r + c] = flip * sh->GetDirection()[r][c] * sh->GetSpacing()[c];
+        g.vox2world[4 * r + 3] = flip * sh->GetOrigin()[r];
+    }
+    g.vox2world[15] = 1;
+    return g;
+}
+
+// A mask on the FOD's grid (refused, naming both files, on another grid).  ITK's buffer is
+// one byte a voxel, i fastest: the core's layout.
+tk::MaskImage3::Pointer read_region(const char *flag, const std::string &path, const tk::VectorImage3 *sh,
+                                    const std::string &sh_path)
+{
+    tk::MaskImage3::Pointer mask;
+    try {
+        mask = tk::read_mask(path);
+    } catch (const itk::ExceptionObject &e) {
+        throw std::runtime_error(std::string(flag) + " " + path + ": " + tk::itk_message(e));
+    }
+    tk::require_same_grid(sh, sh_path, mask, path);
+    return mask;
+}
+
+size_t count_nonzero(const tk::MaskImage3 *m)
+{
+    const size_t n = m->GetLargestPossibleRegion().GetNumberOfPixels();
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i) k += m->GetBufferPointer()[i] != 0;
+    return k;
+}
+
+// What the sink needs: the writer, --select's count, the seed limit, progress.
+struct Run {
+    tk_streamlines_writer *writer = nullptr;
+    uint64_t select = 0;        // 0: no limit
+    uint64_t seed_limit = 0;    // 0: no limit (seeds over every round)
+    uint64_t kept = 0, seeds_before = 0, seeds_in_round = 0;
+    bool stopped = false;       // --select reached or the seed limit hit: not an error
+    tk_progress bar{};
+};
+
+// Appends a chunk (cut at --select's count) and stops the run once it is reached or the
+// seed limit is: the core stops on any status but TK_OK, which `stopped` tells from errors.
+tk_status sink(const tk_tracking_chunk *chunk, void *user)
+{
+    Run &r = *static_cast<Run *>(user);
+    tk_tracking_chunk part = *chunk;
+    if (r.select && r.kept + part.num_streamlines > r.select) {
+        part.num_streamlines = r.select - r.kept;  // the first ones: the arrays are in seed order
+        part.total_points = 0;
+        for (size_t i = 0; i < part.num_streamlines; ++i) part.total_points += part.num_points[i];
+    }
+    if (tk_status st = tk_streamlines_sink(&part, r.writer)) return st;
+    r.kept += part.num_streamlines;
+    const uint64_t seeds = r.seeds_before + chunk->seeds_done;
+    if (r.select) {
+        if (r.kept > r.bar.done) tk_progress_advance(&r.bar, r.kept - r.bar.done);
+    } else if (seeds > r.bar.done) {
+        tk_progress_advance(&r.bar, seeds - r.bar.done);
+    }
+    r.seeds_in_round = chunk->seeds_done;
+    if ((r.select && r.kept >= r.select) || (r.seed_limit && seeds >= r.seed_limit)) {
+        r.stopped = true;
+        return tk_set_error(TK_ERR_ARGUMENT, "stopped");  // not reported: see `stopped`
+    }
+    return TK_OK;
+}
+
+void add_stats(tk_tracking_stats &sum, const tk_tracking_stats &s)
+{
+    uint64_t *a = &sum.seeds;
+    const uint64_t *b = &s.seeds;
+    for (size_t i = 0; i < sizeof sum / sizeof(uint64_t); ++i) a[i] += b[i];
+}
+
+// A key for round r of --select's rounds that shares no stream with the key's other rounds
+// (distinct keys give independent Philox streams); round 0 is the key itself.
+uint64_t round_key(uint64_t key, uint64_t round) { return key + round * 0x9E3779B97F4A7C15ull; }
+
+int track(const Args &a)
+{
+    tk::FileGeometry geometry;
+    auto sh = tk::read_vector_volume(a.input, &geometry);
+    const unsigned comps = sh->GetNumberOfComponentsPerPixel();
+    const int lmax = tk_sh_lmax_for_count(comps);
+    if (lmax < 2 || lmax > TK_SH_MAX_LMAX)
+        throw std::runtime_error(a.input + ": " + std::to_string(comps) +
+                                 " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153); give an SH "
+                                 "image (the FOD of dwi2fod) with one of those numbers of volumes");
+    const bool quiet = a.v.std.quiet != 0;
+    if (!quiet) tk::warn_if_other_basis(stderr, prog, a.input, sh, a.v.descoteaux != 0, a.v.legacy != 0);
+    const size_t nvox = sh->GetLargestPossibleRegion().GetNumberOfPixels();
+    const tk_tracking_grid grid = grid_of(sh);
+
+    // regions and seeds, every mask on the FOD's grid
+    tk::MaskImage3::Pointer stop, exclude, seed_mask;
+    std::vector<tk::MaskImage3::Pointer> include;
+    std::vector<const uint8_t *> include_data;
+    if (a.v.mask) stop = read_region("--mask", a.v.mask, sh, a.input);
+    if (a.v.exclude) exclude = read_region("--exclude", a.v.exclude, sh, a.input);
+    for (int i = 0; i < a.v.include.count; ++i) {
+        include.push_back(read_region("--include", a.v.include.path[i], sh, a.input));
+        include_data.push_back(include.back()->GetBufferPointer());
+    }
+    tk_tracking_regions regions{};
+    regions.stop_mask = stop ? stop->GetBufferPointer() : nullptr;
+    regions.exclude = exclude ? exclude->GetBufferPointer() : nullptr;
+    regions.include = include_data.empty() ? nullptr : include_data.data();
+    regions.num_include = include_data.size();
+    regions.mask_voxels = nvox;
+
+    tk_tracking_seeds seeds{};
+    std::vector<double> points;
+    if (a.v.seed_mask) {
+        seed_mask = read_region("--seed-mask", a.v.seed_mask, sh, a.input);
+        if (count_nonzero(seed_mask) == 0) {
+            tk_cli_error(prog, "--seed-mask %s: no voxel is non-zero, so there is nowhere to seed; give a mask with "
+                         "the voxels to seed in", a.v.seed_mask);
+            return TK_EXIT_FAILURE;
+        }
+        seeds.mask = seed_mask->GetBufferPointer();
+        seeds.mask_voxels = nvox;
+        seeds.per_voxel = static_cast<size_t>(a.v.seeds);
+    } else {
+        points = tk::read_seed_points(a.v.seeds_file);
+        seeds.points = points.data();
+        seeds.num_points = points.size() / 3;
+    }
+    const uint64_t seeds_per_round =
+        seeds.mask ? count_nonzero(seed_mask) * seeds.per_voxel : static_cast<uint64_t>(seeds.num_points);
+
+    tk_tracking_options o;
+    tk_tracking_options_init(&o, lmax);
+    o.algorithm = a.v.algorithm == 1 ? TK_TRACK_IFOD1 : TK_TRACK_SD_STREAM;
+    o.basis = a.v.descoteaux ? TK_SH_DESCOTEAUX : TK_SH_TOURNIER;
+    o.legacy = a.v.legacy;
+    o.step_mm = a.v.step;
+    o.max_angle_deg = a.v.angle;
+    o.cutoff = a.v.cutoff;
+    o.min_length_mm = a.v.min_length;
+    o.max_length_mm = a.v.max_length;
+    o.unidirectional = a.v.unidirectional;
+    std::memcpy(o.seed_direction, a.v.seed_direction, sizeof o.seed_direction);
+    o.rng_seed = a.v.seed;
+    o.backend = a.backend;
+    o.num_threads = a.v.std.threads;
+    tk_tracking_plan *plan = nullptr;
+    if (tk_tracking_plan_create(&o, &grid, &plan) != TK_OK) {
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk_last_error());
+        return TK_EXIT_FAILURE;
+    }
+    std::unique_ptr<tk_tracking_plan, void (*)(tk_tracking_plan *)> plan_owner(plan, tk_tracking_plan_destroy);
+
+    Run run;
+    run.select = static_cast<uint64_t>(a.v.select);
+    // tckgen's -select with an unlimited seeder stops at -seeds, by default 1000 x -select
+    const bool rounds = run.select && seeds.mask;
+    if (rounds) run.seed_limit = 1000 * run.select;
+    if (tk_streamlines_writer_open(a.output.c_str(), &grid, nullptr, &run.writer) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return TK_EXIT_FAILURE;
+    }
+    tk_progress_begin(&run.bar, prog, run.select ? run.select : seeds_per_round, quiet);
+    tk_tracking_stats total{};
+    tk_status st = TK_OK;
+    for (uint64_t round = 0; st == TK_OK; ++round) {
+        o.rng_seed = round_key(a.v.seed, round);
+        if (round > 0) {  // a new plan only for the new key
+            tk_tracking_plan *next = nullptr;
+            if ((st = tk_tracking_plan_create(&o, &grid, &next)) != TK_OK) break;
+            plan_owner.reset(next);
+        }
+        tk_tracking_stats stats{};
+        run.seeds_in_round = 0;
+        st = tk_tracking_plan_execute(plan_owner.get(), sh->GetBufferPointer(), nvox * comps, &regions, &seeds, sink,
+                                      &run, &stats, nullptr);
+        add_stats(total, stats);
+        run.seeds_before += run.stopped ? run.seeds_in_round : seeds_per_round;
+        if (run.stopped) st = TK_OK;
+        if (st != TK_OK || run.stopped || !rounds) break;
+        if (stats.accepted == 0 && round == 0) break;  // no seed of the mask gives a streamline: more rounds won't
+    }
+    tk_progress_end(&run.bar);
+    if (st != TK_OK) {
+        const std::string why = tk_last_error();
+        tk_streamlines_writer_abort(run.writer);
+        // the core's data errors (a NaN coefficient, naming its voxel) are about the FOD
+        tk_cli_error(prog, "%s%s", st == TK_ERR_DATA ? (a.input + ": ").c_str() : "", why.c_str());
+        return TK_EXIT_FAILURE;
+    }
+    if (tk_streamlines_writer_close(run.writer) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return TK_EXIT_FAILURE;
+    }
+    if (!quiet) {
+        std::fprintf(stderr,
+                     "%s: %llu seeds, %llu streamlines kept (seeds rejected %llu, no step %llu, too short %llu, "
+                     "excluded %llu, missed an include region %llu)\n",
+                     prog, (unsigned long long)run.seeds_before, (unsigned long long)run.kept,
+                     (unsigned long long)total.rejected_seed, (unsigned long long)total.rejected_no_propagation,
+                     (unsigned long long)total.rejected_too_short, (unsigned long long)total.rejected_exclude,
+                     (unsigned long long)total.rejected_missed_include);
+        if (run.select && run.kept < run.select)
+            std::fprintf(stderr, "%s: warning: %llu of the %llu streamlines --select asks for were kept (%s)\n", prog,
+                         (unsigned long long)run.kept, (unsigned long long)run.select,
+                         rounds ? "the seed limit of 1000 per streamline asked for was reached, or no seed tracks"
+                                : "every seed of the file was tracked");
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    if (tk_xml_requested(argc, argv)) return tk_cli_print_xml(stdout, &tk_track_command) ? 0 : TK_EXIT_FAILURE;
+    Args a;
+    if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    if (int bad = check_output(a)) return bad;
+    try {
+        return track(a);
+    } catch (...) {
+        return tk::report_failure(prog, a.input, tk::volume_out_of_memory(false));
+    }
+}
