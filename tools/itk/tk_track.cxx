@@ -49,7 +49,8 @@ int parse(int argc, char **argv, Args &a)
         tk_cli_error(prog, "--seed-mask and --seeds-file both given; give one of them");
         return 0;
     }
-    if (a.v.seeds_file && tk_cli_given(&tk_track_command, &parsed, "seeds")) {
+    // (3D Slicer passes every integer parameter, so its default --seeds 1 comes with a file too)
+    if (a.v.seeds_file && tk_cli_given(&tk_track_command, &parsed, "seeds") && a.v.seeds != 1) {
         tk_cli_error(prog, "--seeds N counts seeds per voxel of --seed-mask; with --seeds-file every point is a seed: "
                      "drop --seeds");
         return 0;
@@ -120,7 +121,11 @@ tk::MaskImage3::Pointer read_region(const char *flag, const std::string &path, c
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(std::string(flag) + " " + path + ": " + tk::itk_message(e));
     }
-    tk::require_same_grid(sh, sh_path, mask, path);
+    try {
+        tk::require_same_grid(sh, sh_path, mask, path);
+    } catch (const std::runtime_error &e) {  // the message starts with the mask's path: name the flag too
+        throw std::runtime_error(std::string(flag) + " " + e.what());
+    }
     return mask;
 }
 
@@ -229,8 +234,14 @@ int track(const Args &a)
         seeds.points = points.data();
         seeds.num_points = points.size() / 3;
     }
-    const uint64_t seeds_per_round =
-        seeds.mask ? count_nonzero(seed_mask) * seeds.per_voxel : static_cast<uint64_t>(seeds.num_points);
+    const uint64_t seed_voxels = seeds.mask ? count_nonzero(seed_mask) : 0;
+    if (seeds.mask && a.v.select > 0) {
+        // --select's rounds: at least one chunk of seeds a round, so that a small mask does not
+        // cost a plan (and iFOD1's calibration) for every few seeds
+        const uint64_t chunk = 4096, least = (chunk + seed_voxels - 1) / seed_voxels;
+        if (seeds.per_voxel < least) seeds.per_voxel = static_cast<size_t>(least);
+    }
+    const uint64_t seeds_per_round = seeds.mask ? seed_voxels * seeds.per_voxel : static_cast<uint64_t>(seeds.num_points);
 
     tk_tracking_options o;
     tk_tracking_options_init(&o, lmax);

@@ -105,7 +105,8 @@ static const tk_option tracking[] = {
              .maximum = "1000", .step = "1"}},
     {.name = "select", .value_name = "K", .kind = TK_OPT_LONG, .min = 0, .max = 1e12, .offset = V(select),
      .help = "stop once K streamlines are kept (tckgen -select); with --seed-mask,\nrounds of --seeds per voxel "
-             "are drawn until then or until 1000 K seeds\n(tckgen's -seeds default); 0 (default): every seed once",
+             "(at least 4096 seeds a round) are drawn\nuntil then or until 1000 K seeds (tckgen's -seeds default); "
+             "0\n(default): every seed once",
      .xml = {.name = "select", .label = "Streamlines to keep",
              .description = "Stop once this many streamlines are kept; 0: track every seed once",
              .default_value = "0", .minimum = "0", .maximum = "10000000", .step = "1000"}},

@@ -159,6 +159,38 @@ TEST(TrackCli, StraightFiberGivesStraightStreamlinesThroughTheVolume)
     }
 }
 
+TEST(TrackCli, IncludeExcludeAndStoppingMaskByTheLinesTheyCross)
+{
+    // each seed voxel's streamlines run along x in their own row of voxels (j, k fixed)
+    Scratch s;
+    const std::string inc = s.dir / "inc.nii", exc = s.dir / "exc.nii", stop = s.dir / "stop.nii";
+    write_mask(inc, 10, 5, 4, {{0, 2, 1}});  // the row of seed voxel (4, 2, 1)
+    write_mask(exc, 10, 5, 4, {{9, 3, 2}});  // the row of seed voxel (3, 3, 2)
+    std::vector<std::vector<unsigned>> box;  // i = 2..7 of every row
+    for (unsigned k = 0; k < 4; ++k)
+        for (unsigned j = 0; j < 5; ++j)
+            for (unsigned i = 2; i < 8; ++i) box.push_back({i, j, k});
+    write_mask(stop, 10, 5, 4, box);
+    const std::string common = " --seed-mask " + s.seeds + " --seeds 4 --seed-direction 1,0,0 --quiet";
+    auto r = run_tool(exe + " " + s.fod + " " + s.dir / "inc.tck --include " + inc + common, s.dir.path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    Tck t = read_tck(s.dir / "inc.tck");
+    ASSERT_EQ(t.lines.size(), 4u);
+    for (const auto &l : t.lines) EXPECT_NEAR(l[0][1], -4, 1.0 + 1e-4);  // y of row j = 2: -4 +- half a voxel
+    r = run_tool(exe + " " + s.fod + " " + s.dir / "exc.tck --exclude " + exc + common, s.dir.path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_tck(s.dir / "exc.tck").lines.size(), 8u);
+    r = run_tool(exe + " " + s.fod + " " + s.dir / "stop.tck --mask " + stop + common, s.dir.path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    t = read_tck(s.dir / "stop.tck");
+    ASSERT_EQ(t.lines.size(), 12u);
+    for (const auto &l : t.lines)  // i = 2..7 is RAS x in [-15, -3]; a half ends at its first point outside
+        for (const auto &p : l) {
+            EXPECT_GT(p[0], -15.0f - 0.2f - 1e-4f);
+            EXPECT_LT(p[0], -3.0f + 0.2f + 1e-4f);
+        }
+}
+
 TEST(TrackCli, SeedsFileInBothLayoutsAndSelect)
 {
     Scratch s;
@@ -236,8 +268,9 @@ TEST(TrackCli, RefusalsNameTheFlagAndLeaveNothing)
         {s.fod + " " + out, "--seed-mask", 2},
         {s.fod + " " + out + " --seeds 3", "--seed-mask", 2},
         {s.fod + " " + out + " --seed-mask " + s.seeds + " --seeds-file x.txt", "one of them", 2},
-        {s.fod + " " + out + " --seed-mask " + wrong, "wrong.nii", 1},
-        {s.fod + " " + out + " --seed-mask " + s.seeds + " --mask " + wrong, "another voxel grid", 1},
+        {s.fod + " " + out + " --seeds-file x.txt --seeds 3", "drop --seeds", 2},
+        {s.fod + " " + out + " --seed-mask " + wrong, "--seed-mask " + wrong, 1},
+        {s.fod + " " + out + " --seed-mask " + s.seeds + " --mask " + wrong, "--mask " + wrong + ": on another voxel grid", 1},
         {s.fod + " " + out + " --seed-mask " + empty, "--seed-mask", 1},
         {nan + " " + out + " --seed-mask " + s.seeds, "nan.nrrd", 1},
         {sixteen + " " + out + " --seed-mask " + s.seeds, "no even-degree SH size", 1},
