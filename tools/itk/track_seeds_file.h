@@ -2,7 +2,7 @@
 // lines or the file MRtrix3's tckgen -output_seeds writes, so that tk-track can replay
 // tckgen's seeds exactly.
 //
-// tckgen -output_seeds (MRtrix3 3.0, src/dwi/tractography/tracking/write_kernel.cpp) writes
+// tckgen -output_seeds (MRtrix3 3.0, src/dwi/tractography/tracking/write_kernel.h and .cpp) writes
 // a "# <command line>" line, then the header "#Track_index,Seed_index,Pos_x,Pos_y,Pos_z,",
 // then one row per streamline written: its index in the .tck, the index of the seed among
 // the streamline's points, and the seed's scanner (RAS) position in mm, each followed by a
