@@ -54,20 +54,24 @@ tk_apt_install() {
 }
 
 # ctk_cli (PyPI ctk-cli), CommonTK's parser of Slicer module descriptions, for the Slicer
-# round-trip test: in a virtual environment in the build tree (Debian's Python is externally
+# round-trip test, and trx-python, the TRX format's own reader, for the .trx writer's test: in a
+# virtual environment in the build tree (Debian's Python is externally
 # managed) that also sees Debian's numpy, nibabel and VTK (--system-site-packages).
 tk_python_env() {
     local env="$TK_BUILD/python"
-    if [ -x "$env/bin/python3" ] && "$env/bin/python3" -c "import ctk_cli" 2>/dev/null; then
-        echo "python env: $(tk_rel "$env") (ctk-cli present)"
+    if [ -x "$env/bin/python3" ] && "$env/bin/python3" -c "import ctk_cli, trx" 2>/dev/null; then
+        echo "python env: $(tk_rel "$env") (ctk-cli and trx-python present)"
         return 0
     fi
-    tk_logged "python env: ctk-cli into $(tk_rel "$env")" python tk_python_env_make "$env"
+    tk_logged "python env: ctk-cli and trx-python into $(tk_rel "$env")" python tk_python_env_make "$env"
 }
 
 tk_python_env_make() {
     if [ ! -x "$1/bin/python3" ]; then /usr/bin/python3 -m venv --system-site-packages "$1" || return; fi
-    "$1/bin/python3" -c "import ctk_cli" 2>/dev/null || "$1/bin/python3" -m pip install "ctk-cli==1.5"
+    "$1/bin/python3" -c "import ctk_cli" 2>/dev/null || "$1/bin/python3" -m pip install "ctk-cli==1.5" || return
+    # without it the .trx test says SKIPPED; the rest of the suite does not need it
+    "$1/bin/python3" -c "import trx" 2>/dev/null || "$1/bin/python3" -m pip install "trx-python==0.6" ||
+        echo "trx-python could not be installed: the .trx reader test will be skipped"
 }
 
 # Configure (options: the arguments, after -DCMAKE_BUILD_TYPE=Release) and build TK_BUILD,

@@ -55,13 +55,7 @@ int parse(int argc, char **argv, Args &a)
                      "drop --seeds");
         return 0;
     }
-    switch (a.v.std.backend) {
-    case TK_BACKEND_CUDA:
-        tk_cli_error(prog, "--backend cuda: the CUDA tracker is not built yet; use --backend omp or cpu");
-        return 0;
-    case TK_BACKEND_CPU: a.backend = TK_BACKEND_CPU; break;
-    default: a.backend = TK_BACKEND_OMP;  // auto: no GPU tracker to prefer
-    }
+    a.backend = a.v.std.backend; // auto is resolved at the run, where a GPU is looked for
     return 1;
 }
 
@@ -256,7 +250,10 @@ int track(const Args &a)
     o.unidirectional = a.v.unidirectional;
     std::memcpy(o.seed_direction, a.v.seed_direction, sizeof o.seed_direction);
     o.rng_seed = a.v.seed;
-    o.backend = a.backend;
+    // auto: the CUDA tracker where a usable GPU is found, else OpenMP with one warning line
+    if (!tk_cli_resolve_backend(prog, a.backend, a.v.std.device, TK_BACKEND_OMP, a.v.std.quiet, &o.backend))
+        return TK_EXIT_FAILURE;
+    o.cuda_device = a.v.std.device;
     o.num_threads = a.v.std.threads;
     tk_tracking_plan *plan = nullptr;
     if (tk_tracking_plan_create(&o, &grid, &plan) != TK_OK) {

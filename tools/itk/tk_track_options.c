@@ -187,7 +187,7 @@ const tk_command tk_track_command = {
         "OUTPUT by its extension: .tck (MRtrix3), .trk (TrackVis), .trx, .vtp or .vtk (VTK,\n"
         "LPS as 3D Slicer writes them); written whole or not at all.\n",
     .epilog = "Exit status: 0 done, 1 failed work (bad data, I/O), 2 bad command line.\n"
-              "--backend: cpu or omp (auto: omp; the CUDA tracker is not built yet).\n",
+              "--backend: auto (the GPU where a usable one is found, else omp), cpu, omp or cuda.\n",
     .groups = groups,
     .count = TK_OPT_COUNT(groups),
     .xml = &slicer,

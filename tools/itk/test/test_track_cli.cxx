@@ -277,7 +277,7 @@ TEST(TrackCli, RefusalsNameTheFlagAndLeaveNothing)
         {s.fod + " " + s.dir / "out.xyz" + " --seed-mask " + s.seeds, "unknown streamline format", 2},
         {s.fod + " /nonexistent_dir/out.tck --seed-mask " + s.seeds, "nonexistent_dir", 1},
         {s.fod + " " + out + " --seed-direction 0,0,0 --seed-mask " + s.seeds, "--seed-direction", 2},
-        {s.fod + " " + out + " --seed-mask " + s.seeds + " --backend cuda", "not built yet", 2},
+        {s.fod + " " + out + " --seed-mask " + s.seeds + " --backend cuda --device 999", "--backend cuda: no usable CUDA GPU", 1},
         {s.fod + " " + out + " --seeds-file " + s.dir / "none.txt", "none.txt", 1},
     };
     for (const Case &c : cases) {
