@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,7 +28,11 @@ protected:
         ASSERT_NE(mkdtemp(tmpl), nullptr);
         dir = tmpl;
     }
-    void TearDown() override { std::system(("rm -rf '" + dir + "'").c_str()); }
+    void TearDown() override
+    {
+        std::error_code ignored; // a scratch folder left behind is no test failure
+        std::filesystem::remove_all(dir, ignored);
+    }
     // The names in dir (temporaries of the output set included).
     std::vector<std::string> entries() const
     {
