@@ -267,8 +267,8 @@ static const tk_option options[] = {
     BENCH_BACKENDS_OPTION(ARG(backends), "the backends to measure (default cpu,omp,cuda)"),
     BENCH_LONG("seeds", "N", 1, 1000000000, ARG(seeds), "seeds of the cuda runs (default 1000000)"),
     BENCH_LONG("cpu-seeds", "N", 1, 1000000000, ARG(cpu_seeds),
-               "seeds of the cpu and omp runs and of tckgen (default 1000:\n"
-               "iFOD1 on one core takes about 5 s a run)"),
+               "seeds of the cpu and omp runs and of tckgen (default 500:\n"
+               "iFOD1 on one core takes about 3 s a run)"),
     BENCH_THREADS_OPTION(ARG(threads), "threads of omp and tckgen (default: all cores)"),
     BENCH_LONG("repeat", "R", 1, 64, ARG(repeat), "runs of each figure, the median reported (default 3)"),
     BENCH_DOUBLE("mask-threshold", "C0", -1e30, 1e30, ARG(mask_threshold),
@@ -407,7 +407,7 @@ static void measure_backend(const track_args *a, const track_volume *v, const tr
 
 int tk_bench_track(int argc, char **argv)
 {
-    track_args a = {1000000, 1000, 0, 3, 0.25, {1, 1, 1}, {1, 1}, 1, "tckgen", NULL};
+    track_args a = {1000000, 500, 0, 3, 0.25, {1, 1, 1}, {1, 1}, 1, "tckgen", NULL};
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
     const long threads = a.threads > 0 ? a.threads : sysconf(_SC_NPROCESSORS_ONLN);
     track_volume v;
