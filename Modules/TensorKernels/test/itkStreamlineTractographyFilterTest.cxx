@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "itkCommand.h"
 #include "itkStreamlineTractographyFilter.h"
 #include "tk_device.h"
 #include "tracking_test_util.h"
@@ -345,6 +346,43 @@ TEST(StreamlineTractographyFilter, KeepsItsPlanAndRerunsOnAChange)
     filter->SetRandomSeed(0);
     filter->Update();
     EXPECT_EQ(filter->GetOutput()->GetPoints(), first);
+}
+
+TEST(StreamlineTractographyFilter, ReportsProgressPerChunkAndAbortsBetweenChunks)
+{
+    auto filter = Filter::New();
+    filter->SetInput(to_itk(crossing_field()));
+    filter->SetSeedImage(make_mask(slab(6, 7)));  // 120 seeds
+    filter->SetChunkSeeds(16);
+    filter->SetBackend(Filter::BackendType::CPU);
+    std::vector<float> progress;
+    auto observer = itk::CStyleCommand::New();
+    struct Watch {
+        Filter *filter;
+        std::vector<float> *progress;
+        bool abort;
+    } watch{filter.GetPointer(), &progress, false};
+    observer->SetClientData(&watch);
+    observer->SetCallback([](itk::Object *, const itk::EventObject &, void *data) {
+        auto *w = static_cast<Watch *>(data);
+        w->progress->push_back(w->filter->GetProgress());
+        if (w->abort && w->progress->size() == 3) w->filter->AbortGenerateDataOn();
+    });
+    filter->AddObserver(itk::ProgressEvent(), observer);
+    filter->Update();
+    // 120 seeds in chunks of 16: 8 chunks, the last at 1 (ITK adds its own 0 and 1)
+    std::vector<float> chunks;
+    for (float p : progress)
+        if (p > 0 && (chunks.empty() || p != chunks.back())) chunks.push_back(p);
+    ASSERT_EQ(chunks.size(), 8u);
+    EXPECT_FLOAT_EQ(chunks[0], 16.f / 120.f);
+    EXPECT_FLOAT_EQ(chunks.back(), 1.f);
+
+    progress.clear();
+    watch.abort = true;
+    filter->SetRandomSeed(3);  // a change, so that Update runs again
+    EXPECT_THROW(filter->Update(), itk::ProcessAborted);
+    EXPECT_EQ(filter->GetOutput()->GetNumberOfStreamlines(), 0u);
 }
 
 namespace {
