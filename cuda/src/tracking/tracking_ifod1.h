@@ -14,6 +14,7 @@
 #include "tracking_directions.h"
 #include "tracking_field.h"
 #include "tracking_internal.h"
+#include "tracking_poly.h"
 
 /* MRtrix3's seeders' max_attempts (seeding/base.h MAX_TRACKING_SEED_ATTEMPTS_FIXED and
  * _RANDOM): random first directions tried at a seed before it is rejected. */
@@ -23,13 +24,17 @@ TK_HD static inline int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tr
 {
     const tk_tracking_plan *plan = f->plan;
     const double threshold = plan->opts.cutoff; /* init_threshold = threshold (set_cutoff) */
+    /* the series' polynomial (tracking_poly.h) in the peak scratch, which iFOD1 has no other
+     * use for: no further per-thread stack on the device */
+    double *coef = w->peak.tensor;
+    if (tk_tracking_poly_used(plan)) tk_tracking_poly_coeffs(plan, w->values, coef);
     if (given) {
-        const double v = tk_tracking_sh_value(plan, w->values, dir);
+        const double v = tk_tracking_fod_value(plan, w->values, coef, dir);
         return isfinite(v) && v > threshold;
     }
     for (int n = 0; n < TK_IFOD1_SEED_ATTEMPTS; ++n) {
         tk_tracking_random_direction(rng, dir);
-        const double v = tk_tracking_sh_value(plan, w->values, dir);
+        const double v = tk_tracking_fod_value(plan, w->values, coef, dir);
         if (isfinite(v) && v > threshold) return 1;
     }
     return 0;
@@ -40,10 +45,11 @@ TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tr
     const tk_tracking_plan *plan = f->plan;
     const tk_tracking_options *o = &plan->opts;
     if (!tk_tracking_interpolate(f, pos, w->values)) return TK_END_EXIT_IMAGE;
-    double bound = 0.0, d[3];
+    double bound = 0.0, d[3], *coef = w->peak.tensor;
+    if (tk_tracking_poly_used(plan)) tk_tracking_poly_coeffs(plan, w->values, coef);
     for (size_t i = 0; i < plan->num_calib; ++i) {
         tk_tracking_rotate_from_z(dir, plan->calib_dirs + 3 * i, d);
-        const double v = tk_tracking_sh_value(plan, w->values, d);
+        const double v = tk_tracking_fod_value(plan, w->values, coef, d);
         if (isnan(v)) return TK_END_EXIT_IMAGE;
         if (v > bound) bound = v;
     }
@@ -53,7 +59,7 @@ TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tr
         double cone[3];
         tk_tracking_random_cone(rng, plan->max_angle_rad, plan->sin_max_angle, cone);
         tk_tracking_rotate_from_z(dir, cone, d);
-        double v = tk_tracking_sh_value(plan, w->values, d);
+        double v = tk_tracking_fod_value(plan, w->values, coef, d);
         if (!(v > o->cutoff)) continue;
         v = pow(v, o->fod_power);
         /* a value above the bound (a truncation) is accepted at once, as in MRtrix3 */

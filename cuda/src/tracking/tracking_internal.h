@@ -14,13 +14,32 @@
 extern "C" {
 #endif
 
+/* The largest order whose tensor the peak search climbs in its monomial form
+ * (tracking_tensor.h), and that form's rows: the monomials of degree
+ * TK_TRACK_ROWS_MAX_ORDER - 2 in three variables. */
+#define TK_TRACK_ROWS_MAX_ORDER 8
+#define TK_TRACK_ROWS_MAX ((TK_TRACK_ROWS_MAX_ORDER - 1) * TK_TRACK_ROWS_MAX_ORDER / 2)
+
+/* The largest lmax whose series iFOD1 evaluates as a polynomial (tracking_poly.h), and its
+ * coefficients' count: the monomials of degree TK_TRACK_POLY_MAX_ORDER in three variables. */
+#define TK_TRACK_POLY_MAX_ORDER 8
+#define TK_TRACK_POLY_MAX ((TK_TRACK_POLY_MAX_ORDER + 1) * (TK_TRACK_POLY_MAX_ORDER + 2) / 2)
+
 struct tk_tracking_plan {
     tk_tracking_options opts; /* checked, defaults resolved */
     tk_tracking_grid grid;
     double world2vox[12];     /* the inverse affine's top three rows */
     int k;                    /* SH coefficients per voxel */
-    double *map;              /* k x k row-major: packed tensor of order lmax = map * sh */
+    double *map;              /* k x k column-major (map[c * k + r]): packed tensor of order lmax = map * sh */
     double cos_max_angle;
+    /* the peak search's monomial form of the map's tensor where lmax <= TK_TRACK_ROWS_MAX_ORDER
+     * (tracking_tensor.h): row entry = tensor[rows_src] * rows_weight, rows_src -1 for 0 */
+    int rows_src[TK_TRACK_ROWS_MAX][6];
+    double rows_weight[TK_TRACK_ROWS_MAX][6];
+    /* iFOD1's series as a polynomial where lmax <= TK_TRACK_POLY_MAX_ORDER (tracking_poly.h):
+     * packed entry k's monomial exponents and multiplicity */
+    unsigned char poly_exp[TK_TRACK_POLY_MAX][3];
+    double poly_mult[TK_TRACK_POLY_MAX];
     size_t min_points, max_points; /* MRtrix3's min_num_points_preds and max_num_points_preds */
     /* iFOD1's rejection sampling (tracking_calibrate.c): directions about +z whose largest FOD
      * value, rotated to the current direction and times calib_ratio, bounds the FOD over the
@@ -53,6 +72,7 @@ typedef struct tk_tracking_field {
 typedef struct tk_tracking_peak_work {
     double aniso[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
     double tensor[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
+    double rows[TK_TRACK_ROWS_MAX][6]; /* the tensor's monomial form (tracking_tensor.h), lmax <= 8 */
 } tk_tracking_peak_work;
 
 /* tk_tracking_peak (the search with caller scratch) is tracking_peak.h's. */

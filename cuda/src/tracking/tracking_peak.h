@@ -26,6 +26,7 @@
 typedef struct {
     int m;
     const double *a;
+    const double (*rows)[6]; /* a's monomial form where m <= TK_TRACK_ROWS_MAX_ORDER, else NULL */
     double last_x[3], last_y[3], last_h[9];
     int has_last;
 } track_tensor;
@@ -34,7 +35,10 @@ TK_HD static inline void tt_derivs(const track_tensor *tc, const double *x, doub
 {
     track_tensor *t = (track_tensor *)tc; /* the cache is no part of the tensor's value */
     if (!(t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2])) {
-        tk_tracking_axm2_3(t->m, t->a, x, t->last_h);
+        if (t->rows)
+            tk_tracking_rows_axm2(t->m, t->rows, x, t->last_h);
+        else
+            tk_tracking_axm2_3(t->m, t->a, x, t->last_h);
         const double *lh = t->last_h;
         /* A x^(m-1) = (A x^(m-2)) x */
         for (int i = 0; i < 3; ++i) t->last_y[i] = lh[i * 3] * x[0] + lh[i * 3 + 1] * x[1] + lh[i * 3 + 2] * x[2];
@@ -83,17 +87,26 @@ TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const 
     double iso;
     const double scale = tk_fibers_anisotropic_part(k, sh, work->aniso, &iso);
     if (!(scale > 0)) return 0; /* constant on the sphere (or not finite): no peak */
-    for (int r = 0; r < k; ++r) {
-        const double *row = plan->map + (size_t)r * k;
-        double s = 0;
-        for (int c = 1; c < k; ++c) s += row[c] * work->aniso[c];
-        work->tensor[r] = s;
+    /* tensor = map aniso, column by column: each entry still sums its products in column
+     * order from 0 (the row-by-row dot product's rounding, bit for bit), but the k entries'
+     * sums are independent, so the host runs them side by side instead of waiting on one
+     * chain of k dependent additions per entry (the step's longest wait after the climb);
+     * the plan keeps the map column-major for it */
+    for (int r = 0; r < k; ++r) work->tensor[r] = 0.0;
+    for (int c = 1; c < k; ++c) {
+        const double a = work->aniso[c], *col = plan->map + (size_t)c * k;
+        for (int r = 0; r < k; ++r) work->tensor[r] += col[r] * a;
     }
     double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
     if (!(n > 0) || !isfinite(n)) return 0;
     double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n}, value = 0;
     track_tensor t;
-    t.m = plan->opts.lmax, t.a = work->tensor, t.has_last = 0;
+    t.m = plan->opts.lmax, t.a = work->tensor, t.has_last = 0, t.rows = NULL;
+    if (t.m <= TK_TRACK_ROWS_MAX_ORDER) {
+        tk_tracking_rows_build(t.m, (const int(*)[6])plan->rows_src, (const double(*)[6])plan->rows_weight,
+                               work->tensor, work->rows);
+        t.rows = (const double(*)[6])work->rows;
+    }
     int strict = 0;
     for (int climb = 0; climb < TK_TRACK_PEAK_CLIMBS; ++climb) {
         int iterations = 0;

@@ -8,6 +8,8 @@
 
 #include "common/plan_hand_out.h"
 #include "tracking_internal.h"
+#include "tracking_poly.h"
+#include "tracking_tensor.h"
 
 /* MRtrix3's Defaults (tracking/tractography.h) for SD_STREAM without ACT. */
 #define TK_TRACK_DEFAULT_STEP_VOXELS 0.1    /* stepsize_voxels_firstorder */
@@ -153,6 +155,16 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
         return tk_set_error(TK_ERR_MEMORY, "out of memory for the SH-to-tensor map");
     }
     s = tk_sh_to_tensor_map(o->basis, o->legacy, o->lmax, p->map);
+    /* column-major for the peak search's column-by-column product (tracking_peak.h): each
+     * column contiguous, so the host's loop over the tensor's entries vectorises */
+    for (int r = 0; r < p->k; ++r)
+        for (int c = r + 1; c < p->k; ++c) {
+            const double t = p->map[(size_t)r * p->k + c];
+            p->map[(size_t)r * p->k + c] = p->map[(size_t)c * p->k + r];
+            p->map[(size_t)c * p->k + r] = t;
+        }
+    if (o->lmax <= TK_TRACK_ROWS_MAX_ORDER) tk_tracking_rows_recipe(o->lmax, p->rows_src, p->rows_weight);
+    if (o->lmax <= TK_TRACK_POLY_MAX_ORDER) tk_tracking_poly_recipe(o->lmax, p->poly_exp, p->poly_mult);
     if (s == TK_OK && ifod1) s = tk_tracking_calibrate(p);
     /* the GPU's copy of the plan, once its tables are final */
     if (s == TK_OK && o->backend == TK_BACKEND_CUDA) s = tk_tracking_cuda_create(p, &p->cuda);

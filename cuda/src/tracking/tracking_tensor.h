@@ -1,22 +1,109 @@
 /* Internal: A x^(m-2) of a packed symmetric tensor in dimension 3, host and device, for the
- * trackers' peak search: the dimension-3 case of common/sym_tensor_hd.h, the text
- * sshopm/sym_storage.c's tk_sym_axm2_d runs on the host, so the CPU tracker's results are bit
- * for bit tk_sym_axm2_d's and the GPU's differ only by the device's rounding of libm
- * functions. */
+ * trackers' peak search (one text: the CPU and the CUDA tracker compile the same arithmetic).
+ *
+ * Up to order TK_TRACK_ROWS_MAX_ORDER the climb uses the monomial form: once per step the
+ * packed tensor is turned into rows, one per monomial x0^a x1^b x2^c of degree m - 2, each
+ * holding that monomial's coefficient in the six distinct entries of A x^(m-2); every Newton
+ * iteration then costs the monomials and 6 multiply-adds each (28 monomials at lmax 8), where
+ * the index walk of common/sym_tensor_hd.h recomputes each class's multiplicity and its x
+ * product per entry per iteration (the fiber core's vt_hessian_rows, fibers_peaks.c, is the
+ * same idea on the host with its generated tables; those are host-only).  The sums run in
+ * another order than the walk's, so results differ from tk_sym_axm2_d's by rounding.  Above
+ * that order (lmax 10 to 16, rare for tracking) the walk itself runs, bit for bit
+ * tk_sym_axm2_d's: its table would grow to 120 rows on the device's per-thread stack. */
 #ifndef TK_TRACKING_TENSOR_H
 #define TK_TRACKING_TENSOR_H
 
 #include "common/sym_tensor_hd.h"
 #include "tk_fibers.h"
+#include "tracking_internal.h" /* TK_TRACK_ROWS_MAX_ORDER */
 
 /* y (3 x 3, row-major) = A x^(order-2), A packed (tk_sym_num_unique(order, 3) entries);
- * order from 2 to TK_SH_MAX_LMAX. */
+ * order from 2 to TK_SH_MAX_LMAX: the reference walk. */
 TK_HD static inline void tk_tracking_axm2_3(int order, const double *packed, const double *x, double *y)
 {
     int index[TK_SH_MAX_LMAX], count[3];
     for (int e = 0; e < 9; ++e) y[e] = 0.0;
     if (order < 2 || order > TK_SH_MAX_LMAX) return;
     tk_sym_hd_axm2(order, 3, packed, x, y, index, count);
+}
+
+/* Row of monomial x0^a x1^b x2^(d-a-b) of degree d: a descending, then b descending. */
+TK_HD static inline int tk_tracking_monomial_row(int d, int a, int b)
+{
+    return (d - a) * (d - a + 1) / 2 + (d - a - b);
+}
+
+/* The monomial form's recipe for order 2..TK_TRACK_ROWS_MAX_ORDER, once per plan: rows[r][e]
+ * (e over 00, 01, 02, 11, 12, 22) = A[src[r][e]] * weight[r][e], or 0 where src is -1.  Each
+ * unique entry of index class (k0, k1, k2) gives to entry (i, j) of A x^(m-2), through the
+ * monomial of class - {i, j}, A_class times the weight the walk of common/sym_tensor_hd.h
+ * gives it, mult k_i (k_j - [i == j]) / (m (m - 1)); a (monomial, entry) pair comes from
+ * exactly one class (monomial + i + j), so a row entry is one product, no sum. */
+TK_HD static inline void tk_tracking_rows_recipe(int order, int (*src)[6], double (*weight)[6])
+{
+    const int d = order - 2, nrows = (d + 1) * (d + 2) / 2;
+    for (int r = 0; r < nrows; ++r)
+        for (int e = 0; e < 6; ++e) src[r][e] = -1, weight[r][e] = 0.0;
+    const double denom = (double)order * (order - 1);
+    int index[TK_TRACK_ROWS_MAX_ORDER];
+    for (int p = 0; p < order; ++p) index[p] = 0;
+    int k = 0;
+    do {
+        int count[3] = {0, 0, 0};
+        for (int p = 0; p < order; ++p) ++count[index[p]];
+        const double mult = tk_sym_hd_multiplicity(order, index);
+        int e = 0;
+        for (int i = 0; i < 3; ++i)
+            for (int j = i; j < 3; ++j, ++e) {
+                if (!count[i] || !count[j] || (i == j && count[i] < 2)) continue;
+                int rest[3] = {count[0], count[1], count[2]};
+                --rest[i], --rest[j];
+                const int r = tk_tracking_monomial_row(d, rest[0], rest[1]);
+                src[r][e] = k;
+                weight[r][e] = mult * count[i] * (count[j] - (i == j)) / denom;
+            }
+        ++k;
+    } while (tk_sym_hd_index_next(order, 3, index));
+}
+
+/* The rows of the packed A (order 2..TK_TRACK_ROWS_MAX_ORDER) by the recipe, once per step. */
+TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], const double (*weight)[6],
+                                                const double *packed, double (*rows)[6])
+{
+    const int d = order - 2, nrows = (d + 1) * (d + 2) / 2;
+    for (int r = 0; r < nrows; ++r)
+        for (int e = 0; e < 6; ++e) rows[r][e] = src[r][e] < 0 ? 0.0 : packed[src[r][e]] * weight[r][e];
+}
+
+/* h (3 x 3, row-major) = A x^(d+2) from the rows of tk_tracking_rows_build: the monomials
+ * from tables of powers, each times its row.  Inlined with d a constant (the callers' switch)
+ * so that the loops unroll. */
+TK_HD static inline void tk_tracking_rows_axm2_d(int d, const double (*rows)[6], const double *x, double *h)
+{
+    double p0[TK_TRACK_ROWS_MAX_ORDER - 1], p1[TK_TRACK_ROWS_MAX_ORDER - 1], p2[TK_TRACK_ROWS_MAX_ORDER - 1];
+    p0[0] = p1[0] = p2[0] = 1.0;
+    for (int e = 1; e <= d; ++e) p0[e] = p0[e - 1] * x[0], p1[e] = p1[e - 1] * x[1], p2[e] = p2[e - 1] * x[2];
+    double s[6] = {0, 0, 0, 0, 0, 0};
+    int r = 0;
+    for (int a = d; a >= 0; --a)
+        for (int b = d - a; b >= 0; --b, ++r) {
+            const double mono = p0[a] * p1[b] * p2[d - a - b];
+            for (int e = 0; e < 6; ++e) s[e] += rows[r][e] * mono;
+        }
+    h[0] = s[0], h[1] = h[3] = s[1], h[2] = h[6] = s[2];
+    h[4] = s[3], h[5] = h[7] = s[4], h[8] = s[5];
+}
+
+/* h = A x^(order-2) from the rows, order even from 2 to TK_TRACK_ROWS_MAX_ORDER. */
+TK_HD static inline void tk_tracking_rows_axm2(int order, const double (*rows)[6], const double *x, double *h)
+{
+    switch (order) {
+    case 2: tk_tracking_rows_axm2_d(0, rows, x, h); break;
+    case 4: tk_tracking_rows_axm2_d(2, rows, x, h); break;
+    case 6: tk_tracking_rows_axm2_d(4, rows, x, h); break;
+    default: tk_tracking_rows_axm2_d(6, rows, x, h); break;
+    }
 }
 
 #endif
