@@ -3,10 +3,11 @@
  *
  * sshopm/sym_storage.c's reference functions (tk_sym_index_next, tk_sym_multiplicity,
  * tk_sym_axm2_d, any dimension) are these on the host, and the CPU and CUDA trackers' peak
- * search takes their dimension-3 case (tracking/tracking_tensor.h).  One text for both keeps
- * the arithmetic and its order one: the unique entries in the packed order of the walk, each
- * entry's weight mult k_i (k_j - [i == j]) / (m (m - 1)), the x factors multiplied in index
- * order less one i and one j; so the CPU tracker's results are bit for bit tk_sym_axm2_d's. */
+ * search takes their dimension-3 case above lmax 8 (tracking/tracking_tensor.h, whose
+ * monomial form below that takes the walk's weights).  One text for both keeps the arithmetic
+ * and its order one: the unique entries in the packed order of the walk, each entry's weight
+ * mult k_i (k_j - [i == j]) / (m (m - 1)), the x factors multiplied in index order less one i
+ * and one j. */
 #ifndef TK_SYM_TENSOR_HD_H
 #define TK_SYM_TENSOR_HD_H
 
