@@ -1,6 +1,14 @@
 /* The suites' shared measurement helpers (bench_common.h). */
 #include "bench_common.h"
 
+#include <spawn.h>
+#include <stddef.h>
+#include <sys/wait.h>
+
+#include "cli.h"
+
+extern char **environ;
+
 int bench_median_index(const double *v, int n)
 {
     /* v[r] stands at place n / 2 of the sorted figures when at most n / 2 are below it and at
@@ -11,4 +19,15 @@ int bench_median_index(const double *v, int n)
         if (below <= n / 2 && above <= n - 1 - n / 2) return r;
     }
     return 0;
+}
+
+double bench_timed_process(char *const argv[])
+{
+    pid_t pid;
+    int status = 0;
+    const double t0 = tk_cli_now_ms();
+    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) < 0 ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    return (tk_cli_now_ms() - t0) / 1000;
 }

@@ -31,6 +31,10 @@ static inline double bench_rng_symmetric(bench_rng *r) { return (double)bench_rn
 int bench_median_index(const double *v, int n);
 static inline double bench_median(const double *v, int n) { return v[bench_median_index(v, n)]; }
 
+/* Wall seconds of one whole process (argv[0] looked up on PATH), or -1 where it did not run
+ * or failed: the anchors (sh2peaks, tckgen) timed as a user runs them. */
+double bench_timed_process(char *const argv[]);
+
 /* The word a goal gets: "met" or "MISSED" (capitals, to stand out in a table). */
 static inline const char *bench_verdict(int met) { return met ? "met" : "MISSED"; }
 

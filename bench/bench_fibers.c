@@ -11,13 +11,11 @@
  * moves is the peak's error.  sh2peaks' peaks are matched to ours within 1 degree. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -30,7 +28,6 @@
 #include "tk_fibers.h"
 #include "tk_npy.h"
 
-extern char **environ;
 
 static const char *prog = "tk-bench fibers";
 static const double kPi = 3.14159265358979323846;
@@ -337,19 +334,6 @@ static int time_backend(const fibers_args *a, int b, const float *sh, size_t vox
     return 1;
 }
 
-/* Wall seconds of one whole process (argv[0] looked up on PATH), or -1 where it did not run
- * or failed. */
-static double timed_process(char *const argv[])
-{
-    pid_t pid;
-    int status = 0;
-    const double t0 = tk_cli_now_ms();
-    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) < 0 ||
-        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return -1;
-    return (tk_cli_now_ms() - t0) / 1000;
-}
-
 /* The volume as one .mif that both whole processes read (voxels in a line), in a fresh
  * temporary folder; 0 (message printed) where it cannot be written. */
 typedef struct {
@@ -381,7 +365,7 @@ static double run_sh2peaks(const fibers_args *a, const bench_files *f, size_t vo
     *peaks = NULL;
     char *argv[] = {(char *)a->sh2peaks, "-quiet", "-force", "-nthreads", (char *)f->threads, "-num", (char *)f->num,
                     (char *)f->in, (char *)f->out, NULL};
-    const double seconds = timed_process(argv);
+    const double seconds = bench_timed_process(argv);
     if (seconds < 0) {
         printf("sh2peaks   skipped: '%s' did not run (install mrtrix3, or --sh2peaks off)\n", a->sh2peaks);
         return -1;
@@ -401,7 +385,7 @@ static double run_tk_fibers(const fibers_args *a, const bench_files *f)
 {
     char *argv[] = {(char *)a->tk_fibers, "--quiet", "--backend", "omp", "--threads", (char *)f->threads, "--num",
                     (char *)f->num, (char *)f->in, (char *)f->out, NULL};
-    const double seconds = timed_process(argv);
+    const double seconds = bench_timed_process(argv);
     if (seconds < 0) printf("tk-fibers  skipped: '%s' did not run on %s (--tk-fibers PATH, or off)\n", a->tk_fibers, f->in);
     remove(f->out);
     return seconds;

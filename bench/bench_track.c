@@ -14,13 +14,11 @@
  * count and distribution, not the same points. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -33,7 +31,6 @@
 #include "tk_streamlines.h"
 #include "tk_tracking.h"
 
-extern char **environ;
 
 static const char *prog = "tk-bench track";
 
@@ -168,19 +165,6 @@ static int run_core(const tk_tracking_plan *plan, const track_volume *v, const d
     return st == TK_OK;
 }
 
-/* Wall seconds of one whole process (argv[0] looked up on PATH), or -1 where it did not run
- * or failed. */
-static double timed_process(char *const argv[])
-{
-    pid_t pid;
-    int status = 0;
-    const double t0 = tk_cli_now_ms();
-    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) < 0 ||
-        !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return -1;
-    return (tk_cli_now_ms() - t0) / 1000;
-}
-
 /* The streamline count a .tck header gives ("count: N"), or -1. */
 static double tck_count(const char *path)
 {
@@ -241,7 +225,7 @@ static double run_tckgen(const track_args *a, const track_files *f, int alg, lon
     char *argv[] = {(char *)a->tckgen, "-quiet", "-force", "-algorithm", (char *)kTckgenAlgorithm[alg], "-step", step,
                     "-angle", angle, "-cutoff", cutoff, "-minlength", minl, "-maxlength", maxl, "-seed_image",
                     (char *)f->mask, "-seeds", n, "-nthreads", t, (char *)f->fod, (char *)f->out, NULL};
-    const double sec = timed_process(argv);
+    const double sec = bench_timed_process(argv);
     *count = sec > 0 ? tck_count(f->out) : -1;
     remove(f->out);
     if (sec < 0) printf("tckgen     skipped: '%s' did not run (install mrtrix3, or --tckgen off)\n", a->tckgen);

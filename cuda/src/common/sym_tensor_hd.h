@@ -82,4 +82,23 @@ TK_HD static inline void tk_sym_hd_axm2(int order, int dim, const double *packed
     } while (tk_sym_hd_index_next(order, dim, index));
 }
 
+/* The index classes of a dimension-3 tensor of `order` (at most TK_SYM_HD_MAX_ORDER), in the
+ * packed order of the walk: count[k] how often class k holds each index (the exponents of
+ * its monomial x^a y^b z^c) and mult[k] its multiplicity; returns how many classes.  What the
+ * trackers' per-plan recipes (the monomial rows, the polynomial form) are built from. */
+#define TK_SYM_HD_MAX_ORDER 16
+TK_HD static inline int tk_sym_hd_classes3(int order, unsigned char (*count)[3], double *mult)
+{
+    int index[TK_SYM_HD_MAX_ORDER];
+    for (int p = 0; p < order; ++p) index[p] = 0;
+    int k = 0;
+    do {
+        count[k][0] = count[k][1] = count[k][2] = 0;
+        for (int p = 0; p < order; ++p) ++count[k][index[p]];
+        mult[k] = tk_sym_hd_multiplicity(order, index);
+        ++k;
+    } while (tk_sym_hd_index_next(order, 3, index));
+    return k;
+}
+
 #endif

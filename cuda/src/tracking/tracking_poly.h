@@ -25,16 +25,7 @@
  * exponents and its multiplicity, in the walk's packed order. */
 TK_HD static inline void tk_tracking_poly_recipe(int order, unsigned char (*exp)[3], double *mult)
 {
-    int index[TK_TRACK_POLY_MAX_ORDER];
-    for (int p = 0; p < order; ++p) index[p] = 0;
-    int k = 0;
-    do {
-        int count[3] = {0, 0, 0};
-        for (int p = 0; p < order; ++p) ++count[index[p]];
-        for (int a = 0; a < 3; ++a) exp[k][a] = (unsigned char)count[a];
-        mult[k] = tk_sym_hd_multiplicity(order, index);
-        ++k;
-    } while (tk_sym_hd_index_next(order, 3, index));
+    tk_sym_hd_classes3(order, exp, mult);
 }
 
 /* 1 where the plan evaluates its series as a polynomial. */

@@ -46,25 +46,21 @@ TK_HD static inline void tk_tracking_rows_recipe(int order, int (*src)[6], doubl
     for (int r = 0; r < nrows; ++r)
         for (int e = 0; e < 6; ++e) src[r][e] = -1, weight[r][e] = 0.0;
     const double denom = (double)order * (order - 1);
-    int index[TK_TRACK_ROWS_MAX_ORDER];
-    for (int p = 0; p < order; ++p) index[p] = 0;
-    int k = 0;
-    do {
-        int count[3] = {0, 0, 0};
-        for (int p = 0; p < order; ++p) ++count[index[p]];
-        const double mult = tk_sym_hd_multiplicity(order, index);
+    unsigned char count[(TK_TRACK_ROWS_MAX_ORDER + 1) * (TK_TRACK_ROWS_MAX_ORDER + 2) / 2][3];
+    double mult[(TK_TRACK_ROWS_MAX_ORDER + 1) * (TK_TRACK_ROWS_MAX_ORDER + 2) / 2];
+    const int classes = tk_sym_hd_classes3(order, count, mult);
+    for (int k = 0; k < classes; ++k) {
         int e = 0;
         for (int i = 0; i < 3; ++i)
             for (int j = i; j < 3; ++j, ++e) {
-                if (!count[i] || !count[j] || (i == j && count[i] < 2)) continue;
-                int rest[3] = {count[0], count[1], count[2]};
+                if (!count[k][i] || !count[k][j] || (i == j && count[k][i] < 2)) continue;
+                int rest[3] = {count[k][0], count[k][1], count[k][2]};
                 --rest[i], --rest[j];
                 const int r = tk_tracking_monomial_row(d, rest[0], rest[1]);
                 src[r][e] = k;
-                weight[r][e] = mult * count[i] * (count[j] - (i == j)) / denom;
+                weight[r][e] = mult[k] * count[k][i] * (count[k][j] - (i == j)) / denom;
             }
-        ++k;
-    } while (tk_sym_hd_index_next(order, 3, index));
+    }
 }
 
 /* The rows of the packed A (order 2..TK_TRACK_ROWS_MAX_ORDER) by the recipe, once per step. */
