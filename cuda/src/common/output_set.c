@@ -83,6 +83,11 @@ static tk_outset *volatile active[MAX_SETS];
  *               signals meanwhile), so that no commit is cut in the middle by a clean-up;
  *   the set's pending_tmpdir / pending_newdir: a temporary folder named before it is made. */
 static int handling, committing;
+/* Threads between publishing a temporary folder's name (pending_*) and checking `handling`
+ * after making it: a handler on another thread waits for them (bounded) before it removes
+ * what it can see, or it could end the process between a maker's mkdir and its check, and
+ * leave the folder behind (the bad-input matrix's SIGINT row caught that under ASan). */
+static int making;
 static volatile sig_atomic_t deferred_sig;
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
@@ -114,6 +119,11 @@ static void on_signal(int sig)
     if (LOAD(committing) == 0) {
         STORE(handling, 1);
         if (LOAD(committing) == 0) {
+            /* at most about 2 s: a maker cannot be this thread (its signals are blocked then) */
+            for (int w = 0; w < 2000 && LOAD(making) > 0; ++w) {
+                struct timespec ms = {0, 1000000};
+                nanosleep(&ms, NULL);
+            }
             const pid_t me = getpid();
             for (int k = 0; k < MAX_SETS; ++k)
                 if (active[k] && !active[k]->committed && active[k]->owner == me) remove_temporaries_unsafe(active[k]);
@@ -465,6 +475,7 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
     static unsigned counter;
     const size_t x = strlen(t) - 6;
     int err = 0;
+    __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
     for (int tries = 0;; ++tries) {
         err = 0;
         struct timespec now;
@@ -488,8 +499,13 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
         if (!LOAD(handling)) break;
         rmdir(n); /* a handler is ending the process, and may have looked before the name was there */
         rmdir(t);
+        __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
         wait_for_handler(); /* it ends the process, or gave up (a commit on another thread): try again */
+        __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
     }
+    /* past the check: the names stay in pending_* until the entry is published, where a
+     * handler that starts from now on finds them */
+    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
     if (err) {
         STORE(s->pending_tmpdir, NULL);
         STORE(s->pending_newdir, NULL);
