@@ -246,6 +246,8 @@ TEST(TrackingErrors, InvalidOptionsAndBackendsAreRefused)
     expect(TK_ERR_ARGUMENT, o, "exceeds");
     o = default_options(), o.chunk_seeds = 0;
     expect(TK_ERR_ARGUMENT, o, "chunk");
+    o = default_options(), o.algorithm = TK_TRACK_IFOD1, o.max_trials = (1 << 20) + 1; // trial streams: 2^20 a step
+    expect(TK_ERR_ARGUMENT, o, "trials per step");
     o = default_options(), o.backend = TK_BACKEND_AUTO;
     expect(TK_ERR_ARGUMENT, o, "auto");
     o = default_options(), o.backend = TK_BACKEND_CUDA, o.cuda_device = -1;

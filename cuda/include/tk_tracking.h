@@ -77,7 +77,7 @@ typedef struct tk_tracking_options {
     double seed_direction[3];  /**< the first direction at every seed (tckgen -seed_direction); all 0: random */
     uint64_t rng_seed;         /**< the random streams' key (default 0) */
     int max_trials;            /**< iFOD1: directions drawn per step before the streamline ends (0: 1000,
-                                *   tckgen -trials) */
+                                *   tckgen -trials; at most 1,048,576) */
     double fod_power;          /**< iFOD1: the FOD is sampled raised to this power (0: 1, tckgen -power) */
     int allow_nonfinite;       /**< 0 (default): an SH volume with a NaN or infinite coefficient is refused
                                 *   (TK_ERR_DATA); 1: as MRtrix3, a NaN there ends a streamline as the

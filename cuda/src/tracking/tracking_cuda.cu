@@ -34,6 +34,8 @@ struct tk_tracking_cuda_state {
     cudaStream_t stream;
     cudaEvent_t start, stop;
     void *plan, *map, *calib, *ends; /* the plan's copy and tables; the run's end counters */
+    void *next;                      /* the warp kernel's seed counter */
+    unsigned int warp_blocks;        /* the warp kernel's resident blocks on the device (0: not used) */
     void *sh;                        /* the SH volume (allocated at the first execute) */
     void *masks;                     /* the include pointer table, then the masks */
     size_t masks_bytes;
@@ -62,7 +64,7 @@ extern "C" void tk_tracking_cuda_destroy(tk_tracking_cuda_state *st)
     cudaSetDevice(st->device); /* the state exists only once its device was found usable */
     if (st->stream) cudaStreamSynchronize(st->stream);
     free_chunks(st);
-    void *bufs[] = {st->plan, st->map, st->calib, st->ends, st->sh, st->masks, st->regions};
+    void *bufs[] = {st->plan, st->map, st->calib, st->ends, st->next, st->sh, st->masks, st->regions};
     for (size_t b = 0; b < sizeof bufs / sizeof *bufs; ++b) tk_cuda_free(bufs[b]);
     if (st->stream) cudaStreamDestroy(st->stream);
     if (st->start) cudaEventDestroy(st->start);
@@ -88,11 +90,12 @@ extern "C" tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tr
     TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaEventCreate(&st->start));
     TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaEventCreate(&st->stop));
     {
-        tk_cuda_buffer bufs[4] = {{&st->plan, sizeof(tk_tracking_plan)},
+        tk_cuda_buffer bufs[5] = {{&st->plan, sizeof(tk_tracking_plan)},
                                   {&st->map, map_bytes},
                                   {&st->calib, calib_bytes},
-                                  {&st->ends, sizeof(unsigned long long) * TK_END_COUNT}};
-        const cudaError_t err = tk_cuda_malloc_all(bufs, 4);
+                                  {&st->ends, sizeof(unsigned long long) * TK_END_COUNT},
+                                  {&st->next, sizeof(unsigned long long)}};
+        const cudaError_t err = tk_cuda_malloc_all(bufs, 5);
         if (err == cudaErrorMemoryAllocation) {
             status = tk_cuda_out_of_memory("Tracking on CUDA", "the plan's tables", map_bytes + calib_bytes + 1024);
             goto fail;
@@ -111,6 +114,16 @@ extern "C" tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tr
         if (calib_bytes)
             TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
                              cudaMemcpy(st->calib, plan->calib_dirs, calib_bytes, cudaMemcpyHostToDevice));
+    }
+    if (plan->opts.lmax <= (plan->opts.algorithm == TK_TRACK_IFOD1 ? TK_TRACK_POLY_MAX_ORDER : TK_TRACK_ROWS_MAX_ORDER)) {
+        /* the warp kernel's grid: as many blocks as stay resident, each warp taking seeds
+         * until the chunk's are gone */
+        int per_sm = 0, sms = 0;
+        TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
+                         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tracking_warp_kernel<Policy>,
+                                                                       Policy::warp_block_threads, 0));
+        TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        st->warp_blocks = (unsigned int)((per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1));
     }
     *out = st;
     return TK_OK;
@@ -278,9 +291,18 @@ static tk_status track_chunk(tk_tracking_cuda_state *st, const tk_tracking_plan 
     a.pts = (double *)st->dev[DEV_PTS], a.visited = (uint8_t *)st->dev[DEV_VISITED];
     a.visited_stride = st->visited_stride, a.outcome = (int *)st->dev[DEV_OUTCOME];
     a.num_points = (unsigned int *)st->dev[DEV_NUM_POINTS], a.ends = (unsigned long long *)st->ends;
-    const size_t blocks = (count + Policy::block_threads - 1) / Policy::block_threads;
     TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaEventRecord(st->start, stream));
-    tracking_kernel<Policy><<<(unsigned int)blocks, Policy::block_threads, 0, stream>>>(a);
+    if (st->warp_blocks) {
+        const size_t warps_per_block = Policy::warp_block_threads / TK_TRACK_LANES;
+        const size_t needed = (count + warps_per_block - 1) / warps_per_block;
+        const unsigned int blocks = needed < st->warp_blocks ? (unsigned int)needed : st->warp_blocks;
+        TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemsetAsync(st->next, 0, sizeof(unsigned long long), stream));
+        tracking_warp_kernel<Policy>
+            <<<blocks, Policy::warp_block_threads, 0, stream>>>(a, (unsigned long long *)st->next);
+    } else {
+        const size_t blocks = (count + Policy::block_threads - 1) / Policy::block_threads;
+        tracking_kernel<Policy><<<(unsigned int)blocks, Policy::block_threads, 0, stream>>>(a);
+    }
     TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaGetLastError());
     TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaEventRecord(st->stop, stream));
     int *h_outcome = (int *)st->host[HOST_OUTCOME];

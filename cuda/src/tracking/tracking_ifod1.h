@@ -40,11 +40,40 @@ TK_HD static inline int tk_tracking_ifod1_init(const tk_tracking_field *f, tk_tr
     return 0;
 }
 
+/* Trial n of a step: a direction uniform on the cone about dir (d), drawn from the trial's
+ * own stream (tk_philox_trial: the step's trials do not depend on one another, so a GPU warp
+ * draws 32 at once and takes the first accepted, as the CPU does drawing them in turn). */
+TK_HD static inline void tk_tracking_ifod1_candidate(const tk_tracking_plan *plan, const tk_philox *rng, uint32_t step,
+                                                    int n, const double *dir, tk_philox *trial, double *d)
+{
+    double cone[3];
+    tk_philox_trial(trial, rng, step, (uint32_t)n);
+    tk_tracking_random_cone(trial, plan->max_angle_rad, plan->sin_max_angle, cone);
+    tk_tracking_rotate_from_z(dir, cone, d);
+}
+
+/* Whether the trial whose FOD value is v is taken: above the cutoff, then with probability
+ * v^power / bound (a value above the bound, a truncation, is taken at once, as in MRtrix3). */
+TK_HD static inline int tk_tracking_ifod1_accept(const tk_tracking_plan *plan, tk_philox *trial, double v, double bound)
+{
+    if (!(v > plan->opts.cutoff)) return 0;
+    v = pow(v, plan->opts.fod_power);
+    return tk_philox_uniform(trial) < v / bound;
+}
+
+/* The step along accepted direction d. */
+TK_HD static inline void tk_tracking_ifod1_move(const tk_tracking_plan *plan, const double *d, double *pos, double *dir)
+{
+    const double n2 = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    for (int a = 0; a < 3; ++a) dir[a] = d[a] / n2, pos[a] += plan->opts.step_mm * dir[a];
+}
+
 TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir, tk_philox *rng)
 {
     const tk_tracking_plan *plan = f->plan;
     const tk_tracking_options *o = &plan->opts;
     if (!tk_tracking_interpolate(f, pos, w->values)) return TK_END_EXIT_IMAGE;
+    const uint32_t step = w->step++;
     double bound = 0.0, d[3], *coef = w->peak.tensor;
     if (tk_tracking_poly_used(plan)) tk_tracking_poly_coeffs(plan, w->values, coef);
     for (size_t i = 0; i < plan->num_calib; ++i) {
@@ -56,16 +85,10 @@ TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tr
     if (!(bound > 0.0)) return TK_END_CALIBRATOR;
     bound = pow(bound, o->fod_power) * plan->calib_ratio;
     for (int n = 0; n < o->max_trials; ++n) {
-        double cone[3];
-        tk_tracking_random_cone(rng, plan->max_angle_rad, plan->sin_max_angle, cone);
-        tk_tracking_rotate_from_z(dir, cone, d);
-        double v = tk_tracking_fod_value(plan, w->values, coef, d);
-        if (!(v > o->cutoff)) continue;
-        v = pow(v, o->fod_power);
-        /* a value above the bound (a truncation) is accepted at once, as in MRtrix3 */
-        if (tk_philox_uniform(rng) < v / bound) {
-            const double n2 = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-            for (int a = 0; a < 3; ++a) dir[a] = d[a] / n2, pos[a] += o->step_mm * dir[a];
+        tk_philox trial;
+        tk_tracking_ifod1_candidate(plan, rng, step, n, dir, &trial, d);
+        if (tk_tracking_ifod1_accept(plan, &trial, tk_tracking_fod_value(plan, w->values, coef, d), bound)) {
+            tk_tracking_ifod1_move(plan, d, pos, dir);
             return -1;
         }
     }

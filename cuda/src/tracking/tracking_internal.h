@@ -110,6 +110,7 @@ typedef struct tk_tracking_work {
     double *values;   /* k */
     tk_tracking_peak_work peak;
     uint64_t ends[TK_END_COUNT];
+    uint32_t step; /* the streamline's iFOD1 steps so far: its trials' streams (tk_philox_trial) */
 } tk_tracking_work;
 
 tk_status tk_tracking_work_init(tk_tracking_work *w, const tk_tracking_plan *plan, size_t num_include);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tracking_streamline.h"
+#include "tracking_warp.cuh"
 
 /* Coefficients of the largest series (lmax TK_SH_MAX_LMAX): a thread's interpolated series. */
 #define TK_TRACK_MAX_COEFFS ((TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2)
@@ -60,6 +61,54 @@ template <class Policy> __global__ void __launch_bounds__(Policy::block_threads)
     a.num_points[i] = outcome == TK_TRACK_KEPT ? (unsigned int)n : 0u;
     for (int e = 0; e < TK_END_COUNT; ++e)
         if (w.ends[e]) atomicAdd(&a.ends[e], (unsigned long long)w.ends[e]);
+}
+
+/* SD_STREAM and iFOD1 at lmax <= 8 (tracking_warp.cuh): a warp a seed, the
+ * warps taking seeds from *next (zero at the launch) until the chunk's are gone, so that no
+ * warp idles while another has a long streamline left; the outputs as tracking_kernel's. */
+template <class Policy>
+__global__ void __launch_bounds__(Policy::warp_block_threads, Policy::warp_min_blocks) tracking_warp_kernel(TrackArgs a, unsigned long long *next)
+{
+    const int lane = (int)(threadIdx.x & (TK_TRACK_LANES - 1)), warp = (int)(threadIdx.x / TK_TRACK_LANES);
+    constexpr int warps = Policy::warp_block_threads / TK_TRACK_LANES;
+    __shared__ double coef[warps][TK_TRACK_POLY_MAX];
+    __shared__ double powers[warps][TK_WARP_POWERS * TK_TRACK_LANES];
+    tk_warp_poly wp;
+    wp.coef = coef[warp], wp.pw = powers[warp] + lane;
+    const tk_tracking_plan *plan = a.plan;
+    tk_warp_tensor t;
+    tk_warp_tensor_init(&t, plan->opts.lmax, lane);
+    tk_tracking_field f;
+    f.plan = plan, f.sh = a.sh, f.regions = a.regions;
+    tk_warp_work w; /* its end counts add up over the warp's seeds */
+    w.cap = a.stride;
+    for (int e = 0; e < TK_END_COUNT; ++e) w.ends[e] = 0;
+    for (;;) {
+        unsigned long long i = 0;
+        if (lane == 0) i = atomicAdd(next, 1ull);
+        i = __shfl_sync(TK_WARP_FULL, i, 0);
+        if (i >= a.count) break;
+        tk_philox rng;
+        tk_philox_init(&rng, plan->opts.rng_seed, a.first + i);
+        const double *s = a.seed + 3 * i;
+        double seed[3];
+        if (a.mask_seeding) {
+            const size_t ijk[3] = {(size_t)s[0], (size_t)s[1], (size_t)s[2]};
+            tk_tracking_voxel_seed(plan, ijk, &rng, seed);
+        } else {
+            seed[0] = s[0], seed[1] = s[1], seed[2] = s[2];
+        }
+        w.pts = a.pts + i * a.stride * 3, w.visited = a.visited + i * a.visited_stride;
+        size_t n = 0;
+        const int outcome = tk_warp_streamline(&f, seed, &rng, &w, &t, &wp, lane, &n);
+        if (lane == 0) {
+            a.outcome[i] = outcome;
+            a.num_points[i] = outcome == TK_TRACK_KEPT ? (unsigned int)n : 0u;
+        }
+    }
+    if (lane == 0)
+        for (int e = 0; e < TK_END_COUNT; ++e)
+            if (w.ends[e]) atomicAdd(&a.ends[e], (unsigned long long)w.ends[e]);
 }
 
 /* The kept streamlines' points one after another (offset: each seed's first point there),

@@ -63,7 +63,9 @@ static tk_status check_options(const tk_tracking_options *o)
                             o->max_length_mm);
     for (int a = 0; a < 3; ++a)
         if (!isfinite(o->seed_direction[a])) return tk_set_error(TK_ERR_ARGUMENT, "the seed direction is not finite");
-    if (o->max_trials < 0) return tk_set_error(TK_ERR_ARGUMENT, "the trials per step must be >= 0, got %d", o->max_trials);
+    if (o->max_trials < 0 || (unsigned)o->max_trials > TK_PHILOX_MAX_TRIALS)
+        return tk_set_error(TK_ERR_ARGUMENT, "the trials per step must be from 0 to %u, got %d", TK_PHILOX_MAX_TRIALS,
+                            o->max_trials);
     if (!(o->fod_power >= 0) || !isfinite(o->fod_power))
         return tk_set_error(TK_ERR_ARGUMENT, "the FOD power must be positive (or 0 for the default), got %g", o->fod_power);
     if (o->chunk_seeds == 0) return tk_set_error(TK_ERR_ARGUMENT, "the chunk must hold at least one seed");

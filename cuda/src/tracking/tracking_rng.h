@@ -60,6 +60,24 @@ TK_HD static inline uint32_t tk_philox_next32(tk_philox *r)
     return r->out[r->used++];
 }
 
+/* The blocks one iFOD1 trial's stream holds: 2^12, 8,192 uniforms, where a trial draws
+ * about five (tracking_ifod1.h); one that drew more would run on into the next trial's. */
+#define TK_PHILOX_TRIAL_BLOCK_BITS 12
+/* The most trials a step may draw from streams of its own: 2^(32 - TK_PHILOX_TRIAL_BLOCK_BITS). */
+#define TK_PHILOX_MAX_TRIALS (1u << (32 - TK_PHILOX_TRIAL_BLOCK_BITS))
+
+/* Trial `trial` of step `step` of the streamline whose stream is `line`: a stream of its own
+ * (block counter: step + 1 above, the trial and its blocks below; the streamline's own draws
+ * keep the upper word 0), so that a step's trials are independent of one another and of the
+ * order they are drawn in: the CPU draws them one after another, a GPU warp 32 at once. */
+TK_HD static inline void tk_philox_trial(tk_philox *r, const tk_philox *line, uint32_t step, uint32_t trial)
+{
+    r->key[0] = line->key[0], r->key[1] = line->key[1];
+    r->ctr[0] = trial << TK_PHILOX_TRIAL_BLOCK_BITS, r->ctr[1] = step + 1u;
+    r->ctr[2] = line->ctr[2], r->ctr[3] = line->ctr[3];
+    r->used = 4;
+}
+
 /* Uniform in [0, 1) with 53 random bits (two words). */
 TK_HD static inline double tk_philox_uniform(tk_philox *r)
 {

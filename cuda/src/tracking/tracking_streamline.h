@@ -92,6 +92,7 @@ TK_HD static inline int tk_tracking_streamline(const tk_tracking_field *f, const
     const tk_tracking_options *o = &plan->opts;
     const tk_tracking_regions *r = f->regions;
     *num_points = 0;
+    w->step = 0;
     /* check_seed(): inside the stopping mask, outside the exclusion regions */
     if (r->stop_mask && !tk_tracking_mask_contains(plan, r->stop_mask, seed)) return TK_TRACK_BAD_SEED;
     if (r->exclude && tk_tracking_mask_contains(plan, r->exclude, seed)) return TK_TRACK_BAD_SEED;

@@ -72,21 +72,49 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
         for (int e = 0; e < 6; ++e) rows[r][e] = src[r][e] < 0 ? 0.0 : packed[src[r][e]] * weight[r][e];
 }
 
+/* The lanes of a CUDA warp: the monomial form's sums run over this many slots (rows past the
+ * last, zero) in the order of a warp's butterfly reduction, on the host too. */
+#define TK_TRACK_LANES 32
+
+/* The slots' sum in the order a warp's xor butterfly (offsets 16, 8, 4, 2, 1) adds them: at
+ * each level slot i takes slot i + off, which is what lane i gets from lane i ^ off (addition
+ * commutes exactly, so every lane ends with slot 0's value).  The CUDA tracker's warp kernel
+ * (tracking_warp.cuh) holds one row a lane; summing in its order here keeps the CPU and GPU
+ * streamlines equal bit for bit. */
+TK_HD static inline double tk_tracking_lane_tree_sum(double *slot)
+{
+    for (int off = TK_TRACK_LANES / 2; off >= 1; off /= 2)
+        for (int i = 0; i < off; ++i) slot[i] = slot[i] + slot[i + off];
+    return slot[0];
+}
+
+/* The monomial of row (a, b) of degree d at x: its powers by repeated products from 1, then
+ * x0^a x1^b times x2^(d-a-b), as the warp kernel's lanes form it. */
+TK_HD static inline double tk_tracking_row_monomial(int d, int a, int b, const double *p0, const double *p1,
+                                                   const double *p2)
+{
+    return p0[a] * p1[b] * p2[d - a - b];
+}
+
 /* h (3 x 3, row-major) = A x^(d+2) from the rows of tk_tracking_rows_build: the monomials
- * from tables of powers, each times its row.  Inlined with d a constant (the callers' switch)
- * so that the loops unroll. */
+ * from tables of powers, each times its row, summed in the warp's order
+ * (tk_tracking_lane_tree_sum; the rows past the last count as zero).  Inlined with d a
+ * constant (the callers' switch) so that the loops unroll. */
 TK_HD static inline void tk_tracking_rows_axm2_d(int d, const double (*rows)[6], const double *x, double *h)
 {
     double p0[TK_TRACK_ROWS_MAX_ORDER - 1], p1[TK_TRACK_ROWS_MAX_ORDER - 1], p2[TK_TRACK_ROWS_MAX_ORDER - 1];
     p0[0] = p1[0] = p2[0] = 1.0;
     for (int e = 1; e <= d; ++e) p0[e] = p0[e - 1] * x[0], p1[e] = p1[e - 1] * x[1], p2[e] = p2[e - 1] * x[2];
-    double s[6] = {0, 0, 0, 0, 0, 0};
+    double mono[TK_TRACK_ROWS_MAX], slot[TK_TRACK_LANES], s[6];
+    const int nrows = (d + 1) * (d + 2) / 2;
     int r = 0;
     for (int a = d; a >= 0; --a)
-        for (int b = d - a; b >= 0; --b, ++r) {
-            const double mono = p0[a] * p1[b] * p2[d - a - b];
-            for (int e = 0; e < 6; ++e) s[e] += rows[r][e] * mono;
-        }
+        for (int b = d - a; b >= 0; --b, ++r) mono[r] = tk_tracking_row_monomial(d, a, b, p0, p1, p2);
+    for (int e = 0; e < 6; ++e) {
+        for (r = 0; r < nrows; ++r) slot[r] = rows[r][e] * mono[r];
+        for (; r < TK_TRACK_LANES; ++r) slot[r] = 0.0;
+        s[e] = tk_tracking_lane_tree_sum(slot);
+    }
     h[0] = s[0], h[1] = h[3] = s[1], h[2] = h[6] = s[2];
     h[4] = s[3], h[5] = h[7] = s[4], h[8] = s[5];
 }
