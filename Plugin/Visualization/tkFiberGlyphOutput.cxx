@@ -1,24 +1,18 @@
 #include "tkFiberGlyphOutput.h"
 
-#include <X11/Xlib.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 
+#include "tkOffscreenRender.h"
 #include "vtkActor.h"
 #include "vtkCamera.h"
 #include "vtkCellArray.h"
 #include "vtkCellData.h"
-#include "vtkPNGWriter.h"
 #include "vtkPoints.h"
 #include "vtkPolyData.h"
-#include "vtkPolyDataMapper.h"
 #include "vtkProperty.h"
 #include "vtkRenderWindow.h"
 #include "vtkRenderer.h"
@@ -26,109 +20,30 @@
 #include "vtkTextActor.h"
 #include "vtkTextProperty.h"
 #include "vtkUnsignedCharArray.h"
-#include "vtkWindowToImageFilter.h"
 #include "vtkXMLPolyDataWriter.h"
 
 namespace tk {
-namespace {
-
-std::string temporary_beside(const std::string &path)
-{
-    size_t slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    return dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
-}
-
-void rename_into_place(const std::string &tmp, const std::string &path)
-{
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::string why = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + why);
-    }
-}
-
-// Does the temporary exist and hold something?  VTK writers report some failures only on stderr.
-bool written(const std::string &tmp)
-{
-    FILE *f = std::fopen(tmp.c_str(), "rb");
-    if (!f) return false;
-    bool any = std::fgetc(f) != EOF;
-    std::fclose(f);
-    return any;
-}
-
-// One connection for the whole process, opened by the first probe and handed to VTK's
-// render window.  Closing a probe connection would let Xvfb reset (it does when its last
-// client leaves), and VTK connecting during the reset aborts the program.
-Display *shared_display(std::string &why)
-{
-    static Display *display = nullptr;
-    static std::string failure;
-    static bool tried = false;
-    if (!tried) {
-        tried = true;
-        const char *name = std::getenv("DISPLAY");
-        if (!name || !*name)
-            failure = "no X display (DISPLAY is not set)";
-        else if (!(display = XOpenDisplay(name)))
-            failure = std::string("cannot open the X display '") + name + "'";
-    }
-    why = failure;
-    return display;
-}
-
-// An actor drawing data in the RGB colours it holds (per cell: the slice's grey squares;
-// per point: the glyphs' direction colours), unlit, so that the colours show as they are.
-enum class ColoursPer { Cell, Point };
-vtkSmartPointer<vtkActor> unlit_actor(vtkPolyData *data, ColoursPer per)
-{
-    auto mapper = vtkSmartPointer<vtkPolyDataMapper>::New();
-    mapper->SetInputData(data);
-    mapper->SetColorModeToDirectScalars();
-    if (per == ColoursPer::Cell) mapper->SetScalarModeToUseCellData();
-    else mapper->SetScalarModeToUsePointData();
-    auto actor = vtkSmartPointer<vtkActor>::New();
-    actor->SetMapper(mapper);
-    actor->GetProperty()->LightingOff();
-    return actor;
-}
-
-}  // namespace
 
 void WritePolyDataXML(vtkPolyData *poly, const std::string &path)
 {
-    const std::string tmp = temporary_beside(path);
+    const std::string tmp = TemporaryBeside(path);
     auto writer = vtkSmartPointer<vtkXMLPolyDataWriter>::New();
     writer->SetFileName(tmp.c_str());
     writer->SetInputData(poly);
     writer->SetDataModeToAppended();
     writer->SetCompressorTypeToZLib();
     writer->GlobalWarningDisplayOff();  // its messages name the temporary; ours name the file
-    if (writer->Write() != 1 || writer->GetErrorCode() != 0 || !written(tmp)) {
+    if (writer->Write() != 1 || writer->GetErrorCode() != 0 || !WrittenFile(tmp)) {
         std::string why = writer->GetErrorCode() ? std::strerror(writer->GetErrorCode()) : "VTK's XML writer failed";
         std::remove(tmp.c_str());
         throw std::runtime_error(path + ": cannot write: " + why);
     }
-    rename_into_place(tmp, path);
-}
-
-std::string RenderUnavailableReason()
-{
-    std::string why;
-    shared_display(why);
-    return why;
+    RenameIntoPlace(tmp, path);
 }
 
 void RenderAxialSlicePNG(const PeaksImage &im, const float *background, const SliceRenderOptions &o,
                          const std::string &path)
 {
-    std::string why;
-    Display *display = shared_display(why);
-    if (!display)
-        throw RenderUnavailable(path + ": cannot render: " + why +
-                                "; run under Xvfb, e.g. `xvfb-run -a tk-fibers ... --png " + path + "`");
     const double *m = im.ijk_to_ras;
     GlyphOptions g = o.glyphs;
     if (g.slice_axis < 0) g.slice_axis = AxialAxis(m);
@@ -178,8 +93,8 @@ void RenderAxialSlicePNG(const PeaksImage &im, const float *background, const Sl
     slice->SetPolys(quads);
     slice->GetCellData()->SetScalars(grey);
 
-    auto slice_actor = unlit_actor(slice, ColoursPer::Cell);
-    auto glyph_actor = unlit_actor(glyphs, ColoursPer::Point);
+    auto slice_actor = UnlitActor(slice, ColoursPer::Cell);
+    auto glyph_actor = UnlitActor(glyphs, ColoursPer::Point);
 
     // Picture size from the slice's extent on the screen.
     const double width_mm = std::max(hi[0] - lo[0], 1e-6), height_mm = std::max(hi[1] - lo[1], 1e-6);
@@ -232,32 +147,11 @@ void RenderAxialSlicePNG(const PeaksImage &im, const float *background, const Sl
               std::to_string(a) + ")",
           8, h - margin / 2, VTK_TEXT_LEFT);
 
-    auto window = vtkSmartPointer<vtkRenderWindow>::New();
-    window->SetDisplayId(display);
-    window->SetOffScreenRendering(1);
+    auto window = OffscreenWindow(w, h, path, "tk-fibers");
     window->SetNumberOfLayers(2);
     window->AddRenderer(back);
     window->AddRenderer(front);
-    window->SetSize(w, h);
-    window->SetMultiSamples(0);
-    window->Render();
-    auto grab = vtkSmartPointer<vtkWindowToImageFilter>::New();
-    grab->SetInput(window);
-    grab->ReadFrontBufferOff();
-    grab->Update();
-
-    const std::string tmp = temporary_beside(path);
-    auto writer = vtkSmartPointer<vtkPNGWriter>::New();
-    writer->SetFileName(tmp.c_str());
-    writer->SetInputConnection(grab->GetOutputPort());
-    writer->GlobalWarningDisplayOff();
-    writer->Write();
-    if (writer->GetErrorCode() != 0 || !written(tmp)) {
-        std::string why = writer->GetErrorCode() ? std::strerror(writer->GetErrorCode()) : "VTK's PNG writer failed";
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + why);
-    }
-    rename_into_place(tmp, path);
+    WriteWindowPNG(window, path);
 }
 
 }  // namespace tk

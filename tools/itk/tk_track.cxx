@@ -14,10 +14,16 @@
 #include "image_grid.h"
 #include "sh_basis_warning.h"
 #include "sh_image_io.h"
+#include "tk_output_set.h"
 #include "tk_streamlines.h"
 #include "tk_track_options.h"
 #include "tk_tracking.h"
+#include "track_sample.h"
 #include "track_seeds_file.h"
+#ifdef TK_HAVE_VTK
+#include "tkFiberGlyphOutput.h"
+#include "tkStreamlinePicture.h"
+#endif
 
 namespace {
 
@@ -25,7 +31,7 @@ const char *prog = "tk-track";
 
 struct Args {
     tk_track_values v;
-    std::string input, output;
+    std::string input, output, png;
     tk_backend backend = TK_BACKEND_OMP;
 };
 
@@ -40,6 +46,20 @@ int parse(int argc, char **argv, Args &a)
     }
     a.input = parsed.positional[0];
     a.output = parsed.positional[1];
+    a.png = a.v.png ? a.v.png : "";
+    if (!a.png.empty()) {
+#ifndef TK_HAVE_VTK
+        tk_cli_error(prog, "--png needs VTK, and this tk-track was built without it (-DTK_WITH_VTK=ON, Debian: "
+                     "libvtk9-dev); drop --png");
+        return 0;
+#endif
+        const size_t n = a.png.size();
+        if (n < 4 || a.png.compare(n - 4, 4, ".png") != 0) {
+            tk_cli_error(prog, "--png %s: give a name ending in .png (a PNG picture is what --png writes)",
+                         a.png.c_str());
+            return 0;
+        }
+    }
     // tckgen refuses to run without a seed option; so does tk-track, rather than guess one
     if (!a.v.seed_mask && !a.v.seeds_file) {
         tk_cli_error(prog, "no seeds: give --seed-mask MASK (with --seeds N per voxel) or --seeds-file F");
@@ -85,7 +105,71 @@ int check_output(const Args &a)
         tk_cli_error(prog, "%s; choose a folder you can write to", why.c_str());
         return TK_EXIT_FAILURE;
     }
-    return tk_cli_refuse_existing(prog, &a.v.std, a.output.c_str(), 0);
+    if (int bad = tk_cli_refuse_existing(prog, &a.v.std, a.output.c_str(), 0)) return bad;
+    if (a.png.empty()) return 0;
+    std::vector<const char *> before = inputs;  // the picture overwrites no input and not OUTPUT
+    before.back() = a.output.c_str();
+    before.push_back(nullptr);
+    if (int bad = tk_cli_check_output(prog, a.png.c_str(), 0, before.data())) return bad;
+    return tk_cli_refuse_existing(prog, &a.v.std, a.png.c_str(), 0);
+}
+
+// --png's output set (tk_output_set.h): the picture is rendered into its temporary before
+// OUTPUT is closed and put in place after it, so a failed render leaves neither file.
+struct Picture {
+    std::unique_ptr<tk_outset, void (*)(tk_outset *)> set{nullptr, tk_outset_free};
+    int index = -1;
+};
+
+// 0, or the exit code after a message: no display (checked before any work, as tk-fibers
+// does), or a path the output set refuses.
+int open_picture(const Args &a, Picture &p)
+{
+    if (a.png.empty()) return 0;
+#ifdef TK_HAVE_VTK
+    const std::string why = tk::RenderUnavailableReason();
+    if (!why.empty()) {
+        tk_cli_error(prog, "--png %s: cannot render: %s; run under Xvfb, e.g. `xvfb-run -a tk-track ... --png %s`",
+                     a.png.c_str(), why.c_str(), a.png.c_str());
+        return TK_EXIT_FAILURE;
+    }
+#endif
+    p.set.reset(tk_outset_new(prog));
+    if (!p.set) {
+        tk_cli_error(prog, "out of memory; free memory and run again");
+        return TK_EXIT_FAILURE;
+    }
+    for (const char *in : input_paths(a))
+        if (in)
+            if (int bad = tk_outset_input(p.set.get(), nullptr, in)) return bad;
+    if ((p.index = tk_outset_add(p.set.get(), "--png", a.png.c_str(), nullptr)) < 0) return -p.index;
+    return 0;
+}
+
+// Draws the sample into the picture's temporary: 0, or 1 after a message naming --png's file.
+int render_picture(const Args &a, const Picture &p, const tk::StreamlineSample &sample, uint64_t kept)
+{
+#ifdef TK_HAVE_VTK
+    const std::string tmp = tk_outset_temp(p.set.get(), p.index, 0);
+    try {
+        tk::StreamlineBundleView view;
+        view.points = sample.points().data();
+        view.rgb = sample.rgb().data();
+        view.num_points = sample.num_points().data();
+        view.num_streamlines = sample.size();
+        view.streamlines_in_file = kept;
+        tk::RenderStreamlinesPNG(view, tmp);
+    } catch (const std::exception &e) {
+        std::string why = e.what();  // it names the temporary; the user knows the file by its name
+        for (size_t at; (at = why.find(tmp)) != std::string::npos;) why.replace(at, tmp.size(), a.png);
+        tk_cli_error(prog, "--png %s", why.c_str());
+        return TK_EXIT_FAILURE;
+    }
+    return 0;
+#else
+    (void)a, (void)p, (void)sample, (void)kept;
+    return TK_EXIT_FAILURE;  // refused at parse
+#endif
 }
 
 // The FOD's grid in the core's frame: ITK holds LPS (origin + direction * spacing * ijk), the
@@ -131,6 +215,14 @@ size_t count_nonzero(const tk::MaskImage3 *m)
     return k;
 }
 
+// 2nd, 4th, ... 32nd: --png's stride in the summary line.
+std::string ordinal(uint64_t n)
+{
+    const uint64_t tens = n % 100, ones = n % 10;
+    const char *suffix = tens >= 11 && tens <= 13 ? "th" : ones == 1 ? "st" : ones == 2 ? "nd" : ones == 3 ? "rd" : "th";
+    return std::to_string(n) + suffix;
+}
+
 // What the sink needs: the writer, --select's count, the seed limit, progress.
 struct Run {
     tk_streamlines_writer *writer = nullptr;
@@ -139,6 +231,7 @@ struct Run {
     uint64_t kept = 0, seeds_before = 0, seeds_in_round = 0;
     bool stopped = false;       // --select reached or the seed limit hit: not an error
     tk_progress bar{};
+    tk::StreamlineSample *sample = nullptr;  // --png's: every k-th streamline written
 };
 
 // Appends a chunk (cut at --select's count) and stops the run once it is reached or the
@@ -153,6 +246,14 @@ tk_status sink(const tk_tracking_chunk *chunk, void *user)
         for (size_t i = 0; i < part.num_streamlines; ++i) part.total_points += part.num_points[i];
     }
     if (tk_status st = tk_streamlines_sink(&part, r.writer)) return st;
+    if (r.sample) {
+        try {  // no exception through the core's C frames
+            r.sample->add(part);
+        } catch (...) {
+            return tk_set_error(TK_ERR_MEMORY, "out of memory for --png's sample of the streamlines; free memory "
+                                "or drop --png");
+        }
+    }
     r.kept += part.num_streamlines;
     const uint64_t seeds = r.seeds_before + chunk->seeds_done;
     if (r.select) {
@@ -181,6 +282,13 @@ uint64_t round_key(uint64_t key, uint64_t round) { return key + round * 0x9E3779
 
 int track(const Args &a)
 {
+    Picture picture;
+    if (int bad = open_picture(a, picture)) return bad;
+    // The picture's streamlines: a uniform subsample bounded in memory (the run may keep
+    // millions, streamed to OUTPUT in chunks), not the file read back: five formats would need
+    // five readers, and a picture shows no more than some ten thousand lines legibly.
+    tk::StreamlineSample sample(20000, 1000000);
+
     tk::FileGeometry geometry;
     auto sh = tk::read_vector_volume(a.input, &geometry);
     const unsigned comps = sh->GetNumberOfComponentsPerPixel();
@@ -264,6 +372,7 @@ int track(const Args &a)
 
     Run run;
     run.select = static_cast<uint64_t>(a.v.select);
+    if (picture.index >= 0) run.sample = &sample;
     // tckgen's -select with an unlimited seeder stops at -seeds, by default 1000 x -select
     const bool rounds = run.select && seeds.mask;
     if (rounds) run.seed_limit = 1000 * run.select;
@@ -299,18 +408,31 @@ int track(const Args &a)
         tk_cli_error(prog, "%s%s", st == TK_ERR_DATA ? (a.input + ": ").c_str() : "", why.c_str());
         return TK_EXIT_FAILURE;
     }
+    if (picture.index >= 0)
+        if (int bad = render_picture(a, picture, sample, run.kept)) {
+            tk_streamlines_writer_abort(run.writer);
+            return bad;
+        }
     if (tk_streamlines_writer_close(run.writer) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
         return TK_EXIT_FAILURE;
     }
+    if (picture.index >= 0 && tk_outset_commit(picture.set.get()) != 0) return TK_EXIT_FAILURE;
     if (!quiet) {
-        std::fprintf(stderr,
+        // a report, not a diagnostic: on stdout, which 3D Slicer logs as the run's output
+        // (it logs anything on stderr as an error)
+        std::fprintf(stdout,
                      "%s: %llu seeds, %llu streamlines kept (seeds rejected %llu, no step %llu, too short %llu, "
                      "excluded %llu, missed an include region %llu)\n",
                      prog, (unsigned long long)run.seeds_before, (unsigned long long)run.kept,
                      (unsigned long long)total.rejected_seed, (unsigned long long)total.rejected_no_propagation,
                      (unsigned long long)total.rejected_too_short, (unsigned long long)total.rejected_exclude,
                      (unsigned long long)total.rejected_missed_include);
+        if (picture.index >= 0 && sample.stride() == 1)
+            std::fprintf(stdout, "%s: --png %s: all %zu streamlines drawn\n", prog, a.png.c_str(), sample.size());
+        else if (picture.index >= 0)
+            std::fprintf(stdout, "%s: --png %s: %zu of the %llu streamlines drawn (every %s kept one)\n", prog,
+                         a.png.c_str(), sample.size(), (unsigned long long)run.kept, ordinal(sample.stride()).c_str());
         if (run.select && run.kept < run.select)
             std::fprintf(stderr, "%s: warning: %llu of the %llu streamlines --select asks for were kept (%s)\n", prog,
                          (unsigned long long)run.kept, (unsigned long long)run.select,

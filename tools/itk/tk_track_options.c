@@ -89,6 +89,15 @@ static const tk_option images[] = {
      .xml = {.kind = TK_XML_IMAGE, .name = "exclude", .label = "Exclude region",
              .description = "Streamlines that enter this region are dropped", .channel = TK_XML_INPUT,
              .image_type = "label"}},
+    /* No Slicer parameter: Slicer shows the bundle in its 3D view (the .vtp). */
+    {.name = "png", .value_name = "BUNDLE.png", .kind = TK_OPT_TEXT, .offset = V(png),
+#ifdef TK_HAVE_VTK
+     .help = "also render the streamlines offscreen: axial view from below, R on the\nleft, colours by "
+             "tangent as in the .vtp; every k-th kept streamline, at\nmost 20000 (and 1 million points); needs an X "
+             "display: run under\nxvfb-run -a without one"},
+#else
+     .help = "a picture of the streamlines: not in this build (built without VTK)"},
+#endif
 };
 
 static const tk_option tracking[] = {

@@ -18,6 +18,7 @@ typedef struct tk_track_paths {
 
 typedef struct tk_track_values {
     const char *seed_mask, *mask, *exclude, *seeds_file;
+    const char *png; /* --png: a picture of the bundle (VTK builds; refused otherwise) */
     tk_track_paths include;
     long seeds;   /* random seeds per voxel of --seed-mask (default 1) */
     long select;  /* 0: every seed once; K: stop once K streamlines are kept */

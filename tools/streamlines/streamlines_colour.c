@@ -19,3 +19,5 @@ void sl_tangent_colours(const float *p, size_t n, unsigned char *rgb)
             rgb[3 * i + c] = len > 0 ? (unsigned char)lround(255.0 * fabs(t[c]) / len) : 128;
     }
 }
+
+void tk_streamlines_tangent_colours(const float *xyz, size_t n, unsigned char *rgb) { sl_tangent_colours(xyz, n, rgb); }

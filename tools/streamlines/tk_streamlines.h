@@ -78,6 +78,11 @@ void tk_streamlines_writer_abort(tk_streamlines_writer *writer);
 uint64_t tk_streamlines_writer_count(const tk_streamlines_writer *writer);
 uint64_t tk_streamlines_writer_points(const tk_streamlines_writer *writer);
 
+/** The colour the .vtp and .vtk writers give each of one streamline's n points (xyz, 3 bytes a
+ * point into rgb): 255 |t| / ||t|| of its tangent, grey 128 where there is none; for
+ * pictures that must show the files' colours (tk-track --png). */
+void tk_streamlines_tangent_colours(const float *xyz, size_t n, unsigned char *rgb);
+
 /** A tk_tracking_sink: user is the tk_streamlines_writer. */
 tk_status tk_streamlines_sink(const tk_tracking_chunk *chunk, void *user);
 

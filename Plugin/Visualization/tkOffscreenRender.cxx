@@ -1,0 +1,129 @@
+#include "tkOffscreenRender.h"
+
+#include <X11/Xlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "tkFiberGlyphOutput.h"
+#include "vtkActor.h"
+#include "vtkPNGWriter.h"
+#include "vtkPolyData.h"
+#include "vtkPolyDataMapper.h"
+#include "vtkProperty.h"
+#include "vtkRenderWindow.h"
+#include "vtkWindowToImageFilter.h"
+
+namespace tk {
+namespace {
+
+// One connection for the whole process, opened by the first probe and handed to VTK's
+// render window.  Closing a probe connection would let Xvfb reset (it does when its last
+// client leaves), and VTK connecting during the reset aborts the program.
+Display *shared_display(std::string &why)
+{
+    static Display *display = nullptr;
+    static std::string failure;
+    static bool tried = false;
+    if (!tried) {
+        tried = true;
+        const char *name = std::getenv("DISPLAY");
+        if (!name || !*name)
+            failure = "no X display (DISPLAY is not set)";
+        else if (!(display = XOpenDisplay(name)))
+            failure = std::string("cannot open the X display '") + name + "'";
+    }
+    why = failure;
+    return display;
+}
+
+}  // namespace
+
+std::string TemporaryBeside(const std::string &path)
+{
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    return dir + "/.tk-tmp-" + std::to_string(getpid()) + "-" + base;
+}
+
+void RenameIntoPlace(const std::string &tmp, const std::string &path)
+{
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::string why = std::strerror(errno);
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + why);
+    }
+}
+
+bool WrittenFile(const std::string &path)
+{
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (!f) return false;
+    bool any = std::fgetc(f) != EOF;
+    std::fclose(f);
+    return any;
+}
+
+std::string RenderUnavailableReason()
+{
+    std::string why;
+    shared_display(why);
+    return why;
+}
+
+vtkSmartPointer<vtkRenderWindow> OffscreenWindow(int w, int h, const std::string &path, const std::string &program)
+{
+    std::string why;
+    Display *display = shared_display(why);
+    if (!display)
+        throw RenderUnavailable(path + ": cannot render: " + why + "; run under Xvfb, e.g. `xvfb-run -a " + program +
+                                " ... --png " + path + "`");
+    auto window = vtkSmartPointer<vtkRenderWindow>::New();
+    window->SetDisplayId(display);
+    window->SetOffScreenRendering(1);
+    window->SetSize(w, h);
+    window->SetMultiSamples(0);  // the same pixels on every driver: the tests count them
+    return window;
+}
+
+void WriteWindowPNG(vtkRenderWindow *window, const std::string &path)
+{
+    window->Render();
+    auto grab = vtkSmartPointer<vtkWindowToImageFilter>::New();
+    grab->SetInput(window);
+    grab->ReadFrontBufferOff();
+    grab->Update();
+
+    const std::string tmp = TemporaryBeside(path);
+    auto writer = vtkSmartPointer<vtkPNGWriter>::New();
+    writer->SetFileName(tmp.c_str());
+    writer->SetInputConnection(grab->GetOutputPort());
+    writer->GlobalWarningDisplayOff();  // its messages name the temporary; ours name the file
+    writer->Write();
+    if (writer->GetErrorCode() != 0 || !WrittenFile(tmp)) {
+        std::string why = writer->GetErrorCode() ? std::strerror(writer->GetErrorCode()) : "VTK's PNG writer failed";
+        std::remove(tmp.c_str());
+        throw std::runtime_error(path + ": cannot write: " + why);
+    }
+    RenameIntoPlace(tmp, path);
+}
+
+vtkSmartPointer<vtkActor> UnlitActor(vtkPolyData *data, ColoursPer per)
+{
+    auto mapper = vtkSmartPointer<vtkPolyDataMapper>::New();
+    mapper->SetInputData(data);
+    mapper->SetColorModeToDirectScalars();
+    if (per == ColoursPer::Cell) mapper->SetScalarModeToUseCellData();
+    else mapper->SetScalarModeToUsePointData();
+    auto actor = vtkSmartPointer<vtkActor>::New();
+    actor->SetMapper(mapper);
+    actor->GetProperty()->LightingOff();
+    return actor;
+}
+
+}  // namespace tk
