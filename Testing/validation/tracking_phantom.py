@@ -35,6 +35,7 @@ so the table repeats from run to run.  With --check-data it only checks that the
 phantom is what Data/tracking/make_bundle_phantom.py makes.
 """
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -175,6 +176,9 @@ def same(x, y):
 
 def check_data(data):
     """The committed phantom is what make_bundle_phantom.py makes: regenerate and compare every array."""
+    if importlib.util.find_spec("dipy") is None:  # make_phantom.py's SH basis, which the generator imports
+        print("SKIPPED: the generator needs DIPY (python3-dipy)")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         r = subprocess.run([sys.executable, os.path.join(data, "make_bundle_phantom.py"), "--out", tmp],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
