@@ -1,7 +1,7 @@
 #!/bin/bash
 # Here (Debian, not on the GPU machine): fill .deps/ (ignored by git) with what the device
 # scripts carry -- the googletest .deb and LAPACKE/OpenBLAS with the libraries they need --
-# then pass carry [".deps"] to the device run.  About 50 MB.  Needs liblapacke-dev and
+# then pass carry [".deps"] to the device run.  About 60 MB.  Needs liblapacke-dev and
 # libopenblas-dev installed (scripts/setup.sh installs both).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,4 +12,8 @@ cp "$L"/openblas-pthread/*.h .deps/lapack/include/ 2>/dev/null || true
 for f in liblapacke.so.3 libtmglib.so.3 libgfortran.so.5 libquadmath.so.0; do cp -L "$L/$f" .deps/lapack/lib/; done
 for f in liblapack.so.3 libblas.so.3 libopenblas.so.0; do cp -L "$L/openblas-pthread/$f" .deps/lapack/lib/; done
 (cd .deps && apt-get download googletest >/dev/null)
+# ITK 5.2 (Debian's runtime and development packages, about 9 MB): build_dev.sh unpacks them
+# on the device so that the ITK module's tests (their CUDA cases) run on a GPU.  Its config
+# files locate everything relative to themselves, and the libraries need only zlib beyond them.
+mkdir -p .deps/itk && (cd .deps/itk && apt-get download libinsighttoolkit5-dev libinsighttoolkit5.2 >/dev/null)
 du -sh .deps
