@@ -124,6 +124,7 @@ __device__ static TK_WARP_CALL int tk_warp_interpolate(const tk_tracking_field *
 typedef struct {
     int m, d, a, b;          /* order; row degree m - 2; this lane's x0 and x1 powers */
     int live;                /* this lane holds a row (lane < rows) */
+    const double *map;       /* the SH-to-tensor map (the plan's) */
     double row[6];
     double last_x[3], last_y[3], last_h[9];
     int has_last;
@@ -208,7 +209,7 @@ __device__ static inline void tk_warp_tensor_init(tk_warp_tensor *t, int m, int 
  * left them); t: the lane's evaluator (tk_warp_tensor_init done).  Same value and direction
  * on every lane. */
 __device__ static TK_WARP_CALL double tk_warp_peak(const tk_tracking_plan *plan, double c0, double c1, double *dir,
-                                             tk_warp_tensor *t, int lane)
+                                                   tk_warp_tensor *t, int lane)
 {
     const int k = plan->k, j0 = lane, j1 = lane + TK_TRACK_LANES;
     /* tk_fibers_anisotropic_part: the largest |coefficient| past the first (a NaN never
@@ -228,7 +229,7 @@ __device__ static TK_WARP_CALL double tk_warp_peak(const tk_tracking_plan *plan,
     double t0 = 0.0, t1 = 0.0;
     for (int c = 1; c < k; ++c) {
         const double a = __shfl_sync(TK_WARP_FULL, c < TK_TRACK_LANES ? a0 : a1, c & (TK_TRACK_LANES - 1));
-        const double *col = plan->map + (size_t)c * k;
+        const double *col = t->map + (size_t)c * k;
         if (j0 < k) t0 += __ldg(col + j0) * a;
         if (j1 < k) t1 += __ldg(col + j1) * a;
     }
@@ -266,6 +267,7 @@ __device__ static TK_WARP_CALL double tk_warp_peak(const tk_tracking_plan *plan,
 typedef struct {
     double *coef;
     double *pw;
+    const double *map; /* the SH-to-tensor map (the plan's) */
 } tk_warp_poly;
 
 #define TK_WARP_POWERS (3 * (TK_TRACK_POLY_MAX_ORDER + 1))
@@ -279,7 +281,7 @@ __device__ static inline void tk_warp_poly_coeffs(const tk_tracking_plan *plan, 
     double t0 = 0.0, t1 = 0.0;
     for (int c = 0; c < k; ++c) {
         const double sc = __shfl_sync(TK_WARP_FULL, c < TK_TRACK_LANES ? c0 : c1, c & (TK_TRACK_LANES - 1));
-        const double *col = plan->map + (size_t)c * k;
+        const double *col = wp->map + (size_t)c * k;
         if (j0 < k) t0 += __ldg(col + j0) * sc;
         if (j1 < k) t1 += __ldg(col + j1) * sc;
     }
@@ -364,7 +366,7 @@ __device__ static TK_WARP_CALL int tk_warp_ifod1_next(const tk_tracking_field *f
         bound = other > bound ? other : bound;
     }
     if (!(bound > 0.0)) return TK_END_CALIBRATOR;
-    bound = pow(bound, o->fod_power) * plan->calib_ratio;
+    bound = tk_tracking_fod_pow(bound, o->fod_power) * plan->calib_ratio;
     for (int first = 0; first < o->max_trials; first += TK_TRACK_LANES) {
         const int n = first + lane;
         int taken = 0;
