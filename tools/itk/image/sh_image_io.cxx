@@ -31,6 +31,11 @@
 #include "tk_output_set.h"
 #include "tk_status.h"
 
+#if __has_include(<zlib.h>)
+#include <zlib.h>  // linked through tk_cli (ZLIB::ZLIB) wherever the header is found
+#define TK_SH_IO_ZLIB 1
+#endif
+
 namespace tk {
 namespace {
 
@@ -529,11 +534,160 @@ template <typename TRead> auto naming_memory(const std::string &path, TRead read
     }
 }
 
+// A NIfTI file's data bytes, read plainly from a byte offset: through zlib, which reads a
+// file that is no gzip stream as it is, where the build has it; else (no .nii.gz accepted
+// then: image_probe refuses compressed data) with stdio.
+class NiftiDataFile
+{
+public:
+    explicit NiftiDataFile(const std::string &file)
+    {
+#ifdef TK_SH_IO_ZLIB
+        gz_ = gzopen(file.c_str(), "rb");
+        if (gz_) gzbuffer(gz_, 1 << 17);
+#else
+        f_ = std::fopen(file.c_str(), "rb");
+#endif
+    }
+    ~NiftiDataFile()
+    {
+#ifdef TK_SH_IO_ZLIB
+        if (gz_) gzclose(gz_);
+#else
+        if (f_) std::fclose(f_);
+#endif
+    }
+    NiftiDataFile(const NiftiDataFile &) = delete;
+    NiftiDataFile &operator=(const NiftiDataFile &) = delete;
+    bool ok() const
+    {
+#ifdef TK_SH_IO_ZLIB
+        return gz_ != nullptr;
+#else
+        return f_ != nullptr;
+#endif
+    }
+    bool seek(uint64_t offset)
+    {
+#ifdef TK_SH_IO_ZLIB
+        return gzseek(gz_, static_cast<z_off_t>(offset), SEEK_SET) == static_cast<z_off_t>(offset);
+#else
+        return fseeko(f_, static_cast<off_t>(offset), SEEK_SET) == 0;
+#endif
+    }
+    // Exactly n bytes, or false.
+    bool read(unsigned char *out, size_t n)
+    {
+#ifdef TK_SH_IO_ZLIB
+        while (n) {
+            const unsigned k = static_cast<unsigned>(std::min<size_t>(n, 1u << 30));
+            const int got = gzread(gz_, out, k);
+            if (got <= 0) return false;
+            out += got, n -= static_cast<size_t>(got);
+        }
+        return true;
+#else
+        return std::fread(out, 1, n, f_) == n;
+#endif
+    }
+
+private:
+#ifdef TK_SH_IO_ZLIB
+    gzFile gz_ = nullptr;
+#else
+    FILE *f_ = nullptr;
+#endif
+};
+
+// ITK 5.2 reads NIfTI voxels through its bundled NIfTI library, whose nifti_read_buffer
+// (nifti1_io.c) replaces every non-finite float32 or float64 value with 0 and says so only
+// at its debug level 2: a NaN coefficient reached the tools as a plausible 0, so tk-track
+// could not refuse it and tk-fibers gave that voxel peaks instead of NaN.  After ITK's read
+// the values are read again here straight from the file (proven whole by image_probe
+// before), and each non-finite one is put back where ITK's buffer holds it, scaled as ITK
+// scales (slope * v + intercept where scl_slope is set: NaN stays NaN, an infinity stays
+// one).  ITK's buffer is the file's order (x fastest) for a scalar image; a NIfTI vector
+// image (dim[5] > 1) has its components fastest.  Integer data hold no non-finite value.
+template <typename T>
+void restore_nifti_nonfinite(const std::string &path, const tk_image_info &info, T *buffer, uint64_t pixels,
+                             uint64_t comps)
+{
+    tk_nifti_header h;
+    if (!tk_nifti_read_header(path.c_str(), &h)) throw std::runtime_error(tk_last_error());
+    const int vb = h.datatype == 16 ? 4 : h.datatype == 64 ? 8 : 0;  // NIFTI_TYPE_FLOAT32, FLOAT64
+    if (!vb || h.version != 1) return;
+    const uint64_t values = info.bytes / static_cast<uint64_t>(vb);
+    if (values != pixels * comps)
+        throw std::runtime_error(path + ": ITK's image holds " + std::to_string(pixels * comps) +
+                                 " values, the header's fields say " + std::to_string(values) +
+                                 ": a header the readers disagree on is not used; re-save it with the tool that wrote it");
+    // the byte order: the NIfTI-1 header's first field, sizeof_hdr, is 348 in the file's order
+    unsigned char head[4];
+    NiftiDataFile header_file(path);
+    if (!header_file.ok() || !header_file.read(head, 4))
+        throw std::runtime_error(path + ": cannot read its header again: " + std::strerror(errno) +
+                                 "; check that it is readable");
+    int32_t sizeof_hdr;
+    std::memcpy(&sizeof_hdr, head, 4);
+    const bool swap = sizeof_hdr != 348;
+    NiftiDataFile data(info.data_file);
+    if (!data.ok() || !data.seek(static_cast<uint64_t>(h.vox_offset)))
+        throw std::runtime_error(path + ": cannot read its data again (" + info.data_file +
+                                 "); check that it is readable and not changing");
+    const bool scaled = h.scl_slope != 0 && std::isfinite(h.scl_slope) && (h.scl_slope != 1 || h.scl_inter != 0);
+    std::vector<unsigned char> chunk(size_t(1) << 20);  // a whole number of values of either size
+    for (uint64_t k0 = 0; k0 < values;) {
+        const uint64_t n = std::min<uint64_t>(values - k0, chunk.size() / static_cast<size_t>(vb));
+        if (!data.read(chunk.data(), static_cast<size_t>(n) * static_cast<size_t>(vb)))
+            throw std::runtime_error(path + ": cannot read its data again (" + info.data_file +
+                                     "); check that it is readable and not changing");
+        for (uint64_t i = 0; i < n; ++i) {
+            unsigned char b[8];
+            const unsigned char *src = chunk.data() + i * static_cast<uint64_t>(vb);
+            for (int j = 0; j < vb; ++j) b[j] = swap ? src[vb - 1 - j] : src[j];
+            double v;
+            if (vb == 4) {
+                float f;
+                std::memcpy(&f, b, 4);
+                v = f;
+            } else {
+                std::memcpy(&v, b, 8);
+            }
+            if (std::isfinite(v)) continue;
+            if (scaled) v = v * h.scl_slope + h.scl_inter;
+            const uint64_t k = k0 + i;
+            buffer[comps == 1 ? k : (k % pixels) * comps + k / pixels] = static_cast<T>(v);
+        }
+        k0 += n;
+    }
+}
+
+// ITK's NIfTI library finds a gzip file's voxels by trying the name without ".gz" first
+// (nifti1_io.c, nifti_findimgname: NAME.nii before NAME.nii.gz, NAME.img before NAME.img.gz),
+// so FOD.nii lying beside FOD.nii.gz had its voxels read under FOD.nii.gz's header, silently.
+// The file proven whole (info.data_file) is the one meant: a shadowing file is refused.
+void refuse_shadowed_nifti(const std::string &path, const tk_image_info &info)
+{
+    const std::string data = info.data_file;
+    if (data.size() < 4 || (data.compare(data.size() - 3, 3, ".gz") != 0 && data.compare(data.size() - 3, 3, ".GZ") != 0))
+        return;
+    const std::string shadow = data.substr(0, data.size() - 3);
+    struct stat st;
+    if (stat(shadow.c_str(), &st) != 0) return;
+    throw std::runtime_error(path + ": " + shadow + " lies beside " + data +
+                             ", and ITK's NIfTI library (behind this tool) would read the voxels of " + shadow +
+                             " in place of " + data + "'s; rename or move one of the two");
+}
+
+// keep_nonfinite: a NIfTI's non-finite values as the file holds them (restore_nifti_nonfinite),
+// for the SH and peak volumes, where a NaN must be seen (a mask's NaN stays ITK's 0).
 template <typename TImage>
-typename TImage::Pointer read(const std::string &path, const tk_image_info &info, FileGeometry *geometry = nullptr)
+typename TImage::Pointer read(const std::string &path, const tk_image_info &info, FileGeometry *geometry = nullptr,
+                              bool keep_nonfinite = false)
 {
     auto reader = itk::ImageFileReader<TImage>::New();
     const tk_image_format format = info.format;
+    if (format == TK_IMAGE_NIFTI) refuse_shadowed_nifti(path, info);
     reader->SetImageIO(itk_io_for(path, info));
     reader->SetFileName(path);
     try {
@@ -543,7 +697,13 @@ typename TImage::Pointer read(const std::string &path, const tk_image_info &info
                                  "; re-save it with the tool that wrote it");
     }
     typename TImage::Pointer image = reader->GetOutput();
-    if (format == TK_IMAGE_NIFTI) apply_nifti_geometry(image.GetPointer(), path, geometry);
+    if (format == TK_IMAGE_NIFTI) {
+        apply_nifti_geometry(image.GetPointer(), path, geometry);
+        if (keep_nonfinite)
+            restore_nifti_nonfinite(path, info, image->GetBufferPointer(),
+                                    image->GetLargestPossibleRegion().GetNumberOfPixels(),
+                                    image->GetNumberOfComponentsPerPixel());
+    }
     return image;
 }
 
@@ -684,19 +844,21 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
             if (im.dims.size() != 4)
                 throw std::runtime_error(path +
                                          ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
-                                         std::to_string(im.dims.size()) + "-D with 1 component(s)");
+                                         std::to_string(im.dims.size()) + "-D with 1 component(s); give the SH volume "
+                                         "(e.g. the FOD of dwi2fod)");
             size4 = im.dims;
             in = Image4::New();
             set_mif_world(in.GetPointer(), im.h, path);
         } else {
             auto io = itk_header(path, info);
             const unsigned dims = io->GetNumberOfDimensions(), comps = io->GetNumberOfComponents();
-            if (dims == 3 && comps > 1) return read<VectorImage3>(path, info, geometry);
+            if (dims == 3 && comps > 1) return read<VectorImage3>(path, info, geometry, true);
             if (dims != 4 || comps != 1)
                 throw std::runtime_error(path +
                                          ": expected a 4-D image (SH on the 4th axis) or a 3-D vector image, got " +
-                                         std::to_string(dims) + "-D with " + std::to_string(comps) + " component(s)");
-            in = read<Image4>(path, info, geometry);
+                                         std::to_string(dims) + "-D with " + std::to_string(comps) +
+                                         " component(s); give the SH volume (e.g. the FOD of dwi2fod)");
+            in = read<Image4>(path, info, geometry, true);
             const auto s = in->GetLargestPossibleRegion().GetSize();
             size4 = {s[0], s[1], s[2], s[3]};
         }
