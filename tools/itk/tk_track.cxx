@@ -28,6 +28,8 @@
 namespace {
 
 const char *prog = "tk-track";
+// Steps of one streamline at most (--max-length / --step): 1000 times tckgen's default 1,000.
+const double kMaxSteps = 1e6;
 
 struct Args {
     tk_track_values v;
@@ -71,8 +73,8 @@ int parse(int argc, char **argv, Args &a)
     }
     // (3D Slicer passes every integer parameter, so its default --seeds 1 comes with a file too)
     if (a.v.seeds_file && tk_cli_given(&tk_track_command, &parsed, "seeds") && a.v.seeds != 1) {
-        tk_cli_error(prog, "--seeds N counts seeds per voxel of --seed-mask; with --seeds-file every point is a seed: "
-                     "drop --seeds");
+        tk_cli_error(prog, "--seeds N counts seeds per voxel of --seed-mask, and with --seeds-file every point is one "
+                     "seed; drop --seeds");
         return 0;
     }
     a.backend = a.v.std.backend; // auto is resolved at the run, where a GPU is looked for
@@ -207,6 +209,67 @@ tk::MaskImage3::Pointer read_region(const char *flag, const std::string &path, c
     return mask;
 }
 
+// The first non-finite coefficient, refused before any work: the core refuses it too
+// (TK_ERR_DATA), but only here can the message say what to do about it.  0, or the exit code
+// after the message naming the file, the voxel (i, j, k as the file numbers them) and the
+// coefficient.
+int refuse_nonfinite(const tk::VectorImage3 *sh, const std::string &path)
+{
+    const size_t comps = sh->GetNumberOfComponentsPerPixel();
+    const size_t n = sh->GetLargestPossibleRegion().GetNumberOfPixels() * comps;
+    const float *v = sh->GetBufferPointer();
+    for (size_t i = 0; i < n; ++i)
+        if (!std::isfinite(v[i])) {
+            const auto size = sh->GetLargestPossibleRegion().GetSize();
+            const size_t voxel = i / comps;
+            tk_cli_error(prog,
+                         "%s: a non-finite coefficient (%g) at voxel (%zu, %zu, %zu), coefficient %zu: tracking would "
+                         "end there silently; fix the FOD (e.g. mrcalc %s -finite %s 0 -if FIXED.mif), or mask that "
+                         "voxel out before making it",
+                         path.c_str(), static_cast<double>(v[i]), voxel % size[0], (voxel / size[0]) % size[1],
+                         voxel / (size[0] * size[1]), i % comps, path.c_str(), path.c_str());
+            return TK_EXIT_FAILURE;
+        }
+    return 0;
+}
+
+// Seed points outside the FOD's grid (beyond half a voxel of its outer voxels' centres) are
+// rejected by the core one by one: all of them outside is a wrong file or frame (not world
+// RAS mm), refused; some of them, one warning.  0, or the exit code after the message.
+int check_seed_points(const std::vector<double> &points, const tk_tracking_grid &g, const char *file, bool quiet)
+{
+    const double *m = g.vox2world;
+    const double a[9] = {m[0], m[1], m[2], m[4], m[5], m[6], m[8], m[9], m[10]};
+    const double det = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) +
+                       a[2] * (a[3] * a[7] - a[4] * a[6]);
+    const double inv[9] = {(a[4] * a[8] - a[5] * a[7]) / det, (a[2] * a[7] - a[1] * a[8]) / det,
+                           (a[1] * a[5] - a[2] * a[4]) / det, (a[5] * a[6] - a[3] * a[8]) / det,
+                           (a[0] * a[8] - a[2] * a[6]) / det, (a[2] * a[3] - a[0] * a[5]) / det,
+                           (a[3] * a[7] - a[4] * a[6]) / det, (a[1] * a[6] - a[0] * a[7]) / det,
+                           (a[0] * a[4] - a[1] * a[3]) / det};
+    size_t outside = 0, first = 0;
+    for (size_t p = 0; p < points.size() / 3; ++p) {
+        const double d[3] = {points[3 * p] - m[3], points[3 * p + 1] - m[7], points[3 * p + 2] - m[11]};
+        bool in = true;
+        for (int r = 0; r < 3; ++r) {
+            const double ijk = inv[3 * r] * d[0] + inv[3 * r + 1] * d[1] + inv[3 * r + 2] * d[2];
+            in = in && ijk >= -0.5 && ijk <= static_cast<double>(g.dims[r]) - 0.5;
+        }
+        if (!in && outside++ == 0) first = p;
+    }
+    const size_t n = points.size() / 3;
+    if (outside == n) {
+        tk_cli_error(prog, "--seeds-file %s: none of its %zu points lies within the FOD's grid (the first: %g, %g, %g "
+                     "mm); give the points in world RAS mm (scanner coordinates, as tckgen -output_seeds writes them)",
+                     file, n, points[0], points[1], points[2]);
+        return TK_EXIT_FAILURE;
+    }
+    if (outside && !quiet)
+        std::fprintf(stderr, "%s: warning: --seeds-file %s: %zu of its %zu points lie outside the FOD's grid (the first "
+                     "is point %zu); the core rejects them\n", prog, file, outside, n, first + 1);
+    return 0;
+}
+
 size_t count_nonzero(const tk::MaskImage3 *m)
 {
     const size_t n = m->GetLargestPossibleRegion().GetNumberOfPixels();
@@ -297,6 +360,7 @@ int track(const Args &a)
         throw std::runtime_error(a.input + ": " + std::to_string(comps) +
                                  " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153); give an SH "
                                  "image (the FOD of dwi2fod) with one of those numbers of volumes");
+    if (int bad = refuse_nonfinite(sh, a.input)) return bad;
     const bool quiet = a.v.std.quiet != 0;
     if (!quiet) tk::warn_if_other_basis(stderr, prog, a.input, sh, a.v.descoteaux != 0, a.v.legacy != 0);
     const size_t nvox = sh->GetLargestPossibleRegion().GetNumberOfPixels();
@@ -333,6 +397,7 @@ int track(const Args &a)
         seeds.per_voxel = static_cast<size_t>(a.v.seeds);
     } else {
         points = tk::read_seed_points(a.v.seeds_file);
+        if (int bad = check_seed_points(points, grid, a.v.seeds_file, a.v.std.quiet != 0)) return bad;
         seeds.points = points.data();
         seeds.num_points = points.size() / 3;
     }
@@ -365,10 +430,29 @@ int track(const Args &a)
     o.num_threads = a.v.std.threads;
     tk_tracking_plan *plan = nullptr;
     if (tk_tracking_plan_create(&o, &grid, &plan) != TK_OK) {
-        tk_cli_error(prog, "%s: %s", a.input.c_str(), tk_last_error());
+        const std::string why = tk_last_error();
+        if (why.find("length") != std::string::npos) {  // the lengths given, or one given and the other's default
+            tk_cli_error(prog, "%s for %s's voxels; change --min-length or --max-length (0: 5 and 100 voxels)",
+                         why.c_str(), a.input.c_str());
+            return TK_EXIT_USAGE;
+        }
+        tk_cli_error(prog, "%s: %s", a.input.c_str(), why.c_str());
         return TK_EXIT_FAILURE;
     }
     std::unique_ptr<tk_tracking_plan, void (*)(tk_tracking_plan *)> plan_owner(plan, tk_tracking_plan_destroy);
+    {
+        // a step so small against --max-length that one streamline takes millions of steps is
+        // a typo, not a request (tckgen's defaults: 1,000; a --step of 1e-300 overflowed)
+        tk_tracking_options resolved;
+        tk_tracking_plan_options(plan, &resolved);
+        const double steps = resolved.max_length_mm / resolved.step_mm;
+        if (!(steps <= kMaxSteps)) {
+            tk_cli_error(prog, "--step %g mm and --max-length %g mm: %.3g steps a streamline, more than %g; give a "
+                         "larger --step or a smaller --max-length", resolved.step_mm, resolved.max_length_mm, steps,
+                         kMaxSteps);
+            return TK_EXIT_USAGE;
+        }
+    }
 
     Run run;
     run.select = static_cast<uint64_t>(a.v.select);
@@ -405,7 +489,8 @@ int track(const Args &a)
         const std::string why = tk_last_error();
         tk_streamlines_writer_abort(run.writer);
         // the core's data errors (a NaN coefficient, naming its voxel) are about the FOD
-        tk_cli_error(prog, "%s%s", st == TK_ERR_DATA ? (a.input + ": ").c_str() : "", why.c_str());
+        tk_cli_error(prog, "%s%s%s", st == TK_ERR_DATA ? (a.input + ": ").c_str() : "", why.c_str(),
+                     st == TK_ERR_DATA ? "; fix the FOD there" : "");
         return TK_EXIT_FAILURE;
     }
     if (picture.index >= 0)
