@@ -2,7 +2,7 @@
 """--backend auto, every tool's default: CUDA where a usable GPU is found, else the CPU (omp)
 after exactly one warning line.
 
-    backend_auto.py --bin BUILD/bin --tool teig|eig|tucker-train|pltf|fibers|tucker-complete
+    backend_auto.py --bin BUILD/bin --tool teig|eig|tucker-train|pltf|fibers|tucker-complete|track
 
 Without a usable GPU (this build has no CUDA, or no GPU or driver is there) the default run
 must print exactly one line "TOOL: warning: no usable CUDA GPU (REASON); running on the CPU
@@ -70,12 +70,20 @@ def make_inputs(tool, d):
         nrrd(os.path.join(d, "mask.nrrd"), (rng.uniform(0, 1, (5, 6, 7)) > 0.3), pixel="uchar")
         return ["complete", "img.nrrd", "OUT", "--mask", "mask.nrrd", "--iters", "3", "--rank-j", "4", "--rank-r",
                 "4"], "out.nrrd"
+    if tool == "track":
+        # an FOD of 5x4x3 voxels of 2 mm (NRRD: LPS, origin 0) seeded in every voxel; the
+        # streamlines' bytes depend on neither the backend's threads nor the run (Philox keys)
+        sh = (rng.standard_normal((3, 4, 5, 15)) * 0.3).astype(np.float32)
+        sh[..., 0] = 1 + np.abs(sh[..., 0])
+        nrrd(os.path.join(d, "fod.nrrd"), sh, vector=True)
+        nrrd(os.path.join(d, "seed.nrrd"), np.ones((3, 4, 5)), pixel="uchar")
+        return ["fod.nrrd", "OUT", "--seed-mask", "seed.nrrd", "--seeds", "4"], "tracks.tck"
     raise ValueError(tool)
 
 
 REPRODUCIBLE_ON_CUDA = {"teig", "eig", "fibers"}
 EXE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker", "pltf": "tk-pltf", "fibers": "tk-fibers",
-       "tucker-complete": "tk-tucker"}
+       "tucker-complete": "tk-tucker", "track": "tk-track"}
 
 
 def same_output(a, b):
