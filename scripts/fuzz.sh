@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz one parser longer than CTest does:  scripts/fuzz.sh TARGET [SECONDS] [BUILD_DIR]
-#   TARGET: npy tns tns_cache tucker_model pltf_model cli eig_args sh_image mif image_probe (or "all")
+#   TARGET: npy tns tns_cache tucker_model pltf_model cli eig_args sh_image mif image_probe seeds_file
+#           (or "all")
 #   SECONDS: per target (default 300); BUILD_DIR: default build/ (configured with TK_FUZZ on)
 # The fuzzers are built first (target tk_fuzzers).  The inputs found are kept in
 # BUILD_DIR/Testing/fuzz/long/TARGET/corpus and reused by the next run; a crash, leak,
@@ -8,9 +9,9 @@
 # then copy that input to Testing/fuzz/regressions/TARGET/ (the replay tests cover it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-targets=(npy tns tns_cache tucker_model pltf_model cli eig_args sh_image mif image_probe)
+targets=(npy tns tns_cache tucker_model pltf_model cli eig_args sh_image mif image_probe seeds_file)
 if [ $# -lt 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
-    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 target=$1

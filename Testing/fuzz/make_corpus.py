@@ -239,6 +239,12 @@ def sh_image_seeds():
     write("sh_image", "nii_4d_sh6_vector", sh(NII, VECTOR, sh4))
     write("sh_image", "nii_4d_probe", sh(NII, PROBE, sh4))
     write("sh_image", "nii_gz_4d_sh15", sh(NII_GZ, VECTOR, gzip.compress(nifti((1, 2, 1, 15), 16, 32, floats(30)), mtime=0)))
+    nan_inf = bytearray(floats(48))
+    struct.pack_into("<f", nan_inf, 4 * 13, float("nan"))
+    struct.pack_into("<f", nan_inf, 4 * 40, float("-inf"))
+    write("sh_image", "nii_4d_sh6_nan_inf", sh(NII, VECTOR, nifti((2, 2, 2, 6), 16, 32, bytes(nan_inf))))
+    write("sh_image", "nii_gz_4d_sh6_nan", sh(NII_GZ, VECTOR, gzip.compress(nifti((2, 2, 2, 6), 16, 32, bytes(nan_inf)),
+                                                                          mtime=0)))
     write("sh_image", "nii_mask_u8", sh(NII, MASK, nifti((2, 2, 2), 2, 8, bytes([0, 1, 1, 0, 1, 1, 1, 0]))))
     write("sh_image", "nii_scalar_f32", sh(NII, SCALAR, nifti((2, 1, 2), 16, 32, floats(4))))
     write("sh_image", "nii_scalar_4d_single_volume", sh(NII, SCALAR, nifti((2, 1, 2, 1), 16, 32, floats(4))))
@@ -454,9 +460,32 @@ def image_probe_seeds():
                                         + gzip.compress(floats(6), mtime=0)[:-9]))
 
 
+def seeds_file_seeds():
+    """tk-track --seeds-file: world RAS points, plain or as tckgen -output_seeds writes them."""
+    t = "seeds_file"
+    head = b"# tckgen fod.mif out.tck -seed_image mask.mif -output_seeds seeds.txt\n#Track_index,Seed_index,Pos_x,Pos_y,Pos_z,\n"
+    write(t, "plain_xyz", b"12.5 -3.25 40\n0 0 0\n")
+    write(t, "plain_commas_tabs_crlf", b"1,2,3\r\n4\t5\t6\r\n\n  7 , 8 , 9\r\n")
+    write(t, "comments_and_blank_lines", b"# seeds\n\n   # indented comment\n1e1 -2.5e-1 +3\n")
+    write(t, "tckgen_output_seeds", head + b"0,0,-10.25,4.5,12,\n1,17,-9.5,4,11.75,\n2,3,0.5,0.5,0.5,\n")
+    write(t, "tckgen_header_only", head)
+    write(t, "no_final_newline", b"1 2 3\n4 5 6")
+    write(t, "hex_float", b"0x1p-3 0x10 -0x1.8p1\n")
+    write(t, "bad_empty", b"")
+    write(t, "bad_nan", b"1 2 nan\n")
+    write(t, "bad_inf", b"inf 2 3\n")
+    write(t, "bad_overflow", b"1e400 2 3\n")
+    write(t, "bad_word", b"x y z\n")
+    write(t, "bad_trailing_junk", b"1 2 3abc\n")
+    write(t, "bad_four_numbers", b"1 2 3 4\n")
+    write(t, "bad_two_layouts", b"1 2 3\n0,0,1,2,3,\n")
+    write(t, "bad_nul", b"1 2 3\x00 junk\n")
+    write(t, "bad_semicolons", b"1;2;3\n")
+
+
 def main():
     for target in ("npy", "tns", "tns_cache", "tucker_model", "pltf_model", "cli", "eig_args", "sh_image", "mif",
-                   "image_probe"):
+                   "image_probe", "seeds_file"):
         shutil.rmtree(os.path.join(CORPUS, target), ignore_errors=True)
     npy_seeds()
     tns_seeds()
@@ -468,6 +497,7 @@ def main():
     sh_image_seeds()
     mif_seeds()
     image_probe_seeds()
+    seeds_file_seeds()
 
 
 if __name__ == "__main__":
