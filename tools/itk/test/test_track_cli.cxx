@@ -261,7 +261,7 @@ TEST(TrackCli, RefusalsNameTheFlagAndLeaveNothing)
     write_mask(empty, 10, 5, 4, {});
     auto bad = x_fiber_volume(10, 5, 4);
     bad->GetBufferPointer()[45 * 17 + 3] = NAN;
-    tk::write_vector_volume(bad, nan);  // NRRD: ITK 5.2's NIfTI reader reads NaN as 0 (test_fibers_cli)
+    tk::write_vector_volume(bad, nan);  // NRRD here; a NIfTI's NaN is refused alike (bad-input matrix)
     tk::write_vector_volume(x_fiber_volume(10, 5, 4, 16), sixteen);
     const size_t files = count_files(s.dir.path);
     const std::vector<Case> cases = {
