@@ -132,25 +132,40 @@ void expect_same_as_core(const itk::StreamlineSet *out, const tk_track_test::Tra
     }
 }
 
+// The lobe field vol as an ITK image, seeded at its centre voxel's physical point, on the
+// CPU, first direction (LPS) near the fiber: a random one may climb to a side lobe of this
+// sharp, truncated lobe, below the cutoff, and reject the seed.
+struct CentreSeeded {
+    SHImage::Pointer sh;
+    SHImage::PointType seed;
+    Filter::Pointer filter;
+};
+
+CentreSeeded centre_seeded(const Volume &vol)
+{
+    CentreSeeded run;
+    run.sh = to_itk(vol);
+    run.sh->TransformIndexToPhysicalPoint({{7, 6, 5}}, run.seed);
+    run.filter = Filter::New();
+    run.filter->SetInput(run.sh);
+    run.filter->SetSeedPoints({run.seed});
+    run.filter->SetBackend(Filter::BackendType::CPU);
+    Filter::DirectionVectorType first;
+    first[0] = -kFiberRas[0] + 0.1, first[1] = -kFiberRas[1], first[2] = kFiberRas[2];
+    run.filter->SetSeedDirection(first);
+    return run;
+}
+
 }  // namespace
 
 TEST(StreamlineTractographyFilter, StraightFiberLiesOnItsLpsLineOnAnObliqueFlippedGrid)
 {
     const Volume vol = tk_track_test::lobe_field(ras_grid(), kFiberRas);
-    auto sh = to_itk(vol);
-    // the seed: the centre voxel's ITK physical point
-    SHImage::PointType seed;
-    sh->TransformIndexToPhysicalPoint({{7, 6, 5}}, seed);
-    auto filter = Filter::New();
-    filter->SetInput(sh);
-    filter->SetSeedPoints({seed});
+    const CentreSeeded run = centre_seeded(vol);
+    const auto &sh = run.sh;
+    const SHImage::PointType seed = run.seed;
+    Filter *filter = run.filter;
     filter->SetStepSize(0.25);
-    filter->SetBackend(Filter::BackendType::CPU);
-    // the first direction (LPS) near the fiber: a random one may climb to a side lobe of
-    // this sharp, truncated lobe, below the cutoff, and reject the seed
-    Filter::DirectionVectorType first;
-    first[0] = -kFiberRas[0] + 0.1, first[1] = -kFiberRas[1], first[2] = kFiberRas[2];
-    filter->SetSeedDirection(first);
     filter->Update();
     const itk::StreamlineSet *out = filter->GetOutput();
     const tk_tracking_stats &st = filter->GetStatistics();
@@ -194,19 +209,11 @@ TEST(StreamlineTractographyFilter, StraightFiberLiesOnItsLpsLineOnAnObliqueFlipp
 TEST(StreamlineTractographyFilter, SeedDirectionIsLpsAndRegionStartIndexIsHonoured)
 {
     const Volume vol = tk_track_test::lobe_field(ras_grid(), kFiberRas);
-    auto sh = to_itk(vol);
-    SHImage::PointType seed;
-    sh->TransformIndexToPhysicalPoint({{7, 6, 5}}, seed);
-    auto filter = Filter::New();
-    filter->SetInput(sh);
-    filter->SetSeedPoints({seed});
-    filter->SetBackend(Filter::BackendType::CPU);
+    const CentreSeeded run = centre_seeded(vol);
+    Filter *filter = run.filter;
     filter->SetUnidirectional(true);
     // one way only, along the given LPS direction (near the fiber's LPS direction u)
     const double u[3] = {-kFiberRas[0], -kFiberRas[1], kFiberRas[2]};
-    Filter::DirectionVectorType first;
-    first[0] = u[0] + 0.1, first[1] = u[1], first[2] = u[2];
-    filter->SetSeedDirection(first);
     filter->Update();
     ASSERT_EQ(filter->GetOutput()->GetNumberOfStreamlines(), 1u);
     const auto a = filter->GetOutput()->GetPoint(0, 0), b = filter->GetOutput()->GetPoint(0, 1);

@@ -10,6 +10,7 @@
  *   TK_NEWTON_ORDER(t)       the order m of t
  *   TK_NEWTON_DERIVS(t, x, y, h)  y[3] = A x^(m-1) and h[9] = A x^(m-2)
  *   TK_NEWTON_VALUE(t, x)         A x^m
+ * They are undefined at the end, so that a file may instantiate it for several evaluators.
  */
 
 TK_NEWTON_UTIL double TK_NEWTON_SFX(nt_dot3)(const double *a, const double *b)
@@ -218,3 +219,11 @@ TK_NEWTON_FN int TK_NEWTON_SFX(nt_axis_point)(const TK_NEWTON_CTX *t, double *x,
     }
     return -1;
 }
+
+#undef TK_NEWTON_FN
+#undef TK_NEWTON_UTIL
+#undef TK_NEWTON_CTX
+#undef TK_NEWTON_SFX
+#undef TK_NEWTON_ORDER
+#undef TK_NEWTON_DERIVS
+#undef TK_NEWTON_VALUE

@@ -69,49 +69,63 @@ TK_HD static inline int tk_tracking_mask_contains(const tk_tracking_plan *plan, 
     return tk_tracking_nearest_voxel(plan, v, &index) && mask[index] != 0;
 }
 
-/* The SH series at world p, interpolated trilinearly as MRtrix3's masked linear interpolator
- * does; 0 where p is outside the grid, the nearest voxel's coefficients are all zero, or the
- * result's first coefficient is NaN (MRtrix3's get_data), else 1. */
-TK_HD static inline int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double *out)
+/* The geometry of the trilinear interpolation at world p, as MRtrix3's masked linear
+ * interpolator has it: 0 where p is outside the field of view (voxel centres +- half a voxel,
+ * open at both ends: base.h) or its nearest voxel outside the grid; else that voxel (*nearest:
+ * the support test's) and the 8 corners' first coefficients in the SH volume with their
+ * weights, in the order every interpolation sums them (z, then y, then x).  Within half a
+ * voxel of an edge the edge voxel's value holds (linear.h zeroes the fraction there and
+ * clamps the indices).  The CPU's series and the CUDA warp's lanes both interpolate on it. */
+TK_HD static inline int tk_tracking_corners(const tk_tracking_plan *plan, const double *p, size_t *nearest,
+                                           size_t *offset, double *weight)
 {
-    const tk_tracking_plan *plan = f->plan;
     const size_t *d = plan->grid.dims;
-    const int k = plan->k;
     double v[3];
     tk_tracking_to_voxel(plan, p, v);
-    /* the field of view: voxel centres +- half a voxel, open at both ends (base.h) */
     for (int a = 0; a < 3; ++a)
         if (!(v[a] > -0.5 && v[a] < (double)d[a] - 0.5)) return 0;
-    /* Masked: the voxel nearest p must hold a nonzero (or NaN) coefficient, else p is taken
-     * to be outside the data, the FOD's support being where dwi2fod wrote something */
-    size_t nearest;
-    if (!tk_tracking_nearest_voxel(plan, v, &nearest)) return 0;
-    const float *c = f->sh + nearest * (size_t)k;
-    int any = 0;
-    for (int j = 0; j < k && !any; ++j) any = c[j] != 0.f;
-    if (!any) return 0;
-    /* trilinear weights; within half a voxel of an edge the edge voxel's value holds (linear.h
-     * zeroes the fraction there and clamps the indices) */
+    if (!tk_tracking_nearest_voxel(plan, v, nearest)) return 0;
     double frac[3], base[3];
     for (int a = 0; a < 3; ++a) {
         base[a] = floor(v[a]);
         frac[a] = v[a] - base[a];
         if (v[a] < 0.0 || v[a] > (double)d[a] - 1.0) frac[a] = 0.0;
     }
-    for (int j = 0; j < k; ++j) out[j] = 0.0;
+    int corner = 0;
     for (int z = 0; z < 2; ++z) {
         const size_t iz = tk_tracking_clamp_index(base[2] + z, d[2]);
         const double wz = z ? frac[2] : 1.0 - frac[2];
         for (int y = 0; y < 2; ++y) {
             const size_t iy = tk_tracking_clamp_index(base[1] + y, d[1]);
             const double wy = (y ? frac[1] : 1.0 - frac[1]) * wz;
-            for (int x = 0; x < 2; ++x) {
+            for (int x = 0; x < 2; ++x, ++corner) {
                 const size_t ix = tk_tracking_clamp_index(base[0] + x, d[0]);
-                const double w = (x ? frac[0] : 1.0 - frac[0]) * wy;
-                const float *s = f->sh + (ix + d[0] * (iy + d[1] * iz)) * (size_t)k;
-                for (int j = 0; j < k; ++j) out[j] += w * (double)s[j];
+                weight[corner] = (x ? frac[0] : 1.0 - frac[0]) * wy;
+                offset[corner] = (ix + d[0] * (iy + d[1] * iz)) * (size_t)plan->k;
             }
         }
+    }
+    return 1;
+}
+
+/* The SH series at world p, interpolated trilinearly (tk_tracking_corners); 0 where p is
+ * outside, the nearest voxel's coefficients are all zero (Masked: the FOD's support being
+ * where dwi2fod wrote something), or the result's first coefficient is NaN (MRtrix3's
+ * get_data), else 1. */
+TK_HD static inline int tk_tracking_interpolate(const tk_tracking_field *f, const double *p, double *out)
+{
+    const int k = f->plan->k;
+    size_t nearest, offset[8];
+    double weight[8];
+    if (!tk_tracking_corners(f->plan, p, &nearest, offset, weight)) return 0;
+    const float *c = f->sh + nearest * (size_t)k;
+    int any = 0;
+    for (int j = 0; j < k && !any; ++j) any = c[j] != 0.f;
+    if (!any) return 0;
+    for (int j = 0; j < k; ++j) out[j] = 0.0;
+    for (int corner = 0; corner < 8; ++corner) {
+        const float *s = f->sh + offset[corner];
+        for (int j = 0; j < k; ++j) out[j] += weight[corner] * (double)s[j];
     }
     return !isnan(out[0]);
 }

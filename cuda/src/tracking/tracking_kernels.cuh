@@ -32,22 +32,28 @@ struct TrackArgs {
     unsigned long long *ends;  /* TK_END_COUNT: how the halves ended, over the run */
 };
 
+/* Seed i of the chunk: its random stream, keyed and counted as on the CPU
+ * (tracking_execute.c), and its world position (mask seeding: drawn in its voxel). */
+__device__ static inline void tk_tracking_kernel_seed(const TrackArgs &a, size_t i, tk_philox *rng, double *seed)
+{
+    tk_philox_init(rng, a.plan->opts.rng_seed, a.first + i);
+    const double *s = a.seed + 3 * i;
+    if (a.mask_seeding) {
+        const size_t ijk[3] = {(size_t)s[0], (size_t)s[1], (size_t)s[2]};
+        tk_tracking_voxel_seed(a.plan, ijk, rng, seed);
+    } else {
+        seed[0] = s[0], seed[1] = s[1], seed[2] = s[2];
+    }
+}
+
 template <class Policy> __global__ void __launch_bounds__(Policy::block_threads) tracking_kernel(TrackArgs a)
 {
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= a.count) return;
     const tk_tracking_plan *plan = a.plan;
-    /* the seed's stream, keyed and counted as on the CPU (tracking_execute.c) */
     tk_philox rng;
-    tk_philox_init(&rng, plan->opts.rng_seed, a.first + i);
-    const double *s = a.seed + 3 * i;
     double seed[3];
-    if (a.mask_seeding) {
-        const size_t ijk[3] = {(size_t)s[0], (size_t)s[1], (size_t)s[2]};
-        tk_tracking_voxel_seed(plan, ijk, &rng, seed);
-    } else {
-        seed[0] = s[0], seed[1] = s[1], seed[2] = s[2];
-    }
+    tk_tracking_kernel_seed(a, i, &rng, seed);
     double values[TK_TRACK_MAX_COEFFS];
     tk_tracking_work w;
     w.pts = a.pts + i * a.stride * 3, w.cap = a.stride;
@@ -93,15 +99,8 @@ __global__ void __launch_bounds__(Policy::warp_block_threads, Policy::warp_min_b
         i = __shfl_sync(TK_WARP_FULL, i, 0);
         if (i >= a.count) break;
         tk_philox rng;
-        tk_philox_init(&rng, plan->opts.rng_seed, a.first + i);
-        const double *s = a.seed + 3 * i;
         double seed[3];
-        if (a.mask_seeding) {
-            const size_t ijk[3] = {(size_t)s[0], (size_t)s[1], (size_t)s[2]};
-            tk_tracking_voxel_seed(plan, ijk, &rng, seed);
-        } else {
-            seed[0] = s[0], seed[1] = s[1], seed[2] = s[2];
-        }
+        tk_tracking_kernel_seed(a, (size_t)i, &rng, seed);
         w.pts = a.pts + i * a.stride * 3, w.visited = a.visited + i * a.visited_stride;
         size_t n = 0;
         const int outcome = tk_warp_streamline(&f, seed, &rng, &w, &t, &wp, lane, &n);

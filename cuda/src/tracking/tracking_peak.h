@@ -64,13 +64,6 @@ TK_HD static inline double tt_value(const track_tensor *t, const double *x)
 #define TK_NEWTON_DERIVS(t, x, y, h) tt_derivs(t, x, y, h)
 #define TK_NEWTON_VALUE(t, x) tt_value(t, x)
 #include "fibers/fibers_newton.h"
-#undef TK_NEWTON_FN
-#undef TK_NEWTON_UTIL
-#undef TK_NEWTON_CTX
-#undef TK_NEWTON_SFX
-#undef TK_NEWTON_ORDER
-#undef TK_NEWTON_DERIVS
-#undef TK_NEWTON_VALUE
 
 /* MRtrix3's MAX_DIR_CHANGE (core/math/SH.h): the longest step of the climb, in radians. */
 #define TK_TRACK_PEAK_MAX_STEP 0.2

@@ -18,9 +18,10 @@
  *
  * Same results as the CPU, bit for bit: each lane's sums run in the CPU's order (the series
  * corner by corner, each tensor entry column by column), and the CPU sums the rows in the
- * butterfly's order (tracking_tensor.h tk_tracking_lane_tree_sum6).  The driver below is
- * tracking_streamline.h's tk_tracking_streamline with the warp's interpolation and peak in
- * place of the thread's; tk_test_tracking_cuda compares the two paths' streamlines. */
+ * butterfly's order (tracking_tensor.h tk_tracking_lane_tree_sum).  The streamline's rules are
+ * tracking_streamline_body.h's, the CPU's text, with the warp's interpolation, peak and
+ * iFOD1 step in place of the thread's; tk_test_tracking_cuda compares the two paths'
+ * streamlines. */
 #ifndef TK_TRACKING_WARP_CUH
 #define TK_TRACKING_WARP_CUH
 
@@ -50,6 +51,7 @@ typedef struct {
     uint8_t *visited;
     unsigned int ends[TK_END_COUNT];
     uint32_t step; /* iFOD1's steps so far (tk_tracking_work's) */
+    double c0, c1; /* the lane's two coefficients of the series at the seed */
 } tk_warp_work;
 
 /* tk_tracking_push_point into the slot; every lane stores the same point at the same place
@@ -62,14 +64,6 @@ __device__ static inline int tk_warp_push_point(tk_warp_work *w, size_t *n, cons
     return 1;
 }
 
-/* tk_tracking_visit_includes on the slot's flags. */
-__device__ static inline void tk_warp_visit_includes(const tk_tracking_field *f, tk_warp_work *w, const double *p)
-{
-    const tk_tracking_regions *r = f->regions;
-    for (size_t i = 0; i < r->num_include; ++i)
-        if (!w->visited[i] && tk_tracking_mask_contains(f->plan, r->include[i], p)) w->visited[i] = 1;
-}
-
 /* ---- the interpolated series, two coefficients a lane ------------------------------ */
 
 /* tk_tracking_interpolate (tracking_field.h) with lane j computing coefficients j (*c0) and
@@ -77,43 +71,39 @@ __device__ static inline void tk_warp_visit_includes(const tk_tracking_field *f,
 __device__ static TK_WARP_CALL int tk_warp_interpolate(const tk_tracking_field *f, const double *p, int lane, double *c0,
                                                  double *c1)
 {
-    const tk_tracking_plan *plan = f->plan;
-    const size_t *d = plan->grid.dims;
-    const int k = plan->k, j0 = lane, j1 = lane + TK_TRACK_LANES;
+    const int k = f->plan->k, j0 = lane, j1 = lane + TK_TRACK_LANES;
     *c0 = 0.0, *c1 = 0.0;
-    double v[3];
-    tk_tracking_to_voxel(plan, p, v);
-    for (int a = 0; a < 3; ++a)
-        if (!(v[a] > -0.5 && v[a] < (double)d[a] - 0.5)) return 0;
-    size_t nearest;
-    if (!tk_tracking_nearest_voxel(plan, v, &nearest)) return 0;
+    size_t nearest, offset[8];
+    double weight[8];
+    if (!tk_tracking_corners(f->plan, p, &nearest, offset, weight)) return 0;
     const float *c = f->sh + nearest * (size_t)k;
     const int mine = (j0 < k && c[j0] != 0.f) || (j1 < k && c[j1] != 0.f);
     if (!__any_sync(TK_WARP_FULL, mine)) return 0;
-    double frac[3], base[3];
-    for (int a = 0; a < 3; ++a) {
-        base[a] = floor(v[a]);
-        frac[a] = v[a] - base[a];
-        if (v[a] < 0.0 || v[a] > (double)d[a] - 1.0) frac[a] = 0.0;
-    }
     double o0 = 0.0, o1 = 0.0;
-    for (int z = 0; z < 2; ++z) {
-        const size_t iz = tk_tracking_clamp_index(base[2] + z, d[2]);
-        const double wz = z ? frac[2] : 1.0 - frac[2];
-        for (int y = 0; y < 2; ++y) {
-            const size_t iy = tk_tracking_clamp_index(base[1] + y, d[1]);
-            const double wy = (y ? frac[1] : 1.0 - frac[1]) * wz;
-            for (int x = 0; x < 2; ++x) {
-                const size_t ix = tk_tracking_clamp_index(base[0] + x, d[0]);
-                const double w = (x ? frac[0] : 1.0 - frac[0]) * wy;
-                const float *s = f->sh + (ix + d[0] * (iy + d[1] * iz)) * (size_t)k;
-                if (j0 < k) o0 += w * (double)__ldg(s + j0);
-                if (j1 < k) o1 += w * (double)__ldg(s + j1);
-            }
-        }
+    for (int corner = 0; corner < 8; ++corner) {
+        const float *s = f->sh + offset[corner];
+        if (j0 < k) o0 += weight[corner] * (double)__ldg(s + j0);
+        if (j1 < k) o1 += weight[corner] * (double)__ldg(s + j1);
     }
     *c0 = o0, *c1 = o1;
     return !isnan(__shfl_sync(TK_WARP_FULL, o0, 0));
+}
+
+/* Lane j's entries j (*t0) and j + 32 (*t1) of map * v, map k x k column-major, v's entry c
+ * held by lane c % 32 (v0 below 32, else v1), over the columns from `first`: each entry summed
+ * column by column from 0.0, as the CPU sums it (tracking_peak.h, tracking_poly.h). */
+__device__ static inline void tk_warp_map_product(const double *map, int k, int first, double v0, double v1, int lane,
+                                                  double *t0, double *t1)
+{
+    const int j0 = lane, j1 = lane + TK_TRACK_LANES;
+    double s0 = 0.0, s1 = 0.0;
+    for (int c = first; c < k; ++c) {
+        const double a = __shfl_sync(TK_WARP_FULL, c < TK_TRACK_LANES ? v0 : v1, c & (TK_TRACK_LANES - 1));
+        const double *col = map + (size_t)c * k;
+        if (j0 < k) s0 += __ldg(col + j0) * a;
+        if (j1 < k) s1 += __ldg(col + j1) * a;
+    }
+    *t0 = s0, *t1 = s1;
 }
 
 /* ---- the tensor's monomial form, a row a lane --------------------------------------- */
@@ -184,13 +174,6 @@ __device__ static inline double tk_warp_value(const tk_warp_tensor *t, const dou
 #define TK_NEWTON_DERIVS(t, x, y, h) tk_warp_derivs(t, x, y, h)
 #define TK_NEWTON_VALUE(t, x) tk_warp_value(t, x)
 #include "fibers/fibers_newton.h"
-#undef TK_NEWTON_FN
-#undef TK_NEWTON_UTIL
-#undef TK_NEWTON_CTX
-#undef TK_NEWTON_SFX
-#undef TK_NEWTON_ORDER
-#undef TK_NEWTON_DERIVS
-#undef TK_NEWTON_VALUE
 
 /* Lane's place in the monomial form: its row's x0 and x1 powers (rows ordered as
  * tk_tracking_monomial_row orders them), or live = 0 past the last row. */
@@ -226,13 +209,8 @@ __device__ static TK_WARP_CALL double tk_warp_peak(const tk_tracking_plan *plan,
     const double a0 = j0 >= 1 && scale > 0 ? c0 / scale : 0.0, a1 = scale > 0 ? c1 / scale : 0.0;
     if (!(scale > 0)) return 0;
     /* tensor entries j0 and j1 = map * aniso, column by column from 1 as on the CPU */
-    double t0 = 0.0, t1 = 0.0;
-    for (int c = 1; c < k; ++c) {
-        const double a = __shfl_sync(TK_WARP_FULL, c < TK_TRACK_LANES ? a0 : a1, c & (TK_TRACK_LANES - 1));
-        const double *col = t->map + (size_t)c * k;
-        if (j0 < k) t0 += __ldg(col + j0) * a;
-        if (j1 < k) t1 += __ldg(col + j1) * a;
-    }
+    double t0, t1;
+    tk_warp_map_product(t->map, k, 1, a0, a1, lane, &t0, &t1);
     double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
     if (!(n > 0) || !isfinite(n)) return 0;
     double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n}, value = 0;
@@ -278,13 +256,8 @@ __device__ static inline void tk_warp_poly_coeffs(const tk_tracking_plan *plan, 
                                                   const tk_warp_poly *wp, int lane)
 {
     const int k = plan->k, j0 = lane, j1 = lane + TK_TRACK_LANES;
-    double t0 = 0.0, t1 = 0.0;
-    for (int c = 0; c < k; ++c) {
-        const double sc = __shfl_sync(TK_WARP_FULL, c < TK_TRACK_LANES ? c0 : c1, c & (TK_TRACK_LANES - 1));
-        const double *col = wp->map + (size_t)c * k;
-        if (j0 < k) t0 += __ldg(col + j0) * sc;
-        if (j1 < k) t1 += __ldg(col + j1) * sc;
-    }
+    double t0, t1;
+    tk_warp_map_product(wp->map, k, 0, c0, c1, lane, &t0, &t1);
     __syncwarp();
     if (j0 < k) wp->coef[j0] = t0 * plan->poly_mult[j0];
     if (j1 < k) wp->coef[j1] = t1 * plan->poly_mult[j1];
@@ -410,35 +383,6 @@ __device__ static inline int tk_warp_sd_stream_next(const tk_tracking_field *f, 
     return -1;
 }
 
-/* The method's step, then the regions (tk_tracking_iterate). */
-__device__ static inline int tk_warp_iterate(const tk_tracking_field *f, tk_warp_work *w, double *pos, double *dir,
-                                             tk_warp_tensor *t, const tk_philox *rng, const tk_warp_poly *wp, int lane)
-{
-    const tk_tracking_plan *plan = f->plan;
-    const int end = plan->opts.algorithm == TK_TRACK_IFOD1 ? tk_warp_ifod1_next(f, w, pos, dir, rng, wp, lane)
-                                                           : tk_warp_sd_stream_next(f, pos, dir, t, lane);
-    if (end != -1) return end;
-    const tk_tracking_regions *r = f->regions;
-    if (r->stop_mask && !tk_tracking_mask_contains(plan, r->stop_mask, pos)) return TK_END_EXIT_MASK;
-    if (r->exclude && tk_tracking_mask_contains(plan, r->exclude, pos)) return TK_END_EXCLUDE;
-    tk_warp_visit_includes(f, w, pos);
-    return -1;
-}
-
-/* tk_tracking_grow_half on the warp. */
-__device__ static inline int tk_warp_grow_half(const tk_tracking_field *f, tk_warp_work *w, double *pos,
-                                               double *dir, tk_warp_tensor *t, const tk_philox *rng,
-                                               const tk_warp_poly *wp, int lane, size_t *n)
-{
-    for (;;) {
-        const int end = tk_warp_iterate(f, w, pos, dir, t, rng, wp, lane);
-        if (end == -1 || end == TK_END_EXCLUDE)
-            if (!tk_warp_push_point(w, n, pos)) return -2;
-        if (end != -1) return end;
-        if (*n >= f->plan->max_points) return TK_END_MAX_LENGTH;
-    }
-}
-
 /* tk_tracking_reverse_points with the pairs shared among the lanes. */
 __device__ static inline void tk_warp_reverse_points(double *p, size_t n, int lane)
 {
@@ -453,59 +397,30 @@ __device__ static inline void tk_warp_reverse_points(double *p, size_t n, int la
     __syncwarp();
 }
 
-/* tk_tracking_streamline (tracking_streamline.h) on the warp. */
-__device__ static inline int tk_warp_streamline(const tk_tracking_field *f, const double *seed, tk_philox *rng,
-                                                tk_warp_work *w, tk_warp_tensor *t, const tk_warp_poly *wp, int lane,
-                                                size_t *num_points)
+/* The method's init() on the series at the seed (w->c0, w->c1). */
+__device__ static inline int tk_warp_init(const tk_tracking_field *f, const tk_warp_work *w, double *dir, int given,
+                                          tk_philox *rng, tk_warp_tensor *t, const tk_warp_poly *wp, int lane)
 {
     const tk_tracking_plan *plan = f->plan;
-    const tk_tracking_options *o = &plan->opts;
-    const tk_tracking_regions *r = f->regions;
-    *num_points = 0;
-    w->step = 0;
-    if (r->stop_mask && !tk_tracking_mask_contains(plan, r->stop_mask, seed)) return TK_TRACK_BAD_SEED;
-    if (r->exclude && tk_tracking_mask_contains(plan, r->exclude, seed)) return TK_TRACK_BAD_SEED;
-    double c0, c1;
-    if (!tk_warp_interpolate(f, seed, lane, &c0, &c1)) return TK_TRACK_BAD_SEED;
-    double dir[3];
-    const int given = o->seed_direction[0] != 0 || o->seed_direction[1] != 0 || o->seed_direction[2] != 0;
-    if (given) {
-        const double *s = o->seed_direction, n = sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
-        for (int a = 0; a < 3; ++a) dir[a] = s[a] / n;
-    }
-    int ok;
-    if (o->algorithm == TK_TRACK_IFOD1) {
-        ok = tk_warp_ifod1_init(plan, c0, c1, wp, dir, given, rng, lane);
-    } else {
-        if (!given) tk_tracking_random_direction(rng, dir); /* sd_stream_init's one draw */
-        ok = tk_warp_sd_find_peak(plan, c0, c1, dir, t, lane);
-    }
-    if (!ok) return TK_TRACK_BAD_SEED;
-    memset(w->visited, 0, r->num_include ? r->num_include : 1);
-    tk_warp_visit_includes(f, w, seed);
-    size_t n = 0;
-    tk_warp_push_point(w, &n, seed);
-    const double seed_dir[3] = {dir[0], dir[1], dir[2]};
-    double pos[3] = {seed[0], seed[1], seed[2]};
-    int end = tk_warp_grow_half(f, w, pos, dir, t, rng, wp, lane, &n);
-    if (end == -2) return -1;
-    ++w->ends[end];
-    int excluded = end == TK_END_EXCLUDE;
-    if (!excluded && !o->unidirectional) {
-        tk_warp_reverse_points(w->pts, n, lane);
-        for (int a = 0; a < 3; ++a) pos[a] = seed[a], dir[a] = -seed_dir[a];
-        end = tk_warp_grow_half(f, w, pos, dir, t, rng, wp, lane, &n);
-        if (end == -2) return -1;
-        ++w->ends[end];
-        excluded = end == TK_END_EXCLUDE;
-    }
-    *num_points = n;
-    if (excluded) return TK_TRACK_EXCLUDED;
-    if (n == 1 && plan->min_points > 1) return TK_TRACK_NO_PROPAGATION;
-    if (n < plan->min_points) return TK_TRACK_TOO_SHORT;
-    for (size_t i = 0; i < r->num_include; ++i)
-        if (!w->visited[i]) return TK_TRACK_MISSED_INCLUDE;
-    return TK_TRACK_KEPT;
+    if (plan->opts.algorithm == TK_TRACK_IFOD1) return tk_warp_ifod1_init(plan, w->c0, w->c1, wp, dir, given, rng, lane);
+    if (!given) tk_tracking_random_direction(rng, dir); /* sd_stream_init's one draw */
+    return tk_warp_sd_find_peak(plan, w->c0, w->c1, dir, t, lane);
 }
+
+/* The streamline (tracking_streamline_body.h) on the warp: every lane runs it alike; the
+ * lanes share out the series, the peak, the trials and the reversal. */
+#define TK_SL_FN __device__ static inline
+#define TK_SL_SFX(name) tk_warp_##name
+#define TK_SL_WORK tk_warp_work
+#define TK_SL_CTX_PARAMS , tk_warp_tensor *t, const tk_warp_poly *wp, int lane
+#define TK_SL_CTX_ARGS , t, wp, lane
+#define TK_SL_SERIES(f, w, p) tk_warp_interpolate(f, p, lane, &(w)->c0, &(w)->c1)
+#define TK_SL_INIT(f, w, dir, given, rng) tk_warp_init(f, w, dir, given, rng, t, wp, lane)
+#define TK_SL_NEXT(f, w, pos, dir, rng)                                                                    \
+    ((f)->plan->opts.algorithm == TK_TRACK_IFOD1 ? tk_warp_ifod1_next(f, w, pos, dir, rng, wp, lane)       \
+                                                 : tk_warp_sd_stream_next(f, pos, dir, t, lane))
+#define TK_SL_PUSH(w, n, p) tk_warp_push_point(w, n, p)
+#define TK_SL_REVERSE(w, n) tk_warp_reverse_points((w)->pts, n, lane)
+#include "tracking_streamline_body.h"
 
 #endif
