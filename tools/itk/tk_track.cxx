@@ -420,6 +420,8 @@ int track(const Args &a)
     o.cutoff = a.v.cutoff;
     o.min_length_mm = a.v.min_length;
     o.max_length_mm = a.v.max_length;
+    o.fod_power = a.v.power;
+    o.max_trials = a.v.trials;
     o.unidirectional = a.v.unidirectional;
     std::memcpy(o.seed_direction, a.v.seed_direction, sizeof o.seed_direction);
     o.rng_seed = a.v.seed;

@@ -24,6 +24,8 @@ typedef struct tk_track_values {
     long select;  /* 0: every seed once; K: stop once K streamlines are kept */
     int algorithm; /* tk_tracking_algorithm */
     double step, angle, cutoff, min_length, max_length; /* 0: MRtrix3's default (the core's) */
+    double power; /* iFOD1: the FOD raised to this power (tckgen -power; 0: 1) */
+    int trials;   /* iFOD1: directions drawn per step (tckgen -trials; 0: 1000) */
     double seed_direction[3]; /* all 0: random first directions */
     uint64_t seed;
     int descoteaux, legacy, unidirectional;

@@ -159,6 +159,39 @@ TEST(TrackCli, StraightFiberGivesStraightStreamlinesThroughTheVolume)
     }
 }
 
+TEST(TrackCli, PowerAndTrialsReachTheIfod1Sampler)
+{
+    // iFOD1 along the x fiber: one trial a step ends most streamlines within a few steps; a
+    // high power concentrates the draws on the lobe's axis, so the steps turn less
+    Scratch s;
+    struct Run {
+        size_t points = 0, lines = 0;
+        double lateral = 0;  // mean |dy| + |dz| of a step
+    };
+    auto run = [&](const std::string &name, const std::string &extra) {
+        auto r = run_tool(exe + " " + s.fod + " " + s.dir / name + " --algorithm ifod1 --seed-mask " + s.seeds +
+                              " --seeds 20 --seed-direction 1,0,0 --min-length 0.4 --seed 3 --quiet" + extra,
+                          s.dir.path);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        Run out;
+        size_t steps = 0;
+        for (const auto &l : read_tck(s.dir / name).lines) {
+            out.points += l.size(), ++out.lines;
+            for (size_t i = 1; i < l.size(); ++i, ++steps)
+                out.lateral += std::fabs(l[i][1] - l[i - 1][1]) + std::fabs(l[i][2] - l[i - 1][2]);
+        }
+        out.lateral /= steps ? (double)steps : 1.0;
+        return out;
+    };
+    const Run base = run("base.tck", ""), one = run("one.tck", " --trials 1"), sharp = run("sharp.tck", " --power 8");
+    ASSERT_GT(base.lines, 30u);
+    EXPECT_LT(one.points, base.points / 2) << "--trials 1 should end most streamlines early";
+    EXPECT_LT(sharp.lateral, 0.8 * base.lateral) << "--power 8 should turn less than power 1";
+    const Run same = run("same.tck", " --trials 1000 --power 1");  // the defaults, given
+    EXPECT_EQ(same.points, base.points);
+    EXPECT_EQ(same.lateral, base.lateral);
+}
+
 TEST(TrackCli, IncludeExcludeAndStoppingMaskByTheLinesTheyCross)
 {
     // each seed voxel's streamlines run along x in their own row of voxels (j, k fixed)
