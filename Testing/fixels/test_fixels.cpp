@@ -1,0 +1,349 @@
+// The fixels core against a brute-force FMLS written from MRtrix3's fmls.cpp as it stands
+// (a vector of lobes with erasures, the adjacency from angles, the peaks from the fiber
+// core's list of all maxima), and on synthetic FODs of known lobes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "tk_fibers.h"
+#include "tk_fixels.h"
+
+namespace {
+
+const double kPi = 3.14159265358979323846;
+const int N = TK_FIXELS_DIRECTIONS;
+
+struct Fixel {
+    double afd, peak, mean[3], pdir[3];
+};
+
+// Neighbours by angle: the tessellation's edges are 3.96 to 4.69 degrees long, the next
+// nearest directions 6.9 degrees and more away, so 5.5 degrees tells them apart.
+const std::vector<std::vector<int>> &adjacency()
+{
+    static std::vector<std::vector<int>> adj;
+    if (adj.empty()) {
+        const double *d = tk_fixels_directions(), c = std::cos(5.5 * kPi / 180);
+        adj.resize(N);
+        for (int i = 0; i < N; ++i)
+            for (int j = 0; j < N; ++j)
+                if (i != j && std::fabs(d[3 * i] * d[3 * j] + d[3 * i + 1] * d[3 * j + 1] + d[3 * i + 2] * d[3 * j + 2]) > c)
+                    adj[i].push_back(j);
+    }
+    return adj;
+}
+
+double dot(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+struct Lobe {
+    std::vector<bool> mask;
+    double max_peak, integral, mean[3];
+    std::vector<std::array<double, 3>> peaks;
+    bool neg;
+};
+
+// fmls.cpp's Segmenter::operator(), literally; the peak climb is replaced by "the nearest of
+// all local maxima" (tk_fibers_all_maxima), a different search for the same point.
+std::vector<Fixel> oracle(int lmax, const std::vector<double> &sh, double int_thr, double peak_thr, double merge)
+{
+    std::vector<Fixel> out;
+    if (!(sh[0] > 0)) return out;
+    const double *dirs = tk_fixels_directions(), *wt = tk_fixels_weights();
+    const int k = (int)sh.size();
+    std::vector<double> values(N), y(k);
+    for (int d = 0; d < N; ++d) {
+        tk_sh_eval(TK_SH_TOURNIER, 0, lmax, dirs + 3 * d, y.data());
+        double v = 0;
+        for (int c = 0; c < k; ++c) v += y[c] * sh[c];
+        values[d] = v;
+    }
+    std::vector<std::pair<double, int>> order;
+    for (int d = 0; d < N; ++d) order.push_back({values[d], d});
+    std::stable_sort(order.begin(), order.end(),
+                     [](const std::pair<double, int> &a, const std::pair<double, int> &b) { return std::fabs(a.first) > std::fabs(b.first); });
+    if (order[0].first <= 0) return out;
+    std::vector<Lobe> lobes;
+    std::vector<std::pair<int, int>> retro;
+    auto add = [&](Lobe &l, int d) {
+        const double v = values[d];
+        l.mask[d] = true;
+        const double *u = dirs + 3 * d, m = dot(l.mean, u) > 0 ? 1 : -1;
+        for (int i = 0; i < 3; ++i) l.mean[i] += u[i] * m * std::fabs(v) * wt[d];
+        l.integral += std::fabs(v * wt[d]);
+    };
+    for (auto &it : order) {
+        const int d = it.second;
+        const double v = it.first;
+        std::vector<int> adj;
+        for (int l = 0; l < (int)lobes.size(); ++l) {
+            if ((v <= 0) != lobes[l].neg) continue;
+            bool a = false;
+            for (int n : adjacency()[d]) a = a || lobes[l].mask[n];
+            if (a) adj.push_back(l);
+        }
+        if (adj.empty()) {
+            Lobe l;
+            l.mask.assign(N, false);
+            l.mask[d] = true;
+            l.max_peak = std::fabs(v);
+            l.integral = std::fabs(v * wt[d]);
+            for (int i = 0; i < 3; ++i) l.mean[i] = dirs[3 * d + i] * std::fabs(v) * wt[d];
+            l.peaks.push_back({dirs[3 * d], dirs[3 * d + 1], dirs[3 * d + 2]});
+            l.neg = v <= 0;
+            lobes.push_back(l);
+        } else if (adj.size() == 1) {
+            add(lobes[adj[0]], d);
+        } else if (std::fabs(v) / lobes[adj.back()].max_peak > merge) {
+            for (size_t j = 1; j < adj.size(); ++j) {
+                Lobe &a = lobes[adj[0]], &b = lobes[adj[j]];
+                for (int i = 0; i < N; ++i) a.mask[i] = a.mask[i] || b.mask[i];
+                if (b.max_peak > a.max_peak) {
+                    a.max_peak = b.max_peak;
+                    a.peaks.insert(a.peaks.begin(), b.peaks.begin(), b.peaks.end());
+                } else
+                    a.peaks.insert(a.peaks.end(), b.peaks.begin(), b.peaks.end());
+                const double m = dot(a.mean, b.mean) > 0 ? 1 : -1;
+                for (int i = 0; i < 3; ++i) a.mean[i] += b.mean[i] * b.integral * m;
+                a.integral += b.integral;
+            }
+            add(lobes[adj[0]], d);
+            for (auto &r : retro) {
+                bool mod = false;
+                for (size_t j = 1; j < adj.size(); ++j)
+                    if (r.second == adj[j]) r.second = adj[0], mod = true;
+                if (!mod) {
+                    int idx = r.second;
+                    for (size_t j = adj.size() - 1; j; --j)
+                        if (adj[j] < idx) --idx;
+                    r.second = idx;
+                }
+            }
+            for (size_t j = adj.size() - 1; j; --j) lobes.erase(lobes.begin() + adj[j]);
+        } else {
+            retro.push_back({d, adj[0]});
+        }
+    }
+    for (auto &r : retro) add(lobes[r.second], r.first);
+    std::vector<double> md(3 * 64), ma(64);
+    const int nmax = tk_fibers_all_maxima(lmax, TK_SH_TOURNIER, 0, sh.data(), 64, md.data(), ma.data());
+    for (auto &l : lobes) {
+        if (l.neg || l.integral < int_thr) continue;
+        for (size_t p = 0; p < l.peaks.size(); ++p) {
+            int best = -1;
+            double bd = 0;
+            for (int m = 0; m < std::min(nmax, 64); ++m) {
+                const double dp = std::fabs(dot(&md[3 * m], l.peaks[p].data()));
+                if (dp > bd) bd = dp, best = m;
+            }
+            if (best < 0) continue;
+            const double *x = &md[3 * best];
+            size_t nearest = l.peaks.size();
+            double mx = 0;
+            for (size_t j = 0; j < l.peaks.size(); ++j) {
+                const double dp = std::fabs(dot(x, l.peaks[j].data()));
+                if (dp > mx) mx = dp, nearest = j;
+            }
+            if (nearest != p) continue;
+            int cd = 0;
+            double cb = -1;
+            for (int d = 0; d < N; ++d) {
+                const double dp = std::fabs(dot(x, dirs + 3 * d));
+                if (dp > cb) cb = dp, cd = d;
+            }
+            if (!l.mask[cd]) continue;
+            l.peaks[p] = {x[0], x[1], x[2]};
+            if (p == 0) l.max_peak = ma[best];
+        }
+        if (l.max_peak < peak_thr) continue;
+        Fixel f;
+        f.afd = l.integral, f.peak = l.max_peak;
+        const double n = std::sqrt(dot(l.mean, l.mean));
+        for (int i = 0; i < 3; ++i) f.mean[i] = l.mean[i] / n, f.pdir[i] = l.peaks[0][i];
+        out.push_back(f);
+    }
+    return out;
+}
+
+// SH coefficients (tournier) of sum_i a_i delta(u_i), band l damped by exp(-s l (l+1)):
+// lobes of known axes and widths, with the truncation's negative ripples.
+std::vector<double> lobes_sh(int lmax, const std::vector<std::array<double, 3>> &axes, const std::vector<double> &a, double s)
+{
+    const int k = (int)tk_sh_num_coeffs(lmax);
+    std::vector<double> sh(k, 0.0), y(k);
+    for (size_t i = 0; i < axes.size(); ++i) {
+        tk_sh_eval(TK_SH_TOURNIER, 0, lmax, axes[i].data(), y.data());
+        for (int l = 0; l <= lmax; l += 2)
+            for (int m = -l; m <= l; ++m) {
+                const int j = l * (l + 1) / 2 + m;
+                sh[j] += a[i] * y[j] * std::exp(-s * l * (l + 1));
+            }
+    }
+    return sh;
+}
+
+std::array<double, 3> random_axis(std::mt19937 &rng)
+{
+    std::normal_distribution<double> g;
+    std::array<double, 3> u{g(rng), g(rng), g(rng)};
+    const double n = std::sqrt(dot(u.data(), u.data()));
+    for (auto &x : u) x /= n;
+    return u;
+}
+
+struct FixelRun {
+    std::vector<uint8_t> count;
+    std::vector<float> afd, amp, mean, pdir;
+    std::vector<uint8_t> lut;
+    int S;
+};
+
+FixelRun run(const tk_fixels_options &o, const std::vector<float> &sh, size_t nv)
+{
+    tk_fixels_plan *p = nullptr;
+    EXPECT_EQ(tk_fixels_plan_create(&o, &p), TK_OK) << tk_last_error();
+    FixelRun r;
+    r.S = tk_fixels_plan_slots(p);
+    r.count.resize(nv), r.afd.resize(nv * r.S), r.amp.resize(nv * r.S), r.mean.resize(nv * r.S * 3),
+        r.pdir.resize(nv * r.S * 3), r.lut.resize(nv * N);
+    tk_fixels_output out{r.count.data(), r.afd.data(), r.amp.data(), r.mean.data(), r.pdir.data(), r.lut.data(), 0, 0};
+    EXPECT_EQ(tk_fixels_plan_execute(p, nv, sh.data(), nullptr, &out, nullptr), TK_OK) << tk_last_error();
+    tk_fixels_plan_destroy(p);
+    return r;
+}
+
+// Random voxels: one to three lobes of random axes, sizes and widths, plus noise; every
+// fixel as the oracle's.  merge < 1 exercises the merging of lobes.
+void compare_with_oracle(double merge, double peak_thr, unsigned seed)
+{
+    const int lmax = 8, k = 45, nv = 60;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> U(0.3, 1.0), W(0.005, 0.03);
+    std::normal_distribution<double> g;
+    std::vector<float> shf;
+    std::vector<std::vector<double>> shd;
+    for (int v = 0; v < nv; ++v) {
+        const int n = 1 + v % 3;
+        std::vector<std::array<double, 3>> ax;
+        std::vector<double> a;
+        for (int i = 0; i < n; ++i) ax.push_back(random_axis(rng)), a.push_back(U(rng));
+        auto sh = lobes_sh(lmax, ax, a, W(rng));
+        for (int j = 1; j < k; ++j) sh[j] += 0.01 * g(rng);
+        std::vector<double> rounded;
+        for (double c : sh) shf.push_back((float)c), rounded.push_back((double)(float)c);
+        shd.push_back(rounded);
+    }
+    tk_fixels_options o;
+    tk_fixels_options_init(&o, lmax);
+    o.lobe_merge_ratio = merge, o.peak_value_threshold = peak_thr;
+    FixelRun r = run(o, shf, nv);
+    int fixels = 0;
+    for (int v = 0; v < nv; ++v) {
+        auto want = oracle(lmax, shd[v], 0.0, peak_thr, merge);
+        ASSERT_EQ((int)r.count[v], (int)want.size()) << "voxel " << v;
+        for (size_t f = 0; f < want.size(); ++f, ++fixels) {
+            const size_t s = (size_t)v * r.S + f;
+            EXPECT_NEAR(r.afd[s], want[f].afd, 1e-5 * want[f].afd) << v << " " << f;
+            EXPECT_NEAR(r.amp[s], want[f].peak, 1e-5 * want[f].peak) << v << " " << f;
+            double dm = 0, dp = 0;
+            for (int i = 0; i < 3; ++i) dm += r.mean[s * 3 + i] * want[f].mean[i], dp += r.pdir[s * 3 + i] * want[f].pdir[i];
+            EXPECT_GT(std::fabs(dm), 1 - 1e-6) << v << " " << f;
+            EXPECT_GT(std::fabs(dp), 1 - 1e-6) << v << " " << f;
+        }
+    }
+    EXPECT_GT(fixels, nv);
+}
+
+}  // namespace
+
+TEST(Fixels, MatchesBruteForceFmls) { compare_with_oracle(1.0, 0.1, 1); }
+TEST(Fixels, MatchesBruteForceFmlsWithMerges) { compare_with_oracle(0.2, 0.1, 2); }
+TEST(Fixels, MatchesBruteForceFmlsNoThresholds) { compare_with_oracle(1.0, 0.0, 3); }
+
+// Two narrow lobes at 70 degrees: two fixels whose peaks are the axes, whose AFDs add up to
+// the integral of the function over the sphere less the (small) negative ripples, and whose
+// lobe masks hold each axis' nearest direction.
+TEST(Fixels, TwoKnownLobes)
+{
+    const int lmax = 8;
+    const double t = 70 * kPi / 180;
+    std::vector<std::array<double, 3>> ax{{{0, 0, 1}}, {{std::sin(t), 0, std::cos(t)}}};
+    auto sh = lobes_sh(lmax, ax, {1.0, 0.6}, 0.03);
+    std::vector<float> shf(sh.begin(), sh.end());
+    tk_fixels_options o;
+    tk_fixels_options_init(&o, lmax);
+    FixelRun r = run(o, shf, 1);
+    ASSERT_EQ(r.count[0], 2);
+    double d0 = 0, d1 = 0;
+    for (int i = 0; i < 3; ++i) d0 += r.pdir[i] * ax[0][i], d1 += r.pdir[3 + i] * ax[1][i];
+    EXPECT_GT(std::fabs(d0), std::cos(0.5 * kPi / 180));
+    EXPECT_GT(std::fabs(d1), std::cos(0.5 * kPi / 180));
+    EXPECT_GT(r.afd[0], r.afd[1]);
+    // the whole integral is 4 pi c00 Y00 = sqrt(4 pi) c00; both lobes hold nearly all of it
+    const double total = std::sqrt(4 * kPi) * sh[0];
+    EXPECT_NEAR(r.afd[0] + r.afd[1], total, 0.05 * total);
+    EXPECT_NEAR(r.afd[0] / r.afd[1], 1.0 / 0.6, 0.1);
+    // disp as fod2fixel writes it is afd / peak; the masks: each axis' direction in its lobe
+    const double *dirs = tk_fixels_directions();
+    for (int f = 0; f < 2; ++f) {
+        int best = 0;
+        double bd = -1;
+        for (int d = 0; d < N; ++d) {
+            const double dp = std::fabs(dot(dirs + 3 * d, ax[f].data()));
+            if (dp > bd) bd = dp, best = d;
+        }
+        EXPECT_EQ(r.lut[best], f);
+    }
+}
+
+TEST(Fixels, WeightsIntegrateTheSphere)
+{
+    const double *w = tk_fixels_weights();
+    double s = 0;
+    for (int d = 0; d < N; ++d) s += w[d];
+    EXPECT_NEAR(s, 4 * kPi, 1e-9);
+}
+
+// maxnum keeps the first lobes; a non-positive mean, NaN and the mask give none; omp = cpu.
+TEST(Fixels, MaxnumMaskBadAndOmp)
+{
+    const int lmax = 8, k = 45;
+    std::vector<std::array<double, 3>> ax{{{0, 0, 1}}, {{1, 0, 0}}, {{0, 1, 0}}};
+    auto sh = lobes_sh(lmax, ax, {1.0, 0.8, 0.6}, 0.03);
+    std::vector<float> shf;
+    for (int v = 0; v < 4; ++v)
+        for (double c : sh) shf.push_back((float)c);
+    shf[1 * k] = -1.0f;        // negative mean
+    shf[2 * k + 5] = NAN;      // bad
+    tk_fixels_options o;
+    tk_fixels_options_init(&o, lmax);
+    FixelRun all = run(o, shf, 4);
+    EXPECT_EQ(all.count[0], 3);
+    EXPECT_EQ(all.count[1], 0);
+    EXPECT_EQ(all.count[2], 0);
+    EXPECT_EQ(all.count[3], 3);
+    o.max_fixels = 2;
+    FixelRun two = run(o, shf, 4);
+    EXPECT_EQ(two.S, 2);
+    EXPECT_EQ(two.count[0], 2);
+    EXPECT_EQ(two.afd[0], all.afd[0]);
+    EXPECT_EQ(two.afd[1], all.afd[1]);
+    o.max_fixels = 0, o.backend = TK_BACKEND_OMP, o.num_threads = 2;
+    FixelRun omp = run(o, shf, 4);
+    EXPECT_EQ(omp.count, all.count);
+    for (size_t i = 0; i < all.afd.size(); ++i)
+        if (!std::isnan(all.afd[i])) {
+            EXPECT_EQ(omp.afd[i], all.afd[i]);
+        }
+    // bad options
+    tk_fixels_plan *p = nullptr;
+    o.lobe_merge_ratio = 2;
+    EXPECT_EQ(tk_fixels_plan_create(&o, &p), TK_ERR_ARGUMENT);
+    EXPECT_EQ(p, nullptr);
+    tk_fixels_options_init(&o, 7);
+    EXPECT_EQ(tk_fixels_plan_create(&o, &p), TK_ERR_ARGUMENT);
+}

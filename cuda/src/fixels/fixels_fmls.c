@@ -1,0 +1,242 @@
+/* One voxel's FMLS segmentation, as MRtrix3 3.0.3's fod2fixel defines it (src/dwi/fmls.cpp,
+ * Segmenter::operator()), followed step for step so that the same series gives the same
+ * lobes; each step's comment names what it mirrors.  Then each kept lobe's peaks go up the
+ * fiber core's Newton climb (fibers_newton.h through the tracker's evaluator,
+ * tracking/tracking_peak.h), where fod2fixel runs Math::SH::get_peak. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixels_internal.h"
+#include "fixels_sphere_1281.h"
+#include "tracking/tracking_peak.h"
+
+static int by_magnitude(const void *a, const void *b)
+{
+    /* descending |amplitude|, ties by direction index: MRtrix3's std::multimap with Max_abs
+     * keeps equal keys in insertion (index) order */
+    const struct tk_fixels_sample *x = a, *y = b;
+    if (x->mag != y->mag) return x->mag > y->mag ? -1 : 1;
+    return x->index - y->index;
+}
+
+static int find(tk_fixels_work *w, int l)
+{
+    while (w->lobes[l].parent != l) l = w->lobes[l].parent;
+    return l;
+}
+
+static double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* FOD_lobe::add: the sample joins the mask, its weighted amplitude the integral, and its
+ * direction (flipped to the running mean's side) the mean. */
+static void lobe_add(tk_fixels_work *w, int l, int d)
+{
+    tk_fixels_lobe *lobe = &w->lobes[l];
+    const double *dir = tk_fixels_sphere_1281_dirs[d];
+    const double v = fabs(w->values[d] * tk_fixels_sphere_1281_weights[d]);
+    const double mult = dot3(lobe->mean, dir) > 0.0 ? 1.0 : -1.0;
+    for (int i = 0; i < 3; ++i) lobe->mean[i] += dir[i] * mult * v;
+    lobe->integral += v;
+    w->label[d] = l;
+}
+
+/* FOD_lobe::merge (that into this): the larger peak's list first, the mean grown by that's
+ * (unnormalised) mean times its integral, as fmls.cpp writes it. */
+static void lobe_merge(tk_fixels_work *w, int into, int that)
+{
+    tk_fixels_lobe *a = &w->lobes[into], *b = &w->lobes[that];
+    if (b->max_peak > a->max_peak) {
+        a->max_peak = b->max_peak;
+        w->peaks[b->peak_tail].next = a->peak_head;
+        a->peak_head = b->peak_head;
+    } else {
+        w->peaks[a->peak_tail].next = b->peak_head;
+        a->peak_tail = b->peak_tail;
+    }
+    a->num_peaks += b->num_peaks;
+    const double mult = dot3(a->mean, b->mean) > 0.0 ? 1.0 : -1.0;
+    for (int i = 0; i < 3; ++i) a->mean[i] += b->mean[i] * b->integral * mult;
+    a->integral += b->integral;
+    b->alive = 0, b->parent = into;
+}
+
+/* The nearest direction of the set to unit x, antipodes included (select_direction). */
+static int nearest_direction(const double *x)
+{
+    int best = 0;
+    double best_dp = fabs(dot3(x, tk_fixels_sphere_1281_dirs[0]));
+    for (int d = 1; d < TK_FIXELS_N; ++d) {
+        const double dp = fabs(dot3(x, tk_fixels_sphere_1281_dirs[d]));
+        if (dp > best_dp) best_dp = dp, best = d;
+    }
+    return best;
+}
+
+/* The local maximum whose basin holds unit dir: the tracker's climb of the fiber core's
+ * Newton (the same longest step as MRtrix3's get_peak, 0.2 rad); returns its amplitude and
+ * moves dir there, or NaN (dir untouched) where no strict maximum is reached (get_peak's
+ * NaN). */
+static double climb(const tk_fixels_plan *p, const double *sh, tk_fixels_work *w, double *dir)
+{
+    const int k = p->k;
+    double iso;
+    const double scale = tk_fibers_anisotropic_part(k, sh, w->aniso, &iso);
+    if (!(scale > 0)) return NAN;
+    for (int r = 0; r < k; ++r) w->tensor[r] = 0.0;
+    for (int c = 1; c < k; ++c) {
+        const double a = w->aniso[c], *col = p->map + (size_t)c * k;
+        for (int r = 0; r < k; ++r) w->tensor[r] += col[r] * a;
+    }
+    track_tensor t;
+    t.m = p->opts.lmax, t.a = w->tensor, t.has_last = 0, t.rows = NULL;
+    if (t.m <= TK_TRACK_ROWS_MAX_ORDER) {
+        tk_tracking_rows_build(t.m, (const int(*)[6])p->rows_src, (const double(*)[6])p->rows_weight, w->tensor,
+                               w->rows);
+        t.rows = (const double(*)[6])w->rows;
+    }
+    double x[3] = {dir[0], dir[1], dir[2]}, value = 0;
+    int strict = 0;
+    for (int c = 0; c < TK_TRACK_PEAK_CLIMBS; ++c) {
+        int iterations = 0;
+        strict = nt_polish_track(&t, x, &value, &iterations, 0.0, 0.0, TK_TRACK_PEAK_MAX_STEP, NULL);
+        if (strict == 1 || iterations < TK_NEWTON_MAX_ITERATIONS) break;
+    }
+    const double amplitude = iso + scale * value;
+    if (strict != 1 || !isfinite(amplitude)) return NAN;
+    dir[0] = x[0], dir[1] = x[1], dir[2] = x[2];
+    return amplitude;
+}
+
+/* The peak revision of Segmenter::operator(): each of the lobe's peaks climbs; the new
+ * direction replaces it where it is still nearer that peak than any other of the lobe's
+ * (as revised so far) and its nearest set direction is in the lobe; the first peak's value
+ * becomes the lobe's maximum. */
+static void revise_peaks(const tk_fixels_plan *p, const double *sh, tk_fixels_work *w, int l)
+{
+    tk_fixels_lobe *lobe = &w->lobes[l];
+    int list[TK_FIXELS_N], np = 0;
+    for (int q = lobe->peak_head; q >= 0 && np < lobe->num_peaks; q = w->peaks[q].next) list[np++] = q;
+    for (int pi = 0; pi < np; ++pi) {
+        double x[3];
+        memcpy(x, w->peaks[list[pi]].dir, sizeof x);
+        const double value = climb(p, sh, w, x);
+        if (!isfinite(value)) continue;
+        double max_dp = 0.0;
+        int nearest = np;
+        for (int j = 0; j < np; ++j) {
+            const double dp = fabs(dot3(x, w->peaks[list[j]].dir));
+            if (dp > max_dp) max_dp = dp, nearest = j;
+        }
+        if (nearest != pi) continue;
+        if (find(w, w->label[nearest_direction(x)]) != l) continue;
+        memcpy(w->peaks[list[pi]].dir, x, sizeof x);
+        if (pi == 0) lobe->max_peak = value;
+    }
+}
+
+int tk_fixels_segment(const tk_fixels_plan *p, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
+                      float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir)
+{
+    const int k = p->k, slots = p->slots;
+    const tk_fixels_options *o = &p->opts;
+    int kept = 0;
+    if (lobe_of_dir) memset(lobe_of_dir, TK_FIXELS_NO_LOBE, TK_FIXELS_N);
+    /* a voxel whose mean is not positive has no lobes */
+    if (!(sh[0] > 0.0)) return 0;
+    for (int d = 0; d < TK_FIXELS_N; ++d) {
+        const double *b = p->basis + (size_t)d * k;
+        double v = 0;
+        for (int c = 0; c < k; ++c) v += b[c] * sh[c];
+        w->values[d] = v;
+        w->order[d].mag = fabs(v), w->order[d].index = d;
+        w->label[d] = -1;
+    }
+    qsort(w->order, TK_FIXELS_N, sizeof w->order[0], by_magnitude);
+    /* the largest sample negative: no lobes at all (fmls.cpp returns there) */
+    if (w->values[w->order[0].index] <= 0.0) return 0;
+    int nl = 0, nretro = 0;
+    for (int s = 0; s < TK_FIXELS_N; ++s) {
+        const int d = w->order[s].index;
+        const double v = w->values[d];
+        const int neg = v <= 0.0;
+        /* the lobes of this sample's sign that hold a neighbour, ascending (the order of
+         * fmls.cpp's loop over its lobe vector: ids rise with it) */
+        int adj[6], na = 0;
+        for (int e = 0; e < 6; ++e) {
+            const int n = tk_fixels_sphere_1281_adj[d][e];
+            if (n < 0 || w->label[n] < 0) continue;
+            const int l = find(w, w->label[n]);
+            if (w->lobes[l].neg != neg) continue;
+            int seen = 0;
+            for (int a = 0; a < na; ++a) seen |= adj[a] == l;
+            if (!seen) adj[na++] = l;
+        }
+        for (int a = 1; a < na; ++a)
+            for (int b = a; b > 0 && adj[b - 1] > adj[b]; --b) {
+                const int tmp = adj[b];
+                adj[b] = adj[b - 1], adj[b - 1] = tmp;
+            }
+        if (na == 0) {
+            /* a new lobe seeded here */
+            tk_fixels_lobe *lobe = &w->lobes[nl];
+            const double *dir = tk_fixels_sphere_1281_dirs[d], wt = tk_fixels_sphere_1281_weights[d];
+            lobe->neg = neg, lobe->alive = 1, lobe->parent = nl;
+            lobe->max_peak = fabs(v);
+            lobe->integral = fabs(v * wt);
+            for (int i = 0; i < 3; ++i) lobe->mean[i] = dir[i] * fabs(v) * wt, w->peaks[nl].dir[i] = dir[i];
+            w->peaks[nl].next = -1;
+            lobe->peak_head = lobe->peak_tail = nl, lobe->num_peaks = 1;
+            w->label[d] = nl++;
+        } else if (na == 1) {
+            lobe_add(w, adj[0], d);
+        } else if (fabs(v) / w->lobes[adj[na - 1]].max_peak > o->lobe_merge_ratio) {
+            /* a bridge high enough next to the last lobe's peak: the lobes become one */
+            for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
+            lobe_add(w, adj[0], d);
+        } else {
+            /* a bridge between lobes: it joins the first of them after the sweep */
+            w->retro[nretro][0] = d, w->retro[nretro][1] = adj[0], ++nretro;
+        }
+    }
+    for (int r = 0; r < nretro; ++r) lobe_add(w, find(w, w->retro[r][1]), w->retro[r][0]);
+    for (int l = 0; l < nl; ++l) {
+        tk_fixels_lobe *lobe = &w->lobes[l];
+        w->kept[l] = -1;
+        if (!lobe->alive || lobe->neg || lobe->integral < o->integral_threshold) continue;
+        revise_peaks(p, sh, w, l);
+        if (lobe->max_peak < o->peak_value_threshold) continue;
+        if (o->max_fixels > 0 && kept >= o->max_fixels) continue;
+        if (kept < slots) {
+            const double n = sqrt(dot3(lobe->mean, lobe->mean));
+            const double *pd = w->peaks[lobe->peak_head].dir;
+            if (afd) afd[kept] = (float)lobe->integral;
+            if (peak_amp) peak_amp[kept] = (float)lobe->max_peak;
+            for (int i = 0; i < 3; ++i) {
+                if (mean_dir) mean_dir[kept * 3 + i] = (float)(lobe->mean[i] / n);
+                if (peak_dir) peak_dir[kept * 3 + i] = (float)pd[i];
+            }
+            w->kept[l] = kept;
+        }
+        ++kept;
+    }
+    if (lobe_of_dir)
+        for (int d = 0; d < TK_FIXELS_N; ++d) {
+            const int out = w->kept[find(w, w->label[d])];
+            lobe_of_dir[d] = out < 0 ? TK_FIXELS_NO_LOBE : (uint8_t)out;
+        }
+    return kept;
+}
+
+const double *tk_fixels_directions(void)
+{
+    return &tk_fixels_sphere_1281_dirs[0][0];
+}
+
+const double *tk_fixels_weights(void)
+{
+    return tk_fixels_sphere_1281_weights;
+}

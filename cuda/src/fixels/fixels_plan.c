@@ -1,0 +1,111 @@
+/* The fixels plan: the checked options, the SH functions at the direction set and the
+ * climb's tensor map, built once and read by every execute. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/plan_hand_out.h"
+#include "common/timer.h"
+#include "fixels_internal.h"
+#include "tracking/tracking_tensor.h"
+
+void tk_fixels_options_init(tk_fixels_options *o, int lmax)
+{
+    /* fod2fixel's defaults (FMLS_*_DEFAULT of fmls.h); every other field zero */
+    *o = (tk_fixels_options){.lmax = lmax,
+                             .basis = TK_SH_TOURNIER,
+                             .peak_value_threshold = 0.1,
+                             .lobe_merge_ratio = 1.0,
+                             .backend = TK_BACKEND_CPU};
+}
+
+static tk_status check_options(const tk_fixels_options *o)
+{
+    if (!o) return tk_set_error(TK_ERR_ARGUMENT, "no options given");
+    if (o->lmax < 2 || o->lmax > TK_SH_MAX_LMAX || o->lmax % 2)
+        return tk_set_error(TK_ERR_ARGUMENT, "lmax must be even, from 2 to %d, got %d", TK_SH_MAX_LMAX, o->lmax);
+    if (o->basis != TK_SH_TOURNIER && o->basis != TK_SH_DESCOTEAUX)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown SH basis %d", (int)o->basis);
+    if (!(o->integral_threshold >= 0) || !isfinite(o->integral_threshold))
+        return tk_set_error(TK_ERR_ARGUMENT, "the integral threshold must be finite and >= 0");
+    if (!(o->peak_value_threshold >= 0) || !isfinite(o->peak_value_threshold))
+        return tk_set_error(TK_ERR_ARGUMENT, "the peak value threshold must be finite and >= 0");
+    if (!(o->lobe_merge_ratio >= 0 && o->lobe_merge_ratio <= 1))
+        return tk_set_error(TK_ERR_ARGUMENT, "the lobe merge ratio must be from 0 to 1");
+    if (o->max_fixels < 0 || o->max_fixels > TK_FIXELS_MAX)
+        return tk_set_error(TK_ERR_ARGUMENT, "the most fixels per voxel must be from 0 (no limit) to %d, got %d",
+                            TK_FIXELS_MAX, o->max_fixels);
+    if (o->backend == TK_BACKEND_CUDA)
+        return tk_set_error(TK_ERR_UNSUPPORTED, "fixels have no cuda backend yet: use cpu or omp");
+    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP)
+        return tk_set_error(TK_ERR_ARGUMENT, "unknown fixels backend %d", (int)o->backend);
+    return TK_OK;
+}
+
+static tk_status build(tk_fixels_plan *p)
+{
+    const int k = p->k;
+    p->basis = malloc(sizeof(double) * (size_t)TK_FIXELS_N * k);
+    p->map = malloc(sizeof(double) * (size_t)k * k);
+    double *row = malloc(sizeof(double) * (size_t)k * k);
+    if (!p->basis || !p->map || !row) {
+        free(row);
+        return tk_set_error(TK_ERR_MEMORY, "out of memory for a fixels plan");
+    }
+    const double *dirs = tk_fixels_directions();
+    tk_status s = TK_OK;
+    for (int d = 0; d < TK_FIXELS_N && s == TK_OK; ++d)
+        s = tk_sh_eval(p->opts.basis, p->opts.legacy, p->opts.lmax, dirs + 3 * d, p->basis + (size_t)d * k);
+    if (s == TK_OK) s = tk_sh_to_tensor_map(p->opts.basis, p->opts.legacy, p->opts.lmax, row);
+    /* column-major, as the tracker's climb reads it (tracking_peak.h) */
+    if (s == TK_OK)
+        for (int r = 0; r < k; ++r)
+            for (int c = 0; c < k; ++c) p->map[(size_t)c * k + r] = row[(size_t)r * k + c];
+    free(row);
+    if (s == TK_OK && p->opts.lmax <= TK_TRACK_ROWS_MAX_ORDER)
+        tk_tracking_rows_recipe(p->opts.lmax, p->rows_src, p->rows_weight);
+    return s;
+}
+
+tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **plan)
+{
+    tk_clear_error();
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no place for the plan given");
+    *plan = NULL;
+    tk_status s = check_options(opts);
+    if (s != TK_OK) return s;
+    tk_fixels_plan *p = calloc(1, sizeof *p);
+    if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory for a fixels plan");
+    p->opts = *opts;
+    p->k = (int)tk_sh_num_coeffs(opts->lmax);
+    p->slots = opts->max_fixels > 0 ? opts->max_fixels : TK_FIXELS_MAX;
+    s = build(p);
+    return TK_PLAN_HAND_OUT(s, p, tk_fixels_plan_destroy, plan);
+}
+
+int tk_fixels_plan_slots(const tk_fixels_plan *plan)
+{
+    return plan ? plan->slots : 0;
+}
+
+void tk_fixels_plan_destroy(tk_fixels_plan *plan)
+{
+    if (!plan) return;
+    free(plan->basis);
+    free(plan->map);
+    free(plan);
+}
+
+tk_status tk_fixels_plan_execute(const tk_fixels_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
+                                 tk_fixels_output *out, tk_timing *timing)
+{
+    tk_clear_error();
+    const double start_ms = tk_now_ms();
+    if (timing) memset(timing, 0, sizeof *timing);
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
+    if (!out || !out->count) return tk_set_error(TK_ERR_ARGUMENT, "no output counts given");
+    if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
+    const tk_status s = tk_fixels_cpu_execute(plan, num_voxels, sh, mask, out);
+    if (timing) timing->total_ms = timing->kernel_ms = tk_now_ms() - start_ms;
+    return s;
+}
