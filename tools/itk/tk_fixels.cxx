@@ -1,0 +1,280 @@
+// tk-fixels: fixels of an SH fiber ODF (the fixels core, fod2fixel's FMLS), written as the
+// fixel directory MRtrix3 reads: index (X x Y x Z x 2, UInt32: count and offset), directions
+// (N x 3 x 1) and one N x 1 x 1 Float32 file per metric, with the FOD's voxel size and
+// transform, .mif or .nii by name; all through one output set (every file or none).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "cli_failure.h"
+#include "image_grid.h"
+#include "sh_image_io.h"
+#include "tk_fixels.h"
+#include "tk_fixels_options.h"
+#include "tk_output_set.h"
+
+namespace {
+
+const char *prog = "tk-fixels";
+
+struct Args {
+    std::string input, dir, mask, afd, peak_amp, disp;
+    tk_fixels_values v{};
+};
+
+bool ends_with(const std::string &s, const char *suffix)
+{
+    const size_t n = std::strlen(suffix);
+    return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+int parse(int argc, char **argv, Args &a)
+{
+    tk_fixels_values_init(&a.v);
+    tk_parsed parsed;
+    if (!tk_cli_parse_options(&tk_fixels_command, argc, argv, 1, &a.v, &parsed)) return 0;
+    if (parsed.num_positional != 2) {
+        tk_cli_error(prog, "FOD and FIXEL_DIR are required; give both (see --help)");
+        return 0;
+    }
+    a.input = parsed.positional[0], a.dir = parsed.positional[1];
+    const auto text = [](const char *t) { return std::string(t ? t : ""); };
+    a.mask = text(a.v.mask), a.afd = text(a.v.afd), a.peak_amp = text(a.v.peak_amp), a.disp = text(a.v.disp);
+    for (const auto &m :
+         {std::make_pair("--afd", &a.afd), std::make_pair("--peak-amp", &a.peak_amp), std::make_pair("--disp", &a.disp)}) {
+        if (m.second->empty()) continue;
+        if (m.second->find('/') != std::string::npos || !(ends_with(*m.second, ".mif") || ends_with(*m.second, ".nii"))) {
+            tk_cli_error(prog, "%s %s: give a file name inside FIXEL_DIR ending in .mif or .nii (as fod2fixel takes it)",
+                         m.first, m.second->c_str());
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// The voxel-to-scanner (RAS) transform MRtrix3 keeps: unit axes and the origin, from ITK's LPS.
+struct Geometry {
+    size_t dim[3];
+    double vox[3], rot[3][3], origin[3];
+};
+
+Geometry geometry_of(const tk::VectorImage3 *im)
+{
+    Geometry g{};
+    const auto size = im->GetLargestPossibleRegion().GetSize();
+    for (int r = 0; r < 3; ++r) {
+        const double flip = r < 2 ? -1.0 : 1.0;
+        g.dim[r] = size[r], g.vox[r] = im->GetSpacing()[r], g.origin[r] = flip * im->GetOrigin()[r];
+        for (int c = 0; c < 3; ++c) g.rot[r][c] = flip * im->GetDirection()[r][c];
+    }
+    return g;
+}
+
+// The geometry MRtrix3 gives an image when it opens it (Header::realign_transform): its axes
+// permuted and flipped so that each runs along the scanner axis it is closest to.  fod2fixel's
+// data files carry this transform, under which MRtrix3 keeps their N x 1 x 1 axes as they are;
+// given the file's own transform it would permute them as it permutes the FOD's.
+Geometry realigned(const Geometry &in)
+{
+    Geometry g = in;
+    int used[3] = {0, 0, 0};
+    for (int i = 0; i < 3; ++i) {
+        int row = 0;
+        double best = -1;
+        for (int r = 0; r < 3; ++r)
+            if (!used[r] && std::fabs(in.rot[r][i]) > best) best = std::fabs(in.rot[r][i]), row = r;
+        used[row] = 1;
+        const double sign = in.rot[row][i] < 0 ? -1.0 : 1.0;
+        for (int r = 0; r < 3; ++r) {
+            g.rot[r][row] = sign * in.rot[r][i];
+            if (sign < 0) g.origin[r] += in.rot[r][i] * in.vox[i] * (double)(in.dim[i] - 1);
+        }
+        g.vox[row] = in.vox[i], g.dim[row] = in.dim[i];
+    }
+    return g;
+}
+
+// One file of the directory: dims (3 or 4 axes), vox, uint32 or float32 data, .mif or .nii.
+void write_image(const std::string &path, const Geometry &g, const size_t *dim, int ndim, bool uint32,
+                 const void *data, size_t count, const char *extra_key)
+{
+    const size_t bytes = 4 * count;
+    std::string head;
+    if (ends_with(path, ".mif")) {
+        char line[512];
+        head = "mrtrix image\ndim: ";
+        for (int i = 0; i < ndim; ++i) head += std::to_string(dim[i]) + (i + 1 < ndim ? "," : "\n");
+        std::snprintf(line, sizeof line, "vox: %.17g,%.17g,%.17g%s\n", g.vox[0], g.vox[1], g.vox[2], ndim == 4 ? ",1" : "");
+        head += line;
+        head += ndim == 4 ? "layout: +0,+1,+2,+3\n" : "layout: +0,+1,+2\n";
+        head += uint32 ? "datatype: UInt32LE\n" : "datatype: Float32LE\n";
+        for (int r = 0; r < 3; ++r) {
+            std::snprintf(line, sizeof line, "transform: %.17g,%.17g,%.17g,%.17g\n", g.rot[r][0], g.rot[r][1],
+                          g.rot[r][2], g.origin[r]);
+            head += line;
+        }
+        if (extra_key) head += extra_key;
+        // "file: . OFFSET" with the offset past the header's own end, 16-byte aligned
+        size_t offset = head.size() + 32;
+        offset = (offset + 15) / 16 * 16;
+        head += "file: . " + std::to_string(offset) + "\nEND\n";
+        if (head.size() > offset) throw std::runtime_error(path + ": header too long");
+        head.resize(offset, '\0');
+    } else {
+        unsigned char h[352] = {0};
+        auto put32 = [&](int at, int32_t x) { std::memcpy(h + at, &x, 4); };
+        auto put16 = [&](int at, int16_t x) { std::memcpy(h + at, &x, 2); };
+        auto putf = [&](int at, float x) { std::memcpy(h + at, &x, 4); };
+        put32(0, 348);
+        put16(40, (int16_t)ndim);
+        for (int i = 0; i < ndim; ++i) put16(42 + 2 * i, (int16_t)dim[i]);
+        for (int i = ndim; i < 7; ++i) put16(42 + 2 * i, 1);
+        if (dim[0] > 32767) throw std::runtime_error(path + ": more fixels than NIfTI-1 holds on one axis; use .mif");
+        put16(70, uint32 ? 768 : 16);
+        put16(72, 32);
+        putf(76, 1.0f);
+        for (int i = 0; i < 3; ++i) putf(80 + 4 * i, (float)g.vox[i]);
+        putf(92, 1.0f);
+        putf(108, 352.0f);
+        putf(112, 1.0f);  // scl_slope
+        put16(254, 2);    // sform_code: aligned
+        for (int r = 0; r < 3; ++r) {
+            for (int c = 0; c < 3; ++c) putf(280 + 16 * r + 4 * c, (float)(g.rot[r][c] * g.vox[c]));
+            putf(280 + 16 * r + 12, (float)g.origin[r]);
+        }
+        std::memcpy(h + 344, "n+1", 4);
+        head.assign(reinterpret_cast<char *>(h), sizeof h);
+    }
+    FILE *f = std::fopen(path.c_str(), "wb");
+    if (!f) throw std::runtime_error(path + ": cannot write");
+    const bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size() &&
+                    std::fwrite(data, 1, bytes, f) == bytes;
+    if (std::fclose(f) != 0 || !ok) throw std::runtime_error(path + ": write failed (disk full?)");
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    if (tk_xml_requested(argc, argv)) return tk_cli_print_xml(stdout, &tk_fixels_command) ? 0 : TK_EXIT_FAILURE;
+    Args a;
+    if (!parse(argc, argv, a)) return TK_EXIT_USAGE;
+    const bool quiet = a.v.std.quiet != 0;
+    std::unique_ptr<tk_outset, void (*)(tk_outset *)> set{tk_outset_new(prog), tk_outset_free};
+    if (!set) return TK_EXIT_FAILURE;
+    const std::string ext = a.v.nii ? ".nii" : ".mif";
+    const std::string index_name = "index" + ext, dir_name = "directions" + ext;
+    if (int bad = tk_cli_refuse_existing(prog, &a.v.std, a.dir.c_str(), 1)) return bad;
+    for (const std::string *in : {&a.input, &a.mask})
+        if (!in->empty())
+            for (const std::string &f : tk::volume_files(*in))
+                if (int bad = tk_outset_input(set.get(), in == &a.input ? "FOD" : "--mask", f.c_str())) return bad;
+    std::vector<std::string> names{index_name, dir_name};
+    for (const std::string *m : {&a.afd, &a.peak_amp, &a.disp})
+        if (!m->empty()) {
+            for (const std::string &n : names)
+                if (n == *m) {
+                    tk_cli_error(prog, "%s is written twice in %s; give each metric its own name", m->c_str(), a.dir.c_str());
+                    return TK_EXIT_USAGE;
+                }
+            names.push_back(*m);
+        }
+    std::vector<const char *> cnames;
+    for (const std::string &n : names) cnames.push_back(n.c_str());
+    cnames.push_back(nullptr);
+    const int out = tk_outset_add_folder(set.get(), "FIXEL_DIR", a.dir.c_str(), cnames.data(), nullptr);
+    if (out < 0) return -out;
+    try {
+        auto sh = tk::read_vector_volume(a.input);
+        const unsigned comps = sh->GetNumberOfComponentsPerPixel();
+        const int lmax = tk_sh_lmax_for_count(comps);
+        if (lmax < 2 || lmax > TK_SH_MAX_LMAX)
+            throw std::runtime_error(a.input + ": " + std::to_string(comps) +
+                                     " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153)");
+        std::vector<uint8_t> mask;
+        if (!a.mask.empty()) {
+            auto m = tk::read_mask(a.mask);
+            tk::require_same_grid(sh, a.input, m, a.mask);
+            const size_t n = m->GetLargestPossibleRegion().GetNumberOfPixels();
+            mask.assign(m->GetBufferPointer(), m->GetBufferPointer() + n);
+        }
+        tk_backend backend;
+        if (!tk_cli_resolve_backend(prog, a.v.std.backend, a.v.std.device, TK_BACKEND_OMP, quiet, &backend))
+            return TK_EXIT_FAILURE;
+        if (backend == TK_BACKEND_CUDA) backend = TK_BACKEND_OMP;  // no cuda fixels yet
+        tk_fixels_options o;
+        tk_fixels_options_init(&o, lmax);
+        o.basis = a.v.descoteaux ? TK_SH_DESCOTEAUX : TK_SH_TOURNIER, o.legacy = a.v.legacy;
+        o.integral_threshold = a.v.no_thresholds ? 0 : a.v.integral;
+        o.peak_value_threshold = a.v.no_thresholds ? 0 : a.v.peak_value;
+        o.lobe_merge_ratio = a.v.merge_ratio;
+        o.max_fixels = (int)a.v.maxnum;
+        o.backend = backend, o.num_threads = (int)a.v.std.threads;
+        tk_fixels_plan *plan = nullptr;
+        if (tk_fixels_plan_create(&o, &plan) != TK_OK)
+            throw std::runtime_error(std::string("fixels: ") + tk_last_error());
+        std::unique_ptr<tk_fixels_plan, void (*)(tk_fixels_plan *)> hold{plan, tk_fixels_plan_destroy};
+        const Geometry g = geometry_of(sh);
+        const size_t nvox = g.dim[0] * g.dim[1] * g.dim[2], S = (size_t)tk_fixels_plan_slots(plan);
+        const size_t chunk = 4096;
+        std::vector<uint8_t> count(chunk);
+        std::vector<float> afd(chunk * S), amp(chunk * S), dir(chunk * S * 3);
+        std::vector<uint32_t> index(2 * nvox, 0);
+        std::vector<float> f_dir, f_afd, f_amp;
+        size_t bad = 0, truncated = 0;
+        const float *data = sh->GetBufferPointer();
+        for (size_t first = 0; first < nvox; first += chunk) {
+            const size_t n = std::min(chunk, nvox - first);
+            tk_fixels_output res{count.data(), afd.data(), amp.data(), a.v.dirpeak ? nullptr : dir.data(),
+                                 a.v.dirpeak ? dir.data() : nullptr, nullptr, 0, 0};
+            if (tk_fixels_plan_execute(plan, n, data + first * comps, mask.empty() ? nullptr : mask.data() + first, &res,
+                                       nullptr) != TK_OK)
+                throw std::runtime_error(std::string("fixels: ") + tk_last_error());
+            bad += res.bad_voxels, truncated += res.truncated;
+            for (size_t v = 0; v < n; ++v) {
+                if (!count[v]) continue;
+                index[first + v] = count[v];
+                index[nvox + first + v] = (uint32_t)f_afd.size();
+                for (size_t f = 0; f < count[v]; ++f) {
+                    f_afd.push_back(afd[v * S + f]), f_amp.push_back(amp[v * S + f]);
+                    for (int i = 0; i < 3; ++i) f_dir.push_back(dir[(v * S + f) * 3 + i]);
+                }
+            }
+        }
+        if (!quiet && bad) std::fprintf(stderr, "%s: warning: %zu voxels have non-finite coefficients; no fixels there\n", prog, bad);
+        if (!quiet && truncated)
+            std::fprintf(stderr, "%s: warning: %zu voxels have more than %zu fixels; the first %zu kept\n", prog,
+                         truncated, S, S);
+        const size_t nf = f_afd.size();
+        if (nf == 0) throw std::runtime_error(a.input + ": no fixels at all (fod2fixel writes nothing then either)");
+        const Geometry data_g = realigned(g);
+        const std::string key = "nfixels: " + std::to_string(nf) + "\n";
+        const size_t idim[4] = {g.dim[0], g.dim[1], g.dim[2], 2}, ddim[3] = {nf, 3, 1}, mdim[3] = {nf, 1, 1};
+        write_image(tk_outset_temp(set.get(), out, 0), g, idim, 4, true, index.data(), index.size(), key.c_str());
+        // directions: N x 3 x 1 with the fixel axis fastest
+        std::vector<float> dirs_t(3 * nf);
+        for (size_t f = 0; f < nf; ++f)
+            for (int i = 0; i < 3; ++i) dirs_t[i * nf + f] = f_dir[3 * f + i];
+        write_image(tk_outset_temp(set.get(), out, 1), data_g, ddim, 3, false, dirs_t.data(), dirs_t.size(), nullptr);
+        int k = 2;
+        if (!a.afd.empty()) write_image(tk_outset_temp(set.get(), out, k++), data_g, mdim, 3, false, f_afd.data(), nf, nullptr);
+        if (!a.peak_amp.empty())
+            write_image(tk_outset_temp(set.get(), out, k++), data_g, mdim, 3, false, f_amp.data(), nf, nullptr);
+        if (!a.disp.empty()) {
+            std::vector<float> disp(nf);
+            for (size_t f = 0; f < nf; ++f) disp[f] = f_afd[f] / f_amp[f];
+            write_image(tk_outset_temp(set.get(), out, k++), data_g, mdim, 3, false, disp.data(), nf, nullptr);
+        }
+        if (tk_outset_commit(set.get()) != 0) return TK_EXIT_FAILURE;
+        if (!quiet) std::fprintf(stderr, "%s: %zu fixels in %s\n", prog, nf, a.dir.c_str());
+    } catch (...) {
+        return tk::report_failure(prog, a.input, tk::volume_out_of_memory(a.mask.empty()));
+    }
+    return 0;
+}

@@ -1,0 +1,91 @@
+/* tk-fixels' option table: its parser, --help and Slicer description (tk-fixels --xml).
+ * The options are fod2fixel's, spelled with dashes. */
+#include "tk_fixels_options.h"
+
+#include <string.h>
+
+#include "cli.h"
+
+#define V(member) offsetof(tk_fixels_values, member)
+
+#define IMAGES ".nii.gz,.nii,.mif,.nrrd,.mha"
+
+static const tk_opt_choice bases[] = {{"tournier", 0, 0}, {"descoteaux", 1, 0}, {NULL, 0, 0}};
+
+static const tk_option io[] = {
+    {.position = 1, .value_name = "FOD", .kind = TK_OPT_TEXT,
+     .xml = {.kind = TK_XML_IMAGE, .name = "inputFOD", .label = "Input FOD",
+             .description = "Spherical-harmonic coefficients (fiber ODF) of each voxel (MRtrix3 dwi2fod, DIPY CSD)",
+             .channel = TK_XML_INPUT, .image_type = "vector", .file_extensions = IMAGES}},
+    {.position = 2, .value_name = "FIXEL_DIR", .kind = TK_OPT_TEXT,
+     .xml = {.kind = TK_XML_DIRECTORY, .name = "fixelDirectory", .label = "Output fixel directory",
+             .description = "The fixel directory MRtrix3 reads (index, directions, one file per metric)",
+             .channel = TK_XML_OUTPUT}},
+    {.name = "afd", .value_name = "NAME", .kind = TK_OPT_TEXT, .offset = V(afd),
+     .help = "write each fixel's integral (apparent fiber density) as FIXEL_DIR/NAME\n(.mif or .nii by its name)"},
+    {.name = "peak-amp", .value_name = "NAME", .kind = TK_OPT_TEXT, .offset = V(peak_amp),
+     .help = "write each fixel's peak amplitude as FIXEL_DIR/NAME"},
+    {.name = "disp", .value_name = "NAME", .kind = TK_OPT_TEXT, .offset = V(disp),
+     .help = "write each fixel's dispersion (integral / peak amplitude) as FIXEL_DIR/NAME"},
+    {.name = "nii", .kind = TK_OPT_FLAG, .offset = V(nii),
+     .help = "index and directions as .nii (default .mif)"},
+    {.name = "mask", .value_name = "MASK", .kind = TK_OPT_TEXT, .offset = V(mask),
+     .help = "only voxels where MASK is non-zero"},
+};
+
+static const tk_option fmls[] = {
+    {.name = "fmls-integral", .value_name = "A", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e30, .offset = V(integral),
+     .help = "drop lobes whose integral is below A (default 0)"},
+    {.name = "fmls-peak-value", .value_name = "A", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e30,
+     .offset = V(peak_value), .help = "drop lobes whose peak amplitude is below A (default 0.1)"},
+    {.name = "fmls-no-thresholds", .kind = TK_OPT_FLAG, .offset = V(no_thresholds),
+     .help = "keep every positive lobe (both thresholds 0)"},
+    {.name = "fmls-lobe-merge-ratio", .value_name = "R", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1,
+     .offset = V(merge_ratio),
+     .help = "merge two lobes where the amplitude between them over the smaller\npeak exceeds R (default 1: never)"},
+    {.name = "maxnum", .value_name = "N", .kind = TK_OPT_LONG, .min = 1, .max = 64, .offset = V(maxnum),
+     .help = "at most N fixels per voxel, the first ones (default: up to 64)"},
+    {.name = "dirpeak", .kind = TK_OPT_FLAG, .offset = V(dirpeak),
+     .help = "fixel direction: the lobe's peak (default: its weighted mean direction)"},
+    {.name = "basis", .value_name = "tournier|descoteaux", .kind = TK_OPT_CHOICE, .choices = bases,
+     .offset = V(descoteaux), .help = "MRtrix3's (default) or DIPY's SH basis"},
+    {.name = "legacy", .kind = TK_OPT_FLAG, .offset = V(legacy), .help = "MRtrix 0.2 / DIPY legacy variant of the basis"},
+};
+
+static const tk_option_group groups[] = {
+    {.title = "options", .label = "Input/Output", .description = "Images", .options = io, .count = TK_OPT_COUNT(io)},
+    {.title = "segmentation options", .label = "Segmentation", .description = "fod2fixel's FMLS parameters",
+     .options = fmls, .count = TK_OPT_COUNT(fmls)},
+    TK_STANDARD_GROUP(tk_fixels_values, std),
+};
+
+static const tk_xml_module slicer = TK_XML_TOOL_MODULE(
+    "Diffusion", "Fixels",
+    "Fixels: each voxel's fiber ODF split into lobes by FMLS as MRtrix3's fod2fixel does, with each lobe's "
+    "integral (AFD), peak and direction, written as a fixel directory.",
+    "FMLS after Smith et al. 2013 (MRtrix3's fod2fixel).");
+
+const tk_command tk_fixels_command = {
+    .prog = "tk-fixels",
+    .usage = "tk-fixels FOD FIXEL_DIR [options]\n"
+             "       tk-fixels --xml    the 3D Slicer CLI module description (SlicerExecutionModel)",
+    .description =
+        "Fixels of an SH fiber ODF as MRtrix3's fod2fixel makes them: each voxel's FOD sampled on\n"
+        "1,281 directions and split into lobes (FMLS), each lobe's integral (AFD), peak amplitude\n"
+        "(Newton's exact maximum) and direction written as a fixel directory: index and\n"
+        "directions (.mif, or .nii with --nii) and one file per metric asked for, in voxel order.\n"
+        "FIXEL_DIR must not exist (--force replaces it); every file appears at once or none.\n",
+    .epilog = "",
+    .groups = groups,
+    .count = TK_OPT_COUNT(groups),
+    .xml = &slicer,
+    .max_positional = 2,
+    .positional_hint = "give FOD and FIXEL_DIR once",
+};
+
+void tk_fixels_values_init(tk_fixels_values *v)
+{
+    memset(v, 0, sizeof *v);
+    v->peak_value = 0.1;
+    v->merge_ratio = 1.0;
+}
