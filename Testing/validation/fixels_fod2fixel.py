@@ -5,7 +5,8 @@ matched within a voxel by direction.  Prints the share of voxels with the same n
 fixels, and the matched fixels' AFD relative difference, peak amplitude difference and mean
 direction angle; exits 1 when a goal (issue 25) is missed, 77 (skip) without fod2fixel.
 
-usage: fixels_fod2fixel.py TK_FIXELS FOD [--threads N]"""
+usage: fixels_fod2fixel.py TK_FIXELS FOD [--threads N] [--worst K]
+(--worst: also list the K fixels of largest AFD difference, voxel in MRtrix3's grid)"""
 import os
 import shutil
 import subprocess
@@ -20,7 +21,8 @@ def main():
         print(__doc__)
         return 2
     tk, fod = sys.argv[1], sys.argv[2]
-    threads = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--threads" else "1"
+    opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+    threads, worst = opts.get("--threads", "1"), int(opts.get("--worst", "0"))
     if not shutil.which("fod2fixel"):
         print("SKIPPED: no fod2fixel (MRtrix3) on PATH")
         return 77
@@ -55,7 +57,7 @@ def main():
         na, nb = a["count"], b["count"]
         voxels = (na > 0) | (nb > 0)
         same = np.mean(na[voxels] == nb[voxels])
-        rel, damp, ang = [], [], []
+        rel, damp, ang, where = [], [], [], []
         for idx in zip(*np.nonzero(voxels)):
             n = min(na[idx], nb[idx])
             da = a["dirs"][idx].reshape(-1, 3)[:na[idx]]
@@ -71,12 +73,15 @@ def main():
                 rel.append(abs(afd_a[idx][i] - afd_b[idx][j]) / afd_b[idx][j])
                 damp.append(abs(amp_a[idx][i] - amp_b[idx][j]))
                 ang.append(np.degrees(np.arccos(min(1.0, max(dots)))))
+                where.append((idx, i, j, afd_a[idx][i], afd_b[idx][j], amp_a[idx][i], amp_b[idx][j]))
         rel, damp, ang = np.array(rel), np.array(damp), np.array(ang)
         print("%s: %d voxels with fixels, same count in %.2f%%; %d matched fixels" % (fod, voxels.sum(), 100 * same, len(rel)))
         for what, x, goal in (("AFD relative difference", rel, 0.01), ("peak amplitude difference", damp, 1e-4),
                               ("mean direction angle (deg)", ang, 0.5)):
             print("  %-28s median %.3g  p99 %.3g  max %.3g  within goal %.2f%%  (goal %g)"
                   % (what, np.median(x), np.percentile(x, 99), x.max(), 100 * np.mean(x <= goal), goal))
+        for w in sorted(range(len(rel)), key=lambda q: -rel[q])[:worst]:
+            print("  voxel %s fixel %d/%d: AFD %.6g vs %.6g, peak %.6g vs %.6g" % where[w])
         ok = same >= 0.99 and np.mean(rel <= 0.01) >= 0.99 and np.mean(ang <= 0.5) >= 0.99
         return 0 if ok else 1
     finally:
