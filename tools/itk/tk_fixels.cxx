@@ -158,6 +158,16 @@ void write_image(const std::string &path, const Geometry &g, const size_t *dim, 
     if (std::fclose(f) != 0 || !ok) throw std::runtime_error(path + ": write failed (disk full?)");
 }
 
+// Files of an old fixel directory that --force replaces: its images (index, directions and
+// every metric, fod2fixel's and ours); anything else (a user's notes) stays.
+int old_fixel_file(const char *name)
+{
+    const std::string n(name);
+    for (const char *e : {".mif", ".nii", ".mif.gz", ".nii.gz", ".mih"})
+        if (ends_with(n, e)) return 1;
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -188,7 +198,7 @@ int main(int argc, char **argv)
     std::vector<const char *> cnames;
     for (const std::string &n : names) cnames.push_back(n.c_str());
     cnames.push_back(nullptr);
-    const int out = tk_outset_add_folder(set.get(), "FIXEL_DIR", a.dir.c_str(), cnames.data(), nullptr);
+    const int out = tk_outset_add_folder(set.get(), "FIXEL_DIR", a.dir.c_str(), cnames.data(), old_fixel_file);
     if (out < 0) return -out;
     try {
         auto sh = tk::read_vector_volume(a.input);
