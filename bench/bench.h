@@ -7,4 +7,5 @@ int tk_bench_tucker(int argc, char **argv);
 int tk_bench_pltf(int argc, char **argv);
 int tk_bench_eig(int argc, char **argv);
 int tk_bench_track(int argc, char **argv);
+int tk_bench_fixels(int argc, char **argv);
 #endif

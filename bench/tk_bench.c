@@ -64,7 +64,9 @@ int main(int argc, char **argv)
                 "  eig     batched eigenvalues: the seed's Table 4 set-up on cuda, omp and LAPACK\n"
                 "          (tk-bench eig --help)\n"
                 "  track   tractography: SD_STREAM and iFOD1 streamlines/s on a tiled real FOD, the core and\n"
-                "          with .tck writing, beside MRtrix3's tckgen (tk-bench track --help)\n");
+                "          with .tck writing, beside MRtrix3's tckgen (tk-bench track --help)\n"
+                "  fixels  fixels (FMLS): voxels/s beside MRtrix3's fod2fixel on real FOD voxels\n"
+                "          (tk-bench fixels --help)\n");
         return argc < 2 ? TK_EXIT_USAGE : 0;
     }
     const char *json = NULL;
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "pltf")) return tk_bench_pltf(argc - 1, argv + 1);
     if (!strcmp(argv[1], "eig")) return tk_bench_eig(argc - 1, argv + 1);
     if (!strcmp(argv[1], "track")) return tk_bench_track(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "fixels")) return tk_bench_fixels(argc - 1, argv + 1);
     tk_cli_error("tk-bench", "unknown suite '%s'; see --help for the suites", argv[1]);
     return TK_EXIT_USAGE;
 }

@@ -2,6 +2,8 @@
 #ifndef TK_FIXELS_INTERNAL_H
 #define TK_FIXELS_INTERNAL_H
 
+#include <stdint.h>
+
 #include "tk_fixels.h"
 #include "tracking/tracking_internal.h" /* TK_TRACK_ROWS_MAX: the climb's monomial form */
 
@@ -14,29 +16,30 @@ extern "C" {
 struct tk_fixels_plan {
     tk_fixels_options opts; /* checked */
     int k, slots;
-    double *basis;          /* TK_FIXELS_N x k: the SH functions at the directions */
+    double *basis;          /* k x TK_FIXELS_N: the SH functions at the directions, coefficient-major */
     double *map;            /* k x k, column-major: tensor = map * sh (the climb's tensor) */
     int rows_src[TK_TRACK_ROWS_MAX][6];
     double rows_weight[TK_TRACK_ROWS_MAX][6];
 };
 
-/* One lobe while the segmentation grows it (MRtrix3's FOD_lobe): its peaks are a list
+/* One positive lobe while the segmentation grows it (MRtrix3's FOD_lobe): its peaks are a list
  * through tk_fixels_peak.next, as a merge joins two lists. */
 typedef struct {
-    int neg, alive, parent;  /* parent: the lobe it was merged into (itself while alive) */
+    int alive, parent;  /* parent: the lobe it was merged into (itself while alive) */
     double max_peak, integral, mean[3];
     int peak_head, peak_tail, num_peaks;
 } tk_fixels_lobe;
 
 typedef struct {
     double dir[3];
-    int next;
+    int next, seed; /* seed: the direction index the peak started from */
 } tk_fixels_peak;
 
 /* One thread's scratch for a voxel (about 100 KB). */
 typedef struct {
     double values[TK_FIXELS_N];
-    struct tk_fixels_sample { double mag; int index; } order[TK_FIXELS_N];
+    uint64_t key[2][TK_FIXELS_N]; /* the positive samples' sort (fixels_fmls.c) */
+    int order[2][TK_FIXELS_N];
     int label[TK_FIXELS_N];  /* the lobe a direction was added to, -1 before */
     tk_fixels_lobe lobes[TK_FIXELS_N];
     tk_fixels_peak peaks[TK_FIXELS_N];

@@ -54,8 +54,10 @@ static tk_status build(tk_fixels_plan *p)
     }
     const double *dirs = tk_fixels_directions();
     tk_status s = TK_OK;
-    for (int d = 0; d < TK_FIXELS_N && s == TK_OK; ++d)
-        s = tk_sh_eval(p->opts.basis, p->opts.legacy, p->opts.lmax, dirs + 3 * d, p->basis + (size_t)d * k);
+    for (int d = 0; d < TK_FIXELS_N && s == TK_OK; ++d) {
+        s = tk_sh_eval(p->opts.basis, p->opts.legacy, p->opts.lmax, dirs + 3 * d, row);
+        for (int c = 0; c < k; ++c) p->basis[(size_t)c * TK_FIXELS_N + d] = row[c];
+    }
     if (s == TK_OK) s = tk_sh_to_tensor_map(p->opts.basis, p->opts.legacy, p->opts.lmax, row);
     /* column-major, as the tracker's climb reads it (tracking_peak.h) */
     if (s == TK_OK)

@@ -1614,14 +1614,15 @@ static const double tk_fixels_sphere_1281_weights[1281] = {
     0.011987351910182614,
 };
 
-/* neighbours, ascending; -1 pads the 5-neighbour directions */
+/* neighbours, ascending; a 5-neighbour direction repeats its first (no test for a pad
+ * in the hot loop: a repeated neighbour changes nothing) */
 static const short tk_fixels_sphere_1281_adj[1281][6] = {
-    {321, 323, 430, 530, 629, -1},
-    {351, 353, 455, 822, 921, -1},
-    {381, 383, 555, 847, 1105, -1},
-    {481, 483, 686, 978, 1132, -1},
-    {655, 657, 751, 873, 875, -1},
-    {581, 583, 778, 947, 949, -1},
+    {321, 323, 430, 530, 629, 321},
+    {351, 353, 455, 822, 921, 351},
+    {381, 383, 555, 847, 1105, 381},
+    {481, 483, 686, 978, 1132, 481},
+    {655, 657, 751, 873, 875, 655},
+    {581, 583, 778, 947, 949, 581},
     {330, 332, 369, 371, 436, 472},
     {360, 362, 399, 401, 828, 864},
     {339, 341, 390, 392, 536, 572},

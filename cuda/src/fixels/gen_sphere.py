@@ -115,10 +115,12 @@ def main():
     out.write("static const double tk_fixels_sphere_1281_weights[%d] = {\n" % n)
     for i in range(0, n, 4):
         out.write("    " + " ".join("%.17g," % x for x in w[i:i + 4]) + "\n")
-    out.write("};\n\n/* neighbours, ascending; -1 pads the 5-neighbour directions */\n")
+    out.write("};\n\n/* neighbours, ascending; a 5-neighbour direction repeats its first (no test for a pad\n"
+              " * in the hot loop: a repeated neighbour changes nothing) */\n")
     out.write("static const short tk_fixels_sphere_1281_adj[%d][6] = {\n" % n)
     for a in adj:
-        a = sorted(a) + [-1] * (6 - len(a))
+        a = sorted(a)
+        a = a + [a[0]] * (6 - len(a))
         out.write("    {%s},\n" % ", ".join(str(x) for x in a))
     out.write("};\n\n#endif\n")
 

@@ -1,0 +1,195 @@
+/* tk-bench fixels: fixel segmentation throughput beside MRtrix3's fod2fixel, on the same real
+ * FOD voxels (dwi2fod's lmax-8 FOD of DIPY's small_64D, tiled), the same threads, in the same
+ * run: both tools as whole processes on one .mif (file I/O included: the issue's >= 20x goal
+ * compares those two), and the core memory to memory on cpu and omp. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bench_common.h"
+#include "bench_json.h"
+#include "bench_options.h"
+#include "cli.h"
+#include "mif_io.h"
+#include "tk_fixels.h"
+#include "tk_npy.h"
+
+static const char *prog = "tk-bench fixels";
+
+typedef struct {
+    long voxels, threads, repeat;
+    int backends[3];
+    const char *fod2fixel, *tk_fixels, *input;
+} fixels_args;
+
+static int parse_program(const char *prog_name, const char *flag, const char *value, void *dest)
+{
+    (void)prog_name, (void)flag;
+    *(const char **)dest = strcmp(value, "off") ? value : NULL;
+    return 1;
+}
+
+#define ARG(member) offsetof(fixels_args, member)
+static const tk_option options[] = {
+    BENCH_TEXT("input", "SH.npy", ARG(input), "the FOD voxels, tiled (default\n" TK_BENCH_TRACK_FOD ")"),
+    BENCH_LONG("voxels", "V", 1, 100000000, ARG(voxels), "voxels (default 20000)"),
+    BENCH_BACKENDS_OPTION(ARG(backends), "the core's backends to measure (default cpu,omp)"),
+    BENCH_THREADS_OPTION(ARG(threads), "threads of omp, fod2fixel and tk-fixels (default: all cores)"),
+    BENCH_LONG("repeat", "R", 1, 7, ARG(repeat), "runs of each figure, the median reported (default 3)"),
+    BENCH_CUSTOM("fod2fixel", "fod2fixel|off", parse_program, ARG(fod2fixel),
+                 "MRtrix3's fod2fixel to compare with, or off (default on PATH)"),
+    BENCH_CUSTOM("tk-fixels", "PATH|off", parse_program, ARG(tk_fixels),
+                 "tk-fixels to time as a whole process, or off (default: the one\nbeside tk-bench, else on PATH)"),
+};
+#undef ARG
+
+static const bench_suite suite = {
+    .prog = "tk-bench fixels",
+    .description = "Fixel segmentation (FMLS, fod2fixel's) of real FOD voxels: fod2fixel and tk-fixels as whole\n"
+                   "processes on the same .mif (the index, directions and -afd written), in turn, --repeat times,\n"
+                   "each the median; the core memory to memory (cpu, omp).\n",
+    .options = options,
+    .count = TK_OPT_COUNT(options),
+};
+
+static const char *beside_me(char *buf, size_t size, const char *name)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, size - 16);
+    if (n > 0) {
+        buf[n] = '\0';
+        char *slash = strrchr(buf, '/');
+        if (slash) {
+            strcpy(slash + 1, name);
+            if (access(buf, X_OK) == 0) return buf;
+        }
+    }
+    return name;
+}
+
+static float *tiled(const char *path, size_t voxels, int *lmax)
+{
+    tk_npy_array arr;
+    if (tk_npy_read(path, &arr) != TK_OK) {
+        tk_cli_error(prog, "%s", tk_last_error());
+        return NULL;
+    }
+    const size_t k = arr.ndim ? arr.shape[arr.ndim - 1] : 0;
+    *lmax = tk_sh_lmax_for_count(k);
+    float *sh = NULL;
+    if (arr.dtype != TK_NPY_FLOAT32 || *lmax < 2 || arr.count == 0)
+        tk_cli_error(prog, "%s: expected float32 SH coefficients on the last axis", path);
+    else if ((sh = malloc(sizeof(float) * k * voxels)) != NULL)
+        for (size_t v = 0; v < voxels; ++v)
+            memcpy(sh + v * k, (const float *)arr.data + (v % (arr.count / k)) * k, sizeof(float) * k);
+    else
+        tk_cli_error(prog, "out of memory for %zu voxels; use fewer --voxels", voxels);
+    tk_npy_free(&arr);
+    return sh;
+}
+
+static void remove_dir(const char *dir)
+{
+    const char *names[] = {"index.mif", "directions.mif", "afd.mif"};
+    char path[256];
+    for (int i = 0; i < 3; ++i) snprintf(path, sizeof path, "%s/%s", dir, names[i]), remove(path);
+    rmdir(dir);
+}
+
+int tk_bench_fixels(int argc, char **argv)
+{
+    char exe[4096];
+    fixels_args a = {20000, 0, 3, {1, 1, 0}, "fod2fixel", NULL, NULL};
+    a.tk_fixels = beside_me(exe, sizeof exe, "tk-fixels");
+    if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
+    const char *input = a.input ? a.input : TK_BENCH_TRACK_FOD;
+    int lmax = 0;
+    const size_t voxels = (size_t)a.voxels;
+    float *sh = tiled(input, voxels, &lmax);
+    if (!sh) return TK_EXIT_FAILURE;
+    const size_t k = tk_sh_num_coeffs(lmax);
+    char threads[32], dir[64], in[96], out[96];
+    snprintf(threads, sizeof threads, "%ld", a.threads > 0 ? a.threads : sysconf(_SC_NPROCESSORS_ONLN));
+    printf("# tk-bench fixels: %s tiled to %zu voxels, lmax %d, %s threads; goal: tk-fixels >= 20x fod2fixel\n"
+           "# (whole processes, same cores)\n", input, voxels, lmax, threads);
+    tk_bench_json_setting_num("lmax", lmax), tk_bench_json_setting_num("threads", a.threads);
+    tk_bench_json_reference("goal tk-fixels vs fod2fixel", 20, "x", "issue goal, whole processes, same cores");
+    printf("%-10s %9s %10s %13s  %s\n", "program", "voxels", "total_ms", "voxels/s", "goal");
+    snprintf(dir, sizeof dir, "/tmp/tk-bench-fixels-XXXXXX");
+    double ref_rate = 0;
+    if ((a.fod2fixel || a.tk_fixels) && mkdtemp(dir)) {
+        snprintf(in, sizeof in, "%s/fod.mif", dir), snprintf(out, sizeof out, "%s/fx", dir);
+        const size_t dim[4] = {voxels, 1, 1, k};
+        if (tk_mif_write_f32(in, dim, sh)) {
+            double runs[2][7];
+            int n[2] = {0, 0};
+            for (int r = 0; r < a.repeat; ++r) {
+                char *ref[] = {(char *)a.fod2fixel, "-quiet", "-force", "-nthreads", threads, "-afd", "afd.mif", in, out, NULL};
+                char *ours[] = {(char *)a.tk_fixels, "-q", "--force", "--backend", "omp", "--threads", threads, "--afd",
+                                "afd.mif", in, out, NULL};
+                for (int t = 0; t < 2; ++t) {
+                    if (!(t ? a.tk_fixels : a.fod2fixel) || (r > 0 && n[t] == 0)) continue;
+                    const double s = bench_timed_process(t ? ours : ref);
+                    if (s > 0) runs[t][n[t]++] = s;
+                    remove_dir(out);
+                }
+            }
+            for (int t = 0; t < 2; ++t) {
+                const char *name = t ? "tk-fixels" : "fod2fixel";
+                if (!(t ? a.tk_fixels : a.fod2fixel)) continue;
+                if (!n[t]) {
+                    printf("%-10s skipped: it did not run (--%s PATH, or off)\n", name, name);
+                    continue;
+                }
+                const double s = bench_median(runs[t], n[t]), rate = voxels / s;
+                char goal[96] = "reference (whole process)";
+                if (t && ref_rate > 0)
+                    snprintf(goal, sizeof goal, "%.1fx fod2fixel (goal 20x: %s)", rate / ref_rate,
+                             bench_verdict(rate >= 20 * ref_rate));
+                if (!t) ref_rate = rate;
+                printf("%-10s %9zu %10.1f %13.0f  %s\n", name, voxels, s * 1000, rate, goal);
+                tk_bench_json_row("fixels"), tk_bench_json_str("program", name), tk_bench_json_num("voxels", voxels);
+                tk_bench_json_num("total_ms", s * 1000), tk_bench_json_num("voxels_per_s", rate);
+            }
+        }
+        remove(in), rmdir(dir);
+    }
+    for (int b = 0; b < 2; ++b) {
+        if (!a.backends[b]) continue;
+        tk_fixels_options o;
+        tk_fixels_options_init(&o, lmax);
+        o.backend = (tk_backend)b, o.num_threads = (int)a.threads;
+        tk_fixels_plan *plan = NULL;
+        const int S = 8;
+        o.max_fixels = S;
+        uint8_t *count = malloc(voxels);
+        float *afd = malloc(sizeof(float) * voxels * S), *dirs = malloc(sizeof(float) * voxels * S * 3);
+        double ms[7];
+        int n = 0;
+        if (count && afd && dirs && tk_fixels_plan_create(&o, &plan) == TK_OK)
+            for (int r = 0; r < a.repeat; ++r) {
+                tk_fixels_output res = {count, afd, NULL, dirs, NULL, NULL, 0, 0};
+                tk_timing t;
+                if (tk_fixels_plan_execute(plan, voxels, sh, NULL, &res, &t) == TK_OK) ms[n++] = t.total_ms;
+            }
+        if (n) {
+            const double m = bench_median(ms, n), rate = voxels / (m / 1000);
+            char goal[96] = "";
+            if (ref_rate > 0) snprintf(goal, sizeof goal, "memory to memory: %.1fx fod2fixel", rate / ref_rate);
+            printf("%-10s %9zu %10.1f %13.0f  %s\n", b ? "omp" : "cpu", voxels, m, rate, goal);
+            tk_bench_json_row("fixels"), tk_bench_json_str("program", b ? "omp" : "cpu");
+            tk_bench_json_num("voxels", voxels), tk_bench_json_num("total_ms", m), tk_bench_json_num("voxels_per_s", rate);
+        } else {
+            printf("%-10s failed: %s\n", b ? "omp" : "cpu", tk_last_error());
+        }
+        tk_fixels_plan_destroy(plan);
+        free(count), free(afd), free(dirs);
+    }
+    free(sh);
+    return 0;
+}
