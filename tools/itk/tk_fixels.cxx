@@ -239,6 +239,8 @@ int main(int argc, char **argv)
         std::vector<float> f_dir, f_afd, f_amp;
         size_t bad = 0, truncated = 0;
         const float *data = sh->GetBufferPointer();
+        tk_progress bar;  // on stderr while a terminal shows it (and not --quiet)
+        tk_progress_begin(&bar, prog, nvox, quiet);
         for (size_t first = 0; first < nvox; first += chunk) {
             const size_t n = std::min(chunk, nvox - first);
             tk_fixels_output res{count.data(), afd.data(), amp.data(), a.v.dirpeak ? nullptr : dir.data(),
@@ -247,6 +249,7 @@ int main(int argc, char **argv)
                                        nullptr) != TK_OK)
                 throw std::runtime_error(std::string("fixels: ") + tk_last_error());
             bad += res.bad_voxels, truncated += res.truncated;
+            tk_progress_advance(&bar, n);
             for (size_t v = 0; v < n; ++v) {
                 if (!count[v]) continue;
                 index[first + v] = count[v];
@@ -257,6 +260,7 @@ int main(int argc, char **argv)
                 }
             }
         }
+        tk_progress_end(&bar);
         if (!quiet && bad) std::fprintf(stderr, "%s: warning: %zu voxels have non-finite coefficients; no fixels there\n", prog, bad);
         if (!quiet && truncated)
             std::fprintf(stderr, "%s: warning: %zu voxels have more than %zu fixels; the first %zu kept\n", prog,
