@@ -44,8 +44,9 @@ typedef struct tk_fixels_options {
     double peak_value_threshold; /**< -fmls_peak_value (default 0.1); -fmls_no_thresholds: both 0 */
     double lobe_merge_ratio;     /**< -fmls_lobe_merge_ratio, 0..1 (default 1: never merge) */
     int max_fixels;              /**< -maxnum: the first this many lobes (0: up to TK_FIXELS_MAX) */
-    tk_backend backend;          /**< cpu or omp */
+    tk_backend backend;          /**< cpu, omp or cuda */
     int num_threads;             /**< omp: 0 = OpenMP's default */
+    int cuda_device;             /**< cuda: the device to run on (default 0) */
 } tk_fixels_options;
 
 /** fod2fixel's defaults for lmax: thresholds 0 and 0.1, merge ratio 1, no -maxnum, cpu, tournier. */
@@ -66,8 +67,11 @@ typedef struct tk_fixels_output {
 } tk_fixels_output;
 
 /** A caller-owned plan: the checked options, the direction set, its adjacency and weights,
- * the SH values at the directions and the SH-to-tensor map.  Execute only reads it: threads
- * may execute one plan at once. */
+ * the SH values at the directions and the SH-to-tensor map; on cuda their device copies, the
+ * chunk buffers and each thread's scratch.  A cpu or omp plan's execute only reads it: threads
+ * may execute one plan at once; a cuda plan is one thread's at a time.  The cuda backend runs
+ * the same segmentation text (one thread a voxel); a voxel with more than 256 lobes (none in
+ * real FODs) fails there and counts as bad. */
 typedef struct tk_fixels_plan tk_fixels_plan;
 
 tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **plan);

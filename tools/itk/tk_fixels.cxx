@@ -217,7 +217,6 @@ int main(int argc, char **argv)
         tk_backend backend;
         if (!tk_cli_resolve_backend(prog, a.v.std.backend, a.v.std.device, TK_BACKEND_OMP, quiet, &backend))
             return TK_EXIT_FAILURE;
-        if (backend == TK_BACKEND_CUDA) backend = TK_BACKEND_OMP;  // no cuda fixels yet
         tk_fixels_options o;
         tk_fixels_options_init(&o, lmax);
         o.basis = a.v.descoteaux ? TK_SH_DESCOTEAUX : TK_SH_TOURNIER, o.legacy = a.v.legacy;
@@ -225,7 +224,7 @@ int main(int argc, char **argv)
         o.peak_value_threshold = a.v.no_thresholds ? 0 : a.v.peak_value;
         o.lobe_merge_ratio = a.v.merge_ratio;
         o.max_fixels = (int)a.v.maxnum;
-        o.backend = backend, o.num_threads = (int)a.v.std.threads;
+        o.backend = backend, o.num_threads = (int)a.v.std.threads, o.cuda_device = (int)a.v.std.device;
         tk_fixels_plan *plan = nullptr;
         if (tk_fixels_plan_create(&o, &plan) != TK_OK)
             throw std::runtime_error(std::string("fixels: ") + tk_last_error());

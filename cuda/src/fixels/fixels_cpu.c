@@ -28,7 +28,12 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
 #pragma omp parallel num_threads(threads) reduction(+ : bad, truncated)
 #endif
     {
-        tk_fixels_work *w = malloc(sizeof *w);
+        tk_fixels_work work, *w = &work;
+        void *block = malloc(tk_fixels_work_bytes(TK_FIXELS_N));
+        if (block)
+            tk_fixels_work_bind(w, &plan->view, block, TK_FIXELS_N);
+        else
+            w = NULL;
         if (!w) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -57,11 +62,11 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
                 ++bad;
                 continue;
             }
-            const int n = tk_fixels_segment(plan, c, w, afd, amp, mdir, pdir, lut);
+            const int n = tk_fixels_segment(&plan->view, c, w, afd, amp, mdir, pdir, lut);
             if (n > S && plan->opts.max_fixels == 0) ++truncated;
             out->count[v] = (uint8_t)(n < S ? n : S);
         }
-        free(w);
+        free(block);
     }
     out->bad_voxels = bad, out->truncated = truncated;
     if (failed) return tk_set_error(TK_ERR_MEMORY, "out of memory for fixels work buffers");

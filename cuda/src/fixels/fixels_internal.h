@@ -1,7 +1,9 @@
-/* Internal: what a fixels plan holds, and the one-voxel FMLS segmentation its backends run. */
+/* Internal: what a fixels plan holds, the tables' view the segmentation reads (host or device
+ * copies), and its scratch. */
 #ifndef TK_FIXELS_INTERNAL_H
 #define TK_FIXELS_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tk_fixels.h"
@@ -13,13 +15,31 @@ extern "C" {
 
 #define TK_FIXELS_N TK_FIXELS_DIRECTIONS
 
+/* The lobes a device thread's scratch holds (a voxel with more fails there, counted as bad;
+ * the host holds TK_FIXELS_N, every lobe there can be).  Real FODs hold a few dozen at most. */
+#define TK_FIXELS_DEVICE_LOBES 256
+
+/* The tables and settings of one segmentation, host or device pointers. */
+typedef struct tk_fixels_view {
+    const double (*dirs)[3];   /* TK_FIXELS_N unit directions */
+    const double *weights;     /* their integration weights */
+    const short (*adj)[6];     /* their neighbours */
+    const double *basis;       /* k x TK_FIXELS_N: the SH functions at the directions, coefficient-major */
+    const double *map;         /* k x k, column-major: tensor = map * sh (the climb's tensor) */
+    const int (*rows_src)[6];  /* the tensor's monomial form (tracking_tensor.h), lmax <= 8 */
+    const double (*rows_weight)[6];
+    int k, lmax, slots, max_lobes, max_fixels;
+    double integral_threshold, peak_value_threshold, lobe_merge_ratio;
+} tk_fixels_view;
+
 struct tk_fixels_plan {
     tk_fixels_options opts; /* checked */
     int k, slots;
-    double *basis;          /* k x TK_FIXELS_N: the SH functions at the directions, coefficient-major */
-    double *map;            /* k x k, column-major: tensor = map * sh (the climb's tensor) */
+    double *basis, *map;
     int rows_src[TK_TRACK_ROWS_MAX][6];
     double rows_weight[TK_TRACK_ROWS_MAX][6];
+    tk_fixels_view view;    /* the host tables */
+    struct tk_fixels_cuda_state *cuda; /* NULL but on the cuda backend */
 };
 
 /* One positive lobe while the segmentation grows it (MRtrix3's FOD_lobe): its peaks are a list
@@ -35,29 +55,78 @@ typedef struct {
     int next, seed; /* seed: the direction index the peak started from */
 } tk_fixels_peak;
 
-/* One thread's scratch for a voxel (about 100 KB). */
+/* One voxel's scratch: arrays in one block (tk_fixels_work_bind), so that a device thread's
+ * lives in global memory and a host thread's is one allocation. */
 typedef struct {
-    double values[TK_FIXELS_N];
-    uint64_t key[2][TK_FIXELS_N]; /* the positive samples' sort (fixels_fmls.c) */
-    int order[2][TK_FIXELS_N];
-    int label[TK_FIXELS_N];  /* the lobe a direction was added to, -1 before */
-    tk_fixels_lobe lobes[TK_FIXELS_N];
-    tk_fixels_peak peaks[TK_FIXELS_N];
-    int retro[TK_FIXELS_N][2]; /* (direction, lobe) joined after the sweep */
-    double tensor[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2], aniso[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
-    double rows[TK_TRACK_ROWS_MAX][6];
-    int kept[TK_FIXELS_N];   /* per lobe id: its output index, or -1 */
+    const tk_fixels_view *t;
+    double *values;          /* TK_FIXELS_N */
+    uint64_t *key[2];        /* TK_FIXELS_N each: the positive samples' sort */
+    int *order[2];           /* TK_FIXELS_N each */
+    int *label;              /* TK_FIXELS_N: the lobe a direction was added to, -1 before */
+    int (*retro)[2];         /* TK_FIXELS_N: (direction, lobe) joined after the sweep */
+    int *list;               /* max_lobes: one lobe's peaks */
+    int *kept;               /* max_lobes: per lobe id its output index, or -1 */
+    tk_fixels_lobe *lobes;   /* max_lobes */
+    tk_fixels_peak *peaks;   /* max_lobes */
+    double *tensor, *aniso;  /* (TK_SH_MAX_LMAX + 1)(TK_SH_MAX_LMAX + 2) / 2 each */
+    double (*rows)[6];       /* TK_TRACK_ROWS_MAX */
 } tk_fixels_work;
 
-/* The fixels of one series sh (double, k coefficients, finite): up to slots of them written
- * to the arrays (each may be NULL; offsets already at this voxel); returns how many lobes
- * survived (may exceed slots). */
-int tk_fixels_segment(const tk_fixels_plan *plan, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
+#define TK_FIXELS_K_MAX ((TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2)
+
+/* Bytes of one scratch block for max_lobes lobes (8-byte aligned pieces). */
+static inline size_t tk_fixels_work_bytes(int max_lobes)
+{
+    const size_t n = TK_FIXELS_N, l = (size_t)max_lobes;
+    return 8 * 3 * n + sizeof(tk_fixels_lobe) * l + sizeof(tk_fixels_peak) * l + 8 * 2 * TK_FIXELS_K_MAX +
+           8 * 6 * TK_TRACK_ROWS_MAX + 4 * 3 * n + 8 * n + 4 * 2 * l;
+}
+
+/* Points w's arrays into block (tk_fixels_work_bytes(max_lobes) bytes, 8-byte aligned). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline void tk_fixels_work_bind(tk_fixels_work *w, const tk_fixels_view *t, void *block, int max_lobes)
+{
+    const size_t n = TK_FIXELS_N, l = (size_t)max_lobes;
+    char *p = (char *)block;
+    w->t = t;
+    w->values = (double *)p, p += 8 * n;
+    w->key[0] = (uint64_t *)p, p += 8 * n;
+    w->key[1] = (uint64_t *)p, p += 8 * n;
+    w->lobes = (tk_fixels_lobe *)p, p += sizeof(tk_fixels_lobe) * l;
+    w->peaks = (tk_fixels_peak *)p, p += sizeof(tk_fixels_peak) * l;
+    w->tensor = (double *)p, p += 8 * TK_FIXELS_K_MAX;
+    w->aniso = (double *)p, p += 8 * TK_FIXELS_K_MAX;
+    w->rows = (double(*)[6])p, p += 8 * 6 * TK_TRACK_ROWS_MAX;
+    w->order[0] = (int *)p, p += 4 * n;
+    w->order[1] = (int *)p, p += 4 * n;
+    w->label = (int *)p, p += 4 * n;
+    w->retro = (int(*)[2])p, p += 8 * n;
+    w->list = (int *)p, p += 4 * l;
+    w->kept = (int *)p;
+}
+
+/* The fixels of one series sh (double, k coefficients, finite) with the host tables: up to
+ * slots of them written to the arrays (each may be NULL; offsets already at this voxel);
+ * returns how many lobes survived (may exceed slots), or -1 where the lobes overflow the
+ * scratch (never on the host). */
+int tk_fixels_segment(const tk_fixels_view *view, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
                       float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir);
 
 /* The cpu/omp backend (fixels_cpu.c). */
 tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
                                 tk_fixels_output *out);
+
+/* The cuda backend (fixels_cuda.cu, or fixels_nocuda.c's clear errors). */
+typedef struct tk_fixels_cuda_state tk_fixels_cuda_state;
+tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, tk_fixels_cuda_state **state);
+tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *state, size_t num_voxels, const float *sh, const uint8_t *mask,
+                                 tk_fixels_output *out, double *kernel_ms);
+void tk_fixels_cuda_destroy(tk_fixels_cuda_state *state);
+
+/* The host copies of the direction set (fixels_fmls.c). */
+const short (*tk_fixels_adjacency(void))[6];
 
 #ifdef __cplusplus
 }

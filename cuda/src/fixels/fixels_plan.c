@@ -35,9 +35,7 @@ static tk_status check_options(const tk_fixels_options *o)
     if (o->max_fixels < 0 || o->max_fixels > TK_FIXELS_MAX)
         return tk_set_error(TK_ERR_ARGUMENT, "the most fixels per voxel must be from 0 (no limit) to %d, got %d",
                             TK_FIXELS_MAX, o->max_fixels);
-    if (o->backend == TK_BACKEND_CUDA)
-        return tk_set_error(TK_ERR_UNSUPPORTED, "fixels have no cuda backend yet: use cpu or omp");
-    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP)
+    if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
         return tk_set_error(TK_ERR_ARGUMENT, "unknown fixels backend %d", (int)o->backend);
     return TK_OK;
 }
@@ -66,6 +64,22 @@ static tk_status build(tk_fixels_plan *p)
     free(row);
     if (s == TK_OK && p->opts.lmax <= TK_TRACK_ROWS_MAX_ORDER)
         tk_tracking_rows_recipe(p->opts.lmax, p->rows_src, p->rows_weight);
+    const tk_fixels_options *o = &p->opts;
+    p->view = (tk_fixels_view){.dirs = (const double(*)[3])tk_fixels_directions(),
+                               .weights = tk_fixels_weights(),
+                               .adj = tk_fixels_adjacency(),
+                               .basis = p->basis,
+                               .map = p->map,
+                               .rows_src = (const int(*)[6])p->rows_src,
+                               .rows_weight = (const double(*)[6])p->rows_weight,
+                               .k = k,
+                               .lmax = o->lmax,
+                               .slots = p->slots,
+                               .max_lobes = TK_FIXELS_N,
+                               .max_fixels = o->max_fixels,
+                               .integral_threshold = o->integral_threshold,
+                               .peak_value_threshold = o->peak_value_threshold,
+                               .lobe_merge_ratio = o->lobe_merge_ratio};
     return s;
 }
 
@@ -82,6 +96,7 @@ tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **
     p->k = (int)tk_sh_num_coeffs(opts->lmax);
     p->slots = opts->max_fixels > 0 ? opts->max_fixels : TK_FIXELS_MAX;
     s = build(p);
+    if (s == TK_OK && opts->backend == TK_BACKEND_CUDA) s = tk_fixels_cuda_create(p, &p->cuda);
     return TK_PLAN_HAND_OUT(s, p, tk_fixels_plan_destroy, plan);
 }
 
@@ -93,6 +108,7 @@ int tk_fixels_plan_slots(const tk_fixels_plan *plan)
 void tk_fixels_plan_destroy(tk_fixels_plan *plan)
 {
     if (!plan) return;
+    tk_fixels_cuda_destroy(plan->cuda);
     free(plan->basis);
     free(plan->map);
     free(plan);
@@ -107,7 +123,14 @@ tk_status tk_fixels_plan_execute(const tk_fixels_plan *plan, size_t num_voxels, 
     if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
     if (!out || !out->count) return tk_set_error(TK_ERR_ARGUMENT, "no output counts given");
     if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
-    const tk_status s = tk_fixels_cpu_execute(plan, num_voxels, sh, mask, out);
-    if (timing) timing->total_ms = timing->kernel_ms = tk_now_ms() - start_ms;
+    double kernel_ms = 0;
+    tk_status s;
+    if (plan->cuda) {
+        s = tk_fixels_cuda_execute(plan->cuda, num_voxels, sh, mask, out, &kernel_ms);
+    } else {
+        s = tk_fixels_cpu_execute(plan, num_voxels, sh, mask, out);
+        kernel_ms = tk_now_ms() - start_ms;
+    }
+    if (timing) timing->total_ms = tk_now_ms() - start_ms, timing->kernel_ms = kernel_ms;
     return s;
 }
