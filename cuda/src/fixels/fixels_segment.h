@@ -68,15 +68,16 @@ TK_HD static inline void fx_sample_values(const double *basis_t, int k, const do
 
 /* The positive samples (n of them, order[0]) by descending amplitude, ties by ascending
  * direction index: the order of MRtrix3's std::multimap with Max_abs, which keeps equal keys
- * in insertion (index) order.  A positive double's bits order as the double does, so an LSD
- * radix sort of the inverted bits, stable, gives it (a byte at a time; a byte all keys share
- * is skipped): a fraction of qsort's time on 1281 samples.  Returns the buffer holding the
- * result. */
+ * in insertion (index) order.  A positive float's bits order as the float does, so an LSD radix
+ * sort of the inverted bits of each sample rounded to float, stable, orders them (a byte at a
+ * time; a byte all keys share is skipped), but for samples that round to the same float: a
+ * last pass puts each such run in double order (insertion; the runs are a few long).  Half the
+ * passes of a sort on the doubles' own 64 bits.  Returns the buffer holding the result. */
 TK_HD static inline int sort_descending(tk_fixels_work *w, int n)
 {
     int cur = 0;
     int count[257];
-    for (int shift = 0; shift < 64; shift += 8) {
+    for (int shift = 0; shift < 32; shift += 8) {
         for (int b = 0; b < 257; ++b) count[b] = 0;
         const uint64_t *key = w->key[cur];
         for (int i = 0; i < n; ++i) ++count[((key[i] >> shift) & 0xff) + 1];
@@ -92,6 +93,21 @@ TK_HD static inline int sort_descending(tk_fixels_work *w, int n)
             nkey[at] = key[i], nord[at] = ord[i];
         }
         cur = !cur;
+    }
+    const uint64_t *key = w->key[cur];
+    int *ord = w->order[cur];
+    for (int i = 1; i < n; ++i) {
+        if (key[i] != key[i - 1]) continue;
+        /* a run of equal float keys: insert i by (double descending, index ascending) */
+        const int d = ord[i];
+        const double v = w->values[d];
+        int j = i;
+        while (j > 0 && key[j - 1] == key[i] &&
+               (w->values[ord[j - 1]] < v || (w->values[ord[j - 1]] == v && ord[j - 1] > d))) {
+            ord[j] = ord[j - 1];
+            --j;
+        }
+        ord[j] = d;
     }
     return cur;
 }
@@ -138,6 +154,10 @@ TK_HD static inline void lobe_merge(tk_fixels_work *w, int into, int that)
     for (int i = 0; i < 3; ++i) a->mean[i] += b->mean[i] * b->integral * mult;
     a->integral += b->integral;
     b->alive = 0, b->parent = into;
+    /* the merged lobe's directions are the survivor's now: labels stay resolved, so the sweep
+     * reads a neighbour's lobe without a find (merges are rare: only below ratio 1) */
+    for (int d = 0; d < TK_FIXELS_N; ++d)
+        if (w->label[d] == that) w->label[d] = into;
 }
 
 /* The nearest direction of the set to unit x, antipodes included (select_direction): a greedy
@@ -239,9 +259,10 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
         w->label[d] = -1;
         if (fabs(v) > fabs(w->values[largest])) largest = d;
         if (v > 0.0) {
-            uint64_t bits;
-            memcpy(&bits, &v, sizeof bits);
-            w->key[0][npos] = ~bits, w->order[0][npos++] = d;
+            const float f = (float)v;
+            uint32_t bits;
+            memcpy(&bits, &f, sizeof bits);
+            w->key[0][npos] = (uint32_t)~bits, w->order[0][npos++] = d;
         }
     }
     /* the largest |sample| (the first of equals) negative: no lobes at all (fmls.cpp returns
@@ -257,14 +278,24 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
         const double v = w->values[d];
         /* the lobes that hold a neighbour, ascending (the order of
          * fmls.cpp's loop over its lobe vector: ids rise with it) */
-        int adj[6], na = 0;
+        int adj[6], na = 0, lab[6], top = -1, other = 0;
+        /* the common case without a branch per neighbour: every labelled neighbour in one lobe
+         * (then it is the largest label) or none labelled */
         for (int e = 0; e < 6; ++e) {
-            const int n = p->adj[d][e];
-            if (w->label[n] < 0) continue;
-            const int l = fx_find(w, w->label[n]);
-            int seen = 0;
-            for (int a = 0; a < na; ++a) seen |= adj[a] == l;
-            if (!seen) adj[na++] = l;
+            lab[e] = w->label[p->adj[d][e]];
+            top = lab[e] > top ? lab[e] : top;
+        }
+        for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
+        if (!other) {
+            adj[0] = top, na = top >= 0;
+        } else {
+            for (int e = 0; e < 6; ++e) {
+                const int l = lab[e];
+                if (l < 0) continue;
+                int seen = 0;
+                for (int a = 0; a < na; ++a) seen |= adj[a] == l;
+                if (!seen) adj[na++] = l;
+            }
         }
         for (int a = 1; a < na; ++a)
             for (int b = a; b > 0 && adj[b - 1] > adj[b]; --b) {
