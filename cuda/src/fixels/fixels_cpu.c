@@ -29,43 +29,68 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
 #endif
     {
         tk_fixels_work work, *w = &work;
-        void *block = malloc(tk_fixels_work_bytes(TK_FIXELS_N));
-        if (block)
+        void *block = malloc(tk_fixels_work_bytes(TK_FIXELS_N) + 4 * sizeof(double) * TK_FIXELS_N);
+        double *vals[4];
+        if (block) {
             tk_fixels_work_bind(w, &plan->view, block, TK_FIXELS_N);
-        else
+            for (int i = 0; i < 4; ++i)
+                vals[i] = (double *)((char *)block + tk_fixels_work_bytes(TK_FIXELS_N)) + (size_t)i * TK_FIXELS_N;
+        } else {
             w = NULL;
+        }
         if (!w) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
             failed = 1;
         }
+        double *own_values = w ? w->values : NULL;
+        /* voxels in groups of four that share one pass over the basis (tk_fixels_sample_values4) */
+        const long long groups = (count + 3) / 4;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 64)
+#pragma omp for schedule(dynamic, 16)
 #endif
-        for (long long v = 0; v < count; ++v) {
-            const size_t o1 = (size_t)v * S, o3 = o1 * 3;
-            float *afd = out->afd ? out->afd + o1 : NULL, *amp = out->peak_amp ? out->peak_amp + o1 : NULL;
-            float *mdir = out->mean_dir ? out->mean_dir + o3 : NULL, *pdir = out->peak_dir ? out->peak_dir + o3 : NULL;
-            uint8_t *lut = out->lobe_of_dir ? out->lobe_of_dir + (size_t)v * TK_FIXELS_N : NULL;
-            fill_nan(afd, S), fill_nan(amp, S), fill_nan(mdir, 3 * (size_t)S), fill_nan(pdir, 3 * (size_t)S);
-            if (lut) memset(lut, TK_FIXELS_NO_LOBE, TK_FIXELS_N);
-            out->count[v] = 0;
-            if (!w || (mask && !mask[v])) continue;
-            double c[(TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2];
-            int ok = 1;
-            for (int j = 0; j < k; ++j) {
-                c[j] = sh[(size_t)v * k + j];
-                ok &= isfinite(c[j]) != 0;
+        for (long long g = 0; g < groups; ++g) {
+            double c[4][TK_FIXELS_K_MAX];
+            const double *live[4];
+            long long live_v[4];
+            int nlive = 0;
+            for (long long v = 4 * g; v < 4 * g + 4 && v < count; ++v) {
+                const size_t o1 = (size_t)v * S, o3 = o1 * 3;
+                fill_nan(out->afd ? out->afd + o1 : NULL, S), fill_nan(out->peak_amp ? out->peak_amp + o1 : NULL, S);
+                fill_nan(out->mean_dir ? out->mean_dir + o3 : NULL, 3 * (size_t)S);
+                fill_nan(out->peak_dir ? out->peak_dir + o3 : NULL, 3 * (size_t)S);
+                if (out->lobe_of_dir) memset(out->lobe_of_dir + (size_t)v * TK_FIXELS_N, TK_FIXELS_NO_LOBE, TK_FIXELS_N);
+                out->count[v] = 0;
+                if (!w || (mask && !mask[v])) continue;
+                int ok = 1;
+                for (int j = 0; j < k; ++j) {
+                    c[nlive][j] = sh[(size_t)v * k + j];
+                    ok &= isfinite(c[nlive][j]) != 0;
+                }
+                if (!ok) {
+                    ++bad;
+                    continue;
+                }
+                live[nlive] = c[nlive], live_v[nlive++] = v;
             }
-            if (!ok) {
-                ++bad;
-                continue;
+            if (!nlive) continue;
+            for (int i = nlive; i < 4; ++i) live[i] = live[0]; /* a full group: repeats are harmless */
+            tk_fixels_sample_values4(&plan->view, live, vals);
+            for (int i = 0; i < nlive; ++i) {
+                const long long v = live_v[i];
+                const size_t o1 = (size_t)v * S, o3 = o1 * 3;
+                w->values = vals[i];
+                const int n = tk_fixels_segment(&plan->view, live[i], w, out->afd ? out->afd + o1 : NULL,
+                                                out->peak_amp ? out->peak_amp + o1 : NULL,
+                                                out->mean_dir ? out->mean_dir + o3 : NULL,
+                                                out->peak_dir ? out->peak_dir + o3 : NULL,
+                                                out->lobe_of_dir ? out->lobe_of_dir + (size_t)v * TK_FIXELS_N : NULL, 1);
+                if (n > S && plan->opts.max_fixels == 0) ++truncated;
+                out->count[v] = (uint8_t)(n < S ? n : S);
             }
-            const int n = tk_fixels_segment(&plan->view, c, w, afd, amp, mdir, pdir, lut);
-            if (n > S && plan->opts.max_fixels == 0) ++truncated;
-            out->count[v] = (uint8_t)(n < S ? n : S);
         }
+        if (w) w->values = own_values;
         free(block);
     }
     out->bad_voxels = bad, out->truncated = truncated;

@@ -50,7 +50,7 @@ __global__ void fixels_kernel(tk_fixels_view view, size_t n, const float *sh, co
     }
     tk_fixels_work w;
     tk_fixels_work_bind(&w, &view, scratch + v * work_bytes, view.max_lobes);
-    const int found = tk_fixels_segment_view(&view, c, &w, a, p, md, pd, l);
+    const int found = tk_fixels_segment_view(&view, c, &w, a, p, md, pd, l, 0);
     if (found < 0) {
         atomicAdd(&counters[0], 1ull); /* more lobes than the scratch holds */
         return;

@@ -110,9 +110,12 @@ static inline void tk_fixels_work_bind(tk_fixels_work *w, const tk_fixels_view *
 /* The fixels of one series sh (double, k coefficients, finite) with the host tables: up to
  * slots of them written to the arrays (each may be NULL; offsets already at this voxel);
  * returns how many lobes survived (may exceed slots), or -1 where the lobes overflow the
- * scratch (never on the host). */
+ * scratch (never on the host).  have_values: w->values already holds the samples
+ * (tk_fixels_sample_values4). */
 int tk_fixels_segment(const tk_fixels_view *view, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
-                      float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir);
+                      float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir, int have_values);
+/* The samples of four series at once (values[i]: TK_FIXELS_N doubles for sh[i]). */
+void tk_fixels_sample_values4(const tk_fixels_view *view, const double *const *sh, double *const *values);
 
 /* The cpu/omp backend (fixels_cpu.c). */
 tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
