@@ -70,6 +70,8 @@ typedef struct {
     tk_fixels_peak *peaks;   /* max_lobes */
     double *tensor, *aniso;  /* (TK_SH_MAX_LMAX + 1)(TK_SH_MAX_LMAX + 2) / 2 each */
     double (*rows)[6];       /* TK_TRACK_ROWS_MAX */
+    int tensor_ready;        /* tensor, aniso, rows, scale and iso are this voxel's */
+    double scale, iso;
 } tk_fixels_work;
 
 #define TK_FIXELS_K_MAX ((TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2)

@@ -217,21 +217,22 @@ TK_HD static inline int nearest_direction(const tk_fixels_view *t, const double 
 TK_HD static inline double climb(const tk_fixels_view *p, const double *sh, tk_fixels_work *w, double *dir)
 {
     const int k = p->k;
-    double iso;
-    const double scale = tk_fibers_anisotropic_part(k, sh, w->aniso, &iso);
-    if (!(scale > 0)) return NAN;
-    for (int r = 0; r < k; ++r) w->tensor[r] = 0.0;
-    for (int c = 1; c < k; ++c) {
-        const double a = w->aniso[c], *col = p->map + (size_t)c * k;
-        for (int r = 0; r < k; ++r) w->tensor[r] += col[r] * a;
+    /* the voxel's tensor and its monomial form, once for all its lobes' climbs */
+    if (!w->tensor_ready) {
+        w->scale = tk_fibers_anisotropic_part(k, sh, w->aniso, &w->iso);
+        for (int r = 0; r < k; ++r) w->tensor[r] = 0.0;
+        for (int c = 1; c < k; ++c) {
+            const double a = w->aniso[c], *col = p->map + (size_t)c * k;
+            for (int r = 0; r < k; ++r) w->tensor[r] += col[r] * a;
+        }
+        if (p->lmax <= TK_TRACK_ROWS_MAX_ORDER) tk_tracking_rows_build(p->lmax, p->rows_src, p->rows_weight, w->tensor, w->rows);
+        w->tensor_ready = 1;
     }
+    const double scale = w->scale, iso = w->iso;
+    if (!(scale > 0)) return NAN;
     track_tensor t;
     t.m = p->lmax, t.a = w->tensor, t.has_last = 0, t.rows = NULL;
-    if (t.m <= TK_TRACK_ROWS_MAX_ORDER) {
-        tk_tracking_rows_build(t.m, p->rows_src, p->rows_weight, w->tensor,
-                               w->rows);
-        t.rows = (const double(*)[6])w->rows;
-    }
+    if (t.m <= TK_TRACK_ROWS_MAX_ORDER) t.rows = (const double(*)[6])w->rows;
     double x[3] = {dir[0], dir[1], dir[2]}, value = 0;
     int strict = 0;
     for (int c = 0; c < TK_TRACK_PEAK_CLIMBS; ++c) {
@@ -283,6 +284,7 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     if (!(sh[0] > 0.0)) return 0;
     int npos = 0, largest = 0;
     if (!have_values) fx_sample_values(p->basis, k, sh, w->values);
+    w->tensor_ready = 0;
     for (int d = 0; d < TK_FIXELS_N; ++d) {
         const double v = w->values[d];
         w->label[d] = -1;
