@@ -285,10 +285,14 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     int npos = 0, largest = 0;
     if (!have_values) fx_sample_values(p->basis, k, sh, w->values);
     w->tensor_ready = 0;
+    memset(w->label, 0xff, sizeof(int) * TK_FIXELS_N); /* -1: no lobe yet */
+    double most = -1.0;
+    for (int d = 0; d < TK_FIXELS_N; ++d) {
+        const double a = fabs(w->values[d]);
+        if (a > most) most = a, largest = d;
+    }
     for (int d = 0; d < TK_FIXELS_N; ++d) {
         const double v = w->values[d];
-        w->label[d] = -1;
-        if (fabs(v) > fabs(w->values[largest])) largest = d;
         if (v > 0.0) {
             const float f = (float)v;
             uint32_t bits;
