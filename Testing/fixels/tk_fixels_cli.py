@@ -49,6 +49,24 @@ def main():
         cnt, off = index[..., 0].ravel(order="F"), index[..., 1].ravel(order="F")
         nz = cnt > 0
         check(np.array_equal(off[nz], np.concatenate([[0], np.cumsum(cnt[nz])[:-1]])), "offsets in voxel order")
+        # the voxel maps (count, AFD sum) and the glyphs beside the directory, in the same set
+        cm, am = os.path.join(tmp, "count.nii"), os.path.join(tmp, "afd.nii.gz")
+        extra = ["--count-map", cm, "--afd-map", am]
+        vtp = os.path.join(tmp, "fixels.vtp")
+        if "not in this build" not in run([tk, "--help"]).stdout.split("--vtp", 1)[1].split("\n")[0]:
+            extra += ["--vtp", vtp]
+        run([tk, fod, os.path.join(tmp, "maps"), "--afd", "afd.nii", "--nii", "-q"] + extra)
+        cnt = np.asarray(nib.load(cm).dataobj)
+        check(np.array_equal(cnt, index[..., 0].astype(cnt.dtype)), "--count-map: the index's counts")
+        sums = np.zeros(index.shape[:3])
+        flat = afd.ravel()
+        for ijk in zip(*np.nonzero(index[..., 0])):
+            o, c = index[ijk + (1,)], index[ijk + (0,)]
+            sums[ijk] = flat[o:o + c].sum()
+        check(np.allclose(np.asarray(nib.load(am).dataobj), sums, rtol=1e-5, atol=1e-6), "--afd-map: the AFD sums")
+        if "--vtp" in extra:
+            with open(vtp) as f:
+                check('NumberOfLines="%d"' % n in f.read(), "--vtp: one line per fixel")
         # an existing directory: refused and kept; replaced with --force
         run([tk, fod, d, "--nii", "-q"], expect=1)
         check(os.path.exists(os.path.join(d, "afd.nii")), "a refused run keeps the old directory")

@@ -18,13 +18,17 @@
 #include "tk_fixels.h"
 #include "tk_fixels_options.h"
 #include "tk_output_set.h"
+#ifdef TK_HAVE_VTK
+#include "tkFiberGlyphOutput.h"
+#include "tkPeaksToPolyData.h"
+#endif
 
 namespace {
 
 const char *prog = "tk-fixels";
 
 struct Args {
-    std::string input, dir, mask, afd, peak_amp, disp;
+    std::string input, dir, mask, afd, peak_amp, disp, count_map, afd_map, vtp;
     tk_fixels_values v{};
 };
 
@@ -46,6 +50,24 @@ int parse(int argc, char **argv, Args &a)
     a.input = parsed.positional[0], a.dir = parsed.positional[1];
     const auto text = [](const char *t) { return std::string(t ? t : ""); };
     a.mask = text(a.v.mask), a.afd = text(a.v.afd), a.peak_amp = text(a.v.peak_amp), a.disp = text(a.v.disp);
+    a.count_map = text(a.v.count_map), a.afd_map = text(a.v.afd_map), a.vtp = text(a.v.vtp);
+#ifndef TK_HAVE_VTK
+    if (!a.vtp.empty()) {
+        tk_cli_error(prog, "--vtp needs VTK, and this tk-fixels was built without it; build it with VTK "
+                     "(-DTK_WITH_VTK=ON, Debian: libvtk9-dev)");
+        return 0;
+    }
+#endif
+    for (const auto &m : {std::make_pair("--count-map", &a.count_map), std::make_pair("--afd-map", &a.afd_map)})
+        if (!m.second->empty() && !tk::volume_output_problem(*m.second).empty()) {
+            tk_cli_error(prog, "%s %s: unknown output format (by its extension); give a name ending in %s", m.first,
+                         m.second->c_str(), tk::volume_output_extensions());
+            return 0;
+        }
+    if (!a.vtp.empty() && !ends_with(a.vtp, ".vtp")) {
+        tk_cli_error(prog, "--vtp %s: give a name ending in .vtp", a.vtp.c_str());
+        return 0;
+    }
     for (const auto &m :
          {std::make_pair("--afd", &a.afd), std::make_pair("--peak-amp", &a.peak_amp), std::make_pair("--disp", &a.disp)}) {
         if (m.second->empty()) continue;
@@ -200,6 +222,11 @@ int main(int argc, char **argv)
     cnames.push_back(nullptr);
     const int out = tk_outset_add_folder(set.get(), "FIXEL_DIR", a.dir.c_str(), cnames.data(), old_fixel_file);
     if (out < 0) return -out;
+    int count_out = -1, afd_out = -1, vtp_out = -1;
+    if (!a.count_map.empty() && (count_out = tk::add_volume_output(set.get(), "--count-map", a.count_map)) < 0)
+        return -count_out;
+    if (!a.afd_map.empty() && (afd_out = tk::add_volume_output(set.get(), "--afd-map", a.afd_map)) < 0) return -afd_out;
+    if (!a.vtp.empty() && (vtp_out = tk_outset_add(set.get(), "--vtp", a.vtp.c_str(), nullptr)) < 0) return -vtp_out;
     try {
         auto sh = tk::read_vector_volume(a.input);
         const unsigned comps = sh->GetNumberOfComponentsPerPixel();
@@ -284,6 +311,45 @@ int main(int argc, char **argv)
             for (size_t f = 0; f < nf; ++f) disp[f] = f_afd[f] / f_amp[f];
             write_image(tk_outset_temp(set.get(), out, k++), data_g, mdim, 3, false, disp.data(), nf, nullptr);
         }
+        // the voxel maps on the FOD's grid (Slicer's scalar volumes)
+        for (const std::pair<int, bool> &m : {std::make_pair(count_out, true), std::make_pair(afd_out, false)}) {
+            if (m.first < 0) continue;
+            auto map = tk::ScalarImage3::New();
+            map->SetRegions(sh->GetLargestPossibleRegion());
+            map->SetSpacing(sh->GetSpacing()), map->SetOrigin(sh->GetOrigin()), map->SetDirection(sh->GetDirection());
+            map->Allocate();
+            float *px = map->GetBufferPointer();
+            for (size_t v = 0; v < nvox; ++v) {
+                double sum = 0;
+                for (uint32_t f = 0; f < index[v]; ++f) sum += f_afd[index[nvox + v] + f];
+                px[v] = m.second ? (float)index[v] : (float)sum;
+            }
+            tk::write_scalar_volume(map, set.get(), m.first);
+        }
+#ifdef TK_HAVE_VTK
+        if (vtp_out >= 0) {
+            // the fixels as sh2peaks-style peaks (direction times AFD), as many slots as the
+            // fullest voxel holds; ITK's geometry is LPS, the glyphs RAS
+            uint32_t most = 0;
+            for (size_t v = 0; v < nvox; ++v) most = std::max(most, index[v]);
+            std::vector<float> peaks(nvox * most * 3, NAN), amps(nvox * most, NAN);
+            for (size_t v = 0; v < nvox; ++v)
+                for (uint32_t f = 0; f < index[v]; ++f) {
+                    const size_t src = index[nvox + v] + f, dst = v * most + f;
+                    amps[dst] = f_afd[src];
+                    for (int i = 0; i < 3; ++i) peaks[dst * 3 + i] = f_dir[3 * src + i] * f_afd[src];
+                }
+            tk::PeaksImage im;
+            im.peaks = peaks.data(), im.amplitudes = amps.data(), im.num_peaks = most;
+            for (int r = 0; r < 3; ++r) {
+                const double flip = r < 2 ? -1.0 : 1.0;
+                im.size[r] = g.dim[r];
+                for (int c = 0; c < 3; ++c) im.ijk_to_ras[4 * r + c] = flip * sh->GetDirection()[r][c] * sh->GetSpacing()[c];
+                im.ijk_to_ras[4 * r + 3] = flip * sh->GetOrigin()[r];
+            }
+            tk::WritePolyDataXML(tk::PeaksToPolyData(im, tk::GlyphOptions{}), tk_outset_temp(set.get(), vtp_out, 0));
+        }
+#endif
         if (tk_outset_commit(set.get()) != 0) return TK_EXIT_FAILURE;
         if (!quiet) std::fprintf(stderr, "%s: %zu fixels in %s\n", prog, nf, a.dir.c_str());
     } catch (...) {

@@ -30,7 +30,33 @@ static const tk_option io[] = {
     {.name = "nii", .kind = TK_OPT_FLAG, .offset = V(nii),
      .help = "index and directions as .nii (default .mif)"},
     {.name = "mask", .value_name = "MASK", .kind = TK_OPT_TEXT, .offset = V(mask),
-     .help = "only voxels where MASK is non-zero"},
+     .help = "only voxels where MASK is non-zero",
+     .xml = {.kind = TK_XML_IMAGE, .name = "mask", .label = "Mask", .description = "Only voxels where the mask is non-zero",
+             .channel = TK_XML_INPUT, .image_type = "label"}},
+    {.name = "count-map", .value_name = "IMAGE", .kind = TK_OPT_TEXT, .offset = V(count_map),
+     .help = "also write the fixels per voxel as a scalar volume (any volume format)",
+     .xml = {.kind = TK_XML_IMAGE, .name = "countMap", .label = "Output fixel count",
+             .description = "Optional: the number of fixels in each voxel", .channel = TK_XML_OUTPUT,
+             .image_type = "scalar", .file_extensions = IMAGES}},
+    {.name = "afd-map", .value_name = "IMAGE", .kind = TK_OPT_TEXT, .offset = V(afd_map),
+     .help = "also write each voxel's total AFD (the sum over its fixels) as a scalar volume",
+     .xml = {.kind = TK_XML_IMAGE, .name = "afdMap", .label = "Output total AFD",
+             .description = "Optional: the sum of each voxel's fixel AFDs", .channel = TK_XML_OUTPUT,
+             .image_type = "scalar", .file_extensions = IMAGES}},
+    {.name = "vtp",
+#ifdef TK_HAVE_VTK
+     .value_name = "FIXELS.vtp",
+     .xml = {.kind = TK_XML_GEOMETRY, .name = "glyphs", .label = "Output fixel glyphs (model)",
+             .description = "Optional: each fixel as a line through its voxel centre along its direction, length by AFD, "
+                            "coloured by direction",
+             .channel = TK_XML_OUTPUT, .image_type = "model", .file_extensions = ".vtp"},
+     .help = "also write the fixels as VTK lines (ParaView, Slicer): one per fixel,\ncentred on its voxel "
+             "(world RAS, mm), length by AFD, RGB by direction",
+#else
+     .value_name = "FILE",
+     .help = "fixel glyphs: not in this build (built without VTK)",
+#endif
+     .kind = TK_OPT_TEXT, .offset = V(vtp)},
 };
 
 static const tk_option fmls[] = {
