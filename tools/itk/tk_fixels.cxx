@@ -241,8 +241,11 @@ int main(int argc, char **argv)
             const size_t n = m->GetLargestPossibleRegion().GetNumberOfPixels();
             mask.assign(m->GetBufferPointer(), m->GetBufferPointer() + n);
         }
-        tk_backend backend;
-        if (!tk_cli_resolve_backend(prog, a.v.std.backend, a.v.std.device, TK_BACKEND_OMP, quiet, &backend))
+        // auto stays on the CPU until the CUDA backend has had its first GPU run (fixels.md):
+        // --backend cuda asks for it
+        tk_backend backend = TK_BACKEND_OMP;
+        if (a.v.std.backend != TK_BACKEND_AUTO &&
+            !tk_cli_resolve_backend(prog, a.v.std.backend, a.v.std.device, TK_BACKEND_OMP, quiet, &backend))
             return TK_EXIT_FAILURE;
         tk_fixels_options o;
         tk_fixels_options_init(&o, lmax);
