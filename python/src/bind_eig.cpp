@@ -1,0 +1,55 @@
+// eig: eigenvalues (and vectors) of a batch of small real matrices (tk_eig_solve) into
+// caller-given arrays: complex results as interleaved (re, im) reals, i.e. the float view
+// of a NumPy complex array, so no copy is made on the way out.
+#include <cstdint>
+
+#include "bindings.h"
+#include "tk_eig.h"
+
+namespace tkpy {
+
+namespace {
+
+template <typename T>
+std::size_t solve(In<T> a, Out<T> values, Out<T> vectors, Out<int8_t> status, int n, int balance, int max_iter,
+                  int backend, int threads, int device) {
+    tk_eig_options o;
+    tk_eig_options_init(&o, n);
+    o.precision = sizeof(T) == sizeof(double) ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+    o.balance = balance;
+    o.max_iter = max_iter;
+    o.backend = static_cast<tk_backend>(backend);
+    o.num_threads = threads;
+    o.cuda_device = device;
+    if (n < 1) check(tk_set_error(TK_ERR_ARGUMENT, "matrix order %d < 1", n), "eig");
+    const std::size_t nn = (std::size_t)n * (std::size_t)n, count = a.size() / nn;
+    check_size("a", a.size(), count * nn);
+    check_size("values", values.size(), count * (std::size_t)n * 2);
+    if (vectors.is_valid()) check_size("vectors", vectors.size(), count * nn * 2);
+    check_size("status", status.size(), count);
+    tk_eig_result r{values.data(), vectors.is_valid() ? vectors.data() : nullptr, status.data()};
+    std::size_t failed = 0;
+    tk_status st;
+    {
+        nb::gil_scoped_release unlocked;
+        st = tk_eig_solve(&o, count, a.data(), &r, nullptr, &failed);
+    }
+    check(st, "eig");
+    return failed;
+}
+
+template <typename T> void def_solve(nb::module_ &m) {
+    m.def("eig_solve", &solve<T>, nb::arg("a").noconvert(), nb::arg("values").noconvert(),
+          nb::arg("vectors").noconvert().none(), nb::arg("status").noconvert(), nb::arg("n"), nb::arg("balance"),
+          nb::arg("max_iter"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"));
+}
+
+}  // namespace
+
+void bind_eig(nb::module_ &m) {
+    def_solve<float>(m);
+    def_solve<double>(m);
+    m.def("eig_max_n", [] { return TK_EIG_MAX_N; });
+}
+
+}  // namespace tkpy

@@ -1,0 +1,55 @@
+// fibers: peaks of SH series (tk_fibers_find) into caller-given direction and amplitude arrays.
+#include <cstdint>
+
+#include "bindings.h"
+#include "tk_fibers.h"
+
+namespace tkpy {
+
+namespace {
+
+// Returns the number of voxels with non-finite coefficients (their outputs are NaN).
+std::size_t peaks(In<float> sh, In<uint8_t> mask, Out<float> directions, Out<float> amplitudes, int lmax, int basis,
+                  int legacy, int num_peaks, double threshold, double relative_threshold, double min_separation_deg,
+                  int backend, int threads, int device) {
+    tk_fibers_options o;
+    tk_fibers_options_init(&o, lmax);
+    o.basis = static_cast<tk_sh_basis>(basis);
+    o.legacy = legacy;
+    o.num_peaks = num_peaks;
+    o.threshold = threshold;
+    o.relative_threshold = relative_threshold;
+    o.min_separation_deg = min_separation_deg;
+    o.backend = static_cast<tk_backend>(backend);
+    o.num_threads = threads;
+    o.cuda_device = device;
+    const std::size_t ncoef = tk_sh_num_coeffs(lmax);
+    if (ncoef == 0) check(tk_set_error(TK_ERR_ARGUMENT, "lmax %d is not an even order >= 0", lmax), "fibers.peaks");
+    const std::size_t nvox = sh.size() / ncoef;
+    check_size("sh", sh.size(), nvox * ncoef);
+    if (mask.is_valid()) check_size("mask", mask.size(), nvox);
+    check_size("directions", directions.size(), nvox * (std::size_t)num_peaks * 3);
+    check_size("amplitudes", amplitudes.size(), nvox * (std::size_t)num_peaks);
+    std::size_t bad = 0;
+    tk_status st;
+    {
+        nb::gil_scoped_release unlocked;  // the arrays stay alive: their handles are held by the caller's frame
+        st = tk_fibers_find(&o, nvox, sh.data(), mask.is_valid() ? mask.data() : nullptr, directions.data(),
+                            amplitudes.data(), &bad);
+    }
+    check(st, "fibers.peaks");
+    return bad;
+}
+
+}  // namespace
+
+void bind_fibers(nb::module_ &m) {
+    m.def("fibers_peaks", &peaks, nb::arg("sh").noconvert(), nb::arg("mask").noconvert().none(),
+          nb::arg("directions").noconvert(), nb::arg("amplitudes").noconvert(), nb::arg("lmax"), nb::arg("basis"),
+          nb::arg("legacy"), nb::arg("num_peaks"), nb::arg("threshold"), nb::arg("relative_threshold"),
+          nb::arg("min_separation_deg"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"));
+    m.def("sh_num_coeffs", [](int lmax) { return tk_sh_num_coeffs(lmax); });
+    m.def("sh_lmax_for_count", [](std::size_t n) { return tk_sh_lmax_for_count(n); });
+}
+
+}  // namespace tkpy

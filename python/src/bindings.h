@@ -1,0 +1,39 @@
+// What every binding file shares: the array types the C API is called with, the core's errors
+// as Python exceptions, and the registration function of each core.  The bindings hold no
+// logic of their own beyond argument checks: the Python layer (tensorkernels/*.py) checks
+// dtypes, layouts and shapes with messages that name the argument; the checks here are the
+// safety net that keeps a wrong-sized buffer from ever reaching a core.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstddef>
+
+#include "tk_status.h"
+#include "tk_types.h"
+
+namespace tkpy {
+namespace nb = nanobind;
+
+// C-contiguous arrays in host memory, never converted: an argument of another dtype or layout
+// does not match (nb::arg(...).noconvert()), so no silent copy is made.  A later GPU slice
+// adds the nb::device::cuda twins of these.
+template <typename T> using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
+template <typename T> using Out = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
+
+// Raises the Python exception for a failed core call: ValueError for bad arguments or data,
+// MemoryError, RuntimeError otherwise; the message is the core's (tk_last_error) after `what`.
+[[noreturn]] void raise_status(tk_status status, const char *what);
+inline void check(tk_status status, const char *what) {
+    if (status != TK_OK) raise_status(status, what);
+}
+
+// ValueError "what: expected N elements, got M" when a buffer's size is not what the core
+// will read or write.
+void check_size(const char *what, std::size_t got, std::size_t expected);
+
+void bind_sshopm(nb::module_ &m);
+void bind_fibers(nb::module_ &m);
+void bind_eig(nb::module_ &m);
+}  // namespace tkpy

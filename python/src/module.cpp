@@ -1,0 +1,26 @@
+// tensorkernels._tensorkernels: the compiled half of the package (the Python half,
+// tensorkernels/*.py, is the API users call).
+#include "bindings.h"
+
+#include <string>
+
+#include "tk_device.h"
+
+namespace nb = nanobind;
+
+NB_MODULE(_tensorkernels, m) {
+    m.doc() = "TensorKernels' C API for the tensorkernels package (private: use tensorkernels.*)";
+    m.def("core_version", [] { return tk_version(); }, "The C core's version, MAJOR.MINOR.PATCH.");
+    m.def("has_cuda", [] { return tk_has_cuda() != 0; }, "Whether the core was built with its CUDA backends.");
+    m.def(
+        "cuda_usable",
+        [](int device) {
+            char reason[256] = "";
+            int ok = tk_cuda_device_usable(device, reason, sizeof reason);
+            return nb::make_tuple(ok != 0, std::string(reason));
+        },
+        nb::arg("device") = 0, "(usable, reason): whether CUDA device `device` can run the cores.");
+    tkpy::bind_sshopm(m);
+    tkpy::bind_fibers(m);
+    tkpy::bind_eig(m);
+}

@@ -1,0 +1,89 @@
+"""Fiber directions from spherical-harmonic (SH) series: the local maxima of each voxel's SH
+function on the sphere, as `tk-fibers` (and MRtrix3's sh2peaks) find them.
+
+Frames.  Directions are unit vectors in the frame the SH coefficients are expressed in: the
+array's own x, y, z axes (for a NIfTI volume read with nibabel, the voxel axes, i.e. the image
+frame before the sform's rotation; `tk-fibers` writes them in world (RAS) coordinates instead,
+by the sform).  SH conventions are those of `tk_fibers.h`: coefficient j = l(l+1)/2 + m for even
+l; basis "tournier" (MRtrix3) or "descoteaux" (DIPY), with `legacy` for the older variants.
+Amplitudes are the SH function's values at the peaks, in the units of the SH coefficients
+(an FOD's amplitude).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from . import _tensorkernels as _core
+from ._arrays import array, backend_code, output
+
+__all__ = ["Peaks", "peaks", "num_coeffs", "lmax_for_count", "BASES"]
+
+BASES = {"tournier": 0, "descoteaux": 1}
+
+
+class Peaks(NamedTuple):
+    """Result of :func:`peaks`."""
+
+    directions: np.ndarray  #: float32 (..., num_peaks, 3), unit vectors in the SH frame; NaN where none
+    amplitudes: np.ndarray  #: float32 (..., num_peaks), descending; NaN where a voxel has fewer peaks
+    bad_voxels: int  #: voxels with non-finite coefficients (their outputs are NaN)
+
+
+def num_coeffs(lmax: int) -> int:
+    """(lmax+1)(lmax+2)/2 for an even lmax >= 0, else 0."""
+    return int(_core.sh_num_coeffs(lmax))
+
+
+def lmax_for_count(count: int) -> int:
+    """The even lmax with `count` coefficients (6 -> 2, 15 -> 4, 28 -> 6, 45 -> 8, ...), or -1."""
+    return int(_core.sh_lmax_for_count(count))
+
+
+def peaks(sh: np.ndarray, *, num_peaks: int = 3, basis: str = "tournier", legacy: bool = False,
+          threshold: float = 0.0, relative_threshold: float = 0.0, min_separation: float = 0.0,
+          mask: Optional[np.ndarray] = None, backend: str = "auto", threads: int = 0, device: int = 0,
+          out: Optional[tuple] = None) -> Peaks:
+    """Peaks of every SH series of `sh` (the options of `tk-fibers`).
+
+    sh: float32, C order, shape (..., C): the last axis holds one even-order series of
+        C = (lmax+1)(lmax+2)/2 coefficients (C = 45: lmax 8); read in place, not copied.
+    num_peaks: peaks kept per voxel (`--num`, sh2peaks' -num; default 3).
+    basis, legacy: the SH basis of the coefficients ("tournier": MRtrix3, "descoteaux": DIPY).
+    threshold: keep peaks whose amplitude > threshold (absolute, the SH function's units).
+    relative_threshold: keep peaks >= this fraction of the voxel's largest (0..1).
+    min_separation: drop a peak within this angle (degrees) of a larger one.
+    mask: None or a bool/uint8 array of shape sh.shape[:-1]; 0 leaves a voxel's outputs NaN.
+    backend: "auto" (CUDA where built and usable, else "omp"), "cpu" (one thread), "omp", "cuda".
+    threads: OpenMP threads for "omp" (0: OpenMP's default).  device: the CUDA device.
+    out: optional (directions, amplitudes) arrays to write into (float32, C order, the result's
+        shapes): the results are then those arrays, no allocation.
+    Returns Peaks(directions, amplitudes, bad_voxels).  Raises TypeError/ValueError for arrays
+    of another dtype, layout or shape, ValueError with the core's message for bad options.
+    """
+    sh = array("sh", sh, (np.float32,))
+    lmax = lmax_for_count(sh.shape[-1])
+    if lmax < 0:
+        raise ValueError(f"sh: the last axis has {sh.shape[-1]} coefficients, not the count of an even-order "
+                         "SH series (6, 15, 28, 45, 66, 91, ...)")
+    if num_peaks < 1:
+        raise ValueError(f"num_peaks must be >= 1, got {num_peaks}")
+    vox = sh.shape[:-1]
+    if mask is not None:
+        if isinstance(mask, np.ndarray) and mask.dtype == np.bool_:
+            mask = mask.view(np.uint8)  # same bytes (0/1): a view, not a copy
+        mask = array("mask", mask, (np.uint8,), min_ndim=0)
+        if mask.shape != vox:
+            raise ValueError(f"mask: expected shape {vox} (sh's without its last axis), got {mask.shape}")
+    try:
+        code = BASES[basis]
+    except KeyError:
+        raise ValueError(f"basis must be 'tournier' or 'descoteaux', not {basis!r}") from None
+    d_out, a_out = out if out is not None else (None, None)
+    directions = output("directions", d_out, vox + (num_peaks, 3), np.float32)
+    amplitudes = output("amplitudes", a_out, vox + (num_peaks,), np.float32)
+    bad = _core.fibers_peaks(sh, mask, directions, amplitudes, lmax, code, int(bool(legacy)), int(num_peaks),
+                             float(threshold), float(relative_threshold), float(min_separation),
+                             backend_code(backend, device), int(threads), int(device))
+    return Peaks(directions, amplitudes, int(bad))
