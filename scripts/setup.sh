@@ -28,6 +28,8 @@ TK_PACKAGES+=(python3-vtk9 python3-venv python3-pip)
 TK_PACKAGES+=(zlib1g-dev)
 # libbz2: NRRD files of encoding bzip2 (tools/io/image_nrrd.c; ITK 5.2's NrrdIO does not read them).
 TK_PACKAGES+=(libbz2-dev)
+# The Python package (python/): its extension builds against Python's headers; its tests run pytest.
+TK_PACKAGES+=(python3-dev python3-pytest)
 
 tk_missing_packages() {
     local pkg
@@ -72,6 +74,21 @@ tk_python_env_make() {
     # without it the .trx test says SKIPPED; the rest of the suite does not need it
     "$1/bin/python3" -c "import trx" 2>/dev/null || "$1/bin/python3" -m pip install "trx-python==0.6" ||
         echo "trx-python could not be installed: the .trx reader test will be skipped"
+}
+
+# The Python package's pinned build requirements (python/pyproject.toml: scikit-build-core,
+# nanobind, and theirs) as wheels in TK_BUILD/python-wheels, so that its CTest (tk_python_package)
+# builds it offline.  Without PyPI that test says SKIPPED; nothing else needs them.
+tk_python_wheels() {
+    local dir="$TK_BUILD/python-wheels" reqs r missing=0
+    mapfile -t reqs < <(grep -o '"[A-Za-z0-9_.-]*==[0-9.]*"' "$TK_ROOT/python/pyproject.toml" | tr -d '"')
+    for r in "${reqs[@]}"; do
+        compgen -G "$dir/$(echo "${r%%==*}" | tr - _)-${r##*==}-*.whl" >/dev/null || missing=1
+    done
+    if [ "$missing" = 0 ]; then echo "python wheels: ${reqs[*]} present in $(tk_rel "$dir")"; return 0; fi
+    tk_logged "python wheels: ${reqs[*]} into $(tk_rel "$dir")" python-wheels \
+        /usr/bin/python3 -m pip download --only-binary=:all: --dest "$dir" "${reqs[@]}" ||
+        echo "the Python package's build requirements could not be downloaded: its test will be skipped"
 }
 
 # Configure (options: the arguments, after -DCMAKE_BUILD_TYPE=Release) and build TK_BUILD,

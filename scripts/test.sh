@@ -8,6 +8,7 @@ here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/setup.sh"
 tk_install_packages
 tk_python_env
+tk_python_wheels
 # CUDA code for two architectures instead of all twelve of CUDA 13 (TK_CUDA_ARCHITECTURES=all,
 # the default everywhere else): sm_75, the oldest, compiles every path for GPUs without sm_80's
 # instructions, and 121, the newest, with its PTX, every path for the others; no source path

@@ -1,12 +1,14 @@
 """Fiber directions from spherical-harmonic (SH) series: the local maxima of each voxel's SH
 function on the sphere, as `tk-fibers` (and MRtrix3's sh2peaks) find them.
 
-Frames.  Directions are unit vectors in the frame the SH coefficients are expressed in: the
-array's own x, y, z axes (for a NIfTI volume read with nibabel, the voxel axes, i.e. the image
-frame before the sform's rotation; `tk-fibers` writes them in world (RAS) coordinates instead,
-by the sform).  SH conventions are those of `tk_fibers.h`: coefficient j = l(l+1)/2 + m for even
-l; basis "tournier" (MRtrix3) or "descoteaux" (DIPY), with `legacy` for the older variants.
-Amplitudes are the SH function's values at the peaks, in the units of the SH coefficients
+Frames.  Directions are unit vectors in the frame the SH basis is defined in, the array's
+x, y, z as the coefficients mean them: for MRtrix3's SH (basis "tournier", as `dwi2fod` writes
+them) that is world RAS already, as `sh2peaks` and `tk-fibers` report them; for DIPY's
+("descoteaux") it is the voxel axes, which the image's direction matrix (the sform's rotation)
+turns into world RAS, as `tk-fibers` does (Documentation/user-guide.md, "Coordinate frames").
+Directions are axes: d and -d are the same fiber.  SH conventions are those of `tk_fibers.h`:
+coefficient j = l(l+1)/2 + m for even l; `legacy` picks the older variant of either basis.
+Amplitudes are the SH function's values at the peaks, in the units of the coefficients
 (an FOD's amplitude).
 """
 from __future__ import annotations
@@ -42,7 +44,7 @@ def lmax_for_count(count: int) -> int:
 
 
 def peaks(sh: np.ndarray, *, num_peaks: int = 3, basis: str = "tournier", legacy: bool = False,
-          threshold: float = 0.0, relative_threshold: float = 0.0, min_separation: float = 0.0,
+          threshold: Optional[float] = 0.0, relative_threshold: float = 0.0, min_separation: float = 0.0,
           mask: Optional[np.ndarray] = None, backend: str = "auto", threads: int = 0, device: int = 0,
           out: Optional[tuple] = None) -> Peaks:
     """Peaks of every SH series of `sh` (the options of `tk-fibers`).
@@ -51,7 +53,8 @@ def peaks(sh: np.ndarray, *, num_peaks: int = 3, basis: str = "tournier", legacy
         C = (lmax+1)(lmax+2)/2 coefficients (C = 45: lmax 8); read in place, not copied.
     num_peaks: peaks kept per voxel (`--num`, sh2peaks' -num; default 3).
     basis, legacy: the SH basis of the coefficients ("tournier": MRtrix3, "descoteaux": DIPY).
-    threshold: keep peaks whose amplitude > threshold (absolute, the SH function's units).
+    threshold: keep peaks whose amplitude > threshold (absolute, the SH function's units; the
+        default 0 drops negative lobes; None keeps every maximum, as sh2peaks' default).
     relative_threshold: keep peaks >= this fraction of the voxel's largest (0..1).
     min_separation: drop a peak within this angle (degrees) of a larger one.
     mask: None or a bool/uint8 array of shape sh.shape[:-1]; 0 leaves a voxel's outputs NaN.
@@ -84,6 +87,6 @@ def peaks(sh: np.ndarray, *, num_peaks: int = 3, basis: str = "tournier", legacy
     directions = output("directions", d_out, vox + (num_peaks, 3), np.float32)
     amplitudes = output("amplitudes", a_out, vox + (num_peaks,), np.float32)
     bad = _core.fibers_peaks(sh, mask, directions, amplitudes, lmax, code, int(bool(legacy)), int(num_peaks),
-                             float(threshold), float(relative_threshold), float(min_separation),
+                             -np.inf if threshold is None else float(threshold), float(relative_threshold), float(min_separation),
                              backend_code(backend, device), int(threads), int(device))
     return Peaks(directions, amplitudes, int(bad))

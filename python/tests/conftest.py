@@ -1,0 +1,46 @@
+"""Independent oracles of the package's tests: SH bases from DIPY (not the core's), a dense
+sphere, symmetric tensors unpacked with itertools (not tk_sym_unpack)."""
+import itertools
+
+import numpy as np
+import pytest
+
+
+def fibonacci_sphere(n):
+    """n nearly even unit vectors on the sphere (the golden-angle spiral)."""
+    i = np.arange(n) + 0.5
+    z = 1 - 2 * i / n
+    r = np.sqrt(1 - z * z)
+    phi = np.pi * (1 + 5 ** 0.5) * i
+    return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
+
+
+def sh_matrix(dirs, lmax, basis):
+    """The SH basis of DIPY (tournier07 = MRtrix3's, descoteaux07), non-legacy, at unit vectors."""
+    shm = pytest.importorskip("dipy.reconst.shm")
+    theta = np.arccos(np.clip(dirs[:, 2], -1, 1))  # polar angle from +z
+    phi = np.arctan2(dirs[:, 1], dirs[:, 0])  # azimuth from +x towards +y
+    f = shm.real_sh_tournier if basis == "tournier" else shm.real_sh_descoteaux
+    return f(lmax, theta, phi, full_basis=False, legacy=False)[0]
+
+
+def full_tensor(packed, order, dim):
+    """The full n^m tensor of a packed one: the unique entries are the non-decreasing index
+    tuples in lexicographic order, i.e. itertools.combinations_with_replacement's order."""
+    full = np.empty((dim,) * order, dtype=np.float64)
+    for value, idx in zip(packed, itertools.combinations_with_replacement(range(dim), order)):
+        for p in set(itertools.permutations(idx)):
+            full[p] = value
+    return full
+
+
+def packed_tensor(full, order, dim):
+    return np.array([full[idx] for idx in itertools.combinations_with_replacement(range(dim), order)])
+
+
+def apply_m1(full, x):
+    """A x^(m-1): contract every index but the first with x."""
+    y = full
+    for _ in range(full.ndim - 1):
+        y = y @ x
+    return y

@@ -1,0 +1,100 @@
+"""What every binding promises: arrays used in place (no copies), outputs written into given
+arrays, the GIL released while a core runs, the version on the command line."""
+import re
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorkernels as tk
+
+
+def test_version_matches_the_project():
+    cmake = (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    version = re.search(r"project\(TensorKernels VERSION ([0-9.]+)", cmake).group(1)
+    assert tk.__version__ == version == tk.core_version()
+    out = subprocess.run([sys.executable, "-m", "tensorkernels", "--version"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith(f"tensorkernels {version} (core {version}; backends: cpu, omp")
+
+
+def test_outputs_are_the_given_arrays():
+    sh = np.random.default_rng(1).standard_normal((50, 45)).astype(np.float32)
+    d = np.empty((50, 3, 3), dtype=np.float32)
+    a = np.empty((50, 3), dtype=np.float32)
+    p = tk.fibers.peaks(sh, out=(d, a))
+    assert p.directions is d and p.amplitudes is a
+    m = np.random.default_rng(2).standard_normal((20, 4, 4))
+    v = np.empty((20, 4), dtype=np.complex128)
+    assert tk.eig.eigvals(m, out=v) is v
+    t = np.random.default_rng(3).standard_normal((5, 15))
+    first = tk.sshopm(t, 4, 3, num_starts=8)
+    again = tk.sshopm(t, 4, 3, num_starts=8, out=first)
+    assert all(x is y for x, y in zip(first, again))
+    # the bool 'converged' and the complex results are the core's buffers seen through views
+    assert np.shares_memory(again.converged, first.converged)
+
+
+def test_inputs_are_not_copied():
+    # NumPy reports its allocations to tracemalloc: a copy of the 36 MB input would show.
+    sh = np.random.default_rng(4).standard_normal((200000, 45)).astype(np.float32)
+    sh.flags.writeable = False  # read-only input is fine: the core only reads it
+    d = np.empty((200000, 1, 3), dtype=np.float32)
+    a = np.empty((200000, 1), dtype=np.float32)
+    tracemalloc.start()
+    try:
+        tk.fibers.peaks(sh[:20000], num_peaks=1, out=(d[:20000], a[:20000]))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < sh[:20000].nbytes / 20, peak
+    m = np.random.default_rng(5).standard_normal((100000, 4, 4))
+    vals = np.empty((100000, 4), dtype=np.complex128)
+    tracemalloc.start()
+    try:
+        tk.eig.eigvals(m, out=vals)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < m.nbytes / 20, peak
+
+
+def test_gil_released_while_a_core_runs():
+    # While one thread is inside a core, another runs Python code: it could not if the core held the GIL.
+    m = np.random.default_rng(6).standard_normal((60000, 12, 12))
+    done = threading.Event()
+    result = {}
+
+    def work():
+        t0 = time.perf_counter()
+        tk.eig.eigvals(m, backend="cpu")
+        result["seconds"] = time.perf_counter() - t0
+        done.set()
+
+    count = 0
+    th = threading.Thread(target=work)
+    th.start()
+    time.sleep(0.01)
+    while not done.is_set():
+        count += 1
+    th.join()
+    assert result["seconds"] > 0.05, "the core call was too short to tell"
+    # without the release, this loop would see only a switch interval or two of running time
+    assert count > 20000 * result["seconds"], (count, result)
+
+
+def test_list_and_bad_out_refused():
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        tk.fibers.peaks([[0.0] * 45])
+    sh = np.zeros((3, 45), dtype=np.float32)
+    with pytest.raises(ValueError, match="directions: expected shape"):
+        tk.fibers.peaks(sh, out=(np.empty((3, 2, 3), np.float32), np.empty((3, 3), np.float32)))
+    ro = np.empty((3, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        tk.fibers.peaks(sh, out=(np.empty((3, 3, 3), np.float32), ro))
