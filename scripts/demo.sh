@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main jobs on the bundled data: fiber directions of a real FOD volume (tk-fibers),
-# and the eigenpairs of crossing-fiber tensors (tk-teig).  The set-up prints a line a step,
+# and the eigenpairs of crossing-fiber tensors (tk-teig); then the same two through the Python
+# package (python/examples/demo.py, the package built into build/python-package/venv).  The set-up prints a line a step,
 # with the whole output of each in build/logs/; then the outputs' paths.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -48,4 +49,19 @@ input="$TK_ROOT/Data/teig/crossing_fibers_4_3.npy"
 "$TK_BUILD/bin/tk-teig" --order 4 --dim 3 --input "$input" --output "$out/crossing_fibers_eigenpairs.csv"
 echo "tk-teig: $(($(wc -l < "$out/crossing_fibers_eigenpairs.csv") - 1)) distinct eigenpairs (local maxima) of the 16 tensors in $input"
 echo "  output: $out/crossing_fibers_eigenpairs.csv"
+
+# The Python package: pip install ./python into a venv in the build tree (python/venv_install.sh;
+# the build requirements from build/python-wheels, else PyPI), then its example.
+tk_python_wheels
+rc=0
+tk_logged "python package: pip install ./python into $(tk_rel "$TK_BUILD")/python-package/venv" python-package \
+    bash "$TK_ROOT/python/venv_install.sh" "$TK_BUILD" || rc=$?
+if [ "$rc" = 0 ]; then
+    echo "python: tensorkernels.fibers.peaks and tensorkernels.eigenpairs on the same data (python/examples/demo.py)"
+    "$TK_BUILD/python-package/venv/bin/python" "$TK_ROOT/python/examples/demo.py" "$fod" "$input" "$out"
+elif [ "$rc" = 77 ]; then
+    echo "the Python package was not built: $(grep SKIPPED "$TK_BUILD/logs/python-package.log")" >&2
+else
+    exit "$rc"
+fi
 echo "outputs: $out/"
