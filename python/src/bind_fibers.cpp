@@ -41,6 +41,30 @@ std::size_t peaks(In<float> sh, In<uint8_t> mask, Out<float> directions, Out<flo
     return bad;
 }
 
+// The basis the data look like (tk_sh_guess_basis) and whether it contradicts the given one.
+nb::dict guess_basis(In<float> sh, int lmax, int basis, int legacy) {
+    const std::size_t ncoef = tk_sh_num_coeffs(lmax);
+    if (ncoef == 0) check(tk_set_error(TK_ERR_ARGUMENT, "lmax %d is not an even order >= 0", lmax), "guess_basis");
+    check_size("sh", sh.size(), sh.size() / ncoef * ncoef);
+    tk_sh_basis_guess g;
+    tk_status st;
+    {
+        nb::gil_scoped_release unlocked;
+        st = tk_sh_guess_basis(lmax, sh.size() / ncoef, sh.data(), 0, &g);
+    }
+    check(st, "guess_basis");
+    nb::dict d;
+    d["basis"] = g.basis == TK_SH_TOURNIER ? "tournier" : "descoteaux";
+    d["legacy"] = g.legacy;
+    d["legacy_known"] = g.legacy_known;
+    d["confidence"] = g.confidence;
+    d["usable_voxels"] = g.usable_voxels;
+    d["sampled_voxels"] = g.sampled_voxels;
+    d["evidence"] = tk_sh_basis_evidence(&g, static_cast<tk_sh_basis>(basis), legacy);
+    d["contradicts"] = tk_sh_basis_contradicts(&g, static_cast<tk_sh_basis>(basis), legacy) != 0;
+    return d;
+}
+
 }  // namespace
 
 void bind_fibers(nb::module_ &m) {
@@ -48,6 +72,8 @@ void bind_fibers(nb::module_ &m) {
           nb::arg("directions").noconvert(), nb::arg("amplitudes").noconvert(), nb::arg("lmax"), nb::arg("basis"),
           nb::arg("legacy"), nb::arg("num_peaks"), nb::arg("threshold"), nb::arg("relative_threshold"),
           nb::arg("min_separation_deg"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"));
+    m.def("sh_guess_basis", &guess_basis, nb::arg("sh").noconvert(), nb::arg("lmax"), nb::arg("basis"),
+          nb::arg("legacy"));
     m.def("sh_num_coeffs", [](int lmax) { return tk_sh_num_coeffs(lmax); });
     m.def("sh_lmax_for_count", [](std::size_t n) { return tk_sh_lmax_for_count(n); });
 }
