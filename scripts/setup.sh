@@ -30,6 +30,8 @@ TK_PACKAGES+=(zlib1g-dev)
 TK_PACKAGES+=(libbz2-dev)
 # The Python package (python/): its extension builds against Python's headers; its tests run pytest.
 TK_PACKAGES+=(python3-dev python3-pytest)
+# Its Dask wrappers (tensorkernels.dask) and their tests: Debian's Dask (dask.array).
+TK_PACKAGES+=(python3-dask)
 
 tk_missing_packages() {
     local pkg
