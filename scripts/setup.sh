@@ -30,8 +30,9 @@ TK_PACKAGES+=(zlib1g-dev)
 TK_PACKAGES+=(libbz2-dev)
 # The Python package (python/): its extension builds against Python's headers; its tests run pytest.
 TK_PACKAGES+=(python3-dev python3-pytest)
-# Its Dask wrappers (tensorkernels.dask) and their tests: Debian's Dask (dask.array).
-TK_PACKAGES+=(python3-dask)
+# Its Dask wrappers (tensorkernels.dask) and cohort runner (tensorkernels.cohort, a LocalCluster in
+# its tests): Debian's Dask and dask.distributed.
+TK_PACKAGES+=(python3-dask python3-distributed)
 
 tk_missing_packages() {
     local pkg
