@@ -2,6 +2,7 @@
 // caller-given arrays: complex results as interleaved (re, im) reals, i.e. the float view
 // of a NumPy complex array, so no copy is made on the way out.
 #include <cstdint>
+#include <memory>
 
 #include "bindings.h"
 #include "tk_eig.h"
@@ -27,14 +28,19 @@ std::size_t solve(In<T> a, Out<T> values, Out<T> vectors, Out<int8_t> status, in
     check_size("values", values.size(), count * (std::size_t)n * 2);
     if (vectors.is_valid()) check_size("vectors", vectors.size(), count * nn * 2);
     check_size("status", status.size(), count);
-    tk_eig_result r{values.data(), vectors.is_valid() ? vectors.data() : nullptr, status.data()};
+    const std::size_t chunk = 16384;  // matrices a chunk: Ctrl-C between them (bindings.h)
+    tk_eig_plan *plan = nullptr;
+    check(tk_eig_plan_create(&o, count < chunk ? count : chunk, &plan), "eig");
+    std::unique_ptr<tk_eig_plan, void (*)(tk_eig_plan *)> owned(plan, tk_eig_plan_destroy);
     std::size_t failed = 0;
-    tk_status st;
-    {
-        nb::gil_scoped_release unlocked;
-        st = tk_eig_solve(&o, count, a.data(), &r, nullptr, &failed);
-    }
-    check(st, "eig");
+    in_chunks("eig", count, chunk, [&](std::size_t start, std::size_t k) {
+        tk_eig_result r{values.data() + start * n * 2, vectors.is_valid() ? vectors.data() + start * nn * 2 : nullptr,
+                        status.data() + start};
+        std::size_t failed_here = 0;
+        tk_status st = tk_eig_plan_execute(plan, k, a.data() + start * nn, &r, nullptr, &failed_here);
+        failed += failed_here;
+        return st;
+    });
     return failed;
 }
 

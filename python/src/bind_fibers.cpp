@@ -1,5 +1,6 @@
 // fibers: peaks of SH series (tk_fibers_find) into caller-given direction and amplitude arrays.
 #include <cstdint>
+#include <memory>
 
 #include "bindings.h"
 #include "tk_fibers.h"
@@ -30,14 +31,22 @@ std::size_t peaks(In<float> sh, In<uint8_t> mask, Out<float> directions, Out<flo
     if (mask.is_valid()) check_size("mask", mask.size(), nvox);
     check_size("directions", directions.size(), nvox * (std::size_t)num_peaks * 3);
     check_size("amplitudes", amplitudes.size(), nvox * (std::size_t)num_peaks);
+    // Chunks of 16,384 voxels (about 0.1 s on 2 cores at lmax 8): one plan, its tables made once.
+    const std::size_t chunk = 16384;
+    tk_fibers_plan *plan = nullptr;
+    check(tk_fibers_plan_create(&o, nvox < chunk ? nvox : chunk, &plan), "fibers.peaks");
+    std::unique_ptr<tk_fibers_plan, void (*)(tk_fibers_plan *)> owned(plan, tk_fibers_plan_destroy);
     std::size_t bad = 0;
-    tk_status st;
-    {
-        nb::gil_scoped_release unlocked;  // the arrays stay alive: their handles are held by the caller's frame
-        st = tk_fibers_find(&o, nvox, sh.data(), mask.is_valid() ? mask.data() : nullptr, directions.data(),
-                            amplitudes.data(), &bad);
-    }
-    check(st, "fibers.peaks");
+    const std::size_t np = (std::size_t)num_peaks;
+    in_chunks("fibers.peaks", nvox, chunk, [&](std::size_t start, std::size_t count) {
+        std::size_t bad_here = 0;
+        tk_status st = tk_fibers_plan_execute(plan, count, sh.data() + start * ncoef,
+                                              mask.is_valid() ? mask.data() + start : nullptr,
+                                              directions.data() + start * np * 3, amplitudes.data() + start * np,
+                                              &bad_here, nullptr);
+        bad += bad_here;
+        return st;
+    });
     return bad;
 }
 

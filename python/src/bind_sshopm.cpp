@@ -2,6 +2,7 @@
 // into caller-given arrays, and their distinct eigenpairs (tk_sshopm_distinct).
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "bindings.h"
@@ -56,13 +57,17 @@ void solve(In<T> packed, In<T> starts, Out<T> lambda, Out<T> x, Out<int32_t> ite
     check_size("iterations", iterations.size(), rows);
     check_size("converged", converged.size(), rows);
     tk_sshopm_options o = options<T>(s, starts.is_valid() ? starts.data() : nullptr);
-    tk_sshopm_starts_result r{lambda.data(), x.data(), iterations.data(), converged.data()};
-    tk_status st;
-    {
-        nb::gil_scoped_release unlocked;
-        st = tk_sshopm_solve(&o, count, packed.data(), &r, nullptr);
-    }
-    check(st, "sshopm");
+    // Chunks of 4,096 tensors: Ctrl-C between them (bindings.h); the plan makes the starts once,
+    // shared by every tensor as in one call.
+    const std::size_t chunk = 4096, k = tk_sym_num_unique(order, dim), S = (std::size_t)num_starts;
+    tk_sshopm_plan *plan = nullptr;
+    check(tk_sshopm_plan_create(&o, count < chunk ? count : chunk, &plan), "sshopm");
+    std::unique_ptr<tk_sshopm_plan, void (*)(tk_sshopm_plan *)> owned(plan, tk_sshopm_plan_destroy);
+    in_chunks("sshopm", count, chunk, [&](std::size_t start, std::size_t c) {
+        tk_sshopm_starts_result r{lambda.data() + start * S, x.data() + start * S * dim, iterations.data() + start * S,
+                                  converged.data() + start * S};
+        return tk_sshopm_plan_execute(plan, c, packed.data() + start * k, &r, nullptr);
+    });
 }
 
 // The distinct pairs, as a tuple of NumPy arrays (tensor, eigenvalue, eigenvector, stability,

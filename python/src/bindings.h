@@ -33,6 +33,23 @@ inline void check(tk_status status, const char *what) {
 // will read or write.
 void check_size(const char *what, std::size_t got, std::size_t expected);
 
+// Long calls run in chunks of the core's plan, the GIL released during each, and Python's
+// signal handlers run between them, so Ctrl-C (KeyboardInterrupt) stops a call within a chunk's
+// time.  Every item (voxel, matrix, tensor) is computed alone, so the results are those of one
+// call, bit for bit.  `run(start, count)` executes one chunk and returns its status.
+template <typename Run> void in_chunks(const char *what, std::size_t total, std::size_t chunk, Run run) {
+    for (std::size_t start = 0; start < total; start += chunk) {
+        const std::size_t count = total - start < chunk ? total - start : chunk;
+        tk_status st;
+        {
+            nb::gil_scoped_release unlocked;  // the arrays stay alive: the caller's frame holds them
+            st = run(start, count);
+        }
+        check(st, what);
+        if (PyErr_CheckSignals() != 0) throw nb::python_error();  // KeyboardInterrupt, or a handler's error
+    }
+}
+
 void bind_sshopm(nb::module_ &m);
 void bind_fibers(nb::module_ &m);
 void bind_eig(nb::module_ &m);

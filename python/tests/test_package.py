@@ -98,3 +98,38 @@ def test_list_and_bad_out_refused():
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         tk.fibers.peaks(sh, out=(np.empty((3, 3, 3), np.float32), ro))
+
+
+def test_ctrl_c_interrupts_between_chunks():
+    # 600,000 12 x 12 matrices take about 4 s on one thread; SIGINT after 0.3 s stops the call at
+    # the next chunk boundary (16,384 matrices, ~0.1 s) with KeyboardInterrupt.
+    import os
+    import signal
+    big = np.random.default_rng(1).standard_normal((600000, 12, 12))
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        tk.eig.eigvals(big, backend="cpu")
+    timer.join()
+    assert time.perf_counter() - t0 < 1.5
+
+
+def test_chunked_calls_equal_their_pieces():
+    # Calls longer than a chunk (bindings.h: 16,384 voxels or matrices, 4,096 tensors) give what
+    # separate calls on the pieces give, bit for bit.
+    rng = np.random.default_rng(9)
+    sh = rng.standard_normal((40000, 15)).astype(np.float32)
+    whole = tk.fibers.peaks(sh, num_peaks=2)
+    for lo, hi in [(0, 10000), (10000, 30000), (30000, 40000)]:
+        part = tk.fibers.peaks(sh[lo:hi], num_peaks=2)
+        np.testing.assert_array_equal(part.directions, whole.directions[lo:hi])
+        np.testing.assert_array_equal(part.amplitudes, whole.amplitudes[lo:hi])
+    m = rng.standard_normal((40000, 3, 3))
+    w = tk.eig.eigvals(m)
+    np.testing.assert_array_equal(w[20000:], tk.eig.eigvals(m[20000:]))
+    t = rng.standard_normal((9000, 15))
+    s = tk.sshopm(t, 4, 3, num_starts=4)
+    p = tk.sshopm(t[5000:], 4, 3, num_starts=4)
+    np.testing.assert_array_equal(p.eigenvalues, s.eigenvalues[5000:])
+    np.testing.assert_array_equal(p.eigenvectors, s.eigenvectors[5000:])
