@@ -11,7 +11,7 @@
 # 1 when the build fails, with the end of its log.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build=$1 offline=${2:-}
+build=$(mkdir -p "$1" && cd "$1" && pwd) offline=${2:-}  # absolute: pip runs the build from python/
 py=${TK_PYTHON:-/usr/bin/python3}
 root=$build/python-package wheels=$build/python-wheels
 venv=$root/venv
