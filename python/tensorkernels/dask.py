@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import eig as _eig
+from . import _sshopm
 from . import fibers as _fibers
 
-__all__ = ["peaks", "eigvals"]
+__all__ = ["peaks", "eigvals", "sshopm"]
 
 
 def _whole_last(x, axes: int):
@@ -67,3 +68,28 @@ def eigvals(a, **options):
         return _eig.eigvals(np.ascontiguousarray(b), **options)
 
     return a.map_blocks(block, dtype=ctype, drop_axis=nd - 1, chunks=a.chunks[:-1])
+
+
+def sshopm(tensors, order: int, dim: int = 3, *, num_starts: int = 128, **options):
+    """:func:`tensorkernels.sshopm` on a Dask array of packed tensors ((..., K), float32 or
+    float64); the starts (seed or given) are the same for every block, as in one call.
+
+    Returns (eigenvalues (..., S), eigenvectors (..., S, dim), converged (..., S) bool) as Dask
+    arrays (iterations are not kept)."""
+    t = _whole_last(tensors, 1)
+    if t.dtype not in (np.float32, np.float64):
+        raise TypeError(f"tensors: dtype {t.dtype} is not float32 or float64")
+    if "out" in options:
+        raise TypeError("tensorkernels.dask.sshopm takes no out")
+    if options.get("starts") is not None:
+        num_starts = np.asarray(options["starts"]).shape[0]
+    nd = t.ndim
+
+    def block(b):
+        s = _sshopm.sshopm(np.ascontiguousarray(b), order, dim, num_starts=num_starts, **options)
+        return np.concatenate([s.eigenvectors, s.eigenvalues[..., None], s.converged[..., None].astype(b.dtype)],
+                              axis=-1)
+
+    both = t.map_blocks(block, dtype=t.dtype, drop_axis=nd - 1, new_axis=[nd - 1, nd],
+                        chunks=t.chunks[:-1] + ((num_starts,), (dim + 2,)))
+    return both[..., dim], both[..., :dim], both[..., dim + 1] > 0

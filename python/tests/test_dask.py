@@ -33,6 +33,16 @@ def test_eigvals_blockwise_equal_numpy():
     np.testing.assert_array_equal(got, want)
 
 
+def test_sshopm_blockwise_equal_numpy():
+    t = np.random.default_rng(23).standard_normal((50, 4, 15))
+    want = tk.sshopm(t, 4, 3, num_starts=8)
+    lam, x, conv = dask.compute(*tkd.sshopm(da.from_array(t, chunks=(13, 3, 7)), 4, 3, num_starts=8),
+                                scheduler="threads")
+    np.testing.assert_array_equal(lam, want.eigenvalues)
+    np.testing.assert_array_equal(x, want.eigenvectors)
+    np.testing.assert_array_equal(conv, want.converged)
+
+
 def test_dask_refusals():
     with pytest.raises(TypeError, match="float32"):
         tkd.peaks(da.zeros((4, 45), dtype=np.float64))
