@@ -664,20 +664,59 @@ void restore_nifti_nonfinite(const std::string &path, const tk_image_info &info,
 
 // ITK's NIfTI library finds a gzip file's voxels by trying the name without ".gz" first
 // (nifti1_io.c, nifti_findimgname: NAME.nii before NAME.nii.gz, NAME.img before NAME.img.gz),
-// so FOD.nii lying beside FOD.nii.gz had its voxels read under FOD.nii.gz's header, silently.
-// The file proven whole (info.data_file) is the one meant: a shadowing file is refused.
-void refuse_shadowed_nifti(const std::string &path, const tk_image_info &info)
-{
-    const std::string data = info.data_file;
-    if (data.size() < 4 || (data.compare(data.size() - 3, 3, ".gz") != 0 && data.compare(data.size() - 3, 3, ".GZ") != 0))
-        return;
-    const std::string shadow = data.substr(0, data.size() - 3);
-    struct stat st;
-    if (stat(shadow.c_str(), &st) != 0) return;
-    throw std::runtime_error(path + ": " + shadow + " lies beside " + data +
-                             ", and ITK's NIfTI library (behind this tool) would read the voxels of " + shadow +
-                             " in place of " + data + "'s; rename or move one of the two");
-}
+// so FOD.nii lying beside FOD.nii.gz had its voxels read under FOD.nii.gz's header, silently
+// (and `gunzip -k` leaves exactly that pair).  The file proven whole (info.data_file) is the
+// one meant: where such a file shadows it, ITK reads it under its own name from a private
+// folder holding links to the header and the data and nothing else; the folder goes with
+// the reading.
+class UnshadowedNifti {
+public:
+    UnshadowedNifti(const std::string &path, const tk_image_info &info) : path_(path)
+    {
+        const std::string data = info.data_file;
+        if (data.size() < 4 || (data.compare(data.size() - 3, 3, ".gz") != 0 && data.compare(data.size() - 3, 3, ".GZ") != 0))
+            return;
+        const std::string shadow = data.substr(0, data.size() - 3);
+        struct stat st;
+        if (stat(shadow.c_str(), &st) != 0) return;
+        const char *tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tk-nifti-XXXXXX";
+        std::vector<char> name(pattern.begin(), pattern.end());
+        name.push_back('\0');
+        if (!mkdtemp(name.data()))
+            throw std::runtime_error(path + ": " + shadow + " lies beside " + data +
+                                     ", and ITK's NIfTI library (behind this tool) would read the voxels of " + shadow +
+                                     " in place of " + data + "'s; the private folder to read it from could not be made (" +
+                                     std::strerror(errno) + "); rename or move one of the two");
+        dir_ = name.data();
+        path_ = link(path);
+        if (data != path) link(data);
+    }
+    ~UnshadowedNifti()
+    {
+        for (const std::string &l : links_) unlink(l.c_str());
+        if (!dir_.empty()) rmdir(dir_.c_str());
+    }
+    UnshadowedNifti(const UnshadowedNifti &) = delete;
+    UnshadowedNifti &operator=(const UnshadowedNifti &) = delete;
+    // the name ITK reads the image under
+    const std::string &path() const { return path_; }
+
+private:
+    std::string link(const std::string &file)
+    {
+        std::unique_ptr<char, decltype(&std::free)> real(realpath(file.c_str(), nullptr), &std::free);
+        const size_t slash = file.find_last_of('/');
+        const std::string at = dir_ + "/" + (slash == std::string::npos ? file : file.substr(slash + 1));
+        if (!real || symlink(real.get(), at.c_str()) != 0)
+            throw std::runtime_error(file + ": cannot be linked into a private folder (" + std::string(std::strerror(errno)) +
+                                     ") to be read without the file without .gz beside it; rename or move that one");
+        links_.push_back(at);
+        return at;
+    }
+    std::string path_, dir_;
+    std::vector<std::string> links_;
+};
 
 // keep_nonfinite: a NIfTI's non-finite values as the file holds them (restore_nifti_nonfinite),
 // for the SH and peak volumes, where a NaN must be seen (a mask's NaN stays ITK's 0).
@@ -687,9 +726,11 @@ typename TImage::Pointer read(const std::string &path, const tk_image_info &info
 {
     auto reader = itk::ImageFileReader<TImage>::New();
     const tk_image_format format = info.format;
-    if (format == TK_IMAGE_NIFTI) refuse_shadowed_nifti(path, info);
-    reader->SetImageIO(itk_io_for(path, info));
-    reader->SetFileName(path);
+    std::unique_ptr<UnshadowedNifti> unshadowed;
+    if (format == TK_IMAGE_NIFTI) unshadowed.reset(new UnshadowedNifti(path, info));
+    const std::string &name = unshadowed ? unshadowed->path() : path;
+    reader->SetImageIO(itk_io_for(name, info));
+    reader->SetFileName(name);
     try {
         reader->Update();
     } catch (const itk::ExceptionObject &e) {
