@@ -29,12 +29,14 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
 #endif
     {
         tk_fixels_work work, *w = &work;
-        void *block = malloc(tk_fixels_work_bytes(TK_FIXELS_N) + 4 * sizeof(double) * TK_FIXELS_N);
+        /* the four voxels' samples after the work arrays, on a double's boundary (the work
+         * arrays end in int arrays of an odd count) */
+        const size_t head = (tk_fixels_work_bytes(TK_FIXELS_N) + 63) / 64 * 64;
+        void *block = malloc(head + 4 * sizeof(double) * TK_FIXELS_N);
         double *vals[4];
         if (block) {
             tk_fixels_work_bind(w, &plan->view, block, TK_FIXELS_N);
-            for (int i = 0; i < 4; ++i)
-                vals[i] = (double *)((char *)block + tk_fixels_work_bytes(TK_FIXELS_N)) + (size_t)i * TK_FIXELS_N;
+            for (int i = 0; i < 4; ++i) vals[i] = (double *)((char *)block + head) + (size_t)i * TK_FIXELS_N;
         } else {
             w = NULL;
         }
