@@ -17,7 +17,6 @@
 #include "vtkRenderWindow.h"
 #include "vtkRenderer.h"
 #include "vtkSmartPointer.h"
-#include "vtkTextActor.h"
 #include "vtkTextProperty.h"
 #include "vtkUnsignedCharArray.h"
 #include "vtkXMLPolyDataWriter.h"
@@ -132,14 +131,7 @@ void RenderAxialSlicePNG(const PeaksImage &im, const float *background, const Sl
     camera->SetClippingRange(1, 2000);
 
     auto label = [&](const std::string &text, int x, int y, int justify) {
-        auto t = vtkSmartPointer<vtkTextActor>::New();
-        t->SetInput(text.c_str());
-        t->GetTextProperty()->SetFontSize(18);
-        t->GetTextProperty()->SetColor(1, 1, 1);
-        t->GetTextProperty()->SetJustification(justify);
-        t->GetTextProperty()->SetVerticalJustificationToCentered();
-        t->SetDisplayPosition(x, y);
-        front->AddActor2D(t);
+        AddScreenLabel(front, text, x, y, justify);
     };
     label("R", margin / 2, h / 2, VTK_TEXT_CENTERED);
     label("L", w - margin / 2, h / 2, VTK_TEXT_CENTERED);

@@ -16,6 +16,9 @@
 #include "vtkPolyDataMapper.h"
 #include "vtkProperty.h"
 #include "vtkRenderWindow.h"
+#include "vtkRenderer.h"
+#include "vtkTextActor.h"
+#include "vtkTextProperty.h"
 #include "vtkWindowToImageFilter.h"
 
 namespace tk {
@@ -124,6 +127,18 @@ vtkSmartPointer<vtkActor> UnlitActor(vtkPolyData *data, ColoursPer per)
     actor->SetMapper(mapper);
     actor->GetProperty()->LightingOff();
     return actor;
+}
+
+void AddScreenLabel(vtkRenderer *renderer, const std::string &text, int x, int y, int justify)
+{
+    auto t = vtkSmartPointer<vtkTextActor>::New();
+    t->SetInput(text.c_str());
+    t->GetTextProperty()->SetFontSize(18);
+    t->GetTextProperty()->SetColor(1, 1, 1);
+    t->GetTextProperty()->SetJustification(justify);
+    t->GetTextProperty()->SetVerticalJustificationToCentered();
+    t->SetDisplayPosition(x, y);
+    renderer->AddActor2D(t);
 }
 
 }  // namespace tk

@@ -11,6 +11,7 @@
 class vtkActor;
 class vtkPolyData;
 class vtkRenderWindow;
+class vtkRenderer;
 
 namespace tk {
 
@@ -34,5 +35,10 @@ void WriteWindowPNG(vtkRenderWindow *window, const std::string &path);
 // the colours show as they are.
 enum class ColoursPer { Cell, Point };
 vtkSmartPointer<vtkActor> UnlitActor(vtkPolyData *data, ColoursPer per);
+
+// A white 18-point label at display pixel (x, y) of renderer, centred vertically and justified
+// as justify says (VTK_TEXT_LEFT, VTK_TEXT_CENTERED, ...): the pictures' orientation letters
+// and captions.
+void AddScreenLabel(vtkRenderer *renderer, const std::string &text, int x, int y, int justify);
 
 }  // namespace tk

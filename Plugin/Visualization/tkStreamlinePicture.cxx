@@ -15,7 +15,6 @@
 #include "vtkProperty.h"
 #include "vtkRenderWindow.h"
 #include "vtkRenderer.h"
-#include "vtkTextActor.h"
 #include "vtkTextProperty.h"
 #include "vtkUnsignedCharArray.h"
 
@@ -72,14 +71,7 @@ void RenderStreamlinesPNG(const StreamlineBundleView &b, const std::string &path
     camera->SetClippingRange(1, 2 * depth);
 
     auto label = [&](const std::string &text, int x, int y, int justify) {
-        auto t = vtkSmartPointer<vtkTextActor>::New();
-        t->SetInput(text.c_str());
-        t->GetTextProperty()->SetFontSize(18);
-        t->GetTextProperty()->SetColor(1, 1, 1);
-        t->GetTextProperty()->SetJustification(justify);
-        t->GetTextProperty()->SetVerticalJustificationToCentered();
-        t->SetDisplayPosition(x, y);
-        renderer->AddActor2D(t);
+        AddScreenLabel(renderer, text, x, y, justify);
     };
     label("R", margin / 2, h / 2, VTK_TEXT_CENTERED);
     label("L", w - margin / 2, h / 2, VTK_TEXT_CENTERED);
