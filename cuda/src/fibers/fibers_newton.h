@@ -9,7 +9,8 @@
  *   TK_NEWTON_SFX(name)      the functions' name suffix
  *   TK_NEWTON_ORDER(t)       the order m of t
  *   TK_NEWTON_DERIVS(t, x, y, h)  y[3] = A x^(m-1) and h[9] = A x^(m-2)
- *   TK_NEWTON_VALUE(t, x)         A x^m
+ *   TK_NEWTON_VALUE(t, x)         A x^m (optional: without it, x . A x^(m-1) from
+ *                                 TK_NEWTON_DERIVS, for evaluators that cache their last point)
  * They are undefined at the end, so that a file may instantiate it for several evaluators.
  */
 
@@ -23,6 +24,19 @@ TK_NEWTON_UTIL void TK_NEWTON_SFX(nt_normalize3)(double *v)
     double n = sqrt(TK_NEWTON_SFX(nt_dot3)(v, v));
     v[0] /= n, v[1] /= n, v[2] /= n;
 }
+
+#ifndef TK_NEWTON_VALUE
+/* A x^m as x . A x^(m-1): the value at the point whose derivatives the next iteration asks
+ * for (the backtracking test's point), so an evaluator that keeps its last point's
+ * derivatives computes them once. */
+TK_NEWTON_FN double TK_NEWTON_SFX(nt_value_from_derivs)(const TK_NEWTON_CTX *t, const double *x)
+{
+    double y[3], h[9];
+    TK_NEWTON_DERIVS(t, x, y, h);
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+}
+#define TK_NEWTON_VALUE(t, x) TK_NEWTON_SFX(nt_value_from_derivs)(t, x)
+#endif
 
 /* u, w: an orthonormal basis of the plane orthogonal to unit x (fibers_internal.h's, which
  * the fit stencils use too). */

@@ -49,20 +49,12 @@ TK_HD static inline void tt_derivs(const track_tensor *tc, const double *x, doub
     memcpy(h, t->last_h, sizeof t->last_h);
 }
 
-TK_HD static inline double tt_value(const track_tensor *t, const double *x)
-{
-    double y[3], h[9];
-    tt_derivs(t, x, y, h);
-    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
-}
-
 #define TK_NEWTON_FN TK_HD static inline
 #define TK_NEWTON_UTIL TK_HD static inline
 #define TK_NEWTON_CTX track_tensor
 #define TK_NEWTON_SFX(name) name##_track
 #define TK_NEWTON_ORDER(t) ((t)->m)
 #define TK_NEWTON_DERIVS(t, x, y, h) tt_derivs(t, x, y, h)
-#define TK_NEWTON_VALUE(t, x) tt_value(t, x)
 #include "fibers/fibers_newton.h"
 
 /* MRtrix3's MAX_DIR_CHANGE (core/math/SH.h): the longest step of the climb, in radians. */

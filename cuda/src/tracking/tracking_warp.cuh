@@ -159,20 +159,12 @@ __device__ static TK_WARP_CALL void tk_warp_derivs(const tk_warp_tensor *tc, con
     for (int i = 0; i < 9; ++i) h[i] = t->last_h[i];
 }
 
-__device__ static inline double tk_warp_value(const tk_warp_tensor *t, const double *x)
-{
-    double y[3], h[9];
-    tk_warp_derivs(t, x, y, h);
-    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
-}
-
 #define TK_NEWTON_FN __device__ static inline
 #define TK_NEWTON_UTIL __device__ static inline
 #define TK_NEWTON_CTX tk_warp_tensor
 #define TK_NEWTON_SFX(name) name##_warp
 #define TK_NEWTON_ORDER(t) ((t)->m)
 #define TK_NEWTON_DERIVS(t, x, y, h) tk_warp_derivs(t, x, y, h)
-#define TK_NEWTON_VALUE(t, x) tk_warp_value(t, x)
 #include "fibers/fibers_newton.h"
 
 /* Lane's place in the monomial form: its row's x0 and x1 powers (rows ordered as
