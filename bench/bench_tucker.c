@@ -12,6 +12,7 @@
 #include "bench_common.h"
 #include "bench_json.h"
 #include "bench_options.h"
+#include "bench_tucker_scaling.h"
 #include "cli.h"
 #include "tk_tucker.h"
 
@@ -47,6 +48,7 @@ typedef struct {
     tucker_shape shape;
     int backends[B_COUNT], table_only;
     long threshold;
+    bench_tucker_scaling scaling; /* --gpus, --weak, --allreduce */
 } bench_args;
 
 typedef struct {
@@ -92,9 +94,32 @@ static int parse_rank(const char *prog_name, const char *flag, const char *v, vo
 static int parse_backends(const char *prog_name, const char *flag, const char *v, void *dest)
 {
     char unknown[256];
+    if (!strcmp(v, "none")) { /* only the --gpus rows */
+        memset(dest, 0, B_COUNT * sizeof(int));
+        return 1;
+    }
     if (bench_pick_names(v, bname, B_COUNT, (int *)dest, unknown, sizeof unknown)) return 1;
-    tk_cli_error(prog_name, "%s: unknown backend '%s'; use cuda, omp, omp-double or cpu", flag, unknown);
+    tk_cli_error(prog_name, "%s: unknown backend '%s'; use cuda, omp, omp-double, cpu or none", flag, unknown);
     return 0;
+}
+
+/* --gpus 1,2: GPU counts of the scaling rows, ascending. */
+static int parse_gpus(const char *prog_name, const char *flag, const char *v, void *dest)
+{
+    bench_tucker_scaling *b = dest;
+    if (!bench_parse_long_list(prog_name, flag, v, 1, TK_TUCKER_MAX_DEVICES, b->gpus, BENCH_TUCKER_MAX_GPU_COUNTS,
+                               &b->count) ||
+        b->count == 0) {
+        tk_cli_error(prog_name, "%s expects GPU counts like 1,2,4 (1..%d, at most %d of them), got '%s'", flag,
+                     TK_TUCKER_MAX_DEVICES, BENCH_TUCKER_MAX_GPU_COUNTS, v);
+        return 0;
+    }
+    for (int k = 1; k < b->count; ++k)
+        if (b->gpus[k] <= b->gpus[k - 1]) {
+            tk_cli_error(prog_name, "%s: list the GPU counts in ascending order, got '%s'", flag, v);
+            return 0;
+        }
+    return 1;
 }
 
 #define ARG(member) offsetof(bench_args, member)
@@ -107,7 +132,7 @@ static const tk_option options[] = {
     BENCH_LONG("rank-r", "R", TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK, ARG(rank.r), "the core's rank R (default 32)"),
     BENCH_LONG("iters", "K", 1, 10000, ARG(iters), "iterations (default 3)"),
     BENCH_CUSTOM("backends", "cuda,omp,omp-double,cpu", parse_backends, ARG(backends),
-                 "the backends to measure (default cuda,omp-double)"),
+                 "the backends to measure (default cuda,omp-double;\nnone: only the --gpus rows)"),
     BENCH_THREADS_OPTION(ARG(threads), "threads of the CPU backends (default: all cores)"),
     BENCH_DOUBLE("test-fraction", "F", 0, 0.5, ARG(test_fraction),
                  "share of the nonzeros held out for the test RMSE\n(default 0.01)"),
@@ -118,6 +143,12 @@ static const tk_option options[] = {
     BENCH_LONG("fiber-threshold", "T", 1, (double)(1L << 40), ARG(threshold),
                "B-CSF sub-slice size of the solver (default: the library's)"),
     BENCH_FLAG("table-only", ARG(table_only), "only the table: no progress bar on stderr"),
+    BENCH_CUSTOM("gpus", "G1,G2,...", parse_gpus, ARG(scaling),
+                 "after the table, strong scaling of cuda on these GPU counts (e.g. 1,2:\nthe first is the baseline; "
+                 "several need NCCL); default: none"),
+    BENCH_FLAG("weak", ARG(scaling.weak), "with --gpus: weak scaling too (each count on a tensor with\n"
+                                          "proportionally more entries and first-mode rows)"),
+    BENCH_FLAG("allreduce", ARG(scaling.allreduce), "with --gpus: NCCL all-reduce bandwidth of each count above 1"),
 };
 #undef ARG
 
@@ -302,6 +333,16 @@ int tk_bench_tucker(int argc, char **argv)
     if (a.backends[B_CUDA] && res[B_CUDA].ran && res[B_OMP_DOUBLE].ran)
         printf("# test RMSE: cuda %.6f vs double reference %.6f: %s\n", res[B_CUDA].rmse, res[B_OMP_DOUBLE].rmse,
                res[B_CUDA].rmse <= res[B_OMP_DOUBLE].rmse * 1.001 ? "no worse (within 0.1%)" : "WORSE");
+    if (a.scaling.count) {
+        a.scaling.iters = a.iters;
+        tk_tucker_options_init(&a.scaling.solver);
+        a.scaling.solver.lr_a = a.lr_a, a.scaling.solver.lr_b = a.lr_b;
+        a.scaling.solver.lambda_a = a.scaling.solver.lambda_b = a.lambda;
+        a.scaling.solver.fiber_threshold = (size_t)a.threshold;
+        a.scaling.synth = so;
+        a.scaling.test_fraction = a.test_fraction;
+        bench_tucker_scaling_run(&a.scaling, &train, &test, &init);
+    }
     tk_tucker_model_free(&init);
     tk_tucker_coo_free(&train);
     tk_tucker_coo_free(&test);

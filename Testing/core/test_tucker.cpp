@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tk_bench_hooks.h"
 #include "tk_cli_runner.h"
 #include "tucker_test_util.h"
 
@@ -321,6 +322,43 @@ TEST(Tucker, RejectsBadShapesAndRanks)
     EXPECT_EQ(tk_tucker_coo_check(&u.t, "x.tns"), TK_ERR_DATA);
     u.t.idx[1] = 0, u.t.val[0] = NAN;
     EXPECT_EQ(tk_tucker_coo_check(&u.t, "x.tns"), TK_ERR_DATA);
+}
+
+TEST(Tucker, SeveralGpusAreCheckedAndNeedTheCudaBackend)
+{
+    auto so = synth_options(3, {20, 20, 20}, 500, 4, 0.1, 1);
+    Coo t;
+    Model init;
+    ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 4, 4, 3, &t, &init));
+    tk_tucker_options o;
+    tk_tucker_options_init(&o);
+    Solver s;
+    o.cuda_device_count = -1;
+    EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_ERR_ARGUMENT);
+    o.cuda_device_count = TK_TUCKER_MAX_DEVICES + 1;
+    EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_ERR_ARGUMENT);
+    o.cuda_device_count = 2;
+    o.backend = TK_BACKEND_OMP;
+    EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("cuda backend"), std::string::npos) << tk_last_error();
+    // One device on cpu/omp is the plain path: 1 and 0 mean the same.
+    o.cuda_device_count = 1;
+    EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_OK) << tk_last_error();
+    // Without CUDA, or without NCCL, two GPUs are refused with the reason.
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_device_count = 2;
+    Solver g;
+    tk_status st = tk_tucker_solver_create(&o, &t.t, &init.m, &g.s);
+    if (st == TK_OK) GTEST_SKIP() << "SKIPPED: this machine has two GPUs and NCCL (test_tucker_multi_gpu.cpp)";
+    const std::string why = tk_last_error();
+    EXPECT_TRUE(why.find("no CUDA backend") != std::string::npos || why.find("NCCL") != std::string::npos ||
+                why.find("GPU") != std::string::npos)
+        << why;
+    double ms = 0, gbps = 0;
+    st = tk_nccl_allreduce_measure(2, 1024, 1, &ms, &gbps);
+    if (st == TK_ERR_UNSUPPORTED) {
+        EXPECT_NE(std::string(tk_last_error()).find("NCCL"), std::string::npos);
+    }
 }
 
 // ---- .tns files -----------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include "tk_eig.h"
 #include "tk_fibers.h"
+#include "tk_tucker.h"
 
 TK_API_BEGIN
 
@@ -44,6 +45,17 @@ typedef struct tk_eig_cuda_profile {
 } tk_eig_cuda_profile;
 tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const void *matrices,
                               tk_eig_cuda_profile *profile);
+
+/* ---- FastTucker on several GPUs ------------------------------------------------------ */
+
+/* The copy of the model that GPU `index` of the solver (0 .. cuda_device_count - 1) holds;
+ * every GPU holds the same bits (the tests check it).  cpu/omp: index 0 only. */
+tk_status tk_tucker_solver_device_model(const tk_tucker_solver *s, int index, tk_tucker_model *out);
+
+/* All-reduce bandwidth of devices 0 .. count - 1 through NCCL (one thread, in place, float
+ * sums of `bytes`): the median time of `repeat` runs after one warm-up, and NCCL's "bus
+ * bandwidth" 2 (count - 1) / count x bytes / time (GB/s), what nccl-tests print. */
+tk_status tk_nccl_allreduce_measure(int count, size_t bytes, int repeat, double *ms, double *bus_gbps);
 
 TK_API_END
 #endif

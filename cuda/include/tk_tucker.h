@@ -37,10 +37,18 @@
  * bit-identical models for any thread count; cuda differs only by float rounding
  * (atomic sums of sub-slice changes and of the core gradient).
  *
- * Partitioning for several GPUs: the work of a mode is a list of sub-slices
- * owning disjoint row ranges of A(n), so devices can split rows, update them
- * independently and all-gather A(n)/C(n); the core gradient is a J x R sum
- * (all-reduce).  tk_tucker_bcsf_row_split gives the balanced row ranges.
+ * Several GPUs (cuda_device_count > 1, NCCL; one process drives them all): each
+ * device holds the whole model (A, B, C of every mode) and, for each mode n, a
+ * contiguous range of mode n's sub-slices cut at row boundaries with about equal
+ * entries (tk_tucker_bcsf_row_split), so it owns those rows of A(n).  Factor pass of
+ * mode n: every device updates its rows, then each broadcasts its rows of A(n) and
+ * the others recompute their C(n) rows.  Core pass of mode n: every device sums its
+ * entries' part of the J x R gradient, NCCL reduces the parts on the first device,
+ * which updates B(n) and broadcasts it, and every device refreshes C(n).  All
+ * devices thus hold the same model bit for bit, and the algorithm is the one above:
+ * the result differs from one GPU's only where one GPU's float atomics already make
+ * it depend on timing (the split rows' mean change and the gradient's summation
+ * order), i.e. by float rounding compounded over the iterations.
  * \file
  * \ingroup tk_group_tucker */
 #ifndef TK_TUCKER_H
@@ -62,6 +70,7 @@ TK_API_BEGIN
 #define TK_TUCKER_MAX_RANK 64
 #define TK_TUCKER_DEFAULT_RANK 32
 #define TK_TUCKER_DEFAULT_FIBER_THRESHOLD 128
+#define TK_TUCKER_MAX_DEVICES 16 /**< GPUs one solver drives at most */
 
 /* ---- sparse tensors (COO) ----------------------------------------------------- */
 
@@ -201,7 +210,9 @@ typedef struct tk_tucker_options {
     double lr_a, lr_b, lambda_a, lambda_b;
     size_t fiber_threshold;     /**< B-CSF sub-slice size, >= 1 */
     int num_threads;            /**< omp: 0 = OpenMP default */
-    int cuda_device;
+    int cuda_device;            /**< cuda: the (first) device */
+    int cuda_device_count;      /**< cuda: devices cuda_device .. cuda_device + count - 1 (0 or 1: one);
+                                     more than one needs a build with NCCL (data-parallel SGD, below) */
 } tk_tucker_options;
 
 /** Defaults: cpu, B-CSF, float, lr_a 0.05, lr_b 1 (it scales the mean core

@@ -1,10 +1,13 @@
 /* Dispatch of FastTucker on CUDA: the solver's device state (model, every mode's B-CSF,
- * pass scratch), uploads, launches and timing.  The kernels are in tucker_kernels.cuh, their
- * device math in tucker_device.cuh, their launch choices in tucker_tuning.h.
+ * pass scratch) on each of its GPUs, uploads, launches and timing.  The kernels are in
+ * tucker_kernels.cuh, their device math in tucker_device.cuh, their launch choices in
+ * tucker_tuning.h.
  *
- * Several GPUs: tk_tucker_bcsf_row_split cuts each mode's sub-slices at row
- * boundaries; each device would run these kernels on its range (disjoint rows
- * of A(n)), all-gather A(n)/C(n) after the mode, and all-reduce G (J x R).
+ * Several GPUs (tk_tucker.h says what they compute): one host thread issues every device's
+ * launches in turn (they run at once) and the NCCL collectives between them
+ * (common/nccl_group.h).  Device p holds, of mode n's B-CSF, the sub-slices
+ * tk_tucker_bcsf_row_split gives it and so owns rows [row_lo, row_hi) of A(n); with one
+ * device that is every sub-slice and row, and the passes are exactly the one-GPU ones.
  */
 #include <cuda_runtime.h>
 
@@ -15,13 +18,16 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/nccl_group.h"
 #include "tucker_kernels.cuh"
 #include "tucker_tuning.h"
 
 typedef tk_tucker_policy policy;
 
+/* What one GPU holds. */
 struct dev_state {
     int device = 0, sms = 0;
+    uint32_t row_lo[TK_TUCKER_MAX_ORDER] = {}, row_hi[TK_TUCKER_MAX_ORDER] = {}; /* its rows of each A(n) */
     tk_tucker_tuning tuning = {};
     float *a[TK_TUCKER_MAX_ORDER] = {}, *b[TK_TUCKER_MAX_ORDER] = {}, *c[TK_TUCKER_MAX_ORDER] = {};
     float *delta = nullptr, *z = nullptr, *g = nullptr;
@@ -30,29 +36,43 @@ struct dev_state {
     cudaEvent_t start = nullptr, stop = nullptr;
 };
 
+/* The solver's GPUs: one state each and, with several, their NCCL group. */
+struct multi_state {
+    int count = 0;
+    dev_state dev[TK_TUCKER_MAX_DEVICES];
+    tk_nccl_group *group = nullptr;
+};
+
 /* The one CUDA check (common/cuda_check.cuh): on failure, return its status. */
 #define CK(call) TK_CUDA_TRY_RETURN("FastTucker on CUDA", call)
 
 /* ---- host side ------------------------------------------------------------------------ */
 
-static dev_state *state(const tk_tucker_solver *s) { return static_cast<dev_state *>(s->cuda); }
+static multi_state *gpus(const tk_tucker_solver *s) { return static_cast<multi_state *>(s->cuda); }
 
 /* Device bytes of an array of count T (16 bytes of slack keep empty arrays allocatable). */
 template <typename T> static size_t dev_bytes(size_t count) { return count * sizeof(T) + 16; }
 
-/* Everything tk_tucker_cuda_create puts on the device: the model (A, B, C of every mode),
- * every mode's B-CSF storage, and the pass scratch.  None of it is chunked. */
-static size_t resident_bytes(const tk_tucker_solver *s)
+/* Mode n's sub-slices on device p of count: [first, last). */
+struct part_range {
+    size_t first, last;
+};
+
+/* Everything one device holds: the model (A, B, C of every mode), its sub-slices of every
+ * mode's B-CSF (parts[n]), and the pass scratch.  None of it is chunked. */
+static size_t resident_bytes(const tk_tucker_solver *s, const part_range *parts)
 {
     const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
     size_t bytes = 0, maxdim = 0;
     for (int n = 0; n < s->order; ++n) {
         const size_t rows = s->dims[n];
         const tk_tucker_bcsf *b = &s->bcsf[n];
+        const size_t np = parts[n].last - parts[n].first;
+        const size_t nnz = b->part_ptr[parts[n].last] - b->part_ptr[parts[n].first];
         if (rows > maxdim) maxdim = rows;
         bytes += dev_bytes<float>(rows * J) + dev_bytes<float>(J * R) + dev_bytes<float>(rows * R);
-        bytes += dev_bytes<unsigned long long>(b->num_parts + 1) + 2 * dev_bytes<uint32_t>(b->num_parts);
-        bytes += dev_bytes<uint32_t>(b->nnz * (size_t)(s->order - 1)) + dev_bytes<float>(b->nnz);
+        bytes += dev_bytes<unsigned long long>(np + 1) + 2 * dev_bytes<uint32_t>(np);
+        bytes += dev_bytes<uint32_t>(nnz * (size_t)(s->order - 1)) + dev_bytes<float>(nnz);
     }
     return bytes + dev_bytes<float>(maxdim * J) + dev_bytes<float>(maxdim * R) + J * R * sizeof(float) +
            sizeof(unsigned long long);
@@ -60,26 +80,34 @@ static size_t resident_bytes(const tk_tucker_solver *s)
 
 /* The whole model must be resident: a refusal names all of it, not the one buffer that
  * did not fit. */
-static tk_status out_of_memory(const tk_tucker_solver *s)
+static tk_status out_of_memory(const tk_tucker_solver *s, const dev_state *d, size_t bytes)
 {
-    char what[192];
-    snprintf(what, sizeof what,
-             "the resident model and tensor (order %d, ranks %d and %d, %zu entries; FastTucker does not chunk)",
-             s->order, s->rank_j, s->rank_r, s->nnz);
-    return tk_cuda_out_of_memory("FastTucker on CUDA", what, resident_bytes(s));
+    char what[256];
+    int count = gpus(s)->count;
+    if (count > 1)
+        snprintf(what, sizeof what,
+                 "GPU %d's share of the model and tensor (order %d, ranks %d and %d, %zu entries over %d GPUs; "
+                 "FastTucker does not chunk)",
+                 d->device, s->order, s->rank_j, s->rank_r, s->nnz, count);
+    else
+        snprintf(what, sizeof what,
+                 "the resident model and tensor (order %d, ranks %d and %d, %zu entries; FastTucker does not chunk)",
+                 s->order, s->rank_j, s->rank_r, s->nnz);
+    return tk_cuda_out_of_memory("FastTucker on CUDA", what, bytes);
 }
 
-static tk_status dev_alloc(const tk_tucker_solver *s, void **dst, size_t bytes)
+static tk_status dev_alloc(const tk_tucker_solver *s, const dev_state *d, size_t need, void **dst, size_t bytes)
 {
     cudaError_t err = tk_cuda_malloc(dst, bytes);
-    if (err == cudaErrorMemoryAllocation) return out_of_memory(s);
+    if (err == cudaErrorMemoryAllocation) return out_of_memory(s, d, need);
     return tk_cuda_status(err, "FastTucker on CUDA", "cudaMalloc");
 }
 
 template <typename T>
-static tk_status upload(const tk_tucker_solver *s, T **dst, const T *src, size_t count)
+static tk_status upload(const tk_tucker_solver *s, const dev_state *d, size_t need, T **dst, const T *src,
+                        size_t count)
 {
-    tk_status st = dev_alloc(s, reinterpret_cast<void **>(dst), dev_bytes<T>(count));
+    tk_status st = dev_alloc(s, d, need, reinterpret_cast<void **>(dst), dev_bytes<T>(count));
     if (st != TK_OK) return st;
     if (count) CK(cudaMemcpy(*dst, src, count * sizeof(T), cudaMemcpyHostToDevice));
     return TK_OK;
@@ -92,24 +120,48 @@ static int refresh_blocks(const dev_state *d, uint32_t rows)
     return (int)(need < cap ? (need ? need : 1) : cap);
 }
 
-static tk_status refresh(const tk_tucker_solver *s, int n, bool with_delta)
+/* C(n) = A(n) B(n) on rows [lo, hi) of device d (the current device), the split rows'
+ * deltas applied first where with_delta. */
+static tk_status refresh(const tk_tucker_solver *s, dev_state *d, int n, uint32_t lo, uint32_t hi, bool with_delta)
 {
-    dev_state *d = state(s);
-    const size_t b_bytes = (size_t)s->rank_j * s->rank_r * sizeof(float); /* B(n), staged in shared memory */
-    refresh_kernel<policy><<<refresh_blocks(d, s->dims[n]), policy::threads_per_block, b_bytes>>>(
-        d->a[n], with_delta ? d->delta : nullptr, d->b[n], d->c[n], s->dims[n], s->rank_j, s->rank_r);
+    if (hi <= lo) return TK_OK;
+    const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
+    const size_t b_bytes = J * R * sizeof(float); /* B(n), staged in shared memory */
+    refresh_kernel<policy><<<refresh_blocks(d, hi - lo), policy::threads_per_block, b_bytes>>>(
+        d->a[n] + lo * J, with_delta ? d->delta + lo * J : nullptr, d->b[n], d->c[n] + lo * R, hi - lo, s->rank_j,
+        s->rank_r);
     CK(cudaGetLastError());
     return TK_OK;
 }
 
-extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m)
+/* Device d's share of mode n's B-CSF (sub-slices parts.first .. parts.last - 1, entry
+ * offsets rebased to its first entry), and the rows it owns. */
+static tk_status upload_mode(const tk_tucker_solver *s, dev_state *d, size_t need, int n, part_range parts,
+                             bool last_device)
 {
-    const tk_status usable = tk_cuda_require_device(s->opts.cuda_device);
-    if (usable != TK_OK) return usable;
-    dev_state *d = new (std::nothrow) dev_state;
-    if (!d) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the CUDA state");
-    s->cuda = d;
-    d->device = s->opts.cuda_device;
+    const tk_tucker_bcsf *b = &s->bcsf[n];
+    const size_t np = parts.last - parts.first, e0 = b->part_ptr[parts.first], e1 = b->part_ptr[parts.last];
+    const size_t levels = (size_t)(s->order - 1);
+    dev_mode &dm = d->mode[n];
+    dm.parts = np;
+    d->row_lo[n] = parts.first == 0 ? 0 : (parts.first < b->num_parts ? b->part_row[parts.first] : s->dims[n]);
+    d->row_hi[n] = last_device ? s->dims[n] : (parts.last < b->num_parts ? b->part_row[parts.last] : s->dims[n]);
+    unsigned long long *ptr = (unsigned long long *)malloc((np + 1) * sizeof *ptr);
+    if (!ptr) return tk_set_error(TK_ERR_MEMORY, "out of memory");
+    for (size_t k = 0; k <= np; ++k) ptr[k] = b->part_ptr[parts.first + k] - e0;
+    tk_status st = upload(s, d, need, &dm.part_ptr, ptr, np + 1);
+    free(ptr);
+    if (st != TK_OK) return st;
+    if ((st = upload(s, d, need, &dm.part_row, b->part_row + parts.first, np)) != TK_OK) return st;
+    if ((st = upload(s, d, need, &dm.part_count, b->part_count + parts.first, np)) != TK_OK) return st;
+    if ((st = upload(s, d, need, &dm.idx, b->idx + e0 * levels, (e1 - e0) * levels)) != TK_OK) return st;
+    return upload(s, d, need, &dm.val, b->val + e0, e1 - e0);
+}
+
+/* Device d: the model, its share of every mode, the scratch, C(n) of every mode. */
+static tk_status create_device(tk_tucker_solver *s, const tk_tucker_model *m, dev_state *d, const part_range *parts,
+                               bool last_device)
+{
     CK(cudaSetDevice(d->device));
     CK(cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, d->device));
     int cc_major = 0, cc_minor = 0;
@@ -121,40 +173,61 @@ extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_
     size_t free_b = 0, total_b = 0;
     tk_status st = tk_cuda_memory_get(&free_b, &total_b);
     if (st != TK_OK) return st;
-    if (resident_bytes(s) > free_b) return out_of_memory(s);
+    const size_t need = resident_bytes(s, parts);
+    if (need > free_b) return out_of_memory(s, d, need);
     const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
     size_t maxdim = 0;
     for (int n = 0; n < s->order; ++n) {
         size_t rows = s->dims[n];
         if (rows > maxdim) maxdim = rows;
-        if ((st = upload(s, &d->a[n], m->a[n], rows * J)) != TK_OK) return st;
-        if ((st = upload(s, &d->b[n], m->b[n], J * R)) != TK_OK) return st;
-        if ((st = dev_alloc(s, (void **)&d->c[n], dev_bytes<float>(rows * R))) != TK_OK) return st;
-        const tk_tucker_bcsf *b = &s->bcsf[n];
-        dev_mode &dm = d->mode[n];
-        dm.parts = b->num_parts;
-        unsigned long long *ptr = (unsigned long long *)malloc((b->num_parts + 1) * sizeof *ptr);
-        if (!ptr) return tk_set_error(TK_ERR_MEMORY, "out of memory");
-        for (size_t k = 0; k <= b->num_parts; ++k) ptr[k] = b->part_ptr[k];
-        st = upload(s, &dm.part_ptr, ptr, b->num_parts + 1);
-        free(ptr);
-        if (st != TK_OK) return st;
-        if ((st = upload(s, &dm.part_row, b->part_row, b->num_parts)) != TK_OK) return st;
-        if ((st = upload(s, &dm.part_count, b->part_count, b->num_parts)) != TK_OK) return st;
-        if ((st = upload(s, &dm.idx, b->idx, b->nnz * (size_t)(s->order - 1))) != TK_OK) return st;
-        if ((st = upload(s, &dm.val, b->val, b->nnz)) != TK_OK) return st;
+        if ((st = upload(s, d, need, &d->a[n], m->a[n], rows * J)) != TK_OK) return st;
+        if ((st = upload(s, d, need, &d->b[n], m->b[n], J * R)) != TK_OK) return st;
+        if ((st = dev_alloc(s, d, need, (void **)&d->c[n], dev_bytes<float>(rows * R))) != TK_OK) return st;
+        if ((st = upload_mode(s, d, need, n, parts[n], last_device)) != TK_OK) return st;
     }
-    if ((st = dev_alloc(s, (void **)&d->delta, dev_bytes<float>(maxdim * J))) != TK_OK) return st;
+    if ((st = dev_alloc(s, d, need, (void **)&d->delta, dev_bytes<float>(maxdim * J))) != TK_OK) return st;
     CK(cudaMemset(d->delta, 0, maxdim * J * sizeof(float)));
-    if ((st = dev_alloc(s, (void **)&d->z, dev_bytes<float>(maxdim * R))) != TK_OK) return st;
-    if ((st = dev_alloc(s, (void **)&d->g, J * R * sizeof(float))) != TK_OK) return st;
-    if ((st = dev_alloc(s, (void **)&d->counter, sizeof(unsigned long long))) != TK_OK) return st;
+    if ((st = dev_alloc(s, d, need, (void **)&d->z, dev_bytes<float>(maxdim * R))) != TK_OK) return st;
+    if ((st = dev_alloc(s, d, need, (void **)&d->g, J * R * sizeof(float))) != TK_OK) return st;
+    if ((st = dev_alloc(s, d, need, (void **)&d->counter, sizeof(unsigned long long))) != TK_OK) return st;
     CK(cudaEventCreate(&d->start));
     CK(cudaEventCreate(&d->stop));
     for (int n = 0; n < s->order; ++n)
-        if ((st = refresh(s, n, false)) != TK_OK) return st;
-    CK(cudaDeviceSynchronize());
-    /* The device copy is what the passes use; the host B-CSF is no longer needed. */
+        if ((st = refresh(s, d, n, 0, s->dims[n], false)) != TK_OK) return st;
+    return TK_OK;
+}
+
+extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m)
+{
+    const int count = s->opts.cuda_device_count > 1 ? s->opts.cuda_device_count : 1;
+    int visible = 0;
+    const tk_status usable = tk_cuda_require_device(s->opts.cuda_device);
+    if (usable != TK_OK) return usable;
+    CK(cudaGetDeviceCount(&visible));
+    if (s->opts.cuda_device + count > visible)
+        return tk_set_error(TK_ERR_ARGUMENT, "%d GPUs from device %d asked for; this machine shows %d", count,
+                            s->opts.cuda_device, visible);
+    multi_state *g = new (std::nothrow) multi_state;
+    if (!g) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the CUDA state");
+    s->cuda = g;
+    g->count = count;
+    for (int p = 0; p < count; ++p) g->dev[p].device = s->opts.cuda_device + p;
+    tk_status st = TK_OK;
+    if (count > 1 && (st = tk_nccl_open(s->opts.cuda_device, count, &g->group)) != TK_OK) return st;
+    /* Each mode's sub-slices cut at row boundaries into one range a device. */
+    size_t first[TK_TUCKER_MAX_ORDER][TK_TUCKER_MAX_DEVICES + 1];
+    for (int n = 0; n < s->order; ++n)
+        if ((st = tk_tucker_bcsf_row_split(&s->bcsf[n], count, first[n])) != TK_OK) return st;
+    for (int p = 0; p < count; ++p) {
+        part_range parts[TK_TUCKER_MAX_ORDER];
+        for (int n = 0; n < s->order; ++n) parts[n] = part_range{first[n][p], first[n][p + 1]};
+        if ((st = create_device(s, m, &g->dev[p], parts, p == count - 1)) != TK_OK) return st;
+    }
+    for (int p = 0; p < count; ++p) {
+        CK(cudaSetDevice(g->dev[p].device));
+        CK(cudaDeviceSynchronize());
+    }
+    /* The device copies are what the passes use; the host B-CSF is no longer needed. */
     for (int n = 0; n < s->order; ++n) tk_tucker_bcsf_free(&s->bcsf[n]);
     return TK_OK;
 }
@@ -170,10 +243,8 @@ static void free_mode(dev_mode &m)
     m = dev_mode();
 }
 
-extern "C" void tk_tucker_cuda_destroy(tk_tucker_solver *s)
+static void destroy_device(dev_state *d)
 {
-    dev_state *d = state(s);
-    if (!d) return;
     cudaSetDevice(d->device);
     for (int n = 0; n < TK_TUCKER_MAX_ORDER; ++n) {
         tk_cuda_free(d->a[n]);
@@ -187,13 +258,20 @@ extern "C" void tk_tucker_cuda_destroy(tk_tucker_solver *s)
     tk_cuda_free(d->counter);
     if (d->start) cudaEventDestroy(d->start);
     if (d->stop) cudaEventDestroy(d->stop);
-    delete d;
+}
+
+extern "C" void tk_tucker_cuda_destroy(tk_tucker_solver *s)
+{
+    multi_state *g = gpus(s);
+    if (!g) return;
+    for (int p = 0; p < g->count; ++p) destroy_device(&g->dev[p]);
+    tk_nccl_close(g->group);
+    delete g;
     s->cuda = nullptr;
 }
 
-static pass_args make_args(const tk_tucker_solver *s, int n)
+static pass_args make_args(const tk_tucker_solver *s, const dev_state *d, int n)
 {
-    const dev_state *d = state(s);
     const dev_mode &dm = d->mode[n];
     pass_args p = {};
     p.levels = s->order - 1;
@@ -211,14 +289,30 @@ static pass_args make_args(const tk_tucker_solver *s, int n)
     return p;
 }
 
-/* The passes' time on the device, from d->start (recorded before their first launch). */
-static tk_status stop_timer(dev_state *d, double *ms)
+static tk_status start_timers(multi_state *g)
 {
-    CK(cudaEventRecord(d->stop));
-    CK(cudaEventSynchronize(d->stop));
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, d->start, d->stop));
-    *ms = t;
+    for (int p = 0; p < g->count; ++p) {
+        CK(cudaSetDevice(g->dev[p].device));
+        CK(cudaEventRecord(g->dev[p].start));
+    }
+    return TK_OK;
+}
+
+/* The passes' time: the slowest device's, from its start event (recorded before its first
+ * launch) to the end of its work, NCCL's included. */
+static tk_status stop_timers(multi_state *g, double *ms)
+{
+    *ms = 0;
+    for (int p = 0; p < g->count; ++p) {
+        CK(cudaSetDevice(g->dev[p].device));
+        CK(cudaEventRecord(g->dev[p].stop));
+    }
+    for (int p = 0; p < g->count; ++p) {
+        CK(cudaEventSynchronize(g->dev[p].stop));
+        float t = 0;
+        CK(cudaEventElapsedTime(&t, g->dev[p].start, g->dev[p].stop));
+        if (t > *ms) *ms = t;
+    }
     return TK_OK;
 }
 
@@ -230,65 +324,124 @@ static int pass_blocks(const dev_state *d, unsigned long long parts)
     return (int)(need < cap ? (need ? need : 1) : cap);
 }
 
+/* Device d's factor updates of mode n: its sub-slices, then its rows' deltas and C rows. */
+static tk_status factor_mode(const tk_tucker_solver *s, dev_state *d, int n)
+{
+    CK(cudaSetDevice(d->device));
+    pass_args p = make_args(s, d, n);
+    p.lr = (float)s->opts.lr_a;
+    p.lambda = (float)s->opts.lambda_a;
+    CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
+    int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
+    bool wide_j = s->rank_j > 32, wide_r = s->rank_r > 32;
+    if (!wide_j && !wide_r)
+        factor_kernel<policy, 1, 32><<<blocks, threads>>>(p);
+    else if (!wide_j)
+        factor_kernel<policy, 1, 64><<<blocks, threads>>>(p);
+    else if (!wide_r)
+        factor_kernel<policy, 2, 32><<<blocks, threads>>>(p);
+    else
+        factor_kernel<policy, 2, 64><<<blocks, threads>>>(p);
+    CK(cudaGetLastError());
+    return refresh(s, d, n, d->row_lo[n], d->row_hi[n], true);
+}
+
+/* Several GPUs: every device's rows of A(n) to every other, which then recompute C(n) on
+ * the rows they received. */
+static tk_status share_rows(const tk_tucker_solver *s, multi_state *g, int n)
+{
+    const size_t J = (size_t)s->rank_j;
+    float *a[TK_TUCKER_MAX_DEVICES];
+    size_t offset[TK_TUCKER_MAX_DEVICES + 1];
+    for (int p = 0; p < g->count; ++p) a[p] = g->dev[p].a[n], offset[p] = (size_t)g->dev[p].row_lo[n] * J;
+    offset[g->count] = (size_t)s->dims[n] * J;
+    tk_status st = tk_nccl_broadcast_ranges(g->group, a, offset);
+    for (int p = 0; p < g->count && st == TK_OK; ++p) {
+        dev_state *d = &g->dev[p];
+        CK(cudaSetDevice(d->device));
+        if ((st = refresh(s, d, n, 0, d->row_lo[n], false)) == TK_OK)
+            st = refresh(s, d, n, d->row_hi[n], s->dims[n], false);
+    }
+    return st;
+}
+
 extern "C" tk_status tk_tucker_cuda_factors(tk_tucker_solver *s, double *ms)
 {
-    dev_state *d = state(s);
-    CK(cudaSetDevice(d->device));
-    CK(cudaEventRecord(d->start));
-    for (int n = 0; n < s->order; ++n) {
-        pass_args p = make_args(s, n);
-        p.lr = (float)s->opts.lr_a;
-        p.lambda = (float)s->opts.lambda_a;
-        CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
-        int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
-        bool wide_j = s->rank_j > 32, wide_r = s->rank_r > 32;
-        if (!wide_j && !wide_r)
-            factor_kernel<policy, 1, 32><<<blocks, threads>>>(p);
-        else if (!wide_j)
-            factor_kernel<policy, 1, 64><<<blocks, threads>>>(p);
-        else if (!wide_r)
-            factor_kernel<policy, 2, 32><<<blocks, threads>>>(p);
-        else
-            factor_kernel<policy, 2, 64><<<blocks, threads>>>(p);
-        CK(cudaGetLastError());
-        tk_status st = refresh(s, n, true);
-        if (st != TK_OK) return st;
+    multi_state *g = gpus(s);
+    tk_status st = start_timers(g);
+    for (int n = 0; n < s->order && st == TK_OK; ++n) {
+        for (int p = 0; p < g->count && st == TK_OK; ++p) st = factor_mode(s, &g->dev[p], n);
+        if (st == TK_OK && g->count > 1) st = share_rows(s, g, n);
     }
-    return stop_timer(d, ms);
+    if (st != TK_OK) return st;
+    return stop_timers(g, ms);
+}
+
+/* Device d's part of mode n's core gradient, G = A(n)^T Z over its rows, left in d->g. */
+static tk_status core_gradient(const tk_tucker_solver *s, dev_state *d, int n)
+{
+    const int J = s->rank_j, R = s->rank_r;
+    const uint32_t lo = d->row_lo[n], rows = d->row_hi[n] - d->row_lo[n];
+    CK(cudaSetDevice(d->device));
+    pass_args p = make_args(s, d, n);
+    CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
+    CK(cudaMemsetAsync(d->z + (size_t)lo * R, 0, (size_t)rows * R * sizeof(float)));
+    CK(cudaMemsetAsync(d->g, 0, (size_t)J * R * sizeof(float)));
+    int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
+    if (R > 32)
+        core_kernel<policy, 2><<<blocks, threads>>>(p);
+    else
+        core_kernel<policy, 1><<<blocks, threads>>>(p);
+    CK(cudaGetLastError());
+    if (!rows) return TK_OK;
+    unsigned gram_blocks = (unsigned)((rows + policy::gram_rows_per_block - 1) / policy::gram_rows_per_block);
+    gram_kernel<policy><<<gram_blocks, policy::gram_threads>>>(d->a[n] + (size_t)lo * J, d->z + (size_t)lo * R, rows,
+                                                               J, R, d->g);
+    CK(cudaGetLastError());
+    return TK_OK;
 }
 
 extern "C" tk_status tk_tucker_cuda_core(tk_tucker_solver *s, double *ms)
 {
-    dev_state *d = state(s);
-    CK(cudaSetDevice(d->device));
-    CK(cudaEventRecord(d->start));
+    multi_state *g = gpus(s);
     const int J = s->rank_j, R = s->rank_r;
-    for (int n = 0; n < s->order; ++n) {
-        pass_args p = make_args(s, n);
-        CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
-        CK(cudaMemsetAsync(d->z, 0, (size_t)s->dims[n] * R * sizeof(float)));
-        CK(cudaMemsetAsync(d->g, 0, (size_t)J * R * sizeof(float)));
-        int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
-        if (R > 32)
-            core_kernel<policy, 2><<<blocks, threads>>>(p);
-        else
-            core_kernel<policy, 1><<<blocks, threads>>>(p);
+    const float inv_nnz = s->nnz ? (float)(1.0 / (double)s->nnz) : 0.0f;
+    tk_status st = start_timers(g);
+    for (int n = 0; n < s->order && st == TK_OK; ++n) {
+        for (int p = 0; p < g->count && st == TK_OK; ++p) st = core_gradient(s, &g->dev[p], n);
+        if (st != TK_OK) break;
+        /* The first device sums the parts and updates B(n); the others take its B(n), so
+         * every device holds the same bits. */
+        float *gp[TK_TUCKER_MAX_DEVICES], *bp[TK_TUCKER_MAX_DEVICES];
+        for (int p = 0; p < g->count; ++p) gp[p] = g->dev[p].g, bp[p] = g->dev[p].b[n];
+        if (g->count > 1 && (st = tk_nccl_reduce_to_first(g->group, gp, (size_t)J * R)) != TK_OK) break;
+        dev_state *d0 = &g->dev[0];
+        CK(cudaSetDevice(d0->device));
+        update_core_kernel<<<1, policy::core_update_threads>>>(d0->b[n], d0->g, J * R, (float)s->opts.lr_b, inv_nnz,
+                                                               (float)s->opts.lambda_b);
         CK(cudaGetLastError());
-        unsigned gram_blocks = (unsigned)((s->dims[n] + policy::gram_rows_per_block - 1) / policy::gram_rows_per_block);
-        gram_kernel<policy><<<gram_blocks, policy::gram_threads>>>(d->a[n], d->z, s->dims[n], J, R, d->g);
-        CK(cudaGetLastError());
-        update_core_kernel<<<1, policy::core_update_threads>>>(d->b[n], d->g, J * R, (float)s->opts.lr_b,
-                                        s->nnz ? (float)(1.0 / (double)s->nnz) : 0.0f, (float)s->opts.lambda_b);
-        CK(cudaGetLastError());
-        tk_status st = refresh(s, n, false);
-        if (st != TK_OK) return st;
+        if (g->count > 1 && (st = tk_nccl_broadcast_first(g->group, bp, (size_t)J * R)) != TK_OK) break;
+        for (int p = 0; p < g->count && st == TK_OK; ++p) {
+            CK(cudaSetDevice(g->dev[p].device));
+            st = refresh(s, &g->dev[p], n, 0, s->dims[n], false);
+        }
     }
-    return stop_timer(d, ms);
+    if (st != TK_OK) return st;
+    return stop_timers(g, ms);
 }
 
 extern "C" tk_status tk_tucker_cuda_model(const tk_tucker_solver *s, tk_tucker_model *out)
 {
-    const dev_state *d = state(s);
+    return tk_tucker_cuda_model_of_device(s, 0, out);
+}
+
+/* Device `index`'s copy of the model (every device holds the same; the tests check it). */
+extern "C" tk_status tk_tucker_cuda_model_of_device(const tk_tucker_solver *s, int index, tk_tucker_model *out)
+{
+    const multi_state *g = gpus(s);
+    if (!g || index < 0 || index >= g->count)
+        return tk_set_error(TK_ERR_ARGUMENT, "device index %d: the solver runs on %d GPUs", index, g ? g->count : 0);
+    const dev_state *d = &g->dev[index];
     CK(cudaSetDevice(d->device));
     for (int n = 0; n < s->order; ++n) {
         CK(cudaMemcpy(out->a[n], d->a[n], (size_t)s->dims[n] * s->rank_j * sizeof(float), cudaMemcpyDeviceToHost));

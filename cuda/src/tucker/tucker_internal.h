@@ -59,6 +59,7 @@ void tk_tucker_cuda_destroy(tk_tucker_solver *s);
 tk_status tk_tucker_cuda_factors(tk_tucker_solver *s, double *ms);
 tk_status tk_tucker_cuda_core(tk_tucker_solver *s, double *ms);
 tk_status tk_tucker_cuda_model(const tk_tucker_solver *s, tk_tucker_model *out);
+tk_status tk_tucker_cuda_model_of_device(const tk_tucker_solver *s, int index, tk_tucker_model *out);
 
 #ifdef __cplusplus
 }

@@ -27,3 +27,8 @@ tk_status tk_tucker_cuda_model(const tk_tucker_solver *s, tk_tucker_model *out)
     (void)s, (void)out;
     return no_cuda();
 }
+tk_status tk_tucker_cuda_model_of_device(const tk_tucker_solver *s, int index, tk_tucker_model *out)
+{
+    (void)s, (void)index, (void)out;
+    return no_cuda();
+}

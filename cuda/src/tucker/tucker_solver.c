@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tk_bench_hooks.h"
 #include "tucker_internal.h"
 
 
@@ -34,6 +35,12 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
     if (o->fiber_threshold < 1) return tk_set_error(TK_ERR_ARGUMENT, "the fiber threshold must be at least 1");
     if (o->storage == TK_TUCKER_COO && o->backend != TK_BACKEND_CPU)
         return tk_set_error(TK_ERR_UNSUPPORTED, "COO storage runs on the cpu backend only (use B-CSF)");
+    if (o->cuda_device_count < 0 || o->cuda_device_count > TK_TUCKER_MAX_DEVICES)
+        return tk_set_error(TK_ERR_ARGUMENT, "the device count must be 0..%d (got %d)", TK_TUCKER_MAX_DEVICES,
+                            o->cuda_device_count);
+    if (o->cuda_device_count > 1 && o->backend != TK_BACKEND_CUDA)
+        return tk_set_error(TK_ERR_ARGUMENT, "%d devices: several GPUs are for the cuda backend (this is %s)",
+                            o->cuda_device_count, tk_backend_name(o->backend));
     if (o->backend == TK_BACKEND_CUDA && o->precision == TK_PRECISION_DOUBLE)
         return tk_set_error(TK_ERR_UNSUPPORTED, "the cuda backend runs in float; double is the cpu/omp reference");
     tk_tucker_solver *s = calloc(1, sizeof *s);
@@ -111,4 +118,15 @@ void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_timing *factors, tk_t
 {
     if (factors) factors->kernel_ms = factors->total_ms = s->timing.factor_ms, factors->setup_ms = s->timing.setup_ms;
     if (core) core->kernel_ms = core->total_ms = s->timing.core_ms, core->setup_ms = s->timing.setup_ms;
+}
+
+tk_status tk_tucker_solver_device_model(const tk_tucker_solver *s, int index, tk_tucker_model *out)
+{
+    if (s->opts.backend != TK_BACKEND_CUDA)
+        return index == 0 ? tk_tucker_solver_model(s, out)
+                          : tk_set_error(TK_ERR_ARGUMENT, "device index %d: the %s backend has one copy", index,
+                                         tk_backend_name(s->opts.backend));
+    if (out->order != s->order || out->rank_j != s->rank_j || out->rank_r != s->rank_r)
+        return tk_set_error(TK_ERR_ARGUMENT, "the output model's shape differs from the solver's");
+    return tk_tucker_cuda_model_of_device(s, index, out);
 }

@@ -1,0 +1,144 @@
+// FastTucker on several GPUs of one host (NCCL; label gpu): every GPU holds the same model,
+// and the model is one GPU's to float rounding.  Skips without a GPU; the tests that need two
+// GPUs skip on a machine with one, saying so.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tk_bench_hooks.h"
+#include "tk_device.h"
+#include "tucker_test_util.h"
+
+using namespace tk_test;
+
+namespace {
+
+int usable_gpus()
+{
+    int n = 0;
+    while (n < TK_TUCKER_MAX_DEVICES && tk_cuda_device_usable(n, nullptr, 0)) ++n;
+    return n;
+}
+
+tk_tucker_options cuda_opts(int devices, size_t threshold)
+{
+    tk_tucker_options o;
+    tk_tucker_options_init(&o);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_device_count = devices;
+    o.fiber_threshold = threshold;
+    return o;
+}
+
+#define NEED_GPUS(n)                                                                                   \
+    do {                                                                                               \
+        if (usable_gpus() < (n)) GTEST_SKIP() << "SKIPPED: needs " << (n) << " GPUs, this machine has " \
+                                              << usable_gpus();                                       \
+    } while (0)
+
+// Train on `devices` GPUs; every GPU's copy of the model must be the same bits.
+void train_checked(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
+                   tk_tucker_model *out)
+{
+    Solver s;
+    ASSERT_EQ(tk_tucker_solver_create(&o, &t, &init, &s.s), TK_OK) << tk_last_error();
+    for (int it = 0; it < iters; ++it) {
+        ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK) << tk_last_error();
+        ASSERT_EQ(tk_tucker_update_core(s.s), TK_OK) << tk_last_error();
+    }
+    ASSERT_EQ(tk_tucker_model_copy(out, &init), TK_OK);
+    ASSERT_EQ(tk_tucker_solver_model(s.s, out), TK_OK);
+    for (int p = 1; p < (o.cuda_device_count > 1 ? o.cuda_device_count : 1); ++p) {
+        Model other;
+        ASSERT_EQ(tk_tucker_model_copy(&other.m, &init), TK_OK);
+        ASSERT_EQ(tk_tucker_solver_device_model(s.s, p, &other.m), TK_OK) << tk_last_error();
+        EXPECT_TRUE(models_identical(*out, other.m)) << "GPU " << p << "'s model differs from GPU 0's";
+    }
+}
+
+}  // namespace
+
+TEST(TuckerMultiGpu, EveryKernelShapeMatchesOneGpu)
+{
+    NEED_GPUS(1);
+    const int devices = usable_gpus() >= 2 ? usable_gpus() : 1;
+    struct Case {
+        int order, j, r;
+        size_t threshold;
+    };
+    // Small thresholds split rows into several sub-slices (the averaged updates); order 10
+    // and J or R above 32 take the other kernels.
+    for (Case c : {Case{3, 8, 8, 128}, Case{3, 32, 32, 16}, Case{3, 48, 20, 128}, Case{3, 20, 48, 4},
+                   Case{5, 16, 16, 8}, Case{10, 4, 4, 128}}) {
+        std::vector<uint32_t> dims = {70, 50, 40, 9, 8, 7, 6, 5, 4, 3};
+        auto so = synth_options(c.order, dims, 20000, 8, 0.1, (uint64_t)(c.order * 100 + c.j));
+        Coo t;
+        Model init, one, many;
+        ASSERT_NO_FATAL_FAILURE(synth_with_start(so, c.j, c.r, 2, &t, &init));
+        ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(1, c.threshold), t.t, init.m, 2, &one.m));
+        ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(devices, c.threshold), t.t, init.m, 2, &many.m));
+        // The tolerance of one GPU against omp (test_tucker_cuda.cpp): only the order of
+        // float sums differs.
+        EXPECT_LT(max_abs_diff(one.m, many.m), 2e-3) << "order " << c.order << " J " << c.j << " R " << c.r;
+        tk_tucker_metrics m1, mn;
+        ASSERT_EQ(tk_tucker_evaluate(&one.m, &t.t, 0, 0, &m1), TK_OK);
+        ASSERT_EQ(tk_tucker_evaluate(&many.m, &t.t, 0, 0, &mn), TK_OK);
+        EXPECT_NEAR(mn.rmse, m1.rmse, 1e-3 * m1.rmse) << "order " << c.order << " J " << c.j << " R " << c.r;
+    }
+}
+
+TEST(TuckerMultiGpu, ConvergesAsOneGpuDoes)
+{
+    NEED_GPUS(2);
+    auto so = synth_options(3, {3000, 800, 60}, 400000, 8, 0.1, 5);
+    so.unique = 1;
+    Coo all, tr, te;
+    ASSERT_EQ(tk_tucker_synth(&so, &all.t, nullptr), TK_OK);
+    ASSERT_EQ(tk_tucker_coo_split(&all.t, 0.05, 3, &tr.t, &te.t), TK_OK);
+    Model init, one, many;
+    ASSERT_NO_FATAL_FAILURE(start_model(so, 8, 8, 9, &init.m));
+    ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(1, 128), tr.t, init.m, 15, &one.m));
+    ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(usable_gpus(), 128), tr.t, init.m, 15, &many.m));
+    tk_tucker_metrics m1, mn;
+    ASSERT_EQ(tk_tucker_evaluate(&one.m, &te.t, 0, 0, &m1), TK_OK);
+    ASSERT_EQ(tk_tucker_evaluate(&many.m, &te.t, 0, 0, &mn), TK_OK);
+    // 15 iterations compound the rounding differences; the test error stays the same to 1%.
+    EXPECT_NEAR(mn.rmse, m1.rmse, 0.01 * m1.rmse);
+    EXPECT_LT(mn.rmse, 0.2) << "should approach the noise (0.1)";
+}
+
+TEST(TuckerMultiGpu, AGpuWithNoEntriesOfAModeStillTakesPart)
+{
+    NEED_GPUS(2);
+    // Mode 2 has one index: its one row cannot be split, so every GPU but one owns no
+    // entries of that mode (nor rows), and still follows the others.
+    auto so = synth_options(3, {40, 30, 1}, 3000, 4, 0.1, 17);
+    Coo t;
+    Model init, one, many;
+    ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 4, 4, 3, &t, &init));
+    ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(1, 4), t.t, init.m, 3, &one.m));
+    ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(usable_gpus(), 4), t.t, init.m, 3, &many.m));
+    EXPECT_LT(max_abs_diff(one.m, many.m), 2e-3);
+}
+
+TEST(TuckerMultiGpu, MoreGpusThanTheMachineHasIsAClearError)
+{
+    NEED_GPUS(1);
+    auto so = synth_options(3, {20, 20, 20}, 500, 4, 0.1, 1);
+    Coo t;
+    Model init;
+    ASSERT_NO_FATAL_FAILURE(synth_with_start(so, 4, 4, 3, &t, &init));
+    auto o = cuda_opts(usable_gpus() + 1, 128);
+    Solver s;
+    EXPECT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_ERR_ARGUMENT);
+    EXPECT_TRUE(std::strstr(tk_last_error(), "this machine shows")) << tk_last_error();
+}
+
+TEST(TuckerMultiGpu, AllReduceMeasurementRuns)
+{
+    NEED_GPUS(2);
+    double ms = 0, gbps = 0;
+    ASSERT_EQ(tk_nccl_allreduce_measure(usable_gpus(), 64u << 20, 3, &ms, &gbps), TK_OK) << tk_last_error();
+    EXPECT_GT(ms, 0);
+    EXPECT_GT(gbps, 1.0);  // anything slower than PCIe 1.0 means a broken link
+}
