@@ -225,13 +225,8 @@ static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, 
         tk_tucker_solver_destroy(s);
         return;
     }
-    tk_tucker_model m;
-    if (tk_tucker_model_copy(&m, init) == TK_OK) {
-        tk_tucker_metrics met;
-        if (tk_tucker_solver_model(s, &m) == TK_OK && tk_tucker_evaluate(&m, test, 0, 0, &met) == TK_OK)
-            r->rmse = met.rmse, r->mae = met.mae;
-        tk_tucker_model_free(&m);
-    }
+    const tk_tucker_metrics met = bench_tucker_test_metrics(s, init, test);
+    r->rmse = met.rmse, r->mae = met.mae;
     tk_tucker_solver_destroy(s);
     r->ran = 1;
     r->factor_s = fsum / (double)counted;

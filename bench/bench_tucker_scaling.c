@@ -21,6 +21,19 @@ typedef struct {
     double setup_s, iter_s, rmse;
 } scaling_result;
 
+tk_tucker_metrics bench_tucker_test_metrics(const tk_tucker_solver *s, const tk_tucker_model *init,
+                                            const tk_tucker_coo *test)
+{
+    tk_tucker_metrics met;
+    memset(&met, 0, sizeof met);
+    tk_tucker_model m;
+    if (tk_tucker_model_copy(&m, init) != TK_OK) return met;
+    if (tk_tucker_solver_model(s, &m) != TK_OK || tk_tucker_evaluate(&m, test, 0, 0, &met) != TK_OK)
+        memset(&met, 0, sizeof met);
+    tk_tucker_model_free(&m);
+    return met;
+}
+
 static void run_count(const bench_tucker_scaling *b, int gpus, const tk_tucker_coo *train, const tk_tucker_coo *test,
                       const tk_tucker_model *init, scaling_result *r)
 {
@@ -49,13 +62,7 @@ static void run_count(const bench_tucker_scaling *b, int gpus, const tk_tucker_c
         tk_tucker_solver_destroy(s);
         return;
     }
-    tk_tucker_model m;
-    if (tk_tucker_model_copy(&m, init) == TK_OK) {
-        tk_tucker_metrics met;
-        if (tk_tucker_solver_model(s, &m) == TK_OK && tk_tucker_evaluate(&m, test, 0, 0, &met) == TK_OK)
-            r->rmse = met.rmse;
-        tk_tucker_model_free(&m);
-    }
+    r->rmse = bench_tucker_test_metrics(s, init, test).rmse;
     tk_tucker_solver_destroy(s);
     r->ran = 1;
     r->iter_s = sum / (double)counted;

@@ -19,6 +19,11 @@ typedef struct bench_tucker_scaling {
     double test_fraction;
 } bench_tucker_scaling;
 
+/* The test metrics of the solver's current model (init gives its shape); 0s where it cannot
+ * be copied or evaluated. */
+tk_tucker_metrics bench_tucker_test_metrics(const tk_tucker_solver *s, const tk_tucker_model *init,
+                                            const tk_tucker_coo *test);
+
 /* The rows, printed and added to the JSON; train/test/init: the strong rows' tensor and start. */
 void bench_tucker_scaling_run(const bench_tucker_scaling *b, const tk_tucker_coo *train, const tk_tucker_coo *test,
                               const tk_tucker_model *init);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "tk_tucker.h"
@@ -117,19 +118,39 @@ inline void synth_with_start(const tk_tucker_synth_options &so, int j, int r, ui
     start_model(so, j, r, seed, &init->m);
 }
 
+// Train a copy of init for iters iterations in s (kept for the caller to inspect); the
+// model goes to out.
+inline void train_in(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
+                     Solver *s, tk_tucker_model *out)
+{
+    ASSERT_EQ(tk_tucker_solver_create(&o, &t, &init, &s->s), TK_OK) << tk_last_error();
+    for (int it = 0; it < iters; ++it) {
+        ASSERT_EQ(tk_tucker_update_factors(s->s), TK_OK) << tk_last_error();
+        ASSERT_EQ(tk_tucker_update_core(s->s), TK_OK) << tk_last_error();
+    }
+    tk_tucker_model_free(out);  // out may hold an earlier result
+    ASSERT_EQ(tk_tucker_model_copy(out, &init), TK_OK);
+    ASSERT_EQ(tk_tucker_solver_model(s->s, out), TK_OK);
+}
+
 // Train a copy of init for iters iterations; the result goes to out.
 inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
                   tk_tucker_model *out)
 {
     Solver s;
-    ASSERT_EQ(tk_tucker_solver_create(&o, &t, &init, &s.s), TK_OK) << tk_last_error();
-    for (int it = 0; it < iters; ++it) {
-        ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK) << tk_last_error();
-        ASSERT_EQ(tk_tucker_update_core(s.s), TK_OK) << tk_last_error();
-    }
-    tk_tucker_model_free(out);  // out may hold an earlier result
-    ASSERT_EQ(tk_tucker_model_copy(out, &init), TK_OK);
-    ASSERT_EQ(tk_tucker_solver_model(s.s, out), TK_OK);
+    train_in(o, t, init, iters, &s, out);
+}
+
+// Two models of the same start that only the order of float sums separates (a GPU against
+// omp, several GPUs against one): every parameter within 2e-3, the RMSE on t within 0.1%.
+inline void expect_same_to_rounding(const tk_tucker_model &x, const tk_tucker_model &y, const tk_tucker_coo &t,
+                                    const std::string &what)
+{
+    EXPECT_LT(max_abs_diff(x, y), 2e-3) << what;
+    tk_tucker_metrics mx, my;
+    ASSERT_EQ(tk_tucker_evaluate(&x, &t, 0, 0, &mx), TK_OK);
+    ASSERT_EQ(tk_tucker_evaluate(&y, &t, 0, 0, &my), TK_OK);
+    EXPECT_NEAR(mx.rmse, my.rmse, 1e-3 * my.rmse) << what;
 }
 
 }  // namespace tk_test
