@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "itkImageFileReader.h"
@@ -608,14 +609,21 @@ private:
 // scales (slope * v + intercept where scl_slope is set: NaN stays NaN, an infinity stays
 // one).  ITK's buffer is the file's order (x fastest) for a scalar image; a NIfTI vector
 // image (dim[5] > 1) has its components fastest.  Integer data hold no non-finite value.
+//
+// every_value: the same pass writes every value, not only the non-finite ones, so that ITK
+// need not read the voxels at all (nifti_voxels_are_ours: unscaled float data, where the
+// value is the file's, exactly); a .nii.gz is then decompressed once, not twice.
 template <typename T>
 void restore_nifti_nonfinite(const std::string &path, const tk_image_info &info, T *buffer, uint64_t pixels,
-                             uint64_t comps)
+                             uint64_t comps, bool every_value = false)
 {
     tk_nifti_header h;
     if (!tk_nifti_read_header(path.c_str(), &h)) throw std::runtime_error(tk_last_error());
     const int vb = h.datatype == 16 ? 4 : h.datatype == 64 ? 8 : 0;  // NIFTI_TYPE_FLOAT32, FLOAT64
-    if (!vb || h.version != 1) return;
+    if (!vb || h.version != 1) {
+        if (every_value) throw std::logic_error("restore_nifti_nonfinite: every value asked of data that is not float");
+        return;
+    }
     const uint64_t values = info.bytes / static_cast<uint64_t>(vb);
     if (values != pixels * comps)
         throw std::runtime_error(path + ": ITK's image holds " + std::to_string(pixels * comps) +
@@ -653,13 +661,28 @@ void restore_nifti_nonfinite(const std::string &path, const tk_image_info &info,
             } else {
                 std::memcpy(&v, b, 8);
             }
-            if (std::isfinite(v)) continue;
+            if (!every_value && std::isfinite(v)) continue;
             if (scaled) v = v * h.scl_slope + h.scl_inter;
             const uint64_t k = k0 + i;
             buffer[comps == 1 ? k : (k % pixels) * comps + k / pixels] = static_cast<T>(v);
         }
         k0 += n;
     }
+}
+
+// Whether the voxels of a NIfTI can be read here in one pass instead of by ITK (then read
+// again for the non-finite values): a NIfTI-1 file of float32 or float64 values, unscaled
+// (scl_slope 0, or 1 with intercept 0), into an image of float or double components, where
+// each value is the file's, converted as ITK converts it (a static_cast).
+template <typename TImage> bool nifti_voxels_are_ours(const std::string &path)
+{
+    using Component = typename itk::NumericTraits<typename TImage::PixelType>::ValueType;
+    if (!std::is_floating_point<Component>::value) return false;
+    tk_nifti_header h;
+    if (!tk_nifti_read_header(path.c_str(), &h)) return false;  // the ITK path says why
+    const bool float_data = h.datatype == 16 || h.datatype == 64;
+    const bool unscaled = h.scl_slope == 0 || !std::isfinite(h.scl_slope) || (h.scl_slope == 1 && h.scl_inter == 0);
+    return h.version == 1 && float_data && unscaled;
 }
 
 // ITK's NIfTI library finds a gzip file's voxels by trying the name without ".gz" first
@@ -731,19 +754,31 @@ typename TImage::Pointer read(const std::string &path, const tk_image_info &info
     const std::string &name = unshadowed ? unshadowed->path() : path;
     reader->SetImageIO(itk_io_for(name, info));
     reader->SetFileName(name);
+    // ITK reads the header (the geometry, the vector length) and, unless the voxels are
+    // ours to read, the voxels.
+    const bool ours = format == TK_IMAGE_NIFTI && keep_nonfinite && nifti_voxels_are_ours<TImage>(path);
     try {
-        reader->Update();
+        if (ours)
+            reader->UpdateOutputInformation();
+        else
+            reader->Update();
     } catch (const itk::ExceptionObject &e) {
         throw std::runtime_error(path + ": cannot read: " + itk_message(e) +
                                  "; re-save it with the tool that wrote it");
     }
     typename TImage::Pointer image = reader->GetOutput();
+    if (ours) {
+        // standalone, so that no later pipeline update has the reader fill it again
+        image->DisconnectPipeline();
+        image->SetBufferedRegion(image->GetLargestPossibleRegion());
+        image->Allocate();
+    }
     if (format == TK_IMAGE_NIFTI) {
         apply_nifti_geometry(image.GetPointer(), path, geometry);
         if (keep_nonfinite)
             restore_nifti_nonfinite(path, info, image->GetBufferPointer(),
                                     image->GetLargestPossibleRegion().GetNumberOfPixels(),
-                                    image->GetNumberOfComponentsPerPixel());
+                                    image->GetNumberOfComponentsPerPixel(), ours);
     }
     return image;
 }
