@@ -551,6 +551,10 @@ def completion_cases(base, g, img, mask, after_nan=(), extra=()):
              names="flat.nrrd", says=r"2-d|dimension|3-d"),
         Case("NaN at an observed voxel", base("nan.nrrd"), both(g, files(("nan.nrrd", lambda p: nrrd(p, nan)))),
              names="nan.nrrd", says=NOT_FINITE),
+        Case("NIfTI: NaN at a voxel, no mask (ITK's reader would hand it over as an observed 0)",
+             [a for a in base("holes.nii") if a not in ("--mask", "mask.nrrd")],
+             files(("holes.nii", lambda p: write(p, nifti1_bytes(nan.transpose(), np.diag([2.0, 2, 2, 1]))))),
+             names="holes.nii", says=r"is not finite"),
     ]
     rows += list(after_nan)
     rows += [
@@ -652,6 +656,9 @@ def fibers_cases():
     nan = sh.copy()
     nan[1, 1, 1, 4] = np.nan
 
+    mask_with_nan = np.ones(sh.shape[:3], np.float32)
+    mask_with_nan[0, 2, 1] = np.nan  # (z, y, x): voxel (1, 2, 0)
+
     def nan_peaks(folder, r):
         return None if "1 voxels" in r.stderr else "expected the warning to count 1 voxel"
     rows = [Case("valid input (control)", base("sh.nrrd"), g, code=0, allow_new=("peaks.nrrd",))]
@@ -679,6 +686,12 @@ def fibers_cases():
                                                                      .transpose(2, 1, 0, 3),
                                                                      np.diag([2.0, 2, 2, 1])))))),
              code=0, names="1 voxels", says=r"non-finite", allow_new=("peaks.nrrd",), check=nan_peaks),
+        Case("NIfTI --mask with a NaN voxel (ITK's reader would hand it over as 0)",
+             ["shn.nii", "peaks.nrrd", "--quiet", "--mask", "mnan.nii"],
+             files(("shn.nii", lambda p: write(p, nifti1_bytes(sh.transpose(2, 1, 0, 3), np.diag([2.0, 2, 2, 1])))),
+                   ("mnan.nii", lambda p: write(p, nifti1_bytes(mask_with_nan.transpose(2, 1, 0),
+                                                                 np.diag([2.0, 2, 2, 1]))))),
+             names="mnan.nii", says=r"NaN at voxel \(1, 2, 0\)"),
         Case("header claiming 2^40 voxels", base("huge.nrrd"),
              files(("huge.nrrd", lambda p: nrrd_header_only(p, (15, 1 << 14, 1 << 13, 1 << 13),
                                                             kinds="vector domain domain domain"))),

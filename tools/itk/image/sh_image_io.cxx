@@ -824,7 +824,9 @@ typename TImage::Pointer read_scalar(const std::string &path, TProblem problem)
         for (unsigned d = 0; d < io->GetNumberOfDimensions(); ++d) dims.push_back(io->GetDimensions(d));
         const std::string why = problem(dims, io->GetNumberOfComponents());
         if (!why.empty()) throw std::runtime_error(why);
-        return read<TImage>(path, info);
+        // NaN as the file holds it: a completion input's NaN is no observed 0 (the filters
+        // refuse a non-finite observed voxel, and a masked-out one is no observation)
+        return read<TImage>(path, info, nullptr, true);
     });
 }
 
@@ -968,6 +970,24 @@ VectorImage3::Pointer read_vector_volume(const std::string &path, FileGeometry *
     });
 }
 
+namespace {
+// A mask holds 0 (outside) and anything else (inside); NaN is neither, and tools disagree on
+// it (MRtrix3 takes it as inside, ITK's NIfTI reader hands it over as 0): refused, naming the
+// first such voxel, rather than guessed.
+template <typename T> void refuse_nan_in_mask(const std::string &path, const T *values, const MaskImage3 *grid)
+{
+    const auto size = grid->GetLargestPossibleRegion().GetSize();
+    const size_t n = grid->GetLargestPossibleRegion().GetNumberOfPixels();
+    for (size_t v = 0; v < n; ++v)
+        if (std::isnan(values[v]))
+            throw std::runtime_error(path + ": NaN at voxel (" + std::to_string(v % size[0]) + ", " +
+                                     std::to_string(v / size[0] % size[1]) + ", " +
+                                     std::to_string(v / size[0] / size[1]) +
+                                     "): a mask holds 0 (outside) or another number (inside); make its NaN voxels "
+                                     "0 or 1 (mrcalc MASK -finite MASK 0 -if OUT makes them 0)");
+}
+}  // namespace
+
 MaskImage3::Pointer read_mask(const std::string &path)
 {
     return naming_memory(path, [&]() -> MaskImage3::Pointer {
@@ -978,6 +998,7 @@ MaskImage3::Pointer read_mask(const std::string &path)
                 throw std::runtime_error(path + ": a mask must be a 3-D image");
             auto mask = on_mif_grid<MaskImage3>(im, path);
             const size_t n = mask->GetLargestPossibleRegion().GetNumberOfPixels();
+            refuse_nan_in_mask(path, im.data.get(), mask.GetPointer());
             for (size_t v = 0; v < n; ++v) mask->GetBufferPointer()[v] = im.data.get()[v] != 0;
             return mask;
         }
@@ -988,13 +1009,15 @@ MaskImage3::Pointer read_mask(const std::string &path)
         // Read as double, then nonzero -> 1 (what every user of a mask tests): ITK's own cast to
         // unsigned char would turn a probability mask's 0.5 into 0 and is undefined for values
         // outside 0..255; every voxel type converts to double exactly enough for "!= 0".
-        auto values = read<itk::Image<double, 3>>(path, info);
+        // A NIfTI's NaN as the file holds it (ITK's library reads it as 0), to be refused.
+        auto values = read<itk::Image<double, 3>>(path, info, nullptr, true);
         auto mask = MaskImage3::New();
         mask->CopyInformation(values);
         mask->SetRegions(values->GetLargestPossibleRegion());
         mask->Allocate();
         const size_t n = values->GetLargestPossibleRegion().GetNumberOfPixels();
         const double *src = values->GetBufferPointer();
+        refuse_nan_in_mask(path, src, mask.GetPointer());
         unsigned char *dst = mask->GetBufferPointer();
         for (size_t v = 0; v < n; ++v) dst[v] = src[v] != 0;
         return mask;
