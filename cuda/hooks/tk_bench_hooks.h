@@ -57,5 +57,25 @@ tk_status tk_tucker_solver_device_model(const tk_tucker_solver *s, int index, tk
  * bandwidth" 2 (count - 1) / count x bytes / time (GB/s), what nccl-tests print. */
 tk_status tk_nccl_allreduce_measure(int count, size_t bytes, int repeat, double *ms, double *bus_gbps);
 
+/* ---- one batch over several GPUs (cuda/src/common/multi_device.c) ----------------- */
+
+/* Range `index` of `count` items cut into `parts` contiguous ranges in order, equal shares
+ * (the first count % parts ranges one item more): its first item and its length (0 where
+ * count < parts leaves it none).  parts >= 1. */
+size_t tk_device_range(size_t count, int parts, int index, size_t *first);
+
+/* The work of one device on its range: TK_OK or a status with tk_last_error() set (in the
+ * thread that ran it). */
+typedef tk_status (*tk_device_work_fn)(void *ctx, int index, size_t first, size_t count);
+
+/* Runs work(ctx, i, first_i, count_i) for every device i = 0 .. devices-1 with a non-empty
+ * range of `count` items (tk_device_range), each in a host thread of its own (one device:
+ * in the caller's thread, no thread made), and joins them all.  Returns TK_OK, or the failure
+ * of the lowest failing index, its message carried into the caller's thread (tk_last_error
+ * is thread-local) and, over several devices, prefixed "CUDA device D: " with
+ * D = first_device + index.  A thread that cannot be started runs its range in the caller's
+ * thread instead. */
+tk_status tk_run_on_devices(int first_device, int devices, size_t count, tk_device_work_fn work, void *ctx);
+
 TK_API_END
 #endif

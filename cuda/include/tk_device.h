@@ -19,5 +19,10 @@ TK_API_BEGIN
  * context, which the CUDA backends need anyway. */
 int tk_cuda_device_usable(int device, char *reason, size_t size);
 
+/** How many CUDA devices this process sees (CUDA_VISIBLE_DEVICES applied): cudaGetDeviceCount's
+ * answer, 0 where it fails (no driver, no device) and in a build without CUDA.  No kernel is
+ * launched.  The tools' `--gpus 0` (every visible GPU) counts from `--device` to this. */
+int tk_cuda_device_count(void);
+
 TK_API_END
 #endif

@@ -50,6 +50,11 @@ typedef struct tk_eig_options {
     int max_iter;           /**< QR iterations per eigenvalue; 0: LAPACK's 30 * max(10, n) */
     int num_threads;        /**< omp: 0 = the OpenMP default */
     int cuda_device;        /**< cuda: device ordinal */
+    int cuda_device_count;  /**< cuda: spread each batch over devices cuda_device ..
+                               cuda_device + count - 1, a contiguous share of the matrices each,
+                               results bit for bit those of one device; 0 or 1 (default): one
+                               device.  More than exist: TK_ERR_ARGUMENT.  Ignored on cpu and
+                               omp (Documentation/multi_gpu.md) */
     size_t cuda_chunk;      /**< cuda: matrices per transfer chunk; 0 = chosen from free memory (and
                                halved where it does not fit); a chosen one that does not fit is
                                TK_ERR_MEMORY (tk_cuda_memory.h) */
@@ -104,7 +109,8 @@ tk_status tk_eig_plan_create(const tk_eig_options *opts, size_t max_batch, tk_ei
 tk_status tk_eig_plan_execute(tk_eig_plan *plan, size_t count, const void *matrices, tk_eig_result *out,
                               tk_timing *timing, size_t *num_failed);
 
-/** Device memory the plan holds now, in bytes (0 on the cpu and omp backends). */
+/** Device memory the plan holds now, in bytes, summed over its devices (0 on the cpu and
+ * omp backends). */
 size_t tk_eig_plan_device_bytes(const tk_eig_plan *plan);
 
 /** Free the plan and everything it holds (NULL: nothing). */

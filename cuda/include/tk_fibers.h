@@ -97,6 +97,11 @@ typedef struct tk_fibers_options {
     tk_backend backend;
     int num_threads;            /**< omp: 0 = OpenMP's default */
     int cuda_device;            /**< cuda: the device to run on (default 0) */
+    int cuda_device_count;      /**< cuda: spread each execute over devices cuda_device ..
+                                 *   cuda_device + count - 1, a contiguous share of the voxels
+                                 *   each, results bit for bit those of one device; 0 or 1
+                                 *   (default): one device.  More than exist: TK_ERR_ARGUMENT.
+                                 *   Ignored on cpu and omp (Documentation/multi_gpu.md) */
     int cuda_timeline;          /**< cuda: 1 prints each chunk's grid, polish and select kernel times
                                  *   and its candidate count on stderr (default 0) */
 } tk_fibers_options;

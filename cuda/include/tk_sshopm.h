@@ -85,6 +85,11 @@ typedef struct tk_sshopm_options {
     const void *starts;      /**< optional: num_starts * dim start vectors (normalized here) */
     int num_threads;         /**< OMP backend: 0 = the OpenMP default */
     int cuda_device;         /**< CUDA backend: device ordinal */
+    int cuda_device_count;   /**< CUDA backend: spread each batch over devices cuda_device ..
+                              *   cuda_device + count - 1, a contiguous share of the tensors
+                              *   each, results bit for bit those of one device; 0 or 1
+                              *   (default): one device.  More than exist: TK_ERR_ARGUMENT.
+                              *   Ignored on cpu and omp (Documentation/multi_gpu.md) */
 } tk_sshopm_options;
 
 /** Defaults: float, cpu, general, fixed shift 0, tol 1e-6 (1e-12 for double once

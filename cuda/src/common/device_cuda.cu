@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cuda_memory.h"
+#include "multi_device.h"
 #include "tk_types.h"
 #include "tk_device.h"
 #include "tk_status.h"
@@ -101,4 +102,35 @@ extern "C" tk_status tk_cuda_require_device(int device)
     tk_cuda_device_usable(device, reason, sizeof reason);
     return tk_set_error(TK_ERR_CUDA, "no usable CUDA GPU (%s); use the cpu or omp backend", reason);
 }
+
+/* A plan over several devices: all of them must exist.  The count is checked against
+ * cudaGetDeviceCount alone (as tk_cuda_require_device), so that asking for 2 GPUs on a
+ * machine with 1 names both numbers. */
+extern "C" tk_status tk_cuda_require_devices(int first, int count)
+{
+    const tk_status one = tk_cuda_require_device(first);
+    if (one != TK_OK || count <= 1) return one;
+    int found = 0;
+    const cudaError_t e = cudaGetDeviceCount(&found);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return tk_cuda_require_device(first); /* words the failure as the one-device check does */
+    }
+    if (first + count > found)
+        return tk_set_error(TK_ERR_ARGUMENT,
+                            "%d CUDA devices from device %d asked for, but %d found (devices 0 to %d); ask for at most %d",
+                            count, first, found, found - 1, found - first);
+    return TK_OK;
+}
+
+extern "C" int tk_cuda_device_count(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
 extern "C" int tk_has_cuda(void) { return 1; }

@@ -1,6 +1,7 @@
 /* tk_cuda_device_usable in a build made without a CUDA compiler. */
 #include <stdio.h>
 
+#include "multi_device.h"
 #include "tk_device.h"
 #include "tk_types.h"
 
@@ -12,3 +13,11 @@ int tk_cuda_device_usable(int device, char *reason, size_t size)
 }
 
 int tk_has_cuda(void) { return 0; }
+
+int tk_cuda_device_count(void) { return 0; }
+
+tk_status tk_cuda_require_devices(int first, int count)
+{
+    (void)first, (void)count;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "this build has no CUDA backend (built without a CUDA compiler): use cpu or omp");
+}

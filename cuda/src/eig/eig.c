@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/multi_device.h"
 #include "eig_internal.h"
 
 void tk_eig_options_init(tk_eig_options *opts, int n)
@@ -50,6 +51,7 @@ static tk_status validate_options(const tk_eig_options *o)
                             o->cuda_reduce_lanes);
     if (o->cuda_slots < 0 || o->cuda_slots > 16)
         return tk_set_error(TK_ERR_ARGUMENT, "cuda_slots must be 0 (the table's) or 1..16, got %d", o->cuda_slots);
+    if (!tk_device_count_checked(o->cuda_device_count, "cuda_device_count")) return TK_ERR_ARGUMENT;
     return TK_OK;
 }
 
@@ -82,17 +84,36 @@ static size_t count_failed(const int8_t *status, size_t count)
     return bad;
 }
 
-/* What a plan holds: its own copy of the options and the CUDA backend's device state. */
+/* What a plan holds: its own copy of the options and the CUDA backend's device state, one
+ * a device. */
 struct tk_eig_plan {
     tk_eig_options opts;
-    tk_eig_cuda *cuda;
+    int num_devices; /* CUDA: devices opts.cuda_device .. + num_devices - 1; 0 on the CPU */
+    tk_eig_cuda *cuda[TK_MAX_CUDA_DEVICES];
 };
 
 void tk_eig_plan_destroy(tk_eig_plan *plan)
 {
     if (!plan) return;
-    tk_eig_cuda_destroy(plan->cuda);
+    for (int d = 0; d < plan->num_devices; ++d) tk_eig_cuda_destroy(plan->cuda[d]);
     free(plan);
+}
+
+/* The CUDA states, one a device, each for its share of max_batch (an execute gives each
+ * device a contiguous share of its matrices, tk_run_on_devices). */
+static tk_status create_cuda_states(tk_eig_plan *plan, size_t max_batch, int want)
+{
+    const int devices = tk_device_count_checked(plan->opts.cuda_device_count, "cuda_device_count");
+    tk_status st = tk_cuda_require_devices(plan->opts.cuda_device, devices);
+    size_t first;
+    const size_t share = tk_device_range(max_batch, devices, 0, &first); /* the largest share */
+    for (int d = 0; d < devices && st == TK_OK; ++d) {
+        tk_eig_options one = plan->opts; /* copied by the state */
+        one.cuda_device = plan->opts.cuda_device + d, one.cuda_device_count = 1;
+        st = tk_eig_cuda_create(&one, share, want, &plan->cuda[d]);
+        if (st == TK_OK) plan->num_devices = d + 1;
+    }
+    return st;
 }
 
 /* Options already validated. */
@@ -103,9 +124,9 @@ static tk_status plan_create(const tk_eig_options *o, size_t max_batch, int want
     if (!plan) return tk_set_error(TK_ERR_MEMORY, "out of memory for an eigenvalue plan");
     plan->opts = *o;
     if (o->backend == TK_BACKEND_CUDA) {
-        const tk_status st = tk_eig_cuda_create(o, max_batch, want, &plan->cuda);
+        const tk_status st = create_cuda_states(plan, max_batch, want);
         if (st != TK_OK) {
-            free(plan);
+            tk_eig_plan_destroy(plan);
             return st;
         }
     }
@@ -123,7 +144,45 @@ tk_status tk_eig_plan_create(const tk_eig_options *o, size_t max_batch, tk_eig_p
     return plan_create(o, max_batch, 0, plan);
 }
 
-size_t tk_eig_plan_device_bytes(const tk_eig_plan *plan) { return plan ? tk_eig_cuda_device_bytes(plan->cuda) : 0; }
+size_t tk_eig_plan_device_bytes(const tk_eig_plan *plan)
+{
+    size_t bytes = 0;
+    for (int d = 0; plan && d < plan->num_devices; ++d) bytes += tk_eig_cuda_device_bytes(plan->cuda[d]);
+    return bytes;
+}
+
+/* One batch's arrays and each device's kernel time (run_device). */
+typedef struct {
+    tk_eig_plan *plan;
+    const void *matrices;
+    void *values, *vectors;
+    int8_t *status;
+    double kernel_ms[TK_MAX_CUDA_DEVICES];
+} eig_devices_run;
+
+/* Device `index`'s share of a batch: its matrices' slice of the input and of every result. */
+static tk_status run_device(void *ctx, int index, size_t first, size_t count)
+{
+    eig_devices_run *r = ctx;
+    const tk_eig_options *o = &r->plan->opts;
+    const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    const size_t n = (size_t)o->n;
+    return tk_eig_cuda_execute(r->plan->cuda[index], count, (const char *)r->matrices + first * n * n * elem,
+                               (char *)r->values + first * 2 * n * elem,
+                               r->vectors ? (char *)r->vectors + first * 2 * n * n * elem : NULL, r->status + first,
+                               &r->kernel_ms[index]);
+}
+
+/* The CUDA execute over the plan's devices; kernel_ms the longest device's (they run at once). */
+static tk_status cuda_run(tk_eig_plan *plan, size_t count, const void *matrices, void *values, void *vectors,
+                          int8_t *status, double *kernel_ms)
+{
+    eig_devices_run r = {.plan = plan, .matrices = matrices, .values = values, .vectors = vectors, .status = status};
+    const tk_status st = tk_run_on_devices(plan->opts.cuda_device, plan->num_devices, count, run_device, &r);
+    for (int d = 0; d < plan->num_devices; ++d)
+        if (r.kernel_ms[d] > *kernel_ms) *kernel_ms = r.kernel_ms[d];
+    return st;
+}
 
 /* A validated, non-empty batch on a plan: the per-matrix tally and kernel_ms. */
 static tk_status plan_run(tk_eig_plan *plan, size_t count, const void *matrices, tk_eig_result *out,
@@ -132,8 +191,8 @@ static tk_status plan_run(tk_eig_plan *plan, size_t count, const void *matrices,
     int8_t *status = out->status ? out->status : malloc(count);
     if (!status) return tk_set_error(TK_ERR_MEMORY, "out of memory for %zu status codes", count);
     tk_status st;
-    if (plan->cuda) {
-        st = tk_eig_cuda_execute(plan->cuda, count, matrices, out->values, out->vectors, status, kernel_ms);
+    if (plan->num_devices) {
+        st = cuda_run(plan, count, matrices, out->values, out->vectors, status, kernel_ms);
     } else {
         const double k0 = tk_now_ms();
         st = tk_eig_solve_cpu(&plan->opts, count, matrices, out->values, out->vectors, status);

@@ -305,11 +305,19 @@ extern "C" void tk_eig_cuda_destroy(tk_eig_cuda *c)
     if (!c) return;
     struct timespec t[3]; /* start, buffers and slots gone, all gone (the timeline's) */
     clock_gettime(CLOCK_MONOTONIC, &t[0]);
+    /* the state's device current while its streams and buffers go (a plan over several
+     * devices destroys them all from one thread); the caller's device is kept */
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(c->o.cuda_device) != cudaSuccess) {
+        cudaGetLastError();
+        previous = -1;
+    }
     tear_down(c);
     clock_gettime(CLOCK_MONOTONIC, &t[1]);
     if (c->t0) cudaEventDestroy(c->t0);
     if (c->copy_in) cudaStreamDestroy(c->copy_in);
     if (c->copy_out) cudaStreamDestroy(c->copy_out);
+    if (previous >= 0) cudaSetDevice(previous);
     clock_gettime(CLOCK_MONOTONIC, &t[2]);
     if (c->timeline)
         fprintf(stderr, "eig timeline: plan destroy %.3f ms (buffers and slots %.3f)\n", ms_between(t[0], t[2]),

@@ -29,7 +29,25 @@ static tk_status check_options(const tk_fibers_options *o)
     if (isnan(o->threshold)) return tk_set_error(TK_ERR_ARGUMENT, "the threshold is NaN");
     if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
         return tk_set_error(TK_ERR_ARGUMENT, "unknown fiber backend %d", (int)o->backend);
+    if (!tk_device_count_checked(o->cuda_device_count, "cuda_device_count")) return TK_ERR_ARGUMENT;
     return TK_OK;
+}
+
+/* The CUDA states, one a device: each sized for its share of max_voxels (an execute gives
+ * each device a contiguous share of its voxels, tk_run_on_devices). */
+static tk_status create_cuda_states(tk_fibers_plan *p, size_t max_voxels)
+{
+    const int devices = tk_device_count_checked(p->opts.cuda_device_count, "cuda_device_count");
+    tk_status s = tk_cuda_require_devices(p->opts.cuda_device, devices);
+    size_t first;
+    const size_t share = tk_device_range(max_voxels, devices, 0, &first); /* the largest share */
+    for (int d = 0; d < devices && s == TK_OK; ++d) {
+        tk_fibers_options one = p->opts;
+        one.cuda_device = p->opts.cuda_device + d, one.cuda_device_count = 1;
+        s = tk_fibers_cuda_create(&p->tables, &one, share, &p->cuda[d]);
+        if (s == TK_OK) p->num_devices = d + 1;
+    }
+    return s;
 }
 
 tk_status tk_fibers_plan_create(const tk_fibers_options *opts, size_t max_voxels, tk_fibers_plan **plan)
@@ -43,16 +61,53 @@ tk_status tk_fibers_plan_create(const tk_fibers_options *opts, size_t max_voxels
     if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory for a peak-finder plan");
     p->opts = *opts, p->max_voxels = max_voxels;
     s = tk_fibers_tables_create(opts->lmax, opts->basis, opts->legacy, &p->tables);
-    if (s == TK_OK && opts->backend == TK_BACKEND_CUDA) s = tk_fibers_cuda_create(&p->tables, opts, max_voxels, &p->cuda);
+    if (s == TK_OK && opts->backend == TK_BACKEND_CUDA) s = create_cuda_states(p, max_voxels);
     return TK_PLAN_HAND_OUT(s, p, tk_fibers_plan_destroy, plan);
 }
 
 void tk_fibers_plan_destroy(tk_fibers_plan *plan)
 {
     if (!plan) return;
-    tk_fibers_cuda_destroy(plan->cuda);
+    for (int d = 0; d < plan->num_devices; ++d) tk_fibers_cuda_destroy(plan->cuda[d]);
     tk_fibers_tables_free(&plan->tables);
     free(plan);
+}
+
+/* One execute's arrays and each device's answers (run_device). */
+typedef struct {
+    tk_fibers_plan *plan;
+    const float *sh;
+    const uint8_t *mask;
+    float *directions, *amplitudes;
+    size_t bad[TK_MAX_CUDA_DEVICES];
+    double kernel_ms[TK_MAX_CUDA_DEVICES];
+} fibers_devices_run;
+
+/* Device `index`'s share of an execute: its voxels' slice of every array. */
+static tk_status run_device(void *ctx, int index, size_t first, size_t count)
+{
+    fibers_devices_run *r = ctx;
+    const size_t k = (size_t)r->plan->tables.k, np = (size_t)r->plan->opts.num_peaks;
+    return tk_fibers_cuda_execute(r->plan->cuda[index], count, r->sh + first * k, r->mask ? r->mask + first : NULL,
+                                  r->directions ? r->directions + first * np * 3 : NULL,
+                                  r->amplitudes ? r->amplitudes + first * np : NULL, &r->bad[index],
+                                  &r->kernel_ms[index]);
+}
+
+/* The CUDA execute over the plan's devices: the bad voxels summed, the kernel time the
+ * longest device's (they run at once). */
+static tk_status cuda_execute(tk_fibers_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
+                              float *directions, float *amplitudes, size_t *bad_voxels, double *kernel_ms)
+{
+    fibers_devices_run r = {.plan = plan, .sh = sh, .mask = mask, .directions = directions, .amplitudes = amplitudes};
+    const tk_status s = tk_run_on_devices(plan->opts.cuda_device, plan->num_devices, num_voxels, run_device, &r);
+    size_t bad = 0;
+    for (int d = 0; d < plan->num_devices; ++d) {
+        bad += r.bad[d];
+        if (r.kernel_ms[d] > *kernel_ms) *kernel_ms = r.kernel_ms[d];
+    }
+    if (s == TK_OK && bad_voxels) *bad_voxels = bad;
+    return s;
 }
 
 tk_status tk_fibers_plan_execute_counted(tk_fibers_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
@@ -68,8 +123,8 @@ tk_status tk_fibers_plan_execute_counted(tk_fibers_plan *plan, size_t num_voxels
     if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
     double kernel_ms = 0;
     tk_status s;
-    if (plan->cuda)
-        s = tk_fibers_cuda_execute(plan->cuda, num_voxels, sh, mask, directions, amplitudes, bad_voxels, &kernel_ms);
+    if (plan->num_devices)
+        s = cuda_execute(plan, num_voxels, sh, mask, directions, amplitudes, bad_voxels, &kernel_ms);
     else {
         s = tk_fibers_cpu_execute(&plan->tables, &plan->opts, num_voxels, sh, mask, directions, amplitudes,
                                   bad_voxels, work);

@@ -2,6 +2,7 @@
 #ifndef TK_FIBERS_PLAN_H
 #define TK_FIBERS_PLAN_H
 
+#include "common/multi_device.h"
 #include "fibers_internal.h"
 #include "tk_bench_hooks.h"
 
@@ -17,7 +18,8 @@ struct tk_fibers_plan {
     tk_fibers_options opts; /* checked, backend resolved (never AUTO) */
     size_t max_voxels;
     tk_fibers_tables tables;
-    tk_fibers_cuda_state *cuda; /* NULL but on the CUDA backend */
+    int num_devices;            /* CUDA: the devices cuda_device .. + num_devices - 1; 0 on the CPU */
+    tk_fibers_cuda_state *cuda[TK_MAX_CUDA_DEVICES]; /* one state a device (NULL on the CPU) */
 };
 
 /* The cpu/omp backend: one execute of a plan's tables (fibers_peaks.c). */

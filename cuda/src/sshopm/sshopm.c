@@ -1,6 +1,7 @@
 /* SS-HOPM front end: options, validation, shared tables, start vectors, dispatch. */
 #define _POSIX_C_SOURCE 200809L
 #include "sshopm_internal.h"
+#include "common/multi_device.h"
 #include "common/tk_hd.h"
 
 #include <math.h>
@@ -141,6 +142,7 @@ static tk_status validate_options(const tk_sshopm_options *o)
     if (o->shift_mode == TK_SHIFT_ADAPTIVE && o->dim > TK_KERNEL_MAX_DIM)
         return tk_set_error(TK_ERR_UNSUPPORTED, "the adaptive shift supports dimension up to %d, got %d",
                             TK_KERNEL_MAX_DIM, o->dim);
+    if (!tk_device_count_checked(o->cuda_device_count, "cuda_device_count")) return TK_ERR_ARGUMENT;
     return TK_OK;
 }
 
@@ -170,21 +172,40 @@ static tk_status validate_backend(const tk_sshopm_options *o)
 }
 
 /* What a plan holds: its own copy of the options (their starts pointer cleared: the
- * start vectors are the plan's), the tables, and the CUDA backend's device state. */
+ * start vectors are the plan's), the tables, and the CUDA backend's device state, one a
+ * device. */
 struct tk_sshopm_plan {
     tk_sshopm_options opts;
     tk_sshopm_tables tables;
     void *starts; /* num_starts * dim unit vectors in opts.precision */
-    tk_sshopm_cuda *cuda;
+    int num_devices; /* CUDA: devices opts.cuda_device .. + num_devices - 1; 0 on the CPU */
+    tk_sshopm_cuda *cuda[TK_MAX_CUDA_DEVICES];
 };
 
 void tk_sshopm_plan_destroy(tk_sshopm_plan *plan)
 {
     if (!plan) return;
-    tk_sshopm_cuda_destroy(plan->cuda);
+    for (int d = 0; d < plan->num_devices; ++d) tk_sshopm_cuda_destroy(plan->cuda[d]);
     tk_sshopm_tables_free(&plan->tables);
     free(plan->starts);
     free(plan);
+}
+
+/* The CUDA states, one a device, each for its share of max_batch (an execute gives each
+ * device a contiguous share of its tensors, tk_run_on_devices). */
+static tk_status create_cuda_states(tk_sshopm_plan *plan, size_t max_batch)
+{
+    const int devices = tk_device_count_checked(plan->opts.cuda_device_count, "cuda_device_count");
+    tk_status status = tk_cuda_require_devices(plan->opts.cuda_device, devices);
+    size_t first;
+    const size_t share = tk_device_range(max_batch, devices, 0, &first); /* the largest share */
+    for (int d = 0; d < devices && status == TK_OK; ++d) {
+        tk_sshopm_options one = plan->opts; /* copied by the state */
+        one.cuda_device = plan->opts.cuda_device + d, one.cuda_device_count = 1;
+        status = tk_sshopm_cuda_create(&one, &plan->tables, plan->starts, share, &plan->cuda[d]);
+        if (status == TK_OK) plan->num_devices = d + 1;
+    }
+    return status;
 }
 
 /* Options already validated. */
@@ -216,9 +237,7 @@ static tk_status plan_create(const tk_sshopm_options *o, size_t max_batch, tk_ss
         plan->starts = starts_f;
     }
     if ((status = tk_sshopm_tables_build(o->order, o->dim, &plan->tables)) != TK_OK) goto fail;
-    if (o->backend == TK_BACKEND_CUDA &&
-        (status = tk_sshopm_cuda_create(&plan->opts, &plan->tables, plan->starts, max_batch, &plan->cuda)) != TK_OK)
-        goto fail;
+    if (o->backend == TK_BACKEND_CUDA && (status = create_cuda_states(plan, max_batch)) != TK_OK) goto fail;
     free(starts_d);
     *out = plan;
     return TK_OK;
@@ -239,11 +258,47 @@ tk_status tk_sshopm_plan_create(const tk_sshopm_options *o, size_t max_batch, tk
     return plan_create(o, max_batch, plan);
 }
 
-/* A validated batch on a plan: kernel_ms set, the other times left to the caller. */
+/* One batch's arrays and each device's kernel time (run_device). */
+typedef struct {
+    tk_sshopm_plan *plan;
+    const void *packed;
+    const tk_sshopm_starts_result *out;
+    double kernel_ms[TK_MAX_CUDA_DEVICES];
+} sshopm_devices_run;
+
+/* Device `index`'s share of a batch: its tensors' slice of the input and of every result. */
+static tk_status run_device(void *ctx, int index, size_t first, size_t count)
+{
+    sshopm_devices_run *r = ctx;
+    const tk_sshopm_options *o = &r->plan->opts;
+    const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    const size_t slots = first * (size_t)o->num_starts, n = (size_t)o->dim;
+    const tk_sshopm_starts_result *all = r->out;
+    tk_sshopm_starts_result mine = {
+        .lambda = all->lambda ? (char *)all->lambda + slots * elem : NULL,
+        .x = all->x ? (char *)all->x + slots * n * elem : NULL,
+        .iterations = all->iterations ? all->iterations + slots : NULL,
+        .converged = all->converged ? all->converged + slots : NULL};
+    tk_timing timing = {0};
+    const tk_status status = tk_sshopm_cuda_execute(r->plan->cuda[index], count,
+                                                    (const char *)r->packed + first * r->plan->tables.k * elem, &mine,
+                                                    &timing);
+    r->kernel_ms[index] = timing.kernel_ms;
+    return status;
+}
+
+/* A validated batch on a plan: kernel_ms set (over several devices the longest device's:
+ * they run at once), the other times left to the caller. */
 static tk_status plan_run(tk_sshopm_plan *plan, size_t num_tensors, const void *packed, tk_sshopm_starts_result *out,
                           tk_timing *timing)
 {
-    if (plan->cuda) return tk_sshopm_cuda_execute(plan->cuda, num_tensors, packed, out, timing);
+    if (plan->num_devices) {
+        sshopm_devices_run r = {.plan = plan, .packed = packed, .out = out};
+        const tk_status status = tk_run_on_devices(plan->opts.cuda_device, plan->num_devices, num_tensors, run_device, &r);
+        for (int d = 0; d < plan->num_devices; ++d)
+            if (r.kernel_ms[d] > timing->kernel_ms) timing->kernel_ms = r.kernel_ms[d];
+        return status;
+    }
     double k0 = tk_now_ms();
     tk_status status = tk_sshopm_solve_cpu(&plan->opts, &plan->tables, num_tensors, packed, plan->starts, out);
     timing->kernel_ms = tk_now_ms() - k0;

@@ -3,13 +3,14 @@
  * sshopm_kernels.cuh's, their launch shapes sshopm_tuning.h's. */
 #include <cuda_runtime.h>
 
-#include <pthread.h>
+#include <mutex>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/multi_device.h"
 #include "sshopm_internal.h"
 #include "sshopm_kernels.cuh"
 #include "sshopm_tuning.h"
@@ -18,13 +19,17 @@
 
 typedef tk_sshopm_policy_all Policy;
 
-/* Constant memory is per process: executes from several host threads (of different
- * plans) take turns, and each execute uploads its plan's tables again. */
-static pthread_mutex_t cuda_solve_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Constant memory is per device: executes on one device from several host threads (of
+ * different plans, or one plan's devices) take turns, and each execute uploads its plan's
+ * tables again; executes on different devices run at once (a plan over several devices
+ * runs one host thread a device).  Devices beyond the array share a lock: slower, not wrong. */
+static std::mutex cuda_solve_lock[TK_MAX_CUDA_DEVICES];
+static std::mutex &device_lock(int device) { return cuda_solve_lock[(unsigned)device % TK_MAX_CUDA_DEVICES]; }
 
 /* A plan's device state.  The buffers hold `chunk` tensors (0: none yet). */
 struct tk_sshopm_cuda {
-    const tk_sshopm_options *o;
+    tk_sshopm_options opts; /* the plan's, for this state's device */
+    const tk_sshopm_options *o; /* &opts */
     const tk_sshopm_tables *tb;
     const void *starts; /* host, num_starts * dim in the precision */
     size_t elem, max_batch, wanted, chunk; /* the buffers were sized for batches of `wanted` */
@@ -134,8 +139,8 @@ extern "C" tk_status tk_sshopm_cuda_create(const tk_sshopm_options *o, const tk_
     if ((status = tk_cuda_require_device(o->cuda_device)) != TK_OK) return status;
     tk_sshopm_cuda *c = (tk_sshopm_cuda *)calloc(1, sizeof *c);
     if (!c) return tk_set_error(TK_ERR_MEMORY, "out of memory for an SS-HOPM plan");
-    c->o = o, c->tb = tb, c->starts = starts, c->elem = elem, c->max_batch = max_batch;
-    pthread_mutex_lock(&cuda_solve_lock);
+    c->opts = *o, c->o = &c->opts, c->tb = tb, c->starts = starts, c->elem = elem, c->max_batch = max_batch;
+    device_lock(o->cuda_device).lock();
     TK_CUDA_TRY_GOTO(status, done, TK_WHO, cudaSetDevice(o->cuda_device));
     TK_CUDA_TRY_GOTO(status, done, TK_WHO,
                      cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, o->cuda_device));
@@ -143,7 +148,7 @@ extern "C" tk_status tk_sshopm_cuda_create(const tk_sshopm_options *o, const tk_
     TK_CUDA_TRY_GOTO(status, done, TK_WHO, cudaEventCreate(&c->ev1));
     if (max_batch) status = allocate(c, max_batch);
 done:
-    pthread_mutex_unlock(&cuda_solve_lock);
+    device_lock(o->cuda_device).unlock();
     if (status != TK_OK) {
         tk_sshopm_cuda_destroy(c);
         return status;
@@ -164,9 +169,17 @@ static void free_buffers(tk_sshopm_cuda *c)
 extern "C" void tk_sshopm_cuda_destroy(tk_sshopm_cuda *c)
 {
     if (!c) return;
+    /* the state's device current while its buffers and events go (a plan over several
+     * devices destroys them all from one thread); the caller's device is kept */
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(c->o->cuda_device) != cudaSuccess) {
+        cudaGetLastError();
+        previous = -1;
+    }
     free_buffers(c);
     for (cudaEvent_t e : {c->ev0, c->ev1})
         if (e) cudaEventDestroy(e);
+    if (previous >= 0) cudaSetDevice(previous);
     free(c);
 }
 
@@ -252,8 +265,6 @@ static tk_status execute_locked(tk_sshopm_cuda *c, size_t T, const void *packed,
 extern "C" tk_status tk_sshopm_cuda_execute(tk_sshopm_cuda *c, size_t num_tensors, const void *packed,
                                             tk_sshopm_starts_result *out, tk_timing *timing)
 {
-    pthread_mutex_lock(&cuda_solve_lock);
-    const tk_status status = execute_locked(c, num_tensors, packed, out, timing);
-    pthread_mutex_unlock(&cuda_solve_lock);
-    return status;
+    std::lock_guard<std::mutex> hold(device_lock(c->o->cuda_device));
+    return execute_locked(c, num_tensors, packed, out, timing);
 }
