@@ -2,10 +2,12 @@
 #include "bench_common.h"
 
 #include <spawn.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "tk_device.h"
 
 extern char **environ;
 
@@ -30,4 +32,16 @@ double bench_timed_process(char *const argv[])
         !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
     return (tk_cli_now_ms() - t0) / 1000;
+}
+
+int bench_scaling_gpus(long option)
+{
+    if (option < 0) return 0;
+    const int visible = tk_cuda_device_count(), gpus = option ? (int)option : visible;
+    if (gpus < 2 || gpus > visible) {
+        printf("# scaling over GPUs: skipped: --gpus %ld asks for %d GPUs, %d visible; it needs 2 or more that exist\n",
+               option, gpus, visible);
+        return 0;
+    }
+    return gpus;
 }

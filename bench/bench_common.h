@@ -38,4 +38,10 @@ double bench_timed_process(char *const argv[]);
 /* The word a goal gets: "met" or "MISSED" (capitals, to stand out in a table). */
 static inline const char *bench_verdict(int met) { return met ? "met" : "MISSED"; }
 
+/* --gpus N of the fibers, teig and eig suites (BENCH_GPUS_OPTION): the GPU count of their
+ * scaling lines, the same CUDA run on one GPU and on N printed with the speed-up.  -1 (not
+ * given): no scaling lines, 0; 0: every visible GPU.  A count below 2 prints why it is
+ * skipped and gives 0. */
+int bench_scaling_gpus(long option);
+
 #endif

@@ -47,6 +47,8 @@ typedef struct {
     /* the GPU tuning knobs (0: the tuning table's) and balancing (--no-balance clears it) */
     long cuda_lanes, cuda_chunk, cuda_reduce_lanes, cuda_qr_grid, cuda_slots;
     int cuda_timeline, balance;
+    long gpus;       /* --gpus: -1 unless given (bench_scaling_gpus) */
+    int device_count; /* the GPUs of the cuda runs: 1, or the scaling line's count */
 } eig_bench_args;
 
 static void fill_random(double *a, size_t count, uint64_t seed)
@@ -206,6 +208,7 @@ static void apply_cuda_flags(const eig_bench_args *a, tk_eig_options *o)
     o->cuda_lanes = (int)a->cuda_lanes, o->cuda_chunk = (size_t)a->cuda_chunk;
     o->cuda_reduce_lanes = (int)a->cuda_reduce_lanes, o->cuda_qr_grid = (int)a->cuda_qr_grid;
     o->cuda_slots = (int)a->cuda_slots, o->cuda_timeline = a->cuda_timeline;
+    o->cuda_device_count = a->device_count;
 }
 
 static double backend_ms(const eig_bench_args *args, int n, size_t count, const double *a, double *values,
@@ -291,6 +294,7 @@ static const tk_option options[] = {
                "print each chunk's copies and kernels and the host's set-up\nto stderr"),
     BENCH_CLEAR_FLAG("no-balance", ARG(balance),
                      "this library without balancing (LAPACK's dgeev still\nbalances: for tuning)"),
+    BENCH_GPUS_OPTION(ARG(gpus), "cuda host-to-host"),
     BENCH_LONG("torch-matrices", "K", 1, 100000000, ARG(torch_matrices),
                "torch runs on K matrices (slow on the GPU), scaled to\n--matrices (default 10000)"),
 };
@@ -317,8 +321,9 @@ static const bench_suite suite = {
 int tk_bench_eig(int argc, char **argv)
 {
     eig_bench_args a = {.matrices = 500000, .torch_matrices = 10000, .sizes = {{5, 10, 15, 20, 25, 30}, 6},
-                        .measure = {1, 0, 1, 1, 1}, .balance = 1};
+                        .measure = {1, 0, 1, 1, 1}, .balance = 1, .gpus = -1, .device_count = 1};
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
+    const int scaling_gpus = a.measure[EIG_CUDA] ? bench_scaling_gpus(a.gpus) : 0;
     int threads = 1;
 #ifdef _OPENMP
     threads = a.threads > 0 ? (int)a.threads : omp_get_max_threads();
@@ -436,6 +441,27 @@ int tk_bench_eig(int argc, char **argv)
                            "%.3f ms, %.2fx the copies)\n",
                            CUDA_PAUSE_MS, kern, b2b, b2b / prof.copy_ms);
                     if (failed) printf("    (%zu matrices did not converge)\n", failed);
+                    if (scaling_gpus) {
+                        /* the same host-to-host run split over the GPUs (each a contiguous share) */
+                        eig_bench_args multi = a;
+                        multi.device_count = scaling_gpus;
+                        backend_ms(&multi, n, count < 1024 ? count : 1024, mat, values, status, TK_BACKEND_CUDA, 0,
+                                   &failed, NULL);
+                        double kern_multi = 0;
+                        const double ms = median_backend_ms(&multi, n, count, mat, values, status, TK_BACKEND_CUDA, 0,
+                                                            CUDA_PAUSE_MS, &failed, &kern_multi);
+                        char label[64];
+                        snprintf(label, sizeof label, "cuda h2h, %d GPUs", scaling_gpus);
+                        if (ms < 0) {
+                            printf("%-3d %-22s skipped: %s\n", n, label, tk_last_error());
+                            ++skipped;
+                        } else {
+                            snprintf(ref, sizeof ref, "1 GPU %.3f ms", cuda_e2e);
+                            printf("%-3d %-22s %12.3f   %-26s %8.2fx   speed-up (kernels: the slowest GPU's %.3f ms, "
+                                   "%.2fx)\n",
+                                   n, label, ms, ref, cuda_e2e / ms, kern_multi, kern / kern_multi);
+                        }
+                    }
                     if (lap > 0) {
                         snprintf(ref, sizeof ref, "lapack %.2f ms", lap);
                         printf("%-3d %-22s %12.3f   %-26s %8.1fx   >= 30x lapack: ", n, "cuda vs lapack", cuda_e2e,

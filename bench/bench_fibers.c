@@ -34,6 +34,8 @@ static const double kPi = 3.14159265358979323846;
 
 typedef struct {
     long voxels, cuda_voxels, lmax, num, threads, repeat, accuracy_voxels, cuda_timeline;
+    long gpus;        /* --gpus: -1 unless given (bench_scaling_gpus) */
+    int scaling_gpus; /* its resolved count; 0: no scaling line */
     int backends[3];
     const char *sh2peaks, *input, *tk_fibers;
     int inputs[4]; /* which volumes: see kInputNames */
@@ -299,13 +301,14 @@ static void accuracy(const fibers_args *a, const float *sh, const float *dirs, s
 static const char *backend_name(int b) { return tk_backend_name((tk_backend)b); }
 
 /* Median of repeat timed runs; 0 if the backend cannot run here (printed). */
-static int time_backend(const fibers_args *a, int b, const float *sh, size_t voxels, float *dirs, float *amps,
-                        tk_timing *best, tk_fibers_work *work)
+static int time_backend(const fibers_args *a, int b, int devices, const float *sh, size_t voxels, float *dirs,
+                        float *amps, tk_timing *best, tk_fibers_work *work)
 {
     tk_fibers_options o;
     tk_fibers_options_init(&o, (int)a->lmax);
     o.num_peaks = (int)a->num;
     o.backend = (tk_backend)b;
+    o.cuda_device_count = devices;
     o.num_threads = (int)a->threads;
     o.cuda_timeline = (int)a->cuda_timeline;
     /* one plan for every run, as a caller with many volumes keeps one; a warm-up run so that
@@ -461,6 +464,7 @@ static const tk_option options[] = {
                  "tk-fibers to time as a whole process, or off (default: the\none beside tk-bench, else on PATH)"),
     BENCH_LONG("cuda-timeline", "0|1", 0, 1, ARG(cuda_timeline),
                "1: each chunk's CUDA kernel times on stderr (the plan option)"),
+    BENCH_GPUS_OPTION(ARG(gpus), "the larger cuda run"),
 };
 #undef ARG
 
@@ -619,7 +623,7 @@ static int bench_input(fibers_args *a, int input)
             size_t n = big ? (size_t)a->cuda_voxels : voxels;
             tk_timing t;
             tk_fibers_work work;
-            if (!time_backend(a, b, sh, n, dirs, amps, &t, &work)) continue;
+            if (!time_backend(a, b, 1, sh, n, dirs, amps, &t, &work)) continue;
             double med = NAN, worst = NAN, rate = n / (t.total_ms / 1000), krate = n / (t.kernel_ms / 1000);
             accuracy(a, sh, dirs, n, acc_voxels, &med, &worst);
             char goal[128] = "", newton[32] = "-";
@@ -654,6 +658,21 @@ static int bench_input(fibers_args *a, int input)
                 }
                 free(every);
             }
+            tk_timing tn;
+            if (b == 2 && a->scaling_gpus && big == ((size_t)a->cuda_voxels > voxels) &&
+                time_backend(a, b, a->scaling_gpus, sh, n, dirs, amps, &tn, NULL)) {
+                /* the same run split over the GPUs, each a contiguous share of the voxels */
+                char label[32];
+                snprintf(label, sizeof label, "cuda x%d", a->scaling_gpus);
+                printf("%-10s %9zu %10.1f %10.1f %13.0f %13.0f %10s %10s %8s  speed-up over 1 GPU %.2fx (kernels: the "
+                       "slowest GPU's, %.2fx)\n",
+                       label, n, tn.total_ms, tn.kernel_ms, n / (tn.total_ms / 1000), n / (tn.kernel_ms / 1000), "-", "-",
+                       "-", t.total_ms / tn.total_ms, t.kernel_ms / tn.kernel_ms);
+                tk_bench_json_row("peaks"), tk_bench_json_str("input", kInputNames[input]);
+                tk_bench_json_str("program", label), tk_bench_json_num("voxels", n), tk_bench_json_num("gpus", a->scaling_gpus);
+                tk_bench_json_num("total_ms", tn.total_ms), tk_bench_json_num("kernel_ms", tn.kernel_ms);
+                tk_bench_json_num("speedup", t.total_ms / tn.total_ms);
+            }
             fflush(stdout);
         }
     }
@@ -664,9 +683,10 @@ static int bench_input(fibers_args *a, int input)
 int tk_bench_fibers(int argc, char **argv)
 {
     char exe[4096];
-    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, 0, {0, 1, 1}, "sh2peaks", NULL, NULL, {1, 1, 1, 0}};
+    fibers_args a = {64000, 600000, 8, 3, 0, 5, 2000, 0, -1, 0, {0, 1, 1}, "sh2peaks", NULL, NULL, {1, 1, 1, 0}};
     a.tk_fibers = default_tk_fibers(exe, sizeof exe);
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
+    if (a.backends[2]) a.scaling_gpus = bench_scaling_gpus(a.gpus);
     if (a.lmax % 2) {
         tk_cli_error(prog, "--lmax must be even, got %ld; give an even number from 2 to %d", a.lmax, TK_SH_MAX_LMAX);
         return TK_EXIT_USAGE;

@@ -45,6 +45,10 @@ typedef struct bench_suite {
  * --backends cpu,omp,cuda: an int[3] indexed by tk_backend. */
 #define BENCH_THREADS_OPTION(OFFSET, HELP) BENCH_LONG("threads", "P", 1, 4096, OFFSET, HELP)
 #define BENCH_BACKENDS_OPTION(OFFSET, HELP) BENCH_CUSTOM("backends", "cpu,omp,cuda", bench_parse_backends, OFFSET, HELP)
+/* --gpus N: a long, -1 unless given (bench_scaling_gpus). */
+#define BENCH_GPUS_OPTION(OFFSET, WHAT)                                                                             \
+    BENCH_LONG("gpus", "N", 0, 64, OFFSET,                                                                          \
+               WHAT " on 1 GPU and on N (0: every visible GPU), with the\nspeed-up (default: not measured)")
 
 /* Parse argv[1..argc-1] into args (the suite's defaults set by the caller) by the suite's
  * table; --help prints the help and exits 0.  parsed (for bench_given) may be NULL.  1, or 0

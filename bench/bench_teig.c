@@ -21,7 +21,7 @@ static double seed_gflops(tk_backend b, tk_impl impl)
 }
 
 typedef struct {
-    long tensors, starts, iters, dmri_tensors, threads;
+    long tensors, starts, iters, dmri_tensors, threads, gpus;
     int precision_double, run_table, run_dmri;
     int backends[3];
 } bench_args;
@@ -112,6 +112,68 @@ static int run_one(const bench_args *a, const char *table, int order, int dim, t
     return ok;
 }
 
+/* One batch on a plan over `devices` GPUs: the execute's time after a warm-up execute (the
+ * plan's creation and the contexts stay out of it); -1 after printing why it failed. */
+static double plan_ms(tk_sshopm_options o, int devices, size_t T, const void *packed,
+                      tk_sshopm_starts_result *r, double *kernel_ms)
+{
+    o.cuda_device_count = devices;
+    tk_sshopm_plan *plan = NULL;
+    tk_timing t = {0};
+    const int ok = tk_sshopm_plan_create(&o, T, &plan) == TK_OK &&
+                   tk_sshopm_plan_execute(plan, T < 4096 ? T : 4096, packed, r, NULL) == TK_OK &&
+                   tk_sshopm_plan_execute(plan, T, packed, r, &t) == TK_OK;
+    if (!ok) printf("%-9s %d GPU(s) (%d,%d) %9ld  skipped: %s\n", impl_name(o.impl), devices, o.order, o.dim,
+                    (long)T, tk_last_error());
+    tk_sshopm_plan_destroy(plan);
+    *kernel_ms = t.kernel_ms;
+    return ok ? t.total_ms : -1;
+}
+
+/* The dMRI-sized (4,3) batch on one GPU and on `gpus`, each a contiguous share: both times
+ * and the speed-up. */
+static void scaling(const bench_args *a, int gpus)
+{
+    const int order = 4, dim = 3;
+    const size_t k = tk_sym_num_unique(order, dim), S = (size_t)a->starts, T = (size_t)a->dmri_tensors;
+    const size_t elem = a->precision_double ? sizeof(double) : sizeof(float);
+    void *packed = malloc(T * k * elem);
+    tk_sshopm_starts_result r = {malloc(T * S * elem), malloc(T * S * (size_t)dim * elem), malloc(T * S * sizeof(int32_t)),
+                                 malloc(T * S)};
+    printf("# Scaling over GPUs: %zu (4,3) tensors on 1 GPU and on %d, plan executes (transfers included)\n", T, gpus);
+    printf("%-9s %-8s %9s %10s %10s %10s %10s\n", "impl", "GPUs", "tensors", "total_ms", "kernel_ms", "speed-up",
+           "kernel_x");
+    if (!packed || !r.lambda || !r.x || !r.iterations || !r.converged) {
+        printf("skipped: out of host memory for %zu tensors\n", T);
+    } else {
+        fill_random(packed, T * k, a->precision_double, 4 * 131 + 3);
+        for (int impl = 1; impl >= 0; --impl) {
+            tk_sshopm_options o;
+            tk_sshopm_options_init(&o, order, dim);
+            o.precision = a->precision_double ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+            o.backend = TK_BACKEND_CUDA, o.impl = (tk_impl)impl;
+            o.tol = 0, o.max_iter = (int)a->iters, o.fixed_iterations = 1, o.num_starts = (int)a->starts;
+            double k1 = 0, kn = 0;
+            const double one = plan_ms(o, 1, T, packed, &r, &k1);
+            const double many = one < 0 ? -1 : plan_ms(o, gpus, T, packed, &r, &kn);
+            if (many < 0) continue;
+            printf("%-9s %-8d %9zu %10.3f %10.3f %10s %10s\n", impl_name(o.impl), 1, T, one, k1, "-", "-");
+            printf("%-9s %-8d %9zu %10.3f %10.3f %9.2fx %9.2fx\n", impl_name(o.impl), gpus, T, many, kn, one / many,
+                   k1 / kn);
+            tk_bench_json_row("scaling");
+            tk_bench_json_str("impl", impl_name(o.impl));
+            tk_bench_json_num("gpus", gpus);
+            tk_bench_json_num("tensors", (double)T);
+            tk_bench_json_num("total_ms_1gpu", one), tk_bench_json_num("total_ms", many);
+            tk_bench_json_num("kernel_ms_1gpu", k1), tk_bench_json_num("kernel_ms", kn);
+            tk_bench_json_num("speedup", one / many);
+            fflush(stdout);
+        }
+    }
+    free(packed);
+    free(r.lambda), free(r.x), free(r.iterations), free(r.converged);
+}
+
 static void header(void)
 {
     printf("%-9s %-5s %-5s %9s %10s %10s %11s %11s %11s %9s %8s\n", "impl", "backend", "(m,n)", "tensors", "kernel_ms",
@@ -133,6 +195,7 @@ static const tk_option options[] = {
     BENCH_THREADS_OPTION(ARG(threads), "threads of the omp backend (default: all cores)"),
     BENCH_CLEAR_FLAG("table-only", ARG(run_dmri), "only the seed's Table 6.1 set-up"),
     BENCH_CLEAR_FLAG("dmri-only", ARG(run_table), "only the diffusion-MRI-sized runs"),
+    BENCH_GPUS_OPTION(ARG(gpus), "the diffusion-MRI-sized (4,3) runs"),
 };
 #undef ARG
 
@@ -148,7 +211,7 @@ static const bench_suite suite = {
 
 int tk_bench_teig(int argc, char **argv)
 {
-    bench_args a = {1024, 128, 100, 1000000, 0, 0, 1, 1, {1, 1, 1}};
+    bench_args a = {1024, 128, 100, 1000000, 0, -1, 0, 1, 1, {1, 1, 1}};
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
     printf("# tk-bench teig: %s precision, %ld starts, %ld fixed iterations, shift 0\n",
            a.precision_double ? "double" : "single", a.starts, a.iters);
@@ -193,5 +256,7 @@ int tk_bench_teig(int argc, char **argv)
                 run_one(&a, "dmri", shapes[s][0], shapes[s][1], TK_BACKEND_CUDA, (tk_impl)impl, a.dmri_tensors, goal);
             }
     }
+    const int gpus = a.backends[2] ? bench_scaling_gpus(a.gpus) : 0;
+    if (gpus) scaling(&a, gpus);
     return 0;
 }

@@ -18,6 +18,7 @@ typedef struct {
     tk_eig_options opts;
     int precision; /* -1: the input's */
     int balance;
+    int gpus, gpus_given; /* --gpus (tk_cli_resolve_gpus) */
     tk_standard_values std;
 } eig_args;
 
@@ -63,6 +64,7 @@ static const tk_option computation[] = {
 static const tk_option_group groups[] = {
     {.title = "files", .label = "Input/Output", .description = "Files", .options = files, .count = TK_OPT_COUNT(files)},
     {.title = "options", .label = "Computation", .description = "How it computes", .advanced = 1, .options = computation, .count = TK_OPT_COUNT(computation)},
+    TK_GPUS_GROUP(eig_args, gpus),
     TK_STANDARD_GROUP(eig_args, std),
 };
 
@@ -101,6 +103,7 @@ static int parse_args(int argc, char **argv, eig_args *a)
     a->balance = 1;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
+    a->gpus_given = tk_cli_given(&command, &parsed, "gpus");
     a->input = parsed.positional[0];
     a->output = parsed.positional[1];
     if (a->precision >= 0) a->opts.precision = (tk_precision)a->precision;
@@ -161,6 +164,7 @@ int main(int argc, char **argv)
     int exit_code = TK_EXIT_FAILURE;
     void *matrices = NULL, *values = NULL, *vectors = NULL;
     int8_t *status = NULL;
+    tk_eig_plan *plan = NULL; /* one for every chunk: on CUDA its buffers and streams, on each GPU */
     char shape[256];
     tk_cli_shape_text(shape, sizeof shape, arr.ndim, arr.shape, 1);
     if (arr.ndim < 2) {
@@ -188,6 +192,10 @@ int main(int argc, char **argv)
     tk_backend run;
     if (!tk_cli_resolve_backend(prog, a.std.backend, a.opts.cuda_device, TK_BACKEND_OMP, a.std.quiet, &run)) goto done;
     a.opts.backend = (tk_backend)run;
+    if (!tk_cli_resolve_gpus(prog, a.gpus, a.gpus_given, a.std.backend, run, a.opts.cuda_device, &a.opts.cuda_device_count)) {
+        exit_code = TK_EXIT_USAGE;
+        goto done;
+    }
     const int dbl = a.opts.precision == TK_PRECISION_DOUBLE;
     const size_t elem = dbl ? sizeof(double) : sizeof(float);
     if ((arr.dtype == TK_NPY_FLOAT64) == dbl) {
@@ -213,9 +221,14 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    /* Chunks drive the progress bar; the CUDA backend streams within each chunk. */
-    size_t chunk = a.opts.backend == TK_BACKEND_CUDA ? ((size_t)1 << 20) : ((size_t)1 << 14);
+    /* Chunks drive the progress bar; the CUDA backend streams within each chunk (each GPU
+     * a share of it). */
+    size_t chunk = a.opts.backend == TK_BACKEND_CUDA ? ((size_t)a.opts.cuda_device_count << 20) : ((size_t)1 << 14);
     if (chunk > count) chunk = count ? count : 1;
+    if (tk_eig_plan_create(&a.opts, chunk, &plan) != TK_OK) {
+        tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
+        goto done;
+    }
     size_t failed[3] = {0, 0, 0}, first_failed[3] = {0, 0, 0};
     tk_progress bar;
     tk_progress_begin(&bar, prog, count, a.std.quiet);
@@ -223,7 +236,7 @@ int main(int argc, char **argv)
         const size_t todo = count - first < chunk ? count - first : chunk;
         tk_eig_result r = {(char *)values + first * 2 * n * elem,
                            vectors ? (char *)vectors + first * 2 * nn * elem : NULL, status + first};
-        if (tk_eig_solve(&a.opts, todo, (const char *)matrices + first * nn * elem, &r, NULL, NULL) != TK_OK) {
+        if (tk_eig_plan_execute(plan, todo, (const char *)matrices + first * nn * elem, &r, NULL, NULL) != TK_OK) {
             tk_progress_end(&bar);
             tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
             goto done;
@@ -260,6 +273,7 @@ int main(int argc, char **argv)
     }
     exit_code = 0;
 done:
+    tk_eig_plan_destroy(plan);
     tk_outset_free(set);
     tk_npy_free(&arr);
     free(matrices);

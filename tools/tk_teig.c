@@ -18,6 +18,7 @@ typedef struct {
     tk_sshopm_options opts;
     int precision, impl; /* -1: the input's precision; unrolled where it exists */
     double tol;          /* -1: the precision's default */
+    int gpus, gpus_given; /* --gpus (tk_cli_resolve_gpus) */
     tk_standard_values std;
 } teig_args;
 
@@ -72,6 +73,7 @@ static const tk_option teig_options[] = {
 
 static const tk_option_group groups[] = {
     {.title = "options", .options = teig_options, .count = TK_OPT_COUNT(teig_options)},
+    TK_GPUS_GROUP(teig_args, gpus),
     TK_STANDARD_GROUP(teig_args, std),
 };
 
@@ -97,6 +99,7 @@ static int parse_args(int argc, char **argv, teig_args *a)
     a->tol = -1;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&command, argc, argv, 1, a, &parsed)) return 0;
+    a->gpus_given = tk_cli_given(&command, &parsed, "gpus");
     a->opts.num_threads = a->std.threads;
     a->opts.cuda_device = a->std.device;
     if (a->tol >= 0) a->opts.tol = a->tol;
@@ -212,12 +215,17 @@ int main(int argc, char **argv)
         return TK_EXIT_FAILURE;
     }
     a.opts.backend = (tk_backend)run;
+    if (!tk_cli_resolve_gpus(prog, a.gpus, a.gpus_given, a.std.backend, run, a.opts.cuda_device, &a.opts.cuda_device_count)) {
+        free(packed);
+        return TK_EXIT_USAGE;
+    }
 
     const tk_sshopm_options *o = &a.opts;
     const int n = o->dim, dbl = o->precision == TK_PRECISION_DOUBLE;
     const size_t k = tk_sym_num_unique(o->order, n), S = (size_t)o->num_starts;
-    /* Chunks bound the per-start memory and drive the progress bar. */
-    size_t chunk = o->backend == TK_BACKEND_CUDA ? 65536 : 1024;
+    /* Chunks bound the per-start memory and drive the progress bar; on CUDA each GPU takes
+     * 65536 tensors of a chunk. */
+    size_t chunk = o->backend == TK_BACKEND_CUDA ? 65536 * (size_t)o->cuda_device_count : 1024;
     if (chunk * S > ((size_t)1 << 26)) chunk = ((size_t)1 << 26) / S + 1;
     if (chunk > count) chunk = count ? count : 1;
     size_t elem = dbl ? sizeof(double) : sizeof(float);
@@ -225,8 +233,13 @@ int main(int argc, char **argv)
                                    malloc(chunk * S * sizeof(int32_t)), malloc(chunk * S)};
     tk_output out;
     int status = TK_EXIT_FAILURE;
+    tk_sshopm_plan *plan = NULL; /* one plan for every chunk: on CUDA its device buffers, on each GPU */
     if (!res.lambda || !res.x || !res.iterations || !res.converged) {
         tk_cli_error(prog, "out of memory for %zu starts; use fewer --starts", chunk * S);
+        goto done_noout;
+    }
+    if (tk_sshopm_plan_create(o, chunk, &plan) != TK_OK) {
+        tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
         goto done_noout;
     }
     if (!tk_output_open(&out, a.output, prog)) goto done_noout;
@@ -241,7 +254,7 @@ int main(int argc, char **argv)
         size_t todo = count - first < chunk ? count - first : chunk;
         const void *chunk_data = (const char *)packed + first * k * elem;
         tk_eigenpairs pairs;
-        if (tk_sshopm_solve(o, todo, chunk_data, &res, NULL) != TK_OK ||
+        if (tk_sshopm_plan_execute(plan, todo, chunk_data, &res, NULL) != TK_OK ||
             tk_sshopm_distinct(o, todo, chunk_data, &res, 0, &pairs) != TK_OK) {
             tk_progress_end(&bar);
             tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
@@ -267,6 +280,7 @@ int main(int argc, char **argv)
                 unconverged, count * S, o->max_iter);
     status = tk_output_commit(&out, prog) ? 0 : TK_EXIT_FAILURE;
 done_noout:
+    tk_sshopm_plan_destroy(plan);
     free(res.lambda);
     free(res.x);
     free(res.iterations);

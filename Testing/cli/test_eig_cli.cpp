@@ -199,6 +199,18 @@ TEST(EigCli, BadInputsFailClearlyAndLeaveNoOutput)
     EXPECT_EQ(slurp(dir / "good.npy"), good);
 }
 
+// --gpus names GPUs: off the GPU it is a usage error naming it, before any output.
+TEST(EigCli, GpusOffTheGpuIsAClearError)
+{
+    Dir dir;
+    auto in = random_batch(3, 5, 4);
+    write_npy(dir / "a.npy", TK_NPY_FLOAT64, {5, 3, 3}, in.data());
+    auto r = run_tool(exe + " " + dir / "a.npy" + " " + dir / "w.npy --backend omp --gpus 1", dir.path);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--gpus 1 applies to the cuda backend, and --backend omp was given"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(dir / "w.npy"));
+}
+
 TEST(EigCli, Help)
 {
     Dir dir;

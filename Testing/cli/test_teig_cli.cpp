@@ -169,6 +169,28 @@ TEST(TeigCli, BadInputsFailClearlyAndLeaveNoOutput)
     EXPECT_EQ(count_files(dir.path), files + 1);
 }
 
+// --gpus names GPUs: off the GPU it is a usage error naming it, never a silent CPU run.
+TEST(TeigCli, GpusOffTheGpuIsAClearError)
+{
+    Dir dir;
+    auto packed = random_packed(4, 3, 4, 8);
+    write_npy(dir / "t.npy", TK_NPY_FLOAT64, {4, 15}, packed.data());
+    for (const char *backend : {"cpu", "omp"}) {
+        auto r = run_tool(exe + " --order 4 --dim 3 --input " + dir / "t.npy" + " --gpus 2 --backend " + backend, dir.path);
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_NE(r.err.find(std::string("--gpus 2 applies to the cuda backend, and --backend ") + backend + " was given"),
+                  std::string::npos)
+            << r.err;
+        EXPECT_TRUE(r.out.empty());
+    }
+    auto range = run_tool(exe + " --order 4 --dim 3 --input " + dir / "t.npy" + " --gpus 65", dir.path);
+    EXPECT_EQ(range.exit_code, 2);
+    EXPECT_NE(range.err.find("--gpus expects an integer from 0 to 64"), std::string::npos) << range.err;
+    // not given: the cpu run is as before
+    auto plain = run_tool(exe + " --order 4 --dim 3 --input " + dir / "t.npy" + " --backend cpu", dir.path);
+    EXPECT_EQ(plain.exit_code, 0) << plain.err;
+}
+
 TEST(TeigCli, HelpAndQuiet)
 {
     Dir dir;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "tk_device.h"
 
 static int parse_backend(const char *prog, const char *flag, const char *value, void *dest)
 {
@@ -45,6 +46,40 @@ const tk_option tk_standard_options[TK_STANDARD_OPTION_COUNT] = {
     {.name = "version", .kind = TK_OPT_META, .help = "print the tool's name and TensorKernels version,\nthen exit"},
     {.name = "help", .short_name = 'h', .kind = TK_OPT_META, .help = "print this help, then exit"},
 };
+
+const tk_option tk_gpus_options[TK_GPUS_OPTION_COUNT] = {
+    {.name = "gpus", .value_name = "N", .kind = TK_OPT_INT, .min = 0, .max = 64, .offset = 0,
+     .help = "cuda backend: split the batch over N GPUs from --device on,\na contiguous share each, results identical "
+             "to one GPU;\n0 (default): every visible GPU",
+     .xml = {.name = "gpus", .label = "GPUs",
+             .description = "cuda backend: how many GPUs (from the CUDA device on) share the work; 0: every visible GPU",
+             .default_value = "0"}},
+};
+
+int tk_cli_resolve_gpus(const char *prog, int gpus, int given, tk_backend requested, tk_backend run, int device,
+                        int *count)
+{
+    *count = 1;
+    if (run != TK_BACKEND_CUDA) {
+        if (!given) return 1;
+        if (requested == TK_BACKEND_AUTO)
+            tk_cli_error(prog, "--gpus %d: no usable CUDA GPU here, so --backend auto runs on the CPU (%s); drop --gpus "
+                               "to run there, or run where the GPUs are", gpus, tk_backend_name(run));
+        else
+            tk_cli_error(prog, "--gpus %d applies to the cuda backend, and --backend %s was given; drop --gpus, or use "
+                               "--backend cuda", gpus, tk_backend_name(run));
+        return 0;
+    }
+    const int visible = tk_cuda_device_count(), available = visible > device ? visible - device : 0;
+    if (gpus > available) {
+        tk_cli_error(prog, "--gpus %d: %d CUDA device%s visible (devices 0 to %d), %d of them from --device %d on; "
+                           "give --gpus %d or fewer (0: all of them)", gpus, visible, visible == 1 ? " is" : "s are",
+                     visible - 1, available, device, available);
+        return 0;
+    }
+    *count = gpus ? gpus : available > 0 ? available : 1;
+    return 1;
+}
 
 /* ---- lookup -------------------------------------------------------------------- */
 

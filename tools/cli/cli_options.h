@@ -101,6 +101,25 @@ typedef struct tk_standard_values {
 #define TK_STANDARD_OPTION_COUNT 7
 extern const tk_option tk_standard_options[TK_STANDARD_OPTION_COUNT];
 
+/* --gpus N: the commands whose core spreads a batch over several GPUs (tk-fibers, tk-teig,
+ * tk-eig; Documentation/multi_gpu.md).  Its own group, not the standard one: the other
+ * tools run on one GPU, and an option they took and ignored would mislead.  The value: an
+ * int, 0 (every visible GPU from --device on) unless given; tk_cli_resolve_gpus reads it. */
+#define TK_GPUS_OPTION_COUNT 1
+extern const tk_option tk_gpus_options[TK_GPUS_OPTION_COUNT];
+#define TK_GPUS_GROUP(TYPE, member)                                                                             \
+    {.title = "GPU options", .label = "GPUs", .description = "How many GPUs share the work", .advanced = 1,    \
+     .options = tk_gpus_options, .count = TK_GPUS_OPTION_COUNT, .base = offsetof(TYPE, member)}
+
+/* The devices a run spreads over: *count = gpus, or with gpus 0 every visible GPU from
+ * `device` on, where `run` (the backend `requested` resolved to) is cuda; 1 elsewhere.
+ * `given`: --gpus was on the command line.  0 after a message naming --gpus (exit
+ * TK_EXIT_USAGE) where more GPUs are asked for than exist from `device` on, or --gpus is
+ * given for a run that is not on cuda (--backend cpu/omp, or auto without a usable GPU):
+ * a user who names a GPU count expects GPUs, not a silent CPU run. */
+int tk_cli_resolve_gpus(const char *prog, int gpus, int given, tk_backend requested, tk_backend run, int device,
+                        int *count);
+
 /* A group of options whose offsets are relative to member of TYPE. */
 #define TK_OPT_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 #define TK_STANDARD_GROUP(TYPE, member)                                                                        \

@@ -31,6 +31,8 @@ const char *prog = "tk-fibers";
 struct Args {
     std::string input, output, mask, amplitudes, vtp, png;
     long num = 3, slice = -1, threads = 0;
+    int gpus = 0;
+    bool gpus_given = false;
     double threshold = 0, relative = 0, separation = 0, glyph_scale = 0;
     bool descoteaux = false, legacy = false, quiet = false;
     tk_backend backend = TK_BACKEND_AUTO;
@@ -56,6 +58,7 @@ int parse(int argc, char **argv, Args &a)
     a.descoteaux = v.descoteaux != 0, a.legacy = v.legacy != 0, a.quiet = v.std.quiet != 0;
     a.backend = v.std.backend;
     a.standard = v.std;
+    a.gpus = v.gpus, a.gpus_given = tk_cli_given(&tk_fibers_command, &parsed, "gpus") != 0;
 #ifndef TK_HAVE_VTK
     if (!a.vtp.empty() || !a.png.empty()) {
         tk_cli_error(prog, "%s needs VTK, and this tk-fibers was built without it; build it with VTK "
@@ -248,6 +251,8 @@ int main(int argc, char **argv)
 #endif
         tk_backend run;
         if (!tk_cli_resolve_backend(prog, a.backend, a.standard.device, TK_BACKEND_OMP, a.quiet, &run)) return TK_EXIT_FAILURE;
+        int gpus = 1;
+        if (!tk_cli_resolve_gpus(prog, a.gpus, a.gpus_given, a.backend, run, a.standard.device, &gpus)) return TK_EXIT_USAGE;
         using Filter = itk::FiberDirectionsImageFilter<>;
         auto filter = Filter::New();
         filter->SetInput(sh);
@@ -263,6 +268,8 @@ int main(int argc, char **argv)
         filter->SetBasis(a.descoteaux ? Filter::BasisType::Descoteaux : Filter::BasisType::Tournier);
         filter->SetLegacy(a.legacy);
         filter->SetBackend(run == TK_BACKEND_CUDA ? Filter::BackendType::CUDA : Filter::BackendType::CPU);
+        filter->SetCudaDevice(static_cast<unsigned>(a.standard.device));
+        filter->SetNumberOfCudaDevices(static_cast<unsigned>(gpus));
         if (run == TK_BACKEND_CPU) {
             filter->SetNumberOfWorkUnits(1);
         } else {

@@ -127,6 +127,7 @@ static const tk_option_group groups[] = {
      .count = TK_OPT_COUNT(peaks)},
     {.title = "glyph options", .label = "Glyphs", .description = "The output model's lines", .advanced = 1,
      .options = glyphs, .count = TK_OPT_COUNT(glyphs)},
+    TK_GPUS_GROUP(tk_fibers_values, gpus),
     TK_STANDARD_GROUP(tk_fibers_values, std),
 };
 

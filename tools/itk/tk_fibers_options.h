@@ -11,6 +11,7 @@ typedef struct tk_fibers_values {
     long num, slice; /* slice -1: the middle one */
     double threshold, relative, separation, glyph_scale;
     int descoteaux, legacy;
+    int gpus; /* --gpus: 0 (every visible GPU) unless given */
     tk_standard_values std;
 } tk_fibers_values;
 /* The defaults of every option. */
