@@ -65,6 +65,7 @@ tk_eig_options BatchedEigenvaluesImageFilter<TInputImage, TOutputImage>::CoreOpt
     o.precision = std::is_same<OutputComponentType, double>::value ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
     o.backend = backend;
     o.balance = m_Balance ? 1 : 0;
+    this->ApplyCudaDevices(o);
     return o;
 }
 

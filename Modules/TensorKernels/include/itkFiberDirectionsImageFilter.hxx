@@ -92,6 +92,7 @@ tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOpt
     o.relative_threshold = m_RelativeThreshold;
     o.min_separation_deg = m_MinimumSeparationAngle;
     o.backend = backend;
+    this->ApplyCudaDevices(o);
     return o;
 }
 

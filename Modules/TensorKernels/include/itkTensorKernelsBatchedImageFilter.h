@@ -4,6 +4,7 @@
 #ifndef itkTensorKernelsBatchedImageFilter_h
 #define itkTensorKernelsBatchedImageFilter_h
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <string>
@@ -11,6 +12,7 @@
 #include "itkTensorKernelsImageFilter.h"
 #include "itkTensorKernelsMacro.h"
 #include "itkTensorKernelsPlanHolder.h"
+#include "tk_device.h"
 
 namespace itk
 {
@@ -42,6 +44,15 @@ public:
     using OutputImageRegionType = typename TSuperclass::OutputImageRegionType;
     using CoreOptionsType = typename TPlanHolder::OptionsType;
 
+    /** On CUDA: the first GPU (default 0) and how many GPUs from it share each request
+     * (default 1; 0: every visible GPU from CudaDevice on), each a contiguous share of the
+     * pixels, with results identical to one GPU (Documentation/multi_gpu.md).  Ignored on
+     * the CPU. */
+    itkSetMacro(CudaDevice, unsigned);
+    itkGetConstMacro(CudaDevice, unsigned);
+    itkSetMacro(NumberOfCudaDevices, unsigned);
+    itkGetConstMacro(NumberOfCudaDevices, unsigned);
+
 protected:
     /** \p coreFailure: the text before the core's error in the exception a failed call throws. */
     explicit TensorKernelsBatchedImageFilter(const char *coreFailure)
@@ -67,6 +78,17 @@ protected:
         const OutputImageRegionType region = this->GetOutput()->GetRequestedRegion();
         PreparePlan(CoreOptions(backend), region.GetNumberOfPixels());
         return ProcessRegion(region);
+    }
+
+    /** The device settings into the core's options (their cuda_device and cuda_device_count):
+     * each filter's CoreOptions calls it. */
+    template <typename TOptions>
+    void ApplyCudaDevices(TOptions &options) const
+    {
+        options.cuda_device = static_cast<int>(m_CudaDevice);
+        int count = static_cast<int>(m_NumberOfCudaDevices);
+        if (count == 0) count = std::max(1, tk_cuda_device_count() - options.cuda_device);
+        options.cuda_device_count = count;
     }
 
     /** The plan for \p options: the kept one if they are its options, else a new one. */
@@ -97,6 +119,8 @@ protected:
 
 private:
     const std::string m_CoreFailure;
+    unsigned m_CudaDevice{0};
+    unsigned m_NumberOfCudaDevices{1};
     TPlanHolder m_Plan;
     std::atomic<SizeValueType> m_SkippedPixels{0};
     SizeValueType m_NumberOfSkippedPixels{0};

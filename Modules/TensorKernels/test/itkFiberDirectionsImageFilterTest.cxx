@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "itkFiberDirectionsImageFilter.h"
 #include "itkStreamingImageFilter.h"
+#include "tk_device.h"
 #include "tk_fibers.h"
 #include "tk_sh_test_util.h"
 
@@ -120,4 +124,61 @@ TEST(FiberDirectionsImageFilter, RejectsANonShComponentCount)
     } catch (const itk::ExceptionObject &e) {
         EXPECT_NE(std::string(e.GetDescription()).find("44 components"), std::string::npos) << e.GetDescription();
     }
+}
+
+namespace {
+
+// A volume whose every voxel differs: random coefficients about a positive mean.
+SHImage::Pointer random_image(unsigned nx, unsigned ny, unsigned nz)
+{
+    auto image = SHImage::New();
+    SHImage::RegionType region;
+    region.SetSize({{nx, ny, nz}});
+    image->SetRegions(region);
+    image->SetNumberOfComponentsPerPixel(45);
+    image->Allocate();
+    std::mt19937 rng(3);
+    std::normal_distribution<float> g(0.f, 0.3f);
+    float *data = image->GetBufferPointer();
+    const size_t voxels = region.GetNumberOfPixels();
+    for (size_t v = 0; v < voxels; ++v)
+        for (unsigned j = 0; j < 45; ++j) data[v * 45 + j] = j ? g(rng) : 1.f + std::fabs(g(rng));
+    return image;
+}
+
+// The peaks of `image` on `backend` over `devices` GPUs (the filter's setting), as raw floats.
+std::vector<float> peaks_of(SHImage *image, Filter::BackendType backend, unsigned devices)
+{
+    auto filter = Filter::New();
+    filter->SetInput(image);
+    filter->SetBackend(backend);
+    filter->SetNumberOfCudaDevices(devices);
+    filter->Update();
+    const auto *out = filter->GetOutput();
+    const size_t n = out->GetLargestPossibleRegion().GetNumberOfPixels() * out->GetNumberOfComponentsPerPixel();
+    return std::vector<float>(out->GetBufferPointer(), out->GetBufferPointer() + n);
+}
+
+}  // namespace
+
+// One GPU unless told (a library must not take every GPU); the count is ignored on the CPU;
+// on CUDA every visible GPU (0) gives one GPU's peaks bit for bit.
+TEST(FiberDirectionsImageFilter, CudaDevicesAreOneByDefaultAndSplitExactly)
+{
+    auto defaults = Filter::New();
+    EXPECT_EQ(defaults->GetCudaDevice(), 0u);
+    EXPECT_EQ(defaults->GetNumberOfCudaDevices(), 1u);
+    auto image = random_image(17, 13, 11);
+    const auto cpu = peaks_of(image, Filter::BackendType::CPU, 1);
+    const auto cpu_four = peaks_of(image, Filter::BackendType::CPU, 4);
+    EXPECT_EQ(std::memcmp(cpu.data(), cpu_four.data(), cpu.size() * sizeof(float)), 0);
+    if (!tk_cuda_device_usable(0, nullptr, 0)) {
+        std::printf("no usable GPU here: the CUDA half of this test did not run\n");
+        return;
+    }
+    const auto one = peaks_of(image, Filter::BackendType::CUDA, 1);
+    const auto all = peaks_of(image, Filter::BackendType::CUDA, 0);
+    ASSERT_EQ(one.size(), all.size());
+    EXPECT_EQ(std::memcmp(one.data(), all.data(), one.size() * sizeof(float)), 0)
+        << tk_cuda_device_count() << " GPUs against one";
 }
