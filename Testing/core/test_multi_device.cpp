@@ -13,6 +13,7 @@
 #include "tk_bench_hooks.h"
 #include "tk_eig.h"
 #include "tk_fibers.h"
+#include "tk_fixels.h"
 #include "tk_sshopm.h"
 
 TEST(MultiDevice, RangesCoverEveryItemOnceInOrderWithSharesOneApart)
@@ -154,6 +155,13 @@ TEST(MultiDevice, CoresRefuseADeviceCountOutOfRange)
         e.cuda_device_count = bad;
         tk_eig_plan *ep = nullptr;
         EXPECT_EQ(tk_eig_plan_create(&e, 0, &ep), TK_ERR_ARGUMENT);
+        EXPECT_NE(std::string(tk_last_error()).find("cuda_device_count"), std::string::npos) << tk_last_error();
+
+        tk_fixels_options x;
+        tk_fixels_options_init(&x, 8);
+        x.cuda_device_count = bad;
+        tk_fixels_plan *xp = nullptr;
+        EXPECT_EQ(tk_fixels_plan_create(&x, &xp), TK_ERR_ARGUMENT);
         EXPECT_NE(std::string(tk_last_error()).find("cuda_device_count"), std::string::npos) << tk_last_error();
     }
 }

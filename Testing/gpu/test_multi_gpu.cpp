@@ -17,6 +17,7 @@
 #include "tk_device.h"
 #include "tk_eig.h"
 #include "tk_fibers.h"
+#include "tk_fixels.h"
 #include "tk_sshopm.h"
 
 namespace {
@@ -304,4 +305,70 @@ TEST(MultiGpuEig, CountsZeroAndOneAreOneDevice)
     ASSERT_EQ(s, TK_OK) << tk_last_error();
     ASSERT_EQ(eig_run<double>(5, 1, 0, a, false, one), TK_OK) << tk_last_error();
     EXPECT_TRUE(same_bits(zero.values, one.values));
+}
+
+// ---- fixels ----------------------------------------------------------------------------
+
+namespace {
+
+struct Fixels {
+    std::vector<uint8_t> count, lobe_of_dir;
+    std::vector<float> afd, peak_amp, mean_dir, peak_dir;
+    size_t bad = 0, truncated = 0;
+};
+
+tk_status fixels_run(int devices, const ShVolume &v, int lmax, Fixels &f)
+{
+    tk_fixels_options o;
+    tk_fixels_options_init(&o, lmax);
+    o.backend = TK_BACKEND_CUDA, o.cuda_device_count = devices;
+    tk_fixels_plan *plan = nullptr;
+    tk_status s = tk_fixels_plan_create(&o, &plan);
+    if (s != TK_OK) return s;
+    const size_t voxels = v.mask.size(), S = (size_t)tk_fixels_plan_slots(plan);
+    f.count.assign(voxels, 7), f.lobe_of_dir.assign(voxels * TK_FIXELS_DIRECTIONS, 7);
+    f.afd.assign(voxels * S, -7.f), f.peak_amp.assign(voxels * S, -7.f);
+    f.mean_dir.assign(voxels * S * 3, -7.f), f.peak_dir.assign(voxels * S * 3, -7.f);
+    tk_fixels_output out{f.count.data(), f.afd.data(), f.peak_amp.data(), f.mean_dir.data(), f.peak_dir.data(),
+                         f.lobe_of_dir.data(), 0, 0};
+    s = tk_fixels_plan_execute(plan, voxels, v.sh.data(), v.mask.data(), &out, nullptr);
+    f.bad = out.bad_voxels, f.truncated = out.truncated;
+    tk_fixels_plan_destroy(plan);
+    return s;
+}
+
+}  // namespace
+
+TEST(MultiGpuFixels, EveryVisibleGpuGivesOneGpusFixelsBitForBit)
+{
+    TK_REQUIRE_TWO_GPUS();
+    const ShVolume v = random_sh(8, 9001, 55);
+    Fixels one, all;
+    ASSERT_EQ(fixels_run(1, v, 8, one), TK_OK) << tk_last_error();
+    ASSERT_EQ(fixels_run(tk_cuda_device_count(), v, 8, all), TK_OK) << tk_last_error();
+    EXPECT_TRUE(same_bits(one.count, all.count));
+    EXPECT_TRUE(same_bits(one.lobe_of_dir, all.lobe_of_dir));
+    EXPECT_TRUE(same_bits(one.afd, all.afd));
+    EXPECT_TRUE(same_bits(one.peak_amp, all.peak_amp));
+    EXPECT_TRUE(same_bits(one.mean_dir, all.mean_dir));
+    EXPECT_TRUE(same_bits(one.peak_dir, all.peak_dir));
+    EXPECT_EQ(one.bad, all.bad);
+    EXPECT_GT(all.bad, 0u);  // the NaN voxels, summed over the devices
+    EXPECT_EQ(one.truncated, all.truncated);
+    EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
+}
+
+TEST(MultiGpuFixels, MoreDevicesThanExistIsAClearError)
+{
+    tk_fixels_options o;
+    tk_fixels_options_init(&o, 8);
+    o.backend = TK_BACKEND_CUDA, o.cuda_device_count = tk_cuda_device_count() + 1;
+    tk_fixels_plan *plan = nullptr;
+    const tk_status s = tk_fixels_plan_create(&o, &plan);
+    TK_SKIP_IF_NO_GPU(s);
+    EXPECT_EQ(s, TK_ERR_ARGUMENT);
+    EXPECT_EQ(plan, nullptr);
+    EXPECT_NE(std::string(tk_last_error()).find("asked for, but " + std::to_string(tk_cuda_device_count()) + " found"),
+              std::string::npos)
+        << tk_last_error();
 }

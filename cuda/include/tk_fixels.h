@@ -47,6 +47,11 @@ typedef struct tk_fixels_options {
     tk_backend backend;          /**< cpu, omp or cuda */
     int num_threads;             /**< omp: 0 = OpenMP's default */
     int cuda_device;             /**< cuda: the device to run on (default 0) */
+    int cuda_device_count;       /**< cuda: spread each execute over devices cuda_device ..
+                                  *   cuda_device + count - 1, a contiguous share of the voxels
+                                  *   each, results bit for bit those of one device; 0 or 1
+                                  *   (default): one device.  More than exist: TK_ERR_ARGUMENT.
+                                  *   Ignored on cpu and omp (Documentation/multi_gpu.md) */
 } tk_fixels_options;
 
 /** fod2fixel's defaults for lmax: thresholds 0 and 0.1, merge ratio 1, no -maxnum, cpu, tournier. */

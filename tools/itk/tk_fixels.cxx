@@ -43,6 +43,7 @@ int parse(int argc, char **argv, Args &a)
     tk_fixels_values_init(&a.v);
     tk_parsed parsed;
     if (!tk_cli_parse_options(&tk_fixels_command, argc, argv, 1, &a.v, &parsed)) return 0;
+    a.v.gpus_given = tk_cli_given(&tk_fixels_command, &parsed, "gpus");
     if (parsed.num_positional != 2) {
         tk_cli_error(prog, "FOD and FIXEL_DIR are required; give both (see --help)");
         return 0;
@@ -247,6 +248,14 @@ int main(int argc, char **argv)
         if (a.v.std.backend != TK_BACKEND_AUTO &&
             !tk_cli_resolve_backend(prog, a.v.std.backend, a.v.std.device, TK_BACKEND_OMP, quiet, &backend))
             return TK_EXIT_FAILURE;
+        if (a.v.gpus_given && a.v.std.backend == TK_BACKEND_AUTO) {
+            tk_cli_error(prog, "--gpus %d: tk-fixels' --backend auto runs on the CPU (omp); add --backend cuda to run "
+                               "on the GPUs, or drop --gpus", a.v.gpus);
+            return TK_EXIT_USAGE;
+        }
+        int gpus = 1;
+        if (!tk_cli_resolve_gpus(prog, a.v.gpus, a.v.gpus_given, a.v.std.backend, backend, (int)a.v.std.device, &gpus))
+            return TK_EXIT_USAGE;
         tk_fixels_options o;
         tk_fixels_options_init(&o, lmax);
         o.basis = a.v.descoteaux ? TK_SH_DESCOTEAUX : TK_SH_TOURNIER, o.legacy = a.v.legacy;
@@ -255,13 +264,15 @@ int main(int argc, char **argv)
         o.lobe_merge_ratio = a.v.merge_ratio;
         o.max_fixels = (int)a.v.maxnum;
         o.backend = backend, o.num_threads = (int)a.v.std.threads, o.cuda_device = (int)a.v.std.device;
+        o.cuda_device_count = gpus;
         tk_fixels_plan *plan = nullptr;
         if (tk_fixels_plan_create(&o, &plan) != TK_OK)
             throw std::runtime_error(std::string("fixels: ") + tk_last_error());
         std::unique_ptr<tk_fixels_plan, void (*)(tk_fixels_plan *)> hold{plan, tk_fixels_plan_destroy};
         const Geometry g = geometry_of(sh);
         const size_t nvox = g.dim[0] * g.dim[1] * g.dim[2], S = (size_t)tk_fixels_plan_slots(plan);
-        const size_t chunk = 4096;
+        // a chunk a progress step; on CUDA each GPU takes 65536 voxels of one
+        const size_t chunk = backend == TK_BACKEND_CUDA ? 65536 * static_cast<size_t>(gpus) : 4096;
         std::vector<uint8_t> count(chunk);
         std::vector<float> afd(chunk * S), amp(chunk * S), dir(chunk * S * 3);
         std::vector<uint32_t> index(2 * nvox, 0);

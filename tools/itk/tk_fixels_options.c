@@ -82,6 +82,7 @@ static const tk_option_group groups[] = {
     {.title = "options", .label = "Input/Output", .description = "Images", .options = io, .count = TK_OPT_COUNT(io)},
     {.title = "segmentation options", .label = "Segmentation", .description = "fod2fixel's FMLS parameters",
      .options = fmls, .count = TK_OPT_COUNT(fmls)},
+    TK_GPUS_GROUP(tk_fixels_values, gpus),
     TK_STANDARD_GROUP(tk_fixels_values, std),
 };
 

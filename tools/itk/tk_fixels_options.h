@@ -11,6 +11,7 @@ typedef struct tk_fixels_values {
     long maxnum;
     double integral, peak_value, merge_ratio;
     int no_thresholds, dirpeak, nii, descoteaux, legacy;
+    int gpus, gpus_given; /* --gpus: 0 (every visible GPU) unless given; gpus_given set by the tool */
     tk_standard_values std;
 } tk_fixels_values;
 /* The defaults of every option (fod2fixel's). */

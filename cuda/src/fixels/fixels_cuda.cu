@@ -68,15 +68,14 @@ void tk_fixels_cuda_destroy(tk_fixels_cuda_state *st)
     free(st);
 }
 
-tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, tk_fixels_cuda_state **state)
+tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixels_cuda_state **state)
 {
     *state = NULL;
-    const tk_fixels_options *o = &plan->opts;
-    tk_status status = tk_cuda_require_device(o->cuda_device);
+    tk_status status = tk_cuda_require_device(device);
     if (status != TK_OK) return status;
     tk_fixels_cuda_state *st = (tk_fixels_cuda_state *)calloc(1, sizeof *st);
     if (!st) return tk_set_error(TK_ERR_MEMORY, "out of memory for the CUDA fixels state");
-    st->device = o->cuda_device, st->k = plan->k, st->slots = plan->slots;
+    st->device = device, st->k = plan->k, st->slots = plan->slots;
     st->work_bytes = (tk_fixels_work_bytes(TK_FIXELS_DEVICE_LOBES) + 255) / 256 * 256;
     const size_t N = TK_FIXELS_N, k = (size_t)plan->k, S = (size_t)plan->slots;
     const size_t tbytes[TABLES] = {sizeof(double) * 3 * N, sizeof(double) * N, sizeof(short) * 6 * N,

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/multi_device.h"
 #include "tk_fixels.h"
 #include "tracking/tracking_internal.h" /* TK_TRACK_ROWS_MAX: the climb's monomial form */
 
@@ -39,7 +40,8 @@ struct tk_fixels_plan {
     int rows_src[TK_TRACK_ROWS_MAX][6];
     double rows_weight[TK_TRACK_ROWS_MAX][6];
     tk_fixels_view view;    /* the host tables */
-    struct tk_fixels_cuda_state *cuda; /* NULL but on the cuda backend */
+    int num_devices;        /* cuda: devices opts.cuda_device .. + num_devices - 1; 0 on the CPU */
+    struct tk_fixels_cuda_state *cuda[TK_MAX_CUDA_DEVICES]; /* one state a device */
 };
 
 /* One positive lobe while the segmentation grows it (MRtrix3's FOD_lobe): its peaks are a list
@@ -125,7 +127,7 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
 
 /* The cuda backend (fixels_cuda.cu, or fixels_nocuda.c's clear errors). */
 typedef struct tk_fixels_cuda_state tk_fixels_cuda_state;
-tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, tk_fixels_cuda_state **state);
+tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixels_cuda_state **state);
 tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *state, size_t num_voxels, const float *sh, const uint8_t *mask,
                                  tk_fixels_output *out, double *kernel_ms);
 void tk_fixels_cuda_destroy(tk_fixels_cuda_state *state);

@@ -1,9 +1,9 @@
 /* The fixels' CUDA backend in a build without a CUDA compiler: a clear error. */
 #include "fixels_internal.h"
 
-tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, tk_fixels_cuda_state **state)
+tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixels_cuda_state **state)
 {
-    (void)plan;
+    (void)plan, (void)device;
     *state = NULL;
     return tk_set_error(TK_ERR_UNSUPPORTED,
                         "fixels: no CUDA backend in this build (built without a CUDA compiler): use cpu or omp");

@@ -37,7 +37,20 @@ static tk_status check_options(const tk_fixels_options *o)
                             TK_FIXELS_MAX, o->max_fixels);
     if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
         return tk_set_error(TK_ERR_ARGUMENT, "unknown fixels backend %d", (int)o->backend);
+    if (!tk_device_count_checked(o->cuda_device_count, "cuda_device_count")) return TK_ERR_ARGUMENT;
     return TK_OK;
+}
+
+/* The CUDA states, one a device (each sizes its chunks to its own free memory). */
+static tk_status create_cuda_states(tk_fixels_plan *p)
+{
+    const int devices = tk_device_count_checked(p->opts.cuda_device_count, "cuda_device_count");
+    tk_status s = tk_cuda_require_devices(p->opts.cuda_device, devices);
+    for (int d = 0; d < devices && s == TK_OK; ++d) {
+        s = tk_fixels_cuda_create(p, p->opts.cuda_device + d, &p->cuda[d]);
+        if (s == TK_OK) p->num_devices = d + 1;
+    }
+    return s;
 }
 
 static tk_status build(tk_fixels_plan *p)
@@ -96,7 +109,7 @@ tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **
     p->k = (int)tk_sh_num_coeffs(opts->lmax);
     p->slots = opts->max_fixels > 0 ? opts->max_fixels : TK_FIXELS_MAX;
     s = build(p);
-    if (s == TK_OK && opts->backend == TK_BACKEND_CUDA) s = tk_fixels_cuda_create(p, &p->cuda);
+    if (s == TK_OK && opts->backend == TK_BACKEND_CUDA) s = create_cuda_states(p);
     return TK_PLAN_HAND_OUT(s, p, tk_fixels_plan_destroy, plan);
 }
 
@@ -108,10 +121,54 @@ int tk_fixels_plan_slots(const tk_fixels_plan *plan)
 void tk_fixels_plan_destroy(tk_fixels_plan *plan)
 {
     if (!plan) return;
-    tk_fixels_cuda_destroy(plan->cuda);
+    for (int d = 0; d < plan->num_devices; ++d) tk_fixels_cuda_destroy(plan->cuda[d]);
     free(plan->basis);
     free(plan->map);
     free(plan);
+}
+
+/* One execute's arrays and each device's answers (run_device). */
+typedef struct {
+    const tk_fixels_plan *plan;
+    const float *sh;
+    const uint8_t *mask;
+    const tk_fixels_output *out;
+    size_t bad[TK_MAX_CUDA_DEVICES], truncated[TK_MAX_CUDA_DEVICES];
+    double kernel_ms[TK_MAX_CUDA_DEVICES];
+} fixels_devices_run;
+
+/* Device `index`'s share of an execute: its voxels' slice of every array. */
+static tk_status run_device(void *ctx, int index, size_t first, size_t count)
+{
+    fixels_devices_run *r = ctx;
+    const size_t k = (size_t)r->plan->k, S = (size_t)r->plan->slots;
+    const tk_fixels_output *all = r->out;
+    tk_fixels_output mine = {
+        .count = all->count + first,
+        .afd = all->afd ? all->afd + first * S : NULL,
+        .peak_amp = all->peak_amp ? all->peak_amp + first * S : NULL,
+        .mean_dir = all->mean_dir ? all->mean_dir + first * S * 3 : NULL,
+        .peak_dir = all->peak_dir ? all->peak_dir + first * S * 3 : NULL,
+        .lobe_of_dir = all->lobe_of_dir ? all->lobe_of_dir + first * TK_FIXELS_DIRECTIONS : NULL};
+    const tk_status s = tk_fixels_cuda_execute(r->plan->cuda[index], count, r->sh + first * k,
+                                               r->mask ? r->mask + first : NULL, &mine, &r->kernel_ms[index]);
+    r->bad[index] = mine.bad_voxels, r->truncated[index] = mine.truncated;
+    return s;
+}
+
+/* The CUDA execute over the plan's devices: the counts summed, the kernel time the longest
+ * device's (they run at once). */
+static tk_status cuda_execute(const tk_fixels_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
+                              tk_fixels_output *out, double *kernel_ms)
+{
+    fixels_devices_run r = {.plan = plan, .sh = sh, .mask = mask, .out = out};
+    const tk_status s = tk_run_on_devices(plan->opts.cuda_device, plan->num_devices, num_voxels, run_device, &r);
+    out->bad_voxels = out->truncated = 0;
+    for (int d = 0; d < plan->num_devices; ++d) {
+        out->bad_voxels += r.bad[d], out->truncated += r.truncated[d];
+        if (r.kernel_ms[d] > *kernel_ms) *kernel_ms = r.kernel_ms[d];
+    }
+    return s;
 }
 
 tk_status tk_fixels_plan_execute(const tk_fixels_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
@@ -125,8 +182,8 @@ tk_status tk_fixels_plan_execute(const tk_fixels_plan *plan, size_t num_voxels, 
     if (num_voxels && !sh) return tk_set_error(TK_ERR_ARGUMENT, "no SH data given");
     double kernel_ms = 0;
     tk_status s;
-    if (plan->cuda) {
-        s = tk_fixels_cuda_execute(plan->cuda, num_voxels, sh, mask, out, &kernel_ms);
+    if (plan->num_devices) {
+        s = cuda_execute(plan, num_voxels, sh, mask, out, &kernel_ms);
     } else {
         s = tk_fixels_cpu_execute(plan, num_voxels, sh, mask, out);
         kernel_ms = tk_now_ms() - start_ms;
