@@ -22,12 +22,11 @@
 
 namespace {
 
-// The devices a comparison uses: all visible ones; 0 where the test must skip (it has).
+// A comparison of every visible GPU with one needs two: skip, saying so, with fewer.
 #define TK_REQUIRE_TWO_GPUS()                                                                                   \
     do {                                                                                                        \
         if (tk_cuda_device_count() < 2)                                                                         \
-            GTEST_SKIP() << "SKIPPED: " << tk_cuda_device_count()                                               \
-                         << " CUDA device(s) visible; a split needs 2 (the nvidia-h100-x2 kind)";             \
+            GTEST_SKIP() << "SKIPPED: " << tk_cuda_device_count() << " CUDA device(s) visible; a split needs 2"; \
     } while (0)
 
 template <typename T> bool same_bits(const std::vector<T> &a, const std::vector<T> &b)
