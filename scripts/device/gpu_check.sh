@@ -17,7 +17,7 @@ if [ -z "${NO_BENCH:-}" ]; then
 fi
 [ "${SAN_TOOLS:-}" = none ] && exit 0
 SAN_TIMEOUT=${SAN_TIMEOUT:-200}
-bins=${SAN_BINS:-"tk_test_sshopm_cuda tk_test_fibers_cuda tk_test_eig_cuda tk_test_tucker_cuda tk_test_pltf_cuda tk_test_cuda_memory tk_test_concurrency_cuda tk_test_device tk_test_tracking_cuda"}
+bins=${SAN_BINS:-"tk_test_sshopm_cuda tk_test_fibers_cuda tk_test_eig_cuda tk_test_tucker_cuda tk_test_pltf_cuda tk_test_cuda_memory tk_test_concurrency_cuda tk_test_device tk_test_tracking_cuda tk_test_multi_gpu"}
 for tool in ${SAN_TOOLS:-memcheck racecheck initcheck}; do
   for b in $bins; do
     extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
