@@ -174,3 +174,31 @@ TEST(BatchedEigenvaluesFilter, CudaBackendMatchesOrSkips)
     ASSERT_EQ(got.size(), want.size());
     for (size_t e = 0; e < got.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-10 * (1 + std::fabs(want[e])));
 }
+
+// One GPU unless told; on CUDA every visible GPU (NumberOfCudaDevices 0) gives one GPU's
+// eigenvalues bit for bit, each GPU a contiguous share of the pixels.
+TEST(BatchedEigenvaluesFilter, CudaDevicesSplitExactlyOrSkip)
+{
+    using Filter = itk::BatchedEigenvaluesImageFilter<VectorImage3D>;
+    EXPECT_EQ(Filter::New()->GetNumberOfCudaDevices(), 1u);
+    std::vector<double> flat;
+    auto image = random_matrix_image(5, flat, 21);
+    std::vector<double> runs[2];
+    for (unsigned devices : {1u, 0u}) {
+        auto filter = Filter::New();
+        filter->SetInput(image);
+        filter->SetBackend(Filter::BackendType::CUDA);
+        filter->SetNumberOfCudaDevices(devices);
+        try {
+            filter->Update();
+        } catch (const itk::ExceptionObject &e) {
+            std::string what = e.GetDescription();
+            if (what.find("no CUDA backend") != std::string::npos || what.find("no usable CUDA GPU") != std::string::npos)
+                GTEST_SKIP() << "SKIPPED: " << what;
+            FAIL() << what;
+        }
+        runs[devices ? 0 : 1] = flatten(filter->GetOutput());
+    }
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(double)), 0);
+}
