@@ -23,7 +23,7 @@
 static const char *prog = "tk-bench fixels";
 
 typedef struct {
-    long voxels, threads, repeat;
+    long voxels, threads, repeat, gpus; /* gpus: -1 unless given (bench_scaling_gpus) */
     int backends[3];
     const char *fod2fixel, *tk_fixels, *input;
 } fixels_args;
@@ -42,6 +42,7 @@ static const tk_option options[] = {
     BENCH_BACKENDS_OPTION(ARG(backends), "the core's backends to measure (default cpu,omp,cuda)"),
     BENCH_THREADS_OPTION(ARG(threads), "threads of omp, fod2fixel and tk-fixels (default: all cores)"),
     BENCH_LONG("repeat", "R", 1, 7, ARG(repeat), "runs of each figure, the median reported (default 3)"),
+    BENCH_GPUS_OPTION(ARG(gpus), "the cuda run"),
     BENCH_CUSTOM("fod2fixel", "fod2fixel|off", parse_program, ARG(fod2fixel),
                  "MRtrix3's fod2fixel to compare with, or off (default on PATH)"),
     BENCH_CUSTOM("tk-fixels", "PATH|off", parse_program, ARG(tk_fixels),
@@ -101,12 +102,31 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
+/* The median of `repeat` executes of one plan for o (at most 7), -1 where none ran; *made:
+ * the plan's status. */
+static double median_execute_ms(const tk_fixels_options *o, size_t voxels, const float *sh, uint8_t *count, float *afd,
+                                float *dirs, long repeat, tk_status *made)
+{
+    tk_fixels_plan *plan = NULL;
+    double ms[7];
+    int n = 0;
+    if ((*made = tk_fixels_plan_create(o, &plan)) == TK_OK)
+        for (int r = 0; r < repeat && r < 7; ++r) {
+            tk_fixels_output res = {count, afd, NULL, dirs, NULL, NULL, 0, 0};
+            tk_timing t;
+            if (tk_fixels_plan_execute(plan, voxels, sh, NULL, &res, &t) == TK_OK) ms[n++] = t.total_ms;
+        }
+    tk_fixels_plan_destroy(plan);
+    return n ? bench_median(ms, n) : -1;
+}
+
 int tk_bench_fixels(int argc, char **argv)
 {
     char exe[4096];
-    fixels_args a = {20000, 0, 3, {1, 1, 1}, "fod2fixel", NULL, NULL};
+    fixels_args a = {20000, 0, 3, -1, {1, 1, 1}, "fod2fixel", NULL, NULL};
     a.tk_fixels = beside_me(exe, sizeof exe, "tk-fixels");
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
+    const int scaling_gpus = a.backends[2] ? bench_scaling_gpus(a.gpus) : 0;
     const char *input = a.input ? a.input : TK_BENCH_TRACK_FOD;
     int lmax = 0;
     const size_t voxels = (size_t)a.voxels;
@@ -166,22 +186,14 @@ int tk_bench_fixels(int argc, char **argv)
         tk_fixels_options o;
         tk_fixels_options_init(&o, lmax);
         o.backend = (tk_backend)b, o.num_threads = (int)a.threads;
-        tk_fixels_plan *plan = NULL;
         const int S = 8;
         o.max_fixels = S;
         uint8_t *count = malloc(voxels);
         float *afd = malloc(sizeof(float) * voxels * S), *dirs = malloc(sizeof(float) * voxels * S * 3);
-        double ms[7];
-        int n = 0;
         tk_status made = TK_ERR_MEMORY;
-        if (count && afd && dirs && (made = tk_fixels_plan_create(&o, &plan)) == TK_OK)
-            for (int r = 0; r < a.repeat; ++r) {
-                tk_fixels_output res = {count, afd, NULL, dirs, NULL, NULL, 0, 0};
-                tk_timing t;
-                if (tk_fixels_plan_execute(plan, voxels, sh, NULL, &res, &t) == TK_OK) ms[n++] = t.total_ms;
-            }
-        if (n) {
-            const double m = bench_median(ms, n), rate = voxels / (m / 1000);
+        const double m = count && afd && dirs ? median_execute_ms(&o, voxels, sh, count, afd, dirs, a.repeat, &made) : -1;
+        if (m >= 0) {
+            const double rate = voxels / (m / 1000);
             char goal[96] = "";
             if (b == 2)
                 snprintf(goal, sizeof goal, "transfers included; goal 10M voxels/s at lmax 8: %s",
@@ -191,12 +203,27 @@ int tk_bench_fixels(int argc, char **argv)
             printf("%-10s %9zu %10.1f %13.0f  %s\n", names[b], voxels, m, rate, goal);
             tk_bench_json_row("fixels"), tk_bench_json_str("program", names[b]);
             tk_bench_json_num("voxels", voxels), tk_bench_json_num("total_ms", m), tk_bench_json_num("voxels_per_s", rate);
+            if (b == 2 && scaling_gpus) {
+                /* the same run split over the GPUs, each a contiguous share of the voxels */
+                o.cuda_device_count = scaling_gpus;
+                const double mg = median_execute_ms(&o, voxels, sh, count, afd, dirs, a.repeat, &made);
+                char label[32];
+                snprintf(label, sizeof label, "cuda x%d", scaling_gpus);
+                if (mg < 0) {
+                    printf("%-10s failed: %s\n", label, tk_last_error());
+                } else {
+                    printf("%-10s %9zu %10.1f %13.0f  speed-up over 1 GPU %.2fx\n", label, voxels, mg, voxels / (mg / 1000),
+                           m / mg);
+                    tk_bench_json_row("fixels"), tk_bench_json_str("program", label), tk_bench_json_num("gpus", scaling_gpus);
+                    tk_bench_json_num("voxels", voxels), tk_bench_json_num("total_ms", mg);
+                    tk_bench_json_num("speedup", m / mg);
+                }
+            }
         } else if (b == 2 && (made == TK_ERR_UNSUPPORTED || made == TK_ERR_CUDA)) {
             printf("%-10s skipped: %s\n", names[b], tk_last_error());
         } else {
             printf("%-10s failed: %s\n", names[b], tk_last_error());
         }
-        tk_fixels_plan_destroy(plan);
         free(count), free(afd), free(dirs);
     }
     free(sh);

@@ -19,7 +19,10 @@ if [ -z "${NO_BENCH:-}" ]; then
   build-dev/bin/tk-bench eig --backends cuda --sizes 5,10,20 --gpus "$gpus" > "$OUT/bench_eig.txt" 2>&1
   build-dev/bin/tk-bench fibers --backends cuda --inputs real --sh2peaks off --tk-fibers off --gpus "$gpus" \
     > "$OUT/bench_fibers.txt" 2>&1
-  grep -A3 "Scaling" "$OUT/bench_teig.txt"; grep "h2h\|host-to-host" "$OUT/bench_eig.txt"; grep "^cuda" "$OUT/bench_fibers.txt"
+  build-dev/bin/tk-bench fixels --backends cuda --voxels 200000 --fod2fixel off --tk-fixels off --gpus "$gpus" \
+    > "$OUT/bench_fixels.txt" 2>&1
+  grep -A3 "Scaling" "$OUT/bench_teig.txt"; grep "h2h\|host-to-host" "$OUT/bench_eig.txt"
+  grep "^cuda" "$OUT/bench_fibers.txt" "$OUT/bench_fixels.txt"
 fi
 [ "${SAN_TOOLS:-}" = none ] && exit 0
 for tool in ${SAN_TOOLS:-memcheck racecheck}; do
