@@ -21,7 +21,7 @@ paths.  A case passes when the tool
         runs every tool and rewrites the document (with --tool instead of --all: only
         those tools' tables, the others kept as they are).
 Tools: teig, eig, tucker-train, tucker-predict, tucker-synth, tucker-complete, pltf,
-pltf-complete, fibers, track, bench.  Without numpy the run prints SKIPPED and passes.
+pltf-complete, fibers, fixels, track, bench.  Without numpy the run prints SKIPPED and passes.
 """
 import argparse
 import difflib
@@ -44,13 +44,14 @@ except ImportError:  # the GPU machine may lack it
     sys.exit(0)
 
 TOOLS = ["teig", "eig", "tucker-train", "tucker-predict", "tucker-synth", "tucker-complete", "pltf",
-         "pltf-complete", "fibers", "track", "bench"]
+         "pltf-complete", "fibers", "fixels", "track", "bench"]
 EXE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker", "tucker-predict": "tk-tucker",
        "tucker-synth": "tk-tucker", "tucker-complete": "tk-tucker", "pltf": "tk-pltf", "pltf-complete": "tk-pltf",
-       "fibers": "tk-fibers", "track": "tk-track", "bench": "tk-bench"}
+       "fibers": "tk-fibers", "fixels": "tk-fixels", "track": "tk-track", "bench": "tk-bench"}
 TITLE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker train", "tucker-predict": "tk-tucker predict",
          "tucker-synth": "tk-tucker synth", "tucker-complete": "tk-tucker complete", "pltf": "tk-pltf",
-         "pltf-complete": "tk-pltf complete", "fibers": "tk-fibers", "track": "tk-track", "bench": "tk-bench"}
+         "pltf-complete": "tk-pltf complete", "fibers": "tk-fibers", "fixels": "tk-fixels", "track": "tk-track",
+         "bench": "tk-bench"}
 
 HUGE = 1 << 40  # "a header claiming 2^40 elements"
 RO_DIR = "/proc"  # not writable, even by root
@@ -1193,6 +1194,212 @@ def track_write_cases():
     return rows
 
 
+# ---- tk-fixels: the FOD, its mask, the segmentation flags, the fixel directory -----------
+
+def fixels_inputs():
+    """A 4x3x3 FOD of 2 mm voxels (lmax 4, random lobes over a positive first coefficient:
+    every voxel has fixels) as NRRD (z, y, x, coefficient) and NIfTI (x, y, z, coefficient)."""
+    sh = (rng.standard_normal((3, 3, 4, 15)) * 0.4).astype(np.float32)
+    sh[..., 0] = 1 + np.abs(sh[..., 0])
+    g = files(("fod.nrrd", lambda p: nrrd(p, sh, kind_vector=True)))
+    return sh, g
+
+
+def fixel_dir_check(count_warning=None):
+    """A check that FIXEL_DIR 'fx' holds index and directions (and, where given, that the
+    warning counts count_warning voxels)."""
+    def check(folder, r):
+        names = sorted(os.listdir(os.path.join(folder, "fx")))
+        if names[:2] != ["directions.mif", "index.mif"]:
+            return "fx/ holds %s, not index.mif and directions.mif" % names
+        if count_warning and "%d voxels" % count_warning not in r.stderr:
+            return "expected the warning to count %d voxels" % count_warning
+        return None
+    return check
+
+
+def fixels_cases():
+    sh, g = fixels_inputs()
+    base = lambda inp="fod.nrrd", out="fx": [inp, out, "--quiet"]
+    more = lambda *makers: both(g, files(*makers))
+    xyz = sh.transpose(2, 1, 0, 3)
+    aff = np.diag([2.0, 2.0, 2.0, 1.0])
+    nan, inf = sh.copy(), sh.copy()
+    nan[1, 1, 2, 3] = np.nan
+    inf[2, 0, 1, 0] = np.inf
+    zero = np.zeros_like(sh)
+    shifted = aff.copy()
+    shifted[0, 3] = 6.0
+    ok = dict(code=0, allow_new=("fx",), check=fixel_dir_check())
+    rows = [
+        Case("valid input (control)", base(), g, **ok),
+        Case("valid input, NIfTI with --nii and every metric (control)",
+             ["fod.nii", "fx", "--nii", "--afd", "afd.nii", "--peak-amp", "amp.nii", "--disp", "disp.nii", "--quiet"],
+             files(("fod.nii", nifti_maker(xyz, aff))), code=0, allow_new=("fx",)),
+        Case(".mif: valid input (control)", base("fod.mif"), files(("fod.mif", lambda p: mif(p, sh))), **ok),
+        # the FOD
+        Case("FOD: missing file", base("missing.nii"), names="missing.nii", says=MISSING),
+        Case("FOD: a directory", base("dir.nii"), files(("dir.nii", mkdir)), names="dir.nii", says=IS_DIR),
+        Case("FOD: empty file", base("empty.nii"), files(("empty.nii", lambda p: write(p, b""))), names="empty.nii",
+             says=r"empty"),
+        Case("FOD: not an image (text)", base("text.nii"), files(("text.nii", text_file("1 2 3\n"))),
+             names="text.nii", says=r"not a|format|unknown|recogni"),
+        Case("FOD: garbage bytes named .mif", base("junk.mif"),
+             files(("junk.mif", lambda p: write(p, bytes(rng.integers(0, 256, 4000, dtype=np.uint8))))),
+             names="junk.mif", says=r"not a|format|unknown|recogni|malformed|header"),
+        Case("FOD: truncated NIfTI", base("cut.nii"), files(("cut.nii", lambda p: write(p, nifti1_bytes(xyz, aff)[:900]))),
+             names="cut.nii", says=TRUNCATED),
+        Case("FOD: truncated NRRD", base("cut.nrrd"),
+             files(("cut.nrrd", lambda p: nrrd(p, sh, kind_vector=True, data=sh.tobytes()[:300]))), names="cut.nrrd",
+             says=TRUNCATED),
+        Case("FOD: .nii.gz cut mid-stream", base("cut.nii.gz"),
+             files(("cut.nii.gz", lambda p: write(p, gz(nifti1_bytes(xyz, aff))[:-100]))), names="cut.nii.gz",
+             says=r"truncated"),
+        Case("FOD: no SH volume count (14 volumes)", base("k14.nii"), files(("k14.nii", nifti_maker(xyz[..., :14], aff))),
+             names="k14.nii", says=r"no even-degree SH size"),
+        Case("FOD: one volume (a 3-D scalar image)", base("scalar.nii"), files(("scalar.nii", nifti_maker(xyz[..., 0], aff))),
+             names="scalar.nii", says=r"no even-degree SH size|expected a 4-D image"),
+        Case("FOD: header claiming 2^40 voxels", base("huge.nrrd"),
+             files(("huge.nrrd", lambda p: nrrd_header_only(p, (15, 1 << 14, 1 << 13, 1 << 13),
+                                                            kinds="vector domain domain domain"))),
+             names="huge.nrrd", says=r"GiB|truncated: the header claims", varies=True),
+        Case("FOD: a voxel with NaN (documented: no fixels there, one warning)", ["nan.nrrd", "fx"],
+             files(("nan.nrrd", lambda p: nrrd(p, nan, kind_vector=True))), code=0, names="1 voxels",
+             says=r"non-finite", allow_new=("fx",), check=fixel_dir_check(1)),
+        Case("FOD: NIfTI, a voxel with Inf (documented: no fixels there, one warning)", ["inf.nii", "fx"],
+             files(("inf.nii", nifti_maker(inf.transpose(2, 1, 0, 3), aff))), code=0, names="1 voxels",
+             says=r"non-finite", allow_new=("fx",), check=fixel_dir_check(1)),
+        Case("FOD: every voxel NaN", base("allnan.nrrd"),
+             files(("allnan.nrrd", lambda p: nrrd(p, zero + np.nan, kind_vector=True))), names="allnan.nrrd",
+             says=r"non-finite.*no fixels at all"),
+        Case("FOD: all zero (no lobe anywhere)", base("zero.nrrd"),
+             files(("zero.nrrd", lambda p: nrrd(p, zero, kind_vector=True))), names="zero.nrrd",
+             says=r"no fixels at all"),
+        # --mask
+        Case("--mask: missing file", base() + ["--mask", "nomask.nrrd"], g, names="nomask.nrrd", says=MISSING),
+        Case("--mask: another size", base() + ["--mask", "small.nrrd"],
+             more(("small.nrrd", lambda p: nrrd(p, np.ones((3, 3, 3)), pixel="uchar"))), names="small.nrrd",
+             says=r"size|another voxel grid"),
+        Case("--mask: same size, a shifted origin", ["fod.nii", "fx", "--quiet", "--mask", "moved.nii"],
+             files(("fod.nii", nifti_maker(xyz, aff)),
+                   ("moved.nii", nifti_maker(np.ones(xyz.shape[:3], np.uint8), shifted, 2))),
+             names="moved.nii", says=r"on another voxel grid"),
+        Case("--mask: every voxel zero", base() + ["--mask", "none.nrrd"],
+             more(("none.nrrd", lambda p: nrrd(p, np.zeros(sh.shape[:3]), pixel="uchar"))), names="--mask none.nrrd",
+             says=r"no fixels at all"),
+    ]
+    # the segmentation flags: out of range, not a number, trailing junk
+    for flag, values in (("--maxnum", ("-1", "0", "65", "1.5", "x")), ("--fmls-peak-value", ("-1", "nan", "inf", "1x")),
+                         ("--fmls-integral", ("-0.5", "nan")), ("--fmls-lobe-merge-ratio", ("-0.1", "1.5", "nan")),
+                         ("--threads", ("-1", "x"))):
+        for value in values:
+            rows.append(Case("%s %s" % (flag, value), base() + [flag, value], g, code=2, names=flag, says=r"expects"))
+    rows += [
+        Case("--basis unknown", base() + ["--basis", "mrtrix"], g, code=2, names="--basis", says=r"expects|one of"),
+        Case("--backend unknown", base() + ["--backend", "gpu"], g, code=2, names="--backend", says=r"expects|one of"),
+        Case("--backend cuda without a GPU", base() + ["--backend", "cuda"], g, names="--backend cuda",
+             says=r"no usable CUDA GPU", varies=True),
+        Case("FOD and FIXEL_DIR missing", ["--quiet"], code=2, names="FIXEL_DIR", says=r"required"),
+        Case("a third positional argument", base() + ["extra"], g, code=2, names="extra", says=r"once|unexpected"),
+    ]
+    rows += flag_cases(base(), g, missing_value="--afd")
+    # the metric names: file names inside FIXEL_DIR, .mif or .nii, each once
+    for flag in ("--afd", "--peak-amp", "--disp"):
+        rows += [
+            Case("%s as a path with a folder" % flag, base() + [flag, "sub/m.mif"], g, code=2, names=flag + " sub/m.mif",
+                 says=r"file name inside FIXEL_DIR"),
+            Case("%s as an absolute path" % flag, base() + [flag, "/tmp/m.mif"], g, code=2, names=flag + " /tmp/m.mif",
+                 says=r"file name inside FIXEL_DIR"),
+            Case("%s of another format (.txt)" % flag, base() + [flag, "m.txt"], g, code=2, names=flag + " m.txt",
+                 says=r"ending in .mif or .nii"),
+        ]
+    rows += [
+        Case("--afd named index.mif (the index's name)", base() + ["--afd", "index.mif"], g, code=2, names="index.mif",
+             says=r"written twice"),
+        Case("--afd and --disp with one name", base() + ["--afd", "m.mif", "--disp", "m.mif"], g, code=2,
+             names="m.mif", says=r"written twice"),
+        Case("--count-map of an unknown format", base() + ["--count-map", "count.xyz"], g, code=2,
+             names="count.xyz", says=r"unknown output format"),
+        Case("--count-map in a missing folder", base() + ["--count-map", "nodir/count.nii"], g,
+             names="nodir/count.nii", says=r"does not exist|no such file"),
+        Case("--afd-map the same file as --count-map", base() + ["--count-map", "m.nii", "--afd-map", "m.nii"], g,
+             code=2, names="m.nii", says=r"same file"),
+        Case("--afd-map is FIXEL_DIR's index", base() + ["--afd-map", "fx/index.mif"], g, code=2,
+             names="fx/index.mif", says=r"inside|same file|another output"),
+        Case("--vtp without .vtp", base() + ["--vtp", "fixels.vtk"], g, code=2, names="--vtp", says=r"\.vtp"),
+    ]
+    # FIXEL_DIR
+    rows += output_cases(lambda o: ["fod.nrrd", o, "--quiet"], g, "FIXEL_DIR", "fx", is_dir=True,
+                         input_name="fod.nrrd", input_code=1)
+    rows += [
+        Case("FIXEL_DIR exists, a fixel directory (no --force)", base(),
+             more(("fx", mkdir), ("fx/index.mif", text_file("an earlier run"))), code=2, names="fx",
+             says=r"exists already.*--force"),
+        Case("FIXEL_DIR exists, a folder of other files (no --force)", base(),
+             more(("fx", mkdir), ("fx/notes.txt", text_file("a user's notes"))), code=2, names="fx",
+             says=r"exists already.*--force"),
+        Case("FIXEL_DIR is a file", base(out="fx.mif"), more(("fx.mif", text_file("a file"))),
+             names="fx.mif", says=r"not a directory|is a file|exists"),
+        Case("FIXEL_DIR is a file (--force)", base(out="fx.mif") + ["--force"], more(("fx.mif", text_file("a file"))),
+             names="fx.mif", says=r"not a directory|is a file"),
+        Case("FIXEL_DIR empty (exit 0: filled)", base(), more(("fx", mkdir)), **ok),
+    ]
+    if os.geteuid() != 0:  # as root, permissions do not bite (not in the document)
+        def unreadable(data):
+            def make(p):
+                write(p, data)
+                os.chmod(p, 0)
+            return make
+        rows += [
+            Case("FOD: unreadable (mode 0000)", base("locked.nii"),
+                 files(("locked.nii", unreadable(nifti1_bytes(xyz, aff)))), names="locked.nii", says=r"permission denied"),
+            Case("--mask: unreadable (mode 0000)", ["fod.nii", "fx", "--quiet", "--mask", "locked.nii"],
+                 files(("fod.nii", nifti_maker(xyz, aff)),
+                       ("locked.nii", unreadable(nifti1_bytes(np.ones(xyz.shape[:3], np.uint8), aff, 2)))),
+                 names="locked.nii", says=r"permission denied")]
+    return rows
+
+
+def fixels_write_cases():
+    sh, g = fixels_inputs()
+    big = (rng.standard_normal((40, 40, 40, 45)) * 0.3).astype(np.float32)
+    big[..., 0] = 1 + np.abs(big[..., 0])
+    gbig = files(("big.nrrd", lambda p: nrrd(p, big, kind_vector=True)))
+    stale = ".tk-tmp-%d-Ab12Cd" % dead_pid()
+
+    def with_stale(folder):
+        g(folder)
+        stale_temporary(folder)
+
+    def earlier(folder):
+        g(folder)
+        os.mkdir(os.path.join(folder, "fx"))
+        write(os.path.join(folder, "fx", "index.mif"), b"the index of an earlier run")
+        write(os.path.join(folder, "fx", "notes.txt"), b"a user's notes")
+        write(os.path.join(folder, "count.nii"), b"the count map of an earlier run")
+
+    def kept(folder, r):
+        names = sorted(os.listdir(os.path.join(folder, "fx")))
+        if names != ["afd.mif", "directions.mif", "index.mif", "notes.txt"]:
+            return "fx/ holds %s, not the new fixels and the user's notes" % names
+        return None
+    long_run = ["big.nrrd", "fx", "--fmls-no-thresholds", "--threads", "1", "--quiet"]
+    return [
+        Case("write: FIXEL_DIR on a full disk", ["fod.nrrd", "fx", "--afd", "afd.mif", "--quiet"], g,
+             names="fx/", says=FULL, file_limit=1024),
+        Case("write: --force replaces a fixel directory, keeping a user's file (exit 0)",
+             ["fod.nrrd", "fx", "--afd", "afd.mif", "--quiet", "--force"], earlier, code=0, may_change=("fx/index.mif",),
+             allow_new=("fx/afd.mif", "fx/directions.mif"), check=kept),
+        Case("write: --count-map failing to go in place after FIXEL_DIR did puts the earlier FIXEL_DIR back",
+             ["fod.nrrd", "fx", "--count-map", "count.nii", "--quiet", "--force"], earlier, names="count.nii",
+             says=UNDONE, fault="count.nii"),
+        Case("write: a temporary left by a run killed with kill -9 is removed (exit 0)", ["fod.nrrd", "fx", "--quiet"],
+             with_stale, code=0, allow_new=("fx",), removes=(stale,)),
+        Case("write: SIGTERM during the run leaves no temporary", long_run, gbig, signal=signal.SIGTERM),
+        Case("write: SIGINT during the run leaves no temporary", long_run, gbig, signal=signal.SIGINT),
+    ]
+
+
 def bench_cases():
     sh = rng.standard_normal((10, 15)).astype(np.float32)
     g = files(("sh.npy", lambda p: save(p, sh)))
@@ -1442,7 +1649,7 @@ def tucker_complete_write_cases():
 
 def write_cases(tool, exe):
     """The rows above for tool (none for the others)."""
-    makers = {"fibers": fibers_write_cases, "track": track_write_cases, "tucker-predict": lambda: tucker_predict_write_cases(exe),
+    makers = {"fibers": fibers_write_cases, "fixels": fixels_write_cases, "track": track_write_cases, "tucker-predict": lambda: tucker_predict_write_cases(exe),
               "tucker-train": lambda: tucker_train_write_cases(exe), "tucker-synth": lambda: tucker_synth_write_cases(exe),
               "pltf": pltf_write_cases, "bench": bench_message_cases,
               "tucker-complete": tucker_complete_write_cases, "eig": eig_write_cases}
@@ -1733,7 +1940,7 @@ def main():
               "tucker-predict": lambda: tucker_predict_cases(os.path.abspath(os.path.join(a.bin, "tk-tucker"))),
               "tucker-synth": tucker_synth_cases, "tucker-complete": tucker_complete_cases, "pltf": pltf_cases,
               "pltf-complete": pltf_complete_cases,
-              "fibers": fibers_cases, "track": track_cases, "bench": bench_cases}
+              "fibers": fibers_cases, "fixels": fixels_cases, "track": track_cases, "bench": bench_cases}
     sections, failures, total = {}, [], 0
     skipped = set()  # names of the cases not run here
     for tool in tools:

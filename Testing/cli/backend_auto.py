@@ -2,7 +2,7 @@
 """--backend auto, every tool's default: CUDA where a usable GPU is found, else the CPU (omp)
 after exactly one warning line.
 
-    backend_auto.py --bin BUILD/bin --tool teig|eig|tucker-train|pltf|fibers|tucker-complete|track
+    backend_auto.py --bin BUILD/bin --tool teig|eig|tucker-train|pltf|fibers|tucker-complete|track|fixels
 
 Without a usable GPU (this build has no CUDA, or no GPU or driver is there) the default run
 must print exactly one line "TOOL: warning: no usable CUDA GPU (REASON); running on the CPU
@@ -13,6 +13,11 @@ no such warning, `--backend cuda` works too, and (where the CUDA backend is bit-
 reproducible: teig, eig, fibers) the default writes what `--backend cuda` writes; tk-pltf's
 fused kernels and FastTucker's SGD accumulate with float atomics, so their CUDA runs differ
 in the last bits from run to run and are not compared.
+
+tk-fixels' auto stays on the CPU until its CUDA backend has had a first GPU run
+(Documentation/fixels.md): its default and `--backend auto` run omp with no warning on any
+machine and write what `--backend omp` writes; `--backend cuda` asks for the GPU (without one:
+exit 1 and why, no output).
 """
 import argparse
 import filecmp
@@ -78,12 +83,18 @@ def make_inputs(tool, d):
         nrrd(os.path.join(d, "fod.nrrd"), sh, vector=True)
         nrrd(os.path.join(d, "seed.nrrd"), np.ones((3, 4, 5)), pixel="uchar")
         return ["fod.nrrd", "OUT", "--seed-mask", "seed.nrrd", "--seeds", "4"], "tracks.tck"
+    if tool == "fixels":
+        sh = (rng.standard_normal((3, 4, 5, 15)) * 0.4).astype(np.float32)
+        sh[..., 0] = 1 + np.abs(sh[..., 0])
+        nrrd(os.path.join(d, "fod.nrrd"), sh, vector=True)
+        return ["fod.nrrd", "OUT", "--afd", "afd.mif"], "fixels"
     raise ValueError(tool)
 
 
 REPRODUCIBLE_ON_CUDA = {"teig", "eig", "fibers"}
+AUTO_ON_CPU = {"fixels"}  # auto does not pick CUDA yet (see above)
 EXE = {"teig": "tk-teig", "eig": "tk-eig", "tucker-train": "tk-tucker", "pltf": "tk-pltf", "fibers": "tk-fibers",
-       "tucker-complete": "tk-tucker", "track": "tk-track"}
+       "tucker-complete": "tk-tucker", "track": "tk-track", "fixels": "tk-fixels"}
 
 
 def same_output(a, b):
@@ -123,7 +134,23 @@ def main():
         fallback = [l for l in err.splitlines() if pattern.match(l)]
         warnings = [l for l in err.splitlines() if "warning" in l or "CUDA" in l]
         cuda_code, cuda_err = run("cuda_" + out, ["--backend", "cuda"])
-        if fallback:
+        if a.tool in AUTO_ON_CPU:
+            if code == 0 and warnings:
+                problems.append("the default run warned (auto stays on the CPU here):\n  " + "\n  ".join(warnings))
+            for name, extra in (("omp_", ["--backend", "omp"]), ("auto_", ["--backend", "auto"])):
+                c, e = run(name + out, extra)
+                if c != 0 or "warning" in e:
+                    problems.append("%s: exit %d, stderr %r" % (" ".join(extra), c, e))
+                elif not same_output(where("default_" + out), where(name + out)):
+                    problems.append("the default run's output differs from %s's" % " ".join(extra))
+            gpu = cuda_code == 0
+            print("--backend cuda: %s" % ("ran on the GPU" if gpu else cuda_err.strip()))
+            if not gpu and (cuda_code != 1 or "--backend cuda: no usable CUDA GPU" not in cuda_err):
+                problems.append("--backend cuda without a GPU: exit %d, stderr %r (expected exit 1 and why)"
+                                % (cuda_code, cuda_err))
+            if not gpu and os.path.exists(where("cuda_" + out)):
+                problems.append("--backend cuda without a GPU left an output behind")
+        elif fallback:
             print("no usable GPU here: %s" % pattern.match(fallback[0]).group(1))
             if len(warnings) != 1:
                 problems.append("expected exactly one warning line, got %d:\n  %s" % (len(warnings), "\n  ".join(warnings)))

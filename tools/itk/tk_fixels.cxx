@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "cli_failure.h"
+#include "fixel_files.h"
 #include "image_grid.h"
 #include "sh_image_io.h"
 #include "tk_fixels.h"
@@ -81,104 +82,16 @@ int parse(int argc, char **argv, Args &a)
     return 1;
 }
 
-// The voxel-to-scanner (RAS) transform MRtrix3 keeps: unit axes and the origin, from ITK's LPS.
-struct Geometry {
-    size_t dim[3];
-    double vox[3], rot[3][3], origin[3];
-};
-
-Geometry geometry_of(const tk::VectorImage3 *im)
+tk::FixelGeometry geometry_of(const tk::VectorImage3 *im)
 {
-    Geometry g{};
+    tk::FixelGeometry g{};
     const auto size = im->GetLargestPossibleRegion().GetSize();
     for (int r = 0; r < 3; ++r) {
-        const double flip = r < 2 ? -1.0 : 1.0;
+        const double flip = r < 2 ? -1.0 : 1.0;  // ITK's LPS to MRtrix3's RAS
         g.dim[r] = size[r], g.vox[r] = im->GetSpacing()[r], g.origin[r] = flip * im->GetOrigin()[r];
         for (int c = 0; c < 3; ++c) g.rot[r][c] = flip * im->GetDirection()[r][c];
     }
     return g;
-}
-
-// The geometry MRtrix3 gives an image when it opens it (Header::realign_transform): its axes
-// permuted and flipped so that each runs along the scanner axis it is closest to.  fod2fixel's
-// data files carry this transform, under which MRtrix3 keeps their N x 1 x 1 axes as they are;
-// given the file's own transform it would permute them as it permutes the FOD's.
-Geometry realigned(const Geometry &in)
-{
-    Geometry g = in;
-    int used[3] = {0, 0, 0};
-    for (int i = 0; i < 3; ++i) {
-        int row = 0;
-        double best = -1;
-        for (int r = 0; r < 3; ++r)
-            if (!used[r] && std::fabs(in.rot[r][i]) > best) best = std::fabs(in.rot[r][i]), row = r;
-        used[row] = 1;
-        const double sign = in.rot[row][i] < 0 ? -1.0 : 1.0;
-        for (int r = 0; r < 3; ++r) {
-            g.rot[r][row] = sign * in.rot[r][i];
-            if (sign < 0) g.origin[r] += in.rot[r][i] * in.vox[i] * (double)(in.dim[i] - 1);
-        }
-        g.vox[row] = in.vox[i], g.dim[row] = in.dim[i];
-    }
-    return g;
-}
-
-// One file of the directory: dims (3 or 4 axes), vox, uint32 or float32 data, .mif or .nii.
-void write_image(const std::string &path, const Geometry &g, const size_t *dim, int ndim, bool uint32,
-                 const void *data, size_t count, const char *extra_key)
-{
-    const size_t bytes = 4 * count;
-    std::string head;
-    if (ends_with(path, ".mif")) {
-        char line[512];
-        head = "mrtrix image\ndim: ";
-        for (int i = 0; i < ndim; ++i) head += std::to_string(dim[i]) + (i + 1 < ndim ? "," : "\n");
-        std::snprintf(line, sizeof line, "vox: %.17g,%.17g,%.17g%s\n", g.vox[0], g.vox[1], g.vox[2], ndim == 4 ? ",1" : "");
-        head += line;
-        head += ndim == 4 ? "layout: +0,+1,+2,+3\n" : "layout: +0,+1,+2\n";
-        head += uint32 ? "datatype: UInt32LE\n" : "datatype: Float32LE\n";
-        for (int r = 0; r < 3; ++r) {
-            std::snprintf(line, sizeof line, "transform: %.17g,%.17g,%.17g,%.17g\n", g.rot[r][0], g.rot[r][1],
-                          g.rot[r][2], g.origin[r]);
-            head += line;
-        }
-        if (extra_key) head += extra_key;
-        // "file: . OFFSET" with the offset past the header's own end, 16-byte aligned
-        size_t offset = head.size() + 32;
-        offset = (offset + 15) / 16 * 16;
-        head += "file: . " + std::to_string(offset) + "\nEND\n";
-        if (head.size() > offset) throw std::runtime_error(path + ": header too long");
-        head.resize(offset, '\0');
-    } else {
-        unsigned char h[352] = {0};
-        auto put32 = [&](int at, int32_t x) { std::memcpy(h + at, &x, 4); };
-        auto put16 = [&](int at, int16_t x) { std::memcpy(h + at, &x, 2); };
-        auto putf = [&](int at, float x) { std::memcpy(h + at, &x, 4); };
-        put32(0, 348);
-        put16(40, (int16_t)ndim);
-        for (int i = 0; i < ndim; ++i) put16(42 + 2 * i, (int16_t)dim[i]);
-        for (int i = ndim; i < 7; ++i) put16(42 + 2 * i, 1);
-        if (dim[0] > 32767) throw std::runtime_error(path + ": more fixels than NIfTI-1 holds on one axis; use .mif");
-        put16(70, uint32 ? 768 : 16);
-        put16(72, 32);
-        putf(76, 1.0f);
-        for (int i = 0; i < 3; ++i) putf(80 + 4 * i, (float)g.vox[i]);
-        putf(92, 1.0f);
-        putf(108, 352.0f);
-        putf(112, 1.0f);  // scl_slope
-        put16(254, 2);    // sform_code: aligned
-        for (int r = 0; r < 3; ++r) {
-            for (int c = 0; c < 3; ++c) putf(280 + 16 * r + 4 * c, (float)(g.rot[r][c] * g.vox[c]));
-            putf(280 + 16 * r + 12, (float)g.origin[r]);
-        }
-        std::memcpy(h + 344, "n+1", 4);
-        head.assign(reinterpret_cast<char *>(h), sizeof h);
-    }
-    FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f) throw std::runtime_error(path + ": cannot write");
-    const bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size() &&
-                    std::fwrite(data, 1, bytes, f) == bytes;
-    if (std::fclose(f) != 0 || !ok) throw std::runtime_error(path + ": write failed (disk full?)");
 }
 
 // Files of an old fixel directory that --force replaces: its images (index, directions and
@@ -189,6 +102,26 @@ int old_fixel_file(const char *name)
     for (const char *e : {".mif", ".nii", ".mif.gz", ".nii.gz", ".mih"})
         if (ends_with(n, e)) return 1;
     return 0;
+}
+
+// Why a run found no fixel anywhere (fod2fixel writes nothing then either), and what to do.
+std::string no_fixels_message(const Args &a, size_t bad, const std::vector<uint8_t> &mask, size_t nvox)
+{
+    size_t selected = nvox;
+    if (!mask.empty()) {
+        selected = 0;
+        for (uint8_t m : mask) selected += m != 0;
+        if (!selected)
+            return "--mask " + a.mask + ": no voxel is non-zero, so there are no fixels at all; give a mask that "
+                   "selects the voxels to segment";
+    }
+    if (bad == selected)
+        return a.input + ": every voxel has non-finite coefficients (NaN or Inf), so there are no fixels at all; "
+               "check the FOD";
+    char threshold[64];
+    std::snprintf(threshold, sizeof threshold, "%g", a.v.no_thresholds ? 0.0 : a.v.peak_value);
+    return a.input + ": no lobe of any voxel reaches the thresholds (--fmls-peak-value " + threshold +
+           "), so there are no fixels at all; check the FOD (its scale and basis), or lower --fmls-peak-value";
 }
 
 }  // namespace
@@ -234,7 +167,8 @@ int main(int argc, char **argv)
         const int lmax = tk_sh_lmax_for_count(comps);
         if (lmax < 2 || lmax > TK_SH_MAX_LMAX)
             throw std::runtime_error(a.input + ": " + std::to_string(comps) +
-                                     " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153)");
+                                     " volumes is no even-degree SH size (6, 15, 28, 45, 66, 91, 120, 153); give an SH "
+                                     "image with one of those numbers of volumes");
         std::vector<uint8_t> mask;
         if (!a.mask.empty()) {
             auto m = tk::read_mask(a.mask);
@@ -269,7 +203,7 @@ int main(int argc, char **argv)
         if (tk_fixels_plan_create(&o, &plan) != TK_OK)
             throw std::runtime_error(std::string("fixels: ") + tk_last_error());
         std::unique_ptr<tk_fixels_plan, void (*)(tk_fixels_plan *)> hold{plan, tk_fixels_plan_destroy};
-        const Geometry g = geometry_of(sh);
+        const tk::FixelGeometry g = geometry_of(sh);
         const size_t nvox = g.dim[0] * g.dim[1] * g.dim[2], S = (size_t)tk_fixels_plan_slots(plan);
         // a chunk a progress step; on CUDA each GPU takes 65536 voxels of one
         const size_t chunk = backend == TK_BACKEND_CUDA ? 65536 * static_cast<size_t>(gpus) : 4096;
@@ -306,24 +240,29 @@ int main(int argc, char **argv)
             std::fprintf(stderr, "%s: warning: %zu voxels have more than %zu fixels; the first %zu kept\n", prog,
                          truncated, S, S);
         const size_t nf = f_afd.size();
-        if (nf == 0) throw std::runtime_error(a.input + ": no fixels at all (fod2fixel writes nothing then either)");
-        const Geometry data_g = realigned(g);
+        if (nf == 0) throw std::runtime_error(no_fixels_message(a, bad, mask, nvox));
+        const tk::FixelGeometry data_g = tk::realigned(g);
         const std::string key = "nfixels: " + std::to_string(nf) + "\n";
         const size_t idim[4] = {g.dim[0], g.dim[1], g.dim[2], 2}, ddim[3] = {nf, 3, 1}, mdim[3] = {nf, 1, 1};
-        write_image(tk_outset_temp(set.get(), out, 0), g, idim, 4, true, index.data(), index.size(), key.c_str());
+        // each file k of the folder output: names[k], named FIXEL_DIR/NAME in messages
+        const auto put = [&](int k, const tk::FixelGeometry &geo, const size_t *dim, int ndim, tk::FixelType type,
+                             const void *values, const char *extra) {
+            tk::write_fixel_image(set.get(), out, k, names[k], a.dir + "/" + names[k], geo, dim, ndim, type, values,
+                                  extra);
+        };
+        put(0, g, idim, 4, tk::FixelType::UInt32, index.data(), key.c_str());
         // directions: N x 3 x 1 with the fixel axis fastest
         std::vector<float> dirs_t(3 * nf);
         for (size_t f = 0; f < nf; ++f)
             for (int i = 0; i < 3; ++i) dirs_t[i * nf + f] = f_dir[3 * f + i];
-        write_image(tk_outset_temp(set.get(), out, 1), data_g, ddim, 3, false, dirs_t.data(), dirs_t.size(), nullptr);
+        put(1, data_g, ddim, 3, tk::FixelType::Float32, dirs_t.data(), nullptr);
         int k = 2;
-        if (!a.afd.empty()) write_image(tk_outset_temp(set.get(), out, k++), data_g, mdim, 3, false, f_afd.data(), nf, nullptr);
-        if (!a.peak_amp.empty())
-            write_image(tk_outset_temp(set.get(), out, k++), data_g, mdim, 3, false, f_amp.data(), nf, nullptr);
+        if (!a.afd.empty()) put(k++, data_g, mdim, 3, tk::FixelType::Float32, f_afd.data(), nullptr);
+        if (!a.peak_amp.empty()) put(k++, data_g, mdim, 3, tk::FixelType::Float32, f_amp.data(), nullptr);
         if (!a.disp.empty()) {
             std::vector<float> disp(nf);
             for (size_t f = 0; f < nf; ++f) disp[f] = f_afd[f] / f_amp[f];
-            write_image(tk_outset_temp(set.get(), out, k++), data_g, mdim, 3, false, disp.data(), nf, nullptr);
+            put(k++, data_g, mdim, 3, tk::FixelType::Float32, disp.data(), nullptr);
         }
         // the voxel maps on the FOD's grid (Slicer's scalar volumes)
         for (const std::pair<int, bool> &m : {std::make_pair(count_out, true), std::make_pair(afd_out, false)}) {
@@ -366,6 +305,8 @@ int main(int argc, char **argv)
 #endif
         if (tk_outset_commit(set.get()) != 0) return TK_EXIT_FAILURE;
         if (!quiet) std::fprintf(stderr, "%s: %zu fixels in %s\n", prog, nf, a.dir.c_str());
+    } catch (const tk::FixelWriteError &) {
+        return TK_EXIT_FAILURE;  // the output set said why
     } catch (...) {
         return tk::report_failure(prog, a.input, tk::volume_out_of_memory(a.mask.empty()));
     }
