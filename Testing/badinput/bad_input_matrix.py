@@ -1304,7 +1304,7 @@ def fixels_cases():
     ]
     rows += flag_cases(base(), g, missing_value="--afd")
     # the metric names: file names inside FIXEL_DIR, .mif or .nii, each once
-    for flag in ("--afd", "--peak-amp", "--disp"):
+    for flag in ("--afd", "--peak-amp", "--disp", "--lobes"):
         rows += [
             Case("%s as a path with a folder" % flag, base() + [flag, "sub/m.mif"], g, code=2, names=flag + " sub/m.mif",
                  says=r"file name inside FIXEL_DIR"),
@@ -1318,6 +1318,8 @@ def fixels_cases():
              says=r"written twice"),
         Case("--afd and --disp with one name", base() + ["--afd", "m.mif", "--disp", "m.mif"], g, code=2,
              names="m.mif", says=r"written twice"),
+        Case("--lobes named directions.mif (the directions' name)", base() + ["--lobes", "directions.mif"], g, code=2,
+             names="directions.mif", says=r"written twice"),
         Case("--count-map of an unknown format", base() + ["--count-map", "count.xyz"], g, code=2,
              names="count.xyz", says=r"unknown output format"),
         Case("--count-map in a missing folder", base() + ["--count-map", "nodir/count.nii"], g,

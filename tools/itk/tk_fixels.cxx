@@ -2,6 +2,9 @@
 // fixel directory MRtrix3 reads: index (X x Y x Z x 2, UInt32: count and offset), directions
 // (N x 3 x 1) and one N x 1 x 1 Float32 file per metric, with the FOD's voxel size and
 // transform, .mif or .nii by name; all through one output set (every file or none).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -29,7 +32,7 @@ namespace {
 const char *prog = "tk-fixels";
 
 struct Args {
-    std::string input, dir, mask, afd, peak_amp, disp, count_map, afd_map, vtp;
+    std::string input, dir, mask, afd, peak_amp, disp, lobes, count_map, afd_map, vtp;
     tk_fixels_values v{};
 };
 
@@ -52,6 +55,7 @@ int parse(int argc, char **argv, Args &a)
     a.input = parsed.positional[0], a.dir = parsed.positional[1];
     const auto text = [](const char *t) { return std::string(t ? t : ""); };
     a.mask = text(a.v.mask), a.afd = text(a.v.afd), a.peak_amp = text(a.v.peak_amp), a.disp = text(a.v.disp);
+    a.lobes = text(a.v.lobes);
     a.count_map = text(a.v.count_map), a.afd_map = text(a.v.afd_map), a.vtp = text(a.v.vtp);
 #ifndef TK_HAVE_VTK
     if (!a.vtp.empty()) {
@@ -71,7 +75,8 @@ int parse(int argc, char **argv, Args &a)
         return 0;
     }
     for (const auto &m :
-         {std::make_pair("--afd", &a.afd), std::make_pair("--peak-amp", &a.peak_amp), std::make_pair("--disp", &a.disp)}) {
+         {std::make_pair("--afd", &a.afd), std::make_pair("--peak-amp", &a.peak_amp), std::make_pair("--disp", &a.disp),
+          std::make_pair("--lobes", &a.lobes)}) {
         if (m.second->empty()) continue;
         if (m.second->find('/') != std::string::npos || !(ends_with(*m.second, ".mif") || ends_with(*m.second, ".nii"))) {
             tk_cli_error(prog, "%s %s: give a file name inside FIXEL_DIR ending in .mif or .nii (as fod2fixel takes it)",
@@ -94,6 +99,10 @@ tk::FixelGeometry geometry_of(const tk::VectorImage3 *im)
     return g;
 }
 
+// --lobes' direction set beside its masks: MRtrix3's direction-file convention (sh2amp's
+// DIRECTIONS argument), one unit "x y z" a row in the frame of the FOD's SH coefficients.
+const char *const kLobeDirections = "lobe_directions.txt";
+
 // Files of an old fixel directory that --force replaces: its images (index, directions and
 // every metric, fod2fixel's and ours); anything else (a user's notes) stays.
 int old_fixel_file(const char *name)
@@ -101,7 +110,28 @@ int old_fixel_file(const char *name)
     const std::string n(name);
     for (const char *e : {".mif", ".nii", ".mif.gz", ".nii.gz", ".mih"})
         if (ends_with(n, e)) return 1;
-    return 0;
+    return n == kLobeDirections;
+}
+
+// FIXEL_DIR/lobe_directions.txt (output idx's file k): the set's directions, in the order of
+// the masks' second axis.
+void write_lobe_directions(tk_outset *set, int idx, int k, const std::string &path, const std::string &lobes)
+{
+    std::string text = "# tk-fixels: the " + std::to_string(TK_FIXELS_DIRECTIONS) + " sphere directions of the lobe masks " +
+                       lobes + " (row d: axis d of its second dimension), unit x y z in the frame of the FOD's SH "
+                       "coefficients and of directions.mif\n";
+    const double *dirs = tk_fixels_directions();
+    char row[96];
+    for (size_t d = 0; d < TK_FIXELS_DIRECTIONS; ++d) {
+        std::snprintf(row, sizeof row, "%.9f %.9f %.9f\n", dirs[3 * d], dirs[3 * d + 1], dirs[3 * d + 2]);
+        text += row;
+    }
+    const int fd = tk_outset_open(set, idx, k);
+    if (fd < 0) throw tk::FixelWriteError();
+    int err = tk_write_all(fd, text.data(), text.size());
+    if (close(fd) != 0 && !err) err = errno ? errno : EIO;
+    tk_outset_expect_size(set, idx, k, text.size());
+    if (err) throw std::runtime_error(path + ": cannot write: " + std::strerror(err) + "; " + tk_write_advice(err));
 }
 
 // Why a run found no fixel anywhere (fod2fixel writes nothing then either), and what to do.
@@ -142,7 +172,7 @@ int main(int argc, char **argv)
             for (const std::string &f : tk::volume_files(*in))
                 if (int bad = tk_outset_input(set.get(), in == &a.input ? "FOD" : "--mask", f.c_str())) return bad;
     std::vector<std::string> names{index_name, dir_name};
-    for (const std::string *m : {&a.afd, &a.peak_amp, &a.disp})
+    for (const std::string *m : {&a.afd, &a.peak_amp, &a.disp, &a.lobes})
         if (!m->empty()) {
             for (const std::string &n : names)
                 if (n == *m) {
@@ -151,6 +181,7 @@ int main(int argc, char **argv)
                 }
             names.push_back(*m);
         }
+    if (!a.lobes.empty()) names.push_back(kLobeDirections);
     std::vector<const char *> cnames;
     for (const std::string &n : names) cnames.push_back(n.c_str());
     cnames.push_back(nullptr);
@@ -211,6 +242,9 @@ int main(int argc, char **argv)
         std::vector<float> afd(chunk * S), amp(chunk * S), dir(chunk * S * 3);
         std::vector<uint32_t> index(2 * nvox, 0);
         std::vector<float> f_dir, f_afd, f_amp;
+        // --lobes: each voxel's direction labels (the core's), then each fixel's mask
+        const size_t D = TK_FIXELS_DIRECTIONS;
+        std::vector<uint8_t> labels(a.lobes.empty() ? 0 : chunk * D), f_lobe;
         size_t bad = 0, truncated = 0;
         const float *data = sh->GetBufferPointer();
         tk_progress bar;  // on stderr while a terminal shows it (and not --quiet)
@@ -218,7 +252,7 @@ int main(int argc, char **argv)
         for (size_t first = 0; first < nvox; first += chunk) {
             const size_t n = std::min(chunk, nvox - first);
             tk_fixels_output res{count.data(), afd.data(), amp.data(), a.v.dirpeak ? nullptr : dir.data(),
-                                 a.v.dirpeak ? dir.data() : nullptr, nullptr, 0, 0};
+                                 a.v.dirpeak ? dir.data() : nullptr, labels.empty() ? nullptr : labels.data(), 0, 0};
             if (tk_fixels_plan_execute(plan, n, data + first * comps, mask.empty() ? nullptr : mask.data() + first, &res,
                                        nullptr) != TK_OK)
                 throw std::runtime_error(std::string("fixels: ") + tk_last_error());
@@ -231,6 +265,8 @@ int main(int argc, char **argv)
                 for (size_t f = 0; f < count[v]; ++f) {
                     f_afd.push_back(afd[v * S + f]), f_amp.push_back(amp[v * S + f]);
                     for (int i = 0; i < 3; ++i) f_dir.push_back(dir[(v * S + f) * 3 + i]);
+                    if (!labels.empty())
+                        for (size_t d = 0; d < D; ++d) f_lobe.push_back(labels[v * D + d] == f);
                 }
             }
         }
@@ -263,6 +299,15 @@ int main(int argc, char **argv)
             std::vector<float> disp(nf);
             for (size_t f = 0; f < nf; ++f) disp[f] = f_afd[f] / f_amp[f];
             put(k++, data_g, mdim, 3, tk::FixelType::Float32, disp.data(), nullptr);
+        }
+        if (!a.lobes.empty()) {
+            // N x D x 1, the fixel axis fastest, as every fixel data file
+            std::vector<uint8_t> masks(nf * D);
+            for (size_t f = 0; f < nf; ++f)
+                for (size_t d = 0; d < D; ++d) masks[d * nf + f] = f_lobe[f * D + d];
+            const size_t ldim[3] = {nf, D, 1};
+            put(k++, data_g, ldim, 3, tk::FixelType::UInt8, masks.data(), nullptr);
+            write_lobe_directions(set.get(), out, k++, a.dir + "/" + kLobeDirections, a.lobes);
         }
         // the voxel maps on the FOD's grid (Slicer's scalar volumes)
         for (const std::pair<int, bool> &m : {std::make_pair(count_out, true), std::make_pair(afd_out, false)}) {

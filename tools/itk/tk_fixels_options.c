@@ -27,6 +27,10 @@ static const tk_option io[] = {
      .help = "write each fixel's peak amplitude as FIXEL_DIR/NAME"},
     {.name = "disp", .value_name = "NAME", .kind = TK_OPT_TEXT, .offset = V(disp),
      .help = "write each fixel's dispersion (integral / peak amplitude) as FIXEL_DIR/NAME"},
+    {.name = "lobes", .value_name = "NAME", .kind = TK_OPT_TEXT, .offset = V(lobes),
+     .help = "write each fixel's lobe mask as FIXEL_DIR/NAME: N x D x 1 UInt8, 1 where\n"
+             "sphere direction d belongs to the fixel (D = 1281, the directions in\n"
+             "FIXEL_DIR/lobe_directions.txt, one 'x y z' a row, as sh2amp reads them)"},
     {.name = "nii", .kind = TK_OPT_FLAG, .offset = V(nii),
      .help = "index and directions as .nii (default .mif)"},
     {.name = "mask", .value_name = "MASK", .kind = TK_OPT_TEXT, .offset = V(mask),

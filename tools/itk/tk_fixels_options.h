@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 typedef struct tk_fixels_values {
-    const char *mask, *afd, *peak_amp, *disp, *count_map, *afd_map, *vtp;
+    const char *mask, *afd, *peak_amp, *disp, *lobes, *count_map, *afd_map, *vtp;
     long maxnum;
     double integral, peak_value, merge_ratio;
     int no_thresholds, dirpeak, nii, descoteaux, legacy;
