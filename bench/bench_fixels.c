@@ -26,7 +26,10 @@ typedef struct {
     long voxels, threads, repeat, gpus; /* gpus: -1 unless given (bench_scaling_gpus) */
     int backends[3];
     const char *fod2fixel, *tk_fixels, *input;
+    int directions;
 } fixels_args;
+
+static const tk_opt_choice direction_sets[] = {{"1281", 1281, 0}, {"5121", 5121, 0}, {NULL, 0, 0}};
 
 static int parse_program(const char *prog_name, const char *flag, const char *value, void *dest)
 {
@@ -43,6 +46,8 @@ static const tk_option options[] = {
     BENCH_THREADS_OPTION(ARG(threads), "threads of omp, fod2fixel and tk-fixels (default: all cores)"),
     BENCH_LONG("repeat", "R", 1, 7, ARG(repeat), "runs of each figure, the median reported (default 3)"),
     BENCH_GPUS_OPTION(ARG(gpus), "the cuda run"),
+    BENCH_CHOICE("directions", "1281|5121", direction_sets, ARG(directions),
+                 "tk-fixels' and the core's direction set (default 1281, fod2fixel's)"),
     BENCH_CUSTOM("fod2fixel", "fod2fixel|off", parse_program, ARG(fod2fixel),
                  "MRtrix3's fod2fixel to compare with, or off (default on PATH)"),
     BENCH_CUSTOM("tk-fixels", "PATH|off", parse_program, ARG(tk_fixels),
@@ -123,7 +128,7 @@ static double median_execute_ms(const tk_fixels_options *o, size_t voxels, const
 int tk_bench_fixels(int argc, char **argv)
 {
     char exe[4096];
-    fixels_args a = {20000, 0, 3, -1, {1, 1, 1}, "fod2fixel", NULL, NULL};
+    fixels_args a = {20000, 0, 3, -1, {1, 1, 1}, "fod2fixel", NULL, NULL, 1281};
     a.tk_fixels = beside_me(exe, sizeof exe, "tk-fixels");
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
     const int scaling_gpus = a.backends[2] ? bench_scaling_gpus(a.gpus) : 0;
@@ -135,9 +140,10 @@ int tk_bench_fixels(int argc, char **argv)
     const size_t k = tk_sh_num_coeffs(lmax);
     char threads[32], dir[64], in[96], out[96];
     snprintf(threads, sizeof threads, "%ld", a.threads > 0 ? a.threads : sysconf(_SC_NPROCESSORS_ONLN));
-    printf("# tk-bench fixels: %s tiled to %zu voxels, lmax %d, %s threads; goal: tk-fixels >= 20x fod2fixel\n"
-           "# (whole processes, same cores)\n", input, voxels, lmax, threads);
+    printf("# tk-bench fixels: %s tiled to %zu voxels, lmax %d, %d directions, %s threads; goal: tk-fixels >= 20x fod2fixel\n"
+           "# (whole processes, same cores)\n", input, voxels, lmax, a.directions, threads);
     tk_bench_json_setting_num("lmax", lmax), tk_bench_json_setting_num("threads", a.threads);
+    tk_bench_json_setting_num("directions", a.directions);
     tk_bench_json_reference("goal tk-fixels vs fod2fixel", 20, "x", "issue goal, whole processes, same cores");
     tk_bench_json_reference("goal cuda voxels/s (lmax 8)", 1e7, "voxels/s", "issue goal, transfers included");
     printf("%-10s %9s %10s %13s  %s\n", "program", "voxels", "total_ms", "voxels/s", "goal");
@@ -152,7 +158,7 @@ int tk_bench_fixels(int argc, char **argv)
             for (int r = 0; r < a.repeat; ++r) {
                 char *ref[] = {(char *)a.fod2fixel, "-quiet", "-force", "-nthreads", threads, "-afd", "afd.mif", in, out, NULL};
                 char *ours[] = {(char *)a.tk_fixels, "-q", "--force", "--backend", "omp", "--threads", threads, "--afd",
-                                "afd.mif", in, out, NULL};
+                                "afd.mif", "--directions", a.directions == 5121 ? "5121" : "1281", in, out, NULL};
                 for (int t = 0; t < 2; ++t) {
                     if (!(t ? a.tk_fixels : a.fod2fixel) || (r > 0 && n[t] == 0)) continue;
                     const double s = bench_timed_process(t ? ours : ref);
@@ -185,7 +191,7 @@ int tk_bench_fixels(int argc, char **argv)
         if (!a.backends[b]) continue;
         tk_fixels_options o;
         tk_fixels_options_init(&o, lmax);
-        o.backend = (tk_backend)b, o.num_threads = (int)a.threads;
+        o.backend = (tk_backend)b, o.num_threads = (int)a.threads, o.directions = a.directions;
         const int S = 8;
         o.max_fixels = S;
         uint8_t *count = malloc(voxels);

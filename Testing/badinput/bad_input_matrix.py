@@ -1296,6 +1296,9 @@ def fixels_cases():
             rows.append(Case("%s %s" % (flag, value), base() + [flag, value], g, code=2, names=flag, says=r"expects"))
     rows += [
         Case("--basis unknown", base() + ["--basis", "mrtrix"], g, code=2, names="--basis", says=r"expects|one of"),
+        Case("--directions of no set (2562)", base() + ["--directions", "2562"], g, code=2, names="--directions",
+             says=r"expects|one of"),
+        Case("--directions 5121 (exit 0: the denser set)", base() + ["--directions", "5121"], g, **ok),
         Case("--backend unknown", base() + ["--backend", "gpu"], g, code=2, names="--backend", says=r"expects|one of"),
         Case("--backend cuda without a GPU", base() + ["--backend", "cuda"], g, names="--backend cuda",
              says=r"no usable CUDA GPU", varies=True),

@@ -1,6 +1,6 @@
 // The fixels' CUDA backend against the CPU's on real FOD voxels (dwi2fod's small_64D, tiled
-// past one device chunk) with a mask, a NaN voxel, maxnum and the lobe masks; skipped without
-// a GPU.  Both run fixels_segment.h; only contractions to FMA differ, which may move a sample's
+// past one device chunk) with a mask, a NaN voxel, maxnum, the lobe masks and the dense
+// direction set (5121); skipped without a GPU.  Both run fixels_segment.h; only contractions to FMA differ, which may move a sample's
 // amplitude by an ulp: counts must agree in all but a few voxels, AFDs to 1e-5.
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@ tk_status run(tk_fixels_options o, const std::vector<float> &sh, const std::vect
     tk_status s = tk_fixels_plan_create(&o, &p);
     if (s != TK_OK) return s;
     const size_t S = (size_t)tk_fixels_plan_slots(p);
-    r.count.resize(nv), r.afd.resize(nv * S), r.amp.resize(nv * S), r.mean.resize(nv * S * 3), r.lut.resize(nv * TK_FIXELS_DIRECTIONS);
+    r.count.resize(nv), r.afd.resize(nv * S), r.amp.resize(nv * S), r.mean.resize(nv * S * 3), r.lut.resize(nv * (size_t)tk_fixels_plan_directions(p));
     tk_fixels_output out{r.count.data(), r.afd.data(), r.amp.data(), r.mean.data(), nullptr, r.lut.data(), 0, 0};
     const auto t0 = std::chrono::steady_clock::now();
     s = tk_fixels_plan_execute(p, nv, sh.data(), mask.data(), &out, nullptr);
@@ -50,10 +50,11 @@ TEST(FixelsCuda, MatchesTheCpuOnRealVoxels)
     sh[7 * k + 3] = NAN;
     std::vector<uint8_t> mask(nv, 1);
     mask[11] = mask[12] = 0;
-    for (int maxnum : {0, 2}) {
+    for (int run_no = 0; run_no < 3; ++run_no) {
+        const int maxnum = run_no == 1 ? 2 : 0, dirs = run_no == 2 ? TK_FIXELS_DIRECTIONS_DENSE : 0;
         tk_fixels_options o;
         tk_fixels_options_init(&o, tk_sh_lmax_for_count(k));
-        o.max_fixels = maxnum, o.backend = TK_BACKEND_CUDA;
+        o.max_fixels = maxnum, o.directions = dirs, o.backend = TK_BACKEND_CUDA;
         Out gpu, cpu;
         double gs = 0, cs = 0;
         tk_status s = run(o, sh, mask, nv, gpu, &gs);
@@ -80,7 +81,8 @@ TEST(FixelsCuda, MatchesTheCpuOnRealVoxels)
         size_t lut_differ = 0;
         for (size_t i = 0; i < gpu.lut.size(); ++i) lut_differ += gpu.lut[i] != cpu.lut[i];
         EXPECT_LE(lut_differ, gpu.lut.size() / 1000);
-        std::printf("maxnum %d: %zu voxels, %zu fixels; %zu voxels differ; cuda %.0f voxels/s (transfers included), "
-                    "omp %.0f voxels/s\n", maxnum, nv, fixels, differ, nv / gs, nv / cs);
+        std::printf("maxnum %d, %d directions: %zu voxels, %zu fixels; %zu voxels differ; cuda %.0f voxels/s "
+                    "(transfers included), omp %.0f voxels/s\n", maxnum, dirs ? dirs : TK_FIXELS_DIRECTIONS, nv, fixels,
+                    differ, nv / gs, nv / cs);
     }
 }

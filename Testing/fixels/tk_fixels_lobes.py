@@ -17,7 +17,7 @@ SH series, in MRtrix3's frame):
   - --maxnum 1: one mask per voxel, the first fixel's of the full run.
 Exits 77 (skip) without MRtrix3's sh2amp.
 
-usage: tk_fixels_lobes.py TK_FIXELS FOD"""
+usage: tk_fixels_lobes.py TK_FIXELS FOD [TK_FIXELS OPTIONS...] (e.g. --directions 5121)"""
 import os
 import shutil
 import subprocess
@@ -46,7 +46,7 @@ def load(d, name):
 
 
 def fixels(tk, fod, d, extra):
-    run([tk, fod, d, "--nii", "--lobes", "lobes.nii", "--afd", "afd.nii", "-q"] + extra)
+    run([tk, fod, d, "--nii", "--lobes", "lobes.nii", "--afd", "afd.nii", "-q"] + extra + sys.argv[3:])
     index = load(d, "index.nii")
     n = int(index[..., 0].sum())
     lobes = load(d, "lobes.nii")

@@ -31,8 +31,10 @@ TK_API_BEGIN
 
 /** The most fixels a voxel's output slots hold (max_fixels 0 means this many). */
 #define TK_FIXELS_MAX 64
-/** The direction set's size (fod2fixel's). */
+/** The default direction set's size (fod2fixel's: the 4th-order icosahedral tessellation). */
 #define TK_FIXELS_DIRECTIONS 1281
+/** The denser set's size (the 5th order: each triangle split once more, ~2 degrees apart). */
+#define TK_FIXELS_DIRECTIONS_DENSE 5121
 /** tk_fixels_output.lobe_of_dir's value for a direction in no kept fixel. */
 #define TK_FIXELS_NO_LOBE 255
 
@@ -44,6 +46,8 @@ typedef struct tk_fixels_options {
     double peak_value_threshold; /**< -fmls_peak_value (default 0.1); -fmls_no_thresholds: both 0 */
     double lobe_merge_ratio;     /**< -fmls_lobe_merge_ratio, 0..1 (default 1: never merge) */
     int max_fixels;              /**< -maxnum: the first this many lobes (0: up to TK_FIXELS_MAX) */
+    int directions;              /**< the direction set: TK_FIXELS_DIRECTIONS (0 means it) or
+                                  *   TK_FIXELS_DIRECTIONS_DENSE */
     tk_backend backend;          /**< cpu, omp or cuda */
     int num_threads;             /**< omp: 0 = OpenMP's default */
     int cuda_device;             /**< cuda: the device to run on (default 0) */
@@ -54,7 +58,8 @@ typedef struct tk_fixels_options {
                                   *   Ignored on cpu and omp (Documentation/multi_gpu.md) */
 } tk_fixels_options;
 
-/** fod2fixel's defaults for lmax: thresholds 0 and 0.1, merge ratio 1, no -maxnum, cpu, tournier. */
+/** fod2fixel's defaults for lmax: thresholds 0 and 0.1, merge ratio 1, no -maxnum, its 1281
+ * directions, cpu, tournier. */
 void tk_fixels_options_init(tk_fixels_options *opts, int lmax);
 
 /** Per voxel, S = the plan's slots (tk_fixels_plan_slots) entries each; every pointer but
@@ -65,8 +70,8 @@ typedef struct tk_fixels_output {
     float *peak_amp;    /**< num_voxels x S: the amplitude at its peak */
     float *mean_dir;    /**< num_voxels x S x 3: the unit weighted mean direction */
     float *peak_dir;    /**< num_voxels x S x 3: the unit peak direction */
-    uint8_t *lobe_of_dir; /**< num_voxels x TK_FIXELS_DIRECTIONS: each sphere direction's fixel
-                           *   (0..count-1) or TK_FIXELS_NO_LOBE */
+    uint8_t *lobe_of_dir; /**< num_voxels x D (the plan's directions, tk_fixels_plan_directions):
+                           *   each sphere direction's fixel (0..count-1) or TK_FIXELS_NO_LOBE */
     size_t bad_voxels;  /**< set by execute: voxels with non-finite coefficients (no fixels) */
     size_t truncated;   /**< set by execute: voxels with more lobes than the slots (first S kept) */
 } tk_fixels_output;
@@ -82,16 +87,22 @@ typedef struct tk_fixels_plan tk_fixels_plan;
 tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **plan);
 /** Slots per voxel: max_fixels, or TK_FIXELS_MAX where it is 0. */
 int tk_fixels_plan_slots(const tk_fixels_plan *plan);
+/** The plan's direction set's size (TK_FIXELS_DIRECTIONS or TK_FIXELS_DIRECTIONS_DENSE). */
+int tk_fixels_plan_directions(const tk_fixels_plan *plan);
 /** Segments num_voxels SH series (voxel-major, tk_sh_num_coeffs(lmax) floats each); mask:
  * NULL or one byte per voxel (0: no fixels).  timing may be NULL. */
 tk_status tk_fixels_plan_execute(const tk_fixels_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
                                  tk_fixels_output *out, tk_timing *timing);
 void tk_fixels_plan_destroy(tk_fixels_plan *plan);
 
-/** The direction set (TK_FIXELS_DIRECTIONS x 3 unit vectors) and its integration weights, as
- * the plan uses them: for oracles and for the lobe masks' meaning. */
+/** The default direction set (TK_FIXELS_DIRECTIONS x 3 unit vectors) and its integration
+ * weights, as the plan uses them: for oracles and for the lobe masks' meaning. */
 const double *tk_fixels_directions(void);
 const double *tk_fixels_weights(void);
+/** The set of num_directions (TK_FIXELS_DIRECTIONS, 0 meaning it, or TK_FIXELS_DIRECTIONS_DENSE):
+ * its unit vectors (num_directions x 3) and integration weights (sum 4 pi); either pointer may
+ * be NULL.  TK_ERR_ARGUMENT for another count. */
+tk_status tk_fixels_direction_set(int num_directions, const double **directions, const double **weights);
 
 TK_API_END
 #endif

@@ -115,14 +115,16 @@ int old_fixel_file(const char *name)
 
 // FIXEL_DIR/lobe_directions.txt (output idx's file k): the set's directions, in the order of
 // the masks' second axis.
-void write_lobe_directions(tk_outset *set, int idx, int k, const std::string &path, const std::string &lobes)
+void write_lobe_directions(tk_outset *set, int idx, int k, const std::string &path, const std::string &lobes,
+                           int count)
 {
-    std::string text = "# tk-fixels: the " + std::to_string(TK_FIXELS_DIRECTIONS) + " sphere directions of the lobe masks " +
-                       lobes + " (row d: axis d of its second dimension), unit x y z in the frame of the FOD's SH "
+    std::string text = "# tk-fixels: the " + std::to_string(count) + " sphere directions of the lobe masks " + lobes +
+                       " (row d: axis d of its second dimension), unit x y z in the frame of the FOD's SH "
                        "coefficients and of directions.mif\n";
-    const double *dirs = tk_fixels_directions();
+    const double *dirs = nullptr;
+    if (tk_fixels_direction_set(count, &dirs, nullptr) != TK_OK) throw std::runtime_error(tk_last_error());
     char row[96];
-    for (size_t d = 0; d < TK_FIXELS_DIRECTIONS; ++d) {
+    for (size_t d = 0; d < (size_t)count; ++d) {
         std::snprintf(row, sizeof row, "%.9f %.9f %.9f\n", dirs[3 * d], dirs[3 * d + 1], dirs[3 * d + 2]);
         text += row;
     }
@@ -228,6 +230,7 @@ int main(int argc, char **argv)
         o.peak_value_threshold = a.v.no_thresholds ? 0 : a.v.peak_value;
         o.lobe_merge_ratio = a.v.merge_ratio;
         o.max_fixels = (int)a.v.maxnum;
+        o.directions = a.v.directions;
         o.backend = backend, o.num_threads = (int)a.v.std.threads, o.cuda_device = (int)a.v.std.device;
         o.cuda_device_count = gpus;
         tk_fixels_plan *plan = nullptr;
@@ -243,7 +246,7 @@ int main(int argc, char **argv)
         std::vector<uint32_t> index(2 * nvox, 0);
         std::vector<float> f_dir, f_afd, f_amp;
         // --lobes: each voxel's direction labels (the core's), then each fixel's mask
-        const size_t D = TK_FIXELS_DIRECTIONS;
+        const size_t D = (size_t)tk_fixels_plan_directions(plan);
         std::vector<uint8_t> labels(a.lobes.empty() ? 0 : chunk * D), f_lobe;
         size_t bad = 0, truncated = 0;
         const float *data = sh->GetBufferPointer();
@@ -307,7 +310,7 @@ int main(int argc, char **argv)
                 for (size_t d = 0; d < D; ++d) masks[d * nf + f] = f_lobe[f * D + d];
             const size_t ldim[3] = {nf, D, 1};
             put(k++, data_g, ldim, 3, tk::FixelType::UInt8, masks.data(), nullptr);
-            write_lobe_directions(set.get(), out, k++, a.dir + "/" + kLobeDirections, a.lobes);
+            write_lobe_directions(set.get(), out, k++, a.dir + "/" + kLobeDirections, a.lobes, (int)D);
         }
         // the voxel maps on the FOD's grid (Slicer's scalar volumes)
         for (const std::pair<int, bool> &m : {std::make_pair(count_out, true), std::make_pair(afd_out, false)}) {

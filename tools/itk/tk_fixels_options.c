@@ -11,6 +11,7 @@
 #define IMAGES ".nii.gz,.nii,.mif,.nrrd,.mha"
 
 static const tk_opt_choice bases[] = {{"tournier", 0, 0}, {"descoteaux", 1, 0}, {NULL, 0, 0}};
+static const tk_opt_choice direction_sets[] = {{"1281", 1281, 0}, {"5121", 5121, 0}, {NULL, 0, 0}};
 
 static const tk_option io[] = {
     {.position = 1, .value_name = "FOD", .kind = TK_OPT_TEXT,
@@ -29,7 +30,7 @@ static const tk_option io[] = {
      .help = "write each fixel's dispersion (integral / peak amplitude) as FIXEL_DIR/NAME"},
     {.name = "lobes", .value_name = "NAME", .kind = TK_OPT_TEXT, .offset = V(lobes),
      .help = "write each fixel's lobe mask as FIXEL_DIR/NAME: N x D x 1 UInt8, 1 where\n"
-             "sphere direction d belongs to the fixel (D = 1281, the directions in\n"
+             "sphere direction d belongs to the fixel (D = --directions, the directions in\n"
              "FIXEL_DIR/lobe_directions.txt, one 'x y z' a row, as sh2amp reads them)"},
     {.name = "nii", .kind = TK_OPT_FLAG, .offset = V(nii),
      .help = "index and directions as .nii (default .mif)"},
@@ -75,6 +76,11 @@ static const tk_option fmls[] = {
      .help = "merge two lobes where the amplitude between them over the smaller\npeak exceeds R (default 1: never)"},
     {.name = "maxnum", .value_name = "N", .kind = TK_OPT_LONG, .min = 1, .max = 64, .offset = V(maxnum),
      .help = "at most N fixels per voxel, the first ones (default: up to 64)"},
+    {.name = "directions", .value_name = "1281|5121", .kind = TK_OPT_CHOICE, .choices = direction_sets,
+     .offset = V(directions),
+     .help = "the sphere's direction set: fod2fixel's 1281 (default) or the next\n"
+             "tessellation's 5121 (~2 degrees apart: finer lobe borders, AFD nearer the\n"
+             "exact integral, ~4x the time)"},
     {.name = "dirpeak", .kind = TK_OPT_FLAG, .offset = V(dirpeak),
      .help = "fixel direction: the lobe's peak (default: its weighted mean direction)"},
     {.name = "basis", .value_name = "tournier|descoteaux", .kind = TK_OPT_CHOICE, .choices = bases,
@@ -102,9 +108,10 @@ const tk_command tk_fixels_command = {
              "       tk-fixels --xml    the 3D Slicer CLI module description (SlicerExecutionModel)",
     .description =
         "Fixels of an SH fiber ODF as MRtrix3's fod2fixel makes them: each voxel's FOD sampled on\n"
-        "1,281 directions and split into lobes (FMLS), each lobe's integral (AFD), peak amplitude\n"
-        "(Newton's exact maximum) and direction written as a fixel directory: index and\n"
-        "directions (.mif, or .nii with --nii) and one file per metric asked for, in voxel order.\n"
+        "1,281 directions (--directions 5121: 5,121) and split into lobes (FMLS), each lobe's\n"
+        "integral (AFD), peak amplitude (Newton's exact maximum) and direction written as a fixel\n"
+        "directory: index and directions (.mif, or .nii with --nii) and one file per metric asked\n"
+        "for, in voxel order.\n"
         "FIXEL_DIR must not exist (--force replaces it); every file appears at once or none.\n",
     .epilog = "",
     .groups = groups,
@@ -119,4 +126,5 @@ void tk_fixels_values_init(tk_fixels_values *v)
     memset(v, 0, sizeof *v);
     v->peak_value = 0.1;
     v->merge_ratio = 1.0;
+    v->directions = 1281;
 }

@@ -10,7 +10,7 @@ typedef struct tk_fixels_values {
     const char *mask, *afd, *peak_amp, *disp, *lobes, *count_map, *afd_map, *vtp;
     long maxnum;
     double integral, peak_value, merge_ratio;
-    int no_thresholds, dirpeak, nii, descoteaux, legacy;
+    int no_thresholds, dirpeak, nii, descoteaux, legacy, directions;
     int gpus, gpus_given; /* --gpus: 0 (every visible GPU) unless given; gpus_given set by the tool */
     tk_standard_values std;
 } tk_fixels_values;

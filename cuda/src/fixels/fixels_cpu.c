@@ -18,7 +18,7 @@ static void fill_nan(float *p, size_t n)
 tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
                                 tk_fixels_output *out)
 {
-    const int k = plan->k, S = plan->slots;
+    const int k = plan->k, S = plan->slots, N = plan->view.n;
     const long long count = (long long)num_voxels;
     size_t bad = 0, truncated = 0;
     int failed = 0;
@@ -31,12 +31,12 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
         tk_fixels_work work, *w = &work;
         /* the four voxels' samples after the work arrays, on a double's boundary (the work
          * arrays end in int arrays of an odd count) */
-        const size_t head = (tk_fixels_work_bytes(TK_FIXELS_N) + 63) / 64 * 64;
-        void *block = malloc(head + 4 * sizeof(double) * TK_FIXELS_N);
+        const size_t head = (tk_fixels_work_bytes(N, N) + 63) / 64 * 64;
+        void *block = malloc(head + 4 * sizeof(double) * N);
         double *vals[4];
         if (block) {
-            tk_fixels_work_bind(w, &plan->view, block, TK_FIXELS_N);
-            for (int i = 0; i < 4; ++i) vals[i] = (double *)((char *)block + head) + (size_t)i * TK_FIXELS_N;
+            tk_fixels_work_bind(w, &plan->view, block, N);
+            for (int i = 0; i < 4; ++i) vals[i] = (double *)((char *)block + head) + (size_t)i * N;
         } else {
             w = NULL;
         }
@@ -62,7 +62,7 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
                 fill_nan(out->afd ? out->afd + o1 : NULL, S), fill_nan(out->peak_amp ? out->peak_amp + o1 : NULL, S);
                 fill_nan(out->mean_dir ? out->mean_dir + o3 : NULL, 3 * (size_t)S);
                 fill_nan(out->peak_dir ? out->peak_dir + o3 : NULL, 3 * (size_t)S);
-                if (out->lobe_of_dir) memset(out->lobe_of_dir + (size_t)v * TK_FIXELS_N, TK_FIXELS_NO_LOBE, TK_FIXELS_N);
+                if (out->lobe_of_dir) memset(out->lobe_of_dir + (size_t)v * N, TK_FIXELS_NO_LOBE, (size_t)N);
                 out->count[v] = 0;
                 if (!w || (mask && !mask[v])) continue;
                 int ok = 1;
@@ -87,7 +87,7 @@ tk_status tk_fixels_cpu_execute(const tk_fixels_plan *plan, size_t num_voxels, c
                                                 out->peak_amp ? out->peak_amp + o1 : NULL,
                                                 out->mean_dir ? out->mean_dir + o3 : NULL,
                                                 out->peak_dir ? out->peak_dir + o3 : NULL,
-                                                out->lobe_of_dir ? out->lobe_of_dir + (size_t)v * TK_FIXELS_N : NULL, 1);
+                                                out->lobe_of_dir ? out->lobe_of_dir + (size_t)v * N : NULL, 1);
                 if (n > S && plan->opts.max_fixels == 0) ++truncated;
                 out->count[v] = (uint8_t)(n < S ? n : S);
             }

@@ -36,8 +36,8 @@ __global__ void fixels_kernel(tk_fixels_view view, size_t n, const float *sh, co
     float *a = afd + v * S, *p = amp + v * S, *md = mean + v * S * 3, *pd = peak + v * S * 3;
     for (int i = 0; i < S; ++i) a[i] = p[i] = NAN;
     for (int i = 0; i < 3 * S; ++i) md[i] = pd[i] = NAN;
-    uint8_t *l = lut ? lut + v * TK_FIXELS_N : NULL;
-    if (l) memset(l, TK_FIXELS_NO_LOBE, TK_FIXELS_N);
+    uint8_t *l = lut ? lut + v * view.n : NULL;
+    if (l) memset(l, TK_FIXELS_NO_LOBE, (size_t)view.n);
     count[v] = 0;
     if (mask && !mask[v]) return;
     double c[TK_FIXELS_K_MAX];
@@ -76,8 +76,8 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
     tk_fixels_cuda_state *st = (tk_fixels_cuda_state *)calloc(1, sizeof *st);
     if (!st) return tk_set_error(TK_ERR_MEMORY, "out of memory for the CUDA fixels state");
     st->device = device, st->k = plan->k, st->slots = plan->slots;
-    st->work_bytes = (tk_fixels_work_bytes(TK_FIXELS_DEVICE_LOBES) + 255) / 256 * 256;
-    const size_t N = TK_FIXELS_N, k = (size_t)plan->k, S = (size_t)plan->slots;
+    st->work_bytes = (tk_fixels_work_bytes(plan->view.n, TK_FIXELS_DEVICE_LOBES) + 255) / 256 * 256;
+    const size_t N = (size_t)plan->view.n, k = (size_t)plan->k, S = (size_t)plan->slots;
     const size_t tbytes[TABLES] = {sizeof(double) * 3 * N, sizeof(double) * N, sizeof(short) * 6 * N,
                                    sizeof(double) * k * N, sizeof(double) * k * k, sizeof(plan->rows_src),
                                    sizeof(plan->rows_weight), 2 * sizeof(unsigned long long)};
@@ -89,7 +89,8 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         if (tsrc[i]) TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaMemcpy(st->table[i], tsrc[i], tbytes[i], cudaMemcpyHostToDevice));
     }
     {
-        /* chunks that take at most a quarter of the free memory (the scratch is ~90 KB a voxel) */
+        /* chunks that take at most a quarter of the free memory (the scratch is ~90 KB a voxel
+         * on the 1281 directions, ~330 KB on the 5121) */
         size_t free_bytes = 0, total = 0;
         status = tk_cuda_memory_get(&free_bytes, &total);
         if (status != TK_OK) goto fail;
@@ -126,7 +127,7 @@ tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *st, size_t num_voxels, co
                                  tk_fixels_output *out, double *kernel_ms)
 {
     tk_status status = TK_OK;
-    const size_t k = (size_t)st->k, S = (size_t)st->slots, N = TK_FIXELS_N;
+    const size_t k = (size_t)st->k, S = (size_t)st->slots, N = (size_t)st->view.n;
     unsigned long long counters[2] = {0, 0};
     float ms_total = 0;
     cudaEvent_t ev[2] = {NULL, NULL};

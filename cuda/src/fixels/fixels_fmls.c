@@ -1,6 +1,7 @@
-/* The segmentation on the host (fixels_segment.h's text) and the direction set's tables. */
+/* The segmentation on the host (fixels_segment.h's text) and the direction sets' tables. */
 #include "fixels_segment.h"
 #include "fixels_sphere_1281.h"
+#include "fixels_sphere_5121.h"
 
 int tk_fixels_segment(const tk_fixels_view *view, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
                       float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir, int have_values)
@@ -10,7 +11,7 @@ int tk_fixels_segment(const tk_fixels_view *view, const double *sh, tk_fixels_wo
 
 void tk_fixels_sample_values4(const tk_fixels_view *view, const double *const *sh, double *const *values)
 {
-    fx_host_sample_values4(view->basis, view->k, sh, values);
+    fx_host_sample_values4(view->basis, view->n, view->k, sh, values);
 }
 
 const double *tk_fixels_directions(void)
@@ -23,7 +24,25 @@ const double *tk_fixels_weights(void)
     return tk_fixels_sphere_1281_weights;
 }
 
-const short (*tk_fixels_adjacency(void))[6]
+tk_status tk_fixels_direction_set(int num_directions, const double **directions, const double **weights)
 {
-    return tk_fixels_sphere_1281_adj;
+    const double *d = NULL, *w = NULL;
+    if (num_directions == 0 || num_directions == TK_FIXELS_DIRECTIONS) {
+        d = &tk_fixels_sphere_1281_dirs[0][0], w = tk_fixels_sphere_1281_weights;
+    } else if (num_directions == TK_FIXELS_DIRECTIONS_DENSE) {
+        d = &tk_fixels_sphere_5121_dirs[0][0], w = tk_fixels_sphere_5121_weights;
+    } else {
+        return tk_set_error(TK_ERR_ARGUMENT, "no direction set of %d directions: give %d (fod2fixel's) or %d",
+                            num_directions, TK_FIXELS_DIRECTIONS, TK_FIXELS_DIRECTIONS_DENSE);
+    }
+    if (directions) *directions = d;
+    if (weights) *weights = w;
+    return TK_OK;
+}
+
+const short (*tk_fixels_adjacency(int num_dirs))[6]
+{
+    return num_dirs == TK_FIXELS_DIRECTIONS_DENSE ? tk_fixels_sphere_5121_adj
+           : num_dirs == TK_FIXELS_DIRECTIONS     ? tk_fixels_sphere_1281_adj
+                                                  : NULL;
 }

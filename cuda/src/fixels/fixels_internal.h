@@ -14,18 +14,20 @@
 extern "C" {
 #endif
 
-#define TK_FIXELS_N TK_FIXELS_DIRECTIONS
+/* The largest direction set (the arrays a voxel's scratch sizes by the set's n). */
+#define TK_FIXELS_N_MAX TK_FIXELS_DIRECTIONS_DENSE
 
 /* The lobes a device thread's scratch holds (a voxel with more fails there, counted as bad;
- * the host holds TK_FIXELS_N, every lobe there can be).  Real FODs hold a few dozen at most. */
+ * the host holds n, every lobe there can be).  Real FODs hold a few dozen at most. */
 #define TK_FIXELS_DEVICE_LOBES 256
 
 /* The tables and settings of one segmentation, host or device pointers. */
 typedef struct tk_fixels_view {
-    const double (*dirs)[3];   /* TK_FIXELS_N unit directions */
+    int n;                     /* the set's directions: TK_FIXELS_DIRECTIONS or TK_FIXELS_DIRECTIONS_DENSE */
+    const double (*dirs)[3];   /* n unit directions */
     const double *weights;     /* their integration weights */
     const short (*adj)[6];     /* their neighbours */
-    const double *basis;       /* k x TK_FIXELS_N: the SH functions at the directions, coefficient-major */
+    const double *basis;       /* k x n: the SH functions at the directions, coefficient-major */
     const double *map;         /* k x k, column-major: tensor = map * sh (the climb's tensor) */
     const int (*rows_src)[6];  /* the tensor's monomial form (tracking_tensor.h), lmax <= 8 */
     const double (*rows_weight)[6];
@@ -61,11 +63,11 @@ typedef struct {
  * lives in global memory and a host thread's is one allocation. */
 typedef struct {
     const tk_fixels_view *t;
-    double *values;          /* TK_FIXELS_N */
-    uint64_t *key[2];        /* TK_FIXELS_N each: the positive samples' sort */
-    int *order[2];           /* TK_FIXELS_N each */
-    int *label;              /* TK_FIXELS_N: the lobe a direction was added to, -1 before */
-    int (*retro)[2];         /* TK_FIXELS_N: (direction, lobe) joined after the sweep */
+    double *values;          /* n (the view's) */
+    uint64_t *key[2];        /* n each: the positive samples' sort */
+    int *order[2];           /* n each */
+    int *label;              /* n: the lobe a direction was added to, -1 before */
+    int (*retro)[2];         /* n: (direction, lobe) joined after the sweep */
     int *list;               /* max_lobes: one lobe's peaks */
     int *kept;               /* max_lobes: per lobe id its output index, or -1 */
     tk_fixels_lobe *lobes;   /* max_lobes */
@@ -78,21 +80,22 @@ typedef struct {
 
 #define TK_FIXELS_K_MAX ((TK_SH_MAX_LMAX + 1) * (TK_SH_MAX_LMAX + 2) / 2)
 
-/* Bytes of one scratch block for max_lobes lobes (8-byte aligned pieces). */
-static inline size_t tk_fixels_work_bytes(int max_lobes)
+/* Bytes of one scratch block for a set of num_dirs directions and max_lobes lobes (8-byte
+ * aligned pieces). */
+static inline size_t tk_fixels_work_bytes(int num_dirs, int max_lobes)
 {
-    const size_t n = TK_FIXELS_N, l = (size_t)max_lobes;
+    const size_t n = (size_t)num_dirs, l = (size_t)max_lobes;
     return 8 * 3 * n + sizeof(tk_fixels_lobe) * l + sizeof(tk_fixels_peak) * l + 8 * 2 * TK_FIXELS_K_MAX +
            8 * 6 * TK_TRACK_ROWS_MAX + 4 * 3 * n + 8 * n + 4 * 2 * l;
 }
 
-/* Points w's arrays into block (tk_fixels_work_bytes(max_lobes) bytes, 8-byte aligned). */
+/* Points w's arrays into block (tk_fixels_work_bytes(t->n, max_lobes) bytes, 8-byte aligned). */
 #ifdef __CUDACC__
 __host__ __device__
 #endif
 static inline void tk_fixels_work_bind(tk_fixels_work *w, const tk_fixels_view *t, void *block, int max_lobes)
 {
-    const size_t n = TK_FIXELS_N, l = (size_t)max_lobes;
+    const size_t n = (size_t)t->n, l = (size_t)max_lobes;
     char *p = (char *)block;
     w->t = t;
     w->values = (double *)p, p += 8 * n;
@@ -118,7 +121,7 @@ static inline void tk_fixels_work_bind(tk_fixels_work *w, const tk_fixels_view *
  * (tk_fixels_sample_values4). */
 int tk_fixels_segment(const tk_fixels_view *view, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
                       float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir, int have_values);
-/* The samples of four series at once (values[i]: TK_FIXELS_N doubles for sh[i]). */
+/* The samples of four series at once (values[i]: view->n doubles for sh[i]). */
 void tk_fixels_sample_values4(const tk_fixels_view *view, const double *const *sh, double *const *values);
 
 /* The cpu/omp backend (fixels_cpu.c). */
@@ -132,8 +135,9 @@ tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *state, size_t num_voxels,
                                  tk_fixels_output *out, double *kernel_ms);
 void tk_fixels_cuda_destroy(tk_fixels_cuda_state *state);
 
-/* The host copies of the direction set (fixels_fmls.c). */
-const short (*tk_fixels_adjacency(void))[6];
+/* The host copies of the direction set of num_dirs directions (fixels_fmls.c); NULL for
+ * another count. */
+const short (*tk_fixels_adjacency(int num_dirs))[6];
 
 #ifdef __cplusplus
 }

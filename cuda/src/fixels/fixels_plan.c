@@ -35,6 +35,9 @@ static tk_status check_options(const tk_fixels_options *o)
     if (o->max_fixels < 0 || o->max_fixels > TK_FIXELS_MAX)
         return tk_set_error(TK_ERR_ARGUMENT, "the most fixels per voxel must be from 0 (no limit) to %d, got %d",
                             TK_FIXELS_MAX, o->max_fixels);
+    if (o->directions != 0 && o->directions != TK_FIXELS_DIRECTIONS && o->directions != TK_FIXELS_DIRECTIONS_DENSE)
+        return tk_set_error(TK_ERR_ARGUMENT, "the direction set must have %d (fod2fixel's) or %d directions, got %d",
+                            TK_FIXELS_DIRECTIONS, TK_FIXELS_DIRECTIONS_DENSE, o->directions);
     if (o->backend != TK_BACKEND_CPU && o->backend != TK_BACKEND_OMP && o->backend != TK_BACKEND_CUDA)
         return tk_set_error(TK_ERR_ARGUMENT, "unknown fixels backend %d", (int)o->backend);
     if (!tk_device_count_checked(o->cuda_device_count, "cuda_device_count")) return TK_ERR_ARGUMENT;
@@ -55,19 +58,20 @@ static tk_status create_cuda_states(tk_fixels_plan *p)
 
 static tk_status build(tk_fixels_plan *p)
 {
-    const int k = p->k;
-    p->basis = malloc(sizeof(double) * (size_t)TK_FIXELS_N * k);
+    const int k = p->k, n = p->opts.directions ? p->opts.directions : TK_FIXELS_DIRECTIONS;
+    const double *dirs = NULL, *weights = NULL;
+    tk_status s = tk_fixels_direction_set(n, &dirs, &weights);
+    if (s != TK_OK) return s;
+    p->basis = malloc(sizeof(double) * (size_t)n * k);
     p->map = malloc(sizeof(double) * (size_t)k * k);
     double *row = malloc(sizeof(double) * (size_t)k * k);
     if (!p->basis || !p->map || !row) {
         free(row);
         return tk_set_error(TK_ERR_MEMORY, "out of memory for a fixels plan");
     }
-    const double *dirs = tk_fixels_directions();
-    tk_status s = TK_OK;
-    for (int d = 0; d < TK_FIXELS_N && s == TK_OK; ++d) {
+    for (int d = 0; d < n && s == TK_OK; ++d) {
         s = tk_sh_eval(p->opts.basis, p->opts.legacy, p->opts.lmax, dirs + 3 * d, row);
-        for (int c = 0; c < k; ++c) p->basis[(size_t)c * TK_FIXELS_N + d] = row[c];
+        for (int c = 0; c < k; ++c) p->basis[(size_t)c * n + d] = row[c];
     }
     if (s == TK_OK) s = tk_sh_to_tensor_map(p->opts.basis, p->opts.legacy, p->opts.lmax, row);
     /* column-major, as the tracker's climb reads it (tracking_peak.h) */
@@ -78,9 +82,10 @@ static tk_status build(tk_fixels_plan *p)
     if (s == TK_OK && p->opts.lmax <= TK_TRACK_ROWS_MAX_ORDER)
         tk_tracking_rows_recipe(p->opts.lmax, p->rows_src, p->rows_weight);
     const tk_fixels_options *o = &p->opts;
-    p->view = (tk_fixels_view){.dirs = (const double(*)[3])tk_fixels_directions(),
-                               .weights = tk_fixels_weights(),
-                               .adj = tk_fixels_adjacency(),
+    p->view = (tk_fixels_view){.n = n,
+                               .dirs = (const double(*)[3])dirs,
+                               .weights = weights,
+                               .adj = tk_fixels_adjacency(n),
                                .basis = p->basis,
                                .map = p->map,
                                .rows_src = (const int(*)[6])p->rows_src,
@@ -88,7 +93,7 @@ static tk_status build(tk_fixels_plan *p)
                                .k = k,
                                .lmax = o->lmax,
                                .slots = p->slots,
-                               .max_lobes = TK_FIXELS_N,
+                               .max_lobes = n,
                                .max_fixels = o->max_fixels,
                                .integral_threshold = o->integral_threshold,
                                .peak_value_threshold = o->peak_value_threshold,
@@ -116,6 +121,11 @@ tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **
 int tk_fixels_plan_slots(const tk_fixels_plan *plan)
 {
     return plan ? plan->slots : 0;
+}
+
+int tk_fixels_plan_directions(const tk_fixels_plan *plan)
+{
+    return plan ? plan->view.n : 0;
 }
 
 void tk_fixels_plan_destroy(tk_fixels_plan *plan)

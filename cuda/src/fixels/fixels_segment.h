@@ -28,13 +28,14 @@
  * coefficient order), so every basis value is loaded once, no partial sum goes to memory and
  * four multiply-add chains run side by side. */
 typedef double tk_fixels_v4 __attribute__((vector_size(32)));
-TK_FIXELS_CLONES static void fx_host_sample_values(const double *basis_t, int k, const double *sh, double *values)
+TK_FIXELS_CLONES static void fx_host_sample_values(const double *basis_t, int n, int k, const double *sh,
+                                                   double *values)
 {
     int d = 0;
-    for (; d + 16 <= TK_FIXELS_N; d += 16) {
+    for (; d + 16 <= n; d += 16) {
         tk_fixels_v4 a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
         for (int c = 0; c < k; ++c) {
-            const double *row = basis_t + (size_t)c * TK_FIXELS_N + d;
+            const double *row = basis_t + (size_t)c * n + d;
             const tk_fixels_v4 s4 = {sh[c], sh[c], sh[c], sh[c]};
             tk_fixels_v4 r0, r1, r2, r3;
             memcpy(&r0, row, 32), memcpy(&r1, row + 4, 32), memcpy(&r2, row + 8, 32), memcpy(&r3, row + 12, 32);
@@ -43,9 +44,9 @@ TK_FIXELS_CLONES static void fx_host_sample_values(const double *basis_t, int k,
         memcpy(values + d, &a0, 32), memcpy(values + d + 4, &a1, 32);
         memcpy(values + d + 8, &a2, 32), memcpy(values + d + 12, &a3, 32);
     }
-    for (; d < TK_FIXELS_N; ++d) {
+    for (; d < n; ++d) {
         double v = 0.0;
-        for (int c = 0; c < k; ++c) v += basis_t[(size_t)c * TK_FIXELS_N + d] * sh[c];
+        for (int c = 0; c < k; ++c) v += basis_t[(size_t)c * n + d] * sh[c];
         values[d] = v;
     }
 }
@@ -54,15 +55,15 @@ TK_FIXELS_CLONES static void fx_host_sample_values(const double *basis_t, int k,
 /* fx_host_sample_values for four series at once (values[i] for sh[i]): each basis value loaded
  * once for the four, so the basis (k x 1281 doubles, 461 KB at lmax 8, past L1) streams from
  * memory a quarter as often; each sum still in coefficient order, so the values are the same. */
-TK_FIXELS_CLONES static void fx_host_sample_values4(const double *basis_t, int k, const double *const *sh,
+TK_FIXELS_CLONES static void fx_host_sample_values4(const double *basis_t, int n, int k, const double *const *sh,
                                                     double *const *values)
 {
     int d = 0;
-    for (; d + 8 <= TK_FIXELS_N; d += 8) {
+    for (; d + 8 <= n; d += 8) {
         tk_fixels_v4 acc[4][2];
         for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = (tk_fixels_v4){0, 0, 0, 0};
         for (int c = 0; c < k; ++c) {
-            const double *row = basis_t + (size_t)c * TK_FIXELS_N + d;
+            const double *row = basis_t + (size_t)c * n + d;
             tk_fixels_v4 r0, r1;
             memcpy(&r0, row, 32), memcpy(&r1, row + 4, 32);
             for (int i = 0; i < 4; ++i) {
@@ -72,26 +73,26 @@ TK_FIXELS_CLONES static void fx_host_sample_values4(const double *basis_t, int k
         }
         for (int i = 0; i < 4; ++i) memcpy(values[i] + d, &acc[i][0], 32), memcpy(values[i] + d + 4, &acc[i][1], 32);
     }
-    for (; d < TK_FIXELS_N; ++d)
+    for (; d < n; ++d)
         for (int i = 0; i < 4; ++i) {
             double v = 0.0;
-            for (int c = 0; c < k; ++c) v += basis_t[(size_t)c * TK_FIXELS_N + d] * sh[i][c];
+            for (int c = 0; c < k; ++c) v += basis_t[(size_t)c * n + d] * sh[i][c];
             values[i][d] = v;
         }
 }
 #endif
 
 /* values[d] = the series at direction d (basis coefficient-major). */
-TK_HD static inline void fx_sample_values(const double *basis_t, int k, const double *sh, double *values)
+TK_HD static inline void fx_sample_values(const double *basis_t, int n, int k, const double *sh, double *values)
 {
 #ifdef __CUDACC__
-    for (int d = 0; d < TK_FIXELS_N; ++d) {
+    for (int d = 0; d < n; ++d) {
         double v = 0.0;
-        for (int c = 0; c < k; ++c) v += basis_t[(size_t)c * TK_FIXELS_N + d] * sh[c];
+        for (int c = 0; c < k; ++c) v += basis_t[(size_t)c * n + d] * sh[c];
         values[d] = v;
     }
 #else
-    fx_host_sample_values(basis_t, k, sh, values);
+    fx_host_sample_values(basis_t, n, k, sh, values);
 #endif
 }
 
@@ -185,7 +186,7 @@ TK_HD static inline void lobe_merge(tk_fixels_work *w, int into, int that)
     b->alive = 0, b->parent = into;
     /* the merged lobe's directions are the survivor's now: labels stay resolved, so the sweep
      * reads a neighbour's lobe without a find (merges are rare: only below ratio 1) */
-    for (int d = 0; d < TK_FIXELS_N; ++d)
+    for (int d = 0; d < w->t->n; ++d)
         if (w->label[d] == that) w->label[d] = into;
 }
 
@@ -277,21 +278,21 @@ TK_HD static inline void revise_peaks(const tk_fixels_view *p, const double *sh,
 TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
                       float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir, int have_values)
 {
-    const int k = p->k, slots = p->slots;
+    const int k = p->k, slots = p->slots, N = p->n;
     int kept = 0;
-    if (lobe_of_dir) memset(lobe_of_dir, TK_FIXELS_NO_LOBE, TK_FIXELS_N);
+    if (lobe_of_dir) memset(lobe_of_dir, TK_FIXELS_NO_LOBE, (size_t)N);
     /* a voxel whose mean is not positive has no lobes */
     if (!(sh[0] > 0.0)) return 0;
     int npos = 0, largest = 0;
-    if (!have_values) fx_sample_values(p->basis, k, sh, w->values);
+    if (!have_values) fx_sample_values(p->basis, N, k, sh, w->values);
     w->tensor_ready = 0;
-    memset(w->label, 0xff, sizeof(int) * TK_FIXELS_N); /* -1: no lobe yet */
+    memset(w->label, 0xff, sizeof(int) * (size_t)N); /* -1: no lobe yet */
     double most = -1.0;
-    for (int d = 0; d < TK_FIXELS_N; ++d) {
+    for (int d = 0; d < N; ++d) {
         const double a = fabs(w->values[d]);
         if (a > most) most = a, largest = d;
     }
-    for (int d = 0; d < TK_FIXELS_N; ++d) {
+    for (int d = 0; d < N; ++d) {
         const double v = w->values[d];
         if (v > 0.0) {
             const float f = (float)v;
@@ -382,7 +383,7 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
         ++kept;
     }
     if (lobe_of_dir)
-        for (int d = 0; d < TK_FIXELS_N; ++d) {
+        for (int d = 0; d < N; ++d) {
             const int out = w->label[d] < 0 ? -1 : w->kept[fx_find(w, w->label[d])];
             lobe_of_dir[d] = out < 0 ? TK_FIXELS_NO_LOBE : (uint8_t)out;
         }
