@@ -68,6 +68,10 @@ protected:
     /** The pixels of \p region through the plan into the outputs; returns how many the core
      * skipped.  The threader's regions call it at once. */
     virtual SizeValueType ProcessRegion(const OutputImageRegionType &region) = 0;
+    /** Whether Backend Auto may resolve to CUDA (default: yes).  A filter whose CUDA backend
+     * has not yet run on a GPU says no: Auto stays on the CPU, and only Backend CUDA asks for
+     * the GPU (as that core's tool does with --backend auto). */
+    virtual bool AutoMayPickCUDA() const { return true; }
     /** Whether the whole request goes to ProcessWholeRequest on the CPU too (default: no,
      * the threader splits it). */
     virtual bool TakesWholeRequestOnCPU() const { return false; }
@@ -102,7 +106,8 @@ protected:
 
     void GenerateData() override
     {
-        const bool cuda = this->ResolveBackend(BackendType::CPU) == BackendType::CUDA;
+        const bool cuda = (this->GetBackend() != BackendType::Auto || AutoMayPickCUDA()) &&
+                          this->ResolveBackend(BackendType::CPU) == BackendType::CUDA;
         if (!cuda && !TakesWholeRequestOnCPU()) {
             PreparePlan(CoreOptions(TK_BACKEND_CPU), 0); ///< one cpu plan, read by every region at once
             Superclass::GenerateData();                  ///< ITK's threader over the requested region
