@@ -5,6 +5,7 @@
 
 #include "itkTensorKernelsBatchedImageFilter.h"
 #include "itkTensorKernelsMaskedImageFilter.h"
+#include "itkTensorKernelsSHImageFilter.h"
 #include "itkVectorImage.h"
 #include "tk_fibers.h"
 
@@ -12,10 +13,11 @@ namespace itk
 {
 namespace FiberDirectionsDetail
 {
-/** The filter's one plan of tk-fibers, and its base: with a mask. */
+/** The filter's one plan of tk-fibers, and its base: SH input with a mask. */
 using Plan = TensorKernelsPlanHolder<tk_fibers_options, tk_fibers_plan, tk_fibers_plan_create, tk_fibers_plan_destroy>;
 template <typename TInputImage, typename TOutputImage>
-using FilterBase = TensorKernelsBatchedImageFilter<TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>, Plan>;
+using FilterBase =
+    TensorKernelsSHImageFilter<TensorKernelsBatchedImageFilter<TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>, Plan>>;
 } // namespace FiberDirectionsDetail
 
 /** \class FiberDirectionsImageFilter
@@ -47,13 +49,7 @@ public:
 
     using MaskImageType = typename Superclass::MaskImageType;
     using OutputImageRegionType = typename Superclass::OutputImageRegionType;
-
-    enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
-    /// Printed by the Set macros' debug output (builds without NDEBUG).
-    friend std::ostream &operator<<(std::ostream &os, BasisType b)
-    {
-        return os << (b == BasisType::Tournier ? "Tournier" : "Descoteaux");
-    }
+    using BasisType = typename Superclass::BasisType;
 
     itkSetClampMacro(NumberOfPeaks, unsigned int, 1, 64);
     itkGetConstMacro(NumberOfPeaks, unsigned int);
@@ -66,12 +62,6 @@ public:
     /** Drop a peak within this angle (degrees) of a larger one (default 0: off). */
     itkSetClampMacro(MinimumSeparationAngle, double, 0.0, 90.0);
     itkGetConstMacro(MinimumSeparationAngle, double);
-    itkSetMacro(Basis, BasisType);
-    itkGetConstMacro(Basis, BasisType);
-    /** DIPY's legacy descoteaux07 or MRtrix 0.2's tournier07 (no sqrt 2). */
-    itkSetMacro(Legacy, bool);
-    itkGetConstMacro(Legacy, bool);
-    itkBooleanMacro(Legacy);
     TOutputImage *GetAmplitudeOutput() { return dynamic_cast<TOutputImage *>(this->ProcessObject::GetOutput(1)); }
 
     /** Voxels skipped because their coefficients were not finite (after Update). */
@@ -82,9 +72,7 @@ protected:
     ~FiberDirectionsImageFilter() override = default;
 
     void GenerateOutputInformation() override;
-    void BeforeThreadedGenerateData() override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
-    void VerifyInputInformation() const override;
     tk_fibers_options CoreOptions(tk_backend backend) const override;
     /** Peaks of one region, written to both outputs; returns the invalid-voxel count. */
     SizeValueType ProcessRegion(const OutputImageRegionType &region) override;
@@ -114,10 +102,6 @@ private:
     double m_Threshold{0.0};
     double m_RelativeThreshold{0.0};
     double m_MinimumSeparationAngle{0.0};
-    BasisType m_Basis{BasisType::Tournier};
-    bool m_Legacy{false};
-    int m_Lmax{0};
-    double m_VoxelToRas[3][3]{};
 };
 } // namespace itk
 

@@ -23,42 +23,11 @@ FiberDirectionsImageFilter<TInputImage, TOutputImage>::FiberDirectionsImageFilte
 }
 
 template <typename TInputImage, typename TOutputImage>
-void FiberDirectionsImageFilter<TInputImage, TOutputImage>::VerifyInputInformation() const
-{
-    /// The mask is compared by region and geometry in BeforeThreadedGenerateData; the SH
-    /// image alone decides the output grid.
-    if (this->GetMaskImage()) Superclass::VerifyInputInformation();
-}
-
-template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::GenerateOutputInformation()
 {
-    Superclass::GenerateOutputInformation();
-    const TInputImage *input = this->GetInput();
-    const unsigned int components = input->GetNumberOfComponentsPerPixel();
-    m_Lmax = tk_sh_lmax_for_count(components);
-    if (m_Lmax < 2 || m_Lmax > TK_SH_MAX_LMAX)
-        itkExceptionMacro(<< "the input has " << components
-                          << " components per voxel, which is no even-degree SH size with lmax 2.."
-                          << TK_SH_MAX_LMAX << " (6, 15, 28, 45, 66, 91, 120, 153)");
+    Superclass::GenerateOutputInformation(); ///< the SH order, or an exception
     this->GetOutput(0)->SetNumberOfComponentsPerPixel(3 * m_NumberOfPeaks);
     this->GetAmplitudeOutput()->SetNumberOfComponentsPerPixel(m_NumberOfPeaks);
-}
-
-template <typename TInputImage, typename TOutputImage>
-void FiberDirectionsImageFilter<TInputImage, TOutputImage>::BeforeThreadedGenerateData()
-{
-    const TInputImage *input = this->GetInput();
-    /// ITK directions are LPS; RAS = diag(-1, -1, 1) * LPS, applied to the voxel-axis
-    /// directions of the DIPY basis.
-    const auto &dir = input->GetDirection();
-    for (unsigned r = 0; r < 3; ++r)
-        for (unsigned c = 0; c < 3; ++c) m_VoxelToRas[r][c] = (r < 2 ? -1.0 : 1.0) * dir[r][c];
-    if (const MaskImageType *mask = this->GetMaskImage()) {
-        if (!mask->GetBufferedRegion().IsInside(this->GetOutput()->GetRequestedRegion()))
-            itkExceptionMacro(<< "the mask does not cover the requested region of the SH image");
-    }
-    Superclass::BeforeThreadedGenerateData();
 }
 
 template <typename TInputImage, typename TOutputImage>
@@ -84,9 +53,9 @@ template <typename TInputImage, typename TOutputImage>
 tk_fibers_options FiberDirectionsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_backend backend) const
 {
     tk_fibers_options o = FiberDirectionsDetail::Plan::ZeroedOptions();
-    tk_fibers_options_init(&o, m_Lmax);
-    o.basis = static_cast<tk_sh_basis>(m_Basis);
-    o.legacy = m_Legacy;
+    tk_fibers_options_init(&o, this->GetLmax());
+    o.basis = this->CoreBasis();
+    o.legacy = this->GetLegacy();
     o.num_peaks = static_cast<int>(m_NumberOfPeaks);
     o.threshold = m_Threshold;
     o.relative_threshold = m_RelativeThreshold;
@@ -110,13 +79,10 @@ template <typename TInputImage, typename TOutputImage>
 void FiberDirectionsImageFilter<TInputImage, TOutputImage>::ScaleAndOrient(float *dirs, const float *amps, size_t n) const
 {
     const size_t np = m_NumberOfPeaks;
-    const bool rotate = m_Basis == BasisType::Descoteaux;
     for (size_t q = 0; q < n * np; ++q) {
         float *d = dirs + 3 * q;
-        double w[3] = {d[0], d[1], d[2]};
-        if (rotate)
-            for (int r = 0; r < 3; ++r)
-                w[r] = m_VoxelToRas[r][0] * d[0] + m_VoxelToRas[r][1] * d[1] + m_VoxelToRas[r][2] * d[2];
+        double w[3];
+        this->ToWorldRas(d, w);
         for (int r = 0; r < 3; ++r) d[r] = static_cast<float>(w[r] * amps[q]);
     }
 }
@@ -126,7 +92,7 @@ SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessBuff
 {
     const TInputImage *input = this->GetInput();
     const MaskImageType *mask = this->GetMaskImage();
-    const size_t voxels = input->GetLargestPossibleRegion().GetNumberOfPixels(), k = tk_sh_num_coeffs(m_Lmax),
+    const size_t voxels = input->GetLargestPossibleRegion().GetNumberOfPixels(), k = tk_sh_num_coeffs(this->GetLmax()),
                  np = m_NumberOfPeaks;
     const float *sh = reinterpret_cast<const float *>(input->GetBufferPointer());
     const unsigned char *inside = mask ? mask->GetBufferPointer() : nullptr;
@@ -155,7 +121,7 @@ template <typename TInputImage, typename TOutputImage>
 SizeValueType FiberDirectionsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputImageRegionType &region)
 {
     const TInputImage *input = this->GetInput();
-    const size_t voxels = region.GetNumberOfPixels(), k = tk_sh_num_coeffs(m_Lmax), np = m_NumberOfPeaks;
+    const size_t voxels = region.GetNumberOfPixels(), k = tk_sh_num_coeffs(this->GetLmax()), np = m_NumberOfPeaks;
     if (voxels == 0) return 0;
     std::vector<float> sh(voxels * k), dirs(voxels * np * 3), amps(voxels * np);
     size_t v = 0;
@@ -185,9 +151,7 @@ void FiberDirectionsImageFilter<TInputImage, TOutputImage>::PrintSelf(std::ostre
     os << indent << "NumberOfPeaks: " << m_NumberOfPeaks << "\n"
        << indent << "Threshold: " << m_Threshold << "\n"
        << indent << "RelativeThreshold: " << m_RelativeThreshold << "\n"
-       << indent << "MinimumSeparationAngle: " << m_MinimumSeparationAngle << "\n"
-       << indent << "Basis: " << (m_Basis == BasisType::Tournier ? "tournier" : "descoteaux") << (m_Legacy ? " (legacy)" : "")
-       << "\n";
+       << indent << "MinimumSeparationAngle: " << m_MinimumSeparationAngle << "\n";
 }
 } // namespace itk
 #endif

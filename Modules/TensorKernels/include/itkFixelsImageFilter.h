@@ -5,6 +5,7 @@
 
 #include "itkTensorKernelsBatchedImageFilter.h"
 #include "itkTensorKernelsMaskedImageFilter.h"
+#include "itkTensorKernelsSHImageFilter.h"
 #include "itkVectorImage.h"
 #include "tk_fixels.h"
 
@@ -17,10 +18,11 @@ inline tk_status CreatePlan(const tk_fixels_options *options, size_t, tk_fixels_
 {
     return tk_fixels_plan_create(options, plan);
 }
-/** The filter's one plan of the fixels core, and its base: with a mask. */
+/** The filter's one plan of the fixels core, and its base: SH input with a mask. */
 using Plan = TensorKernelsPlanHolder<tk_fixels_options, tk_fixels_plan, CreatePlan, tk_fixels_plan_destroy>;
 template <typename TInputImage, typename TOutputImage>
-using FilterBase = TensorKernelsBatchedImageFilter<TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>, Plan>;
+using FilterBase =
+    TensorKernelsSHImageFilter<TensorKernelsBatchedImageFilter<TensorKernelsMaskedImageFilter<TInputImage, TOutputImage>, Plan>>;
 } // namespace FixelsDetail
 
 /** \class FixelsImageFilter
@@ -54,13 +56,7 @@ public:
 
     using MaskImageType = typename Superclass::MaskImageType;
     using OutputImageRegionType = typename Superclass::OutputImageRegionType;
-
-    enum class BasisType { Tournier = TK_SH_TOURNIER, Descoteaux = TK_SH_DESCOTEAUX };
-    /// Printed by the Set macros' debug output (builds without NDEBUG).
-    friend std::ostream &operator<<(std::ostream &os, BasisType b)
-    {
-        return os << (b == BasisType::Tournier ? "Tournier" : "Descoteaux");
-    }
+    using BasisType = typename Superclass::BasisType;
 
     /** Slots a voxel, the first lobes kept (fod2fixel -maxnum; default 4). */
     itkSetClampMacro(MaximumNumberOfFixels, unsigned int, 1, TK_FIXELS_MAX);
@@ -83,12 +79,6 @@ public:
      * TK_FIXELS_DIRECTIONS_DENSE (5121); another count throws at Update. */
     itkSetMacro(NumberOfDirections, unsigned int);
     itkGetConstMacro(NumberOfDirections, unsigned int);
-    itkSetMacro(Basis, BasisType);
-    itkGetConstMacro(Basis, BasisType);
-    /** DIPY's legacy descoteaux07 or MRtrix 0.2's tournier07 (no sqrt 2). */
-    itkSetMacro(Legacy, bool);
-    itkGetConstMacro(Legacy, bool);
-    itkBooleanMacro(Legacy);
 
     TOutputImage *GetAFDOutput() { return dynamic_cast<TOutputImage *>(this->ProcessObject::GetOutput(1)); }
     TOutputImage *GetPeakAmplitudeOutput() { return dynamic_cast<TOutputImage *>(this->ProcessObject::GetOutput(2)); }
@@ -102,9 +92,7 @@ protected:
     ~FixelsImageFilter() override = default;
 
     void GenerateOutputInformation() override;
-    void BeforeThreadedGenerateData() override;
     void PrintSelf(std::ostream &os, Indent indent) const override;
-    void VerifyInputInformation() const override;
     tk_fixels_options CoreOptions(tk_backend backend) const override;
     /** The fixels of one region, written to the four outputs; returns the invalid-voxel count. */
     SizeValueType ProcessRegion(const OutputImageRegionType &region) override;
@@ -118,10 +106,6 @@ private:
     double m_LobeMergeRatio{1.0};
     bool m_UsePeakDirection{false};
     unsigned int m_NumberOfDirections{TK_FIXELS_DIRECTIONS};
-    BasisType m_Basis{BasisType::Tournier};
-    bool m_Legacy{false};
-    int m_Lmax{0};
-    double m_VoxelToRas[3][3]{};
 };
 } // namespace itk
 

@@ -20,23 +20,9 @@ FixelsImageFilter<TInputImage, TOutputImage>::FixelsImageFilter()
 }
 
 template <typename TInputImage, typename TOutputImage>
-void FixelsImageFilter<TInputImage, TOutputImage>::VerifyInputInformation() const
-{
-    /// The mask is compared by region and geometry in BeforeThreadedGenerateData; the SH
-    /// image alone decides the output grid.
-    if (this->GetMaskImage()) Superclass::VerifyInputInformation();
-}
-
-template <typename TInputImage, typename TOutputImage>
 void FixelsImageFilter<TInputImage, TOutputImage>::GenerateOutputInformation()
 {
-    Superclass::GenerateOutputInformation();
-    const unsigned int components = this->GetInput()->GetNumberOfComponentsPerPixel();
-    m_Lmax = tk_sh_lmax_for_count(components);
-    if (m_Lmax < 2 || m_Lmax > TK_SH_MAX_LMAX)
-        itkExceptionMacro(<< "the input has " << components
-                          << " components per voxel, which is no even-degree SH size with lmax 2.." << TK_SH_MAX_LMAX
-                          << " (6, 15, 28, 45, 66, 91, 120, 153)");
+    Superclass::GenerateOutputInformation(); ///< the SH order, or an exception
     if (m_NumberOfDirections != TK_FIXELS_DIRECTIONS && m_NumberOfDirections != TK_FIXELS_DIRECTIONS_DENSE)
         itkExceptionMacro(<< "NumberOfDirections is " << m_NumberOfDirections << ": give " << TK_FIXELS_DIRECTIONS
                           << " (fod2fixel's) or " << TK_FIXELS_DIRECTIONS_DENSE);
@@ -48,27 +34,12 @@ void FixelsImageFilter<TInputImage, TOutputImage>::GenerateOutputInformation()
 }
 
 template <typename TInputImage, typename TOutputImage>
-void FixelsImageFilter<TInputImage, TOutputImage>::BeforeThreadedGenerateData()
-{
-    /// ITK directions are LPS; RAS = diag(-1, -1, 1) * LPS, applied to the voxel-axis
-    /// directions of the DIPY basis (as FiberDirectionsImageFilter)
-    const auto &dir = this->GetInput()->GetDirection();
-    for (unsigned r = 0; r < 3; ++r)
-        for (unsigned c = 0; c < 3; ++c) m_VoxelToRas[r][c] = (r < 2 ? -1.0 : 1.0) * dir[r][c];
-    if (const MaskImageType *mask = this->GetMaskImage()) {
-        if (!mask->GetBufferedRegion().IsInside(this->GetOutput()->GetRequestedRegion()))
-            itkExceptionMacro(<< "the mask does not cover the requested region of the SH image");
-    }
-    Superclass::BeforeThreadedGenerateData();
-}
-
-template <typename TInputImage, typename TOutputImage>
 tk_fixels_options FixelsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_backend backend) const
 {
     tk_fixels_options o = FixelsDetail::Plan::ZeroedOptions();
-    tk_fixels_options_init(&o, m_Lmax);
-    o.basis = static_cast<tk_sh_basis>(m_Basis);
-    o.legacy = m_Legacy;
+    tk_fixels_options_init(&o, this->GetLmax());
+    o.basis = this->CoreBasis();
+    o.legacy = this->GetLegacy();
     o.integral_threshold = m_IntegralThreshold;
     o.peak_value_threshold = m_PeakValueThreshold;
     o.lobe_merge_ratio = m_LobeMergeRatio;
@@ -81,7 +52,7 @@ tk_fixels_options FixelsImageFilter<TInputImage, TOutputImage>::CoreOptions(tk_b
 template <typename TInputImage, typename TOutputImage>
 SizeValueType FixelsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const OutputImageRegionType &region)
 {
-    const size_t voxels = region.GetNumberOfPixels(), k = tk_sh_num_coeffs(m_Lmax), S = m_MaximumNumberOfFixels;
+    const size_t voxels = region.GetNumberOfPixels(), k = tk_sh_num_coeffs(this->GetLmax()), S = m_MaximumNumberOfFixels;
     if (voxels == 0) return 0;
     std::vector<float> sh(voxels * k), afd(voxels * S), amp(voxels * S), dirs(voxels * S * 3);
     std::vector<uint8_t> count(voxels);
@@ -95,17 +66,15 @@ SizeValueType FixelsImageFilter<TInputImage, TOutputImage>::ProcessRegion(const 
                          m_UsePeakDirection ? dirs.data() : nullptr, nullptr, 0, 0};
     this->ThrowUnlessPlanOK(
         tk_fixels_plan_execute(this->GetPlan(), voxels, sh.data(), inside.empty() ? nullptr : inside.data(), &out, nullptr));
-    const bool rotate = m_Basis == BasisType::Descoteaux;
     using OutPixel = typename TOutputImage::InternalPixelType;
     ImageRegionIterator<TOutputImage> di(this->GetOutput(0), region), ai(this->GetAFDOutput(), region),
         pi(this->GetPeakAmplitudeOutput(), region), ci(this->GetFixelCountOutput(), region);
     typename TOutputImage::PixelType dpix(3 * S), apix(S), ppix(S), cpix(1);
     for (v = 0; !di.IsAtEnd(); ++di, ++ai, ++pi, ++ci, ++v) {
         for (size_t f = 0; f < S; ++f) {
-            const float *d = &dirs[(v * S + f) * 3];
-            for (int r = 0; r < 3; ++r)
-                dpix[3 * f + r] = static_cast<OutPixel>(
-                    rotate ? m_VoxelToRas[r][0] * d[0] + m_VoxelToRas[r][1] * d[1] + m_VoxelToRas[r][2] * d[2] : d[r]);
+            double ras[3];
+            this->ToWorldRas(&dirs[(v * S + f) * 3], ras);
+            for (int r = 0; r < 3; ++r) dpix[3 * f + r] = static_cast<OutPixel>(ras[r]);
             apix[f] = static_cast<OutPixel>(afd[v * S + f]);
             ppix[f] = static_cast<OutPixel>(amp[v * S + f]);
         }
@@ -124,9 +93,7 @@ void FixelsImageFilter<TInputImage, TOutputImage>::PrintSelf(std::ostream &os, I
        << indent << "PeakValueThreshold: " << m_PeakValueThreshold << "\n"
        << indent << "LobeMergeRatio: " << m_LobeMergeRatio << "\n"
        << indent << "UsePeakDirection: " << m_UsePeakDirection << "\n"
-       << indent << "NumberOfDirections: " << m_NumberOfDirections << "\n"
-       << indent << "Basis: " << (m_Basis == BasisType::Tournier ? "tournier" : "descoteaux") << (m_Legacy ? " (legacy)" : "")
-       << "\n";
+       << indent << "NumberOfDirections: " << m_NumberOfDirections << "\n";
 }
 } // namespace itk
 #endif
