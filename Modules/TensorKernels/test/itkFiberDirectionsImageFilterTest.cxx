@@ -12,40 +12,22 @@
 #include "itkStreamingImageFilter.h"
 #include "tk_device.h"
 #include "tk_fibers.h"
-#include "tk_sh_test_util.h"
+#include "tkSHImageTestUtil.h"
 
 namespace {
 
-using SHImage = itk::VectorImage<float, 3>;
+using SHImage = tk_test::SHImage;
 using Filter = itk::FiberDirectionsImageFilter<>;
 
-// SH coefficients of (v.x)^8 + 0.5 (w.x)^8.
-std::vector<double> two_fibers(tk_sh_basis basis, const double *v, const double *w)
-{
-    return tk_test::sh_of_fibers(8, basis, 0, {{v[0], v[1], v[2]}, {w[0], w[1], w[2]}}, {1.0, 0.5});
-}
-
-SHImage::Pointer make_image(const std::vector<double> &c, unsigned components = 45)
-{
-    auto image = SHImage::New();
-    SHImage::RegionType region;
-    region.SetSize({{4, 3, 2}});
-    image->SetRegions(region);
-    image->SetNumberOfComponentsPerPixel(components);
-    image->Allocate();
-    SHImage::PixelType p(components);
-    for (unsigned i = 0; i < components; ++i) p[i] = i < c.size() ? static_cast<float>(c[i]) : 0.f;
-    image->FillBuffer(p);
-    return image;
-}
-
-const double kV[3] = {0.6, 0.0, 0.8}, kW[3] = {0.0, 1.0, 0.0};
+using tk_test::sh_image;
+using tk_test::two_fibers;
+const double *const kV = tk_test::kFiberV, *const kW = tk_test::kFiberW;
 
 }  // namespace
 
 TEST(FiberDirectionsImageFilter, WritesSh2peaksLayout)
 {
-    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_TOURNIER, kV, kW));
     auto filter = Filter::New();
     filter->SetInput(image);
     filter->SetNumberOfPeaks(3);
@@ -68,7 +50,7 @@ TEST(FiberDirectionsImageFilter, WritesSh2peaksLayout)
 TEST(FiberDirectionsImageFilter, DipyBasisIsRotatedToWorldRas)
 {
     // DIPY's SH live in voxel axes: with a direction matrix the peaks turn with the image.
-    auto image = make_image(two_fibers(TK_SH_DESCOTEAUX, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_DESCOTEAUX, kV, kW));
     SHImage::DirectionType d;  // LPS direction: 90 degrees about z
     d.Fill(0);
     d[0][1] = -1, d[1][0] = 1, d[2][2] = 1;
@@ -84,7 +66,7 @@ TEST(FiberDirectionsImageFilter, DipyBasisIsRotatedToWorldRas)
     double sign = (p[0] * expect[0] + p[1] * expect[1] + p[2] * expect[2]) < 0 ? -1 : 1;
     for (int i = 0; i < 3; ++i) EXPECT_NEAR(p[i], sign * expect[i], 1e-4);
     // MRtrix3's basis is already in world coordinates: the same direction matrix changes nothing.
-    auto image2 = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto image2 = sh_image(two_fibers(TK_SH_TOURNIER, kV, kW));
     image2->SetDirection(d);
     auto f2 = Filter::New();
     f2->SetInput(image2);
@@ -95,7 +77,7 @@ TEST(FiberDirectionsImageFilter, DipyBasisIsRotatedToWorldRas)
 
 TEST(FiberDirectionsImageFilter, MaskAndStreaming)
 {
-    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_TOURNIER, kV, kW));
     auto mask = Filter::MaskImageType::New();
     mask->SetRegions(image->GetLargestPossibleRegion());
     mask->Allocate();
@@ -115,7 +97,7 @@ TEST(FiberDirectionsImageFilter, MaskAndStreaming)
 
 TEST(FiberDirectionsImageFilter, RejectsANonShComponentCount)
 {
-    auto image = make_image({}, 44);
+    auto image = sh_image({}, 44);
     auto filter = Filter::New();
     filter->SetInput(image);
     try {

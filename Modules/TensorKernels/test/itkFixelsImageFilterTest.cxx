@@ -12,35 +12,17 @@
 #include "itkStreamingImageFilter.h"
 #include "tk_device.h"
 #include "tk_fixels.h"
-#include "tk_sh_test_util.h"
+#include "tkSHImageTestUtil.h"
 
 namespace {
 
-using SHImage = itk::VectorImage<float, 3>;
+using SHImage = tk_test::SHImage;
 using Filter = itk::FixelsImageFilter<>;
 const double kPi = 3.14159265358979323846;
 
-// SH coefficients (lmax 8) of (v.x)^8 + 0.5 (w.x)^8: two lobes, nonnegative everywhere.
-std::vector<double> two_fibers(tk_sh_basis basis, const double *v, const double *w)
-{
-    return tk_test::sh_of_fibers(8, basis, 0, {{v[0], v[1], v[2]}, {w[0], w[1], w[2]}}, {1.0, 0.5});
-}
-
-SHImage::Pointer make_image(const std::vector<double> &c, unsigned components = 45)
-{
-    auto image = SHImage::New();
-    SHImage::RegionType region;
-    region.SetSize({{4, 3, 2}});
-    image->SetRegions(region);
-    image->SetNumberOfComponentsPerPixel(components);
-    image->Allocate();
-    SHImage::PixelType p(components);
-    for (unsigned i = 0; i < components; ++i) p[i] = i < c.size() ? static_cast<float>(c[i]) : 0.f;
-    image->FillBuffer(p);
-    return image;
-}
-
-const double kV[3] = {0.6, 0.0, 0.8}, kW[3] = {0.0, 1.0, 0.0};
+using tk_test::sh_image;
+using tk_test::two_fibers;
+const double *const kV = tk_test::kFiberV, *const kW = tk_test::kFiberW;
 
 double abs_cos(const SHImage::PixelType &p, unsigned f, const double *axis)
 {
@@ -63,7 +45,7 @@ bool same_images(SHImage *a, SHImage *b)
 TEST(FixelsImageFilter, KnownLobesAndTheCoresNumbers)
 {
     const auto c = two_fibers(TK_SH_TOURNIER, kV, kW);
-    auto image = make_image(c);
+    auto image = sh_image(c);
     auto filter = Filter::New();
     filter->SetInput(image);
     filter->Update();
@@ -108,7 +90,7 @@ TEST(FixelsImageFilter, KnownLobesAndTheCoresNumbers)
 
 TEST(FixelsImageFilter, MaskInvalidVoxelsAndStreaming)
 {
-    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_TOURNIER, kV, kW));
     SHImage::PixelType bad = image->GetPixel({{2, 0, 0}});
     bad[5] = NAN;
     image->SetPixel({{2, 0, 0}}, bad);
@@ -146,7 +128,7 @@ TEST(FixelsImageFilter, MaskInvalidVoxelsAndStreaming)
 
 TEST(FixelsImageFilter, DipyBasisIsRotatedToWorldRas)
 {
-    auto image = make_image(two_fibers(TK_SH_DESCOTEAUX, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_DESCOTEAUX, kV, kW));
     SHImage::DirectionType d;  // LPS direction: 90 degrees about z
     d.Fill(0);
     d[0][1] = -1, d[1][0] = 1, d[2][2] = 1;
@@ -164,7 +146,7 @@ TEST(FixelsImageFilter, DipyBasisIsRotatedToWorldRas)
 
 TEST(FixelsImageFilter, PeakDirectionMaxnumAndDenseSet)
 {
-    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_TOURNIER, kV, kW));
     auto filter = Filter::New();
     filter->SetInput(image);
     filter->UsePeakDirectionOn();
@@ -190,7 +172,7 @@ TEST(FixelsImageFilter, AutoStaysOnTheCpu)
 {
     // until the fixels' CUDA backend has run on a GPU, Auto is the CPU's run bit for bit
     // (on a GPU machine too: the CUDA backend's FMA contractions would differ in ulps)
-    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_TOURNIER, kV, kW));
     auto autof = Filter::New(), cpu = Filter::New();
     autof->SetInput(image), cpu->SetInput(image);
     cpu->SetBackend(Filter::BackendType::CPU);
@@ -203,7 +185,7 @@ TEST(FixelsImageFilter, RejectsBadInputAndSettings)
 {
     for (int c = 0; c < 2; ++c) {
         auto filter = Filter::New();
-        filter->SetInput(make_image({1.0}, c == 0 ? 44 : 45));
+        filter->SetInput(sh_image({1.0}, c == 0 ? 44 : 45));
         if (c == 1) filter->SetNumberOfDirections(2000);
         try {
             filter->Update();
@@ -217,7 +199,7 @@ TEST(FixelsImageFilter, RejectsBadInputAndSettings)
 
 TEST(FixelsImageFilter, CudaGivesTheCpusFixels)
 {
-    auto image = make_image(two_fibers(TK_SH_TOURNIER, kV, kW));
+    auto image = sh_image(two_fibers(TK_SH_TOURNIER, kV, kW));
     SHImage::PixelType other = image->GetPixel({{1, 2, 0}});
     for (unsigned c = 1; c < 45; ++c) other[c] *= -0.5f;  // another FOD in one voxel
     image->SetPixel({{1, 2, 0}}, other);
