@@ -7,24 +7,13 @@ a missing input refused with nothing written.  With MRtrix3 on PATH, also --maxn
 usage: tk_fixels_cli.py TK_FIXELS FOD"""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import nibabel as nib
 import numpy as np
 
-
-def run(cmd, expect=0):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if (expect == 0) != (r.returncode == 0) or (expect and not 1 <= r.returncode <= 125):
-        sys.exit("FAILED: %s exited %d (wanted %s): %s" % (" ".join(cmd), r.returncode, expect or 0, r.stderr))
-    return r
-
-
-def check(cond, what):
-    if not cond:
-        sys.exit("FAILED: " + what)
+from fixel_script_util import check, run
 
 
 def main():

@@ -11,16 +11,16 @@ SH series, in MRtrix3's frame):
   - every masked direction's amplitude is in its lobe (positive), with the default thresholds too;
   - --dirpeak: the set direction nearest each fixel's peak lies in that fixel's mask (FMLS keeps
     a peak only there);
-  - the AFD is the masked amplitudes' integral: sum of amplitude x solid angle over the mask
-    equals the fixel's AFD (median within 1%: the set is near-uniform, the weights are not
-    exactly equal);
+  - the AFD is the masked amplitudes' integral: the sum of amplitude x solid angle (the
+    direction's spherical Voronoi cell among the set and its antipodes, scipy) over the mask
+    is the fixel's AFD (median and AFD-weighted mean within 1%: the cells are a quadrature of
+    their own, not the set's weights);
   - --maxnum 1: one mask per voxel, the first fixel's of the full run.
 Exits 77 (skip) without MRtrix3's sh2amp.
 
 usage: tk_fixels_lobes.py TK_FIXELS FOD [TK_FIXELS OPTIONS...] (e.g. --directions 5121)"""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -28,17 +28,7 @@ import nibabel as nib
 import numpy as np
 from scipy.spatial import SphericalVoronoi
 
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("FAILED: %s exited %d: %s" % (" ".join(cmd), r.returncode, r.stderr))
-    return r
-
-
-def check(cond, what):
-    if not cond:
-        sys.exit("FAILED: " + what)
+from fixel_script_util import check, run
 
 
 def load(d, name):

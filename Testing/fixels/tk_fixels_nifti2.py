@@ -13,24 +13,13 @@ usage: tk_fixels_nifti2.py TK_FIXELS FOD"""
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 
 import nibabel as nib
 import numpy as np
 
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("FAILED: %s exited %d: %s" % (" ".join(cmd), r.returncode, r.stderr))
-    return r
-
-
-def check(cond, what):
-    if not cond:
-        sys.exit("FAILED: " + what)
+from fixel_script_util import check, run
 
 
 def nifti_version(path):
