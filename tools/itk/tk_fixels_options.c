@@ -80,7 +80,7 @@ static const tk_option fmls[] = {
      .offset = V(directions),
      .help = "the sphere's direction set: fod2fixel's 1281 (default) or the next\n"
              "tessellation's 5121 (~2 degrees apart: finer lobe borders, AFD nearer the\n"
-             "exact integral, ~4x the time)"},
+             "exact integral, ~2.5x the time)"},
     {.name = "dirpeak", .kind = TK_OPT_FLAG, .offset = V(dirpeak),
      .help = "fixel direction: the lobe's peak (default: its weighted mean direction)"},
     {.name = "basis", .value_name = "tournier|descoteaux", .kind = TK_OPT_CHOICE, .choices = bases,
@@ -113,7 +113,8 @@ const tk_command tk_fixels_command = {
         "directory: index and directions (.mif, or .nii with --nii) and one file per metric asked\n"
         "for, in voxel order.\n"
         "FIXEL_DIR must not exist (--force replaces it); every file appears at once or none.\n",
-    .epilog = "",
+    .epilog = "--backend auto runs omp here (no warning) until the fixels' CUDA backend has had its first\n"
+              "GPU run; --backend cuda asks for the GPU.\n",
     .groups = groups,
     .count = TK_OPT_COUNT(groups),
     .xml = &slicer,
