@@ -45,6 +45,7 @@ std::string mif_header(const FixelGeometry &g, const size_t *dim, int ndim, Fixe
     // "file: . OFFSET" with the offset past the header's own end, 16-byte aligned
     size_t offset = (head.size() + 32 + 15) / 16 * 16;
     head += "file: . " + std::to_string(offset) + "\nEND\n";
+    if (head.size() > offset) throw std::runtime_error("a .mif header outgrew its data offset; report this as a bug");
     head.resize(offset, '\0');
     return head;
 }
@@ -137,11 +138,16 @@ void write_fixel_image(tk_outset *set, int idx, int k, const std::string &name, 
     const std::string head = ends_with(name, ".mif") ? mif_header(g, dim, ndim, type, extra_key)
                              : nifti2                ? nifti2_header(g, dim, ndim, type)
                                                      : nifti1_header(g, dim, ndim, type);
-    const size_t bytes = count * type_bytes(type);
+    write_fixel_file(set, idx, k, path_for_messages, head, data, count * type_bytes(type));
+}
+
+void write_fixel_file(tk_outset *set, int idx, int k, const std::string &path_for_messages, const std::string &head,
+                      const void *data, size_t bytes)
+{
     const int fd = tk_outset_open(set, idx, k);
     if (fd < 0) throw FixelWriteError();
     int err = tk_write_all(fd, head.data(), head.size());
-    if (!err) err = tk_write_all(fd, data, bytes);
+    if (!err && bytes) err = tk_write_all(fd, data, bytes);
     if (close(fd) != 0 && !err) err = errno ? errno : EIO;
     tk_outset_expect_size(set, idx, k, head.size() + bytes);
     if (err)

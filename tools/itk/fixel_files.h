@@ -33,6 +33,11 @@ void write_fixel_image(tk_outset *set, int idx, int k, const std::string &name, 
                        const FixelGeometry &g, const size_t *dim, int ndim, FixelType type, const void *data,
                        const char *extra_key);
 
+// head then bytes of data into output idx's file k of set, every byte checked; errors as
+// write_fixel_image's.
+void write_fixel_file(tk_outset *set, int idx, int k, const std::string &path_for_messages, const std::string &head,
+                      const void *data, size_t bytes);
+
 // Thrown where the message is printed already (by the output set).
 struct FixelWriteError : std::runtime_error {
     FixelWriteError() : std::runtime_error("already reported") {}

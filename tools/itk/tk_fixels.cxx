@@ -2,9 +2,6 @@
 // fixel directory MRtrix3 reads: index (X x Y x Z x 2, UInt32: count and offset), directions
 // (N x 3 x 1) and one N x 1 x 1 Float32 file per metric, with the FOD's voxel size and
 // transform, .mif or .nii by name; all through one output set (every file or none).
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -128,12 +125,7 @@ void write_lobe_directions(tk_outset *set, int idx, int k, const std::string &pa
         std::snprintf(row, sizeof row, "%.9f %.9f %.9f\n", dirs[3 * d], dirs[3 * d + 1], dirs[3 * d + 2]);
         text += row;
     }
-    const int fd = tk_outset_open(set, idx, k);
-    if (fd < 0) throw tk::FixelWriteError();
-    int err = tk_write_all(fd, text.data(), text.size());
-    if (close(fd) != 0 && !err) err = errno ? errno : EIO;
-    tk_outset_expect_size(set, idx, k, text.size());
-    if (err) throw std::runtime_error(path + ": cannot write: " + std::strerror(err) + "; " + tk_write_advice(err));
+    tk::write_fixel_file(set, idx, k, path, text, nullptr, 0);
 }
 
 // Why a run found no fixel anywhere (fod2fixel writes nothing then either), and what to do.
