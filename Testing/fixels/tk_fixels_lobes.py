@@ -10,6 +10,9 @@ SH series, in MRtrix3's frame):
     largest amplitude, where float and double may disagree on the sign), but in a voxel whose
     64 slots are full (noise ripples on the 5121 set), where it is within them;
   - every masked direction's amplitude is in its lobe (positive), with the default thresholds too;
+  - each fixel's direction (directions.nii, fod2fixel's mean direction, validated against it by
+    fixels_fod2fixel.py) is its mask's amplitude-weighted mean direction (the same cells; within
+    1 degree for fixels of at least 5% of the largest AFD);
   - --dirpeak: the set direction nearest each fixel's peak lies in that fixel's mask (FMLS keeps
     a peak only there);
   - the AFD is the masked amplitudes' integral: the sum of amplitude x solid angle (the
@@ -56,7 +59,7 @@ def main():
     tmp = tempfile.mkdtemp()
     try:
         full = os.path.join(tmp, "full")
-        index, masks, dirs, afd, _ = fixels(tk, fod, full, ["--fmls-no-thresholds"])
+        index, masks, dirs, afd, means = fixels(tk, fod, full, ["--fmls-no-thresholds"])
         info = run(["mrinfo", os.path.join(full, "lobes.nii"), "-size"]).stdout.split()
         check(info == [str(masks.shape[0]), str(len(dirs)), "1"], "mrinfo reads lobes.nii as N x D x 1: %s" % info)
         check(np.allclose(np.linalg.norm(dirs, axis=1), 1, atol=1e-8), "lobe_directions.txt: unit rows")
@@ -71,7 +74,7 @@ def main():
         # integral over the sphere (fod2fixel's AFD: the lobe and its antipode) is twice the
         # cells' sum over the mask
         solid = 2 * SphericalVoronoi(np.vstack([dirs, -dirs])).calculate_areas()[:len(dirs)]
-        worst_cover, rel = 0, []
+        worst_cover, rel, angle = 0, [], []
         for ijk in zip(*np.nonzero(index[..., 0])):
             c, o = int(index[ijk + (0,)]), int(index[ijk + (1,)])
             a = amp[tuple(np.rint(to_amp @ np.r_[ijk, 1]).astype(int)[:3])]
@@ -87,12 +90,18 @@ def main():
             wrong = np.count_nonzero(diff)
             worst_cover = max(worst_cover, wrong)
             rel += [abs((a[m[f]] * solid[m[f]]).sum() - afd[o + f]) / afd[o + f] for f in range(c)]
+            for f in range(c):  # the mask's mean direction: each weighted, turned to the fixel's side
+                u = dirs[m[f]] * np.sign(dirs[m[f]] @ means[o + f])[:, None]
+                mean = (u * (a[m[f]] * solid[m[f]])[:, None]).sum(axis=0)
+                if afd[o + f] > 0.05 * afd.max():
+                    angle.append(np.degrees(np.arccos(min(1.0, abs(mean @ means[o + f]) / np.linalg.norm(mean)))))
         check(worst_cover == 0, "--fmls-no-thresholds: the masks' union differs from the positive amplitudes in %d "
               "directions of a voxel" % worst_cover)
         check(np.median(rel) < 0.01, "AFD = the masked amplitudes' integral: median relative difference %.3g"
               % np.median(rel))
         total = np.sum(np.array(rel) * afd) / afd.sum()  # the AFD-weighted mean: small lobes count little
         check(total < 0.01, "AFD = the masked amplitudes' integral: AFD-weighted difference %.3g" % total)
+        check(max(angle) < 1.0, "directions.nii = the masks' weighted mean directions: up to %.3g degrees" % max(angle))
         # default thresholds and --dirpeak: masks within the positive amplitudes, peaks inside
         peak = os.path.join(tmp, "peak")
         index_p, masks_p, _, _, pdirs = fixels(tk, fod, peak, ["--dirpeak"])
@@ -111,7 +120,8 @@ def main():
         firsts = index_p[..., 1][index_p[..., 0] > 0]
         check(np.array_equal(masks_1, masks_p[np.sort(firsts)]), "--maxnum 1: the first fixel's mask")
         print("tk-fixels --lobes: %d fixels, masks = sh2amp's positive directions, AFD from the masks: median %.2g, "
-              "AFD-weighted %.2g relative" % (len(afd), np.median(rel), total))
+              "AFD-weighted %.2g relative; mean directions from the masks within %.2g degrees"
+              % (len(afd), np.median(rel), total, max(angle)))
         return 0
     finally:
         shutil.rmtree(tmp)
