@@ -53,4 +53,5 @@ template <typename Run> void in_chunks(const char *what, std::size_t total, std:
 void bind_sshopm(nb::module_ &m);
 void bind_fibers(nb::module_ &m);
 void bind_eig(nb::module_ &m);
+void bind_tucker(nb::module_ &m);
 }  // namespace tkpy

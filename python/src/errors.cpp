@@ -10,7 +10,11 @@ void raise_status(tk_status status, const char *what) {
     switch (status) {
     case TK_ERR_ARGUMENT:
     case TK_ERR_DATA:
+    case TK_ERR_FORMAT:  // a malformed file: bad data, named with its line (tucker's .tns, model files)
         throw nb::value_error(msg.c_str());
+    case TK_ERR_IO:  // a file that cannot be opened, read or written
+        PyErr_SetString(PyExc_OSError, msg.c_str());
+        throw nb::python_error();
     case TK_ERR_MEMORY:
         // std::bad_alloc carries no message; MemoryError with one says what failed to fit.
         PyErr_SetString(PyExc_MemoryError, msg.c_str());

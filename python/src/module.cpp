@@ -23,4 +23,5 @@ NB_MODULE(_tensorkernels, m) {
     tkpy::bind_sshopm(m);
     tkpy::bind_fibers(m);
     tkpy::bind_eig(m);
+    tkpy::bind_tucker(m);
 }

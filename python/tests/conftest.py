@@ -44,3 +44,11 @@ def apply_m1(full, x):
     for _ in range(full.ndim - 1):
         y = y @ x
     return y
+
+
+def built_tool(name):
+    """The project's command-line tool `name` in $TK_BUILD_DIR/bin (the CTest sets it), or None."""
+    import os
+    build = os.environ.get("TK_BUILD_DIR")
+    path = os.path.join(build, "bin", name) if build else None
+    return path if path and os.access(path, os.X_OK) else None

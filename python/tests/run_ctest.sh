@@ -9,4 +9,6 @@ py=${TK_PYTHON:-/usr/bin/python3}
     { echo "SKIPPED: pytest or scipy missing for $py (python3-pytest, python3-scipy; scripts/setup.sh installs them)"; exit 77; }
 bash "$src/python/venv_install.sh" "$build" --offline || exit
 # From the build tree, so that python/ itself (the sources, no extension) is not on sys.path.
+# TK_BUILD_DIR: the tests that compare with a tool (tk-tucker, tk-pltf) find it in its bin/.
+export TK_BUILD_DIR=$build
 cd "$build/python-package" && exec venv/bin/python -m pytest -q -p no:cacheprovider "$src/python/tests"

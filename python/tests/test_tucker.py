@@ -1,0 +1,281 @@
+"""tensorkernels.tucker against oracles that do not use the core: predictions against
+numpy.einsum of the model's matrices, .tns files against numpy.loadtxt, training against a
+planted synthetic model, saved models against `tk-tucker predict` (when the tool is built)."""
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorkernels as tk
+from conftest import built_tool
+
+T = tk.tucker
+
+
+def einsum_predict(model, idx):
+    """x^(i) = sum_r prod_n (A(n)[i_n] @ B(n))[r], in float64 with numpy.einsum."""
+    rows = [np.einsum("ej,jr->er", a.astype(np.float64)[idx[:, n]], b.astype(np.float64))
+            for n, (a, b) in enumerate(zip(model.a, model.b))]
+    return np.einsum(",".join(["er"] * len(rows)) + "->e", *rows)
+
+
+def random_model(dims, j, r, seed):
+    rng = np.random.default_rng(seed)
+    return T.Model([rng.uniform(-0.7, 0.7, (d, j)).astype(np.float32) for d in dims],
+                   [rng.uniform(-0.7, 0.7, (j, r)).astype(np.float32) for _ in dims])
+
+
+@pytest.mark.parametrize("dims,j,r", [((7, 9, 11), 4, 6), ((5, 4, 6, 3), 8, 4), ((3, 4, 2, 5, 3), 5, 5)])
+def test_predict_matches_einsum(dims, j, r):
+    m = random_model(dims, j, r, seed=len(dims))
+    rng = np.random.default_rng(1)
+    idx = np.stack([rng.integers(0, d, 500) for d in dims], axis=1).astype(np.uint32)
+    got = T.predict(m, idx)
+    assert got.dtype == np.float32 and got.shape == (500,)
+    np.testing.assert_allclose(got, einsum_predict(m, idx), rtol=2e-5, atol=2e-6)
+    out = np.empty(500, np.float32)
+    assert T.predict(m, idx, out=out) is out
+    np.testing.assert_array_equal(m.predict(idx.view(np.int32)), got)  # int32 indices: a view
+
+
+def test_coo_uses_the_arrays_in_place_and_refuses_conversions():
+    idx = np.array([[0, 1, 2], [3, 0, 1]], dtype=np.uint32)
+    val = np.array([1.5, -2.0], dtype=np.float32)
+    c = T.Coo(idx, val)
+    assert c.indices is idx and c.values is val and c.dims == (4, 2, 3) and c.nnz == 2 and c.order == 3
+    c32 = T.Coo(idx.view(np.int32), val, dims=(10, 10, 10))
+    assert np.shares_memory(c32.indices, idx) and c32.dims == (10, 10, 10)
+    with pytest.raises(TypeError, match=r"indices: dtype int64 .*astype\(numpy.uint32\)"):
+        T.Coo(idx.astype(np.int64), val)
+    with pytest.raises(TypeError, match="values: dtype float64"):
+        T.Coo(idx, val.astype(np.float64))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        T.Coo(np.asfortranarray(idx), val)
+    with pytest.raises(ValueError, match="negative index"):
+        T.Coo(np.array([[0, -1, 0]], np.int32), val[:1])
+    with pytest.raises(ValueError, match="entry 2 has index 4 in mode 1, beyond its size 3"):
+        T.Coo(idx, val, dims=(3, 2, 3))
+    with pytest.raises(ValueError, match="entry 1 has a non-finite value"):
+        T.Coo(idx, np.array([np.nan, 0], np.float32))
+    with pytest.raises(ValueError, match="2 entries but values 1"):
+        T.Coo(idx, val[:1])
+    m = random_model((4, 2, 3), 4, 4, 0)
+    with pytest.raises(ValueError, match="mode 1 has index 3 .*beyond the model's size 2"):
+        T.predict(random_model((2, 2, 3), 4, 4, 0), idx)
+    with pytest.raises(ValueError, match=r"expected shape \(nnz, 3\)"):
+        T.predict(m, idx[:, :2].copy())
+
+
+def test_tns_files_read_and_written(tmp_path):
+    path = tmp_path / "t.tns"
+    path.write_text("# a comment\n1 2 3 0.5\n\n4 1 2 -1.25\n2 2 2 3\n")
+    c = T.read_tns(path)
+    ref = np.loadtxt(path)
+    np.testing.assert_array_equal(c.indices, ref[:, :3].astype(np.uint32) - 1)  # 1-based in the file
+    np.testing.assert_array_equal(c.values, ref[:, 3].astype(np.float32))
+    assert c.dims == (4, 2, 3)
+    assert T.read_tns(path, dims=(5, 6, 7)).dims == (5, 6, 7)
+    out = tmp_path / "copy.tns"
+    T.write_tns(out, c)
+    np.testing.assert_array_equal(np.loadtxt(out), ref)
+    again = T.read_tns(out)
+    np.testing.assert_array_equal(again.indices, c.indices)
+    np.testing.assert_array_equal(again.values, c.values)
+    bad = tmp_path / "bad.tns"
+    bad.write_text("1 2 3 0.5\n1 x 3 1\n")
+    with pytest.raises(ValueError, match=r"bad.tns:2: index .x. in column 2"):
+        T.read_tns(bad)
+    with pytest.raises(OSError, match="missing.tns"):
+        T.read_tns(tmp_path / "missing.tns")
+    q = tmp_path / "q.tns"
+    q.write_text("1 1 1\n2 2 3\n")
+    qc = T.read_queries(q, 3)
+    np.testing.assert_array_equal(qc.indices, [[0, 0, 0], [1, 1, 2]])
+    np.testing.assert_array_equal(qc.values, [0, 0])
+
+
+def test_synth_is_its_true_model_plus_noise():
+    c, truth = T.synth((20, 30, 25), 3000, rank_j=4, rank_r=5, noise=0.0, seed=7, return_truth=True)
+    assert c.dims == (20, 30, 25) and c.nnz == 3000 and truth.rank_j == 4 and truth.rank_r == 5
+    assert len({tuple(i) for i in c.indices}) == 3000  # unique index tuples
+    np.testing.assert_allclose(c.values, einsum_predict(truth, c.indices), rtol=1e-4, atol=1e-6)
+    noisy = T.synth((20, 30, 25), 3000, rank_j=4, rank_r=5, noise=0.05, seed=7)
+    np.testing.assert_array_equal(noisy.indices, c.indices)
+    assert abs(np.std(noisy.values.astype(np.float64) - c.values) - 0.05) < 0.005
+    again = T.synth((20, 30, 25), 3000, rank_j=4, rank_r=5, noise=0.05, seed=7, threads=1)
+    np.testing.assert_array_equal(again.values, noisy.values)
+    with pytest.raises(ValueError, match="do not fit"):
+        T.synth((3, 3, 3), 20)
+
+
+def test_split_partitions_the_entries():
+    c = T.synth((20, 22, 24), 1000, rank_j=4, rank_r=4, seed=2)
+    tr, te = T.split(c, 0.25, seed=5)
+    assert tr.nnz + te.nnz == 1000 and 180 < te.nnz < 320 and tr.dims == te.dims == c.dims
+    whole = {tuple(i) + (v,) for i, v in zip(c.indices, c.values)}
+    parts = [{tuple(i) + (v,) for i, v in zip(p.indices, p.values)} for p in (tr, te)]
+    assert parts[0] | parts[1] == whole and not parts[0] & parts[1]
+    tr2, _ = T.split(c, 0.25, seed=5)
+    np.testing.assert_array_equal(tr2.indices, tr.indices)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    c, truth = T.synth((30, 40, 50), 20000, rank_j=4, rank_r=4, noise=0.01, seed=1, return_truth=True)
+    tr, te = T.split(c, 0.2, seed=3)
+    return tr, te, truth
+
+
+def test_training_recovers_a_planted_model(planted):
+    tr, te, truth = planted
+    rms = float(np.sqrt(np.mean(te.values.astype(np.float64) ** 2)))
+    seen = []
+    m = T.train(tr, rank_j=4, rank_r=4, iterations=25, lr_a=0.2, test=te, backend="cpu",
+                progress=lambda it, metrics: seen.append((it, metrics)))
+    assert [it for it, _ in seen] == list(range(1, 26)) and len(m.history) == 25
+    first, last = seen[0][1], seen[-1][1]
+    assert set(last) >= {"iteration", "train_rmse", "train_loss", "test_rmse", "test_mae", "factor_s", "core_s"}
+    # held-out error: well below predicting zero, and falling
+    assert last["test_rmse"] < 0.3 * rms and last["test_rmse"] < 0.5 * first["test_rmse"], (rms, first, last)
+    # the reported metrics are the model's, recomputed here with einsum
+    err = te.values - einsum_predict(m, te.indices)
+    assert abs(np.sqrt(np.mean(err ** 2)) - last["test_rmse"]) < 1e-5
+    assert abs(np.mean(np.abs(err)) - last["test_mae"]) < 1e-5
+    assert T.evaluate(truth, te).rmse < 0.02  # the planted model itself: the noise
+
+
+def test_cpu_and_omp_train_the_same_model(planted):
+    tr, _, _ = planted
+    a = T.train(tr, rank_j=4, rank_r=4, iterations=2, backend="cpu", seed=4)
+    b = T.train(tr, rank_j=4, rank_r=4, iterations=2, backend="omp", threads=2, seed=4)
+    for x, y in zip(a.a + a.b, b.a + b.b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_progress_false_stops_and_errors_propagate(planted):
+    tr, _, _ = planted
+    m = T.train(tr, rank_j=4, rank_r=4, iterations=50, backend="cpu", progress=lambda it, _: it < 3)
+    assert len(m.history) == 3
+
+    def boom(it, _):
+        raise RuntimeError("from the callback")
+    with pytest.raises(RuntimeError, match="from the callback"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=5, backend="cpu", progress=boom)
+    with pytest.raises(ValueError, match="diverged"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=10, lr_a=50.0, lr_b=1e5, backend="cpu")
+    with pytest.raises(ValueError, match="ranks J=3"):
+        T.train(tr, rank_j=3, rank_r=4, iterations=1, backend="cpu")
+    with pytest.raises(RuntimeError, match="COO storage runs on the cpu backend only"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=1, backend="omp", storage="coo")
+
+
+def test_checkpoints_and_resume(planted, tmp_path):
+    tr, _, _ = planted
+    ck = tmp_path / "model"
+    saved = []
+
+    def look(it, _):
+        # the checkpoint seen while iteration `it`'s is not written yet: the last multiple of 2
+        if ck.exists():
+            saved.append((it, T.load_model(ck).manifest["iteration"]))
+    straight = T.train(tr, rank_j=4, rank_r=4, iterations=5, backend="cpu", checkpoint_dir=ck,
+                       checkpoint_every=2, progress=look)
+    assert saved == [(3, "2"), (4, "2"), (5, "4")]
+    final = T.load_model(ck)
+    assert final.manifest["iteration"] == "5" and final.manifest["lr_a"] == "0.050000000000000003"
+    for x, y in zip(final.a + final.b, straight.a + straight.b):
+        np.testing.assert_array_equal(x, y)
+    # resumed from iteration 3 of a 3-iteration run: the same model as 5 iterations straight
+    ck2 = tmp_path / "resumed"
+    T.train(tr, rank_j=4, rank_r=4, iterations=3, backend="cpu", checkpoint_dir=ck2)
+    resumed = T.train(tr, rank_j=4, rank_r=4, iterations=5, backend="cpu", checkpoint_dir=ck2, resume=True)
+    assert [h["iteration"] for h in resumed.history] == [4, 5]
+    for x, y in zip(resumed.a + resumed.b, straight.a + straight.b):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match="resume: lr_a is"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=6, lr_a=0.1, backend="cpu", checkpoint_dir=ck2, resume=True)
+
+
+def test_save_load_round_trip_and_refusals(tmp_path):
+    m = random_model((5, 6, 7), 4, 5, 3)
+    T.save_model(tmp_path / "m", m, {"note": "hello"})
+    back = T.load_model(tmp_path / "m")
+    assert back.manifest["note"] == "hello" and back.dims == (5, 6, 7) and back.rank_r == 5
+    for x, y in zip(back.a + back.b, m.a + m.b):
+        np.testing.assert_array_equal(x, y)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "keep.txt").write_text("mine")
+    with pytest.raises(OSError, match="not a tk-tucker model directory"):
+        T.save_model(tmp_path / "other", m)
+    assert (tmp_path / "other" / "keep.txt").read_text() == "mine"
+    (tmp_path / "m" / "B2.npy").write_bytes(b"not an npy file")
+    with pytest.raises(ValueError, match="B2.npy"):
+        T.load_model(tmp_path / "m")
+
+
+@pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
+def test_models_shared_with_tk_tucker(planted, tmp_path):
+    tool = built_tool("tk-tucker")
+    tr, te, _ = planted
+    m = T.train(tr, rank_j=4, rank_r=4, iterations=3, backend="cpu")
+    T.save_model(tmp_path / "py_model", m)
+    q = tmp_path / "q.tns"
+    T.write_tns(q, T.Coo(np.ascontiguousarray(te.indices[:200]), te.values[:200].copy(), te.dims))
+    subprocess.run([tool, "predict", str(tmp_path / "py_model"), str(q), str(tmp_path / "p.tns"), "--quiet"],
+                   check=True, capture_output=True)
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "p.tns")[:, 3], T.predict(m, te.indices[:200]), rtol=1e-7)
+    # and the other way: the tool's training (same seed, cpu) gives the Python one's model
+    T.write_tns(tmp_path / "train.tns", tr)
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool_model"),
+                    "--rank-j", "4", "--rank-r", "4", "--iters", "3", "--backend", "cpu", "--quiet"],
+                   check=True, capture_output=True)
+    theirs = T.load_model(tmp_path / "tool_model")
+    assert theirs.manifest["iteration"] == "3"
+    for x, y in zip(theirs.a + theirs.b, m.a + m.b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_training_releases_the_gil_and_stops_on_ctrl_c(tmp_path):
+    c = T.synth((200, 200, 200), 200000, rank_j=16, rank_r=16, seed=3)
+    done = threading.Event()
+    result = {}
+
+    def work():
+        t0 = time.perf_counter()
+        T.train(c, rank_j=16, rank_r=16, iterations=2, backend="cpu")
+        result["seconds"] = time.perf_counter() - t0
+        done.set()
+    count = 0
+    th = threading.Thread(target=work)
+    th.start()
+    time.sleep(0.01)
+    while not done.is_set():
+        count += 1
+    th.join()
+    assert result["seconds"] > 0.05, "too short to tell"
+    assert count > 20000 * result["seconds"], (count, result)
+    # SIGINT while training (once a checkpoint is written, half an iteration later: most likely
+    # inside an update, the GIL released): KeyboardInterrupt at the update's end, the checkpoint whole
+    per_iter = result["seconds"] / 2
+    ck = tmp_path / "ck"
+    sent = {}
+
+    def interrupt():
+        while not (ck / "manifest.txt").exists():
+            time.sleep(0.005)
+        time.sleep(per_iter / 2)
+        sent["at"] = time.perf_counter()
+        os.kill(os.getpid(), signal.SIGINT)
+    killer = threading.Thread(target=interrupt)
+    killer.start()
+    with pytest.raises(KeyboardInterrupt):
+        T.train(c, rank_j=16, rank_r=16, iterations=1000, backend="cpu", checkpoint_dir=ck, checkpoint_every=1)
+    stopped = time.perf_counter()
+    killer.join()
+    assert stopped - sent["at"] < 2 * per_iter + 1.0
+    kept = T.load_model(ck)
+    assert 1 <= int(kept.manifest["iteration"]) < 1000
