@@ -54,4 +54,5 @@ void bind_sshopm(nb::module_ &m);
 void bind_fibers(nb::module_ &m);
 void bind_eig(nb::module_ &m);
 void bind_tucker(nb::module_ &m);
+void bind_pltf(nb::module_ &m);
 }  // namespace tkpy

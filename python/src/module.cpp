@@ -24,4 +24,5 @@ NB_MODULE(_tensorkernels, m) {
     tkpy::bind_fibers(m);
     tkpy::bind_eig(m);
     tkpy::bind_tucker(m);
+    tkpy::bind_pltf(m);
 }

@@ -1,7 +1,7 @@
 # Type stubs of the extension (python/src/*.cpp): private, called by tensorkernels/*.py, which
 # check every argument first.  Arrays are C-contiguous host arrays of the stated dtypes; a
 # mismatch raises TypeError (no conversion is made).
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,3 +68,15 @@ class TuckerSolver:
     def model(self, a: Sequence[NDArray[np.float32]], b: Sequence[NDArray[np.float32]]) -> None: ...
     def timing(self) -> Tuple[float, float, float]: ...  # factor pass ms, core pass ms, set-up ms
     def close(self) -> None: ...
+# pltf (bind_pltf.cpp): float64 C-order arrays; sizes map one index letter to its size.
+def pltf_parse(model: str) -> Tuple[str, str, List[str]]: ...  # expanded text, observed indices, factors
+def pltf_plan(model: str, sizes: Dict[str, int]) -> Tuple[str, float]: ...
+def pltf_gtm(model: str, sizes: Dict[str, int], operands: Sequence[NDArray[np.float64]], out: NDArray[np.float64],
+             backend: int, naive: int) -> None: ...
+def pltf_fit(model: str, sizes: Dict[str, int], x: NDArray[np.float64], mask: Optional[NDArray[np.uint8]],
+             factors: Sequence[NDArray[np.float64]], xhat: Optional[NDArray[np.float64]],
+             divergence_out: Optional[NDArray[np.float64]], divergence: int, backend: int, iterations: int,
+             seed: int, init_given: int, naive_gtm: int, track_divergence: int, threads: int, device: int,
+             progress: Optional[Callable[[int, float], Optional[bool]]]
+             ) -> Tuple[int, float, float, float]: ...  # iterations done, final divergence, iterate ms, total ms
+def pltf_has_cblas() -> bool: ...
