@@ -83,7 +83,8 @@ tk_tucker_coo coo_view(const char *what, const In<uint32_t> &idx, const In<float
 }
 
 // A model view of the caller's A(n) and B(n) arrays: shapes (I_n, J) and (J, R) checked.
-template <typename Array> tk_tucker_model model_view(std::vector<Array> &a, std::vector<Array> &b, int rank_j, int rank_r) {
+template <typename Array>
+tk_tucker_model model_view(std::vector<Array> &a, std::vector<Array> &b, int rank_j, int rank_r) {
     tk_tucker_model m{};
     if (a.size() != b.size() || a.size() < 3 || a.size() > TK_TUCKER_MAX_ORDER)
         argument_error("model", std::to_string(a.size()) + " A and " + std::to_string(b.size()) +
@@ -340,7 +341,8 @@ class Solver {
         open();
         tk_tucker_model m = model_view(a, b, rank_j_, rank_r_);
         for (int n = 0; n < order_; ++n)
-            if (m.order != order_ || m.dims[n] != dims_[n]) argument_error("model", "the arrays' shapes differ from the solver's");
+            if (m.order != order_ || m.dims[n] != dims_[n])
+                argument_error("model", "the arrays' shapes differ from the solver's");
         tk_status st;
         {
             nb::gil_scoped_release unlocked;

@@ -55,4 +55,5 @@ void bind_fibers(nb::module_ &m);
 void bind_eig(nb::module_ &m);
 void bind_tucker(nb::module_ &m);
 void bind_pltf(nb::module_ &m);
+void bind_tracking(nb::module_ &m);
 }  // namespace tkpy

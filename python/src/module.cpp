@@ -25,4 +25,5 @@ NB_MODULE(_tensorkernels, m) {
     tkpy::bind_eig(m);
     tkpy::bind_tucker(m);
     tkpy::bind_pltf(m);
+    tkpy::bind_tracking(m);
 }

@@ -10,14 +10,14 @@ process can run cores side by side.  Documentation/python.md.
 from __future__ import annotations
 
 from . import _tensorkernels
-from . import eig, fibers, io, pltf, tucker
+from . import eig, fibers, io, pltf, tracking, tucker
 # tensorkernels.dipy (DIPY interop) is imported on use: DIPY is optional.
 from ._sshopm import STABILITY, Eigenpairs, Starts, eigenpairs, num_unique, sshopm
 
 __version__: str = _tensorkernels.core_version()
 
 __all__ = ["__version__", "core_version", "has_cuda", "sshopm", "eigenpairs", "Starts", "Eigenpairs",
-           "STABILITY", "num_unique", "fibers", "eig", "io", "tucker", "pltf"]
+           "STABILITY", "num_unique", "fibers", "eig", "io", "tucker", "pltf", "tracking"]
 
 
 def core_version() -> str:

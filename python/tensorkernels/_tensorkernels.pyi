@@ -80,3 +80,33 @@ def pltf_fit(model: str, sizes: Dict[str, int], x: NDArray[np.float64], mask: Op
              progress: Optional[Callable[[int, float], Optional[bool]]]
              ) -> Tuple[int, float, float, float]: ...  # iterations done, final divergence, iterate ms, total ms
 def pltf_has_cblas() -> bool: ...
+# tracking (bind_tracking.cpp): sh float32 on the core's grid (dims i, j, k with i fastest),
+# vox2world row-major 4 x 4, masks uint8 on the same grid, seed points float64 (n, 3).
+class TrackingSettings:  # tk_tracking_options' fields, defaults from tk_tracking_options_init
+    algorithm: int
+    lmax: int
+    basis: int
+    legacy: int
+    step_mm: float
+    max_angle_deg: float
+    cutoff: float
+    min_length_mm: float
+    max_length_mm: float
+    unidirectional: int
+    seed_direction: Tuple[float, float, float]
+    rng_seed: int
+    max_trials: int
+    fod_power: float
+    allow_nonfinite: int
+    chunk_seeds: int
+    backend: int
+    threads: int
+    device: int
+    def __init__(self) -> None: ...
+def tracking_track(sh: NDArray[np.float32], dims: Sequence[int], vox2world: Sequence[float],
+                   settings: TrackingSettings, mask: Optional[NDArray[np.uint8]],
+                   exclude: Optional[NDArray[np.uint8]], include: Sequence[NDArray[np.uint8]],
+                   seed_mask: Optional[NDArray[np.uint8]], per_voxel: int, seed_points: Optional[NDArray[np.float64]],
+                   sink: Callable[[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.float32], int, int],
+                                  Optional[bool]]
+                   ) -> Tuple[Dict[str, int], Dict[str, float], bool]: ...  # stats, resolved options, stopped
