@@ -1,6 +1,8 @@
 """TensorKernels' cores on NumPy arrays: SS-HOPM eigenpairs of symmetric tensors
 (:func:`sshopm`, :func:`eigenpairs`), fiber peaks of spherical-harmonic volumes
-(:func:`tensorkernels.fibers.peaks`) and batched eigenvalues (:mod:`tensorkernels.eig`).
+(:func:`tensorkernels.fibers.peaks`), batched eigenvalues (:mod:`tensorkernels.eig`), sparse
+FastTucker (:mod:`tensorkernels.tucker`), PLTF (:mod:`tensorkernels.pltf`) and streamline
+tractography (:mod:`tensorkernels.tracking`).
 
 Arrays are read and written in place: C-order float32/float64 as each function says, anything
 else refused with a TypeError or ValueError rather than copied.  Errors of the cores are Python

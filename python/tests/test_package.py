@@ -133,3 +133,31 @@ def test_chunked_calls_equal_their_pieces():
     p = tk.sshopm(t[5000:], 4, 3, num_starts=4)
     np.testing.assert_array_equal(p.eigenvalues, s.eigenvalues[5000:])
     np.testing.assert_array_equal(p.eigenvectors, s.eigenvectors[5000:])
+
+
+def test_type_stubs_cover_the_extension():
+    # _tensorkernels.pyi names every function and class the extension defines, and nothing else;
+    # each class's stub names its methods and attributes.
+    import ast
+    stub = Path(tk.__file__).with_name("_tensorkernels.pyi")
+    tree = ast.parse(stub.read_text())
+    stubbed = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    ext = tk._tensorkernels
+    defined = {name for name in dir(ext) if not name.startswith("_")}
+    assert set(stubbed) == defined
+    for name, node in stubbed.items():
+        if isinstance(node, ast.ClassDef):
+            members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)} | {
+                n.target.id for n in node.body if isinstance(n, ast.AnnAssign)}
+            public = {m for m in dir(getattr(ext, name)) if not m.startswith("_")}
+            assert members - {"__init__"} == public, name
+
+
+def test_every_module_documents_its_functions():
+    import inspect
+    for module in (tk.fibers, tk.eig, tk.io, tk.tucker, tk.pltf, tk.tracking):
+        assert module.__doc__
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                assert obj.__doc__, f"{module.__name__}.{name} has no docstring"
