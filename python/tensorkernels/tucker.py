@@ -303,6 +303,17 @@ def load_model(directory: Union[str, os.PathLike]) -> Model:
 ProgressCallback = Callable[[int, dict], Optional[bool]]
 
 
+def _sequential_mean(values: np.ndarray, chunk: int = 1 << 20) -> float:
+    """The mean as tk-tucker train sums it (in double, entry after entry; numpy.mean's pairwise
+    sum may differ in the last bit, and so would the start), a chunk at a time."""
+    total = 0.0
+    for lo in range(0, values.shape[0], chunk):
+        part = values[lo:lo + chunk].astype(np.float64)
+        part[0] += total
+        total = float(np.add.accumulate(part)[-1])  # accumulate runs left to right
+    return total / values.shape[0]
+
+
 def _settings(seed, lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, double, test_fraction) -> Dict[str, str]:
     # The manifest lines tk-tucker writes (tools/tk_tucker.c settings_text), with %.17g values.
     return {"seed": str(seed), "lr_a": f"{lr_a:.17g}", "lr_b": f"{lr_b:.17g}", "lambda_a": f"{lambda_a:.17g}",
@@ -393,7 +404,7 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
         else:
             lo = float(coo.values.min())
             start_model = init_model(dims, rank_j, rank_r, seed=seed,
-                                     target_mean=float(coo.values.mean(dtype=np.float64)) if lo >= 0 else 0.0)
+                                     target_mean=_sequential_mean(coo.values) if lo >= 0 else 0.0)
     model = Model([np.empty_like(a) for a in start_model.a], [np.empty_like(b) for b in start_model.b])
     solver = _core.TuckerSolver(coo.indices, coo.values, list(coo.dims), start_model.a, start_model.b, rank_j,
                                 rank_r, code, storage_code, int(bool(double)), float(lr_a), float(lr_b),

@@ -237,6 +237,17 @@ def test_models_shared_with_tk_tucker(planted, tmp_path):
     assert theirs.manifest["iteration"] == "3"
     for x, y in zip(theirs.a + theirs.b, m.a + m.b):
         np.testing.assert_array_equal(x, y)
+    # non-negative data (ratings): both start from a positive model at the data's mean
+    ratings = T.Coo(tr.indices, (tr.values - tr.values.min() + 1).astype(np.float32), tr.dims)
+    T.write_tns(tmp_path / "ratings.tns", ratings)
+    subprocess.run([tool, "train", str(tmp_path / "ratings.tns"), "--out", str(tmp_path / "tool_ratings"),
+                    "--rank-j", "4", "--rank-r", "4", "--iters", "2", "--lr-a", "0.01", "--backend", "cpu",
+                    "--seed", "9", "--quiet"], check=True, capture_output=True)
+    ours = T.train(T.read_tns(tmp_path / "ratings.tns"), rank_j=4, rank_r=4, iterations=2, lr_a=0.01, seed=9,
+                   backend="cpu")
+    theirs = T.load_model(tmp_path / "tool_ratings")
+    for x, y in zip(theirs.a + theirs.b, ours.a + ours.b):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_training_releases_the_gil_and_stops_on_ctrl_c(tmp_path):
