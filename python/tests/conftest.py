@@ -52,3 +52,17 @@ def built_tool(name):
     build = os.environ.get("TK_BUILD_DIR")
     path = os.path.join(build, "bin", name) if build else None
     return path if path and os.access(path, os.X_OK) else None
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA build of the package (TK_PYTHON_CUDA=ON) and a usable GPU")
+
+
+def require_gpu():
+    """Skips, saying why, unless the package has its CUDA backends and device 0 is usable."""
+    import tensorkernels as tk
+    if not tk.has_cuda():
+        pytest.skip("SKIPPED: the package was built without CUDA (TK_PYTHON_CUDA=ON pip install ./python)")
+    usable, why = tk._tensorkernels.cuda_usable(0)
+    if not usable:
+        pytest.skip(f"SKIPPED: no usable GPU here: {why}")
