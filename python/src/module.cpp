@@ -2,6 +2,10 @@
 // tensorkernels/*.py, is the API users call).
 #include "bindings.h"
 
+// std::string results (cuda_usable's reason) need nanobind's caster: without it the tuple
+// is built at run time only in a CUDA build, and fails there with std::bad_cast.
+#include <nanobind/stl/string.h>
+
 #include <string>
 
 #include "tk_device.h"

@@ -161,3 +161,11 @@ def test_every_module_documents_its_functions():
             obj = getattr(module, name)
             if inspect.isfunction(obj) or inspect.isclass(obj):
                 assert obj.__doc__, f"{module.__name__}.{name} has no docstring"
+
+
+def test_cuda_probe_answers_in_any_build():
+    # backend="auto" asks it in a CUDA build; it must answer (usable, reason) there and here
+    usable, why = tk._tensorkernels.cuda_usable(0)
+    assert isinstance(usable, bool) and isinstance(why, str)
+    if not tk.has_cuda():
+        assert not usable and why
