@@ -246,6 +246,20 @@ void predict(Floats a, Floats b, int rank_j, int rank_r, In<uint32_t> idx, Out<f
     check(st, "tucker.predict");
 }
 
+// Every cell of the model's grid into out (prod(dims) floats, the FIRST index fastest).
+void predict_dense(Floats a, Floats b, int rank_j, int rank_r, Out<float> out) {
+    tk_tucker_model m = model_view(a, b, rank_j, rank_r);
+    std::size_t cells = 1;
+    for (int n = 0; n < m.order; ++n) cells *= m.dims[n];
+    check_size("out", out.size(), cells);
+    tk_status st;
+    {
+        nb::gil_scoped_release unlocked;
+        st = tk_tucker_predict_dense(&m, out.data());
+    }
+    check(st, "tucker.predict_dense");
+}
+
 nb::dict evaluate(Floats a, Floats b, int rank_j, int rank_r, In<uint32_t> idx, In<float> val, const Dims &dims,
                   double lambda_a, double lambda_b) {
     tk_tucker_model m = model_view(a, b, rank_j, rank_r);
@@ -404,6 +418,8 @@ void bind_tucker(nb::module_ &m) {
           nb::arg("rank_r"), nb::arg("seed"), nb::arg("target_mean"));
     m.def("tucker_predict", &predict, nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"),
           nb::arg("rank_r"), nb::arg("indices").noconvert(), nb::arg("out").noconvert());
+    m.def("tucker_predict_dense", &predict_dense, nb::arg("a").noconvert(), nb::arg("b").noconvert(),
+          nb::arg("rank_j"), nb::arg("rank_r"), nb::arg("out").noconvert());
     m.def("tucker_evaluate", &evaluate, nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"),
           nb::arg("rank_r"), nb::arg("indices").noconvert(), nb::arg("values").noconvert(), nb::arg("dims"),
           nb::arg("lambda_a"), nb::arg("lambda_b"));

@@ -29,7 +29,8 @@ from . import _tensorkernels as _core
 from ._arrays import array, backend_code, output
 
 __all__ = ["Coo", "Model", "Metrics", "read_tns", "read_queries", "write_tns", "synth", "split", "init_model",
-           "train", "predict", "evaluate", "save_model", "load_model", "MAX_ORDER", "MIN_RANK", "MAX_RANK"]
+           "train", "predict", "predict_dense", "evaluate", "save_model", "load_model", "MAX_ORDER", "MIN_RANK",
+           "MAX_RANK"]
 
 MAX_ORDER, MIN_RANK, MAX_RANK, DEFAULT_FIBER_THRESHOLD = (int(v) for v in _core.tucker_limits())
 STORAGES = {"bcsf": 0, "coo": 1}
@@ -255,6 +256,21 @@ def predict(model: Model, indices, *, out: Optional[np.ndarray] = None) -> np.nd
     idx = _query_indices(model, indices)
     res = output("out", out, (idx.shape[0],), np.float32)
     _core.tucker_predict(model.a, model.b, model.rank_j, model.rank_r, idx, res)
+    return res
+
+
+def predict_dense(model: Model, *, max_cells: int = 1 << 28) -> np.ndarray:
+    """The model's value at every cell of its grid: float32 of shape model.dims (Fortran order:
+    the core writes the first index fastest, as ITK's images and `tk-tucker complete` do; the
+    array is that memory, not a copy).  Refused above max_cells cells (default 2^28, 1 GiB)."""
+    cells = 1
+    for d in model.dims:
+        cells *= d
+    if cells > max_cells:
+        raise ValueError(f"predict_dense: the grid {model.dims} has {cells} cells, more than max_cells={max_cells}; "
+                         "predict the cells needed with predict(), or raise max_cells")
+    res = np.empty(model.dims, dtype=np.float32, order="F")
+    _core.tucker_predict_dense(model.a, model.b, model.rank_j, model.rank_r, res.T)  # res.T: C order, same memory
     return res
 
 

@@ -42,6 +42,16 @@ def test_predict_matches_einsum(dims, j, r):
     np.testing.assert_array_equal(m.predict(idx.view(np.int32)), got)  # int32 indices: a view
 
 
+def test_predict_dense_is_the_whole_grid():
+    m = random_model((4, 5, 3), 4, 6, 9)
+    full = T.predict_dense(m)
+    assert full.shape == (4, 5, 3) and full.dtype == np.float32 and full.flags.f_contiguous
+    idx = np.indices(m.dims).reshape(3, -1).T.astype(np.uint32)
+    np.testing.assert_allclose(full[tuple(idx.T)], einsum_predict(m, idx), rtol=2e-5, atol=2e-6)
+    with pytest.raises(ValueError, match="more than max_cells=10"):
+        T.predict_dense(m, max_cells=10)
+
+
 def test_coo_uses_the_arrays_in_place_and_refuses_conversions():
     idx = np.array([[0, 1, 2], [3, 0, 1]], dtype=np.uint32)
     val = np.array([1.5, -2.0], dtype=np.float32)
