@@ -81,6 +81,15 @@ def pltf_fit(model: str, sizes: Dict[str, int], x: NDArray[np.float64], mask: Op
              seed: int, init_given: int, naive_gtm: int, track_divergence: int, threads: int, device: int,
              progress: Optional[Callable[[int, float], Optional[bool]]]
              ) -> Tuple[int, float, float, float]: ...  # iterations done, final divergence, iterate ms, total ms
+def pltf_coupled_factors(models: Sequence[str], sizes: Sequence[Dict[str, int]], xs: Sequence[NDArray[np.float64]]
+                         ) -> List[str]: ...
+def pltf_fit_coupled(models: Sequence[str], sizes: Sequence[Dict[str, int]], xs: Sequence[NDArray[np.float64]],
+                     masks: Sequence[Optional[NDArray[np.uint8]]], xhats: Sequence[NDArray[np.float64]],
+                     factors: Sequence[NDArray[np.float64]], divergence_out: Optional[NDArray[np.float64]],
+                     divergence: int, backend: int, iterations: int, seed: int, init_given: int,
+                     track_divergence: int, threads: int, device: int,
+                     progress: Optional[Callable[[int, float], Optional[bool]]]
+                     ) -> Tuple[int, float, float, float]: ...
 def pltf_has_cblas() -> bool: ...
 # tracking (bind_tracking.cpp): sh float32 on the core's grid (dims i, j, k with i fastest),
 # vox2world row-major 4 x 4, masks uint8 on the same grid, seed points float64 (n, 3).

@@ -21,7 +21,7 @@ import numpy as np
 from . import _tensorkernels as _core
 from ._arrays import array, backend_code, output
 
-__all__ = ["Model", "Fit", "parse", "plan", "gtm", "fit", "DIVERGENCES"]
+__all__ = ["Model", "Fit", "CoupledFit", "parse", "plan", "gtm", "fit", "fit_coupled", "DIVERGENCES"]
 
 DIVERGENCES = {"is": 0, "kl": 1, "euclidean": 2}
 
@@ -53,6 +53,17 @@ class Fit(NamedTuple):
     iterations: int  #: iterations run (fewer than asked when progress stopped the fit)
     final_divergence: float  #: over the observed entries, after the last iteration
     seconds: float  #: the iterations alone
+
+
+class CoupledFit(NamedTuple):
+    """Result of :func:`fit_coupled`."""
+
+    factors: Dict[str, np.ndarray]  #: float64 by indices ("ia"), in the core's order (view 0's first)
+    xhat: List[np.ndarray]  #: each view's reconstruction, its x's shape
+    divergence: np.ndarray  #: (iterations + 1,): summed over the views; [0] at the start
+    iterations: int
+    final_divergence: float
+    seconds: float
 
 
 def parse(model: str) -> Model:
@@ -202,3 +213,79 @@ def fit(x: np.ndarray, model: Union[str, Model], *, dims: Union[Dict[str, int], 
         int(threads), int(device), hook)
     return Fit(factors, xhat, div[:done + 1] if track_divergence else div, int(done), float(final),
                iterate_ms / 1e3)
+
+
+def _mask_of(name: str, mask, shape) -> Optional[np.ndarray]:
+    if mask is None:
+        return None
+    if isinstance(mask, np.ndarray) and mask.dtype == np.bool_:
+        mask = mask.view(np.uint8)  # same bytes (0/1): a view, not a copy
+    mask = array(name, mask, (np.uint8,), min_ndim=0)
+    if mask.shape != shape:
+        raise ValueError(f"{name}: shape {mask.shape} differs from its x's {shape}")
+    return mask
+
+
+def fit_coupled(views: Sequence[tuple], *, dims: Union[Dict[str, int], str, None] = None, divergence: str = "kl",
+                iterations: int = 100, seed: int = 0, init: Optional[Dict[str, np.ndarray]] = None,
+                backend: str = "auto", threads: int = 0, device: int = 0,
+                progress: Optional[ProgressCallback] = None, track_divergence: bool = True) -> CoupledFit:
+    """Coupled factorization (generalized coupled tensor factorization): several observed
+    tensors, each with its model, sharing the factors whose index strings are equal ("ia" in
+    "ij=ia,ja" and "ik=ia,ka" is one factor), each updated from every view that holds it:
+
+        Z <- Z * (sum_v D_v(M_v X_v X^_v^(b-2)) / sum_v D_v(M_v X^_v^(b-1)))^g,
+
+    which never increases the summed divergence (tk_pltf.h).  views: (x, model) or
+    (x, model, mask) tuples, at most 8; x float64 C order, mask as in :func:`fit`.  A letter
+    has one size in every view: the observed ones come from the x's, the latent ones from
+    dims.  init: {indices: start array} for every distinct factor (not modified).  Other
+    arguments as :func:`fit`; progress gets the summed divergence.
+    Returns CoupledFit(factors by indices, xhat per view, divergence, iterations, ...).
+    """
+    if not isinstance(views, (list, tuple)) or not views:
+        raise ValueError("views: give a list of (x, model) or (x, model, mask) tuples")
+    xs, masks, models, sizes_v = [], [], [], []
+    letters: Dict[str, int] = {}
+    for v, view in enumerate(views):
+        if not isinstance(view, tuple) or len(view) not in (2, 3):
+            raise ValueError(f"views[{v}]: expected (x, model) or (x, model, mask), got {type(view).__name__}")
+        m = _model(view[1])
+        x = array(f"views[{v}] x", view[0], (np.float64,), min_ndim=0)
+        masks.append(_mask_of(f"views[{v}] mask", view[2] if len(view) == 3 else None, x.shape))
+        own = _sizes(m, x.shape, {k: d for k, d in _dims(dims).items() if k in m.observed + m.latent},
+                     f"views[{v}] x")
+        for k, d in own.items():
+            if letters.setdefault(k, d) != d:
+                raise ValueError(f"views[{v}]: index '{k}' has size {d} here but {letters[k]} in an earlier view")
+        xs.append(x)
+        models.append(m.text)
+        sizes_v.append(own)
+    try:
+        code = DIVERGENCES[divergence]
+    except KeyError:
+        raise ValueError(f"divergence must be 'kl', 'euclidean' or 'is', not {divergence!r}") from None
+    if not isinstance(iterations, int) or iterations < 0:
+        raise ValueError(f"iterations must be a whole number >= 0, got {iterations!r}")
+    names = list(_core.pltf_coupled_factors(models, sizes_v, xs))
+    factors = {n: np.empty(tuple(letters[c] for c in n), np.float64) for n in names}
+    if init is not None:
+        if set(init) != set(names):
+            raise ValueError(f"init: expected the factors {names}, got {sorted(init)}")
+        for n in names:
+            start = array(f"init[{n!r}]", init[n], (np.float64,), min_ndim=0)
+            if start.shape != factors[n].shape:
+                raise ValueError(f"init[{n!r}]: expected shape {factors[n].shape}, got {start.shape}")
+            factors[n][...] = start
+    xhat = [np.empty(x.shape, np.float64) for x in xs]
+    div = np.full(iterations + 1, np.nan)
+    hook = None
+    if progress is not None:
+        def hook(it, d):
+            return progress(it, {"iteration": it, "divergence": d})
+    done, final, iterate_ms, _ = _core.pltf_fit_coupled(
+        models, sizes_v, xs, masks, xhat, [factors[n] for n in names], div, code, backend_code(backend, device),
+        iterations, int(seed) & (2 ** 64 - 1), int(init is not None), int(bool(track_divergence)), int(threads),
+        int(device), hook)
+    return CoupledFit(factors, xhat, div[:done + 1] if track_divergence else div, int(done), float(final),
+                      iterate_ms / 1e3)

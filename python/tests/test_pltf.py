@@ -231,3 +231,70 @@ def test_same_fit_as_tk_pltf(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "fit" / "xhat.npy"), fit.xhat)
     printed = np.loadtxt(run.stdout.splitlines(), comments="#")
     np.testing.assert_allclose(printed[:, 1], fit.divergence, rtol=1e-9)
+
+
+def numpy_coupled(views, factors, divergence, iterations):
+    """Coupled multiplicative updates in NumPy: each distinct factor in turn (the order of
+    `factors`), its numerator and denominator summed over the views that hold it."""
+    b, g = BETA[divergence], 0.5 if divergence == "is" else 1.0
+    z = {k: v.copy() for k, v in factors.items()}
+    parsed = [(np.where(mask, x, 0.0), mask.astype(bool), P.parse(model)) for x, model, mask in views]
+
+    def xhat(m):
+        return np.einsum(",".join(m.factors) + "->" + m.observed, *[z[f] for f in m.factors])
+
+    def total():
+        return sum(numpy_divergence(x, obs, xhat(m), divergence) for x, obs, m in parsed)
+    divs = [total()]
+    for _ in range(iterations):
+        for name in z:
+            num = np.zeros_like(z[name])
+            den = np.zeros_like(z[name])
+            for x, obs, m in parsed:
+                if name not in m.factors:
+                    continue
+                h = xhat(m)
+                others = [f for f in m.factors if f != name]
+                spec = ",".join([m.observed] + others) + "->" + name
+                num += np.einsum(spec, np.where(obs, x * h ** (b - 2), 0), *[z[f] for f in others])
+                den += np.einsum(spec, np.where(obs, h ** (b - 1), 0), *[z[f] for f in others])
+            z[name] = z[name] * np.where(den > 0, num / np.where(den > 0, den, 1), 1) ** g
+        divs.append(total())
+    return z, np.array(divs)
+
+
+@pytest.mark.parametrize("divergence", ["kl", "euclidean", "is"])
+def test_coupled_fit_equals_numpy_updates(divergence):
+    rng = np.random.default_rng(12)
+    x1 = rng.uniform(0.1, 2.0, (6, 5, 4))  # ijk
+    x2 = rng.uniform(0.1, 2.0, (6, 7))     # il
+    m1 = rng.random(x1.shape) > 0.2
+    m2 = rng.random(x2.shape) > 0.2
+    views = [(x1, "ijk=ia,ja,ka", m1), (x2, "il=ia,la", m2)]
+    names = ["ia", "ja", "ka", "la"]
+    sizes = {"i": 6, "j": 5, "k": 4, "l": 7, "a": 3}
+    init = {n: rng.uniform(0.5, 1.5, tuple(sizes[c] for c in n)) for n in names}
+    fit = P.fit_coupled(views, dims={"a": 3}, divergence=divergence, iterations=10, init=init, backend="cpu")
+    assert list(fit.factors) == names  # view 0's factors, then the new one of view 1
+    want, divs = numpy_coupled([(x1, "ijk=ia,ja,ka", m1), (x2, "il=ia,la", m2)], init, divergence, 10)
+    for n in names:
+        np.testing.assert_allclose(fit.factors[n], want[n], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fit.divergence, divs, rtol=1e-9)
+    np.testing.assert_allclose(fit.xhat[1], np.einsum("ia,la->il", fit.factors["ia"], fit.factors["la"]), rtol=1e-9)
+    assert np.all(np.diff(fit.divergence) <= 1e-9 * fit.divergence[0])
+
+
+def test_coupled_fit_refusals_and_planted_sharing():
+    rng = np.random.default_rng(13)
+    a, b, c = (rng.uniform(0.2, 1.5, (n, 2)) for n in (8, 9, 10))
+    x1, x2 = a @ b.T, a @ c.T  # ij and ik share the rows of a
+    fit = P.fit_coupled([(x1, "ij=ia,ja"), (x2, "ik=ia,ka")], dims="a=2", iterations=3000, seed=2, backend="cpu")
+    assert fit.final_divergence < 1e-6 * fit.divergence[0]
+    np.testing.assert_allclose(fit.xhat[0], x1, rtol=1e-3)
+    np.testing.assert_allclose(fit.xhat[1], x2, rtol=1e-3)
+    with pytest.raises(ValueError, match="index 'i' has size 7 here but 8"):
+        P.fit_coupled([(x1, "ij=ia,ja"), (np.ones((7, 10)), "ik=ia,ka")], dims="a=2")
+    with pytest.raises(ValueError, match=r"view 1: observed entry \d+ is negative"):
+        P.fit_coupled([(x1, "ij=ia,ja"), (-x2, "ik=ia,ka")], dims="a=2")
+    with pytest.raises(ValueError, match="expected the factors"):
+        P.fit_coupled([(x1, "ij=ia,ja"), (x2, "ik=ia,ka")], dims="a=2", init={"ia": a})
