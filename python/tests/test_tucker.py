@@ -247,6 +247,19 @@ def test_models_shared_with_tk_tucker(planted, tmp_path):
     assert theirs.manifest["iteration"] == "3"
     for x, y in zip(theirs.a + theirs.b, m.a + m.b):
         np.testing.assert_array_equal(x, y)
+    # a tk-tucker checkpoint (2 iterations) resumed in Python to 4 = the tool's 4 straight
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool_ck"),
+                    "--rank-j", "4", "--rank-r", "4", "--iters", "2", "--backend", "cpu", "--quiet"],
+                   check=True, capture_output=True)
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool_4"),
+                    "--rank-j", "4", "--rank-r", "4", "--iters", "4", "--backend", "cpu", "--quiet"],
+                   check=True, capture_output=True)
+    resumed = T.train(T.read_tns(tmp_path / "train.tns"), rank_j=4, rank_r=4, iterations=4, backend="cpu",
+                      checkpoint_dir=tmp_path / "tool_ck", resume=True)
+    assert [h["iteration"] for h in resumed.history] == [3, 4]
+    straight = T.load_model(tmp_path / "tool_4")
+    for x, y in zip(resumed.a + resumed.b, straight.a + straight.b):
+        np.testing.assert_array_equal(x, y)
     # non-negative data (ratings): both start from a positive model at the data's mean
     ratings = T.Coo(tr.indices, (tr.values - tr.values.min() + 1).astype(np.float32), tr.dims)
     T.write_tns(tmp_path / "ratings.tns", ratings)
