@@ -63,7 +63,7 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
           trials: int = 0, seed_direction: Optional[Sequence[float]] = None, unidirectional: bool = False,
           rng_seed: int = 0, mask: Optional[np.ndarray] = None, include: Sequence[np.ndarray] = (),
           exclude: Optional[np.ndarray] = None, allow_nonfinite: bool = False, chunk_seeds: int = 4096,
-          backend: str = "auto", threads: int = 0, device: int = 0,
+          select: int = 0, backend: str = "auto", threads: int = 0, device: int = 0,
           progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Tracks:
     """Streamlines from seeds through the SH volume, with `tk-track`'s options.
 
@@ -81,6 +81,9 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
     mask (stop where it is left), include (keep streamlines that visit each), exclude (drop
         those that enter it): bool/uint8 (x, y, z).  allow_nonfinite: NaN coefficients end a
         streamline as the volume's edge would (default: refused, ValueError).
+    select: with seed_points, stop once this many streamlines are kept (the first ones in seed
+        order, as `tk-track --select` with --seeds-file); 0: every seed.  (`tk-track`'s rounds
+        of mask seeds until K are kept are the tool's.)
     backend: "auto" (CUDA where built and usable, else "omp"), "cpu", "omp", "cuda".
     progress(seeds_done, seeds_total) after every chunk of chunk_seeds seeds; returning False
         stops there (the streamlines so far are returned).  The GIL is released while the
@@ -111,6 +114,8 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
         raise ValueError("seed_mask: no voxel is nonzero, so there is nowhere to seed")
     if seeds_per_voxel < 1:
         raise ValueError(f"seeds_per_voxel must be >= 1, got {seeds_per_voxel}")
+    if select < 0 or (select and seed_points is None):
+        raise ValueError(f"select={select}: a count >= 0, with seed_points (mask seeding in rounds is tk-track's)")
     if chunk_seeds < 1:
         raise ValueError(f"chunk_seeds must be >= 1, got {chunk_seeds}")
     try:
@@ -136,9 +141,16 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
     core_affine = affine.copy()
     core_affine[:, [0, 1, 2]] = affine[:, [2, 1, 0]]
     chunks: List[tuple] = []
+    kept = [0]
 
     def sink(num_points, seed_index, points, seeds_done, seeds_total):
+        if select and kept[0] + len(num_points) >= select:  # the first ones: chunks are in seed order
+            n = select - kept[0]
+            chunks.append((num_points[:n], seed_index[:n], points[:int(num_points[:n].sum())]))
+            kept[0] = select
+            return False
         chunks.append((num_points, seed_index, points))
+        kept[0] += len(num_points)
         if progress is not None:
             return progress(int(seeds_done), int(seeds_total))
         return None

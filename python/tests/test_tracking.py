@@ -142,6 +142,12 @@ def test_progress_stops_gil_released_and_ctrl_c_interrupts(straight_x):
     aff = oblique_affine()
     rng = np.random.default_rng(1)
     seeds = to_world(aff, rng.uniform(0, 1, (20000, 3)) * (np.array(DIMS) - 1))
+    picked = TR.track(straight_x, aff, seed_points=seeds[:1000], chunk_seeds=64, seed_direction=(1, 0, 0),
+                      select=100, backend="cpu")
+    full = TR.track(straight_x, aff, seed_points=seeds[:1000], seed_direction=(1, 0, 0), backend="cpu")
+    assert len(picked.streamlines) == 100 and list(picked.seed_index) == list(full.seed_index[:100])
+    for a, b in zip(picked.streamlines, full.streamlines):
+        np.testing.assert_array_equal(a, b)
     calls = []
     t = TR.track(straight_x, aff, seed_points=seeds[:1000], chunk_seeds=100, backend="cpu",
                  progress=lambda done, total: calls.append((done, total)) or done < 300)
@@ -200,3 +206,13 @@ def test_same_streamlines_as_tk_track(algorithm, tmp_path):
         for a, b in zip(ours.streamlines, theirs):
             assert a.shape == b.shape
             np.testing.assert_allclose(a, b, atol=1e-4)
+    # --select 7: the first 7 streamlines kept in seed order
+    subprocess.run([built_tool("tk-track"), str(DATA / "bundles_sh.nii.gz"), str(out), "--seeds-file",
+                    str(tmp_path / "seeds.txt"), "--algorithm", algorithm, "--seed", "7", "--backend", "cpu",
+                    "--select", "7", "--quiet", "--force"], check=True, capture_output=True)
+    theirs = nib.streamlines.load(str(out)).streamlines
+    ours = TR.track(img.sh, img.affine, seed_points=seeds, algorithm=algorithm, rng_seed=7, select=7, chunk_seeds=16,
+                    backend="cpu")
+    assert len(ours.streamlines) == len(theirs) == 7 and len(ours.seed_index) == 7
+    for a, b in zip(ours.streamlines, theirs):
+        np.testing.assert_allclose(a, b, atol=1e-4)
