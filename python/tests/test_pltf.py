@@ -298,3 +298,20 @@ def test_coupled_fit_refusals_and_planted_sharing():
         P.fit_coupled([(x1, "ij=ia,ja"), (-x2, "ik=ia,ka")], dims="a=2")
     with pytest.raises(ValueError, match="expected the factors"):
         P.fit_coupled([(x1, "ij=ia,ja"), (x2, "ik=ia,ka")], dims="a=2", init={"ia": a})
+
+
+def test_engines_agree():
+    # the seed's naive GTM and the OpenMP engine fit what the planned CPU engine fits
+    rng = np.random.default_rng(21)
+    x = rng.uniform(0.1, 2.0, (5, 6, 7))
+    mask = rng.random(x.shape) > 0.3
+    ref = P.fit(x, "tucker3", dims="p=2,q=3,r=2", mask=mask, iterations=10, seed=4, backend="cpu")
+    for kwargs in ({"naive_gtm": True, "backend": "cpu"}, {"backend": "omp", "threads": 2}):
+        other = P.fit(x, "tucker3", dims="p=2,q=3,r=2", mask=mask, iterations=10, seed=4, **kwargs)
+        for a, b in zip(other.factors, ref.factors):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(other.divergence, ref.divergence, rtol=1e-10)
+    quiet = P.fit(x, "tucker3", dims="p=2,q=3,r=2", mask=mask, iterations=10, seed=4, backend="cpu",
+                  track_divergence=False, progress=lambda it, info: None)
+    assert quiet.iterations == 10 and np.isnan(quiet.divergence[:-1]).all()
+    np.testing.assert_allclose(quiet.final_divergence, ref.final_divergence, rtol=1e-12)
