@@ -68,6 +68,7 @@ typedef struct {
     uint64_t seed;
     tk_tucker_options o;
     tk_standard_values std;
+    int gpus, gpus_given; /* --gpus (tk_cli_resolve_gpus): data-parallel SGD over the GPUs, NCCL */
 } train_args;
 
 #define TRAIN(member) offsetof(train_args, member)
@@ -107,6 +108,7 @@ static const tk_option train_options[] = {
 
 static const tk_option_group train_groups[] = {
     {.title = "train options", .options = train_options, .count = TK_OPT_COUNT(train_options)},
+    TK_GPUS_GROUP(train_args, gpus),
     TK_STANDARD_GROUP(train_args, std),
 };
 
@@ -119,7 +121,9 @@ static const tk_command train_command = {
     .epilog = "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
               "replaced atomically at each save, so a killed run loses at most one interval.\n"
               "An existing model is replaced only with --force (or continued with --resume).\n"
-              "With --seed, cpu and omp runs are reproducible (bit for bit, any thread count).\n",
+              "With --seed, cpu and omp runs are reproducible (bit for bit, any thread count).\n"
+              "--gpus: the GPUs train one model by data-parallel SGD (NCCL; Documentation/scaling.md),\n"
+              "the same model as one GPU's to float rounding; a build without NCCL runs on one GPU.\n",
     .groups = train_groups,
     .count = TK_OPT_COUNT(train_groups),
     .max_positional = 1,
@@ -135,6 +139,7 @@ static int parse_train(int argc, char **argv, train_args *a)
     a->fiber_threshold = (long)a->o.fiber_threshold;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&train_command, argc, argv, 2, a, &parsed)) return 0;
+    a->gpus_given = tk_cli_given(&train_command, &parsed, "gpus");
     a->train = parsed.positional[0];
     a->o.fiber_threshold = (size_t)a->fiber_threshold;
     a->o.num_threads = a->std.threads;
@@ -268,6 +273,21 @@ static int cmd_train(int argc, char **argv)
     tk_backend run = a.std.backend == TK_BACKEND_AUTO && a.o.precision == TK_PRECISION_DOUBLE ? TK_BACKEND_OMP : a.std.backend;
     if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_BACKEND_OMP, a.std.quiet, &run)) goto done;
     a.o.backend = (tk_backend)run;
+    if (!tk_cli_resolve_gpus(prog, a.gpus, a.gpus_given, a.std.backend, run, a.o.cuda_device, &a.o.cuda_device_count)) {
+        rc = TK_EXIT_USAGE;
+        goto done;
+    }
+    /* "every visible GPU" by default, as far as this build reaches: without NCCL, one */
+    if (!a.gpus_given && a.o.cuda_device_count > tk_tucker_max_devices()) a.o.cuda_device_count = tk_tucker_max_devices();
+    if (a.o.cuda_device_count > TK_TUCKER_MAX_DEVICES) {
+        tk_cli_error(prog, "--gpus %d: FastTucker drives at most %d GPUs; give --gpus %d or fewer", a.o.cuda_device_count,
+                     TK_TUCKER_MAX_DEVICES, TK_TUCKER_MAX_DEVICES);
+        rc = TK_EXIT_USAGE;
+        goto done;
+    }
+    if (a.o.cuda_device_count > 1 && !a.std.quiet)
+        fprintf(stderr, "%s: training on %d GPUs (devices %d to %d)\n", prog, a.o.cuda_device_count, a.o.cuda_device,
+                a.o.cuda_device + a.o.cuda_device_count - 1);
     uint32_t dims[TK_TUCKER_MAX_ORDER];
     for (int n = 0; n < train.order; ++n) dims[n] = train.dims[n] > test.dims[n] ? train.dims[n] : test.dims[n];
     long start = 0;

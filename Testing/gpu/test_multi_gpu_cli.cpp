@@ -3,6 +3,7 @@
 // naming --gpus and the count found.  Without a usable GPU: skipped.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,4 +80,50 @@ TEST(MultiGpuCli, MoreGpusThanVisibleIsAUsageError)
               std::string::npos)
         << r.err;
     EXPECT_FALSE(exists(dir / "w.npy"));
+}
+
+namespace {
+
+// The test RMSE of the last iteration tk-tucker train printed (its 6th column).
+double last_test_rmse(const std::string &out)
+{
+    std::istringstream lines(out);
+    std::string line;
+    double rmse = 0;
+    while (std::getline(lines, line)) {
+        std::istringstream fields(line);
+        double v[6];
+        bool numbers = true;
+        for (double &x : v) numbers = numbers && static_cast<bool>(fields >> x);
+        if (numbers) rmse = v[5];  // the header line is no row of numbers
+    }
+    return rmse;
+}
+
+}  // namespace
+
+TEST(MultiGpuCli, TuckerTrainsOneModelOnEveryGpuAndResumesOnOne)
+{
+    Dir dir;
+    auto synth = run_tool(std::string(TK_TUCKER_EXE) + " synth --shape 3000,800,60 --nnz 300000 --rank-j 8 --rank-r 8 "
+                                                       "--noise 0.1 --seed 4 -q " + dir / "s.tns",
+                          dir.path);
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    const std::string train = std::string(TK_TUCKER_EXE) + " train " + dir / "s.tns" +
+                              " --test-fraction 0.05 --rank-j 8 --rank-r 8 --seed 2 --backend cuda --quiet";
+    auto one = run_tool(train + " --iters 8 --gpus 1 --out " + dir / "m1", dir.path);
+    TK_SKIP_IF_TOOL_HAS_NO_GPU(one);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    auto all = run_tool(train + " --iters 8 --gpus 0 --out " + dir / "mall", dir.path);
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    // The same SGD to float rounding (Documentation/scaling.md): the test RMSE to 1%.
+    const double r1 = last_test_rmse(one.out), rall = last_test_rmse(all.out);
+    EXPECT_GT(r1, 0);
+    EXPECT_NEAR(rall, r1, 0.01 * r1) << one.out << all.out;
+    // A checkpoint of every GPU goes on on one (the model is the same on each GPU).
+    auto half = run_tool(train + " --iters 4 --gpus 0 --out " + dir / "mres", dir.path);
+    ASSERT_EQ(half.exit_code, 0) << half.err;
+    auto rest = run_tool(train + " --iters 8 --gpus 1 --resume --out " + dir / "mres", dir.path);
+    ASSERT_EQ(rest.exit_code, 0) << rest.err;
+    EXPECT_NEAR(last_test_rmse(rest.out), r1, 0.01 * r1) << rest.out;
 }

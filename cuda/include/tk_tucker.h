@@ -220,6 +220,9 @@ typedef struct tk_tucker_options {
  * The factor step is stable while lr_a |v|^2 < 2, so scale lr_a down for data
  * of larger magnitude (ratings 1..5: try 0.005). */
 void tk_tucker_options_init(tk_tucker_options *o);
+/** The most GPUs a solver of this build drives: TK_TUCKER_MAX_DEVICES where it was built with
+ * NCCL, else 1 (several GPUs are then refused with that reason). */
+int tk_tucker_max_devices(void);
 const char *tk_backend_name(tk_backend b);
 
 typedef struct tk_tucker_solver tk_tucker_solver;

@@ -49,8 +49,7 @@ const tk_option tk_standard_options[TK_STANDARD_OPTION_COUNT] = {
 
 const tk_option tk_gpus_options[TK_GPUS_OPTION_COUNT] = {
     {.name = "gpus", .value_name = "N", .kind = TK_OPT_INT, .min = 0, .max = 64, .offset = 0,
-     .help = "cuda backend: split the batch over N GPUs from --device on,\na contiguous share each, results identical "
-             "to one GPU;\n0 (default): every visible GPU",
+     .help = "cuda backend: how many GPUs share the work, from --device on\n(the command's notes say how); 0 (default): every visible GPU",
      .xml = {.name = "gpus", .label = "GPUs",
              .description = "cuda backend: how many GPUs (from the CUDA device on) share the work; 0: every visible GPU",
              .default_value = "0"}},

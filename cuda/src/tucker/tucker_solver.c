@@ -22,6 +22,15 @@ static const tk_tucker_options tucker_defaults = {
 
 void tk_tucker_options_init(tk_tucker_options *o) { *o = tucker_defaults; }
 
+int tk_tucker_max_devices(void)
+{
+#if defined(TK_HAVE_NCCL)
+    return TK_TUCKER_MAX_DEVICES;
+#else
+    return 1;
+#endif
+}
+
 
 tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_coo *train, const tk_tucker_model *model,
                                   tk_tucker_solver **out)
