@@ -209,6 +209,10 @@ TEST(EigCli, GpusOffTheGpuIsAClearError)
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("--gpus 1 applies to the cuda backend, and --backend omp was given"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(dir / "w.npy"));
+    // --gpus 0, the default, names no GPU: 3D Slicer passes it with every run, on any backend.
+    auto slicer = run_tool(exe + " " + dir / "a.npy" + " " + dir / "w.npy --backend omp --gpus 0", dir.path);
+    EXPECT_EQ(slicer.exit_code, 0) << slicer.err;
+    EXPECT_EQ(slicer.err, "");
 }
 
 TEST(EigCli, Help)

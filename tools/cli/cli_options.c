@@ -60,7 +60,9 @@ int tk_cli_resolve_gpus(const char *prog, int gpus, int given, tk_backend reques
 {
     *count = 1;
     if (run != TK_BACKEND_CUDA) {
-        if (!given) return 1;
+        /* 0, the default, asks for no GPU in particular ("every visible one"): 3D Slicer passes
+         * every parameter, the default included, whatever backend the user chose */
+        if (!given || gpus == 0) return 1;
         if (requested == TK_BACKEND_AUTO)
             tk_cli_error(prog, "--gpus %d: no usable CUDA GPU here, so --backend auto runs on the CPU (%s); drop --gpus "
                                "to run there, or run where the GPUs are", gpus, tk_backend_name(run));

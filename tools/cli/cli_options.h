@@ -114,9 +114,10 @@ extern const tk_option tk_gpus_options[TK_GPUS_OPTION_COUNT];
 /* The devices a run spreads over: *count = gpus, or with gpus 0 every visible GPU from
  * `device` on, where `run` (the backend `requested` resolved to) is cuda; 1 elsewhere.
  * `given`: --gpus was on the command line.  0 after a message naming --gpus (exit
- * TK_EXIT_USAGE) where more GPUs are asked for than exist from `device` on, or --gpus is
- * given for a run that is not on cuda (--backend cpu/omp, or auto without a usable GPU):
- * a user who names a GPU count expects GPUs, not a silent CPU run. */
+ * TK_EXIT_USAGE) where more GPUs are asked for than exist from `device` on, or a count
+ * above 0 is given for a run that is not on cuda (--backend cpu/omp, or auto without a
+ * usable GPU): a user who names a GPU count expects GPUs, not a silent CPU run.  --gpus 0
+ * (the default, which 3D Slicer passes along with every other parameter) never is. */
 int tk_cli_resolve_gpus(const char *prog, int gpus, int given, tk_backend requested, tk_backend run, int device,
                         int *count);
 

@@ -382,8 +382,8 @@ TEST(FibersCli, AcceptsSlicersCommandLineBuiltFromItsXml)
                                            {"numberOfPeaks", "2"}},  // not the default: seen to reach the filter
                                           &slicer));
     // with VTK the glyph scale too (the glyphs output itself, unset, is left out as Slicer does);
-    // with the standard --device, --quiet, --force
-    EXPECT_EQ(slicer.flagged, slicer.xml.find("<geometry") != std::string::npos ? 14 : 13);
+    // with the standard --device, --quiet, --force, and --gpus (0: Slicer passes the default)
+    EXPECT_EQ(slicer.flagged, slicer.xml.find("<geometry") != std::string::npos ? 15 : 14);
     auto plain = run_tool(exe + " --quiet " + dir + "/sh.nrrd " + dir + "/peaks.nrrd --num 2 --mask " + dir +
                               "/mask.nrrd --amplitudes " + dir + "/amp.nrrd",
                           dir);
