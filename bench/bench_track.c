@@ -46,6 +46,7 @@ typedef struct {
     double mask_threshold;
     int backends[3], algorithms[2], write;
     const char *tckgen, *input;
+    long gpus; /* -1 unless given (bench_scaling_gpus) */
 } track_args;
 
 static const char *const kAlgorithmNames[2] = {"sd_stream", "ifod1"};
@@ -255,6 +256,7 @@ static const tk_option options[] = {
                "iFOD1 on one core takes about 3 s a run)"),
     BENCH_THREADS_OPTION(ARG(threads), "threads of omp and tckgen (default: all cores)"),
     BENCH_LONG("repeat", "R", 1, 64, ARG(repeat), "runs of each figure, the median reported (default 3)"),
+    BENCH_GPUS_OPTION(ARG(gpus), "the cuda runs"),
     BENCH_DOUBLE("mask-threshold", "C0", -1e30, 1e30, ARG(mask_threshold),
                  "the mask: voxels whose l=0 coefficient is at least C0 (default 0.25)"),
     BENCH_LONG("write", "0|1", 0, 1, ARG(write), "1: also time each run into a .tck file (default 1)"),
@@ -311,18 +313,22 @@ static tckgen_rate measure_tckgen(const track_args *a, const track_files *f, int
     return r;
 }
 
-/* One backend on one algorithm: the core into nothing, then into a .tck file. */
-static void measure_backend(const track_args *a, const track_volume *v, const track_files *f, int alg, int b,
-                            long threads, tckgen_rate ref)
+/* One backend on one algorithm: the core into nothing, then into a .tck file.  gpus > 1: the
+ * cuda run over that many GPUs, and base_ms (the one-GPU core time) for its speed-up. */
+static double measure_backend(const track_args *a, const track_volume *v, const track_files *f, int alg, int b,
+                              long threads, tckgen_rate ref, int gpus, double base_ms)
 {
     const long n = b == TK_BACKEND_CUDA ? a->seeds : a->cpu_seeds;
-    const char *name = tk_backend_name((tk_backend)b);
+    char label[32] = "";
+    if (gpus > 1) snprintf(label, sizeof label, "cuda x%d", gpus);
+    const char *name = gpus > 1 ? label : tk_backend_name((tk_backend)b);
     tk_tracking_options o;
     tk_tracking_options_init(&o, v->lmax);
     o.algorithm = alg ? TK_TRACK_IFOD1 : TK_TRACK_SD_STREAM;
     o.step_mm = kStepMm, o.max_angle_deg = kAngleDeg, o.cutoff = kCutoff;
     o.min_length_mm = kMinMm, o.max_length_mm = kMaxMm;
     o.backend = (tk_backend)b, o.num_threads = b == TK_BACKEND_OMP ? (int)threads : 0;
+    o.cuda_device_count = gpus > 1 ? gpus : 1;
     double *points = mask_seeds(v, (size_t)n);
     tk_tracking_plan *plan = NULL;
     tk_tracking_stats st;
@@ -334,7 +340,7 @@ static void measure_backend(const track_args *a, const track_volume *v, const tr
         !run_core(plan, v, points, (size_t)(n < 256 ? n : 256), NULL, &ms, &st, NULL, NULL)) {
         printf("%-10s %-9s %9ld  skipped: %s\n", name, kAlgorithmNames[alg], n, points ? tk_last_error() : "out of memory");
         tk_tracking_plan_destroy(plan), free(points);
-        return;
+        return -1;
     }
     /* the core and the .tck runs in turn, each figure the median: a single run on a shared
      * machine moves by tens of percent (the statistics are the same in every run) */
@@ -356,12 +362,14 @@ static void measure_backend(const track_args *a, const track_volume *v, const tr
     tk_tracking_plan_destroy(plan), free(points);
     if (!ok) {
         printf("%-10s %-9s %9ld  failed: %s\n", name, kAlgorithmNames[alg], n, tk_last_error());
-        return;
+        return -1;
     }
     const double rate = st.accepted / (ms / 1000), whole = tck_ms > 0 ? st.accepted / (tck_ms / 1000) : NAN;
     char goal[160] = "", write_ms[32] = "-";
     if (tck_ms > 0) snprintf(write_ms, sizeof write_ms, "%.1f", tck_ms - ms); /* < 0: within the noise */
-    if (b == TK_BACKEND_CUDA)
+    if (b == TK_BACKEND_CUDA && gpus > 1)
+        snprintf(goal, sizeof goal, "speed-up over 1 GPU %.2fx (the same streamlines)", base_ms > 0 ? base_ms / ms : NAN);
+    else if (b == TK_BACKEND_CUDA)
         snprintf(goal, sizeof goal, "goal %.0f streamlines/s: %s", kCudaGoal[alg], bench_verdict(rate >= kCudaGoal[alg]));
     else if (ref.whole > 0)
         snprintf(goal, sizeof goal, "%.1fx tckgen tracking, %.1fx whole (+tck vs whole: %.1fx)%s%s",
@@ -382,16 +390,18 @@ static void measure_backend(const track_args *a, const track_volume *v, const tr
     tk_bench_json_num("total_ms", ms), tk_bench_json_num("kernel_ms", t.kernel_ms);
     tk_bench_json_num("tck_ms", tck_ms > 0 ? tck_ms : NAN), tk_bench_json_num("streamlines_per_s", rate);
     tk_bench_json_num("tck_streamlines_per_s", whole);
-    if (b == TK_BACKEND_CUDA) tk_bench_json_bool("goal_met", rate >= kCudaGoal[alg]);
+    if (b == TK_BACKEND_CUDA && gpus <= 1) tk_bench_json_bool("goal_met", rate >= kCudaGoal[alg]);
+    if (gpus > 1) tk_bench_json_num("gpus", gpus), tk_bench_json_num("speedup", base_ms > 0 ? base_ms / ms : NAN);
     if (b == TK_BACKEND_OMP && ref.tracking > 0) tk_bench_json_bool("goal_met", rate >= kTckgenGoal * ref.tracking);
     if (b != TK_BACKEND_CUDA && ref.tracking > 0) tk_bench_json_num("vs_tckgen_tracking", rate / ref.tracking);
     if (b != TK_BACKEND_CUDA && ref.whole > 0) tk_bench_json_num("vs_tckgen_whole", rate / ref.whole);
     fflush(stdout);
+    return ms;
 }
 
 int tk_bench_track(int argc, char **argv)
 {
-    track_args a = {1000000, 500, 0, 3, 0.25, {1, 1, 1}, {1, 1}, 1, "tckgen", NULL};
+    track_args a = {1000000, 500, 0, 3, 0.25, {1, 1, 1}, {1, 1}, 1, "tckgen", NULL, -1};
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
     const long threads = a.threads > 0 ? a.threads : sysconf(_SC_NPROCESSORS_ONLN);
     track_volume v;
@@ -419,11 +429,16 @@ int tk_bench_track(int argc, char **argv)
     const int have_dir = (a.write || a.tckgen) && make_dir(&files);
     const int cpu_side = a.backends[TK_BACKEND_CPU] || a.backends[TK_BACKEND_OMP];
     const int have_tckgen = have_dir && a.tckgen && cpu_side && write_tckgen_inputs(&v, &files);
+    const int scaling_gpus = a.backends[TK_BACKEND_CUDA] ? bench_scaling_gpus(a.gpus) : 0;
     for (int alg = 0; alg < 2; ++alg) {
         if (!a.algorithms[alg]) continue;
         const tckgen_rate ref = have_tckgen ? measure_tckgen(&a, &files, alg, threads) : (tckgen_rate){0, 0};
-        for (int b = 0; b < 3; ++b)
-            if (a.backends[b]) measure_backend(&a, &v, have_dir ? &files : NULL, alg, b, threads, ref);
+        for (int b = 0; b < 3; ++b) {
+            if (!a.backends[b]) continue;
+            const double one = measure_backend(&a, &v, have_dir ? &files : NULL, alg, b, threads, ref, 1, 0);
+            if (b == TK_BACKEND_CUDA && scaling_gpus && one > 0)
+                measure_backend(&a, &v, have_dir ? &files : NULL, alg, b, threads, ref, scaling_gpus, one);
+        }
     }
     if (have_tckgen) remove(files.fod), remove(files.mask);
     if (have_dir) rmdir(files.dir);

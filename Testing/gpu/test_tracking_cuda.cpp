@@ -25,6 +25,7 @@
 
 #include "gpu_skip.h"
 #include "tk_cuda_memory.h"
+#include "tk_device.h"
 #include "tk_tracking.h"
 #include "tracking_test_util.h"
 
@@ -376,3 +377,68 @@ TEST(TrackingCuda, ASinkErrorStopsTheRun)
 }
 
 }  // namespace
+
+// ---- several GPUs (cuda_device_count) -----------------------------------------------------
+
+namespace {
+
+// The run on one GPU and on every visible one (on a one-GPU machine the same GPU twice):
+// the same streamlines, seed indices and order, bit for bit, and the same counts.
+void one_vs_every_gpu(const Volume &vol, tk_tracking_options o, const tk_tracking_seeds &seeds,
+                      const tk_tracking_regions *regions)
+{
+    TrackOnce one, every;
+    o.cuda_device_count = 1;
+    track(one, vol, o, TK_BACKEND_CUDA, seeds, regions);
+    TK_SKIP_IF_NO_GPU(one.status);
+    ASSERT_EQ(one.status, TK_OK) << one.error;
+    o.cuda_device_count = std::max(1, tk_cuda_device_count());
+    track(every, vol, o, TK_BACKEND_CUDA, seeds, regions);
+    ASSERT_EQ(every.status, TK_OK) << every.error;
+    EXPECT_GT(one.result.num_streamlines, 10u);
+    EXPECT_TRUE(flatten(one.result) == flatten(every.result)) << o.cuda_device_count << " GPUs changed the streamlines";
+    EXPECT_EQ(std::memcmp(&one.stats, &every.stats, sizeof one.stats), 0) << "the counts differ";
+}
+
+}  // namespace
+
+TEST(TrackingCuda, EveryVisibleGpuGivesOneGpusStreamlines)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 2000, 12);
+    tk_tracking_options o = default_options();
+    o.rng_seed = 4;
+    for (size_t chunk : {size_t(7), size_t(4096)}) {  // shares of a few seeds, and one share a GPU
+        o.chunk_seeds = chunk;
+        o.algorithm = TK_TRACK_SD_STREAM;
+        one_vs_every_gpu(vol, o, point_seeds(points), nullptr);
+        if (IsSkipped() || HasFailure()) return;
+        o.algorithm = TK_TRACK_IFOD1, o.max_trials = 100;
+        one_vs_every_gpu(vol, o, point_seeds(points), nullptr);
+        if (IsSkipped() || HasFailure()) return;
+    }
+    // mask seeds (drawn within their voxels from the seed index) and regions
+    std::vector<uint8_t> seed_mask(vol.voxels(), 0), include(vol.voxels(), 0);
+    for (size_t v = 0; v < vol.voxels(); ++v) seed_mask[v] = v % 3 == 0, include[v] = v % 7 < 4;
+    const uint8_t *inc[1] = {include.data()};
+    tk_tracking_regions r{};
+    r.mask_voxels = vol.voxels(), r.include = inc, r.num_include = 1;
+    tk_tracking_seeds seeds{};
+    seeds.mask = seed_mask.data(), seeds.mask_voxels = vol.voxels(), seeds.per_voxel = 3;
+    o.algorithm = TK_TRACK_SD_STREAM, o.chunk_seeds = 500;
+    one_vs_every_gpu(vol, o, seeds, &r);
+}
+
+TEST(TrackingCuda, MoreGpusThanExistIsAClearError)
+{
+    const Volume vol = busy_field();
+    tk_tracking_options o = default_options();
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_device_count = tk_cuda_device_count() + 1;
+    tk_tracking_plan *plan = nullptr;
+    const tk_status s = tk_tracking_plan_create(&o, &vol.grid, &plan);
+    tk_tracking_plan_destroy(plan);
+    TK_SKIP_IF_NO_GPU(s);
+    EXPECT_EQ(s, TK_ERR_ARGUMENT) << tk_last_error();
+    EXPECT_NE(std::string(tk_last_error()).find("found"), std::string::npos) << tk_last_error();
+}

@@ -35,6 +35,7 @@ struct Args {
     tk_track_values v;
     std::string input, output, png;
     tk_backend backend = TK_BACKEND_OMP;
+    bool gpus_given = false;
 };
 
 int parse(int argc, char **argv, Args &a)
@@ -48,6 +49,7 @@ int parse(int argc, char **argv, Args &a)
     }
     a.input = parsed.positional[0];
     a.output = parsed.positional[1];
+    a.gpus_given = tk_cli_given(&tk_track_command, &parsed, "gpus") != 0;
     a.png = a.v.png ? a.v.png : "";
     if (!a.png.empty()) {
 #ifndef TK_HAVE_VTK
@@ -429,6 +431,8 @@ int track(const Args &a)
     if (!tk_cli_resolve_backend(prog, a.backend, a.v.std.device, TK_BACKEND_OMP, a.v.std.quiet, &o.backend))
         return TK_EXIT_FAILURE;
     o.cuda_device = a.v.std.device;
+    if (!tk_cli_resolve_gpus(prog, a.v.gpus, a.gpus_given, a.backend, o.backend, o.cuda_device, &o.cuda_device_count))
+        return TK_EXIT_USAGE;
     o.num_threads = a.v.std.threads;
     tk_tracking_plan *plan = nullptr;
     if (tk_tracking_plan_create(&o, &grid, &plan) != TK_OK) {

@@ -180,6 +180,7 @@ static const tk_option_group groups[] = {
      .count = TK_OPT_COUNT(images)},
     {.title = "tracking options", .label = "Tracking", .description = "MRtrix3 tckgen's parameters",
      .options = tracking, .count = TK_OPT_COUNT(tracking)},
+    TK_GPUS_GROUP(tk_track_values, gpus),
     TK_STANDARD_GROUP(tk_track_values, std),
 };
 
@@ -205,7 +206,9 @@ const tk_command tk_track_command = {
         "for the algorithm and the voxel size.\n"
         "OUTPUT by its extension: .tck (MRtrix3), .trk (TrackVis), .trx, .vtp or .vtk (VTK,\n"
         "LPS as 3D Slicer writes them); written whole or not at all.\n",
-    .epilog = "Exit status: 0 done, 1 failed work (bad data, I/O), 2 bad command line.\n"
+    .epilog = "--gpus: each GPU tracks a contiguous share of every chunk of seeds; the output is one\n"
+              "GPU's, streamline for streamline and in the same order.\n"
+              "Exit status: 0 done, 1 failed work (bad data, I/O), 2 bad command line.\n"
               "--backend: auto (the GPU where a usable one is found, else omp), cpu, omp or cuda.\n",
     .groups = groups,
     .count = TK_OPT_COUNT(groups),

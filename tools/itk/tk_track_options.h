@@ -29,6 +29,7 @@ typedef struct tk_track_values {
     double seed_direction[3]; /* all 0: random first directions */
     uint64_t seed;
     int descoteaux, legacy, unidirectional;
+    int gpus;     /* --gpus: 0 (every visible GPU) unless given */
     tk_standard_values std;
 } tk_track_values;
 

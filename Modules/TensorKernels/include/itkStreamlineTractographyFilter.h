@@ -164,6 +164,10 @@ public:
     itkGetConstMacro(NumberOfThreads, int);
     itkSetMacro(CudaDevice, int);
     itkGetConstMacro(CudaDevice, int);
+    /** CUDA: how many GPUs from CudaDevice on track (default 1; 0: every visible one), each a
+     * contiguous share of every chunk of seeds; the streamlines are one GPU's, in its order. */
+    itkSetMacro(NumberOfCudaDevices, unsigned);
+    itkGetConstMacro(NumberOfCudaDevices, unsigned);
 
     /** What happened to the seeds and streamlines of the last Update. */
     const tk_tracking_stats &GetStatistics() const { return m_Statistics; }
@@ -222,6 +226,7 @@ private:
     BackendType m_ResolvedBackend{BackendType::Auto};
     int m_NumberOfThreads{0};
     int m_CudaDevice{0};
+    unsigned m_NumberOfCudaDevices{1};
     unsigned m_NumberOfIncludeImages{0};
     std::vector<PointType> m_SeedPoints;
     tk_tracking_stats m_Statistics{};

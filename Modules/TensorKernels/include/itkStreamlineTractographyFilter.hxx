@@ -3,11 +3,13 @@
 #ifndef itkStreamlineTractographyFilter_hxx
 #define itkStreamlineTractographyFilter_hxx
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #include "itkStreamlineTractographyFilter.h"
+#include "tk_device.h"
 #include "itkTensorKernelsBackend.h"
 
 namespace itk
@@ -79,6 +81,8 @@ tk_tracking_options StreamlineTractographyFilter<TInputImage, TMaskImage>::CoreO
     o.backend = backend;
     o.num_threads = m_NumberOfThreads;
     o.cuda_device = m_CudaDevice;
+    o.cuda_device_count = m_NumberOfCudaDevices ? static_cast<int>(m_NumberOfCudaDevices)
+                                                : std::max(1, tk_cuda_device_count() - m_CudaDevice);
     return o;
 }
 

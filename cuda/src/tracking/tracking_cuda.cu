@@ -4,7 +4,13 @@
  * later executes reuse, all freed with the plan.  An execute uploads the SH volume and the
  * region masks once, then tracks the seeds chunk by chunk: one thread a seed
  * (tracking_kernels.cuh), the kept streamlines packed on the device and copied into pinned
- * host memory, and handed to the sink in seed order, as the CPU hands them. */
+ * host memory, and handed to the sink in seed order, as the CPU hands them.
+ *
+ * Several GPUs (opts.cuda_device_count): each holds all of the above (a tracking_device);
+ * each chunk of seeds is cut into contiguous shares, one a GPU, tracked at once in a host
+ * thread a GPU (common/multi_device.h), and the shares go to the sink in order, so the sink
+ * sees the one-GPU run's streamlines, seed indices and order (a seed's streamline depends on
+ * its index alone: the RNG streams are keyed by it). */
 #include <cuda_runtime.h>
 
 #include <pthread.h>
@@ -14,6 +20,7 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/multi_device.h"
 #include "tracking_internal.h"
 #include "tracking_kernels.cuh"
 #include "tracking_run.h"
@@ -28,9 +35,9 @@ enum { DEV_SEED, DEV_PTS, DEV_VISITED, DEV_OUTCOME, DEV_NUM_POINTS, DEV_OFFSET, 
 /* Their host sides, pinned, so the copies run at full speed and asynchronously. */
 enum { HOST_SEED, HOST_OUTCOME, HOST_NUM_POINTS, HOST_OFFSET, HOST_OUT, HOST_BUFFERS };
 
-struct tk_tracking_cuda_state {
+/* What one GPU holds. */
+struct tracking_device {
     int device;
-    pthread_mutex_t lock; /* executes of one plan take turns on its buffers */
     cudaStream_t stream;
     cudaEvent_t start, stop;
     void *plan, *map, *calib, *ends; /* the plan's copy and tables; the run's end counters */
@@ -46,9 +53,16 @@ struct tk_tracking_cuda_state {
     void *host[HOST_BUFFERS];
 };
 
+/* The plan's GPUs. */
+struct tk_tracking_cuda_state {
+    pthread_mutex_t lock; /* executes of one plan take turns on its buffers */
+    int count;
+    tracking_device *dev[TK_MAX_CUDA_DEVICES];
+};
+
 /* ---- plan create and destroy ------------------------------------------------------ */
 
-static void free_chunks(tk_tracking_cuda_state *st)
+static void free_chunks(tracking_device *st)
 {
     for (int b = 0; b < DEV_BUFFERS; ++b) tk_cuda_free(st->dev[b]), st->dev[b] = NULL;
     for (int b = 0; b < HOST_BUFFERS; ++b) {
@@ -58,7 +72,7 @@ static void free_chunks(tk_tracking_cuda_state *st)
     st->chunk = 0;
 }
 
-extern "C" void tk_tracking_cuda_destroy(tk_tracking_cuda_state *st)
+static void destroy_device(tracking_device *st)
 {
     if (!st) return;
     cudaSetDevice(st->device); /* the state exists only once its device was found usable */
@@ -69,20 +83,25 @@ extern "C" void tk_tracking_cuda_destroy(tk_tracking_cuda_state *st)
     if (st->stream) cudaStreamDestroy(st->stream);
     if (st->start) cudaEventDestroy(st->start);
     if (st->stop) cudaEventDestroy(st->stop);
-    pthread_mutex_destroy(&st->lock);
     free(st);
 }
 
-extern "C" tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tracking_cuda_state **out)
+extern "C" void tk_tracking_cuda_destroy(tk_tracking_cuda_state *all)
+{
+    if (!all) return;
+    for (int d = 0; d < all->count; ++d) destroy_device(all->dev[d]);
+    pthread_mutex_destroy(&all->lock);
+    free(all);
+}
+
+/* One GPU's state: the plan's copy and tables, the stream and events. */
+static tk_status create_device(const tk_tracking_plan *plan, int device, tracking_device **out)
 {
     *out = NULL;
-    const int device = plan->opts.cuda_device;
-    tk_status status = tk_cuda_require_device(device); /* the reason --backend auto gives */
-    if (status != TK_OK) return status;
-    tk_tracking_cuda_state *st = (tk_tracking_cuda_state *)calloc(1, sizeof *st);
+    tk_status status = TK_OK;
+    tracking_device *st = (tracking_device *)calloc(1, sizeof *st);
     if (!st) return tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA tracking plan");
     st->device = device;
-    pthread_mutex_init(&st->lock, NULL);
     const size_t map_bytes = sizeof(double) * (size_t)plan->k * (size_t)plan->k;
     const size_t calib_bytes = sizeof(double) * 3 * plan->num_calib;
     TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaSetDevice(device));
@@ -128,8 +147,29 @@ extern "C" tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tr
     *out = st;
     return TK_OK;
 fail:
-    tk_tracking_cuda_destroy(st);
+    destroy_device(st);
     return status;
+}
+
+extern "C" tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tracking_cuda_state **out)
+{
+    *out = NULL;
+    const int count = tk_device_count_checked(plan->opts.cuda_device_count, "cuda_device_count");
+    if (!count) return TK_ERR_ARGUMENT;
+    /* the reason --backend auto gives, or how many GPUs there are */
+    tk_status status = tk_cuda_require_devices(plan->opts.cuda_device, count);
+    if (status != TK_OK) return status;
+    tk_tracking_cuda_state *all = (tk_tracking_cuda_state *)calloc(1, sizeof *all);
+    if (!all) return tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA tracking plan");
+    pthread_mutex_init(&all->lock, NULL);
+    for (int d = 0; d < count && status == TK_OK; ++d)
+        if ((status = create_device(plan, plan->opts.cuda_device + d, &all->dev[d])) == TK_OK) all->count = d + 1;
+    if (status != TK_OK) {
+        tk_tracking_cuda_destroy(all);
+        return status;
+    }
+    *out = all;
+    return TK_OK;
 }
 
 /* ---- an execute's inputs ------------------------------------------------------------ */
@@ -137,7 +177,7 @@ fail:
 /* The SH volume on the device: the whole grid, since a streamline may go anywhere in it (a
  * volume the GPU cannot hold is an error that says so; the cpu and omp backends need no GPU
  * memory). */
-static tk_status upload_sh(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const float *sh)
+static tk_status upload_sh(tracking_device *st, const tk_tracking_plan *plan, const float *sh)
 {
     const size_t *d = plan->grid.dims, voxels = d[0] * d[1] * d[2];
     const size_t bytes = sizeof(float) * voxels * (size_t)plan->k;
@@ -155,7 +195,7 @@ static tk_status upload_sh(tk_tracking_cuda_state *st, const tk_tracking_plan *p
 }
 
 /* The regions' masks on the device and the regions' copy pointing at them. */
-static tk_status upload_regions(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const tk_tracking_regions *r)
+static tk_status upload_regions(tracking_device *st, const tk_tracking_plan *plan, const tk_tracking_regions *r)
 {
     const size_t *d = plan->grid.dims, voxels = d[0] * d[1] * d[2];
     const size_t masks = (r->stop_mask != NULL) + (r->exclude != NULL) + r->num_include;
@@ -213,7 +253,7 @@ static size_t device_bytes_per_seed(size_t stride, size_t visited_stride)
 /* Chunk buffers for `wanted` seeds, fewer where the GPU's free memory (less headroom) or an
  * allocation refuses them: halved down to one seed, which failing is an error naming what
  * one seed needs. */
-static tk_status alloc_chunks(tk_tracking_cuda_state *st, size_t wanted, size_t stride, size_t visited_stride)
+static tk_status alloc_chunks(tracking_device *st, size_t wanted, size_t stride, size_t visited_stride)
 {
     free_chunks(st);
     const size_t per_seed = device_bytes_per_seed(stride, visited_stride);
@@ -275,7 +315,7 @@ static void fill_seeds(const tk_tracking_seed_set *set, const tk_tracking_plan *
 
 /* Tracks chunk [first, first + count) and packs its kept streamlines into host[HOST_OUT];
  * out_counts / out_index / *kept / *points describe them. */
-static tk_status track_chunk(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const tk_tracking_seed_set *set,
+static tk_status track_chunk(tracking_device *st, const tk_tracking_plan *plan, const tk_tracking_seed_set *set,
                              uint64_t first, size_t count, size_t *out_counts, uint64_t *out_index, size_t *kept,
                              size_t *points, tk_tracking_stats *stats, double *kernel_ms)
 {
@@ -343,46 +383,112 @@ static tk_status track_chunk(tk_tracking_cuda_state *st, const tk_tracking_plan 
 
 /* ---- the execute ------------------------------------------------------------------------ */
 
-static tk_status execute_locked(tk_tracking_cuda_state *st, const tk_tracking_plan *plan, const tk_tracking_field *field,
-                                const tk_tracking_seed_set *set, tk_tracking_sink sink, void *user,
-                                tk_tracking_stats *stats, double *kernel_ms)
+/* One GPU's share of the current chunk and what it gave (track_share). */
+struct share_out {
+    size_t *counts;      /* its kept streamlines' point counts */
+    uint64_t *index;     /* and seed indices */
+    size_t kept, points, first, count;
+    tk_tracking_stats stats;
+    double ms;
+};
+
+struct chunk_run {
+    tk_tracking_cuda_state *all;
+    const tk_tracking_plan *plan;
+    const tk_tracking_seed_set *set;
+    uint64_t c0;
+    share_out *out;
+};
+
+/* tk_run_on_devices' work: GPU `index` tracks seeds [c0 + first, c0 + first + count). */
+static tk_status track_share(void *ctx, int index, size_t first, size_t count)
 {
-    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaSetDevice(st->device));
-    tk_status status = upload_sh(st, plan, field->sh);
-    if (status == TK_OK) status = upload_regions(st, plan, field->regions);
-    if (status != TK_OK) return status;
-    /* a chunk as the caller asked (or the run, if smaller), unless the held buffers already
-     * are what the GPU's memory allowed */
+    chunk_run *r = (chunk_run *)ctx;
+    tracking_device *st = r->all->dev[index];
+    share_out *o = &r->out[index];
+    o->first = first, o->count = count, o->ms = 0;
+    TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaSetDevice(st->device)); /* this thread's device */
+    return track_chunk(st, r->plan, r->set, r->c0 + first, count, o->counts, o->index, &o->kept, &o->points, &o->stats,
+                       &o->ms);
+}
+
+static void add_stats(tk_tracking_stats *to, const tk_tracking_stats *s)
+{
+    to->seeds += s->seeds, to->accepted += s->accepted, to->rejected_seed += s->rejected_seed;
+    to->rejected_no_propagation += s->rejected_no_propagation, to->rejected_too_short += s->rejected_too_short;
+    to->rejected_exclude += s->rejected_exclude, to->rejected_missed_include += s->rejected_missed_include;
+}
+
+/* Every GPU's inputs and chunk buffers; the seeds a GPU takes of a chunk, in *per_device. */
+static tk_status prepare_devices(tk_tracking_cuda_state *all, const tk_tracking_plan *plan,
+                                 const tk_tracking_field *field, const tk_tracking_seed_set *set, size_t *per_device)
+{
+    /* a chunk as the caller asked (or the run, if smaller), shared by the GPUs, unless the
+     * held buffers already are what a GPU's memory allowed */
     const size_t stride = plan->max_points + 1;
     const size_t visited = field->regions->num_include ? field->regions->num_include : 1;
     const size_t wanted = plan->opts.chunk_seeds < set->total ? plan->opts.chunk_seeds : (size_t)set->total;
-    const int reuse = st->chunk && st->stride == stride && st->visited_stride >= visited &&
-                      (st->chunk >= wanted || st->chunk_limited);
-    if (!reuse && (status = alloc_chunks(st, wanted, stride, visited)) != TK_OK) return status;
-    const size_t chunk = st->chunk < wanted ? st->chunk : wanted;
-    size_t *out_counts = (size_t *)malloc(chunk * sizeof(size_t));
-    uint64_t *out_index = (uint64_t *)malloc(chunk * sizeof(uint64_t));
-    if (!out_counts || !out_index) {
-        free(out_counts), free(out_index);
-        return tk_set_error(TK_ERR_MEMORY, "out of host memory for a tracking chunk");
+    const size_t share = (wanted + (size_t)all->count - 1) / (size_t)all->count;
+    size_t chunk = share;
+    for (int d = 0; d < all->count; ++d) {
+        tracking_device *st = all->dev[d];
+        TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaSetDevice(st->device));
+        tk_status status = upload_sh(st, plan, field->sh);
+        if (status == TK_OK) status = upload_regions(st, plan, field->regions);
+        if (status != TK_OK) return status;
+        const int reuse = st->chunk && st->stride == stride && st->visited_stride >= visited &&
+                          (st->chunk >= share || st->chunk_limited);
+        if (!reuse && (status = alloc_chunks(st, share, stride, visited)) != TK_OK) return status;
+        if (st->chunk < chunk) chunk = st->chunk;
+        TK_CUDA_TRY_RETURN(TK_TRACK_WHO,
+                           cudaMemsetAsync(st->ends, 0, sizeof(unsigned long long) * TK_END_COUNT, st->stream));
     }
-    TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO,
-                     cudaMemsetAsync(st->ends, 0, sizeof(unsigned long long) * TK_END_COUNT, st->stream));
+    *per_device = chunk;
+    return TK_OK;
+}
+
+static tk_status execute_locked(tk_tracking_cuda_state *all, const tk_tracking_plan *plan,
+                                const tk_tracking_field *field, const tk_tracking_seed_set *set, tk_tracking_sink sink,
+                                void *user, tk_tracking_stats *stats, double *kernel_ms)
+{
+    size_t per_device = 0;
+    tk_status status = prepare_devices(all, plan, field, set, &per_device);
+    if (status != TK_OK) return status;
+    const int count = all->count;
+    const size_t chunk = per_device * (size_t)count;
+    share_out out[TK_MAX_CUDA_DEVICES];
+    memset(out, 0, sizeof out);
+    for (int d = 0; d < count && status == TK_OK; ++d) {
+        out[d].counts = (size_t *)malloc(per_device * sizeof(size_t));
+        out[d].index = (uint64_t *)malloc(per_device * sizeof(uint64_t));
+        if (!out[d].counts || !out[d].index) status = tk_set_error(TK_ERR_MEMORY, "out of host memory for a tracking chunk");
+    }
     for (uint64_t c0 = 0; status == TK_OK && c0 < set->total; c0 += chunk) {
         const size_t nc = (size_t)(set->total - c0 < chunk ? set->total - c0 : chunk);
-        size_t kept = 0, points = 0;
-        status = track_chunk(st, plan, set, c0, nc, out_counts, out_index, &kept, &points, stats, kernel_ms);
-        if (status != TK_OK) break;
-        tk_tracking_chunk out;
-        out.num_streamlines = kept, out.num_points = out_counts, out.seed_index = out_index;
-        out.points = points ? (const float *)st->host[HOST_OUT] : NULL, out.total_points = points;
-        out.seeds_done = c0 + nc, out.seeds_total = set->total;
-        status = tk_tracking_hand_to_sink(sink, &out, user);
+        chunk_run run = {all, plan, set, c0, out};
+        for (int d = 0; d < count; ++d) out[d].count = out[d].kept = 0;
+        status = tk_run_on_devices(plan->opts.cuda_device, count, nc, track_share, &run);
+        double slowest = 0;
+        /* the shares to the sink in seed order: the one-GPU run's chunks, cut finer */
+        for (int d = 0; d < count && status == TK_OK; ++d) {
+            const share_out *o = &out[d];
+            if (!o->count) continue;
+            if (o->ms > slowest) slowest = o->ms;
+            tk_tracking_chunk c;
+            c.num_streamlines = o->kept, c.num_points = o->counts, c.seed_index = o->index;
+            c.points = o->points ? (const float *)all->dev[d]->host[HOST_OUT] : NULL, c.total_points = o->points;
+            c.seeds_done = c0 + o->first + o->count, c.seeds_total = set->total;
+            status = tk_tracking_hand_to_sink(sink, &c, user);
+        }
+        *kernel_ms += slowest;
     }
-    if (status == TK_OK) {
+    for (int d = 0; d < count; ++d) add_stats(stats, &out[d].stats);
+    for (int d = 0; d < count && status == TK_OK; ++d) {
         /* the device counts in unsigned long long (atomicAdd's type), of uint64_t's size */
         static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "end counters copy as uint64_t");
+        tracking_device *st = all->dev[d];
         uint64_t ends[TK_END_COUNT];
+        TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaSetDevice(st->device));
         TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO,
                          cudaMemcpyAsync(ends, st->ends, sizeof ends, cudaMemcpyDeviceToHost, st->stream));
         TK_CUDA_TRY_GOTO(status, done, TK_TRACK_WHO, cudaStreamSynchronize(st->stream));
@@ -390,8 +496,11 @@ static tk_status execute_locked(tk_tracking_cuda_state *st, const tk_tracking_pl
     }
 done:
     /* nothing of this execute may run on into the next */
-    cudaStreamSynchronize(st->stream);
-    free(out_counts), free(out_index);
+    for (int d = 0; d < count; ++d) {
+        cudaSetDevice(all->dev[d]->device);
+        cudaStreamSynchronize(all->dev[d]->stream);
+        free(out[d].counts), free(out[d].index);
+    }
     return status;
 }
 
@@ -399,11 +508,11 @@ extern "C" tk_status tk_tracking_cuda_execute(const tk_tracking_plan *plan, cons
                                               const tk_tracking_seed_set *set, tk_tracking_sink sink, void *user,
                                               tk_tracking_stats *stats, double *kernel_ms)
 {
-    tk_tracking_cuda_state *st = plan->cuda;
+    tk_tracking_cuda_state *all = plan->cuda;
     *kernel_ms = 0;
-    if (!st) return tk_set_error(TK_ERR_ARGUMENT, "the plan has no CUDA state (not made for the cuda backend)");
-    pthread_mutex_lock(&st->lock);
-    const tk_status status = execute_locked(st, plan, field, set, sink, user, stats, kernel_ms);
-    pthread_mutex_unlock(&st->lock);
+    if (!all) return tk_set_error(TK_ERR_ARGUMENT, "the plan has no CUDA state (not made for the cuda backend)");
+    pthread_mutex_lock(&all->lock);
+    const tk_status status = execute_locked(all, plan, field, set, sink, user, stats, kernel_ms);
+    pthread_mutex_unlock(&all->lock);
     return status;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/plan_hand_out.h"
+#include "common/multi_device.h"
 #include "tracking_internal.h"
 #include "tracking_poly.h"
 #include "tracking_tensor.h"
@@ -76,6 +77,7 @@ static tk_status check_options(const tk_tracking_options *o)
     if (o->backend == TK_BACKEND_CUDA && o->cuda_device < 0)
         return tk_set_error(TK_ERR_ARGUMENT, "the CUDA device number must be >= 0, got %d", o->cuda_device);
     if (o->num_threads < 0) return tk_set_error(TK_ERR_ARGUMENT, "the thread count must be >= 0, got %d", o->num_threads);
+    if (!tk_device_count_checked(o->cuda_device_count, "cuda_device_count")) return TK_ERR_ARGUMENT;
     return TK_OK;
 }
 
