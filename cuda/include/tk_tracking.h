@@ -89,9 +89,10 @@ typedef struct tk_tracking_options {
                                 *   tracker"; cuda in a build without CUDA: TK_ERR_UNSUPPORTED) */
     int num_threads;           /**< omp: 0 = OpenMP's default */
     int cuda_device;           /**< cuda: the device number (default 0) */
-    int cuda_device_count;     /**< cuda: track on devices cuda_device .. cuda_device + count - 1, each chunk
-                                *   cut into a contiguous share a GPU (0 or 1: one GPU, the default); the
-                                *   sink sees one GPU's streamlines in one GPU's order.  cpu/omp ignore it */
+    int cuda_device_count;     /**< cuda: track on devices cuda_device .. cuda_device + count - 1, each GPU
+                                *   taking chunk_seeds of every count x chunk_seeds seeds (a contiguous share;
+                                *   0 or 1: one GPU, the default); the sink sees one GPU's streamlines in one
+                                *   GPU's order, in chunks of at most chunk_seeds.  cpu/omp ignore it */
 } tk_tracking_options;
 
 /** SD_STREAM's defaults for lmax: tournier basis, every length and the angle from the grid

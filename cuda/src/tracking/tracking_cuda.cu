@@ -423,12 +423,13 @@ static void add_stats(tk_tracking_stats *to, const tk_tracking_stats *s)
 static tk_status prepare_devices(tk_tracking_cuda_state *all, const tk_tracking_plan *plan,
                                  const tk_tracking_field *field, const tk_tracking_seed_set *set, size_t *per_device)
 {
-    /* a chunk as the caller asked (or the run, if smaller), shared by the GPUs, unless the
-     * held buffers already are what a GPU's memory allowed */
+    /* a GPU's share of a chunk as the caller asked a chunk to be (or its share of the run, if
+     * smaller: a share that fills one GPU is what makes several pay), unless the held buffers
+     * already are what a GPU's memory allowed */
     const size_t stride = plan->max_points + 1;
     const size_t visited = field->regions->num_include ? field->regions->num_include : 1;
-    const size_t wanted = plan->opts.chunk_seeds < set->total ? plan->opts.chunk_seeds : (size_t)set->total;
-    const size_t share = (wanted + (size_t)all->count - 1) / (size_t)all->count;
+    const size_t run_share = (size_t)((set->total + (uint64_t)all->count - 1) / (uint64_t)all->count);
+    const size_t share = plan->opts.chunk_seeds < run_share ? plan->opts.chunk_seeds : run_share;
     size_t chunk = share;
     for (int d = 0; d < all->count; ++d) {
         tracking_device *st = all->dev[d];
