@@ -147,8 +147,14 @@ void check_vector(const std::string &path, const tk::VectorImage3 *image)
     const bool nifti = tk_image_sniff(path.c_str()) == TK_IMAGE_NIFTI;
     float zero_read = 0;
     tk_nifti_header h;
-    if (nifti && tk_nifti_read_header(path.c_str(), &h) == 1 && std::isfinite(h.scl_inter))
-        zero_read = static_cast<float>(h.scl_inter);
+    const bool header = nifti && tk_nifti_read_header(path.c_str(), &h) == 1;
+    if (header && std::isfinite(h.scl_inter)) zero_read = static_cast<float>(h.scl_inter);
+    // scl_slope 0 (or not finite) means no scaling in the NIfTI standard, as nibabel and MRtrix3
+    // read it, and the tools read unscaled float data so (sh_image_io.cxx, nifti_voxels_are_ours);
+    // ITK adds scl_inter all the same, so there the reference is not the standard's value
+    if (header && (h.datatype == 16 || h.datatype == 64) && (h.scl_slope == 0 || !std::isfinite(h.scl_slope)) &&
+        h.scl_inter != 0)
+        return;
     for (size_t v = 0; v < nvox; ++v)
         for (size_t t = 0; t < comps; ++t) {
             const float want = static_cast<float>(src[t * nvox + v]), got = dst[v * comps + t];

@@ -66,3 +66,36 @@ def require_gpu():
     usable, why = tk._tensorkernels.cuda_usable(0)
     if not usable:
         pytest.skip(f"SKIPPED: no usable GPU here: {why}")
+
+
+def releases_gil(call):
+    """Runs call() in a thread while this thread counts loop turns: a core that let go of the
+    GIL leaves this thread running (tens of thousands of turns a second); one that held it
+    leaves a switch interval or two.  Returns (seconds the call took, its value)."""
+    import threading
+    import time
+
+    done, out = threading.Event(), {}
+
+    def work():
+        try:
+            t0 = time.perf_counter()
+            out["value"] = call()
+            out["seconds"] = time.perf_counter() - t0
+        except BaseException as e:  # re-raised below, in the test's thread
+            out["error"] = e
+        finally:
+            done.set()
+
+    count = 0
+    th = threading.Thread(target=work)
+    th.start()
+    time.sleep(0.01)
+    while not done.is_set():
+        count += 1
+    th.join()
+    if "error" in out:
+        raise out["error"]
+    assert out["seconds"] > 0.05, "the core call was too short to tell"
+    assert count > 20000 * out["seconds"], (count, out["seconds"])
+    return out["seconds"], out["value"]
