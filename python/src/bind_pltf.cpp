@@ -111,6 +111,24 @@ int on_iteration(void *user, int iteration, double divergence) {
     return 0;
 }
 
+// The options both fits take from Python, the progress hook in them.
+tk_pltf_options fit_options(int divergence, int backend, int iterations, uint64_t seed, int init_given,
+                            int track_divergence, int threads, int device, Hook *hook) {
+    tk_pltf_options o;
+    tk_pltf_options_init(&o);
+    o.divergence = static_cast<tk_pltf_divergence>(divergence);
+    o.backend = static_cast<tk_backend>(backend);
+    o.iterations = iterations;
+    o.seed = seed;
+    o.init_given = init_given;
+    o.track_divergence = track_divergence;
+    o.num_threads = threads;
+    o.cuda_device = device;
+    o.on_iteration = on_iteration;
+    o.user = hook;
+    return o;
+}
+
 nb::tuple fit(const std::string &text, const Sizes &sizes, In<double> x, In<uint8_t> mask,
               std::vector<Out<double>> factors, Out<double> xhat, Out<double> divergence_out, int divergence,
               int backend, int iterations, uint64_t seed, int init_given, int naive_gtm, int track_divergence,
@@ -126,20 +144,10 @@ nb::tuple fit(const std::string &text, const Sizes &sizes, In<double> x, In<uint
         check(tk_set_error(TK_ERR_ARGUMENT, "model \"%s\" has %d factors, %zu arrays given", m.text, m.num_factors,
                            factors.size()),
               "pltf.fit");
-    tk_pltf_options o;
-    tk_pltf_options_init(&o);
-    o.divergence = static_cast<tk_pltf_divergence>(divergence);
-    o.backend = static_cast<tk_backend>(backend);
-    o.iterations = iterations;
-    o.seed = seed;
-    o.init_given = init_given;
-    o.naive_gtm = naive_gtm;
-    o.track_divergence = track_divergence;
-    o.num_threads = threads;
-    o.cuda_device = device;
     Hook hook{progress, nullptr};
-    o.on_iteration = on_iteration;
-    o.user = &hook;
+    tk_pltf_options o = fit_options(divergence, backend, iterations, seed, init_given, track_divergence, threads, device,
+                                    &hook);
+    o.naive_gtm = naive_gtm;
     tk_pltf_result r{};
     for (int f = 0; f < m.num_factors; ++f) {
         check_size(("factor " + factor_name(m, f)).c_str(), factors[f].size(), tk_pltf_factor_count(&m, f));
@@ -229,19 +237,9 @@ nb::tuple fit_coupled(const std::vector<std::string> &models, const std::vector<
         r.factors[g] = factors[g].data();
     }
     r.divergence = divergence_out.is_valid() ? divergence_out.data() : nullptr;
-    tk_pltf_options o;
-    tk_pltf_options_init(&o);
-    o.divergence = static_cast<tk_pltf_divergence>(divergence);
-    o.backend = static_cast<tk_backend>(backend);
-    o.iterations = iterations;
-    o.seed = seed;
-    o.init_given = init_given;
-    o.track_divergence = track_divergence;
-    o.num_threads = threads;
-    o.cuda_device = device;
     Hook hook{progress, nullptr};
-    o.on_iteration = on_iteration;
-    o.user = &hook;
+    const tk_pltf_options o = fit_options(divergence, backend, iterations, seed, init_given, track_divergence, threads,
+                                          device, &hook);
     tk_status st;
     {
         nb::gil_scoped_release unlocked;
