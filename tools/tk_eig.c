@@ -86,8 +86,7 @@ static const tk_command command = {
         "is sorted by real part ascending, then imaginary part ascending, so a complex\n"
         "conjugate pair appears as x-iy, x+iy.\n",
     .help_arg = TK_EIG_MAX_N,
-    .epilog = "--gpus: each GPU takes a contiguous share of the batch; the results are one GPU's,\n"
-              "bit for bit.\n"
+    .epilog = TK_GPUS_SHARE_NOTE
               "Matrices that fail do not stop the run: they are counted in a warning on stderr\n"
               "and marked in STATUS.npy.  Outputs are written atomically.\n",
     .groups = groups,

@@ -83,8 +83,7 @@ static const tk_command command = {
     .description = "Z-eigenpairs (A x^(M-1) = lambda x, |x| = 1) of every tensor in T.npy by SS-HOPM.\n"
                    "T.npy: float32 or float64, C order, packed (T, K) with K = binom(M+N-1, M) unique\n"
                    "entries in lexicographic order, or full (T, N, ..., N) with M axes of length N.\n",
-    .epilog = "--gpus: each GPU takes a contiguous share of the batch; the results are one GPU's,\n"
-              "bit for bit.\n"
+    .epilog = TK_GPUS_SHARE_NOTE
               "Output CSV: tensor,lambda,x0,...,x{N-1},stability,starts: one row per distinct\n"
               "eigenpair (x and -x are one pair for even M), sorted by tensor, then lambda\n"
               "descending; stability is max, min, saddle or degenerate on the sphere.\n",

@@ -120,6 +120,9 @@ extern const tk_option tk_gpus_options[TK_GPUS_OPTION_COUNT];
  * (the default, which 3D Slicer passes along with every other parameter) never is. */
 int tk_cli_resolve_gpus(const char *prog, int gpus, int given, tk_backend requested, tk_backend run, int device,
                         int *count);
+/* The line the per-voxel tools' help ends with on what --gpus does to their results. */
+#define TK_GPUS_SHARE_NOTE \
+    "--gpus: each GPU takes a contiguous share of the batch; the results are one GPU's,\nbit for bit.\n"
 
 /* A group of options whose offsets are relative to member of TYPE. */
 #define TK_OPT_COUNT(array) (sizeof(array) / sizeof((array)[0]))

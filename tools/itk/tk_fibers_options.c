@@ -153,8 +153,7 @@ const tk_command tk_fibers_command = {
         "OUTPUT_PEAKS: .nii, .nii.gz, .mif, .mif.gz (RAS vectors, 4-D), .nrrd, .nhdr, .mha, .mhd\n"
         "(a vector image; its vectors in the file's LPS space, as NRRD readers such as 3D Slicer\n"
         "take them).\n",
-    .epilog = "--gpus: each GPU takes a contiguous share of the batch; the results are one GPU's,\n"
-              "bit for bit.\n"
+    .epilog = TK_GPUS_SHARE_NOTE
               "--threads: ITK's threader runs the omp backend; --device picks the GPU that --backend\n"
               "auto checks.\n",
     .groups = groups,

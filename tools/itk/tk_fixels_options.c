@@ -130,10 +130,9 @@ const tk_command tk_fixels_command = {
         "directory: index and directions (.mif, or .nii with --nii) and one file per metric asked\n"
         "for, in voxel order.\n"
         "FIXEL_DIR must not exist (--force replaces it); every file appears at once or none.\n",
-    .epilog = "--gpus: each GPU takes a contiguous share of the batch; the results are one GPU's,\n"
-              "bit for bit.\n"
-              "--backend auto runs omp here (no warning) until the fixels' CUDA backend has had its first\n"
-              "GPU run; --backend cuda asks for the GPU.\n",
+    .epilog = TK_GPUS_SHARE_NOTE
+              "--backend auto runs omp here (no warning); --backend cuda asks for the GPU\n"
+              "(Documentation/fixels.md says why).\n",
     .groups = groups,
     .count = TK_OPT_COUNT(groups),
     .xml = &slicer,
