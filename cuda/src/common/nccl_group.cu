@@ -6,12 +6,12 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/multi_device.h" /* TK_MAX_CUDA_DEVICES, tk_cuda_require_devices */
 #include "nccl_group.h"
-#include "tk_tucker.h" /* TK_TUCKER_MAX_DEVICES: the most devices one group holds */
 
 struct tk_nccl_group {
     int first = 0, count = 0;
-    ncclComm_t comm[TK_TUCKER_MAX_DEVICES] = {};
+    ncclComm_t comm[TK_MAX_CUDA_DEVICES] = {};
 };
 
 static tk_status nccl_status(ncclResult_t r, const char *call)
@@ -43,15 +43,13 @@ template <class Each> static tk_status grouped(tk_nccl_group *g, const char *wha
 extern "C" tk_status tk_nccl_open(int first, int count, tk_nccl_group **out)
 {
     *out = nullptr;
-    if (count < 1 || count > TK_TUCKER_MAX_DEVICES)
-        return tk_set_error(TK_ERR_ARGUMENT, "NCCL: %d devices (1..%d)", count, TK_TUCKER_MAX_DEVICES);
-    for (int p = 0; p < count; ++p) {
-        tk_status usable = tk_cuda_require_device(first + p);
-        if (usable != TK_OK) return usable;
-    }
+    if (count < 1 || count > TK_MAX_CUDA_DEVICES)
+        return tk_set_error(TK_ERR_ARGUMENT, "NCCL: %d devices (1..%d)", count, TK_MAX_CUDA_DEVICES);
+    const tk_status usable = tk_cuda_require_devices(first, count);
+    if (usable != TK_OK) return usable;
     tk_nccl_group *g = new (std::nothrow) tk_nccl_group;
     if (!g) return tk_set_error(TK_ERR_MEMORY, "NCCL: cannot allocate the group");
-    int devices[TK_TUCKER_MAX_DEVICES];
+    int devices[TK_MAX_CUDA_DEVICES];
     for (int p = 0; p < count; ++p) devices[p] = first + p;
     ncclResult_t r = ncclCommInitAll(g->comm, count, devices);
     if (r != ncclSuccess) {
@@ -134,7 +132,7 @@ extern "C" tk_status tk_nccl_allreduce_measure(int count, size_t bytes, int repe
     tk_nccl_group *g = nullptr;
     tk_status st = tk_nccl_open(0, count, &g);
     if (st != TK_OK) return st;
-    float *buf[TK_TUCKER_MAX_DEVICES] = {};
+    float *buf[TK_MAX_CUDA_DEVICES] = {};
     const size_t floats = bytes / sizeof(float);
     for (int p = 0; p < count && st == TK_OK; ++p) {
         cudaError_t err = cudaSetDevice(p);

@@ -18,6 +18,7 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/multi_device.h"
 #include "common/nccl_group.h"
 #include "tucker_kernels.cuh"
 #include "tucker_tuning.h"
@@ -200,13 +201,9 @@ static tk_status create_device(tk_tucker_solver *s, const tk_tucker_model *m, de
 extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m)
 {
     const int count = s->opts.cuda_device_count > 1 ? s->opts.cuda_device_count : 1;
-    int visible = 0;
-    const tk_status usable = tk_cuda_require_device(s->opts.cuda_device);
+    /* the device check every core makes: usable, and as many as asked for */
+    const tk_status usable = tk_cuda_require_devices(s->opts.cuda_device, count);
     if (usable != TK_OK) return usable;
-    CK(cudaGetDeviceCount(&visible));
-    if (s->opts.cuda_device + count > visible)
-        return tk_set_error(TK_ERR_ARGUMENT, "%d GPUs from device %d asked for; this machine shows %d", count,
-                            s->opts.cuda_device, visible);
     multi_state *g = new (std::nothrow) multi_state;
     if (!g) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the CUDA state");
     s->cuda = g;
