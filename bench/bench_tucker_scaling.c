@@ -75,15 +75,15 @@ static const char *strong_goal(int gpus, double speedup)
     return "-";
 }
 
-static void print_row(const char *kind, int gpus, size_t nnz, const scaling_result *r, double ratio,
-                      const char *ratio_name, const char *verdict)
+/* One row: strong scaling's speed-up (x) or weak scaling's efficiency (%), against the first count. */
+static void print_row(int weak, int gpus, size_t nnz, const scaling_result *r, double ratio, const char *verdict)
 {
-    printf("%-6s %4d %12zu %9.2f %10.4f %11.6f %8.2f%s %8s\n", kind, gpus, nnz, r->setup_s, r->iter_s, r->rmse,
-           ratio_name[0] == 'x' ? ratio : 100 * ratio, ratio_name[0] == 'x' ? "x" : "%", verdict);
-    tk_bench_json_row("scaling"), tk_bench_json_str("kind", kind), tk_bench_json_num("gpus", gpus);
+    printf("%-6s %4d %12zu %9.2f %10.4f %11.6f %8.2f%s %8s\n", weak ? "weak" : "strong", gpus, nnz, r->setup_s,
+           r->iter_s, r->rmse, weak ? 100 * ratio : ratio, weak ? "%" : "x", verdict);
+    tk_bench_json_row("scaling"), tk_bench_json_str("kind", weak ? "weak" : "strong"), tk_bench_json_num("gpus", gpus);
     tk_bench_json_num("train_nnz", (double)nnz), tk_bench_json_num("setup_s", r->setup_s);
     tk_bench_json_num("iteration_s", r->iter_s), tk_bench_json_num("test_rmse", r->rmse);
-    tk_bench_json_num(ratio_name[0] == 'x' ? "speedup" : "efficiency", ratio);
+    tk_bench_json_num(weak ? "efficiency" : "speedup", ratio);
     fflush(stdout);
 }
 
@@ -109,7 +109,7 @@ static void run_weak(const bench_tucker_scaling *b, int gpus, const scaling_resu
         run_count(b, gpus, &train, &test, &init, &r);
         if (r.ran) {
             double eff = base->iter_s / r.iter_s;
-            print_row("weak", gpus, train.nnz, &r, eff, "efficiency",
+            print_row(1, gpus, train.nnz, &r, eff,
                       bench_verdict(eff >= GOAL_WEAK_EFFICIENCY));
         }
         tk_tucker_model_free(&init);
@@ -159,7 +159,7 @@ void bench_tucker_scaling_run(const bench_tucker_scaling *b, const tk_tucker_coo
         if (!r.ran) continue;
         if (!first.ran) first = r;
         double speedup = first.iter_s / r.iter_s;
-        print_row("strong", (int)b->gpus[k], train->nnz, &r, speedup, "x", strong_goal((int)b->gpus[k], speedup));
+        print_row(0, (int)b->gpus[k], train->nnz, &r, speedup, strong_goal((int)b->gpus[k], speedup));
     }
     if (b->weak && first.ran) {
         for (int k = 1; k < b->count; ++k) run_weak(b, (int)b->gpus[k], &first);
