@@ -283,11 +283,10 @@ template <typename TImage> void world_of(const TImage *image, double m[3][4])
     }
 }
 
-// A NIfTI file's geometry by the NIfTI rule, in place of the one ITK's reader chose.
-template <typename TImage> void apply_nifti_geometry(TImage *image, const std::string &path, FileGeometry *geometry)
+// A NIfTI file's geometry by the NIfTI rule (h: its header), in place of the one ITK's reader chose.
+template <typename TImage>
+void apply_nifti_geometry(TImage *image, const std::string &path, const tk_nifti_header &h, FileGeometry *geometry)
 {
-    tk_nifti_header h;
-    if (!tk_nifti_read_header(path.c_str(), &h)) throw std::runtime_error(tk_last_error());
     double m[3][4];
     const std::string which = tk_nifti_world_matrix(&h, m);
     set_world(image, m, path, ("NIfTI header: the " + which).c_str());
@@ -614,11 +613,9 @@ private:
 // need not read the voxels at all (nifti_voxels_are_ours: unscaled float data, where the
 // value is the file's, exactly); a .nii.gz is then decompressed once, not twice.
 template <typename T>
-void restore_nifti_nonfinite(const std::string &path, const tk_image_info &info, T *buffer, uint64_t pixels,
-                             uint64_t comps, bool every_value = false)
+void restore_nifti_nonfinite(const std::string &path, const tk_nifti_header &h, const tk_image_info &info, T *buffer,
+                             uint64_t pixels, uint64_t comps, bool every_value = false)
 {
-    tk_nifti_header h;
-    if (!tk_nifti_read_header(path.c_str(), &h)) throw std::runtime_error(tk_last_error());
     const int vb = h.datatype == 16 ? 4 : h.datatype == 64 ? 8 : 0;  // NIFTI_TYPE_FLOAT32, FLOAT64
     if (!vb || h.version != 1) {
         if (every_value) throw std::logic_error("restore_nifti_nonfinite: every value asked of data that is not float");
@@ -674,12 +671,10 @@ void restore_nifti_nonfinite(const std::string &path, const tk_image_info &info,
 // again for the non-finite values): a NIfTI-1 file of float32 or float64 values, unscaled
 // (scl_slope 0, or 1 with intercept 0), into an image of float or double components, where
 // each value is the file's, converted as ITK converts it (a static_cast).
-template <typename TImage> bool nifti_voxels_are_ours(const std::string &path)
+template <typename TImage> bool nifti_voxels_are_ours(const tk_nifti_header &h)
 {
     using Component = typename itk::NumericTraits<typename TImage::PixelType>::ValueType;
     if (!std::is_floating_point<Component>::value) return false;
-    tk_nifti_header h;
-    if (!tk_nifti_read_header(path.c_str(), &h)) return false;  // the ITK path says why
     const bool float_data = h.datatype == 16 || h.datatype == 64;
     const bool unscaled = h.scl_slope == 0 || !std::isfinite(h.scl_slope) || (h.scl_slope == 1 && h.scl_inter == 0);
     return h.version == 1 && float_data && unscaled;
@@ -754,9 +749,15 @@ typename TImage::Pointer read(const std::string &path, const tk_image_info &info
     const std::string &name = unshadowed ? unshadowed->path() : path;
     reader->SetImageIO(itk_io_for(name, info));
     reader->SetFileName(name);
+    // A NIfTI's header, read here once for the voxels' reading, the geometry and the non-finite
+    // values; a header this reader refuses is said after ITK's own verdict, as before.
+    tk_nifti_header h{};
+    const bool nifti = format == TK_IMAGE_NIFTI;
+    const bool header = nifti && tk_nifti_read_header(path.c_str(), &h) != 0;
+    const std::string header_error = nifti && !header ? tk_last_error() : "";
+    const bool ours = header && keep_nonfinite && nifti_voxels_are_ours<TImage>(h);
     // ITK reads the header (the geometry, the vector length) and, unless the voxels are
     // ours to read, the voxels.
-    const bool ours = format == TK_IMAGE_NIFTI && keep_nonfinite && nifti_voxels_are_ours<TImage>(path);
     try {
         if (ours)
             reader->UpdateOutputInformation();
@@ -773,10 +774,11 @@ typename TImage::Pointer read(const std::string &path, const tk_image_info &info
         image->SetBufferedRegion(image->GetLargestPossibleRegion());
         image->Allocate();
     }
-    if (format == TK_IMAGE_NIFTI) {
-        apply_nifti_geometry(image.GetPointer(), path, geometry);
+    if (nifti) {
+        if (!header) throw std::runtime_error(header_error);
+        apply_nifti_geometry(image.GetPointer(), path, h, geometry);
         if (keep_nonfinite)
-            restore_nifti_nonfinite(path, info, image->GetBufferPointer(),
+            restore_nifti_nonfinite(path, h, info, image->GetBufferPointer(),
                                     image->GetLargestPossibleRegion().GetNumberOfPixels(),
                                     image->GetNumberOfComponentsPerPixel(), ours);
     }
