@@ -129,10 +129,7 @@ TEST(FixelsImageFilter, MaskInvalidVoxelsAndStreaming)
 TEST(FixelsImageFilter, DipyBasisIsRotatedToWorldRas)
 {
     auto image = sh_image(two_fibers(TK_SH_DESCOTEAUX, kV, kW));
-    SHImage::DirectionType d;  // LPS direction: 90 degrees about z
-    d.Fill(0);
-    d[0][1] = -1, d[1][0] = 1, d[2][2] = 1;
-    image->SetDirection(d);
+    const SHImage::DirectionType d = tk_test::turn_90_about_z(image.GetPointer());  // LPS: 90 degrees about z
     auto filter = Filter::New();
     filter->SetInput(image);
     filter->SetBasis(Filter::BasisType::Descoteaux);

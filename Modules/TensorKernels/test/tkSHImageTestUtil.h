@@ -35,4 +35,16 @@ inline SHImage::Pointer sh_image(const std::vector<double> &c, unsigned componen
     return image;
 }
 
+// DIPY's SH live in voxel axes, so a direction matrix turns the peaks with the image: the
+// image turned 90 degrees about z (LPS direction x -> y, y -> -x), the tests' oblique case;
+// returns the direction set.
+inline SHImage::DirectionType turn_90_about_z(SHImage *image)
+{
+    SHImage::DirectionType d;
+    d.Fill(0);
+    d[0][1] = -1, d[1][0] = 1, d[2][2] = 1;
+    image->SetDirection(d);
+    return d;
+}
+
 }  // namespace tk_test
