@@ -47,6 +47,7 @@ typedef struct {
     int backends[3], algorithms[2], write;
     const char *tckgen, *input;
     long gpus; /* -1 unless given (bench_scaling_gpus) */
+    long chunk_seeds; /* 0: the library's default */
 } track_args;
 
 static const char *const kAlgorithmNames[2] = {"sd_stream", "ifod1"};
@@ -257,6 +258,8 @@ static const tk_option options[] = {
     BENCH_THREADS_OPTION(ARG(threads), "threads of omp and tckgen (default: all cores)"),
     BENCH_LONG("repeat", "R", 1, 64, ARG(repeat), "runs of each figure, the median reported (default 3)"),
     BENCH_GPUS_OPTION(ARG(gpus), "the cuda runs"),
+    BENCH_LONG("chunk-seeds", "N", 0, 100000000, ARG(chunk_seeds),
+               "seeds a chunk of every run (tk_tracking_options.chunk_seeds; default 0: the library's)"),
     BENCH_DOUBLE("mask-threshold", "C0", -1e30, 1e30, ARG(mask_threshold),
                  "the mask: voxels whose l=0 coefficient is at least C0 (default 0.25)"),
     BENCH_LONG("write", "0|1", 0, 1, ARG(write), "1: also time each run into a .tck file (default 1)"),
@@ -329,6 +332,7 @@ static double measure_backend(const track_args *a, const track_volume *v, const 
     o.min_length_mm = kMinMm, o.max_length_mm = kMaxMm;
     o.backend = (tk_backend)b, o.num_threads = b == TK_BACKEND_OMP ? (int)threads : 0;
     o.cuda_device_count = gpus > 1 ? gpus : 1;
+    if (a->chunk_seeds > 0) o.chunk_seeds = (size_t)a->chunk_seeds;
     double *points = mask_seeds(v, (size_t)n);
     tk_tracking_plan *plan = NULL;
     tk_tracking_stats st;
@@ -401,7 +405,7 @@ static double measure_backend(const track_args *a, const track_volume *v, const 
 
 int tk_bench_track(int argc, char **argv)
 {
-    track_args a = {1000000, 500, 0, 3, 0.25, {1, 1, 1}, {1, 1}, 1, "tckgen", NULL, -1};
+    track_args a = {1000000, 500, 0, 3, 0.25, {1, 1, 1}, {1, 1}, 1, "tckgen", NULL, -1, 0};
     if (!bench_parse_suite(&suite, argc, argv, &a, NULL)) return TK_EXIT_USAGE;
     const long threads = a.threads > 0 ? a.threads : sysconf(_SC_NPROCESSORS_ONLN);
     track_volume v;

@@ -25,6 +25,7 @@
 
 #include "gpu_skip.h"
 #include "tk_cuda_memory.h"
+#include "tk_bench_hooks.h"
 #include "tk_device.h"
 #include "tk_tracking.h"
 #include "tracking_test_util.h"
@@ -246,16 +247,22 @@ TEST(TrackingCuda, ChunkSizeDoesNotChangeTheStreamlines)
     tk_tracking_options o = default_options();
     o.algorithm = TK_TRACK_IFOD1, o.rng_seed = 21, o.max_trials = 100;
     std::vector<Flat> runs;
-    for (size_t chunk : {size_t(1), size_t(7), size_t(256), size_t(4096)}) {
-        o.chunk_seeds = chunk;
-        TrackOnce gpu;
-        track(gpu, vol, o, TK_BACKEND_CUDA, point_seeds(points));
-        TK_SKIP_IF_NO_GPU(gpu.status);
-        ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
-        runs.push_back(flatten(gpu.result));
-        EXPECT_GT(runs.back().counts.size(), 10u);
-        EXPECT_TRUE(runs.back() == runs.front()) << "chunks of " << chunk << " seeds changed the streamlines";
-    }
+    // fill 1: a launch a chunk (the GPU's work cut at every chunk boundary); 0: the default,
+    // one launch of every seed here, handed to the sink in chunks
+    for (size_t fill : {size_t(1), size_t(0)})
+        for (size_t chunk : {size_t(1), size_t(7), size_t(256), size_t(4096)}) {
+            o.chunk_seeds = chunk;
+            tk_tracking_cuda_set_launch_fill(fill);
+            TrackOnce gpu;
+            track(gpu, vol, o, TK_BACKEND_CUDA, point_seeds(points));
+            tk_tracking_cuda_set_launch_fill(0);
+            TK_SKIP_IF_NO_GPU(gpu.status);
+            ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
+            runs.push_back(flatten(gpu.result));
+            EXPECT_GT(runs.back().counts.size(), 10u);
+            EXPECT_TRUE(runs.back() == runs.front())
+                << "chunks of " << chunk << " seeds (launch fill " << fill << ") changed the streamlines";
+        }
 }
 
 // A plan for the cuda backend on busy_field() and num_points random seed points (drawn with

@@ -77,5 +77,12 @@ typedef tk_status (*tk_device_work_fn)(void *ctx, int index, size_t first, size_
  * thread instead. */
 tk_status tk_run_on_devices(int first_device, int devices, size_t count, tk_device_work_fn work, void *ctx);
 
+/* ---- tractography (CUDA) ---------------------------------------------------------- */
+
+/* The seeds a GPU tracks in one launch beyond chunk_seeds (tracking_cuda.cu's launch_seeds):
+ * 0 restores the default (up to 65,536); 1 makes every launch one chunk of chunk_seeds, which
+ * the tests use to cut the GPU's work at chunk boundaries.  Process-wide; not thread-safe. */
+void tk_tracking_cuda_set_launch_fill(size_t seeds);
+
 TK_API_END
 #endif

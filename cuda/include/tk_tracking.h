@@ -82,15 +82,16 @@ typedef struct tk_tracking_options {
     int allow_nonfinite;       /**< 0 (default): an SH volume with a NaN or infinite coefficient is refused
                                 *   (TK_ERR_DATA); 1: as MRtrix3, a NaN there ends a streamline as the
                                 *   volume's edge would */
-    size_t chunk_seeds;        /**< seeds tracked per chunk handed to the sink (default 4096; cuda: also the
-                                *   seeds per GPU chunk, fewer where the GPU's memory cannot hold their
-                                *   point buffers) */
+    size_t chunk_seeds;        /**< seeds tracked per chunk handed to the sink (default 4096).  cuda: a GPU
+                                *   tracks at least this many seeds a launch, more (up to 65,536 and 1.5 GiB
+                                *   of buffers) to keep it busy, fewer where its memory cannot hold their
+                                *   point buffers; the sink still gets chunks of chunk_seeds seeds */
     tk_backend backend;        /**< cpu, omp or cuda (the same streamlines: Documentation/tracking.md, "The CUDA
                                 *   tracker"; cuda in a build without CUDA: TK_ERR_UNSUPPORTED) */
     int num_threads;           /**< omp: 0 = OpenMP's default */
     int cuda_device;           /**< cuda: the device number (default 0) */
     int cuda_device_count;     /**< cuda: track on devices cuda_device .. cuda_device + count - 1, each GPU
-                                *   taking chunk_seeds of every count x chunk_seeds seeds (a contiguous share;
+                                *   taking a launch's seeds of every count x launch seeds (a contiguous share;
                                 *   0 or 1: one GPU, the default); the sink sees one GPU's streamlines in one
                                 *   GPU's order, in chunks of at most chunk_seeds.  cpu/omp ignore it */
 } tk_tracking_options;

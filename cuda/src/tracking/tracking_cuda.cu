@@ -21,6 +21,7 @@
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
 #include "common/multi_device.h"
+#include "tk_bench_hooks.h"
 #include "tracking_internal.h"
 #include "tracking_kernels.cuh"
 #include "tracking_run.h"
@@ -419,6 +420,28 @@ static void add_stats(tk_tracking_stats *to, const tk_tracking_stats *s)
     to->rejected_exclude += s->rejected_exclude, to->rejected_missed_include += s->rejected_missed_include;
 }
 
+/* Seeds a GPU tracks in one launch beyond chunk_seeds (0: the default below; the tests' hook). */
+static size_t g_launch_fill = 0;
+
+extern "C" void tk_tracking_cuda_set_launch_fill(size_t seeds) { g_launch_fill = seeds; }
+
+/* The seeds a GPU tracks in one launch: chunk_seeds, or more where that leaves the GPU idle.
+ * A seed is a warp and a launch lasts as long as its longest streamline, so the default
+ * 4,096-seed chunk kept an H100 half empty and waiting on one streamline per launch (1M
+ * seeds, tk-bench track --chunk-seeds: 16,384 a launch gave 1.31x SD_STREAM's and 1.32x
+ * iFOD1's streamlines/s of 4,096; 65,536 1.32x and 1.38x; 262,144 less, its 9 GiB of buffers
+ * allocated in the run).  Up to 65,536 seeds and 1.5 GiB of chunk buffers; the sink still gets
+ * the kept streamlines in chunks of chunk_seeds seeds (execute_locked). */
+static size_t launch_seeds(const tk_tracking_plan *plan, size_t per_seed)
+{
+    size_t fill = g_launch_fill;
+    if (!fill) {
+        fill = ((size_t)3 << 29) / (per_seed ? per_seed : 1);
+        if (fill > 65536) fill = 65536;
+    }
+    return plan->opts.chunk_seeds > fill ? plan->opts.chunk_seeds : fill;
+}
+
 /* Every GPU's inputs and chunk buffers; the seeds a GPU takes of a chunk, in *per_device. */
 static tk_status prepare_devices(tk_tracking_cuda_state *all, const tk_tracking_plan *plan,
                                  const tk_tracking_field *field, const tk_tracking_seed_set *set, size_t *per_device)
@@ -429,7 +452,8 @@ static tk_status prepare_devices(tk_tracking_cuda_state *all, const tk_tracking_
     const size_t stride = plan->max_points + 1;
     const size_t visited = field->regions->num_include ? field->regions->num_include : 1;
     const size_t run_share = (size_t)((set->total + (uint64_t)all->count - 1) / (uint64_t)all->count);
-    const size_t share = plan->opts.chunk_seeds < run_share ? plan->opts.chunk_seeds : run_share;
+    const size_t launch = launch_seeds(plan, device_bytes_per_seed(stride, visited));
+    const size_t share = launch < run_share ? launch : run_share;
     size_t chunk = share;
     for (int d = 0; d < all->count; ++d) {
         tracking_device *st = all->dev[d];
@@ -470,16 +494,26 @@ static tk_status execute_locked(tk_tracking_cuda_state *all, const tk_tracking_p
         for (int d = 0; d < count; ++d) out[d].count = out[d].kept = 0;
         status = tk_run_on_devices(plan->opts.cuda_device, count, nc, track_share, &run);
         double slowest = 0;
-        /* the shares to the sink in seed order: the one-GPU run's chunks, cut finer */
+        /* the shares to the sink in seed order, each in chunks of chunk_seeds seeds: the chunks
+         * a one-GPU run with one launch a chunk would give */
         for (int d = 0; d < count && status == TK_OK; ++d) {
             const share_out *o = &out[d];
             if (!o->count) continue;
             if (o->ms > slowest) slowest = o->ms;
-            tk_tracking_chunk c;
-            c.num_streamlines = o->kept, c.num_points = o->counts, c.seed_index = o->index;
-            c.points = o->points ? (const float *)all->dev[d]->host[HOST_OUT] : NULL, c.total_points = o->points;
-            c.seeds_done = c0 + o->first + o->count, c.seeds_total = set->total;
-            status = tk_tracking_hand_to_sink(sink, &c, user);
+            const float *packed = (const float *)all->dev[d]->host[HOST_OUT];
+            size_t kept = 0, points = 0;
+            for (size_t sub = 0; sub < o->count && status == TK_OK; sub += plan->opts.chunk_seeds) {
+                const size_t n = o->count - sub < plan->opts.chunk_seeds ? o->count - sub : plan->opts.chunk_seeds;
+                const uint64_t end = c0 + o->first + sub + n;
+                size_t k = kept, p = points;
+                while (k < o->kept && o->index[k] < end) p += o->counts[k], ++k;
+                tk_tracking_chunk c;
+                c.num_streamlines = k - kept, c.num_points = o->counts + kept, c.seed_index = o->index + kept;
+                c.points = p > points ? packed + 3 * points : NULL, c.total_points = p - points;
+                c.seeds_done = end, c.seeds_total = set->total;
+                status = tk_tracking_hand_to_sink(sink, &c, user);
+                kept = k, points = p;
+            }
         }
         *kernel_ms += slowest;
     }

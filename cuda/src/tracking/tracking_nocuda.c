@@ -1,4 +1,5 @@
 /* The CUDA tracker in a build without a CUDA compiler: a clear error at plan create. */
+#include "tk_bench_hooks.h"
 #include "tracking_internal.h"
 
 tk_status tk_tracking_cuda_create(const tk_tracking_plan *plan, tk_tracking_cuda_state **state)
@@ -19,3 +20,6 @@ tk_status tk_tracking_cuda_execute(const tk_tracking_plan *plan, const tk_tracki
 }
 
 void tk_tracking_cuda_destroy(tk_tracking_cuda_state *state) { (void)state; }
+
+/* nothing to set: no GPU launches */
+void tk_tracking_cuda_set_launch_fill(size_t seeds) { (void)seeds; }
