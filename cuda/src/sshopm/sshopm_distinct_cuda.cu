@@ -59,6 +59,7 @@ struct tk_sshopm_pipeline {
 
 static void free_set(pipeline_set *s)
 {
+    if (s->d_packed_d == (double *)s->d_packed) s->d_packed_d = NULL; /* double input: one buffer, freed once */
     tk_cuda_buffer bufs[] = {{&s->d_packed, 1},         {(void **)&s->d_packed_d, 1}, {&s->d_lambda, 1},
                              {&s->d_x, 1},              {(void **)&s->d_iter, 1},     {(void **)&s->d_conv, 1},
                              {(void **)&s->d_unit, 1},  {(void **)&s->d_rep, 1},      {(void **)&s->d_cnt, 1},

@@ -13,6 +13,9 @@
 #include "common/precision_end.h"
 #include "sshopm_merge_hd.h"
 
+/* The device writes tk_stability values that the host reads as its own enum. */
+static_assert(sizeof(tk_stability) == sizeof(int), "tk_stability is an int on the host and the device");
+
 int tk_sshopm_merge_max_dim(void) { return TK_KERNEL_MAX_DIM; }
 
 __global__ void merge_to_double_kernel(const float *in, double *out, size_t count)
