@@ -29,8 +29,9 @@ __global__ void merge_to_double_kernel(const float *in, double *out, size_t coun
  * by lambda, descending, ties in the order they were made (a stable insertion sort: the
  * host's qsort key (lambda, first start)).  offset[t] gets the tensor's pair count. */
 template <typename R, int NMAX>
-__global__ void merge_tensors_kernel(tk_merge_chunk b, int order, int n, int S, size_t T, double merge_tol)
+__global__ void merge_tensors_kernel(tk_merge_chunk b, int order, int dim, int S, size_t T, double merge_tol)
 {
+    const int n = NMAX == 3 ? 3 : dim; /* a constant for dimension 3: x and y stay in registers */
     const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T) return;
     const int dbl = sizeof(R) == sizeof(double);
@@ -164,9 +165,15 @@ cudaError_t tk_sshopm_merge_enqueue(const tk_merge_chunk &b, int order, int dim,
     if (T == 0) return cudaSuccess;
     if (dim > TK_KERNEL_MAX_DIM || order > TK_KERNEL_MAX_ORDER) return cudaErrorInvalidValue;
     if (merge_tol <= 0) merge_tol = tk_merge_default_tol(dbl);
+    /* the stack arrays sized for the dimension: a thread's local memory is reserved for every
+     * thread the GPU can hold, so dimension 3 must not pay for 16 */
     if (dim == 3) {
         if (dbl) return enqueue<double, 3>(b, order, dim, num_starts, T, first_tensor, merge_tol, sm_count, stream);
         return enqueue<float, 3>(b, order, dim, num_starts, T, first_tensor, merge_tol, sm_count, stream);
+    }
+    if (dim <= 8) {
+        if (dbl) return enqueue<double, 8>(b, order, dim, num_starts, T, first_tensor, merge_tol, sm_count, stream);
+        return enqueue<float, 8>(b, order, dim, num_starts, T, first_tensor, merge_tol, sm_count, stream);
     }
     if (dbl) return enqueue<double, TK_KERNEL_MAX_DIM>(b, order, dim, num_starts, T, first_tensor, merge_tol, sm_count,
                                                        stream);
