@@ -67,14 +67,15 @@ template <typename R> std::vector<R> as(const std::vector<double> &v) { return s
 
 }  // namespace
 
-// Every kernel shape, both precisions, both shifts; a short iteration cap leaves many starts
+// Every kernel shape (dimensions 3, 4-8 and 9-16 take differently sized device merges), both
+// precisions, both shifts; a short iteration cap leaves many starts
 // unconverged (fixed shift 0) while the adaptive shift converges most.  The plan's chunk of
 // 700 tensors cuts the 2000 into three pipeline chunks.
 TEST(SshopmDistinctCuda, DeviceMergeMatchesHostMerge)
 {
     const Shape shapes[] = {{4, 3, TK_IMPL_UNROLLED}, {6, 3, TK_IMPL_UNROLLED}, {8, 3, TK_IMPL_UNROLLED},
                             {4, 3, TK_IMPL_GENERAL},  {8, 3, TK_IMPL_GENERAL},  {3, 5, TK_IMPL_GENERAL},
-                            {4, 4, TK_IMPL_GENERAL}};
+                            {4, 4, TK_IMPL_GENERAL},  {3, 10, TK_IMPL_GENERAL}};
     for (const Shape &sh : shapes)
         for (bool dbl : {false, true})
             for (auto shift : {TK_SHIFT_FIXED, TK_SHIFT_ADAPTIVE}) {
@@ -184,6 +185,20 @@ TEST(SshopmDistinctCuda, BatchOverSeveralFullChunks)
     o.num_starts = 16, o.max_iter = 100;
     auto packed = as<float>(random_packed(4, 3, 70000, 12));
     expect_device_merge_matches(o, packed, 0, 0, "70000 tensors");
+}
+
+// Above dimension 16 the GPU solves and the host merges (the device merge's stack arrays stop
+// at 16): the same pairs all the same.
+TEST(SshopmDistinctCuda, WideTensorsMergeOnTheHost)
+{
+    auto o = options(3, 17, false, TK_BACKEND_CUDA, TK_IMPL_GENERAL);
+    o.num_starts = 32, o.max_iter = 200, o.shift = 2.0;
+    auto packed = as<float>(random_packed(3, 17, 300, 8));
+    tk_eigenpairs kept{};
+    expect_device_merge_matches(o, packed, 0, 100, "(3,17) general float", &kept);
+    if (HasFatalFailure() || IsSkipped()) return;
+    EXPECT_GT(kept.count, 0u);
+    tk_eigenpairs_free(&kept);
 }
 
 // Over every visible GPU (each merging its share): the pairs of one merge of the batch.
