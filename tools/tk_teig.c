@@ -224,21 +224,16 @@ int main(int argc, char **argv)
     const tk_sshopm_options *o = &a.opts;
     const int n = o->dim, dbl = o->precision == TK_PRECISION_DOUBLE;
     const size_t k = tk_sym_num_unique(o->order, n), S = (size_t)o->num_starts;
-    /* Chunks bound the per-start memory and drive the progress bar; on CUDA each GPU takes
-     * 65536 tensors of a chunk. */
+    /* Chunks drive the progress bar (the per-start results stay inside the core, which
+     * merges them: on CUDA on the GPU); on CUDA each GPU takes 65536 tensors of a chunk. */
     size_t chunk = o->backend == TK_BACKEND_CUDA ? 65536 * (size_t)o->cuda_device_count : 1024;
     if (chunk * S > ((size_t)1 << 26)) chunk = ((size_t)1 << 26) / S + 1;
     if (chunk > count) chunk = count ? count : 1;
     size_t elem = dbl ? sizeof(double) : sizeof(float);
-    tk_sshopm_starts_result res = {malloc(chunk * S * elem), malloc(chunk * S * (size_t)n * elem),
-                                   malloc(chunk * S * sizeof(int32_t)), malloc(chunk * S)};
+    tk_eigenpairs pairs = {0}; /* every chunk's pairs, in arrays reused from chunk to chunk */
     tk_output out;
     int status = TK_EXIT_FAILURE;
     tk_sshopm_plan *plan = NULL; /* one plan for every chunk: on CUDA its device buffers, on each GPU */
-    if (!res.lambda || !res.x || !res.iterations || !res.converged) {
-        tk_cli_error(prog, "out of memory for %zu starts; use fewer --starts", chunk * S);
-        goto done_noout;
-    }
     if (tk_sshopm_plan_create(o, chunk, &plan) != TK_OK) {
         tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
         goto done_noout;
@@ -254,15 +249,16 @@ int main(int argc, char **argv)
     for (size_t first = 0; first < count; first += chunk) {
         size_t todo = count - first < chunk ? count - first : chunk;
         const void *chunk_data = (const char *)packed + first * k * elem;
-        tk_eigenpairs pairs;
-        if (tk_sshopm_plan_execute(plan, todo, chunk_data, &res, NULL) != TK_OK ||
-            tk_sshopm_distinct(o, todo, chunk_data, &res, 0, &pairs) != TK_OK) {
+        if (tk_sshopm_plan_execute_distinct(plan, todo, chunk_data, 0, &pairs, NULL) != TK_OK) {
             tk_progress_end(&bar);
             tk_cli_error(prog, "%s: %s", a.input, tk_last_error());
             tk_output_abort(&out);
             goto done_noout;
         }
-        for (size_t s = 0; s < todo * S; ++s) unconverged += !res.converged[s];
+        /* every converged start is in one pair: the rest did not converge */
+        size_t converged = 0;
+        for (size_t p = 0; p < pairs.count; ++p) converged += (size_t)pairs.num_starts[p];
+        unconverged += todo * S - converged;
         for (size_t p = 0; p < pairs.count; ++p) {
             fprintf(out.file, "%zu,", first + pairs.tensor[p]);
             fprintf(out.file, fmt, pairs.lambda[p]);
@@ -272,7 +268,6 @@ int main(int argc, char **argv)
             }
             fprintf(out.file, ",%s,%d\n", tk_stability_name(pairs.stability[p]), pairs.num_starts[p]);
         }
-        tk_eigenpairs_free(&pairs);
         tk_progress_advance(&bar, todo);
     }
     tk_progress_end(&bar);
@@ -282,10 +277,7 @@ int main(int argc, char **argv)
     status = tk_output_commit(&out, prog) ? 0 : TK_EXIT_FAILURE;
 done_noout:
     tk_sshopm_plan_destroy(plan);
-    free(res.lambda);
-    free(res.x);
-    free(res.iterations);
-    free(res.converged);
+    tk_eigenpairs_free(&pairs);
     free(packed);
     return status;
 }

@@ -150,6 +150,8 @@ typedef struct tk_eigenpairs {
     double *x;               /**< count * dim */
     tk_stability *stability;
     int32_t *num_starts;     /**< how many starts reached the pair */
+    size_t capacity;         /**< pairs the arrays have room for: tk_sshopm_plan_execute_distinct
+                              *   reuses them, growing them only for a batch with more pairs */
 } tk_eigenpairs;
 
 /** Merge converged starts into distinct pairs per tensor: two starts are one pair
@@ -161,6 +163,23 @@ tk_status tk_sshopm_distinct(const tk_sshopm_options *opts, size_t num_tensors, 
                              const tk_sshopm_starts_result *starts, double merge_tol,
                              tk_eigenpairs *out);
 void tk_eigenpairs_free(tk_eigenpairs *pairs);
+
+/** The distinct eigenpairs of a batch straight from the tensors: what tk_sshopm_plan_execute
+ * followed by tk_sshopm_distinct gives (the same pairs, counts and stabilities, in the same
+ * order, tensor indices 0 .. num_tensors - 1 of this batch), without the per-start results
+ * leaving the backend.  cpu/omp solve and merge in chunks of the batch; CUDA merges on the
+ * device (the host's merge rule, stability in double), copies back only the pairs, and
+ * overlaps its chunks' uploads, kernels and downloads on streams through pinned buffers
+ * the plan keeps.  out: zeroed ({0}) or an earlier result of this call, whose arrays are
+ * reused where they have room (tk_eigenpairs_free frees them); on failure out holds no
+ * pairs (count 0) and keeps its arrays.  timing->kernel_ms: the solve kernels (CUDA events)
+ * or the solve and merge (cpu, omp); total_ms the whole call. */
+tk_status tk_sshopm_plan_execute_distinct(tk_sshopm_plan *plan, size_t num_tensors, const void *packed,
+                                          double merge_tol, tk_eigenpairs *out, tk_timing *timing);
+
+/** tk_sshopm_plan_execute_distinct on a plan made, executed once and destroyed. */
+tk_status tk_sshopm_solve_distinct(const tk_sshopm_options *opts, size_t num_tensors, const void *packed,
+                                   double merge_tol, tk_eigenpairs *out, tk_timing *timing);
 
 /** Stability of one eigenpair of one packed double tensor. */
 tk_stability tk_sym_stability_d(int order, int dim, const double *packed, const double *x,

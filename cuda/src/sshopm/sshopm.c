@@ -180,12 +180,17 @@ struct tk_sshopm_plan {
     void *starts; /* num_starts * dim unit vectors in opts.precision */
     int num_devices; /* CUDA: devices opts.cuda_device .. + num_devices - 1; 0 on the CPU */
     tk_sshopm_cuda *cuda[TK_MAX_CUDA_DEVICES];
+    tk_eigenpairs device_pairs[TK_MAX_CUDA_DEVICES]; /* over several devices: each one's pairs of
+                                                        a distinct execute, kept for the next */
 };
 
 void tk_sshopm_plan_destroy(tk_sshopm_plan *plan)
 {
     if (!plan) return;
-    for (int d = 0; d < plan->num_devices; ++d) tk_sshopm_cuda_destroy(plan->cuda[d]);
+    for (int d = 0; d < plan->num_devices; ++d) {
+        tk_sshopm_cuda_destroy(plan->cuda[d]);
+        tk_eigenpairs_free(&plan->device_pairs[d]);
+    }
     tk_sshopm_tables_free(&plan->tables);
     free(plan->starts);
     free(plan);
@@ -337,6 +342,138 @@ tk_status tk_sshopm_solve(const tk_sshopm_options *o, size_t num_tensors, const 
     tk_timing local = {0};
     local.setup_ms = tk_now_ms() - t0;
     status = plan_run(plan, num_tensors, packed, out, &local);
+    tk_sshopm_plan_destroy(plan);
+    local.total_ms = tk_now_ms() - t0;
+    if (timing) *timing = local;
+    return status;
+}
+
+/* ---- distinct pairs straight from the tensors ------------------------------------ */
+
+/* The host's path: chunks of the batch solved on the plan's backend (on CUDA for a shape the
+ * device does not merge) and merged by tk_sshopm_distinct, each chunk's pairs appended; the
+ * pairs and their order are those of one merge of the whole batch (sorted by tensor first). */
+static tk_status distinct_on_host(tk_sshopm_plan *plan, size_t T, const void *packed, double merge_tol,
+                                  tk_eigenpairs *out, double *kernel_ms)
+{
+    const tk_sshopm_options *o = &plan->opts;
+    const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    const size_t S = (size_t)o->num_starts, n = (size_t)o->dim, k = plan->tables.k;
+    /* chunks bound the per-start memory: a few MiB of starts on the CPU, more for a GPU */
+    size_t chunk = plan->num_devices ? 65536 : 1024;
+    const size_t max_slots = plan->num_devices ? (size_t)1 << 24 : (size_t)1 << 20;
+    if (chunk * S > max_slots) chunk = max_slots / S ? max_slots / S : 1;
+    if (chunk > T) chunk = T ? T : 1;
+    tk_sshopm_starts_result res = {malloc(chunk * S * elem), malloc(chunk * S * n * elem),
+                                   malloc(chunk * S * sizeof(int32_t)), malloc(chunk * S)};
+    tk_status status = TK_OK;
+    if (!res.lambda || !res.x || !res.iterations || !res.converged)
+        status = tk_set_error(TK_ERR_MEMORY, "out of memory for the results of %zu starts", chunk * S);
+    for (size_t first = 0; first < T && status == TK_OK; first += chunk) {
+        const size_t todo = T - first < chunk ? T - first : chunk;
+        const void *part = (const char *)packed + first * k * elem;
+        tk_timing t = {0};
+        const double t0 = tk_now_ms();
+        status = plan_run(plan, todo, part, &res, &t);
+        tk_eigenpairs pairs = {0};
+        if (status == TK_OK) status = tk_sshopm_distinct(o, todo, part, &res, merge_tol, &pairs);
+        if (status == TK_OK) status = tk_eigenpairs_append(out, &pairs, first);
+        tk_eigenpairs_free(&pairs);
+        *kernel_ms += plan->num_devices ? t.kernel_ms : tk_now_ms() - t0;
+    }
+    free(res.lambda), free(res.x), free(res.iterations), free(res.converged);
+    return status;
+}
+
+/* One batch's distinct pairs over the plan's devices: each device's share merged on it. */
+typedef struct {
+    tk_sshopm_plan *plan;
+    const void *packed;
+    double merge_tol;
+    tk_eigenpairs *pairs[TK_MAX_CUDA_DEVICES];
+    size_t first[TK_MAX_CUDA_DEVICES];
+    double kernel_ms[TK_MAX_CUDA_DEVICES];
+} distinct_devices_run;
+
+static tk_status run_device_distinct(void *ctx, int index, size_t first, size_t count)
+{
+    distinct_devices_run *r = ctx;
+    const tk_sshopm_options *o = &r->plan->opts;
+    const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    r->first[index] = first;
+    return tk_sshopm_cuda_execute_distinct(r->plan->cuda[index], count,
+                                           (const char *)r->packed + first * r->plan->tables.k * elem, r->merge_tol,
+                                           r->pairs[index], &r->kernel_ms[index]);
+}
+
+static tk_status distinct_on_devices(tk_sshopm_plan *plan, size_t T, const void *packed, double merge_tol,
+                                     tk_eigenpairs *out, double *kernel_ms)
+{
+    distinct_devices_run r = {.plan = plan, .packed = packed, .merge_tol = merge_tol};
+    const int several = plan->num_devices > 1;
+    for (int d = 0; d < plan->num_devices; ++d) {
+        /* one device appends to out itself; several each fill their own, joined in order */
+        r.pairs[d] = several ? &plan->device_pairs[d] : out;
+        if (several) r.pairs[d]->count = 0, r.pairs[d]->dim = plan->opts.dim;
+    }
+    tk_status status = tk_run_on_devices(plan->opts.cuda_device, plan->num_devices, T, run_device_distinct, &r);
+    for (int d = 0; d < plan->num_devices; ++d)
+        if (r.kernel_ms[d] > *kernel_ms) *kernel_ms = r.kernel_ms[d];
+    for (int d = 0; several && d < plan->num_devices && status == TK_OK; ++d)
+        if (plan->device_pairs[d].count) status = tk_eigenpairs_append(out, &plan->device_pairs[d], r.first[d]);
+    return status;
+}
+
+/* A validated batch's pairs into out (emptied first; its arrays kept). */
+static tk_status distinct_run(tk_sshopm_plan *plan, size_t T, const void *packed, double merge_tol,
+                              tk_eigenpairs *out, tk_timing *timing)
+{
+    if (out->tensor && out->dim != plan->opts.dim) tk_eigenpairs_free(out); /* x's rows are another size */
+    if (!out->tensor) out->capacity = 0;
+    out->count = 0;
+    out->dim = plan->opts.dim;
+    tk_status status;
+    if (plan->num_devices && tk_sshopm_cuda_merges_on_device(&plan->opts))
+        status = distinct_on_devices(plan, T, packed, merge_tol, out, &timing->kernel_ms);
+    else
+        status = distinct_on_host(plan, T, packed, merge_tol, out, &timing->kernel_ms);
+    if (status != TK_OK) out->count = 0;
+    return status;
+}
+
+tk_status tk_sshopm_plan_execute_distinct(tk_sshopm_plan *plan, size_t num_tensors, const void *packed,
+                                          double merge_tol, tk_eigenpairs *out, tk_timing *timing)
+{
+    tk_clear_error();
+    const double t0 = tk_now_ms();
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
+    if (!out) return tk_set_error(TK_ERR_ARGUMENT, "no place for the eigenpairs given");
+    out->count = 0;
+    tk_status status = validate_batch(&plan->opts, num_tensors, packed);
+    if (status != TK_OK) return status;
+    tk_timing local = {0};
+    status = distinct_run(plan, num_tensors, packed, merge_tol, out, &local);
+    local.total_ms = tk_now_ms() - t0;
+    if (timing) *timing = local;
+    return status;
+}
+
+tk_status tk_sshopm_solve_distinct(const tk_sshopm_options *o, size_t num_tensors, const void *packed,
+                                   double merge_tol, tk_eigenpairs *out, tk_timing *timing)
+{
+    tk_clear_error();
+    const double t0 = tk_now_ms();
+    if (!out) return tk_set_error(TK_ERR_ARGUMENT, "no place for the eigenpairs given");
+    out->count = 0;
+    tk_status status = validate_options(o);
+    if (status == TK_OK) status = validate_batch(o, num_tensors, packed);
+    if (status == TK_OK) status = validate_backend(o);
+    if (status != TK_OK) return status;
+    tk_sshopm_plan *plan = NULL;
+    if ((status = plan_create(o, num_tensors, &plan)) != TK_OK) return status;
+    tk_timing local = {0};
+    local.setup_ms = tk_now_ms() - t0;
+    status = distinct_run(plan, num_tensors, packed, merge_tol, out, &local);
     tk_sshopm_plan_destroy(plan);
     local.total_ms = tk_now_ms() - t0;
     if (timing) *timing = local;

@@ -13,6 +13,8 @@
 #include "common/multi_device.h"
 #include "sshopm_internal.h"
 #include "sshopm_kernels.cuh"
+#include "sshopm_merge_cuda.h"
+#include "sshopm_pipeline.h"
 #include "sshopm_tuning.h"
 
 #define TK_WHO "SS-HOPM on CUDA"
@@ -38,9 +40,11 @@ struct tk_sshopm_cuda {
     int *d_iter;
     unsigned char *d_conv;
     cudaEvent_t ev0, ev1;
+    tk_sshopm_pipeline *pipe; /* the distinct-pairs pipeline, made at its first execute */
 };
 
-template <typename R> static cudaError_t launch(const tk_sshopm_options *o, const Args<R> &p, int sm_count)
+template <typename R>
+static cudaError_t launch(const tk_sshopm_options *o, const Args<R> &p, int sm_count, cudaStream_t stream = 0)
 {
     const int adaptive = o->shift_mode == TK_SHIFT_ADAPTIVE;
     if (o->impl == TK_IMPL_UNROLLED) {
@@ -49,8 +53,8 @@ template <typename R> static cudaError_t launch(const tk_sshopm_options *o, cons
         unsigned blocks = (unsigned)((threads + block - 1) / block);
 #define TK_LAUNCH_UNROLLED(M)                                                                    \
     if (o->order == M) {                                                                         \
-        if (adaptive) sshopm_unrolled_kernel<Policy, M, true, R><<<blocks, block>>>(p);          \
-        else sshopm_unrolled_kernel<Policy, M, false, R><<<blocks, block>>>(p);                  \
+        if (adaptive) sshopm_unrolled_kernel<Policy, M, true, R><<<blocks, block, 0, stream>>>(p); \
+        else sshopm_unrolled_kernel<Policy, M, false, R><<<blocks, block, 0, stream>>>(p);         \
         return cudaGetLastError();                                                               \
     }
         TK_LAUNCH_UNROLLED(4)
@@ -64,8 +68,8 @@ template <typename R> static cudaError_t launch(const tk_sshopm_options *o, cons
     size_t shared = sizeof(R) * ((size_t)p.dim * p.k1 + p.k + (size_t)stride * block);
     size_t grid = tk_sshopm_general_grid<Policy>(p.num_tensors, sm_count);
     if (grid == 0) return cudaSuccess;
-    if (adaptive) sshopm_general_kernel<true, R><<<(unsigned)grid, block, shared>>>(p, stride);
-    else sshopm_general_kernel<false, R><<<(unsigned)grid, block, shared>>>(p, stride);
+    if (adaptive) sshopm_general_kernel<true, R><<<(unsigned)grid, block, shared, stream>>>(p, stride);
+    else sshopm_general_kernel<false, R><<<(unsigned)grid, block, shared, stream>>>(p, stride);
     return cudaGetLastError();
 }
 
@@ -177,10 +181,53 @@ extern "C" void tk_sshopm_cuda_destroy(tk_sshopm_cuda *c)
         previous = -1;
     }
     free_buffers(c);
+    tk_sshopm_pipeline_destroy(c->pipe);
     for (cudaEvent_t e : {c->ev0, c->ev1})
         if (e) cudaEventDestroy(e);
     if (previous >= 0) cudaSetDevice(previous);
     free(c);
+}
+
+/* The kernels' arguments but for the tensors and their count. */
+template <typename R>
+static Args<R> make_args(const tk_sshopm_cuda *c, const void *d_starts, void *d_lambda, void *d_x, int *d_iter,
+                         unsigned char *d_conv)
+{
+    const tk_sshopm_options *o = c->o;
+    const tk_sshopm_tables *tb = c->tb;
+    Args<R> p;
+    p.packed = NULL;
+    p.num_tensors = 0;
+    p.starts = (const R *)d_starts;
+    p.lambda = (R *)d_lambda;
+    p.x = (R *)d_x;
+    p.iterations = d_iter;
+    p.converged = d_conv;
+    p.order = o->order;
+    p.dim = o->dim;
+    p.k = (int)tb->k;
+    p.k1 = tb->k1;
+    p.num_starts = o->num_starts;
+    p.max_iter = o->max_iter;
+    p.fixed_iterations = o->fixed_iterations;
+    p.maximize = o->shift >= 0;
+    p.shift = (R)o->shift;
+    p.tol2 = (R)(o->tol * o->tol);
+    return p;
+}
+
+cudaError_t tk_sshopm_cuda_solve_async(const tk_sshopm_cuda *c, const void *d_packed, const void *d_starts,
+                                       void *d_lambda, void *d_x, int *d_iter, unsigned char *d_conv, size_t T,
+                                       cudaStream_t stream)
+{
+    if (c->o->precision == TK_PRECISION_DOUBLE) {
+        Args<double> p = make_args<double>(c, d_starts, d_lambda, d_x, d_iter, d_conv);
+        p.packed = (const double *)d_packed, p.num_tensors = T;
+        return launch<double>(c->o, p, c->sm_count, stream);
+    }
+    Args<float> p = make_args<float>(c, d_starts, d_lambda, d_x, d_iter, d_conv);
+    p.packed = (const float *)d_packed, p.num_tensors = T;
+    return launch<float>(c->o, p, c->sm_count, stream);
 }
 
 template <typename R>
@@ -191,22 +238,7 @@ static tk_status run(tk_sshopm_cuda *c, size_t T, const R *packed, tk_sshopm_sta
     const int n = o->dim, S = o->num_starts;
     const size_t k = tb->k, chunk = c->chunk;
     float kernel_ms = 0;
-    Args<R> p;
-    p.starts = (const R *)c->d_starts;
-    p.lambda = (R *)c->d_lambda;
-    p.x = (R *)c->d_x;
-    p.iterations = c->d_iter;
-    p.converged = c->d_conv;
-    p.order = o->order;
-    p.dim = n;
-    p.k = (int)k;
-    p.k1 = tb->k1;
-    p.num_starts = S;
-    p.max_iter = o->max_iter;
-    p.fixed_iterations = o->fixed_iterations;
-    p.maximize = o->shift >= 0;
-    p.shift = (R)o->shift;
-    p.tol2 = (R)(o->tol * o->tol);
+    Args<R> p = make_args<R>(c, c->d_starts, c->d_lambda, c->d_x, c->d_iter, c->d_conv);
     for (size_t first = 0; first < T; first += chunk) {
         size_t todo = T - first < chunk ? T - first : chunk, slots = todo * (size_t)S;
         TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(c->d_packed, packed + first * k, sizeof(R) * k * todo,
@@ -240,8 +272,7 @@ static tk_status run(tk_sshopm_cuda *c, size_t T, const R *packed, tk_sshopm_sta
 /* Uploads the plan's tables to constant memory (another plan may have replaced them
  * since), makes the buffers where the plan was made for no batch size (growing them with
  * its batches), and runs the chunks. */
-static tk_status execute_locked(tk_sshopm_cuda *c, size_t T, const void *packed, tk_sshopm_starts_result *out,
-                                tk_timing *timing)
+static tk_status upload_tables(tk_sshopm_cuda *c)
 {
     const tk_sshopm_options *o = c->o;
     const tk_sshopm_tables *tb = c->tb;
@@ -252,13 +283,19 @@ static tk_status execute_locked(tk_sshopm_cuda *c, size_t T, const void *packed,
         TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpyToSymbol(c_map, tb->map, sizeof(unsigned) * (size_t)tb->k1 * o->dim));
         TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpyToSymbol(c_mult1, tb->mult1, sizeof(double) * (size_t)tb->k1));
     }
-    if (T == 0) return TK_OK;
+    return TK_OK;
+}
+
+static tk_status execute_locked(tk_sshopm_cuda *c, size_t T, const void *packed, tk_sshopm_starts_result *out,
+                                tk_timing *timing)
+{
+    tk_status status = upload_tables(c);
+    if (status != TK_OK || T == 0) return status;
     if (!c->chunk || (!c->max_batch && T > c->wanted)) { /* no buffers yet, or grown */
         free_buffers(c);
-        const tk_status status = allocate(c, T);
-        if (status != TK_OK) return status;
+        if ((status = allocate(c, T)) != TK_OK) return status;
     }
-    if (o->precision == TK_PRECISION_DOUBLE) return run<double>(c, T, (const double *)packed, out, timing);
+    if (c->o->precision == TK_PRECISION_DOUBLE) return run<double>(c, T, (const double *)packed, out, timing);
     return run<float>(c, T, (const float *)packed, out, timing);
 }
 
@@ -267,4 +304,19 @@ extern "C" tk_status tk_sshopm_cuda_execute(tk_sshopm_cuda *c, size_t num_tensor
 {
     std::lock_guard<std::mutex> hold(device_lock(c->o->cuda_device));
     return execute_locked(c, num_tensors, packed, out, timing);
+}
+
+extern "C" int tk_sshopm_cuda_merges_on_device(const tk_sshopm_options *o)
+{
+    return o->dim <= tk_sshopm_merge_max_dim() && o->order <= TK_KERNEL_MAX_ORDER;
+}
+
+extern "C" tk_status tk_sshopm_cuda_execute_distinct(tk_sshopm_cuda *c, size_t num_tensors, const void *packed,
+                                                     double merge_tol, tk_eigenpairs *out, double *kernel_ms)
+{
+    std::lock_guard<std::mutex> hold(device_lock(c->o->cuda_device));
+    tk_status status = upload_tables(c);
+    if (status != TK_OK) return status;
+    const tk_sshopm_pipeline_host host = {c, c->o, c->tb, c->starts, c->sm_count, c->max_batch};
+    return tk_sshopm_pipeline_run(&c->pipe, &host, num_tensors, packed, merge_tol, out, kernel_ms);
 }

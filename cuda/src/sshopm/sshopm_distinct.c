@@ -10,6 +10,7 @@
 #include "common/precision_double.h"
 #include "sshopm_math.h"
 #include "common/precision_end.h"
+#include "sshopm_merge_hd.h"
 
 const char *tk_stability_name(tk_stability s)
 {
@@ -25,30 +26,14 @@ const char *tk_stability_name(tk_stability s)
 tk_stability tk_sym_stability_d(int order, int dim, const double *packed, const double *x, double lambda,
                                 double rel_tol)
 {
-    /* On the sphere the Hessian of A x^m at an eigenpair is, up to the factor m,
-     * U^T ((m-1) A x^(m-2) - lambda I) U with U a basis of the tangent space. */
     size_t nn = (size_t)dim * (size_t)dim;
     double *m2 = malloc(sizeof(double) * (nn * 3 + (size_t)dim * 3));
     if (!m2) return TK_STABILITY_DEGENERATE;
     double *eig = m2 + nn, *work = eig + dim;
     tk_sym_axm2_d(order, dim, packed, x, m2);
-    tk_k_tangent_eigenvalues_d(dim, m2, x, work, eig);
-    double scale = fabs(lambda);
-    for (int i = 0; i < dim - 1; ++i) {
-        eig[i] = (order - 1) * eig[i] - lambda;
-        scale = fmax(scale, fabs(eig[i] + lambda));
-    }
-    double threshold = rel_tol * fmax(scale, 1e-300);
-    int negative = 0, positive = 0;
-    for (int i = 0; i < dim - 1; ++i) {
-        negative += eig[i] < -threshold;
-        positive += eig[i] > threshold;
-    }
+    const tk_stability s = tk_merge_stability_of_m2(order, dim, m2, x, lambda, rel_tol, work, eig);
     free(m2);
-    if (negative == dim - 1) return TK_STABILITY_MAX;
-    if (positive == dim - 1) return TK_STABILITY_MIN;
-    if (negative && positive) return TK_STABILITY_SADDLE;
-    return TK_STABILITY_DEGENERATE;
+    return s;
 }
 
 void tk_eigenpairs_free(tk_eigenpairs *p)
@@ -58,21 +43,48 @@ void tk_eigenpairs_free(tk_eigenpairs *p)
     memset(p, 0, sizeof *p);
 }
 
-void tk_canonical_sign(int dim, double *x)
+tk_status tk_eigenpairs_reserve(tk_eigenpairs *p, size_t count)
 {
-    int big = 0;
-    for (int i = 1; i < dim; ++i)
-        if (fabs(x[i]) > fabs(x[big])) big = i;
-    if (x[big] < 0)
-        for (int i = 0; i < dim; ++i) x[i] = -x[i];
+    if (count <= p->capacity && p->tensor) return TK_OK;
+    size_t cap = p->capacity + p->capacity / 2;
+    if (cap < count) cap = count;
+    if (cap < 16) cap = 16;
+    const size_t n = (size_t)p->dim;
+    if (cap > SIZE_MAX / sizeof(double) / (n ? n : 1))
+        return tk_set_error(TK_ERR_MEMORY, "%zu eigenpairs overflow memory sizes", count);
+    /* each array grown on its own: a failed realloc leaves the old one in place */
+    void *t = realloc(p->tensor, sizeof(size_t) * cap);
+    if (t) p->tensor = t;
+    void *l = t ? realloc(p->lambda, sizeof(double) * cap) : NULL;
+    if (l) p->lambda = l;
+    void *x = l ? realloc(p->x, sizeof(double) * cap * n) : NULL;
+    if (x) p->x = x;
+    void *s = x ? realloc(p->stability, sizeof(tk_stability) * cap) : NULL;
+    if (s) p->stability = s;
+    void *c = s ? realloc(p->num_starts, sizeof(int32_t) * cap) : NULL;
+    if (c) p->num_starts = c;
+    if (!c) return tk_set_error(TK_ERR_MEMORY, "out of memory for %zu eigenpairs", count);
+    p->capacity = cap;
+    return TK_OK;
 }
 
-static double distance(int dim, const double *a, const double *b, double sign)
+tk_status tk_eigenpairs_append(tk_eigenpairs *out, const tk_eigenpairs *more, size_t tensor_offset)
 {
-    double d2 = 0;
-    for (int i = 0; i < dim; ++i) d2 += (a[i] - sign * b[i]) * (a[i] - sign * b[i]);
-    return sqrt(d2);
+    tk_status status = tk_eigenpairs_reserve(out, out->count + more->count);
+    if (status != TK_OK) return status;
+    const size_t at = out->count, c = more->count, n = (size_t)out->dim;
+    for (size_t p = 0; p < c; ++p) out->tensor[at + p] = more->tensor[p] + tensor_offset;
+    if (c) {
+        memcpy(out->lambda + at, more->lambda, sizeof(double) * c);
+        memcpy(out->x + at * n, more->x, sizeof(double) * c * n);
+        memcpy(out->stability + at, more->stability, sizeof(tk_stability) * c);
+        memcpy(out->num_starts + at, more->num_starts, sizeof(int32_t) * c);
+    }
+    out->count += c;
+    return TK_OK;
 }
+
+void tk_canonical_sign(int dim, double *x) { tk_merge_canonical_sign(dim, x); }
 
 typedef struct {
     size_t tensor, first;
@@ -96,8 +108,8 @@ tk_status tk_sshopm_distinct(const tk_sshopm_options *o, size_t num_tensors, con
         return tk_set_error(TK_ERR_ARGUMENT, "distinct eigenpairs need lambda, x and converged of every start");
     const int n = o->dim, m = o->order, dbl = o->precision == TK_PRECISION_DOUBLE;
     const size_t k = tk_sym_num_unique(m, n), S = (size_t)o->num_starts;
-    if (merge_tol <= 0) merge_tol = dbl ? 1e-5 : 1e-3;
-    const double stability_tol = dbl ? 1e-8 : 1e-4;
+    if (merge_tol <= 0) merge_tol = tk_merge_default_tol(dbl);
+    const double stability_tol = tk_merge_stability_tol(dbl);
 
     /* Worst case every start is its own pair. */
     size_t cap = num_tensors * S;
@@ -115,21 +127,12 @@ tk_status tk_sshopm_distinct(const tk_sshopm_options *o, size_t num_tensors, con
         for (size_t s = 0; s < S; ++s) {
             size_t slot = t * S + s;
             if (!st->converged[slot]) continue;
-            double *x = xs + count * (size_t)n, norm2 = 0;
-            for (int i = 0; i < n; ++i) {
-                x[i] = dbl ? ((const double *)st->x)[slot * n + i] : ((const float *)st->x)[slot * n + i];
-                norm2 += x[i] * x[i];
-            }
-            for (int i = 0; i < n; ++i) x[i] /= sqrt(norm2);
-            if (m % 2 == 0) tk_canonical_sign(n, x);
+            double *x = xs + count * (size_t)n;
+            tk_merge_unit(n, m, dbl, st->x, slot, x);
             double lambda = dbl ? ((const double *)st->lambda)[slot] : ((const float *)st->lambda)[slot];
             size_t match = count;
-            for (size_t p = first_of_tensor; p < count && match == count; ++p) {
-                const double *y = xs + p * (size_t)n;
-                double d = distance(n, x, y, 1.0);
-                if (m % 2 == 0) d = fmin(d, distance(n, x, y, -1.0));
-                if (d <= merge_tol) match = p;
-            }
+            for (size_t p = first_of_tensor; p < count && match == count; ++p)
+                if (tk_merge_same(n, m, x, xs + p * (size_t)n, merge_tol)) match = p;
             if (match < count) {
                 ++counts[match];
                 continue;
@@ -142,6 +145,7 @@ tk_status tk_sshopm_distinct(const tk_sshopm_options *o, size_t num_tensors, con
     out->dim = n;
     out->count = count;
     size_t alloc = count ? count : 1;
+    out->capacity = alloc;
     out->tensor = malloc(sizeof(size_t) * alloc);
     out->lambda = malloc(sizeof(double) * alloc);
     out->x = malloc(sizeof(double) * alloc * (size_t)n);

@@ -39,6 +39,19 @@ tk_status tk_sshopm_cuda_create(const tk_sshopm_options *opts, const tk_sshopm_t
 tk_status tk_sshopm_cuda_execute(tk_sshopm_cuda *cuda, size_t num_tensors, const void *packed,
                                  tk_sshopm_starts_result *out, tk_timing *timing);
 void tk_sshopm_cuda_destroy(tk_sshopm_cuda *cuda);
+/* Whether the device merges this shape's pairs (dimension up to TK_KERNEL_MAX_DIM); else the
+ * front end downloads the starts and merges on the host. */
+int tk_sshopm_cuda_merges_on_device(const tk_sshopm_options *opts);
+/* The distinct pairs of a batch appended to out (indices of this batch), merged on the
+ * device; *kernel_ms the solve kernels' time. */
+tk_status tk_sshopm_cuda_execute_distinct(tk_sshopm_cuda *cuda, size_t num_tensors, const void *packed,
+                                          double merge_tol, tk_eigenpairs *out, double *kernel_ms);
+
+/* Room for `count` pairs in out's arrays (out->dim set), grown by half again at least;
+ * on failure the arrays are as they were. */
+tk_status tk_eigenpairs_reserve(tk_eigenpairs *out, size_t count);
+/* more's pairs after out's, their tensor indices plus tensor_offset. */
+tk_status tk_eigenpairs_append(tk_eigenpairs *out, const tk_eigenpairs *more, size_t tensor_offset);
 
 /* x and -x as one direction (even order, fibers): flip x so its largest-magnitude entry
  * is positive (the first such entry on ties). */

@@ -17,3 +17,16 @@ tk_status tk_sshopm_cuda_execute(tk_sshopm_cuda *cuda, size_t num_tensors, const
 }
 
 void tk_sshopm_cuda_destroy(tk_sshopm_cuda *cuda) { (void)cuda; }
+
+int tk_sshopm_cuda_merges_on_device(const tk_sshopm_options *opts)
+{
+    (void)opts;
+    return 0;
+}
+
+tk_status tk_sshopm_cuda_execute_distinct(tk_sshopm_cuda *cuda, size_t num_tensors, const void *packed,
+                                          double merge_tol, tk_eigenpairs *out, double *kernel_ms)
+{
+    (void)cuda, (void)num_tensors, (void)packed, (void)merge_tol, (void)out, (void)kernel_ms;
+    return tk_set_error(TK_ERR_UNSUPPORTED, "this build has no CUDA backend (no CUDA compiler was found): use cpu or omp");
+}
