@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tk_device.h"
 #include "tk_tucker.h"
 #include "gpu_skip.h"
 
@@ -116,6 +117,25 @@ inline void synth_with_start(const tk_tucker_synth_options &so, int j, int r, ui
 {
     ASSERT_EQ(tk_tucker_synth(&so, &t->t, nullptr), TK_OK) << tk_last_error();
     start_model(so, j, r, seed, &init->m);
+}
+
+// The usable CUDA devices from device 0 on (at most the most a solver drives).
+inline int usable_gpus()
+{
+    int n = 0;
+    while (n < TK_TUCKER_MAX_DEVICES && tk_cuda_device_usable(n, nullptr, 0)) ++n;
+    return n;
+}
+
+// The cuda backend's options on `devices` GPUs, fiber threshold `threshold`, the rest default.
+inline tk_tucker_options cuda_opts(int devices, size_t threshold)
+{
+    tk_tucker_options o;
+    tk_tucker_options_init(&o);
+    o.backend = TK_BACKEND_CUDA;
+    o.cuda_device_count = devices;
+    o.fiber_threshold = threshold;
+    return o;
 }
 
 // Train a copy of init for iters iterations in s (kept for the caller to inspect); the

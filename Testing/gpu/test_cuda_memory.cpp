@@ -17,35 +17,13 @@
 
 #include "concurrency_test_util.h"
 #include "eig_test_util.h"
+#include "memory_limit.h"
 #include "tk_cuda_memory.h"
 #include "tk_pltf.h"
 
 using namespace tk_test;
 
 namespace {
-
-// TK_CUDA_MEMORY_LIMIT_MB for one scope ("" = no limit), then what was there before.
-class MemoryLimit {
-public:
-    explicit MemoryLimit(const std::string &mib)
-    {
-        const char *old = std::getenv(TK_CUDA_MEMORY_LIMIT_ENV);
-        had_ = old != nullptr;
-        if (had_) old_ = old;
-        setenv(TK_CUDA_MEMORY_LIMIT_ENV, mib.c_str(), 1);
-    }
-    ~MemoryLimit()
-    {
-        if (had_) setenv(TK_CUDA_MEMORY_LIMIT_ENV, old_.c_str(), 1);
-        else unsetenv(TK_CUDA_MEMORY_LIMIT_ENV);
-    }
-    MemoryLimit(const MemoryLimit &) = delete;
-    MemoryLimit &operator=(const MemoryLimit &) = delete;
-
-private:
-    bool had_ = false;
-    std::string old_;
-};
 
 // A result without a limit (whatever the environment of the test run says).
 template <typename Input> Result unlimited(const Input &in, Result (*run)(const Input &))

@@ -14,23 +14,6 @@ using namespace tk_test;
 
 namespace {
 
-int usable_gpus()
-{
-    int n = 0;
-    while (n < TK_TUCKER_MAX_DEVICES && tk_cuda_device_usable(n, nullptr, 0)) ++n;
-    return n;
-}
-
-tk_tucker_options cuda_opts(int devices, size_t threshold)
-{
-    tk_tucker_options o;
-    tk_tucker_options_init(&o);
-    o.backend = TK_BACKEND_CUDA;
-    o.cuda_device_count = devices;
-    o.fiber_threshold = threshold;
-    return o;
-}
-
 #define NEED_GPUS(n)                                                                                   \
     do {                                                                                               \
         if (usable_gpus() < (n)) GTEST_SKIP() << "SKIPPED: needs " << (n) << " GPUs, this machine has " \

@@ -52,6 +52,33 @@ tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const vo
  * every GPU holds the same bits (the tests check it).  cpu/omp: index 0 only. */
 tk_status tk_tucker_solver_device_model(const tk_tucker_solver *s, int index, tk_tucker_model *out);
 
+/* ---- FastTucker's set-up --------------------------------------------------------------- */
+
+/* Where a solver's set-up (tk_tucker_solver_create) spent its time and device memory. */
+typedef struct tk_tucker_setup_info {
+    int gpu_built;            /* cuda: 1 where the B-CSF was built on the GPU, 0 on the host */
+    double build_ms;          /* building every mode's B-CSF (GPU: upload_ms + sort_ms + layout_ms and
+                                 the shares of several GPUs; host: tk_tucker_bcsf_build of every mode) */
+    double upload_ms;         /* GPU build: the COO's copy to the device */
+    double sort_ms;           /* GPU build: the index check, the lexicographic sort and every mode's sort */
+    double layout_ms;         /* GPU build: slices, sub-slices, the entries' gathers */
+    double device_ms;         /* cuda: the rest: the devices' checks, the model, a host-built B-CSF's
+                                 upload, C(n) */
+    size_t peak_device_bytes; /* cuda: the most device memory the set-up held at once (all its GPUs) */
+    char note[400];           /* cuda: why the host built the B-CSF ("" where the GPU did) */
+} tk_tucker_setup_info;
+tk_status tk_tucker_solver_setup_info(const tk_tucker_solver *s, tk_tucker_setup_info *out);
+
+/* Mode `mode`'s B-CSF of t built on CUDA device `device` as the cuda solver builds it, cut
+ * as tk_tucker_bcsf_row_split gives GPU `piece` of `pieces` its share (pieces 1: the whole;
+ * part_ptr from the share's first entry), then copied back into out (tk_tucker_bcsf_free).
+ * The tests compare it with tk_tucker_bcsf_build.  TK_ERR_UNSUPPORTED without CUDA. */
+tk_status tk_tucker_bcsf_build_cuda(const tk_tucker_coo *t, int mode, size_t fiber_threshold, int pieces, int piece,
+                                    int device, tk_tucker_bcsf *out);
+/* The share of mode `mode` that GPU `index` of a cuda solver holds, copied back (part_ptr
+ * from its first entry). */
+tk_status tk_tucker_solver_device_bcsf(const tk_tucker_solver *s, int index, int mode, tk_tucker_bcsf *out);
+
 /* All-reduce bandwidth of devices 0 .. count - 1 through NCCL (one thread, in place, float
  * sums of `bytes`): the median time of `repeat` runs after one warm-up, and NCCL's "bus
  * bandwidth" 2 (count - 1) / count x bytes / time (GB/s), what nccl-tests print. */

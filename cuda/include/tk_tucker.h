@@ -229,7 +229,10 @@ typedef struct tk_tucker_solver tk_tucker_solver;
 
 
 /** Build the storage for train and take a copy of model (its shape must match
- * train's order and dims).  train must stay valid until destroy only for COO. */
+ * train's order and dims).  train must stay valid until destroy only for COO.
+ * cuda: the B-CSF is built on the (first) GPU from one copy of train's entries, the same
+ * arrays as the host builds; where that set-up does not fit in the GPU's free memory
+ * (about twice the resident B-CSF), the host builds it, slower, with the same result. */
 tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_coo *train, const tk_tucker_model *model,
                                   tk_tucker_solver **out);
 void tk_tucker_solver_destroy(tk_tucker_solver *s);

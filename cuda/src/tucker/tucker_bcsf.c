@@ -119,6 +119,21 @@ done: /* st says whether it failed */
     return st;
 }
 
+tk_status tk_tucker_bcsf_build_modes(const tk_tucker_coo *t, size_t fiber_threshold, int parallel, tk_tucker_bcsf *out)
+{
+    /* Each build is a sequential radix sort: one mode a thread.  A failed build is
+     * repeated here so that its message lands in this thread. */
+    tk_status built[TK_TUCKER_MAX_ORDER], st = TK_OK;
+    const int order = t->order;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    for (int n = 0; n < order; ++n) built[n] = tk_tucker_bcsf_build(t, n, fiber_threshold, &out[n]);
+    for (int n = 0; n < order && st == TK_OK; ++n)
+        if (built[n] != TK_OK) st = tk_tucker_bcsf_build(t, n, fiber_threshold, &out[n]);
+    if (st != TK_OK)
+        for (int n = 0; n < order; ++n) tk_tucker_bcsf_free(&out[n]);
+    return st;
+}
+
 tk_status tk_tucker_bcsf_row_split(const tk_tucker_bcsf *b, int pieces, size_t *first)
 {
     if (pieces < 1) return tk_set_error(TK_ERR_ARGUMENT, "cannot split into %d pieces", pieces);

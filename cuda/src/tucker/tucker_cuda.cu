@@ -3,6 +3,10 @@
  * tucker_kernels.cuh, their device math in tucker_device.cuh, their launch choices in
  * tucker_tuning.h.
  *
+ * Set-up: every mode's B-CSF is built on the first GPU from the COO copied there once
+ * (tucker_bcsf_cuda.cu) where that fits, and each GPU's share copied to it; else on the host
+ * and uploaded.  Either way the arrays are the same.
+ *
  * Several GPUs (tk_tucker.h says what they compute): one host thread issues every device's
  * launches in turn (they run at once) and the NCCL collectives between them
  * (common/nccl_group.h).  Device p holds, of mode n's B-CSF, the sub-slices
@@ -20,6 +24,7 @@
 #include "common/cuda_memory.h"
 #include "common/multi_device.h"
 #include "common/nccl_group.h"
+#include "tucker_bcsf_cuda.cuh"
 #include "tucker_kernels.cuh"
 #include "tucker_tuning.h"
 
@@ -59,24 +64,44 @@ struct part_range {
     size_t first, last;
 };
 
-/* Everything one device holds: the model (A, B, C of every mode), its sub-slices of every
- * mode's B-CSF (parts[n]), and the pass scratch.  None of it is chunked. */
-static size_t resident_bytes(const tk_tucker_solver *s, const part_range *parts)
+/* The model (A, B, C of every mode) and the pass scratch, on every device alike. */
+static size_t model_bytes(const tk_tucker_solver *s)
 {
     const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
     size_t bytes = 0, maxdim = 0;
     for (int n = 0; n < s->order; ++n) {
         const size_t rows = s->dims[n];
-        const tk_tucker_bcsf *b = &s->bcsf[n];
-        const size_t np = parts[n].last - parts[n].first;
-        const size_t nnz = b->part_ptr[parts[n].last] - b->part_ptr[parts[n].first];
         if (rows > maxdim) maxdim = rows;
         bytes += dev_bytes<float>(rows * J) + dev_bytes<float>(J * R) + dev_bytes<float>(rows * R);
-        bytes += dev_bytes<unsigned long long>(np + 1) + 2 * dev_bytes<uint32_t>(np);
-        bytes += dev_bytes<uint32_t>(nnz * (size_t)(s->order - 1)) + dev_bytes<float>(nnz);
     }
     return bytes + dev_bytes<float>(maxdim * J) + dev_bytes<float>(maxdim * R) + J * R * sizeof(float) +
            sizeof(unsigned long long);
+}
+
+/* Device bytes of a mode share: np sub-slices, nnz entries. */
+static size_t share_bytes(const tk_tucker_solver *s, size_t np, size_t nnz)
+{
+    return dev_bytes<unsigned long long>(np + 1) + 2 * dev_bytes<uint32_t>(np) +
+           dev_bytes<uint32_t>(nnz * (size_t)(s->order - 1)) + dev_bytes<float>(nnz);
+}
+
+/* Device bytes of the shares parts[n] of every mode. */
+static size_t shares_bytes(const tk_tucker_solver *s, const part_range *parts)
+{
+    size_t bytes = 0;
+    for (int n = 0; n < s->order; ++n) {
+        const tk_tucker_bcsf *b = &s->bcsf[n];
+        const size_t np = parts[n].last - parts[n].first;
+        bytes += share_bytes(s, np, b->part_ptr[parts[n].last] - b->part_ptr[parts[n].first]);
+    }
+    return bytes;
+}
+
+/* Everything one device holds: the model, its sub-slices of every mode's B-CSF (parts[n]),
+ * and the pass scratch.  None of it is chunked. */
+static size_t resident_bytes(const tk_tucker_solver *s, const part_range *parts)
+{
+    return model_bytes(s) + shares_bytes(s, parts);
 }
 
 /* The whole model must be resident: a refusal names all of it, not the one buffer that
@@ -135,18 +160,24 @@ static tk_status refresh(const tk_tucker_solver *s, dev_state *d, int n, uint32_
     return TK_OK;
 }
 
-/* Device d's share of mode n's B-CSF (sub-slices parts.first .. parts.last - 1, entry
- * offsets rebased to its first entry), and the rows it owns. */
-static tk_status upload_mode(const tk_tucker_solver *s, dev_state *d, size_t need, int n, part_range parts,
-                             bool last_device)
+/* The rows of A(n) device d owns: those of its sub-slices of mode n (parts), the last device
+ * also the empty rows after them. */
+static void set_rows(const tk_tucker_solver *s, dev_state *d, int n, part_range parts, bool last_device)
+{
+    const tk_tucker_bcsf *b = &s->bcsf[n];
+    d->row_lo[n] = parts.first == 0 ? 0 : (parts.first < b->num_parts ? b->part_row[parts.first] : s->dims[n]);
+    d->row_hi[n] = last_device ? s->dims[n] : (parts.last < b->num_parts ? b->part_row[parts.last] : s->dims[n]);
+}
+
+/* Device d's share of a host-built mode n's B-CSF (sub-slices parts.first .. parts.last - 1,
+ * entry offsets rebased to its first entry). */
+static tk_status upload_mode(const tk_tucker_solver *s, dev_state *d, size_t need, int n, part_range parts)
 {
     const tk_tucker_bcsf *b = &s->bcsf[n];
     const size_t np = parts.last - parts.first, e0 = b->part_ptr[parts.first], e1 = b->part_ptr[parts.last];
     const size_t levels = (size_t)(s->order - 1);
     dev_mode &dm = d->mode[n];
     dm.parts = np;
-    d->row_lo[n] = parts.first == 0 ? 0 : (parts.first < b->num_parts ? b->part_row[parts.first] : s->dims[n]);
-    d->row_hi[n] = last_device ? s->dims[n] : (parts.last < b->num_parts ? b->part_row[parts.last] : s->dims[n]);
     unsigned long long *ptr = (unsigned long long *)malloc((np + 1) * sizeof *ptr);
     if (!ptr) return tk_set_error(TK_ERR_MEMORY, "out of memory");
     for (size_t k = 0; k <= np; ++k) ptr[k] = b->part_ptr[parts.first + k] - e0;
@@ -159,9 +190,10 @@ static tk_status upload_mode(const tk_tucker_solver *s, dev_state *d, size_t nee
     return upload(s, d, need, &dm.val, b->val + e0, e1 - e0);
 }
 
-/* Device d: the model, its share of every mode, the scratch, C(n) of every mode. */
+/* Device d: the model, its share of every mode (uploaded where the host built them; already
+ * there where the GPU did), the scratch, C(n) of every mode. */
 static tk_status create_device(tk_tucker_solver *s, const tk_tucker_model *m, dev_state *d, const part_range *parts,
-                               bool last_device)
+                               bool last_device, bool gpu_built)
 {
     CK(cudaSetDevice(d->device));
     CK(cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, d->device));
@@ -174,8 +206,8 @@ static tk_status create_device(tk_tucker_solver *s, const tk_tucker_model *m, de
     size_t free_b = 0, total_b = 0;
     tk_status st = tk_cuda_memory_get(&free_b, &total_b);
     if (st != TK_OK) return st;
-    const size_t need = resident_bytes(s, parts);
-    if (need > free_b) return out_of_memory(s, d, need);
+    const size_t need = resident_bytes(s, parts), held = gpu_built ? shares_bytes(s, parts) : 0;
+    if (need - held > free_b) return out_of_memory(s, d, need);
     const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r;
     size_t maxdim = 0;
     for (int n = 0; n < s->order; ++n) {
@@ -184,7 +216,8 @@ static tk_status create_device(tk_tucker_solver *s, const tk_tucker_model *m, de
         if ((st = upload(s, d, need, &d->a[n], m->a[n], rows * J)) != TK_OK) return st;
         if ((st = upload(s, d, need, &d->b[n], m->b[n], J * R)) != TK_OK) return st;
         if ((st = dev_alloc(s, d, need, (void **)&d->c[n], dev_bytes<float>(rows * R))) != TK_OK) return st;
-        if ((st = upload_mode(s, d, need, n, parts[n], last_device)) != TK_OK) return st;
+        set_rows(s, d, n, parts[n], last_device);
+        if (!gpu_built && (st = upload_mode(s, d, need, n, parts[n])) != TK_OK) return st;
     }
     if ((st = dev_alloc(s, d, need, (void **)&d->delta, dev_bytes<float>(maxdim * J))) != TK_OK) return st;
     CK(cudaMemset(d->delta, 0, maxdim * J * sizeof(float)));
@@ -198,8 +231,116 @@ static tk_status create_device(tk_tucker_solver *s, const tk_tucker_model *m, de
     return TK_OK;
 }
 
-extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m)
+/* The device memory the set-up holds now beyond what it started from, into the peak. */
+static void note_peak(tk_tucker_solver *s, size_t base)
 {
+    const size_t held = tk_cuda_memory_in_use(), over = held > base ? held - base : 0;
+    if (over > s->setup.peak_device_bytes) s->setup.peak_device_bytes = over;
+}
+
+/* What the GPU build holds at most on the first device: the model, every mode whole (a
+ * bound on their sub-slices), the build's scratch, and with several GPUs one mode twice
+ * (whole, and the first device's share) while it is shared out. */
+static size_t gpu_build_bytes(const tk_tucker_solver *s, int count, size_t nnz)
+{
+    const size_t threshold = s->opts.fiber_threshold;
+    size_t modes = 0, largest = 0;
+    for (int n = 0; n < s->order; ++n) {
+        const size_t parts = nnz / threshold + (s->dims[n] < nnz ? s->dims[n] : nnz);
+        const size_t bytes = tk_tucker_gpu_mode_bytes(s->order, parts, nnz);
+        modes += bytes;
+        if (bytes > largest) largest = bytes;
+    }
+    return model_bytes(s) + modes + tk_tucker_gpu_build_scratch_bytes(s->order, s->dims, nnz) +
+           (count > 1 ? largest : 0);
+}
+
+/* Every mode's B-CSF built on the first GPU and each GPU's share placed on it (the whole on
+ * one GPU); s->bcsf[n] gets the sub-slice arrays, first[n] the split. */
+static tk_status build_on_gpu(tk_tucker_solver *s, multi_state *g, const tk_tucker_coo *train,
+                              size_t (*first)[TK_TUCKER_MAX_DEVICES + 1], size_t base)
+{
+    gpu_build_times times;
+    times.base_bytes = base;
+    const int from = g->dev[0].device;
+    CK(cudaSetDevice(from));
+    gpu_coo coo;
+    tk_status st = tk_tucker_gpu_coo_open(train, s->dims, &coo, &times);
+    for (int n = 0; n < s->order && st == TK_OK; ++n) {
+        dev_mode full;
+        st = tk_tucker_gpu_mode_build(&coo, n, s->opts.fiber_threshold, &full, &s->bcsf[n], &times);
+        if (st == TK_OK) st = tk_tucker_bcsf_row_split(&s->bcsf[n], g->count, first[n]);
+        if (st == TK_OK && g->count == 1) {
+            g->dev[0].mode[n] = full; /* the whole is the one GPU's share */
+            continue;
+        }
+        const double t0 = tk_now_ms();
+        for (int p = 0; p < g->count && st == TK_OK; ++p) {
+            st = tk_tucker_gpu_mode_share(full, &s->bcsf[n], from, first[n][p], first[n][p + 1], g->dev[p].device,
+                                          &g->dev[p].mode[n]);
+            note_peak(s, base);
+        }
+        cudaSetDevice(from); /* the whole mode's arrays are the first GPU's */
+        tk_tucker_gpu_mode_free(&full);
+        times.layout_ms += tk_now_ms() - t0;
+    }
+    tk_tucker_gpu_coo_close(&coo);
+    s->setup.upload_ms = times.upload_ms;
+    s->setup.sort_ms = times.sort_ms;
+    s->setup.layout_ms = times.layout_ms;
+    if (times.peak_bytes > s->setup.peak_device_bytes) s->setup.peak_device_bytes = times.peak_bytes;
+    return st;
+}
+
+/* Every mode's B-CSF for the solver's GPUs: built on the first GPU where its set-up fits
+ * there, else (or where it runs out of memory, or has more entries than it sorts) on the
+ * host, the reason in s->setup.note.  first[n]: mode n's split, a range of sub-slices a GPU.
+ * *gpu_built: whether the shares are already on the devices. */
+static tk_status build_modes(tk_tucker_solver *s, multi_state *g, const tk_tucker_coo *train,
+                             size_t (*first)[TK_TUCKER_MAX_DEVICES + 1], size_t base, bool *gpu_built)
+{
+    const double t0 = tk_now_ms();
+    *gpu_built = false;
+    CK(cudaSetDevice(g->dev[0].device));
+    size_t free_b = 0, total_b = 0;
+    tk_status st = tk_cuda_memory_get(&free_b, &total_b);
+    if (st != TK_OK) return st;
+    const size_t need = gpu_build_bytes(s, g->count, s->nnz), budget = tk_cuda_budget(free_b);
+    char want[32], have[32];
+    tk_cuda_format_bytes(need, want, sizeof want);
+    tk_cuda_format_bytes(budget, have, sizeof have);
+    if (need <= budget) {
+        st = build_on_gpu(s, g, train, first, base);
+        if (st == TK_OK) {
+            *gpu_built = true;
+            s->setup.gpu_built = 1;
+            s->setup.build_ms = tk_now_ms() - t0;
+            return TK_OK;
+        }
+        if (st != TK_ERR_MEMORY && st != TK_ERR_UNSUPPORTED) return st;
+        snprintf(s->setup.note, sizeof s->setup.note, "B-CSF built on the host: the GPU build stopped (%s)",
+                 tk_last_error());
+        for (int p = 0; p < g->count; ++p) {
+            cudaSetDevice(g->dev[p].device);
+            for (int n = 0; n < s->order; ++n) tk_tucker_gpu_mode_free(&g->dev[p].mode[n]);
+        }
+        for (int n = 0; n < s->order; ++n) tk_tucker_bcsf_free(&s->bcsf[n]);
+        s->setup.upload_ms = s->setup.sort_ms = s->setup.layout_ms = 0;
+    } else {
+        snprintf(s->setup.note, sizeof s->setup.note,
+                 "B-CSF built on the host: building it on GPU %d needs about %s of GPU memory, %s usable",
+                 g->dev[0].device, want, have);
+    }
+    const double h0 = tk_now_ms();
+    st = tk_tucker_bcsf_build_modes(train, s->opts.fiber_threshold, train->nnz > 100000, s->bcsf);
+    for (int n = 0; n < s->order && st == TK_OK; ++n) st = tk_tucker_bcsf_row_split(&s->bcsf[n], g->count, first[n]);
+    s->setup.build_ms = tk_now_ms() - h0;
+    return st;
+}
+
+extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m, const tk_tucker_coo *train)
+{
+    const double t0 = tk_now_ms();
     const int count = s->opts.cuda_device_count > 1 ? s->opts.cuda_device_count : 1;
     /* the device check every core makes: usable, and as many as asked for */
     const tk_status usable = tk_cuda_require_devices(s->opts.cuda_device, count);
@@ -211,14 +352,16 @@ extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_
     for (int p = 0; p < count; ++p) g->dev[p].device = s->opts.cuda_device + p;
     tk_status st = TK_OK;
     if (count > 1 && (st = tk_nccl_open(s->opts.cuda_device, count, &g->group)) != TK_OK) return st;
+    const size_t base = tk_cuda_memory_in_use();
     /* Each mode's sub-slices cut at row boundaries into one range a device. */
     size_t first[TK_TUCKER_MAX_ORDER][TK_TUCKER_MAX_DEVICES + 1];
-    for (int n = 0; n < s->order; ++n)
-        if ((st = tk_tucker_bcsf_row_split(&s->bcsf[n], count, first[n])) != TK_OK) return st;
+    bool gpu_built = false;
+    if ((st = build_modes(s, g, train, first, base, &gpu_built)) != TK_OK) return st;
     for (int p = 0; p < count; ++p) {
         part_range parts[TK_TUCKER_MAX_ORDER];
         for (int n = 0; n < s->order; ++n) parts[n] = part_range{first[n][p], first[n][p + 1]};
-        if ((st = create_device(s, m, &g->dev[p], parts, p == count - 1)) != TK_OK) return st;
+        if ((st = create_device(s, m, &g->dev[p], parts, p == count - 1, gpu_built)) != TK_OK) return st;
+        note_peak(s, base);
     }
     for (int p = 0; p < count; ++p) {
         CK(cudaSetDevice(g->dev[p].device));
@@ -226,19 +369,21 @@ extern "C" tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_
     }
     /* The device copies are what the passes use; the host B-CSF is no longer needed. */
     for (int n = 0; n < s->order; ++n) tk_tucker_bcsf_free(&s->bcsf[n]);
+    s->setup.device_ms = tk_now_ms() - t0 - s->setup.build_ms;
     return TK_OK;
 }
 
-/* The device arrays of one mode's B-CSF. */
-static void free_mode(dev_mode &m)
+extern "C" tk_status tk_tucker_solver_device_bcsf(const tk_tucker_solver *s, int index, int mode, tk_tucker_bcsf *out)
 {
-    tk_cuda_free(m.part_row);
-    tk_cuda_free(m.part_count);
-    tk_cuda_free(m.part_ptr);
-    tk_cuda_free(m.idx);
-    tk_cuda_free(m.val);
-    m = dev_mode();
+    memset(out, 0, sizeof *out);
+    const multi_state *g = s->opts.backend == TK_BACKEND_CUDA ? gpus(s) : nullptr;
+    if (!g || index < 0 || index >= g->count)
+        return tk_set_error(TK_ERR_ARGUMENT, "device index %d: the solver runs on %d GPUs", index, g ? g->count : 0);
+    if (mode < 0 || mode >= s->order) return tk_set_error(TK_ERR_ARGUMENT, "mode %d is outside the tensor", mode + 1);
+    const dev_state *d = &g->dev[index];
+    return tk_tucker_gpu_mode_download(d->mode[mode], d->device, s->order, mode, s->dims[mode], out);
 }
+
 
 static void destroy_device(dev_state *d)
 {
@@ -247,7 +392,7 @@ static void destroy_device(dev_state *d)
         tk_cuda_free(d->a[n]);
         tk_cuda_free(d->b[n]);
         tk_cuda_free(d->c[n]);
-        free_mode(d->mode[n]);
+        tk_tucker_gpu_mode_free(&d->mode[n]);
     }
     tk_cuda_free(d->delta);
     tk_cuda_free(d->z);

@@ -3,6 +3,7 @@
 #define TK_TUCKER_INTERNAL_H
 
 #include "common/timer.h"
+#include "tk_bench_hooks.h"
 #include "tk_tucker.h"
 
 #ifdef __cplusplus
@@ -43,7 +44,12 @@ struct tk_tucker_solver {
     tk_tucker_host host;
     void *cuda;                             /* CUDA backend state */
     struct { double factor_ms, core_ms, setup_ms; } timing; /* tk_tucker_solver_timing */
+    tk_tucker_setup_info setup;             /* where the set-up's time went (tk_bench_hooks.h) */
 };
+
+/* Every mode's B-CSF of t on the host (tk_tucker_bcsf_build), one mode a thread where
+ * parallel; out[0 .. order-1].  On failure every out is freed. */
+tk_status tk_tucker_bcsf_build_modes(const tk_tucker_coo *t, size_t fiber_threshold, int parallel, tk_tucker_bcsf *out);
 
 /* TK_OK when tensor t fits model m: the same order, no mode larger than the model's. */
 tk_status tk_tucker_check_shape(const tk_tucker_model *m, const tk_tucker_coo *t);
@@ -54,7 +60,9 @@ tk_status tk_tucker_host_factors(tk_tucker_solver *s);
 tk_status tk_tucker_host_core(tk_tucker_solver *s);
 void tk_tucker_host_model(const tk_tucker_solver *s, tk_tucker_model *out);
 
-tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m);
+/* train: the entries with the model's dims; the B-CSF is built from it on the GPU where the
+ * set-up fits there, else on the host (s->setup says which and why). */
+tk_status tk_tucker_cuda_create(tk_tucker_solver *s, const tk_tucker_model *m, const tk_tucker_coo *train);
 void tk_tucker_cuda_destroy(tk_tucker_solver *s);
 tk_status tk_tucker_cuda_factors(tk_tucker_solver *s, double *ms);
 tk_status tk_tucker_cuda_core(tk_tucker_solver *s, double *ms);

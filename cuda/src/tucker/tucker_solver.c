@@ -66,18 +66,15 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
     memcpy(view.dims, model->dims, sizeof view.dims);
     if (o->storage == TK_TUCKER_COO) {
         s->coo = train;
-    } else {
-        /* One mode per thread (each build is a sequential radix sort); a failed
-         * build is repeated here so its message lands in this thread. */
-        tk_status built[TK_TUCKER_MAX_ORDER];
-        int order = s->order;
-#pragma omp parallel for schedule(dynamic, 1) if (o->backend != TK_BACKEND_CPU && train->nnz > 100000)
-        for (int n = 0; n < order; ++n) built[n] = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
-        for (int n = 0; n < order && st == TK_OK; ++n)
-            if (built[n] != TK_OK) st = tk_tucker_bcsf_build(&view, n, o->fiber_threshold, &s->bcsf[n]);
+    } else if (o->backend != TK_BACKEND_CUDA) {
+        /* cuda builds its own, on the GPU where it fits (tk_tucker_cuda_create). */
+        double b0 = tk_now_ms();
+        st = tk_tucker_bcsf_build_modes(&view, o->fiber_threshold, o->backend != TK_BACKEND_CPU && train->nnz > 100000,
+                                        s->bcsf);
+        s->setup.build_ms = tk_now_ms() - b0;
     }
     if (st == TK_OK)
-        st = o->backend == TK_BACKEND_CUDA ? tk_tucker_cuda_create(s, model) : tk_tucker_host_create(s, model);
+        st = o->backend == TK_BACKEND_CUDA ? tk_tucker_cuda_create(s, model, &view) : tk_tucker_host_create(s, model);
     if (st != TK_OK) {
         tk_tucker_solver_destroy(s);
         return st;
@@ -127,6 +124,12 @@ void tk_tucker_solver_timing(const tk_tucker_solver *s, tk_timing *factors, tk_t
 {
     if (factors) factors->kernel_ms = factors->total_ms = s->timing.factor_ms, factors->setup_ms = s->timing.setup_ms;
     if (core) core->kernel_ms = core->total_ms = s->timing.core_ms, core->setup_ms = s->timing.setup_ms;
+}
+
+tk_status tk_tucker_solver_setup_info(const tk_tucker_solver *s, tk_tucker_setup_info *out)
+{
+    *out = s->setup;
+    return TK_OK;
 }
 
 tk_status tk_tucker_solver_device_model(const tk_tucker_solver *s, int index, tk_tucker_model *out)
