@@ -77,5 +77,13 @@ typedef tk_status (*tk_device_work_fn)(void *ctx, int index, size_t first, size_
  * thread instead. */
 tk_status tk_run_on_devices(int first_device, int devices, size_t count, tk_device_work_fn work, void *ctx);
 
+/* ---- device arrays (cuda/src/common/device_arrays.h) ------------------------------ */
+
+/* Bytes of callers' arrays (inputs and results) that the per-voxel cores (fibers, SS-HOPM,
+ * eig) copied between host and device memory since the process started: a host execute on
+ * the cuda backend adds its arrays' sizes, a device-array execute (tk_*_plan_execute_device)
+ * adds nothing.  The tables a plan uploads and scalar counters are not callers' arrays. */
+unsigned long long tk_test_array_transfer_bytes(void);
+
 TK_API_END
 #endif
