@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _tensorkernels as _core
-from ._arrays import array, backend_code, output
+from ._arrays import array, backend_code, output, resolve_gpus
 
 __all__ = ["Coo", "Model", "Metrics", "read_tns", "read_queries", "write_tns", "synth", "split", "init_model",
            "train", "predict", "predict_dense", "evaluate", "save_model", "load_model", "MAX_ORDER", "MIN_RANK",
@@ -360,7 +360,7 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
           lr_b: float = 1.0, lambda_a: float = 0.001, lambda_b: float = 0.001,
           fiber_threshold: int = DEFAULT_FIBER_THRESHOLD, storage: str = "bcsf", double: bool = False,
           seed: int = 0, test: Optional[Coo] = None, init: Optional[Model] = None, backend: str = "auto",
-          threads: int = 0, device: int = 0, progress: Optional[ProgressCallback] = None,
+          threads: int = 0, device: int = 0, gpus: int = 0, progress: Optional[ProgressCallback] = None,
           checkpoint_dir: Optional[Union[str, os.PathLike]] = None, checkpoint_every: int = 0,
           resume: bool = False) -> Model:
     """Fits a FastTucker model to coo's entries by SGD, as `tk-tucker train` does.
@@ -374,6 +374,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
     unless `init` gives one (not modified).  test: held-out entries, evaluated every iteration.
     backend: "auto" (CUDA where built and usable, else "omp"; "omp" with double), "cpu", "omp",
     "cuda"; with the same seed, cpu and omp give the same model bit for bit for any `threads`.
+    device, gpus: the first CUDA device and how many from it on train together (`tk-tucker train
+    --gpus`, NCCL; 0: every visible one; cuda backend only).
 
     progress(iteration, metrics) is called after every iteration with a dict: iteration,
     train_rmse, train_loss, test_rmse, test_mae (NaN without test), factor_s, core_s; returning
@@ -424,7 +426,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
     model = Model([np.empty_like(a) for a in start_model.a], [np.empty_like(b) for b in start_model.b])
     solver = _core.TuckerSolver(coo.indices, coo.values, list(coo.dims), start_model.a, start_model.b, rank_j,
                                 rank_r, code, storage_code, int(bool(double)), float(lr_a), float(lr_b),
-                                float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device))
+                                float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device),
+                                resolve_gpus(gpus, backend, code, int(device)))
     names = {0: "cpu", 1: "omp", 2: "cuda"}
     try:
         solver.model(model.a, model.b)  # the start, should no iteration run (resumed at the end)
