@@ -148,6 +148,9 @@ nb::tuple track(In<float> sh, std::array<std::size_t, 3> dims, std::array<double
     o.num_threads = s.threads;
     o.cuda_device = s.device;
     o.cuda_device_count = s.gpus;
+    // The grid is the C-order (x, y, z) array seen as (z, y, x) (tracking.py): mask seeds numbered
+    // x fastest and drawn x first, as tk-track's, so one mask and rng_seed seed the same points.
+    o.reversed_axes = 1;
 
     tk_tracking_regions regions{};
     regions.stop_mask = stop_mask.is_valid() ? stop_mask.data() : nullptr;

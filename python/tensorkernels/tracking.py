@@ -10,10 +10,10 @@ arrays on the same grid, looked up at the voxel nearest a point.
 
 Layout.  The core reads a volume with its first grid axis fastest; a C-order (x, y, z, C) array
 has z fastest, so it is handed over as the grid (z, y, x) with the affine's columns to match:
-the same voxels at the same world positions, read in place (no copy).  One consequence: with
-a seed mask, seed number k is the k-th voxel in C order (z fastest), where `tk-track` counts
-its NIfTI voxels x fastest, so mask-seeded random streamlines differ from `tk-track`'s
-(seed points give the same streamlines: the seed index is the point's number in both).
+the same voxels at the same world positions, read in place (no copy).  Mask seeds follow
+`tk-track`'s rule all the same (the core's reversed_axes): seed number k is the k-th masked
+voxel counted x fastest, its random point drawn x first, so one mask and rng_seed give the
+tool's seeds and streamlines; with seed points the seed index is the point's number in both.
 """
 from __future__ import annotations
 
