@@ -184,6 +184,13 @@ void coo_check(In<uint32_t> idx, In<float> val, const Dims &dims, const std::str
     check(st, "tucker.Coo");
 }
 
+// tk_tucker_coo_fingerprint: what a checkpoint records of its training entries (train_entries).
+uint64_t coo_fingerprint(In<uint32_t> idx, In<float> val, const Dims &dims) {
+    const tk_tucker_coo t = coo_view("coo", idx, &val, dims);
+    nb::gil_scoped_release unlocked;
+    return tk_tucker_coo_fingerprint(&t);
+}
+
 nb::tuple split(In<uint32_t> idx, In<float> val, const Dims &dims, double test_fraction, uint64_t seed) {
     tk_tucker_coo all = coo_view("coo", idx, &val, dims), train{}, test{};
     tk_status st;
@@ -410,6 +417,8 @@ void bind_tucker(nb::module_ &m) {
           nb::arg("values").noconvert(), nb::arg("dims"));
     m.def("tucker_coo_check", &coo_check, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
           nb::arg("dims"), nb::arg("name"));
+    m.def("tucker_coo_fingerprint", &coo_fingerprint, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
+          nb::arg("dims"));
     m.def("tucker_split", &split, nb::arg("indices").noconvert(), nb::arg("values").noconvert(), nb::arg("dims"),
           nb::arg("test_fraction"), nb::arg("seed"));
     m.def("tucker_synth", &synth, nb::arg("dims"), nb::arg("nnz"), nb::arg("rank_j"), nb::arg("rank_r"),

@@ -330,18 +330,33 @@ def _sequential_mean(values: np.ndarray, chunk: int = 1 << 20) -> float:
     return total / values.shape[0]
 
 
-def _settings(seed, lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, double, test_fraction) -> Dict[str, str]:
+def _train_entries(coo: Coo) -> str:
+    """The manifest's train_entries: the training entries' count and fingerprint, as tk-tucker
+    writes them (tk_tucker_coo_fingerprint), whatever file (or none) the entries came from."""
+    fp = int(_core.tucker_coo_fingerprint(coo.indices, coo.values, list(coo.dims)))
+    return f"{coo.values.shape[0]}:{fp:016x}"
+
+
+def _settings(seed, lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, double, test_fraction,
+              train_entries) -> Dict[str, str]:
     # The manifest lines tk-tucker writes (tools/tk_tucker.c settings_text), with %.17g values.
     return {"seed": str(seed), "lr_a": f"{lr_a:.17g}", "lr_b": f"{lr_b:.17g}", "lambda_a": f"{lambda_a:.17g}",
             "lambda_b": f"{lambda_b:.17g}", "fiber_threshold": str(fiber_threshold),
-            "precision": "double" if double else "float", "test_fraction": f"{test_fraction:.17g}"}
+            "precision": "double" if double else "float", "test_fraction": f"{test_fraction:.17g}",
+            "train_entries": train_entries}
 
 
 def _resume_from(directory: str, dims, rank_j, rank_r, settings) -> Tuple[Optional[Model], int]:
     if not os.path.exists(os.path.join(directory, "manifest.txt")):
         return None, 0
     model = load_model(directory)
+    # The data: the training entries where the checkpoint names them (this package's and
+    # tk-tucker's since train_entries; a split's fraction is then implied), else the split's
+    # fraction alone (an older tk-tucker's checkpoint, whose file size a Coo cannot check).
+    data_keys = ("train_entries",) if "train_entries" in model.manifest else ("test_fraction",)
     for key, want in settings.items():
+        if key in ("train_entries", "test_fraction") and key not in data_keys:
+            continue
         have = model.manifest.get(key)
         if have != want:
             raise ValueError(f"resume: {key} is {want} here but {have} in the checkpoint in {directory}; train with "
@@ -410,7 +425,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
         raise ValueError("double with backend 'cuda': cuda computes in float; use 'cpu' or 'omp', or drop double")
     code = backend_code("omp" if double and backend == "auto" else backend, device)
     dims = [max(a, b) for a, b in zip(coo.dims, test.dims if test is not None else coo.dims)]
-    settings = _settings(int(seed), lr_a, lr_b, lambda_a, lambda_b, int(fiber_threshold), bool(double), 0.0)
+    settings = _settings(int(seed), lr_a, lr_b, lambda_a, lambda_b, int(fiber_threshold), bool(double), 0.0,
+                         _train_entries(coo))
     ckpt = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
     start_model, start = (_resume_from(ckpt, dims, rank_j, rank_r, settings) if resume else (None, 0))
     if start_model is None:
