@@ -32,7 +32,9 @@ echo "built the extension in $(( $(date +%s) - start )) s"
 pkg=$PWD/build-dev/python-package
 rm -rf "$pkg" && mkdir -p "$pkg/tensorkernels"
 cp python/tensorkernels/*.py python/tensorkernels/*.pyi python/tensorkernels/py.typed "$pkg/tensorkernels/"
-cp build-dev/python/_tensorkernels*.so "$pkg/tensorkernels/" || { echo "no extension in build-dev/python"; exit 1; }
+so=$(find build-dev/lib build-dev/python -maxdepth 1 -name '_tensorkernels*.so' 2>/dev/null | head -n 1)
+[ -n "$so" ] || { echo "no _tensorkernels*.so in build-dev/lib or build-dev/python"; exit 1; }
+cp "$so" "$pkg/tensorkernels/"
 export PYTHONPATH=$pkg
 "$py" -m tensorkernels --version
 cd python/tests
