@@ -69,6 +69,7 @@ typedef struct {
     tk_tucker_options o;
     tk_standard_values std;
     int gpus, gpus_given; /* --gpus (tk_cli_resolve_gpus): data-parallel SGD over the GPUs, NCCL */
+    char train_entries[48]; /* "NNZ:FINGERPRINT" of the training entries (tk_tucker_coo_fingerprint) */
 } train_args;
 
 #define TRAIN(member) offsetof(train_args, member)
@@ -161,23 +162,35 @@ static int parse_train(int argc, char **argv, train_args *a)
     return 1;
 }
 
-/* The settings a resumed run must share with the checkpoint, as manifest lines. */
+/* The settings a resumed run must share with the checkpoint, as manifest lines.  train_entries
+ * names the training entries themselves (their count and fingerprint), which the Python package
+ * writes too (tensorkernels.tucker.train): a checkpoint of either resumes in either.
+ * test_fraction and train_bytes (the file's size) are kept for checkpoints written before
+ * train_entries, which are compared on those. */
 static void settings_text(const train_args *a, char *out, size_t size)
 {
     snprintf(out, size,
              "seed = %llu\nlr_a = %.17g\nlr_b = %.17g\nlambda_a = %.17g\nlambda_b = %.17g\nfiber_threshold = %zu\n"
-             "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\n",
+             "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\ntrain_entries = %s\n",
              (unsigned long long)a->seed, a->o.lr_a, a->o.lr_b, a->o.lambda_a, a->o.lambda_b, a->o.fiber_threshold,
-             (a->o.precision == TK_PRECISION_DOUBLE) ? "double" : "float", a->test_fraction, file_size(a->train));
+             (a->o.precision == TK_PRECISION_DOUBLE) ? "double" : "float", a->test_fraction, file_size(a->train),
+             a->train_entries);
 }
 
 static int check_resume(const train_args *a, const char *manifest, const tk_tucker_model *m, const tk_tucker_coo *train)
 {
     char mine[2048], want[256], have[256];
     settings_text(a, mine, sizeof mine);
-    static const char *keys[] = {"seed", "lr_a", "lr_b", "lambda_a", "lambda_b", "fiber_threshold",
-                                 "precision", "test_fraction", "train_bytes"};
-    for (size_t k = 0; k < sizeof keys / sizeof *keys; ++k) {
+    /* the data: the entries where the checkpoint names them, else (an older tool's) the file's
+     * size with the split */
+    const int by_entries = tk_tucker_manifest_get(manifest, "train_entries", have, sizeof have) != 0;
+    static const char *with_entries[] = {"seed", "lr_a", "lr_b", "lambda_a", "lambda_b", "fiber_threshold",
+                                         "precision", "train_entries"};
+    static const char *with_file[] = {"seed", "lr_a", "lr_b", "lambda_a", "lambda_b", "fiber_threshold",
+                                      "precision", "test_fraction", "train_bytes"};
+    const char *const *keys = by_entries ? with_entries : with_file;
+    const size_t num_keys = by_entries ? sizeof with_entries / sizeof *with_entries : sizeof with_file / sizeof *with_file;
+    for (size_t k = 0; k < num_keys; ++k) {
         tk_tucker_manifest_get(mine, keys[k], want, sizeof want);
         if (!tk_tucker_manifest_get(manifest, keys[k], have, sizeof have) || strcmp(want, have)) {
             tk_cli_error(prog, "--resume: %s is %s here but %s in the checkpoint in %s; run with the checkpoint's "
@@ -269,6 +282,8 @@ static int cmd_train(int argc, char **argv)
         tk_cli_error(prog, "%s: no training entries", a.train);
         goto done;
     }
+    snprintf(a.train_entries, sizeof a.train_entries, "%zu:%016llx", train.nnz,
+             (unsigned long long)tk_tucker_coo_fingerprint(&train));
     /* --double is a CPU path: auto picks omp for it without asking for a GPU. */
     tk_backend run = a.std.backend == TK_BACKEND_AUTO && a.o.precision == TK_PRECISION_DOUBLE ? TK_BACKEND_OMP : a.std.backend;
     if (!tk_cli_resolve_backend(prog, run, a.o.cuda_device, TK_BACKEND_OMP, a.std.quiet, &run)) goto done;

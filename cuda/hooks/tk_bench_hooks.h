@@ -111,5 +111,13 @@ tk_status tk_run_on_devices(int first_device, int devices, size_t count, tk_devi
  * the tests use to cut the GPU's work at chunk boundaries.  Process-wide; not thread-safe. */
 void tk_tracking_cuda_set_launch_fill(size_t seeds);
 
+/* ---- device arrays (cuda/src/common/device_arrays.h) ------------------------------ */
+
+/* Bytes of callers' arrays (inputs and results) that the per-voxel cores (fibers, SS-HOPM,
+ * eig) copied between host and device memory since the process started: a host execute on
+ * the cuda backend adds its arrays' sizes, a device-array execute (tk_*_plan_execute_device)
+ * adds nothing.  The tables a plan uploads and scalar counters are not callers' arrays. */
+unsigned long long tk_test_array_transfer_bytes(void);
+
 TK_API_END
 #endif

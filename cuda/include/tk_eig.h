@@ -109,6 +109,19 @@ tk_status tk_eig_plan_create(const tk_eig_options *opts, size_t max_batch, tk_ei
 tk_status tk_eig_plan_execute(tk_eig_plan *plan, size_t count, const void *matrices, tk_eig_result *out,
                               tk_timing *timing, size_t *num_failed);
 
+/** tk_eig_plan_execute on arrays in the memory of the plan's GPU (cudaMalloc's, CuPy's,
+ * PyTorch's): d_matrices and the arrays of *d_out are device pointers in the host execute's
+ * layouts, d_out->status required (the caller counts the failed matrices there: their count
+ * would be a copy to the host); d_out itself and timing are host memory.  No byte of the arrays
+ * crosses to the host; the results are the host execute's, bit for bit.  cuda_stream: the
+ * caller's cudaStream_t (NULL: the legacy default stream); the call waits for the work queued
+ * on it and is synchronous, as the host execute: on return the results are written and nothing
+ * of the call is left queued.  Errors: TK_ERR_UNSUPPORTED in a build without CUDA and for a
+ * plan over several GPUs; TK_ERR_ARGUMENT for a cpu/omp plan and for an array that is not
+ * device memory of the plan's GPU (named). */
+tk_status tk_eig_plan_execute_device(tk_eig_plan *plan, size_t count, const void *d_matrices,
+                                     const tk_eig_result *d_out, void *cuda_stream, tk_timing *timing);
+
 /** Device memory the plan holds now, in bytes, summed over its devices (0 on the cpu and
  * omp backends). */
 size_t tk_eig_plan_device_bytes(const tk_eig_plan *plan);

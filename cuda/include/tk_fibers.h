@@ -128,6 +128,21 @@ tk_status tk_fibers_plan_create(const tk_fibers_options *opts, size_t max_voxels
 tk_status tk_fibers_plan_execute(tk_fibers_plan *plan, size_t num_voxels, const float *sh, const uint8_t *mask,
                                  float *directions, float *amplitudes, size_t *bad_voxels, tk_timing *timing);
 
+/** tk_fibers_plan_execute on arrays in the memory of the plan's GPU (cudaMalloc's, CuPy's,
+ * PyTorch's), in the same layouts: no byte of them crosses to the host; the outputs are the
+ * host execute's, bit for bit.  d_sh, d_mask (may be NULL), d_directions and d_amplitudes (either
+ * may be NULL) are device pointers; bad_voxels and timing are host memory (may be NULL).
+ * cuda_stream: a cudaStream_t of the caller (NULL: the legacy default stream).  The call waits
+ * for the work already queued on it (so what wrote d_sh is done) and is synchronous, as the
+ * host execute: on return the outputs are written and nothing of the call is left queued on
+ * any stream, so they may be read on any stream.  Errors: TK_ERR_UNSUPPORTED in a build without
+ * CUDA and for a plan over several GPUs; TK_ERR_ARGUMENT for a cpu/omp plan (a device array is
+ * never copied to the host silently) and for an array that is not device memory of the plan's
+ * GPU (the message names it). */
+tk_status tk_fibers_plan_execute_device(tk_fibers_plan *plan, size_t num_voxels, const float *d_sh,
+                                        const uint8_t *d_mask, float *d_directions, float *d_amplitudes,
+                                        size_t *bad_voxels, void *cuda_stream, tk_timing *timing);
+
 /** Frees the plan and everything it holds (NULL: nothing). */
 void tk_fibers_plan_destroy(tk_fibers_plan *plan);
 

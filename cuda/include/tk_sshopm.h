@@ -134,6 +134,19 @@ tk_status tk_sshopm_plan_create(const tk_sshopm_options *opts, size_t max_batch,
 tk_status tk_sshopm_plan_execute(tk_sshopm_plan *plan, size_t num_tensors, const void *packed,
                                  tk_sshopm_starts_result *out, tk_timing *timing);
 
+/** tk_sshopm_plan_execute on arrays in the memory of the plan's GPU (cudaMalloc's, CuPy's,
+ * PyTorch's): d_packed and the arrays of *d_out (each may be NULL but d_packed) are device
+ * pointers in the host execute's layouts; d_out itself and timing are host memory.  No byte of
+ * the arrays crosses to the host; the results are the host execute's, bit for bit, and a
+ * non-finite entry is refused in its words (checked on the device).  cuda_stream: the caller's
+ * cudaStream_t (NULL: the legacy default stream); the call waits for the work queued on it and
+ * is synchronous, as the host execute: on return the results are written and nothing of the
+ * call is left queued.  Errors: TK_ERR_UNSUPPORTED in a build without CUDA and for a plan over
+ * several GPUs; TK_ERR_ARGUMENT for a cpu/omp plan and for an array that is not device memory
+ * of the plan's GPU (named). */
+tk_status tk_sshopm_plan_execute_device(tk_sshopm_plan *plan, size_t num_tensors, const void *d_packed,
+                                        const tk_sshopm_starts_result *d_out, void *cuda_stream, tk_timing *timing);
+
 /** Free the plan and everything it holds (NULL: nothing). */
 void tk_sshopm_plan_destroy(tk_sshopm_plan *plan);
 

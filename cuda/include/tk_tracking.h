@@ -94,6 +94,11 @@ typedef struct tk_tracking_options {
                                 *   taking a launch's seeds of every count x launch seeds (a contiguous share;
                                 *   0 or 1: one GPU, the default); the sink sees one GPU's streamlines in one
                                 *   GPU's order, in chunks of at most chunk_seeds.  cpu/omp ignore it */
+    int reversed_axes;         /**< 1: the grid is a C-order (x, y, z) array seen as (z, y, x), as the Python
+                                *   package hands it: mask seeds are numbered x fastest and their points drawn
+                                *   x first along the caller's axes, as tk-track's for a volume stored x
+                                *   fastest, so one mask and rng_seed seed the same points in both (default
+                                *   0: the grid's own axes, i fastest) */
 } tk_tracking_options;
 
 /** SD_STREAM's defaults for lmax: tournier basis, every length and the angle from the grid
@@ -114,8 +119,8 @@ typedef struct tk_tracking_regions {
 } tk_tracking_regions;
 
 /** The seeds: either per_voxel random points in each voxel of mask (tckgen
- * -seed_random_per_voxel; seed index = the voxel's rank among the mask's voxels, i fastest,
- * times per_voxel, plus the point's number), or num_points points in world mm (xyz each;
+ * -seed_random_per_voxel; seed index = the voxel's rank among the mask's voxels, i fastest
+ * (k fastest with the options' reversed_axes), times per_voxel, plus the point's number), or num_points points in world mm (xyz each;
  * seed index = the point's number). */
 typedef struct tk_tracking_seeds {
     const uint8_t *mask;   /**< NULL for a point list */

@@ -86,6 +86,11 @@ tk_status tk_tucker_coo_alloc(tk_tucker_coo *t, int order, const uint32_t *dims,
 void tk_tucker_coo_free(tk_tucker_coo *t);
 /** Indices inside dims and finite values; name is used in the message. */
 tk_status tk_tucker_coo_check(const tk_tucker_coo *t, const char *name);
+/** A 64-bit fingerprint (FNV-1a) of the entries: their order, dims, count, indices and values,
+ * bytes in order.  What a training checkpoint records of the data it was trained on
+ * ("train_entries"), so that a resumed run, by tk-tucker or by the Python package, proves it
+ * continues on the same entries whatever file (or none) they came from. */
+uint64_t tk_tucker_coo_fingerprint(const tk_tucker_coo *t);
 /** Sort entries lexicographically by (i_1, ..., i_N) (stable radix sort). */
 tk_status tk_tucker_coo_sort(tk_tucker_coo *t);
 /** Split into train and test: each entry goes to test with probability

@@ -17,7 +17,7 @@ struct Settings {
     double shift, tol;
     int max_iter, num_starts;
     uint64_t seed;
-    int backend, threads, device;
+    int backend, threads, device, gpus;
 };
 
 template <typename T> tk_sshopm_options options(const Settings &s, const T *starts) {
@@ -35,6 +35,7 @@ template <typename T> tk_sshopm_options options(const Settings &s, const T *star
     o.backend = static_cast<tk_backend>(s.backend);
     o.num_threads = s.threads;
     o.cuda_device = s.device;
+    o.cuda_device_count = s.gpus;
     return o;
 }
 
@@ -45,12 +46,11 @@ std::size_t batch_size(std::size_t size, int order, int dim) {
     return size / k;
 }
 
-template <typename T>
-void solve(In<T> packed, In<T> starts, Out<T> lambda, Out<T> x, Out<int32_t> iterations, Out<uint8_t> converged,
-           int order, int dim, int impl, int adaptive, double shift, double tol, int max_iter, int num_starts,
-           uint64_t seed, int backend, int threads, int device) {
-    Settings s{order, dim, impl, adaptive, shift, tol, max_iter, num_starts, seed, backend, threads, device};
-    const std::size_t count = batch_size(packed.size(), order, dim), rows = count * (std::size_t)num_starts;
+// One batch through a plan, in chunks; exec(plan, count, packed, result) runs one chunk.
+template <typename T, typename I, typename O, typename OI, typename OB, typename Exec>
+void solve_with(const Settings &s, I packed, In<T> starts, O lambda, O x, OI iterations, OB converged, Exec exec) {
+    const int dim = s.dim, num_starts = s.num_starts;
+    const std::size_t count = batch_size(packed.size(), s.order, dim), rows = count * (std::size_t)num_starts;
     if (starts.is_valid()) check_size("starts", starts.size(), (std::size_t)num_starts * dim);
     check_size("eigenvalues", lambda.size(), rows);
     check_size("eigenvectors", x.size(), rows * dim);
@@ -59,15 +59,39 @@ void solve(In<T> packed, In<T> starts, Out<T> lambda, Out<T> x, Out<int32_t> ite
     tk_sshopm_options o = options<T>(s, starts.is_valid() ? starts.data() : nullptr);
     // Chunks of 4,096 tensors: Ctrl-C between them (bindings.h); the plan makes the starts once,
     // shared by every tensor as in one call.
-    const std::size_t chunk = 4096, k = tk_sym_num_unique(order, dim), S = (std::size_t)num_starts;
+    const std::size_t chunk = 4096, k = tk_sym_num_unique(s.order, dim), S = (std::size_t)num_starts;
     tk_sshopm_plan *plan = nullptr;
     check(tk_sshopm_plan_create(&o, count < chunk ? count : chunk, &plan), "sshopm");
     std::unique_ptr<tk_sshopm_plan, void (*)(tk_sshopm_plan *)> owned(plan, tk_sshopm_plan_destroy);
     in_chunks("sshopm", count, chunk, [&](std::size_t start, std::size_t c) {
         tk_sshopm_starts_result r{lambda.data() + start * S, x.data() + start * S * dim, iterations.data() + start * S,
                                   converged.data() + start * S};
-        return tk_sshopm_plan_execute(plan, c, packed.data() + start * k, &r, nullptr);
+        return exec(plan, c, packed.data() + start * k, &r);
     });
+}
+
+template <typename T>
+void solve(In<T> packed, In<T> starts, Out<T> lambda, Out<T> x, Out<int32_t> iterations, Out<uint8_t> converged,
+           int order, int dim, int impl, int adaptive, double shift, double tol, int max_iter, int num_starts,
+           uint64_t seed, int backend, int threads, int device, int gpus) {
+    Settings s{order, dim, impl, adaptive, shift, tol, max_iter, num_starts, seed, backend, threads, device, gpus};
+    solve_with<T>(s, packed, starts, lambda, x, iterations, converged,
+                  [](tk_sshopm_plan *p, std::size_t c, const T *t, tk_sshopm_starts_result *r) {
+                      return tk_sshopm_plan_execute(p, c, t, r, nullptr);
+                  });
+}
+
+// The same on CUDA arrays (CuPy, PyTorch; the starts, a plan parameter, stay a host array):
+// the cuda backend on the arrays' device, never copying them to the host.
+template <typename T>
+void solve_device(DIn<T> packed, In<T> starts, DOut<T> lambda, DOut<T> x, DOut<int32_t> iterations,
+                  DOut<uint8_t> converged, int order, int dim, int impl, int adaptive, double shift, double tol,
+                  int max_iter, int num_starts, uint64_t seed, int device, std::uintptr_t stream) {
+    Settings s{order, dim, impl, adaptive, shift, tol, max_iter, num_starts, seed, TK_BACKEND_CUDA, 0, device, 1};
+    solve_with<T>(s, packed, starts, lambda, x, iterations, converged,
+                  [stream](tk_sshopm_plan *p, std::size_t c, const T *t, tk_sshopm_starts_result *r) {
+                      return tk_sshopm_plan_execute_device(p, c, t, r, cuda_stream(stream), nullptr);
+                  });
 }
 
 // The distinct pairs, as a tuple of NumPy arrays (tensor, eigenvalue, eigenvector, stability,
@@ -76,7 +100,7 @@ void solve(In<T> packed, In<T> starts, Out<T> lambda, Out<T> x, Out<int32_t> ite
 template <typename T>
 nb::tuple distinct(In<T> packed, In<T> lambda, In<T> x, In<int32_t> iterations, In<uint8_t> converged, int order,
                    int dim, int num_starts, double merge_tol) {
-    Settings s{order, dim, 0, 0, 0.0, 0.0, 1, num_starts, 0, 0, 0, 0};
+    Settings s{order, dim, 0, 0, 0.0, 0.0, 1, num_starts, 0, 0, 0, 0, 1};
     const std::size_t count = batch_size(packed.size(), order, dim), rows = count * (std::size_t)num_starts;
     check_size("eigenvalues", lambda.size(), rows);
     check_size("eigenvectors", x.size(), rows * dim);
@@ -122,7 +146,12 @@ template <typename T> void def(nb::module_ &m) {
           nb::arg("eigenvalues").noconvert(), nb::arg("eigenvectors").noconvert(), nb::arg("iterations").noconvert(),
           nb::arg("converged").noconvert(), nb::arg("order"), nb::arg("dim"), nb::arg("impl"), nb::arg("adaptive"),
           nb::arg("shift"), nb::arg("tol"), nb::arg("max_iter"), nb::arg("num_starts"), nb::arg("seed"),
-          nb::arg("backend"), nb::arg("threads"), nb::arg("device"));
+          nb::arg("backend"), nb::arg("threads"), nb::arg("device"), nb::arg("gpus"));
+    m.def("sshopm_solve_device", &solve_device<T>, nb::arg("tensors").noconvert(), nb::arg("starts").noconvert().none(),
+          nb::arg("eigenvalues").noconvert(), nb::arg("eigenvectors").noconvert(), nb::arg("iterations").noconvert(),
+          nb::arg("converged").noconvert(), nb::arg("order"), nb::arg("dim"), nb::arg("impl"), nb::arg("adaptive"),
+          nb::arg("shift"), nb::arg("tol"), nb::arg("max_iter"), nb::arg("num_starts"), nb::arg("seed"),
+          nb::arg("device"), nb::arg("stream"));
     m.def("sshopm_distinct", &distinct<T>, nb::arg("tensors").noconvert(), nb::arg("eigenvalues").noconvert(),
           nb::arg("eigenvectors").noconvert(), nb::arg("iterations").noconvert(), nb::arg("converged").noconvert(),
           nb::arg("order"), nb::arg("dim"), nb::arg("num_starts"), nb::arg("merge_tol"));

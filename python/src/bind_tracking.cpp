@@ -35,7 +35,7 @@ struct Settings {
     double fod_power;
     int allow_nonfinite;
     std::size_t chunk_seeds;
-    int backend, threads, device;
+    int backend, threads, device, gpus;
 
     Settings() {
         tk_tracking_options o;
@@ -46,7 +46,7 @@ struct Settings {
         for (int a = 0; a < 3; ++a) seed_direction[a] = o.seed_direction[a];
         rng_seed = o.rng_seed, max_trials = o.max_trials, fod_power = o.fod_power;
         allow_nonfinite = o.allow_nonfinite, chunk_seeds = o.chunk_seeds;
-        backend = o.backend, threads = o.num_threads, device = o.cuda_device;
+        backend = o.backend, threads = o.num_threads, device = o.cuda_device, gpus = 1;
     }
 };
 
@@ -147,6 +147,10 @@ nb::tuple track(In<float> sh, std::array<std::size_t, 3> dims, std::array<double
     o.backend = static_cast<tk_backend>(s.backend);
     o.num_threads = s.threads;
     o.cuda_device = s.device;
+    o.cuda_device_count = s.gpus;
+    // The grid is the C-order (x, y, z) array seen as (z, y, x) (tracking.py): mask seeds numbered
+    // x fastest and drawn x first, as tk-track's, so one mask and rng_seed seed the same points.
+    o.reversed_axes = 1;
 
     tk_tracking_regions regions{};
     regions.stop_mask = stop_mask.is_valid() ? stop_mask.data() : nullptr;
@@ -220,7 +224,8 @@ void bind_tracking(nb::module_ &m) {
         .def_rw("chunk_seeds", &Settings::chunk_seeds)
         .def_rw("backend", &Settings::backend)
         .def_rw("threads", &Settings::threads)
-        .def_rw("device", &Settings::device);
+        .def_rw("device", &Settings::device)
+        .def_rw("gpus", &Settings::gpus);
     m.def("tracking_track", &track, nb::arg("sh").noconvert(), nb::arg("dims"), nb::arg("vox2world"),
           nb::arg("settings"), nb::arg("mask").noconvert().none(), nb::arg("exclude").noconvert().none(),
           nb::arg("include").noconvert(), nb::arg("seed_mask").noconvert().none(), nb::arg("per_voxel"),

@@ -184,6 +184,13 @@ void coo_check(In<uint32_t> idx, In<float> val, const Dims &dims, const std::str
     check(st, "tucker.Coo");
 }
 
+// tk_tucker_coo_fingerprint: what a checkpoint records of its training entries (train_entries).
+uint64_t coo_fingerprint(In<uint32_t> idx, In<float> val, const Dims &dims) {
+    const tk_tucker_coo t = coo_view("coo", idx, &val, dims);
+    nb::gil_scoped_release unlocked;
+    return tk_tucker_coo_fingerprint(&t);
+}
+
 nb::tuple split(In<uint32_t> idx, In<float> val, const Dims &dims, double test_fraction, uint64_t seed) {
     tk_tucker_coo all = coo_view("coo", idx, &val, dims), train{}, test{};
     tk_status st;
@@ -318,7 +325,7 @@ class Solver {
   public:
     Solver(In<uint32_t> idx, In<float> val, const Dims &dims, Floats a, Floats b, int rank_j, int rank_r, int backend,
            int storage, int dbl, double lr_a, double lr_b, double lambda_a, double lambda_b,
-           std::size_t fiber_threshold, int threads, int device)
+           std::size_t fiber_threshold, int threads, int device, int gpus)
         : idx_(idx), val_(val) {
         tk_tucker_model m = model_view(a, b, rank_j, rank_r);
         tk_tucker_coo t = coo_view("train", idx_, &val_, dims, 3);
@@ -334,6 +341,7 @@ class Solver {
         o.fiber_threshold = fiber_threshold;
         o.num_threads = threads;
         o.cuda_device = device;
+        o.cuda_device_count = gpus;
         order_ = m.order, rank_j_ = rank_j, rank_r_ = rank_r;
         for (int n = 0; n < m.order; ++n) dims_[n] = m.dims[n];
         tk_status st;
@@ -409,6 +417,8 @@ void bind_tucker(nb::module_ &m) {
           nb::arg("values").noconvert(), nb::arg("dims"));
     m.def("tucker_coo_check", &coo_check, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
           nb::arg("dims"), nb::arg("name"));
+    m.def("tucker_coo_fingerprint", &coo_fingerprint, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
+          nb::arg("dims"));
     m.def("tucker_split", &split, nb::arg("indices").noconvert(), nb::arg("values").noconvert(), nb::arg("dims"),
           nb::arg("test_fraction"), nb::arg("seed"));
     m.def("tucker_synth", &synth, nb::arg("dims"), nb::arg("nnz"), nb::arg("rank_j"), nb::arg("rank_r"),
@@ -433,11 +443,11 @@ void bind_tucker(nb::module_ &m) {
     });
     nb::class_<Solver>(m, "TuckerSolver")
         .def(nb::init<In<uint32_t>, In<float>, const Dims &, Floats, Floats, int, int, int, int, int, double, double,
-                      double, double, std::size_t, int, int>(),
+                      double, double, std::size_t, int, int, int>(),
              nb::arg("indices").noconvert(), nb::arg("values").noconvert(), nb::arg("dims"), nb::arg("a").noconvert(),
              nb::arg("b").noconvert(), nb::arg("rank_j"), nb::arg("rank_r"), nb::arg("backend"), nb::arg("storage"),
              nb::arg("double"), nb::arg("lr_a"), nb::arg("lr_b"), nb::arg("lambda_a"), nb::arg("lambda_b"),
-             nb::arg("fiber_threshold"), nb::arg("threads"), nb::arg("device"))
+             nb::arg("fiber_threshold"), nb::arg("threads"), nb::arg("device"), nb::arg("gpus"))
         .def("update_factors", &Solver::update_factors)
         .def("update_core", &Solver::update_core)
         .def("model", &Solver::model, nb::arg("a").noconvert(), nb::arg("b").noconvert())

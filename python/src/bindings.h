@@ -9,6 +9,7 @@
 #include <nanobind/ndarray.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "tk_status.h"
 #include "tk_types.h"
@@ -17,10 +18,15 @@ namespace tkpy {
 namespace nb = nanobind;
 
 // C-contiguous arrays in host memory, never converted: an argument of another dtype or layout
-// does not match (nb::arg(...).noconvert()), so no silent copy is made.  A later GPU slice
-// adds the nb::device::cuda twins of these.
+// does not match (nb::arg(...).noconvert()), so no silent copy is made.
 template <typename T> using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
 template <typename T> using Out = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
+// Their twins in CUDA device memory (CuPy arrays, PyTorch CUDA tensors, through DLPack): handed
+// to the cores' device-array entry points (tk_*_plan_execute_device), which never copy them to
+// the host.  The caller's stream comes as an integer (a cudaStream_t; 0: the legacy default).
+template <typename T> using DIn = nb::ndarray<const T, nb::c_contig, nb::device::cuda>;
+template <typename T> using DOut = nb::ndarray<T, nb::c_contig, nb::device::cuda>;
+inline void *cuda_stream(std::uintptr_t stream) { return reinterpret_cast<void *>(stream); }
 
 // Raises the Python exception for a failed core call: ValueError for bad arguments or data,
 // MemoryError, RuntimeError otherwise; the message is the core's (tk_last_error) after `what`.

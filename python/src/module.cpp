@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "tk_bench_hooks.h"
 #include "tk_device.h"
 
 namespace nb = nanobind;
@@ -24,6 +25,11 @@ NB_MODULE(_tensorkernels, m) {
             return nb::make_tuple(ok != 0, std::string(reason));
         },
         nb::arg("device") = 0, "(usable, reason): whether CUDA device `device` can run the cores.");
+    m.def("cuda_device_count", [] { return tk_cuda_device_count(); }, "CUDA devices found (0 without CUDA).");
+    // The tests' probe (tk_bench_hooks.h): bytes of callers' arrays the per-voxel cores copied
+    // between host and device so far; a call on CuPy/PyTorch arrays must leave it unchanged.
+    m.def("array_transfer_bytes", [] { return tk_test_array_transfer_bytes(); },
+          "Bytes of callers' arrays the per-voxel cores copied between host and device (a test probe).");
     tkpy::bind_sshopm(m);
     tkpy::bind_fibers(m);
     tkpy::bind_eig(m);

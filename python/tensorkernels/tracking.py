@@ -10,10 +10,10 @@ arrays on the same grid, looked up at the voxel nearest a point.
 
 Layout.  The core reads a volume with its first grid axis fastest; a C-order (x, y, z, C) array
 has z fastest, so it is handed over as the grid (z, y, x) with the affine's columns to match:
-the same voxels at the same world positions, read in place (no copy).  One consequence: with
-a seed mask, seed number k is the k-th voxel in C order (z fastest), where `tk-track` counts
-its NIfTI voxels x fastest, so mask-seeded random streamlines differ from `tk-track`'s
-(seed points give the same streamlines: the seed index is the point's number in both).
+the same voxels at the same world positions, read in place (no copy).  Mask seeds follow
+`tk-track`'s rule all the same (the core's reversed_axes): seed number k is the k-th masked
+voxel counted x fastest, its random point drawn x first, so one mask and rng_seed give the
+tool's seeds and streamlines; with seed points the seed index is the point's number in both.
 """
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from . import _gpu_arrays as _gpu
 from . import _tensorkernels as _core
-from ._arrays import array, backend_code
+from ._arrays import array, backend_code, resolve_gpus
 
 __all__ = ["Tracks", "track", "ALGORITHMS"]
 
@@ -63,7 +64,7 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
           trials: int = 0, seed_direction: Optional[Sequence[float]] = None, unidirectional: bool = False,
           rng_seed: int = 0, mask: Optional[np.ndarray] = None, include: Sequence[np.ndarray] = (),
           exclude: Optional[np.ndarray] = None, allow_nonfinite: bool = False, chunk_seeds: int = 4096,
-          select: int = 0, backend: str = "auto", threads: int = 0, device: int = 0,
+          select: int = 0, backend: str = "auto", threads: int = 0, device: int = 0, gpus: int = 0,
           progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Tracks:
     """Streamlines from seeds through the SH volume, with `tk-track`'s options.
 
@@ -84,7 +85,10 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
     select: with seed_points, stop once this many streamlines are kept (the first ones in seed
         order, as `tk-track --select` with --seeds-file); 0: every seed.  (`tk-track`'s rounds
         of mask seeds until K are kept are the tool's.)
-    backend: "auto" (CUDA where built and usable, else "omp"), "cpu", "omp", "cuda".
+    backend: "auto" (CUDA where built and usable, else "omp"), "cpu", "omp", "cuda"; device, gpus:
+        the first CUDA device and how many from it on track (`--gpus`: each GPU a chunk of its
+        own, the streamlines those of one GPU; 0: every visible one; cuda backend only).
+        Arrays are host (NumPy) arrays: a CuPy/PyTorch GPU array is refused (TypeError).
     progress(seeds_done, seeds_total) after every chunk of chunk_seeds seeds; returning False
         stops there (the streamlines so far are returned).  The GIL is released while the
         core tracks; Ctrl-C raises KeyboardInterrupt at the next chunk.
@@ -97,6 +101,7 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
     if lmax < 2:
         raise ValueError(f"sh: {sh.shape[3]} coefficients is no even-degree SH size of lmax >= 2 (6, 15, 28, 45, 66, "
                          "91, 120, 153)")
+    _gpu.refuse("affine", affine, "tracking")
     affine = np.asarray(affine, dtype=np.float64)
     if affine.shape != (4, 4) or not np.all(np.isfinite(affine)):
         raise ValueError(f"affine: expected a finite 4 x 4 matrix, got shape {affine.shape}")
@@ -136,6 +141,7 @@ def track(sh: np.ndarray, affine: np.ndarray, *, seed_points: Optional[np.ndarra
         s.seed_direction = d
     s.allow_nonfinite, s.chunk_seeds = int(bool(allow_nonfinite)), int(chunk_seeds)
     s.backend, s.threads, s.device = backend_code(backend, device), int(threads), int(device)
+    s.gpus = resolve_gpus(gpus, backend, s.backend, int(device))
     # The C-order array's memory is the core's i-fastest grid (z, y, x): reverse the grid's
     # dims and the affine's first three columns (the same voxels at the same world points).
     core_affine = affine.copy()

@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _tensorkernels as _core
-from ._arrays import array, backend_code, output
+from ._arrays import array, backend_code, output, resolve_gpus
 
 __all__ = ["Coo", "Model", "Metrics", "read_tns", "read_queries", "write_tns", "synth", "split", "init_model",
            "train", "predict", "predict_dense", "evaluate", "save_model", "load_model", "MAX_ORDER", "MIN_RANK",
@@ -330,18 +330,33 @@ def _sequential_mean(values: np.ndarray, chunk: int = 1 << 20) -> float:
     return total / values.shape[0]
 
 
-def _settings(seed, lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, double, test_fraction) -> Dict[str, str]:
+def _train_entries(coo: Coo) -> str:
+    """The manifest's train_entries: the training entries' count and fingerprint, as tk-tucker
+    writes them (tk_tucker_coo_fingerprint), whatever file (or none) the entries came from."""
+    fp = int(_core.tucker_coo_fingerprint(coo.indices, coo.values, list(coo.dims)))
+    return f"{coo.values.shape[0]}:{fp:016x}"
+
+
+def _settings(seed, lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, double, test_fraction,
+              train_entries) -> Dict[str, str]:
     # The manifest lines tk-tucker writes (tools/tk_tucker.c settings_text), with %.17g values.
     return {"seed": str(seed), "lr_a": f"{lr_a:.17g}", "lr_b": f"{lr_b:.17g}", "lambda_a": f"{lambda_a:.17g}",
             "lambda_b": f"{lambda_b:.17g}", "fiber_threshold": str(fiber_threshold),
-            "precision": "double" if double else "float", "test_fraction": f"{test_fraction:.17g}"}
+            "precision": "double" if double else "float", "test_fraction": f"{test_fraction:.17g}",
+            "train_entries": train_entries}
 
 
 def _resume_from(directory: str, dims, rank_j, rank_r, settings) -> Tuple[Optional[Model], int]:
     if not os.path.exists(os.path.join(directory, "manifest.txt")):
         return None, 0
     model = load_model(directory)
+    # The data: the training entries where the checkpoint names them (this package's and
+    # tk-tucker's since train_entries; a split's fraction is then implied), else the split's
+    # fraction alone (an older tk-tucker's checkpoint, whose file size a Coo cannot check).
+    data_keys = ("train_entries",) if "train_entries" in model.manifest else ("test_fraction",)
     for key, want in settings.items():
+        if key in ("train_entries", "test_fraction") and key not in data_keys:
+            continue
         have = model.manifest.get(key)
         if have != want:
             raise ValueError(f"resume: {key} is {want} here but {have} in the checkpoint in {directory}; train with "
@@ -360,7 +375,7 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
           lr_b: float = 1.0, lambda_a: float = 0.001, lambda_b: float = 0.001,
           fiber_threshold: int = DEFAULT_FIBER_THRESHOLD, storage: str = "bcsf", double: bool = False,
           seed: int = 0, test: Optional[Coo] = None, init: Optional[Model] = None, backend: str = "auto",
-          threads: int = 0, device: int = 0, progress: Optional[ProgressCallback] = None,
+          threads: int = 0, device: int = 0, gpus: int = 0, progress: Optional[ProgressCallback] = None,
           checkpoint_dir: Optional[Union[str, os.PathLike]] = None, checkpoint_every: int = 0,
           resume: bool = False) -> Model:
     """Fits a FastTucker model to coo's entries by SGD, as `tk-tucker train` does.
@@ -374,6 +389,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
     unless `init` gives one (not modified).  test: held-out entries, evaluated every iteration.
     backend: "auto" (CUDA where built and usable, else "omp"; "omp" with double), "cpu", "omp",
     "cuda"; with the same seed, cpu and omp give the same model bit for bit for any `threads`.
+    device, gpus: the first CUDA device and how many from it on train together (`tk-tucker train
+    --gpus`, NCCL; 0: every visible one; cuda backend only).
 
     progress(iteration, metrics) is called after every iteration with a dict: iteration,
     train_rmse, train_loss, test_rmse, test_mae (NaN without test), factor_s, core_s; returning
@@ -408,7 +425,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
         raise ValueError("double with backend 'cuda': cuda computes in float; use 'cpu' or 'omp', or drop double")
     code = backend_code("omp" if double and backend == "auto" else backend, device)
     dims = [max(a, b) for a, b in zip(coo.dims, test.dims if test is not None else coo.dims)]
-    settings = _settings(int(seed), lr_a, lr_b, lambda_a, lambda_b, int(fiber_threshold), bool(double), 0.0)
+    settings = _settings(int(seed), lr_a, lr_b, lambda_a, lambda_b, int(fiber_threshold), bool(double), 0.0,
+                         _train_entries(coo))
     ckpt = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
     start_model, start = (_resume_from(ckpt, dims, rank_j, rank_r, settings) if resume else (None, 0))
     if start_model is None:
@@ -424,7 +442,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
     model = Model([np.empty_like(a) for a in start_model.a], [np.empty_like(b) for b in start_model.b])
     solver = _core.TuckerSolver(coo.indices, coo.values, list(coo.dims), start_model.a, start_model.b, rank_j,
                                 rank_r, code, storage_code, int(bool(double)), float(lr_a), float(lr_b),
-                                float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device))
+                                float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device),
+                                resolve_gpus(gpus, backend, code, int(device)))
     names = {0: "cpu", 1: "omp", 2: "cuda"}
     try:
         solver.model(model.a, model.b)  # the start, should no iteration run (resumed at the end)

@@ -152,3 +152,39 @@ def test_cuda_probe_answers_in_any_build():
     assert isinstance(usable, bool) and isinstance(why, str)
     if not tk.has_cuda():
         assert not usable and why
+
+
+class _OtherGpuArray:
+    """An array of a library the package does not know, on a CUDA device (DLPack's kDLCUDA)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_gpu_arrays_of_another_library_or_for_host_only_cores_are_refused():
+    # no GPU needed: the refusals come before any core runs
+    other = _OtherGpuArray()
+    for call in (lambda: tk.fibers.peaks(other), lambda: tk.eig.eigvals(other), lambda: tk.sshopm(other, 4, 3)):
+        with pytest.raises(TypeError, match="CuPy arrays and PyTorch CUDA tensors"):
+            call()
+    with pytest.raises(TypeError, match="values: "):
+        tk.tucker.Coo(np.zeros((1, 3), np.uint32), other)
+    with pytest.raises(TypeError, match="x: "):
+        tk.pltf.fit(other, "parafac", dims={"a": 2})
+    with pytest.raises(TypeError, match="affine: "):
+        tk.tracking.track(np.zeros((2, 2, 2, 6), np.float32), other, seed_points=np.zeros((1, 3)))
+
+
+def test_gpus_follows_the_tools_rule():
+    sh = np.random.default_rng(6).standard_normal((10, 45)).astype(np.float32)
+    # 0 (the default) asks for no GPU in particular; a count on the CPU is refused, as tk-fibers --gpus is
+    assert tk.fibers.peaks(sh, backend="omp", gpus=0).bad_voxels == 0
+    with pytest.raises(ValueError, match="gpus=1 applies to the cuda backend"):
+        tk.fibers.peaks(sh, backend="omp", gpus=1)
+    with pytest.raises(ValueError, match="gpus must be an integer >= 0"):
+        tk.eig.eigvals(np.eye(3), gpus=-1)
+    with pytest.raises(ValueError, match="gpus=2"):
+        tk.sshopm(np.ones((2, 15)), 4, 3, backend="cpu", gpus=2)
+    if not tk.has_cuda() or not tk._tensorkernels.cuda_usable(0)[0]:
+        with pytest.raises(ValueError, match="backend='auto' runs on the CPU"):
+            tk.fibers.peaks(sh, gpus=1)

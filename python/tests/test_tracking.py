@@ -201,3 +201,37 @@ def test_same_streamlines_as_tk_track(algorithm, tmp_path):
     assert len(ours.streamlines) == len(theirs) == 7 and len(ours.seed_index) == 7
     for a, b in zip(ours.streamlines, theirs):
         np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+@pytest.mark.skipif(built_tool("tk-track") is None, reason="tk-track not built (TK_BUILD_DIR/bin; needs ITK)")
+@pytest.mark.parametrize("algorithm", ["sd_stream", "ifod1"])
+def test_seed_mask_seeds_as_tk_track(algorithm, tmp_path):
+    """One rule for mask seeds: the k-th masked voxel counted x fastest, its point drawn x first,
+    as tk-track numbers a NIfTI mask, so the same mask and seed give the same streamlines (the
+    C-order array's own order, z fastest, would give other seeds)."""
+    nib = pytest.importorskip("nibabel")
+    img = tk.io.load_sh(DATA / "bundles_sh.nii.gz")
+    labels = np.asarray(nib.load(DATA / "bundles_labels.nii.gz").dataobj).any(axis=3)
+    rng = np.random.default_rng(12)
+    seed_mask = np.zeros(labels.shape, bool)
+    seed_mask[tuple(np.argwhere(labels)[rng.choice(int(labels.sum()), 40, replace=False)].T)] = True
+    nib.save(nib.Nifti1Image(seed_mask.astype(np.uint8), img.affine), tmp_path / "seeds.nii.gz")
+    out = tmp_path / "mask_seeded.tck"
+    subprocess.run([built_tool("tk-track"), str(DATA / "bundles_sh.nii.gz"), str(out), "--seed-mask",
+                    str(tmp_path / "seeds.nii.gz"), "--seeds", "3", "--algorithm", algorithm, "--seed", "11",
+                    "--backend", "cpu", "--quiet", "--force"], check=True, capture_output=True)
+    theirs = nib.streamlines.load(str(out)).streamlines
+    ours = TR.track(img.sh, img.affine, seed_mask=seed_mask, seeds_per_voxel=3, algorithm=algorithm, rng_seed=11,
+                    backend="omp")
+    assert len(ours.streamlines) == len(theirs) > 20
+    for a, b in zip(ours.streamlines, theirs):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=1e-4)
+    # seed k of voxel v (x fastest) is k + 3 v: the indices the tool's order gives
+    order = np.argwhere(seed_mask.transpose(2, 1, 0))[:, ::-1]  # x fastest
+    first = {tuple(v): 3 * n for n, v in enumerate(order)}
+    inv = np.linalg.inv(img.affine)
+    for s, idx in zip(ours.streamlines[:10], ours.seed_index[:10]):
+        # the seed lies on the streamline; its voxel is the one the index names
+        vox = np.rint(s @ inv[:3, :3].T + inv[:3, 3]).astype(int)
+        assert any(first.get(tuple(v)) == int(idx) - int(idx) % 3 for v in vox)

@@ -273,6 +273,54 @@ def test_models_shared_with_tk_tucker(planted, tmp_path):
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
+def test_checkpoints_resume_in_either_program(planted, tmp_path):
+    """A checkpoint names its training entries (train_entries: count and fingerprint), so one
+    written by Python resumes in tk-tucker and one of tk-tucker (a --test-fraction split too)
+    in Python, each equal bit for bit to a straight run; other entries are refused by both."""
+    tool = built_tool("tk-tucker")
+    tr, _, _ = planted
+    data = tmp_path / "train.tns"
+    T.write_tns(data, tr)
+
+    def run(*args):
+        return subprocess.run([tool, "train", str(data), "--rank-j", "4", "--rank-r", "4", "--backend", "cpu",
+                               "--seed", "5", "--quiet", *args], capture_output=True, text=True)
+
+    def same(x, y):
+        for p, q in zip(x.a + x.b, y.a + y.b):
+            np.testing.assert_array_equal(p, q)
+
+    assert run("--out", str(tmp_path / "straight"), "--iters", "4").returncode == 0
+    straight = T.load_model(tmp_path / "straight")
+    # Python's checkpoint after 2 iterations, continued by the tool to 4
+    T.train(T.read_tns(data), rank_j=4, rank_r=4, iterations=2, backend="cpu", seed=5,
+            checkpoint_dir=tmp_path / "py_ck")
+    r = run("--out", str(tmp_path / "py_ck"), "--iters", "4", "--resume")
+    assert r.returncode == 0, r.stderr
+    resumed = T.load_model(tmp_path / "py_ck")
+    assert resumed.manifest["iteration"] == "4"
+    same(resumed, straight)
+    # the tool's checkpoint of a --test-fraction split, continued in Python on the same split
+    assert run("--out", str(tmp_path / "tool_split4"), "--iters", "4", "--test-fraction", "0.2").returncode == 0
+    assert run("--out", str(tmp_path / "tool_split2"), "--iters", "2", "--test-fraction", "0.2").returncode == 0
+    part, held = T.split(T.read_tns(data), 0.2, seed=5)
+    ours = T.train(part, rank_j=4, rank_r=4, iterations=4, backend="cpu", seed=5, test=held,
+                   checkpoint_dir=tmp_path / "tool_split2", resume=True)
+    assert [h["iteration"] for h in ours.history] == [3, 4]
+    same(ours, T.load_model(tmp_path / "tool_split4"))
+    # other entries: refused by both, naming train_entries
+    with pytest.raises(ValueError, match="train_entries"):
+        T.train(part, rank_j=4, rank_r=4, iterations=6, backend="cpu", seed=5, checkpoint_dir=tmp_path / "py_ck",
+                resume=True)
+    other = tmp_path / "other.tns"
+    T.write_tns(other, T.Coo(np.ascontiguousarray(tr.indices[1:]), tr.values[1:].copy(), tr.dims))
+    r = subprocess.run([tool, "train", str(other), "--rank-j", "4", "--rank-r", "4", "--backend", "cpu", "--seed",
+                        "5", "--quiet", "--out", str(tmp_path / "straight"), "--iters", "6", "--resume"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "train_entries" in r.stderr, r.stderr
+
+
 def test_training_releases_the_gil_and_stops_on_ctrl_c(tmp_path):
     c = T.synth((200, 200, 200), 200000, rank_j=16, rank_r=16, seed=3)
     seconds, _ = releases_gil(lambda: T.train(c, rank_j=16, rank_r=16, iterations=2, backend="cpu"))

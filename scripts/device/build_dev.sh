@@ -15,7 +15,8 @@ if ls .deps/itk/*.deb > /dev/null 2>&1; then
     /tmp/itkroot/usr/lib/cmake/ITK-5.2/ITKConfig.cmake
   itkopt="-DTK_WITH_ITK=ON -DITK_DIR=/tmp/itkroot/usr/lib/cmake/ITK-5.2"; itklib=":/tmp/itkroot/usr/lib"
 fi
-cmake -S . -B build-dev $itkopt -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=Release -DTK_CUDA_ARCHITECTURES=${TK_CUDA_ARCHITECTURES:-90} $pyopt \
+# TK_DEV_CMAKE_ARGS: more -D options (python_gpu.sh adds the Python extension's)
+cmake -S . -B build-dev $itkopt -DTK_WITH_VTK=OFF -DCMAKE_BUILD_TYPE=Release -DTK_CUDA_ARCHITECTURES=${TK_CUDA_ARCHITECTURES:-90} $pyopt ${TK_DEV_CMAKE_ARGS:-} \
   -DTK_GTEST_SOURCE_DIR=/tmp/gt/usr/src/googletest -DTK_LAPACKE_INCLUDE_DIR=$PWD/.deps/lapack/include \
   -DTK_LAPACKE_LIBRARY=$PWD/.deps/lapack/lib/liblapacke.so.3 -DTK_LAPACK_LIBRARY=$PWD/.deps/lapack/lib/liblapack.so.3 \
   > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; return 1; }

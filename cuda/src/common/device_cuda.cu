@@ -134,3 +134,49 @@ extern "C" int tk_cuda_device_count(void)
 }
 
 extern "C" int tk_has_cuda(void) { return 1; }
+
+/* ---- the device-array entry points' checks (device_arrays.h) ------------------------ */
+#include "device_arrays.h"
+
+extern "C" tk_status tk_device_arrays_plan_check(int plan_devices)
+{
+    if (plan_devices == 0)
+        return tk_set_error(TK_ERR_ARGUMENT,
+                            "device arrays need a plan on the cuda backend (this plan runs on the CPU, and a device "
+                            "array is not copied to the host behind the caller's back): make the plan with backend "
+                            "cuda, or pass host arrays");
+    if (plan_devices > 1)
+        return tk_set_error(TK_ERR_UNSUPPORTED,
+                            "device arrays live on one GPU, but this plan spreads over %d (cuda_device_count): make "
+                            "it with cuda_device_count 1 on the arrays' device",
+                            plan_devices);
+    return TK_OK;
+}
+
+extern "C" tk_status tk_device_array_check(const void *ptr, size_t bytes, int device, const char *what)
+{
+    if (bytes == 0) return TK_OK;
+    if (!ptr) return tk_set_error(TK_ERR_ARGUMENT, "%s: no array given", what);
+    cudaPointerAttributes attr;
+    const cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* an unknown pointer's error is not sticky: clear it */
+        return tk_set_error(TK_ERR_ARGUMENT, "%s is not memory CUDA knows (%s): pass an array in the memory of CUDA "
+                            "device %d", what, cudaGetErrorString(e), device);
+    }
+    if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+        return tk_set_error(TK_ERR_ARGUMENT, "%s is host memory, not device memory of CUDA device %d: pass a device "
+                            "array, or call the host execute", what, device);
+    if (attr.device != device)
+        return tk_set_error(TK_ERR_ARGUMENT, "%s is on CUDA device %d, but the plan runs on device %d: make the plan "
+                            "for the array's device", what, attr.device, device);
+    return TK_OK;
+}
+
+extern "C" tk_status tk_cuda_stream_wait(void *stream, const char *who)
+{
+    const cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    if (e != cudaSuccess) return tk_set_error(TK_ERR_CUDA, "%s: waiting for the caller's stream failed: %s", who,
+                                              cudaGetErrorString(e));
+    return TK_OK;
+}

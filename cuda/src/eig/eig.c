@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/device_arrays.h"
 #include "common/multi_device.h"
 #include "eig_internal.h"
 
@@ -219,6 +220,37 @@ tk_status tk_eig_plan_execute(tk_eig_plan *plan, size_t count, const void *matri
         timing->setup_ms = 0;
         timing->total_ms = count ? tk_now_ms() - t0 : 0;
     }
+    return st;
+}
+
+tk_status tk_eig_plan_execute_device(tk_eig_plan *plan, size_t count, const void *d_matrices,
+                                     const tk_eig_result *d_out, void *cuda_stream, tk_timing *timing)
+{
+    tk_clear_error();
+    const double t0 = tk_now_ms();
+    if (timing) memset(timing, 0, sizeof *timing);
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
+    tk_status st = tk_device_arrays_plan_check(plan->num_devices);
+    if (st != TK_OK) return st;
+    if ((st = validate_batch(&plan->opts, count, d_matrices, d_out)) != TK_OK) return st;
+    if (count && !d_out->status)
+        return tk_set_error(TK_ERR_ARGUMENT, "no status array given (device arrays: the failed matrices are counted "
+                            "from it, on the device)");
+    const tk_eig_options *o = &plan->opts;
+    const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    const size_t n = (size_t)o->n, device = (size_t)o->cuda_device;
+    if ((st = tk_device_array_check(d_matrices, count * n * n * elem, (int)device, "matrices")) != TK_OK ||
+        (st = tk_device_array_check(d_out->values, count * 2 * n * elem, (int)device, "values")) != TK_OK ||
+        (d_out->vectors &&
+         (st = tk_device_array_check(d_out->vectors, count * 2 * n * n * elem, (int)device, "vectors")) != TK_OK) ||
+        (st = tk_device_array_check(d_out->status, count, (int)device, "status")) != TK_OK)
+        return st;
+    if ((st = tk_cuda_stream_wait(cuda_stream, "eig")) != TK_OK) return st;
+    double kernel_ms = 0;
+    if (count)
+        st = tk_eig_cuda_execute_device(plan->cuda[0], count, d_matrices, d_out->values, d_out->vectors,
+                                        d_out->status, &kernel_ms);
+    if (timing) timing->kernel_ms = kernel_ms, timing->total_ms = tk_now_ms() - t0;
     return st;
 }
 

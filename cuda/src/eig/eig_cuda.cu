@@ -38,6 +38,7 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/device_arrays.h"
 #include "eig_internal.h"
 #include "eig_layout.cuh"
 #include "tk_bench_hooks.h"
@@ -172,6 +173,7 @@ struct tk_eig_cuda {
     size_t setup_count, chunk, per_matrix, slot_b; /* set up for batches of setup_count */
     void *dev_all;
     eig_slot slot[TK_EIG_MAX_SLOTS];
+    int device_arrays; /* this execute's arrays are in device memory (copies device to device) */
 };
 
 /* Device `o->cuda_device` made current, and its compute capability (10 * major + minor). */
@@ -382,7 +384,11 @@ static tk_status run_pipeline(tk_eig_cuda *cu, size_t count, const void *matrice
     const size_t elem = cu->elem, nn = (size_t)n * (size_t)n, per_matrix = cu->per_matrix;
     const size_t in_b = nn * elem, val_b = 2 * (size_t)n * elem, vec_b = want ? 2 * nn * elem : 0;
     const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
-    const int direct = is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status);
+    /* device arrays are copied device to device, as pinned ones are copied in and out directly */
+    const int on_device = cu->device_arrays;
+    const int direct = on_device || (is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status));
+    const cudaMemcpyKind in_kind = on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+    const cudaMemcpyKind out_kind = on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
     const size_t chunk = cu->chunk < count ? cu->chunk : count;
     const size_t chunks = chunks_in(count, chunk, gentle);
     const int slots = (size_t)cu->slots > chunks ? (int)chunks : cu->slots;
@@ -434,9 +440,10 @@ static tk_status run_pipeline(tk_eig_cuda *cu, size_t count, const void *matrice
                 memcpy(sl.host, src, m * in_b);
                 src = sl.host;
             }
+            if (!on_device) tk_count_array_transfer(m * in_b); /* the transfer probe (device_arrays.h) */
             cudaError_t err;
             if ((err = cudaEventRecord(sl.in0, copy_in)) != cudaSuccess ||
-                (err = cudaMemcpyAsync(sl.dev, src, m * in_b, cudaMemcpyHostToDevice, copy_in)) != cudaSuccess ||
+                (err = cudaMemcpyAsync(sl.dev, src, m * in_b, in_kind, copy_in)) != cudaSuccess ||
                 (err = cudaEventRecord(sl.arrived, copy_in)) != cudaSuccess ||
                 (err = cudaStreamWaitEvent(sl.stream, sl.arrived, 0)) != cudaSuccess ||
                 (err = cudaEventRecord(sl.k0, sl.stream)) != cudaSuccess)
@@ -460,9 +467,10 @@ static tk_status run_pipeline(tk_eig_cuda *cu, size_t count, const void *matrice
             unsigned char *dst_val = direct ? (unsigned char *)values + first * val_b : sl.host + chunk * in_b;
             unsigned char *dst_vec = direct ? (want ? (unsigned char *)vectors + first * vec_b : NULL) : dst_val + chunk * val_b;
             unsigned char *dst_st = direct ? (unsigned char *)(status + first) : sl.host + chunk * (in_b + val_b + vec_b);
-            if ((err = cudaMemcpyAsync(dst_val, d_val, m * val_b, cudaMemcpyDeviceToHost, copy_out)) != cudaSuccess ||
-                (want && (err = cudaMemcpyAsync(dst_vec, d_vec, m * vec_b, cudaMemcpyDeviceToHost, copy_out)) != cudaSuccess) ||
-                (err = cudaMemcpyAsync(dst_st, d_st, m, cudaMemcpyDeviceToHost, copy_out)) != cudaSuccess)
+            if (!on_device) tk_count_array_transfer(m * (val_b + vec_b + 1));
+            if ((err = cudaMemcpyAsync(dst_val, d_val, m * val_b, out_kind, copy_out)) != cudaSuccess ||
+                (want && (err = cudaMemcpyAsync(dst_vec, d_vec, m * vec_b, out_kind, copy_out)) != cudaSuccess) ||
+                (err = cudaMemcpyAsync(dst_st, d_st, m, out_kind, copy_out)) != cudaSuccess)
                 return err;
             return cudaEventRecord(sl.freed, copy_out);
         };
@@ -637,5 +645,14 @@ cleanup:
     tk_cuda_free(d_scratch);
     cudaFreeHost(h_in);
     cudaFreeHost(h_val);
+    return st;
+}
+
+extern "C" tk_status tk_eig_cuda_execute_device(tk_eig_cuda *c, size_t count, const void *matrices, void *values,
+                                                void *vectors, int8_t *status, double *kernel_ms)
+{
+    c->device_arrays = 1;
+    const tk_status st = tk_eig_cuda_execute(c, count, matrices, values, vectors, status, kernel_ms);
+    c->device_arrays = 0;
     return st;
 }

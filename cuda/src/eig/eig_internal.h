@@ -20,6 +20,9 @@ typedef struct tk_eig_cuda tk_eig_cuda;
 tk_status tk_eig_cuda_create(const tk_eig_options *opts, size_t max_batch, int want, tk_eig_cuda **cuda);
 tk_status tk_eig_cuda_execute(tk_eig_cuda *cuda, size_t count, const void *matrices, void *values, void *vectors,
                               int8_t *status, double *kernel_ms);
+/* The same on arrays in the device's memory (copied device to device; status required). */
+tk_status tk_eig_cuda_execute_device(tk_eig_cuda *cuda, size_t count, const void *matrices, void *values,
+                                     void *vectors, int8_t *status, double *kernel_ms);
 size_t tk_eig_cuda_device_bytes(const tk_eig_cuda *cuda);
 void tk_eig_cuda_destroy(tk_eig_cuda *cuda);
 

@@ -20,6 +20,12 @@ tk_status tk_eig_cuda_execute(tk_eig_cuda *cuda, size_t count, const void *matri
     return tk_set_error(TK_ERR_UNSUPPORTED, TK_NO_CUDA_BACKEND);
 }
 
+tk_status tk_eig_cuda_execute_device(tk_eig_cuda *cuda, size_t count, const void *matrices, void *values,
+                                     void *vectors, int8_t *status, double *kernel_ms)
+{
+    return tk_eig_cuda_execute(cuda, count, matrices, values, vectors, status, kernel_ms);
+}
+
 size_t tk_eig_cuda_device_bytes(const tk_eig_cuda *cuda)
 {
     (void)cuda;

@@ -12,6 +12,7 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/device_arrays.h"
 #include "fibers_kernels.cuh"
 #include "fibers_plan.h"
 #include "fibers_tuning.h"
@@ -66,7 +67,17 @@ struct tk_fibers_cuda_state {
     void *buf[2][CHUNK_BUFFERS];
     cudaStream_t stream[2];
     cudaEvent_t event[2][EVENTS];
+    int device_arrays;           /* this execute's arrays are in device memory (copies device to device) */
 };
+
+/* The kind of a copy between the caller's arrays and the chunk buffers, counting the bytes that
+ * cross between host and device (the transfer probe, device_arrays.h). */
+static cudaMemcpyKind caller_copy(const tk_fibers_cuda_state *st, cudaMemcpyKind across, size_t bytes)
+{
+    if (st->device_arrays) return cudaMemcpyDeviceToDevice;
+    tk_count_array_transfer(bytes);
+    return across;
+}
 
 /* One voxel's share of a chunk: SH in, peaks out, mask, coefficients, the axial answer, list
  * stretch, and room for TK_FIB_CAP2 candidates. */
@@ -301,10 +312,11 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, 
     cudaEvent_t *ev = st->event[s];
     const FibArgs args = chunk_args(st, s, todo, mask != NULL);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpyAsync(st->buf[s][CHUNK_SH], sh + first * k, sizeof(float) * k * todo,
-                                                   cudaMemcpyHostToDevice, stream));
+                                                   caller_copy(st, cudaMemcpyHostToDevice, sizeof(float) * k * todo),
+                                                   stream));
     if (mask)
-        TK_CUDA_TRY_RETURN(TK_FIB_WHO,
-                           cudaMemcpyAsync(st->buf[s][CHUNK_MASK], mask + first, todo, cudaMemcpyHostToDevice, stream));
+        TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpyAsync(st->buf[s][CHUNK_MASK], mask + first, todo,
+                                                       caller_copy(st, cudaMemcpyHostToDevice, todo), stream));
     const int threads = Policy::block_threads;
     size_t want = (todo + Policy::warps_per_block - 1) / Policy::warps_per_block;
     int blocks = want < (size_t)st->grid_blocks_cap ? (int)want : st->grid_blocks_cap;
@@ -346,11 +358,13 @@ static tk_status finish_chunk(tk_fibers_cuda_state *st, int s, size_t j, size_t 
     cudaStream_t stream = st->stream[s];
     cudaEvent_t *ev = st->event[s];
     if (directions)
-        TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpyAsync(directions + first * np * 3, st->buf[s][CHUNK_DIRS],
-                                                       sizeof(float) * 3 * np * todo, cudaMemcpyDeviceToHost, stream));
+        TK_CUDA_TRY_RETURN(TK_FIB_WHO,
+                           cudaMemcpyAsync(directions + first * np * 3, st->buf[s][CHUNK_DIRS], sizeof(float) * 3 * np * todo,
+                                           caller_copy(st, cudaMemcpyDeviceToHost, sizeof(float) * 3 * np * todo), stream));
     if (amplitudes)
-        TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpyAsync(amplitudes + first * np, st->buf[s][CHUNK_AMPS],
-                                                       sizeof(float) * np * todo, cudaMemcpyDeviceToHost, stream));
+        TK_CUDA_TRY_RETURN(TK_FIB_WHO,
+                           cudaMemcpyAsync(amplitudes + first * np, st->buf[s][CHUNK_AMPS], sizeof(float) * np * todo,
+                                           caller_copy(st, cudaMemcpyDeviceToHost, sizeof(float) * np * todo), stream));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaStreamSynchronize(stream));
     float ms = 0;
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&ms, ev[EVENT_START], ev[EVENT_STOP]));
@@ -400,4 +414,15 @@ extern "C" tk_status tk_fibers_cuda_execute(tk_fibers_cuda_state *st, size_t num
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpy(&bad, st->table[TABLE_BAD], sizeof bad, cudaMemcpyDeviceToHost));
     if (bad_voxels) *bad_voxels = (size_t)bad;
     return TK_OK;
+}
+
+extern "C" tk_status tk_fibers_cuda_execute_device(tk_fibers_cuda_state *st, size_t num_voxels, const float *sh,
+                                                   const uint8_t *mask, float *directions, float *amplitudes,
+                                                   size_t *bad_voxels, double *kernel_ms)
+{
+    st->device_arrays = 1;
+    const tk_status status = tk_fibers_cuda_execute(st, num_voxels, sh, mask, directions, amplitudes, bad_voxels,
+                                                    kernel_ms);
+    st->device_arrays = 0;
+    return status;
 }

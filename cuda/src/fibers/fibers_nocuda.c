@@ -20,3 +20,11 @@ tk_status tk_fibers_cuda_execute(tk_fibers_cuda_state *state, size_t num_voxels,
 }
 
 void tk_fibers_cuda_destroy(tk_fibers_cuda_state *state) { (void)state; }
+
+/* never reached: no plan holds CUDA state (tk_device_arrays_plan_check refuses first) */
+tk_status tk_fibers_cuda_execute_device(tk_fibers_cuda_state *state, size_t num_voxels, const float *sh,
+                                        const uint8_t *mask, float *directions, float *amplitudes,
+                                        size_t *bad_voxels, double *kernel_ms)
+{
+    return tk_fibers_cuda_execute(state, num_voxels, sh, mask, directions, amplitudes, bad_voxels, kernel_ms);
+}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/device_arrays.h"
 #include "common/plan_hand_out.h"
 #include "common/timer.h"
 #include "fibers_plan.h"
@@ -139,6 +140,34 @@ tk_status tk_fibers_plan_execute(tk_fibers_plan *plan, size_t num_voxels, const 
 {
     return tk_fibers_plan_execute_counted(plan, num_voxels, sh, mask, directions, amplitudes, bad_voxels, timing,
                                           NULL);
+}
+
+tk_status tk_fibers_plan_execute_device(tk_fibers_plan *plan, size_t num_voxels, const float *d_sh,
+                                        const uint8_t *d_mask, float *d_directions, float *d_amplitudes,
+                                        size_t *bad_voxels, void *cuda_stream, tk_timing *timing)
+{
+    tk_clear_error();
+    const double start_ms = tk_now_ms();
+    if (timing) memset(timing, 0, sizeof *timing);
+    if (bad_voxels) *bad_voxels = 0;
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
+    tk_status s = tk_device_arrays_plan_check(plan->num_devices);
+    if (s != TK_OK) return s;
+    const int device = plan->opts.cuda_device;
+    const size_t k = (size_t)plan->tables.k, np = (size_t)plan->opts.num_peaks;
+    if ((s = tk_device_array_check(d_sh, num_voxels * k * sizeof(float), device, "sh")) != TK_OK ||
+        (d_mask && (s = tk_device_array_check(d_mask, num_voxels, device, "mask")) != TK_OK) ||
+        (d_directions &&
+         (s = tk_device_array_check(d_directions, num_voxels * np * 3 * sizeof(float), device, "directions")) != TK_OK) ||
+        (d_amplitudes &&
+         (s = tk_device_array_check(d_amplitudes, num_voxels * np * sizeof(float), device, "amplitudes")) != TK_OK))
+        return s;
+    if ((s = tk_cuda_stream_wait(cuda_stream, "fiber directions")) != TK_OK) return s;
+    double kernel_ms = 0;
+    s = tk_fibers_cuda_execute_device(plan->cuda[0], num_voxels, d_sh, d_mask, d_directions, d_amplitudes, bad_voxels,
+                                      &kernel_ms);
+    if (timing) timing->total_ms = tk_now_ms() - start_ms, timing->kernel_ms = kernel_ms;
+    return s;
 }
 
 tk_status tk_fibers_find_counted(const tk_fibers_options *opts, size_t num_voxels, const float *sh,

@@ -34,6 +34,10 @@ tk_status tk_fibers_cuda_create(const tk_fibers_tables *tables, const tk_fibers_
                                 tk_fibers_cuda_state **state);
 tk_status tk_fibers_cuda_execute(tk_fibers_cuda_state *state, size_t num_voxels, const float *sh, const uint8_t *mask,
                                  float *directions, float *amplitudes, size_t *bad_voxels, double *kernel_ms);
+/* The same on arrays already in the device's memory: the chunks are copied device to device. */
+tk_status tk_fibers_cuda_execute_device(tk_fibers_cuda_state *state, size_t num_voxels, const float *sh,
+                                        const uint8_t *mask, float *directions, float *amplitudes,
+                                        size_t *bad_voxels, double *kernel_ms);
 void tk_fibers_cuda_destroy(tk_fibers_cuda_state *state);
 
 #ifdef __cplusplus

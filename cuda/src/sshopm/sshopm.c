@@ -1,6 +1,7 @@
 /* SS-HOPM front end: options, validation, shared tables, start vectors, dispatch. */
 #define _POSIX_C_SOURCE 200809L
 #include "sshopm_internal.h"
+#include "common/device_arrays.h"
 #include "common/multi_device.h"
 #include "common/tk_hd.h"
 
@@ -321,6 +322,40 @@ tk_status tk_sshopm_plan_execute(tk_sshopm_plan *plan, size_t num_tensors, const
     if (!out) return tk_set_error(TK_ERR_ARGUMENT, "no result arrays given");
     tk_timing local = {0};
     status = plan_run(plan, num_tensors, packed, out, &local);
+    local.total_ms = tk_now_ms() - t0;
+    if (timing) *timing = local;
+    return status;
+}
+
+tk_status tk_sshopm_plan_execute_device(tk_sshopm_plan *plan, size_t num_tensors, const void *d_packed,
+                                        const tk_sshopm_starts_result *d_out, void *cuda_stream, tk_timing *timing)
+{
+    tk_clear_error();
+    const double t0 = tk_now_ms();
+    if (timing) memset(timing, 0, sizeof *timing);
+    if (!plan) return tk_set_error(TK_ERR_ARGUMENT, "no plan given");
+    if (!d_out) return tk_set_error(TK_ERR_ARGUMENT, "no result arrays given");
+    tk_status status = tk_device_arrays_plan_check(plan->num_devices);
+    if (status != TK_OK) return status;
+    const tk_sshopm_options *o = &plan->opts;
+    const size_t k = tk_sym_num_unique(o->order, o->dim);
+    const size_t elem = o->precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    if (num_tensors > SIZE_MAX / k / elem / (size_t)o->num_starts / (size_t)o->dim)
+        return tk_set_error(TK_ERR_MEMORY, "%zu tensors of order %d, dimension %d overflow memory sizes", num_tensors,
+                            o->order, o->dim);
+    const size_t slots = num_tensors * (size_t)o->num_starts;
+    const int device = o->cuda_device;
+    if ((status = tk_device_array_check(d_packed, num_tensors * k * elem, device, "tensors")) != TK_OK ||
+        (d_out->lambda && (status = tk_device_array_check(d_out->lambda, slots * elem, device, "eigenvalues")) != TK_OK) ||
+        (d_out->x && (status = tk_device_array_check(d_out->x, slots * (size_t)o->dim * elem, device, "eigenvectors")) != TK_OK) ||
+        (d_out->iterations &&
+         (status = tk_device_array_check(d_out->iterations, slots * sizeof(int32_t), device, "iterations")) != TK_OK) ||
+        (d_out->converged && (status = tk_device_array_check(d_out->converged, slots, device, "converged")) != TK_OK))
+        return status;
+    if ((status = tk_cuda_stream_wait(cuda_stream, "SS-HOPM")) != TK_OK) return status;
+    tk_sshopm_starts_result out = *d_out;
+    tk_timing local = {0};
+    status = tk_sshopm_cuda_execute_device(plan->cuda[0], num_tensors, d_packed, &out, &local);
     local.total_ms = tk_now_ms() - t0;
     if (timing) *timing = local;
     return status;

@@ -10,6 +10,7 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
+#include "common/device_arrays.h"
 #include "common/multi_device.h"
 #include "sshopm_internal.h"
 #include "sshopm_kernels.cuh"
@@ -39,9 +40,27 @@ struct tk_sshopm_cuda {
     void *d_packed, *d_starts, *d_lambda, *d_x;
     int *d_iter;
     unsigned char *d_conv;
+    unsigned long long *d_first; /* the device-array execute's first non-finite entry (made at its first call) */
+    int device_arrays;           /* this execute's arrays are in device memory (copies device to device) */
     cudaEvent_t ev0, ev1;
     tk_sshopm_pipeline *pipe; /* the distinct-pairs pipeline, made at its first execute */
 };
+
+/* The kind of a copy between the caller's arrays and the buffers, counting the bytes that
+ * cross between host and device (the transfer probe, device_arrays.h). */
+static cudaMemcpyKind caller_copy(const tk_sshopm_cuda *c, cudaMemcpyKind across, size_t bytes)
+{
+    if (c->device_arrays) return cudaMemcpyDeviceToDevice;
+    tk_count_array_transfer(bytes);
+    return across;
+}
+
+/* The smallest index of a non-finite entry of a[0 .. n) into *first (left as it was where all are finite). */
+template <typename R> __global__ void sshopm_first_nonfinite_kernel(const R *a, size_t n, unsigned long long *first)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        if (!isfinite(a[i])) atomicMin(first, (unsigned long long)i);
+}
 
 template <typename R>
 static cudaError_t launch(const tk_sshopm_options *o, const Args<R> &p, int sm_count, cudaStream_t stream = 0)
@@ -182,6 +201,7 @@ extern "C" void tk_sshopm_cuda_destroy(tk_sshopm_cuda *c)
     }
     free_buffers(c);
     tk_sshopm_pipeline_destroy(c->pipe);
+    tk_cuda_free(c->d_first);
     for (cudaEvent_t e : {c->ev0, c->ev1})
         if (e) cudaEventDestroy(e);
     if (previous >= 0) cudaSetDevice(previous);
@@ -242,7 +262,7 @@ static tk_status run(tk_sshopm_cuda *c, size_t T, const R *packed, tk_sshopm_sta
     for (size_t first = 0; first < T; first += chunk) {
         size_t todo = T - first < chunk ? T - first : chunk, slots = todo * (size_t)S;
         TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(c->d_packed, packed + first * k, sizeof(R) * k * todo,
-                                              cudaMemcpyHostToDevice));
+                                              caller_copy(c, cudaMemcpyHostToDevice, sizeof(R) * k * todo)));
         p.packed = (const R *)c->d_packed;
         p.num_tensors = todo;
         TK_CUDA_TRY_RETURN(TK_WHO, cudaEventRecord(c->ev0));
@@ -255,15 +275,16 @@ static tk_status run(tk_sshopm_cuda *c, size_t T, const R *packed, tk_sshopm_sta
         size_t base = first * (size_t)S;
         if (out->lambda)
             TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy((R *)out->lambda + base, p.lambda, sizeof(R) * slots,
-                                                  cudaMemcpyDeviceToHost));
+                                                  caller_copy(c, cudaMemcpyDeviceToHost, sizeof(R) * slots)));
         if (out->x)
             TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy((R *)out->x + base * n, p.x, sizeof(R) * slots * n,
-                                                  cudaMemcpyDeviceToHost));
+                                                  caller_copy(c, cudaMemcpyDeviceToHost, sizeof(R) * slots * n)));
         if (out->iterations)
             TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(out->iterations + base, p.iterations, sizeof(int) * slots,
-                                                  cudaMemcpyDeviceToHost));
+                                                  caller_copy(c, cudaMemcpyDeviceToHost, sizeof(int) * slots)));
         if (out->converged)
-            TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(out->converged + base, p.converged, slots, cudaMemcpyDeviceToHost));
+            TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(out->converged + base, p.converged, slots,
+                                                  caller_copy(c, cudaMemcpyDeviceToHost, slots)));
     }
     timing->kernel_ms = kernel_ms;
     return TK_OK;
@@ -319,4 +340,43 @@ extern "C" tk_status tk_sshopm_cuda_execute_distinct(tk_sshopm_cuda *c, size_t n
     if (status != TK_OK) return status;
     const tk_sshopm_pipeline_host host = {c, c->o, c->tb, c->starts, c->sm_count, c->max_batch};
     return tk_sshopm_pipeline_run(&c->pipe, &host, num_tensors, packed, merge_tol, out, kernel_ms);
+}
+
+/* The host execute's check of the data, on the device: the first non-finite entry of the
+ * batch's packed tensors, refused in the host execute's words (validate_batch, sshopm.c). */
+static tk_status check_finite_on_device(tk_sshopm_cuda *c, size_t T, const void *packed)
+{
+    const size_t k = c->tb->k, total = T * k;
+    if (!c->d_first) {
+        const cudaError_t err = tk_cuda_malloc((void **)&c->d_first, sizeof *c->d_first);
+        if (err != cudaSuccess) return tk_cuda_status(err, TK_WHO, "cudaMalloc");
+    }
+    unsigned long long first = ~0ull;
+    TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(c->d_first, &first, sizeof first, cudaMemcpyHostToDevice));
+    const unsigned block = 256, grid = (unsigned)((total + block - 1) / block < 4096 ? (total + block - 1) / block : 4096);
+    if (c->o->precision == TK_PRECISION_DOUBLE)
+        sshopm_first_nonfinite_kernel<double><<<grid, block>>>((const double *)packed, total, c->d_first);
+    else
+        sshopm_first_nonfinite_kernel<float><<<grid, block>>>((const float *)packed, total, c->d_first);
+    TK_CUDA_TRY_RETURN(TK_WHO, cudaGetLastError());
+    TK_CUDA_TRY_RETURN(TK_WHO, cudaMemcpy(&first, c->d_first, sizeof first, cudaMemcpyDeviceToHost));
+    if (first != ~0ull)
+        return tk_set_error(TK_ERR_DATA, "tensor %zu has a non-finite entry (packed position %zu)",
+                            (size_t)(first / k), (size_t)(first % k));
+    return TK_OK;
+}
+
+extern "C" tk_status tk_sshopm_cuda_execute_device(tk_sshopm_cuda *c, size_t num_tensors, const void *packed,
+                                                   tk_sshopm_starts_result *out, tk_timing *timing)
+{
+    std::lock_guard<std::mutex> hold(device_lock(c->o->cuda_device));
+    TK_CUDA_TRY_RETURN(TK_WHO, cudaSetDevice(c->o->cuda_device));
+    if (num_tensors) {
+        const tk_status status = check_finite_on_device(c, num_tensors, packed);
+        if (status != TK_OK) return status;
+    }
+    c->device_arrays = 1;
+    const tk_status status = execute_locked(c, num_tensors, packed, out, timing);
+    c->device_arrays = 0;
+    return status;
 }

@@ -38,6 +38,10 @@ tk_status tk_sshopm_cuda_create(const tk_sshopm_options *opts, const tk_sshopm_t
                                 size_t max_batch, tk_sshopm_cuda **cuda);
 tk_status tk_sshopm_cuda_execute(tk_sshopm_cuda *cuda, size_t num_tensors, const void *packed,
                                  tk_sshopm_starts_result *out, tk_timing *timing);
+/* The same on arrays in the device's memory (copies device to device), the batch's data
+ * checked on the device first (a non-finite entry: the host execute's TK_ERR_DATA). */
+tk_status tk_sshopm_cuda_execute_device(tk_sshopm_cuda *cuda, size_t num_tensors, const void *packed,
+                                        tk_sshopm_starts_result *out, tk_timing *timing);
 void tk_sshopm_cuda_destroy(tk_sshopm_cuda *cuda);
 /* Whether the device merges this shape's pairs (dimension up to TK_KERNEL_MAX_DIM); else the
  * front end downloads the starts and merges on the host. */

@@ -16,6 +16,12 @@ tk_status tk_sshopm_cuda_execute(tk_sshopm_cuda *cuda, size_t num_tensors, const
     return tk_set_error(TK_ERR_UNSUPPORTED, "this build has no CUDA backend (no CUDA compiler was found): use cpu or omp");
 }
 
+tk_status tk_sshopm_cuda_execute_device(tk_sshopm_cuda *cuda, size_t num_tensors, const void *packed,
+                                        tk_sshopm_starts_result *out, tk_timing *timing)
+{
+    return tk_sshopm_cuda_execute(cuda, num_tensors, packed, out, timing);
+}
+
 void tk_sshopm_cuda_destroy(tk_sshopm_cuda *cuda) { (void)cuda; }
 
 int tk_sshopm_cuda_merges_on_device(const tk_sshopm_options *opts)

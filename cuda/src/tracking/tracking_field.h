@@ -135,8 +135,13 @@ TK_HD static inline int tk_tracking_interpolate(const tk_tracking_field *f, cons
 TK_HD static inline void tk_tracking_voxel_seed(const tk_tracking_plan *plan, const size_t *ijk, tk_philox *rng,
                                                double *p)
 {
+    /* the draws go to the caller's axes in order: x first (reversed_axes: the grid's k is x) */
+    const int rev = plan->opts.reversed_axes != 0;
     double v[3];
-    for (int a = 0; a < 3; ++a) v[a] = (double)ijk[a] + tk_philox_uniform(rng) - 0.5;
+    for (int a = 0; a < 3; ++a) {
+        const int axis = rev ? 2 - a : a;
+        v[axis] = (double)ijk[axis] + tk_philox_uniform(rng) - 0.5;
+    }
     tk_tracking_to_world(plan, v, p);
 }
 

@@ -1,7 +1,8 @@
 /* The seeds of a run: a list of world points, or N random points in each voxel of a mask
  * (MRtrix3's tckgen -seed_random_per_voxel, seeding/basic.cpp: a point uniform over the
  * voxel's cube in voxel coordinates, taken to world by the affine).  MRtrix3 walks the mask
- * with k fastest; here i is fastest, as the volumes are stored. */
+ * with k fastest; here i is fastest, as the volumes are stored; with reversed_axes (a C-order
+ * array's grid, the Python package's) k is fastest, so that both number a mask x fastest. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -33,8 +34,19 @@ tk_status tk_tracking_seed_set_init(tk_tracking_seed_set *set, const tk_tracking
         return tk_set_error(TK_ERR_ARGUMENT, "%zu seeds per voxel of %zu voxels overflow", seeds->per_voxel, count);
     set->voxels = malloc(count * sizeof *set->voxels);
     if (!set->voxels) return tk_set_error(TK_ERR_MEMORY, "out of memory for the list of %zu seed voxels", count);
-    for (size_t i = 0, c = 0; i < n; ++i)
-        if (seeds->mask[i]) set->voxels[c++] = i;
+    const size_t *d = plan->grid.dims;
+    if (plan->opts.reversed_axes) {
+        size_t c = 0;
+        for (size_t i = 0; i < d[0]; ++i)
+            for (size_t j = 0; j < d[1]; ++j)
+                for (size_t k = 0; k < d[2]; ++k) {
+                    const size_t v = i + d[0] * (j + d[1] * k);
+                    if (seeds->mask[v]) set->voxels[c++] = v;
+                }
+    } else {
+        for (size_t i = 0, c = 0; i < n; ++i)
+            if (seeds->mask[i]) set->voxels[c++] = i;
+    }
     set->num_voxels = count;
     set->total = (uint64_t)count * seeds->per_voxel;
     return TK_OK;

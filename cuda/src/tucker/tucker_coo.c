@@ -125,3 +125,25 @@ tk_status tk_tucker_coo_split(const tk_tucker_coo *all, double test_fraction, ui
     }
     return TK_OK;
 }
+
+/* FNV-1a over a byte range, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t tk_tucker_coo_fingerprint(const tk_tucker_coo *t)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const uint64_t order = (uint64_t)t->order, nnz = (uint64_t)t->nnz;
+    h = fnv1a(h, &order, sizeof order);
+    h = fnv1a(h, t->dims, sizeof(uint32_t) * (size_t)t->order);
+    h = fnv1a(h, &nnz, sizeof nnz);
+    if (t->nnz) {
+        h = fnv1a(h, t->idx, sizeof(uint32_t) * t->nnz * (size_t)t->order);
+        h = fnv1a(h, t->val, sizeof(float) * t->nnz);
+    }
+    return h;
+}
