@@ -158,24 +158,25 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
     __syncwarp();
 }
 
-/* lobe_add with the sample's amplitude, direction and weight already in registers (the same
- * arithmetic, in the same order). */
-__device__ static inline void fx_lobe_add_at(tk_fixels_work *w, int l, int d, double value, const double *dir, double wt)
+/* lobe_add's sums with the sample's amplitude, direction and weight already in registers (the
+ * same arithmetic, in the same order); the label is the caller's. */
+__device__ static inline void fx_lobe_grow(tk_fixels_work *w, int l, double value, const double *dir, double wt)
 {
     tk_fixels_lobe *lobe = &w->lobes[l];
     const double v = fabs(value * wt);
     const double mult = fx_dot3(lobe->mean, dir) > 0.0 ? 1.0 : -1.0;
     for (int i = 0; i < 3; ++i) lobe->mean[i] += dir[i] * mult * v;
     lobe->integral += v;
-    w->label[d] = l;
 }
 
 /* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view), by the
  * whole warp in step: the lanes fetch the next 32 samples' direction, amplitude, neighbours and
  * weight at once (one memory latency for 32 steps, not one a step), then every step is taken
  * by all lanes alike from the fetched values (__shfl_sync) and the labels, lane 0 alone writing
- * the lobes and labels, a __syncwarp after each step.  Returns the lobes grown, or -1 where they
- * outgrow the shared table. */
+ * the lobes and labels, a __syncwarp after each step.  A sample's label is written in its step,
+ * but its lobe's sums (mean, integral) in the next step, while that step's labels load: they are
+ * read only by the next sum or merge, which comes after it, so every lobe's sums take the same
+ * terms in the same order.  Returns the lobes grown, or -1 where they outgrow the shared table. */
 __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_work *w, const unsigned short *sorted,
                                           int npos, int lane)
 {
@@ -185,6 +186,9 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     const unsigned *adj32 = (const unsigned *)p->adj;
     const double *dirs = &p->dirs[0][0], *weights = p->weights;
     int nl = 0;
+    /* lane 0's sample whose lobe's sums are still to take it (pend_l < 0: none) */
+    int pend_l = -1;
+    double pend_v = 0, pend_dir[3] = {0, 0, 0}, pend_w = 0;
     for (int base = 0; base < npos; base += 32) {
         const int mine = base + lane;
         int my_d = 0;
@@ -207,6 +211,7 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
                 lab[2 * e] = w->label[pair & 0xffffu];
                 lab[2 * e + 1] = w->label[pair >> 16];
             }
+            if (lane == 0 && pend_l >= 0) fx_lobe_grow(w, pend_l, pend_v, pend_dir, pend_w), pend_l = -1;
             for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
             for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
             if (!other) {
@@ -242,14 +247,19 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
                 }
                 ++nl;
             } else if (na == 1) {
-                if (lane == 0) fx_lobe_add_at(w, adj[0], d, v, dir, wt);
+                if (lane == 0) {
+                    w->label[d] = adj[0];
+                    pend_l = adj[0], pend_v = v, pend_w = wt;
+                    for (int e = 0; e < 3; ++e) pend_dir[e] = dir[e];
+                }
             } else if (fabs(v) / w->lobes[adj[na - 1]].max_peak > ratio) {
                 /* a bridge high enough next to the last lobe's peak: the lobes become one (the
                  * relabelling rewrites labels the lanes have just read: they wait for it) */
                 __syncwarp();
                 if (lane == 0) {
                     for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
-                    fx_lobe_add_at(w, adj[0], d, v, dir, wt);
+                    fx_lobe_grow(w, adj[0], v, dir, wt);
+                    w->label[d] = adj[0];
                 }
             } else if (lane == 0) {
                 /* a bridge: it joins the first of its lobes after the walk (-2 - lobe reads as
@@ -259,7 +269,22 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
             __syncwarp();
         }
     }
+    if (lane == 0 && pend_l >= 0) fx_lobe_grow(w, pend_l, pend_v, pend_dir, pend_w);
+    __syncwarp();
     return nl;
+}
+
+/* One lobe's peak revision (revise_peaks, its climbs) by one lane, on the voxel's tensor in
+ * shared memory.  Not inlined: the climbs want more registers than the kernel's budget, and
+ * their spills stay in here instead of reaching the walk's loop. */
+__device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const double *sh, const tk_fixels_work *w, int l,
+                                            double *aniso, double *tensor, double (*rows)[6], double scale, double iso)
+{
+    int list[TK_FX_WARP_LOBES];
+    tk_fixels_work mine = *w;
+    mine.list = list, mine.aniso = aniso, mine.tensor = tensor, mine.rows = rows;
+    mine.tensor_ready = 1, mine.scale = scale, mine.iso = iso;
+    revise_peaks(p, sh, &mine, l);
 }
 
 /* One voxel per warp, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared memory.
@@ -426,11 +451,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             if (l < nl) {
                 tk_fixels_lobe *lobe = &w.lobes[l];
                 if (lobe->alive && !(lobe->integral < view.integral_threshold)) {
-                    int list[TK_FX_WARP_LOBES];
-                    tk_fixels_work mine_w = w;
-                    mine_w.list = list, mine_w.aniso = aniso, mine_w.tensor = tensor, mine_w.rows = rows;
-                    mine_w.tensor_ready = 1, mine_w.scale = scale, mine_w.iso = iso;
-                    revise_peaks(&sview, shd, &mine_w, l);
+                    fx_revise_lobe(&sview, shd, &w, l, aniso, tensor, rows, scale, iso);
                     pass = !(lobe->max_peak < view.peak_value_threshold);
                 }
             }
