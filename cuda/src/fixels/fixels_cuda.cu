@@ -125,18 +125,22 @@ static size_t out_bytes(int i, size_t S, size_t N)
 static tk_status pick_voxels_per_block(tk_fixels_cuda_state *st)
 {
     int optin = 0;
+    cudaFuncAttributes attr;
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&attr, fixels_warp_kernel));
+    /* the dynamic shared memory a block may ask for: the opt-in limit less the kernel's static */
+    const size_t most = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
     st->vpb = 0;
-    if (st->warp_smem > (size_t)optin) return TK_OK;
-    TK_CUDA_TRY_RETURN(TK_FX_WHO,
-                       cudaFuncSetAttribute(fixels_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    if (st->warp_smem > most) return TK_OK;
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(fixels_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       (int)most));
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(fixels_warp_kernel,
                                                        cudaFuncAttributePreferredSharedMemoryCarveout,
                                                        (int)cudaSharedmemCarveoutMaxShared));
     int best = 0;
     for (int vpb = 1; vpb <= TK_FX_WARP_VOXELS_MAX; ++vpb) {
         const size_t bytes = st->warp_smem * (size_t)vpb;
-        if (bytes > (size_t)optin) break;
+        if (bytes > most) break;
         int blocks = 0;
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fixels_warp_kernel,
                                                                                    32 * vpb, bytes));
@@ -190,9 +194,11 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         }
         if (chunk > TK_FX_CHUNK) chunk = TK_FX_CHUNK;
         if (redo > chunk) redo = chunk;
-        if (chunk < 256 || redo < 32) {
+        /* whole blocks of the one-thread kernel: its thread t uses scratch block t */
+        redo = redo / TK_FX_THREADS * TK_FX_THREADS;
+        if (chunk < 256 || redo < TK_FX_THREADS) {
             status = tk_cuda_out_of_memory(TK_FX_WHO, "the fixels' chunk buffers",
-                                           2 * (256 * io + (st->vpb ? 32 : 256) * st->work_bytes));
+                                           2 * (256 * io + (st->vpb ? TK_FX_THREADS : 256) * st->work_bytes));
             goto fail;
         }
         st->chunk = chunk, st->redo_threads = redo;
