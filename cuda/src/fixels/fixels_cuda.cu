@@ -315,7 +315,10 @@ tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *st, size_t num_voxels, co
     unsigned long long counters[2] = {0, 0};
     float ms_total = 0;
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaSetDevice(st->device));
-    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemset(st->table[T_COUNTERS], 0, sizeof counters));
+    /* the streams do not wait for the legacy default stream: the counters are zeroed on one of
+     * them, and waited for, before any chunk starts */
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemsetAsync(st->table[T_COUNTERS], 0, sizeof counters, st->s[0].stream));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaStreamSynchronize(st->s[0].stream));
     st->redone = 0;
     /* the streams take chunks in turn: before a stream takes the next, its last chunk is waited
      * for and unpacked while the other stream's runs */
@@ -333,9 +336,10 @@ tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *st, size_t num_voxels, co
                      cudaMemcpy(counters, st->table[T_COUNTERS], sizeof counters, cudaMemcpyDeviceToHost));
     out->bad_voxels = (size_t)counters[0], out->truncated = (size_t)counters[1];
 done:
-    /* after a failure nothing is left in flight on the state's buffers */
+    /* after a failure nothing is left in flight on the state's buffers (a chunk that failed while
+     * it was being started is not marked busy, but may have copies queued) */
     for (int j = 0; j < 2; ++j) {
-        if (st->s[j].busy) cudaStreamSynchronize(st->s[j].stream);
+        cudaStreamSynchronize(st->s[j].stream);
         st->s[j].busy = 0;
     }
     if (kernel_ms) *kernel_ms = ms_total;
