@@ -38,15 +38,19 @@
  * ten voxels on the 1281 directions allows; the climbs, which want more, spill a little. */
 #define TK_FX_WARP_REGISTERS 200
 
+/* Doubles a walk step's sample takes in the stage: direction (3), weight, amplitude. */
+#define TK_FX_STAGE 5
+
 /* One voxel's bytes of shared memory, in pieces each 16-byte aligned:
  *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows
  *  sh      k doubles: the coefficients
  *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe, peaks as many tk_fixels_peak, kept as many ints
+ *  stage   the walk's next 32 samples: direction, weight, amplitude (TK_FX_STAGE doubles each)
  *  label   n ints (the walk's labels), or during the sort the second order buffer (n ushorts)
  *          and the radix histogram (256 ints)
  *  order   n ushorts: the positive samples' directions, sorted */
 typedef struct {
-    unsigned values, sh, lobes, peaks, kept, label, hist, order, bytes;
+    unsigned values, sh, lobes, peaks, kept, stage, label, hist, order, bytes;
 } fx_warp_layout;
 
 __host__ __device__ static inline unsigned fx_round16(unsigned b)
@@ -63,7 +67,8 @@ __host__ __device__ static inline fx_warp_layout fx_warp_layout_for(int n, int k
     l.lobes = l.sh + fx_round16(8u * K);
     l.peaks = l.lobes + fx_round16((unsigned)sizeof(tk_fixels_lobe) * L);
     l.kept = l.peaks + fx_round16((unsigned)sizeof(tk_fixels_peak) * L);
-    l.label = l.kept + fx_round16(4u * L);
+    l.stage = l.kept + fx_round16(4u * L);
+    l.label = l.stage + 8u * TK_FX_STAGE * 32u;
     l.hist = l.label + fx_round16(2u * N);
     const unsigned label_end = l.label + fx_round16(4u * N), hist_end = l.hist + 4u * 256u;
     l.order = fx_round16(label_end > hist_end ? label_end : hist_end);
@@ -171,14 +176,15 @@ __device__ static inline void fx_lobe_grow(tk_fixels_work *w, int l, double valu
 
 /* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view), by the
  * whole warp in step: the lanes fetch the next 32 samples' direction, amplitude, neighbours and
- * weight at once (one memory latency for 32 steps, not one a step), then every step is taken
- * by all lanes alike from the fetched values (__shfl_sync) and the labels, lane 0 alone writing
- * the lobes and labels, a __syncwarp after each step.  A sample's label is written in its step,
- * but its lobe's sums (mean, integral) in the next step, while that step's labels load: they are
- * read only by the next sum or merge, which comes after it, so every lobe's sums take the same
- * terms in the same order.  Returns the lobes grown, or -1 where they outgrow the shared table. */
+ * weight at once (one memory latency for 32 steps, not one a step; the neighbours kept in
+ * registers, the rest staged in shared memory for lane 0), then every step is taken by all lanes
+ * alike from the neighbours' labels, lane 0 alone writing the lobes and labels, a __syncwarp
+ * after each step.  A sample's label is written in its step, but its lobe's sums (mean,
+ * integral) in the next step, while that step's labels load: they are read only by the next sum
+ * or merge, which comes after it, so every lobe's sums take the same terms in the same order.
+ * Returns the lobes grown, or -1 where they outgrow the shared table. */
 __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_work *w, const unsigned short *sorted,
-                                          int npos, int lane)
+                                          int npos, double *stage, int lane)
 {
     const unsigned full = 0xffffffffu;
     const double ratio = p->lobe_merge_ratio;
@@ -186,32 +192,36 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     const unsigned *adj32 = (const unsigned *)p->adj;
     const double *dirs = &p->dirs[0][0], *weights = p->weights;
     int nl = 0;
-    /* lane 0's sample whose lobe's sums are still to take it (pend_l < 0: none) */
-    int pend_l = -1;
-    double pend_v = 0, pend_dir[3] = {0, 0, 0}, pend_w = 0;
+    /* the step (stage entry) whose sample lane 0's lobe sums are still to take, and its lobe */
+    int pend_l = -1, pend_j = 0;
     for (int base = 0; base < npos; base += 32) {
         const int mine = base + lane;
         int my_d = 0;
         unsigned my_a[3] = {0, 0, 0};
-        double my_v = 0, my_w = 0, my_dir[3] = {0, 0, 0};
         if (mine < npos) {
             my_d = sorted[mine];
-            my_v = w->values[my_d];
+            double *st = stage + TK_FX_STAGE * lane;
             for (int e = 0; e < 3; ++e) my_a[e] = __ldg(&adj32[3 * my_d + e]);
-            for (int e = 0; e < 3; ++e) my_dir[e] = __ldg(&dirs[3 * my_d + e]);
-            my_w = __ldg(&weights[my_d]);
+            for (int e = 0; e < 3; ++e) st[e] = __ldg(&dirs[3 * my_d + e]);
+            st[3] = __ldg(&weights[my_d]);
+            st[4] = w->values[my_d];
         }
+        __syncwarp();
         const int steps = npos - base < 32 ? npos - base : 32;
         for (int j = 0; j < steps; ++j) {
             const int d = __shfl_sync(full, my_d, j);
-            const double v = __shfl_sync(full, my_v, j);
+            const double *st = stage + TK_FX_STAGE * j;
             int lab[6], adj[6], na = 0, top = -1, other = 0;
             for (int e = 0; e < 3; ++e) {
                 const unsigned pair = __shfl_sync(full, my_a[e], j);
                 lab[2 * e] = w->label[pair & 0xffffu];
                 lab[2 * e + 1] = w->label[pair >> 16];
             }
-            if (lane == 0 && pend_l >= 0) fx_lobe_grow(w, pend_l, pend_v, pend_dir, pend_w), pend_l = -1;
+            if (lane == 0 && pend_l >= 0) {
+                const double *ps = stage + TK_FX_STAGE * pend_j;
+                fx_lobe_grow(w, pend_l, ps[4], ps, ps[3]);
+                pend_l = -1;
+            }
             for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
             for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
             if (!other) {
@@ -230,35 +240,29 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
                     const int tmp = adj[b];
                     adj[b] = adj[b - 1], adj[b - 1] = tmp;
                 }
-            double dir[3];
-            for (int e = 0; e < 3; ++e) dir[e] = __shfl_sync(full, my_dir[e], j);
-            const double wt = __shfl_sync(full, my_w, j);
             if (na == 0) {
                 if (nl == TK_FX_WARP_LOBES) return -1;
                 if (lane == 0) {
+                    const double v = st[4], wt = st[3];
                     tk_fixels_lobe *lobe = &w->lobes[nl];
                     lobe->alive = 1, lobe->parent = nl;
                     lobe->max_peak = fabs(v);
                     lobe->integral = fabs(v * wt);
-                    for (int i = 0; i < 3; ++i) lobe->mean[i] = dir[i] * fabs(v) * wt, w->peaks[nl].dir[i] = dir[i];
+                    for (int i = 0; i < 3; ++i) lobe->mean[i] = st[i] * fabs(v) * wt, w->peaks[nl].dir[i] = st[i];
                     w->peaks[nl].next = -1, w->peaks[nl].seed = d;
                     lobe->peak_head = lobe->peak_tail = nl, lobe->num_peaks = 1;
                     w->label[d] = nl;
                 }
                 ++nl;
             } else if (na == 1) {
-                if (lane == 0) {
-                    w->label[d] = adj[0];
-                    pend_l = adj[0], pend_v = v, pend_w = wt;
-                    for (int e = 0; e < 3; ++e) pend_dir[e] = dir[e];
-                }
-            } else if (fabs(v) / w->lobes[adj[na - 1]].max_peak > ratio) {
+                if (lane == 0) w->label[d] = adj[0], pend_l = adj[0], pend_j = j;
+            } else if (fabs(st[4]) / w->lobes[adj[na - 1]].max_peak > ratio) {
                 /* a bridge high enough next to the last lobe's peak: the lobes become one (the
                  * relabelling rewrites labels the lanes have just read: they wait for it) */
                 __syncwarp();
                 if (lane == 0) {
                     for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
-                    fx_lobe_grow(w, adj[0], v, dir, wt);
+                    fx_lobe_grow(w, adj[0], st[4], st, st[3]);
                     w->label[d] = adj[0];
                 }
             } else if (lane == 0) {
@@ -268,9 +272,14 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
             }
             __syncwarp();
         }
+        /* the last pending sum before the stage takes the next 32 */
+        if (lane == 0 && pend_l >= 0) {
+            const double *ps = stage + TK_FX_STAGE * pend_j;
+            fx_lobe_grow(w, pend_l, ps[4], ps, ps[3]);
+            pend_l = -1;
+        }
+        __syncwarp();
     }
-    if (lane == 0 && pend_l >= 0) fx_lobe_grow(w, pend_l, pend_v, pend_dir, pend_w);
-    __syncwarp();
     return nl;
 }
 
@@ -399,7 +408,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         w.lobes = (tk_fixels_lobe *)(mine + lay.lobes), w.peaks = (tk_fixels_peak *)(mine + lay.peaks);
         w.kept = (int *)(mine + lay.kept);
         w.list = NULL, w.retro = NULL, w.key[0] = w.key[1] = NULL, w.order[0] = w.order[1] = NULL;
-        nl = fx_warp_walk(&sview, &w, order, npos, lane);
+        nl = fx_warp_walk(&sview, &w, order, npos, (double *)(mine + lay.stage), lane);
         __syncwarp();
         if (nl < 0) {
             if (lane == 0) redo[atomicAdd(redo_count, 1u)] = (unsigned)v;
