@@ -8,8 +8,10 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "tk_bench_hooks.h"
 #include "tk_fibers.h"
 #include "tk_fixels.h"
 
@@ -478,4 +480,19 @@ TEST(Fixels, MaxnumMaskBadAndOmp)
     EXPECT_EQ(p, nullptr);
     tk_fixels_options_init(&o, 7);
     EXPECT_EQ(tk_fixels_plan_create(&o, &p), TK_ERR_ARGUMENT);
+}
+
+// The tests' hooks on the CUDA kernels (tk_bench_hooks.h) refuse a plan that is not on cuda and
+// count nothing there.
+TEST(Fixels, CudaKernelHooksRefuseACpuPlan)
+{
+    tk_fixels_options o;
+    tk_fixels_options_init(&o, 8);
+    tk_fixels_plan *plan = nullptr;
+    ASSERT_EQ(tk_fixels_plan_create(&o, &plan), TK_OK) << tk_last_error();
+    EXPECT_EQ(tk_fixels_plan_set_one_thread(plan, 1), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("not a cuda fixels plan"), std::string::npos) << tk_last_error();
+    EXPECT_EQ(tk_fixels_plan_redone(plan), 0u);
+    EXPECT_EQ(tk_fixels_plan_set_one_thread(nullptr, 1), TK_ERR_ARGUMENT);
+    tk_fixels_plan_destroy(plan);
 }

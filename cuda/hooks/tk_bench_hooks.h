@@ -8,6 +8,7 @@
 
 #include "tk_eig.h"
 #include "tk_fibers.h"
+#include "tk_fixels.h"
 #include "tk_tucker.h"
 
 TK_API_BEGIN
@@ -31,6 +32,16 @@ tk_status tk_fibers_find_counted(const tk_fibers_options *opts, size_t num_voxel
 tk_status tk_fibers_plan_execute_counted(tk_fibers_plan *plan, size_t num_voxels, const float *sh,
                                          const uint8_t *mask, float *directions, float *amplitudes,
                                          size_t *bad_voxels, tk_timing *timing, tk_fibers_work *work);
+
+/* ---- fixels (CUDA) --------------------------------------------------------------- */
+
+/* A cuda plan's kernels: on (1), every voxel by the one-thread kernel (the host's segmentation
+ * text on global scratch, the reference the tests hold the warp kernel to); off (0, the
+ * plan's default), the warp-a-voxel kernel, which passes the voxels whose lobes outgrow its
+ * shared table to the one-thread kernel.  TK_ERR_ARGUMENT for a plan not on cuda. */
+tk_status tk_fixels_plan_set_one_thread(tk_fixels_plan *plan, int on);
+/* The voxels of the plan's last execute that the warp kernel passed on (0 on cpu/omp). */
+size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);
 
 /* ---- batched eigenvalues (CUDA) -------------------------------------------------- */
 

@@ -80,8 +80,9 @@ typedef struct tk_fixels_output {
  * the SH values at the directions and the SH-to-tensor map; on cuda their device copies, the
  * chunk buffers and each thread's scratch.  A cpu or omp plan's execute only reads it: threads
  * may execute one plan at once; a cuda plan is one thread's at a time.  The cuda backend runs
- * the same segmentation text (one thread a voxel); a voxel with more than 256 lobes (none in
- * real FODs) fails there and counts as bad. */
+ * the same segmentation (a warp a voxel, and the host's text one thread a voxel for voxels with
+ * more than 32 lobes); a voxel with more than 256 lobes (none in real FODs) fails there and
+ * counts as bad. */
 typedef struct tk_fixels_plan tk_fixels_plan;
 
 tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **plan);

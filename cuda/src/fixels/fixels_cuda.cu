@@ -1,8 +1,10 @@
-/* The fixels' CUDA backend: the host's segmentation text (fixels_segment.h) run one thread a
- * voxel, each with its scratch in global memory, over the volume in chunks: the plan's device
- * state holds the tables, the chunk buffers and the scratch, all kept for its executes.  A
- * first backend: the same fixels as the CPU's (the same arithmetic but for the FMA contractions
- * nvcc makes), not yet a fast one (the growth is one thread's sequential loop). */
+/* The fixels' CUDA backend: the volume in chunks through two streams, each chunk's voxels
+ * segmented by the warp-a-voxel kernel (fixels_warp.cuh, the working set in shared memory), and
+ * the few voxels whose lobes outgrow its shared table by the one-thread kernel below (the
+ * host's segmentation text, fixels_segment.h, with its scratch in global memory).  Both give
+ * the host's fixels.  The chunks go through pinned staging buffers, two of everything, so that
+ * one chunk's copies and the host's packing overlap the other's kernels.  The plan's device
+ * state holds the tables, both streams' buffers and the scratch, all kept for its executes. */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -12,60 +14,139 @@
 #include "common/cuda_check.cuh"
 #include "common/cuda_memory.h"
 #include "fixels_segment.h"
+#include "fixels_warp.cuh"
 
 #define TK_FX_WHO "CUDA fixels backend"
 #define TK_FX_THREADS 64
+/* Voxels a chunk holds at most (a 1.6 ms kernel at the 10M voxels/s goal: long enough to hide
+ * the other stream's copies, short enough that the first and last chunk's lone copies are a
+ * small part of a run). */
+#define TK_FX_CHUNK 16384
+/* Threads of the one-thread kernel after the warp kernel, each with its own scratch: enough for
+ * the rare voxels with more lobes than the warp kernel's table (and for the tests' runs of every
+ * voxel by it, tk_fixels_plan_set_one_thread). */
+#define TK_FX_REDO_THREADS 2048
 
 enum { T_DIRS, T_WEIGHTS, T_ADJ, T_BASIS, T_MAP, T_ROWS_SRC, T_ROWS_WEIGHT, T_COUNTERS, TABLES };
-enum { C_SH, C_MASK, C_COUNT, C_AFD, C_AMP, C_MEAN, C_PEAK, C_LUT, C_SCRATCH, CHUNKS };
+/* A stream's device buffers: the chunk's input, its outputs, the list of voxels for the
+ * one-thread kernel (its count first) and that kernel's scratch. */
+enum { C_SH, C_MASK, C_COUNT, C_AFD, C_AMP, C_MEAN, C_PEAK, C_LUT, C_REDO, C_SCRATCH, CHUNKS };
+/* The outputs, in tk_fixels_output's order: device buffer C_COUNT + i. */
+enum { O_COUNT, O_AFD, O_AMP, O_MEAN, O_PEAK, O_LUT, OUTS };
+
+typedef struct {
+    void *buf[CHUNKS];
+    unsigned char *pin;            /* pinned: the chunk's sh, mask, then each output */
+    size_t pin_sh, pin_mask, pin_redo, pin_out[OUTS];
+    cudaStream_t stream;
+    cudaEvent_t ev[2];             /* around the chunk's kernels */
+    size_t first, n;               /* the chunk in flight (busy) */
+    int busy;
+} fx_stream;
 
 struct tk_fixels_cuda_state {
-    int device, k, slots;
-    size_t chunk, work_bytes;
-    tk_fixels_view view; /* device pointers */
-    void *table[TABLES], *buf[CHUNKS];
+    int device, k, slots, vpb;     /* vpb: voxels (warps) a block of the warp kernel; 0: none fits */
+    int one_thread;                /* every voxel by the one-thread kernel (the tests' reference) */
+    size_t chunk, work_bytes, warp_smem, redo_threads;
+    size_t redone;                 /* the last execute's voxels that the warp kernel passed on */
+    tk_fixels_view view;           /* device pointers */
+    void *table[TABLES];
+    fx_stream s[2];
 };
 
-__global__ void fixels_kernel(tk_fixels_view view, size_t n, const float *sh, const uint8_t *mask, char *scratch,
-                              size_t work_bytes, uint8_t *count, float *afd, float *amp, float *mean, float *peak,
-                              uint8_t *lut, unsigned long long *counters)
+/* One voxel by one thread, the host's text on global scratch; the voxels are list[0..*list_count)
+ * (list NULL: all num_voxels), thread t's scratch block t. */
+__global__ void fixels_kernel(tk_fixels_view view, size_t num_voxels, const unsigned *list, const unsigned *list_count,
+                              const float *sh, const uint8_t *mask, char *scratch, size_t work_bytes, uint8_t *count,
+                              float *afd, float *amp, float *mean, float *peak, uint8_t *lut,
+                              unsigned long long *counters)
 {
-    const size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= n) return;
+    const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, threads = (size_t)gridDim.x * blockDim.x;
+    const size_t todo = list ? (size_t)*list_count : num_voxels;
     const int S = view.slots, k = view.k;
-    float *a = afd + v * S, *p = amp + v * S, *md = mean + v * S * 3, *pd = peak + v * S * 3;
-    for (int i = 0; i < S; ++i) a[i] = p[i] = NAN;
-    for (int i = 0; i < 3 * S; ++i) md[i] = pd[i] = NAN;
-    uint8_t *l = lut ? lut + v * view.n : NULL;
-    if (l) memset(l, TK_FIXELS_NO_LOBE, (size_t)view.n);
-    count[v] = 0;
-    if (mask && !mask[v]) return;
-    double c[TK_FIXELS_K_MAX];
-    for (int j = 0; j < k; ++j) {
-        c[j] = sh[v * k + j];
-        if (!isfinite(c[j])) {
-            atomicAdd(&counters[0], 1ull);
-            return;
+    for (size_t i = t; i < todo; i += threads) {
+        const size_t v = list ? (size_t)list[i] : i;
+        float *a = afd + v * S, *p = amp + v * S, *md = mean + v * S * 3, *pd = peak + v * S * 3;
+        for (int j = 0; j < S; ++j) a[j] = p[j] = NAN;
+        for (int j = 0; j < 3 * S; ++j) md[j] = pd[j] = NAN;
+        uint8_t *l = lut ? lut + v * view.n : NULL;
+        if (l) memset(l, TK_FIXELS_NO_LOBE, (size_t)view.n);
+        count[v] = 0;
+        if (mask && !mask[v]) continue;
+        double c[TK_FIXELS_K_MAX];
+        int finite = 1;
+        for (int j = 0; j < k; ++j) {
+            c[j] = sh[v * k + j];
+            finite &= isfinite(c[j]) != 0;
         }
+        if (!finite) {
+            atomicAdd(&counters[0], 1ull);
+            continue;
+        }
+        tk_fixels_work w;
+        tk_fixels_work_bind(&w, &view, scratch + t * work_bytes, view.max_lobes);
+        const int found = tk_fixels_segment_view(&view, c, &w, a, p, md, pd, l, 0);
+        if (found < 0) {
+            atomicAdd(&counters[0], 1ull); /* more lobes than the scratch holds */
+            continue;
+        }
+        if (found > S && view.max_fixels == 0) atomicAdd(&counters[1], 1ull);
+        count[v] = (uint8_t)(found < S ? found : S);
     }
-    tk_fixels_work w;
-    tk_fixels_work_bind(&w, &view, scratch + v * work_bytes, view.max_lobes);
-    const int found = tk_fixels_segment_view(&view, c, &w, a, p, md, pd, l, 0);
-    if (found < 0) {
-        atomicAdd(&counters[0], 1ull); /* more lobes than the scratch holds */
-        return;
-    }
-    if (found > S && view.max_fixels == 0) atomicAdd(&counters[1], 1ull);
-    count[v] = (uint8_t)(found < S ? found : S);
 }
 
 void tk_fixels_cuda_destroy(tk_fixels_cuda_state *st)
 {
     if (!st) return;
     cudaSetDevice(st->device);
+    for (int j = 0; j < 2; ++j) {
+        fx_stream *s = &st->s[j];
+        if (s->stream) cudaStreamSynchronize(s->stream);
+        for (int i = 0; i < CHUNKS; ++i) tk_cuda_free(s->buf[i]);
+        if (s->pin) cudaFreeHost(s->pin);
+        for (int i = 0; i < 2; ++i)
+            if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+        if (s->stream) cudaStreamDestroy(s->stream);
+    }
     for (int i = 0; i < TABLES; ++i) tk_cuda_free(st->table[i]);
-    for (int i = 0; i < CHUNKS; ++i) tk_cuda_free(st->buf[i]);
     free(st);
+}
+
+/* Bytes a voxel takes in output i (S slots, N directions). */
+static size_t out_bytes(int i, size_t S, size_t N)
+{
+    const size_t b[OUTS] = {1, sizeof(float) * S, sizeof(float) * S, sizeof(float) * 3 * S, sizeof(float) * 3 * S, N};
+    return b[i];
+}
+
+/* The warp kernel's voxels a block: the count that keeps the most voxels resident on an SM
+ * (shared memory and registers, by the occupancy calculator), the larger of equals (more
+ * voxels share the block's pass over the basis); 0 where not one voxel's working set fits. */
+static tk_status pick_voxels_per_block(tk_fixels_cuda_state *st)
+{
+    int optin = 0;
+    cudaFuncAttributes attr;
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&attr, fixels_warp_kernel));
+    /* the dynamic shared memory a block may ask for: the opt-in limit less the kernel's static */
+    const size_t most = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
+    st->vpb = 0;
+    if (st->warp_smem > most) return TK_OK;
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(fixels_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       (int)most));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(fixels_warp_kernel,
+                                                       cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                       (int)cudaSharedmemCarveoutMaxShared));
+    int best = 0;
+    for (int vpb = 1; vpb <= TK_FX_WARP_VOXELS_MAX; ++vpb) {
+        const size_t bytes = st->warp_smem * (size_t)vpb;
+        if (bytes > most) break;
+        int blocks = 0;
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fixels_warp_kernel,
+                                                                                   32 * vpb, bytes));
+        if (blocks * vpb >= best && blocks > 0) best = blocks * vpb, st->vpb = vpb;
+    }
+    return TK_OK;
 }
 
 tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixels_cuda_state **state)
@@ -77,6 +158,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
     if (!st) return tk_set_error(TK_ERR_MEMORY, "out of memory for the CUDA fixels state");
     st->device = device, st->k = plan->k, st->slots = plan->slots;
     st->work_bytes = (tk_fixels_work_bytes(plan->view.n, TK_FIXELS_DEVICE_LOBES) + 255) / 256 * 256;
+    st->warp_smem = fx_warp_layout_for(plan->view.n, plan->k).bytes;
     const size_t N = (size_t)plan->view.n, k = (size_t)plan->k, S = (size_t)plan->slots;
     const size_t tbytes[TABLES] = {sizeof(double) * 3 * N, sizeof(double) * N, sizeof(short) * 6 * N,
                                    sizeof(double) * k * N, sizeof(double) * k * k, sizeof(plan->rows_src),
@@ -88,24 +170,55 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, tk_cuda_malloc(&st->table[i], tbytes[i]));
         if (tsrc[i]) TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaMemcpy(st->table[i], tsrc[i], tbytes[i], cudaMemcpyHostToDevice));
     }
+    status = pick_voxels_per_block(st);
+    if (status != TK_OK) goto fail;
     {
-        /* chunks that take at most a quarter of the free memory (the scratch is ~90 KB a voxel
-         * on the 1281 directions, ~330 KB on the 5121) */
+        /* both streams' buffers in at most a quarter of the free memory: the one-thread kernel's
+         * scratch (~90 KB a thread on the 1281 directions, ~330 KB on the 5121) for up to
+         * TK_FX_REDO_THREADS threads in at most half of a stream's share, the chunk's arrays in
+         * the rest; where the warp kernel fits no voxel, the one-thread kernel runs every voxel,
+         * a thread each */
         size_t free_bytes = 0, total = 0;
         status = tk_cuda_memory_get(&free_bytes, &total);
         if (status != TK_OK) goto fail;
-        const size_t per_voxel = st->work_bytes + 4 * k + 2 + 4 * 8 * S + N;
-        size_t chunk = free_bytes / 4 / per_voxel;
-        if (chunk > 65536) chunk = 65536;
-        if (chunk < 256) {
-            status = tk_cuda_out_of_memory(TK_FX_WHO, "the fixels' chunk buffers", 256 * per_voxel);
+        size_t io = 4 * k + 1 + 4; /* sh, mask, the redo list */
+        for (int i = 0; i < OUTS; ++i) io += out_bytes(i, S, N);
+        const size_t share = free_bytes / 4 / 2;
+        size_t redo = 0, chunk = 0;
+        if (st->vpb) {
+            redo = share / 2 / st->work_bytes;
+            if (redo > TK_FX_REDO_THREADS) redo = TK_FX_REDO_THREADS;
+            chunk = (share - redo * st->work_bytes) / io;
+        } else {
+            chunk = redo = share / (io + st->work_bytes);
+        }
+        if (chunk > TK_FX_CHUNK) chunk = TK_FX_CHUNK;
+        if (redo > chunk) redo = chunk;
+        /* whole blocks of the one-thread kernel: its thread t uses scratch block t */
+        redo = redo / TK_FX_THREADS * TK_FX_THREADS;
+        if (chunk < 256 || redo < TK_FX_THREADS) {
+            status = tk_cuda_out_of_memory(TK_FX_WHO, "the fixels' chunk buffers",
+                                           2 * (256 * io + (st->vpb ? TK_FX_THREADS : 256) * st->work_bytes));
             goto fail;
         }
-        st->chunk = chunk;
+        st->chunk = chunk, st->redo_threads = redo;
         const size_t cbytes[CHUNKS] = {sizeof(float) * k * chunk, chunk, chunk, sizeof(float) * S * chunk,
                                        sizeof(float) * S * chunk, sizeof(float) * 3 * S * chunk,
-                                       sizeof(float) * 3 * S * chunk, N * chunk, st->work_bytes * chunk};
-        for (int i = 0; i < CHUNKS; ++i) TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, tk_cuda_malloc(&st->buf[i], cbytes[i]));
+                                       sizeof(float) * 3 * S * chunk, N * chunk, sizeof(unsigned) * (chunk + 1),
+                                       st->work_bytes * st->redo_threads};
+        for (int j = 0; j < 2; ++j) {
+            fx_stream *s = &st->s[j];
+            for (int i = 0; i < CHUNKS; ++i) TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, tk_cuda_malloc(&s->buf[i], cbytes[i]));
+            size_t at = 0;
+            s->pin_sh = at, at += (sizeof(float) * k * chunk + 15) / 16 * 16;
+            s->pin_mask = at, at += (chunk + 15) / 16 * 16;
+            s->pin_redo = at, at += 16;
+            for (int i = 0; i < OUTS; ++i) s->pin_out[i] = at, at += (out_bytes(i, S, N) * chunk + 15) / 16 * 16;
+            TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaHostAlloc((void **)&s->pin, at, cudaHostAllocDefault));
+            TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+            TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaEventCreate(&s->ev[0]));
+            TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaEventCreate(&s->ev[1]));
+        }
     }
     st->view = plan->view;
     st->view.dirs = (const double(*)[3])st->table[T_DIRS];
@@ -123,58 +236,122 @@ fail:
     return status;
 }
 
+/* The caller's array of output i (NULL where not asked for). */
+static void *user_out(const tk_fixels_output *out, int i)
+{
+    void *const o[OUTS] = {out->count, out->afd, out->peak_amp, out->mean_dir, out->peak_dir, out->lobe_of_dir};
+    return o[i];
+}
+
+/* Chunk [first, first + n) on stream s: staged, copied in, segmented, copied back to the
+ * stream's pinned buffers (finish_chunk unpacks them). */
+static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t first, size_t n, const float *sh,
+                             const uint8_t *mask, const tk_fixels_output *out)
+{
+    tk_status status = TK_OK;
+    const size_t k = (size_t)st->k, S = (size_t)st->slots, N = (size_t)st->view.n;
+    const cudaStream_t q = s->stream;
+    memcpy(s->pin + s->pin_sh, sh + first * k, sizeof(float) * k * n);
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemcpyAsync(s->buf[C_SH], s->pin + s->pin_sh, sizeof(float) * k * n,
+                                                  cudaMemcpyHostToDevice, q));
+    if (mask) {
+        memcpy(s->pin + s->pin_mask, mask + first, n);
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemcpyAsync(s->buf[C_MASK], s->pin + s->pin_mask, n, cudaMemcpyHostToDevice, q));
+    }
+    unsigned *redo = (unsigned *)s->buf[C_REDO];
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemsetAsync(redo, 0, sizeof(unsigned), q));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventRecord(s->ev[0], q));
+    const float *dsh = (const float *)s->buf[C_SH];
+    const uint8_t *dmask = mask ? (const uint8_t *)s->buf[C_MASK] : NULL;
+    uint8_t *lut = out->lobe_of_dir ? (uint8_t *)s->buf[C_LUT] : NULL;
+    unsigned long long *counters = (unsigned long long *)st->table[T_COUNTERS];
+    const int warp = st->vpb && !st->one_thread;
+    if (warp) {
+        const unsigned blocks = (unsigned)((n + st->vpb - 1) / st->vpb);
+        fixels_warp_kernel<<<blocks, 32 * st->vpb, st->warp_smem * st->vpb, q>>>(
+            st->view, st->vpb, n, dsh, dmask, (uint8_t *)s->buf[C_COUNT], (float *)s->buf[C_AFD],
+            (float *)s->buf[C_AMP], (float *)s->buf[C_MEAN], (float *)s->buf[C_PEAK], lut, counters, redo + 1, redo);
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
+    }
+    const size_t threads = n < st->redo_threads ? n : st->redo_threads;
+    fixels_kernel<<<(unsigned)((threads + TK_FX_THREADS - 1) / TK_FX_THREADS), TK_FX_THREADS, 0, q>>>(
+        st->view, n, warp ? redo + 1 : NULL, redo, dsh, dmask, (char *)s->buf[C_SCRATCH], st->work_bytes,
+        (uint8_t *)s->buf[C_COUNT], (float *)s->buf[C_AFD], (float *)s->buf[C_AMP], (float *)s->buf[C_MEAN],
+        (float *)s->buf[C_PEAK], lut, counters);
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventRecord(s->ev[1], q));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemcpyAsync(s->pin + s->pin_redo, redo, sizeof(unsigned), cudaMemcpyDeviceToHost, q));
+    for (int i = 0; i < OUTS; ++i)
+        if (user_out(out, i))
+            TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemcpyAsync(s->pin + s->pin_out[i], s->buf[C_COUNT + i],
+                                                          out_bytes(i, S, N) * n, cudaMemcpyDeviceToHost, q));
+    s->first = first, s->n = n, s->busy = 1;
+    return status;
+}
+
+/* Waits for stream s's chunk and unpacks its outputs into the caller's arrays. */
+static tk_status finish_chunk(tk_fixels_cuda_state *st, fx_stream *s, const tk_fixels_output *out, float *ms_total)
+{
+    const size_t S = (size_t)st->slots, N = (size_t)st->view.n;
+    s->busy = 0;
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaStreamSynchronize(s->stream));
+    float ms = 0;
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]));
+    *ms_total += ms;
+    unsigned redone;
+    memcpy(&redone, s->pin + s->pin_redo, sizeof redone);
+    st->redone += redone;
+    for (int i = 0; i < OUTS; ++i) {
+        unsigned char *to = (unsigned char *)user_out(out, i);
+        if (to) memcpy(to + out_bytes(i, S, N) * s->first, s->pin + s->pin_out[i], out_bytes(i, S, N) * s->n);
+    }
+    return TK_OK;
+}
+
 tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *st, size_t num_voxels, const float *sh, const uint8_t *mask,
                                  tk_fixels_output *out, double *kernel_ms)
 {
     tk_status status = TK_OK;
-    const size_t k = (size_t)st->k, S = (size_t)st->slots, N = (size_t)st->view.n;
     unsigned long long counters[2] = {0, 0};
     float ms_total = 0;
-    cudaEvent_t ev[2] = {NULL, NULL};
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaSetDevice(st->device));
-    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemset(st->table[T_COUNTERS], 0, sizeof counters));
-    TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO, cudaEventCreate(&ev[0]));
-    TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO, cudaEventCreate(&ev[1]));
-    for (size_t first = 0; first < num_voxels; first += st->chunk) {
-        const size_t n = num_voxels - first < st->chunk ? num_voxels - first : st->chunk;
-        TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO,
-                         cudaMemcpy(st->buf[C_SH], sh + first * k, sizeof(float) * k * n, cudaMemcpyHostToDevice));
-        if (mask)
-            TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO, cudaMemcpy(st->buf[C_MASK], mask + first, n, cudaMemcpyHostToDevice));
-        cudaEventRecord(ev[0]);
-        const unsigned blocks = (unsigned)((n + TK_FX_THREADS - 1) / TK_FX_THREADS);
-        fixels_kernel<<<blocks, TK_FX_THREADS>>>(
-            st->view, n, (const float *)st->buf[C_SH], mask ? (const uint8_t *)st->buf[C_MASK] : NULL,
-            (char *)st->buf[C_SCRATCH], st->work_bytes, (uint8_t *)st->buf[C_COUNT], (float *)st->buf[C_AFD],
-            (float *)st->buf[C_AMP], (float *)st->buf[C_MEAN], (float *)st->buf[C_PEAK],
-            out->lobe_of_dir ? (uint8_t *)st->buf[C_LUT] : NULL, (unsigned long long *)st->table[T_COUNTERS]);
-        cudaEventRecord(ev[1]);
-        TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO, cudaGetLastError());
-        TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO, cudaEventSynchronize(ev[1]));
-        float ms = 0;
-        cudaEventElapsedTime(&ms, ev[0], ev[1]);
-        ms_total += ms;
-        struct {
-            void *host;
-            int buf;
-            size_t bytes;
-        } back[] = {{out->count + first, C_COUNT, n},
-                    {out->afd ? out->afd + first * S : NULL, C_AFD, sizeof(float) * S * n},
-                    {out->peak_amp ? out->peak_amp + first * S : NULL, C_AMP, sizeof(float) * S * n},
-                    {out->mean_dir ? out->mean_dir + first * S * 3 : NULL, C_MEAN, sizeof(float) * 3 * S * n},
-                    {out->peak_dir ? out->peak_dir + first * S * 3 : NULL, C_PEAK, sizeof(float) * 3 * S * n},
-                    {out->lobe_of_dir ? out->lobe_of_dir + first * N : NULL, C_LUT, N * n}};
-        for (size_t i = 0; i < sizeof back / sizeof back[0]; ++i)
-            if (back[i].host)
-                TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO,
-                                 cudaMemcpy(back[i].host, st->buf[back[i].buf], back[i].bytes, cudaMemcpyDeviceToHost));
+    /* the streams do not wait for the legacy default stream: the counters are zeroed on one of
+     * them, and waited for, before any chunk starts */
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemsetAsync(st->table[T_COUNTERS], 0, sizeof counters, st->s[0].stream));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaStreamSynchronize(st->s[0].stream));
+    st->redone = 0;
+    /* the streams take chunks in turn: before a stream takes the next, its last chunk is waited
+     * for and unpacked while the other stream's runs */
+    size_t next = 0;
+    for (int cur = 0; next < num_voxels || st->s[0].busy || st->s[1].busy; cur ^= 1) {
+        fx_stream *s = &st->s[cur];
+        if (s->busy && (status = finish_chunk(st, s, out, &ms_total)) != TK_OK) goto done;
+        if (next < num_voxels) {
+            const size_t n = num_voxels - next < st->chunk ? num_voxels - next : st->chunk;
+            if ((status = start_chunk(st, s, next, n, sh, mask, out)) != TK_OK) goto done;
+            next += n;
+        }
     }
     TK_CUDA_TRY_GOTO(status, done, TK_FX_WHO,
                      cudaMemcpy(counters, st->table[T_COUNTERS], sizeof counters, cudaMemcpyDeviceToHost));
     out->bad_voxels = (size_t)counters[0], out->truncated = (size_t)counters[1];
 done:
-    if (ev[0]) cudaEventDestroy(ev[0]);
-    if (ev[1]) cudaEventDestroy(ev[1]);
+    /* after a failure nothing is left in flight on the state's buffers (a chunk that failed while
+     * it was being started is not marked busy, but may have copies queued) */
+    for (int j = 0; j < 2; ++j) {
+        cudaStreamSynchronize(st->s[j].stream);
+        st->s[j].busy = 0;
+    }
     if (kernel_ms) *kernel_ms = ms_total;
     return status;
+}
+
+void tk_fixels_cuda_set_one_thread(tk_fixels_cuda_state *st, int on)
+{
+    st->one_thread = on != 0;
+}
+
+size_t tk_fixels_cuda_redone(const tk_fixels_cuda_state *st)
+{
+    return st->one_thread ? 0 : st->redone;
 }

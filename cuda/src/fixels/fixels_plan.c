@@ -7,6 +7,7 @@
 #include "common/plan_hand_out.h"
 #include "common/timer.h"
 #include "fixels_internal.h"
+#include "tk_bench_hooks.h"
 #include "tracking/tracking_tensor.h"
 
 void tk_fixels_options_init(tk_fixels_options *o, int lmax)
@@ -128,6 +129,20 @@ int tk_fixels_plan_directions(const tk_fixels_plan *plan)
     return plan ? plan->view.n : 0;
 }
 
+tk_status tk_fixels_plan_set_one_thread(tk_fixels_plan *plan, int on)
+{
+    if (!plan || !plan->num_devices) return tk_set_error(TK_ERR_ARGUMENT, "not a cuda fixels plan");
+    for (int d = 0; d < plan->num_devices; ++d) tk_fixels_cuda_set_one_thread(plan->cuda[d], on);
+    return TK_OK;
+}
+
+size_t tk_fixels_plan_redone(const tk_fixels_plan *plan)
+{
+    size_t n = 0;
+    for (int d = 0; plan && d < plan->num_devices; ++d) n += tk_fixels_cuda_redone(plan->cuda[d]);
+    return n;
+}
+
 void tk_fixels_plan_destroy(tk_fixels_plan *plan)
 {
     if (!plan) return;
@@ -159,7 +174,7 @@ static tk_status run_device(void *ctx, int index, size_t first, size_t count)
         .peak_amp = all->peak_amp ? all->peak_amp + first * S : NULL,
         .mean_dir = all->mean_dir ? all->mean_dir + first * S * 3 : NULL,
         .peak_dir = all->peak_dir ? all->peak_dir + first * S * 3 : NULL,
-        .lobe_of_dir = all->lobe_of_dir ? all->lobe_of_dir + first * TK_FIXELS_DIRECTIONS : NULL};
+        .lobe_of_dir = all->lobe_of_dir ? all->lobe_of_dir + first * (size_t)r->plan->view.n : NULL};
     const tk_status s = tk_fixels_cuda_execute(r->plan->cuda[index], count, r->sh + first * k,
                                                r->mask ? r->mask + first : NULL, &mine, &r->kernel_ms[index]);
     r->bad[index] = mine.bad_voxels, r->truncated[index] = mine.truncated;

@@ -1,0 +1,498 @@
+/* The fixels' fast CUDA kernel: a warp a voxel, the voxel's working set in shared memory.
+ *
+ * The same segmentation as fixels_segment.h (and so as the host's), step for step, spread
+ * over the warp where the steps allow it:
+ *  - the samples: the block's threads take a direction each and sum its series for every voxel
+ *    of the block (each basis value read once for them all), one FMA a coefficient in
+ *    coefficient order, so the values are the doubles the host and the one-thread kernel get;
+ *  - the largest |sample| by a warp reduction (the first of equals, as the host's scan);
+ *  - the descending order of the positive samples: the host's sort (sort_descending) in warp
+ *    form, a stable LSD radix sort on the same float keys (lanes' ranks by __match_any_sync),
+ *    passes where all keys share the byte skipped, then runs of equal floats put in double
+ *    order by one lane exactly as the host does; the order is a total order (amplitude
+ *    descending, ties by index ascending), so it is the host's order;
+ *  - the region growing: inherently sequential in that order, so the warp walks it in step, the
+ *    next 32 samples' tables fetched by the lanes at once, lane 0 writing the lobes with the
+ *    host's arithmetic (lobe_add, lobe_merge) on shared memory; a bridge sample's lobe is kept in
+ *    its own label as -2 - lobe (read as "no lobe yet" by the walk, as the host's separate list
+ *    is), and the bridges join their lobes after the walk in the walk's order;
+ *  - the voxel's climb tensor by the lanes (each entry's sum in the host's column order);
+ *  - the lobes' peak revision (revise_peaks, the climbs) one lobe a lane: a lobe's revision
+ *    writes only its own peaks and maximum, and reads labels and parents that no lane writes;
+ *  - the kept lobes' output slots by a ballot prefix count (the host's running count).
+ * A voxel with more than TK_FX_WARP_LOBES lobes does not fit its shared lobe table: it is put
+ * on a list that the one-thread kernel (fixels_cuda.cu, global scratch) runs after this one. */
+#ifndef TK_FIXELS_WARP_CUH
+#define TK_FIXELS_WARP_CUH
+
+#include <cuda_runtime.h>
+
+#include "fixels_segment.h"
+
+/* Lobes one voxel's shared table holds (real FODs at lmax 8 have a few; a voxel with more goes
+ * to the one-thread kernel). */
+#define TK_FX_WARP_LOBES 32
+/* The most voxels (warps) a block takes: they share the block's pass over the basis. */
+#define TK_FX_WARP_VOXELS_MAX 8
+/* Registers a thread: ten warps an SM (65536 / (32 x 200)), as many as the shared memory of
+ * ten voxels on the 1281 directions allows; the climbs, which want more, spill a little. */
+#define TK_FX_WARP_REGISTERS 200
+
+/* Doubles a walk step's sample takes in the stage: direction (3), weight, amplitude. */
+#define TK_FX_STAGE 5
+
+/* One voxel's bytes of shared memory, in pieces each 16-byte aligned:
+ *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows
+ *  sh      k doubles: the coefficients
+ *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe, peaks as many tk_fixels_peak, kept as many ints
+ *  stage   the walk's next 32 samples: direction, weight, amplitude (TK_FX_STAGE doubles each)
+ *  label   n ints (the walk's labels), or during the sort the second order buffer (n ushorts)
+ *          and the radix histogram (256 ints)
+ *  order   n ushorts: the positive samples' directions, sorted */
+typedef struct {
+    unsigned values, sh, lobes, peaks, kept, stage, label, hist, order, bytes;
+} fx_warp_layout;
+
+__host__ __device__ static inline unsigned fx_round16(unsigned b)
+{
+    return (b + 15u) / 16u * 16u;
+}
+
+__host__ __device__ static inline fx_warp_layout fx_warp_layout_for(int n, int k)
+{
+    fx_warp_layout l;
+    const unsigned N = (unsigned)n, K = (unsigned)k, L = TK_FX_WARP_LOBES;
+    l.values = 0;
+    l.sh = l.values + fx_round16(8u * N);
+    l.lobes = l.sh + fx_round16(8u * K);
+    l.peaks = l.lobes + fx_round16((unsigned)sizeof(tk_fixels_lobe) * L);
+    l.kept = l.peaks + fx_round16((unsigned)sizeof(tk_fixels_peak) * L);
+    l.stage = l.kept + fx_round16(4u * L);
+    l.label = l.stage + 8u * TK_FX_STAGE * 32u;
+    l.hist = l.label + fx_round16(2u * N);
+    const unsigned label_end = l.label + fx_round16(4u * N), hist_end = l.hist + 4u * 256u;
+    l.order = fx_round16(label_end > hist_end ? label_end : hist_end);
+    l.bytes = fx_round16(l.order + 2u * N);
+    return l;
+}
+
+/* The float key of a positive sample (sort_descending's): ascending keys, descending floats. */
+__device__ static inline unsigned fx_key(const double *values, unsigned short d)
+{
+    return ~__float_as_uint((float)values[d]);
+}
+
+__device__ static inline unsigned fx_lanes_below(int lane)
+{
+    return (1u << lane) - 1u;
+}
+
+/* sort_descending for one warp: order[0..npos) (ascending directions) into the host's order,
+ * other (npos ushorts) and hist (256 ints) as scratch; the result ends in order. */
+__device__ static inline void fx_warp_sort(const double *values, unsigned short *order, unsigned short *other,
+                                           int *hist, int npos, int lane)
+{
+    const unsigned full = 0xffffffffu;
+    unsigned short *src = order, *dst = other;
+    for (int shift = 0; shift < 32; shift += 8) {
+        __syncwarp();
+        for (int b = lane; b < 256; b += 32) hist[b] = 0;
+        __syncwarp();
+        for (int i = lane; i < npos; i += 32) atomicAdd(&hist[(fx_key(values, src[i]) >> shift) & 0xffu], 1);
+        __syncwarp();
+        /* a byte all keys share orders nothing (the host skips it too; a stable pass over it
+         * would leave the order as it is) */
+        int same = 0;
+        for (int b = lane; b < 256; b += 32) same |= hist[b] == npos;
+        if (__any_sync(full, same)) continue;
+        /* exclusive prefix sums: lane owns bins 8 lane .. 8 lane + 7 */
+        int local[8], sum = 0;
+        for (int j = 0; j < 8; ++j) local[j] = hist[8 * lane + j], sum += local[j];
+        int incl = sum;
+        for (int off = 1; off < 32; off *= 2) {
+            const int up = __shfl_up_sync(full, incl, off);
+            if (lane >= off) incl += up;
+        }
+        int at = incl - sum;
+        __syncwarp();
+        for (int j = 0; j < 8; ++j) hist[8 * lane + j] = at, at += local[j];
+        __syncwarp();
+        /* stable scatter, 32 at a time in order: equal digits ranked by lane */
+        for (int base = 0; base < npos; base += 32) {
+            const int i = base + lane;
+            const bool live = i < npos;
+            const unsigned short d = live ? src[i] : 0;
+            const unsigned digit = live ? (fx_key(values, d) >> shift) & 0xffu : 256u + (unsigned)lane;
+            const unsigned peers = __match_any_sync(full, digit);
+            const int rank = __popc(peers & fx_lanes_below(lane));
+            const int slot = live ? hist[digit] : 0;
+            __syncwarp();
+            if (live) {
+                dst[slot + rank] = d;
+                if (rank == 0) hist[digit] = slot + __popc(peers);
+            }
+            __syncwarp();
+        }
+        unsigned short *t = src;
+        src = dst, dst = t;
+    }
+    __syncwarp();
+    if (src != order)
+        for (int i = lane; i < npos; i += 32) order[i] = src[i];
+    __syncwarp();
+    /* runs of samples that round to the same float: double order (insertion), as the host */
+    int tie = 0;
+    for (int i = lane + 1; i < npos; i += 32) tie |= fx_key(values, order[i]) == fx_key(values, order[i - 1]);
+    const bool any_tie = __any_sync(full, tie);
+    __syncwarp();
+    if (any_tie && lane == 0) {
+        for (int i = 1; i < npos; ++i) {
+            const unsigned key = fx_key(values, order[i]);
+            if (key != fx_key(values, order[i - 1])) continue;
+            const unsigned short d = order[i];
+            const double v = values[d];
+            int j = i;
+            while (j > 0 && fx_key(values, order[j - 1]) == key &&
+                   (values[order[j - 1]] < v || (values[order[j - 1]] == v && order[j - 1] > d))) {
+                order[j] = order[j - 1];
+                --j;
+            }
+            order[j] = d;
+        }
+    }
+    __syncwarp();
+}
+
+/* lobe_add's sums with the sample's amplitude, direction and weight already in registers (the
+ * same arithmetic, in the same order); the label is the caller's. */
+__device__ static inline void fx_lobe_grow(tk_fixels_work *w, int l, double value, const double *dir, double wt)
+{
+    tk_fixels_lobe *lobe = &w->lobes[l];
+    const double v = fabs(value * wt);
+    const double mult = fx_dot3(lobe->mean, dir) > 0.0 ? 1.0 : -1.0;
+    for (int i = 0; i < 3; ++i) lobe->mean[i] += dir[i] * mult * v;
+    lobe->integral += v;
+}
+
+/* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view), by the
+ * whole warp in step: the lanes fetch the next 32 samples' direction, amplitude, neighbours and
+ * weight at once (one memory latency for 32 steps, not one a step; the neighbours kept in
+ * registers, the rest staged in shared memory for lane 0), then every step is taken by all lanes
+ * alike from the neighbours' labels, lane 0 alone writing the lobes and labels, a __syncwarp
+ * after each step.  A sample's label is written in its step, but its lobe's sums (mean,
+ * integral) in the next step, while that step's labels load: they are read only by the next sum
+ * or merge, which comes after it, so every lobe's sums take the same terms in the same order.
+ * Returns the lobes grown, or -1 where they outgrow the shared table. */
+__device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_work *w, const unsigned short *sorted,
+                                          int npos, double *stage, int lane)
+{
+    const unsigned full = 0xffffffffu;
+    const double ratio = p->lobe_merge_ratio;
+    /* a direction's six neighbours (shorts) as three 32-bit words */
+    const unsigned *adj32 = (const unsigned *)p->adj;
+    const double *dirs = &p->dirs[0][0], *weights = p->weights;
+    int nl = 0;
+    /* the step (stage entry) whose sample lane 0's lobe sums are still to take, and its lobe */
+    int pend_l = -1, pend_j = 0;
+    for (int base = 0; base < npos; base += 32) {
+        const int mine = base + lane;
+        int my_d = 0;
+        unsigned my_a[3] = {0, 0, 0};
+        if (mine < npos) {
+            my_d = sorted[mine];
+            double *st = stage + TK_FX_STAGE * lane;
+            for (int e = 0; e < 3; ++e) my_a[e] = __ldg(&adj32[3 * my_d + e]);
+            for (int e = 0; e < 3; ++e) st[e] = __ldg(&dirs[3 * my_d + e]);
+            st[3] = __ldg(&weights[my_d]);
+            st[4] = w->values[my_d];
+        }
+        __syncwarp();
+        const int steps = npos - base < 32 ? npos - base : 32;
+        for (int j = 0; j < steps; ++j) {
+            const int d = __shfl_sync(full, my_d, j);
+            const double *st = stage + TK_FX_STAGE * j;
+            int lab[6], adj[6], na = 0, top = -1, other = 0;
+            for (int e = 0; e < 3; ++e) {
+                const unsigned pair = __shfl_sync(full, my_a[e], j);
+                lab[2 * e] = w->label[pair & 0xffffu];
+                lab[2 * e + 1] = w->label[pair >> 16];
+            }
+            if (lane == 0 && pend_l >= 0) {
+                const double *ps = stage + TK_FX_STAGE * pend_j;
+                fx_lobe_grow(w, pend_l, ps[4], ps, ps[3]);
+                pend_l = -1;
+            }
+            for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
+            for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
+            if (!other) {
+                adj[0] = top, na = top >= 0;
+            } else {
+                for (int e = 0; e < 6; ++e) {
+                    const int l = lab[e];
+                    if (l < 0) continue;
+                    int seen = 0;
+                    for (int a = 0; a < na; ++a) seen |= adj[a] == l;
+                    if (!seen) adj[na++] = l;
+                }
+            }
+            for (int a = 1; a < na; ++a)
+                for (int b = a; b > 0 && adj[b - 1] > adj[b]; --b) {
+                    const int tmp = adj[b];
+                    adj[b] = adj[b - 1], adj[b - 1] = tmp;
+                }
+            if (na == 0) {
+                if (nl == TK_FX_WARP_LOBES) return -1;
+                if (lane == 0) {
+                    const double v = st[4], wt = st[3];
+                    tk_fixels_lobe *lobe = &w->lobes[nl];
+                    lobe->alive = 1, lobe->parent = nl;
+                    lobe->max_peak = fabs(v);
+                    lobe->integral = fabs(v * wt);
+                    for (int i = 0; i < 3; ++i) lobe->mean[i] = st[i] * fabs(v) * wt, w->peaks[nl].dir[i] = st[i];
+                    w->peaks[nl].next = -1, w->peaks[nl].seed = d;
+                    lobe->peak_head = lobe->peak_tail = nl, lobe->num_peaks = 1;
+                    w->label[d] = nl;
+                }
+                ++nl;
+            } else if (na == 1) {
+                if (lane == 0) w->label[d] = adj[0], pend_l = adj[0], pend_j = j;
+            } else if (fabs(st[4]) / w->lobes[adj[na - 1]].max_peak > ratio) {
+                /* a bridge high enough next to the last lobe's peak: the lobes become one (the
+                 * relabelling rewrites labels the lanes have just read: they wait for it) */
+                __syncwarp();
+                if (lane == 0) {
+                    for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
+                    fx_lobe_grow(w, adj[0], st[4], st, st[3]);
+                    w->label[d] = adj[0];
+                }
+            } else if (lane == 0) {
+                /* a bridge: it joins the first of its lobes after the walk (-2 - lobe reads as
+                 * no lobe to the walk and to lobe_merge's relabelling, as the host's list) */
+                w->label[d] = -2 - adj[0];
+            }
+            __syncwarp();
+        }
+        /* the last pending sum before the stage takes the next 32 */
+        if (lane == 0 && pend_l >= 0) {
+            const double *ps = stage + TK_FX_STAGE * pend_j;
+            fx_lobe_grow(w, pend_l, ps[4], ps, ps[3]);
+            pend_l = -1;
+        }
+        __syncwarp();
+    }
+    return nl;
+}
+
+/* One lobe's peak revision (revise_peaks, its climbs) by one lane, on the voxel's tensor in
+ * shared memory.  Not inlined: the climbs want more registers than the kernel's budget, and
+ * their spills stay in here instead of reaching the walk's loop. */
+__device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const double *sh, const tk_fixels_work *w, int l,
+                                            double *aniso, double *tensor, double (*rows)[6], double scale, double iso)
+{
+    int list[TK_FX_WARP_LOBES];
+    tk_fixels_work mine = *w;
+    mine.list = list, mine.aniso = aniso, mine.tensor = tensor, mine.rows = rows;
+    mine.tensor_ready = 1, mine.scale = scale, mine.iso = iso;
+    revise_peaks(p, sh, &mine, l);
+}
+
+/* One voxel per warp, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared memory.
+ * Outputs as fixels_kernel's (the chunk's arrays); a voxel whose lobes outgrow the shared table
+ * is appended to redo (redo_count entries) for the one-thread kernel. */
+__global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
+    fixels_warp_kernel(tk_fixels_view view, int vpb, size_t num_voxels, const float *sh, const uint8_t *mask,
+                       uint8_t *count, float *afd, float *amp, float *mean, float *peak, uint8_t *lut,
+                       unsigned long long *counters, unsigned *redo, unsigned *redo_count)
+{
+    extern __shared__ __align__(16) unsigned char fx_smem[];
+    __shared__ tk_fixels_view sview;
+    __shared__ int live[TK_FX_WARP_VOXELS_MAX];
+    const unsigned full = 0xffffffffu;
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+    const int n = view.n, k = view.k, S = view.slots;
+    const fx_warp_layout lay = fx_warp_layout_for(n, k);
+    unsigned char *mine = fx_smem + (size_t)warp * lay.bytes;
+    double *values = (double *)(mine + lay.values), *shd = (double *)(mine + lay.sh);
+    const size_t v = (size_t)blockIdx.x * (size_t)vpb + (size_t)warp;
+    const bool in = v < num_voxels;
+    if (threadIdx.x == 0) sview = view;
+
+    /* the outputs' defaults, then the coefficients of a voxel to segment */
+    int state = 0;
+    if (in) {
+        float *a = afd + v * S, *p = amp + v * S, *md = mean + v * S * 3, *pd = peak + v * S * 3;
+        for (int i = lane; i < S; i += 32) a[i] = p[i] = NAN;
+        for (int i = lane; i < 3 * S; i += 32) md[i] = pd[i] = NAN;
+        if (lane == 0) count[v] = 0;
+        if (!mask || mask[v]) {
+            int finite = 1;
+            for (int j = lane; j < k; j += 32) {
+                const double c = sh[v * k + j];
+                finite &= isfinite(c) != 0;
+                shd[j] = c;
+            }
+            finite = __all_sync(full, finite);
+            if (!finite) {
+                if (lane == 0) atomicAdd(&counters[0], 1ull);
+            } else {
+                state = 1;
+            }
+        }
+        __syncwarp();
+        /* a voxel whose mean is not positive has no lobes (the host's first test) */
+        if (state && !(shd[0] > 0.0)) state = 0;
+        if (!state && lut)
+            for (int d = lane; d < n; d += 32) lut[v * n + d] = TK_FIXELS_NO_LOBE;
+        if (lane == 0) live[warp] = state;
+    } else if (lane == 0) {
+        live[warp] = 0;
+    }
+    __syncthreads();
+
+    /* the samples of every live voxel of the block: each basis value read once for them all */
+    unsigned lives = 0;
+    for (int j = 0; j < vpb; ++j) lives |= (unsigned)(live[j] != 0) << j;
+    if (lives) {
+        const size_t stride = lay.bytes;
+        for (int d = (int)threadIdx.x; d < n; d += (int)blockDim.x) {
+            double acc[TK_FX_WARP_VOXELS_MAX];
+#pragma unroll
+            for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j) acc[j] = 0.0;
+            for (int c = 0; c < k; ++c) {
+                const double b = __ldg(&view.basis[(size_t)c * n + d]);
+#pragma unroll
+                for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
+                    if (lives >> j & 1u) acc[j] = fma(b, ((const double *)(fx_smem + j * stride + lay.sh))[c], acc[j]);
+            }
+#pragma unroll
+            for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
+                if (lives >> j & 1u) ((double *)(fx_smem + j * stride + lay.values))[d] = acc[j];
+        }
+    }
+    __syncthreads();
+    if (!state) return;
+
+    /* the largest |sample|, the first of equals */
+    double most = -1.0;
+    int largest = 0;
+    for (int d = lane; d < n; d += 32) {
+        const double a = fabs(values[d]);
+        if (a > most) most = a, largest = d;
+    }
+    for (int off = 16; off >= 1; off /= 2) {
+        const double om = __shfl_xor_sync(full, most, off);
+        const int ol = __shfl_xor_sync(full, largest, off);
+        if (om > most || (om == most && ol < largest)) most = om, largest = ol;
+    }
+    const bool any_lobe = values[largest] > 0.0;
+    tk_fixels_work w;
+    int *label = (int *)(mine + lay.label);
+    unsigned short *order = (unsigned short *)(mine + lay.order);
+    int nl = 0;
+    if (any_lobe) {
+        /* the positive samples in direction order, then sorted */
+        int npos = 0;
+        for (int base = 0; base < n; base += 32) {
+            const int d = base + lane;
+            const bool pos = d < n && values[d] > 0.0;
+            const unsigned bits = __ballot_sync(full, pos);
+            if (pos) order[npos + __popc(bits & fx_lanes_below(lane))] = (unsigned short)d;
+            npos += __popc(bits);
+        }
+        __syncwarp();
+        fx_warp_sort(values, order, (unsigned short *)(mine + lay.label), (int *)(mine + lay.hist), npos, lane);
+        for (int d = lane; d < n; d += 32) label[d] = -1;
+        __syncwarp();
+
+        w.t = &sview, w.values = values, w.label = label;
+        w.lobes = (tk_fixels_lobe *)(mine + lay.lobes), w.peaks = (tk_fixels_peak *)(mine + lay.peaks);
+        w.kept = (int *)(mine + lay.kept);
+        w.list = NULL, w.retro = NULL, w.key[0] = w.key[1] = NULL, w.order[0] = w.order[1] = NULL;
+        nl = fx_warp_walk(&sview, &w, order, npos, (double *)(mine + lay.stage), lane);
+        __syncwarp();
+        if (nl < 0) {
+            if (lane == 0) redo[atomicAdd(redo_count, 1u)] = (unsigned)v;
+            return;
+        }
+        /* the bridges join their lobes in the walk's order */
+        for (int base = 0; base < npos; base += 32) {
+            const int i = base + lane;
+            const bool bridge = i < npos && label[order[i]] <= -2;
+            unsigned bits = __ballot_sync(full, bridge);
+            __syncwarp();
+            if (lane == 0)
+                while (bits) {
+                    const int b = __ffs(bits) - 1;
+                    bits &= bits - 1;
+                    const int d = order[base + b];
+                    lobe_add(&w, fx_find(&w, -2 - label[d]), d);
+                }
+            __syncwarp();
+        }
+    }
+
+    /* the climb's tensor (climb's first call, by the lanes), over the samples, no longer read */
+    int kept = 0;
+    if (nl > 0) {
+        double *aniso = values, *tensor = values + k, (*rows)[6] = (double(*)[6])(values + 2 * k);
+        double scale = 0, iso = 0;
+        if (lane == 0) scale = tk_fibers_anisotropic_part(k, shd, aniso, &iso);
+        scale = __shfl_sync(full, scale, 0), iso = __shfl_sync(full, iso, 0);
+        __syncwarp();
+        for (int r = lane; r < k; r += 32) {
+            double t = 0.0;
+            for (int c = 1; c < k; ++c) t += view.map[(size_t)c * k + r] * aniso[c];
+            tensor[r] = t;
+        }
+        __syncwarp();
+        if (view.lmax <= TK_TRACK_ROWS_MAX_ORDER) {
+            const int nrows = (view.lmax - 1) * view.lmax / 2;
+            for (int i = lane; i < 6 * nrows; i += 32) {
+                const int r = i / 6, e = i % 6;
+                rows[r][e] = view.rows_src[r][e] < 0 ? 0.0 : tensor[view.rows_src[r][e]] * view.rows_weight[r][e];
+            }
+        }
+        __syncwarp();
+        /* the lobes' peak revision, one lobe a lane, and their output slots in lobe order */
+        for (int base = 0; base < nl; base += 32) {
+            const int l = base + lane;
+            bool pass = false;
+            if (l < nl) {
+                tk_fixels_lobe *lobe = &w.lobes[l];
+                if (lobe->alive && !(lobe->integral < view.integral_threshold)) {
+                    fx_revise_lobe(&sview, shd, &w, l, aniso, tensor, rows, scale, iso);
+                    pass = !(lobe->max_peak < view.peak_value_threshold);
+                }
+            }
+            const unsigned passing = __ballot_sync(full, pass);
+            const int at = kept + __popc(passing & fx_lanes_below(lane));
+            const bool keep = pass && !(view.max_fixels > 0 && at >= view.max_fixels);
+            if (l < nl) w.kept[l] = keep && at < S ? at : -1;
+            if (keep && at < S) {
+                const tk_fixels_lobe *lobe = &w.lobes[l];
+                const double nm = sqrt(fx_dot3(lobe->mean, lobe->mean));
+                const double *pd = w.peaks[lobe->peak_head].dir;
+                afd[v * S + at] = (float)lobe->integral;
+                amp[v * S + at] = (float)lobe->max_peak;
+                for (int i = 0; i < 3; ++i) {
+                    mean[(v * S + at) * 3 + i] = (float)(lobe->mean[i] / nm);
+                    peak[(v * S + at) * 3 + i] = (float)pd[i];
+                }
+            }
+            kept += __popc(__ballot_sync(full, keep));
+        }
+        __syncwarp();
+    }
+    if (lut)
+        for (int d = lane; d < n; d += 32) {
+            const int lab = any_lobe ? label[d] : -1;
+            const int out = lab < 0 ? -1 : w.kept[fx_find(&w, lab)];
+            lut[v * n + d] = out < 0 ? TK_FIXELS_NO_LOBE : (uint8_t)out;
+        }
+    if (lane == 0) {
+        if (kept > S && view.max_fixels == 0) atomicAdd(&counters[1], 1ull);
+        count[v] = (uint8_t)(kept < S ? kept : S);
+    }
+}
+
+#endif

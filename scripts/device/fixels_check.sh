@@ -1,0 +1,27 @@
+#!/bin/bash
+# The fixels' CUDA backend on the lent GPU (no ITK/VTK there): build the core, the fixels tests
+# and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests, the CUDA ones (the warp kernel
+# against the one-thread kernel bit for bit, both against omp, the many-lobe voxels), tk-bench
+# fixels (cuda transfers included beside the 10M voxels/s goal, omp on the machine's cores) on
+# 600k voxels; then compute-sanitizer memcheck and racecheck on the small CUDA case.  Needs .deps/
+# carried (scripts/device/make_deps.sh).  Logs under $OUT.  BENCH_ARGS adds tk-bench flags;
+# SAN_TOOLS=none skips the sanitizers.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. "$(dirname "$0")/build_dev.sh" tk_test_fixels tk_test_fixels_cuda tk-bench || exit 1
+build-dev/bin/tk_test_fixels > "$OUT/test_fixels.log" 2>&1; tail -3 "$OUT/test_fixels.log"
+build-dev/bin/tk_test_fixels_cuda > "$OUT/test_fixels_cuda.log" 2>&1
+grep -E "voxels|FAILED|Failure|Expected|Which is|PASSED|OK \]" "$OUT/test_fixels_cuda.log" | head -60
+build-dev/bin/tk-bench fixels --backends omp,cuda --threads "$(nproc)" --voxels 600000 --repeat 3 --fod2fixel off \
+  --tk-fixels off ${BENCH_ARGS:-} > "$OUT/bench_fixels.txt" 2>&1
+cat "$OUT/bench_fixels.txt"
+build-dev/bin/tk-bench fixels --backends cuda --voxels 200000 --repeat 3 --fod2fixel off --tk-fixels off \
+  --directions 5121 > "$OUT/bench_fixels_5121.txt" 2>&1
+cat "$OUT/bench_fixels_5121.txt"
+[ "${SAN_TOOLS:-}" = none ] && exit 0
+for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+  ( timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 99 build-dev/bin/tk_test_fixels_cuda \
+      --gtest_filter='*BitForBitSmall' > "$OUT/san_$tool.log" 2>&1; echo "$tool rc=$?" ) &
+done
+wait
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED\|FAILED" "$OUT"/san_*.log
