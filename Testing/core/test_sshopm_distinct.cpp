@@ -139,3 +139,23 @@ TEST(SshopmDistinct, BadInputIsRefusedWithNoPairs)
     EXPECT_EQ(tk_sshopm_solve_distinct(&o, 20, packed.data(), 0, &out, nullptr), TK_ERR_ARGUMENT);
     tk_eigenpairs_free(&out);
 }
+
+// A batch large enough for the non-finite check to run on threads: the first bad entry in the
+// packed order is the one named, whichever thread finds which.
+TEST(SshopmDistinct, FirstNonFiniteEntryOfALargeBatchIsNamed)
+{
+    auto o = options(4, 3, false, TK_BACKEND_OMP, TK_IMPL_UNROLLED);
+    o.num_threads = 4;
+    const size_t T = 80000;
+    std::vector<float> packed(T * 15, 0.5f);
+    packed[61234 * 15 + 2] = INFINITY;
+    packed[50001 * 15 + 14] = NAN;
+    packed[79999 * 15] = NAN;
+    tk_eigenpairs out{};
+    EXPECT_EQ(tk_sshopm_solve_distinct(&o, T, packed.data(), 0, &out, nullptr), TK_ERR_DATA);
+    EXPECT_NE(std::string(tk_last_error()).find("tensor 50001 has a non-finite entry (packed position 14)"),
+              std::string::npos)
+        << tk_last_error();
+    EXPECT_EQ(out.count, 0u);
+    tk_eigenpairs_free(&out);
+}

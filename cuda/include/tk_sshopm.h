@@ -185,8 +185,10 @@ void tk_eigenpairs_free(tk_eigenpairs *pairs);
  * overlaps its chunks' uploads, kernels and downloads on streams through pinned buffers
  * the plan keeps.  out: zeroed ({0}) or an earlier result of this call, whose arrays are
  * reused where they have room (tk_eigenpairs_free frees them); on failure out holds no
- * pairs (count 0) and keeps its arrays.  timing->kernel_ms: the solve kernels (CUDA events)
- * or the solve and merge (cpu, omp); total_ms the whole call. */
+ * pairs (count 0) and keeps its arrays.  timing->kernel_ms: on CUDA the time the GPU spent in
+ * the solve kernels (CUDA events; the union of the chunks' kernel spans, which the two streams
+ * overlap, so never more than total_ms), on cpu/omp the solve and merge; total_ms the whole
+ * call. */
 tk_status tk_sshopm_plan_execute_distinct(tk_sshopm_plan *plan, size_t num_tensors, const void *packed,
                                           double merge_tol, tk_eigenpairs *out, tk_timing *timing);
 

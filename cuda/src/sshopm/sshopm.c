@@ -6,6 +6,7 @@
 #include "common/tk_hd.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -147,6 +148,33 @@ static tk_status validate_options(const tk_sshopm_options *o)
     return TK_OK;
 }
 
+/* The position of the first non-finite value of v[0 .. count), or count: blocks checked at
+ * once (x * 0 is 0 for every finite x and NaN otherwise, a sum that vectorizes), only a block
+ * that holds one searched entry by entry; blocks over `threads` threads, the lowest found kept. */
+#define TK_DEFINE_FIRST_NON_FINITE(NAME, REAL)                                                  \
+    static size_t NAME(const REAL *v, size_t count, int threads)                               \
+    {                                                                                          \
+        enum { block = 4096 };                                                                 \
+        size_t bad = count;                                                                    \
+        _Pragma("omp parallel for num_threads(threads) reduction(min : bad) schedule(static)") \
+        for (size_t b = 0; b < count; b += block) {                                            \
+            const size_t end = count - b < block ? count : b + block;                          \
+            REAL zero = 0;                                                                     \
+            _Pragma("omp simd reduction(+ : zero)")                                            \
+            for (size_t e = b; e < end; ++e) zero += v[e] * (REAL)0;                           \
+            if (zero == 0) continue;                                                           \
+            for (size_t e = b; e < end; ++e)                                                   \
+                if (!isfinite(v[e])) {                                                         \
+                    if (e < bad) bad = e;                                                      \
+                    break;                                                                     \
+                }                                                                              \
+        }                                                                                      \
+        return bad;                                                                            \
+    }
+TK_DEFINE_FIRST_NON_FINITE(first_non_finite_f, float)
+TK_DEFINE_FIRST_NON_FINITE(first_non_finite_d, double)
+#undef TK_DEFINE_FIRST_NON_FINITE
+
 static tk_status validate_batch(const tk_sshopm_options *o, size_t num_tensors, const void *packed)
 {
     if (num_tensors && !packed) return tk_set_error(TK_ERR_ARGUMENT, "no tensor data given");
@@ -155,13 +183,18 @@ static tk_status validate_batch(const tk_sshopm_options *o, size_t num_tensors, 
     if (!k || num_tensors > SIZE_MAX / k / elem / (size_t)o->num_starts)
         return tk_set_error(TK_ERR_MEMORY, "%zu tensors of order %d, dimension %d overflow memory sizes", num_tensors,
                             o->order, o->dim);
-    /* Non-finite entries would make every start of the tensor meaningless. */
-    size_t total = num_tensors * k;
-    for (size_t e = 0; e < total; ++e) {
-        double v = o->precision == TK_PRECISION_DOUBLE ? ((const double *)packed)[e] : ((const float *)packed)[e];
-        if (!isfinite(v))
-            return tk_set_error(TK_ERR_DATA, "tensor %zu has a non-finite entry (packed position %zu)", e / k, e % k);
-    }
+    /* Non-finite entries would make every start of the tensor meaningless.  The first one in
+     * the packed order is reported.  A large batch for the GPU or the omp backend is checked
+     * by threads (1M (4,3) tensors take about 6 ms on one core, a sixth of the unrolled
+     * kernel's time; the cpu backend stays on its one thread). */
+    const size_t total = num_tensors * k;
+    const int threads = o->backend == TK_BACKEND_CPU || total < ((size_t)1 << 20) ? 1
+                        : o->backend == TK_BACKEND_OMP && o->num_threads > 0 ? o->num_threads
+                                                                              : omp_get_max_threads();
+    const size_t bad = o->precision == TK_PRECISION_DOUBLE ? first_non_finite_d(packed, total, threads)
+                                                           : first_non_finite_f(packed, total, threads);
+    if (bad < total)
+        return tk_set_error(TK_ERR_DATA, "tensor %zu has a non-finite entry (packed position %zu)", bad / k, bad % k);
     return TK_OK;
 }
 

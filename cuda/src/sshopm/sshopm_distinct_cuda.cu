@@ -55,6 +55,10 @@ struct tk_sshopm_pipeline {
     int device, dim, starts, order, dbl;
     void *d_starts;
     pipeline_set sets[2];
+    /* The solve kernels' time: the union of the chunks' kernel spans, each measured from
+     * ev_start (a sum would count twice what the two streams overlap). */
+    cudaEvent_t ev_start;
+    float covered_until, kernel_ms;
 };
 
 static void free_set(pipeline_set *s)
@@ -84,7 +88,7 @@ void tk_sshopm_pipeline_destroy(tk_sshopm_pipeline *p)
         free_set(&s);
     }
     tk_cuda_free(p->d_starts);
-    cudaGetLastError();
+    if (p->ev_start) cudaEventDestroy(p->ev_start);
     free(p);
 }
 
@@ -161,7 +165,8 @@ static tk_status create(const tk_sshopm_pipeline_host *h, size_t want, tk_sshopm
     if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory for an SS-HOPM pipeline");
     p->device = o->cuda_device, p->dim = o->dim, p->starts = o->num_starts, p->order = o->order;
     p->dbl = o->precision == TK_PRECISION_DOUBLE;
-    cudaError_t err = tk_cuda_malloc(&p->d_starts, starts_bytes);
+    cudaError_t err = cudaEventCreate(&p->ev_start);
+    if (err == cudaSuccess) err = tk_cuda_malloc(&p->d_starts, starts_bytes);
     if (err == cudaSuccess) err = cudaMemcpy(p->d_starts, h->starts, starts_bytes, cudaMemcpyHostToDevice);
     while (err == cudaSuccess) {
         const size_t per_round = (size_t)o->num_starts < TK_PIPELINE_PAIRS_PER_TENSOR ? (size_t)o->num_starts
@@ -222,12 +227,15 @@ static tk_status start_chunk(const tk_sshopm_pipeline *p, const tk_sshopm_pipeli
 
 /* Wait for the set's pair count, then download its pairs in rounds of the pinned buffers'
  * size and append them to out. */
-static tk_status finish_chunk(const tk_sshopm_pipeline *p, pipeline_set &s, tk_eigenpairs *out, double *kernel_ms)
+static tk_status finish_chunk(tk_sshopm_pipeline *p, pipeline_set &s, tk_eigenpairs *out)
 {
     TK_CUDA_TRY_RETURN(TK_WHO, cudaEventSynchronize(s.ev_total));
-    float ms = 0;
-    TK_CUDA_TRY_RETURN(TK_WHO, cudaEventElapsedTime(&ms, s.ev0, s.ev1));
-    *kernel_ms += ms;
+    float from = 0, to = 0;
+    TK_CUDA_TRY_RETURN(TK_WHO, cudaEventElapsedTime(&from, p->ev_start, s.ev0));
+    TK_CUDA_TRY_RETURN(TK_WHO, cudaEventElapsedTime(&to, p->ev_start, s.ev1));
+    if (from < p->covered_until) from = p->covered_until;
+    if (to > from) p->kernel_ms += to - from;
+    if (to > p->covered_until) p->covered_until = to;
     const size_t total = (size_t)*s.h_total, n = (size_t)p->dim;
     tk_status status = tk_eigenpairs_reserve(out, out->count + total);
     if (status != TK_OK) return status;
@@ -272,6 +280,8 @@ tk_status tk_sshopm_pipeline_run(tk_sshopm_pipeline **pipe, const tk_sshopm_pipe
     if (!*pipe && (status = create(h, want, pipe)) != TK_OK) return status;
     tk_sshopm_pipeline *p = *pipe;
     const size_t chunks = (T + p->chunk - 1) / p->chunk;
+    p->covered_until = 0, p->kernel_ms = 0;
+    TK_CUDA_TRY_RETURN(TK_WHO, cudaEventRecord(p->ev_start, p->sets[0].stream));
     for (size_t c = 0; c <= chunks && status == TK_OK; ++c) {
         if (c < chunks) {
             pipeline_set &s = p->sets[c % 2];
@@ -279,8 +289,9 @@ tk_status tk_sshopm_pipeline_run(tk_sshopm_pipeline **pipe, const tk_sshopm_pipe
             s.todo = T - s.first < p->chunk ? T - s.first : p->chunk;
             status = start_chunk(p, h, s, packed, merge_tol);
         }
-        if (status == TK_OK && c >= 1) status = finish_chunk(p, p->sets[(c - 1) % 2], out, kernel_ms);
+        if (status == TK_OK && c >= 1) status = finish_chunk(p, p->sets[(c - 1) % 2], out);
     }
+    *kernel_ms = p->kernel_ms;
     if (status != TK_OK) /* nothing of this call may still be running when it returns */
         for (pipeline_set &s : p->sets) cudaStreamSynchronize(s.stream);
     return status;

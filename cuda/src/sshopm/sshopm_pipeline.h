@@ -28,8 +28,9 @@ cudaError_t tk_sshopm_cuda_solve_async(const tk_sshopm_cuda *c, const void *d_pa
                                        cudaStream_t stream);
 
 /* The distinct pairs of T tensors appended to out (tensor indices of this batch), the
- * pipeline made or grown at need into *pipe; *kernel_ms the solve kernels' time.  On
- * failure the streams are drained before it returns. */
+ * pipeline made or grown at need into *pipe; *kernel_ms the solve kernels' time (the
+ * union of their spans on the two streams: never more than the call).  On failure the
+ * streams are drained before it returns. */
 tk_status tk_sshopm_pipeline_run(tk_sshopm_pipeline **pipe, const tk_sshopm_pipeline_host *host, size_t T,
                                  const void *packed, double merge_tol, tk_eigenpairs *out, double *kernel_ms);
 
