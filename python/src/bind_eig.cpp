@@ -34,7 +34,11 @@ void solve_with(const tk_eig_options &o, I a, O values, O vectors, OS status, Ex
     check_size("values", values.size(), count * (std::size_t)n * 2);
     if (vectors.is_valid()) check_size("vectors", vectors.size(), count * nn * 2);
     check_size("status", status.size(), count);
-    const std::size_t chunk = 16384;  // matrices a chunk: Ctrl-C between them (bindings.h)
+    // Matrices a chunk, Ctrl-C between them (bindings.h): 16,384 on the CPU; on a GPU as many as
+    // fill 256 MiB of input (at least that many), as the plan sizes its buffers for a chunk.
+    const std::size_t elem = o.precision == TK_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+    const std::size_t gpu_chunk = ((std::size_t)256 << 20) / (nn * elem);
+    const std::size_t chunk = o.backend == TK_BACKEND_CUDA && gpu_chunk > 16384 ? gpu_chunk : 16384;
     tk_eig_plan *plan = nullptr;
     check(tk_eig_plan_create(&o, count < chunk ? count : chunk, &plan), "eig");
     std::unique_ptr<tk_eig_plan, void (*)(tk_eig_plan *)> owned(plan, tk_eig_plan_destroy);

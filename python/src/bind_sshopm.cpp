@@ -57,9 +57,10 @@ void solve_with(const Settings &s, I packed, In<T> starts, O lambda, O x, OI ite
     check_size("iterations", iterations.size(), rows);
     check_size("converged", converged.size(), rows);
     tk_sshopm_options o = options<T>(s, starts.is_valid() ? starts.data() : nullptr);
-    // Chunks of 4,096 tensors: Ctrl-C between them (bindings.h); the plan makes the starts once,
-    // shared by every tensor as in one call.
-    const std::size_t chunk = 4096, k = tk_sym_num_unique(s.order, dim), S = (std::size_t)num_starts;
+    // Chunks of 4,096 tensors (65,536 on a GPU): Ctrl-C between them (bindings.h); the plan makes
+    // the starts once, shared by every tensor as in one call.
+    const std::size_t chunk = s.backend == TK_BACKEND_CUDA ? 65536 : 4096;
+    const std::size_t k = tk_sym_num_unique(s.order, dim), S = (std::size_t)num_starts;
     tk_sshopm_plan *plan = nullptr;
     check(tk_sshopm_plan_create(&o, count < chunk ? count : chunk, &plan), "sshopm");
     std::unique_ptr<tk_sshopm_plan, void (*)(tk_sshopm_plan *)> owned(plan, tk_sshopm_plan_destroy);

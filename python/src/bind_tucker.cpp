@@ -437,6 +437,7 @@ void bind_tucker(nb::module_ &m) {
           nb::arg("rank_j"), nb::arg("rank_r"), nb::arg("extra"));
     m.def("tucker_model_load", &model_load, nb::arg("dir"));
     m.def("tucker_manifest_get", &manifest_get, nb::arg("manifest"), nb::arg("key"));
+    m.def("tucker_max_devices", [] { return tk_tucker_max_devices(); });
     m.def("tucker_limits", [] {
         return nb::make_tuple(TK_TUCKER_MAX_ORDER, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK,
                               TK_TUCKER_DEFAULT_FIBER_THRESHOLD);

@@ -5,7 +5,9 @@ FastTucker (:mod:`tensorkernels.tucker`), PLTF (:mod:`tensorkernels.pltf`) and s
 tractography (:mod:`tensorkernels.tracking`).
 
 Arrays are read and written in place: C-order float32/float64 as each function says, anything
-else refused with a TypeError or ValueError rather than copied.  Errors of the cores are Python
+else refused with a TypeError or ValueError rather than copied.  `fibers.peaks`, `sshopm` and
+`eig` also take CuPy arrays and PyTorch CUDA tensors, which stay on their GPU (the results are
+arrays of the same library there).  Errors of the cores are Python
 exceptions with the core's message; the GIL is released while a core runs, so threads of one
 process can run cores side by side.  Documentation/python.md.
 """

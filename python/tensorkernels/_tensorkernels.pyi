@@ -46,6 +46,7 @@ def eig_solve_device(a: Any, values: Any, vectors: Any, status: Any, n: int, bal
 def eig_max_n() -> int: ...
 # tucker (bind_tucker.cpp): indices uint32 (nnz, order), values float32 (nnz,), model arrays
 # float32 A(n) (I_n, J) and B(n) (J, R); (indices, values, dims) tuples of what the core allocates.
+def tucker_max_devices() -> int: ...  # GPUs one solver drives in this build (1 without NCCL)
 def tucker_limits() -> Tuple[int, int, int, int]: ...  # max order, min rank, max rank, default fiber threshold
 def tucker_tns_read(path: str, order: int, dims: Optional[List[int]], queries: bool, cached: bool
                     ) -> Tuple[NDArray[np.uint32], NDArray[np.float32], List[int]]: ...

@@ -440,10 +440,13 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
             start_model = init_model(dims, rank_j, rank_r, seed=seed,
                                      target_mean=_sequential_mean(coo.values) if lo >= 0 else 0.0)
     model = Model([np.empty_like(a) for a in start_model.a], [np.empty_like(b) for b in start_model.b])
+    gpu_count = resolve_gpus(gpus, backend, code, int(device))
+    if gpus == 0:  # "every visible GPU" as far as this build reaches, as tk-tucker's default (no NCCL: one)
+        gpu_count = min(gpu_count, int(_core.tucker_max_devices()))
     solver = _core.TuckerSolver(coo.indices, coo.values, list(coo.dims), start_model.a, start_model.b, rank_j,
                                 rank_r, code, storage_code, int(bool(double)), float(lr_a), float(lr_b),
                                 float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device),
-                                resolve_gpus(gpus, backend, code, int(device)))
+                                gpu_count)
     names = {0: "cpu", 1: "omp", 2: "cuda"}
     try:
         solver.model(model.a, model.b)  # the start, should no iteration run (resumed at the end)

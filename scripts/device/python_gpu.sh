@@ -8,7 +8,8 @@
 # No pip: build_dev.sh's build-dev gets the extension (TK_WITH_PYTHON=ON; the cores' objects are
 # those of the GPU tests' build, so after build_dev.sh only the bindings compile), and the package
 # is assembled in build-dev/python-package (the extension from the build tree, which keeps its
-# run path to the CUDA runtime, beside python/tensorkernels/*.py) on PYTHONPATH.
+# run path to the CUDA runtime, beside python/tensorkernels/*.py) on PYTHONPATH.  Then the GPU
+# timings of python/benchmarks/gpu_arrays_timing.py.
 # Exit: pytest's; 77 where the interpreter lacks what the build or the tests need; 1 on a build failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,5 +41,11 @@ export PYTHONPATH=$pkg
 cd python/tests
 "$py" -m pytest -q -rs -p no:cacheprovider -m gpu test_gpu.py test_gpu_arrays.py "$@" 2>&1 | tee "$OUT/pytest_gpu.log"
 rc=${PIPESTATUS[0]}
+# The GPU figures of python.md: NumPy on the cuda backend (copies included) against CuPy and torch
+# arrays (no copy), about a minute (TK_PYTHON_GPU_BENCH=0 skips it)
+if [ "${TK_PYTHON_GPU_BENCH:-1}" != 0 ]; then
+    nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1
+    "$py" ../benchmarks/gpu_arrays_timing.py 2>&1 | tee "$OUT/gpu_arrays_timing.log"
+fi
 echo "python_gpu.sh: $(( $(date +%s) - start )) s in all, pytest exit $rc"
 exit "$rc"
