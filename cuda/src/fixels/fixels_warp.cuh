@@ -193,6 +193,10 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     /* a direction's six neighbours (shorts) as three 32-bit words */
     const unsigned *adj32 = (const unsigned *)p->adj;
     const double *dirs = &p->dirs[0][0], *weights = p->weights;
+    /* the tables' pointers once, in registers */
+    int *const label = w->label;
+    tk_fixels_lobe *const lobes = w->lobes;
+    tk_fixels_peak *const peaks = w->peaks;
     int nl = 0;
     double mean[3] = {0, 0, 0}, integral = 0; /* lobe `lane`'s sums */
     for (int base = 0; base < npos; base += 32) {
@@ -215,8 +219,8 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
             int lab[6], adj[6], na = 0, top = -1, other = 0;
             for (int e = 0; e < 3; ++e) {
                 const unsigned pair = __shfl_sync(full, my_a[e], j);
-                lab[2 * e] = w->label[pair & 0xffffu];
-                lab[2 * e + 1] = w->label[pair >> 16];
+                lab[2 * e] = label[pair & 0xffffu];
+                lab[2 * e + 1] = label[pair >> 16];
             }
             for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
             for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
@@ -244,49 +248,49 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
                     for (int i = 0; i < 3; ++i) mean[i] = st[i] * fabs(v) * wt;
                 }
                 if (lane == 0) {
-                    tk_fixels_lobe *lobe = &w->lobes[nl];
+                    tk_fixels_lobe *lobe = &lobes[nl];
                     lobe->alive = 1, lobe->parent = nl;
                     lobe->max_peak = fabs(st[4]);
-                    for (int i = 0; i < 3; ++i) w->peaks[nl].dir[i] = st[i];
-                    w->peaks[nl].next = -1, w->peaks[nl].seed = d;
+                    for (int i = 0; i < 3; ++i) peaks[nl].dir[i] = st[i];
+                    peaks[nl].next = -1, peaks[nl].seed = d;
                     lobe->peak_head = lobe->peak_tail = nl, lobe->num_peaks = 1;
-                    w->label[d] = nl;
+                    label[d] = nl;
                 }
                 ++nl;
             } else if (na == 1) {
                 if (lane == adj[0]) fx_lobe_grow(mean, &integral, st[4], st, st[3]);
-                if (lane == 0) w->label[d] = adj[0];
-            } else if (fabs(st[4]) / w->lobes[adj[na - 1]].max_peak > ratio) {
+                if (lane == 0) label[d] = adj[0];
+            } else if (fabs(st[4]) / lobes[adj[na - 1]].max_peak > ratio) {
                 /* a bridge high enough next to the last lobe's peak: the lobes become one, by the
                  * host's lobe_merge on the table (its relabelling rewrites labels the lanes have
                  * just read: they wait for it) */
                 if (lane < nl) {
-                    for (int i = 0; i < 3; ++i) w->lobes[lane].mean[i] = mean[i];
-                    w->lobes[lane].integral = integral;
+                    for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
+                    lobes[lane].integral = integral;
                 }
                 __syncwarp();
                 if (lane == 0) {
                     for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
-                    tk_fixels_lobe *lobe = &w->lobes[adj[0]];
+                    tk_fixels_lobe *lobe = &lobes[adj[0]];
                     fx_lobe_grow(lobe->mean, &lobe->integral, st[4], st, st[3]);
-                    w->label[d] = adj[0];
+                    label[d] = adj[0];
                 }
                 __syncwarp();
                 if (lane < nl) {
-                    for (int i = 0; i < 3; ++i) mean[i] = w->lobes[lane].mean[i];
-                    integral = w->lobes[lane].integral;
+                    for (int i = 0; i < 3; ++i) mean[i] = lobes[lane].mean[i];
+                    integral = lobes[lane].integral;
                 }
             } else if (lane == 0) {
                 /* a bridge: it joins the first of its lobes after the walk (-2 - lobe reads as
                  * no lobe to the walk and to lobe_merge's relabelling, as the host's list) */
-                w->label[d] = -2 - adj[0];
+                label[d] = -2 - adj[0];
             }
             __syncwarp();
         }
     }
     if (lane < nl) {
-        for (int i = 0; i < 3; ++i) w->lobes[lane].mean[i] = mean[i];
-        w->lobes[lane].integral = integral;
+        for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
+        lobes[lane].integral = integral;
     }
     __syncwarp();
     return nl;
