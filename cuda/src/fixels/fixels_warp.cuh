@@ -216,30 +216,13 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
         for (int j = 0; j < steps; ++j) {
             const int d = __shfl_sync(full, my_d, j);
             const double *st = stage + TK_FX_STAGE * j;
-            int lab[6], adj[6], na = 0, top = -1, other = 0;
+            int lab[6], adj[6];
             for (int e = 0; e < 3; ++e) {
                 const unsigned pair = __shfl_sync(full, my_a[e], j);
                 lab[2 * e] = label[pair & 0xffffu];
                 lab[2 * e + 1] = label[pair >> 16];
             }
-            for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
-            for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
-            if (!other) {
-                adj[0] = top, na = top >= 0;
-            } else {
-                for (int e = 0; e < 6; ++e) {
-                    const int l = lab[e];
-                    if (l < 0) continue;
-                    int seen = 0;
-                    for (int a = 0; a < na; ++a) seen |= adj[a] == l;
-                    if (!seen) adj[na++] = l;
-                }
-            }
-            for (int a = 1; a < na; ++a)
-                for (int b = a; b > 0 && adj[b - 1] > adj[b]; --b) {
-                    const int tmp = adj[b];
-                    adj[b] = adj[b - 1], adj[b - 1] = tmp;
-                }
+            const int na = fx_adjacent_lobes(lab, adj);
             if (na == 0) {
                 if (nl == TK_FX_WARP_LOBES) return -1;
                 if (lane == nl) {
