@@ -275,6 +275,35 @@ TK_HD static inline void revise_peaks(const tk_fixels_view *p, const double *sh,
     }
 }
 
+/* The lobes that hold a sample's neighbours (their labels lab[6]; below 0: no lobe yet), each
+ * once, ascending (the order of fmls.cpp's loop over its lobe vector: ids rise with it), into
+ * adj; returns how many.  The common case without a branch per neighbour: every labelled
+ * neighbour in one lobe (then it is the largest label) or none labelled.  The host's sweep and
+ * the CUDA warp kernel's walk (fixels_warp.cuh) both call it. */
+TK_HD static inline int fx_adjacent_lobes(const int *lab, int *adj)
+{
+    int na = 0, top = -1, other = 0;
+    for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
+    for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
+    if (!other) {
+        adj[0] = top, na = top >= 0;
+    } else {
+        for (int e = 0; e < 6; ++e) {
+            const int l = lab[e];
+            if (l < 0) continue;
+            int seen = 0;
+            for (int a = 0; a < na; ++a) seen |= adj[a] == l;
+            if (!seen) adj[na++] = l;
+        }
+    }
+    for (int a = 1; a < na; ++a)
+        for (int b = a; b > 0 && adj[b - 1] > adj[b]; --b) {
+            const int tmp = adj[b];
+            adj[b] = adj[b - 1], adj[b - 1] = tmp;
+        }
+    return na;
+}
+
 TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const double *sh, tk_fixels_work *w, float *afd, float *peak_amp,
                       float *mean_dir, float *peak_dir, uint8_t *lobe_of_dir, int have_values)
 {
@@ -312,32 +341,9 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     for (int s = 0; s < npos; ++s) {
         const int d = sorted[s];
         const double v = w->values[d];
-        /* the lobes that hold a neighbour, ascending (the order of
-         * fmls.cpp's loop over its lobe vector: ids rise with it) */
-        int adj[6], na = 0, lab[6], top = -1, other = 0;
-        /* the common case without a branch per neighbour: every labelled neighbour in one lobe
-         * (then it is the largest label) or none labelled */
-        for (int e = 0; e < 6; ++e) {
-            lab[e] = w->label[p->adj[d][e]];
-            top = lab[e] > top ? lab[e] : top;
-        }
-        for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
-        if (!other) {
-            adj[0] = top, na = top >= 0;
-        } else {
-            for (int e = 0; e < 6; ++e) {
-                const int l = lab[e];
-                if (l < 0) continue;
-                int seen = 0;
-                for (int a = 0; a < na; ++a) seen |= adj[a] == l;
-                if (!seen) adj[na++] = l;
-            }
-        }
-        for (int a = 1; a < na; ++a)
-            for (int b = a; b > 0 && adj[b - 1] > adj[b]; --b) {
-                const int tmp = adj[b];
-                adj[b] = adj[b - 1], adj[b - 1] = tmp;
-            }
+        int adj[6], lab[6];
+        for (int e = 0; e < 6; ++e) lab[e] = w->label[p->adj[d][e]];
+        const int na = fx_adjacent_lobes(lab, adj);
         if (na == 0) {
             /* a new lobe seeded here (more than the scratch holds: the voxel fails, -1) */
             if (nl == p->max_lobes) return -1;

@@ -12,10 +12,11 @@
  *    order by one lane exactly as the host does; the order is a total order (amplitude
  *    descending, ties by index ascending), so it is the host's order;
  *  - the region growing: inherently sequential in that order, so the warp walks it in step, the
- *    next 32 samples' tables fetched by the lanes at once, lane 0 writing the lobes with the
- *    host's arithmetic (lobe_add, lobe_merge) on shared memory; a bridge sample's lobe is kept in
- *    its own label as -2 - lobe (read as "no lobe yet" by the walk, as the host's separate list
- *    is), and the bridges join their lobes after the walk in the walk's order;
+ *    next 32 samples' tables fetched by the lanes at once, lane l holding lobe l's sums in
+ *    registers (lobe_add's arithmetic), lane 0 writing the labels and the lobes' other fields,
+ *    merges by the host's lobe_merge on shared memory; a bridge sample's lobe is kept in its own
+ *    label as -2 - lobe (read as "no lobe yet" by the walk, as the host's separate list is), and
+ *    the bridges join their lobes after the walk in the walk's order;
  *  - the voxel's climb tensor by the lanes (each entry's sum in the host's column order);
  *  - the lobes' peak revision (revise_peaks, the climbs) one lobe a lane: a lobe's revision
  *    writes only its own peaks and maximum, and reads labels and parents that no lane writes;
@@ -30,8 +31,9 @@
 #include "fixels_segment.h"
 
 /* Lobes one voxel's shared table holds (real FODs at lmax 8 have a few; a voxel with more goes
- * to the one-thread kernel). */
+ * to the one-thread kernel): a warp's lanes, lane l holding lobe l's sums during the walk. */
 #define TK_FX_WARP_LOBES 32
+static_assert(TK_FX_WARP_LOBES == 32, "the walk holds lobe l's sums in lane l");
 /* The most voxels (warps) a block takes: they share the block's pass over the basis. */
 #define TK_FX_WARP_VOXELS_MAX 8
 /* Registers a thread: ten warps an SM (65536 / (32 x 200)), as many as the shared memory of
@@ -163,26 +165,26 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
     __syncwarp();
 }
 
-/* lobe_add's sums with the sample's amplitude, direction and weight already in registers (the
- * same arithmetic, in the same order); the label is the caller's. */
-__device__ static inline void fx_lobe_grow(tk_fixels_work *w, int l, double value, const double *dir, double wt)
+/* lobe_add's sums with the sample's amplitude, direction and weight already at hand (the same
+ * arithmetic, in the same order) on a lobe's mean and integral; the label is the caller's. */
+__device__ static inline void fx_lobe_grow(double *mean, double *integral, double value, const double *dir, double wt)
 {
-    tk_fixels_lobe *lobe = &w->lobes[l];
     const double v = fabs(value * wt);
-    const double mult = fx_dot3(lobe->mean, dir) > 0.0 ? 1.0 : -1.0;
-    for (int i = 0; i < 3; ++i) lobe->mean[i] += dir[i] * mult * v;
-    lobe->integral += v;
+    const double mult = fx_dot3(mean, dir) > 0.0 ? 1.0 : -1.0;
+    for (int i = 0; i < 3; ++i) mean[i] += dir[i] * mult * v;
+    *integral += v;
 }
 
 /* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view), by the
- * whole warp in step: the lanes fetch the next 32 samples' direction, amplitude, neighbours and
- * weight at once (one memory latency for 32 steps, not one a step; the neighbours kept in
- * registers, the rest staged in shared memory for lane 0), then every step is taken by all lanes
- * alike from the neighbours' labels, lane 0 alone writing the lobes and labels, a __syncwarp
- * after each step.  A sample's label is written in its step, but its lobe's sums (mean,
- * integral) in the next step, while that step's labels load: they are read only by the next sum
- * or merge, which comes after it, so every lobe's sums take the same terms in the same order.
- * Returns the lobes grown, or -1 where they outgrow the shared table. */
+ * whole warp in step.  The lanes fetch the next 32 samples' neighbours, direction, weight and
+ * amplitude at once (one memory latency for 32 steps, not one a step; the neighbours kept in
+ * registers, the rest staged in shared memory); every step is then taken by all lanes alike from
+ * the neighbours' labels.  Lane l holds lobe l's sums (mean, integral) in registers and adds the
+ * samples that join it (TK_FX_WARP_LOBES is the warp's 32 lanes); lane 0 writes the labels and
+ * the lobes' other fields, a __syncwarp after each step.  A merge (lobe_merge, the host's, on
+ * shared memory) has the sums written out first and read back after.  Every lobe's sums take the
+ * host's terms in the host's order.  Returns the lobes grown, their sums written to the table,
+ * or -1 where they outgrow it. */
 __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_work *w, const unsigned short *sorted,
                                           int npos, double *stage, int lane)
 {
@@ -191,9 +193,12 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     /* a direction's six neighbours (shorts) as three 32-bit words */
     const unsigned *adj32 = (const unsigned *)p->adj;
     const double *dirs = &p->dirs[0][0], *weights = p->weights;
+    /* the tables' pointers once, in registers */
+    int *const label = w->label;
+    tk_fixels_lobe *const lobes = w->lobes;
+    tk_fixels_peak *const peaks = w->peaks;
     int nl = 0;
-    /* the step (stage entry) whose sample lane 0's lobe sums are still to take, and its lobe */
-    int pend_l = -1, pend_j = 0;
+    double mean[3] = {0, 0, 0}, integral = 0; /* lobe `lane`'s sums */
     for (int base = 0; base < npos; base += 32) {
         const int mine = base + lane;
         int my_d = 0;
@@ -211,75 +216,66 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
         for (int j = 0; j < steps; ++j) {
             const int d = __shfl_sync(full, my_d, j);
             const double *st = stage + TK_FX_STAGE * j;
-            int lab[6], adj[6], na = 0, top = -1, other = 0;
+            int lab[6], adj[6];
             for (int e = 0; e < 3; ++e) {
                 const unsigned pair = __shfl_sync(full, my_a[e], j);
-                lab[2 * e] = w->label[pair & 0xffffu];
-                lab[2 * e + 1] = w->label[pair >> 16];
+                lab[2 * e] = label[pair & 0xffffu];
+                lab[2 * e + 1] = label[pair >> 16];
             }
-            if (lane == 0 && pend_l >= 0) {
-                const double *ps = stage + TK_FX_STAGE * pend_j;
-                fx_lobe_grow(w, pend_l, ps[4], ps, ps[3]);
-                pend_l = -1;
-            }
-            for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
-            for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
-            if (!other) {
-                adj[0] = top, na = top >= 0;
-            } else {
-                for (int e = 0; e < 6; ++e) {
-                    const int l = lab[e];
-                    if (l < 0) continue;
-                    int seen = 0;
-                    for (int a = 0; a < na; ++a) seen |= adj[a] == l;
-                    if (!seen) adj[na++] = l;
-                }
-            }
-            for (int a = 1; a < na; ++a)
-                for (int b = a; b > 0 && adj[b - 1] > adj[b]; --b) {
-                    const int tmp = adj[b];
-                    adj[b] = adj[b - 1], adj[b - 1] = tmp;
-                }
+            const int na = fx_adjacent_lobes(lab, adj);
             if (na == 0) {
                 if (nl == TK_FX_WARP_LOBES) return -1;
-                if (lane == 0) {
+                if (lane == nl) {
                     const double v = st[4], wt = st[3];
-                    tk_fixels_lobe *lobe = &w->lobes[nl];
+                    integral = fabs(v * wt);
+                    for (int i = 0; i < 3; ++i) mean[i] = st[i] * fabs(v) * wt;
+                }
+                if (lane == 0) {
+                    tk_fixels_lobe *lobe = &lobes[nl];
                     lobe->alive = 1, lobe->parent = nl;
-                    lobe->max_peak = fabs(v);
-                    lobe->integral = fabs(v * wt);
-                    for (int i = 0; i < 3; ++i) lobe->mean[i] = st[i] * fabs(v) * wt, w->peaks[nl].dir[i] = st[i];
-                    w->peaks[nl].next = -1, w->peaks[nl].seed = d;
+                    lobe->max_peak = fabs(st[4]);
+                    for (int i = 0; i < 3; ++i) peaks[nl].dir[i] = st[i];
+                    peaks[nl].next = -1, peaks[nl].seed = d;
                     lobe->peak_head = lobe->peak_tail = nl, lobe->num_peaks = 1;
-                    w->label[d] = nl;
+                    label[d] = nl;
                 }
                 ++nl;
             } else if (na == 1) {
-                if (lane == 0) w->label[d] = adj[0], pend_l = adj[0], pend_j = j;
-            } else if (fabs(st[4]) / w->lobes[adj[na - 1]].max_peak > ratio) {
-                /* a bridge high enough next to the last lobe's peak: the lobes become one (the
-                 * relabelling rewrites labels the lanes have just read: they wait for it) */
+                if (lane == adj[0]) fx_lobe_grow(mean, &integral, st[4], st, st[3]);
+                if (lane == 0) label[d] = adj[0];
+            } else if (fabs(st[4]) / lobes[adj[na - 1]].max_peak > ratio) {
+                /* a bridge high enough next to the last lobe's peak: the lobes become one, by the
+                 * host's lobe_merge on the table (its relabelling rewrites labels the lanes have
+                 * just read: they wait for it) */
+                if (lane < nl) {
+                    for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
+                    lobes[lane].integral = integral;
+                }
                 __syncwarp();
                 if (lane == 0) {
                     for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
-                    fx_lobe_grow(w, adj[0], st[4], st, st[3]);
-                    w->label[d] = adj[0];
+                    tk_fixels_lobe *lobe = &lobes[adj[0]];
+                    fx_lobe_grow(lobe->mean, &lobe->integral, st[4], st, st[3]);
+                    label[d] = adj[0];
+                }
+                __syncwarp();
+                if (lane < nl) {
+                    for (int i = 0; i < 3; ++i) mean[i] = lobes[lane].mean[i];
+                    integral = lobes[lane].integral;
                 }
             } else if (lane == 0) {
                 /* a bridge: it joins the first of its lobes after the walk (-2 - lobe reads as
                  * no lobe to the walk and to lobe_merge's relabelling, as the host's list) */
-                w->label[d] = -2 - adj[0];
+                label[d] = -2 - adj[0];
             }
             __syncwarp();
         }
-        /* the last pending sum before the stage takes the next 32 */
-        if (lane == 0 && pend_l >= 0) {
-            const double *ps = stage + TK_FX_STAGE * pend_j;
-            fx_lobe_grow(w, pend_l, ps[4], ps, ps[3]);
-            pend_l = -1;
-        }
-        __syncwarp();
     }
+    if (lane < nl) {
+        for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
+        lobes[lane].integral = integral;
+    }
+    __syncwarp();
     return nl;
 }
 
