@@ -265,6 +265,9 @@ extern "C" tk_status tk_fibers_cuda_create(const tk_fibers_tables *t, const tk_f
         TK_CUDA_TRY_GOTO(status, fail, TK_FIB_WHO, cudaStreamCreateWithFlags(&st->stream[s], cudaStreamNonBlocking));
         for (int e = 0; e < EVENTS; ++e) TK_CUDA_TRY_GOTO(status, fail, TK_FIB_WHO, cudaEventCreate(&st->event[s][e]));
     }
+    /* The tables' uploads (cudaMemcpy from pageable memory may return before its DMA lands, on the
+     * legacy default stream) done before the chunks' kernels, on non-blocking streams, read them. */
+    TK_CUDA_TRY_GOTO(status, fail, TK_FIB_WHO, cudaStreamSynchronize(cudaStreamLegacy));
     *out = st;
     return TK_OK;
 fail:
@@ -389,9 +392,12 @@ extern "C" tk_status tk_fibers_cuda_execute(tk_fibers_cuda_state *st, size_t num
     unsigned long long bad = 0;
     *kernel_ms = 0;
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaSetDevice(st->device));
-    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemset(st->table[TABLE_BAD], 0, sizeof(unsigned long long)));
+    if (!st->chunk && num_voxels && (status = alloc_chunks(st, num_voxels)) != TK_OK) return status;
+    /* The bad-voxel counter reset, finished before any chunk's kernels add to it: the chunks run on
+     * non-blocking streams, which would not wait for a memset on the legacy default stream. */
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemsetAsync(st->table[TABLE_BAD], 0, sizeof(unsigned long long), st->stream[0]));
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaStreamSynchronize(st->stream[0]));
     if (num_voxels == 0) return TK_OK;
-    if (!st->chunk && (status = alloc_chunks(st, num_voxels)) != TK_OK) return status;
     /* Issue order H2D(i), kernel(i), then D2H(i-1): copies to pageable memory return only
      * when done, so the next chunk's kernel is queued before the host waits. */
     const size_t chunks = (num_voxels + st->chunk - 1) / st->chunk;
