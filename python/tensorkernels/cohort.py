@@ -3,7 +3,8 @@
 Fiber peaks of every subject of a cohort as Dask tasks: each SH volume matching --pattern in
 INPUT_DIR gives OUTPUT_DIR/<name>_peaks.nii.gz (sh2peaks' layout, world RAS directions times
 amplitudes, as tk-fibers writes them).  Without --scheduler a dask.distributed LocalCluster of
---workers processes runs them on this machine; with one, the tasks go to that scheduler's
+--workers processes runs them on this machine (on the cuda backend, the default where a usable
+GPU is found, one worker a GPU, each on its own GPU); with one, the tasks go to that scheduler's
 workers (dask-jobqueue's SLURMCluster or PBSCluster, dask-kubernetes, `dask scheduler` by
 hand: Documentation/python.md), each of which needs the package installed.
 
@@ -38,15 +39,38 @@ def output_name(path: Path) -> str:
     return name + SUFFIX
 
 
+def worker_gpu(visible: int, name=None) -> int:
+    """The GPU of the Dask worker running this task, one GPU a worker: a LocalCluster names its
+    workers 0, 1, ..., and worker i takes GPU i (modulo the GPUs it sees).  A worker of another
+    name (a batch job of dask-jobqueue, which its scheduler gives one GPU through
+    CUDA_VISIBLE_DEVICES, e.g. SLURM's --gres=gpu:1) takes the first GPU it sees.  `name`: the
+    worker's name (default: the running worker's; outside a worker, GPU 0)."""
+    if name is None:
+        try:
+            from dask.distributed import get_worker
+
+            name = get_worker().name
+        except (ImportError, ValueError):
+            return 0
+    if isinstance(name, str) and name.isdigit():
+        name = int(name)
+    return name % visible if isinstance(name, int) and visible > 0 else 0
+
+
 def subject_peaks(in_path: str, out_path: str, options: dict) -> str:
-    """One subject (a Dask task): read, find peaks, write atomically.  Returns out_path."""
+    """One subject (a Dask task): read, find peaks, write atomically.  Returns out_path.  On the
+    cuda backend each worker runs on its own GPU (worker_gpu)."""
+    from . import _tensorkernels as _core
     from . import io
 
+    backend, device = options.get("backend", "omp"), None
+    if backend == "cuda":
+        device = worker_gpu(int(_core.cuda_device_count()))
     img = io.load_sh(in_path, basis=options.get("basis", "tournier"), legacy=options.get("legacy", False),
                      check_basis=False)
     p = io.peaks(img, num_peaks=options.get("num_peaks", 3), threshold=options.get("threshold", 0.0),
                  relative_threshold=options.get("relative_threshold", 0.0),
-                 min_separation=options.get("min_separation", 0.0), backend=options.get("backend", "omp"),
+                 min_separation=options.get("min_separation", 0.0), backend=backend, device=device,
                  threads=options.get("threads", 1))
     out = Path(out_path)
     tmp = out.with_name(f".{out.name[:-len('.nii.gz')]}{TMP_MARK}{uuid.uuid4().hex}.nii.gz")
@@ -116,7 +140,10 @@ def main(argv=None) -> int:
     ap.add_argument("output_dir")
     ap.add_argument("--pattern", default="*_fod.nii.gz", help="subjects' file names (glob; default *_fod.nii.gz)")
     ap.add_argument("--scheduler", help="address of a running Dask scheduler (default: a LocalCluster here)")
-    ap.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes (default 2)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="LocalCluster worker processes (default: one a GPU on the cuda backend, else 2)")
+    ap.add_argument("--backend", choices=("auto", "omp", "cuda"), default="auto",
+                    help="auto (default): cuda where a usable GPU is found, one GPU a worker; else omp")
     ap.add_argument("--threads", type=int, default=1, help="OpenMP threads per subject (default 1)")
     ap.add_argument("--num", type=int, default=3, help="peaks per voxel (default 3)")
     ap.add_argument("--basis", choices=("tournier", "descoteaux"), default="tournier")
@@ -129,20 +156,30 @@ def main(argv=None) -> int:
     if not Path(a.input_dir).is_dir():
         print(f"tensorkernels.cohort: input directory {a.input_dir} does not exist", file=sys.stderr)
         return 2
-    if a.workers < 1:
+    if a.workers is not None and a.workers < 1:
         print(f"tensorkernels.cohort: --workers must be >= 1, got {a.workers}", file=sys.stderr)
         return 2
     from dask.distributed import Client, LocalCluster
 
+    from ._arrays import BACKENDS, backend_code
+    from . import _tensorkernels as _core
+
+    backend = "cuda" if backend_code(a.backend) == BACKENDS["cuda"] else "omp"
+    gpus = int(_core.cuda_device_count()) if backend == "cuda" else 0
+    if a.backend == "cuda" and gpus == 0:
+        print("tensorkernels.cohort: --backend cuda: no CUDA GPU found (or a build without CUDA); use --backend omp",
+              file=sys.stderr)
+        return 2
+    workers = a.workers if a.workers is not None else (gpus if gpus else 2)
     options = dict(num_peaks=a.num, basis=a.basis, legacy=a.legacy, threshold=a.threshold,
                    relative_threshold=a.relative_threshold, min_separation=a.min_separation, threads=a.threads,
-                   backend="omp")
+                   backend=backend)
     show = (lambda line: print(line, file=sys.stderr, flush=True)) if sys.stderr.isatty() and not a.quiet else None
     cluster = None
     if a.scheduler:
         client = Client(a.scheduler)
     else:
-        cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
         r = run_cohort(a.input_dir, a.output_dir, a.pattern, client=client, options=options, progress=show)

@@ -99,3 +99,26 @@ def test_stale_temporaries_removed(tmp_path, client):
     stale.write_bytes(b"half")
     r = cohort.run_cohort(str(inp), str(out), client=client)
     assert len(r["done"]) == 1 and len(r["failed"]) == 1 and not stale.exists()
+
+
+def test_one_gpu_a_worker():
+    # LocalCluster's workers are named 0, 1, ...: worker i takes GPU i modulo the GPUs it sees;
+    # a batch job's worker (another name; its GPU given by CUDA_VISIBLE_DEVICES) the first
+    assert [cohort.worker_gpu(2, name) for name in (0, 1, 2, 3)] == [0, 1, 0, 1]
+    assert [cohort.worker_gpu(4, name) for name in ("0", "3", "5")] == [0, 3, 1]
+    assert cohort.worker_gpu(2, "tcp://10.0.0.7:4312") == 0 and cohort.worker_gpu(0, 3) == 0
+    assert cohort.worker_gpu(2) == 0  # outside a worker
+
+
+def test_each_local_worker_takes_its_own_gpu(client):
+    # the two worker processes of a real LocalCluster, asked on which of 2 GPUs they would run
+    assert sorted(client.run(cohort.worker_gpu, 2).values()) == [0, 1]
+
+
+def test_cuda_backend_without_a_gpu_is_a_clear_error(tmp_path, capsys):
+    if tk._tensorkernels.cuda_device_count() > 0:
+        pytest.skip("this machine has a CUDA GPU")
+    inp = tmp_path / "in"
+    make_cohort(inp, 1)
+    assert cohort.main([str(inp), str(tmp_path / "out"), "--backend", "cuda", "--quiet"]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
