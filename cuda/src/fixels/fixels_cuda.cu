@@ -157,7 +157,9 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
     tk_fixels_cuda_state *st = (tk_fixels_cuda_state *)calloc(1, sizeof *st);
     if (!st) return tk_set_error(TK_ERR_MEMORY, "out of memory for the CUDA fixels state");
     st->device = device, st->k = plan->k, st->slots = plan->slots;
-    st->work_bytes = (tk_fixels_work_bytes(plan->view.n, TK_FIXELS_DEVICE_LOBES) + 255) / 256 * 256;
+    /* as many lobes as the host holds, one a direction: a constant FOD (every sample tied, the
+     * ties by index) grows 321 lobes on the 1281 directions and 1281 on the 5121 */
+    st->work_bytes = (tk_fixels_work_bytes(plan->view.n, plan->view.n) + 255) / 256 * 256;
     st->warp_smem = fx_warp_layout_for(plan->view.n, plan->k).bytes;
     const size_t N = (size_t)plan->view.n, k = (size_t)plan->k, S = (size_t)plan->slots;
     const size_t tbytes[TABLES] = {sizeof(double) * 3 * N, sizeof(double) * N, sizeof(short) * 6 * N,
@@ -174,7 +176,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
     if (status != TK_OK) goto fail;
     {
         /* both streams' buffers in at most a quarter of the free memory: the one-thread kernel's
-         * scratch (~90 KB a thread on the 1281 directions, ~330 KB on the 5121) for up to
+         * scratch (~190 KB a thread on the 1281 directions, ~740 KB on the 5121) for up to
          * TK_FX_REDO_THREADS threads in at most half of a stream's share, the chunk's arrays in
          * the rest; where the warp kernel fits no voxel, the one-thread kernel runs every voxel,
          * a thread each */
@@ -228,7 +230,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
     st->view.map = (const double *)st->table[T_MAP];
     st->view.rows_src = (const int(*)[6])st->table[T_ROWS_SRC];
     st->view.rows_weight = (const double(*)[6])st->table[T_ROWS_WEIGHT];
-    st->view.max_lobes = TK_FIXELS_DEVICE_LOBES;
+    st->view.max_lobes = plan->view.n;
     *state = st;
     return TK_OK;
 fail:

@@ -17,10 +17,6 @@ extern "C" {
 /* The largest direction set (the arrays a voxel's scratch sizes by the set's n). */
 #define TK_FIXELS_N_MAX TK_FIXELS_DIRECTIONS_DENSE
 
-/* The lobes a device thread's scratch holds (a voxel with more fails there, counted as bad;
- * the host holds n, every lobe there can be).  Real FODs hold a few dozen at most. */
-#define TK_FIXELS_DEVICE_LOBES 256
-
 /* The tables and settings of one segmentation, host or device pointers. */
 typedef struct tk_fixels_view {
     int n;                     /* the set's directions: TK_FIXELS_DIRECTIONS or TK_FIXELS_DIRECTIONS_DENSE */
