@@ -442,13 +442,13 @@ static size_t launch_seeds(const tk_tracking_plan *plan, size_t per_seed)
     return plan->opts.chunk_seeds > fill ? plan->opts.chunk_seeds : fill;
 }
 
-/* Every GPU's inputs and chunk buffers; the seeds a GPU takes of a chunk, in *per_device. */
+/* Every GPU's inputs and chunk buffers; the seeds a GPU takes a launch, in *per_device. */
 static tk_status prepare_devices(tk_tracking_cuda_state *all, const tk_tracking_plan *plan,
                                  const tk_tracking_field *field, const tk_tracking_seed_set *set, size_t *per_device)
 {
-    /* a GPU's share of a chunk as the caller asked a chunk to be (or its share of the run, if
-     * smaller: a share that fills one GPU is what makes several pay), unless the held buffers
-     * already are what a GPU's memory allowed */
+    /* a GPU's share: one launch's seeds (launch_seeds), or its share of the run if smaller (a
+     * share that fills one GPU is what makes several pay), unless the held buffers already are
+     * what a GPU's memory allowed */
     const size_t stride = plan->max_points + 1;
     const size_t visited = field->regions->num_include ? field->regions->num_include : 1;
     const size_t run_share = (size_t)((set->total + (uint64_t)all->count - 1) / (uint64_t)all->count);
