@@ -95,6 +95,108 @@ __global__ void __launch_bounds__(Policy::threads_per_block) factor_kernel(pass_
     }
 }
 
+/* B(n) zero-padded to 32 x 32, passed by value: a kernel parameter sits in the constant
+ * bank, where every lane reads the same element at once, so each multiply-add of v = B q takes
+ * its B operand straight from there (no shared-memory load). */
+struct bmat32 {
+    float v[32 * 32];
+};
+
+/* Factor pass for J, R <= 32, a lane a sub-slice.  The warp version spends most of its issue
+ * slots per entry on what a warp shares (the broadcast of q, the two 5-step reductions, the
+ * step), about 200 instructions an entry; here each lane walks its own sub-slice, holding its
+ * row a, q and v = B q in registers, so an entry costs a lane 1024 multiply-adds with B from
+ * the constant bank and a few dozen others.  The C rows are loaded for the warp's 32 entries
+ * together, a row per coalesced load, through a padded shared tile (lane l then reads row l's
+ * values without bank conflicts).  A lane whose sub-slice ends takes the next from the global
+ * counter (one atomic a warp), so lanes stay busy while sub-slices differ in length.  Same
+ * algorithm as the warp kernel and the CPU (entries of a sub-slice in order, rows never race,
+ * split rows through the delta buffer); only the order of the dot products' sums differs. */
+template <class Policy>
+__global__ void __launch_bounds__(Policy::threads_per_block, 2) factor_lanes_kernel(pass_args p, const bmat32 B)
+{
+    __shared__ float tile[Policy::warps_per_block][32][33];
+    const int lane = threadIdx.x & 31, L = p.levels, J = p.J, R = p.R;
+    float(*sm)[33] = tile[threadIdx.x >> 5];
+    unsigned long long e = 0, hi = 0;
+    uint32_t i = 0, S = 1;
+    bool done = false;
+    float a[32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) a[j] = 0.0f;
+    for (;;) {
+        /* lanes whose sub-slice is finished take the next ones */
+        const bool need = !done && e >= hi;
+        const unsigned want = __ballot_sync(TK_WARP_ALL_LANES, need);
+        if (want) {
+            const int leader = __ffs(want) - 1;
+            unsigned long long base = 0;
+            if (lane == leader) base = atomicAdd(p.counter, (unsigned long long)__popc(want));
+            base = __shfl_sync(TK_WARP_ALL_LANES, base, leader);
+            if (need) {
+                const unsigned long long part = base + __popc(want & ((1u << lane) - 1u));
+                if (part >= p.mode.parts) {
+                    done = true;
+                } else {
+                    i = p.mode.part_row[part], S = p.mode.part_count[part];
+                    e = p.mode.part_ptr[part], hi = p.mode.part_ptr[part + 1];
+#pragma unroll
+                    for (int j = 0; j < 32; ++j) a[j] = j < J ? p.a[(size_t)i * J + j] : 0.0f;
+                }
+            }
+        }
+        const bool active = !done && e < hi;
+        if (!__any_sync(TK_WARP_ALL_LANES, active)) break;
+        /* q = the product of the entry's C rows, in level order as fiber_product forms it */
+        float q[32];
+#pragma unroll
+        for (int r = 0; r < 32; ++r) q[r] = 1.0f;
+        for (int k = 0; k < L; ++k) {
+            const uint32_t mine = active ? __ldg(p.mode.idx + e * (unsigned long long)L + k) : 0u;
+            const float *c = p.cother[k];
+            __syncwarp();
+            for (int src = 0; src < 32; ++src) {
+                const uint32_t row = __shfl_sync(TK_WARP_ALL_LANES, mine, src);
+                sm[src][lane] = lane < R ? __ldg(c + (size_t)row * R + lane) : 0.0f;
+            }
+            __syncwarp();
+#pragma unroll
+            for (int r = 0; r < 32; ++r) q[r] *= sm[lane][r];
+        }
+        /* v = B q, each v_j summed in r order */
+        float v[32];
+#pragma unroll
+        for (int j = 0; j < 32; ++j) v[j] = 0.0f;
+#pragma unroll
+        for (int r = 0; r < 32; ++r)
+#pragma unroll
+            for (int j = 0; j < 32; ++j) v[j] = fmaf(B.v[j * 32 + r], q[r], v[j]);
+        if (active) {
+            float dot = 0.0f, vv = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 32; ++j) dot = fmaf(a[j], v[j], dot), vv = fmaf(v[j], v[j], vv);
+            const float err = __ldg(p.mode.val + e) - dot;
+            /* The step capped at 1 / |v|^2, as on the CPU (tucker_cpu_body.h). */
+            const float step = p.lr * vv > 1.0f ? 1.0f / vv : p.lr;
+#pragma unroll
+            for (int j = 0; j < 32; ++j) a[j] += step * (err * v[j] - p.lambda * a[j]);
+            if (++e == hi) {
+                /* the sub-slice's end: its row, or its share of a split row's change (the row's
+                 * start is still in A: split rows change only through the delta buffer) */
+#pragma unroll
+                for (int j = 0; j < 32; ++j) {
+                    if (j >= J) continue;
+                    float *to = p.a + (size_t)i * J + j;
+                    if (S == 1)
+                        *to = a[j];
+                    else
+                        atomicAdd(p.delta + (size_t)i * J + j, (a[j] - *to) / (float)S);
+                }
+            }
+        }
+    }
+}
+
 /* Core pass: RPL rank components per lane (R <= 32 * RPL). */
 template <class Policy, int RPL>
 __global__ void __launch_bounds__(Policy::threads_per_block) core_kernel(pass_args p)
