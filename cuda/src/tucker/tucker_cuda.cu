@@ -478,15 +478,8 @@ static tk_status factor_mode(const tk_tucker_solver *s, dev_state *d, int n)
     bool wide_j = s->rank_j > 32, wide_r = s->rank_r > 32;
     static const bool warp_kernel = getenv("TK_TUCKER_FACTOR_WARP") != NULL; /* A/B switch, device run */
     if (!wide_j && !wide_r && !warp_kernel) {
-        /* a lane a sub-slice, B(n) as a parameter (the stream's work so far is done: the
-         * copy waits for the core update that wrote B(n)) */
-        bmat32 b;
-        float host[32 * 32];
-        CK(cudaMemcpy(host, p.b, sizeof(float) * (size_t)s->rank_j * (size_t)s->rank_r, cudaMemcpyDeviceToHost));
-        for (int j = 0; j < 32; ++j)
-            for (int r = 0; r < 32; ++r)
-                b.v[j * 32 + r] = j < s->rank_j && r < s->rank_r ? host[j * s->rank_r + r] : 0.0f;
-        factor_lanes_kernel<policy><<<d->sms * 2, threads>>>(p, b);
+        /* a lane a sub-slice (tucker_kernels.cuh) */
+        factor_lanes_kernel<policy><<<d->sms * policy::lanes_blocks_per_sm, policy::lanes_threads_per_block>>>(p);
     } else if (!wide_j && !wide_r)
         factor_kernel<policy, 1, 32><<<blocks, threads>>>(p);
     else if (!wide_j)

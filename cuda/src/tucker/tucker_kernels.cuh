@@ -95,27 +95,16 @@ __global__ void __launch_bounds__(Policy::threads_per_block) factor_kernel(pass_
     }
 }
 
-/* B(n) zero-padded to 32 x 32, passed by value: a kernel parameter sits in the constant
- * bank, where every lane reads the same element at once, so each multiply-add of v = B q takes
- * its B operand straight from there (no shared-memory load). */
-struct bmat32 {
-    float v[32 * 32];
-};
-
-/* Factor pass for J, R <= 32, a lane a sub-slice.  The warp version spends most of its issue
- * slots per entry on what a warp shares (the broadcast of q, the two 5-step reductions, the
- * step), about 200 instructions an entry; here each lane walks its own sub-slice, holding its
- * row a, q and v = B q in registers, so an entry costs a lane 1024 multiply-adds with B from
- * the constant bank and a few dozen others.  The C rows are loaded for the warp's 32 entries
- * together, a row per coalesced load, through a padded shared tile (lane l then reads row l's
- * values without bank conflicts).  A lane whose sub-slice ends takes the next from the global
- * counter (one atomic a warp), so lanes stay busy while sub-slices differ in length.  Same
- * algorithm as the warp kernel and the CPU (entries of a sub-slice in order, rows never race,
- * split rows through the delta buffer); only the order of the dot products' sums differs. */
 template <class Policy>
-__global__ void __launch_bounds__(Policy::threads_per_block, 2) factor_lanes_kernel(pass_args p, const bmat32 B)
+__global__ void __launch_bounds__(Policy::lanes_threads_per_block, Policy::lanes_blocks_per_sm) factor_lanes_kernel(pass_args p)
 {
-    __shared__ float tile[Policy::warps_per_block][32][33];
+    __shared__ float tile[Policy::lanes_threads_per_block / 32][32][33];
+    __shared__ __align__(16) float bs[32][32]; /* B(n), zero-padded */
+    for (int k = threadIdx.x; k < 32 * 32; k += blockDim.x) {
+        const int j = k / 32, r = k % 32;
+        bs[j][r] = j < p.J && r < p.R ? p.b[j * p.R + r] : 0.0f;
+    }
+    __syncthreads();
     const int lane = threadIdx.x & 31, L = p.levels, J = p.J, R = p.R;
     float(*sm)[33] = tile[threadIdx.x >> 5];
     unsigned long long e = 0, hi = 0;
@@ -168,9 +157,15 @@ __global__ void __launch_bounds__(Policy::threads_per_block, 2) factor_lanes_ker
 #pragma unroll
         for (int j = 0; j < 32; ++j) v[j] = 0.0f;
 #pragma unroll
-        for (int r = 0; r < 32; ++r)
+        for (int r4 = 0; r4 < 8; ++r4)
 #pragma unroll
-            for (int j = 0; j < 32; ++j) v[j] = fmaf(B.v[j * 32 + r], q[r], v[j]);
+            for (int j = 0; j < 32; ++j) {
+                const float4 b = reinterpret_cast<const float4 *>(bs[j])[r4];
+                v[j] = fmaf(b.x, q[4 * r4], v[j]);
+                v[j] = fmaf(b.y, q[4 * r4 + 1], v[j]);
+                v[j] = fmaf(b.z, q[4 * r4 + 2], v[j]);
+                v[j] = fmaf(b.w, q[4 * r4 + 3], v[j]);
+            }
         if (active) {
             float dot = 0.0f, vv = 0.0f;
 #pragma unroll
