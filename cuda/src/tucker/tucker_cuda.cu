@@ -476,12 +476,8 @@ static tk_status factor_mode(const tk_tucker_solver *s, dev_state *d, int n)
     CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
     int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
     bool wide_j = s->rank_j > 32, wide_r = s->rank_r > 32;
-    static const bool warp_kernel = getenv("TK_TUCKER_FACTOR_WARP") != NULL; /* A/B switch, device run */
-    if (!wide_j && !wide_r && !warp_kernel) {
-        /* a lane a sub-slice (tucker_kernels.cuh) */
+    if (!wide_j && !wide_r) /* a lane a sub-slice (tucker_kernels.cuh: 1.7x the warp kernel) */
         factor_lanes_kernel<policy><<<d->sms * policy::lanes_blocks_per_sm, policy::lanes_threads_per_block>>>(p);
-    } else if (!wide_j && !wide_r)
-        factor_kernel<policy, 1, 32><<<blocks, threads>>>(p);
     else if (!wide_j)
         factor_kernel<policy, 1, 64><<<blocks, threads>>>(p);
     else if (!wide_r)

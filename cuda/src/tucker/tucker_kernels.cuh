@@ -1,6 +1,8 @@
 /* The FastTucker CUDA kernels (cuFasterTucker's design on B-CSF sub-slices), templated on a
  * policy type (tucker_tuning.h) for their block shape.
  *
+ * Factor pass at J, R <= 32 (Netflix's 32 x 32 among them): a lane a sub-slice
+ * (factor_lanes_kernel, below).  Otherwise, and for the core pass:
  * Work unit: one warp per B-CSF sub-slice, taken from a global counter so long
  * and short sub-slices balance.  Lanes own the rank components: lane j holds
  * a(n)_{i_n}[j] (factor pass) and lane r holds q_r and C rows (both passes).
