@@ -530,13 +530,10 @@ static tk_status core_gradient(const tk_tucker_solver *s, dev_state *d, int n)
     CK(cudaMemsetAsync(d->z + (size_t)lo * R, 0, (size_t)rows * R * sizeof(float)));
     CK(cudaMemsetAsync(d->g, 0, (size_t)J * R * sizeof(float)));
     int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
-    static const bool warp_core = getenv("TK_TUCKER_CORE_WARP") != NULL; /* A/B switch for the device run */
     if (R > 32)
         core_kernel<policy, 2><<<blocks, threads>>>(p);
-    else if (!warp_core) /* a lane a sub-slice (tucker_kernels.cuh) */
+    else /* a lane a sub-slice (tucker_kernels.cuh: 1.5x the warp kernel) */
         core_lanes_kernel<policy><<<d->sms * policy::lanes_blocks_per_sm, policy::lanes_threads_per_block>>>(p);
-    else
-        core_kernel<policy, 1><<<blocks, threads>>>(p);
     CK(cudaGetLastError());
     if (!rows) return TK_OK;
     unsigned gram_blocks = (unsigned)((rows + policy::gram_rows_per_block - 1) / policy::gram_rows_per_block);
