@@ -496,3 +496,73 @@ TEST(Fixels, CudaKernelHooksRefuseACpuPlan)
     EXPECT_EQ(tk_fixels_plan_set_one_thread(nullptr, 1), TK_ERR_ARGUMENT);
     tk_fixels_plan_destroy(plan);
 }
+
+namespace {
+
+// fmls.cpp's order, written from its definition: no lobes where the first sample of the largest
+// magnitude is not positive, else the positive samples by descending value, equal values by
+// ascending index (a stable sort from index order: the multimap's insertion order).
+int oracle_walk_order(const std::vector<double> &v, std::vector<int> &order)
+{
+    const int n = (int)v.size();
+    int largest = 0;
+    for (int d = 1; d < n; ++d)
+        if (std::fabs(v[d]) > std::fabs(v[largest])) largest = d;
+    if (!(v[largest] > 0)) return -1;
+    order.clear();
+    for (int d = 0; d < n; ++d)
+        if (v[d] > 0) order.push_back(d);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v[a] > v[b]; });
+    return (int)order.size();
+}
+
+void expect_walk_order(const std::vector<double> &v, const char *what)
+{
+    std::vector<int> want, got(v.size(), -7);
+    const int nw = oracle_walk_order(v, want), ng = tk_fixels_walk_order(v.data(), (int)v.size(), got.data());
+    ASSERT_EQ(ng, nw) << what;
+    for (int i = 0; i < nw; ++i) ASSERT_EQ(got[i], want[i]) << what << ": place " << i;
+}
+
+}  // namespace
+
+// The host's walk order (quantized keys, a radix sort, then runs of equal keys by value) against a
+// stable sort of the doubles: random samples, ties, values closer than a key step, a tiny and a
+// subnormal maximum, a positive and a negative maximum of one magnitude, both set sizes.
+TEST(Fixels, HostWalkOrderIsFmlsOrder)
+{
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> U(-1.0, 1.0);
+    for (int n : {1, 3, 7, TK_FIXELS_DIRECTIONS, TK_FIXELS_DIRECTIONS_DENSE}) {
+        std::vector<double> v(n);
+        for (auto &x : v) x = U(rng);
+        v[0] = 2.0;  // a positive maximum
+        expect_walk_order(v, "random");
+        for (auto &x : v) x = 0.5;
+        expect_walk_order(v, "all equal");
+        // every positive sample within a key step (1/65535 of the maximum) of another
+        for (int d = 0; d < n; ++d) v[d] = d % 5 == 0 ? -1e-3 : 1.0 - 1e-9 * (double)((d * 7919) % 97);
+        expect_walk_order(v, "closer than a key step");
+        for (int d = 0; d < n; ++d) v[d] = d % 3 ? 1e-7 * (double)((d * 31) % 17) : 1.0;
+        expect_walk_order(v, "many near zero");
+        for (auto &x : v) x = 4.9e-324 * (double)(1 + (int)(8 * std::fabs(U(rng))));
+        expect_walk_order(v, "subnormal maximum");
+        for (auto &x : v) x = 1e-300 * U(rng);
+        v[0] = 1e-300;
+        expect_walk_order(v, "tiny maximum");
+        for (auto &x : v) x = U(rng);
+        if (n >= 3) {
+            v[1] = -3.0, v[2] = 3.0;
+            expect_walk_order(v, "negative maximum first");
+            v[1] = 3.0, v[2] = -3.0;
+            expect_walk_order(v, "positive maximum first");
+        }
+        for (auto &x : v) x = -std::fabs(x);
+        expect_walk_order(v, "no positive sample");
+        for (auto &x : v) x = 0.0;
+        expect_walk_order(v, "all zero");
+    }
+    std::vector<int> out(4);
+    const double one = 1.0;
+    EXPECT_EQ(tk_fixels_walk_order(&one, 0, out.data()), -2);
+}

@@ -43,6 +43,14 @@ tk_status tk_fixels_plan_set_one_thread(tk_fixels_plan *plan, int on);
 /* The voxels of the plan's last execute that the warp kernel passed on (0 on cpu/omp). */
 size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);
 
+/* ---- fixels (host) --------------------------------------------------------------- */
+
+/* The host segmentation's walk order of one voxel's n samples (fixels_host_order.h): where
+ * fmls.cpp grows no lobe (no positive sample, or the first sample of the largest magnitude
+ * negative) -1, else the positive samples' directions by descending value, ties by ascending
+ * index, into order (n ints), and their count.  -2 where n is not 1..65536 or out of memory. */
+int tk_fixels_walk_order(const double *values, int n, int *order);
+
 /* ---- batched eigenvalues (CUDA) -------------------------------------------------- */
 
 /* Times of one batch on the GPU (milliseconds), all from pinned host memory:

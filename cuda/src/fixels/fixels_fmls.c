@@ -1,5 +1,8 @@
 /* The segmentation on the host (fixels_segment.h's text) and the direction sets' tables. */
+#include <stdlib.h>
+
 #include "fixels_segment.h"
+#include "tk_bench_hooks.h"
 #include "fixels_sphere_1281.h"
 #include "fixels_sphere_5121.h"
 
@@ -12,6 +15,18 @@ int tk_fixels_segment(const tk_fixels_view *view, const double *sh, tk_fixels_wo
 void tk_fixels_sample_values4(const tk_fixels_view *view, const double *const *sh, double *const *values)
 {
     fx_host_sample_values4(view->basis, view->n, view->k, sh, values);
+}
+
+int tk_fixels_walk_order(const double *values, int n, int *order)
+{
+    double most;
+    if (n < 1 || n > 65536) return -2;
+    if (fx_host_no_lobes(values, n, &most)) return -1;
+    uint32_t *keys = malloc(2 * sizeof(uint32_t) * (size_t)n);
+    if (!keys) return -2;
+    const int npos = fx_host_sorted_positive(values, n, most, keys, keys + n, order);
+    free(keys);
+    return npos;
 }
 
 const double *tk_fixels_directions(void)

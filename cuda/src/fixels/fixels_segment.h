@@ -14,6 +14,9 @@
 #include "common/tk_hd.h"
 #include "fixels_internal.h"
 #include "tracking/tracking_peak.h"
+#ifndef __CUDACC__
+#include "fixels_host_order.h"
+#endif
 
 #ifndef __CUDACC__
 /* The hot loop also built for AVX2 + FMA (x86-64-v3), picked at load time (as fibers_peaks.c). */
@@ -312,10 +315,15 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     if (lobe_of_dir) memset(lobe_of_dir, TK_FIXELS_NO_LOBE, (size_t)N);
     /* a voxel whose mean is not positive has no lobes */
     if (!(sh[0] > 0.0)) return 0;
-    int npos = 0, largest = 0;
+    int npos = 0;
     if (!have_values) fx_sample_values(p->basis, N, k, sh, w->values);
     w->tensor_ready = 0;
     memset(w->label, 0xff, sizeof(int) * (size_t)N); /* -1: no lobe yet */
+    /* Only the positive samples: fmls.cpp grows negative lobes too, but a sample only ever
+     * joins lobes of its own sign and negative lobes are dropped at the end, so they change
+     * nothing that is kept (their directions are in no fixel's mask). */
+#ifdef __CUDACC__
+    int largest = 0;
     double most = -1.0;
     for (int d = 0; d < N; ++d) {
         const double a = fabs(w->values[d]);
@@ -333,10 +341,14 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     /* the largest |sample| (the first of equals) negative: no lobes at all (fmls.cpp returns
      * there) */
     if (w->values[largest] <= 0.0) return 0;
-    /* Only the positive samples: fmls.cpp grows negative lobes too, but a sample only ever
-     * joins lobes of its own sign and negative lobes are dropped at the end, so they change
-     * nothing that is kept (their directions are in no fixel's mask). */
     const int *sorted = w->order[sort_descending(w, npos)];
+#else
+    /* the same early return and order in fewer steps (fixels_host_order.h) */
+    double most;
+    if (fx_host_no_lobes(w->values, N, &most)) return 0;
+    npos = fx_host_sorted_positive(w->values, N, most, (uint32_t *)w->key[0], (uint32_t *)w->key[1], w->order[0]);
+    const int *sorted = w->order[0];
+#endif
     int nl = 0, nretro = 0;
     for (int s = 0; s < npos; ++s) {
         const int d = sorted[s];

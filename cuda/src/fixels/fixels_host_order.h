@@ -1,0 +1,96 @@
+/* Internal, host only (fixels_segment.h includes it outside __CUDACC__): a voxel's positive
+ * samples in the walk's order, descending amplitude and ties by ascending direction index (the
+ * order of fmls.cpp's multimap), as the device's sort_descending gives it, in fewer steps:
+ * - the largest |sample| by a vector max (exact, so the same value as a scan) and the first
+ *   direction holding it only where a positive and a negative maximum tie;
+ * - the positives compacted without a branch (which one is positive is a coin toss);
+ * - a 16-bit key by linear quantization, q = (uint)(v * (65535 / most)): monotone in v, so an LSD
+ *   radix sort of 65535 - q (two byte passes, stable from index order) orders every pair of
+ *   different keys as their values, and a last pass puts each run of equal keys in (value
+ *   descending, index ascending) order; the result is the same total order as the float-key
+ *   sort's.  The float keys' high byte (the exponent) puts most samples in a few counters, whose
+ *   increments then wait on each other through memory; the linear key's bytes spread them. */
+#ifndef TK_FIXELS_HOST_ORDER_H
+#define TK_FIXELS_HOST_ORDER_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "fixels_internal.h"
+
+/* Returns 1 where the first direction of the largest |sample| is negative or no sample is
+ * positive (fmls.cpp's early return: no lobes), else 0 with *most the largest sample. */
+static inline int fx_host_no_lobes(const double *values, int n, double *most)
+{
+    /* four independent maxima (max is exact in any order, so the same value as one scan) */
+    double pm[4] = {0, 0, 0, 0}, nm[4] = {0, 0, 0, 0};
+    int d = 0;
+    for (; d + 4 <= n; d += 4)
+        for (int i = 0; i < 4; ++i) {
+            const double v = values[d + i];
+            pm[i] = v > pm[i] ? v : pm[i], nm[i] = -v > nm[i] ? -v : nm[i];
+        }
+    for (; d < n; ++d) pm[0] = values[d] > pm[0] ? values[d] : pm[0], nm[0] = -values[d] > nm[0] ? -values[d] : nm[0];
+    double p = pm[0], q = nm[0];
+    for (int i = 1; i < 4; ++i) p = pm[i] > p ? pm[i] : p, q = nm[i] > q ? nm[i] : q;
+    *most = p;
+    if (!(p > 0.0) || q > p) return 1;
+    if (q < p) return 0;
+    /* a positive and a negative sample of the same magnitude: the first of them decides */
+    for (d = 0; d < n; ++d)
+        if (values[d] == p || values[d] == -p) return values[d] < 0;
+    return 0;
+}
+
+/* The positive samples of values (n, largest most > 0) in the walk's order into order;
+ * returns how many.  keys: two scratch arrays of n uint32 each. */
+static inline int fx_host_sorted_positive(const double *values, int n, double most, uint32_t *key0, uint32_t *key1,
+                                          int *order)
+{
+    /* most * scale may round past 65535 (and scale may be inf for a subnormal most): the clamp
+     * keeps the key monotone and in 16 bits */
+    const double scale = 65535.0 / most;
+    int count[2][256];
+    memset(count, 0, sizeof count);
+    int npos = 0;
+    for (int d = 0; d < n; ++d) {
+        const double v = values[d], s = v > 0.0 ? v * scale : 0.0;
+        const uint32_t q = s < 65535.0 ? (uint32_t)s : 65535u;
+        key0[npos] = (65535u - q) << 16 | (uint32_t)d;
+        npos += v > 0.0;
+    }
+    for (int i = 0; i < npos; ++i) ++count[0][(key0[i] >> 16) & 0xff], ++count[1][key0[i] >> 24];
+    /* two stable passes, low byte then high byte, skipped where every key shares the byte */
+    uint32_t *src = key0, *dst = key1;
+    for (int pass = 0; pass < 2; ++pass) {
+        int *c = count[pass], sum = 0, same = 0;
+        for (int b = 0; b < 256; ++b) same |= c[b] == npos;
+        if (same) continue;
+        for (int b = 0; b < 256; ++b) {
+            const int t = c[b];
+            c[b] = sum, sum += t;
+        }
+        const int shift = 16 + 8 * pass;
+        for (int i = 0; i < npos; ++i) dst[c[(src[i] >> shift) & 0xff]++] = src[i];
+        uint32_t *t = src;
+        src = dst, dst = t;
+    }
+    /* runs of equal keys: by value descending, index ascending (insertion; runs are short) */
+    for (int i = 1; i < npos; ++i) {
+        const uint32_t e = src[i];
+        if ((e >> 16) != (src[i - 1] >> 16)) continue;
+        const int d = (int)(e & 0xffff);
+        const double v = values[d];
+        int j = i;
+        while (j > 0 && (src[j - 1] >> 16) == (e >> 16) &&
+               (values[src[j - 1] & 0xffff] < v || (values[src[j - 1] & 0xffff] == v && (int)(src[j - 1] & 0xffff) > d))) {
+            src[j] = src[j - 1];
+            --j;
+        }
+        src[j] = e;
+    }
+    for (int i = 0; i < npos; ++i) order[i] = (int)(src[i] & 0xffff);
+    return npos;
+}
+
+#endif
