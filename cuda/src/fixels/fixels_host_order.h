@@ -15,6 +15,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "fixels_internal.h"
 
@@ -42,20 +45,33 @@ static inline int fx_host_no_lobes(const double *values, int n, double *most)
     return 0;
 }
 
+/* t clamped to [0, 65535] (NaN to 0) and truncated, without a branch: whether a sample is
+ * positive is a coin toss, and the compiler turns the plain ternaries into jumps. */
+static inline uint32_t fx_host_key16(double t)
+{
+#ifdef __SSE2__
+    const __m128d lo = _mm_max_sd(_mm_set_sd(t), _mm_setzero_pd()); /* NaN: the second, 0 */
+    return (uint32_t)_mm_cvttsd_si32(_mm_min_sd(lo, _mm_set_sd(65535.0)));
+#else
+    const double lo = t > 0.0 ? t : 0.0;
+    return (uint32_t)(lo < 65535.0 ? lo : 65535.0);
+#endif
+}
+
 /* The positive samples of values (n, largest most > 0) in the walk's order into order;
  * returns how many.  keys: two scratch arrays of n uint32 each. */
 static inline int fx_host_sorted_positive(const double *values, int n, double most, uint32_t *key0, uint32_t *key1,
                                           int *order)
 {
-    /* most * scale may round past 65535 (and scale may be inf for a subnormal most): the clamp
-     * keeps the key monotone and in 16 bits */
+    /* most * scale may round past 65535, and scale may be inf for a subnormal most (0 * inf:
+     * NaN, which the first clamp turns to 0): the clamps keep the key monotone and in 16 bits */
     const double scale = 65535.0 / most;
     int count[2][256];
     memset(count, 0, sizeof count);
     int npos = 0;
     for (int d = 0; d < n; ++d) {
-        const double v = values[d], s = v > 0.0 ? v * scale : 0.0;
-        const uint32_t q = s < 65535.0 ? (uint32_t)s : 65535u;
+        const double v = values[d];
+        const uint32_t q = fx_host_key16(v * scale);
         key0[npos] = (65535u - q) << 16 | (uint32_t)d;
         npos += v > 0.0;
     }

@@ -163,8 +163,27 @@ TK_HD static inline void lobe_add(tk_fixels_work *w, int l, int d)
     tk_fixels_lobe *lobe = &w->lobes[l];
     const double *dir = w->t->dirs[d];
     const double v = fabs(w->values[d] * w->t->weights[d]);
+#ifdef __CUDACC__
     const double mult = fx_dot3(lobe->mean, dir) > 0.0 ? 1.0 : -1.0;
     for (int i = 0; i < 3; ++i) lobe->mean[i] += dir[i] * mult * v;
+#else
+    /* The same sums: dir[i] * mult * v is +-(dir[i] * v) exactly.  The side of the mean is a
+     * branch that the predictor misses where a lobe straddles the set's hemisphere; the side
+     * of the lobe's seed direction (peaks[l] until the revision) is the same nearly always
+     * and does not wait on the mean, so the branch taken is the rare disagreement. */
+    const double *seed = w->peaks[l].dir;
+    const int seed_side = fx_dot3(seed, dir) > 0.0;
+    const uint64_t flip = (uint64_t)!seed_side << 63; /* the sign bit, set without a branch */
+    double step[3];
+    for (int i = 0; i < 3; ++i) {
+        const double t = dir[i] * v;
+        uint64_t bits;
+        memcpy(&bits, &t, 8), bits ^= flip, memcpy(&step[i], &bits, 8);
+    }
+    if ((fx_dot3(lobe->mean, dir) > 0.0) != seed_side)
+        for (int i = 0; i < 3; ++i) step[i] = -step[i];
+    for (int i = 0; i < 3; ++i) lobe->mean[i] += step[i];
+#endif
     lobe->integral += v;
     w->label[d] = l;
 }
