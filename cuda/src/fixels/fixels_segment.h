@@ -172,14 +172,22 @@ TK_HD static inline void lobe_add(tk_fixels_work *w, int l, int d)
      * of the lobe's seed direction (peaks[l] until the revision) is the same nearly always
      * and does not wait on the mean, so the branch taken is the rare disagreement. */
     const double *seed = w->peaks[l].dir;
-    const int seed_side = fx_dot3(seed, dir) > 0.0;
-    const uint64_t flip = (uint64_t)!seed_side << 63; /* the sign bit, set without a branch */
+    const double seed_dot = fx_dot3(seed, dir);
+    const int seed_side = seed_dot > 0.0;
     double step[3];
+#ifdef __SSE2__
+    /* the sign bit where !(seed_dot > 0), set without a branch and without leaving the vector
+     * registers */
+    const __m128d flip = _mm_and_pd(_mm_cmpngt_sd(_mm_set_sd(seed_dot), _mm_setzero_pd()), _mm_set_sd(-0.0));
+    for (int i = 0; i < 3; ++i) step[i] = _mm_cvtsd_f64(_mm_xor_pd(_mm_set_sd(dir[i] * v), flip));
+#else
+    const uint64_t flip = (uint64_t)!seed_side << 63; /* the sign bit, set without a branch */
     for (int i = 0; i < 3; ++i) {
         const double t = dir[i] * v;
         uint64_t bits;
         memcpy(&bits, &t, 8), bits ^= flip, memcpy(&step[i], &bits, 8);
     }
+#endif
     if ((fx_dot3(lobe->mean, dir) > 0.0) != seed_side)
         for (int i = 0; i < 3; ++i) step[i] = -step[i];
     for (int i = 0; i < 3; ++i) lobe->mean[i] += step[i];
@@ -374,7 +382,20 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
         const double v = w->values[d];
         int adj[6], lab[6];
         for (int e = 0; e < 6; ++e) lab[e] = w->label[p->adj[d][e]];
+#ifdef __CUDACC__
         const int na = fx_adjacent_lobes(lab, adj);
+#else
+        /* the common case in two min/max chains: the largest label and the smallest as unsigned
+         * (-1, no lobe, the largest unsigned) agree unless two lobes are next to the sample */
+        int top = lab[0];
+        unsigned low = (unsigned)lab[0];
+        for (int e = 1; e < 6; ++e) top = lab[e] > top ? lab[e] : top, low = (unsigned)lab[e] < low ? (unsigned)lab[e] : low;
+        int na;
+        if (low == (unsigned)top)
+            adj[0] = top, na = top >= 0;
+        else
+            na = fx_adjacent_lobes(lab, adj);
+#endif
         if (na == 0) {
             /* a new lobe seeded here (more than the scratch holds: the voxel fails, -1) */
             if (nl == p->max_lobes) return -1;
