@@ -231,8 +231,10 @@ int main(int argc, char **argv)
         std::unique_ptr<tk_fixels_plan, void (*)(tk_fixels_plan *)> hold{plan, tk_fixels_plan_destroy};
         const tk::FixelGeometry g = geometry_of(sh);
         const size_t nvox = g.dim[0] * g.dim[1] * g.dim[2], S = (size_t)tk_fixels_plan_slots(plan);
-        // a chunk a progress step; on CUDA each GPU takes 65536 voxels of one
-        const size_t chunk = backend == TK_BACKEND_CUDA ? 65536 * static_cast<size_t>(gpus) : 4096;
+        // a chunk a progress step; on CUDA each GPU takes 65536 voxels of one; on the CPU 16384
+        // (~20 MB of slots): each chunk ends in the threads waiting for each other, which on a
+        // busy machine costs a descheduled thread's time slice
+        const size_t chunk = backend == TK_BACKEND_CUDA ? 65536 * static_cast<size_t>(gpus) : 16384;
         std::vector<uint8_t> count(chunk);
         std::vector<float> afd(chunk * S), amp(chunk * S), dir(chunk * S * 3);
         std::vector<uint32_t> index(2 * nvox, 0);
