@@ -48,8 +48,9 @@ size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);
 /* The host segmentation's walk order of one voxel's n samples (fixels_host_order.h): where
  * fmls.cpp grows no lobe (no positive sample, or the first sample of the largest magnitude
  * negative) -1, else the positive samples' directions by descending value, ties by ascending
- * index, into order (n ints), and their count.  -2 where n is not 1..65536 or out of memory. */
-int tk_fixels_walk_order(const double *values, int n, int *order);
+ * index, into order (n ints), and their count.  -2 where n is not 1..65536 or out of memory.
+ * vector 0: the keys by the scalar loop even where the CPU has AVX2 (1: as the segmentation). */
+int tk_fixels_walk_order(const double *values, int n, int *order, int vector);
 
 /* ---- batched eigenvalues (CUDA) -------------------------------------------------- */
 

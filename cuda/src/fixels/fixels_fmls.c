@@ -17,14 +17,14 @@ void tk_fixels_sample_values4(const tk_fixels_view *view, const double *const *s
     fx_host_sample_values4(view->basis, view->n, view->k, sh, values);
 }
 
-int tk_fixels_walk_order(const double *values, int n, int *order)
+int tk_fixels_walk_order(const double *values, int n, int *order, int vector)
 {
     double most;
     if (n < 1 || n > 65536) return -2;
     if (fx_host_no_lobes(values, n, &most)) return -1;
     uint32_t *keys = malloc(2 * sizeof(uint32_t) * (size_t)n);
     if (!keys) return -2;
-    const int npos = fx_host_sorted_positive(values, n, most, keys, keys + n, order);
+    const int npos = fx_host_sorted_positive(values, n, most, keys, keys + n, order, vector);
     free(keys);
     return npos;
 }

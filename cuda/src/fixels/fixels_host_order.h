@@ -3,7 +3,8 @@
  * order of fmls.cpp's multimap), as the device's sort_descending gives it, in fewer steps:
  * - the largest |sample| by a vector max (exact, so the same value as a scan) and the first
  *   direction holding it only where a positive and a negative maximum tie;
- * - the positives compacted without a branch (which one is positive is a coin toss);
+ * - the positives compacted without a branch (which one is positive is a coin toss), four at a
+ *   time by AVX2 where the CPU has it;
  * - a 16-bit key by linear quantization, q = (uint)(v * (65535 / most)): monotone in v, so an LSD
  *   radix sort of 65535 - q (two byte passes, stable from index order) orders every pair of
  *   different keys as their values, and a last pass puts each run of equal keys in (value
@@ -58,23 +59,80 @@ static inline uint32_t fx_host_key16(double t)
 #endif
 }
 
+/* The keys of the positive samples of values[from..n), (65535 - q) << 16 | d, compacted into
+ * key + npos; returns the new count. */
+static inline int fx_host_keys_from(const double *values, int from, int n, double scale, uint32_t *key, int npos)
+{
+    for (int d = from; d < n; ++d) {
+        const double v = values[d];
+        const uint32_t q = fx_host_key16(v * scale);
+        key[npos] = (65535u - q) << 16 | (uint32_t)d;
+        npos += v > 0.0;
+    }
+    return npos;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TK_FIXELS_HOST_AVX2 1
+/* fx_host_keys_from four samples at a time (AVX2): the same clamps (vmaxpd/vminpd keep maxsd's
+ * and minsd's NaN rule, the second operand), the same truncation, and the four keys compacted
+ * by a byte shuffle of the positives' mask; each store of four lands at or before key[d + 3]. */
+__attribute__((target("avx2"))) static int fx_host_keys_avx2(const double *values, int n, double scale,
+                                                             uint32_t *key)
+{
+    static const uint8_t count4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+    static uint8_t pick[16][16]; /* per mask: the bytes of the kept lanes first */
+    static int pick_ready;       /* built once; a race writes the same bytes */
+    if (!__atomic_load_n(&pick_ready, __ATOMIC_ACQUIRE)) {
+        for (int m = 0; m < 16; ++m) {
+            int at = 0;
+            for (int lane = 0; lane < 4; ++lane)
+                if (m >> lane & 1)
+                    for (int b = 0; b < 4; ++b) pick[m][at++] = (uint8_t)(4 * lane + b);
+            while (at < 16) pick[m][at++] = 0x80;
+        }
+        __atomic_store_n(&pick_ready, 1, __ATOMIC_RELEASE);
+    }
+    const __m256d zero = _mm256_setzero_pd(), top = _mm256_set1_pd(65535.0), s4 = _mm256_set1_pd(scale);
+    const __m128i top_i = _mm_set1_epi32(65535), step = _mm_set1_epi32(4);
+    __m128i idx = _mm_setr_epi32(0, 1, 2, 3);
+    int npos = 0, d = 0;
+    for (; d + 4 <= n; d += 4, idx = _mm_add_epi32(idx, step)) {
+        const __m256d v = _mm256_loadu_pd(values + d);
+        const __m256d s = _mm256_min_pd(_mm256_max_pd(_mm256_mul_pd(v, s4), zero), top);
+        const __m128i q = _mm256_cvttpd_epi32(s);
+        const __m128i k = _mm_or_si128(_mm_slli_epi32(_mm_sub_epi32(top_i, q), 16), idx);
+        const int m = _mm256_movemask_pd(_mm256_cmp_pd(v, zero, _CMP_GT_OQ));
+        _mm_storeu_si128((__m128i *)(void *)(key + npos), _mm_shuffle_epi8(k, _mm_loadu_si128((const __m128i *)pick[m])));
+        npos += count4[m];
+    }
+    return fx_host_keys_from(values, d, n, scale, key, npos);
+}
+#endif
+
+/* The keys of every positive sample (fx_host_keys_from), by AVX2 where the CPU has it and
+ * vector is set (the tests clear it to hold the scalar loop to the same order). */
+static inline int fx_host_keys(const double *values, int n, double scale, uint32_t *key, int vector)
+{
+#ifdef TK_FIXELS_HOST_AVX2
+    if (vector && __builtin_cpu_supports("avx2")) return fx_host_keys_avx2(values, n, scale, key);
+#endif
+    (void)vector;
+    return fx_host_keys_from(values, 0, n, scale, key, 0);
+}
+
 /* The positive samples of values (n, largest most > 0) in the walk's order into order;
- * returns how many.  keys: two scratch arrays of n uint32 each. */
+ * returns how many.  keys: two scratch arrays of n uint32 each; vector: fx_host_keys'. */
 static inline int fx_host_sorted_positive(const double *values, int n, double most, uint32_t *key0, uint32_t *key1,
-                                          int *order)
+                                          int *order, int vector)
 {
     /* most * scale may round past 65535, and scale may be inf for a subnormal most (0 * inf:
      * NaN, which the first clamp turns to 0): the clamps keep the key monotone and in 16 bits */
     const double scale = 65535.0 / most;
     int count[2][256];
     memset(count, 0, sizeof count);
-    int npos = 0;
-    for (int d = 0; d < n; ++d) {
-        const double v = values[d];
-        const uint32_t q = fx_host_key16(v * scale);
-        key0[npos] = (65535u - q) << 16 | (uint32_t)d;
-        npos += v > 0.0;
-    }
+    int npos = fx_host_keys(values, n, scale, key0, vector);
     for (int i = 0; i < npos; ++i) ++count[0][(key0[i] >> 16) & 0xff], ++count[1][key0[i] >> 24];
     /* two stable passes, low byte then high byte, skipped where every key shares the byte */
     uint32_t *src = key0, *dst = key1;

@@ -373,7 +373,7 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     /* the same early return and order in fewer steps (fixels_host_order.h) */
     double most;
     if (fx_host_no_lobes(w->values, N, &most)) return 0;
-    npos = fx_host_sorted_positive(w->values, N, most, (uint32_t *)w->key[0], (uint32_t *)w->key[1], w->order[0]);
+    npos = fx_host_sorted_positive(w->values, N, most, (uint32_t *)w->key[0], (uint32_t *)w->key[1], w->order[0], 1);
     const int *sorted = w->order[0];
 #endif
     int nl = 0, nretro = 0;
