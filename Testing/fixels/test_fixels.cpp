@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
@@ -571,4 +572,47 @@ TEST(Fixels, HostWalkOrderIsFmlsOrder)
     std::vector<int> out(4);
     const double one = 1.0;
     EXPECT_EQ(tk_fixels_walk_order(&one, 0, out.data(), 1), -2);
+}
+
+// The host's samples by AVX-512 (where the CPU has it) are the AVX2 clone's bit for bit (each
+// direction's sum the same chain of fused multiply-adds), and both are the series' values at
+// the directions (a plain sum of tk_sh_eval's basis, to rounding), both direction sets.
+TEST(Fixels, HostSamplesSameOnEveryPath)
+{
+    const int lmax = 8, k = 45;
+    std::mt19937 rng(5);
+    std::normal_distribution<double> g;
+    for (int ndirs : {TK_FIXELS_DIRECTIONS, TK_FIXELS_DIRECTIONS_DENSE}) {
+        tk_fixels_options o;
+        tk_fixels_options_init(&o, lmax);
+        o.directions = ndirs;
+        tk_fixels_plan *plan = nullptr;
+        ASSERT_EQ(tk_fixels_plan_create(&o, &plan), TK_OK) << tk_last_error();
+        std::vector<std::vector<double>> sh(4, std::vector<double>(k)), v2(4, std::vector<double>(ndirs)),
+            v5(4, std::vector<double>(ndirs));
+        for (auto &s : sh)
+            for (auto &c : s) c = g(rng);
+        const double *shp[4] = {sh[0].data(), sh[1].data(), sh[2].data(), sh[3].data()};
+        double *p2[4] = {v2[0].data(), v2[1].data(), v2[2].data(), v2[3].data()};
+        double *p5[4] = {v5[0].data(), v5[1].data(), v5[2].data(), v5[3].data()};
+        EXPECT_EQ(tk_fixels_plan_sample4(plan, shp, p2, 0), 0);
+        const int wide = tk_fixels_plan_sample4(plan, shp, p5, 1);
+        ASSERT_TRUE(wide == 0 || wide == -1);
+        if (wide == -1) std::printf("no AVX-512 on this CPU: the AVX2 path against itself\n");
+        for (int i = 0; i < 4; ++i)
+            for (int d = 0; d < ndirs; ++d) ASSERT_EQ(v5[i][d], v2[i][d]) << "series " << i << " direction " << d;
+        const double *dirs = nullptr;
+        ASSERT_EQ(tk_fixels_direction_set(ndirs, &dirs, nullptr), TK_OK);
+        std::vector<double> y(k);
+        for (int d = 0; d < ndirs; d += 7) {
+            tk_sh_eval(TK_SH_TOURNIER, 0, lmax, dirs + 3 * d, y.data());
+            for (int i = 0; i < 4; ++i) {
+                double want = 0, size = 0;
+                for (int c = 0; c < k; ++c) want += y[c] * sh[i][c], size += std::fabs(y[c] * sh[i][c]);
+                EXPECT_NEAR(v2[i][d], want, 1e-13 * size) << "series " << i << " direction " << d;
+            }
+        }
+        EXPECT_EQ(tk_fixels_plan_sample4(nullptr, shp, p2, 0), -2);
+        tk_fixels_plan_destroy(plan);
+    }
 }

@@ -51,6 +51,11 @@ size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);
  * index, into order (n ints), and their count.  -2 where n is not 1..65536 or out of memory.
  * vector 0: the keys by the scalar loop even where the CPU has AVX2 (1: as the segmentation). */
 int tk_fixels_walk_order(const double *values, int n, int *order, int vector);
+/* The host's samples of four series sh[i] (the plan's k coefficients, double) at the plan's
+ * directions into values[i] (tk_fixels_plan_directions doubles each): path 0 by the AVX2 clone
+ * (or the default build where the CPU lacks AVX2), path 1 by AVX-512; returns 0, -1 where path
+ * 1 is asked and the CPU has no AVX-512 (values then by path 0), -2 for a bad argument. */
+int tk_fixels_plan_sample4(const tk_fixels_plan *plan, const double *const *sh, double *const *values, int path);
 
 /* ---- batched eigenvalues (CUDA) -------------------------------------------------- */
 
