@@ -79,12 +79,19 @@ int tk_fixels_walk_order(const double *values, int n, int *order, int vector)
 {
     double most;
     if (n < 1 || n > 65536) return -2;
-    if (fx_host_no_lobes(values, n, &most)) return -1;
+    if (fx_host_no_lobes(values, n, &most, vector)) return -1;
     uint32_t *keys = malloc(2 * sizeof(uint32_t) * (size_t)n);
     if (!keys) return -2;
     const int npos = fx_host_sorted_positive(values, n, most, keys, keys + n, order, vector);
     free(keys);
     return npos;
+}
+
+int tk_fixels_plan_tensor(const tk_fixels_plan *plan, const double *aniso, double *tensor, int path)
+{
+    if (!plan || path < 0 || path > 1) return -2;
+    fx_host_tensor_path(plan->view.map, aniso, plan->k, tensor, path);
+    return 0;
 }
 
 const double *tk_fixels_directions(void)

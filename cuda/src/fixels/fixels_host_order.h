@@ -19,14 +19,17 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TK_FIXELS_HOST_X86 1 /* the AVX paths below, picked at run time */
+#endif
 
 #include "fixels_internal.h"
 
-/* Returns 1 where the first direction of the largest |sample| is negative or no sample is
- * positive (fmls.cpp's early return: no lobes), else 0 with *most the largest sample. */
-static inline int fx_host_no_lobes(const double *values, int n, double *most)
+/* Without AVX: four independent maxima (max is exact in any order, so the same value as one
+ * scan). */
+static inline void fx_host_max_scalar(const double *values, int n, double *pos, double *neg)
 {
-    /* four independent maxima (max is exact in any order, so the same value as one scan) */
     double pm[4] = {0, 0, 0, 0}, nm[4] = {0, 0, 0, 0};
     int d = 0;
     for (; d + 4 <= n; d += 4)
@@ -37,11 +40,50 @@ static inline int fx_host_no_lobes(const double *values, int n, double *most)
     for (; d < n; ++d) pm[0] = values[d] > pm[0] ? values[d] : pm[0], nm[0] = -values[d] > nm[0] ? -values[d] : nm[0];
     double p = pm[0], q = nm[0];
     for (int i = 1; i < 4; ++i) p = pm[i] > p ? pm[i] : p, q = nm[i] > q ? nm[i] : q;
+    *pos = p, *neg = q;
+}
+
+#ifdef TK_FIXELS_HOST_X86
+/* The largest sample and the largest negated sample (from 0) by AVX: vmaxpd keeps maxsd's rule
+ * (the first operand where it is larger), and a max is exact in any order. */
+__attribute__((target("avx"))) static void fx_host_max_avx(const double *values, int n, double *pos, double *neg)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    __m256d p0 = _mm256_setzero_pd(), p1 = p0, n0 = p0, n1 = p0;
+    int d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const __m256d v0 = _mm256_loadu_pd(values + d), v1 = _mm256_loadu_pd(values + d + 4);
+        p0 = _mm256_max_pd(v0, p0), p1 = _mm256_max_pd(v1, p1);
+        n0 = _mm256_max_pd(_mm256_xor_pd(v0, sign), n0), n1 = _mm256_max_pd(_mm256_xor_pd(v1, sign), n1);
+    }
+    double pl[4], nl[4];
+    _mm256_storeu_pd(pl, _mm256_max_pd(p0, p1)), _mm256_storeu_pd(nl, _mm256_max_pd(n0, n1));
+    double p = pl[0], q = nl[0];
+    for (int i = 1; i < 4; ++i) p = pl[i] > p ? pl[i] : p, q = nl[i] > q ? nl[i] : q;
+    for (; d < n; ++d) p = values[d] > p ? values[d] : p, q = -values[d] > q ? -values[d] : q;
+    *pos = p, *neg = q;
+}
+#endif
+
+/* Returns 1 where the first direction of the largest |sample| is negative or no sample is
+ * positive (fmls.cpp's early return: no lobes), else 0 with *most the largest sample.
+ * vector: the maxima by AVX where the CPU has it (the tests clear it for the scalar loop). */
+static inline int fx_host_no_lobes(const double *values, int n, double *most, int vector)
+{
+    double p, q;
+#ifdef TK_FIXELS_HOST_X86
+    if (vector && __builtin_cpu_supports("avx")) {
+        fx_host_max_avx(values, n, &p, &q);
+    } else
+#endif
+    {
+        fx_host_max_scalar(values, n, &p, &q);
+    }
     *most = p;
     if (!(p > 0.0) || q > p) return 1;
     if (q < p) return 0;
     /* a positive and a negative sample of the same magnitude: the first of them decides */
-    for (d = 0; d < n; ++d)
+    for (int d = 0; d < n; ++d)
         if (values[d] == p || values[d] == -p) return values[d] < 0;
     return 0;
 }
@@ -72,8 +114,7 @@ static inline int fx_host_keys_from(const double *values, int from, int n, doubl
     return npos;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#ifdef TK_FIXELS_HOST_X86
 #define TK_FIXELS_HOST_AVX2 1
 /* fx_host_keys_from four samples at a time (AVX2): the same clamps (vmaxpd/vminpd keep maxsd's
  * and minsd's NaN rule, the second operand), the same truncation, and the four keys compacted
