@@ -16,12 +16,12 @@ int tk_fixels_segment(const tk_fixels_view *view, const double *sh, tk_fixels_wo
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TK_FIXELS_SAMPLE_V4 1
 typedef double tk_fixels_v8 __attribute__((vector_size(64)));
-/* fx_host_sample_values4 with AVX-512 (x86-64-v4): blocks of 16 directions in 8-wide registers.
+/* fx_host_sample_values4 with AVX-512 (F and VL, with FMA): blocks of 16 directions in 8-wide registers.
  * Each direction's sum is still the coefficient-ordered chain of fused multiply-adds that the
  * AVX2 clone computes (its scalar tail contracts the same way), so the values are the same bits;
  * the wider registers leave each accumulator's chain twice the time between its updates (the
  * AVX2 loop's eight 4-wide chains only just cover the FMA latency). */
-__attribute__((target("arch=x86-64-v4"))) static void fx_host_sample_values4_v4(const double *basis_t, int n, int k,
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) static void fx_host_sample_values4_v4(const double *basis_t, int n, int k,
                                                                             const double *const *sh,
                                                                             double *const *values)
 {
@@ -55,7 +55,9 @@ __attribute__((target("arch=x86-64-v4"))) static void fx_host_sample_values4_v4(
 static int sample_values4(const tk_fixels_view *view, const double *const *sh, double *const *values, int wide)
 {
 #ifdef TK_FIXELS_SAMPLE_V4
-    if (wide && __builtin_cpu_supports("x86-64-v4")) {
+    /* the features one by one: clang before 16 knows no "x86-64-v4" here (the fuzz build) */
+    if (wide && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         fx_host_sample_values4_v4(view->basis, view->n, view->k, sh, values);
         return 0;
     }
