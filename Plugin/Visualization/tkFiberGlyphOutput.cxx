@@ -19,26 +19,8 @@
 #include "vtkSmartPointer.h"
 #include "vtkTextProperty.h"
 #include "vtkUnsignedCharArray.h"
-#include "vtkXMLPolyDataWriter.h"
 
 namespace tk {
-
-void WritePolyDataXML(vtkPolyData *poly, const std::string &path)
-{
-    const std::string tmp = TemporaryBeside(path);
-    auto writer = vtkSmartPointer<vtkXMLPolyDataWriter>::New();
-    writer->SetFileName(tmp.c_str());
-    writer->SetInputData(poly);
-    writer->SetDataModeToAppended();
-    writer->SetCompressorTypeToZLib();
-    writer->GlobalWarningDisplayOff();  // its messages name the temporary; ours name the file
-    if (writer->Write() != 1 || writer->GetErrorCode() != 0 || !WrittenFile(tmp)) {
-        std::string why = writer->GetErrorCode() ? std::strerror(writer->GetErrorCode()) : "VTK's XML writer failed";
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot write: " + why);
-    }
-    RenameIntoPlace(tmp, path);
-}
 
 void RenderAxialSlicePNG(const PeaksImage &im, const float *background, const SliceRenderOptions &o,
                          const std::string &path)

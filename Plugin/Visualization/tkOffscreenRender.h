@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "tkTemporaryFile.h"
 #include "vtkSmartPointer.h"
 
 class vtkActor;
@@ -14,13 +15,6 @@ class vtkRenderWindow;
 class vtkRenderer;
 
 namespace tk {
-
-// A file name beside path for writing it whole first (".tk-tmp-PID-name").
-std::string TemporaryBeside(const std::string &path);
-// Does the file exist and hold something?  VTK writers report some failures only on stderr.
-bool WrittenFile(const std::string &path);
-// Renames tmp to path; on failure removes tmp and throws std::runtime_error naming path.
-void RenameIntoPlace(const std::string &tmp, const std::string &path);
 
 // An offscreen render window of w x h pixels on the process's X connection.  Throws
 // RenderUnavailable (tkFiberGlyphOutput.h) naming path and telling program's user to run

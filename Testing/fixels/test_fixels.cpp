@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
@@ -495,4 +496,147 @@ TEST(Fixels, CudaKernelHooksRefuseACpuPlan)
     EXPECT_EQ(tk_fixels_plan_redone(plan), 0u);
     EXPECT_EQ(tk_fixels_plan_set_one_thread(nullptr, 1), TK_ERR_ARGUMENT);
     tk_fixels_plan_destroy(plan);
+}
+
+namespace {
+
+// fmls.cpp's order, written from its definition: no lobes where the first sample of the largest
+// magnitude is not positive, else the positive samples by descending value, equal values by
+// ascending index (a stable sort from index order: the multimap's insertion order).
+int oracle_walk_order(const std::vector<double> &v, std::vector<int> &order)
+{
+    const int n = (int)v.size();
+    int largest = 0;
+    for (int d = 1; d < n; ++d)
+        if (std::fabs(v[d]) > std::fabs(v[largest])) largest = d;
+    if (!(v[largest] > 0)) return -1;
+    order.clear();
+    for (int d = 0; d < n; ++d)
+        if (v[d] > 0) order.push_back(d);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v[a] > v[b]; });
+    return (int)order.size();
+}
+
+void expect_walk_order(const std::vector<double> &v, const char *what)
+{
+    std::vector<int> want;
+    const int nw = oracle_walk_order(v, want);
+    for (int vector : {1, 0}) {
+        std::vector<int> got(v.size(), -7);
+        const int ng = tk_fixels_walk_order(v.data(), (int)v.size(), got.data(), vector);
+        ASSERT_EQ(ng, nw) << what << (vector ? " (vector keys)" : " (scalar keys)");
+        for (int i = 0; i < nw; ++i)
+            ASSERT_EQ(got[i], want[i]) << what << (vector ? " (vector keys)" : " (scalar keys)") << ": place " << i;
+    }
+}
+
+}  // namespace
+
+// The host's walk order (quantized keys, a radix sort, then runs of equal keys by value) against a
+// stable sort of the doubles: random samples, ties, values closer than a key step, a tiny and a
+// subnormal maximum, a positive and a negative maximum of one magnitude, both set sizes; the keys
+// by AVX2 (where the CPU has it) and by the scalar loop.
+TEST(Fixels, HostWalkOrderIsFmlsOrder)
+{
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> U(-1.0, 1.0);
+    for (int n : {1, 3, 7, TK_FIXELS_DIRECTIONS, TK_FIXELS_DIRECTIONS_DENSE}) {
+        std::vector<double> v(n);
+        for (auto &x : v) x = U(rng);
+        v[0] = 2.0;  // a positive maximum
+        expect_walk_order(v, "random");
+        for (auto &x : v) x = 0.5;
+        expect_walk_order(v, "all equal");
+        // every positive sample within a key step (1/65535 of the maximum) of another
+        for (int d = 0; d < n; ++d) v[d] = d % 5 == 0 ? -1e-3 : 1.0 - 1e-9 * (double)((d * 7919) % 97);
+        expect_walk_order(v, "closer than a key step");
+        for (int d = 0; d < n; ++d) v[d] = d % 3 ? 1e-7 * (double)((d * 31) % 17) : 1.0;
+        expect_walk_order(v, "many near zero");
+        for (auto &x : v) x = 4.9e-324 * (double)(1 + (int)(8 * std::fabs(U(rng))));
+        expect_walk_order(v, "subnormal maximum");
+        for (auto &x : v) x = 1e-300 * U(rng);
+        v[0] = 1e-300;
+        expect_walk_order(v, "tiny maximum");
+        for (auto &x : v) x = U(rng);
+        if (n >= 3) {
+            v[1] = -3.0, v[2] = 3.0;
+            expect_walk_order(v, "negative maximum first");
+            v[1] = 3.0, v[2] = -3.0;
+            expect_walk_order(v, "positive maximum first");
+        }
+        for (auto &x : v) x = -std::fabs(x);
+        expect_walk_order(v, "no positive sample");
+        for (auto &x : v) x = 0.0;
+        expect_walk_order(v, "all zero");
+    }
+    std::vector<int> out(4);
+    const double one = 1.0;
+    EXPECT_EQ(tk_fixels_walk_order(&one, 0, out.data(), 1), -2);
+}
+
+// The host's samples by AVX-512 (where the CPU has it) are the AVX2 clone's bit for bit (each
+// direction's sum the same chain of fused multiply-adds), and both are the series' values at
+// the directions (a plain sum of tk_sh_eval's basis, to rounding), both direction sets.
+TEST(Fixels, HostSamplesSameOnEveryPath)
+{
+    const int lmax = 8, k = 45;
+    std::mt19937 rng(5);
+    std::normal_distribution<double> g;
+    for (int ndirs : {TK_FIXELS_DIRECTIONS, TK_FIXELS_DIRECTIONS_DENSE}) {
+        tk_fixels_options o;
+        tk_fixels_options_init(&o, lmax);
+        o.directions = ndirs;
+        tk_fixels_plan *plan = nullptr;
+        ASSERT_EQ(tk_fixels_plan_create(&o, &plan), TK_OK) << tk_last_error();
+        std::vector<std::vector<double>> sh(4, std::vector<double>(k)), v2(4, std::vector<double>(ndirs)),
+            v5(4, std::vector<double>(ndirs));
+        for (auto &s : sh)
+            for (auto &c : s) c = g(rng);
+        const double *shp[4] = {sh[0].data(), sh[1].data(), sh[2].data(), sh[3].data()};
+        double *p2[4] = {v2[0].data(), v2[1].data(), v2[2].data(), v2[3].data()};
+        double *p5[4] = {v5[0].data(), v5[1].data(), v5[2].data(), v5[3].data()};
+        EXPECT_EQ(tk_fixels_plan_sample4(plan, shp, p2, 0), 0);
+        const int wide = tk_fixels_plan_sample4(plan, shp, p5, 1);
+        ASSERT_TRUE(wide == 0 || wide == -1);
+        if (wide == -1) std::printf("no AVX-512 on this CPU: the AVX2 path against itself\n");
+        for (int i = 0; i < 4; ++i)
+            for (int d = 0; d < ndirs; ++d) ASSERT_EQ(v5[i][d], v2[i][d]) << "series " << i << " direction " << d;
+        const double *dirs = nullptr;
+        ASSERT_EQ(tk_fixels_direction_set(ndirs, &dirs, nullptr), TK_OK);
+        std::vector<double> y(k);
+        for (int d = 0; d < ndirs; d += 7) {
+            tk_sh_eval(TK_SH_TOURNIER, 0, lmax, dirs + 3 * d, y.data());
+            for (int i = 0; i < 4; ++i) {
+                double want = 0, size = 0;
+                for (int c = 0; c < k; ++c) want += y[c] * sh[i][c], size += std::fabs(y[c] * sh[i][c]);
+                EXPECT_NEAR(v2[i][d], want, 1e-13 * size) << "series " << i << " direction " << d;
+            }
+        }
+        EXPECT_EQ(tk_fixels_plan_sample4(nullptr, shp, p2, 0), -2);
+        tk_fixels_plan_destroy(plan);
+    }
+}
+
+// The climb's tensor by AVX (sums of four rows in registers, nothing fused) is the plain loop's
+// bit for bit, for every SH order.
+TEST(Fixels, HostTensorSameOnEveryPath)
+{
+    std::mt19937 rng(9);
+    std::normal_distribution<double> g;
+    for (int lmax = 2; lmax <= 8; lmax += 2) {
+        tk_fixels_options o;
+        tk_fixels_options_init(&o, lmax);
+        tk_fixels_plan *plan = nullptr;
+        ASSERT_EQ(tk_fixels_plan_create(&o, &plan), TK_OK) << tk_last_error();
+        const int k = (int)tk_sh_num_coeffs(lmax);
+        for (int trial = 0; trial < 20; ++trial) {
+            std::vector<double> aniso(k), plain(k, -1), vec(k, -2);
+            for (auto &a : aniso) a = g(rng) * std::exp(3 * g(rng));
+            ASSERT_EQ(tk_fixels_plan_tensor(plan, aniso.data(), plain.data(), 0), 0);
+            ASSERT_EQ(tk_fixels_plan_tensor(plan, aniso.data(), vec.data(), 1), 0);
+            for (int r = 0; r < k; ++r) ASSERT_EQ(vec[r], plain[r]) << "lmax " << lmax << " row " << r;
+        }
+        EXPECT_EQ(tk_fixels_plan_tensor(plan, nullptr, nullptr, 2), -2);
+        tk_fixels_plan_destroy(plan);
+    }
 }

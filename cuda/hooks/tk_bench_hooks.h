@@ -43,6 +43,25 @@ tk_status tk_fixels_plan_set_one_thread(tk_fixels_plan *plan, int on);
 /* The voxels of the plan's last execute that the warp kernel passed on (0 on cpu/omp). */
 size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);
 
+/* ---- fixels (host) --------------------------------------------------------------- */
+
+/* The host segmentation's walk order of one voxel's n samples (fixels_host_order.h): where
+ * fmls.cpp grows no lobe (no positive sample, or the first sample of the largest magnitude
+ * negative) -1, else the positive samples' directions by descending value, ties by ascending
+ * index, into order (n ints), and their count.  -2 where n is not 1..65536 or out of memory.
+ * vector 0: the maxima and the keys by the scalar loops even where the CPU has AVX and AVX2 (1:
+ * as the segmentation). */
+int tk_fixels_walk_order(const double *values, int n, int *order, int vector);
+/* The host's samples of four series sh[i] (the plan's k coefficients, double) at the plan's
+ * directions into values[i] (tk_fixels_plan_directions doubles each): path 0 by the AVX2 clone
+ * (or the default build where the CPU lacks AVX2), path 1 by AVX-512; returns 0, -1 where path
+ * 1 is asked and the CPU has no AVX-512 (values then by path 0), -2 for a bad argument. */
+int tk_fixels_plan_sample4(const tk_fixels_plan *plan, const double *const *sh, double *const *values, int path);
+/* The climb's tensor of the plan (its k x k map times aniso[1..k-1], fixels_segment.h) into
+ * tensor (k doubles): path 0 by the plain loop, 1 by AVX where the CPU has it; 0, or -2 for a
+ * bad argument. */
+int tk_fixels_plan_tensor(const tk_fixels_plan *plan, const double *aniso, double *tensor, int path);
+
 /* ---- batched eigenvalues (CUDA) -------------------------------------------------- */
 
 /* Times of one batch on the GPU (milliseconds), all from pinned host memory:

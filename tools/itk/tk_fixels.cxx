@@ -231,23 +231,28 @@ int main(int argc, char **argv)
         std::unique_ptr<tk_fixels_plan, void (*)(tk_fixels_plan *)> hold{plan, tk_fixels_plan_destroy};
         const tk::FixelGeometry g = geometry_of(sh);
         const size_t nvox = g.dim[0] * g.dim[1] * g.dim[2], S = (size_t)tk_fixels_plan_slots(plan);
-        // a chunk a progress step; on CUDA each GPU takes 65536 voxels of one
-        const size_t chunk = backend == TK_BACKEND_CUDA ? 65536 * static_cast<size_t>(gpus) : 4096;
-        std::vector<uint8_t> count(chunk);
-        std::vector<float> afd(chunk * S), amp(chunk * S), dir(chunk * S * 3);
+        // a chunk a progress step; on CUDA each GPU takes 65536 voxels of one; on the CPU 16384
+        // (~20 MB of slots): each chunk ends in the threads waiting for each other, which on a
+        // busy machine costs a descheduled thread's time slice
+        const size_t chunk = backend == TK_BACKEND_CUDA ? 65536 * static_cast<size_t>(gpus) : 16384;
+        // the core fills every slot (NaN past a voxel's count): buffers left uninitialised, so
+        // that their pages are first touched by the threads filling them, not zeroed here first
+        const std::unique_ptr<uint8_t[]> count(new uint8_t[chunk]);
+        const std::unique_ptr<float[]> afd(new float[chunk * S]), amp(new float[chunk * S]), dir(new float[chunk * S * 3]);
         std::vector<uint32_t> index(2 * nvox, 0);
         std::vector<float> f_dir, f_afd, f_amp;
         // --lobes: each voxel's direction labels (the core's), then each fixel's mask
         const size_t D = (size_t)tk_fixels_plan_directions(plan);
-        std::vector<uint8_t> labels(a.lobes.empty() ? 0 : chunk * D), f_lobe;
+        const std::unique_ptr<uint8_t[]> labels(a.lobes.empty() ? nullptr : new uint8_t[chunk * D]);
+        std::vector<uint8_t> f_lobe;
         size_t bad = 0, truncated = 0;
         const float *data = sh->GetBufferPointer();
         tk_progress bar;  // on stderr while a terminal shows it (and not --quiet)
         tk_progress_begin(&bar, prog, nvox, quiet);
         for (size_t first = 0; first < nvox; first += chunk) {
             const size_t n = std::min(chunk, nvox - first);
-            tk_fixels_output res{count.data(), afd.data(), amp.data(), a.v.dirpeak ? nullptr : dir.data(),
-                                 a.v.dirpeak ? dir.data() : nullptr, labels.empty() ? nullptr : labels.data(), 0, 0};
+            tk_fixels_output res{count.get(), afd.get(), amp.get(), a.v.dirpeak ? nullptr : dir.get(),
+                                 a.v.dirpeak ? dir.get() : nullptr, labels.get(), 0, 0};
             if (tk_fixels_plan_execute(plan, n, data + first * comps, mask.empty() ? nullptr : mask.data() + first, &res,
                                        nullptr) != TK_OK)
                 throw std::runtime_error(std::string("fixels: ") + tk_last_error());
@@ -260,7 +265,7 @@ int main(int argc, char **argv)
                 for (size_t f = 0; f < count[v]; ++f) {
                     f_afd.push_back(afd[v * S + f]), f_amp.push_back(amp[v * S + f]);
                     for (int i = 0; i < 3; ++i) f_dir.push_back(dir[(v * S + f) * 3 + i]);
-                    if (!labels.empty())
+                    if (labels)
                         for (size_t d = 0; d < D; ++d) f_lobe.push_back(labels[v * D + d] == f);
                 }
             }

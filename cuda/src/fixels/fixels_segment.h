@@ -14,6 +14,9 @@
 #include "common/tk_hd.h"
 #include "fixels_internal.h"
 #include "tracking/tracking_peak.h"
+#ifndef __CUDACC__
+#include "fixels_host_order.h"
+#endif
 
 #ifndef __CUDACC__
 /* The hot loop also built for AVX2 + FMA (x86-64-v3), picked at load time (as fibers_peaks.c). */
@@ -79,6 +82,62 @@ TK_FIXELS_CLONES static void fx_host_sample_values4(const double *basis_t, int n
             for (int c = 0; c < k; ++c) v += basis_t[(size_t)c * n + d] * sh[i][c];
             values[i][d] = v;
         }
+}
+
+/* The climb's tensor, tensor[r] = 0 + map[k + r] aniso[1] + map[2k + r] aniso[2] + ... (column
+ * c of the k x k map times aniso[c], c ascending from 1), each product and sum rounded as that
+ * plain loop rounds them.  With AVX (its target has no FMA, so nothing is fused) the sums of
+ * four rows at a time stay in registers over the columns instead of going through memory. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void fx_host_tensor_avx(const double *map, const double *aniso, int k,
+                                                              double *tensor)
+{
+    int r = 0;
+    for (; r + 16 <= k; r += 16) {
+        __m256d t0 = _mm256_setzero_pd(), t1 = t0, t2 = t0, t3 = t0;
+        for (int c = 1; c < k; ++c) {
+            const double *col = map + (size_t)c * k + r;
+            const __m256d a = _mm256_set1_pd(aniso[c]);
+            t0 = _mm256_add_pd(t0, _mm256_mul_pd(_mm256_loadu_pd(col), a));
+            t1 = _mm256_add_pd(t1, _mm256_mul_pd(_mm256_loadu_pd(col + 4), a));
+            t2 = _mm256_add_pd(t2, _mm256_mul_pd(_mm256_loadu_pd(col + 8), a));
+            t3 = _mm256_add_pd(t3, _mm256_mul_pd(_mm256_loadu_pd(col + 12), a));
+        }
+        _mm256_storeu_pd(tensor + r, t0), _mm256_storeu_pd(tensor + r + 4, t1);
+        _mm256_storeu_pd(tensor + r + 8, t2), _mm256_storeu_pd(tensor + r + 12, t3);
+    }
+    for (; r + 4 <= k; r += 4) {
+        __m256d t = _mm256_setzero_pd();
+        for (int c = 1; c < k; ++c) t = _mm256_add_pd(t, _mm256_mul_pd(_mm256_loadu_pd(map + (size_t)c * k + r), _mm256_set1_pd(aniso[c])));
+        _mm256_storeu_pd(tensor + r, t);
+    }
+    for (; r < k; ++r) {
+        double t = 0.0;
+        for (int c = 1; c < k; ++c) t += map[(size_t)c * k + r] * aniso[c];
+        tensor[r] = t;
+    }
+}
+#endif
+
+/* vector 0: the plain loop even where the CPU has AVX (the tests' hook). */
+static void fx_host_tensor_path(const double *map, const double *aniso, int k, double *tensor, int vector)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (vector && __builtin_cpu_supports("avx")) {
+        fx_host_tensor_avx(map, aniso, k, tensor);
+        return;
+    }
+#endif
+    for (int r = 0; r < k; ++r) tensor[r] = 0.0;
+    for (int c = 1; c < k; ++c) {
+        const double a = aniso[c], *col = map + (size_t)c * k;
+        for (int r = 0; r < k; ++r) tensor[r] += col[r] * a;
+    }
+}
+
+static inline void fx_host_tensor(const double *map, const double *aniso, int k, double *tensor)
+{
+    fx_host_tensor_path(map, aniso, k, tensor, 1);
 }
 #endif
 
@@ -160,8 +219,35 @@ TK_HD static inline void lobe_add(tk_fixels_work *w, int l, int d)
     tk_fixels_lobe *lobe = &w->lobes[l];
     const double *dir = w->t->dirs[d];
     const double v = fabs(w->values[d] * w->t->weights[d]);
+#ifdef __CUDACC__
     const double mult = fx_dot3(lobe->mean, dir) > 0.0 ? 1.0 : -1.0;
     for (int i = 0; i < 3; ++i) lobe->mean[i] += dir[i] * mult * v;
+#else
+    /* The same sums: dir[i] * mult * v is +-(dir[i] * v) exactly.  The side of the mean is a
+     * branch that the predictor misses where a lobe straddles the set's hemisphere; the side
+     * of the lobe's seed direction (peaks[l] until the revision) is the same nearly always
+     * and does not wait on the mean, so the branch taken is the rare disagreement. */
+    const double *seed = w->peaks[l].dir;
+    const double seed_dot = fx_dot3(seed, dir);
+    const int seed_side = seed_dot > 0.0;
+    double step[3];
+#ifdef __SSE2__
+    /* the sign bit where !(seed_dot > 0), set without a branch and without leaving the vector
+     * registers */
+    const __m128d flip = _mm_and_pd(_mm_cmpngt_sd(_mm_set_sd(seed_dot), _mm_setzero_pd()), _mm_set_sd(-0.0));
+    for (int i = 0; i < 3; ++i) step[i] = _mm_cvtsd_f64(_mm_xor_pd(_mm_set_sd(dir[i] * v), flip));
+#else
+    const uint64_t flip = (uint64_t)!seed_side << 63; /* the sign bit, set without a branch */
+    for (int i = 0; i < 3; ++i) {
+        const double t = dir[i] * v;
+        uint64_t bits;
+        memcpy(&bits, &t, 8), bits ^= flip, memcpy(&step[i], &bits, 8);
+    }
+#endif
+    if ((fx_dot3(lobe->mean, dir) > 0.0) != seed_side)
+        for (int i = 0; i < 3; ++i) step[i] = -step[i];
+    for (int i = 0; i < 3; ++i) lobe->mean[i] += step[i];
+#endif
     lobe->integral += v;
     w->label[d] = l;
 }
@@ -221,11 +307,15 @@ TK_HD static inline double climb(const tk_fixels_view *p, const double *sh, tk_f
     /* the voxel's tensor and its monomial form, once for all its lobes' climbs */
     if (!w->tensor_ready) {
         w->scale = tk_fibers_anisotropic_part(k, sh, w->aniso, &w->iso);
+#ifndef __CUDACC__
+        fx_host_tensor(p->map, w->aniso, k, w->tensor);
+#else
         for (int r = 0; r < k; ++r) w->tensor[r] = 0.0;
         for (int c = 1; c < k; ++c) {
             const double a = w->aniso[c], *col = p->map + (size_t)c * k;
             for (int r = 0; r < k; ++r) w->tensor[r] += col[r] * a;
         }
+#endif
         if (p->lmax <= TK_TRACK_ROWS_MAX_ORDER) tk_tracking_rows_build(p->lmax, p->rows_src, p->rows_weight, w->tensor, w->rows);
         w->tensor_ready = 1;
     }
@@ -312,10 +402,15 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     if (lobe_of_dir) memset(lobe_of_dir, TK_FIXELS_NO_LOBE, (size_t)N);
     /* a voxel whose mean is not positive has no lobes */
     if (!(sh[0] > 0.0)) return 0;
-    int npos = 0, largest = 0;
+    int npos = 0;
     if (!have_values) fx_sample_values(p->basis, N, k, sh, w->values);
     w->tensor_ready = 0;
     memset(w->label, 0xff, sizeof(int) * (size_t)N); /* -1: no lobe yet */
+    /* Only the positive samples: fmls.cpp grows negative lobes too, but a sample only ever
+     * joins lobes of its own sign and negative lobes are dropped at the end, so they change
+     * nothing that is kept (their directions are in no fixel's mask). */
+#ifdef __CUDACC__
+    int largest = 0;
     double most = -1.0;
     for (int d = 0; d < N; ++d) {
         const double a = fabs(w->values[d]);
@@ -333,17 +428,34 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     /* the largest |sample| (the first of equals) negative: no lobes at all (fmls.cpp returns
      * there) */
     if (w->values[largest] <= 0.0) return 0;
-    /* Only the positive samples: fmls.cpp grows negative lobes too, but a sample only ever
-     * joins lobes of its own sign and negative lobes are dropped at the end, so they change
-     * nothing that is kept (their directions are in no fixel's mask). */
     const int *sorted = w->order[sort_descending(w, npos)];
+#else
+    /* the same early return and order in fewer steps (fixels_host_order.h) */
+    double most;
+    if (fx_host_no_lobes(w->values, N, &most, 1)) return 0;
+    npos = fx_host_sorted_positive(w->values, N, most, (uint32_t *)w->key[0], (uint32_t *)w->key[1], w->order[0], 1);
+    const int *sorted = w->order[0];
+#endif
     int nl = 0, nretro = 0;
     for (int s = 0; s < npos; ++s) {
         const int d = sorted[s];
         const double v = w->values[d];
         int adj[6], lab[6];
         for (int e = 0; e < 6; ++e) lab[e] = w->label[p->adj[d][e]];
+#ifdef __CUDACC__
         const int na = fx_adjacent_lobes(lab, adj);
+#else
+        /* the common case in two min/max chains: the largest label and the smallest as unsigned
+         * (-1, no lobe, the largest unsigned) agree unless two lobes are next to the sample */
+        int top = lab[0];
+        unsigned low = (unsigned)lab[0];
+        for (int e = 1; e < 6; ++e) top = lab[e] > top ? lab[e] : top, low = (unsigned)lab[e] < low ? (unsigned)lab[e] : low;
+        int na;
+        if (low == (unsigned)top)
+            adj[0] = top, na = top >= 0;
+        else
+            na = fx_adjacent_lobes(lab, adj);
+#endif
         if (na == 0) {
             /* a new lobe seeded here (more than the scratch holds: the voxel fails, -1) */
             if (nl == p->max_lobes) return -1;
