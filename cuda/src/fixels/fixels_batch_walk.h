@@ -1,0 +1,165 @@
+/* Internal: the region-growing walk (tk_fixels_segment_view's sweep) taken 32 samples of the
+ * order at a time, one a lane, for the CUDA warp kernel (fixels_warp.cuh), with the same labels
+ * and lobes, sum for sum, as the sweep taken one sample at a time.
+ *
+ * Why it works: a sample that joins the one lobe its labelled neighbours hold changes no other
+ * sample's neighbourhood but by its own label, and adds to that lobe's sums only.  So in a
+ * window of the batch (lanes lo..steps-1, the samples before it labelled):
+ *  - each lane's sample is written into the label table as TK_FX_BW_MARK - lane, so a lane
+ *    reading its six neighbours' labels (fx_bw_gather) tells lobes (>= 0), directions with no
+ *    lobe yet (-1, the bridges' -2 - lobe: negative) and earlier lanes of the window apart;
+ *  - the lanes' lobes are the fixpoint of "my lobe from my neighbours' labels and my earlier
+ *    lanes' lobes" (fx_bw_eval, rounds of it until no lane changes): the earlier-lane relation
+ *    has no cycle, so the fixpoint is unique and is the sequential walk's, up to the first lane
+ *    that starts a lobe or merges lobes ("special"); a bridge that does not merge changes
+ *    nothing but its own label, which reads as no lobe, as the fixpoint reads it;
+ *  - the lanes before it join their lobes, each lobe's samples added in the order's order
+ *    (fx_bw_join, lobe_add's arithmetic): the sums are the sequential walk's, bit for bit; the
+ *    bridges among them get their labels;
+ *  - the special lane's step is the sequential walk's (fx_bw_special), on the tables, and the
+ *    window starts again after it.
+ * A bridge's lobe is kept in its own label as -2 - lobe (a direction with no lobe to the walk
+ * and to lobe_merge's relabelling, as the host's separate list is); the bridges join their
+ * lobes after the walk, in the walk's order.
+ * The per-lane steps are TK_HD functions: the warp kernel runs them a lane each with the warp's
+ * shuffles and ballots between them, the host test (Testing/fixels/fixels_batch_walk_host.c)
+ * runs them lane by lane with loops in their place. */
+#ifndef TK_FIXELS_BATCH_WALK_H
+#define TK_FIXELS_BATCH_WALK_H
+
+#include "fixels_segment.h"
+
+/* The label of lane j's sample while its window runs: below every label the walk writes
+ * (lobes >= 0, -1, bridges -2 - lobe >= -1 - TK_FX_BW_LANES). */
+#define TK_FX_BW_MARK (-100)
+/* Lanes of a batch (a warp). */
+#define TK_FX_BW_LANES 32
+/* Doubles a staged sample takes: direction (3), weight, amplitude. */
+#define TK_FX_STAGE 5
+
+/* A lane's neighbours at its window's start: prior[e] the label of neighbour e where it is no
+ * earlier lane of the window (negative: no lobe), pred[e] the earlier lane where it is one
+ * (else -1). */
+typedef struct {
+    int prior[6], pred[6];
+} fx_bw_lane;
+
+/* The sample's direction, weight and amplitude into its stage slot. */
+TK_HD static inline void fx_bw_stage(const tk_fixels_view *p, const double *values, int d, double *st)
+{
+    for (int i = 0; i < 3; ++i) st[i] = p->dirs[d][i];
+    st[3] = p->weights[d], st[4] = values[d];
+}
+
+/* Lane `lane`'s neighbours (their labels label[nb[e]], read after the window's marks). */
+TK_HD static inline void fx_bw_gather(const int *lab, int lane, fx_bw_lane *L)
+{
+    for (int e = 0; e < 6; ++e) {
+        const int l = lab[e];
+        const int j = TK_FX_BW_MARK - l; /* the lane that marked it, where l is a mark */
+        const int mark = l <= TK_FX_BW_MARK;
+        L->pred[e] = mark && j < lane ? j : -1;
+        L->prior[e] = mark ? -1 : l;
+    }
+}
+
+/* A lane outside the window: nothing to read, its lobe -1 throughout. */
+TK_HD static inline void fx_bw_idle(fx_bw_lane *L)
+{
+    for (int e = 0; e < 6; ++e) L->prior[e] = L->pred[e] = -1;
+}
+
+/* What a lane's sample does in the sequential walk: joins one lobe, bridges lobes (it joins the
+ * first of them after the walk and changes nothing else: no lobe to the later samples, as a
+ * sample with no label), or else (a new lobe, a merge) is special: the window ends there. */
+enum { FX_BW_JOIN, FX_BW_BRIDGE, FX_BW_SPECIAL };
+
+/* One round for a lane: its step given its earlier lanes' lobes (pred_lobe[e], lane pred[e]'s
+ * lobe in the last round; read only where pred[e] >= 0) and its amplitude v: returns the lobe it
+ * joins, or -1 (no lobe to the later lanes); *kind what it does, *bridge the lobe a bridge joins
+ * after the walk.  A bridge's test (the host's) reads the lobes' peaks, which no lane of the
+ * window changes before the first special lane. */
+TK_HD static inline int fx_bw_eval(const fx_bw_lane *L, const int *pred_lobe, const tk_fixels_lobe *lobes, double v,
+                                   double ratio, int *kind, int *bridge)
+{
+    int lab[6], adj[6];
+    for (int e = 0; e < 6; ++e) lab[e] = L->pred[e] >= 0 ? pred_lobe[e] : L->prior[e];
+    const int na = fx_adjacent_lobes(lab, adj);
+    *bridge = adj[0];
+    if (na == 1) {
+        *kind = FX_BW_JOIN;
+        return adj[0];
+    }
+    *kind = na > 1 && !(fabs(v) / lobes[adj[na - 1]].max_peak > ratio) ? FX_BW_BRIDGE : FX_BW_SPECIAL;
+    return -1;
+}
+
+/* lobe_add's sums with the sample's amplitude, direction and weight from its stage (the same
+ * arithmetic, in the same order) on a lobe's mean and integral; the label is the caller's. */
+TK_HD static inline void fx_lobe_grow(double *mean, double *integral, double value, const double *dir, double wt)
+{
+    const double v = fabs(value * wt);
+    const double mult = fx_dot3(mean, dir) > 0.0 ? 1.0 : -1.0;
+    for (int i = 0; i < 3; ++i) mean[i] += dir[i] * mult * v;
+    *integral += v;
+}
+
+TK_HD static inline int fx_bw_lowest(unsigned bits)
+{
+#ifdef __CUDA_ARCH__
+    return __ffs((int)bits) - 1;
+#else
+    return __builtin_ctz(bits);
+#endif
+}
+
+/* The samples of lanes `lanes` (a bit a lane) join lobe l, in lane order (the walk's order). */
+TK_HD static inline void fx_bw_join(tk_fixels_lobe *lobe, const double *stage, unsigned lanes)
+{
+    double mean[3] = {lobe->mean[0], lobe->mean[1], lobe->mean[2]}, integral = lobe->integral;
+    while (lanes) {
+        const double *st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
+        lanes &= lanes - 1;
+        fx_lobe_grow(mean, &integral, st[4], st, st[3]);
+    }
+    for (int i = 0; i < 3; ++i) lobe->mean[i] = mean[i];
+    lobe->integral = integral;
+}
+
+/* The sequential walk's step for sample d (staged in st) on the tables: a new lobe, a merge
+ * or a bridge (or a join, should it be one).  *nl: the lobes so far; returns 0, or -1 where a
+ * new lobe would be lobe max_lobes. */
+TK_HD static inline int fx_bw_special(const tk_fixels_view *p, tk_fixels_work *w, int d, const double *st, int *nl,
+                                      int max_lobes)
+{
+    int lab[6], adj[6];
+    for (int e = 0; e < 6; ++e) lab[e] = w->label[p->adj[d][e]]; /* later lanes' marks: no lobe */
+    const int na = fx_adjacent_lobes(lab, adj);
+    const double v = st[4], wt = st[3];
+    if (na == 0) {
+        if (*nl == max_lobes) return -1;
+        const int l = (*nl)++;
+        tk_fixels_lobe *lobe = &w->lobes[l];
+        lobe->alive = 1, lobe->parent = l;
+        lobe->max_peak = fabs(v);
+        lobe->integral = fabs(v * wt);
+        for (int i = 0; i < 3; ++i) lobe->mean[i] = st[i] * fabs(v) * wt, w->peaks[l].dir[i] = st[i];
+        w->peaks[l].next = -1, w->peaks[l].seed = d;
+        lobe->peak_head = lobe->peak_tail = l, lobe->num_peaks = 1;
+        w->label[d] = l;
+    } else if (na == 1) {
+        fx_lobe_grow(w->lobes[adj[0]].mean, &w->lobes[adj[0]].integral, v, st, wt);
+        w->label[d] = adj[0];
+    } else if (fabs(v) / w->lobes[adj[na - 1]].max_peak > p->lobe_merge_ratio) {
+        /* a bridge high enough next to the last lobe's peak: the lobes become one */
+        for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
+        fx_lobe_grow(w->lobes[adj[0]].mean, &w->lobes[adj[0]].integral, v, st, wt);
+        w->label[d] = adj[0];
+    } else {
+        /* a bridge: it joins the first of its lobes after the walk */
+        w->label[d] = -2 - adj[0];
+    }
+    return 0;
+}
+
+#endif
