@@ -112,7 +112,7 @@ fx_bw_stats check_voxels(const std::vector<std::vector<double>> &sh, int lmax, i
     for (size_t v = 0; v < sh.size(); ++v) {
         char why[128];
         if (!fx_bw_check_voxel(plan, sh[v].data(), &st, why, sizeof why) && differ++ < 5)
-            ADD_FAILURE() << what << ", voxel " << v << ": the batched walk's " << why << " differ from the host's";
+            ADD_FAILURE() << what << ", voxel " << v << ": the batched walk differs from the host's in " << why;
     }
     EXPECT_EQ(differ, 0u) << what << ": voxels that differ";
     tk_fixels_plan_destroy(plan);

@@ -11,12 +11,12 @@
  *    passes where all keys share the byte skipped, then runs of equal floats put in double
  *    order by one lane exactly as the host does; the order is a total order (amplitude
  *    descending, ties by index ascending), so it is the host's order;
- *  - the region growing: inherently sequential in that order, so the warp walks it in step, the
- *    next 32 samples' tables fetched by the lanes at once, lane l holding lobe l's sums in
- *    registers (lobe_add's arithmetic), lane 0 writing the labels and the lobes' other fields,
- *    merges by the host's lobe_merge on shared memory; a bridge sample's lobe is kept in its own
- *    label as -2 - lobe (read as "no lobe yet" by the walk, as the host's separate list is), and
- *    the bridges join their lobes after the walk in the walk's order;
+ *  - the region growing: 32 samples of the order a step (fixels_batch_walk.h): the lanes' lobes
+ *    as the fixpoint of their neighbours' and earlier lanes' lobes, the samples that join a
+ *    lobe or bridge lobes at once (each lobe's sums in the host's order), the rare samples that
+ *    start a lobe or merge lobes one at a time by the host's step; a bridge sample's lobe is
+ *    kept in its own label as -2 - lobe (read as "no lobe yet" by the walk, as the host's
+ *    separate list is), and the bridges join their lobes after the walk in the walk's order;
  *  - the voxel's climb tensor by the lanes (each entry's sum in the host's column order);
  *  - the lobes' peak revision (revise_peaks, the climbs) one lobe a lane: a lobe's revision
  *    writes only its own peaks and maximum, and reads labels and parents that no lane writes;
@@ -28,20 +28,18 @@
 
 #include <cuda_runtime.h>
 
+#include "fixels_batch_walk.h"
 #include "fixels_segment.h"
 
 /* Lobes one voxel's shared table holds (real FODs at lmax 8 have a few; a voxel with more goes
- * to the one-thread kernel): a warp's lanes, lane l holding lobe l's sums during the walk. */
+ * to the one-thread kernel): a warp's lanes, as the peak revision takes a lobe a lane. */
 #define TK_FX_WARP_LOBES 32
-static_assert(TK_FX_WARP_LOBES == 32, "the walk holds lobe l's sums in lane l");
+static_assert(TK_FX_WARP_LOBES == TK_FX_BW_LANES, "the peak revision takes lobe l in lane l");
 /* The most voxels (warps) a block takes: they share the block's pass over the basis. */
 #define TK_FX_WARP_VOXELS_MAX 8
 /* Registers a thread: ten warps an SM (65536 / (32 x 200)), as many as the shared memory of
  * ten voxels on the 1281 directions allows; the climbs, which want more, spill a little. */
 #define TK_FX_WARP_REGISTERS 200
-
-/* Doubles a walk step's sample takes in the stage: direction (3), weight, amplitude. */
-#define TK_FX_STAGE 5
 
 /* One voxel's bytes of shared memory, in pieces each 16-byte aligned:
  *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows
@@ -165,26 +163,17 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
     __syncwarp();
 }
 
-/* lobe_add's sums with the sample's amplitude, direction and weight already at hand (the same
- * arithmetic, in the same order) on a lobe's mean and integral; the label is the caller's. */
-__device__ static inline void fx_lobe_grow(double *mean, double *integral, double value, const double *dir, double wt)
-{
-    const double v = fabs(value * wt);
-    const double mult = fx_dot3(mean, dir) > 0.0 ? 1.0 : -1.0;
-    for (int i = 0; i < 3; ++i) mean[i] += dir[i] * mult * v;
-    *integral += v;
-}
-
-/* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view), by the
- * whole warp in step.  The lanes fetch the next 32 samples' neighbours, direction, weight and
- * amplitude at once (one memory latency for 32 steps, not one a step; the neighbours kept in
- * registers, the rest staged in shared memory); every step is then taken by all lanes alike from
- * the neighbours' labels.  Lane l holds lobe l's sums (mean, integral) in registers and adds the
- * samples that join it (TK_FX_WARP_LOBES is the warp's 32 lanes); lane 0 writes the labels and
- * the lobes' other fields, a __syncwarp after each step.  A merge (lobe_merge, the host's, on
- * shared memory) has the sums written out first and read back after.  Every lobe's sums take the
- * host's terms in the host's order.  Returns the lobes grown, their sums written to the table,
- * or -1 where they outgrow it. */
+/* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view) by the
+ * whole warp, 32 samples of the order a batch, lane j taking sample base + j: the batched walk of
+ * fixels_batch_walk.h, its per-lane steps with the warp's shuffles, ballots and matches between
+ * them (the host test runs the same steps lane by lane).  A batch's window: each lane marks its
+ * sample's label, reads its six neighbours' labels, then rounds of fx_bw_eval, each lane's
+ * earlier lanes' lobes by shuffles, until no lane changes (the fixpoint: the sequential walk's
+ * steps up to the first lane that starts a lobe or merges lobes); the lanes before that one join
+ * their lobes (each lobe's samples by the first of its lanes, in lane order: lobe_add's sums in
+ * the host's order) and the bridges get their labels; lane 0 takes the special lane's step
+ * (fx_bw_special, the host's), and the window starts again after it.  The lobes' sums live in
+ * the shared table.  Returns the lobes grown, or -1 where they outgrow the table. */
 __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_work *w, const unsigned short *sorted,
                                           int npos, double *stage, int lane)
 {
@@ -196,84 +185,61 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     /* the tables' pointers once, in registers */
     int *const label = w->label;
     tk_fixels_lobe *const lobes = w->lobes;
-    tk_fixels_peak *const peaks = w->peaks;
     int nl = 0;
-    double mean[3] = {0, 0, 0}, integral = 0; /* lobe `lane`'s sums */
     for (int base = 0; base < npos; base += 32) {
-        const int mine = base + lane;
-        int my_d = 0;
-        unsigned my_a[3] = {0, 0, 0};
-        if (mine < npos) {
-            my_d = sorted[mine];
+        const int steps = npos - base < 32 ? npos - base : 32;
+        const bool live = lane < steps;
+        int d = 0;
+        unsigned a[3] = {0, 0, 0};
+        double v = 0.0;
+        if (live) {
+            d = sorted[base + lane];
             double *st = stage + TK_FX_STAGE * lane;
-            for (int e = 0; e < 3; ++e) my_a[e] = __ldg(&adj32[3 * my_d + e]);
-            for (int e = 0; e < 3; ++e) st[e] = __ldg(&dirs[3 * my_d + e]);
-            st[3] = __ldg(&weights[my_d]);
-            st[4] = w->values[my_d];
+            for (int e = 0; e < 3; ++e) a[e] = __ldg(&adj32[3 * d + e]);
+            for (int e = 0; e < 3; ++e) st[e] = __ldg(&dirs[3 * d + e]);
+            st[3] = __ldg(&weights[d]);
+            st[4] = v = w->values[d];
+            label[d] = TK_FX_BW_MARK - lane;
         }
         __syncwarp();
-        const int steps = npos - base < 32 ? npos - base : 32;
-        for (int j = 0; j < steps; ++j) {
-            const int d = __shfl_sync(full, my_d, j);
-            const double *st = stage + TK_FX_STAGE * j;
-            int lab[6], adj[6];
-            for (int e = 0; e < 3; ++e) {
-                const unsigned pair = __shfl_sync(full, my_a[e], j);
-                lab[2 * e] = label[pair & 0xffffu];
-                lab[2 * e + 1] = label[pair >> 16];
+        for (int lo = 0; lo < steps;) {
+            const bool active = live && lane >= lo;
+            fx_bw_lane L;
+            if (active) {
+                int lab[6];
+                for (int e = 0; e < 3; ++e) lab[2 * e] = label[a[e] & 0xffffu], lab[2 * e + 1] = label[a[e] >> 16];
+                fx_bw_gather(lab, lane, &L);
+            } else {
+                fx_bw_idle(&L);
             }
-            const int na = fx_adjacent_lobes(lab, adj);
-            if (na == 0) {
-                if (nl == TK_FX_WARP_LOBES) return -1;
-                if (lane == nl) {
-                    const double v = st[4], wt = st[3];
-                    integral = fabs(v * wt);
-                    for (int i = 0; i < 3; ++i) mean[i] = st[i] * fabs(v) * wt;
-                }
-                if (lane == 0) {
-                    tk_fixels_lobe *lobe = &lobes[nl];
-                    lobe->alive = 1, lobe->parent = nl;
-                    lobe->max_peak = fabs(st[4]);
-                    for (int i = 0; i < 3; ++i) peaks[nl].dir[i] = st[i];
-                    peaks[nl].next = -1, peaks[nl].seed = d;
-                    lobe->peak_head = lobe->peak_tail = nl, lobe->num_peaks = 1;
-                    label[d] = nl;
-                }
-                ++nl;
-            } else if (na == 1) {
-                if (lane == adj[0]) fx_lobe_grow(mean, &integral, st[4], st, st[3]);
-                if (lane == 0) label[d] = adj[0];
-            } else if (fabs(st[4]) / lobes[adj[na - 1]].max_peak > ratio) {
-                /* a bridge high enough next to the last lobe's peak: the lobes become one, by the
-                 * host's lobe_merge on the table (its relabelling rewrites labels the lanes have
-                 * just read: they wait for it) */
-                if (lane < nl) {
-                    for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
-                    lobes[lane].integral = integral;
-                }
-                __syncwarp();
-                if (lane == 0) {
-                    for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
-                    tk_fixels_lobe *lobe = &lobes[adj[0]];
-                    fx_lobe_grow(lobe->mean, &lobe->integral, st[4], st, st[3]);
-                    label[d] = adj[0];
-                }
-                __syncwarp();
-                if (lane < nl) {
-                    for (int i = 0; i < 3; ++i) mean[i] = lobes[lane].mean[i];
-                    integral = lobes[lane].integral;
-                }
-            } else if (lane == 0) {
-                /* a bridge: it joins the first of its lobes after the walk (-2 - lobe reads as
-                 * no lobe to the walk and to lobe_merge's relabelling, as the host's list) */
-                label[d] = -2 - adj[0];
+            int lobe = -1, kind = FX_BW_JOIN, bridge = -1;
+            for (;;) {
+                int pred_lobe[6];
+                for (int e = 0; e < 6; ++e) pred_lobe[e] = __shfl_sync(full, lobe, L.pred[e] >= 0 ? L.pred[e] : lane);
+                const int next = fx_bw_eval(&L, pred_lobe, lobes, v, ratio, &kind, &bridge);
+                const bool changed = __any_sync(full, active && next != lobe);
+                lobe = next;
+                if (!changed) break;
             }
+            const unsigned specials = __ballot_sync(full, active && kind == FX_BW_SPECIAL);
+            const int f = specials ? __ffs((int)specials) - 1 : steps;
+            const bool joins = active && lane < f && kind == FX_BW_JOIN;
+            /* each lobe's joining lanes (a key no other lane has where a lane does not join) */
+            const unsigned peers = __match_any_sync(full, joins ? lobe : 64 + lane);
+            if (joins && !(peers & fx_lanes_below(lane))) fx_bw_join(&lobes[lobe], stage, peers);
+            if (active && lane < f) label[d] = kind == FX_BW_JOIN ? lobe : -2 - bridge;
             __syncwarp();
+            if (f == steps) break;
+            /* the special lane's step by lane 0 (its relabelling of a merge rewrites labels the
+             * next window reads: the lanes wait for it) */
+            const int df = __shfl_sync(full, d, f);
+            int fail = 0;
+            if (lane == 0) fail = fx_bw_special(p, w, df, stage + TK_FX_STAGE * f, &nl, TK_FX_WARP_LOBES);
+            nl = __shfl_sync(full, nl, 0);
+            if (__shfl_sync(full, fail, 0)) return -1;
+            __syncwarp();
+            lo = f + 1;
         }
-    }
-    if (lane < nl) {
-        for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
-        lobes[lane].integral = integral;
     }
     __syncwarp();
     return nl;
