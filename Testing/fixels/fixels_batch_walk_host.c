@@ -19,7 +19,7 @@ static int batched_walk(const tk_fixels_view *p, tk_fixels_work *w, const int *s
                         fx_bw_stats *stats)
 {
     double stage[TK_FX_STAGE * LANES];
-    int d[LANES], lobe[LANES], next[LANES], kind[LANES], bridge[LANES];
+    int d[LANES], lobe[LANES], next[LANES], kind[LANES], next_kind[LANES], bridge[LANES];
     fx_bw_lane L[LANES];
     int nl = 0;
     for (int base = 0; base < npos; base += LANES) {
@@ -41,24 +41,28 @@ static int batched_walk(const tk_fixels_view *p, tk_fixels_work *w, const int *s
                 } else {
                     fx_bw_idle(&L[j]);
                 }
-                lobe[j] = -1;
+                lobe[j] = -1, kind[j] = FX_BW_JOIN;
             }
-            /* rounds to the fixpoint: each lane's earlier lanes' lobes by shuffles of the last
-             * round's, then an __any_sync of "changed" */
+            /* rounds to the fixpoint: the last round's new lobes by a ballot, each lane's
+             * earlier lanes' lobes by shuffles, then an __any_sync of "changed" */
+            const fx_bw_window win = {w->lobes, stage, p->lobe_merge_ratio, nl, max_lobes};
             for (int changed = 1; changed;) {
                 ++stats->rounds;
                 changed = 0;
+                unsigned new_lanes = 0;
+                for (int j = lo; j < steps; ++j) new_lanes |= (unsigned)(kind[j] == FX_BW_NEW) << j;
                 for (int j = 0; j < LANES; ++j) {
                     int pred_lobe[6];
                     for (int e = 0; e < 6; ++e) pred_lobe[e] = lobe[L[j].pred[e] >= 0 ? L[j].pred[e] : j];
-                    next[j] = fx_bw_eval(&L[j], pred_lobe, w->lobes, stage[TK_FX_STAGE * j + 4], p->lobe_merge_ratio, &kind[j],
-                                         &bridge[j]);
-                    changed |= j >= lo && j < steps && next[j] != lobe[j];
+                    next[j] = fx_bw_eval(&win, &L[j], j, pred_lobe, new_lanes, stage[TK_FX_STAGE * j + 4],
+                                         &next_kind[j], &bridge[j]);
+                    changed |= j >= lo && j < steps && (next[j] != lobe[j] || next_kind[j] != kind[j]);
                 }
-                memcpy(lobe, next, sizeof lobe);
+                memcpy(lobe, next, sizeof lobe), memcpy(kind, next_kind, sizeof kind);
             }
-            /* the first special lane (a ballot), the lanes before it join their lobes: each
-             * lobe's lanes (a match) by the first of them; the bridges get their labels */
+            /* the first special lane (a ballot); the lanes before it start and join their lobes,
+             * each lobe's lanes (a match) by the first of them (a new lobe's is its first
+             * sample); the bridges get their labels */
             int f = steps;
             for (int j = steps - 1; j >= lo; --j)
                 if (kind[j] == FX_BW_SPECIAL) f = j;
@@ -69,10 +73,15 @@ static int batched_walk(const tk_fixels_view *p, tk_fixels_work *w, const int *s
                     continue;
                 }
                 unsigned peers = 0;
-                for (int i = lo; i < f; ++i) peers |= (unsigned)(kind[i] == FX_BW_JOIN && lobe[i] == lobe[j]) << i;
-                if (fx_bw_lowest(peers) == j) fx_bw_join(&w->lobes[lobe[j]], stage, peers);
+                for (int i = lo; i < f; ++i) peers |= (unsigned)(kind[i] != FX_BW_BRIDGE && lobe[i] == lobe[j]) << i;
+                if (fx_bw_lowest(peers) == j) {
+                    if (kind[j] == FX_BW_NEW) fx_bw_start(w, lobe[j], d[j], stage + TK_FX_STAGE * j), peers &= peers - 1;
+                    if (peers) fx_bw_join(&w->lobes[lobe[j]], stage, peers);
+                }
                 w->label[d[j]] = lobe[j];
             }
+            for (int j = lo; j < f; ++j)
+                if (kind[j] == FX_BW_NEW) ++nl, ++stats->new_lobes;
             /* __syncwarp; then lane 0 takes the special lane's step, __syncwarp */
             if (f == steps) break;
             const int before = nl;
@@ -125,10 +134,11 @@ static int after_walk(const tk_fixels_view *p, const double *sh, tk_fixels_work 
     return kept;
 }
 
-/* The batched segmentation of one voxel (sh[0] > 0 checked by the caller); returns the kept
- * lobes and *lobes the lobes grown. */
-static int batched_segment(const tk_fixels_view *p, const double *sh, tk_fixels_work *w, float *afd, float *amp,
-                           float *mean, float *peak, uint8_t *lut, int *lobes, fx_bw_stats *stats)
+/* The batched segmentation of one voxel (sh[0] > 0 checked by the caller) with a table of
+ * max_lobes lobes; returns the kept lobes and *lobes the lobes grown, or -1 where they outgrow
+ * the table. */
+static int batched_segment(const tk_fixels_view *p, const double *sh, tk_fixels_work *w, int max_lobes, float *afd,
+                           float *amp, float *mean, float *peak, uint8_t *lut, int *lobes, fx_bw_stats *stats)
 {
     const int N = p->n;
     fx_sample_values(p->basis, N, p->k, sh, w->values);
@@ -152,7 +162,7 @@ static int batched_segment(const tk_fixels_view *p, const double *sh, tk_fixels_
         }
     const int *sorted = w->order[sort_descending(w, npos)];
     stats->samples += npos;
-    const int nl = batched_walk(p, w, sorted, npos, p->max_lobes, stats);
+    const int nl = batched_walk(p, w, sorted, npos, max_lobes, stats);
     *lobes = nl;
     if (nl < 0) return -1;
     stats->over_32 += nl > LANES;
@@ -190,7 +200,8 @@ int fx_bw_check_voxel(const tk_fixels_plan *plan, const double *sh, fx_bw_stats 
         goto done;
     }
     int nl = 0;
-    const int batched = batched_segment(p, sh, &w[1], f[1], f[1] + S, f[1] + 2 * S, f[1] + 5 * S, lut[1], &nl, stats);
+    const int batched = batched_segment(p, sh, &w[1], p->max_lobes, f[1], f[1] + S, f[1] + 2 * S, f[1] + 5 * S, lut[1],
+                                        &nl, stats);
     if (host != batched) DIFFER("the count of kept lobes");
     if (memcmp(f[0], f[1], sizeof(float) * 8 * (size_t)S)) DIFFER("the outputs (afd, amplitudes, directions)");
     if (memcmp(lut[0], lut[1], (size_t)N)) DIFFER("the lobe masks");
@@ -203,6 +214,22 @@ int fx_bw_check_voxel(const tk_fixels_plan *plan, const double *sh, fx_bw_stats 
             DIFFER("a lobe's table entry");
         const tk_fixels_peak *pa = &w[0].peaks[l], *pb = &w[1].peaks[l];
         if (memcmp(pa->dir, pb->dir, 24) || pa->next != pb->next || pa->seed != pb->seed) DIFFER("a peak's entry");
+    }
+    /* again with the warp kernel's table of 32 lobes: it fails exactly where more grow (the
+     * kernel passes those voxels on), else the same outputs */
+    {
+        fx_bw_stats ignored;
+        memset(&ignored, 0, sizeof ignored);
+        memset(block[1], 0, bytes);
+        for (int j = 0; j < 8 * S; ++j) f[1][j] = -7.f;
+        tk_fixels_work_bind(&w[1], p, block[1], p->max_lobes);
+        int nl32 = 0;
+        const int small = batched_segment(p, sh, &w[1], LANES, f[1], f[1] + S, f[1] + 2 * S, f[1] + 5 * S, lut[1], &nl32,
+                                          &ignored);
+        if ((small < 0) != (nl > LANES)) DIFFER("the 32-lobe table's failure");
+        if (small >= 0 && (small != host || memcmp(f[0], f[1], sizeof(float) * 8 * (size_t)S) ||
+                           memcmp(lut[0], lut[1], (size_t)N)))
+            DIFFER("the outputs with the 32-lobe table");
     }
     same = 1;
 done:

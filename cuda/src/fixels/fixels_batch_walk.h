@@ -69,29 +69,91 @@ TK_HD static inline void fx_bw_idle(fx_bw_lane *L)
     for (int e = 0; e < 6; ++e) L->prior[e] = L->pred[e] = -1;
 }
 
-/* What a lane's sample does in the sequential walk: joins one lobe, bridges lobes (it joins the
- * first of them after the walk and changes nothing else: no lobe to the later samples, as a
- * sample with no label), or else (a new lobe, a merge) is special: the window ends there. */
-enum { FX_BW_JOIN, FX_BW_BRIDGE, FX_BW_SPECIAL };
+/* What a lane's sample does in the sequential walk: joins one lobe; starts one (its id the next
+ * after the lobes before the window and the window's earlier new ones; the later lanes read it
+ * as that lobe); bridges lobes (it joins the first of them after the walk and changes nothing
+ * else: no lobe to the later samples, as a sample with no label); or else (a merge, a new lobe
+ * past the table) is special: the window ends there. */
+enum { FX_BW_JOIN, FX_BW_NEW, FX_BW_BRIDGE, FX_BW_SPECIAL };
 
-/* One round for a lane: its step given its earlier lanes' lobes (pred_lobe[e], lane pred[e]'s
- * lobe in the last round; read only where pred[e] >= 0) and its amplitude v: returns the lobe it
- * joins, or -1 (no lobe to the later lanes); *kind what it does, *bridge the lobe a bridge joins
- * after the walk.  A bridge's test (the host's) reads the lobes' peaks, which no lane of the
- * window changes before the first special lane. */
-TK_HD static inline int fx_bw_eval(const fx_bw_lane *L, const int *pred_lobe, const tk_fixels_lobe *lobes, double v,
-                                   double ratio, int *kind, int *bridge)
+TK_HD static inline int fx_bw_lowest(unsigned bits)
 {
-    int lab[6], adj[6];
+#ifdef __CUDA_ARCH__
+    return __ffs((int)bits) - 1;
+#else
+    return __builtin_ctz(bits);
+#endif
+}
+
+TK_HD static inline int fx_bw_count(unsigned bits)
+{
+#ifdef __CUDA_ARCH__
+    return __popc(bits);
+#else
+    return __builtin_popcount(bits);
+#endif
+}
+
+/* What a window's rounds read besides the lanes: the lobes before it (nl of them, their peaks
+ * unchanged until its first special lane), the stage, the merge ratio, the table's size. */
+typedef struct {
+    const tk_fixels_lobe *lobes;
+    const double *stage;
+    double ratio;
+    int nl, max_lobes;
+} fx_bw_window;
+
+/* A lobe's largest amplitude (max_peak): a new lobe of the window's has its first sample's,
+ * the lane new_lanes' (l - nl)-th bit. */
+TK_HD static inline double fx_bw_max_peak(const fx_bw_window *win, unsigned new_lanes, int l)
+{
+    if (l < win->nl) return win->lobes[l].max_peak;
+    for (int i = win->nl; i < l; ++i) new_lanes &= new_lanes - 1;
+    return fabs(win->stage[TK_FX_STAGE * fx_bw_lowest(new_lanes) + 4]);
+}
+
+/* One round for lane `lane`: its step given its earlier lanes' lobes (pred_lobe[e], lane
+ * pred[e]'s lobe in the last round; read only where pred[e] >= 0), the lanes that started a
+ * lobe in the last round (new_lanes) and its amplitude v: returns the lobe it joins or starts,
+ * or -1 (no lobe to the later lanes); *kind what it does, *bridge the lobe a bridge joins after
+ * the walk.  A lane's step reads its earlier lanes' only, so the rounds reach the fixpoint in at
+ * most a round a lane. */
+TK_HD static inline int fx_bw_eval(const fx_bw_window *win, const fx_bw_lane *L, int lane, const int *pred_lobe,
+                                   unsigned new_lanes, double v, int *kind, int *bridge)
+{
+    int lab[6], top = -1, other = 0;
     for (int e = 0; e < 6; ++e) lab[e] = L->pred[e] >= 0 ? pred_lobe[e] : L->prior[e];
+    /* fx_adjacent_lobes' common case first, in registers: no lobe, or one */
+    for (int e = 0; e < 6; ++e) top = lab[e] > top ? lab[e] : top;
+    for (int e = 0; e < 6; ++e) other |= (lab[e] >= 0) & (lab[e] != top);
+    *bridge = top;
+    if (!other && top >= 0) {
+        *kind = FX_BW_JOIN;
+        return top;
+    }
+    if (!other) {
+        const int id = win->nl + fx_bw_count(new_lanes & ((1u << lane) - 1u));
+        *kind = id < win->max_lobes ? FX_BW_NEW : FX_BW_SPECIAL;
+        return id < win->max_lobes ? id : -1;
+    }
+    int adj[6];
     const int na = fx_adjacent_lobes(lab, adj);
     *bridge = adj[0];
-    if (na == 1) {
-        *kind = FX_BW_JOIN;
-        return adj[0];
-    }
-    *kind = na > 1 && !(fabs(v) / lobes[adj[na - 1]].max_peak > ratio) ? FX_BW_BRIDGE : FX_BW_SPECIAL;
+    *kind = !(fabs(v) / fx_bw_max_peak(win, new_lanes, adj[na - 1]) > win->ratio) ? FX_BW_BRIDGE : FX_BW_SPECIAL;
     return -1;
+}
+
+/* Lobe l starts at sample d (staged in st), as the host's sweep starts one. */
+TK_HD static inline void fx_bw_start(tk_fixels_work *w, int l, int d, const double *st)
+{
+    const double v = st[4], wt = st[3];
+    tk_fixels_lobe *lobe = &w->lobes[l];
+    lobe->alive = 1, lobe->parent = l;
+    lobe->max_peak = fabs(v);
+    lobe->integral = fabs(v * wt);
+    for (int i = 0; i < 3; ++i) lobe->mean[i] = st[i] * fabs(v) * wt, w->peaks[l].dir[i] = st[i];
+    w->peaks[l].next = -1, w->peaks[l].seed = d;
+    lobe->peak_head = lobe->peak_tail = l, lobe->num_peaks = 1;
 }
 
 /* lobe_add's sums with the sample's amplitude, direction and weight from its stage (the same
@@ -104,23 +166,23 @@ TK_HD static inline void fx_lobe_grow(double *mean, double *integral, double val
     *integral += v;
 }
 
-TK_HD static inline int fx_bw_lowest(unsigned bits)
-{
-#ifdef __CUDA_ARCH__
-    return __ffs((int)bits) - 1;
-#else
-    return __builtin_ctz(bits);
-#endif
-}
-
-/* The samples of lanes `lanes` (a bit a lane) join lobe l, in lane order (the walk's order). */
+/* The samples of lanes `lanes` (a bit a lane, at least one) join the lobe, in lane order (the
+ * walk's order).  Each sample's stage is read before the last one's sums are done: the sums are
+ * a chain (the mean's side test reads the mean), the reads are not. */
 TK_HD static inline void fx_bw_join(tk_fixels_lobe *lobe, const double *stage, unsigned lanes)
 {
     double mean[3] = {lobe->mean[0], lobe->mean[1], lobe->mean[2]}, integral = lobe->integral;
-    while (lanes) {
-        const double *st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
-        lanes &= lanes - 1;
-        fx_lobe_grow(mean, &integral, st[4], st, st[3]);
+    const double *st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
+    double dir[3] = {st[0], st[1], st[2]}, wt = st[3], v = st[4];
+    for (lanes &= lanes - 1;; lanes &= lanes - 1) {
+        double next[TK_FX_STAGE] = {0, 0, 0, 0, 0};
+        if (lanes) {
+            st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
+            for (int i = 0; i < TK_FX_STAGE; ++i) next[i] = st[i];
+        }
+        fx_lobe_grow(mean, &integral, v, dir, wt);
+        if (!lanes) break;
+        dir[0] = next[0], dir[1] = next[1], dir[2] = next[2], wt = next[3], v = next[4];
     }
     for (int i = 0; i < 3; ++i) lobe->mean[i] = mean[i];
     lobe->integral = integral;
@@ -138,15 +200,8 @@ TK_HD static inline int fx_bw_special(const tk_fixels_view *p, tk_fixels_work *w
     const double v = st[4], wt = st[3];
     if (na == 0) {
         if (*nl == max_lobes) return -1;
-        const int l = (*nl)++;
-        tk_fixels_lobe *lobe = &w->lobes[l];
-        lobe->alive = 1, lobe->parent = l;
-        lobe->max_peak = fabs(v);
-        lobe->integral = fabs(v * wt);
-        for (int i = 0; i < 3; ++i) lobe->mean[i] = st[i] * fabs(v) * wt, w->peaks[l].dir[i] = st[i];
-        w->peaks[l].next = -1, w->peaks[l].seed = d;
-        lobe->peak_head = lobe->peak_tail = l, lobe->num_peaks = 1;
-        w->label[d] = l;
+        fx_bw_start(w, *nl, d, st);
+        w->label[d] = (*nl)++;
     } else if (na == 1) {
         fx_lobe_grow(w->lobes[adj[0]].mean, &w->lobes[adj[0]].integral, v, st, wt);
         w->label[d] = adj[0];

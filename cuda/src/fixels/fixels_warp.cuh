@@ -168,12 +168,13 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
  * fixels_batch_walk.h, its per-lane steps with the warp's shuffles, ballots and matches between
  * them (the host test runs the same steps lane by lane).  A batch's window: each lane marks its
  * sample's label, reads its six neighbours' labels, then rounds of fx_bw_eval, each lane's
- * earlier lanes' lobes by shuffles, until no lane changes (the fixpoint: the sequential walk's
- * steps up to the first lane that starts a lobe or merges lobes); the lanes before that one join
- * their lobes (each lobe's samples by the first of its lanes, in lane order: lobe_add's sums in
- * the host's order) and the bridges get their labels; lane 0 takes the special lane's step
- * (fx_bw_special, the host's), and the window starts again after it.  The lobes' sums live in
- * the shared table.  Returns the lobes grown, or -1 where they outgrow the table. */
+ * earlier lanes' lobes by shuffles and the new lobes by a ballot, until no lane changes (the
+ * fixpoint: the sequential walk's steps up to the first lane that merges lobes or starts one
+ * past the table); the lanes before that one start and join their lobes (each lobe's samples by
+ * the first of its lanes, in lane order: lobe_add's sums in the host's order) and the bridges
+ * get their labels; lane 0 takes the special lane's step (fx_bw_special, the host's), and the
+ * window starts again after it.  The lobes' sums live in the shared table.  Returns the lobes
+ * grown, or -1 where they outgrow the table. */
 __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_work *w, const unsigned short *sorted,
                                           int npos, double *stage, int lane)
 {
@@ -213,21 +214,30 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
                 fx_bw_idle(&L);
             }
             int lobe = -1, kind = FX_BW_JOIN, bridge = -1;
+            const fx_bw_window win = {lobes, stage, ratio, nl, TK_FX_WARP_LOBES};
             for (;;) {
+                const unsigned new_lanes = __ballot_sync(full, active && kind == FX_BW_NEW);
                 int pred_lobe[6];
                 for (int e = 0; e < 6; ++e) pred_lobe[e] = __shfl_sync(full, lobe, L.pred[e] >= 0 ? L.pred[e] : lane);
-                const int next = fx_bw_eval(&L, pred_lobe, lobes, v, ratio, &kind, &bridge);
-                const bool changed = __any_sync(full, active && next != lobe);
-                lobe = next;
+                int next_kind;
+                const int next = fx_bw_eval(&win, &L, lane, pred_lobe, new_lanes, v, &next_kind, &bridge);
+                const bool changed = __any_sync(full, active && (next != lobe || next_kind != kind));
+                lobe = next, kind = next_kind;
                 if (!changed) break;
             }
             const unsigned specials = __ballot_sync(full, active && kind == FX_BW_SPECIAL);
             const int f = specials ? __ffs((int)specials) - 1 : steps;
-            const bool joins = active && lane < f && kind == FX_BW_JOIN;
-            /* each lobe's joining lanes (a key no other lane has where a lane does not join) */
-            const unsigned peers = __match_any_sync(full, joins ? lobe : 64 + lane);
-            if (joins && !(peers & fx_lanes_below(lane))) fx_bw_join(&lobes[lobe], stage, peers);
-            if (active && lane < f) label[d] = kind == FX_BW_JOIN ? lobe : -2 - bridge;
+            const bool grows = active && lane < f && (kind == FX_BW_JOIN || kind == FX_BW_NEW);
+            /* each lobe's lanes (a key no other lane has where a lane grows none) by the first of
+             * them: a new lobe's is the lane that starts it */
+            const unsigned peers = __match_any_sync(full, grows ? lobe : 64 + lane);
+            if (grows && !(peers & fx_lanes_below(lane))) {
+                unsigned rest = peers;
+                if (kind == FX_BW_NEW) fx_bw_start(w, lobe, d, stage + TK_FX_STAGE * lane), rest &= rest - 1;
+                if (rest) fx_bw_join(&lobes[lobe], stage, rest);
+            }
+            if (active && lane < f) label[d] = kind == FX_BW_BRIDGE ? -2 - bridge : lobe;
+            nl += __popc(__ballot_sync(full, active && lane < f && kind == FX_BW_NEW));
             __syncwarp();
             if (f == steps) break;
             /* the special lane's step by lane 0 (its relabelling of a merge rewrites labels the
