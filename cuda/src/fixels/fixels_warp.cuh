@@ -37,9 +37,14 @@
 static_assert(TK_FX_WARP_LOBES == TK_FX_BW_LANES, "the peak revision takes lobe l in lane l");
 /* The most voxels (warps) a block takes: they share the block's pass over the basis. */
 #define TK_FX_WARP_VOXELS_MAX 8
-/* Registers a thread: ten warps an SM (65536 / (32 x 200)), as many as the shared memory of
- * ten voxels on the 1281 directions allows; the climbs, which want more, spill a little. */
+/* Registers a thread.  An SM's registers go to its four partitions, a warp to one: 200 a thread
+ * gives two warps a partition, eight voxels an SM (Nsight Compute on the H100: 12.5% theoretical
+ * occupancy); 168 would give three (and the 22.8 KB of shared memory a voxel on the 1281
+ * directions, ten voxels) at the cost of more spills in the climbs.  The build may set it
+ * (TK_FIXELS_WARP_REGISTERS in CMake) for A/B runs. */
+#ifndef TK_FX_WARP_REGISTERS
 #define TK_FX_WARP_REGISTERS 200
+#endif
 
 /* One voxel's bytes of shared memory, in pieces each 16-byte aligned:
  *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows
