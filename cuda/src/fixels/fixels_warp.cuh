@@ -46,6 +46,9 @@ static_assert(TK_FX_WARP_LOBES == TK_FX_BW_LANES, "the peak revision takes lobe 
 #define TK_FX_WARP_REGISTERS 200
 #endif
 
+/* Basis values the sampling pass loads at once (a thread's registers for them). */
+#define TK_FX_BASIS_BATCH 16
+
 /* One voxel's bytes of shared memory, in pieces each 16-byte aligned:
  *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows
  *  sh      k doubles: the coefficients
@@ -192,20 +195,34 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     int *const label = w->label;
     tk_fixels_lobe *const lobes = w->lobes;
     int nl = 0;
+    /* a batch's tables (neighbours, direction, weight) are fetched during the batch before it */
+    int next_d = 0;
+    unsigned next_a[3] = {0, 0, 0};
+    double next_dir[3] = {0, 0, 0}, next_wt = 0.0;
     for (int base = 0; base < npos; base += 32) {
         const int steps = npos - base < 32 ? npos - base : 32;
         const bool live = lane < steps;
-        int d = 0;
-        unsigned a[3] = {0, 0, 0};
+        if (base == 0 && live) {
+            next_d = sorted[lane];
+            for (int e = 0; e < 3; ++e) next_a[e] = __ldg(&adj32[3 * next_d + e]);
+            for (int e = 0; e < 3; ++e) next_dir[e] = __ldg(&dirs[3 * next_d + e]);
+            next_wt = __ldg(&weights[next_d]);
+        }
+        const int d = next_d;
+        const unsigned a[3] = {next_a[0], next_a[1], next_a[2]};
         double v = 0.0;
         if (live) {
-            d = sorted[base + lane];
             double *st = stage + TK_FX_STAGE * lane;
-            for (int e = 0; e < 3; ++e) a[e] = __ldg(&adj32[3 * d + e]);
-            for (int e = 0; e < 3; ++e) st[e] = __ldg(&dirs[3 * d + e]);
-            st[3] = __ldg(&weights[d]);
+            for (int e = 0; e < 3; ++e) st[e] = next_dir[e];
+            st[3] = next_wt;
             st[4] = v = w->values[d];
             label[d] = TK_FX_BW_MARK - lane;
+        }
+        if (base + 32 + lane < npos) {
+            next_d = sorted[base + 32 + lane];
+            for (int e = 0; e < 3; ++e) next_a[e] = __ldg(&adj32[3 * next_d + e]);
+            for (int e = 0; e < 3; ++e) next_dir[e] = __ldg(&dirs[3 * next_d + e]);
+            next_wt = __ldg(&weights[next_d]);
         }
         __syncwarp();
         for (int lo = 0; lo < steps;) {
@@ -335,11 +352,21 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             double acc[TK_FX_WARP_VOXELS_MAX];
 #pragma unroll
             for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j) acc[j] = 0.0;
-            for (int c = 0; c < k; ++c) {
-                const double b = __ldg(&view.basis[(size_t)c * n + d]);
+            /* TK_FX_BASIS_BATCH coefficients' basis values loaded before their FMAs: one memory
+             * latency for the batch, not one a coefficient (the sums still in coefficient order) */
+            for (int c0 = 0; c0 < k; c0 += TK_FX_BASIS_BATCH) {
+                double b[TK_FX_BASIS_BATCH];
 #pragma unroll
-                for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
-                    if (lives >> j & 1u) acc[j] = fma(b, ((const double *)(fx_smem + j * stride + lay.sh))[c], acc[j]);
+                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u)
+                    b[u] = c0 + u < k ? __ldg(&view.basis[(size_t)(c0 + u) * n + d]) : 0.0;
+#pragma unroll
+                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) {
+                    if (c0 + u >= k) break;
+#pragma unroll
+                    for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
+                        if (lives >> j & 1u)
+                            acc[j] = fma(b[u], ((const double *)(fx_smem + j * stride + lay.sh))[c0 + u], acc[j]);
+                }
             }
 #pragma unroll
             for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
@@ -417,8 +444,19 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         scale = __shfl_sync(full, scale, 0), iso = __shfl_sync(full, iso, 0);
         __syncwarp();
         for (int r = lane; r < k; r += 32) {
+            /* the map's column entries loaded a batch at a time ahead of their sums (in column
+             * order, as the host's) */
             double t = 0.0;
-            for (int c = 1; c < k; ++c) t += view.map[(size_t)c * k + r] * aniso[c];
+            for (int c0 = 1; c0 < k; c0 += TK_FX_BASIS_BATCH) {
+                double m[TK_FX_BASIS_BATCH];
+#pragma unroll
+                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) m[u] = c0 + u < k ? __ldg(&view.map[(size_t)(c0 + u) * k + r]) : 0.0;
+#pragma unroll
+                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) {
+                    if (c0 + u >= k) break;
+                    t += m[u] * aniso[c0 + u];
+                }
+            }
             tensor[r] = t;
         }
         __syncwarp();
