@@ -102,13 +102,28 @@ static int batched_walk(const tk_fixels_view *p, tk_fixels_work *w, const int *s
 }
 
 /* The kernel's steps after the walk (fixels_warp_kernel): the bridges join their lobes in the
- * walk's order, then each lobe's peak revision and output slot as tk_fixels_segment_view. */
+ * walk's order (each lobe's in order, the lobes' side by side), then each lobe's peak revision and output slot as tk_fixels_segment_view. */
 static int after_walk(const tk_fixels_view *p, const double *sh, tk_fixels_work *w, const int *sorted, int npos,
                       int nl, float *afd, float *amp, float *mean, float *peak, uint8_t *lut)
 {
-    for (int i = 0; i < npos; ++i) {
-        const int d = sorted[i];
-        if (w->label[d] <= -2) lobe_add(w, fx_find(w, -2 - w->label[d]), d);
+    /* 32 of the order at a time: each lobe's bridges (a match) by the first of them, in lane
+     * order, from the stage */
+    for (int base = 0; base < npos; base += LANES) {
+        double stage[TK_FX_STAGE * LANES];
+        int root[LANES];
+        for (int j = 0; j < LANES; ++j) {
+            const int i = base + j;
+            root[j] = i < npos && w->label[sorted[i]] <= -2 ? fx_find(w, -2 - w->label[sorted[i]]) : -1;
+            if (root[j] >= 0) fx_bw_stage(p, w->values, sorted[i], stage + TK_FX_STAGE * j);
+        }
+        /* __syncwarp */
+        for (int j = 0; j < LANES; ++j) {
+            if (root[j] < 0) continue;
+            unsigned peers = 0;
+            for (int i = 0; i < LANES; ++i) peers |= (unsigned)(root[i] == root[j]) << i;
+            if (fx_bw_lowest(peers) == j) fx_bw_join(&w->lobes[root[j]], stage, peers);
+            w->label[sorted[base + j]] = root[j];
+        }
     }
     int kept = 0;
     for (int l = 0; l < nl; ++l) {

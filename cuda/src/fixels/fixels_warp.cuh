@@ -418,19 +418,30 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             if (lane == 0) redo[atomicAdd(redo_count, 1u)] = (unsigned)v;
             return;
         }
-        /* the bridges join their lobes in the walk's order */
+        /* the bridges join their lobes in the walk's order, 32 of the order at a time: each
+         * lobe's bridges (a match on the lobe they join, the walk's lobes final now) by the
+         * first of them, in lane order, from the stage (lobe_add's sums, as the host's
+         * retrospective pass); different lobes' at once */
+        double *stage = (double *)(mine + lay.stage);
         for (int base = 0; base < npos; base += 32) {
             const int i = base + lane;
-            const bool bridge = i < npos && label[order[i]] <= -2;
-            unsigned bits = __ballot_sync(full, bridge);
+            int d = 0, root = -1;
+            if (i < npos) {
+                d = order[i];
+                if (label[d] <= -2) root = fx_find(&w, -2 - label[d]);
+            }
+            const bool bridge = root >= 0;
+            if (!__any_sync(full, bridge)) continue;
+            if (bridge) {
+                double *st = stage + TK_FX_STAGE * lane;
+                for (int e = 0; e < 3; ++e) st[e] = __ldg(&sview.dirs[d][e]);
+                st[3] = __ldg(&sview.weights[d]);
+                st[4] = values[d];
+            }
             __syncwarp();
-            if (lane == 0)
-                while (bits) {
-                    const int b = __ffs(bits) - 1;
-                    bits &= bits - 1;
-                    const int d = order[base + b];
-                    lobe_add(&w, fx_find(&w, -2 - label[d]), d);
-                }
+            const unsigned peers = __match_any_sync(full, bridge ? root : 64 + lane);
+            if (bridge && !(peers & fx_lanes_below(lane))) fx_bw_join(&w.lobes[root], stage, peers);
+            if (bridge) label[d] = root;
             __syncwarp();
         }
     }
