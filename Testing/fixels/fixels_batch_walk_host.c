@@ -180,7 +180,7 @@ static int batched_segment(const tk_fixels_view *p, const double *sh, tk_fixels_
     const int nl = batched_walk(p, w, sorted, npos, max_lobes, stats);
     *lobes = nl;
     if (nl < 0) return -1;
-    stats->over_32 += nl > LANES;
+    stats->over_24 += nl > 24, stats->over_32 += nl > LANES;
     return after_walk(p, sh, w, sorted, npos, nl, afd, amp, mean, peak, lut);
 }
 

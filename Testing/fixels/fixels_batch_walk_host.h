@@ -13,9 +13,9 @@ extern "C" {
 
 /* What the batched walks met: voxels segmented, batches of 32 samples, windows (a batch's
  * fixpoint runs: one, plus one after each special lane), fixpoint rounds, special lanes by
- * kind, voxels with more lobes than the warp kernel's table (32). */
+ * kind, voxels with more than 24 and more than 32 lobes (the warp kernel's table). */
 typedef struct {
-    long voxels, samples, batches, windows, rounds, new_lobes, merges, bridges, over_32;
+    long voxels, samples, batches, windows, rounds, new_lobes, merges, bridges, over_24, over_32;
 } fx_bw_stats;
 
 /* One voxel's series sh (the plan's k doubles, finite): the host's segmentation

@@ -119,10 +119,10 @@ fx_bw_stats check_voxels(const std::vector<std::vector<double>> &sh, int lmax, i
     const double b = st.batches ? (double)st.batches : 1.0, vx = st.voxels ? (double)st.voxels : 1.0;
     std::printf("%s: %ld voxels, %.1f samples, %.1f batches, %.1f windows, %.1f rounds a voxel (%.2f rounds a "
                 "window); a voxel's specials: %.2f new lobes, %.3f merges, %.2f bridges; %ld voxels with more "
-                "than 32 lobes\n",
+                "than 24 lobes, %ld more than 32\n",
                 what, st.voxels, st.samples / vx, st.batches / vx, st.windows / vx, st.rounds / vx,
                 st.windows ? (double)st.rounds / (double)st.windows : 0.0, st.new_lobes / vx, st.merges / vx,
-                st.bridges / vx, st.over_32);
+                st.bridges / vx, st.over_24, st.over_32);
     (void)b;
     return st;
 }

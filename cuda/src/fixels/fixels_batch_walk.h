@@ -29,9 +29,10 @@
 
 #include "fixels_segment.h"
 
-/* The label of lane j's sample while its window runs: below every label the walk writes
- * (lobes >= 0, -1, bridges -2 - lobe >= -1 - TK_FX_BW_LANES). */
-#define TK_FX_BW_MARK (-100)
+/* The label of lane j's sample while its window runs, TK_FX_BW_MARK - j: below every label the
+ * walk writes (lobes >= 0, -1, bridges -2 - lobe >= -1 - TK_FIXELS_N_MAX, whatever the table's
+ * size: the host test runs tables as large as the host's). */
+#define TK_FX_BW_MARK (-8192)
 /* Lanes of a batch (a warp). */
 #define TK_FX_BW_LANES 32
 /* Doubles a staged sample takes: direction (3), weight, amplitude. */
