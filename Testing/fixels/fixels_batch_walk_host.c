@@ -220,7 +220,7 @@ int fx_bw_check_voxel(const tk_fixels_plan *plan, const double *sh, fx_bw_stats 
     if (host != batched) DIFFER("the count of kept lobes");
     if (memcmp(f[0], f[1], sizeof(float) * 8 * (size_t)S)) DIFFER("the outputs (afd, amplitudes, directions)");
     if (memcmp(lut[0], lut[1], (size_t)N)) DIFFER("the lobe masks");
-    if (memcmp(w[0].label, w[1].label, sizeof(int) * (size_t)N)) DIFFER("the labels");
+    if (memcmp(w[0].label, w[1].label, sizeof(*w[0].label) * (size_t)N)) DIFFER("the labels");
     for (int l = 0; l < nl; ++l) {
         const tk_fixels_lobe *a = &w[0].lobes[l], *b = &w[1].lobes[l];
         if (a->alive != b->alive || a->parent != b->parent || memcmp(&a->max_peak, &b->max_peak, 8) ||
@@ -230,8 +230,8 @@ int fx_bw_check_voxel(const tk_fixels_plan *plan, const double *sh, fx_bw_stats 
         const tk_fixels_peak *pa = &w[0].peaks[l], *pb = &w[1].peaks[l];
         if (memcmp(pa->dir, pb->dir, 24) || pa->next != pb->next || pa->seed != pb->seed) DIFFER("a peak's entry");
     }
-    /* again with the warp kernel's table of 32 lobes: it fails exactly where more grow (the
-     * kernel passes those voxels on), else the same outputs */
+    /* again with the warp kernel's table (TK_FX_WARP_LOBES): it fails exactly where more lobes
+     * grow (the kernel passes those voxels on), else the same outputs */
     {
         fx_bw_stats ignored;
         memset(&ignored, 0, sizeof ignored);
@@ -239,12 +239,12 @@ int fx_bw_check_voxel(const tk_fixels_plan *plan, const double *sh, fx_bw_stats 
         for (int j = 0; j < 8 * S; ++j) f[1][j] = -7.f;
         tk_fixels_work_bind(&w[1], p, block[1], p->max_lobes);
         int nl32 = 0;
-        const int small = batched_segment(p, sh, &w[1], LANES, f[1], f[1] + S, f[1] + 2 * S, f[1] + 5 * S, lut[1], &nl32,
-                                          &ignored);
-        if ((small < 0) != (nl > LANES)) DIFFER("the 32-lobe table's failure");
+        const int small = batched_segment(p, sh, &w[1], TK_FX_WARP_LOBES, f[1], f[1] + S, f[1] + 2 * S, f[1] + 5 * S,
+                                          lut[1], &nl32, &ignored);
+        if ((small < 0) != (nl > TK_FX_WARP_LOBES)) DIFFER("the warp table's failure");
         if (small >= 0 && (small != host || memcmp(f[0], f[1], sizeof(float) * 8 * (size_t)S) ||
                            memcmp(lut[0], lut[1], (size_t)N)))
-            DIFFER("the outputs with the 32-lobe table");
+            DIFFER("the outputs with the warp table");
     }
     same = 1;
 done:

@@ -4,7 +4,7 @@
 // all outputs bit for bit, on the real FODs the bench uses (dwi2fod's small_64D), noise-free
 // crossings of smooth fibres, narrow lobes with their ringing, random series and samples that
 // tie, on both direction sets and with merge ratios that merge; the voxels must include
-// merges, bridges and voxels with more lobes than the warp's table.
+// merges, bridges and voxels with more lobes than the warp's table (24).
 #include <gtest/gtest.h>
 
 #include <array>

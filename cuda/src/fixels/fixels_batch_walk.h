@@ -35,6 +35,10 @@
 #define TK_FX_BW_MARK (-8192)
 /* Lanes of a batch (a warp). */
 #define TK_FX_BW_LANES 32
+/* Lobes the warp kernel's shared table holds (the 1000 real voxels of the tests have at most
+ * 24; a voxel with more goes to the one-thread kernel): 24, not 32, so that a voxel's shared
+ * memory on the 1281 directions fits twelve voxels an SM (fixels_warp.cuh). */
+#define TK_FX_WARP_LOBES 24
 /* Doubles a staged sample takes: direction (3), weight, amplitude. */
 #define TK_FX_STAGE 5
 

@@ -31,16 +31,15 @@
 #include "fixels_batch_walk.h"
 #include "fixels_segment.h"
 
-/* Lobes one voxel's shared table holds (real FODs at lmax 8 have a few; a voxel with more goes
- * to the one-thread kernel): a warp's lanes, as the peak revision takes a lobe a lane. */
-#define TK_FX_WARP_LOBES 32
-static_assert(TK_FX_WARP_LOBES == TK_FX_BW_LANES, "the peak revision takes lobe l in lane l");
+/* TK_FX_WARP_LOBES (fixels_batch_walk.h, for the host test): at most a warp's lanes, as the peak
+ * revision takes a lobe a lane. */
+static_assert(TK_FX_WARP_LOBES <= TK_FX_BW_LANES, "the peak revision takes lobe l in lane l");
 /* The most voxels (warps) a block takes: they share the block's pass over the basis. */
 #define TK_FX_WARP_VOXELS_MAX 8
 /* Registers a thread.  An SM's registers go to its four partitions, a warp to one: 200 a thread
  * gives two warps a partition, eight voxels an SM (Nsight Compute on the H100: 12.5% theoretical
- * occupancy); 168 would give three (and the 22.8 KB of shared memory a voxel on the 1281
- * directions, ten voxels) at the cost of more spills in the climbs.  The build may set it
+ * occupancy); 168 gives three, twelve voxels an SM (the shared memory of twelve 1281-direction
+ * voxels fits), at the cost of more spills in the climbs.  The build may set it
  * (TK_FIXELS_WARP_REGISTERS in CMake) for A/B runs. */
 #ifndef TK_FX_WARP_REGISTERS
 #define TK_FX_WARP_REGISTERS 200
@@ -49,17 +48,23 @@ static_assert(TK_FX_WARP_LOBES == TK_FX_BW_LANES, "the peak revision takes lobe 
 /* Basis values the sampling pass loads at once (a thread's registers for them). */
 #define TK_FX_BASIS_BATCH 16
 
-/* One voxel's bytes of shared memory, in pieces each 16-byte aligned:
- *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows
- *  sh      k doubles: the coefficients
- *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe, peaks as many tk_fixels_peak, kept as many ints
- *  stage   the walk's next 32 samples: direction, weight, amplitude (TK_FX_STAGE doubles each)
- *  label   n ints (the walk's labels), or during the sort the second order buffer (n ushorts)
- *          and the radix histogram (256 ints)
+/* One voxel's bytes of shared memory, in pieces each 16-byte aligned, some of them holding
+ * different things in turn (18,992 bytes on the 1281 directions at lmax 8):
+ *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows, and the
+ *          coefficients again (fx_climb_coefficients)
+ *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe; during the sort the radix histogram (256 ints)
+ *  peaks   as many tk_fixels_peak
+ *  stage   the walk's 32 samples (TK_FX_STAGE doubles each), then the bridges'; after them
+ *          the lobes' output slots (kept, TK_FX_WARP_LOBES ints)
+ *  label   n int16 (the walk's labels); before the sort the coefficients (k doubles), during it
+ *          the second order buffer (n ushorts)
  *  order   n ushorts: the positive samples' directions, sorted */
 typedef struct {
     unsigned values, sh, lobes, peaks, kept, stage, label, hist, order, bytes;
 } fx_warp_layout;
+
+static_assert(sizeof(tk_fixels_lobe) * TK_FX_WARP_LOBES >= 4 * 256, "the radix histogram fits the lobe table");
+static_assert(8 * TK_FX_STAGE * 32 >= 4 * TK_FX_WARP_LOBES, "the output slots fit the stage");
 
 __host__ __device__ static inline unsigned fx_round16(unsigned b)
 {
@@ -71,18 +76,26 @@ __host__ __device__ static inline fx_warp_layout fx_warp_layout_for(int n, int k
     fx_warp_layout l;
     const unsigned N = (unsigned)n, K = (unsigned)k, L = TK_FX_WARP_LOBES;
     l.values = 0;
-    l.sh = l.values + fx_round16(8u * N);
-    l.lobes = l.sh + fx_round16(8u * K);
+    l.lobes = l.values + fx_round16(8u * N);
+    l.hist = l.lobes;
     l.peaks = l.lobes + fx_round16((unsigned)sizeof(tk_fixels_lobe) * L);
-    l.kept = l.peaks + fx_round16((unsigned)sizeof(tk_fixels_peak) * L);
-    l.stage = l.kept + fx_round16(4u * L);
+    l.stage = l.peaks + fx_round16((unsigned)sizeof(tk_fixels_peak) * L);
+    l.kept = l.stage;
     l.label = l.stage + 8u * TK_FX_STAGE * 32u;
-    l.hist = l.label + fx_round16(2u * N);
-    const unsigned label_end = l.label + fx_round16(4u * N), hist_end = l.hist + 4u * 256u;
-    l.order = fx_round16(label_end > hist_end ? label_end : hist_end);
+    l.sh = l.label;
+    l.order = l.label + fx_round16(2u * N > 8u * K ? 2u * N : 8u * K);
     l.bytes = fx_round16(l.order + 2u * N);
     return l;
 }
+
+/* Where the climbs find the coefficients (doubles, as the input's floats): the samples' tail,
+ * past the climb's aniso, tensor and rows. */
+__host__ __device__ static inline unsigned fx_climb_coefficients(int n, int k)
+{
+    return (unsigned)(n - k);
+}
+static_assert(TK_FIXELS_DIRECTIONS - TK_FIXELS_K_MAX >= 2 * TK_FIXELS_K_MAX + 6 * TK_TRACK_ROWS_MAX,
+              "the coefficients clear the climb's tables");
 
 /* The float key of a positive sample (sort_descending's): ascending keys, descending floats. */
 __device__ static inline unsigned fx_key(const double *values, unsigned short d)
@@ -192,7 +205,7 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     const unsigned *adj32 = (const unsigned *)p->adj;
     const double *dirs = &p->dirs[0][0], *weights = p->weights;
     /* the tables' pointers once, in registers */
-    int *const label = w->label;
+    int16_t *const label = w->label;
     tk_fixels_lobe *const lobes = w->lobes;
     int nl = 0;
     /* a batch's tables (neighbours, direction, weight) are fetched during the batch before it */
@@ -390,7 +403,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     }
     const bool any_lobe = values[largest] > 0.0;
     tk_fixels_work w;
-    int *label = (int *)(mine + lay.label);
+    int16_t *label = (int16_t *)(mine + lay.label);
     unsigned short *order = (unsigned short *)(mine + lay.order);
     int nl = 0;
     if (any_lobe) {
@@ -450,6 +463,10 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     int kept = 0;
     if (nl > 0) {
         double *aniso = values, *tensor = values + k, (*rows)[6] = (double(*)[6])(values + 2 * k);
+        /* the coefficients again (their first copy shared the label table's memory) */
+        shd = values + fx_climb_coefficients(n, k);
+        for (int j = lane; j < k; j += 32) shd[j] = sh[v * k + j];
+        __syncwarp();
         double scale = 0, iso = 0;
         if (lane == 0) scale = tk_fibers_anisotropic_part(k, shd, aniso, &iso);
         scale = __shfl_sync(full, scale, 0), iso = __shfl_sync(full, iso, 0);
