@@ -113,8 +113,10 @@ typedef struct {
 TK_HD static inline double fx_bw_max_peak(const fx_bw_window *win, unsigned new_lanes, int l)
 {
     if (l < win->nl) return win->lobes[l].max_peak;
-    for (int i = win->nl; i < l; ++i) new_lanes &= new_lanes - 1;
-    return fabs(win->stage[TK_FX_STAGE * fx_bw_lowest(new_lanes) + 4]);
+    for (int i = win->nl; i < l && new_lanes; ++i) new_lanes &= new_lanes - 1;
+    /* a round before the fixpoint may read a lobe that the last round's new lanes no longer
+     * start: any peak will do there (the fixpoint's rounds read only lobes that exist) */
+    return new_lanes ? fabs(win->stage[TK_FX_STAGE * fx_bw_lowest(new_lanes) + 4]) : 1.0;
 }
 
 /* One round for lane `lane`: its step given its earlier lanes' lobes (pred_lobe[e], lane
