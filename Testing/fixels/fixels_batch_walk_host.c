@@ -66,6 +66,17 @@ static int batched_walk(const tk_fixels_view *p, tk_fixels_work *w, const int *s
             int f = steps;
             for (int j = steps - 1; j >= lo; --j)
                 if (kind[j] == FX_BW_SPECIAL) f = j;
+            /* each growing lane's side where the lobe's mean decides it (its lobe's mean read
+             * before any join; the amplitudes summed by a reduction), __syncwarp */
+            double moved = 0.0;
+            for (int j = lo; j < f; ++j)
+                if (kind[j] != FX_BW_BRIDGE) moved += fabs(stage[TK_FX_STAGE * j + 4] * stage[TK_FX_STAGE * j + 3]);
+            for (int j = lo; j < f; ++j) {
+                double *st = stage + TK_FX_STAGE * j;
+                st[5] = kind[j] == FX_BW_JOIN && lobe[j] < nl ? fx_bw_side(w->lobes[lobe[j]].mean, st, moved) : 0.0;
+                stats->sure += st[5] != 0.0;
+            }
+            int longest = 0; /* the window's largest group: the join's steps in lockstep */
             for (int j = lo; j < f; ++j) {
                 if (kind[j] == FX_BW_BRIDGE) {
                     w->label[d[j]] = -2 - bridge[j];
@@ -74,12 +85,14 @@ static int batched_walk(const tk_fixels_view *p, tk_fixels_work *w, const int *s
                 }
                 unsigned peers = 0;
                 for (int i = lo; i < f; ++i) peers |= (unsigned)(kind[i] != FX_BW_BRIDGE && lobe[i] == lobe[j]) << i;
+                if (__builtin_popcount(peers) > longest) longest = __builtin_popcount(peers);
                 if (fx_bw_lowest(peers) == j) {
                     if (kind[j] == FX_BW_NEW) fx_bw_start(w, lobe[j], d[j], stage + TK_FX_STAGE * j), peers &= peers - 1;
                     if (peers) fx_bw_join(&w->lobes[lobe[j]], stage, peers);
                 }
                 w->label[d[j]] = lobe[j];
             }
+            stats->join_steps += longest;
             for (int j = lo; j < f; ++j)
                 if (kind[j] == FX_BW_NEW) ++nl, ++stats->new_lobes;
             /* __syncwarp; then lane 0 takes the special lane's step, __syncwarp */
@@ -116,6 +129,12 @@ static int after_walk(const tk_fixels_view *p, const double *sh, tk_fixels_work 
             root[j] = i < npos && w->label[sorted[i]] <= -2 ? fx_find(w, -2 - w->label[sorted[i]]) : -1;
             if (root[j] >= 0) fx_bw_stage(p, w->values, sorted[i], stage + TK_FX_STAGE * j);
         }
+        double moved = 0.0;
+        for (int j = 0; j < LANES; ++j)
+            if (root[j] >= 0) moved += fabs(stage[TK_FX_STAGE * j + 4] * stage[TK_FX_STAGE * j + 3]);
+        for (int j = 0; j < LANES; ++j)
+            if (root[j] >= 0)
+                stage[TK_FX_STAGE * j + 5] = fx_bw_side(w->lobes[root[j]].mean, stage + TK_FX_STAGE * j, moved);
         /* __syncwarp */
         for (int j = 0; j < LANES; ++j) {
             if (root[j] < 0) continue;

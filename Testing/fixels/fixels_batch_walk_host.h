@@ -12,10 +12,12 @@ extern "C" {
 #endif
 
 /* What the batched walks met: voxels segmented, batches of 32 samples, windows (a batch's
- * fixpoint runs: one, plus one after each special lane), fixpoint rounds, special lanes by
+ * fixpoint runs: one, plus one after each special lane), fixpoint rounds, the joins' steps in
+ * lockstep (each window's largest lobe group), the joining samples whose side the lobe's mean
+ * decided (fx_bw_side), special lanes by
  * kind, voxels with more than 24 and more than 32 lobes (the warp kernel's table). */
 typedef struct {
-    long voxels, samples, batches, windows, rounds, new_lobes, merges, bridges, over_24, over_32;
+    long voxels, samples, batches, windows, rounds, join_steps, sure, new_lobes, merges, bridges, over_24, over_32;
 } fx_bw_stats;
 
 /* One voxel's series sh (the plan's k doubles, finite): the host's segmentation

@@ -117,10 +117,10 @@ fx_bw_stats check_voxels(const std::vector<std::vector<double>> &sh, int lmax, i
     EXPECT_EQ(differ, 0u) << what << ": voxels that differ";
     tk_fixels_plan_destroy(plan);
     const double b = st.batches ? (double)st.batches : 1.0, vx = st.voxels ? (double)st.voxels : 1.0;
-    std::printf("%s: %ld voxels, %.1f samples, %.1f batches, %.1f windows, %.1f rounds a voxel (%.2f rounds a "
-                "window); a voxel's specials: %.2f new lobes, %.3f merges, %.2f bridges; %ld voxels with more "
+    std::printf("%s: %ld voxels, %.1f samples, %.1f batches, %.1f windows, %.1f rounds, %.1f join steps, %.1f sure sides a "
+                "voxel (%.2f rounds a window); a voxel's specials: %.2f new lobes, %.3f merges, %.2f bridges; %ld voxels with more "
                 "than 24 lobes, %ld more than 32\n",
-                what, st.voxels, st.samples / vx, st.batches / vx, st.windows / vx, st.rounds / vx,
+                what, st.voxels, st.samples / vx, st.batches / vx, st.windows / vx, st.rounds / vx, st.join_steps / vx, st.sure / vx,
                 st.windows ? (double)st.rounds / (double)st.windows : 0.0, st.new_lobes / vx, st.merges / vx,
                 st.bridges / vx, st.over_24, st.over_32);
     (void)b;

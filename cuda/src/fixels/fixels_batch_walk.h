@@ -39,8 +39,8 @@
  * 24; a voxel with more goes to the one-thread kernel): 24, not 32, so that a voxel's shared
  * memory on the 1281 directions fits twelve voxels an SM (fixels_warp.cuh). */
 #define TK_FX_WARP_LOBES 24
-/* Doubles a staged sample takes: direction (3), weight, amplitude. */
-#define TK_FX_STAGE 5
+/* Doubles a staged sample takes: direction (3), weight, amplitude, side (fx_bw_side). */
+#define TK_FX_STAGE 6
 
 /* A lane's neighbours at its window's start: prior[e] the label of neighbour e where it is no
  * earlier lane of the window (negative: no lobe), pred[e] the earlier lane where it is one
@@ -53,7 +53,7 @@ typedef struct {
 TK_HD static inline void fx_bw_stage(const tk_fixels_view *p, const double *values, int d, double *st)
 {
     for (int i = 0; i < 3; ++i) st[i] = p->dirs[d][i];
-    st[3] = p->weights[d], st[4] = values[d];
+    st[3] = p->weights[d], st[4] = values[d], st[5] = 0.0;
 }
 
 /* Lane `lane`'s neighbours (their labels label[nb[e]], read after the window's marks). */
@@ -173,23 +173,48 @@ TK_HD static inline void fx_lobe_grow(double *mean, double *integral, double val
     *integral += v;
 }
 
+/* A sample's side in lobe_add (its mult: the sign of the running mean . dir) where the lobe's
+ * mean when its join starts (m0) decides it for every running mean the join can reach, else 0.
+ * moved: at least the sum of the amplitudes (lobe_add's v) that the join adds before it.  The
+ * running mean is m0 plus those samples (unit directions) plus the sums' rounding, so its dot
+ * product with dir is m0 . dir within moved (1 + 2 eps) + 65 eps (|m0|_1 + moved), and each dot
+ * product rounds by at most 6 eps (|m0|_1 + moved): where |m0 . dir| exceeds 1.75 moved +
+ * 1e-12 (|m0|_1 + 2 moved), both have its sign and neither is 0.  The join then takes the sides
+ * from here, off its chain of dot products, with the same sums. */
+TK_HD static inline double fx_bw_side(const double *m0, const double *dir, double moved)
+{
+    const double size0 = fabs(m0[0]) + fabs(m0[1]) + fabs(m0[2]);
+    const double d0 = fx_dot3(m0, dir);
+    if (!(fabs(d0) > 1.75 * moved + 1e-12 * (size0 + 2.0 * moved))) return 0.0;
+    return d0 > 0.0 ? 1.0 : -1.0;
+}
+
 /* The samples of lanes `lanes` (a bit a lane, at least one) join the lobe, in lane order (the
- * walk's order).  Each sample's stage is read before the last one's sums are done: the sums are
- * a chain (the mean's side test reads the mean), the reads are not. */
+ * walk's order), with lobe_add's sums: while their stages hold their sides (fx_bw_side), the
+ * sums alone (a chain of one multiply-add a sample, each sample's stage read before the last
+ * one's sums are done); from the first without, each side from the running mean, as lobe_add. */
 TK_HD static inline void fx_bw_join(tk_fixels_lobe *lobe, const double *stage, unsigned lanes)
 {
     double mean[3] = {lobe->mean[0], lobe->mean[1], lobe->mean[2]}, integral = lobe->integral;
+    double cur[TK_FX_STAGE];
     const double *st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
-    double dir[3] = {st[0], st[1], st[2]}, wt = st[3], v = st[4];
-    for (lanes &= lanes - 1;; lanes &= lanes - 1) {
-        double next[TK_FX_STAGE] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < TK_FX_STAGE; ++i) cur[i] = st[i];
+    while (cur[5] != 0.0) {
+        lanes &= lanes - 1;
+        double next[TK_FX_STAGE] = {0, 0, 0, 0, 0, 0};
         if (lanes) {
             st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
             for (int i = 0; i < TK_FX_STAGE; ++i) next[i] = st[i];
         }
-        fx_lobe_grow(mean, &integral, v, dir, wt);
+        const double v = fabs(cur[4] * cur[3]), mult = cur[5];
+        for (int i = 0; i < 3; ++i) mean[i] += cur[i] * mult * v;
+        integral += v;
         if (!lanes) break;
-        dir[0] = next[0], dir[1] = next[1], dir[2] = next[2], wt = next[3], v = next[4];
+        for (int i = 0; i < TK_FX_STAGE; ++i) cur[i] = next[i];
+    }
+    for (; lanes; lanes &= lanes - 1) {
+        st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
+        fx_lobe_grow(mean, &integral, st[4], st, st[3]);
     }
     for (int i = 0; i < 3; ++i) lobe->mean[i] = mean[i];
     lobe->integral = integral;

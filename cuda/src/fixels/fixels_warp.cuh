@@ -49,7 +49,7 @@ static_assert(TK_FX_WARP_LOBES <= TK_FX_BW_LANES, "the peak revision takes lobe 
 #define TK_FX_BASIS_BATCH 16
 
 /* One voxel's bytes of shared memory, in pieces each 16-byte aligned, some of them holding
- * different things in turn (18,992 bytes on the 1281 directions at lmax 8):
+ * different things in turn (19,248 bytes on the 1281 directions at lmax 8):
  *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows, and the
  *          coefficients again (fx_climb_coefficients)
  *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe; during the sort the radix histogram (256 ints)
@@ -263,6 +263,13 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
             const unsigned specials = __ballot_sync(full, active && kind == FX_BW_SPECIAL);
             const int f = specials ? __ffs((int)specials) - 1 : steps;
             const bool grows = active && lane < f && (kind == FX_BW_JOIN || kind == FX_BW_NEW);
+            /* each joining lane's side where its lobe's mean decides it (read before any join of
+             * the window), the growing lanes' amplitudes summed by a reduction */
+            double *st = stage + TK_FX_STAGE * lane;
+            double moved = grows ? fabs(v * st[3]) : 0.0;
+            for (int off = 16; off; off >>= 1) moved += __shfl_xor_sync(full, moved, off);
+            if (grows) st[5] = kind == FX_BW_JOIN && lobe < win.nl ? fx_bw_side(lobes[lobe].mean, st, moved) : 0.0;
+            __syncwarp();
             /* each lobe's lanes (a key no other lane has where a lane grows none) by the first of
              * them: a new lobe's is the lane that starts it */
             const unsigned peers = __match_any_sync(full, grows ? lobe : 64 + lane);
@@ -445,12 +452,16 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             }
             const bool bridge = root >= 0;
             if (!__any_sync(full, bridge)) continue;
+            double *st = stage + TK_FX_STAGE * lane;
+            double moved = 0.0;
             if (bridge) {
-                double *st = stage + TK_FX_STAGE * lane;
                 for (int e = 0; e < 3; ++e) st[e] = __ldg(&sview.dirs[d][e]);
                 st[3] = __ldg(&sview.weights[d]);
                 st[4] = values[d];
+                moved = fabs(st[4] * st[3]);
             }
+            for (int off = 16; off; off >>= 1) moved += __shfl_xor_sync(full, moved, off);
+            if (bridge) st[5] = fx_bw_side(w.lobes[root].mean, st, moved);
             __syncwarp();
             const unsigned peers = __match_any_sync(full, bridge ? root : 64 + lane);
             if (bridge && !(peers & fx_lanes_below(lane))) fx_bw_join(&w.lobes[root], stage, peers);
