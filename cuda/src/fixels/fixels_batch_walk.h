@@ -143,10 +143,11 @@ TK_HD static inline int fx_bw_eval(const fx_bw_window *win, const fx_bw_lane *L,
         *kind = id < win->max_lobes ? FX_BW_NEW : FX_BW_SPECIAL;
         return id < win->max_lobes ? id : -1;
     }
-    int adj[6];
-    const int na = fx_adjacent_lobes(lab, adj);
-    *bridge = adj[0];
-    *kind = !(fabs(v) / fx_bw_max_peak(win, new_lanes, adj[na - 1]) > win->ratio) ? FX_BW_BRIDGE : FX_BW_SPECIAL;
+    /* two lobes or more: fx_adjacent_lobes' first (the least) and last (top), in registers */
+    int least = top;
+    for (int e = 0; e < 6; ++e) least = lab[e] >= 0 && lab[e] < least ? lab[e] : least;
+    *bridge = least;
+    *kind = !(fabs(v) / fx_bw_max_peak(win, new_lanes, top) > win->ratio) ? FX_BW_BRIDGE : FX_BW_SPECIAL;
     return -1;
 }
 
