@@ -37,12 +37,13 @@ static_assert(TK_FX_WARP_LOBES <= TK_FX_BW_LANES, "the peak revision takes lobe 
 /* The most voxels (warps) a block takes: they share the block's pass over the basis. */
 #define TK_FX_WARP_VOXELS_MAX 8
 /* Registers a thread.  An SM's registers go to its four partitions, a warp to one: 200 a thread
- * gives two warps a partition, eight voxels an SM (Nsight Compute on the H100: 12.5% theoretical
- * occupancy); 168 gives three, twelve voxels an SM (the shared memory of twelve 1281-direction
- * voxels fits), at the cost of more spills in the climbs.  The build may set it
+ * gave two warps a partition, eight voxels an SM (Nsight Compute on the H100: 12.5% theoretical
+ * occupancy, latency-bound); 168 gives three, twelve voxels an SM (the shared memory of twelve
+ * 1281-direction voxels fits), at the cost of more spills in the climbs: 5.4-6.0M voxels/s
+ * against 5.1-5.3M at 200 on the H100 (600k voxels, alternating runs).  The build may set it
  * (TK_FIXELS_WARP_REGISTERS in CMake) for A/B runs. */
 #ifndef TK_FX_WARP_REGISTERS
-#define TK_FX_WARP_REGISTERS 200
+#define TK_FX_WARP_REGISTERS 168
 #endif
 
 /* Basis values the sampling pass loads at once (a thread's registers for them). */
