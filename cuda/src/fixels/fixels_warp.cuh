@@ -311,6 +311,28 @@ __device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const doubl
     revise_peaks(p, sh, &mine, l);
 }
 
+/* A developer's measurement (TK_FIXELS_WARP_PHASES in CMake defines TK_FX_PHASE_TIMING): each
+ * warp's lane 0 adds the clock cycles of the kernel's phases to fx_phase_cycles (the sampling
+ * pass with its waits at the block's barriers, the sort with the samples' scan, the walk, the
+ * bridges, the climb's tensor, the climbs and outputs, the lobe masks), and execute prints their
+ * sums (fixels_cuda.cu): where a voxel's time goes, without a profiler. */
+#define TK_FX_PHASES 7
+#ifdef TK_FX_PHASE_TIMING
+__device__ unsigned long long fx_phase_cycles[TK_FX_PHASES];
+#define FX_PHASE(i)                                                                                                    \
+    do {                                                                                                               \
+        if (lane == 0) {                                                                                               \
+            const long long fx_now = clock64();                                                                        \
+            atomicAdd(&fx_phase_cycles[i], (unsigned long long)(fx_now - fx_then));                                    \
+            fx_then = fx_now;                                                                                          \
+        }                                                                                                              \
+    } while (0)
+#define FX_PHASE_START long long fx_then = clock64()
+#else
+#define FX_PHASE(i) ((void)0)
+#define FX_PHASE_START ((void)0)
+#endif
+
 /* One voxel per warp, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared memory.
  * Outputs as fixels_kernel's (the chunk's arrays); a voxel whose lobes outgrow the shared table
  * is appended to redo (redo_count entries) for the one-thread kernel. */
@@ -330,6 +352,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     double *values = (double *)(mine + lay.values), *shd = (double *)(mine + lay.sh);
     const size_t v = (size_t)blockIdx.x * (size_t)vpb + (size_t)warp;
     const bool in = v < num_voxels;
+    FX_PHASE_START;
     if (threadIdx.x == 0) sview = view;
 
     /* the outputs' defaults, then the coefficients of a voxel to segment */
@@ -395,6 +418,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         }
     }
     __syncthreads();
+    FX_PHASE(0);
     if (!state) return;
 
     /* the largest |sample|, the first of equals */
@@ -428,6 +452,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         fx_warp_sort(values, order, (unsigned short *)(mine + lay.label), (int *)(mine + lay.hist), npos, lane);
         for (int d = lane; d < n; d += 32) label[d] = -1;
         __syncwarp();
+        FX_PHASE(1);
 
         w.t = &sview, w.values = values, w.label = label;
         w.lobes = (tk_fixels_lobe *)(mine + lay.lobes), w.peaks = (tk_fixels_peak *)(mine + lay.peaks);
@@ -435,6 +460,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         w.list = NULL, w.retro = NULL, w.key[0] = w.key[1] = NULL, w.order[0] = w.order[1] = NULL;
         nl = fx_warp_walk(&sview, &w, order, npos, (double *)(mine + lay.stage), lane);
         __syncwarp();
+        FX_PHASE(2);
         if (nl < 0) {
             if (lane == 0) redo[atomicAdd(redo_count, 1u)] = (unsigned)v;
             return;
@@ -469,6 +495,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             if (bridge) label[d] = root;
             __syncwarp();
         }
+        FX_PHASE(3);
     }
 
     /* the climb's tensor (climb's first call, by the lanes), over the samples, no longer read */
@@ -508,6 +535,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             }
         }
         __syncwarp();
+        FX_PHASE(4);
         /* the lobes' peak revision, one lobe a lane, and their output slots in lobe order */
         for (int base = 0; base < nl; base += 32) {
             const int l = base + lane;
@@ -537,6 +565,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             kept += __popc(__ballot_sync(full, keep));
         }
         __syncwarp();
+        FX_PHASE(5);
     }
     if (lut)
         for (int d = lane; d < n; d += 32) {
@@ -548,6 +577,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         if (kept > S && view.max_fixels == 0) atomicAdd(&counters[1], 1ull);
         count[v] = (uint8_t)(kept < S ? kept : S);
     }
+    FX_PHASE(6);
 }
 
 #endif
