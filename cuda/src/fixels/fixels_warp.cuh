@@ -311,6 +311,39 @@ __device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const doubl
     revise_peaks(p, sh, &mine, l);
 }
 
+/* The block's pass over the basis for its V voxels (lives: the ones to sample, a bit each), each
+ * thread a direction at a time: TK_FX_BASIS_BATCH coefficients' basis values loaded before their
+ * FMAs (one memory latency for the batch, not one a coefficient), each sample's sum in
+ * coefficient order (the host's doubles).  V a template parameter: the loops over the voxels
+ * unrolled to the block's count, not to TK_FX_WARP_VOXELS_MAX with the rest predicated off. */
+template <int V>
+__device__ static inline void fx_sample_pass(const tk_fixels_view &view, const fx_warp_layout &lay, unsigned lives)
+{
+    extern __shared__ __align__(16) unsigned char fx_smem[];
+    const int n = view.n, k = view.k;
+    const size_t stride = lay.bytes;
+    for (int d = (int)threadIdx.x; d < n; d += (int)blockDim.x) {
+        double acc[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) acc[j] = 0.0;
+        for (int c0 = 0; c0 < k; c0 += TK_FX_BASIS_BATCH) {
+            double b[TK_FX_BASIS_BATCH];
+#pragma unroll
+            for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) b[u] = c0 + u < k ? __ldg(&view.basis[(size_t)(c0 + u) * n + d]) : 0.0;
+#pragma unroll
+            for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) {
+                if (c0 + u >= k) break;
+#pragma unroll
+                for (int j = 0; j < V; ++j)
+                    if (lives >> j & 1u) acc[j] = fma(b[u], ((const double *)(fx_smem + j * stride + lay.sh))[c0 + u], acc[j]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+            if (lives >> j & 1u) ((double *)(fx_smem + j * stride + lay.values))[d] = acc[j];
+    }
+}
+
 /* A developer's measurement (TK_FIXELS_WARP_PHASES in CMake defines TK_FX_PHASE_TIMING): each
  * warp's lane 0 adds the clock cycles of the kernel's phases to fx_phase_cycles (the sampling
  * pass with its waits at the block's barriers, the sort with the samples' scan, the walk, the
@@ -390,33 +423,16 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     /* the samples of every live voxel of the block: each basis value read once for them all */
     unsigned lives = 0;
     for (int j = 0; j < vpb; ++j) lives |= (unsigned)(live[j] != 0) << j;
-    if (lives) {
-        const size_t stride = lay.bytes;
-        for (int d = (int)threadIdx.x; d < n; d += (int)blockDim.x) {
-            double acc[TK_FX_WARP_VOXELS_MAX];
-#pragma unroll
-            for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j) acc[j] = 0.0;
-            /* TK_FX_BASIS_BATCH coefficients' basis values loaded before their FMAs: one memory
-             * latency for the batch, not one a coefficient (the sums still in coefficient order) */
-            for (int c0 = 0; c0 < k; c0 += TK_FX_BASIS_BATCH) {
-                double b[TK_FX_BASIS_BATCH];
-#pragma unroll
-                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u)
-                    b[u] = c0 + u < k ? __ldg(&view.basis[(size_t)(c0 + u) * n + d]) : 0.0;
-#pragma unroll
-                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) {
-                    if (c0 + u >= k) break;
-#pragma unroll
-                    for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
-                        if (lives >> j & 1u)
-                            acc[j] = fma(b[u], ((const double *)(fx_smem + j * stride + lay.sh))[c0 + u], acc[j]);
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
-                if (lives >> j & 1u) ((double *)(fx_smem + j * stride + lay.values))[d] = acc[j];
+    if (lives) switch (vpb) {
+        case 1: fx_sample_pass<1>(view, lay, lives); break;
+        case 2: fx_sample_pass<2>(view, lay, lives); break;
+        case 3: fx_sample_pass<3>(view, lay, lives); break;
+        case 4: fx_sample_pass<4>(view, lay, lives); break;
+        case 5: fx_sample_pass<5>(view, lay, lives); break;
+        case 6: fx_sample_pass<6>(view, lay, lives); break;
+        case 7: fx_sample_pass<7>(view, lay, lives); break;
+        default: fx_sample_pass<TK_FX_WARP_VOXELS_MAX>(view, lay, lives); break;
         }
-    }
     __syncthreads();
     FX_PHASE(0);
     if (!state) return;
