@@ -536,8 +536,11 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
                 for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) m[u] = c0 + u < k ? __ldg(&view.map[(size_t)(c0 + u) * k + r]) : 0.0;
 #pragma unroll
                 for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) {
+                    /* the index kept below k: the unrolled loop's loads may be issued ahead of the
+                     * break, and aniso[k..] is the tensor the other lanes are writing (racecheck) */
+                    const double a = aniso[c0 + u < k ? c0 + u : k - 1];
                     if (c0 + u >= k) break;
-                    t += m[u] * aniso[c0 + u];
+                    t += m[u] * a;
                 }
             }
             tensor[r] = t;
