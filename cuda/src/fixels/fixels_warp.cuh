@@ -547,10 +547,22 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         }
         __syncwarp();
         if (view.lmax <= TK_TRACK_ROWS_MAX_ORDER) {
-            const int nrows = (view.lmax - 1) * view.lmax / 2;
-            for (int i = lane; i < 6 * nrows; i += 32) {
-                const int r = i / 6, e = i % 6;
-                rows[r][e] = view.rows_src[r][e] < 0 ? 0.0 : tensor[view.rows_src[r][e]] * view.rows_weight[r][e];
+            /* a lane's entries' tables all loaded before their products (one memory latency, not
+             * one an entry) */
+            const int entries = 6 * (view.lmax - 1) * view.lmax / 2;
+            constexpr int per_lane = (6 * TK_TRACK_ROWS_MAX + 31) / 32;
+            int src[per_lane];
+            double weight[per_lane];
+#pragma unroll
+            for (int q = 0; q < per_lane; ++q) {
+                const int i = lane + 32 * q;
+                src[q] = i < entries ? __ldg(&view.rows_src[i / 6][i % 6]) : -1;
+                weight[q] = i < entries ? __ldg(&view.rows_weight[i / 6][i % 6]) : 0.0;
+            }
+#pragma unroll
+            for (int q = 0; q < per_lane; ++q) {
+                const int i = lane + 32 * q;
+                if (i < entries) rows[i / 6][i % 6] = src[q] < 0 ? 0.0 : tensor[src[q]] * weight[q];
             }
         }
         __syncwarp();
