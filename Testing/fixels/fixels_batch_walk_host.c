@@ -129,13 +129,7 @@ static int after_walk(const tk_fixels_view *p, const double *sh, tk_fixels_work 
             root[j] = i < npos && w->label[sorted[i]] <= -2 ? fx_find(w, -2 - w->label[sorted[i]]) : -1;
             if (root[j] >= 0) fx_bw_stage(p, w->values, sorted[i], stage + TK_FX_STAGE * j);
         }
-        double moved = 0.0;
-        for (int j = 0; j < LANES; ++j)
-            if (root[j] >= 0) moved += fabs(stage[TK_FX_STAGE * j + 4] * stage[TK_FX_STAGE * j + 3]);
-        for (int j = 0; j < LANES; ++j)
-            if (root[j] >= 0)
-                stage[TK_FX_STAGE * j + 5] = fx_bw_side(w->lobes[root[j]].mean, stage + TK_FX_STAGE * j, moved);
-        /* __syncwarp */
+        /* (no sides taken ahead: st[5] 0 from fx_bw_stage) __syncwarp */
         for (int j = 0; j < LANES; ++j) {
             if (root[j] < 0) continue;
             unsigned peers = 0;

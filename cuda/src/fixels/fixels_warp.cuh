@@ -495,16 +495,14 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             }
             const bool bridge = root >= 0;
             if (!__any_sync(full, bridge)) continue;
-            double *st = stage + TK_FX_STAGE * lane;
-            double moved = 0.0;
+            /* no sides taken ahead here (fx_bw_side): a lobe's bridges in 32 of the order are a
+             * few, too few to pay for the reduction */
             if (bridge) {
+                double *st = stage + TK_FX_STAGE * lane;
                 for (int e = 0; e < 3; ++e) st[e] = __ldg(&sview.dirs[d][e]);
                 st[3] = __ldg(&sview.weights[d]);
-                st[4] = values[d];
-                moved = fabs(st[4] * st[3]);
+                st[4] = values[d], st[5] = 0.0;
             }
-            for (int off = 16; off; off >>= 1) moved += __shfl_xor_sync(full, moved, off);
-            if (bridge) st[5] = fx_bw_side(w.lobes[root].mean, st, moved);
             __syncwarp();
             const unsigned peers = __match_any_sync(full, bridge ? root : 64 + lane);
             if (bridge && !(peers & fx_lanes_below(lane))) fx_bw_join(&w.lobes[root], stage, peers);
