@@ -311,36 +311,59 @@ __device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const doubl
     revise_peaks(p, sh, &mine, l);
 }
 
-/* The block's pass over the basis for its V voxels (lives: the ones to sample, a bit each), each
- * thread a direction at a time: TK_FX_BASIS_BATCH coefficients' basis values loaded before their
- * FMAs (one memory latency for the batch, not one a coefficient), each sample's sum in
+/* Directions a thread of the sampling pass takes at once, and coefficients whose basis values it
+ * loads at once for them (registers: TK_FX_SAMPLE_DIRS x TK_FX_SAMPLE_BATCH basis values and
+ * TK_FX_SAMPLE_DIRS x V sums). */
+#define TK_FX_SAMPLE_DIRS 3
+#define TK_FX_SAMPLE_BATCH 8
+
+/* The block's pass over the basis for its V voxels (lives: the ones to sample, a bit each): a
+ * thread takes TK_FX_SAMPLE_DIRS directions at once, so that each coefficient read from shared
+ * memory serves as many multiply-adds, and loads TK_FX_SAMPLE_BATCH coefficients' basis values for
+ * them before their multiply-adds (one memory latency for the batch); each sample's sum in
  * coefficient order (the host's doubles).  V a template parameter: the loops over the voxels
- * unrolled to the block's count, not to TK_FX_WARP_VOXELS_MAX with the rest predicated off. */
+ * unrolled to the block's count. */
 template <int V>
 __device__ static inline void fx_sample_pass(const tk_fixels_view &view, const fx_warp_layout &lay, unsigned lives)
 {
     extern __shared__ __align__(16) unsigned char fx_smem[];
-    const int n = view.n, k = view.k;
+    const int n = view.n, k = view.k, T = (int)blockDim.x;
     const size_t stride = lay.bytes;
-    for (int d = (int)threadIdx.x; d < n; d += (int)blockDim.x) {
-        double acc[V];
+    for (int d0 = (int)threadIdx.x; d0 < n; d0 += TK_FX_SAMPLE_DIRS * T) {
+        double acc[TK_FX_SAMPLE_DIRS][V];
 #pragma unroll
-        for (int j = 0; j < V; ++j) acc[j] = 0.0;
-        for (int c0 = 0; c0 < k; c0 += TK_FX_BASIS_BATCH) {
-            double b[TK_FX_BASIS_BATCH];
+        for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t)
 #pragma unroll
-            for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) b[u] = c0 + u < k ? __ldg(&view.basis[(size_t)(c0 + u) * n + d]) : 0.0;
+            for (int j = 0; j < V; ++j) acc[t][j] = 0.0;
+        for (int c0 = 0; c0 < k; c0 += TK_FX_SAMPLE_BATCH) {
+            double b[TK_FX_SAMPLE_DIRS][TK_FX_SAMPLE_BATCH];
 #pragma unroll
-            for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) {
+            for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t) {
+                const int d = d0 + t * T;
+#pragma unroll
+                for (int u = 0; u < TK_FX_SAMPLE_BATCH; ++u)
+                    b[t][u] = d < n && c0 + u < k ? __ldg(&view.basis[(size_t)(c0 + u) * n + d]) : 0.0;
+            }
+#pragma unroll
+            for (int u = 0; u < TK_FX_SAMPLE_BATCH; ++u) {
                 if (c0 + u >= k) break;
 #pragma unroll
-                for (int j = 0; j < V; ++j)
-                    if (lives >> j & 1u) acc[j] = fma(b[u], ((const double *)(fx_smem + j * stride + lay.sh))[c0 + u], acc[j]);
+                for (int j = 0; j < V; ++j) {
+                    if (!(lives >> j & 1u)) continue;
+                    const double c = ((const double *)(fx_smem + j * stride + lay.sh))[c0 + u];
+#pragma unroll
+                    for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t) acc[t][j] = fma(b[t][u], c, acc[t][j]);
+                }
             }
         }
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-            if (lives >> j & 1u) ((double *)(fx_smem + j * stride + lay.values))[d] = acc[j];
+        for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t) {
+            const int d = d0 + t * T;
+            if (d >= n) continue;
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                if (lives >> j & 1u) ((double *)(fx_smem + j * stride + lay.values))[d] = acc[t][j];
+        }
     }
 }
 
