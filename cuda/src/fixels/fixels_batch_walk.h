@@ -39,7 +39,8 @@
  * 24; a voxel with more goes to the one-thread kernel): 24, not 32, so that a voxel's shared
  * memory on the 1281 directions fits twelve voxels an SM (fixels_warp.cuh). */
 #define TK_FX_WARP_LOBES 24
-/* Doubles a staged sample takes: direction (3), weight, amplitude, side (fx_bw_side). */
+/* Doubles a staged sample takes: direction (3), weight, amplitude, side (fx_bw_side); 48 bytes,
+ * so that a slot of a 16-byte aligned stage is too (fx_bw_load). */
 #define TK_FX_STAGE 6
 
 /* A lane's neighbours at its window's start: prior[e] the label of neighbour e where it is no
@@ -190,6 +191,19 @@ TK_HD static inline double fx_bw_side(const double *m0, const double *dir, doubl
     return d0 > 0.0 ? 1.0 : -1.0;
 }
 
+/* A staged sample's six doubles (on the device three 16-byte loads: a slot is 48 bytes from a
+ * 16-byte aligned stage). */
+TK_HD static inline void fx_bw_load(const double *st, double *out)
+{
+#ifdef __CUDA_ARCH__
+    const double2 *q = (const double2 *)st;
+    const double2 a = q[0], b = q[1], c = q[2];
+    out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y, out[4] = c.x, out[5] = c.y;
+#else
+    for (int i = 0; i < TK_FX_STAGE; ++i) out[i] = st[i];
+#endif
+}
+
 /* The samples of lanes `lanes` (a bit a lane, at least one) join the lobe, in lane order (the
  * walk's order), with lobe_add's sums: while their stages hold their sides (fx_bw_side), the
  * sums alone (a chain of one multiply-add a sample, each sample's stage read before the last
@@ -199,13 +213,13 @@ TK_HD static inline void fx_bw_join(tk_fixels_lobe *lobe, const double *stage, u
     double mean[3] = {lobe->mean[0], lobe->mean[1], lobe->mean[2]}, integral = lobe->integral;
     double cur[TK_FX_STAGE];
     const double *st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
-    for (int i = 0; i < TK_FX_STAGE; ++i) cur[i] = st[i];
+    fx_bw_load(st, cur);
     while (cur[5] != 0.0) {
         lanes &= lanes - 1;
         double next[TK_FX_STAGE] = {0, 0, 0, 0, 0, 0};
         if (lanes) {
             st = stage + TK_FX_STAGE * fx_bw_lowest(lanes);
-            for (int i = 0; i < TK_FX_STAGE; ++i) next[i] = st[i];
+            fx_bw_load(st, next);
         }
         const double v = fabs(cur[4] * cur[3]), mult = cur[5];
         for (int i = 0; i < 3; ++i) mean[i] += cur[i] * mult * v;

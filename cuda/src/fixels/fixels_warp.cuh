@@ -66,6 +66,7 @@ typedef struct {
 
 static_assert(sizeof(tk_fixels_lobe) * TK_FX_WARP_LOBES >= 4 * 256, "the radix histogram fits the lobe table");
 static_assert(8 * TK_FX_STAGE * 32 >= 4 * TK_FX_WARP_LOBES, "the output slots fit the stage");
+static_assert(8 * TK_FX_STAGE % 16 == 0, "a stage slot is 16-byte aligned (fx_bw_load)");
 
 __host__ __device__ static inline unsigned fx_round16(unsigned b)
 {
