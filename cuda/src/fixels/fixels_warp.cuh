@@ -121,7 +121,13 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
         __syncwarp();
         for (int b = lane; b < 256; b += 32) hist[b] = 0;
         __syncwarp();
-        for (int i = lane; i < npos; i += 32) atomicAdd(&hist[(fx_key(values, src[i]) >> shift) & 0xffu], 1);
+        /* two of a lane's keys read before their counts (the reads are a chain: direction, sample) */
+        for (int i = lane; i < npos; i += 64) {
+            const bool two = i + 32 < npos;
+            const unsigned k0 = fx_key(values, src[i]), k1 = two ? fx_key(values, src[i + 32]) : 0u;
+            atomicAdd(&hist[(k0 >> shift) & 0xffu], 1);
+            if (two) atomicAdd(&hist[(k1 >> shift) & 0xffu], 1);
+        }
         __syncwarp();
         /* a byte all keys share orders nothing (the host skips it too; a stable pass over it
          * would leave the order as it is) */
@@ -140,12 +146,17 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
         __syncwarp();
         for (int j = 0; j < 8; ++j) hist[8 * lane + j] = at, at += local[j];
         __syncwarp();
-        /* stable scatter, 32 at a time in order: equal digits ranked by lane */
+        /* stable scatter, 32 at a time in order: equal digits ranked by lane; the next 32's
+         * directions and keys read before this 32's barriers (src is not written in the pass) */
+        unsigned short next_d = lane < npos ? src[lane] : 0;
+        unsigned next_key = lane < npos ? fx_key(values, next_d) : 0u;
         for (int base = 0; base < npos; base += 32) {
             const int i = base + lane;
             const bool live = i < npos;
-            const unsigned short d = live ? src[i] : 0;
-            const unsigned digit = live ? (fx_key(values, d) >> shift) & 0xffu : 256u + (unsigned)lane;
+            const unsigned short d = next_d;
+            const unsigned key = next_key;
+            if (i + 32 < npos) next_d = src[i + 32], next_key = fx_key(values, next_d);
+            const unsigned digit = live ? (key >> shift) & 0xffu : 256u + (unsigned)lane;
             const unsigned peers = __match_any_sync(full, digit);
             const int rank = __popc(peers & fx_lanes_below(lane));
             const int slot = live ? hist[digit] : 0;
