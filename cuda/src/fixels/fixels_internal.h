@@ -106,7 +106,9 @@ static inline void tk_fixels_work_bind(tk_fixels_work *w, const tk_fixels_view *
     w->rows = (double(*)[6])p, p += 8 * 6 * TK_TRACK_ROWS_MAX;
     w->order[0] = (int *)p, p += 4 * n;
     w->order[1] = (int *)p, p += 4 * n;
-    w->label = (int16_t *)p, p += 4 * n; /* 2n bytes used: 4n keeps the next pieces aligned */
+    /* 2n bytes used; 4n keep the next pieces aligned (and take the host's memset of int-sized
+     * labels, tk_fixels_segment_view's, which sets every int16 label to -1) */
+    w->label = (int16_t *)p, p += 4 * n;
     w->retro = (int(*)[2])p, p += 8 * n;
     w->list = (int *)p, p += 4 * l;
     w->kept = (int *)p;

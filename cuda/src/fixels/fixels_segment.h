@@ -315,7 +315,7 @@ TK_HD static inline int tk_fixels_segment_view(const tk_fixels_view *p, const do
     int npos = 0, largest = 0;
     if (!have_values) fx_sample_values(p->basis, N, k, sh, w->values);
     w->tensor_ready = 0;
-    memset(w->label, 0xff, sizeof(*w->label) * (size_t)N); /* -1: no lobe yet */
+    memset(w->label, 0xff, sizeof(int) * (size_t)N); /* -1: no lobe yet */
     double most = -1.0;
     for (int d = 0; d < N; ++d) {
         const double a = fabs(w->values[d]);
