@@ -81,7 +81,7 @@ typedef struct tk_fixels_output {
  * chunk buffers and each thread's scratch.  A cpu or omp plan's execute only reads it: threads
  * may execute one plan at once; a cuda plan is one thread's at a time.  The cuda backend runs
  * the same segmentation (a warp a voxel, and the host's text one thread a voxel for voxels with
- * more than 32 lobes, holding as many lobes as the host: a constant FOD grows hundreds). */
+ * more than 24 lobes, holding as many lobes as the host: a constant FOD grows hundreds). */
 typedef struct tk_fixels_plan tk_fixels_plan;
 
 tk_status tk_fixels_plan_create(const tk_fixels_options *opts, tk_fixels_plan **plan);

@@ -1,15 +1,17 @@
 #!/bin/bash
 # The fixels' CUDA backend on the lent GPU (no ITK/VTK there): build the core, the fixels tests
-# and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests, the CUDA ones (the warp kernel
+# and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests (the batched walk's host test too), the CUDA ones (the warp kernel
 # against the one-thread kernel bit for bit, both against omp, the many-lobe voxels), tk-bench
 # fixels (cuda transfers included beside the 10M voxels/s goal, omp on the machine's cores) on
 # 600k voxels; then compute-sanitizer memcheck and racecheck on the small CUDA case.  Needs .deps/
 # carried (scripts/device/make_deps.sh).  Logs under $OUT.  BENCH_ARGS adds tk-bench flags;
-# SAN_TOOLS=none skips the sanitizers.
+# SAN_TOOLS=none skips the sanitizers; AB_REGISTERS and PHASES (below) add measurements.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-. "$(dirname "$0")/build_dev.sh" tk_test_fixels tk_test_fixels_cuda tk-bench || exit 1
+if [ -z "${SKIP_MAIN:-}" ]; then
+. "$(dirname "$0")/build_dev.sh" tk_test_fixels tk_test_fixels_batch_walk tk_test_fixels_cuda tk-bench || exit 1
 build-dev/bin/tk_test_fixels > "$OUT/test_fixels.log" 2>&1; tail -3 "$OUT/test_fixels.log"
+build-dev/bin/tk_test_fixels_batch_walk > "$OUT/test_fixels_batch_walk.log" 2>&1; tail -3 "$OUT/test_fixels_batch_walk.log"
 build-dev/bin/tk_test_fixels_cuda > "$OUT/test_fixels_cuda.log" 2>&1
 grep -E "voxels|FAILED|Failure|Expected|Which is|PASSED|OK \]" "$OUT/test_fixels_cuda.log" | head -60
 build-dev/bin/tk-bench fixels --backends omp,cuda --threads "$(nproc)" --voxels 600000 --repeat 3 --fod2fixel off \
@@ -18,10 +20,34 @@ cat "$OUT/bench_fixels.txt"
 build-dev/bin/tk-bench fixels --backends cuda --voxels 200000 --repeat 3 --fod2fixel off --tk-fixels off \
   --directions 5121 > "$OUT/bench_fixels_5121.txt" 2>&1
 cat "$OUT/bench_fixels_5121.txt"
-[ "${SAN_TOOLS:-}" = none ] && exit 0
-for tool in ${SAN_TOOLS:-memcheck racecheck}; do
-  ( timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 99 build-dev/bin/tk_test_fixels_cuda \
-      --gtest_filter='*BitForBitSmall' > "$OUT/san_$tool.log" 2>&1; echo "$tool rc=$?" ) &
-done
-wait
-grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED\|FAILED" "$OUT"/san_*.log
+if [ "${SAN_TOOLS:-}" != none ]; then
+  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+    ( timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 99 build-dev/bin/tk_test_fixels_cuda \
+        --gtest_filter='*BitForBitSmall' > "$OUT/san_$tool.log" 2>&1; echo "$tool rc=$?" ) &
+  done
+  wait
+  grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED\|FAILED" "$OUT"/san_*.log
+fi
+fi
+# AB_REGISTERS=200 (say): the warp kernel's register cap A/B on the same card, fixels_cuda.cu
+# rebuilt with it (TK_FIXELS_WARP_REGISTERS), the cuda bench and the bit-for-bit tests again, then
+# the default put back in build-dev's cache.  PHASES=1: fixels_cuda.cu rebuilt with the kernel's
+# phase timing (TK_FIXELS_WARP_PHASES), the cuda bench once (its stderr: the cycles by phase),
+# then put back.  SKIP_MAIN=1: those alone (after a run without it, build-dev in place).
+if [ -n "${AB_REGISTERS:-}" ]; then
+  TK_DEV_CMAKE_ARGS="-DTK_FIXELS_WARP_REGISTERS=$AB_REGISTERS" . "$(dirname "$0")/build_dev.sh" tk_test_fixels_cuda tk-bench || exit 1
+  echo "# warp kernel at $AB_REGISTERS registers a thread"
+  build-dev/bin/tk-bench fixels --backends cuda --voxels 600000 --repeat 3 --fod2fixel off --tk-fixels off \
+    > "$OUT/bench_fixels_r$AB_REGISTERS.txt" 2>&1
+  cat "$OUT/bench_fixels_r$AB_REGISTERS.txt"
+  build-dev/bin/tk_test_fixels_cuda --gtest_filter='*BitForBit*:*MoreLobes*' > "$OUT/test_fixels_cuda_r$AB_REGISTERS.log" 2>&1
+  grep -E "voxels|FAILED|Failure|PASSED|OK \]" "$OUT/test_fixels_cuda_r$AB_REGISTERS.log" | head -30
+  cmake -S . -B build-dev -DTK_FIXELS_WARP_REGISTERS= > /dev/null
+fi
+if [ -n "${PHASES:-}" ]; then
+  TK_DEV_CMAKE_ARGS="-DTK_FIXELS_WARP_PHASES=ON" . "$(dirname "$0")/build_dev.sh" tk-bench || exit 1
+  build-dev/bin/tk-bench fixels --backends cuda --voxels 600000 --repeat 1 --fod2fixel off --tk-fixels off \
+    > "$OUT/bench_fixels_phases.txt" 2>&1
+  cat "$OUT/bench_fixels_phases.txt"
+  cmake -S . -B build-dev -DTK_FIXELS_WARP_PHASES=OFF > /dev/null
+fi

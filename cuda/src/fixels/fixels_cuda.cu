@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -345,6 +346,23 @@ done:
         st->s[j].busy = 0;
     }
     if (kernel_ms) *kernel_ms = ms_total;
+#ifdef TK_FX_PHASE_TIMING
+    {
+        /* the developer's phase measurement (fixels_warp.cuh): the sums, then zeroed */
+        static const char *const names[TK_FX_PHASES] = {"sampling", "sort", "walk", "bridges", "tensor", "climbs", "masks"};
+        unsigned long long cycles[TK_FX_PHASES] = {0}, total = 0;
+        if (cudaMemcpyFromSymbol(cycles, fx_phase_cycles, sizeof cycles) == cudaSuccess) {
+            for (int i = 0; i < TK_FX_PHASES; ++i) total += cycles[i];
+            fprintf(stderr, "fixels warp phases (%zu voxels, cycles a voxel-warp):", num_voxels);
+            for (int i = 0; i < TK_FX_PHASES; ++i)
+                fprintf(stderr, " %s %.0f (%.1f%%)", names[i], (double)cycles[i] / (double)(num_voxels ? num_voxels : 1),
+                        total ? 100.0 * (double)cycles[i] / (double)total : 0.0);
+            fprintf(stderr, "\n");
+            memset(cycles, 0, sizeof cycles);
+            cudaMemcpyToSymbol(fx_phase_cycles, cycles, sizeof cycles);
+        }
+    }
+#endif
     return status;
 }
 

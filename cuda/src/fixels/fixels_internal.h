@@ -62,7 +62,9 @@ typedef struct {
     double *values;          /* n (the view's) */
     uint64_t *key[2];        /* n each: the positive samples' sort */
     int *order[2];           /* n each */
-    int *label;              /* n: the lobe a direction was added to, -1 before */
+    int16_t *label;          /* n: the lobe a direction was added to, -1 before (16 bits hold the
+                              * lobes, and the CUDA walk's bridge and batch marks, of up to
+                              * TK_FIXELS_N_MAX directions: half the shared memory of ints) */
     int (*retro)[2];         /* n: (direction, lobe) joined after the sweep */
     int *list;               /* max_lobes: one lobe's peaks */
     int *kept;               /* max_lobes: per lobe id its output index, or -1 */
@@ -104,7 +106,9 @@ static inline void tk_fixels_work_bind(tk_fixels_work *w, const tk_fixels_view *
     w->rows = (double(*)[6])p, p += 8 * 6 * TK_TRACK_ROWS_MAX;
     w->order[0] = (int *)p, p += 4 * n;
     w->order[1] = (int *)p, p += 4 * n;
-    w->label = (int *)p, p += 4 * n;
+    /* 2n bytes used; 4n keep the next pieces aligned (and take the host's memset of int-sized
+     * labels, tk_fixels_segment_view's, which sets every int16 label to -1) */
+    w->label = (int16_t *)p, p += 4 * n;
     w->retro = (int(*)[2])p, p += 8 * n;
     w->list = (int *)p, p += 4 * l;
     w->kept = (int *)p;

@@ -11,12 +11,12 @@
  *    passes where all keys share the byte skipped, then runs of equal floats put in double
  *    order by one lane exactly as the host does; the order is a total order (amplitude
  *    descending, ties by index ascending), so it is the host's order;
- *  - the region growing: inherently sequential in that order, so the warp walks it in step, the
- *    next 32 samples' tables fetched by the lanes at once, lane l holding lobe l's sums in
- *    registers (lobe_add's arithmetic), lane 0 writing the labels and the lobes' other fields,
- *    merges by the host's lobe_merge on shared memory; a bridge sample's lobe is kept in its own
- *    label as -2 - lobe (read as "no lobe yet" by the walk, as the host's separate list is), and
- *    the bridges join their lobes after the walk in the walk's order;
+ *  - the region growing: 32 samples of the order a step (fixels_batch_walk.h): the lanes' lobes
+ *    as the fixpoint of their neighbours' and earlier lanes' lobes, the samples that join a
+ *    lobe or bridge lobes at once (each lobe's sums in the host's order), the rare samples that
+ *    start a lobe or merge lobes one at a time by the host's step; a bridge sample's lobe is
+ *    kept in its own label as -2 - lobe (read as "no lobe yet" by the walk, as the host's
+ *    separate list is), and the bridges join their lobes after the walk in the walk's order;
  *  - the voxel's climb tensor by the lanes (each entry's sum in the host's column order);
  *  - the lobes' peak revision (revise_peaks, the climbs) one lobe a lane: a lobe's revision
  *    writes only its own peaks and maximum, and reads labels and parents that no lane writes;
@@ -28,32 +28,45 @@
 
 #include <cuda_runtime.h>
 
+#include "fixels_batch_walk.h"
 #include "fixels_segment.h"
 
-/* Lobes one voxel's shared table holds (real FODs at lmax 8 have a few; a voxel with more goes
- * to the one-thread kernel): a warp's lanes, lane l holding lobe l's sums during the walk. */
-#define TK_FX_WARP_LOBES 32
-static_assert(TK_FX_WARP_LOBES == 32, "the walk holds lobe l's sums in lane l");
+/* TK_FX_WARP_LOBES (fixels_batch_walk.h, for the host test): at most a warp's lanes, as the peak
+ * revision takes a lobe a lane. */
+static_assert(TK_FX_WARP_LOBES <= TK_FX_BW_LANES, "the peak revision takes lobe l in lane l");
 /* The most voxels (warps) a block takes: they share the block's pass over the basis. */
 #define TK_FX_WARP_VOXELS_MAX 8
-/* Registers a thread: ten warps an SM (65536 / (32 x 200)), as many as the shared memory of
- * ten voxels on the 1281 directions allows; the climbs, which want more, spill a little. */
-#define TK_FX_WARP_REGISTERS 200
+/* Registers a thread.  An SM's registers go to its four partitions, a warp to one: 200 a thread
+ * gave two warps a partition, eight voxels an SM (Nsight Compute on the H100: 12.5% theoretical
+ * occupancy, latency-bound); 168 gives three, twelve voxels an SM (the shared memory of twelve
+ * 1281-direction voxels fits), at the cost of more spills in the climbs: 5.4-6.0M voxels/s
+ * against 5.1-5.3M at 200 on the H100 (600k voxels, alternating runs).  The build may set it
+ * (TK_FIXELS_WARP_REGISTERS in CMake) for A/B runs. */
+#ifndef TK_FX_WARP_REGISTERS
+#define TK_FX_WARP_REGISTERS 168
+#endif
 
-/* Doubles a walk step's sample takes in the stage: direction (3), weight, amplitude. */
-#define TK_FX_STAGE 5
+/* Basis values the sampling pass loads at once (a thread's registers for them). */
+#define TK_FX_BASIS_BATCH 16
 
-/* One voxel's bytes of shared memory, in pieces each 16-byte aligned:
- *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows
- *  sh      k doubles: the coefficients
- *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe, peaks as many tk_fixels_peak, kept as many ints
- *  stage   the walk's next 32 samples: direction, weight, amplitude (TK_FX_STAGE doubles each)
- *  label   n ints (the walk's labels), or during the sort the second order buffer (n ushorts)
- *          and the radix histogram (256 ints)
+/* One voxel's bytes of shared memory, in pieces each 16-byte aligned, some of them holding
+ * different things in turn (19,248 bytes on the 1281 directions at lmax 8):
+ *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows, and the
+ *          coefficients again (fx_climb_coefficients)
+ *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe; during the sort the radix histogram (256 ints)
+ *  peaks   as many tk_fixels_peak
+ *  stage   the walk's 32 samples (TK_FX_STAGE doubles each), then the bridges'; after them
+ *          the lobes' output slots (kept, TK_FX_WARP_LOBES ints)
+ *  label   n int16 (the walk's labels); before the sort the coefficients (k doubles), during it
+ *          the second order buffer (n ushorts)
  *  order   n ushorts: the positive samples' directions, sorted */
 typedef struct {
     unsigned values, sh, lobes, peaks, kept, stage, label, hist, order, bytes;
 } fx_warp_layout;
+
+static_assert(sizeof(tk_fixels_lobe) * TK_FX_WARP_LOBES >= 4 * 256, "the radix histogram fits the lobe table");
+static_assert(8 * TK_FX_STAGE * 32 >= 4 * TK_FX_WARP_LOBES, "the output slots fit the stage");
+static_assert(8 * TK_FX_STAGE % 16 == 0, "a stage slot is 16-byte aligned (fx_bw_load)");
 
 __host__ __device__ static inline unsigned fx_round16(unsigned b)
 {
@@ -65,18 +78,26 @@ __host__ __device__ static inline fx_warp_layout fx_warp_layout_for(int n, int k
     fx_warp_layout l;
     const unsigned N = (unsigned)n, K = (unsigned)k, L = TK_FX_WARP_LOBES;
     l.values = 0;
-    l.sh = l.values + fx_round16(8u * N);
-    l.lobes = l.sh + fx_round16(8u * K);
+    l.lobes = l.values + fx_round16(8u * N);
+    l.hist = l.lobes;
     l.peaks = l.lobes + fx_round16((unsigned)sizeof(tk_fixels_lobe) * L);
-    l.kept = l.peaks + fx_round16((unsigned)sizeof(tk_fixels_peak) * L);
-    l.stage = l.kept + fx_round16(4u * L);
+    l.stage = l.peaks + fx_round16((unsigned)sizeof(tk_fixels_peak) * L);
+    l.kept = l.stage;
     l.label = l.stage + 8u * TK_FX_STAGE * 32u;
-    l.hist = l.label + fx_round16(2u * N);
-    const unsigned label_end = l.label + fx_round16(4u * N), hist_end = l.hist + 4u * 256u;
-    l.order = fx_round16(label_end > hist_end ? label_end : hist_end);
+    l.sh = l.label;
+    l.order = l.label + fx_round16(2u * N > 8u * K ? 2u * N : 8u * K);
     l.bytes = fx_round16(l.order + 2u * N);
     return l;
 }
+
+/* Where the climbs find the coefficients (doubles, as the input's floats): the samples' tail,
+ * past the climb's aniso, tensor and rows. */
+__host__ __device__ static inline unsigned fx_climb_coefficients(int n, int k)
+{
+    return (unsigned)(n - k);
+}
+static_assert(TK_FIXELS_DIRECTIONS - TK_FIXELS_K_MAX >= 2 * TK_FIXELS_K_MAX + 6 * TK_TRACK_ROWS_MAX,
+              "the coefficients clear the climb's tables");
 
 /* The float key of a positive sample (sort_descending's): ascending keys, descending floats. */
 __device__ static inline unsigned fx_key(const double *values, unsigned short d)
@@ -100,7 +121,13 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
         __syncwarp();
         for (int b = lane; b < 256; b += 32) hist[b] = 0;
         __syncwarp();
-        for (int i = lane; i < npos; i += 32) atomicAdd(&hist[(fx_key(values, src[i]) >> shift) & 0xffu], 1);
+        /* two of a lane's keys read before their counts (the reads are a chain: direction, sample) */
+        for (int i = lane; i < npos; i += 64) {
+            const bool two = i + 32 < npos;
+            const unsigned k0 = fx_key(values, src[i]), k1 = two ? fx_key(values, src[i + 32]) : 0u;
+            atomicAdd(&hist[(k0 >> shift) & 0xffu], 1);
+            if (two) atomicAdd(&hist[(k1 >> shift) & 0xffu], 1);
+        }
         __syncwarp();
         /* a byte all keys share orders nothing (the host skips it too; a stable pass over it
          * would leave the order as it is) */
@@ -119,12 +146,17 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
         __syncwarp();
         for (int j = 0; j < 8; ++j) hist[8 * lane + j] = at, at += local[j];
         __syncwarp();
-        /* stable scatter, 32 at a time in order: equal digits ranked by lane */
+        /* stable scatter, 32 at a time in order: equal digits ranked by lane; the next 32's
+         * directions and keys read before this 32's barriers (src is not written in the pass) */
+        unsigned short next_d = lane < npos ? src[lane] : 0;
+        unsigned next_key = lane < npos ? fx_key(values, next_d) : 0u;
         for (int base = 0; base < npos; base += 32) {
             const int i = base + lane;
             const bool live = i < npos;
-            const unsigned short d = live ? src[i] : 0;
-            const unsigned digit = live ? (fx_key(values, d) >> shift) & 0xffu : 256u + (unsigned)lane;
+            const unsigned short d = next_d;
+            const unsigned key = next_key;
+            if (i + 32 < npos) next_d = src[i + 32], next_key = fx_key(values, next_d);
+            const unsigned digit = live ? (key >> shift) & 0xffu : 256u + (unsigned)lane;
             const unsigned peers = __match_any_sync(full, digit);
             const int rank = __popc(peers & fx_lanes_below(lane));
             const int slot = live ? hist[digit] : 0;
@@ -165,26 +197,18 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
     __syncwarp();
 }
 
-/* lobe_add's sums with the sample's amplitude, direction and weight already at hand (the same
- * arithmetic, in the same order) on a lobe's mean and integral; the label is the caller's. */
-__device__ static inline void fx_lobe_grow(double *mean, double *integral, double value, const double *dir, double wt)
-{
-    const double v = fabs(value * wt);
-    const double mult = fx_dot3(mean, dir) > 0.0 ? 1.0 : -1.0;
-    for (int i = 0; i < 3; ++i) mean[i] += dir[i] * mult * v;
-    *integral += v;
-}
-
-/* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view), by the
- * whole warp in step.  The lanes fetch the next 32 samples' neighbours, direction, weight and
- * amplitude at once (one memory latency for 32 steps, not one a step; the neighbours kept in
- * registers, the rest staged in shared memory); every step is then taken by all lanes alike from
- * the neighbours' labels.  Lane l holds lobe l's sums (mean, integral) in registers and adds the
- * samples that join it (TK_FX_WARP_LOBES is the warp's 32 lanes); lane 0 writes the labels and
- * the lobes' other fields, a __syncwarp after each step.  A merge (lobe_merge, the host's, on
- * shared memory) has the sums written out first and read back after.  Every lobe's sums take the
- * host's terms in the host's order.  Returns the lobes grown, their sums written to the table,
- * or -1 where they outgrow it. */
+/* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view) by the
+ * whole warp, 32 samples of the order a batch, lane j taking sample base + j: the batched walk of
+ * fixels_batch_walk.h, its per-lane steps with the warp's shuffles, ballots and matches between
+ * them (the host test runs the same steps lane by lane).  A batch's window: each lane marks its
+ * sample's label, reads its six neighbours' labels, then rounds of fx_bw_eval, each lane's
+ * earlier lanes' lobes by shuffles and the new lobes by a ballot, until no lane changes (the
+ * fixpoint: the sequential walk's steps up to the first lane that merges lobes or starts one
+ * past the table); the lanes before that one start and join their lobes (each lobe's samples by
+ * the first of its lanes, in lane order: lobe_add's sums in the host's order) and the bridges
+ * get their labels; lane 0 takes the special lane's step (fx_bw_special, the host's), and the
+ * window starts again after it.  The lobes' sums live in the shared table.  Returns the lobes
+ * grown, or -1 where they outgrow the table. */
 __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_work *w, const unsigned short *sorted,
                                           int npos, double *stage, int lane)
 {
@@ -194,86 +218,93 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     const unsigned *adj32 = (const unsigned *)p->adj;
     const double *dirs = &p->dirs[0][0], *weights = p->weights;
     /* the tables' pointers once, in registers */
-    int *const label = w->label;
+    int16_t *const label = w->label;
     tk_fixels_lobe *const lobes = w->lobes;
-    tk_fixels_peak *const peaks = w->peaks;
     int nl = 0;
-    double mean[3] = {0, 0, 0}, integral = 0; /* lobe `lane`'s sums */
+    /* a batch's tables (neighbours, direction, weight) are fetched during the batch before it */
+    int next_d = 0;
+    unsigned next_a[3] = {0, 0, 0};
+    double next_dir[3] = {0, 0, 0}, next_wt = 0.0;
     for (int base = 0; base < npos; base += 32) {
-        const int mine = base + lane;
-        int my_d = 0;
-        unsigned my_a[3] = {0, 0, 0};
-        if (mine < npos) {
-            my_d = sorted[mine];
+        const int steps = npos - base < 32 ? npos - base : 32;
+        const bool live = lane < steps;
+        if (base == 0 && live) {
+            next_d = sorted[lane];
+            for (int e = 0; e < 3; ++e) next_a[e] = __ldg(&adj32[3 * next_d + e]);
+            for (int e = 0; e < 3; ++e) next_dir[e] = __ldg(&dirs[3 * next_d + e]);
+            next_wt = __ldg(&weights[next_d]);
+        }
+        const int d = next_d;
+        const unsigned a[3] = {next_a[0], next_a[1], next_a[2]};
+        double v = 0.0;
+        if (live) {
             double *st = stage + TK_FX_STAGE * lane;
-            for (int e = 0; e < 3; ++e) my_a[e] = __ldg(&adj32[3 * my_d + e]);
-            for (int e = 0; e < 3; ++e) st[e] = __ldg(&dirs[3 * my_d + e]);
-            st[3] = __ldg(&weights[my_d]);
-            st[4] = w->values[my_d];
+            for (int e = 0; e < 3; ++e) st[e] = next_dir[e];
+            st[3] = next_wt;
+            st[4] = v = w->values[d];
+            label[d] = TK_FX_BW_MARK - lane;
+        }
+        if (base + 32 + lane < npos) {
+            next_d = sorted[base + 32 + lane];
+            for (int e = 0; e < 3; ++e) next_a[e] = __ldg(&adj32[3 * next_d + e]);
+            for (int e = 0; e < 3; ++e) next_dir[e] = __ldg(&dirs[3 * next_d + e]);
+            next_wt = __ldg(&weights[next_d]);
         }
         __syncwarp();
-        const int steps = npos - base < 32 ? npos - base : 32;
-        for (int j = 0; j < steps; ++j) {
-            const int d = __shfl_sync(full, my_d, j);
-            const double *st = stage + TK_FX_STAGE * j;
-            int lab[6], adj[6];
-            for (int e = 0; e < 3; ++e) {
-                const unsigned pair = __shfl_sync(full, my_a[e], j);
-                lab[2 * e] = label[pair & 0xffffu];
-                lab[2 * e + 1] = label[pair >> 16];
+        for (int lo = 0; lo < steps;) {
+            const bool active = live && lane >= lo;
+            fx_bw_lane L;
+            if (active) {
+                int lab[6];
+                for (int e = 0; e < 3; ++e) lab[2 * e] = label[a[e] & 0xffffu], lab[2 * e + 1] = label[a[e] >> 16];
+                fx_bw_gather(lab, lane, &L);
+            } else {
+                fx_bw_idle(&L);
             }
-            const int na = fx_adjacent_lobes(lab, adj);
-            if (na == 0) {
-                if (nl == TK_FX_WARP_LOBES) return -1;
-                if (lane == nl) {
-                    const double v = st[4], wt = st[3];
-                    integral = fabs(v * wt);
-                    for (int i = 0; i < 3; ++i) mean[i] = st[i] * fabs(v) * wt;
-                }
-                if (lane == 0) {
-                    tk_fixels_lobe *lobe = &lobes[nl];
-                    lobe->alive = 1, lobe->parent = nl;
-                    lobe->max_peak = fabs(st[4]);
-                    for (int i = 0; i < 3; ++i) peaks[nl].dir[i] = st[i];
-                    peaks[nl].next = -1, peaks[nl].seed = d;
-                    lobe->peak_head = lobe->peak_tail = nl, lobe->num_peaks = 1;
-                    label[d] = nl;
-                }
-                ++nl;
-            } else if (na == 1) {
-                if (lane == adj[0]) fx_lobe_grow(mean, &integral, st[4], st, st[3]);
-                if (lane == 0) label[d] = adj[0];
-            } else if (fabs(st[4]) / lobes[adj[na - 1]].max_peak > ratio) {
-                /* a bridge high enough next to the last lobe's peak: the lobes become one, by the
-                 * host's lobe_merge on the table (its relabelling rewrites labels the lanes have
-                 * just read: they wait for it) */
-                if (lane < nl) {
-                    for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
-                    lobes[lane].integral = integral;
-                }
-                __syncwarp();
-                if (lane == 0) {
-                    for (int a = 1; a < na; ++a) lobe_merge(w, adj[0], adj[a]);
-                    tk_fixels_lobe *lobe = &lobes[adj[0]];
-                    fx_lobe_grow(lobe->mean, &lobe->integral, st[4], st, st[3]);
-                    label[d] = adj[0];
-                }
-                __syncwarp();
-                if (lane < nl) {
-                    for (int i = 0; i < 3; ++i) mean[i] = lobes[lane].mean[i];
-                    integral = lobes[lane].integral;
-                }
-            } else if (lane == 0) {
-                /* a bridge: it joins the first of its lobes after the walk (-2 - lobe reads as
-                 * no lobe to the walk and to lobe_merge's relabelling, as the host's list) */
-                label[d] = -2 - adj[0];
+            int lobe = -1, kind = FX_BW_JOIN, bridge = -1;
+            const fx_bw_window win = {lobes, stage, ratio, nl, TK_FX_WARP_LOBES};
+            for (;;) {
+                const unsigned new_lanes = __ballot_sync(full, active && kind == FX_BW_NEW);
+                int pred_lobe[6];
+                for (int e = 0; e < 6; ++e) pred_lobe[e] = __shfl_sync(full, lobe, L.pred[e] >= 0 ? L.pred[e] : lane);
+                int next_kind;
+                const int next = fx_bw_eval(&win, &L, lane, pred_lobe, new_lanes, v, &next_kind, &bridge);
+                const bool changed = __any_sync(full, active && (next != lobe || next_kind != kind));
+                lobe = next, kind = next_kind;
+                if (!changed) break;
             }
+            const unsigned specials = __ballot_sync(full, active && kind == FX_BW_SPECIAL);
+            const int f = specials ? __ffs((int)specials) - 1 : steps;
+            const bool grows = active && lane < f && (kind == FX_BW_JOIN || kind == FX_BW_NEW);
+            /* each joining lane's side where its lobe's mean decides it (read before any join of
+             * the window), the growing lanes' amplitudes summed by a reduction */
+            double *st = stage + TK_FX_STAGE * lane;
+            double moved = grows ? fabs(v * st[3]) : 0.0;
+            for (int off = 16; off; off >>= 1) moved += __shfl_xor_sync(full, moved, off);
+            if (grows) st[5] = kind == FX_BW_JOIN && lobe < win.nl ? fx_bw_side(lobes[lobe].mean, st, moved) : 0.0;
             __syncwarp();
+            /* each lobe's lanes (a key no other lane has where a lane grows none) by the first of
+             * them: a new lobe's is the lane that starts it */
+            const unsigned peers = __match_any_sync(full, grows ? lobe : 64 + lane);
+            if (grows && !(peers & fx_lanes_below(lane))) {
+                unsigned rest = peers;
+                if (kind == FX_BW_NEW) fx_bw_start(w, lobe, d, stage + TK_FX_STAGE * lane), rest &= rest - 1;
+                if (rest) fx_bw_join(&lobes[lobe], stage, rest);
+            }
+            if (active && lane < f) label[d] = kind == FX_BW_BRIDGE ? -2 - bridge : lobe;
+            nl += __popc(__ballot_sync(full, active && lane < f && kind == FX_BW_NEW));
+            __syncwarp();
+            if (f == steps) break;
+            /* the special lane's step by lane 0 (its relabelling of a merge rewrites labels the
+             * next window reads: the lanes wait for it) */
+            const int df = __shfl_sync(full, d, f);
+            int fail = 0;
+            if (lane == 0) fail = fx_bw_special(p, w, df, stage + TK_FX_STAGE * f, &nl, TK_FX_WARP_LOBES);
+            nl = __shfl_sync(full, nl, 0);
+            if (__shfl_sync(full, fail, 0)) return -1;
+            __syncwarp();
+            lo = f + 1;
         }
-    }
-    if (lane < nl) {
-        for (int i = 0; i < 3; ++i) lobes[lane].mean[i] = mean[i];
-        lobes[lane].integral = integral;
     }
     __syncwarp();
     return nl;
@@ -291,6 +322,84 @@ __device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const doubl
     mine.tensor_ready = 1, mine.scale = scale, mine.iso = iso;
     revise_peaks(p, sh, &mine, l);
 }
+
+/* Directions a thread of the sampling pass takes at once, and coefficients whose basis values it
+ * loads at once for them (registers: TK_FX_SAMPLE_DIRS x TK_FX_SAMPLE_BATCH basis values and
+ * TK_FX_SAMPLE_DIRS x V sums). */
+#define TK_FX_SAMPLE_DIRS 3
+#define TK_FX_SAMPLE_BATCH 8
+
+/* The block's pass over the basis for its V voxels (lives: the ones to sample, a bit each): a
+ * thread takes TK_FX_SAMPLE_DIRS directions at once, so that each coefficient read from shared
+ * memory serves as many multiply-adds, and loads TK_FX_SAMPLE_BATCH coefficients' basis values for
+ * them before their multiply-adds (one memory latency for the batch); each sample's sum in
+ * coefficient order (the host's doubles).  V a template parameter: the loops over the voxels
+ * unrolled to the block's count. */
+template <int V>
+__device__ static inline void fx_sample_pass(const tk_fixels_view &view, const fx_warp_layout &lay, unsigned lives)
+{
+    extern __shared__ __align__(16) unsigned char fx_smem[];
+    const int n = view.n, k = view.k, T = (int)blockDim.x;
+    const size_t stride = lay.bytes;
+    for (int d0 = (int)threadIdx.x; d0 < n; d0 += TK_FX_SAMPLE_DIRS * T) {
+        double acc[TK_FX_SAMPLE_DIRS][V];
+#pragma unroll
+        for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t)
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[t][j] = 0.0;
+        for (int c0 = 0; c0 < k; c0 += TK_FX_SAMPLE_BATCH) {
+            double b[TK_FX_SAMPLE_DIRS][TK_FX_SAMPLE_BATCH];
+#pragma unroll
+            for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t) {
+                const int d = d0 + t * T;
+#pragma unroll
+                for (int u = 0; u < TK_FX_SAMPLE_BATCH; ++u)
+                    b[t][u] = d < n && c0 + u < k ? __ldg(&view.basis[(size_t)(c0 + u) * n + d]) : 0.0;
+            }
+#pragma unroll
+            for (int u = 0; u < TK_FX_SAMPLE_BATCH; ++u) {
+                if (c0 + u >= k) break;
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    if (!(lives >> j & 1u)) continue;
+                    const double c = ((const double *)(fx_smem + j * stride + lay.sh))[c0 + u];
+#pragma unroll
+                    for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t) acc[t][j] = fma(b[t][u], c, acc[t][j]);
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < TK_FX_SAMPLE_DIRS; ++t) {
+            const int d = d0 + t * T;
+            if (d >= n) continue;
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                if (lives >> j & 1u) ((double *)(fx_smem + j * stride + lay.values))[d] = acc[t][j];
+        }
+    }
+}
+
+/* A developer's measurement (TK_FIXELS_WARP_PHASES in CMake defines TK_FX_PHASE_TIMING): each
+ * warp's lane 0 adds the clock cycles of the kernel's phases to fx_phase_cycles (the sampling
+ * pass with its waits at the block's barriers, the sort with the samples' scan, the walk, the
+ * bridges, the climb's tensor, the climbs and outputs, the lobe masks), and execute prints their
+ * sums (fixels_cuda.cu): where a voxel's time goes, without a profiler. */
+#define TK_FX_PHASES 7
+#ifdef TK_FX_PHASE_TIMING
+__device__ unsigned long long fx_phase_cycles[TK_FX_PHASES];
+#define FX_PHASE(i)                                                                                                    \
+    do {                                                                                                               \
+        if (lane == 0) {                                                                                               \
+            const long long fx_now = clock64();                                                                        \
+            atomicAdd(&fx_phase_cycles[i], (unsigned long long)(fx_now - fx_then));                                    \
+            fx_then = fx_now;                                                                                          \
+        }                                                                                                              \
+    } while (0)
+#define FX_PHASE_START long long fx_then = clock64()
+#else
+#define FX_PHASE(i) ((void)0)
+#define FX_PHASE_START ((void)0)
+#endif
 
 /* One voxel per warp, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared memory.
  * Outputs as fixels_kernel's (the chunk's arrays); a voxel whose lobes outgrow the shared table
@@ -311,6 +420,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     double *values = (double *)(mine + lay.values), *shd = (double *)(mine + lay.sh);
     const size_t v = (size_t)blockIdx.x * (size_t)vpb + (size_t)warp;
     const bool in = v < num_voxels;
+    FX_PHASE_START;
     if (threadIdx.x == 0) sview = view;
 
     /* the outputs' defaults, then the coefficients of a voxel to segment */
@@ -348,24 +458,18 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     /* the samples of every live voxel of the block: each basis value read once for them all */
     unsigned lives = 0;
     for (int j = 0; j < vpb; ++j) lives |= (unsigned)(live[j] != 0) << j;
-    if (lives) {
-        const size_t stride = lay.bytes;
-        for (int d = (int)threadIdx.x; d < n; d += (int)blockDim.x) {
-            double acc[TK_FX_WARP_VOXELS_MAX];
-#pragma unroll
-            for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j) acc[j] = 0.0;
-            for (int c = 0; c < k; ++c) {
-                const double b = __ldg(&view.basis[(size_t)c * n + d]);
-#pragma unroll
-                for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
-                    if (lives >> j & 1u) acc[j] = fma(b, ((const double *)(fx_smem + j * stride + lay.sh))[c], acc[j]);
-            }
-#pragma unroll
-            for (int j = 0; j < TK_FX_WARP_VOXELS_MAX; ++j)
-                if (lives >> j & 1u) ((double *)(fx_smem + j * stride + lay.values))[d] = acc[j];
+    if (lives) switch (vpb) {
+        case 1: fx_sample_pass<1>(view, lay, lives); break;
+        case 2: fx_sample_pass<2>(view, lay, lives); break;
+        case 3: fx_sample_pass<3>(view, lay, lives); break;
+        case 4: fx_sample_pass<4>(view, lay, lives); break;
+        case 5: fx_sample_pass<5>(view, lay, lives); break;
+        case 6: fx_sample_pass<6>(view, lay, lives); break;
+        case 7: fx_sample_pass<7>(view, lay, lives); break;
+        default: fx_sample_pass<TK_FX_WARP_VOXELS_MAX>(view, lay, lives); break;
         }
-    }
     __syncthreads();
+    FX_PHASE(0);
     if (!state) return;
 
     /* the largest |sample|, the first of equals */
@@ -382,7 +486,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     }
     const bool any_lobe = values[largest] > 0.0;
     tk_fixels_work w;
-    int *label = (int *)(mine + lay.label);
+    int16_t *label = (int16_t *)(mine + lay.label);
     unsigned short *order = (unsigned short *)(mine + lay.order);
     int nl = 0;
     if (any_lobe) {
@@ -399,6 +503,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         fx_warp_sort(values, order, (unsigned short *)(mine + lay.label), (int *)(mine + lay.hist), npos, lane);
         for (int d = lane; d < n; d += 32) label[d] = -1;
         __syncwarp();
+        FX_PHASE(1);
 
         w.t = &sview, w.values = values, w.label = label;
         w.lobes = (tk_fixels_lobe *)(mine + lay.lobes), w.peaks = (tk_fixels_peak *)(mine + lay.peaks);
@@ -406,49 +511,95 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         w.list = NULL, w.retro = NULL, w.key[0] = w.key[1] = NULL, w.order[0] = w.order[1] = NULL;
         nl = fx_warp_walk(&sview, &w, order, npos, (double *)(mine + lay.stage), lane);
         __syncwarp();
+        FX_PHASE(2);
         if (nl < 0) {
             if (lane == 0) redo[atomicAdd(redo_count, 1u)] = (unsigned)v;
             return;
         }
-        /* the bridges join their lobes in the walk's order */
+        /* the bridges join their lobes in the walk's order, 32 of the order at a time: each
+         * lobe's bridges (a match on the lobe they join, the walk's lobes final now) by the
+         * first of them, in lane order, from the stage (lobe_add's sums, as the host's
+         * retrospective pass); different lobes' at once */
+        double *stage = (double *)(mine + lay.stage);
         for (int base = 0; base < npos; base += 32) {
             const int i = base + lane;
-            const bool bridge = i < npos && label[order[i]] <= -2;
-            unsigned bits = __ballot_sync(full, bridge);
+            int d = 0, root = -1;
+            if (i < npos) {
+                d = order[i];
+                if (label[d] <= -2) root = fx_find(&w, -2 - label[d]);
+            }
+            const bool bridge = root >= 0;
+            if (!__any_sync(full, bridge)) continue;
+            /* no sides taken ahead here (fx_bw_side): a lobe's bridges in 32 of the order are a
+             * few, too few to pay for the reduction */
+            if (bridge) {
+                double *st = stage + TK_FX_STAGE * lane;
+                for (int e = 0; e < 3; ++e) st[e] = __ldg(&sview.dirs[d][e]);
+                st[3] = __ldg(&sview.weights[d]);
+                st[4] = values[d], st[5] = 0.0;
+            }
             __syncwarp();
-            if (lane == 0)
-                while (bits) {
-                    const int b = __ffs(bits) - 1;
-                    bits &= bits - 1;
-                    const int d = order[base + b];
-                    lobe_add(&w, fx_find(&w, -2 - label[d]), d);
-                }
+            const unsigned peers = __match_any_sync(full, bridge ? root : 64 + lane);
+            if (bridge && !(peers & fx_lanes_below(lane))) fx_bw_join(&w.lobes[root], stage, peers);
+            if (bridge) label[d] = root;
             __syncwarp();
         }
+        FX_PHASE(3);
     }
 
     /* the climb's tensor (climb's first call, by the lanes), over the samples, no longer read */
     int kept = 0;
     if (nl > 0) {
         double *aniso = values, *tensor = values + k, (*rows)[6] = (double(*)[6])(values + 2 * k);
+        /* the coefficients again (their first copy shared the label table's memory) */
+        shd = values + fx_climb_coefficients(n, k);
+        for (int j = lane; j < k; j += 32) shd[j] = sh[v * k + j];
+        __syncwarp();
         double scale = 0, iso = 0;
         if (lane == 0) scale = tk_fibers_anisotropic_part(k, shd, aniso, &iso);
         scale = __shfl_sync(full, scale, 0), iso = __shfl_sync(full, iso, 0);
         __syncwarp();
         for (int r = lane; r < k; r += 32) {
+            /* the map's column entries loaded a batch at a time ahead of their sums (in column
+             * order, as the host's) */
             double t = 0.0;
-            for (int c = 1; c < k; ++c) t += view.map[(size_t)c * k + r] * aniso[c];
+            for (int c0 = 1; c0 < k; c0 += TK_FX_BASIS_BATCH) {
+                double m[TK_FX_BASIS_BATCH];
+#pragma unroll
+                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) m[u] = c0 + u < k ? __ldg(&view.map[(size_t)(c0 + u) * k + r]) : 0.0;
+#pragma unroll
+                for (int u = 0; u < TK_FX_BASIS_BATCH; ++u) {
+                    /* the index kept below k: the unrolled loop's loads may be issued ahead of the
+                     * break, and aniso[k..] is the tensor the other lanes are writing (racecheck) */
+                    const double a = aniso[c0 + u < k ? c0 + u : k - 1];
+                    if (c0 + u >= k) break;
+                    t += m[u] * a;
+                }
+            }
             tensor[r] = t;
         }
         __syncwarp();
         if (view.lmax <= TK_TRACK_ROWS_MAX_ORDER) {
-            const int nrows = (view.lmax - 1) * view.lmax / 2;
-            for (int i = lane; i < 6 * nrows; i += 32) {
-                const int r = i / 6, e = i % 6;
-                rows[r][e] = view.rows_src[r][e] < 0 ? 0.0 : tensor[view.rows_src[r][e]] * view.rows_weight[r][e];
+            /* a lane's entries' tables all loaded before their products (one memory latency, not
+             * one an entry) */
+            const int entries = 6 * (view.lmax - 1) * view.lmax / 2;
+            constexpr int per_lane = (6 * TK_TRACK_ROWS_MAX + 31) / 32;
+            int src[per_lane];
+            double weight[per_lane];
+#pragma unroll
+            for (int q = 0; q < per_lane; ++q) {
+                const int i = lane + 32 * q;
+                src[q] = i < entries ? __ldg(&view.rows_src[i / 6][i % 6]) : -1;
+                weight[q] = i < entries ? __ldg(&view.rows_weight[i / 6][i % 6]) : 0.0;
+            }
+#pragma unroll
+            for (int q = 0; q < per_lane; ++q) {
+                const int i = lane + 32 * q;
+                if (i < entries) rows[i / 6][i % 6] = src[q] < 0 ? 0.0 : tensor[src[q]] * weight[q];
             }
         }
         __syncwarp();
+        FX_PHASE(4);
         /* the lobes' peak revision, one lobe a lane, and their output slots in lobe order */
         for (int base = 0; base < nl; base += 32) {
             const int l = base + lane;
@@ -478,6 +629,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             kept += __popc(__ballot_sync(full, keep));
         }
         __syncwarp();
+        FX_PHASE(5);
     }
     if (lut)
         for (int d = lane; d < n; d += 32) {
@@ -489,6 +641,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         if (kept > S && view.max_fixels == 0) atomicAdd(&counters[1], 1ull);
         count[v] = (uint8_t)(kept < S ? kept : S);
     }
+    FX_PHASE(6);
 }
 
 #endif
