@@ -207,11 +207,16 @@ tk_status tk_tucker_synth(const tk_tucker_synth_options *o, tk_tucker_coo *out, 
 /* ---- training --------------------------------------------------------------------- */
 
 typedef enum { TK_TUCKER_BCSF = 0, TK_TUCKER_COO = 1 } tk_tucker_storage;
+/** How a factor pass moves the rows of A(n).  ALS (the default): each row takes the exact
+ * minimiser of f over that row with everything else fixed, (sum v v^T + lambda_a I) a = sum x v
+ * over the row's entries; no learning rate.  SGD: the seed's per-entry steps of size lr_a. */
+typedef enum { TK_TUCKER_FACTOR_ALS = 0, TK_TUCKER_FACTOR_SGD = 1 } tk_tucker_factor_update;
 
 typedef struct tk_tucker_options {
     tk_backend backend;
     tk_tucker_storage storage;  /**< COO: cpu backend only */
     tk_precision precision;     /**< single (default); double: cpu/omp only, the reference path */
+    tk_tucker_factor_update factor_update; /**< ALS (default) or SGD (lr_a) */
     double lr_a, lr_b, lambda_a, lambda_b;
     size_t fiber_threshold;     /**< B-CSF sub-slice size, >= 1 */
     int num_threads;            /**< omp: 0 = OpenMP default */
