@@ -12,10 +12,13 @@
  *
  *     f = sum_Omega (x - x^)^2 + lambda_a sum_n |A(n)|^2 + lambda_b sum_n |B(n)|^2
  *
- * One iteration = factor updates (for n = 1..N: SGD over the entries, each
- * entry moving its row a(n)_{i_n} by  s (e v - lambda_a a),  v = B(n) q,
- * q_r = prod_{k != n} C(k)[i_k][r], e = x - a . v: the seed's eq. 10 and 9, with
- * step s = lr_a, capped at 1/|v|^2 where lr_a would overshoot the entry), then
+ * One iteration = factor updates (for n = 1..N; v = B(n) q, q_r = prod_{k != n}
+ * C(k)[i_k][r] for each entry), then core updates.  Factor updates, ALS (the
+ * default): each row a(n)_{i} moves to the exact minimiser of f over that row,
+ * (sum v v^T + lambda_a I) a* = sum x v over the row's entries (Cholesky),
+ * over-relaxed: a += 1.2 (a* - a).  SGD (the seed's): each entry moves its row
+ * by  s (e v - lambda_a a),  e = x - a . v: eqs. 10 and 9, with step s = lr_a,
+ * capped at 1/|v|^2 where lr_a would overshoot the entry.  Then
  * core updates (for n = 1..N: B(n) += lr_b (G / |Omega| - lambda_b B(n)) with
  * G = sum_Omega e a(n)_{i_n} q^T: the seed's eq. 11 with the gradient accumulated
  * over all entries, as its Algorithm 5 does).  C(n) is refreshed after each mode.
@@ -28,7 +31,9 @@
  * shares a(n)_{i_n} and C(n)[i_n], and the core gradient is accumulated per
  * slice (z = sum e q, then G += a z^T) instead of per entry.
  *
- * Parallel semantics (every backend, so they agree): in a factor update each
+ * Parallel semantics (every backend, so they agree): an ALS row sums the
+ * equations of all its sub-slices, so its solve does not depend on the split.
+ * In an SGD factor update each
  * sub-slice runs sequential SGD on its own copy of a(n)_{i_n}, starting from the
  * row's value at the start of the mode; a row split into S sub-slices takes the
  * mean of their S changes.  A row with one sub-slice therefore gets plain
@@ -225,10 +230,14 @@ typedef struct tk_tucker_options {
                                      more than one needs a build with NCCL (data-parallel SGD, below) */
 } tk_tucker_options;
 
-/** Defaults: cpu, B-CSF, float, lr_a 0.05, lr_b 1 (it scales the mean core
- * gradient), lambda_a = lambda_b = 0.001, fiber threshold 128 (the seed's).
- * The factor step is stable while lr_a |v|^2 < 2, so scale lr_a down for data
- * of larger magnitude (ratings 1..5: try 0.005). */
+/** Defaults: cpu, B-CSF, float, ALS factor updates, lr_b 0 (the core stays as it
+ * starts: while J >= R the factors alone reach every model; a rate scales the mean core
+ * gradient, and a zero rate skips the core pass), lr_a 0.05 (SGD only),
+ * lambda_a = lambda_b = 0.001, fiber threshold 128 (the seed's).  They reach a planted
+ * model's noise floor within 5% on the user guide's example (issue 26; not from every
+ * start: Documentation/benchmarks.md).  SGD's factor step is stable while
+ * lr_a |v|^2 < 2, so scale lr_a down for data of larger magnitude (ratings 1..5: try
+ * 0.005). */
 void tk_tucker_options_init(tk_tucker_options *o);
 /** The most GPUs a solver of this build drives: TK_TUCKER_MAX_DEVICES where it was built with
  * NCCL, else 1 (several GPUs are then refused with that reason). */
