@@ -12,6 +12,7 @@
 #include "bench_common.h"
 #include "bench_json.h"
 #include "bench_options.h"
+#include "bench_tucker_accuracy.h"
 #include "bench_tucker_scaling.h"
 #include "cli.h"
 #include "tk_bench_hooks.h"
@@ -49,8 +50,8 @@ typedef struct {
     tucker_ranks rank;
     double test_fraction, lr_a, lr_b, lambda, noise;
     tucker_shape shape;
-    int backends[B_COUNT], table_only;
-    long threshold;
+    int backends[B_COUNT], table_only, als, to_accuracy;
+    long threshold, max_iters;
     bench_tucker_scaling scaling; /* --gpus, --weak, --allreduce */
 } bench_args;
 
@@ -147,6 +148,14 @@ static const tk_option options[] = {
     BENCH_LONG("fiber-threshold", "T", 1, (double)(1L << 40), ARG(threshold),
                "B-CSF sub-slice size of the solver (default: the library's)"),
     BENCH_FLAG("table-only", ARG(table_only), "only the table: no progress bar on stderr"),
+    BENCH_FLAG("als", ARG(als), "the per-iteration table with exact row solves of the factors (ALS,\n"
+                                "the library's default) instead of the seed's SGD"),
+    BENCH_FLAG("to-accuracy", ARG(to_accuracy),
+               "instead of the per-iteration table: train with the library's default\nsettings (--lr-a, --lr-b, "
+               "--lambda, --als do not apply) until the\ntest RMSE is within 5% of --noise; iterations and "
+               "seconds (set-up\nincluded) beside cuFasterTucker COO's time for as many iterations"),
+    BENCH_LONG("max-iters", "K", 1, 100000, ARG(max_iters), "with --to-accuracy: give up after K iterations "
+                                                           "(default 200)"),
     BENCH_CUSTOM("gpus", "G1,G2,...", parse_gpus, ARG(scaling),
                  "after the table, strong scaling of cuda on these GPU counts (e.g. 1,2:\nthe first is the baseline; "
                  "several need NCCL); default: none"),
@@ -187,6 +196,7 @@ static int parse(int argc, char **argv, bench_args *a)
     a->lambda = 0.001;
     a->noise = 0.1;
     a->threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
+    a->max_iters = 200;
     a->shape.order = 3;
     a->shape.dims[0] = 480189, a->shape.dims[1] = 17770, a->shape.dims[2] = 2182;
     a->backends[B_CUDA] = a->backends[B_OMP_DOUBLE] = 1;
@@ -201,6 +211,7 @@ static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, 
     tk_tucker_options_init(&o);
     o.backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
     o.precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+    o.factor_update = a->als ? TK_TUCKER_FACTOR_ALS : TK_TUCKER_FACTOR_SGD; /* SGD: the seed's, to compare */
     o.lr_a = a->lr_a, o.lr_b = a->lr_b, o.lambda_a = o.lambda_b = a->lambda;
     o.fiber_threshold = (size_t)a->threshold;
     o.num_threads = (int)a->threads;
@@ -256,11 +267,20 @@ int tk_bench_tucker(int argc, char **argv)
     so.unique = 0; /* duplicates are rare and harmless for timing; dedup would sort 1e8 entries */
     double t0 = tk_cli_now_ms();
     tk_tucker_coo all, train, test;
-    if (tk_tucker_synth(&so, &all, NULL) != TK_OK || tk_tucker_coo_split(&all, a.test_fraction, 2, &train, &test) != TK_OK) {
+    tk_tucker_model truth;
+    memset(&truth, 0, sizeof truth);
+    if (tk_tucker_synth(&so, &all, a.to_accuracy ? &truth : NULL) != TK_OK ||
+        tk_tucker_coo_split(&all, a.test_fraction, 2, &train, &test) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
         return TK_EXIT_FAILURE;
     }
     tk_tucker_coo_free(&all);
+    tk_tucker_metrics truth_test;
+    memset(&truth_test, 0, sizeof truth_test);
+    if (a.to_accuracy) {
+        tk_tucker_evaluate(&truth, &test, 0, 0, &truth_test);
+        tk_tucker_model_free(&truth);
+    }
     double gen_s = (tk_cli_now_ms() - t0) / 1e3;
     tk_tucker_model init;
     if (tk_tucker_model_alloc(&init, a.shape.order, a.shape.dims, (int)a.rank.j, (int)a.rank.r) != TK_OK) {
@@ -276,10 +296,38 @@ int tk_bench_tucker(int argc, char **argv)
 
     printf("# tk-bench tucker: order %d, shape", a.shape.order);
     for (int n = 0; n < a.shape.order; ++n) printf("%s%u", n ? "x" : " ", a.shape.dims[n]);
-    printf(", %zu train + %zu test nonzeros (generated in %.1f s), J = %ld, R = %ld, %ld iterations,\n", train.nnz,
-           test.nnz, gen_s, a.rank.j, a.rank.r, a.iters);
-    printf("# lr_a %g, lr_b %g, lambda %g, fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.lr_a,
-           a.lr_b, a.lambda, a.threshold, a.noise, rms);
+    printf(", %zu train + %zu test nonzeros (generated in %.1f s), J = %ld, R = %ld", train.nnz, test.nnz, gen_s,
+           a.rank.j, a.rank.r);
+    if (a.to_accuracy)
+        printf("\n");
+    else
+        printf(", %ld iterations,\n", a.iters);
+    if (!a.to_accuracy)
+        printf("# %s factor updates, lr_a %g, lr_b %g, lambda %g, fiber threshold %ld, noise %g (test RMS %.4f: "
+               "predicting 0)\n", a.als ? "ALS" : "SGD", a.lr_a, a.lr_b, a.lambda, a.threshold, a.noise, rms);
+    else
+        printf("# fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.threshold, a.noise, rms);
+    if (a.to_accuracy) {
+        const bench_tucker_accuracy acc = {.max_iters = a.max_iters, .noise = a.noise, .truth_rmse = truth_test.rmse,
+                                           .threads = (int)a.threads, .threshold = (size_t)a.threshold};
+        tk_bench_json_setting_num("order", a.shape.order), tk_bench_json_setting_num("train_nnz", (double)train.nnz);
+        tk_bench_json_setting_num("test_nnz", (double)test.nnz), tk_bench_json_setting_num("rank_j", a.rank.j);
+        tk_bench_json_setting_num("rank_r", a.rank.r), tk_bench_json_setting_num("max_iterations", a.max_iters);
+        bench_tucker_accuracy_header(&acc);
+        static const int order[B_COUNT] = {B_OMP_DOUBLE, B_CPU, B_OMP, B_CUDA};
+        for (int k = 0; k < B_COUNT; ++k) {
+            int b = order[k];
+            if (!a.backends[b]) continue;
+            bench_tucker_accuracy_row(&acc, bname[b], b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU
+                                                                                              : TK_BACKEND_OMP,
+                                      b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE, &train, &test,
+                                      &init);
+        }
+        tk_tucker_model_free(&init);
+        tk_tucker_coo_free(&train);
+        tk_tucker_coo_free(&test);
+        return 0;
+    }
     printf("# times: mean s per iteration (after the first); goals on an H100 with J = R = 32 at Netflix size;\n"
            "# seed: cuFasterTucker on an RTX 3080 Ti (B-CSF); seed COO: its COO variant built from the\n"
            "# authors' code on the H100 (0.58-0.61 s / 0.65-0.66 s)\n");
