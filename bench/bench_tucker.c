@@ -51,7 +51,7 @@ typedef struct {
     double test_fraction, lr_a, lr_b, lambda, noise;
     tucker_shape shape;
     int backends[B_COUNT], table_only, als, to_accuracy;
-    long threshold, max_iters;
+    long threshold, max_iters, seed;
     bench_tucker_scaling scaling; /* --gpus, --weak, --allreduce */
 } bench_args;
 
@@ -156,6 +156,7 @@ static const tk_option options[] = {
                "seconds (set-up\nincluded) beside cuFasterTucker COO's time for as many iterations"),
     BENCH_LONG("max-iters", "K", 1, 100000, ARG(max_iters), "with --to-accuracy: give up after K iterations "
                                                            "(default 200)"),
+    BENCH_LONG("seed", "S", 1, 1e9, ARG(seed), "seed of the synthetic tensor; the start's is S + 2 (default 1)"),
     BENCH_CUSTOM("gpus", "G1,G2,...", parse_gpus, ARG(scaling),
                  "after the table, strong scaling of cuda on these GPU counts (e.g. 1,2:\nthe first is the baseline; "
                  "several need NCCL); default: none"),
@@ -197,6 +198,7 @@ static int parse(int argc, char **argv, bench_args *a)
     a->noise = 0.1;
     a->threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
     a->max_iters = 200;
+    a->seed = 1;
     a->shape.order = 3;
     a->shape.dims[0] = 480189, a->shape.dims[1] = 17770, a->shape.dims[2] = 2182;
     a->backends[B_CUDA] = a->backends[B_OMP_DOUBLE] = 1;
@@ -263,7 +265,7 @@ int tk_bench_tucker(int argc, char **argv)
     so.nnz = (size_t)a.nnz;
     so.rank_j = (int)a.rank.j, so.rank_r = (int)a.rank.r;
     so.noise = a.noise;
-    so.seed = 1;
+    so.seed = (uint64_t)a.seed;
     so.unique = 0; /* duplicates are rare and harmless for timing; dedup would sort 1e8 entries */
     double t0 = tk_cli_now_ms();
     tk_tucker_coo all, train, test;
@@ -289,7 +291,7 @@ int tk_bench_tucker(int argc, char **argv)
         tk_tucker_coo_free(&test);
         return TK_EXIT_FAILURE;
     }
-    tk_tucker_model_init(&init, 3, 0);
+    tk_tucker_model_init(&init, (uint64_t)a.seed + 2, 0);
     double rms = 0;
     for (size_t e = 0; e < test.nnz; ++e) rms += (double)test.val[e] * test.val[e];
     rms = test.nnz ? sqrt(rms / (double)test.nnz) : 0;
