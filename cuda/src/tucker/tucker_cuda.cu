@@ -489,8 +489,8 @@ static tk_status factor_mode_sgd(const tk_tucker_solver *s, dev_state *d, int n)
     CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
     int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
     bool wide_j = s->rank_j > 32, wide_r = s->rank_r > 32;
-    if (!wide_j && !wide_r)
-        factor_kernel<policy, 1, 32><<<blocks, threads>>>(p);
+    if (!wide_j && !wide_r) /* a lane a sub-slice (tucker_kernels.cuh: 1.7x the warp kernel) */
+        factor_lanes_kernel<policy><<<d->sms * policy::lanes_blocks_per_sm, policy::lanes_threads_per_block>>>(p);
     else if (!wide_j)
         factor_kernel<policy, 1, 64><<<blocks, threads>>>(p);
     else if (!wide_r)
@@ -584,8 +584,11 @@ static tk_status core_gradient(const tk_tucker_solver *s, dev_state *d, int n)
     CK(cudaMemsetAsync(d->z + (size_t)lo * R, 0, (size_t)rows * R * sizeof(float)));
     CK(cudaMemsetAsync(d->g, 0, (size_t)J * R * sizeof(float)));
     int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
+    static const bool warp_core = getenv("TK_TUCKER_CORE_WARP") != NULL; /* A/B switch for the device run */
     if (R > 32)
         core_kernel<policy, 2><<<blocks, threads>>>(p);
+    else if (!warp_core) /* a lane a sub-slice (tucker_kernels.cuh) */
+        core_lanes_kernel<policy><<<d->sms * policy::lanes_blocks_per_sm, policy::lanes_threads_per_block>>>(p);
     else
         core_kernel<policy, 1><<<blocks, threads>>>(p);
     CK(cudaGetLastError());

@@ -1,6 +1,8 @@
 /* The FastTucker CUDA kernels (cuFasterTucker's design on B-CSF sub-slices), templated on a
  * policy type (tucker_tuning.h) for their block shape.
  *
+ * Factor pass at J, R <= 32 (Netflix's 32 x 32 among them): a lane a sub-slice
+ * (factor_lanes_kernel, below).  Otherwise, and for the core pass:
  * Work unit: one warp per B-CSF sub-slice, taken from a global counter so long
  * and short sub-slices balance.  Lanes own the rank components: lane j holds
  * a(n)_{i_n}[j] (factor pass) and lane r holds q_r and C rows (both passes).
@@ -244,6 +246,175 @@ __global__ void solve_rows_kernel(float *A, const float *eq, uint32_t rows, int 
             }
         }
         __syncwarp(); /* M and y are the next row's */
+    }
+}
+
+/* The lanes kernels' shared steps (J, R <= 32, a lane a sub-slice).  A lane's place in the
+ * pass: entries [e, hi) of a sub-slice of row i (S sub-slices in that row), or done. */
+struct lane_work {
+    unsigned long long e = 0, hi = 0;
+    uint32_t i = 0, S = 1;
+    bool done = false;
+};
+
+/* Lanes whose sub-slice is finished take the next ones from the global counter (one atomic a
+ * warp), so lanes stay busy while sub-slices differ in length; true for a lane that started a
+ * new sub-slice (it then loads its row). */
+__device__ __forceinline__ bool lanes_next_part(const pass_args &p, lane_work &w, int lane)
+{
+    const bool need = !w.done && w.e >= w.hi;
+    const unsigned want = __ballot_sync(TK_WARP_ALL_LANES, need);
+    if (!want) return false;
+    const int leader = __ffs(want) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(p.counter, (unsigned long long)__popc(want));
+    base = __shfl_sync(TK_WARP_ALL_LANES, base, leader);
+    if (!need) return false;
+    const unsigned long long part = base + __popc(want & ((1u << lane) - 1u));
+    if (part >= p.mode.parts) {
+        w.done = true;
+        return false;
+    }
+    w.i = p.mode.part_row[part], w.S = p.mode.part_count[part];
+    w.e = p.mode.part_ptr[part], w.hi = p.mode.part_ptr[part + 1];
+    return true;
+}
+
+/* q of each lane's entry (zero past R; an idle lane's is row 0's, unused): the product of the
+ * entry's C rows in level order, as fiber_product forms it.  The warp loads its 32 entries'
+ * rows a row per coalesced load into its padded tile sm, from which lane l reads row l's
+ * values without bank conflicts. */
+__device__ __forceinline__ void lanes_load_q(const pass_args &p, const lane_work &w, bool active, int lane,
+                                             float (*sm)[33], float (&q)[32])
+{
+    const int L = p.levels, R = p.R;
+#pragma unroll
+    for (int r = 0; r < 32; ++r) q[r] = 1.0f;
+    for (int k = 0; k < L; ++k) {
+        const uint32_t mine = active ? __ldg(p.mode.idx + w.e * (unsigned long long)L + k) : 0u;
+        const float *c = p.cother[k];
+        __syncwarp();
+        for (int src = 0; src < 32; ++src) {
+            const uint32_t row = __shfl_sync(TK_WARP_ALL_LANES, mine, src);
+            sm[src][lane] = lane < R ? __ldg(c + (size_t)row * R + lane) : 0.0f;
+        }
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < 32; ++r) q[r] *= sm[lane][r];
+    }
+}
+
+/* Factor pass for J, R <= 32, a lane a sub-slice.  The warp version spends most of its issue
+ * slots per entry on what a warp shares (the broadcast of q, the two 5-step reductions, the
+ * step), about 200 instructions an entry; here each lane walks its own sub-slice, holding its
+ * row a, q and v = B q in registers, so an entry costs a lane 1024 multiply-adds, B read from
+ * shared memory four values a load, every lane the same address (a broadcast; from the
+ * constant bank instead, 4 KB of B missed its cache on nearly every load), and a few dozen
+ * others.  Same algorithm as the warp kernel and the CPU (entries of a sub-slice in order, rows
+ * never race, split rows through the delta buffer); only the order of the dot products' sums
+ * differs. */
+template <class Policy>
+__global__ void __launch_bounds__(Policy::lanes_threads_per_block, Policy::lanes_blocks_per_sm) factor_lanes_kernel(pass_args p)
+{
+    __shared__ float tile[Policy::lanes_threads_per_block / 32][32][33];
+    __shared__ __align__(16) float bs[32][32]; /* B(n), zero-padded */
+    for (int k = threadIdx.x; k < 32 * 32; k += blockDim.x) {
+        const int j = k / 32, r = k % 32;
+        bs[j][r] = j < p.J && r < p.R ? p.b[j * p.R + r] : 0.0f;
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, J = p.J;
+    float(*sm)[33] = tile[threadIdx.x >> 5];
+    lane_work w;
+    float a[32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) a[j] = 0.0f;
+    for (;;) {
+        if (lanes_next_part(p, w, lane))
+#pragma unroll
+            for (int j = 0; j < 32; ++j) a[j] = j < J ? p.a[(size_t)w.i * J + j] : 0.0f;
+        const bool active = !w.done && w.e < w.hi;
+        if (!__any_sync(TK_WARP_ALL_LANES, active)) break;
+        float q[32];
+        lanes_load_q(p, w, active, lane, sm, q);
+        /* v = B q, each v_j summed in r order */
+        float v[32];
+#pragma unroll
+        for (int j = 0; j < 32; ++j) v[j] = 0.0f;
+#pragma unroll
+        for (int r4 = 0; r4 < 8; ++r4)
+#pragma unroll
+            for (int j = 0; j < 32; ++j) {
+                const float4 b = reinterpret_cast<const float4 *>(bs[j])[r4];
+                v[j] = fmaf(b.x, q[4 * r4], v[j]);
+                v[j] = fmaf(b.y, q[4 * r4 + 1], v[j]);
+                v[j] = fmaf(b.z, q[4 * r4 + 2], v[j]);
+                v[j] = fmaf(b.w, q[4 * r4 + 3], v[j]);
+            }
+        if (active) {
+            float dot = 0.0f, vv = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 32; ++j) dot = fmaf(a[j], v[j], dot), vv = fmaf(v[j], v[j], vv);
+            const float err = __ldg(p.mode.val + w.e) - dot;
+            /* The step capped at 1 / |v|^2, as on the CPU (tucker_cpu_body.h). */
+            const float step = p.lr * vv > 1.0f ? 1.0f / vv : p.lr;
+#pragma unroll
+            for (int j = 0; j < 32; ++j) a[j] += step * (err * v[j] - p.lambda * a[j]);
+            if (++w.e == w.hi) {
+                /* the sub-slice's end: its row, or its share of a split row's change (the row's
+                 * start is still in A: split rows change only through the delta buffer) */
+#pragma unroll
+                for (int j = 0; j < 32; ++j) {
+                    if (j >= J) continue;
+                    float *to = p.a + (size_t)w.i * J + j;
+                    if (w.S == 1)
+                        *to = a[j];
+                    else
+                        atomicAdd(p.delta + (size_t)w.i * J + j, (a[j] - *to) / (float)w.S);
+                }
+            }
+        }
+    }
+}
+
+/* Core pass for R <= 32, a lane a sub-slice (as factor_lanes_kernel): the lane holds its row's
+ * C(n) row, q and z in registers; an entry costs it 32 multiply-adds for the prediction and 32
+ * for z, where the warp kernel spends a 5-step reduction and its bookkeeping on each entry. */
+template <class Policy>
+__global__ void __launch_bounds__(Policy::lanes_threads_per_block, Policy::lanes_blocks_per_sm) core_lanes_kernel(pass_args p)
+{
+    __shared__ float tile[Policy::lanes_threads_per_block / 32][32][33];
+    const int lane = threadIdx.x & 31, R = p.R;
+    float(*sm)[33] = tile[threadIdx.x >> 5];
+    lane_work w;
+    float cn[32], z[32];
+#pragma unroll
+    for (int r = 0; r < 32; ++r) cn[r] = z[r] = 0.0f;
+    for (;;) {
+        if (lanes_next_part(p, w, lane))
+#pragma unroll
+            for (int r = 0; r < 32; ++r) cn[r] = r < R ? p.cn[(size_t)w.i * R + r] : 0.0f, z[r] = 0.0f;
+        const bool active = !w.done && w.e < w.hi;
+        if (!__any_sync(TK_WARP_ALL_LANES, active)) break;
+        float q[32];
+        lanes_load_q(p, w, active, lane, sm, q);
+        if (active) {
+            float dot = 0.0f;
+#pragma unroll
+            for (int r = 0; r < 32; ++r) dot = fmaf(cn[r], q[r], dot);
+            const float err = __ldg(p.mode.val + w.e) - dot;
+#pragma unroll
+            for (int r = 0; r < 32; ++r) z[r] = fmaf(err, q[r], z[r]);
+            if (++w.e == w.hi)
+#pragma unroll
+                for (int r = 0; r < 32; ++r) {
+                    if (r >= R) continue;
+                    if (w.S == 1)
+                        p.z[(size_t)w.i * R + r] = z[r];
+                    else
+                        atomicAdd(p.z + (size_t)w.i * R + r, z[r]);
+                }
+        }
     }
 }
 

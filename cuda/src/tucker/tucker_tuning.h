@@ -19,6 +19,10 @@ struct tk_tucker_policy_sm70 {
     static constexpr int gram_outputs_per_thread = 16;
     static constexpr int gram_tile_rows = 32;
     static constexpr int gram_rows_per_block = 4096;
+    /* The factor pass a lane a sub-slice (J, R <= 32): blocks of 4 warps, 3 an SM, so that a
+     * thread's 168 registers (its row, q and v = B q) fit 12 warps an SM without spilling. */
+    static constexpr int lanes_threads_per_block = 128;
+    static constexpr int lanes_blocks_per_sm = 3;
     /* B += lr (G / nnz - lambda B): one block of this many threads. */
     static constexpr int core_update_threads = 1024;
 };
