@@ -410,6 +410,8 @@ int tk_bench_tucker(int argc, char **argv)
     if (a.scaling.count) {
         a.scaling.iters = a.iters;
         tk_tucker_options_init(&a.scaling.solver);
+        /* the per-iteration table's algorithm: the seed's SGD unless --als */
+        a.scaling.solver.factor_update = a.als ? TK_TUCKER_FACTOR_ALS : TK_TUCKER_FACTOR_SGD;
         a.scaling.solver.lr_a = a.lr_a, a.scaling.solver.lr_b = a.lr_b;
         a.scaling.solver.lambda_a = a.scaling.solver.lambda_b = a.lambda;
         a.scaling.solver.fiber_threshold = (size_t)a.threshold;
