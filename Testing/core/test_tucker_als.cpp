@@ -38,7 +38,7 @@ TEST(TuckerAls, TheDefaultsAreExactRowSolvesWithAFixedCore)
 }
 
 // The last mode's rows are solved with every other factor final, so the solution they were
-// over-relaxed towards, a* = a + (a' - a) / omega, must zero the gradient of
+// relaxed towards, a* = a + (a' - a) / omega, must zero the gradient of
 // f = sum e^2 + lambda_a |A|^2 with respect to A(N): checked against tk_tucker_gradient (itself
 // checked against finite differences of the dense Tucker loss in test_tucker.cpp).
 TEST(TuckerAls, RowSolvesZeroTheLossGradientOfTheirRows)
@@ -61,11 +61,12 @@ TEST(TuckerAls, RowSolvesZeroTheLossGradientOfTheirRows)
             ASSERT_EQ(tk_tucker_solver_model(s.s, &after.m), TK_OK);
         }
         const int last = 2, J = 4;
+        const double omega = 1.0;  // TK_TUCKER_ALS_OMEGA (tucker_internal.h)
         const size_t na = (size_t)so.dims[last] * J;
         Model star;
         ASSERT_EQ(tk_tucker_model_copy(&star.m, &after.m), TK_OK);
         for (size_t k = 0; k < na; ++k)
-            star.m.a[last][k] = (float)(init.m.a[last][k] + (after.m.a[last][k] - (double)init.m.a[last][k]) / 1.2);
+            star.m.a[last][k] = (float)(init.m.a[last][k] + (after.m.a[last][k] - (double)init.m.a[last][k]) / omega);
         std::vector<std::vector<double>> ga(3), gb(3), g0a(3);
         std::vector<double *> pa(3), pb(3);
         for (int n = 0; n < 3; ++n) {
@@ -123,13 +124,13 @@ TEST(TuckerAls, OmpEqualsCpuBitForBitAndResumesExactly)
 }
 
 // Issue 26: default settings, no tuning, train a planted model until the held-out RMSE is
-// within 5% of the noise the data was drawn with; several data sets and starts.  Not every
-// start gets there: of seeds 1..8 of this shape, 2 and 6 stop in a worse local minimum of
-// alternating least squares (Documentation/benchmarks.md, "Time to accuracy").
+// within 5% of the noise the data was drawn with; eight data sets and starts (they get there
+// in 5-33 iterations, in float and in double).  Not every start of every shape does:
+// Documentation/benchmarks.md, "Time to accuracy".
 TEST(TuckerAls, DefaultsReachThePlantedNoiseFloor)
 {
     const double noise = 0.1;
-    for (uint64_t seed : {1, 3, 4, 7}) {
+    for (uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
         auto so = synth_options(3, {150, 120, 40}, 60000, 4, noise, seed);
         so.unique = 1;
         Coo all, tr, te;

@@ -80,11 +80,12 @@ TEST(TuckerCuda, MatchesOmpForEveryKernelShape)
 }
 
 // Issue 26 on the GPU: the default settings (ALS, no core step) reach the planted noise
-// floor within 5% on the data sets and starts the CPU test does (test_tucker_als.cpp).
+// floor within 5% on the data sets and starts the CPU test does (test_tucker_als.cpp; in float
+// and double alike there, so float rounding of another order does not decide it).
 TEST(TuckerCuda, DefaultsReachThePlantedNoiseFloor)
 {
     const double noise = 0.1;
-    for (uint64_t seed : {1, 3, 4, 7}) {
+    for (uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
         auto so = synth_options(3, {150, 120, 40}, 60000, 4, noise, seed);
         so.unique = 1;
         Coo all, tr, te;

@@ -15,8 +15,8 @@
  * One iteration = factor updates (for n = 1..N; v = B(n) q, q_r = prod_{k != n}
  * C(k)[i_k][r] for each entry), then core updates.  Factor updates, ALS (the
  * default): each row a(n)_{i} moves to the exact minimiser of f over that row,
- * (sum v v^T + lambda_a I) a* = sum x v over the row's entries (Cholesky),
- * over-relaxed: a += 1.2 (a* - a).  SGD (the seed's): each entry moves its row
+ * (sum v v^T + lambda_a I) a = sum x v over the row's entries (Cholesky;
+ * alternating least squares).  SGD (the seed's): each entry moves its row
  * by  s (e v - lambda_a a),  e = x - a . v: eqs. 10 and 9, with step s = lr_a,
  * capped at 1/|v|^2 where lr_a would overshoot the entry.  Then
  * core updates (for n = 1..N: B(n) += lr_b (G / |Omega| - lambda_b B(n)) with

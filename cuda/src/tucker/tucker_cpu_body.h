@@ -127,7 +127,7 @@ static tk_status TK_SFX(factors_bcsf)(tk_tucker_solver *s, int n, int threads)
 /* The factor update's exact row solve (TK_TUCKER_FACTOR_ALS): the normal equations of
  * row a, (sum_e v_e v_e^T + lambda I) a = sum_e x_e v_e, gathered over the row's entries into
  * M (J x J, upper triangle used) and rhs, solved by Cholesky in place; a moves to the solution
- * over-relaxed by TK_TUCKER_ALS_OMEGA.  Returns 0 and leaves a alone where M is not positive
+ * relaxed by TK_TUCKER_ALS_OMEGA (1: the plain solve).  Returns 0 and leaves a alone where M is not positive
  * definite (lambda_a = 0 and fewer entries than J), so the row keeps its value instead of
  * taking a solve of noise. */
 static void TK_SFX(normal_add)(TK_REAL *M, TK_REAL *rhs, const TK_REAL *v, TK_REAL x, int J)
