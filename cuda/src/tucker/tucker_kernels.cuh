@@ -1,7 +1,9 @@
 /* The FastTucker CUDA kernels (cuFasterTucker's design on B-CSF sub-slices), templated on a
  * policy type (tucker_tuning.h) for their block shape.
  *
- * Factor pass at J, R <= 32 (Netflix's 32 x 32 among them): a lane a sub-slice
+ * Factor pass, exact row solves (ALS, the library's default): a warp a sub-slice gathers its
+ * row's normal equations (factor_als_kernel), a warp a row solves them (solve_rows_kernel).
+ * Factor pass, the seed's SGD, at J, R <= 32 (Netflix's 32 x 32 among them): a lane a sub-slice
  * (factor_lanes_kernel, below).  Otherwise, and for the core pass:
  * Work unit: one warp per B-CSF sub-slice, taken from a global counter so long
  * and short sub-slices balance.  Lanes own the rank components: lane j holds
