@@ -128,8 +128,7 @@ inline int usable_gpus()
 }
 
 // The cuda backend's options on `devices` GPUs, fiber threshold `threshold`, factor updates
-// `update` with a core step (SGD: the seed's rates 0.05 and 1; ALS: core rate 0.2), the rest
-// default.
+// `update` (SGD: the seed's rates 0.05 and 1; ALS: the defaults, core fixed), the rest default.
 inline tk_tucker_options cuda_opts(int devices, size_t threshold,
                                    tk_tucker_factor_update update = TK_TUCKER_FACTOR_SGD)
 {
@@ -140,7 +139,7 @@ inline tk_tucker_options cuda_opts(int devices, size_t threshold,
     o.fiber_threshold = threshold;
     o.factor_update = update;
     o.lr_a = 0.05;
-    o.lr_b = update == TK_TUCKER_FACTOR_SGD ? 1.0 : 0.2;
+    o.lr_b = update == TK_TUCKER_FACTOR_SGD ? 1.0 : 0.0;
     return o;
 }
 
@@ -167,19 +166,18 @@ inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_t
     train_in(o, t, init, iters, &s, out);
 }
 
-// The same after exact row solves (ALS): a solve of equations summed in another order, so
-// the parameters agree relative to the largest factor entry.
+// The same after exact row solves (ALS): where a row's equations are nearly singular (J above
+// the data's rank, J > R, few entries) its solution moves freely along directions that change
+// no prediction, so float sums of another order move the parameters there (float against
+// double on the CPU: up to 40% of the largest entry at order 10) but not the fit: the models
+// are compared by their RMSE on t, within 0.1% (float against double: 3e-4 at most).
 inline void expect_same_solves_to_rounding(const tk_tucker_model &x, const tk_tucker_model &y,
                                            const tk_tucker_coo &t, const std::string &what)
 {
-    double scale = 1;
-    for (int n = 0; n < y.order; ++n)
-        for (size_t k = 0; k < (size_t)y.dims[n] * (size_t)y.rank_j; ++k)
-            scale = std::fmax(scale, std::fabs((double)y.a[n][k]));
-    EXPECT_LT(max_abs_diff(x, y), 2e-3 * scale) << what;
     tk_tucker_metrics mx, my;
     ASSERT_EQ(tk_tucker_evaluate(&x, &t, 0, 0, &mx), TK_OK);
     ASSERT_EQ(tk_tucker_evaluate(&y, &t, 0, 0, &my), TK_OK);
+    ASSERT_TRUE(std::isfinite(mx.rmse) && std::isfinite(my.rmse)) << what;
     EXPECT_NEAR(mx.rmse, my.rmse, 1e-3 * my.rmse) << what;
 }
 
