@@ -148,12 +148,13 @@ static const tk_option options[] = {
     BENCH_LONG("fiber-threshold", "T", 1, (double)(1L << 40), ARG(threshold),
                "B-CSF sub-slice size of the solver (default: the library's)"),
     BENCH_FLAG("table-only", ARG(table_only), "only the table: no progress bar on stderr"),
-    BENCH_FLAG("als", ARG(als), "the per-iteration table with exact row solves of the factors (ALS,\n"
-                                "the library's default) instead of the seed's SGD"),
+    BENCH_FLAG("als", ARG(als), "the per-iteration table's rows of exact row solves (ALS, core fixed)\n"
+                                "for every backend (default: cuda's only)"),
     BENCH_FLAG("to-accuracy", ARG(to_accuracy),
-               "instead of the per-iteration table: train with the library's default\nsettings (--lr-a, --lr-b, "
-               "--lambda, --als do not apply) until the\ntest RMSE is within 5% of --noise; iterations and "
-               "seconds (set-up\nincluded) beside cuFasterTucker COO's time for as many iterations"),
+               "instead of the per-iteration table: train with the library's default\nsettings (SGD) and with "
+               "ALS (core fixed), no rates (--lr-a, --lr-b,\n--lambda do not apply), until the test RMSE is "
+               "within 5% of --noise;\niterations and seconds (set-up included) beside cuFasterTucker COO's\n"
+               "time for as many iterations"),
     BENCH_LONG("max-iters", "K", 1, 100000, ARG(max_iters), "with --to-accuracy: give up after K iterations "
                                                            "(default 200)"),
     BENCH_LONG("seed", "S", 1, 1e9, ARG(seed), "seed of the synthetic tensor; the start's is S + 2 (default 1)"),
@@ -205,7 +206,7 @@ static int parse(int argc, char **argv, bench_args *a)
     return bench_parse_suite(&suite, argc, argv, a, NULL);
 }
 
-static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, const tk_tucker_coo *test,
+static void run_backend(const bench_args *a, int b, int als, const tk_tucker_coo *train, const tk_tucker_coo *test,
                         const tk_tucker_model *init, bench_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -213,8 +214,8 @@ static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, 
     tk_tucker_options_init(&o);
     o.backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
     o.precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
-    o.factor_update = a->als ? TK_TUCKER_FACTOR_ALS : TK_TUCKER_FACTOR_SGD; /* SGD: the seed's, to compare */
-    o.lr_a = a->lr_a, o.lr_b = a->lr_b, o.lambda_a = o.lambda_b = a->lambda;
+    o.factor_update = als ? TK_TUCKER_FACTOR_ALS : TK_TUCKER_FACTOR_SGD; /* SGD: the seed's, to compare */
+    o.lr_a = a->lr_a, o.lr_b = als ? 0 : a->lr_b, o.lambda_a = o.lambda_b = a->lambda; /* ALS: core fixed */
     o.fiber_threshold = (size_t)a->threshold;
     o.num_threads = (int)a->threads;
     tk_tucker_solver *s = NULL;
@@ -305,8 +306,9 @@ int tk_bench_tucker(int argc, char **argv)
     else
         printf(", %ld iterations,\n", a.iters);
     if (!a.to_accuracy)
-        printf("# %s factor updates, lr_a %g, lr_b %g, lambda %g, fiber threshold %ld, noise %g (test RMS %.4f: "
-               "predicting 0)\n", a.als ? "ALS" : "SGD", a.lr_a, a.lr_b, a.lambda, a.threshold, a.noise, rms);
+        printf("# SGD (the seed's; the goals and anchors are its passes'), lr_a %g, lr_b %g, lambda %g, fiber threshold "
+               "%ld, noise %g (test RMS %.4f: predicting 0); 'als' rows: exact row solves, core fixed\n", a.lr_a,
+               a.lr_b, a.lambda, a.threshold, a.noise, rms);
     else
         printf("# fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.threshold, a.noise, rms);
     if (a.to_accuracy) {
@@ -320,10 +322,10 @@ int tk_bench_tucker(int argc, char **argv)
         for (int k = 0; k < B_COUNT; ++k) {
             int b = order[k];
             if (!a.backends[b]) continue;
-            bench_tucker_accuracy_row(&acc, bname[b], b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU
-                                                                                              : TK_BACKEND_OMP,
-                                      b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE, &train, &test,
-                                      &init);
+            const tk_backend backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
+            const tk_precision precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+            for (int als = 0; als < 2; ++als)
+                bench_tucker_accuracy_row(&acc, bname[b], als, backend, precision, &train, &test, &init);
         }
         tk_tucker_model_free(&init);
         tk_tucker_coo_free(&train);
@@ -354,7 +356,7 @@ int tk_bench_tucker(int argc, char **argv)
     for (int k = 0; k < B_COUNT; ++k) {
         int b = order[k];
         if (!a.backends[b]) continue;
-        run_backend(&a, b, &train, &test, &init, &res[b]);
+        run_backend(&a, b, 0, &train, &test, &init, &res[b]);
         bench_result *r = &res[b];
         if (!r->ran) continue;
         printf("%-11s %9.2f %9.4f %9.4f %11.4g %11.6f %11.6f", bname[b], r->setup_s, r->factor_s, r->core_s,
@@ -402,6 +404,23 @@ int tk_bench_tucker(int argc, char **argv)
                    SEED_COO_H100_CORE_S / r->core_s);
             printf("%-11s %9s %9.4f %9.4f\n", "  goal", "", GOAL_FACTOR_S, GOAL_CORE_S);
         }
+        fflush(stdout);
+    }
+    /* The row solves' time an iteration (ALS, core fixed; no goal: the goals are the SGD passes'):
+     * cuda's always, every backend's with --als. */
+    for (int k = 0; k < B_COUNT; ++k) {
+        int b = order[k];
+        if (!a.backends[b] || (b != B_CUDA && !a.als)) continue;
+        bench_result r;
+        run_backend(&a, b, 1, &train, &test, &init, &r);
+        if (!r.ran) continue;
+        char label[32];
+        snprintf(label, sizeof label, "%s als", bname[b]);
+        printf("%-11s %9.2f %9.4f %9.4f %11.4g %11.6f %11.6f %10s   (exact row solves, core fixed; no goal)\n",
+               label, r.setup_s, r.factor_s, r.core_s, r.nnz_per_s, r.rmse, r.mae, "-");
+        tk_bench_json_row("iteration als"), tk_bench_json_str("backend", bname[b]);
+        tk_bench_json_num("setup_s", r.setup_s), tk_bench_json_num("factor_s", r.factor_s);
+        tk_bench_json_num("core_s", r.core_s), tk_bench_json_num("test_rmse", r.rmse);
         fflush(stdout);
     }
     if (a.backends[B_CUDA] && res[B_CUDA].ran && res[B_OMP_DOUBLE].ran)

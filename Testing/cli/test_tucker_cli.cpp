@@ -72,8 +72,8 @@ TEST(TuckerCli, SynthTrainPredict)
     }
     EXPECT_NEAR(std::sqrt(sse / (double)data.size()), 0.1, 0.01);
 
-    r = tucker("train " + d + "/s.tns --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 12 --sgd --lr-a 0.1 "
-                   "--lr-b 5 --lambda-a 1e-4 --lambda-b 1e-4 --seed 1 --quiet --out " + d + "/m",
+    r = tucker("train " + d + "/s.tns --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 12 --lr-a 0.1 --lr-b 5 "
+                   "--lambda-a 1e-4 --lambda-b 1e-4 --seed 1 --quiet --out " + d + "/m",
                d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto rows = read_rows(r.out);
@@ -142,18 +142,23 @@ TEST(TuckerCli, BadInputGivesClearErrors)
     EXPECT_NE(r.err.find("query 2"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(d + "/o.tns"));
     // --resume with other settings than the checkpoint's.
-    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --lr-b 0.5 --resume --out " + d + "/m2", d);
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --lr-a 0.5 --resume --out " + d + "/m2", d);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("lr_b"), std::string::npos) << r.err;
-    // ... or the other factor updates (the checkpoint's are the default exact row solves).
-    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --sgd --resume --out " + d + "/m2", d);
+    EXPECT_NE(r.err.find("lr_a"), std::string::npos) << r.err;
+    // ... or the other factor updates (the checkpoint's are the default SGD).
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --als --lr-b 1 --resume --out " + d + "/m2", d);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("factor updates are sgd here but als"), std::string::npos) << r.err;
-    // A learning rate of the factors means SGD: without --sgd it is named, not ignored.
-    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --lr-a 0.5 --out " + d + "/m3", d);
+    EXPECT_NE(r.err.find("factor updates are als here but sgd"), std::string::npos) << r.err;
+    // A factor rate with the row solves, which take none, is named, not ignored.
+    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --als --lr-a 0.5 --out " + d + "/m3", d);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("--lr-a is the step of --sgd"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--lr-a with --als"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(d + "/m3"));
+    // --als trains (its manifest says so).
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --als --quiet --out " + d + "/m4", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/m4", "factor_update"), "als");
+    EXPECT_EQ(manifest_value(d + "/m4", "lr_b"), "0");
 }
 
 // Kill -9 in the middle of training, resume, and get exactly the model of a run

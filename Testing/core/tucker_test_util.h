@@ -128,7 +128,7 @@ inline int usable_gpus()
 }
 
 // The cuda backend's options on `devices` GPUs, fiber threshold `threshold`, factor updates
-// `update` (SGD: the seed's rates 0.05 and 1; ALS: the defaults, core fixed), the rest default.
+// `update` (SGD: the seed's rates 0.05 and 1; ALS: core fixed), the rest default.
 inline tk_tucker_options cuda_opts(int devices, size_t threshold,
                                    tk_tucker_factor_update update = TK_TUCKER_FACTOR_SGD)
 {

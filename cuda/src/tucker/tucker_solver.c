@@ -13,9 +13,9 @@
 static const tk_tucker_options tucker_defaults = {
     .backend = TK_BACKEND_CPU,
     .storage = TK_TUCKER_BCSF,
-    .factor_update = TK_TUCKER_FACTOR_ALS,
+    .factor_update = TK_TUCKER_FACTOR_SGD,
     .lr_a = 0.05,
-    .lr_b = 0.0,
+    .lr_b = 1.0,
     .lambda_a = 0.001,
     .lambda_b = 0.001,
     .fiber_threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD,
