@@ -12,6 +12,7 @@
 #include "bench_common.h"
 #include "bench_json.h"
 #include "bench_options.h"
+#include "bench_tucker_accuracy.h"
 #include "bench_tucker_scaling.h"
 #include "cli.h"
 #include "tk_bench_hooks.h"
@@ -49,8 +50,8 @@ typedef struct {
     tucker_ranks rank;
     double test_fraction, lr_a, lr_b, lambda, noise;
     tucker_shape shape;
-    int backends[B_COUNT], table_only;
-    long threshold;
+    int backends[B_COUNT], table_only, als, to_accuracy;
+    long threshold, max_iters, seed;
     bench_tucker_scaling scaling; /* --gpus, --weak, --allreduce */
 } bench_args;
 
@@ -147,6 +148,16 @@ static const tk_option options[] = {
     BENCH_LONG("fiber-threshold", "T", 1, (double)(1L << 40), ARG(threshold),
                "B-CSF sub-slice size of the solver (default: the library's)"),
     BENCH_FLAG("table-only", ARG(table_only), "only the table: no progress bar on stderr"),
+    BENCH_FLAG("als", ARG(als), "the per-iteration table's rows of exact row solves (ALS, core fixed)\n"
+                                "for every backend (default: cuda's only)"),
+    BENCH_FLAG("to-accuracy", ARG(to_accuracy),
+               "instead of the per-iteration table: train with the library's default\nsettings (SGD) and with "
+               "ALS (core fixed), no rates (--lr-a, --lr-b,\n--lambda do not apply), until the test RMSE is "
+               "within 5% of --noise;\niterations and seconds (set-up included) beside cuFasterTucker COO's\n"
+               "time for as many iterations"),
+    BENCH_LONG("max-iters", "K", 1, 100000, ARG(max_iters), "with --to-accuracy: give up after K iterations "
+                                                           "(default 200)"),
+    BENCH_LONG("seed", "S", 1, 1e9, ARG(seed), "seed of the synthetic tensor; the start's is S + 2 (default 1)"),
     BENCH_CUSTOM("gpus", "G1,G2,...", parse_gpus, ARG(scaling),
                  "after the table, strong scaling of cuda on these GPU counts (e.g. 1,2:\nthe first is the baseline; "
                  "several need NCCL); default: none"),
@@ -187,13 +198,15 @@ static int parse(int argc, char **argv, bench_args *a)
     a->lambda = 0.001;
     a->noise = 0.1;
     a->threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
+    a->max_iters = 200;
+    a->seed = 1;
     a->shape.order = 3;
     a->shape.dims[0] = 480189, a->shape.dims[1] = 17770, a->shape.dims[2] = 2182;
     a->backends[B_CUDA] = a->backends[B_OMP_DOUBLE] = 1;
     return bench_parse_suite(&suite, argc, argv, a, NULL);
 }
 
-static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, const tk_tucker_coo *test,
+static void run_backend(const bench_args *a, int b, int als, const tk_tucker_coo *train, const tk_tucker_coo *test,
                         const tk_tucker_model *init, bench_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -201,7 +214,8 @@ static void run_backend(const bench_args *a, int b, const tk_tucker_coo *train, 
     tk_tucker_options_init(&o);
     o.backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
     o.precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
-    o.lr_a = a->lr_a, o.lr_b = a->lr_b, o.lambda_a = o.lambda_b = a->lambda;
+    o.factor_update = als ? TK_TUCKER_FACTOR_ALS : TK_TUCKER_FACTOR_SGD; /* SGD: the seed's, to compare */
+    o.lr_a = a->lr_a, o.lr_b = als ? 0 : a->lr_b, o.lambda_a = o.lambda_b = a->lambda; /* ALS: core fixed */
     o.fiber_threshold = (size_t)a->threshold;
     o.num_threads = (int)a->threads;
     tk_tucker_solver *s = NULL;
@@ -252,15 +266,24 @@ int tk_bench_tucker(int argc, char **argv)
     so.nnz = (size_t)a.nnz;
     so.rank_j = (int)a.rank.j, so.rank_r = (int)a.rank.r;
     so.noise = a.noise;
-    so.seed = 1;
+    so.seed = (uint64_t)a.seed;
     so.unique = 0; /* duplicates are rare and harmless for timing; dedup would sort 1e8 entries */
     double t0 = tk_cli_now_ms();
     tk_tucker_coo all, train, test;
-    if (tk_tucker_synth(&so, &all, NULL) != TK_OK || tk_tucker_coo_split(&all, a.test_fraction, 2, &train, &test) != TK_OK) {
+    tk_tucker_model truth;
+    memset(&truth, 0, sizeof truth);
+    if (tk_tucker_synth(&so, &all, a.to_accuracy ? &truth : NULL) != TK_OK ||
+        tk_tucker_coo_split(&all, a.test_fraction, 2, &train, &test) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());
         return TK_EXIT_FAILURE;
     }
     tk_tucker_coo_free(&all);
+    tk_tucker_metrics truth_test;
+    memset(&truth_test, 0, sizeof truth_test);
+    if (a.to_accuracy) {
+        tk_tucker_evaluate(&truth, &test, 0, 0, &truth_test);
+        tk_tucker_model_free(&truth);
+    }
     double gen_s = (tk_cli_now_ms() - t0) / 1e3;
     tk_tucker_model init;
     if (tk_tucker_model_alloc(&init, a.shape.order, a.shape.dims, (int)a.rank.j, (int)a.rank.r) != TK_OK) {
@@ -269,17 +292,46 @@ int tk_bench_tucker(int argc, char **argv)
         tk_tucker_coo_free(&test);
         return TK_EXIT_FAILURE;
     }
-    tk_tucker_model_init(&init, 3, 0);
+    tk_tucker_model_init(&init, (uint64_t)a.seed + 2, 0);
     double rms = 0;
     for (size_t e = 0; e < test.nnz; ++e) rms += (double)test.val[e] * test.val[e];
     rms = test.nnz ? sqrt(rms / (double)test.nnz) : 0;
 
     printf("# tk-bench tucker: order %d, shape", a.shape.order);
     for (int n = 0; n < a.shape.order; ++n) printf("%s%u", n ? "x" : " ", a.shape.dims[n]);
-    printf(", %zu train + %zu test nonzeros (generated in %.1f s), J = %ld, R = %ld, %ld iterations,\n", train.nnz,
-           test.nnz, gen_s, a.rank.j, a.rank.r, a.iters);
-    printf("# lr_a %g, lr_b %g, lambda %g, fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.lr_a,
-           a.lr_b, a.lambda, a.threshold, a.noise, rms);
+    printf(", %zu train + %zu test nonzeros (generated in %.1f s), J = %ld, R = %ld", train.nnz, test.nnz, gen_s,
+           a.rank.j, a.rank.r);
+    if (a.to_accuracy)
+        printf("\n");
+    else
+        printf(", %ld iterations,\n", a.iters);
+    if (!a.to_accuracy)
+        printf("# SGD (the seed's; the goals and anchors are its passes'), lr_a %g, lr_b %g, lambda %g, fiber threshold "
+               "%ld, noise %g (test RMS %.4f: predicting 0); 'als' rows: exact row solves, core fixed\n", a.lr_a,
+               a.lr_b, a.lambda, a.threshold, a.noise, rms);
+    else
+        printf("# fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.threshold, a.noise, rms);
+    if (a.to_accuracy) {
+        const bench_tucker_accuracy acc = {.max_iters = a.max_iters, .noise = a.noise, .truth_rmse = truth_test.rmse,
+                                           .threads = (int)a.threads, .threshold = (size_t)a.threshold};
+        tk_bench_json_setting_num("order", a.shape.order), tk_bench_json_setting_num("train_nnz", (double)train.nnz);
+        tk_bench_json_setting_num("test_nnz", (double)test.nnz), tk_bench_json_setting_num("rank_j", a.rank.j);
+        tk_bench_json_setting_num("rank_r", a.rank.r), tk_bench_json_setting_num("max_iterations", a.max_iters);
+        bench_tucker_accuracy_header(&acc);
+        static const int order[B_COUNT] = {B_OMP_DOUBLE, B_CPU, B_OMP, B_CUDA};
+        for (int k = 0; k < B_COUNT; ++k) {
+            int b = order[k];
+            if (!a.backends[b]) continue;
+            const tk_backend backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
+            const tk_precision precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+            for (int als = 0; als < 2; ++als)
+                bench_tucker_accuracy_row(&acc, bname[b], als, backend, precision, &train, &test, &init);
+        }
+        tk_tucker_model_free(&init);
+        tk_tucker_coo_free(&train);
+        tk_tucker_coo_free(&test);
+        return 0;
+    }
     printf("# times: mean s per iteration (after the first); goals on an H100 with J = R = 32 at Netflix size;\n"
            "# seed: cuFasterTucker on an RTX 3080 Ti (B-CSF); seed COO: its COO variant built from the\n"
            "# authors' code on the H100 (0.58-0.61 s / 0.65-0.66 s)\n");
@@ -304,7 +356,7 @@ int tk_bench_tucker(int argc, char **argv)
     for (int k = 0; k < B_COUNT; ++k) {
         int b = order[k];
         if (!a.backends[b]) continue;
-        run_backend(&a, b, &train, &test, &init, &res[b]);
+        run_backend(&a, b, 0, &train, &test, &init, &res[b]);
         bench_result *r = &res[b];
         if (!r->ran) continue;
         printf("%-11s %9.2f %9.4f %9.4f %11.4g %11.6f %11.6f", bname[b], r->setup_s, r->factor_s, r->core_s,
@@ -354,12 +406,31 @@ int tk_bench_tucker(int argc, char **argv)
         }
         fflush(stdout);
     }
+    /* The row solves' time an iteration (ALS, core fixed; no goal: the goals are the SGD passes'):
+     * cuda's always, every backend's with --als. */
+    for (int k = 0; k < B_COUNT; ++k) {
+        int b = order[k];
+        if (!a.backends[b] || (b != B_CUDA && !a.als)) continue;
+        bench_result r;
+        run_backend(&a, b, 1, &train, &test, &init, &r);
+        if (!r.ran) continue;
+        char label[32];
+        snprintf(label, sizeof label, "%s als", bname[b]);
+        printf("%-11s %9.2f %9.4f %9.4f %11.4g %11.6f %11.6f %10s   (exact row solves, core fixed; no goal)\n",
+               label, r.setup_s, r.factor_s, r.core_s, r.nnz_per_s, r.rmse, r.mae, "-");
+        tk_bench_json_row("iteration als"), tk_bench_json_str("backend", bname[b]);
+        tk_bench_json_num("setup_s", r.setup_s), tk_bench_json_num("factor_s", r.factor_s);
+        tk_bench_json_num("core_s", r.core_s), tk_bench_json_num("test_rmse", r.rmse);
+        fflush(stdout);
+    }
     if (a.backends[B_CUDA] && res[B_CUDA].ran && res[B_OMP_DOUBLE].ran)
         printf("# test RMSE: cuda %.6f vs double reference %.6f: %s\n", res[B_CUDA].rmse, res[B_OMP_DOUBLE].rmse,
                res[B_CUDA].rmse <= res[B_OMP_DOUBLE].rmse * 1.001 ? "no worse (within 0.1%)" : "WORSE");
     if (a.scaling.count) {
         a.scaling.iters = a.iters;
         tk_tucker_options_init(&a.scaling.solver);
+        /* the per-iteration table's algorithm: the seed's SGD unless --als */
+        a.scaling.solver.factor_update = a.als ? TK_TUCKER_FACTOR_ALS : TK_TUCKER_FACTOR_SGD;
         a.scaling.solver.lr_a = a.lr_a, a.scaling.solver.lr_b = a.lr_b;
         a.scaling.solver.lambda_a = a.scaling.solver.lambda_b = a.lambda;
         a.scaling.solver.fiber_threshold = (size_t)a.threshold;

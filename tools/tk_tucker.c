@@ -64,7 +64,7 @@ typedef struct {
     const char *train, *test, *out;
     double test_fraction;
     long rank_j, rank_r, iters, every, fiber_threshold;
-    int resume, dbl;
+    int resume, dbl, als;
     uint64_t seed;
     tk_tucker_options o;
     tk_standard_values std;
@@ -86,10 +86,13 @@ static const tk_option train_options[] = {
      .offset = TRAIN(rank_r), .help = "core rank, 4..64 (default 32)"},
     {.name = "iters", .value_name = "K", .kind = TK_OPT_LONG, .min = 1, .max = 1000000, .offset = TRAIN(iters),
      .help = "iterations (default 20)"},
+    {.name = "als", .kind = TK_OPT_FLAG, .offset = TRAIN(als),
+     .help = "factor updates by exact row solves (alternating least squares, no\nrate) instead of the seed's SGD; "
+             "the core then stays as it starts\nunless --lr-b is given"},
     {.name = "lr-a", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lr_a),
-     .help = "factor learning rate (default 0.05; lower it for large values,\ne.g. 0.005 for 1..5)"},
+     .help = "factor learning rate (default 0.05; lower it for large values,\ne.g. 0.005 for 1..5; not with --als)"},
     {.name = "lr-b", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lr_b),
-     .help = "core learning rate (default 1; scales the mean core gradient)"},
+     .help = "core learning rate (default 1, with --als 0; scales the mean core\ngradient)"},
     {.name = "lambda-a", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lambda_a),
      .help = "factor regularization (default 0.001)"},
     {.name = "lambda-b", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lambda_b),
@@ -117,7 +120,8 @@ static const tk_command train_command = {
     .prog = "tk-tucker",
     .subcommand = "train",
     .usage = "tk-tucker train TRAIN.tns [--test TEST.tns | --test-fraction F] --out MODEL_DIR [options]",
-    .description = "Fits a FastTucker model to TRAIN.tns by SGD.  Each iteration prints its update time,\n"
+    .description = "Fits a FastTucker model to TRAIN.tns by the seed's SGD (--als: exact row solves of the\n"
+                   "factors).  Each iteration prints its update time,\n"
                    "train RMSE, test RMSE and test MAE.\n",
     .epilog = "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
               "replaced atomically at each save, so a killed run loses at most one interval.\n"
@@ -146,6 +150,14 @@ static int parse_train(int argc, char **argv, train_args *a)
     a->o.num_threads = a->std.threads;
     a->o.cuda_device = a->std.device;
     if (a->dbl) a->o.precision = TK_PRECISION_DOUBLE;
+    if (a->als) {
+        a->o.factor_update = TK_TUCKER_FACTOR_ALS;
+        if (!tk_cli_given(&train_command, &parsed, "lr-b")) a->o.lr_b = 0; /* the core as it starts */
+        if (tk_cli_given(&train_command, &parsed, "lr-a")) {
+            tk_cli_error(prog, "--lr-a with --als: exact row solves take no factor rate; drop --lr-a, or --als");
+            return 0;
+        }
+    }
     if (!a->train || !a->out) {
         tk_cli_error(prog, "train needs TRAIN.tns and --out MODEL_DIR; give both (see --help)");
         return 0;
@@ -171,10 +183,10 @@ static void settings_text(const train_args *a, char *out, size_t size)
 {
     snprintf(out, size,
              "seed = %llu\nlr_a = %.17g\nlr_b = %.17g\nlambda_a = %.17g\nlambda_b = %.17g\nfiber_threshold = %zu\n"
-             "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\ntrain_entries = %s\n",
+             "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\ntrain_entries = %s\nfactor_update = %s\n",
              (unsigned long long)a->seed, a->o.lr_a, a->o.lr_b, a->o.lambda_a, a->o.lambda_b, a->o.fiber_threshold,
              (a->o.precision == TK_PRECISION_DOUBLE) ? "double" : "float", a->test_fraction, file_size(a->train),
-             a->train_entries);
+             a->train_entries, a->o.factor_update == TK_TUCKER_FACTOR_SGD ? "sgd" : "als");
 }
 
 static int check_resume(const train_args *a, const char *manifest, const tk_tucker_model *m, const tk_tucker_coo *train)
@@ -188,6 +200,14 @@ static int check_resume(const train_args *a, const char *manifest, const tk_tuck
                                          "precision", "train_entries"};
     static const char *with_file[] = {"seed", "lr_a", "lr_b", "lambda_a", "lambda_b", "fiber_threshold",
                                       "precision", "test_fraction", "train_bytes"};
+    /* a checkpoint from before ALS (no factor_update line) was trained by SGD */
+    tk_tucker_manifest_get(mine, "factor_update", want, sizeof want);
+    if (!tk_tucker_manifest_get(manifest, "factor_update", have, sizeof have)) snprintf(have, sizeof have, "sgd");
+    if (strcmp(want, have)) {
+        tk_cli_error(prog, "--resume: the factor updates are %s here but %s in the checkpoint in %s; %s, or train "
+                           "without --resume", want, have, a->out, strcmp(have, "sgd") ? "add --als" : "drop --als");
+        return 0;
+    }
     const char *const *keys = by_entries ? with_entries : with_file;
     const size_t num_keys = by_entries ? sizeof with_entries / sizeof *with_entries : sizeof with_file / sizeof *with_file;
     for (size_t k = 0; k < num_keys; ++k) {

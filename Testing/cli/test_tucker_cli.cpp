@@ -145,6 +145,20 @@ TEST(TuckerCli, BadInputGivesClearErrors)
     r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --lr-a 0.5 --resume --out " + d + "/m2", d);
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("lr_a"), std::string::npos) << r.err;
+    // ... or the other factor updates (the checkpoint's are the default SGD).
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --als --lr-b 1 --resume --out " + d + "/m2", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("factor updates are als here but sgd"), std::string::npos) << r.err;
+    // A factor rate with the row solves, which take none, is named, not ignored.
+    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --als --lr-a 0.5 --out " + d + "/m3", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--lr-a with --als"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(d + "/m3"));
+    // --als trains (its manifest says so).
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --als --quiet --out " + d + "/m4", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/m4", "factor_update"), "als");
+    EXPECT_EQ(manifest_value(d + "/m4", "lr_b"), "0");
 }
 
 // Kill -9 in the middle of training, resume, and get exactly the model of a run

@@ -24,6 +24,7 @@ tk_tucker_options opts(tk_backend backend, double lr_a, double lr_b, double lamb
     tk_tucker_options o;
     tk_tucker_options_init(&o);
     o.backend = backend;
+    o.factor_update = TK_TUCKER_FACTOR_SGD;  // these tests are of the seed's SGD steps
     o.lr_a = lr_a;
     o.lr_b = lr_b;
     o.lambda_a = o.lambda_b = lambda;

@@ -36,7 +36,8 @@ def read_tns_values(path):
 
 def check_tucker_learns(scratch, output):
     """The tk-tucker example: the last test RMSE is well below the data's standard
-    deviation (what predicting the mean scores), and predict wrote one value per query."""
+    deviation (what predicting the mean scores) and within 5% of the noise the example drew
+    (issue 26), and predict wrote one value per query."""
     rows = [l.split() for l in output.splitlines() if re.match(r"^\s*\d+\s+[0-9.]", l)]
     if not rows:
         return "tk-tucker train printed no iteration line"
@@ -47,6 +48,9 @@ def check_tucker_learns(scratch, output):
     print(f"  tk-tucker: final test RMSE {test_rmse:.4f}, standard deviation of s.tns {std:.4f}")
     if not test_rmse < 0.5 * std:
         return f"the final test RMSE {test_rmse:.4f} is not below half the data's standard deviation {std:.4f}"
+    # issue 26: the default settings end within 5% of the example's noise floor (--noise 0.1)
+    if not test_rmse <= 1.05 * 0.1:
+        return f"the final test RMSE {test_rmse:.4f} is not within 5% of the example's noise 0.1 (<= 0.105)"
     predictions = os.path.join(scratch, "predictions.tns")
     if not os.path.exists(predictions):
         return "predict wrote no predictions.tns"

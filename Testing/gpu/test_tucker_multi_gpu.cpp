@@ -53,13 +53,19 @@ TEST(TuckerMultiGpu, EveryKernelShapeMatchesOneGpu)
         Coo t;
         Model init, one, many;
         ASSERT_NO_FATAL_FAILURE(synth_with_start(so, c.j, c.r, 2, &t, &init));
+        const std::string what =
+            "order " + std::to_string(c.order) + " J " + std::to_string(c.j) + " R " + std::to_string(c.r);
         ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(1, c.threshold), t.t, init.m, 2, &one.m));
         ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(devices, c.threshold), t.t, init.m, 2, &many.m));
         // The tolerance of one GPU against omp (test_tucker_cuda.cpp): only the order of
         // float sums differs.
-        expect_same_to_rounding(many.m, one.m, t.t,
-                                "order " + std::to_string(c.order) + " J " + std::to_string(c.j) + " R " +
-                                    std::to_string(c.r));
+        expect_same_to_rounding(many.m, one.m, t.t, what + " SGD");
+        // Exact row solves (the default): every GPU solves its own rows.
+        const auto als = TK_TUCKER_FACTOR_ALS;
+        Model one_als, many_als;
+        ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(1, c.threshold, als), t.t, init.m, 2, &one_als.m));
+        ASSERT_NO_FATAL_FAILURE(train_checked(cuda_opts(devices, c.threshold, als), t.t, init.m, 2, &many_als.m));
+        expect_same_solves_to_rounding(many_als.m, one_als.m, t.t, what + " ALS");
     }
 }
 

@@ -12,10 +12,13 @@
  *
  *     f = sum_Omega (x - x^)^2 + lambda_a sum_n |A(n)|^2 + lambda_b sum_n |B(n)|^2
  *
- * One iteration = factor updates (for n = 1..N: SGD over the entries, each
- * entry moving its row a(n)_{i_n} by  s (e v - lambda_a a),  v = B(n) q,
- * q_r = prod_{k != n} C(k)[i_k][r], e = x - a . v: the seed's eq. 10 and 9, with
- * step s = lr_a, capped at 1/|v|^2 where lr_a would overshoot the entry), then
+ * One iteration = factor updates (for n = 1..N; v = B(n) q, q_r = prod_{k != n}
+ * C(k)[i_k][r] for each entry), then core updates.  Factor updates, ALS (opt-in,
+ * factor_update): each row a(n)_{i} moves to the exact minimiser of f over that row,
+ * (sum v v^T + lambda_a I) a = sum x v over the row's entries (Cholesky;
+ * alternating least squares).  SGD (the seed's, the default): each entry moves its row
+ * by  s (e v - lambda_a a),  e = x - a . v: eqs. 10 and 9, with step s = lr_a,
+ * capped at 1/|v|^2 where lr_a would overshoot the entry.  Then
  * core updates (for n = 1..N: B(n) += lr_b (G / |Omega| - lambda_b B(n)) with
  * G = sum_Omega e a(n)_{i_n} q^T: the seed's eq. 11 with the gradient accumulated
  * over all entries, as its Algorithm 5 does).  C(n) is refreshed after each mode.
@@ -28,7 +31,9 @@
  * shares a(n)_{i_n} and C(n)[i_n], and the core gradient is accumulated per
  * slice (z = sum e q, then G += a z^T) instead of per entry.
  *
- * Parallel semantics (every backend, so they agree): in a factor update each
+ * Parallel semantics (every backend, so they agree): an ALS row sums the
+ * equations of all its sub-slices, so its solve does not depend on the split.
+ * In an SGD factor update each
  * sub-slice runs sequential SGD on its own copy of a(n)_{i_n}, starting from the
  * row's value at the start of the mode; a row split into S sub-slices takes the
  * mean of their S changes.  A row with one sub-slice therefore gets plain
@@ -207,11 +212,19 @@ tk_status tk_tucker_synth(const tk_tucker_synth_options *o, tk_tucker_coo *out, 
 /* ---- training --------------------------------------------------------------------- */
 
 typedef enum { TK_TUCKER_BCSF = 0, TK_TUCKER_COO = 1 } tk_tucker_storage;
+/** How a factor pass moves the rows of A(n).  SGD (the default): the seed's per-entry steps of
+ * size lr_a.  ALS: each row takes the exact minimiser of f over that row with everything else
+ * fixed, (sum v v^T + lambda_a I) a = sum x v over the row's entries; no learning rate (use it
+ * with lr_b 0).  ALS reaches a planted model's noise floor where SGD plateaus on the user
+ * guide's example, but at the Netflix shape (J = 32) it fits the noise of rows with few
+ * entries (Documentation/benchmarks.md, "Time to accuracy"). */
+typedef enum { TK_TUCKER_FACTOR_ALS = 0, TK_TUCKER_FACTOR_SGD = 1 } tk_tucker_factor_update;
 
 typedef struct tk_tucker_options {
     tk_backend backend;
     tk_tucker_storage storage;  /**< COO: cpu backend only */
     tk_precision precision;     /**< single (default); double: cpu/omp only, the reference path */
+    tk_tucker_factor_update factor_update; /**< SGD (default; lr_a) or ALS */
     double lr_a, lr_b, lambda_a, lambda_b;
     size_t fiber_threshold;     /**< B-CSF sub-slice size, >= 1 */
     int num_threads;            /**< omp: 0 = OpenMP default */
@@ -220,10 +233,12 @@ typedef struct tk_tucker_options {
                                      more than one needs a build with NCCL (data-parallel SGD, below) */
 } tk_tucker_options;
 
-/** Defaults: cpu, B-CSF, float, lr_a 0.05, lr_b 1 (it scales the mean core
- * gradient), lambda_a = lambda_b = 0.001, fiber threshold 128 (the seed's).
- * The factor step is stable while lr_a |v|^2 < 2, so scale lr_a down for data
- * of larger magnitude (ratings 1..5: try 0.005). */
+/** Defaults: cpu, B-CSF, float, SGD factor updates, lr_a 0.05, lr_b 1 (it scales the mean
+ * core gradient; 0 keeps the core as it starts and skips the core pass, which loses nothing
+ * while J >= R), lambda_a = lambda_b = 0.001, fiber threshold 128 (the seed's).  The factor
+ * step is stable while lr_a |v|^2 < 2, so scale lr_a down for data of larger magnitude
+ * (ratings 1..5: try 0.005).  ALS with lr_b 0 is what reaches a planted model's noise floor
+ * on the user guide's example (issue 26). */
 void tk_tucker_options_init(tk_tucker_options *o);
 /** The most GPUs a solver of this build drives: TK_TUCKER_MAX_DEVICES where it was built with
  * NCCL, else 1 (several GPUs are then refused with that reason). */

@@ -334,6 +334,8 @@ class Solver {
         o.backend = static_cast<tk_backend>(backend);
         o.storage = static_cast<tk_tucker_storage>(storage);
         o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
+        /* tensorkernels.tucker.train's settings are learning rates: the seed's SGD steps */
+        o.factor_update = TK_TUCKER_FACTOR_SGD;
         o.lr_a = lr_a;
         o.lr_b = lr_b;
         o.lambda_a = lambda_a;

@@ -85,6 +85,8 @@ void TuckerCompletionImageFilter<TImage>::FitCore(const tk_tucker_coo &coo, tk_t
     tk_tucker_options_init(&o);
     /// The CPU backend of FastTucker is OpenMP's, for CPU as for OMP.
     o.backend = this->ResolveBackend(BackendType::OMP) == BackendType::CUDA ? TK_BACKEND_CUDA : TK_BACKEND_OMP;
+    /// The filter's settings are learning rates: it trains by the seed's SGD steps.
+    o.factor_update = TK_TUCKER_FACTOR_SGD;
     o.lr_a = m_LearningRateA;
     o.lr_b = m_LearningRateB;
     o.lambda_a = m_LambdaA;

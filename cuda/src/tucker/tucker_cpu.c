@@ -1,4 +1,5 @@
 /* The cpu (sequential) and omp backends of FastTucker, in float or double. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -94,8 +95,9 @@ static tk_status every_mode(tk_tucker_solver *s, const host_pass *pass)
 
 tk_status tk_tucker_host_factors(tk_tucker_solver *s)
 {
-    static const host_pass factors = {factors_coo_f, factors_coo_d, factors_bcsf_f, factors_bcsf_d};
-    return every_mode(s, &factors);
+    static const host_pass sgd = {factors_coo_f, factors_coo_d, factors_bcsf_f, factors_bcsf_d};
+    static const host_pass als = {factors_coo_als_f, factors_coo_als_d, factors_bcsf_als_f, factors_bcsf_als_d};
+    return every_mode(s, s->opts.factor_update == TK_TUCKER_FACTOR_SGD ? &sgd : &als);
 }
 
 tk_status tk_tucker_host_core(tk_tucker_solver *s)

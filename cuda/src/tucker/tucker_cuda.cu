@@ -37,6 +37,7 @@ struct dev_state {
     tk_tucker_tuning tuning = {};
     float *a[TK_TUCKER_MAX_ORDER] = {}, *b[TK_TUCKER_MAX_ORDER] = {}, *c[TK_TUCKER_MAX_ORDER] = {};
     float *delta = nullptr, *z = nullptr, *g = nullptr;
+    float *eq = nullptr; /* ALS: the normal equations of its rows of the mode in hand */
     unsigned long long *counter = nullptr;
     dev_mode mode[TK_TUCKER_MAX_ORDER];
     cudaEvent_t start = nullptr, stop = nullptr;
@@ -64,6 +65,12 @@ struct part_range {
     size_t first, last;
 };
 
+/* ALS: the normal equations of `rows` rows (tk_tucker_eq_stride floats a row). */
+static size_t eq_bytes(const tk_tucker_solver *s, size_t rows)
+{
+    return dev_bytes<float>(rows * tk_tucker_eq_stride(s->rank_j));
+}
+
 /* The model (A, B, C of every mode) and the pass scratch, on every device alike. */
 static size_t model_bytes(const tk_tucker_solver *s)
 {
@@ -74,6 +81,7 @@ static size_t model_bytes(const tk_tucker_solver *s)
         if (rows > maxdim) maxdim = rows;
         bytes += dev_bytes<float>(rows * J) + dev_bytes<float>(J * R) + dev_bytes<float>(rows * R);
     }
+    bytes += s->opts.factor_update == TK_TUCKER_FACTOR_ALS ? eq_bytes(s, maxdim) : 0;
     return bytes + dev_bytes<float>(maxdim * J) + dev_bytes<float>(maxdim * R) + J * R * sizeof(float) +
            sizeof(unsigned long long);
 }
@@ -221,6 +229,9 @@ static tk_status create_device(tk_tucker_solver *s, const tk_tucker_model *m, de
     }
     if ((st = dev_alloc(s, d, need, (void **)&d->delta, dev_bytes<float>(maxdim * J))) != TK_OK) return st;
     CK(cudaMemset(d->delta, 0, maxdim * J * sizeof(float)));
+    if (s->opts.factor_update == TK_TUCKER_FACTOR_ALS &&
+        (st = dev_alloc(s, d, need, (void **)&d->eq, eq_bytes(s, maxdim))) != TK_OK)
+        return st;
     if ((st = dev_alloc(s, d, need, (void **)&d->z, dev_bytes<float>(maxdim * R))) != TK_OK) return st;
     if ((st = dev_alloc(s, d, need, (void **)&d->g, J * R * sizeof(float))) != TK_OK) return st;
     if ((st = dev_alloc(s, d, need, (void **)&d->counter, sizeof(unsigned long long))) != TK_OK) return st;
@@ -395,6 +406,7 @@ static void destroy_device(dev_state *d)
         tk_tucker_gpu_mode_free(&d->mode[n]);
     }
     tk_cuda_free(d->delta);
+    tk_cuda_free(d->eq);
     tk_cuda_free(d->z);
     tk_cuda_free(d->g);
     tk_cuda_free(d->counter);
@@ -427,6 +439,8 @@ static pass_args make_args(const tk_tucker_solver *s, const dev_state *d, int n)
     p.cn = d->c[n];
     p.delta = d->delta;
     p.z = d->z;
+    p.eq = d->eq;
+    p.row_lo = d->row_lo[n];
     p.counter = d->counter;
     return p;
 }
@@ -466,10 +480,9 @@ static int pass_blocks(const dev_state *d, unsigned long long parts)
     return (int)(need < cap ? (need ? need : 1) : cap);
 }
 
-/* Device d's factor updates of mode n: its sub-slices, then its rows' deltas and C rows. */
-static tk_status factor_mode(const tk_tucker_solver *s, dev_state *d, int n)
+/* Device d's SGD factor updates of mode n: its sub-slices, then its rows' deltas and C rows. */
+static tk_status factor_mode_sgd(const tk_tucker_solver *s, dev_state *d, int n)
 {
-    CK(cudaSetDevice(d->device));
     pass_args p = make_args(s, d, n);
     p.lr = (float)s->opts.lr_a;
     p.lambda = (float)s->opts.lambda_a;
@@ -486,6 +499,47 @@ static tk_status factor_mode(const tk_tucker_solver *s, dev_state *d, int n)
         factor_kernel<policy, 2, 64><<<blocks, threads>>>(p);
     CK(cudaGetLastError());
     return refresh(s, d, n, d->row_lo[n], d->row_hi[n], true);
+}
+
+/* Device d's ALS factor updates of mode n: its sub-slices' normal equations into its rows'
+ * slots, one solve a row, then its C rows. */
+static tk_status factor_mode_als(const tk_tucker_solver *s, dev_state *d, int n)
+{
+    const uint32_t rows = d->row_hi[n] - d->row_lo[n];
+    if (!rows) return TK_OK;
+    const int J = s->rank_j;
+    pass_args p = make_args(s, d, n);
+    CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
+    CK(cudaMemsetAsync(d->eq, 0, (size_t)rows * tk_tucker_eq_stride(J) * sizeof(float)));
+    int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
+    bool wide_j = J > 32, wide_r = s->rank_r > 32;
+    if (!wide_j && !wide_r)
+        factor_als_kernel<policy, 1, 32><<<blocks, threads>>>(p);
+    else if (!wide_j)
+        factor_als_kernel<policy, 1, 64><<<blocks, threads>>>(p);
+    else if (!wide_r)
+        factor_als_kernel<policy, 2, 32><<<blocks, threads>>>(p);
+    else
+        factor_als_kernel<policy, 2, 64><<<blocks, threads>>>(p);
+    CK(cudaGetLastError());
+    /* A warp a row, its J x J + J floats in shared memory: fewer warps a block at J > 32. */
+    const int solve_warps = J > 32 ? 2 : policy::warps_per_block;
+    const size_t shared = (size_t)solve_warps * (size_t)(J * J + J) * sizeof(float);
+    unsigned long long need = (rows + solve_warps - 1) / solve_warps;
+    unsigned long long cap = (unsigned long long)d->sms * (unsigned long long)d->tuning.refresh_blocks_per_sm;
+    const int solve_blocks = (int)(need < cap ? need : cap);
+    solve_rows_kernel<policy><<<solve_blocks, solve_warps * 32, shared>>>(
+        d->a[n] + (size_t)d->row_lo[n] * J, d->eq, rows, J, (float)s->opts.lambda_a, (float)TK_TUCKER_ALS_OMEGA,
+        solve_warps);
+    CK(cudaGetLastError());
+    return refresh(s, d, n, d->row_lo[n], d->row_hi[n], false);
+}
+
+/* Device d's factor updates of mode n, by the solver's factor update. */
+static tk_status factor_mode(const tk_tucker_solver *s, dev_state *d, int n)
+{
+    CK(cudaSetDevice(d->device));
+    return s->opts.factor_update == TK_TUCKER_FACTOR_SGD ? factor_mode_sgd(s, d, n) : factor_mode_als(s, d, n);
 }
 
 /* Several GPUs: every device's rows of A(n) to every other, which then recompute C(n) on

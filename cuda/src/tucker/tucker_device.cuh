@@ -27,6 +27,8 @@ struct pass_args {
     const float *cn;  /* C(n) (core pass) */
     float *delta;     /* factor pass: changes of split rows */
     float *z;         /* core pass: z per row */
+    float *eq;        /* factor pass, ALS: normal equations per row, from row_lo (tk_tucker_eq_stride) */
+    uint32_t row_lo;  /* the first row of A(n) this device owns */
     float lr, lambda;
     unsigned long long *counter;
 };

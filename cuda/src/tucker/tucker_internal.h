@@ -28,6 +28,19 @@ static inline void tk_tucker_other_modes(int order, int n, int *others)
         if (m != n) others[k++] = m;
 }
 
+/* ALS factor pass: the relaxation of each row's exact solve, a += omega (solution - a).  Any
+ * omega in (0, 2) lowers f on that row (f is quadratic in it).  1, the plain solve: 1.1-1.2
+ * crossed ALS's flat stretches in fewer iterations on some planted models but drove others to
+ * degenerate factors (held-out RMSE 0.66 and 2.95 where 1 reached the floor; benchmarks.md,
+ * "Time to accuracy"). */
+#define TK_TUCKER_ALS_OMEGA 1.0
+
+/* ALS on CUDA: one row's slot of normal equations, J x J, J, and the "had entries" flag. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline size_t tk_tucker_eq_stride(int J) { return (size_t)J * (size_t)J + (size_t)J + 1; }
+
 /* Host state of the cpu/omp backends, one precision (float or double arrays). */
 typedef struct tk_tucker_host {
     void *a[TK_TUCKER_MAX_ORDER], *b[TK_TUCKER_MAX_ORDER], *c[TK_TUCKER_MAX_ORDER];

@@ -13,6 +13,7 @@
 static const tk_tucker_options tucker_defaults = {
     .backend = TK_BACKEND_CPU,
     .storage = TK_TUCKER_BCSF,
+    .factor_update = TK_TUCKER_FACTOR_SGD,
     .lr_a = 0.05,
     .lr_b = 1.0,
     .lambda_a = 0.001,
@@ -105,6 +106,11 @@ tk_status tk_tucker_update_factors(tk_tucker_solver *s)
 
 tk_status tk_tucker_update_core(tk_tucker_solver *s)
 {
+    /* B(n) += 0 (...) is no change: skip the pass (its C refresh would recompute the same). */
+    if (s->opts.lr_b == 0) {
+        s->timing.core_ms = 0;
+        return TK_OK;
+    }
     double t0 = tk_now_ms(), ms = 0;
     tk_status st = s->opts.backend == TK_BACKEND_CUDA ? tk_tucker_cuda_core(s, &ms) : tk_tucker_host_core(s);
     s->timing.core_ms = s->opts.backend == TK_BACKEND_CUDA ? ms : tk_now_ms() - t0;

@@ -1,0 +1,89 @@
+/* tk-bench tucker --to-accuracy (bench_tucker_accuracy.h). */
+#include "bench_tucker_accuracy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bench_common.h"
+#include "bench_json.h"
+#include "bench_tucker_scaling.h"
+#include "cli.h"
+
+/* Issue 26: within 5% of the noise floor. */
+#define TARGET_FACTOR 1.05
+/* cuFasterTucker's COO variant built from the authors' code on the H100, seconds per
+ * iteration (factor 0.58-0.61 + core 0.65-0.66): the low ends. */
+#define SEED_COO_H100_ITER_S (0.58 + 0.65)
+
+void bench_tucker_accuracy_header(const bench_tucker_accuracy *a)
+{
+    printf("# time to accuracy (issue 26): sgd = the library's default settings (the seed's SGD, lr_a 0.05, lr_b 1),\n"
+           "# als = exact row solves with the core fixed (no rate); until\n"
+           "# the test RMSE <= %.2f x the noise %g = %.4f (the planted model itself scores %.4f here), at most %ld\n"
+           "# iterations; train_s = set-up + update passes, wall_s adds the per-iteration test checks;\n"
+           "# seed_coo_s: cuFasterTucker's COO variant at its H100 time per iteration (%.2f s) x the row's\n"
+           "# iterations, not a measurement (its algorithm is the sgd rows')\n",
+           TARGET_FACTOR, a->noise, TARGET_FACTOR * a->noise, a->truth_rmse, a->max_iters, SEED_COO_H100_ITER_S);
+    printf("%-11s %6s %9s %9s %9s %9s %10s %11s %9s\n", "backend", "iters", "setup_s", "train_s", "wall_s", "s/iter",
+           "test_rmse", "seed_coo_s", "goal");
+    tk_bench_json_reference("time-to-accuracy target test RMSE", TARGET_FACTOR * a->noise, "RMSE",
+                            "issue 26: within 5% of the synthetic noise");
+    tk_bench_json_reference("cuFasterTucker COO H100 iteration", SEED_COO_H100_ITER_S, "s/iteration",
+                            "the seed's COO code measured on an H100 (factor + core, low ends)");
+}
+
+void bench_tucker_accuracy_row(const bench_tucker_accuracy *a, const char *backend_name, int als, tk_backend backend,
+                               tk_precision precision, const tk_tucker_coo *train, const tk_tucker_coo *test,
+                               const tk_tucker_model *init)
+{
+    tk_tucker_options o;
+    tk_tucker_options_init(&o); /* the defaults: the issue's "no tuning flags" */
+    if (als) o.factor_update = TK_TUCKER_FACTOR_ALS, o.lr_b = 0; /* no rate; the core as it starts */
+    char name[32];
+    snprintf(name, sizeof name, "%s %s", backend_name, als ? "als" : "sgd");
+    o.backend = backend;
+    o.precision = precision;
+    o.num_threads = a->threads;
+    o.fiber_threshold = a->threshold;
+    const double target = TARGET_FACTOR * a->noise, t0 = tk_cli_now_ms();
+    tk_tucker_solver *s = NULL;
+    if (tk_tucker_solver_create(&o, train, init, &s) != TK_OK) {
+        printf("%-11s skipped: %s\n", name, tk_last_error());
+        fflush(stdout);
+        return;
+    }
+    tk_timing tf, tc;
+    tk_tucker_solver_timing(s, &tf, NULL);
+    double setup_s = tf.setup_ms / 1e3, passes_s = 0, rmse = 0;
+    long it = 0, reached = 0;
+    tk_status st = TK_OK;
+    while (it < a->max_iters && !reached) {
+        if ((st = tk_tucker_update_factors(s)) != TK_OK || (st = tk_tucker_update_core(s)) != TK_OK) break;
+        ++it;
+        tk_tucker_solver_timing(s, &tf, &tc);
+        passes_s += (tf.kernel_ms + tc.kernel_ms) / 1e3;
+        rmse = bench_tucker_test_metrics(s, init, test).rmse;
+        if (rmse <= target) reached = it;
+    }
+    const double wall_s = (tk_cli_now_ms() - t0) / 1e3;
+    tk_tucker_solver_destroy(s);
+    if (st != TK_OK) {
+        printf("%-11s failed at iteration %ld: %s\n", name, it + 1, tk_last_error());
+        fflush(stdout);
+        return;
+    }
+    char iters[32], seed_s[32];
+    snprintf(iters, sizeof iters, reached ? "%ld" : ">%ld", it);
+    snprintf(seed_s, sizeof seed_s, reached ? "%.2f" : ">%.2f", (double)it * SEED_COO_H100_ITER_S);
+    printf("%-11s %6s %9.2f %9.2f %9.2f %9.4f %10.6f %11s %9s\n", name, iters, setup_s, setup_s + passes_s, wall_s,
+           it ? passes_s / (double)it : 0.0, rmse, seed_s, reached ? "reached" : "MISSED");
+    fflush(stdout);
+    tk_bench_json_row("accuracy"), tk_bench_json_str("backend", backend_name);
+    tk_bench_json_str("factor_update", als ? "als" : "sgd");
+    tk_bench_json_num("reached", reached ? 1 : 0), tk_bench_json_num("iterations", (double)it);
+    tk_bench_json_num("setup_s", setup_s), tk_bench_json_num("train_s", setup_s + passes_s);
+    tk_bench_json_num("wall_s", wall_s), tk_bench_json_num("test_rmse", rmse);
+    tk_bench_json_num("target_rmse", target);
+    tk_bench_json_num("seed_coo_s", (double)it * SEED_COO_H100_ITER_S);
+}
