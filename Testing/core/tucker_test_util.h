@@ -174,6 +174,12 @@ inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_t
 // and 0.5% above, where each prediction is a product of 4 to 9 rows in float (float against
 // double: 3.3e-4 at order 10; the H100 against omp: 1.04e-3 there).
 inline double solves_rmse_tolerance(int order) { return order <= 3 ? 1e-3 : 5e-3; }
+// Above order 5 the row equations of this data (J = 4, rows of 3 to 9 indices holding
+// thousands of entries, split into sub-slices whose sums meet by atomics) are so near
+// singular that the order of the float sums moves the fit itself: on the H100 two runs of the
+// same start on the same GPU ended two iterations at RMSE 0.5298 and 0.5504 (order 10).  No
+// rounding-level comparison holds there, so the ALS comparisons stop at order 5.
+inline bool solves_compare_to_rounding(int order) { return order <= 5; }
 
 inline void expect_same_solves_to_rounding(const tk_tucker_model &x, const tk_tucker_model &y,
                                            const tk_tucker_coo &t, const std::string &what)
