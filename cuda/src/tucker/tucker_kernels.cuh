@@ -31,6 +31,26 @@
 
 #include "tucker_device.cuh"
 
+/* The warp kernels' v = B q: lane j's rows of B in registers (breg), q broadcast from the
+ * warp's shared row as float4, each v_j summed in r order. */
+template <int JPL, int MAXR>
+__device__ __forceinline__ void warp_core_times(const float (&breg)[JPL][MAXR], const float4 *q4, float (&v)[JPL])
+{
+#pragma unroll
+    for (int jj = 0; jj < JPL; ++jj) v[jj] = 0.0f;
+#pragma unroll
+    for (int r4 = 0; r4 < MAXR / 4; ++r4) {
+        float4 qq = q4[r4];
+#pragma unroll
+        for (int jj = 0; jj < JPL; ++jj) {
+            v[jj] = fmaf(breg[jj][4 * r4 + 0], qq.x, v[jj]);
+            v[jj] = fmaf(breg[jj][4 * r4 + 1], qq.y, v[jj]);
+            v[jj] = fmaf(breg[jj][4 * r4 + 2], qq.z, v[jj]);
+            v[jj] = fmaf(breg[jj][4 * r4 + 3], qq.w, v[jj]);
+        }
+    }
+}
+
 /* Factor pass: JPL rows of B per lane (J <= 32 * JPL), MAXR padded rank (32 or 64). */
 template <class Policy, int JPL, int MAXR>
 __global__ void __launch_bounds__(Policy::threads_per_block) factor_kernel(pass_args p)
@@ -62,19 +82,7 @@ __global__ void __launch_bounds__(Policy::threads_per_block) factor_kernel(pass_
             for (int rr = 0; rr < RPL; ++rr) qs[warp][lane + 32 * rr] = q[rr];
             __syncwarp();
             float v[JPL];
-#pragma unroll
-            for (int jj = 0; jj < JPL; ++jj) v[jj] = 0.0f;
-#pragma unroll
-            for (int r4 = 0; r4 < MAXR / 4; ++r4) {
-                float4 qq = q4[r4];
-#pragma unroll
-                for (int jj = 0; jj < JPL; ++jj) {
-                    v[jj] = fmaf(breg[jj][4 * r4 + 0], qq.x, v[jj]);
-                    v[jj] = fmaf(breg[jj][4 * r4 + 1], qq.y, v[jj]);
-                    v[jj] = fmaf(breg[jj][4 * r4 + 2], qq.z, v[jj]);
-                    v[jj] = fmaf(breg[jj][4 * r4 + 3], qq.w, v[jj]);
-                }
-            }
+            warp_core_times<JPL, MAXR>(breg, q4, v);
             __syncwarp();
             float dot = 0.0f, vv = 0.0f;
 #pragma unroll
@@ -139,19 +147,7 @@ __global__ void __launch_bounds__(Policy::threads_per_block) factor_als_kernel(p
             for (int rr = 0; rr < MAXR / 32; ++rr) qs[warp][lane + 32 * rr] = q[rr];
             __syncwarp();
             float v[JPL];
-#pragma unroll
-            for (int jj = 0; jj < JPL; ++jj) v[jj] = 0.0f;
-#pragma unroll
-            for (int r4 = 0; r4 < MAXR / 4; ++r4) {
-                float4 qq = q4[r4];
-#pragma unroll
-                for (int jj = 0; jj < JPL; ++jj) {
-                    v[jj] = fmaf(breg[jj][4 * r4 + 0], qq.x, v[jj]);
-                    v[jj] = fmaf(breg[jj][4 * r4 + 1], qq.y, v[jj]);
-                    v[jj] = fmaf(breg[jj][4 * r4 + 2], qq.z, v[jj]);
-                    v[jj] = fmaf(breg[jj][4 * r4 + 3], qq.w, v[jj]);
-                }
-            }
+            warp_core_times<JPL, MAXR>(breg, q4, v);
 #pragma unroll
             for (int jj = 0; jj < JPL; ++jj) vs[warp][lane + 32 * jj] = v[jj];
             __syncwarp();
