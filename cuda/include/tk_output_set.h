@@ -131,5 +131,12 @@ int tk_outset_fail(const tk_outset *s, int code, const char *fmt, ...)
  * commit one of them was killed in the middle of.  Returns how many were removed. */
 int tk_outset_remove_stale(const char *folder);
 
+/** Whether a new file can be made beside path now (a check before any work, before a set
+ * exists: /proc and some mounts pass access(2) and refuse the file): makes and removes an
+ * empty ".tk-tmp-PID-probe-NAME" there.  A cleanup signal meanwhile waits until the probe is
+ * gone, and a handler on another thread removes it, so no signal leaves the probe behind.
+ * Returns 0, or the errno of the failure. */
+int tk_outset_probe(const char *path);
+
 TK_API_END
 #endif

@@ -89,6 +89,8 @@ static int handling, committing;
  * leave the folder behind (the bad-input matrix's SIGINT row caught that under ASan). */
 static int making;
 static volatile sig_atomic_t deferred_sig;
+/* A probe file being made by tk_outset_probe, named before it exists (as pending_tmpdir is). */
+static char *volatile pending_probe;
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER; /* sets made on several threads at once */
@@ -127,6 +129,8 @@ static void on_signal(int sig)
             const pid_t me = getpid();
             for (int k = 0; k < MAX_SETS; ++k)
                 if (active[k] && !active[k]->committed && active[k]->owner == me) remove_temporaries_unsafe(active[k]);
+            const char *probe = LOAD(pending_probe);
+            if (probe) unlink(probe);
             signal(sig, SIG_DFL);
             raise(sig); /* delivered when the handler returns: the process ends by the signal, as before */
             return;     /* handling stays 1: the process is ending */
@@ -1532,3 +1536,44 @@ static int remove_stale(const tk_outset *s, const char *folder)
 }
 
 int tk_outset_remove_stale(const char *folder) { return remove_stale(NULL, folder); }
+
+int tk_outset_probe(const char *path)
+{
+    if (!path || !*path) return ENOENT;
+    install_once(); /* a signal after the probe is made reaches on_signal, which removes it */
+    const char *base;
+    char *folder = folder_of(path, &base);
+    char *name = last_name(path);
+    char pid[48];
+    snprintf(pid, sizeof pid, "%s%ld-probe-", TMP_PREFIX, (long)getpid());
+    char *dir = folder ? cat3(folder, strcmp(folder, "/") ? "/" : "", pid) : NULL;
+    char *probe = dir && name ? cat3(dir, "", name) : NULL;
+    free(folder);
+    free(name);
+    free(dir);
+    if (!probe) return ENOMEM;
+    /* This thread holds the cleanup signals until the probe is gone; a handler on another
+     * thread either sees `making` and waits for the probe's removal, or was seen here first
+     * (handling), and then no probe is made: the same handshake as make_tmpdir's. */
+    sigset_t old;
+    block(&old);
+    __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    while (LOAD(handling)) {
+        __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+        wait_for_handler(); /* it ends the process, or gave up (a commit on another thread) */
+        __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    }
+    STORE(pending_probe, probe);
+    int err = 0;
+    const int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) err = errno;
+    else {
+        close(fd);
+        unlink(probe);
+    }
+    STORE(pending_probe, NULL);
+    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    unblock(&old); /* a signal that came meanwhile is delivered now, with nothing to leave behind */
+    free(probe);
+    return err;
+}

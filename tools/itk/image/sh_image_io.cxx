@@ -357,12 +357,6 @@ std::string without_temporary(std::string text, const std::string &tmp, const st
     return text;
 }
 
-std::string folder_of(const std::string &path)
-{
-    const size_t slash = path.find_last_of('/');
-    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // Where a header written by ITK ends in an attached file (NRRD: the blank line; MetaImage:
 // the line "ElementDataFile = LOCAL"), so that the file's size can be checked exactly:
 // ITK's MetaImage writer reports a failed write (a full disk) on stderr and carries on.
@@ -1106,13 +1100,10 @@ std::vector<std::string> volume_files(const std::string &path)
 
 std::string creation_problem(const std::string &path)
 {
-    const std::string probe_path =
-        folder_of(path) + "/.tk-tmp-" + std::to_string(getpid()) + "-probe-" + path.substr(path.find_last_of('/') + 1);
-    const int fd = open(probe_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
-    if (fd < 0) return path + ": cannot create: " + std::strerror(errno);
-    close(fd);
-    std::remove(probe_path.c_str());
-    return "";
+    // the probe is made and removed with the cleanup signals held (tk_output_set.h): a Ctrl-C
+    // at this moment must not leave it behind, as the bad-input matrix's SIGINT row once did
+    const int err = tk_outset_probe(path.c_str());
+    return err ? path + ": cannot create: " + std::strerror(err) : "";
 }
 
 int add_volume_output(tk_outset *set, const char *flag, const std::string &path)
