@@ -31,15 +31,21 @@ struct Out {
     size_t bad = 0, truncated = 0, redone = 0;
 };
 
-// One execute of a plan for o (one_thread: every voxel by the one-thread kernel); the arrays
-// start as garbage, so that a slot the backend leaves unwritten shows.
+// The kernels a cuda plan may run its voxels through: the default (the samples as a matrix
+// product, then the pull kernel), every voxel by the one-thread kernel (the reference), the fused
+// warp kernel (a block's voxels sampled together; the A/B reference of the default).
+enum Kernel { PULL = 0, ONE_THREAD = 1, FUSED = 2 };
+
+// One execute of a plan for o by kernel; the arrays start as garbage, so that a slot the backend
+// leaves unwritten shows.
 tk_status run(tk_fixels_options o, const std::vector<float> &sh, const std::vector<uint8_t> &mask, size_t nv, Out &r,
-              double *seconds, int one_thread = 0)
+              double *seconds, Kernel kernel = PULL)
 {
     tk_fixels_plan *p = nullptr;
     tk_status s = tk_fixels_plan_create(&o, &p);
     if (s != TK_OK) return s;
-    if (one_thread && (s = tk_fixels_plan_set_one_thread(p, 1)) != TK_OK) {
+    if ((kernel == ONE_THREAD && (s = tk_fixels_plan_set_one_thread(p, 1)) != TK_OK) ||
+        (s = tk_fixels_plan_set_fused(p, kernel == FUSED)) != TK_OK) {
         tk_fixels_plan_destroy(p);
         return s;
     }
@@ -177,11 +183,19 @@ void check_warp_against_one_thread(size_t nv)
         const tk_status s = run(o, sh, mask, nv, warp, &ws);
         TK_SKIP_IF_NO_GPU(s);
         ASSERT_EQ(s, TK_OK) << tk_last_error();
-        ASSERT_EQ(run(o, sh, mask, nv, one, &os, 1), TK_OK) << tk_last_error();
+        ASSERT_EQ(run(o, sh, mask, nv, one, &os, ONE_THREAD), TK_OK) << tk_last_error();
         char what[96];
         std::snprintf(what, sizeof what, "%zu voxels, %d directions, maxnum %d, merge ratio %.1f", nv,
                       dirs ? dirs : TK_FIXELS_DIRECTIONS, maxnum, r.ratio);
         expect_same_bits(warp, one, nv, what);
+        // the fused kernel (the default's A/B reference) too, and both pass on the same voxels
+        Out fused;
+        double fs = 0;
+        ASSERT_EQ(run(o, sh, mask, nv, fused, &fs, FUSED), TK_OK) << tk_last_error();
+        char fwhat[128];
+        std::snprintf(fwhat, sizeof fwhat, "%s, fused kernel", what);
+        expect_same_bits(fused, one, nv, fwhat);
+        EXPECT_EQ(fused.redone, warp.redone) << what;
         EXPECT_EQ(warp.bad, bad) << what;
         EXPECT_EQ(warp.count[11], 0) << what;
         EXPECT_EQ(warp.count[20], 0) << what;
@@ -203,8 +217,8 @@ void check_warp_against_one_thread(size_t nv)
             EXPECT_EQ(warp.count[v], cpu.count[v]) << what << " voxel " << v;
         EXPECT_EQ(warp.bad, cpu.bad) << what;
         EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
-        std::printf("%s: warp kernel %.0f voxels/s, one-thread kernel %.0f voxels/s (transfers included); "
-                    "%zu voxels passed on\n", what, nv / ws, nv / os, warp.redone);
+        std::printf("%s: warp kernel %.0f voxels/s (fused %.0f), one-thread kernel %.0f voxels/s (transfers "
+                    "included); %zu voxels passed on\n", what, nv / ws, nv / fs, nv / os, warp.redone);
     }
 }
 
@@ -237,7 +251,7 @@ TEST(FixelsCuda, VoxelsWithMoreLobesThanTheWarpTableGiveTheCpusFixels)
         const tk_status s = run(o, sh, mask, nv, warp, &ws);
         TK_SKIP_IF_NO_GPU(s);
         ASSERT_EQ(s, TK_OK) << tk_last_error();
-        ASSERT_EQ(run(o, sh, mask, nv, one, &os, 1), TK_OK) << tk_last_error();
+        ASSERT_EQ(run(o, sh, mask, nv, one, &os, ONE_THREAD), TK_OK) << tk_last_error();
         o.backend = TK_BACKEND_OMP;
         ASSERT_EQ(run(o, sh, mask, nv, cpu, &cs), TK_OK) << tk_last_error();
         char what[64];

@@ -40,6 +40,12 @@ tk_status tk_fibers_plan_execute_counted(tk_fibers_plan *plan, size_t num_voxels
  * plan's default), the warp-a-voxel kernel, which passes the voxels whose lobes outgrow its
  * shared table to the one-thread kernel.  TK_ERR_ARGUMENT for a plan not on cuda. */
 tk_status tk_fixels_plan_set_one_thread(tk_fixels_plan *plan, int on);
+/* A cuda plan's warp kernel: on (1), the fused kernel (a block's voxels sampled together, the
+ * block held until its slowest voxel is done; the A/B reference, also TK_FIXELS_CUDA_FUSED=1 in
+ * the environment at the plan's creation); off (0, the default), the samples as a matrix product
+ * and the pull kernel (warps taking voxels from a counter).  TK_ERR_ARGUMENT for a plan not on
+ * cuda. */
+tk_status tk_fixels_plan_set_fused(tk_fixels_plan *plan, int on);
 /* The voxels of the plan's last execute that the warp kernel passed on (0 on cpu/omp). */
 size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);
 

@@ -5,7 +5,7 @@
 # fixels (cuda transfers included beside the 10M voxels/s goal, omp on the machine's cores) on
 # 600k voxels; then compute-sanitizer memcheck and racecheck on the small CUDA case.  Needs .deps/
 # carried (scripts/device/make_deps.sh).  Logs under $OUT.  BENCH_ARGS adds tk-bench flags;
-# SAN_TOOLS=none skips the sanitizers; AB_REGISTERS and PHASES (below) add measurements.
+# SAN_TOOLS=none skips the sanitizers; AB_FUSED, AB_REGISTERS and PHASES (below) add measurements.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ -z "${SKIP_MAIN:-}" ]; then
@@ -28,6 +28,18 @@ if [ "${SAN_TOOLS:-}" != none ]; then
   wait
   grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED\|FAILED" "$OUT"/san_*.log
 fi
+fi
+# AB_FUSED=1: the cuda bench (600k voxels) with the fused warp kernel (TK_FIXELS_CUDA_FUSED=1: a
+# block's voxels sampled together) and the default (the samples kernel, then the pull kernel),
+# alternating, three runs of each on the same card.
+if [ -n "${AB_FUSED:-}" ]; then
+  for r in 1 2 3; do
+    for f in 1 0; do
+      echo "# TK_FIXELS_CUDA_FUSED=$f (run $r)"
+      TK_FIXELS_CUDA_FUSED=$f build-dev/bin/tk-bench fixels --backends cuda --voxels 600000 --repeat 3 --fod2fixel off \
+        --tk-fixels off 2>&1 | grep -E "^cuda"
+    done
+  done | tee "$OUT/bench_fixels_ab_fused.txt"
 fi
 # AB_REGISTERS=200 (say): the warp kernel's register cap A/B on the same card, fixels_cuda.cu
 # rebuilt with it (TK_FIXELS_WARP_REGISTERS), the cuda bench and the bit-for-bit tests again, then

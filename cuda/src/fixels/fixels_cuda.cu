@@ -1,5 +1,6 @@
 /* The fixels' CUDA backend: the volume in chunks through two streams, each chunk's voxels
- * segmented by the warp-a-voxel kernel (fixels_warp.cuh, the working set in shared memory), and
+ * sampled by a matrix product (fixels_samples.cuh) and segmented by the warp-a-voxel kernel, its
+ * warps pulling voxels from a counter (fixels_warp.cuh, the working set in shared memory), and
  * the few voxels whose lobes outgrow its shared table by the one-thread kernel below (the
  * host's segmentation text, fixels_segment.h, with its scratch in global memory).  Both give
  * the host's fixels.  The chunks go through pinned staging buffers, two of everything, so that
@@ -30,8 +31,11 @@
 
 enum { T_DIRS, T_WEIGHTS, T_ADJ, T_BASIS, T_MAP, T_ROWS_SRC, T_ROWS_WEIGHT, T_COUNTERS, TABLES };
 /* A stream's device buffers: the chunk's input, its outputs, the list of voxels for the
- * one-thread kernel (its count first) and that kernel's scratch. */
-enum { C_SH, C_MASK, C_COUNT, C_AFD, C_AMP, C_MEAN, C_PEAK, C_LUT, C_REDO, C_SCRATCH, CHUNKS };
+ * one-thread kernel (its count first, then the pull kernel's counter of voxels taken), that
+ * kernel's scratch and the chunk's samples (the pull kernel's input). */
+enum { C_SH, C_MASK, C_COUNT, C_AFD, C_AMP, C_MEAN, C_PEAK, C_LUT, C_REDO, C_SCRATCH, C_SAMPLES, CHUNKS };
+/* The redo buffer's head: its count, the pull kernel's counter; the list after them. */
+#define TK_FX_REDO_HEAD 2
 /* The outputs, in tk_fixels_output's order: device buffer C_COUNT + i. */
 enum { O_COUNT, O_AFD, O_AMP, O_MEAN, O_PEAK, O_LUT, OUTS };
 
@@ -46,8 +50,10 @@ typedef struct {
 } fx_stream;
 
 struct tk_fixels_cuda_state {
-    int device, k, slots, vpb;     /* vpb: voxels (warps) a block of the warp kernel; 0: none fits */
+    int device, k, slots, vpb;     /* vpb: voxels (warps) a block of the fused warp kernel; 0: none fits */
+    int pull_vpb, pull_blocks;     /* the pull kernel's warps a block, and its blocks (all resident) */
     int one_thread;                /* every voxel by the one-thread kernel (the tests' reference) */
+    int fused;                     /* the fused warp kernel instead of the samples and pull kernels */
     size_t chunk, work_bytes, warp_smem, redo_threads;
     size_t redone;                 /* the last execute's voxels that the warp kernel passed on */
     tk_fixels_view view;           /* device pointers */
@@ -120,33 +126,54 @@ static size_t out_bytes(int i, size_t S, size_t N)
     return b[i];
 }
 
-/* The warp kernel's voxels a block: the count that keeps the most voxels resident on an SM
- * (shared memory and registers, by the occupancy calculator), the larger of equals (more
- * voxels share the block's pass over the basis); 0 where not one voxel's working set fits. */
-static tk_status pick_voxels_per_block(tk_fixels_cuda_state *st)
+/* A warp kernel's voxels a block (*vpb): the count that keeps the most voxels resident on an SM
+ * (shared memory and registers, by the occupancy calculator), the larger of equals (the fused
+ * kernel's voxels share the block's pass over the basis), and the blocks of it an SM (*blocks);
+ * *vpb 0 where not one voxel's working set fits. */
+static tk_status pick_voxels_per_block(const tk_fixels_cuda_state *st, const void *kernel, int *vpb, int *blocks)
 {
     int optin = 0;
     cudaFuncAttributes attr;
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device));
-    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&attr, fixels_warp_kernel));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&attr, kernel));
     /* the dynamic shared memory a block may ask for: the opt-in limit less the kernel's static */
     const size_t most = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
-    st->vpb = 0;
+    *vpb = *blocks = 0;
     if (st->warp_smem > most) return TK_OK;
-    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(fixels_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       (int)most));
-    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(fixels_warp_kernel,
-                                                       cudaFuncAttributePreferredSharedMemoryCarveout,
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                        (int)cudaSharedmemCarveoutMaxShared));
     int best = 0;
-    for (int vpb = 1; vpb <= TK_FX_WARP_VOXELS_MAX; ++vpb) {
-        const size_t bytes = st->warp_smem * (size_t)vpb;
+    for (int v = 1; v <= TK_FX_WARP_VOXELS_MAX; ++v) {
+        const size_t bytes = st->warp_smem * (size_t)v;
         if (bytes > most) break;
-        int blocks = 0;
-        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fixels_warp_kernel,
-                                                                                   32 * vpb, bytes));
-        if (blocks * vpb >= best && blocks > 0) best = blocks * vpb, st->vpb = vpb;
+        int b = 0;
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, 32 * v, bytes));
+        if (b * v >= best && b > 0) best = b * v, *vpb = v, *blocks = b;
     }
+    return TK_OK;
+}
+
+/* Both warp kernels' blocks; the samples kernel asks for the shared memory carveout the pull
+ * kernel has, so that one chunk's product runs beside the other stream's segmentation. */
+static tk_status pick_blocks(tk_fixels_cuda_state *st)
+{
+    int blocks = 0, sms = 0;
+    tk_status status = pick_voxels_per_block(st, (const void *)fixels_warp_kernel, &st->vpb, &blocks);
+    if (status != TK_OK) return status;
+    status = pick_voxels_per_block(st, (const void *)fixels_warp_pull_kernel, &st->pull_vpb, &blocks);
+    if (status != TK_OK) return status;
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
+    st->pull_blocks = blocks * sms;
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute((const void *)fixels_samples_kernel,
+                                                       cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                       (int)cudaSharedmemCarveoutMaxShared));
+    /* a developer's A/B switch: the fused kernel (fixels_warp.cuh) */
+    const char *fused = getenv("TK_FIXELS_CUDA_FUSED");
+    st->fused = fused && strcmp(fused, "1") == 0;
+    /* a GPU that holds a fused block but no pull block (their static shared memory differs by
+     * the fused kernel's list of live voxels, so not seen) runs the fused kernel */
+    if (!st->pull_vpb) st->fused = 1;
     return TK_OK;
 }
 
@@ -173,7 +200,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, tk_cuda_malloc(&st->table[i], tbytes[i]));
         if (tsrc[i]) TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaMemcpy(st->table[i], tsrc[i], tbytes[i], cudaMemcpyHostToDevice));
     }
-    status = pick_voxels_per_block(st);
+    status = pick_blocks(st);
     if (status != TK_OK) goto fail;
     {
         /* both streams' buffers in at most a quarter of the free memory: the one-thread kernel's
@@ -186,6 +213,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         if (status != TK_OK) goto fail;
         size_t io = 4 * k + 1 + 4; /* sh, mask, the redo list */
         for (int i = 0; i < OUTS; ++i) io += out_bytes(i, S, N);
+        if (st->vpb) io += sizeof(double) * fx_samples_stride((int)N); /* the samples */
         const size_t share = free_bytes / 4 / 2;
         size_t redo = 0, chunk = 0;
         if (st->vpb) {
@@ -207,8 +235,9 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         st->chunk = chunk, st->redo_threads = redo;
         const size_t cbytes[CHUNKS] = {sizeof(float) * k * chunk, chunk, chunk, sizeof(float) * S * chunk,
                                        sizeof(float) * S * chunk, sizeof(float) * 3 * S * chunk,
-                                       sizeof(float) * 3 * S * chunk, N * chunk, sizeof(unsigned) * (chunk + 1),
-                                       st->work_bytes * st->redo_threads};
+                                       sizeof(float) * 3 * S * chunk, N * chunk,
+                                       sizeof(unsigned) * (chunk + TK_FX_REDO_HEAD), st->work_bytes * st->redo_threads,
+                                       st->vpb ? sizeof(double) * fx_samples_stride((int)N) * chunk : 1};
         for (int j = 0; j < 2; ++j) {
             fx_stream *s = &st->s[j];
             for (int i = 0; i < CHUNKS; ++i) TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, tk_cuda_malloc(&s->buf[i], cbytes[i]));
@@ -262,7 +291,7 @@ static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t firs
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemcpyAsync(s->buf[C_MASK], s->pin + s->pin_mask, n, cudaMemcpyHostToDevice, q));
     }
     unsigned *redo = (unsigned *)s->buf[C_REDO];
-    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemsetAsync(redo, 0, sizeof(unsigned), q));
+    TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemsetAsync(redo, 0, sizeof(unsigned) * TK_FX_REDO_HEAD, q));
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventRecord(s->ev[0], q));
     const float *dsh = (const float *)s->buf[C_SH];
     const uint8_t *dmask = mask ? (const uint8_t *)s->buf[C_MASK] : NULL;
@@ -270,15 +299,29 @@ static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t firs
     unsigned long long *counters = (unsigned long long *)st->table[T_COUNTERS];
     const int warp = st->vpb && !st->one_thread;
     if (warp) {
-        const unsigned blocks = (unsigned)((n + st->vpb - 1) / st->vpb);
-        fixels_warp_kernel<<<blocks, 32 * st->vpb, st->warp_smem * st->vpb, q>>>(
-            st->view, st->vpb, n, dsh, dmask, (uint8_t *)s->buf[C_COUNT], (float *)s->buf[C_AFD],
-            (float *)s->buf[C_AMP], (float *)s->buf[C_MEAN], (float *)s->buf[C_PEAK], lut, counters, redo + 1, redo);
+        const fx_warp_io io = {dsh, dmask, (uint8_t *)s->buf[C_COUNT], (float *)s->buf[C_AFD], (float *)s->buf[C_AMP],
+                               (float *)s->buf[C_MEAN], (float *)s->buf[C_PEAK], lut, counters,
+                               redo + TK_FX_REDO_HEAD, redo};
+        if (st->fused) {
+            const unsigned blocks = (unsigned)((n + st->vpb - 1) / st->vpb);
+            fixels_warp_kernel<<<blocks, 32 * st->vpb, st->warp_smem * st->vpb, q>>>(st->view, st->vpb, n, io);
+        } else {
+            double *samples = (double *)s->buf[C_SAMPLES];
+            const dim3 tiles((unsigned)((N + TK_FX_GEMM_DIRS - 1) / TK_FX_GEMM_DIRS),
+                             (unsigned)((n + TK_FX_GEMM_VOXELS - 1) / TK_FX_GEMM_VOXELS));
+            fixels_samples_kernel<<<tiles, TK_FX_GEMM_THREADS, 0, q>>>(st->view.basis, st->view.n, st->k, n, dsh,
+                                                                       samples);
+            TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
+            const size_t want = (n + st->pull_vpb - 1) / st->pull_vpb;
+            const unsigned blocks = (unsigned)(want < (size_t)st->pull_blocks ? want : (size_t)st->pull_blocks);
+            fixels_warp_pull_kernel<<<blocks, 32 * st->pull_vpb, st->warp_smem * st->pull_vpb, q>>>(
+                st->view, n, samples, io, redo + 1);
+        }
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
     }
     const size_t threads = n < st->redo_threads ? n : st->redo_threads;
     fixels_kernel<<<(unsigned)((threads + TK_FX_THREADS - 1) / TK_FX_THREADS), TK_FX_THREADS, 0, q>>>(
-        st->view, n, warp ? redo + 1 : NULL, redo, dsh, dmask, (char *)s->buf[C_SCRATCH], st->work_bytes,
+        st->view, n, warp ? redo + TK_FX_REDO_HEAD : NULL, redo, dsh, dmask, (char *)s->buf[C_SCRATCH], st->work_bytes,
         (uint8_t *)s->buf[C_COUNT], (float *)s->buf[C_AFD], (float *)s->buf[C_AMP], (float *)s->buf[C_MEAN],
         (float *)s->buf[C_PEAK], lut, counters);
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
@@ -369,6 +412,11 @@ done:
 void tk_fixels_cuda_set_one_thread(tk_fixels_cuda_state *st, int on)
 {
     st->one_thread = on != 0;
+}
+
+void tk_fixels_cuda_set_fused(tk_fixels_cuda_state *st, int on)
+{
+    st->fused = on != 0 || !st->pull_vpb;
 }
 
 size_t tk_fixels_cuda_redone(const tk_fixels_cuda_state *st)

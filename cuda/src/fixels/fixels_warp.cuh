@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include "fixels_batch_walk.h"
+#include "fixels_samples.cuh"
 #include "fixels_segment.h"
 
 /* TK_FX_WARP_LOBES (fixels_batch_walk.h, for the host test): at most a warp's lanes, as the peak
@@ -401,77 +402,63 @@ __device__ unsigned long long fx_phase_cycles[TK_FX_PHASES];
 #define FX_PHASE_START ((void)0)
 #endif
 
-/* One voxel per warp, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared memory.
- * Outputs as fixels_kernel's (the chunk's arrays); a voxel whose lobes outgrow the shared table
- * is appended to redo (redo_count entries) for the one-thread kernel. */
-__global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
-    fixels_warp_kernel(tk_fixels_view view, int vpb, size_t num_voxels, const float *sh, const uint8_t *mask,
-                       uint8_t *count, float *afd, float *amp, float *mean, float *peak, uint8_t *lut,
-                       unsigned long long *counters, unsigned *redo, unsigned *redo_count)
+/* A chunk's arrays (fixels_kernel's): the input, the outputs, the counters (the bad voxels, the
+ * truncated), and the list of the voxels passed on to the one-thread kernel (redo_count entries). */
+typedef struct {
+    const float *sh;
+    const uint8_t *mask;
+    uint8_t *count;
+    float *afd, *amp, *mean, *peak;
+    uint8_t *lut;
+    unsigned long long *counters;
+    unsigned *redo, *redo_count;
+} fx_warp_io;
+
+/* Voxel v's outputs' defaults, then whether it is one to segment (returned 1): in the mask, its
+ * coefficients finite (else counted bad) and its mean positive (the host's first test; else no
+ * lobes).  A voxel not to segment gets its empty lobe mask here.  shd: where the coefficients go
+ * as doubles (the fused kernel's sampling pass), or NULL. */
+__device__ static inline int fx_warp_start(const tk_fixels_view view, size_t v, const fx_warp_io io, double *shd,
+                                           int lane)
 {
-    extern __shared__ __align__(16) unsigned char fx_smem[];
-    __shared__ tk_fixels_view sview;
-    __shared__ int live[TK_FX_WARP_VOXELS_MAX];
     const unsigned full = 0xffffffffu;
-    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
     const int n = view.n, k = view.k, S = view.slots;
-    const fx_warp_layout lay = fx_warp_layout_for(n, k);
-    unsigned char *mine = fx_smem + (size_t)warp * lay.bytes;
-    double *values = (double *)(mine + lay.values), *shd = (double *)(mine + lay.sh);
-    const size_t v = (size_t)blockIdx.x * (size_t)vpb + (size_t)warp;
-    const bool in = v < num_voxels;
-    FX_PHASE_START;
-    if (threadIdx.x == 0) sview = view;
-
-    /* the outputs' defaults, then the coefficients of a voxel to segment */
+    float *a = io.afd + v * S, *p = io.amp + v * S, *md = io.mean + v * S * 3, *pd = io.peak + v * S * 3;
+    for (int i = lane; i < S; i += 32) a[i] = p[i] = NAN;
+    for (int i = lane; i < 3 * S; i += 32) md[i] = pd[i] = NAN;
+    if (lane == 0) io.count[v] = 0;
     int state = 0;
-    if (in) {
-        float *a = afd + v * S, *p = amp + v * S, *md = mean + v * S * 3, *pd = peak + v * S * 3;
-        for (int i = lane; i < S; i += 32) a[i] = p[i] = NAN;
-        for (int i = lane; i < 3 * S; i += 32) md[i] = pd[i] = NAN;
-        if (lane == 0) count[v] = 0;
-        if (!mask || mask[v]) {
-            int finite = 1;
-            for (int j = lane; j < k; j += 32) {
-                const double c = sh[v * k + j];
-                finite &= isfinite(c) != 0;
-                shd[j] = c;
-            }
-            finite = __all_sync(full, finite);
-            if (!finite) {
-                if (lane == 0) atomicAdd(&counters[0], 1ull);
-            } else {
-                state = 1;
-            }
+    if (!io.mask || io.mask[v]) {
+        int finite = 1;
+        for (int j = lane; j < k; j += 32) {
+            const double c = io.sh[v * k + j];
+            finite &= isfinite(c) != 0;
+            if (shd) shd[j] = c;
         }
-        __syncwarp();
-        /* a voxel whose mean is not positive has no lobes (the host's first test) */
-        if (state && !(shd[0] > 0.0)) state = 0;
-        if (!state && lut)
-            for (int d = lane; d < n; d += 32) lut[v * n + d] = TK_FIXELS_NO_LOBE;
-        if (lane == 0) live[warp] = state;
-    } else if (lane == 0) {
-        live[warp] = 0;
+        finite = __all_sync(full, finite);
+        if (!finite) {
+            if (lane == 0) atomicAdd(&io.counters[0], 1ull);
+        } else {
+            /* a voxel whose mean is not positive has no lobes (the host's first test) */
+            state = (double)io.sh[v * k] > 0.0;
+        }
     }
-    __syncthreads();
+    if (!state && io.lut)
+        for (int d = lane; d < n; d += 32) io.lut[v * n + d] = TK_FIXELS_NO_LOBE;
+    return state;
+}
 
-    /* the samples of every live voxel of the block: each basis value read once for them all */
-    unsigned lives = 0;
-    for (int j = 0; j < vpb; ++j) lives |= (unsigned)(live[j] != 0) << j;
-    if (lives) switch (vpb) {
-        case 1: fx_sample_pass<1>(view, lay, lives); break;
-        case 2: fx_sample_pass<2>(view, lay, lives); break;
-        case 3: fx_sample_pass<3>(view, lay, lives); break;
-        case 4: fx_sample_pass<4>(view, lay, lives); break;
-        case 5: fx_sample_pass<5>(view, lay, lives); break;
-        case 6: fx_sample_pass<6>(view, lay, lives); break;
-        case 7: fx_sample_pass<7>(view, lay, lives); break;
-        default: fx_sample_pass<TK_FX_WARP_VOXELS_MAX>(view, lay, lives); break;
-        }
-    __syncthreads();
-    FX_PHASE(0);
-    if (!state) return;
-
+/* The segmentation of voxel v by the warp, its samples in the values of its shared memory (mine,
+ * laid out by lay), the block's copy of the view in sview: the outputs, or v appended to the
+ * redo list where its lobes outgrow the shared table. */
+__device__ static inline void fx_warp_segment(const tk_fixels_view view, const tk_fixels_view &sview,
+                                              const fx_warp_layout lay, unsigned char *mine, size_t v,
+                                              const fx_warp_io io, int lane)
+{
+    const unsigned full = 0xffffffffu;
+    const int n = view.n, k = view.k, S = view.slots;
+    double *values = (double *)(mine + lay.values);
+    FX_PHASE_START;
     /* the largest |sample|, the first of equals */
     double most = -1.0;
     int largest = 0;
@@ -513,7 +500,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         __syncwarp();
         FX_PHASE(2);
         if (nl < 0) {
-            if (lane == 0) redo[atomicAdd(redo_count, 1u)] = (unsigned)v;
+            if (lane == 0) io.redo[atomicAdd(io.redo_count, 1u)] = (unsigned)v;
             return;
         }
         /* the bridges join their lobes in the walk's order, 32 of the order at a time: each
@@ -552,8 +539,8 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     if (nl > 0) {
         double *aniso = values, *tensor = values + k, (*rows)[6] = (double(*)[6])(values + 2 * k);
         /* the coefficients again (their first copy shared the label table's memory) */
-        shd = values + fx_climb_coefficients(n, k);
-        for (int j = lane; j < k; j += 32) shd[j] = sh[v * k + j];
+        double *const shd = values + fx_climb_coefficients(n, k);
+        for (int j = lane; j < k; j += 32) shd[j] = io.sh[v * k + j];
         __syncwarp();
         double scale = 0, iso = 0;
         if (lane == 0) scale = tk_fibers_anisotropic_part(k, shd, aniso, &iso);
@@ -619,11 +606,11 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
                 const tk_fixels_lobe *lobe = &w.lobes[l];
                 const double nm = sqrt(fx_dot3(lobe->mean, lobe->mean));
                 const double *pd = w.peaks[lobe->peak_head].dir;
-                afd[v * S + at] = (float)lobe->integral;
-                amp[v * S + at] = (float)lobe->max_peak;
+                io.afd[v * S + at] = (float)lobe->integral;
+                io.amp[v * S + at] = (float)lobe->max_peak;
                 for (int i = 0; i < 3; ++i) {
-                    mean[(v * S + at) * 3 + i] = (float)(lobe->mean[i] / nm);
-                    peak[(v * S + at) * 3 + i] = (float)pd[i];
+                    io.mean[(v * S + at) * 3 + i] = (float)(lobe->mean[i] / nm);
+                    io.peak[(v * S + at) * 3 + i] = (float)pd[i];
                 }
             }
             kept += __popc(__ballot_sync(full, keep));
@@ -631,17 +618,99 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         __syncwarp();
         FX_PHASE(5);
     }
-    if (lut)
+    if (io.lut)
         for (int d = lane; d < n; d += 32) {
             const int lab = any_lobe ? label[d] : -1;
             const int out = lab < 0 ? -1 : w.kept[fx_find(&w, lab)];
-            lut[v * n + d] = out < 0 ? TK_FIXELS_NO_LOBE : (uint8_t)out;
+            io.lut[v * n + d] = out < 0 ? TK_FIXELS_NO_LOBE : (uint8_t)out;
         }
     if (lane == 0) {
-        if (kept > S && view.max_fixels == 0) atomicAdd(&counters[1], 1ull);
-        count[v] = (uint8_t)(kept < S ? kept : S);
+        if (kept > S && view.max_fixels == 0) atomicAdd(&io.counters[1], 1ull);
+        io.count[v] = (uint8_t)(kept < S ? kept : S);
     }
     FX_PHASE(6);
+}
+
+/* The fused kernel: one voxel a warp, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared
+ * memory, the block's voxels sampled together (fx_sample_pass), so that a block's shared memory is
+ * held until its slowest voxel is done.  The pull kernel below replaces it by default; it stays
+ * for the A/B runs (TK_FIXELS_CUDA_FUSED=1, tk_fixels_plan_set_fused) and is tested bit for bit
+ * like it. */
+__global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
+    fixels_warp_kernel(tk_fixels_view view, int vpb, size_t num_voxels, fx_warp_io io)
+{
+    extern __shared__ __align__(16) unsigned char fx_smem[];
+    __shared__ tk_fixels_view sview;
+    __shared__ int live[TK_FX_WARP_VOXELS_MAX];
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+    const fx_warp_layout lay = fx_warp_layout_for(view.n, view.k);
+    unsigned char *mine = fx_smem + (size_t)warp * lay.bytes;
+    const size_t v = (size_t)blockIdx.x * (size_t)vpb + (size_t)warp;
+    FX_PHASE_START;
+    if (threadIdx.x == 0) sview = view;
+    /* the outputs' defaults, then the coefficients of a voxel to segment */
+    const int state = v < num_voxels ? fx_warp_start(view, v, io, (double *)(mine + lay.sh), lane) : 0;
+    __syncwarp();
+    if (lane == 0) live[warp] = state;
+    __syncthreads();
+
+    /* the samples of every live voxel of the block: each basis value read once for them all */
+    unsigned lives = 0;
+    for (int j = 0; j < vpb; ++j) lives |= (unsigned)(live[j] != 0) << j;
+    if (lives) switch (vpb) {
+        case 1: fx_sample_pass<1>(view, lay, lives); break;
+        case 2: fx_sample_pass<2>(view, lay, lives); break;
+        case 3: fx_sample_pass<3>(view, lay, lives); break;
+        case 4: fx_sample_pass<4>(view, lay, lives); break;
+        case 5: fx_sample_pass<5>(view, lay, lives); break;
+        case 6: fx_sample_pass<6>(view, lay, lives); break;
+        case 7: fx_sample_pass<7>(view, lay, lives); break;
+        default: fx_sample_pass<TK_FX_WARP_VOXELS_MAX>(view, lay, lives); break;
+        }
+    __syncthreads();
+    FX_PHASE(0);
+    if (state) fx_warp_segment(view, sview, lay, mine, v, io, lane);
+}
+
+/* The pull kernel (the default): its voxels' samples made before it (fixels_samples.cuh), each
+ * warp takes the chunk's next voxel from the counter *next until none is left, copies its samples
+ * into its shared memory and segments it; no warp waits for another, so a slow voxel holds only
+ * its own warp (the fused kernel's block waits for its slowest).  A grid of as many blocks as fit
+ * the GPU at once, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared memory. */
+__global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
+    fixels_warp_pull_kernel(tk_fixels_view view, size_t num_voxels, const double *samples, fx_warp_io io,
+                            unsigned *next)
+{
+    extern __shared__ __align__(16) unsigned char fx_smem[];
+    __shared__ tk_fixels_view sview;
+    const unsigned full = 0xffffffffu;
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+    const int n = view.n;
+    const fx_warp_layout lay = fx_warp_layout_for(n, view.k);
+    unsigned char *mine = fx_smem + (size_t)warp * lay.bytes;
+    double2 *to = (double2 *)(mine + lay.values);
+    const size_t stride = fx_samples_stride(n);
+    const int pairs = (int)(stride / 2);
+    if (threadIdx.x == 0) sview = view;
+    __syncthreads();
+    for (;;) {
+        unsigned got = 0;
+        if (lane == 0) got = atomicAdd(next, 1u);
+        const size_t v = __shfl_sync(full, got, 0);
+        if (v >= num_voxels) break;
+        FX_PHASE_START;
+        if (fx_warp_start(view, v, io, NULL, lane)) {
+            /* the samples, 16 bytes a lane a load, four loads in flight (the row's padding double
+             * lands in the values' own padding, fx_warp_layout_for) */
+            const double2 *from = (const double2 *)(samples + v * stride);
+#pragma unroll 4
+            for (int i = lane; i < pairs; i += 32) to[i] = __ldg(&from[i]);
+            __syncwarp();
+            FX_PHASE(0);
+            fx_warp_segment(view, sview, lay, mine, v, io, lane);
+        }
+        __syncwarp();
+    }
 }
 
 #endif
