@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(TK_FX_GEMM_THREADS)
 #pragma unroll
         for (int j = 0; j < TK_FX_GEMM_DIRS_A_LANE; ++j) {
             const int d = d0 + lane + 32 * j;
-            if (d < n) samples[v * stride + (size_t)d] = acc[i][j];
+            if (d < (int)stride) samples[v * stride + (size_t)d] = acc[i][j]; /* the padding: 0 */
         }
     }
 }

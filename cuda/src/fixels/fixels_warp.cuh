@@ -198,6 +198,137 @@ __device__ static inline void fx_warp_sort(const double *values, unsigned short 
     __syncwarp();
 }
 
+/* The 16-bit linear key of a positive sample (fixels_host_order.h's): q = v * scale truncated,
+ * clamped to 65535 (scale = 65535 / the largest sample; v > 0, so v * scale is not NaN), as
+ * 65535 - q (ascending keys, descending samples).  Monotone in v: a sort by it, stable from
+ * direction order, with each run of equal keys then put in (sample descending, direction
+ * ascending) order, is the walk's total order. */
+__device__ static inline unsigned fx_key16(double v, double scale)
+{
+    const double t = v * scale;
+    return 65535u - (t < 65535.0 ? (unsigned)t : 65535u);
+}
+
+/* Where fx_warp_sort16 fits the layout: its keys (npos uint32) in the label and order pieces,
+ * its middle buffer (npos ushorts) and histogram (256 ints) in the lobes, peaks and stage pieces
+ * (free until the walk).  The 1281 directions fit; the 5121 take fx_warp_sort. */
+__host__ __device__ static inline bool fx_sort16_fits(const fx_warp_layout &l, int n)
+{
+    return l.bytes - l.label >= 4u * (unsigned)n && l.label - l.lobes >= fx_round16(2u * (unsigned)n) + 4u * 256u;
+}
+
+/* The positive samples of values (n; the largest sample most > 0) in the walk's order into order
+ * (the layout's), returned their count: the host's sort (fx_host_sorted_positive) in warp form.
+ * The keys (65535 - q) << 16 | direction made and compacted in direction order, both bytes'
+ * counts in one histogram (the low byte's in the low half, the high byte's in the high half);
+ * two stable passes, keys -> mid (directions) -> order, equal digits ranked by lane
+ * (__match_any_sync); the second pass's keys from the samples again.  Against fx_warp_sort: two
+ * passes, not up to four, the first without the direction -> sample chain, and the linear key's
+ * bytes spread over the counters (the float key's high byte puts most samples in a few, whose
+ * atomic increments wait on each other).  Then the runs of equal keys (a few short ones a voxel:
+ * 640 keys in 65536) are marked by a ballot a 32 of the order, and each run is put in order by
+ * the lane of its first position, all runs at once. */
+__device__ static inline int fx_warp_sort16(const double *values, double most, int n, unsigned *keys,
+                                            unsigned short *mid, unsigned *hist, unsigned short *order, int lane)
+{
+    const unsigned full = 0xffffffffu;
+    const double scale = 65535.0 / most;
+    for (int b = lane; b < 256; b += 32) hist[b] = 0;
+    __syncwarp();
+    int npos = 0;
+    for (int base = 0; base < n; base += 32) {
+        const int d = base + lane;
+        const double v = d < n ? values[d] : 0.0;
+        const bool pos = v > 0.0;
+        const unsigned bits = __ballot_sync(full, pos);
+        if (pos) {
+            const unsigned key = fx_key16(v, scale);
+            keys[npos + __popc(bits & fx_lanes_below(lane))] = key << 16 | (unsigned)d;
+            atomicAdd(&hist[key & 0xffu], 1u);
+            atomicAdd(&hist[key >> 8], 0x10000u);
+        }
+        npos += __popc(bits);
+    }
+    __syncwarp();
+    for (int pass = 0; pass < 2; ++pass) {
+        /* exclusive prefix sums of the pass's counts: lane owns bins 8 lane .. 8 lane + 7; the
+         * first pass keeps the second's counts in the high halves */
+        unsigned local[8], sum = 0;
+        for (int j = 0; j < 8; ++j) {
+            const unsigned h = hist[8 * lane + j];
+            local[j] = pass ? h >> 16 : h & 0xffffu, sum += local[j];
+        }
+        unsigned incl = sum;
+        for (int off = 1; off < 32; off *= 2) {
+            const unsigned up = __shfl_up_sync(full, incl, off);
+            if (lane >= off) incl += up;
+        }
+        unsigned at = incl - sum;
+        __syncwarp();
+        for (int j = 0; j < 8; ++j) {
+            const unsigned h = hist[8 * lane + j];
+            hist[8 * lane + j] = (pass ? 0u : h & 0xffff0000u) | at, at += local[j];
+        }
+        __syncwarp();
+        /* stable scatter, 32 at a time in order: the next 32's entries read before this 32's
+         * barriers (the pass's source is not written in it) */
+        unsigned next = 0;
+        if (lane < npos) next = pass ? fx_key16(values[mid[lane]], scale) << 16 | mid[lane] : keys[lane];
+        for (int base = 0; base < npos; base += 32) {
+            const int i = base + lane;
+            const bool live = i < npos;
+            const unsigned e = next;
+            if (i + 32 < npos) next = pass ? fx_key16(values[mid[i + 32]], scale) << 16 | mid[i + 32] : keys[i + 32];
+            const unsigned digit = live ? (e >> (16 + 8 * pass)) & 0xffu : 256u + (unsigned)lane;
+            const unsigned peers = __match_any_sync(full, digit);
+            const int rank = __popc(peers & fx_lanes_below(lane));
+            const unsigned slot = live ? hist[digit] & 0xffffu : 0u;
+            __syncwarp();
+            if (live) {
+                (pass ? order : mid)[slot + rank] = (unsigned short)(e & 0xffffu);
+                if (rank == 0) hist[digit] += (unsigned)__popc(peers);
+            }
+            __syncwarp();
+        }
+    }
+    /* the runs of equal keys: flags word t, bit j: position 32 t + j has its predecessor's key
+     * (the histogram's memory, free now: n / 32 words) */
+    unsigned *same = hist;
+    unsigned prev = 0xffffffffu, any = 0;
+    for (int base = 0; base < npos; base += 32) {
+        const int i = base + lane;
+        const unsigned key = i < npos ? fx_key16(values[order[i]], scale) : 0xfffffffeu - (unsigned)lane;
+        unsigned before = __shfl_up_sync(full, key, 1);
+        if (lane == 0) before = prev;
+        const unsigned bits = __ballot_sync(full, i < npos && key == before);
+        if (lane == 0) same[base / 32] = bits;
+        any |= bits;
+        prev = __shfl_sync(full, key, 31);
+    }
+    __syncwarp();
+    if (any) {
+        /* a run: a position without its predecessor's key whose successor has it; its end: the
+         * next position without (the flags only: the runs' entries are their lanes' alone) */
+        for (int i = lane; i + 1 < npos; i += 32) {
+            if ((same[i / 32] >> (i % 32) & 1u) || !(same[(i + 1) / 32] >> ((i + 1) % 32) & 1u)) continue;
+            int end = i + 2;
+            while (end < npos && (same[end / 32] >> (end % 32) & 1u)) ++end;
+            for (int a = i + 1; a < end; ++a) {
+                const unsigned short d = order[a];
+                const double v = values[d];
+                int b = a;
+                while (b > i && (values[order[b - 1]] < v || (values[order[b - 1]] == v && order[b - 1] > d))) {
+                    order[b] = order[b - 1];
+                    --b;
+                }
+                order[b] = d;
+            }
+        }
+    }
+    __syncwarp();
+    return npos;
+}
+
 /* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view) by the
  * whole warp, 32 samples of the order a batch, lane j taking sample base + j: the batched walk of
  * fixels_batch_walk.h, its per-lane steps with the warp's shuffles, ballots and matches between
@@ -450,7 +581,10 @@ __device__ static inline int fx_warp_start(const tk_fixels_view view, size_t v, 
 
 /* The segmentation of voxel v by the warp, its samples in the values of its shared memory (mine,
  * laid out by lay), the block's copy of the view in sview: the outputs, or v appended to the
- * redo list where its lobes outgrow the shared table. */
+ * redo list where its lobes outgrow the shared table.  SORT16: the positive samples sorted by
+ * fx_warp_sort16 where it fits the layout (the pull kernel's), else by fx_warp_sort (the fused
+ * kernel's, as before it: the A/B reference). */
+template <bool SORT16>
 __device__ static inline void fx_warp_segment(const tk_fixels_view view, const tk_fixels_view &sview,
                                               const fx_warp_layout lay, unsigned char *mine, size_t v,
                                               const fx_warp_io io, int lane)
@@ -477,17 +611,22 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
     unsigned short *order = (unsigned short *)(mine + lay.order);
     int nl = 0;
     if (any_lobe) {
-        /* the positive samples in direction order, then sorted */
         int npos = 0;
-        for (int base = 0; base < n; base += 32) {
-            const int d = base + lane;
-            const bool pos = d < n && values[d] > 0.0;
-            const unsigned bits = __ballot_sync(full, pos);
-            if (pos) order[npos + __popc(bits & fx_lanes_below(lane))] = (unsigned short)d;
-            npos += __popc(bits);
+        if (SORT16 && fx_sort16_fits(lay, n)) {
+            npos = fx_warp_sort16(values, most, n, (unsigned *)(mine + lay.label), (unsigned short *)(mine + lay.lobes),
+                                  (unsigned *)(mine + lay.lobes + fx_round16(2u * (unsigned)n)), order, lane);
+        } else {
+            /* the positive samples in direction order, then sorted */
+            for (int base = 0; base < n; base += 32) {
+                const int d = base + lane;
+                const bool pos = d < n && values[d] > 0.0;
+                const unsigned bits = __ballot_sync(full, pos);
+                if (pos) order[npos + __popc(bits & fx_lanes_below(lane))] = (unsigned short)d;
+                npos += __popc(bits);
+            }
+            __syncwarp();
+            fx_warp_sort(values, order, (unsigned short *)(mine + lay.label), (int *)(mine + lay.hist), npos, lane);
         }
-        __syncwarp();
-        fx_warp_sort(values, order, (unsigned short *)(mine + lay.label), (int *)(mine + lay.hist), npos, lane);
         for (int d = lane; d < n; d += 32) label[d] = -1;
         __syncwarp();
         FX_PHASE(1);
@@ -669,7 +808,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         }
     __syncthreads();
     FX_PHASE(0);
-    if (state) fx_warp_segment(view, sview, lay, mine, v, io, lane);
+    if (state) fx_warp_segment<false>(view, sview, lay, mine, v, io, lane);
 }
 
 /* The pull kernel (the default): its voxels' samples made before it (fixels_samples.cuh), each
@@ -707,7 +846,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             for (int i = lane; i < pairs; i += 32) to[i] = __ldg(&from[i]);
             __syncwarp();
             FX_PHASE(0);
-            fx_warp_segment(view, sview, lay, mine, v, io, lane);
+            fx_warp_segment<true>(view, sview, lay, mine, v, io, lane);
         }
         __syncwarp();
     }
