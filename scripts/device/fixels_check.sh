@@ -1,6 +1,6 @@
 #!/bin/bash
 # The fixels' CUDA backend on the lent GPU (no ITK/VTK there): build the core, the fixels tests
-# and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests (the batched walk's host test too), the CUDA ones (the warp kernel
+# and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests (the batched walk's and the warp sorts' host tests too), the CUDA ones (the warp kernel
 # against the one-thread kernel bit for bit, both against omp, the many-lobe voxels), tk-bench
 # fixels (cuda transfers included beside the 10M voxels/s goal, omp on the machine's cores) on
 # 600k voxels; then compute-sanitizer memcheck and racecheck on the small CUDA case.  Needs .deps/
@@ -9,9 +9,10 @@
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ -z "${SKIP_MAIN:-}" ]; then
-. "$(dirname "$0")/build_dev.sh" tk_test_fixels tk_test_fixels_batch_walk tk_test_fixels_cuda tk-bench || exit 1
+. "$(dirname "$0")/build_dev.sh" tk_test_fixels tk_test_fixels_batch_walk tk_test_fixels_warp_sort tk_test_fixels_cuda tk-bench || exit 1
 build-dev/bin/tk_test_fixels > "$OUT/test_fixels.log" 2>&1; tail -3 "$OUT/test_fixels.log"
 build-dev/bin/tk_test_fixels_batch_walk > "$OUT/test_fixels_batch_walk.log" 2>&1; tail -3 "$OUT/test_fixels_batch_walk.log"
+build-dev/bin/tk_test_fixels_warp_sort > "$OUT/test_fixels_warp_sort.log" 2>&1; tail -1 "$OUT/test_fixels_warp_sort.log"
 build-dev/bin/tk_test_fixels_cuda > "$OUT/test_fixels_cuda.log" 2>&1
 grep -E "voxels|FAILED|Failure|Expected|Which is|PASSED|OK \]" "$OUT/test_fixels_cuda.log" | head -60
 build-dev/bin/tk-bench fixels --backends omp,cuda --threads "$(nproc)" --voxels 600000 --repeat 3 --fod2fixel off \

@@ -26,6 +26,7 @@
 #ifndef TK_FIXELS_WARP_CUH
 #define TK_FIXELS_WARP_CUH
 
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include "fixels_batch_walk.h"
@@ -361,10 +362,10 @@ __device__ static inline int fx_warp_start(const tk_fixels_view view, size_t v, 
 
 /* The segmentation of voxel v by the warp, its samples in the values of its shared memory (mine,
  * laid out by lay), the block's copy of the view in sview: the outputs, or v appended to the
- * redo list where its lobes outgrow the shared table.  SORT16: the positive samples sorted by
- * fx_warp_sort16 where it fits the layout (the pull kernel's), else by fx_warp_sort (the fused
- * kernel's, as before it: the A/B reference). */
-template <bool SORT16>
+ * redo list where its lobes outgrow the shared table.  PULL (the pull kernel's): the positive
+ * samples sorted by fx_warp_sort16 where it fits the layout, the climb's anisotropic part by the
+ * lanes; else (the fused kernel's, as it was: the A/B reference) fx_warp_sort and lane 0. */
+template <bool PULL>
 __device__ static inline void fx_warp_segment(const tk_fixels_view view, const tk_fixels_view &sview,
                                               const fx_warp_layout lay, unsigned char *mine, size_t v,
                                               const fx_warp_io io, int lane)
@@ -392,7 +393,7 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
     int nl = 0;
     if (any_lobe) {
         int npos = 0;
-        if (SORT16 && fx_sort16_fits(lay, n)) {
+        if (PULL && fx_sort16_fits(lay, n)) {
             npos = fx_warp_sort16(values, most, n, (unsigned *)(mine + lay.label), (unsigned short *)(mine + lay.lobes),
                                   (unsigned *)(mine + lay.lobes + fx_round16(2u * (unsigned)n)), order, lane);
         } else {
@@ -459,11 +460,29 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
         double *aniso = values, *tensor = values + k, (*rows)[6] = (double(*)[6])(values + 2 * k);
         /* the coefficients again (their first copy shared the label table's memory) */
         double *const shd = values + fx_climb_coefficients(n, k);
-        for (int j = lane; j < k; j += 32) shd[j] = io.sh[v * k + j];
-        __syncwarp();
         double scale = 0, iso = 0;
-        if (lane == 0) scale = tk_fibers_anisotropic_part(k, shd, aniso, &iso);
-        scale = __shfl_sync(full, scale, 0), iso = __shfl_sync(full, iso, 0);
+        if (PULL) {
+            /* tk_fibers_anisotropic_part by the lanes: the largest |coefficient| past the first
+             * by a reduction (a maximum is exact in any order), the quotients a coefficient a
+             * lane; the same doubles as its loop's */
+            for (int j = lane; j < k; j += 32) {
+                const double c = io.sh[v * k + j];
+                shd[j] = c;
+                if (j > 0) scale = fabs(c) > scale ? fabs(c) : scale;
+            }
+            for (int off = 16; off; off >>= 1) {
+                const double o = __shfl_xor_sync(full, scale, off);
+                scale = o > scale ? o : scale;
+            }
+            if (scale < TK_FLT_MIN) scale = 0;
+            iso = (double)io.sh[v * k] * TK_SH_Y00;
+            for (int j = lane; j < k; j += 32) aniso[j] = j == 0 ? 0.0 : scale > 0 ? (double)io.sh[v * k + j] / scale : 0.0;
+        } else {
+            for (int j = lane; j < k; j += 32) shd[j] = io.sh[v * k + j];
+            __syncwarp();
+            if (lane == 0) scale = tk_fibers_anisotropic_part(k, shd, aniso, &iso);
+            scale = __shfl_sync(full, scale, 0), iso = __shfl_sync(full, iso, 0);
+        }
         __syncwarp();
         for (int r = lane; r < k; r += 32) {
             /* the map's column entries loaded a batch at a time ahead of their sums (in column
@@ -619,11 +638,13 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         if (v >= num_voxels) break;
         FX_PHASE_START;
         if (fx_warp_start(view, v, io, NULL, lane)) {
-            /* the samples, 16 bytes a lane a load, four loads in flight (the row's padding double
-             * lands in the values' own padding, fx_warp_layout_for) */
+            /* the samples, 16 bytes a lane a copy, all the row's copies in flight at once (global to
+             * shared without registers; the row's padding double lands in the values' own padding,
+             * fx_warp_layout_for) */
             const double2 *from = (const double2 *)(samples + v * stride);
-#pragma unroll 4
-            for (int i = lane; i < pairs; i += 32) to[i] = __ldg(&from[i]);
+            for (int i = lane; i < pairs; i += 32) __pipeline_memcpy_async(&to[i], &from[i], sizeof(double2));
+            __pipeline_commit();
+            __pipeline_wait_prior(0);
             __syncwarp();
             FX_PHASE(0);
             fx_warp_segment<true>(view, sview, lay, mine, v, io, lane);
