@@ -44,7 +44,8 @@ typedef struct {
     unsigned char *pin;            /* pinned: the chunk's sh, mask, then each output */
     size_t pin_sh, pin_mask, pin_redo, pin_out[OUTS];
     cudaStream_t stream;
-    cudaEvent_t ev[2];             /* around the chunk's kernels */
+    cudaEvent_t ev[3];             /* around the chunk's kernels; [2] after the samples kernel */
+    int sampled;                   /* the chunk in flight ran the samples kernel (ev[2] recorded) */
     size_t first, n;               /* the chunk in flight (busy) */
     int busy;
 } fx_stream;
@@ -56,6 +57,7 @@ struct tk_fixels_cuda_state {
     int fused;                     /* the fused warp kernel instead of the samples and pull kernels */
     size_t chunk, work_bytes, warp_smem, redo_threads;
     size_t redone;                 /* the last execute's voxels that the warp kernel passed on */
+    double samples_ms;             /* the last execute's samples kernels, summed (the phase timing's) */
     tk_fixels_view view;           /* device pointers */
     void *table[TABLES];
     fx_stream s[2];
@@ -111,7 +113,7 @@ void tk_fixels_cuda_destroy(tk_fixels_cuda_state *st)
         if (s->stream) cudaStreamSynchronize(s->stream);
         for (int i = 0; i < CHUNKS; ++i) tk_cuda_free(s->buf[i]);
         if (s->pin) cudaFreeHost(s->pin);
-        for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < 3; ++i)
             if (s->ev[i]) cudaEventDestroy(s->ev[i]);
         if (s->stream) cudaStreamDestroy(s->stream);
     }
@@ -250,6 +252,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
             TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
             TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaEventCreate(&s->ev[0]));
             TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaEventCreate(&s->ev[1]));
+            TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, cudaEventCreate(&s->ev[2]));
         }
     }
     st->view = plan->view;
@@ -298,6 +301,7 @@ static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t firs
     uint8_t *lut = out->lobe_of_dir ? (uint8_t *)s->buf[C_LUT] : NULL;
     unsigned long long *counters = (unsigned long long *)st->table[T_COUNTERS];
     const int warp = st->vpb && !st->one_thread;
+    s->sampled = warp && !st->fused;
     if (warp) {
         const fx_warp_io io = {dsh, dmask, (uint8_t *)s->buf[C_COUNT], (float *)s->buf[C_AFD], (float *)s->buf[C_AMP],
                                (float *)s->buf[C_MEAN], (float *)s->buf[C_PEAK], lut, counters,
@@ -312,6 +316,7 @@ static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t firs
             fixels_samples_kernel<<<tiles, TK_FX_GEMM_THREADS, 0, q>>>(st->view.basis, st->view.n, st->k, n, dsh,
                                                                        samples);
             TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
+            TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventRecord(s->ev[2], q));
             const size_t want = (n + st->pull_vpb - 1) / st->pull_vpb;
             const unsigned blocks = (unsigned)(want < (size_t)st->pull_blocks ? want : (size_t)st->pull_blocks);
             fixels_warp_pull_kernel<<<blocks, 32 * st->pull_vpb, st->warp_smem * st->pull_vpb, q>>>(
@@ -344,6 +349,10 @@ static tk_status finish_chunk(tk_fixels_cuda_state *st, fx_stream *s, const tk_f
     float ms = 0;
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]));
     *ms_total += ms;
+    if (s->sampled) {
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventElapsedTime(&ms, s->ev[0], s->ev[2]));
+        st->samples_ms += ms;
+    }
     unsigned redone;
     memcpy(&redone, s->pin + s->pin_redo, sizeof redone);
     st->redone += redone;
@@ -365,7 +374,7 @@ tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *st, size_t num_voxels, co
      * them, and waited for, before any chunk starts */
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaMemsetAsync(st->table[T_COUNTERS], 0, sizeof counters, st->s[0].stream));
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaStreamSynchronize(st->s[0].stream));
-    st->redone = 0;
+    st->redone = 0, st->samples_ms = 0;
     /* the streams take chunks in turn: before a stream takes the next, its last chunk is waited
      * for and unpacked while the other stream's runs */
     size_t next = 0;
@@ -400,7 +409,7 @@ done:
             for (int i = 0; i < TK_FX_PHASES; ++i)
                 fprintf(stderr, " %s %.0f (%.1f%%)", names[i], (double)cycles[i] / (double)(num_voxels ? num_voxels : 1),
                         total ? 100.0 * (double)cycles[i] / (double)total : 0.0);
-            fprintf(stderr, "\n");
+            fprintf(stderr, "; the samples kernels %.1f ms (summed over the streams)\n", st->samples_ms);
             memset(cycles, 0, sizeof cycles);
             cudaMemcpyToSymbol(fx_phase_cycles, cycles, sizeof cycles);
         }
