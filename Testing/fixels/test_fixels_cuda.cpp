@@ -41,11 +41,15 @@ enum Kernel { PULL = 0, ONE_THREAD = 1, FUSED = 2 };
 tk_status run(tk_fixels_options o, const std::vector<float> &sh, const std::vector<uint8_t> &mask, size_t nv, Out &r,
               double *seconds, Kernel kernel = PULL)
 {
+    // the kernel hooks are the cuda plan's (an omp plan refuses them): a cpu or omp run only
+    // with the default
+    if (o.backend != TK_BACKEND_CUDA && kernel != PULL) return TK_ERR_ARGUMENT;
     tk_fixels_plan *p = nullptr;
     tk_status s = tk_fixels_plan_create(&o, &p);
     if (s != TK_OK) return s;
-    if ((kernel == ONE_THREAD && (s = tk_fixels_plan_set_one_thread(p, 1)) != TK_OK) ||
-        (s = tk_fixels_plan_set_fused(p, kernel == FUSED)) != TK_OK) {
+    if (o.backend == TK_BACKEND_CUDA &&
+        ((kernel == ONE_THREAD && (s = tk_fixels_plan_set_one_thread(p, 1)) != TK_OK) ||
+         (s = tk_fixels_plan_set_fused(p, kernel == FUSED)) != TK_OK)) {
         tk_fixels_plan_destroy(p);
         return s;
     }
