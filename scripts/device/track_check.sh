@@ -7,8 +7,8 @@
 # iFOD1, in one call so the figures compare; then compute-sanitizer memcheck (and synccheck:
 # the group kernel's __syncwarp masks) on a small case.  Needs .deps/ carried
 # (scripts/device/make_deps.sh).  Logs under $OUT.  SKIP_BUILD=1 reuses build-dev/; LANES
-# picks the lane counts (default "32 16 8"); REPEAT the bench's runs (default 3); SAN_TOOLS=none
-# skips the sanitizers.
+# picks the lane counts (default "32 16 8"); REPEAT the bench's runs (default 3); BENCH=none skips
+# the benchmarks, SAN_TOOLS=none the sanitizers.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ -z "${SKIP_BUILD:-}" ]; then
@@ -20,6 +20,7 @@ fi
 grep -E "tests passed|Failed|\*\*\*|Not Run|Skipped" "$OUT/ctest_tracking.log" | head -20
 build-dev/bin/tk_test_tracking_cuda --gtest_filter='*BitForBit*:*SdStream*' > "$OUT/test_tracking_cuda_sd.log" 2>&1
 grep -E "lanes|CPU vs GPU|FAILED|Failure|PASSED|OK \]" "$OUT/test_tracking_cuda_sd.log" | head -30
+if [ "${BENCH:-}" != none ]; then
 for lanes in ${LANES:-32 16 8}; do
   echo "== SD_STREAM, TK_TRACK_SD_LANES=$lanes"
   TK_TRACK_SD_LANES=$lanes build-dev/bin/tk-bench track --backends cuda --algorithms sd_stream --seeds 1000000 \
@@ -30,6 +31,7 @@ echo "== iFOD1"
 build-dev/bin/tk-bench track --backends cuda --algorithms ifod1 --seeds 1000000 --repeat "${REPEAT:-3}" --tckgen off \
   --write 0 > "$OUT/bench_ifod1.txt" 2>&1
 grep -E "^cuda|goal|rror" "$OUT/bench_ifod1.txt"
+fi
 if [ "${SAN_TOOLS:-}" != none ]; then
   for tool in ${SAN_TOOLS:-memcheck synccheck}; do
     ( timeout "${SAN_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 build-dev/bin/tk_test_tracking_cuda \
