@@ -109,26 +109,33 @@ TK_HD static inline double tk_tracking_row_monomial(int d, int a, int b, const d
  * seed: lane l's rows l, l + lanes, ... one after another from the first (0.0 for a lane
  * with none), then the lanes' tree (tk_tracking_lane_tree_sum).  Inlined with d and lanes
  * constants (the callers' switch) so that the loops unroll. */
-TK_HD static inline void tk_tracking_rows_axm2_d(int d, int lanes, const double (*rows)[6], const double *x,
+TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lanes, const double (*rows)[6], const double *x,
                                                  double *h)
 {
     double p0[TK_TRACK_ROWS_MAX_ORDER - 1], p1[TK_TRACK_ROWS_MAX_ORDER - 1], p2[TK_TRACK_ROWS_MAX_ORDER - 1];
     p0[0] = p1[0] = p2[0] = 1.0;
     for (int e = 1; e <= d; ++e) p0[e] = p0[e - 1] * x[0], p1[e] = p1[e - 1] * x[1], p2[e] = p2[e - 1] * x[2];
-    double mono[TK_TRACK_ROWS_MAX], slot[TK_TRACK_LANES], s[6];
+    double mono[TK_TRACK_ROWS_MAX], acc[TK_TRACK_LANES][6], s[6];
     const int nrows = (d + 1) * (d + 2) / 2;
     int r = 0;
     for (int a = d; a >= 0; --a)
         for (int b = d - a; b >= 0; --b, ++r) mono[r] = tk_tracking_row_monomial(d, a, b, p0, p1, p2);
-    for (int e = 0; e < 6; ++e) {
-        for (int l = 0; l < lanes; ++l) {
-            /* (nrows <= TK_TRACK_ROWS_MAX; the bound is said for the compiler's range checks) */
-            double sum = l < nrows && l < TK_TRACK_ROWS_MAX ? rows[l][e] * mono[l] : 0.0;
-            for (r = l + lanes; r < nrows && r < TK_TRACK_ROWS_MAX; r += lanes) sum = sum + rows[r][e] * mono[r];
-            slot[l] = sum;
-        }
-        s[e] = tk_tracking_lane_tree_sum(slot, lanes);
+    /* each lane's sums, the six entries side by side (the host's vector units take them
+     * together; each entry's order is the lane's, as tk_tracking_lane_tree_sum's slots);
+     * nrows <= TK_TRACK_ROWS_MAX, said again for the compiler's range checks */
+    for (int l = 0; l < lanes; ++l) {
+        if (l < nrows && l < TK_TRACK_ROWS_MAX)
+            for (int e = 0; e < 6; ++e) acc[l][e] = rows[l][e] * mono[l];
+        else
+            for (int e = 0; e < 6; ++e) acc[l][e] = 0.0;
+        for (r = l + lanes; r < nrows && r < TK_TRACK_ROWS_MAX; r += lanes)
+            for (int e = 0; e < 6; ++e) acc[l][e] = acc[l][e] + rows[r][e] * mono[r];
     }
+    /* the lanes' butterfly, as tk_tracking_lane_tree_sum adds each entry's slots */
+    for (int off = lanes / 2; off >= 1; off /= 2)
+        for (int i = 0; i < off; ++i)
+            for (int e = 0; e < 6; ++e) acc[i][e] = acc[i][e] + acc[i + off][e];
+    for (int e = 0; e < 6; ++e) s[e] = acc[0][e];
     h[0] = s[0], h[1] = h[3] = s[1], h[2] = h[6] = s[2];
     h[4] = s[3], h[5] = h[7] = s[4], h[8] = s[5];
 }
