@@ -29,8 +29,11 @@
 #include "tracking_streamline.h"
 #include "tracking_warp.cuh" /* TK_WARP_CALL, tk_warp_power */
 
-/* A group's shared slots: the anisotropic series, then the tensor (45 at lmax 8), padded. */
-#define TK_GROUP_VEC 48
+/* A group's shared slots: the anisotropic series, then the tensor (45 at lmax 8).  49 apart:
+ * the groups of a warp read the same slot at once (their column products run in step), and
+ * an odd count of doubles puts those reads in different banks (48 would make them a 4-way
+ * conflict at 8 lanes a seed). */
+#define TK_GROUP_VEC 49
 
 /* Per lane: the series' coefficients and the tensor's entries it holds, and its rows. */
 template <int G> struct tk_group_dims {

@@ -85,17 +85,6 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
  * CPU and GPU follow the plan's value alike. */
 #define TK_TRACK_SD_LANES_DEFAULT 8
 
-/* The slots' sum in the order an xor butterfly over `lanes` lanes (offsets lanes / 2, ...,
- * 2, 1) adds them: at each level slot i takes slot i + off, which is what lane i gets from
- * lane i ^ off (addition commutes exactly, so every lane ends with slot 0's value).  Summing
- * in the GPU's order here keeps the CPU and GPU streamlines equal bit for bit. */
-TK_HD static inline double tk_tracking_lane_tree_sum(double *slot, int lanes)
-{
-    for (int off = lanes / 2; off >= 1; off /= 2)
-        for (int i = 0; i < off; ++i) slot[i] = slot[i] + slot[i + off];
-    return slot[0];
-}
-
 /* The monomial of row (a, b) of degree d at x: its powers by repeated products from 1, then
  * x0^a x1^b times x2^(d-a-b), as the GPU's lanes form it. */
 TK_HD static inline double tk_tracking_row_monomial(int d, int a, int b, const double *p0, const double *p1,
@@ -107,8 +96,10 @@ TK_HD static inline double tk_tracking_row_monomial(int d, int a, int b, const d
 /* h (3 x 3, row-major) = A x^(d+2) from the rows of tk_tracking_rows_build: the monomials
  * from tables of powers, each times its row, summed in the GPU's order for `lanes` lanes a
  * seed: lane l's rows l, l + lanes, ... one after another from the first (0.0 for a lane
- * with none), then the lanes' tree (tk_tracking_lane_tree_sum).  Inlined with d and lanes
- * constants (the callers' switch) so that the loops unroll. */
+ * with none), then the lanes' xor butterfly (offsets lanes / 2, ..., 2, 1): at each level
+ * slot i takes slot i + off, which is what lane i gets from lane i ^ off (addition commutes
+ * exactly, so every lane ends with slot 0's value).  Inlined with d and lanes constants (the
+ * callers' switch) so that the loops unroll. */
 TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lanes, const double (*rows)[6], const double *x,
                                                  double *h)
 {
@@ -121,7 +112,7 @@ TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lan
     for (int a = d; a >= 0; --a)
         for (int b = d - a; b >= 0; --b, ++r) mono[r] = tk_tracking_row_monomial(d, a, b, p0, p1, p2);
     /* each lane's sums, the six entries side by side (the host's vector units take them
-     * together; each entry's order is the lane's, as tk_tracking_lane_tree_sum's slots);
+     * together; each entry's sums in the lane's order);
      * nrows <= TK_TRACK_ROWS_MAX, said again for the compiler's range checks */
     for (int l = 0; l < lanes; ++l) {
         if (l < nrows && l < TK_TRACK_ROWS_MAX)
@@ -131,7 +122,7 @@ TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lan
         for (r = l + lanes; r < nrows && r < TK_TRACK_ROWS_MAX; r += lanes)
             for (int e = 0; e < 6; ++e) acc[l][e] = acc[l][e] + rows[r][e] * mono[r];
     }
-    /* the lanes' butterfly, as tk_tracking_lane_tree_sum adds each entry's slots */
+    /* the lanes' butterfly, each entry's slots as the lanes add them */
     for (int off = lanes / 2; off >= 1; off /= 2)
         for (int i = 0; i < off; ++i)
             for (int e = 0; e < 6; ++e) acc[i][e] = acc[i][e] + acc[i + off][e];
