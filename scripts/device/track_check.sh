@@ -25,12 +25,12 @@ for lanes in ${LANES:-32 16 8}; do
   echo "== SD_STREAM, TK_TRACK_SD_LANES=$lanes"
   TK_TRACK_SD_LANES=$lanes build-dev/bin/tk-bench track --backends cuda --algorithms sd_stream --seeds 1000000 \
     --repeat "${REPEAT:-3}" --tckgen off --write 0 > "$OUT/bench_sd_$lanes.txt" 2>&1
-  grep -E "^cuda|goal|rror" "$OUT/bench_sd_$lanes.txt"
+  grep -E "^cuda|kernel|rror" "$OUT/bench_sd_$lanes.txt"
 done
 echo "== iFOD1"
 build-dev/bin/tk-bench track --backends cuda --algorithms ifod1 --seeds 1000000 --repeat "${REPEAT:-3}" --tckgen off \
   --write 0 > "$OUT/bench_ifod1.txt" 2>&1
-grep -E "^cuda|goal|rror" "$OUT/bench_ifod1.txt"
+grep -E "^cuda|kernel|rror" "$OUT/bench_ifod1.txt"
 fi
 if [ "${SAN_TOOLS:-}" != none ]; then
   for tool in ${SAN_TOOLS:-memcheck synccheck}; do
