@@ -186,7 +186,12 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
             p->map[(size_t)c * p->k + r] = t;
         }
     if (o->lmax <= TK_TRACK_ROWS_MAX_ORDER) tk_tracking_rows_recipe(o->lmax, p->rows_src, p->rows_weight);
-    if (o->lmax <= TK_TRACK_POLY_MAX_ORDER) tk_tracking_poly_recipe(o->lmax, p->poly_exp, p->poly_mult);
+    if (o->lmax <= TK_TRACK_POLY_MAX_ORDER) {
+        tk_tracking_poly_recipe(o->lmax, p->poly_exp, p->poly_mult);
+        /* the CPU's evaluator walks the monomials in this order without the table */
+        if (s == TK_OK && !tk_tracking_poly_order_matches(o->lmax, (const unsigned char(*)[3])p->poly_exp))
+            s = tk_set_error(TK_ERR_UNSUPPORTED, "iFOD1's monomial table is not in the evaluator's order (a bug)");
+    }
     if (s == TK_OK && ifod1) s = tk_tracking_calibrate(p);
     /* the GPU's copy of the plan, once its tables are final */
     if (s == TK_OK && o->backend == TK_BACKEND_CUDA) s = tk_tracking_cuda_create(p, &p->cuda);
