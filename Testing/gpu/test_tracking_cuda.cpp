@@ -233,7 +233,7 @@ TEST(TrackingCuda, SdStreamMatchesTheCpuWithRegionsAndMaskSeeds)
 
 // SD_STREAM uses no transcendental function on its path, so the GPU's streamlines are the
 // CPU's to the bit, whichever lanes a seed the GPU takes (TK_TRACK_SD_LANES: the group kernel
-// at 4, 8 and 16, the warp kernel at 32; the CPU sums in the same lanes' order): the same
+// at 8 and 16, the warp kernel at 32; the CPU sums in the same lanes' order): the same
 // streamlines, seed indices, float points and tallies, from point seeds and from mask seeds
 // with regions.
 TEST(TrackingCuda, SdStreamIsTheCpusBitForBitAtEveryLaneCount)
@@ -256,7 +256,7 @@ TEST(TrackingCuda, SdStreamIsTheCpusBitForBitAtEveryLaneCount)
     r.include = inc, r.num_include = 1;
     tk_tracking_seeds mask_seeds{};
     mask_seeds.mask = seed_mask.data(), mask_seeds.mask_voxels = vol.voxels(), mask_seeds.per_voxel = 3;
-    for (const char *lanes : {"4", "8", "16", "32"})
+    for (const char *lanes : {"8", "16", "32"})
         for (int masked = 0; masked < 2; ++masked) {
             ScopedEnv env("TK_TRACK_SD_LANES", lanes);
             tk_tracking_options o = default_options();

@@ -44,7 +44,7 @@ struct tracking_device {
     void *plan, *map, *calib, *ends; /* the plan's copy and tables; the run's end counters */
     void *next;                      /* the warp kernel's seed counter */
     unsigned int warp_blocks;        /* the warp or group kernel's resident blocks on the device (0: not used) */
-    int lanes;                       /* lanes a seed: 32 the warp kernel, 4, 8 or 16 the group kernel */
+    int lanes;                       /* lanes a seed: 32 the warp kernel, 8 or 16 the group kernel */
     void *sh;                        /* the SH volume (allocated at the first execute) */
     void *masks;                     /* the include pointer table, then the masks */
     size_t masks_bytes;
@@ -142,11 +142,7 @@ static tk_status create_device(const tk_tracking_plan *plan, int device, trackin
         int per_sm = 0, sms = 0;
         /* SD_STREAM: the plan's lanes a seed (tracking_tensor.h); iFOD1: a warp a seed */
         st->lanes = plan->opts.algorithm == TK_TRACK_SD_STREAM ? plan->sd_lanes : TK_TRACK_LANES;
-        if (st->lanes == 4)
-            TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
-                             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tracking_group_kernel<Policy, 4>,
-                                                                           Policy::warp_block_threads, 0));
-        else if (st->lanes == 8)
+        if (st->lanes == 8)
             TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
                              cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tracking_group_kernel<Policy, 8>,
                                                                            Policy::warp_block_threads, 0));
@@ -355,9 +351,7 @@ static tk_status track_chunk(tracking_device *st, const tk_tracking_plan *plan, 
         const unsigned int blocks = needed < st->warp_blocks ? (unsigned int)needed : st->warp_blocks;
         unsigned long long *next = (unsigned long long *)st->next;
         TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemsetAsync(st->next, 0, sizeof(unsigned long long), stream));
-        if (st->lanes == 4)
-            tracking_group_kernel<Policy, 4><<<blocks, Policy::warp_block_threads, 0, stream>>>(a, next);
-        else if (st->lanes == 8)
+        if (st->lanes == 8)
             tracking_group_kernel<Policy, 8><<<blocks, Policy::warp_block_threads, 0, stream>>>(a, next);
         else if (st->lanes == 16)
             tracking_group_kernel<Policy, 16><<<blocks, Policy::warp_block_threads, 0, stream>>>(a, next);

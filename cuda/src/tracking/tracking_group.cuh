@@ -1,5 +1,5 @@
-/* The CUDA tracker's SD_STREAM at lmax <= 8 with several seeds a warp: G lanes a seed (G = 4,
- * 8 or 16, the plan's sd_lanes), 32 / G streamlines grown at once by one warp.
+/* The CUDA tracker's SD_STREAM at lmax <= 8 with several seeds a warp: G lanes a seed (G = 8
+ * or 16, the plan's sd_lanes), 32 / G streamlines grown at once by one warp.
  *
  * Why: with a warp a seed (tracking_warp.cuh) the kernel was latency-bound (0.21-0.32
  * instructions issued a cycle, 16 warps an SM at 128 registers): every step waited on chains

@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(Policy::warp_block_threads, Policy::warp_min_b
             if (w.ends[e]) atomicAdd(&a.ends[e], (unsigned long long)w.ends[e]);
 }
 
-/* SD_STREAM at lmax <= 8 with G lanes a seed (tracking_group.cuh, G = 4, 8 or 16): each group of
+/* SD_STREAM at lmax <= 8 with G lanes a seed (tracking_group.cuh, G = 8 or 16): each group of
  * a warp takes seeds from *next until the chunk's are gone; the outputs as tracking_kernel's.
  *
  * The streamline (tracking_streamline_body.h's pieces: begin, iterate, after_step,
@@ -129,7 +129,7 @@ template <class Policy, int G>
 __global__ void __launch_bounds__(Policy::warp_block_threads, Policy::warp_min_blocks)
     tracking_group_kernel(TrackArgs a, unsigned long long *next)
 {
-    static_assert(G == 4 || G == 8 || G == 16, "a group is 4, 8 or 16 lanes");
+    static_assert(G == 8 || G == 16, "a group is 8 or 16 lanes");
     constexpr int groups = Policy::warp_block_threads / G;
     __shared__ double vec[groups][TK_GROUP_VEC];
     const int group = (int)(threadIdx.x / G);

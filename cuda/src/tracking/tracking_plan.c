@@ -113,18 +113,17 @@ static tk_status invert_grid(const tk_tracking_grid *g, double *inv, double *vox
 }
 
 /* SD_STREAM's GPU lanes a seed (tracking_tensor.h): the default, or TK_TRACK_SD_LANES where
- * set, a tuning knob that lets one build compare the kernels (4, 8 and 16: the group kernel;
+ * set, a tuning knob that lets one build compare the kernels (8 and 16: the group kernel;
  * 32: a warp a seed).  The CPU sums in the same order, so both backends follow it. */
 static tk_status sd_lanes_from_env(int *lanes)
 {
     *lanes = TK_TRACK_SD_LANES_DEFAULT;
     const char *v = getenv("TK_TRACK_SD_LANES");
     if (!v || !*v) return TK_OK;
-    if (!strcmp(v, "4")) *lanes = 4;
-    else if (!strcmp(v, "8")) *lanes = 8;
+    if (!strcmp(v, "8")) *lanes = 8;
     else if (!strcmp(v, "16")) *lanes = 16;
     else if (!strcmp(v, "32")) *lanes = 32;
-    else return tk_set_error(TK_ERR_ARGUMENT, "TK_TRACK_SD_LANES must be 4, 8, 16 or 32, got '%s'", v);
+    else return tk_set_error(TK_ERR_ARGUMENT, "TK_TRACK_SD_LANES must be 8, 16 or 32, got '%s'", v);
     return TK_OK;
 }
 

@@ -75,7 +75,7 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
 /* The lanes of a CUDA warp. */
 #define TK_TRACK_LANES 32
 
-/* SD_STREAM's lanes a seed on the GPU (the plan's sd_lanes, 4, 8, 16 or 32): the monomial form's
+/* SD_STREAM's lanes a seed on the GPU (the plan's sd_lanes, 8, 16 or 32): the monomial form's
  * sums run in the order those lanes add them, on the host too.  The CUDA tracker's group
  * kernel (tracking_group.cuh) gives each seed this many lanes of a warp, lane l holding rows
  * l, l + lanes, l + 2 lanes, ...; 32 is one seed a warp (tracking_warp.cuh, the earlier
@@ -132,20 +132,18 @@ TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lan
 }
 
 /* h = A x^(order-2) from the rows, order even from 2 to TK_TRACK_ROWS_MAX_ORDER, summed as
- * `lanes` (4, 8, 16 or 32) lanes a seed sum them. */
+ * `lanes` (8, 16 or 32) lanes a seed sum them. */
 TK_HD static inline void tk_tracking_rows_axm2(int order, int lanes, const double (*rows)[6], const double *x,
                                                double *h)
 {
     if (order == 8) {
-        if (lanes == 4) tk_tracking_rows_axm2_d(6, 4, rows, x, h);
-        else if (lanes == 8) tk_tracking_rows_axm2_d(6, 8, rows, x, h);
+        if (lanes == 8) tk_tracking_rows_axm2_d(6, 8, rows, x, h);
         else if (lanes == 16) tk_tracking_rows_axm2_d(6, 16, rows, x, h);
         else tk_tracking_rows_axm2_d(6, 32, rows, x, h);
         return;
     }
     const int d = order - 2;
-    if (lanes == 4) tk_tracking_rows_axm2_d(d, 4, rows, x, h);
-    else if (lanes == 8) tk_tracking_rows_axm2_d(d, 8, rows, x, h);
+    if (lanes == 8) tk_tracking_rows_axm2_d(d, 8, rows, x, h);
     else if (lanes == 16) tk_tracking_rows_axm2_d(d, 16, rows, x, h);
     else tk_tracking_rows_axm2_d(d, 32, rows, x, h);
 }
