@@ -92,14 +92,42 @@ TK_HD static inline int tk_tracking_poly_order_matches(int m, const unsigned cha
 }
 
 /* The series at the direction of dir (normalised here: the polynomial equals the series on
- * the unit sphere only) from tk_tracking_poly_coeffs's coef. */
+ * the unit sphere only) from tk_tracking_poly_coeffs's coef.  The device keeps the table's
+ * walk (its text as the GPU was last measured and checked with; the CUDA tracker's lmax <= 8
+ * kernels evaluate the polynomial themselves, tracking_warp.cuh, so the device reaches this
+ * only through the thread kernel, which runs above lmax 8 where no polynomial is used); the
+ * host takes the unrolled walk, the same terms in the same order. */
 TK_HD static inline double tk_tracking_poly_value(const tk_tracking_plan *plan, const double *coef, const double *dir)
 {
+#ifndef __CUDA_ARCH__
     switch (plan->opts.lmax) {
     case 8: return tk_tracking_poly_value_m(8, coef, dir);
     case 6: return tk_tracking_poly_value_m(6, coef, dir);
     default: return tk_tracking_poly_value_m(plan->opts.lmax, coef, dir);
     }
+#else
+    const int m = plan->opts.lmax, k = plan->k;
+    const double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
+    const double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n};
+    double p[3][TK_TRACK_POLY_MAX_ORDER + 1];
+    for (int a = 0; a < 3; ++a) {
+        p[a][0] = 1.0;
+        for (int e = 1; e <= m; ++e) p[a][e] = p[a][e - 1] * x[a];
+    }
+    /* two partial sums: half the chain of dependent additions */
+    double s0 = 0.0, s1 = 0.0;
+    int j = 0;
+    for (; j + 1 < k; j += 2) {
+        const unsigned char *e0 = plan->poly_exp[j], *e1 = plan->poly_exp[j + 1];
+        s0 += coef[j] * (p[0][e0[0]] * p[1][e0[1]] * p[2][e0[2]]);
+        s1 += coef[j + 1] * (p[0][e1[0]] * p[1][e1[1]] * p[2][e1[2]]);
+    }
+    if (j < k) {
+        const unsigned char *e0 = plan->poly_exp[j];
+        s0 += coef[j] * (p[0][e0[0]] * p[1][e0[1]] * p[2][e0[2]]);
+    }
+    return s0 + s1;
+#endif
 }
 
 /* iFOD1's value at dir: the polynomial where the plan uses it (coef from
