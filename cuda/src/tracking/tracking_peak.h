@@ -78,11 +78,15 @@ TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const 
      * sums are independent, so the host runs them side by side instead of waiting on one
      * chain of k dependent additions per entry (the step's longest wait after the climb);
      * the plan keeps the map column-major for it */
+#ifndef __CUDA_ARCH__
+    tk_tracking_map_times(plan->map, k, 1, work->aniso, work->tensor); /* the same sums, in registers */
+#else
     for (int r = 0; r < k; ++r) work->tensor[r] = 0.0;
     for (int c = 1; c < k; ++c) {
         const double a = work->aniso[c], *col = plan->map + (size_t)c * k;
         for (int r = 0; r < k; ++r) work->tensor[r] += col[r] * a;
     }
+#endif
     double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
     if (!(n > 0) || !isfinite(n)) return 0;
     double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n}, value = 0;

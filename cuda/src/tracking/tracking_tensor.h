@@ -75,6 +75,32 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
 /* The lanes of a CUDA warp. */
 #define TK_TRACK_LANES 32
 
+/* out (k) = map (k x k, column-major) times v over the columns from `first`: each entry summed
+ * column by column from 0.0, the order of the column-by-column loop it replaces on the host
+ * (tracking_peak.h's tensor), so the values are the same to the bit.  Rows in blocks of eight
+ * held in registers across all the columns, where the plain loop loaded and stored the k
+ * partial sums at every column (the CPU step's largest single cost in perf; SD_STREAM 5-8%
+ * faster).  Host only: the device keeps its loop. */
+#ifndef __CUDA_ARCH__
+static inline void tk_tracking_map_times(const double *map, int k, int first, const double *v, double *out)
+{
+    int r0 = 0;
+    for (; r0 + 8 <= k; r0 += 8) {
+        double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int c = first; c < k; ++c) {
+            const double a = v[c], *col = map + (size_t)c * k + r0;
+            for (int i = 0; i < 8; ++i) acc[i] += col[i] * a;
+        }
+        for (int i = 0; i < 8; ++i) out[r0 + i] = acc[i];
+    }
+    for (; r0 < k; ++r0) {
+        double acc = 0.0;
+        for (int c = first; c < k; ++c) acc += map[(size_t)c * k + r0] * v[c];
+        out[r0] = acc;
+    }
+}
+#endif
+
 /* SD_STREAM's lanes a seed on the GPU (the plan's sd_lanes, 8, 16 or 32): the monomial form's
  * sums run in the order those lanes add them, on the host too.  The CUDA tracker's group
  * kernel (tracking_group.cuh) gives each seed this many lanes of a warp, lane l holding rows
