@@ -231,6 +231,61 @@ TEST(TrackingCuda, SdStreamMatchesTheCpuWithRegionsAndMaskSeeds)
     cpu_vs_gpu(vol, o, {}, seeds, &r, true);
 }
 
+// SD_STREAM uses no transcendental function on its path, so the GPU's streamlines are the
+// CPU's to the bit, whichever lanes a seed the GPU takes (TK_TRACK_SD_LANES: the group kernel
+// at 8 and 16, the warp kernel at 32; the CPU sums in the same lanes' order): the same
+// streamlines, seed indices, float points and tallies, from point seeds and from mask seeds
+// with regions.
+TEST(TrackingCuda, SdStreamIsTheCpusBitForBitAtEveryLaneCount)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 3000, 17);
+    std::vector<uint8_t> seed_mask(vol.voxels(), 0), stop(vol.voxels(), 1), exclude(vol.voxels(), 0),
+        include(vol.voxels(), 0);
+    for (size_t k = 0; k < 6; ++k)
+        for (size_t j = 0; j < 20; ++j)
+            for (size_t i = 0; i < 20; ++i) {
+                seed_mask[vol.index(i, j, k)] = (i + j + 2 * k) % 4 == 0;
+                stop[vol.index(i, j, k)] = !(j == 19 && i < 6);
+                exclude[vol.index(i, j, k)] = i > 16 && j < 3;
+                include[vol.index(i, j, k)] = j > 6;
+            }
+    const uint8_t *inc[1] = {include.data()};
+    tk_tracking_regions r{};
+    r.mask_voxels = vol.voxels(), r.stop_mask = stop.data(), r.exclude = exclude.data();
+    r.include = inc, r.num_include = 1;
+    tk_tracking_seeds mask_seeds{};
+    mask_seeds.mask = seed_mask.data(), mask_seeds.mask_voxels = vol.voxels(), mask_seeds.per_voxel = 3;
+    for (const char *lanes : {"8", "16", "32"})
+        for (int masked = 0; masked < 2; ++masked) {
+            ScopedEnv env("TK_TRACK_SD_LANES", lanes);
+            tk_tracking_options o = default_options();
+            o.rng_seed = 31 + masked;
+            const tk_tracking_seeds seeds = masked ? mask_seeds : point_seeds(points);
+            const tk_tracking_regions *regions = masked ? &r : nullptr;
+            TrackOnce gpu;
+            track(gpu, vol, o, TK_BACKEND_CUDA, seeds, regions);
+            TK_SKIP_IF_NO_GPU(gpu.status);
+            ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
+            TrackOnce cpu;
+            track(cpu, vol, o, TK_BACKEND_OMP, seeds, regions);
+            ASSERT_EQ(cpu.status, TK_OK) << cpu.error;
+            ASSERT_GT(cpu.result.num_streamlines, 50u) << "the field must give streamlines to compare";
+            const Flat a = flatten(cpu.result), b = flatten(gpu.result);
+            EXPECT_EQ(a.counts, b.counts) << lanes << " lanes, masked " << masked;
+            EXPECT_EQ(a.index, b.index) << lanes << " lanes, masked " << masked;
+            size_t differ = 0;
+            if (a.points.size() == b.points.size())
+                for (size_t i = 0; i < a.points.size(); ++i) differ += a.points[i] != b.points[i];
+            EXPECT_TRUE(a.points.size() == b.points.size() && differ == 0)
+                << lanes << " lanes, masked " << masked << ": " << differ << " of " << a.points.size()
+                << " point coordinates differ";
+            expect_same_stats(cpu.stats, gpu.stats);
+            std::printf("%s lanes, %s: %zu streamlines, %zu points, bit for bit\n", lanes,
+                        masked ? "mask seeds and regions" : "point seeds", a.counts.size(), a.points.size() / 3);
+        }
+}
+
 TEST(TrackingCuda, Ifod1GivesTheCpusStreams)
 {
     const Volume vol = busy_field();
@@ -240,12 +295,16 @@ TEST(TrackingCuda, Ifod1GivesTheCpusStreams)
     cpu_vs_gpu(vol, o, points, point_seeds(points), nullptr, false);
 }
 
-TEST(TrackingCuda, ChunkSizeDoesNotChangeTheStreamlines)
+// The GPU's streamlines whatever the chunks and launches: algorithm's run on 700 points at
+// chunks of 1, 7, 256 and 4096 seeds, a launch a chunk and the default launches, all equal
+// to the first to the bit.  SD_STREAM's group kernel at a chunk of 1 or 7 seeds leaves most
+// of a launch's groups without a seed from the first turn.
+void expect_chunks_do_not_change_the_streamlines(tk_tracking_algorithm algorithm, uint64_t rng_seed)
 {
     const Volume vol = busy_field();
     const std::vector<double> points = random_points(vol, 700, 9);
     tk_tracking_options o = default_options();
-    o.algorithm = TK_TRACK_IFOD1, o.rng_seed = 21, o.max_trials = 100;
+    o.algorithm = algorithm, o.rng_seed = rng_seed, o.max_trials = 100;
     std::vector<Flat> runs;
     // fill 1: a launch a chunk (the GPU's work cut at every chunk boundary); 0: the default,
     // one launch of every seed here, handed to the sink in chunks
@@ -263,6 +322,16 @@ TEST(TrackingCuda, ChunkSizeDoesNotChangeTheStreamlines)
             EXPECT_TRUE(runs.back() == runs.front())
                 << "chunks of " << chunk << " seeds (launch fill " << fill << ") changed the streamlines";
         }
+}
+
+TEST(TrackingCuda, ChunkSizeDoesNotChangeTheStreamlines)
+{
+    expect_chunks_do_not_change_the_streamlines(TK_TRACK_IFOD1, 21);
+}
+
+TEST(TrackingCuda, ChunkSizeDoesNotChangeSdStreamsStreamlines)
+{
+    expect_chunks_do_not_change_the_streamlines(TK_TRACK_SD_STREAM, 22);
 }
 
 // A plan for the cuda backend on busy_field() and num_points random seed points (drawn with

@@ -522,3 +522,54 @@ TEST(TrackingPeak, MatchesTheNearestMaximumOfADenseAscent)
 }
 
 }  // namespace
+
+// SD_STREAM's sums run in the order of the GPU's lanes a seed (TK_TRACK_SD_LANES: 8, 16 or 32,
+// read at plan create); every order gives the peak the SH series itself has (the tests' own
+// evaluation), and the orders differ from each other by rounding only.
+TEST(TrackingPeak, EveryLaneOrderFindsTheSamePeak)
+{
+    tk_tracking_grid g = identity_grid(2, 2, 2);
+    std::mt19937_64 rng(23);
+    std::normal_distribution<double> gauss(0, 1);
+    for (int trial = 0; trial < 30; ++trial) {
+        double c[kCoeffs] = {0};
+        for (int l = 0; l < 2 + trial % 2; ++l) {
+            const double u[3] = {gauss(rng), gauss(rng), gauss(rng)};
+            add_lobe(c, u, 0.5 + 0.5 * std::fabs(gauss(rng)));
+        }
+        const double start[3] = {gauss(rng), gauss(rng), gauss(rng)};
+        double first[3] = {0, 0, 0}, first_amp = 0;
+        for (const char *lanes : {"8", "16", "32"}) {
+            ScopedEnv env("TK_TRACK_SD_LANES", lanes);
+            tk_tracking_options o = default_options();
+            tk_tracking_plan *plan = nullptr;
+            ASSERT_EQ(tk_tracking_plan_create(&o, &g, &plan), TK_OK) << tk_last_error();
+            double dir[3] = {start[0], start[1], start[2]};
+            const double amp = tk_tracking_plan_peak(plan, c, dir);
+            tk_tracking_plan_destroy(plan);
+            ASSERT_GT(amp, 0) << "trial " << trial << ", " << lanes << " lanes";
+            EXPECT_NEAR(amp, sh_value(c, dir), 1e-9) << "trial " << trial << ", " << lanes << " lanes";
+            if (first_amp == 0) {
+                std::copy(dir, dir + 3, first), first_amp = amp;
+                continue;
+            }
+            const double cosang = std::min(1.0, first[0] * dir[0] + first[1] * dir[1] + first[2] * dir[2]);
+            EXPECT_LT(std::acos(cosang), 1e-7) << "trial " << trial << ", " << lanes << " lanes";
+            EXPECT_NEAR(amp, first_amp, 1e-12 * std::fabs(first_amp)) << "trial " << trial << ", " << lanes << " lanes";
+        }
+    }
+}
+
+TEST(TrackingPlan, ABadLaneCountIsAClearError)
+{
+    tk_tracking_grid g = identity_grid(2, 2, 2);
+    for (const char *bad : {"7", "0", "64", "8x", "-8"}) {
+        ScopedEnv env("TK_TRACK_SD_LANES", bad);
+        tk_tracking_options o = default_options();
+        tk_tracking_plan *plan = nullptr;
+        EXPECT_EQ(tk_tracking_plan_create(&o, &g, &plan), TK_ERR_ARGUMENT) << bad;
+        EXPECT_EQ(plan, nullptr);
+        EXPECT_NE(std::string(tk_last_error()).find("TK_TRACK_SD_LANES must be 8, 16 or 32"), std::string::npos)
+            << tk_last_error();
+    }
+}

@@ -244,6 +244,37 @@ TEST(TrackingErrors, NonFiniteCoefficientsAreRefusedUnlessAllowed)
     EXPECT_LT(run.last(0)[0], 15.0f);
 }
 
+// The volume's check names the first non-finite value, wherever it lies: at the start, on
+// either side of a boundary of the check's 2048-value blocks, at the end; NaN, +inf and -inf;
+// with a second one after it that must not be the one named.
+TEST(TrackingErrors, TheFirstNonFiniteCoefficientIsNamed)
+{
+    const Volume clean = lobe_field(identity_grid(20, 5, 5), kX);
+    const size_t n = clean.sh.size();
+    const std::vector<double> seed = {5.0, 2.0, 2.0};
+    const tk_tracking_seeds seeds = point_seeds(seed);
+    tk_tracking_options o = default_options();
+    tk_tracking_plan *plan = nullptr;
+    ASSERT_EQ(tk_tracking_plan_create(&o, &clean.grid, &plan), TK_OK);
+    const float bad[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()};
+    for (size_t at : {size_t(0), size_t(2047), size_t(2048), size_t(4095), size_t(2 * 2048 + 17), n - 1})
+        for (float value : bad) {
+            Volume vol = clean;
+            vol.sh[at] = value;
+            if (at + 3000 < n) vol.sh[at + 3000] = bad[0];
+            tk_tracking_result result{};
+            EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
+            tk_tracking_result_free(&result);
+            const size_t v = at / kCoeffs;
+            const std::string want = "at voxel (" + std::to_string(v % 20) + ", " + std::to_string((v / 20) % 5) + ", " +
+                                     std::to_string(v / 100) + "), coefficient " + std::to_string(at % kCoeffs);
+            EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
+                << "value " << value << " at " << at << ": " << tk_last_error();
+        }
+    tk_tracking_plan_destroy(plan);
+}
+
 TEST(TrackingErrors, EmptySeedsAndWrongSizesAreRefused)
 {
     Volume vol = lobe_field(identity_grid(6, 5, 4), kX);

@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tk_fibers.h"
@@ -109,6 +111,31 @@ inline void interpolate(const Volume &vol, const double *v, double *out)
         for (int q = 0; q < kCoeffs; ++q) out[q] += w * vol.sh[vol.index(i, j, k) * kCoeffs + q];
     }
 }
+
+// Sets an environment variable for a scope (value nullptr: unset), then restores it: the
+// tracker's TK_TRACK_SD_LANES knob, read at plan create.
+class ScopedEnv {
+public:
+    ScopedEnv(const char *name, const char *value) : name_(name)
+    {
+        const char *old = std::getenv(name);
+        had_ = old != nullptr;
+        if (had_) old_ = old;
+        if (value) setenv(name, value, 1);
+        else unsetenv(name);
+    }
+    ~ScopedEnv()
+    {
+        if (had_) setenv(name_.c_str(), old_.c_str(), 1);
+        else unsetenv(name_.c_str());
+    }
+    ScopedEnv(const ScopedEnv &) = delete;
+    ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+    std::string name_, old_;
+    bool had_ = false;
+};
 
 inline tk_tracking_options default_options()
 {

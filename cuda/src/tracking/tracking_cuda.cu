@@ -43,7 +43,8 @@ struct tracking_device {
     cudaEvent_t start, stop;
     void *plan, *map, *calib, *ends; /* the plan's copy and tables; the run's end counters */
     void *next;                      /* the warp kernel's seed counter */
-    unsigned int warp_blocks;        /* the warp kernel's resident blocks on the device (0: not used) */
+    unsigned int warp_blocks;        /* the warp or group kernel's resident blocks on the device (0: not used) */
+    int lanes;                       /* lanes a seed: 32 the warp kernel, 8 or 16 the group kernel */
     void *sh;                        /* the SH volume (allocated at the first execute) */
     void *masks;                     /* the include pointer table, then the masks */
     size_t masks_bytes;
@@ -139,9 +140,20 @@ static tk_status create_device(const tk_tracking_plan *plan, int device, trackin
         /* the warp kernel's grid: as many blocks as stay resident, each warp taking seeds
          * until the chunk's are gone */
         int per_sm = 0, sms = 0;
-        TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
-                         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tracking_warp_kernel<Policy>,
-                                                                       Policy::warp_block_threads, 0));
+        /* SD_STREAM: the plan's lanes a seed (tracking_tensor.h); iFOD1: a warp a seed */
+        st->lanes = plan->opts.algorithm == TK_TRACK_SD_STREAM ? plan->sd_lanes : TK_TRACK_LANES;
+        if (st->lanes == 8)
+            TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
+                             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tracking_group_kernel<Policy, 8>,
+                                                                           Policy::warp_block_threads, 0));
+        else if (st->lanes == 16)
+            TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
+                             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tracking_group_kernel<Policy, 16>,
+                                                                           Policy::warp_block_threads, 0));
+        else
+            TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO,
+                             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tracking_warp_kernel<Policy>,
+                                                                           Policy::warp_block_threads, 0));
         TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         st->warp_blocks = (unsigned int)((per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1));
     }
@@ -334,12 +346,17 @@ static tk_status track_chunk(tracking_device *st, const tk_tracking_plan *plan, 
     a.num_points = (unsigned int *)st->dev[DEV_NUM_POINTS], a.ends = (unsigned long long *)st->ends;
     TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaEventRecord(st->start, stream));
     if (st->warp_blocks) {
-        const size_t warps_per_block = Policy::warp_block_threads / TK_TRACK_LANES;
-        const size_t needed = (count + warps_per_block - 1) / warps_per_block;
+        const size_t seeds_per_block = Policy::warp_block_threads / st->lanes;
+        const size_t needed = (count + seeds_per_block - 1) / seeds_per_block;
         const unsigned int blocks = needed < st->warp_blocks ? (unsigned int)needed : st->warp_blocks;
+        unsigned long long *next = (unsigned long long *)st->next;
         TK_CUDA_TRY_RETURN(TK_TRACK_WHO, cudaMemsetAsync(st->next, 0, sizeof(unsigned long long), stream));
-        tracking_warp_kernel<Policy>
-            <<<blocks, Policy::warp_block_threads, 0, stream>>>(a, (unsigned long long *)st->next);
+        if (st->lanes == 8)
+            tracking_group_kernel<Policy, 8><<<blocks, Policy::warp_block_threads, 0, stream>>>(a, next);
+        else if (st->lanes == 16)
+            tracking_group_kernel<Policy, 16><<<blocks, Policy::warp_block_threads, 0, stream>>>(a, next);
+        else
+            tracking_warp_kernel<Policy><<<blocks, Policy::warp_block_threads, 0, stream>>>(a, next);
     } else {
         const size_t blocks = (count + Policy::block_threads - 1) / Policy::block_threads;
         tracking_kernel<Policy><<<(unsigned int)blocks, Policy::block_threads, 0, stream>>>(a);

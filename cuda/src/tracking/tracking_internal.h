@@ -36,6 +36,9 @@ struct tk_tracking_plan {
      * (tracking_tensor.h): row entry = tensor[rows_src] * rows_weight, rows_src -1 for 0 */
     int rows_src[TK_TRACK_ROWS_MAX][6];
     double rows_weight[TK_TRACK_ROWS_MAX][6];
+    /* SD_STREAM's GPU lanes a seed (8, 16 or 32; tracking_tensor.h TK_TRACK_SD_LANES_DEFAULT):
+     * the order of the rows' sums on the CPU and the GPU alike, and the GPU's kernel */
+    int sd_lanes;
     /* iFOD1's series as a polynomial where lmax <= TK_TRACK_POLY_MAX_ORDER (tracking_poly.h):
      * packed entry k's monomial exponents and multiplicity */
     unsigned char poly_exp[TK_TRACK_POLY_MAX][3];

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tracking_streamline.h"
+#include "tracking_group.cuh"
 #include "tracking_warp.cuh"
 
 /* Coefficients of the largest series (lmax TK_SH_MAX_LMAX): a thread's interpolated series. */
@@ -110,6 +111,90 @@ __global__ void __launch_bounds__(Policy::warp_block_threads, Policy::warp_min_b
         }
     }
     if (lane == 0)
+        for (int e = 0; e < TK_END_COUNT; ++e)
+            if (w.ends[e]) atomicAdd(&a.ends[e], (unsigned long long)w.ends[e]);
+}
+
+/* SD_STREAM at lmax <= 8 with G lanes a seed (tracking_group.cuh, G = 8 or 16): each group of
+ * a warp takes seeds from *next until the chunk's are gone; the outputs as tracking_kernel's.
+ *
+ * The streamline (tracking_streamline_body.h's pieces: begin, iterate, after_step,
+ * has_second_half, finish) runs a step at a time in one loop whose every turn all the warp's
+ * lanes take (its test is the warp's vote): in a turn each group begins its next seed or
+ * takes one step.  Grown as tk_tracking_streamline nests it (a loop of seeds around a loop
+ * of steps), a group that began a new seed while another was mid-streamline stayed apart
+ * from it to the end of the chunk, the groups' steps then taking turns instead of running
+ * side by side; here they meet again at the end of every turn. */
+template <class Policy, int G>
+__global__ void __launch_bounds__(Policy::warp_block_threads, Policy::warp_min_blocks)
+    tracking_group_kernel(TrackArgs a, unsigned long long *next)
+{
+    static_assert(G == 8 || G == 16, "a group is 8 or 16 lanes");
+    constexpr int groups = Policy::warp_block_threads / G;
+    __shared__ double vec[groups][TK_GROUP_VEC];
+    const int group = (int)(threadIdx.x / G);
+    tk_group g;
+    g.lane = (int)(threadIdx.x & (G - 1));
+    g.mask = ((1u << G) - 1u) << (threadIdx.x & (TK_TRACK_LANES - 1) & ~(unsigned int)(G - 1));
+    g.vec = vec[group];
+    const tk_tracking_plan *plan = a.plan;
+    const double *map = plan->map; /* through the L1 cache, as the warp kernel reads it */
+    tk_group_tensor<G> t;
+    tk_group_tensor_init<G>(&t, plan->opts.lmax, g);
+    tk_tracking_field f;
+    f.plan = plan, f.sh = a.sh, f.regions = a.regions;
+    tk_group_work<G> w; /* its end counts add up over the group's seeds */
+    w.cap = a.stride;
+    for (int e = 0; e < TK_END_COUNT; ++e) w.ends[e] = 0;
+    enum { NEED_SEED, FIRST_HALF, SECOND_HALF, NO_SEEDS_LEFT };
+    int phase = NEED_SEED;
+    unsigned long long i = 0;
+    tk_philox rng;
+    double seed[3], seed_dir[3], pos[3], dir[3];
+    size_t n = 0;
+    for (;;) {
+        int outcome = TK_TRACK_KEPT, ended = 0; /* ended: the seed's outcome is known */
+        if (phase == NEED_SEED) {
+            if (g.lane == 0) i = atomicAdd(next, 1ull);
+            i = __shfl_sync(g.mask, i, 0, G);
+            if (i >= a.count) {
+                phase = NO_SEEDS_LEFT;
+            } else {
+                tk_tracking_kernel_seed(a, (size_t)i, &rng, seed);
+                w.pts = a.pts + i * a.stride * 3, w.visited = a.visited + i * a.visited_stride;
+                const int bad = tk_group_begin(&f, seed, &rng, &w, &t, map, g, dir, &n);
+                if (bad != -1) {
+                    outcome = bad, ended = 1, n = 0;
+                } else {
+                    for (int c = 0; c < 3; ++c) seed_dir[c] = dir[c], pos[c] = seed[c];
+                    phase = FIRST_HALF;
+                }
+            }
+        } else if (phase != NO_SEEDS_LEFT) {
+            const int end = tk_group_after_step(&f, &w, pos, tk_group_iterate(&f, &w, pos, dir, &rng, &t, map, g), &n);
+            if (end == -2) {
+                outcome = -1, ended = 1; /* out of room: a bug, reported as such */
+            } else if (end != -1) {
+                ++w.ends[end];
+                if (phase == FIRST_HALF && tk_group_has_second_half(&f, &w, end)) {
+                    tk_group_reverse_points<G>(w.pts, n, g);
+                    for (int c = 0; c < 3; ++c) pos[c] = seed[c], dir[c] = -seed_dir[c];
+                    phase = SECOND_HALF;
+                } else {
+                    outcome = tk_group_finish(&f, &w, n, end == TK_END_EXCLUDE), ended = 1;
+                }
+            }
+        }
+        if (ended) {
+            if (g.lane == 0) {
+                a.outcome[i] = outcome;
+                a.num_points[i] = outcome == TK_TRACK_KEPT ? (unsigned int)n : 0u;
+            }
+            phase = NEED_SEED;
+        }
+        if (!__any_sync(TK_WARP_FULL, phase != NO_SEEDS_LEFT)) break;
+    }
+    if (g.lane == 0)
         for (int e = 0; e < TK_END_COUNT; ++e)
             if (w.ends[e]) atomicAdd(&a.ends[e], (unsigned long long)w.ends[e]);
 }

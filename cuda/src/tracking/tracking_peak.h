@@ -27,6 +27,7 @@ typedef struct {
     int m;
     const double *a;
     const double (*rows)[6]; /* a's monomial form where m <= TK_TRACK_ROWS_MAX_ORDER, else NULL */
+    int lanes;               /* the rows' sums in the order of this many GPU lanes (plan's sd_lanes) */
     double last_x[3], last_y[3], last_h[9];
     int has_last;
 } track_tensor;
@@ -36,7 +37,7 @@ TK_HD static inline void tt_derivs(const track_tensor *tc, const double *x, doub
     track_tensor *t = (track_tensor *)tc; /* the cache is no part of the tensor's value */
     if (!(t->has_last && x[0] == t->last_x[0] && x[1] == t->last_x[1] && x[2] == t->last_x[2])) {
         if (t->rows)
-            tk_tracking_rows_axm2(t->m, t->rows, x, t->last_h);
+            tk_tracking_rows_axm2(t->m, t->lanes, t->rows, x, t->last_h);
         else
             tk_tracking_axm2_3(t->m, t->a, x, t->last_h);
         const double *lh = t->last_h;
@@ -77,16 +78,20 @@ TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const 
      * sums are independent, so the host runs them side by side instead of waiting on one
      * chain of k dependent additions per entry (the step's longest wait after the climb);
      * the plan keeps the map column-major for it */
+#ifndef __CUDA_ARCH__
+    tk_tracking_map_times(plan->map, k, 1, work->aniso, work->tensor); /* the same sums, in registers */
+#else
     for (int r = 0; r < k; ++r) work->tensor[r] = 0.0;
     for (int c = 1; c < k; ++c) {
         const double a = work->aniso[c], *col = plan->map + (size_t)c * k;
         for (int r = 0; r < k; ++r) work->tensor[r] += col[r] * a;
     }
+#endif
     double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
     if (!(n > 0) || !isfinite(n)) return 0;
     double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n}, value = 0;
     track_tensor t;
-    t.m = plan->opts.lmax, t.a = work->tensor, t.has_last = 0, t.rows = NULL;
+    t.m = plan->opts.lmax, t.a = work->tensor, t.has_last = 0, t.rows = NULL, t.lanes = plan->sd_lanes;
     if (t.m <= TK_TRACK_ROWS_MAX_ORDER) {
         tk_tracking_rows_build(t.m, (const int(*)[6])plan->rows_src, (const double(*)[6])plan->rows_weight,
                                work->tensor, work->rows);

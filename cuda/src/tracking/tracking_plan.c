@@ -112,6 +112,21 @@ static tk_status invert_grid(const tk_tracking_grid *g, double *inv, double *vox
     return TK_OK;
 }
 
+/* SD_STREAM's GPU lanes a seed (tracking_tensor.h): the default, or TK_TRACK_SD_LANES where
+ * set, a tuning knob that lets one build compare the kernels (8 and 16: the group kernel;
+ * 32: a warp a seed).  The CPU sums in the same order, so both backends follow it. */
+static tk_status sd_lanes_from_env(int *lanes)
+{
+    *lanes = TK_TRACK_SD_LANES_DEFAULT;
+    const char *v = getenv("TK_TRACK_SD_LANES");
+    if (!v || !*v) return TK_OK;
+    if (!strcmp(v, "8")) *lanes = 8;
+    else if (!strcmp(v, "16")) *lanes = 16;
+    else if (!strcmp(v, "32")) *lanes = 32;
+    else return tk_set_error(TK_ERR_ARGUMENT, "TK_TRACK_SD_LANES must be 8, 16 or 32, got '%s'", v);
+    return TK_OK;
+}
+
 tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_tracking_grid *grid,
                                   tk_tracking_plan **plan)
 {
@@ -121,9 +136,12 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
     tk_status s = check_options(opts);
     if (s != TK_OK) return s;
     if (!grid) return tk_set_error(TK_ERR_ARGUMENT, "no grid given");
+    int sd_lanes = 0;
+    s = sd_lanes_from_env(&sd_lanes);
+    if (s != TK_OK) return s;
     tk_tracking_plan *p = calloc(1, sizeof *p);
     if (!p) return tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking plan");
-    p->opts = *opts, p->grid = *grid;
+    p->opts = *opts, p->grid = *grid, p->sd_lanes = sd_lanes;
     double vox = 0;
     s = invert_grid(grid, p->world2vox, &vox);
     if (s != TK_OK) {
@@ -168,7 +186,12 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
             p->map[(size_t)c * p->k + r] = t;
         }
     if (o->lmax <= TK_TRACK_ROWS_MAX_ORDER) tk_tracking_rows_recipe(o->lmax, p->rows_src, p->rows_weight);
-    if (o->lmax <= TK_TRACK_POLY_MAX_ORDER) tk_tracking_poly_recipe(o->lmax, p->poly_exp, p->poly_mult);
+    if (o->lmax <= TK_TRACK_POLY_MAX_ORDER) {
+        tk_tracking_poly_recipe(o->lmax, p->poly_exp, p->poly_mult);
+        /* the CPU's evaluator walks the monomials in this order without the table */
+        if (s == TK_OK && !tk_tracking_poly_order_matches(o->lmax, (const unsigned char(*)[3])p->poly_exp))
+            s = tk_set_error(TK_ERR_UNSUPPORTED, "iFOD1's monomial table is not in the evaluator's order (a bug)");
+    }
     if (s == TK_OK && ifod1) s = tk_tracking_calibrate(p);
     /* the GPU's copy of the plan, once its tables are final */
     if (s == TK_OK && o->backend == TK_BACKEND_CUDA) s = tk_tracking_cuda_create(p, &p->cuda);

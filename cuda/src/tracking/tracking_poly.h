@@ -47,10 +47,65 @@ TK_HD static inline void tk_tracking_poly_coeffs(const tk_tracking_plan *plan, c
     for (int r = 0; r < k; ++r) coef[r] *= plan->poly_mult[r];
 }
 
+/* The series at the direction of dir for order m (the plan's lmax): the monomials in the
+ * recipe's order (tk_sym_hd_classes3: x0's power a from m down, then x1's power b from m - a
+ * down; tk_tracking_plan_create checks the plan's table against it), the even-numbered terms
+ * into one partial sum and the odd into another (half the chain of dependent additions).
+ * Inlined with m a constant (tk_tracking_poly_value's switch), the loops unroll and every
+ * power is a fixed register or stack slot, where the table's exponents were loads and
+ * indexed reads at each of iFOD1's many samples a step. */
+TK_HD static inline TK_ALWAYS_INLINE double tk_tracking_poly_value_m(int m, const double *coef, const double *dir)
+{
+    const double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
+    const double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n};
+    double p[3][TK_TRACK_POLY_MAX_ORDER + 1];
+    for (int a = 0; a < 3; ++a) {
+        p[a][0] = 1.0;
+        for (int e = 1; e <= m; ++e) p[a][e] = p[a][e - 1] * x[a];
+    }
+    double s0 = 0.0, s1 = 0.0;
+    int j = 0;
+#if !defined(__CUDACC__)
+#pragma GCC unroll 16
+#endif
+    for (int a = m; a >= 0; --a)
+#if !defined(__CUDACC__)
+#pragma GCC unroll 16
+#endif
+        for (int b = m - a; b >= 0; --b, ++j) {
+            const double term = coef[j] * (p[0][a] * p[1][b] * p[2][m - a - b]);
+            if (j & 1) s1 += term;
+            else s0 += term;
+        }
+    return s0 + s1;
+}
+
+/* Whether exp (the plan's poly_exp, k rows) lists the monomials in tk_tracking_poly_value_m's
+ * order. */
+TK_HD static inline int tk_tracking_poly_order_matches(int m, const unsigned char (*exp)[3])
+{
+    int j = 0;
+    for (int a = m; a >= 0; --a)
+        for (int b = m - a; b >= 0; --b, ++j)
+            if (exp[j][0] != a || exp[j][1] != b || exp[j][2] != m - a - b) return 0;
+    return 1;
+}
+
 /* The series at the direction of dir (normalised here: the polynomial equals the series on
- * the unit sphere only) from tk_tracking_poly_coeffs's coef. */
+ * the unit sphere only) from tk_tracking_poly_coeffs's coef.  The device keeps the table's
+ * walk (its text as the GPU was last measured and checked with; the CUDA tracker's lmax <= 8
+ * kernels evaluate the polynomial themselves, tracking_warp.cuh, so the device reaches this
+ * only through the thread kernel, which runs above lmax 8 where no polynomial is used); the
+ * host takes the unrolled walk, the same terms in the same order. */
 TK_HD static inline double tk_tracking_poly_value(const tk_tracking_plan *plan, const double *coef, const double *dir)
 {
+#ifndef __CUDA_ARCH__
+    switch (plan->opts.lmax) {
+    case 8: return tk_tracking_poly_value_m(8, coef, dir);
+    case 6: return tk_tracking_poly_value_m(6, coef, dir);
+    default: return tk_tracking_poly_value_m(plan->opts.lmax, coef, dir);
+    }
+#else
     const int m = plan->opts.lmax, k = plan->k;
     const double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
     const double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n};
@@ -72,6 +127,7 @@ TK_HD static inline double tk_tracking_poly_value(const tk_tracking_plan *plan, 
         s0 += coef[j] * (p[0][e0[0]] * p[1][e0[1]] * p[2][e0[2]]);
     }
     return s0 + s1;
+#endif
 }
 
 /* iFOD1's value at dir: the polynomial where the plan uses it (coef from

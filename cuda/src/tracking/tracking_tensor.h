@@ -72,24 +72,47 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
         for (int e = 0; e < 6; ++e) rows[r][e] = src[r][e] < 0 ? 0.0 : packed[src[r][e]] * weight[r][e];
 }
 
-/* The lanes of a CUDA warp: the monomial form's sums run over this many slots (rows past the
- * last, zero) in the order of a warp's butterfly reduction, on the host too. */
+/* The lanes of a CUDA warp. */
 #define TK_TRACK_LANES 32
 
-/* The slots' sum in the order a warp's xor butterfly (offsets 16, 8, 4, 2, 1) adds them: at
- * each level slot i takes slot i + off, which is what lane i gets from lane i ^ off (addition
- * commutes exactly, so every lane ends with slot 0's value).  The CUDA tracker's warp kernel
- * (tracking_warp.cuh) holds one row a lane; summing in its order here keeps the CPU and GPU
- * streamlines equal bit for bit. */
-TK_HD static inline double tk_tracking_lane_tree_sum(double *slot)
+/* out (k) = map (k x k, column-major) times v over the columns from `first`: each entry summed
+ * column by column from 0.0, the order of the column-by-column loop it replaces on the host
+ * (tracking_peak.h's tensor), so the values are the same to the bit.  Rows in blocks of eight
+ * held in registers across all the columns, where the plain loop loaded and stored the k
+ * partial sums at every column (the CPU step's largest single cost in perf; SD_STREAM 5-8%
+ * faster).  Host only: the device keeps its loop. */
+#ifndef __CUDA_ARCH__
+static inline void tk_tracking_map_times(const double *map, int k, int first, const double *v, double *out)
 {
-    for (int off = TK_TRACK_LANES / 2; off >= 1; off /= 2)
-        for (int i = 0; i < off; ++i) slot[i] = slot[i] + slot[i + off];
-    return slot[0];
+    int r0 = 0;
+    for (; r0 + 8 <= k; r0 += 8) {
+        double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int c = first; c < k; ++c) {
+            const double a = v[c], *col = map + (size_t)c * k + r0;
+            for (int i = 0; i < 8; ++i) acc[i] += col[i] * a;
+        }
+        for (int i = 0; i < 8; ++i) out[r0 + i] = acc[i];
+    }
+    for (; r0 < k; ++r0) {
+        double acc = 0.0;
+        for (int c = first; c < k; ++c) acc += map[(size_t)c * k + r0] * v[c];
+        out[r0] = acc;
+    }
 }
+#endif
+
+/* SD_STREAM's lanes a seed on the GPU (the plan's sd_lanes, 8, 16 or 32): the monomial form's
+ * sums run in the order those lanes add them, on the host too.  The CUDA tracker's group
+ * kernel (tracking_group.cuh) gives each seed this many lanes of a warp, lane l holding rows
+ * l, l + lanes, l + 2 lanes, ...; 32 is one seed a warp (tracking_warp.cuh, the earlier
+ * kernel, a row a lane).  Eight lanes a seed: the butterfly is three levels, not five, and a
+ * warp grows four streamlines at once (Documentation/tracking.md, "Several seeds a warp").
+ * The environment variable TK_TRACK_SD_LANES picks another at plan create (for A/B runs);
+ * CPU and GPU follow the plan's value alike. */
+#define TK_TRACK_SD_LANES_DEFAULT 8
 
 /* The monomial of row (a, b) of degree d at x: its powers by repeated products from 1, then
- * x0^a x1^b times x2^(d-a-b), as the warp kernel's lanes form it. */
+ * x0^a x1^b times x2^(d-a-b), as the GPU's lanes form it. */
 TK_HD static inline double tk_tracking_row_monomial(int d, int a, int b, const double *p0, const double *p1,
                                                    const double *p2)
 {
@@ -97,37 +120,58 @@ TK_HD static inline double tk_tracking_row_monomial(int d, int a, int b, const d
 }
 
 /* h (3 x 3, row-major) = A x^(d+2) from the rows of tk_tracking_rows_build: the monomials
- * from tables of powers, each times its row, summed in the warp's order
- * (tk_tracking_lane_tree_sum; the rows past the last count as zero).  Inlined with d a
- * constant (the callers' switch) so that the loops unroll. */
-TK_HD static inline void tk_tracking_rows_axm2_d(int d, const double (*rows)[6], const double *x, double *h)
+ * from tables of powers, each times its row, summed in the GPU's order for `lanes` lanes a
+ * seed: lane l's rows l, l + lanes, ... one after another from the first (0.0 for a lane
+ * with none), then the lanes' xor butterfly (offsets lanes / 2, ..., 2, 1): at each level
+ * slot i takes slot i + off, which is what lane i gets from lane i ^ off (addition commutes
+ * exactly, so every lane ends with slot 0's value).  Inlined with d and lanes constants (the
+ * callers' switch) so that the loops unroll. */
+TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lanes, const double (*rows)[6], const double *x,
+                                                 double *h)
 {
     double p0[TK_TRACK_ROWS_MAX_ORDER - 1], p1[TK_TRACK_ROWS_MAX_ORDER - 1], p2[TK_TRACK_ROWS_MAX_ORDER - 1];
     p0[0] = p1[0] = p2[0] = 1.0;
     for (int e = 1; e <= d; ++e) p0[e] = p0[e - 1] * x[0], p1[e] = p1[e - 1] * x[1], p2[e] = p2[e - 1] * x[2];
-    double mono[TK_TRACK_ROWS_MAX], slot[TK_TRACK_LANES], s[6];
+    double mono[TK_TRACK_ROWS_MAX], acc[TK_TRACK_LANES][6], s[6];
     const int nrows = (d + 1) * (d + 2) / 2;
     int r = 0;
     for (int a = d; a >= 0; --a)
         for (int b = d - a; b >= 0; --b, ++r) mono[r] = tk_tracking_row_monomial(d, a, b, p0, p1, p2);
-    for (int e = 0; e < 6; ++e) {
-        for (r = 0; r < nrows; ++r) slot[r] = rows[r][e] * mono[r];
-        for (; r < TK_TRACK_LANES; ++r) slot[r] = 0.0;
-        s[e] = tk_tracking_lane_tree_sum(slot);
+    /* each lane's sums, the six entries side by side (the host's vector units take them
+     * together; each entry's sums in the lane's order);
+     * nrows <= TK_TRACK_ROWS_MAX, said again for the compiler's range checks */
+    for (int l = 0; l < lanes; ++l) {
+        if (l < nrows && l < TK_TRACK_ROWS_MAX)
+            for (int e = 0; e < 6; ++e) acc[l][e] = rows[l][e] * mono[l];
+        else
+            for (int e = 0; e < 6; ++e) acc[l][e] = 0.0;
+        for (r = l + lanes; r < nrows && r < TK_TRACK_ROWS_MAX; r += lanes)
+            for (int e = 0; e < 6; ++e) acc[l][e] = acc[l][e] + rows[r][e] * mono[r];
     }
+    /* the lanes' butterfly, each entry's slots as the lanes add them */
+    for (int off = lanes / 2; off >= 1; off /= 2)
+        for (int i = 0; i < off; ++i)
+            for (int e = 0; e < 6; ++e) acc[i][e] = acc[i][e] + acc[i + off][e];
+    for (int e = 0; e < 6; ++e) s[e] = acc[0][e];
     h[0] = s[0], h[1] = h[3] = s[1], h[2] = h[6] = s[2];
     h[4] = s[3], h[5] = h[7] = s[4], h[8] = s[5];
 }
 
-/* h = A x^(order-2) from the rows, order even from 2 to TK_TRACK_ROWS_MAX_ORDER. */
-TK_HD static inline void tk_tracking_rows_axm2(int order, const double (*rows)[6], const double *x, double *h)
+/* h = A x^(order-2) from the rows, order even from 2 to TK_TRACK_ROWS_MAX_ORDER, summed as
+ * `lanes` (8, 16 or 32) lanes a seed sum them. */
+TK_HD static inline void tk_tracking_rows_axm2(int order, int lanes, const double (*rows)[6], const double *x,
+                                               double *h)
 {
-    switch (order) {
-    case 2: tk_tracking_rows_axm2_d(0, rows, x, h); break;
-    case 4: tk_tracking_rows_axm2_d(2, rows, x, h); break;
-    case 6: tk_tracking_rows_axm2_d(4, rows, x, h); break;
-    default: tk_tracking_rows_axm2_d(6, rows, x, h); break;
+    if (order == 8) {
+        if (lanes == 8) tk_tracking_rows_axm2_d(6, 8, rows, x, h);
+        else if (lanes == 16) tk_tracking_rows_axm2_d(6, 16, rows, x, h);
+        else tk_tracking_rows_axm2_d(6, 32, rows, x, h);
+        return;
     }
+    const int d = order - 2;
+    if (lanes == 8) tk_tracking_rows_axm2_d(d, 8, rows, x, h);
+    else if (lanes == 16) tk_tracking_rows_axm2_d(d, 16, rows, x, h);
+    else tk_tracking_rows_axm2_d(d, 32, rows, x, h);
 }
 
 #endif

@@ -15,7 +15,8 @@
 
 struct tk_tracking_policy {
     static constexpr int block_threads = 64;   /* tracking_kernel */
-    static constexpr int warp_block_threads = 128; /* tracking_warp_kernel: four warps, a seed each */
+    static constexpr int warp_block_threads = 128; /* tracking_warp_kernel: four warps, a seed each;
+                                                    tracking_group_kernel: 128 / G seeds */
     static constexpr int warp_min_blocks = TK_TRACK_WARP_MIN_BLOCKS;
     static constexpr int gather_threads = 128; /* tracking_gather_kernel */
     static constexpr int gather_blocks = 65535;

@@ -18,7 +18,7 @@
  *
  * Same results as the CPU, bit for bit: each lane's sums run in the CPU's order (the series
  * corner by corner, each tensor entry column by column), and the CPU sums the rows in the
- * butterfly's order (tracking_tensor.h tk_tracking_lane_tree_sum).  The streamline's rules are
+ * butterfly's order (tracking_tensor.h tk_tracking_rows_axm2 at 32 lanes).  The streamline's rules are
  * tracking_streamline_body.h's, the CPU's text, with the warp's interpolation, peak and
  * iFOD1 step in place of the thread's; tk_test_tracking_cuda compares the two paths'
  * streamlines. */
