@@ -47,6 +47,19 @@ TK_HD static inline void tk_tracking_poly_coeffs(const tk_tracking_plan *plan, c
     for (int r = 0; r < k; ++r) coef[r] *= plan->poly_mult[r];
 }
 
+/* The powers 0..m of the coordinates of dir normalised (the polynomial equals the series on
+ * the unit sphere only): p[a][e] = x_a^e, each from the one before. */
+TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_poly_powers(int m, const double *dir,
+                                                                  double p[3][TK_TRACK_POLY_MAX_ORDER + 1])
+{
+    const double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
+    const double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n};
+    for (int a = 0; a < 3; ++a) {
+        p[a][0] = 1.0;
+        for (int e = 1; e <= m; ++e) p[a][e] = p[a][e - 1] * x[a];
+    }
+}
+
 /* The series at the direction of dir for order m (the plan's lmax): the monomials in the
  * recipe's order (tk_sym_hd_classes3: x0's power a from m down, then x1's power b from m - a
  * down; tk_tracking_plan_create checks the plan's table against it), the even-numbered terms
@@ -56,13 +69,8 @@ TK_HD static inline void tk_tracking_poly_coeffs(const tk_tracking_plan *plan, c
  * indexed reads at each of iFOD1's many samples a step. */
 TK_HD static inline TK_ALWAYS_INLINE double tk_tracking_poly_value_m(int m, const double *coef, const double *dir)
 {
-    const double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
-    const double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n};
     double p[3][TK_TRACK_POLY_MAX_ORDER + 1];
-    for (int a = 0; a < 3; ++a) {
-        p[a][0] = 1.0;
-        for (int e = 1; e <= m; ++e) p[a][e] = p[a][e - 1] * x[a];
-    }
+    tk_tracking_poly_powers(m, dir, p);
     double s0 = 0.0, s1 = 0.0;
     int j = 0;
 #if !defined(__CUDACC__)
@@ -107,13 +115,8 @@ TK_HD static inline double tk_tracking_poly_value(const tk_tracking_plan *plan, 
     }
 #else
     const int m = plan->opts.lmax, k = plan->k;
-    const double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
-    const double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n};
     double p[3][TK_TRACK_POLY_MAX_ORDER + 1];
-    for (int a = 0; a < 3; ++a) {
-        p[a][0] = 1.0;
-        for (int e = 1; e <= m; ++e) p[a][e] = p[a][e - 1] * x[a];
-    }
+    tk_tracking_poly_powers(m, dir, p);
     /* two partial sums: half the chain of dependent additions */
     double s0 = 0.0, s1 = 0.0;
     int j = 0;
