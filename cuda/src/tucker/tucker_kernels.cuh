@@ -31,6 +31,18 @@
 
 #include "tucker_device.cuh"
 
+/* The warp kernels' rows of B in registers: lane j holds rows j, j + 32, ..., zero past J and R. */
+template <int JPL, int MAXR>
+__device__ __forceinline__ void warp_load_core_rows(const pass_args &p, int lane, float (&breg)[JPL][MAXR])
+{
+#pragma unroll
+    for (int jj = 0; jj < JPL; ++jj) {
+        int j = lane + 32 * jj;
+#pragma unroll
+        for (int r = 0; r < MAXR; ++r) breg[jj][r] = (j < p.J && r < p.R) ? p.b[j * p.R + r] : 0.0f;
+    }
+}
+
 /* The warp kernels' v = B q: lane j's rows of B in registers (breg), q broadcast from the
  * warp's shared row as float4, each v_j summed in r order. */
 template <int JPL, int MAXR>
@@ -59,12 +71,7 @@ __global__ void __launch_bounds__(Policy::threads_per_block) factor_kernel(pass_
     __shared__ __align__(16) float qs[Policy::warps_per_block][MAXR];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float breg[JPL][MAXR];
-#pragma unroll
-    for (int jj = 0; jj < JPL; ++jj) {
-        int j = lane + 32 * jj;
-#pragma unroll
-        for (int r = 0; r < MAXR; ++r) breg[jj][r] = (j < p.J && r < p.R) ? p.b[j * p.R + r] : 0.0f;
-    }
+    warp_load_core_rows<JPL, MAXR>(p, lane, breg);
     const float4 *q4 = reinterpret_cast<const float4 *>(qs[warp]);
     for (unsigned long long part = next_part(p.counter, lane); part < p.mode.parts; part = next_part(p.counter, lane)) {
         const uint32_t i = p.mode.part_row[part], S = p.mode.part_count[part];
@@ -122,12 +129,7 @@ __global__ void __launch_bounds__(Policy::threads_per_block) factor_als_kernel(p
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const size_t stride = tk_tucker_eq_stride(p.J);
     float breg[JPL][MAXR];
-#pragma unroll
-    for (int jj = 0; jj < JPL; ++jj) {
-        int j = lane + 32 * jj;
-#pragma unroll
-        for (int r = 0; r < MAXR; ++r) breg[jj][r] = (j < p.J && r < p.R) ? p.b[j * p.R + r] : 0.0f;
-    }
+    warp_load_core_rows<JPL, MAXR>(p, lane, breg);
     const float4 *q4 = reinterpret_cast<const float4 *>(qs[warp]);
     const float4 *v4 = reinterpret_cast<const float4 *>(vs[warp]);
     for (unsigned long long part = next_part(p.counter, lane); part < p.mode.parts; part = next_part(p.counter, lane)) {
