@@ -248,11 +248,7 @@ __device__ static TK_WARP_CALL double tk_group_peak(const tk_tracking_plan *plan
         strict = nt_polish_group(t, x, &value, &iterations, 0.0, 0.0, TK_TRACK_PEAK_MAX_STEP, NULL);
         if (strict == 1 || iterations < TK_NEWTON_MAX_ITERATIONS) break;
     }
-    if (strict != 1) return 0;
-    const double amplitude = iso + scale * value;
-    if (!isfinite(amplitude)) return 0;
-    dir[0] = x[0], dir[1] = x[1], dir[2] = x[2];
-    return amplitude;
+    return tk_tracking_peak_found(strict, iso, scale, value, x, dir);
 }
 
 /* tk_tracking_sd_find_peak's test on the group's peak. */

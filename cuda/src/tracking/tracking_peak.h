@@ -65,6 +65,19 @@ TK_HD static inline void tt_derivs(const track_tensor *tc, const double *x, doub
  * steps) from its peak, and near a flat shoulder the steps are halved. */
 #define TK_TRACK_PEAK_CLIMBS 3
 
+/* The end of every peak search (the thread's, the warp's, the group's): a strict maximum whose
+ * amplitude iso + scale * value is finite gives that amplitude, its direction x into dir;
+ * anything else 0 (no peak). */
+TK_HD static inline double tk_tracking_peak_found(int strict, double iso, double scale, double value,
+                                                  const double *x, double *dir)
+{
+    if (strict != 1) return 0;
+    const double amplitude = iso + scale * value;
+    if (!isfinite(amplitude)) return 0;
+    dir[0] = x[0], dir[1] = x[1], dir[2] = x[2];
+    return amplitude;
+}
+
 /* tk_tracking_plan_peak with caller scratch. */
 TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const double *sh, double *dir,
                                             tk_tracking_peak_work *work)
@@ -103,11 +116,7 @@ TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const 
         strict = nt_polish_track(&t, x, &value, &iterations, 0.0, 0.0, TK_TRACK_PEAK_MAX_STEP, NULL);
         if (strict == 1 || iterations < TK_NEWTON_MAX_ITERATIONS) break;
     }
-    if (strict != 1) return 0;
-    const double amplitude = iso + scale * value;
-    if (!isfinite(amplitude)) return 0;
-    dir[0] = x[0], dir[1] = x[1], dir[2] = x[2];
-    return amplitude;
+    return tk_tracking_peak_found(strict, iso, scale, value, x, dir);
 }
 
 #endif
