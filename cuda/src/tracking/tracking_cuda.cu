@@ -50,8 +50,8 @@ enum { HOST_SEED, HOST_OUTCOME, HOST_NUM_POINTS, HOST_OFFSET, HOST_OUT, HOST_BUF
 enum { SETS = 2 };
 /* HOST_OUT's first size, in points a seed of a launch: the bench's runs keep about 18 a seed
  * (two thirds of the seeds, 26 points each), so it rarely grows; the worst case, max_points + 1
- * a seed, was 200 MB of pinned memory a launch there, whose allocation (pinning) cost tens of
- * milliseconds in a run's first execute. */
+ * a seed, was 200 MB of pinned memory a launch there, allocated (pinned) in a run's first
+ * execute, which may take tens of milliseconds (not measured). */
 #define TK_TRACK_HOST_POINTS_A_SEED 32
 /* Outgrown HOST_OUT buffers a GPU keeps until the execute ends (freeing pinned memory may wait
  * for the device, which in the pipeline would wait for the launch in flight). */
