@@ -18,7 +18,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -450,6 +452,157 @@ TEST(TrackingCuda, ASinkErrorStopsTheRun)
     EXPECT_EQ(p.collect(&r), TK_OK) << tk_last_error();
     EXPECT_GT(r.num_streamlines, 0u);
     tk_tracking_result_free(&r);
+}
+
+// ---- the pipelined launches against the serial path (TK_TRACK_CUDA_SERIAL) ----------------
+
+// Sets TK_TRACK_CUDA_SERIAL for a scope (read at plan create), and the launch fill; both
+// restored after.
+struct PathAndFill {
+    PathAndFill(const char *serial, size_t fill)
+    {
+        if (serial) setenv("TK_TRACK_CUDA_SERIAL", serial, 1);
+        else unsetenv("TK_TRACK_CUDA_SERIAL");
+        tk_tracking_cuda_set_launch_fill(fill);
+    }
+    ~PathAndFill()
+    {
+        unsetenv("TK_TRACK_CUDA_SERIAL");
+        tk_tracking_cuda_set_launch_fill(0);
+    }
+    PathAndFill(const PathAndFill &) = delete;
+    PathAndFill &operator=(const PathAndFill &) = delete;
+};
+
+// The pipeline (two sets, launch k + 1 running while launch k is packed and handed out) and
+// the serial path give the same streamlines, to the bit, and the same counts, with launches
+// of 37 seeds (19 launches of 700 seeds: many rounds, each set reused, the last launch short)
+// handed out in chunks of 16 and of 100 seeds (several chunks a launch, a chunk over launches).
+void expect_serial_and_pipelined_agree(tk_tracking_algorithm algorithm)
+{
+    const Volume vol = busy_field();
+    const std::vector<double> points = random_points(vol, 700, 31);
+    tk_tracking_options o = default_options();
+    o.algorithm = algorithm, o.rng_seed = 5, o.max_trials = 100;
+    for (size_t chunk : {size_t(16), size_t(100)}) {
+        o.chunk_seeds = chunk;
+        TrackOnce serial, pipelined;
+        {
+            PathAndFill path("1", 37);
+            track(serial, vol, o, TK_BACKEND_CUDA, point_seeds(points));
+        }
+        TK_SKIP_IF_NO_GPU(serial.status);
+        ASSERT_EQ(serial.status, TK_OK) << serial.error;
+        {
+            PathAndFill path(nullptr, 37);
+            track(pipelined, vol, o, TK_BACKEND_CUDA, point_seeds(points));
+        }
+        ASSERT_EQ(pipelined.status, TK_OK) << pipelined.error;
+        EXPECT_GT(serial.result.num_streamlines, 10u);
+        EXPECT_TRUE(flatten(serial.result) == flatten(pipelined.result))
+            << "the pipeline changed the streamlines (chunks of " << chunk << " seeds)";
+        EXPECT_EQ(std::memcmp(&serial.stats, &pipelined.stats, sizeof serial.stats), 0) << "the counts differ";
+    }
+}
+
+TEST(TrackingCuda, ThePipelineGivesTheSerialPathsSdStreamStreamlines)
+{
+    expect_serial_and_pipelined_agree(TK_TRACK_SD_STREAM);
+}
+
+TEST(TrackingCuda, ThePipelineGivesTheSerialPathsIfod1Streamlines)
+{
+    expect_serial_and_pipelined_agree(TK_TRACK_IFOD1);
+}
+
+// A sink that fails at its third chunk, counting its calls.
+struct FailLater {
+    size_t calls = 0;
+};
+
+tk_status fail_at_third(const tk_tracking_chunk *, void *user)
+{
+    FailLater *f = static_cast<FailLater *>(user);
+    if (++f->calls == 3) return tk_set_error(TK_ERR_IO, "disk full at chunk 3 (test)");
+    return TK_OK;
+}
+
+// A sink that fails with launches still in flight (300 seeds in launches of 40: rounds 0 and
+// 1 queued at once, round 2 behind round 0's gather when round 1's first chunk fails): the
+// run returns the sink's error, the sink is not called again, and the plan's next run is
+// whole and equal to a fresh plan's; on both paths.
+TEST(TrackingCuda, ASinkErrorMidPipelineStopsTheRunCleanly)
+{
+    for (const char *serial : {"0", "1"}) {
+        PathAndFill path(serial, 40);
+        CudaPlan p(300, 14, 20);
+        TK_SKIP_IF_NO_GPU(p.status);
+        ASSERT_EQ(p.status, TK_OK) << tk_last_error();
+        FailLater f;
+        EXPECT_EQ(p.execute(fail_at_third, &f), TK_ERR_IO) << "TK_TRACK_CUDA_SERIAL=" << serial;
+        EXPECT_NE(std::strstr(tk_last_error(), "disk full at chunk 3"), nullptr) << tk_last_error();
+        EXPECT_EQ(f.calls, 3u) << "the sink was called after it failed";
+        tk_tracking_result after{}, fresh{};
+        EXPECT_EQ(p.collect(&after), TK_OK) << tk_last_error();
+        CudaPlan q(300, 14, 20);
+        ASSERT_EQ(q.status, TK_OK) << tk_last_error();
+        EXPECT_EQ(q.collect(&fresh), TK_OK) << tk_last_error();
+        EXPECT_GT(after.num_streamlines, 0u);
+        EXPECT_TRUE(flatten(after) == flatten(fresh)) << "the run after the failure differs";
+        tk_tracking_result_free(&after), tk_tracking_result_free(&fresh);
+    }
+}
+
+// The cuda backend checks the SH volume on the GPU, after its upload: the cpu backend's error,
+// word for word, naming the first non-finite value wherever it lies (NaN, +inf, -inf; a second
+// one after it not named), and the plan tracks on after it.
+TEST(TrackingCuda, TheGpuNamesTheFirstNonFiniteCoefficientAsTheCpuDoes)
+{
+    CudaPlan p(200, 15, 64);
+    TK_SKIP_IF_NO_GPU(p.status);
+    ASSERT_EQ(p.status, TK_OK) << tk_last_error();
+    tk_tracking_options o = default_options();
+    o.backend = TK_BACKEND_CPU;
+    tk_tracking_plan *cpu = nullptr;
+    ASSERT_EQ(tk_tracking_plan_create(&o, &p.vol.grid, &cpu), TK_OK) << tk_last_error();
+    const size_t n = p.vol.sh.size();
+    const float bad[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()};
+    for (size_t at : {size_t(0), size_t(777), n / 2 + 3, n - 1})
+        for (float value : bad) {
+            std::vector<float> sh = p.vol.sh;
+            sh[at] = value;
+            if (at + 1000 < n) sh[at + 1000] = bad[0];
+            tk_tracking_result r{};
+            EXPECT_EQ(tk_tracking_collect(p.plan, sh.data(), n, nullptr, &p.seeds, &r, nullptr), TK_ERR_DATA);
+            const std::string gpu_error = tk_last_error();
+            tk_tracking_result_free(&r);
+            EXPECT_EQ(tk_tracking_collect(cpu, sh.data(), n, nullptr, &p.seeds, &r, nullptr), TK_ERR_DATA);
+            tk_tracking_result_free(&r);
+            EXPECT_EQ(gpu_error, std::string(tk_last_error())) << "value " << value << " at " << at;
+        }
+    tk_tracking_plan_destroy(cpu);
+    tk_tracking_result r{};
+    EXPECT_EQ(p.collect(&r), TK_OK) << tk_last_error();
+    EXPECT_GT(r.num_streamlines, 0u);
+    tk_tracking_result_free(&r);
+}
+
+TEST(TrackingCuda, ABadSerialSettingIsAClearError)
+{
+    const Volume vol = busy_field();
+    tk_tracking_options o = default_options();
+    o.backend = TK_BACKEND_CUDA;
+    tk_tracking_plan *plan = nullptr;
+    tk_status s;
+    {
+        PathAndFill path("yes", 0);
+        s = tk_tracking_plan_create(&o, &vol.grid, &plan);
+    }
+    tk_tracking_plan_destroy(plan);
+    TK_SKIP_IF_NO_GPU(s);
+    EXPECT_EQ(s, TK_ERR_ARGUMENT);
+    EXPECT_NE(std::strstr(tk_last_error(), "TK_TRACK_CUDA_SERIAL"), nullptr) << tk_last_error();
 }
 
 }  // namespace

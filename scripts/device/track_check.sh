@@ -8,7 +8,9 @@
 # the group kernel's __syncwarp masks) on a small case.  Needs .deps/ carried
 # (scripts/device/make_deps.sh).  Logs under $OUT.  SKIP_BUILD=1 reuses build-dev/; LANES
 # picks the lane counts (default "32 16 8"); REPEAT the bench's runs (default 3); BENCH=none skips
-# the benchmarks, SAN_TOOLS=none the sanitizers.
+# the benchmarks, SAN_TOOLS=none the sanitizers.  AB_SERIAL=1 benchmarks instead the launches'
+# serial path (TK_TRACK_CUDA_SERIAL=1) against the pipeline, SD_STREAM (default lanes) and iFOD1,
+# each with REPEAT runs (3: the median is a later run, not the first, which allocates).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ -z "${SKIP_BUILD:-}" ]; then
@@ -20,7 +22,16 @@ fi
 grep -E "tests passed|Failed|\*\*\*|Not Run|Skipped" "$OUT/ctest_tracking.log" | head -20
 build-dev/bin/tk_test_tracking_cuda --gtest_filter='*BitForBit*:*SdStream*' > "$OUT/test_tracking_cuda_sd.log" 2>&1
 grep -E "lanes|CPU vs GPU|FAILED|Failure|PASSED|OK \]" "$OUT/test_tracking_cuda_sd.log" | head -30
-if [ "${BENCH:-}" != none ]; then
+if [ -n "${AB_SERIAL:-}" ] && [ "${BENCH:-}" != none ]; then
+  for alg in sd_stream ifod1; do
+    for serial in 1 0; do
+      echo "== $alg, TK_TRACK_CUDA_SERIAL=$serial"
+      TK_TRACK_CUDA_SERIAL=$serial build-dev/bin/tk-bench track --backends cuda --algorithms "$alg" --seeds 1000000 \
+        --repeat "${REPEAT:-3}" --tckgen off --write 0 > "$OUT/bench_ab_${alg}_$serial.txt" 2>&1
+      grep -E "^cuda|kernel|rror" "$OUT/bench_ab_${alg}_$serial.txt"
+    done
+  done
+elif [ "${BENCH:-}" != none ]; then
 for lanes in ${LANES:-32 16 8}; do
   echo "== SD_STREAM, TK_TRACK_SD_LANES=$lanes"
   TK_TRACK_SD_LANES=$lanes build-dev/bin/tk-bench track --backends cuda --algorithms sd_stream --seeds 1000000 \
@@ -35,7 +46,7 @@ fi
 if [ "${SAN_TOOLS:-}" != none ]; then
   for tool in ${SAN_TOOLS:-memcheck synccheck}; do
     ( timeout "${SAN_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 build-dev/bin/tk_test_tracking_cuda \
-        --gtest_filter='*SdStreamMatchesTheCpuWithRegionsAndMaskSeeds:*APlanExecutesTwice*' > "$OUT/san_$tool.log" 2>&1
+        --gtest_filter='*SdStreamMatchesTheCpuWithRegionsAndMaskSeeds:*APlanExecutesTwice*:*MidPipeline*:*NonFinite*' > "$OUT/san_$tool.log" 2>&1
       echo "$tool rc=$?" ) &
   done
   wait

@@ -15,10 +15,10 @@
 #include "tracking_run.h"
 #include "tracking_streamline.h"
 
-/* The first of v[0..n) that is NaN or infinite, or n.  Every execute checks the whole SH
- * volume (27M values in tk-bench track: 13 ms, 8% of a 4,000-seed CPU run and the largest
- * host cost of a GPU run, as a loop that stops at the first hit, which the compiler keeps
- * scalar); here blocks are tested with the exponent bits OR-ed together, which vectorises
+/* The first of v[0..n) that is NaN or infinite, or n.  Every cpu and omp execute checks the
+ * whole SH volume (27M values in tk-bench track: 13 ms, 8% of a 4,000-seed CPU run, as a loop
+ * that stops at the first hit, which the compiler keeps scalar; the cuda backend checks on the
+ * GPU, tracking_cuda.cu); here blocks are tested with the exponent bits OR-ed together, which vectorises
  * (2-3x faster), and only a block that holds one is searched again. */
 static size_t first_nonfinite(const float *v, size_t n)
 {
@@ -56,17 +56,21 @@ static tk_status check_inputs(const tk_tracking_plan *plan, const float *sh, siz
         if (!r->include[i]) return tk_set_error(TK_ERR_ARGUMENT, "include region %zu is missing", i);
     if (seeds && seeds->mask && seeds->mask_voxels != n)
         return tk_set_error(TK_ERR_ARGUMENT, "the seed mask holds %zu voxels, but the grid has %zu", seeds->mask_voxels, n);
-    if (!plan->opts.allow_nonfinite) {
+    /* the cuda backend checks the volume on the GPU once it is there (tracking_cuda.cu): the
+     * host's pass over it was, with the upload, the largest host cost of a GPU run */
+    if (!plan->opts.allow_nonfinite && plan->opts.backend != TK_BACKEND_CUDA) {
         const size_t i = first_nonfinite(sh, sh_values);
-        if (i < sh_values) {
-            const size_t v = i / (size_t)plan->k;
-            return tk_set_error(TK_ERR_DATA,
-                                "the SH volume has a non-finite coefficient (%g) at voxel (%zu, %zu, %zu), "
-                                "coefficient %zu",
-                                (double)sh[i], v % d[0], (v / d[0]) % d[1], v / (d[0] * d[1]), i % (size_t)plan->k);
-        }
+        if (i < sh_values) return tk_tracking_nonfinite_error(plan, sh, i);
     }
     return TK_OK;
+}
+
+tk_status tk_tracking_nonfinite_error(const tk_tracking_plan *plan, const float *sh, size_t i)
+{
+    const size_t *d = plan->grid.dims, v = i / (size_t)plan->k;
+    return tk_set_error(TK_ERR_DATA,
+                        "the SH volume has a non-finite coefficient (%g) at voxel (%zu, %zu, %zu), coefficient %zu",
+                        (double)sh[i], v % d[0], (v / d[0]) % d[1], v / (d[0] * d[1]), i % (size_t)plan->k);
 }
 
 /* A thread's output within a chunk: its kept streamlines' points, one after another. */

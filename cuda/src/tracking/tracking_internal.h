@@ -144,6 +144,13 @@ void tk_tracking_seed_set_free(tk_tracking_seed_set *set);
 void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index,
                                tk_philox *rng, double *p);
 
+/* ---- the SH volume's check (tracking_execute.c) -------------------------------------- */
+
+/* TK_ERR_DATA naming sh[i], the volume's first non-finite value: its voxel and coefficient.
+ * The cpu and omp backends find i on the host before tracking, the cuda backend on the GPU
+ * after the upload. */
+tk_status tk_tracking_nonfinite_error(const tk_tracking_plan *plan, const float *sh, size_t i);
+
 /* ---- the cuda backend (tracking_cuda.cu; tracking_nocuda.c without a CUDA compiler) -- */
 
 typedef struct tk_tracking_cuda_state tk_tracking_cuda_state;
