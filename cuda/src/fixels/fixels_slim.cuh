@@ -40,6 +40,12 @@ static __global__ void __maxnreg__(TK_FX_SLIM_REGISTERS)
         if (v >= num_voxels) break;
         FX_PHASE_START;
         if (fx_warp_start(view, v, io, NULL, lane)) {
+            /* the voxel's row (written by the samples kernel, most likely out of L2 by now) asked
+             * into L2 at once, a 128-byte line a lane a step: the scan's loads below then wait for
+             * one memory latency, not one a few lines (a hint: nothing read changes) */
+            const char *row = (const char *)(samples + v * stride);
+            for (size_t b = (size_t)lane * 128u; b < stride * sizeof(double); b += 32u * 128u)
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(row + b));
             FX_PHASE(0);
             fx_warp_segment<true>(view, sview, lay, mine, samples + v * stride, v, io, lane);
         }
