@@ -1,9 +1,10 @@
 #!/bin/bash
 # The fixels' CUDA backend on the lent GPU (no ITK/VTK there): build the core, the fixels tests
-# and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests (the batched walk's and the warp sorts' host tests too), the CUDA ones (the warp kernel
-# against the one-thread kernel bit for bit, both against omp, the many-lobe voxels), tk-bench
-# fixels (cuda transfers included beside the 10M voxels/s goal, omp on the machine's cores) on
-# 600k voxels; then compute-sanitizer memcheck and racecheck on the small CUDA case.  Needs .deps/
+# and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests (the batched walk's and the warp
+# sorts' host tests too), the CUDA ones (the warp kernels, slim, pull and fused, against the
+# one-thread kernel bit for bit, against omp, the many-lobe voxels), tk-bench fixels (cuda transfers included beside the 10M voxels/s goal, omp on the
+# machine's cores) on 600k voxels and on the 5121 set (slim and pull); the A/B runs asked for; last
+# compute-sanitizer memcheck and racecheck on the small CUDA case.  Needs .deps/
 # carried (scripts/device/make_deps.sh).  Logs under $OUT.  BENCH_ARGS adds tk-bench flags;
 # SAN_TOOLS=none skips the sanitizers; AB_FUSED, AB_SLIM, AB_REGISTERS and PHASES (below) add
 # measurements.
