@@ -10,7 +10,12 @@
 # measurements.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if [ -z "${SKIP_MAIN:-}" ]; then
+# SAN_ONLY=1: tk_test_fixels_cuda built and the sanitizers run on it, nothing else of the main part
+# (a call of its own where one call does not hold the tests, the measurements and the sanitizers)
+if [ -n "${SAN_ONLY:-}" ]; then
+  . "$(dirname "$0")/build_dev.sh" tk_test_fixels_cuda || exit 1
+fi
+if [ -z "${SKIP_MAIN:-}${SAN_ONLY:-}" ]; then
 . "$(dirname "$0")/build_dev.sh" tk_test_fixels tk_test_fixels_batch_walk tk_test_fixels_warp_sort tk_test_fixels_cuda tk-bench || exit 1
 build-dev/bin/tk_test_fixels > "$OUT/test_fixels.log" 2>&1; tail -3 "$OUT/test_fixels.log"
 build-dev/bin/tk_test_fixels_batch_walk > "$OUT/test_fixels_batch_walk.log" 2>&1; tail -3 "$OUT/test_fixels_batch_walk.log"
@@ -87,7 +92,7 @@ if [ -n "${PHASES:-}" ]; then
   cmake -S . -B build-dev -DTK_FIXELS_WARP_PHASES=OFF > /dev/null
 fi
 # the sanitizers last (after the measurements: a run cut short by its time limit keeps those)
-if [ -z "${SKIP_MAIN:-}" ] && [ "${SAN_TOOLS:-}" != none ]; then
+if { [ -z "${SKIP_MAIN:-}" ] || [ -n "${SAN_ONLY:-}" ]; } && [ "${SAN_TOOLS:-}" != none ]; then
   for tool in ${SAN_TOOLS:-memcheck racecheck}; do
     ( timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 99 build-dev/bin/tk_test_fixels_cuda \
         --gtest_filter='*BitForBitSmall' > "$OUT/san_$tool.log" 2>&1; echo "$tool rc=$?" ) &
