@@ -32,24 +32,26 @@ struct Out {
 };
 
 // The kernels a cuda plan may run its voxels through: the default (the samples as a matrix
-// product, then the pull kernel), every voxel by the one-thread kernel (the reference), the fused
-// warp kernel (a block's voxels sampled together; the A/B reference of the default).
-enum Kernel { PULL = 0, ONE_THREAD = 1, FUSED = 2 };
+// product, then the slim kernel), every voxel by the one-thread kernel (the reference), the fused
+// warp kernel (a block's voxels sampled together), the pull kernel (the slim kernel's A/B
+// reference: the samples copied into shared memory).
+enum Kernel { SLIM = 0, ONE_THREAD = 1, FUSED = 2, PULL = 3 };
 
 // One execute of a plan for o by kernel; the arrays start as garbage, so that a slot the backend
 // leaves unwritten shows.
 tk_status run(tk_fixels_options o, const std::vector<float> &sh, const std::vector<uint8_t> &mask, size_t nv, Out &r,
-              double *seconds, Kernel kernel = PULL)
+              double *seconds, Kernel kernel = SLIM)
 {
     // the kernel hooks are the cuda plan's (an omp plan refuses them): a cpu or omp run only
     // with the default
-    if (o.backend != TK_BACKEND_CUDA && kernel != PULL) return TK_ERR_ARGUMENT;
+    if (o.backend != TK_BACKEND_CUDA && kernel != SLIM) return TK_ERR_ARGUMENT;
     tk_fixels_plan *p = nullptr;
     tk_status s = tk_fixels_plan_create(&o, &p);
     if (s != TK_OK) return s;
     if (o.backend == TK_BACKEND_CUDA &&
         ((kernel == ONE_THREAD && (s = tk_fixels_plan_set_one_thread(p, 1)) != TK_OK) ||
-         (s = tk_fixels_plan_set_fused(p, kernel == FUSED)) != TK_OK)) {
+         (s = tk_fixels_plan_set_fused(p, kernel == FUSED)) != TK_OK ||
+         (s = tk_fixels_plan_set_slim(p, kernel != PULL)) != TK_OK)) {
         tk_fixels_plan_destroy(p);
         return s;
     }
@@ -200,6 +202,13 @@ void check_warp_against_one_thread(size_t nv)
         std::snprintf(fwhat, sizeof fwhat, "%s, fused kernel", what);
         expect_same_bits(fused, one, nv, fwhat);
         EXPECT_EQ(fused.redone, warp.redone) << what;
+        // the pull kernel (the slim kernel's A/B reference) too
+        Out pull;
+        double ps = 0;
+        ASSERT_EQ(run(o, sh, mask, nv, pull, &ps, PULL), TK_OK) << tk_last_error();
+        std::snprintf(fwhat, sizeof fwhat, "%s, pull kernel", what);
+        expect_same_bits(pull, one, nv, fwhat);
+        EXPECT_EQ(pull.redone, warp.redone) << what;
         EXPECT_EQ(warp.bad, bad) << what;
         EXPECT_EQ(warp.count[11], 0) << what;
         EXPECT_EQ(warp.count[20], 0) << what;
@@ -221,8 +230,8 @@ void check_warp_against_one_thread(size_t nv)
             EXPECT_EQ(warp.count[v], cpu.count[v]) << what << " voxel " << v;
         EXPECT_EQ(warp.bad, cpu.bad) << what;
         EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
-        std::printf("%s: warp kernel %.0f voxels/s (fused %.0f), one-thread kernel %.0f voxels/s (transfers "
-                    "included); %zu voxels passed on\n", what, nv / ws, nv / fs, nv / os, warp.redone);
+        std::printf("%s: slim kernel %.0f voxels/s (pull %.0f, fused %.0f), one-thread kernel %.0f voxels/s "
+                    "(transfers included); %zu voxels passed on\n", what, nv / ws, nv / ps, nv / fs, nv / os, warp.redone);
     }
 }
 

@@ -175,7 +175,8 @@ TEST(FixelsWarpSort, BothSortsGiveTheWalksTotalOrder)
         ++cases;
         const std::vector<int> want = reference_order(values, n);
         // fx_warp_sort16's memory as the pull kernel lays it out: the keys over the order's
-        // memory (the label piece, then the order piece), the middle buffer and histogram apart
+        // memory (the label piece, then the order piece), the run keys in the label piece, the
+        // middle buffer and histogram apart
         const size_t label_bytes = (2 * (size_t)n + 15) / 16 * 16;
         std::vector<unsigned char> mem(std::max(4 * (size_t)n, label_bytes + 2 * (size_t)n) + 16, 0xcd);
         std::vector<unsigned short> mid(n, 0xcdcd);
@@ -184,11 +185,25 @@ TEST(FixelsWarpSort, BothSortsGiveTheWalksTotalOrder)
         int npos = -1;
         run_warp([&](int lane) {
             const int got = fx_warp_sort16(values.data(), most, n, (unsigned *)mem.data(), mid.data(), hist.data(),
-                                           order, lane);
+                                           order, (unsigned short *)mem.data(), lane);
             if (lane == 0) npos = got;
         });
         ASSERT_EQ(npos, (int)want.size()) << "trial " << trial;
         EXPECT_TRUE(std::equal(want.begin(), want.end(), order)) << "fx_warp_sort16, trial " << trial << " kind " << kind;
+        // as the slim kernel lays it out: the keys from the order's first byte, the run keys in the
+        // label piece after it (fx_warp_slim_layout_for)
+        std::vector<unsigned char> slim(label_bytes + 2 * (size_t)n + 4 * (size_t)n + 16, 0xcd);
+        std::fill(mid.begin(), mid.end(), 0xcdcd);
+        std::fill(hist.begin(), hist.end(), 0xcdcdcdcdu);
+        unsigned short *slim_order = (unsigned short *)slim.data();
+        run_warp([&](int lane) {
+            const int got = fx_warp_sort16(values.data(), most, n, (unsigned *)slim.data(), mid.data(), hist.data(),
+                                           slim_order, (unsigned short *)(slim.data() + label_bytes), lane);
+            if (lane == 0) npos = got;
+        });
+        ASSERT_EQ(npos, (int)want.size()) << "trial " << trial;
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), slim_order))
+            << "fx_warp_sort16 (slim layout), trial " << trial << " kind " << kind;
         // fx_warp_sort from the positives in direction order
         std::vector<unsigned short> sorted, other(n);
         for (int d = 0; d < n; ++d)

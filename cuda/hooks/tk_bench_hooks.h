@@ -46,6 +46,12 @@ tk_status tk_fixels_plan_set_one_thread(tk_fixels_plan *plan, int on);
  * and the pull kernel (warps taking voxels from a counter).  TK_ERR_ARGUMENT for a plan not on
  * cuda. */
 tk_status tk_fixels_plan_set_fused(tk_fixels_plan *plan, int on);
+/* A cuda plan's segmentation after the samples kernel (where not fused): on (1, the default), the
+ * slim kernel (the samples read from global memory, a third of the shared memory a voxel); off
+ * (0), the pull kernel (the samples copied into shared memory; the A/B reference, also
+ * TK_FIXELS_CUDA_SLIM=0 in the environment at the plan's creation).  TK_ERR_ARGUMENT for a plan
+ * not on cuda. */
+tk_status tk_fixels_plan_set_slim(tk_fixels_plan *plan, int on);
 /* The voxels of the plan's last execute that the warp kernel passed on (0 on cpu/omp). */
 size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);
 

@@ -1,6 +1,7 @@
 /* The fixels' CUDA backend: the volume in chunks through two streams, each chunk's voxels
  * sampled by a matrix product (fixels_samples.cuh) and segmented by the warp-a-voxel kernel, its
- * warps pulling voxels from a counter (fixels_warp.cuh, the working set in shared memory), and
+ * warps pulling voxels from a counter (fixels_warp.cuh, the working set in shared memory; by
+ * default the slim kernel, fixels_slim.cuh, whose samples stay in global memory), and
  * the few voxels whose lobes outgrow its shared table by the one-thread kernel below (the
  * host's segmentation text, fixels_segment.h, with its scratch in global memory).  Both give
  * the host's fixels.  The chunks go through pinned staging buffers, two of everything, so that
@@ -17,6 +18,7 @@
 #include "common/cuda_memory.h"
 #include "fixels_segment.h"
 #include "fixels_warp.cuh"
+#include "fixels_slim.h"
 
 #define TK_FX_WHO "CUDA fixels backend"
 #define TK_FX_THREADS 64
@@ -55,7 +57,10 @@ struct tk_fixels_cuda_state {
     int pull_vpb, pull_blocks;     /* the pull kernel's warps a block, and its blocks (all resident) */
     int one_thread;                /* every voxel by the one-thread kernel (the tests' reference) */
     int fused;                     /* the fused warp kernel instead of the samples and pull kernels */
-    size_t chunk, work_bytes, warp_smem, redo_threads;
+    int slim;                      /* the slim kernel (fixels_slim.cuh) instead of the pull kernel */
+    int slim_vpb, slim_blocks;     /* its warps a block, and its blocks (all resident) */
+    const fx_slim_entry *slim_entry; /* its register cap's unit */
+    size_t chunk, work_bytes, warp_smem, slim_smem, redo_threads;
     size_t redone;                 /* the last execute's voxels that the warp kernel passed on */
     double samples_ms;             /* the last execute's samples kernels, summed (the phase timing's) */
     tk_fixels_view view;           /* device pointers */
@@ -132,7 +137,8 @@ static size_t out_bytes(int i, size_t S, size_t N)
  * (shared memory and registers, by the occupancy calculator), the larger of equals (the fused
  * kernel's voxels share the block's pass over the basis), and the blocks of it an SM (*blocks);
  * *vpb 0 where not one voxel's working set fits. */
-static tk_status pick_voxels_per_block(const tk_fixels_cuda_state *st, const void *kernel, int *vpb, int *blocks)
+static tk_status pick_voxels_per_block(const tk_fixels_cuda_state *st, const void *kernel, size_t smem, int *vpb,
+                                       int *blocks)
 {
     int optin = 0;
     cudaFuncAttributes attr;
@@ -141,13 +147,13 @@ static tk_status pick_voxels_per_block(const tk_fixels_cuda_state *st, const voi
     /* the dynamic shared memory a block may ask for: the opt-in limit less the kernel's static */
     const size_t most = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
     *vpb = *blocks = 0;
-    if (st->warp_smem > most) return TK_OK;
+    if (smem > most) return TK_OK;
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most));
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                        (int)cudaSharedmemCarveoutMaxShared));
     int best = 0;
     for (int v = 1; v <= TK_FX_WARP_VOXELS_MAX; ++v) {
-        const size_t bytes = st->warp_smem * (size_t)v;
+        const size_t bytes = smem * (size_t)v;
         if (bytes > most) break;
         int b = 0;
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, 32 * v, bytes));
@@ -161,15 +167,48 @@ static tk_status pick_voxels_per_block(const tk_fixels_cuda_state *st, const voi
 static tk_status pick_blocks(tk_fixels_cuda_state *st)
 {
     int blocks = 0, sms = 0;
-    tk_status status = pick_voxels_per_block(st, (const void *)fixels_warp_kernel, &st->vpb, &blocks);
+    tk_status status = pick_voxels_per_block(st, (const void *)fixels_warp_kernel, st->warp_smem, &st->vpb, &blocks);
     if (status != TK_OK) return status;
-    status = pick_voxels_per_block(st, (const void *)fixels_warp_pull_kernel, &st->pull_vpb, &blocks);
+    status = pick_voxels_per_block(st, (const void *)fixels_warp_pull_kernel, st->warp_smem, &st->pull_vpb, &blocks);
     if (status != TK_OK) return status;
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
     st->pull_blocks = blocks * sms;
+    /* the slim kernel at its register cap (developers' A/B: TK_FIXELS_SLIM_REGS=112 or 96; 128
+     * the default), unless TK_FIXELS_CUDA_SLIM=0 (the pull kernel) */
+    const fx_slim_entry *const caps[] = {&fx_slim_r128, &fx_slim_r112, &fx_slim_r96};
+    const char *regs = getenv("TK_FIXELS_SLIM_REGS");
+    st->slim_entry = caps[0];
+    for (const fx_slim_entry *e : caps)
+        if (regs && atoi(regs) == e->registers) st->slim_entry = e;
+    const void *slim_kernel = st->slim_entry->kernel();
+    status = pick_voxels_per_block(st, slim_kernel, st->slim_smem, &st->slim_vpb, &blocks);
+    if (status != TK_OK) return status;
+    st->slim_blocks = blocks * sms;
+    const char *slim = getenv("TK_FIXELS_CUDA_SLIM");
+    st->slim = st->slim_vpb > 0 && !(slim && strcmp(slim, "0") == 0);
+    /* The samples kernel runs beside the other stream's segmentation where the SM's shared memory
+     * is split as the segmentation kernel asks: the pull kernel's whole carveout; the slim kernel's
+     * resident blocks and one samples block (the rest stays L1, which caches the samples the slim
+     * kernel reads and the climbs' spills), unless TK_FIXELS_SLIM_CARVEOUT=max. */
+    int carveout = (int)cudaSharedmemCarveoutMaxShared;
+    const char *cv = getenv("TK_FIXELS_SLIM_CARVEOUT");
+    if (st->slim && !(cv && strcmp(cv, "max") == 0)) {
+        int per_sm = 0;
+        cudaFuncAttributes attr, gemm;
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, st->device));
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&attr, slim_kernel));
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&gemm, (const void *)fixels_samples_kernel));
+        /* a block's shared memory and the 1 KB the SM reserves for each */
+        const size_t need = (size_t)blocks * (st->slim_smem * (size_t)st->slim_vpb + attr.sharedSizeBytes + 1024) +
+                            gemm.sharedSizeBytes + 1024;
+        const int percent = per_sm > 0 ? (int)((100 * need + (size_t)per_sm - 1) / (size_t)per_sm) : 100;
+        carveout = percent < 100 ? percent : 100;
+    }
+    if (st->slim)
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(slim_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                           carveout));
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute((const void *)fixels_samples_kernel,
-                                                       cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                       (int)cudaSharedmemCarveoutMaxShared));
+                                                       cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
     /* a developer's A/B switch: the fused kernel (fixels_warp.cuh) */
     const char *fused = getenv("TK_FIXELS_CUDA_FUSED");
     st->fused = fused && strcmp(fused, "1") == 0;
@@ -191,6 +230,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
      * ties by index) grows 321 lobes on the 1281 directions and 1281 on the 5121 */
     st->work_bytes = (tk_fixels_work_bytes(plan->view.n, plan->view.n) + 255) / 256 * 256;
     st->warp_smem = fx_warp_layout_for(plan->view.n, plan->k).bytes;
+    st->slim_smem = fx_warp_slim_layout_for(plan->view.n, plan->k).bytes;
     const size_t N = (size_t)plan->view.n, k = (size_t)plan->k, S = (size_t)plan->slots;
     const size_t tbytes[TABLES] = {sizeof(double) * 3 * N, sizeof(double) * N, sizeof(short) * 6 * N,
                                    sizeof(double) * k * N, sizeof(double) * k * k, sizeof(plan->rows_src),
@@ -317,10 +357,16 @@ static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t firs
                                                                        samples);
             TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
             TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventRecord(s->ev[2], q));
-            const size_t want = (n + st->pull_vpb - 1) / st->pull_vpb;
-            const unsigned blocks = (unsigned)(want < (size_t)st->pull_blocks ? want : (size_t)st->pull_blocks);
-            fixels_warp_pull_kernel<<<blocks, 32 * st->pull_vpb, st->warp_smem * st->pull_vpb, q>>>(
-                st->view, n, samples, io, redo + 1);
+            const size_t vpb = (size_t)(st->slim ? st->slim_vpb : st->pull_vpb);
+            const size_t most = (size_t)(st->slim ? st->slim_blocks : st->pull_blocks);
+            const size_t want = (n + vpb - 1) / vpb;
+            const unsigned blocks = (unsigned)(want < most ? want : most);
+            if (st->slim)
+                TK_CUDA_TRY_RETURN(TK_FX_WHO, st->slim_entry->launch(blocks, (unsigned)(32 * vpb), st->slim_smem * vpb, q,
+                                                                     st->view, n, samples, io, redo + 1));
+            else
+                fixels_warp_pull_kernel<<<blocks, (unsigned)(32 * vpb), st->warp_smem * vpb, q>>>(st->view, n, samples,
+                                                                                                   io, redo + 1);
         }
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
     }
@@ -403,9 +449,13 @@ done:
         /* the developer's phase measurement (fixels_warp.cuh): the sums, then zeroed */
         static const char *const names[TK_FX_PHASES] = {"sampling", "sort", "walk", "bridges", "tensor", "climbs", "masks"};
         unsigned long long cycles[TK_FX_PHASES] = {0}, total = 0;
-        if (cudaMemcpyFromSymbol(cycles, fx_phase_cycles, sizeof cycles) == cudaSuccess) {
+        /* the slim units' own counters added in (only the kernel that ran counted) */
+        if (cudaMemcpyFromSymbol(cycles, fx_phase_cycles, sizeof cycles) == cudaSuccess &&
+            fx_slim_r128.phases(cycles) == cudaSuccess && fx_slim_r112.phases(cycles) == cudaSuccess &&
+            fx_slim_r96.phases(cycles) == cudaSuccess) {
             for (int i = 0; i < TK_FX_PHASES; ++i) total += cycles[i];
-            fprintf(stderr, "fixels warp phases (%zu voxels, cycles a voxel-warp):", num_voxels);
+            fprintf(stderr, "fixels warp phases (%s kernel, %zu voxels, cycles a voxel-warp):",
+                    st->fused ? "fused" : st->slim ? "slim" : "pull", num_voxels);
             for (int i = 0; i < TK_FX_PHASES; ++i)
                 fprintf(stderr, " %s %.0f (%.1f%%)", names[i], (double)cycles[i] / (double)(num_voxels ? num_voxels : 1),
                         total ? 100.0 * (double)cycles[i] / (double)total : 0.0);
@@ -426,6 +476,11 @@ void tk_fixels_cuda_set_one_thread(tk_fixels_cuda_state *st, int on)
 void tk_fixels_cuda_set_fused(tk_fixels_cuda_state *st, int on)
 {
     st->fused = on != 0 || !st->pull_vpb;
+}
+
+void tk_fixels_cuda_set_slim(tk_fixels_cuda_state *st, int on)
+{
+    st->slim = on != 0 && st->slim_vpb > 0;
 }
 
 size_t tk_fixels_cuda_redone(const tk_fixels_cuda_state *st)

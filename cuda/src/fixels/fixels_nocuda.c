@@ -22,6 +22,7 @@ void tk_fixels_cuda_destroy(tk_fixels_cuda_state *state) { (void)state; }
 void tk_fixels_cuda_set_one_thread(tk_fixels_cuda_state *state, int on) { (void)state, (void)on; }
 
 void tk_fixels_cuda_set_fused(tk_fixels_cuda_state *state, int on) { (void)state, (void)on; }
+void tk_fixels_cuda_set_slim(tk_fixels_cuda_state *state, int on) { (void)state, (void)on; }
 
 size_t tk_fixels_cuda_redone(const tk_fixels_cuda_state *state)
 {

@@ -39,6 +39,7 @@ __host__ __device__ static inline size_t fx_samples_stride(int n)
  * doubles) times basis (k x n, coefficient-major).  Grid: (ceil(n / TK_FX_GEMM_DIRS),
  * ceil(num_voxels / TK_FX_GEMM_VOXELS)), TK_FX_GEMM_THREADS threads.  Masked and non-finite
  * voxels are sampled as the others (the segmentation reads none of theirs). */
+#ifndef TK_FX_WARP_DEVICE_ONLY /* the kernel in fixels_cuda.cu's unit alone */
 __global__ void __launch_bounds__(TK_FX_GEMM_THREADS)
     fixels_samples_kernel(const double *basis, int n, int k, size_t num_voxels, const float *sh, double *samples)
 {
@@ -94,5 +95,7 @@ __global__ void __launch_bounds__(TK_FX_GEMM_THREADS)
         }
     }
 }
+
+#endif /* TK_FX_WARP_DEVICE_ONLY */
 
 #endif

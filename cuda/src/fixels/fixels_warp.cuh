@@ -55,7 +55,7 @@ static_assert(TK_FX_WARP_LOBES <= TK_FX_BW_LANES, "the peak revision takes lobe 
 /* One voxel's bytes of shared memory, in pieces each 16-byte aligned, some of them holding
  * different things in turn (19,248 bytes on the 1281 directions at lmax 8):
  *  values  n doubles: the samples; after the walk the climb's aniso, tensor and rows, and the
- *          coefficients again (fx_climb_coefficients)
+ *          coefficients again (coefs: the tail)
  *  lobes   TK_FX_WARP_LOBES tk_fixels_lobe; during the sort the radix histogram (256 ints)
  *  peaks   as many tk_fixels_peak
  *  stage   the walk's 32 samples (TK_FX_STAGE doubles each), then the bridges'; after them
@@ -65,6 +65,9 @@ static_assert(TK_FX_WARP_LOBES <= TK_FX_BW_LANES, "the peak revision takes lobe 
  *  order   n ushorts: the positive samples' directions, sorted */
 typedef struct {
     unsigned values, sh, lobes, peaks, kept, stage, label, hist, order, bytes;
+    /* fx_warp_sort16's scratch (its keys, middle buffer and histogram) where sort16 is set; the
+     * climb's tables (aniso, tensor, rows) from climb, the coefficients again at coefs */
+    unsigned keys, mid, shist, sort16, climb, coefs;
 } fx_warp_layout;
 
 static_assert(sizeof(tk_fixels_lobe) * TK_FX_WARP_LOBES >= 4 * 256, "the radix histogram fits the lobe table");
@@ -76,6 +79,7 @@ __host__ __device__ static inline unsigned fx_round16(unsigned b)
     return (b + 15u) / 16u * 16u;
 }
 
+/* The fused and pull kernels' layout. */
 __host__ __device__ static inline fx_warp_layout fx_warp_layout_for(int n, int k)
 {
     fx_warp_layout l;
@@ -90,25 +94,53 @@ __host__ __device__ static inline fx_warp_layout fx_warp_layout_for(int n, int k
     l.sh = l.label;
     l.order = l.label + fx_round16(2u * N > 8u * K ? 2u * N : 8u * K);
     l.bytes = fx_round16(l.order + 2u * N);
+    /* the sort16's keys in the label and order pieces, its middle buffer and histogram in the
+     * lobes, peaks and stage pieces (free until the walk): the 1281 directions fit, the 5121
+     * take fx_warp_sort */
+    l.keys = l.label, l.mid = l.lobes, l.shist = l.lobes + fx_round16(2u * N);
+    l.sort16 = l.bytes - l.label >= 4u * N && l.label - l.lobes >= fx_round16(2u * N) + 4u * 256u;
+    /* the climb's tables over the samples, no longer read then; the coefficients at their tail */
+    l.climb = l.values, l.coefs = l.values + 8u * (N - K);
     return l;
 }
 
-/* Where the climbs find the coefficients (doubles, as the input's floats): the samples' tail,
- * past the climb's aniso, tensor and rows. */
-__host__ __device__ static inline unsigned fx_climb_coefficients(int n, int k)
+/* The slim kernel's layout (fixels_warp_slim_kernel: the samples stay in global memory, read
+ * there; 9,088 bytes a voxel on the 1281 directions at lmax 8, against 19,248):
+ *  order   n ushorts (or the climb's tables and coefficients, if larger): the walk's order; after
+ *          the bridges the climb's aniso, tensor, rows and the coefficients again
+ *  label   n int16
+ *  stage   the walk's 32 samples, then the bridges'; after them the output slots (kept)
+ *  lobes, peaks  TK_FX_WARP_LOBES each
+ * The sort16's keys (4n bytes) span order and label (order written only once the keys are
+ * read), its middle buffer (2n) and histogram (256 words) from stage on (the layout grown past
+ * peaks where they need it: the 5121 directions); the float sort's second buffer in label, its
+ * histogram in lobes. */
+__host__ __device__ static inline fx_warp_layout fx_warp_slim_layout_for(int n, int k)
 {
-    return (unsigned)(n - k);
+    fx_warp_layout l;
+    const unsigned N = (unsigned)n, K = (unsigned)k, L = TK_FX_WARP_LOBES;
+    const unsigned climb = 8u * (3u * K + 6u * TK_TRACK_ROWS_MAX);
+    l.values = l.sh = 0; /* none: the samples are global, the coefficients read from the input */
+    l.order = 0;
+    l.climb = l.order, l.coefs = l.climb + 8u * (2u * K + 6u * TK_TRACK_ROWS_MAX);
+    l.label = l.order + fx_round16(2u * N > climb ? 2u * N : climb);
+    l.stage = l.label + fx_round16(2u * N);
+    l.kept = l.stage;
+    l.lobes = l.stage + 8u * TK_FX_STAGE * 32u;
+    l.hist = l.lobes;
+    l.peaks = l.lobes + fx_round16((unsigned)sizeof(tk_fixels_lobe) * L);
+    const unsigned end = l.peaks + fx_round16((unsigned)sizeof(tk_fixels_peak) * L);
+    l.keys = l.order, l.mid = l.stage, l.shist = l.mid + fx_round16(2u * N);
+    const unsigned sort_end = l.shist + 4u * 256u;
+    l.bytes = fx_round16(end > sort_end ? end : sort_end);
+    l.sort16 = 1;
+    return l;
 }
+
+/* The old layout's coefficients (doubles, as the input's floats) at the samples' tail, past the
+ * climb's aniso, tensor and rows. */
 static_assert(TK_FIXELS_DIRECTIONS - TK_FIXELS_K_MAX >= 2 * TK_FIXELS_K_MAX + 6 * TK_TRACK_ROWS_MAX,
               "the coefficients clear the climb's tables");
-
-/* Where fx_warp_sort16 fits the layout: its keys (npos uint32) in the label and order pieces,
- * its middle buffer (npos ushorts) and histogram (256 ints) in the lobes, peaks and stage pieces
- * (free until the walk).  The 1281 directions fit; the 5121 take fx_warp_sort. */
-__host__ __device__ static inline bool fx_sort16_fits(const fx_warp_layout &l, int n)
-{
-    return l.bytes - l.label >= 4u * (unsigned)n && l.label - l.lobes >= fx_round16(2u * (unsigned)n) + 4u * 256u;
-}
 
 /* The walk of the sorted positive samples (the host's sweep in tk_fixels_segment_view) by the
  * whole warp, 32 samples of the order a batch, lane j taking sample base + j: the batched walk of
@@ -134,10 +166,11 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     int16_t *const label = w->label;
     tk_fixels_lobe *const lobes = w->lobes;
     int nl = 0;
-    /* a batch's tables (neighbours, direction, weight) are fetched during the batch before it */
+    /* a batch's tables (neighbours, direction, weight) and samples are fetched during the batch
+     * before it (the slim kernel's samples are in global memory) */
     int next_d = 0;
     unsigned next_a[3] = {0, 0, 0};
-    double next_dir[3] = {0, 0, 0}, next_wt = 0.0;
+    double next_dir[3] = {0, 0, 0}, next_wt = 0.0, next_v = 0.0;
     for (int base = 0; base < npos; base += 32) {
         const int steps = npos - base < 32 ? npos - base : 32;
         const bool live = lane < steps;
@@ -146,6 +179,7 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
             for (int e = 0; e < 3; ++e) next_a[e] = __ldg(&adj32[3 * next_d + e]);
             for (int e = 0; e < 3; ++e) next_dir[e] = __ldg(&dirs[3 * next_d + e]);
             next_wt = __ldg(&weights[next_d]);
+            next_v = w->values[next_d];
         }
         const int d = next_d;
         const unsigned a[3] = {next_a[0], next_a[1], next_a[2]};
@@ -154,7 +188,7 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
             double *st = stage + TK_FX_STAGE * lane;
             for (int e = 0; e < 3; ++e) st[e] = next_dir[e];
             st[3] = next_wt;
-            st[4] = v = w->values[d];
+            st[4] = v = next_v;
             label[d] = TK_FX_BW_MARK - lane;
         }
         if (base + 32 + lane < npos) {
@@ -162,6 +196,7 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
             for (int e = 0; e < 3; ++e) next_a[e] = __ldg(&adj32[3 * next_d + e]);
             for (int e = 0; e < 3; ++e) next_dir[e] = __ldg(&dirs[3 * next_d + e]);
             next_wt = __ldg(&weights[next_d]);
+            next_v = w->values[next_d];
         }
         __syncwarp();
         for (int lo = 0; lo < steps;) {
@@ -226,7 +261,7 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
 /* One lobe's peak revision (revise_peaks, its climbs) by one lane, on the voxel's tensor in
  * shared memory.  Not inlined: the climbs want more registers than the kernel's budget, and
  * their spills stay in here instead of reaching the walk's loop. */
-__device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const double *sh, const tk_fixels_work *w, int l,
+static __device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const double *sh, const tk_fixels_work *w, int l,
                                             double *aniso, double *tensor, double (*rows)[6], double scale, double iso)
 {
     int list[TK_FX_WARP_LOBES];
@@ -299,7 +334,7 @@ __device__ static inline void fx_sample_pass(const tk_fixels_view &view, const f
  * sums (fixels_cuda.cu): where a voxel's time goes, without a profiler. */
 #define TK_FX_PHASES 7
 #ifdef TK_FX_PHASE_TIMING
-__device__ unsigned long long fx_phase_cycles[TK_FX_PHASES];
+static __device__ unsigned long long fx_phase_cycles[TK_FX_PHASES]; /* a unit's own */
 #define FX_PHASE(i)                                                                                                    \
     do {                                                                                                               \
         if (lane == 0) {                                                                                               \
@@ -360,23 +395,26 @@ __device__ static inline int fx_warp_start(const tk_fixels_view view, size_t v, 
     return state;
 }
 
-/* The segmentation of voxel v by the warp, its samples in the values of its shared memory (mine,
- * laid out by lay), the block's copy of the view in sview: the outputs, or v appended to the
- * redo list where its lobes outgrow the shared table.  PULL (the pull kernel's): the positive
- * samples sorted by fx_warp_sort16 where it fits the layout, the climb's anisotropic part by the
- * lanes; else (the fused kernel's, as it was: the A/B reference) fx_warp_sort and lane 0. */
+/* The segmentation of voxel v by the warp, its samples in values (the values piece of its shared
+ * memory, or the slim kernel's row of the global samples), its shared memory mine laid out by
+ * lay, the block's copy of the view in sview: the outputs, or v appended to the redo list where
+ * its lobes outgrow the shared table.  PULL (the pull and slim kernels'): the positive samples
+ * sorted by fx_warp_sort16 where it fits the layout, the climb's anisotropic part by the lanes;
+ * else (the fused kernel's, as it was: the A/B reference) fx_warp_sort and lane 0.  The samples
+ * are only read (through a generic pointer: shared or global memory, the same code). */
 template <bool PULL>
 __device__ static inline void fx_warp_segment(const tk_fixels_view view, const tk_fixels_view &sview,
-                                              const fx_warp_layout lay, unsigned char *mine, size_t v,
-                                              const fx_warp_io io, int lane)
+                                              const fx_warp_layout lay, unsigned char *mine, const double *values,
+                                              size_t v, const fx_warp_io io, int lane)
 {
     const unsigned full = 0xffffffffu;
     const int n = view.n, k = view.k, S = view.slots;
-    double *values = (double *)(mine + lay.values);
     FX_PHASE_START;
     /* the largest |sample|, the first of equals */
     double most = -1.0;
     int largest = 0;
+    /* unrolled: the slim kernel's loads from global memory in flight together */
+#pragma unroll 4
     for (int d = lane; d < n; d += 32) {
         const double a = fabs(values[d]);
         if (a > most) most = a, largest = d;
@@ -393,9 +431,11 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
     int nl = 0;
     if (any_lobe) {
         int npos = 0;
-        if (PULL && fx_sort16_fits(lay, n)) {
-            npos = fx_warp_sort16(values, most, n, (unsigned *)(mine + lay.label), (unsigned short *)(mine + lay.lobes),
-                                  (unsigned *)(mine + lay.lobes + fx_round16(2u * (unsigned)n)), order, lane);
+        if (PULL && lay.sort16) {
+            /* the keys by sorted position in the label piece: apart from the order, the middle
+             * buffer and the histogram in both layouts */
+            npos = fx_warp_sort16(values, most, n, (unsigned *)(mine + lay.keys), (unsigned short *)(mine + lay.mid),
+                                  (unsigned *)(mine + lay.shist), order, (unsigned short *)label, lane);
         } else {
             /* the positive samples in direction order, then sorted */
             for (int base = 0; base < n; base += 32) {
@@ -412,7 +452,8 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
         __syncwarp();
         FX_PHASE(1);
 
-        w.t = &sview, w.values = values, w.label = label;
+        /* the walk only reads the samples (the work's pointer is the host text's, not const) */
+        w.t = &sview, w.values = const_cast<double *>(values), w.label = label;
         w.lobes = (tk_fixels_lobe *)(mine + lay.lobes), w.peaks = (tk_fixels_peak *)(mine + lay.peaks);
         w.kept = (int *)(mine + lay.kept);
         w.list = NULL, w.retro = NULL, w.key[0] = w.key[1] = NULL, w.order[0] = w.order[1] = NULL;
@@ -451,15 +492,19 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
             if (bridge) label[d] = root;
             __syncwarp();
         }
+        /* every lane's reads of the order done before the slim layout's climb tables go over it */
+        __syncwarp();
         FX_PHASE(3);
     }
 
-    /* the climb's tensor (climb's first call, by the lanes), over the samples, no longer read */
+    /* the climb's tensor (climb's first call, by the lanes) in the layout's climb piece (over the
+     * samples in shared memory, no longer read; the slim layout's over the order, read no more) */
     int kept = 0;
     if (nl > 0) {
-        double *aniso = values, *tensor = values + k, (*rows)[6] = (double(*)[6])(values + 2 * k);
-        /* the coefficients again (their first copy shared the label table's memory) */
-        double *const shd = values + fx_climb_coefficients(n, k);
+        double *aniso = (double *)(mine + lay.climb), *tensor = aniso + k, (*rows)[6] = (double(*)[6])(aniso + 2 * k);
+        /* the coefficients as doubles where the climbs read them (the fused kernel's first copy
+         * shared the label table's memory) */
+        double *const shd = (double *)(mine + lay.coefs);
         double scale = 0, iso = 0;
         if (PULL) {
             /* tk_fibers_anisotropic_part by the lanes: the largest |coefficient| past the first
@@ -569,6 +614,7 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
     FX_PHASE(6);
 }
 
+#ifndef TK_FX_WARP_DEVICE_ONLY /* the slim kernel's units (fixels_slim.cuh) take the device text only */
 /* The fused kernel: one voxel a warp, blockDim.x = 32 vpb, vpb * layout.bytes of dynamic shared
  * memory, the block's voxels sampled together (fx_sample_pass), so that a block's shared memory is
  * held until its slowest voxel is done.  The pull kernel below replaces it by default; it stays
@@ -607,7 +653,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
         }
     __syncthreads();
     FX_PHASE(0);
-    if (state) fx_warp_segment<false>(view, sview, lay, mine, v, io, lane);
+    if (state) fx_warp_segment<false>(view, sview, lay, mine, (const double *)(mine + lay.values), v, io, lane);
 }
 
 /* The pull kernel (the default): its voxels' samples made before it (fixels_samples.cuh), each
@@ -647,10 +693,12 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
             __pipeline_wait_prior(0);
             __syncwarp();
             FX_PHASE(0);
-            fx_warp_segment<true>(view, sview, lay, mine, v, io, lane);
+            fx_warp_segment<true>(view, sview, lay, mine, (const double *)to, v, io, lane);
         }
         __syncwarp();
     }
 }
+
+#endif /* TK_FX_WARP_DEVICE_ONLY */
 
 #endif

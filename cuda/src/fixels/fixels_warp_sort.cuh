@@ -119,7 +119,8 @@ __device__ static inline unsigned fx_key16(double v, double scale)
 /* The positive samples of values (n; the largest sample most > 0) in the walk's order into order
  * (n ushorts), returned their count: the host's sort (fx_host_sorted_positive) in warp form.
  * Scratch: keys (n uint32; may hold order's memory, which is written only once they are read),
- * mid (n ushorts) and hist (256 words, at least n / 32).
+ * mid (n ushorts), hist (256 words, at least n / 32) and run_keys (n ushorts; may hold the keys'
+ * memory, not order's, mid's or hist's: the second pass's keys by sorted position).
  * The keys (65535 - q) << 16 | direction made and compacted in direction order, both bytes'
  * counts in one histogram (the low byte's in the low half, the high byte's in the high half);
  * two stable passes, keys -> mid (directions) -> order, equal digits ranked by lane
@@ -130,16 +131,26 @@ __device__ static inline unsigned fx_key16(double v, double scale)
  * 640 keys in 65536) are marked by a ballot a 32 of the order, and each run is put in order by
  * the lane of its first position, all runs at once. */
 __device__ static inline int fx_warp_sort16(const double *values, double most, int n, unsigned *keys,
-                                            unsigned short *mid, unsigned *hist, unsigned short *order, int lane)
+                                            unsigned short *mid, unsigned *hist, unsigned short *order,
+                                            unsigned short *run_keys, int lane)
 {
     const unsigned full = 0xffffffffu;
     const double scale = 65535.0 / most;
     for (int b = lane; b < 256; b += 32) hist[b] = 0;
     __syncwarp();
     int npos = 0;
+    /* the samples of the FX_SORT_AHEAD 32s after this one read before this 32's ballot and counts
+     * (a ring in registers: the slim kernel's samples are in global memory, a few hundred cycles
+     * away, a 32's counts a few tens; the constant loops over the ring are unrolled by nvcc
+     * without a pragma, which the host test's compiler would warn of) */
+    constexpr int FX_SORT_AHEAD = 4;
+    double ahead[FX_SORT_AHEAD];
+    for (int j = 0; j < FX_SORT_AHEAD; ++j) ahead[j] = lane + 32 * j < n ? values[lane + 32 * j] : 0.0;
     for (int base = 0; base < n; base += 32) {
         const int d = base + lane;
-        const double v = d < n ? values[d] : 0.0;
+        const double v = d < n ? ahead[0] : 0.0;
+        for (int j = 0; j + 1 < FX_SORT_AHEAD; ++j) ahead[j] = ahead[j + 1];
+        ahead[FX_SORT_AHEAD - 1] = d + 32 * FX_SORT_AHEAD < n ? values[d + 32 * FX_SORT_AHEAD] : 0.0;
         const bool pos = v > 0.0;
         const unsigned bits = __ballot_sync(full, pos);
         if (pos) {
@@ -171,15 +182,21 @@ __device__ static inline int fx_warp_sort16(const double *values, double most, i
             hist[8 * lane + j] = (pass ? 0u : h & 0xffff0000u) | at, at += local[j];
         }
         __syncwarp();
-        /* stable scatter, 32 at a time in order: the next 32's entries read before this 32's
-         * barriers (the pass's source is not written in it) */
-        unsigned next = 0;
+        /* stable scatter, 32 at a time in order: the entries of the two 32s after this one read
+         * before this 32's barriers (the pass's source is not written in it; the second pass's
+         * keys again from the samples, which may be in global memory); the second pass also
+         * puts each key where its direction goes (run_keys: the runs' search below without the
+         * samples) */
+        unsigned next = 0, after = 0;
         if (lane < npos) next = pass ? fx_key16(values[mid[lane]], scale) << 16 | mid[lane] : keys[lane];
+        if (lane + 32 < npos)
+            after = pass ? fx_key16(values[mid[lane + 32]], scale) << 16 | mid[lane + 32] : keys[lane + 32];
         for (int base = 0; base < npos; base += 32) {
             const int i = base + lane;
             const bool live = i < npos;
             const unsigned e = next;
-            if (i + 32 < npos) next = pass ? fx_key16(values[mid[i + 32]], scale) << 16 | mid[i + 32] : keys[i + 32];
+            next = after;
+            if (i + 64 < npos) after = pass ? fx_key16(values[mid[i + 64]], scale) << 16 | mid[i + 64] : keys[i + 64];
             const unsigned digit = live ? (e >> (16 + 8 * pass)) & 0xffu : 256u + (unsigned)lane;
             const unsigned peers = __match_any_sync(full, digit);
             const int rank = __popc(peers & fx_lanes_below(lane));
@@ -187,6 +204,7 @@ __device__ static inline int fx_warp_sort16(const double *values, double most, i
             __syncwarp();
             if (live) {
                 (pass ? order : mid)[slot + rank] = (unsigned short)(e & 0xffffu);
+                if (pass) run_keys[slot + rank] = (unsigned short)(e >> 16);
                 if (rank == 0) hist[digit] += (unsigned)__popc(peers);
             }
             __syncwarp();
@@ -198,7 +216,7 @@ __device__ static inline int fx_warp_sort16(const double *values, double most, i
     unsigned prev = 0xffffffffu, any = 0;
     for (int base = 0; base < npos; base += 32) {
         const int i = base + lane;
-        const unsigned key = i < npos ? fx_key16(values[order[i]], scale) : 0xfffffffeu - (unsigned)lane;
+        const unsigned key = i < npos ? (unsigned)run_keys[i] : 0xfffffffeu - (unsigned)lane;
         unsigned before = __shfl_up_sync(full, key, 1);
         if (lane == 0) before = prev;
         const unsigned bits = __ballot_sync(full, i < npos && key == before);
