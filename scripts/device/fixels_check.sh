@@ -46,18 +46,16 @@ if [ -n "${AB_FUSED:-}" ]; then
   done | tee "$OUT/bench_fixels_ab_fused.txt"
 fi
 # AB_SLIM=1: the cuda bench (600k voxels) by the pull kernel (TK_FIXELS_CUDA_SLIM=0: the samples
-# copied into shared memory), the slim kernel at 128 registers (the default), at 112 and 96
-# (TK_FIXELS_SLIM_REGS=112, 96), and at 128 with the whole shared-memory carveout
-# (TK_FIXELS_SLIM_CARVEOUT=max), alternating, three runs of each on the same card.
+# copied into shared memory), the slim kernel (the default), and the slim kernel with the whole
+# shared-memory carveout (TK_FIXELS_SLIM_CARVEOUT=max), alternating, three runs of each on the
+# same card.  (Its register caps 112 and 96 were measured no faster and slower, session 18.)
 if [ -n "${AB_SLIM:-}" ]; then
   for r in 1 2 3; do
-    for variant in pull slim128 slim112 slim96 slim128max; do
+    for variant in pull slim128 slim128max; do
       echo "# $variant (run $r)"
       case $variant in
         pull) vars=TK_FIXELS_CUDA_SLIM=0 ;;
-        slim128) vars=TK_FIXELS_SLIM_REGS=128 ;;
-        slim112) vars=TK_FIXELS_SLIM_REGS=112 ;;
-        slim96) vars=TK_FIXELS_SLIM_REGS=96 ;;
+        slim128) vars=TK_FIXELS_CUDA_SLIM=1 ;;
         slim128max) vars=TK_FIXELS_SLIM_CARVEOUT=max ;;
       esac
       env $vars build-dev/bin/tk-bench fixels --backends cuda --voxels 600000 --repeat 3 --fod2fixel off \
@@ -67,7 +65,7 @@ if [ -n "${AB_SLIM:-}" ]; then
 fi
 # AB_REGISTERS=200 (say): the pull and fused kernels' register cap A/B on the same card,
 # fixels_cuda.cu rebuilt with it (TK_FIXELS_WARP_REGISTERS), the cuda bench by the pull kernel
-# (TK_FIXELS_CUDA_SLIM=0; the slim kernel's caps are AB_SLIM's) and the bit-for-bit tests again, then
+# (TK_FIXELS_CUDA_SLIM=0; the slim kernel's cap is fixels_slim_r128.cu's) and the bit-for-bit tests again, then
 # the default put back in build-dev's cache.  PHASES=1: the fixels units rebuilt with the kernels'
 # phase timing (TK_FIXELS_WARP_PHASES), the cuda bench once by the slim kernel and once by the pull
 # kernel (their stderr: the cycles by phase), then put back.  SKIP_MAIN=1: those alone (after a

@@ -173,13 +173,8 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
     if (status != TK_OK) return status;
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
     st->pull_blocks = blocks * sms;
-    /* the slim kernel at its register cap (developers' A/B: TK_FIXELS_SLIM_REGS=112 or 96; 128
-     * the default), unless TK_FIXELS_CUDA_SLIM=0 (the pull kernel) */
-    const fx_slim_entry *const caps[] = {&fx_slim_r128, &fx_slim_r112, &fx_slim_r96};
-    const char *regs = getenv("TK_FIXELS_SLIM_REGS");
-    st->slim_entry = caps[0];
-    for (const fx_slim_entry *e : caps)
-        if (regs && atoi(regs) == e->registers) st->slim_entry = e;
+    /* the slim kernel, unless TK_FIXELS_CUDA_SLIM=0 (the pull kernel) */
+    st->slim_entry = &fx_slim_r128;
     const void *slim_kernel = st->slim_entry->kernel();
     status = pick_voxels_per_block(st, slim_kernel, st->slim_smem, &st->slim_vpb, &blocks);
     if (status != TK_OK) return status;
@@ -451,8 +446,7 @@ done:
         unsigned long long cycles[TK_FX_PHASES] = {0}, total = 0;
         /* the slim units' own counters added in (only the kernel that ran counted) */
         if (cudaMemcpyFromSymbol(cycles, fx_phase_cycles, sizeof cycles) == cudaSuccess &&
-            fx_slim_r128.phases(cycles) == cudaSuccess && fx_slim_r112.phases(cycles) == cudaSuccess &&
-            fx_slim_r96.phases(cycles) == cudaSuccess) {
+            fx_slim_r128.phases(cycles) == cudaSuccess) {
             for (int i = 0; i < TK_FX_PHASES; ++i) total += cycles[i];
             fprintf(stderr, "fixels warp phases (%s kernel, %zu voxels, cycles a voxel-warp):",
                     st->fused ? "fused" : st->slim ? "slim" : "pull", num_voxels);

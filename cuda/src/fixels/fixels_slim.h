@@ -1,6 +1,6 @@
-/* The slim pull kernel's entry points (fixels_slim.cuh), one set a register cap, each built in a
- * unit of its own (fixels_slim_r128.cu, _r112.cu, _r96.cu: compiled side by side, and picked at
- * run time, TK_FIXELS_SLIM_REGS, for A/B runs on one build).  Included by fixels_cuda.cu after
+/* The slim pull kernel's entry points (fixels_slim.cuh), built in a unit of its own at its register
+ * cap (fixels_slim_r128.cu; 112 and 96 registers were measured no faster and slower on an H200,
+ * session 18, and dropped: a cap is a #define and an entry of fixels_cuda.cu's caps[]).  Included by fixels_cuda.cu after
  * fixels_warp.cuh (fx_warp_io, tk_fixels_view). */
 #ifndef TK_FIXELS_SLIM_H
 #define TK_FIXELS_SLIM_H
@@ -17,6 +17,6 @@ typedef struct {
     cudaError_t (*phases)(unsigned long long *cycles);
 } fx_slim_entry;
 
-extern const fx_slim_entry fx_slim_r128, fx_slim_r112, fx_slim_r96;
+extern const fx_slim_entry fx_slim_r128;
 
 #endif
