@@ -20,6 +20,30 @@
  * that stops at the first hit, which the compiler keeps scalar; the cuda backend checks on the
  * GPU, tracking_cuda.cu); here blocks are tested with the exponent bits OR-ed together, which vectorises
  * (2-3x faster), and only a block that holds one is searched again. */
+#ifdef TK_TRACK_AVX2_TU
+int tk_tracking_streamline_avx2(const tk_tracking_field *f, const double *seed, tk_philox *rng, tk_tracking_work *w,
+                                size_t *n);
+#endif
+
+/* Whether the CPU threads grow their streamlines with the AVX2 build of the growth
+ * (tracking_streamline_avx2.c: the same bits, faster): where it was compiled, the CPU has AVX2
+ * and TK_TRACK_NO_AVX2 is unset or 0 (the baseline build, for A/B runs on one binary). */
+static int tk_tracking_use_avx2(void)
+{
+#ifdef TK_TRACK_AVX2_TU
+    const char *off = getenv("TK_TRACK_NO_AVX2");
+    if (off && *off && strcmp(off, "0") != 0) return 0;
+    return __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+#ifndef TK_TRACK_AVX2_TU
+/* no AVX2 build: the baseline growth only */
+#define tk_tracking_streamline_avx2 tk_tracking_streamline
+#endif
+
 static size_t first_nonfinite(const float *v, size_t n)
 {
     enum { BLOCK = 2048 };
@@ -140,6 +164,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
     if (!ts || !slots || !out_counts || !out_index) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
     for (int t = 0; s == TK_OK && t < threads; ++t) s = tk_tracking_work_init(&ts[t].work, plan, field.regions->num_include);
     tk_tracking_stats total = {0};
+    const int avx2 = tk_tracking_use_avx2();
     for (uint64_t c0 = 0; s == TK_OK && c0 < set.total; c0 += chunk) {
         const size_t nc = (size_t)(set.total - c0 < chunk ? set.total - c0 : chunk);
         for (int t = 0; t < threads; ++t) ts[t].len = 0;
@@ -160,7 +185,8 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
             double seed[3];
             tk_tracking_seed_position(&set, plan, c0 + i, &rng, seed);
             size_t n = 0;
-            const int outcome = tk_tracking_streamline(&field, seed, &rng, &t->work, &n);
+            const int outcome = avx2 ? tk_tracking_streamline_avx2(&field, seed, &rng, &t->work, &n)
+                                     : tk_tracking_streamline(&field, seed, &rng, &t->work, &n);
             if (outcome < 0) {
                 t->failed = 1;
                 continue;
