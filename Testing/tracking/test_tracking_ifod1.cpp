@@ -200,10 +200,12 @@ TEST(TrackingIFOD1, CutoffAndSupportEndStreamlines)
 }
 
 // The CPU grows streamlines with a second build of the growth for AVX2 where the CPU has it
-// (tracking_streamline_avx2.c; TK_TRACK_NO_AVX2=1 selects the baseline build): both must give
-// the same points to the bit (no fused multiply-add, no reassociation in the AVX2 build), for
-// both methods, and for iFOD1 also where max_trials (15) is not a multiple of the four trials the
-// host draws at once.  (The builds' .tck against the code before the four-lane step:
+// (tracking_streamline_avx2.c: four-lane vector code, iFOD1's trials four at a time;
+// TK_TRACK_NO_AVX2=1 selects the baseline build, the scalar code, one trial at a time): both
+// must give the same points to the bit (no fused multiply-add, no reassociation, the lanes
+// each the scalar operations in order), for both methods, and for iFOD1 also where max_trials
+// (15) is not a multiple of the four trials the AVX2 build draws at once.  (On a CPU without
+// AVX2 both runs take the baseline build.)  (The builds' .tck against the code before the four-lane step:
 // Documentation/benchmarks.md, "CPU, session 18".)
 TEST(TrackingIFOD1, TheAvx2BuildGivesTheBaselineBuildsPoints)
 {

@@ -17,7 +17,7 @@
 #include "tracking_internal.h"
 #include "tracking_poly.h"
 #include "tracking_tensor.h"
-#if !defined(__CUDACC__)
+#ifdef TK_TRACK_HOST_V4
 #include "tracking_trials_host.h"
 #endif
 
@@ -80,7 +80,7 @@ TK_HD static inline void tk_tracking_ifod1_move(const tk_tracking_plan *plan, co
     for (int a = 0; a < 3; ++a) dir[a] = d[a] / n2, pos[a] += plan->opts.step_mm * dir[a];
 }
 
-#if !defined(__CUDACC__)
+#ifdef TK_TRACK_HOST_V4
 /* The host's step where the plan uses the polynomial: tk_tracking_ifod1_next's, the values
  * four at a time (tk_tracking_poly_value4, each the scalar value to the bit).  The bound is
  * the largest of the same values (a NaN among them ends the step as there); the trials go in
@@ -135,7 +135,7 @@ TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tr
     const tk_tracking_options *o = &plan->opts;
     if (!tk_tracking_interpolate(f, pos, w->values)) return TK_END_EXIT_IMAGE;
     const uint32_t step = w->step++;
-#if !defined(__CUDACC__)
+#ifdef TK_TRACK_HOST_V4
     if (tk_tracking_poly_used(plan)) return tk_tracking_ifod1_next_poly4(plan, w, pos, dir, rng, step);
 #endif
     double bound = 0.0, d[3], *coef = w->peak.tensor;

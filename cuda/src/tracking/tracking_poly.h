@@ -90,9 +90,9 @@ TK_HD static inline TK_ALWAYS_INLINE double tk_tracking_poly_value_m(int m, cons
     return s0 + s1;
 }
 
-#if !defined(__CUDACC__)
+#ifdef TK_TRACK_HOST_V4
 /* Host only: four directions' values at once, one a lane of GCC's vector extension (AVX2's
- * four doubles in tracking_streamline_avx2.c, two SSE2 halves elsewhere).  Each lane does
+ * four doubles; TK_TRACK_HOST_V4: tracking_streamline_avx2.c only).  Each lane does
  * tk_tracking_poly_value_m's operations in its order (the norm, the powers from 1.0, each
  * term as coef times ((x0^a x1^b) x2^c), the even and odd sums, their sum), and vector
  * arithmetic rounds each lane as the scalar operation does, so every value is the scalar

@@ -92,6 +92,7 @@ static inline void tk_tracking_map_times(const double *map, int k, int first, co
      * those of the scalar loop (GCC's own vectorisation of the scalar loop, at a k it does not
      * know, shuffled columns pairwise and was the iFOD1 step's largest block of
      * instructions) */
+#ifdef TK_TRACK_HOST_V4
     for (; r0 + 8 <= k; r0 += 8) {
         tk_tracking_v4u acc0 = {0.0, 0.0, 0.0, 0.0}, acc1 = acc0;
         for (int c = first; c < k; ++c) {
@@ -106,6 +107,17 @@ static inline void tk_tracking_map_times(const double *map, int k, int first, co
         for (int c = first; c < k; ++c) acc += *(const tk_tracking_v4u *)(map + (size_t)c * k + r0) * v[c];
         for (int i = 0; i < 4; ++i) out[r0 + i] = acc[i];
     }
+#else
+    /* the scalar loops (session 17's), which GCC vectorises well enough for SSE2 */
+    for (; r0 + 8 <= k; r0 += 8) {
+        double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int c = first; c < k; ++c) {
+            const double a = v[c], *col = map + (size_t)c * k + r0;
+            for (int i = 0; i < 8; ++i) acc[i] += col[i] * a;
+        }
+        for (int i = 0; i < 8; ++i) out[r0 + i] = acc[i];
+    }
+#endif
     for (; r0 < k; ++r0) {
         double acc = 0.0;
         for (int c = first; c < k; ++c) acc += map[(size_t)c * k + r0] * v[c];
@@ -170,7 +182,7 @@ TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lan
     h[4] = s[3], h[5] = h[7] = s[4], h[8] = s[5];
 }
 
-#if !defined(__CUDACC__)
+#ifdef TK_TRACK_HOST_V4
 /* Host only: tk_tracking_rows_axm2_d(6, 8, ...) (lmax 8, the default 8 lanes a seed) with each
  * lane's six entries held as a four- and a two-lane vector of GCC's vector extension: every
  * entry's products and additions are the scalar code's, in its order (the entries never mix),
@@ -210,7 +222,7 @@ static inline void tk_tracking_rows_axm2_6x8_host(const double (*rows)[6], const
 TK_HD static inline void tk_tracking_rows_axm2(int order, int lanes, const double (*rows)[6], const double *x,
                                                double *h)
 {
-#if !defined(__CUDACC__)
+#ifdef TK_TRACK_HOST_V4
     if (order == 8 && lanes == 8) {
         tk_tracking_rows_axm2_6x8_host(rows, x, h);
         return;
