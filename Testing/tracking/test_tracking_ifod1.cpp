@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "tracking_test_util.h"
@@ -195,6 +197,50 @@ TEST(TrackingIFOD1, CutoffAndSupportEndStreamlines)
     ASSERT_EQ(run.count(), 20u);
     EXPECT_EQ(run.stats.ended_model, 20u);
     for (size_t s = 0; s < run.count(); ++s) EXPECT_LT(run.last(s)[0], 11.1f);
+}
+
+// The CPU grows streamlines with a second build of the growth for AVX2 where the CPU has it
+// (tracking_streamline_avx2.c: four-lane vector code, iFOD1's trials four at a time;
+// TK_TRACK_NO_AVX2=1 selects the baseline build, the scalar code, one trial at a time): both
+// must give the same points to the bit (no fused multiply-add, no reassociation, the lanes
+// each the scalar operations in order), for both methods, and for iFOD1 also where max_trials
+// (15) is not a multiple of the four trials the AVX2 build draws at once.  (On a CPU without
+// AVX2 both runs take the baseline build.)  (The builds' .tck against the code before the four-lane step:
+// Documentation/benchmarks.md, "CPU, session 18".)
+TEST(TrackingIFOD1, TheAvx2BuildGivesTheBaselineBuildsPoints)
+{
+    Volume vol = make_volume(identity_grid(10, 10, 4), [](size_t i, size_t, size_t, const double *, double *c) {
+        add_lobe(c, kX, 1.0);
+        add_lobe(c, kY, 0.4 + 0.05 * (double)i);
+    });
+    std::vector<uint8_t> mask(vol.voxels(), 0);
+    for (size_t i = 0; i < mask.size(); i += 5) mask[i] = 1;
+    tk_tracking_seeds seeds{};
+    seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 2;
+    const char *was = std::getenv("TK_TRACK_NO_AVX2");
+    const std::string saved = was ? was : "";
+    for (int variant = 0; variant < 3; ++variant) {
+        tk_tracking_options o = variant == 0 ? default_options() : ifod1();
+        o.rng_seed = 7, o.min_length_mm = 1.0, o.max_angle_deg = 45.0;
+        if (variant == 2) o.max_trials = 15, o.min_length_mm = -1;
+        TrackRun base, avx2;
+        setenv("TK_TRACK_NO_AVX2", "1", 1);
+        run_tracking(base, vol, o, seeds);
+        setenv("TK_TRACK_NO_AVX2", "0", 1);
+        run_tracking(avx2, vol, o, seeds);
+        ASSERT_EQ(base.status, TK_OK) << tk_last_error();
+        ASSERT_EQ(avx2.status, TK_OK) << tk_last_error();
+        ASSERT_GT(base.count(), 20u) << "variant " << variant;
+        EXPECT_TRUE(flatten(base.result) == flatten(avx2.result)) << "variant " << variant;
+        if (variant == 2) {
+            EXPECT_GT(base.stats.ended_model, 0u); // the short trials' tail was reached
+        }
+    }
+    if (was) {
+        setenv("TK_TRACK_NO_AVX2", saved.c_str(), 1);
+    } else {
+        unsetenv("TK_TRACK_NO_AVX2");
+    }
 }
 
 }  // namespace

@@ -275,6 +275,43 @@ TEST(TrackingErrors, TheFirstNonFiniteCoefficientIsNamed)
     tk_tracking_plan_destroy(plan);
 }
 
+// The omp backend scans a volume of 2^20 values or more on its threads, a contiguous share
+// each: the value named is still the first, whether it lies in the first share or a later one,
+// on either side of a share's boundary, or with another in an earlier share after it.
+TEST(TrackingErrors, TheThreadsScanNamesTheFirstNonFiniteCoefficient)
+{
+    const size_t nx = 32, ny = 32;
+    const Volume clean = lobe_field(identity_grid(nx, ny, 24), kX);
+    const size_t n = clean.sh.size();
+    ASSERT_GE(n, size_t(1) << 20);
+    const std::vector<double> seed = {5.0, 2.0, 2.0};
+    const tk_tracking_seeds seeds = point_seeds(seed);
+    for (int threads : {2, 3}) {
+        tk_tracking_options o = default_options();
+        o.backend = TK_BACKEND_OMP, o.num_threads = threads;
+        tk_tracking_plan *plan = nullptr;
+        ASSERT_EQ(tk_tracking_plan_create(&o, &clean.grid, &plan), TK_OK);
+        const size_t share = n / (size_t)threads;
+        // (first, another after it or none)
+        const std::pair<size_t, size_t> cases[] = {{0, n - 1},       {share - 1, share}, {share, n - 1},
+                                                   {share + 17, 0},  {100, share + 5},   {n - 1, 0}};
+        for (const auto &c : cases) {
+            Volume vol = clean;
+            vol.sh[c.first] = std::numeric_limits<float>::infinity();
+            if (c.second > c.first) vol.sh[c.second] = std::numeric_limits<float>::quiet_NaN();
+            tk_tracking_result result{};
+            EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
+            tk_tracking_result_free(&result);
+            const size_t v = c.first / kCoeffs;
+            const std::string want = "at voxel (" + std::to_string(v % nx) + ", " + std::to_string((v / nx) % ny) + ", " +
+                                     std::to_string(v / (nx * ny)) + "), coefficient " + std::to_string(c.first % kCoeffs);
+            EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
+                << threads << " threads, first at " << c.first << ": " << tk_last_error();
+        }
+        tk_tracking_plan_destroy(plan);
+    }
+}
+
 TEST(TrackingErrors, EmptySeedsAndWrongSizesAreRefused)
 {
     Volume vol = lobe_field(identity_grid(6, 5, 4), kX);

@@ -20,6 +20,30 @@
  * that stops at the first hit, which the compiler keeps scalar; the cuda backend checks on the
  * GPU, tracking_cuda.cu); here blocks are tested with the exponent bits OR-ed together, which vectorises
  * (2-3x faster), and only a block that holds one is searched again. */
+#ifdef TK_TRACK_AVX2_TU
+int tk_tracking_streamline_avx2(const tk_tracking_field *f, const double *seed, tk_philox *rng, tk_tracking_work *w,
+                                size_t *n);
+#endif
+
+/* Whether the CPU threads grow their streamlines with the AVX2 build of the growth
+ * (tracking_streamline_avx2.c: the same bits, faster): where it was compiled, the CPU has AVX2
+ * and TK_TRACK_NO_AVX2 is unset or 0 (the baseline build, for A/B runs on one binary). */
+static int tk_tracking_use_avx2(void)
+{
+#ifdef TK_TRACK_AVX2_TU
+    const char *off = getenv("TK_TRACK_NO_AVX2");
+    if (off && *off && strcmp(off, "0") != 0) return 0;
+    return __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+#ifndef TK_TRACK_AVX2_TU
+/* no AVX2 build: the baseline growth only */
+#define tk_tracking_streamline_avx2 tk_tracking_streamline
+#endif
+
 static size_t first_nonfinite(const float *v, size_t n)
 {
     enum { BLOCK = 2048 };
@@ -36,6 +60,35 @@ static size_t first_nonfinite(const float *v, size_t n)
                 if (!isfinite(v[i])) return i;
     }
     return n;
+}
+
+/* first_nonfinite over the omp backend's threads, each a contiguous share (the first index
+ * of the first share with a hit is the whole volume's first): the scan reads the whole
+ * volume at every execute, 27M floats in tk-bench's, a tenth of a short omp run's time on one
+ * thread. */
+static size_t first_nonfinite_threads(const float *v, size_t n, int threads)
+{
+    if (threads <= 1 || n < ((size_t)1 << 20)) return first_nonfinite(v, n);
+    size_t first = n;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : first)
+#endif
+    for (int t = 0; t < threads; ++t) {
+        const size_t a = n / (size_t)threads * (size_t)t, b = t == threads - 1 ? n : n / (size_t)threads * (size_t)(t + 1);
+        const size_t i = first_nonfinite(v + a, b - a);
+        if (i < b - a && a + i < first) first = a + i;
+    }
+    return first;
+}
+
+/* The threads an execute of plan runs on the CPU. */
+static int plan_threads(const tk_tracking_plan *plan)
+{
+    int threads = 1;
+#ifdef _OPENMP
+    if (plan->opts.backend == TK_BACKEND_OMP) threads = plan->opts.num_threads > 0 ? plan->opts.num_threads : omp_get_max_threads();
+#endif
+    return threads;
 }
 
 static tk_status check_inputs(const tk_tracking_plan *plan, const float *sh, size_t sh_values,
@@ -59,7 +112,7 @@ static tk_status check_inputs(const tk_tracking_plan *plan, const float *sh, siz
     /* the cuda backend checks the volume on the GPU once it is there (tracking_cuda.cu): the
      * host's pass over it was, with the upload, the largest host cost of a GPU run */
     if (!plan->opts.allow_nonfinite && plan->opts.backend != TK_BACKEND_CUDA) {
-        const size_t i = first_nonfinite(sh, sh_values);
+        const size_t i = first_nonfinite_threads(sh, sh_values, plan_threads(plan));
         if (i < sh_values) return tk_tracking_nonfinite_error(plan, sh, i);
     }
     return TK_OK;
@@ -126,10 +179,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
         if (timing) timing->total_ms = tk_now_ms() - t0, timing->kernel_ms = kernel_ms;
         return s;
     }
-    int threads = 1;
-#ifdef _OPENMP
-    if (plan->opts.backend == TK_BACKEND_OMP) threads = plan->opts.num_threads > 0 ? plan->opts.num_threads : omp_get_max_threads();
-#endif
+    const int threads = plan_threads(plan);
     const size_t chunk = plan->opts.chunk_seeds < set.total ? plan->opts.chunk_seeds : (size_t)set.total;
     thread_state *ts = calloc((size_t)threads, sizeof *ts);
     seed_slot *slots = malloc(chunk * sizeof *slots);
@@ -140,6 +190,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
     if (!ts || !slots || !out_counts || !out_index) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
     for (int t = 0; s == TK_OK && t < threads; ++t) s = tk_tracking_work_init(&ts[t].work, plan, field.regions->num_include);
     tk_tracking_stats total = {0};
+    const int avx2 = tk_tracking_use_avx2();
     for (uint64_t c0 = 0; s == TK_OK && c0 < set.total; c0 += chunk) {
         const size_t nc = (size_t)(set.total - c0 < chunk ? set.total - c0 : chunk);
         for (int t = 0; t < threads; ++t) ts[t].len = 0;
@@ -160,7 +211,8 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
             double seed[3];
             tk_tracking_seed_position(&set, plan, c0 + i, &rng, seed);
             size_t n = 0;
-            const int outcome = tk_tracking_streamline(&field, seed, &rng, &t->work, &n);
+            const int outcome = avx2 ? tk_tracking_streamline_avx2(&field, seed, &rng, &t->work, &n)
+                                     : tk_tracking_streamline(&field, seed, &rng, &t->work, &n);
             if (outcome < 0) {
                 t->failed = 1;
                 continue;

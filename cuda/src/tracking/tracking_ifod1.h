@@ -9,12 +9,17 @@
 
 /* Host and device (TK_HD): the CPU tracker and the CUDA tracker compile this one text. */
 #include <math.h>
+#include <string.h>
 
 #include "common/tk_hd.h"
 #include "tracking_directions.h"
 #include "tracking_field.h"
 #include "tracking_internal.h"
 #include "tracking_poly.h"
+#include "tracking_tensor.h"
+#ifdef TK_TRACK_HOST_V4
+#include "tracking_trials_host.h"
+#endif
 
 /* MRtrix3's seeders' max_attempts (seeding/base.h MAX_TRACKING_SEED_ATTEMPTS_FIXED and
  * _RANDOM): random first directions tried at a seed before it is rejected. */
@@ -75,12 +80,64 @@ TK_HD static inline void tk_tracking_ifod1_move(const tk_tracking_plan *plan, co
     for (int a = 0; a < 3; ++a) dir[a] = d[a] / n2, pos[a] += plan->opts.step_mm * dir[a];
 }
 
+#ifdef TK_TRACK_HOST_V4
+/* The host's step where the plan uses the polynomial: tk_tracking_ifod1_next's, the values
+ * four at a time (tk_tracking_poly_value4, each the scalar value to the bit).  The bound is
+ * the largest of the same values (a NaN among them ends the step as there); the trials go in
+ * fours, their directions drawn from their own streams (which no earlier trial's outcome
+ * touches: tk_philox_trial), then tested in order, the first taken as the scalar loop takes
+ * it, the rest of its four drawn for nothing: the same direction and the same streamline. */
+static inline int tk_tracking_ifod1_next_poly4(const tk_tracking_plan *plan, tk_tracking_work *w, double *pos,
+                                               double *dir, tk_philox *rng, uint32_t step)
+{
+    const tk_tracking_options *o = &plan->opts;
+    double bound = 0.0, d[12], v[4], *coef = w->peak.tensor;
+    tk_tracking_map_times(plan->map, plan->k, 0, w->values, coef); /* tk_tracking_poly_coeffs's sums */
+    for (int r = 0; r < plan->k; ++r) coef[r] *= plan->poly_mult[r];
+    for (size_t i0 = 0; i0 < plan->num_calib; i0 += 4) {
+        const int cnt = plan->num_calib - i0 < 4 ? (int)(plan->num_calib - i0) : 4;
+        for (int l = 0; l < 4; ++l) tk_tracking_rotate_from_z(dir, plan->calib_dirs + 3 * (i0 + (l < cnt ? l : 0)), d + 3 * l);
+        tk_tracking_poly_value4(plan, coef, d, v);
+        for (int l = 0; l < cnt; ++l) {
+            if (isnan(v[l])) return TK_END_EXIT_IMAGE;
+            if (v[l] > bound) bound = v[l];
+        }
+    }
+    if (!(bound > 0.0)) return TK_END_CALIBRATOR;
+    bound = tk_tracking_fod_pow(bound, o->fod_power) * plan->calib_ratio;
+    for (int n0 = 0; n0 < o->max_trials; n0 += 4) {
+        const int cnt = o->max_trials - n0 < 4 ? o->max_trials - n0 : 4;
+        tk_trial_pre trial[4]; /* tk_tracking_ifod1_candidate's streams, their first blocks at once */
+        tk_trial_pre_init4(trial, rng, step, (uint32_t)n0);
+        for (int l = 0; l < cnt; ++l) {
+            double cone[3];
+            tk_trial_pre_cone(&trial[l], plan->max_angle_rad, plan->sin_max_angle, cone);
+            tk_tracking_rotate_from_z(dir, cone, d + 3 * l);
+        }
+        for (int l = cnt; l < 4; ++l) memcpy(d + 3 * l, d, 3 * sizeof *d); /* a valid direction, unused */
+        tk_tracking_poly_value4(plan, coef, d, v);
+        for (int l = 0; l < cnt; ++l) {
+            /* tk_tracking_ifod1_accept on the trial's stream */
+            if (!(v[l] > o->cutoff)) continue;
+            if (tk_trial_pre_uniform(&trial[l]) < tk_tracking_fod_pow(v[l], o->fod_power) / bound) {
+                tk_tracking_ifod1_move(plan, d + 3 * l, pos, dir);
+                return -1;
+            }
+        }
+    }
+    return TK_END_MODEL;
+}
+#endif
+
 TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tracking_work *w, double *pos, double *dir, tk_philox *rng)
 {
     const tk_tracking_plan *plan = f->plan;
     const tk_tracking_options *o = &plan->opts;
     if (!tk_tracking_interpolate(f, pos, w->values)) return TK_END_EXIT_IMAGE;
     const uint32_t step = w->step++;
+#ifdef TK_TRACK_HOST_V4
+    if (tk_tracking_poly_used(plan)) return tk_tracking_ifod1_next_poly4(plan, w, pos, dir, rng, step);
+#endif
     double bound = 0.0, d[3], *coef = w->peak.tensor;
     if (tk_tracking_poly_used(plan)) tk_tracking_poly_coeffs(plan, w->values, coef);
     for (size_t i = 0; i < plan->num_calib; ++i) {

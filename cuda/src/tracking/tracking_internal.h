@@ -25,6 +25,15 @@ extern "C" {
 #define TK_TRACK_POLY_MAX_ORDER 8
 #define TK_TRACK_POLY_MAX ((TK_TRACK_POLY_MAX_ORDER + 1) * (TK_TRACK_POLY_MAX_ORDER + 2) / 2)
 
+/* The host's four-lane code (GCC's vector extension: iFOD1's values and trials four at a
+ * time, the SH-to-tensor product's and the rows' sums as vectors) is compiled where the
+ * target has AVX2, i.e. in tracking_streamline_avx2.c; elsewhere (the baseline build, other
+ * CPUs, the CUDA compiler's passes) the scalar code, which those vectors would only slow down
+ * (lowered to SSE2 pieces they made the step 2-3x slower than the scalar code). */
+#if !defined(__CUDACC__) && defined(__AVX2__)
+#define TK_TRACK_HOST_V4 1
+#endif
+
 struct tk_tracking_plan {
     tk_tracking_options opts; /* checked, defaults resolved */
     tk_tracking_grid grid;

@@ -69,7 +69,9 @@ TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_poly_powers(int m, const d
  * indexed reads at each of iFOD1's many samples a step. */
 TK_HD static inline TK_ALWAYS_INLINE double tk_tracking_poly_value_m(int m, const double *coef, const double *dir)
 {
-    double p[3][TK_TRACK_POLY_MAX_ORDER + 1];
+    /* zeroed for the compiler's sake (an m not constant hides that slots past m go unread);
+     * with m constant the stores are dead and dropped */
+    double p[3][TK_TRACK_POLY_MAX_ORDER + 1] = {{0.0}};
     tk_tracking_poly_powers(m, dir, p);
     double s0 = 0.0, s1 = 0.0;
     int j = 0;
@@ -87,6 +89,60 @@ TK_HD static inline TK_ALWAYS_INLINE double tk_tracking_poly_value_m(int m, cons
         }
     return s0 + s1;
 }
+
+#ifdef TK_TRACK_HOST_V4
+/* Host only: four directions' values at once, one a lane of GCC's vector extension (AVX2's
+ * four doubles; TK_TRACK_HOST_V4: tracking_streamline_avx2.c only).  Each lane does
+ * tk_tracking_poly_value_m's operations in its order (the norm, the powers from 1.0, each
+ * term as coef times ((x0^a x1^b) x2^c), the even and odd sums, their sum), and vector
+ * arithmetic rounds each lane as the scalar operation does, so every value is the scalar
+ * walk's to the bit (no multiply-add is fused: the build has no FMA where these are
+ * compiled, tracking_streamline_avx2.c).  iFOD1 evaluates the polynomial at every
+ * calibration direction and at every trial, each independent of the others: four at a time
+ * is where its step spent half its time (Documentation/tracking.md, "Speed on the CPU"). */
+typedef double tk_tracking_v4 __attribute__((vector_size(32)));
+
+/* out[l] = the series at the direction dirs[3 l .. 3 l + 2], l = 0..3. */
+static inline TK_ALWAYS_INLINE void tk_tracking_poly_value4_m(int m, const double *coef, const double *dirs,
+                                                              double *out)
+{
+    tk_tracking_v4 x[3];
+    for (int a = 0; a < 3; ++a) x[a] = (tk_tracking_v4){dirs[a], dirs[3 + a], dirs[6 + a], dirs[9 + a]};
+    const tk_tracking_v4 n2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+    tk_tracking_v4 n;
+    for (int l = 0; l < 4; ++l) n[l] = sqrt(n2[l]);
+    tk_tracking_v4 p[3][TK_TRACK_POLY_MAX_ORDER + 1];
+    for (int a = 0; a < 3; ++a) {
+        const tk_tracking_v4 xa = x[a] / n;
+        p[a][0] = (tk_tracking_v4){1.0, 1.0, 1.0, 1.0};
+        for (int e = 1; e <= m; ++e) p[a][e] = p[a][e - 1] * xa;
+    }
+    tk_tracking_v4 s0 = {0.0, 0.0, 0.0, 0.0}, s1 = s0;
+    int j = 0;
+#pragma GCC unroll 16
+    for (int a = m; a >= 0; --a)
+#pragma GCC unroll 16
+        for (int b = m - a; b >= 0; --b, ++j) {
+            const tk_tracking_v4 term = coef[j] * (p[0][a] * p[1][b] * p[2][m - a - b]);
+            if (j & 1) s1 += term;
+            else s0 += term;
+        }
+    const tk_tracking_v4 s = s0 + s1;
+    for (int l = 0; l < 4; ++l) out[l] = s[l];
+}
+
+/* tk_tracking_poly_value at four directions (the plan uses the polynomial). */
+static inline void tk_tracking_poly_value4(const tk_tracking_plan *plan, const double *coef, const double *dirs,
+                                           double *out)
+{
+    switch (plan->opts.lmax) {
+    case 8: tk_tracking_poly_value4_m(8, coef, dirs, out); break;
+    case 6: tk_tracking_poly_value4_m(6, coef, dirs, out); break;
+    default:
+        for (int l = 0; l < 4; ++l) out[l] = tk_tracking_poly_value_m(plan->opts.lmax, coef, dirs + 3 * l);
+    }
+}
+#endif
 
 /* Whether exp (the plan's poly_exp, k rows) lists the monomials in tk_tracking_poly_value_m's
  * order. */

@@ -82,9 +82,33 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
  * partial sums at every column (the CPU step's largest single cost in perf; SD_STREAM 5-8%
  * faster).  Host only: the device keeps its loop. */
 #ifndef __CUDA_ARCH__
+/* Four doubles of GCC's vector extension, loadable from any double's address. */
+typedef double tk_tracking_v4u __attribute__((vector_size(32), aligned(8)));
+
 static inline void tk_tracking_map_times(const double *map, int k, int first, const double *v, double *out)
 {
     int r0 = 0;
+    /* the eight sums as two explicit four-lane vectors, each lane's products and additions
+     * those of the scalar loop (GCC's own vectorisation of the scalar loop, at a k it does not
+     * know, shuffled columns pairwise and was the iFOD1 step's largest block of
+     * instructions) */
+#ifdef TK_TRACK_HOST_V4
+    for (; r0 + 8 <= k; r0 += 8) {
+        tk_tracking_v4u acc0 = {0.0, 0.0, 0.0, 0.0}, acc1 = acc0;
+        for (int c = first; c < k; ++c) {
+            const double a = v[c], *col = map + (size_t)c * k + r0;
+            acc0 += *(const tk_tracking_v4u *)col * a;
+            acc1 += *(const tk_tracking_v4u *)(col + 4) * a;
+        }
+        for (int i = 0; i < 4; ++i) out[r0 + i] = acc0[i], out[r0 + 4 + i] = acc1[i];
+    }
+    for (; r0 + 4 <= k; r0 += 4) {
+        tk_tracking_v4u acc = {0.0, 0.0, 0.0, 0.0};
+        for (int c = first; c < k; ++c) acc += *(const tk_tracking_v4u *)(map + (size_t)c * k + r0) * v[c];
+        for (int i = 0; i < 4; ++i) out[r0 + i] = acc[i];
+    }
+#else
+    /* the scalar loops (session 17's), which GCC vectorises well enough for SSE2 */
     for (; r0 + 8 <= k; r0 += 8) {
         double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         for (int c = first; c < k; ++c) {
@@ -93,6 +117,7 @@ static inline void tk_tracking_map_times(const double *map, int k, int first, co
         }
         for (int i = 0; i < 8; ++i) out[r0 + i] = acc[i];
     }
+#endif
     for (; r0 < k; ++r0) {
         double acc = 0.0;
         for (int c = first; c < k; ++c) acc += map[(size_t)c * k + r0] * v[c];
@@ -157,11 +182,52 @@ TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lan
     h[4] = s[3], h[5] = h[7] = s[4], h[8] = s[5];
 }
 
+#ifdef TK_TRACK_HOST_V4
+/* Host only: tk_tracking_rows_axm2_d(6, 8, ...) (lmax 8, the default 8 lanes a seed) with each
+ * lane's six entries held as a four- and a two-lane vector of GCC's vector extension: every
+ * entry's products and additions are the scalar code's, in its order (the entries never mix),
+ * so h is the same to the bit.  GCC's code for the generic loops kept the 8 x 6 sums on the
+ * stack and was a fifth of SD_STREAM's step in perf. */
+typedef double tk_rows_v4 __attribute__((vector_size(32), aligned(8)));
+typedef double tk_rows_v2 __attribute__((vector_size(16), aligned(8)));
+
+static inline void tk_tracking_rows_axm2_6x8_host(const double (*rows)[6], const double *x, double *h)
+{
+    enum { D = 6, LANES = 8, NROWS = (D + 1) * (D + 2) / 2 };
+    double p0[D + 1], p1[D + 1], p2[D + 1], mono[NROWS];
+    p0[0] = p1[0] = p2[0] = 1.0;
+    for (int e = 1; e <= D; ++e) p0[e] = p0[e - 1] * x[0], p1[e] = p1[e - 1] * x[1], p2[e] = p2[e - 1] * x[2];
+    int r = 0;
+    for (int a = D; a >= 0; --a)
+        for (int b = D - a; b >= 0; --b, ++r) mono[r] = tk_tracking_row_monomial(D, a, b, p0, p1, p2);
+    tk_rows_v4 lo[LANES];
+    tk_rows_v2 hi[LANES];
+    for (int l = 0; l < LANES; ++l) {
+        lo[l] = *(const tk_rows_v4 *)rows[l] * mono[l];
+        hi[l] = *(const tk_rows_v2 *)(rows[l] + 4) * mono[l];
+        for (r = l + LANES; r < NROWS; r += LANES) {
+            lo[l] = lo[l] + *(const tk_rows_v4 *)rows[r] * mono[r];
+            hi[l] = hi[l] + *(const tk_rows_v2 *)(rows[r] + 4) * mono[r];
+        }
+    }
+    for (int off = LANES / 2; off >= 1; off /= 2)
+        for (int i = 0; i < off; ++i) lo[i] = lo[i] + lo[i + off], hi[i] = hi[i] + hi[i + off];
+    h[0] = lo[0][0], h[1] = h[3] = lo[0][1], h[2] = h[6] = lo[0][2];
+    h[4] = lo[0][3], h[5] = h[7] = hi[0][0], h[8] = hi[0][1];
+}
+#endif
+
 /* h = A x^(order-2) from the rows, order even from 2 to TK_TRACK_ROWS_MAX_ORDER, summed as
  * `lanes` (8, 16 or 32) lanes a seed sum them. */
 TK_HD static inline void tk_tracking_rows_axm2(int order, int lanes, const double (*rows)[6], const double *x,
                                                double *h)
 {
+#ifdef TK_TRACK_HOST_V4
+    if (order == 8 && lanes == 8) {
+        tk_tracking_rows_axm2_6x8_host(rows, x, h);
+        return;
+    }
+#endif
     if (order == 8) {
         if (lanes == 8) tk_tracking_rows_axm2_d(6, 8, rows, x, h);
         else if (lanes == 16) tk_tracking_rows_axm2_d(6, 16, rows, x, h);

@@ -1,0 +1,91 @@
+/* Internal, host only: iFOD1's trials four at a time, their first Philox blocks computed in
+ * vector lanes.
+ *
+ * Why: a trial draws about ten 32-bit words (the azimuth, one to a few polar angles by
+ * rejection, the acceptance test: tracking_directions.h, tracking_ifod1.h), two to three
+ * Philox blocks of ten rounds each, and at about 22 trials a step on tk-bench's volume the
+ * scalar blocks were the largest part of the step after sin and cos.  The four trials of a
+ * group differ only in their counter's low word (tk_philox_trial), so their blocks 0..2 run
+ * as four lanes of GCC's vector extension (AVX2 in tracking_streamline_avx2.c); a trial that
+ * draws past its twelfth word goes on with tk_philox_next32 from block 3.
+ *
+ * The same draws to the bit: integer arithmetic is exact in any lane width, the words are
+ * handed out in tk_philox_next32's order, and the conversions and the cone's rejection loop
+ * below are tracking_rng.h's and tracking_directions.h's operations in their order (kept
+ * here rather than shared so that the device's text stays as it was measured; the host's
+ * byte-identity checks cover both: Documentation/tracking.md, "Speed on the CPU"). */
+#ifndef TK_TRACKING_TRIALS_HOST_H
+#define TK_TRACKING_TRIALS_HOST_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "tracking_rng.h"
+
+#define TK_TRIAL_PRE_BLOCKS 3
+#define TK_TRIAL_PRE_WORDS (4 * TK_TRIAL_PRE_BLOCKS)
+
+/* A trial's stream with its first blocks' words at hand. */
+typedef struct tk_trial_pre {
+    tk_philox rest; /* the stream from block TK_TRIAL_PRE_BLOCKS on */
+    uint32_t w[TK_TRIAL_PRE_WORDS];
+    int i; /* words of w handed out */
+} tk_trial_pre;
+
+typedef uint64_t tk_trial_u4 __attribute__((vector_size(32)));
+
+/* tk_philox_trial for trials n0 .. n0 + 3 of step `step` of stream `line`, blocks
+ * 0 .. TK_TRIAL_PRE_BLOCKS - 1 computed at once: tk_philox_block's rounds, the 32-bit words
+ * held in 64-bit lanes so that a product's high and low halves are a shift and a mask. */
+static inline void tk_trial_pre_init4(tk_trial_pre *t, const tk_philox *line, uint32_t step, uint32_t n0)
+{
+    const uint64_t m32 = 0xFFFFFFFFu;
+    for (int b = 0; b < TK_TRIAL_PRE_BLOCKS; ++b) {
+        tk_trial_u4 c0, c1, c2, c3;
+        for (int l = 0; l < 4; ++l) c0[l] = (uint32_t)(((n0 + (uint32_t)l) << TK_PHILOX_TRIAL_BLOCK_BITS) + (uint32_t)b);
+        c1 = (tk_trial_u4){0, 0, 0, 0} + (uint64_t)(step + 1u);
+        c2 = (tk_trial_u4){0, 0, 0, 0} + (uint64_t)line->ctr[2];
+        c3 = (tk_trial_u4){0, 0, 0, 0} + (uint64_t)line->ctr[3];
+        uint32_t k0 = line->key[0], k1 = line->key[1];
+        for (int round = 0; round < 10; ++round) {
+            const tk_trial_u4 p0 = c0 * (uint64_t)0xD2511F53u, p1 = c2 * (uint64_t)0xCD9E8D57u;
+            const tk_trial_u4 n0v = (p1 >> 32) ^ c1 ^ (uint64_t)k0, n2v = (p0 >> 32) ^ c3 ^ (uint64_t)k1;
+            c0 = n0v, c1 = p1 & m32, c2 = n2v, c3 = p0 & m32;
+            k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+        }
+        for (int l = 0; l < 4; ++l) {
+            uint32_t *w = t[l].w + 4 * b;
+            w[0] = (uint32_t)c0[l], w[1] = (uint32_t)c1[l], w[2] = (uint32_t)c2[l], w[3] = (uint32_t)c3[l];
+        }
+    }
+    for (int l = 0; l < 4; ++l) {
+        tk_philox_trial(&t[l].rest, line, step, n0 + (uint32_t)l);
+        t[l].rest.ctr[0] += TK_TRIAL_PRE_BLOCKS; /* stays within the trial's 2^12 blocks */
+        t[l].i = 0;
+    }
+}
+
+static inline uint32_t tk_trial_pre_next32(tk_trial_pre *t)
+{
+    return t->i < TK_TRIAL_PRE_WORDS ? t->w[t->i++] : tk_philox_next32(&t->rest);
+}
+
+/* tk_philox_uniform's conversion. */
+static inline double tk_trial_pre_uniform(tk_trial_pre *t)
+{
+    const uint64_t hi = tk_trial_pre_next32(t) >> 5, lo = tk_trial_pre_next32(t) >> 6;
+    return (double)(hi * 67108864u + lo) * (1.0 / 9007199254740992.0);
+}
+
+/* tk_tracking_random_cone's draws and arithmetic. */
+static inline void tk_trial_pre_cone(tk_trial_pre *t, double max_angle, double sin_max_angle, double *d)
+{
+    const double phi = 2.0 * 3.14159265358979323846 * tk_trial_pre_uniform(t);
+    double theta;
+    do {
+        theta = max_angle * tk_trial_pre_uniform(t);
+    } while (sin_max_angle * tk_trial_pre_uniform(t) > sin(theta));
+    d[0] = sin(theta) * cos(phi), d[1] = sin(theta) * sin(phi), d[2] = cos(theta);
+}
+
+#endif
