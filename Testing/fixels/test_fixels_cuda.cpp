@@ -34,8 +34,9 @@ struct Out {
 // The kernels a cuda plan may run its voxels through: the default (the samples as a matrix
 // product, then the slim kernel), every voxel by the one-thread kernel (the reference), the fused
 // warp kernel (a block's voxels sampled together), the pull kernel (the slim kernel's A/B
-// reference: the samples copied into shared memory).
-enum Kernel { SLIM = 0, ONE_THREAD = 1, FUSED = 2, PULL = 3 };
+// reference: the samples copied into shared memory), the slim kernel's split form (the lobes'
+// climbs a thread a lobe in a kernel of their own).
+enum Kernel { SLIM = 0, ONE_THREAD = 1, FUSED = 2, PULL = 3, SPLIT = 4 };
 
 // One execute of a plan for o by kernel; the arrays start as garbage, so that a slot the backend
 // leaves unwritten shows.
@@ -51,7 +52,8 @@ tk_status run(tk_fixels_options o, const std::vector<float> &sh, const std::vect
     if (o.backend == TK_BACKEND_CUDA &&
         ((kernel == ONE_THREAD && (s = tk_fixels_plan_set_one_thread(p, 1)) != TK_OK) ||
          (s = tk_fixels_plan_set_fused(p, kernel == FUSED)) != TK_OK ||
-         (s = tk_fixels_plan_set_slim(p, kernel != PULL)) != TK_OK)) {
+         (s = tk_fixels_plan_set_slim(p, kernel != PULL)) != TK_OK ||
+         (s = tk_fixels_plan_set_split(p, kernel == SPLIT)) != TK_OK)) {
         tk_fixels_plan_destroy(p);
         return s;
     }
@@ -209,6 +211,14 @@ void check_warp_against_one_thread(size_t nv)
         std::snprintf(fwhat, sizeof fwhat, "%s, pull kernel", what);
         expect_same_bits(pull, one, nv, fwhat);
         EXPECT_EQ(pull.redone, warp.redone) << what;
+        // the split form (the climbs in a kernel of their own, on global copies of the slim
+        // kernel's tables) too
+        Out split;
+        double ss = 0;
+        ASSERT_EQ(run(o, sh, mask, nv, split, &ss, SPLIT), TK_OK) << tk_last_error();
+        std::snprintf(fwhat, sizeof fwhat, "%s, split slim kernel", what);
+        expect_same_bits(split, one, nv, fwhat);
+        EXPECT_EQ(split.redone, warp.redone) << what;
         EXPECT_EQ(warp.bad, bad) << what;
         EXPECT_EQ(warp.count[11], 0) << what;
         EXPECT_EQ(warp.count[20], 0) << what;
@@ -230,8 +240,9 @@ void check_warp_against_one_thread(size_t nv)
             EXPECT_EQ(warp.count[v], cpu.count[v]) << what << " voxel " << v;
         EXPECT_EQ(warp.bad, cpu.bad) << what;
         EXPECT_EQ(tk_cuda_memory_in_use(), 0u);
-        std::printf("%s: slim kernel %.0f voxels/s (pull %.0f, fused %.0f), one-thread kernel %.0f voxels/s "
-                    "(transfers included); %zu voxels passed on\n", what, nv / ws, nv / ps, nv / fs, nv / os, warp.redone);
+        std::printf("%s: slim kernel %.0f voxels/s (split %.0f, pull %.0f, fused %.0f), one-thread kernel %.0f "
+                    "voxels/s (transfers included); %zu voxels passed on\n", what, nv / ws, nv / ss, nv / ps, nv / fs,
+                    nv / os, warp.redone);
     }
 }
 
@@ -265,11 +276,19 @@ TEST(FixelsCuda, VoxelsWithMoreLobesThanTheWarpTableGiveTheCpusFixels)
         TK_SKIP_IF_NO_GPU(s);
         ASSERT_EQ(s, TK_OK) << tk_last_error();
         ASSERT_EQ(run(o, sh, mask, nv, one, &os, ONE_THREAD), TK_OK) << tk_last_error();
+        // the split form on voxels of up to the table's lobes, at lmax 16 (no monomial rows)
+        Out split;
+        double ss = 0;
+        ASSERT_EQ(run(o, sh, mask, nv, split, &ss, SPLIT), TK_OK) << tk_last_error();
         o.backend = TK_BACKEND_OMP;
         ASSERT_EQ(run(o, sh, mask, nv, cpu, &cs), TK_OK) << tk_last_error();
         char what[64];
         std::snprintf(what, sizeof what, "%d directions, lmax %d", dirs ? dirs : TK_FIXELS_DIRECTIONS, lmax);
         expect_same_bits(warp, one, nv, what);
+        char swhat[96];
+        std::snprintf(swhat, sizeof swhat, "%s, split slim kernel", what);
+        expect_same_bits(split, one, nv, swhat);
+        EXPECT_EQ(split.redone, warp.redone) << what;
         // the case is what it claims: voxels with more lobes than the warp kernel's table, all
         // passed on (the kept ones alone show it; the table holds every lobe, kept or not)
         size_t over = 0;

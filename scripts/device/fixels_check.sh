@@ -1,7 +1,7 @@
 #!/bin/bash
 # The fixels' CUDA backend on the lent GPU (no ITK/VTK there): build the core, the fixels tests
 # and tk-bench with -DTK_WITH_ITK=OFF; run the CPU fixels tests (the batched walk's and the warp
-# sorts' host tests too), the CUDA ones (the warp kernels, slim, pull and fused, against the
+# sorts' host tests too), the CUDA ones (the warp kernels, slim, its split form, pull and fused, against the
 # one-thread kernel bit for bit, against omp, the many-lobe voxels), tk-bench fixels (cuda transfers included beside the 10M voxels/s goal, omp on the
 # machine's cores) on 600k voxels and on the 5121 set (slim and pull); the A/B runs asked for; last
 # compute-sanitizer memcheck and racecheck on the small CUDA case.  Needs .deps/
@@ -49,14 +49,18 @@ fi
 # copied into shared memory), the slim kernel (the default), and the slim kernel with the whole
 # shared-memory carveout (TK_FIXELS_SLIM_CARVEOUT=max), alternating, three runs of each on the
 # same card.  (Its register caps 112 and 96 were measured no faster and slower, session 18.)
+# Then the slim kernel's split form (TK_FIXELS_CUDA_SPLIT=1: the climbs a thread a lobe in a
+# kernel of their own, at 168 registers; split255: TK_FIXELS_SPLIT_WIDE=1, at 255).
 if [ -n "${AB_SLIM:-}" ]; then
   for r in 1 2 3; do
-    for variant in pull slim128 slim128max; do
+    for variant in pull slim128 slim128max split split255; do
       echo "# $variant (run $r)"
       case $variant in
         pull) vars=TK_FIXELS_CUDA_SLIM=0 ;;
         slim128) vars=TK_FIXELS_CUDA_SLIM=1 ;;
         slim128max) vars=TK_FIXELS_SLIM_CARVEOUT=max ;;
+        split) vars=TK_FIXELS_CUDA_SPLIT=1 ;;
+        split255) vars="TK_FIXELS_CUDA_SPLIT=1 TK_FIXELS_SPLIT_WIDE=1" ;;
       esac
       env $vars build-dev/bin/tk-bench fixels --backends cuda --voxels 600000 --repeat 3 --fod2fixel off \
         --tk-fixels off 2>&1 | grep -E "^cuda"

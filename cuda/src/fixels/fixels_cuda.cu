@@ -1,7 +1,8 @@
 /* The fixels' CUDA backend: the volume in chunks through two streams, each chunk's voxels
  * sampled by a matrix product (fixels_samples.cuh) and segmented by the warp-a-voxel kernel, its
  * warps pulling voxels from a counter (fixels_warp.cuh, the working set in shared memory; by
- * default the slim kernel, fixels_slim.cuh, whose samples stay in global memory), and
+ * default the slim kernel, fixels_slim.cuh, whose samples stay in global memory; its split form,
+ * TK_FIXELS_CUDA_SPLIT=1, hands the lobes' climbs to a kernel of their own, fixels_split.cuh), and
  * the few voxels whose lobes outgrow its shared table by the one-thread kernel below (the
  * host's segmentation text, fixels_segment.h, with its scratch in global memory).  Both give
  * the host's fixels.  The chunks go through pinned staging buffers, two of everything, so that
@@ -34,10 +35,15 @@
 enum { T_DIRS, T_WEIGHTS, T_ADJ, T_BASIS, T_MAP, T_ROWS_SRC, T_ROWS_WEIGHT, T_COUNTERS, TABLES };
 /* A stream's device buffers: the chunk's input, its outputs, the list of voxels for the
  * one-thread kernel (its count first, then the pull kernel's counter of voxels taken), that
- * kernel's scratch and the chunk's samples (the pull kernel's input). */
-enum { C_SH, C_MASK, C_COUNT, C_AFD, C_AMP, C_MEAN, C_PEAK, C_LUT, C_REDO, C_SCRATCH, C_SAMPLES, CHUNKS };
-/* The redo buffer's head: its count, the pull kernel's counter; the list after them. */
-#define TK_FX_REDO_HEAD 2
+ * kernel's scratch, the chunk's samples (the pull kernel's input), and the split slim kernel's
+ * hand-off (fx_split_io: the voxels' records, their labels, the lists of lobes and voxels). */
+enum {
+    C_SH, C_MASK, C_COUNT, C_AFD, C_AMP, C_MEAN, C_PEAK, C_LUT, C_REDO, C_SCRATCH, C_SAMPLES,
+    C_SPLIT_VOXELS, C_SPLIT_LABEL, C_SPLIT_LISTS, CHUNKS
+};
+/* The redo buffer's head: its count, the pull kernel's counter, the split form's counts of lobes
+ * and voxels handed off (zeroed with it); the list after them. */
+#define TK_FX_REDO_HEAD 4
 /* The outputs, in tk_fixels_output's order: device buffer C_COUNT + i. */
 enum { O_COUNT, O_AFD, O_AMP, O_MEAN, O_PEAK, O_LUT, OUTS };
 
@@ -60,6 +66,9 @@ struct tk_fixels_cuda_state {
     int slim;                      /* the slim kernel (fixels_slim.cuh) instead of the pull kernel */
     int slim_vpb, slim_blocks;     /* its warps a block, and its blocks (all resident) */
     const fx_slim_entry *slim_entry; /* its register cap's unit */
+    int split;                     /* the slim kernel's split form (fixels_split.cuh), where slim */
+    int split_vpb, split_blocks;   /* its segmentation kernel's warps a block and blocks */
+    int split_wide;                /* its climb kernel at 255 registers (TK_FIXELS_SPLIT_WIDE=1), else 168 */
     size_t chunk, work_bytes, warp_smem, slim_smem, redo_threads;
     size_t redone;                 /* the last execute's voxels that the warp kernel passed on */
     double samples_ms;             /* the last execute's samples kernels, summed (the phase timing's) */
@@ -175,12 +184,22 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
     st->pull_blocks = blocks * sms;
     /* the slim kernel, unless TK_FIXELS_CUDA_SLIM=0 (the pull kernel) */
     st->slim_entry = &fx_slim_r128;
-    const void *slim_kernel = st->slim_entry->kernel();
+    const void *slim_kernel = st->slim_entry->kernel(0);
     status = pick_voxels_per_block(st, slim_kernel, st->slim_smem, &st->slim_vpb, &blocks);
     if (status != TK_OK) return status;
     st->slim_blocks = blocks * sms;
     const char *slim = getenv("TK_FIXELS_CUDA_SLIM");
     st->slim = st->slim_vpb > 0 && !(slim && strcmp(slim, "0") == 0);
+    /* its split form where TK_FIXELS_CUDA_SPLIT=1 (the climbs a thread a lobe in a kernel of their
+     * own; not measured yet, so not the default) */
+    const void *split_kernel = st->slim_entry->kernel(1);
+    status = pick_voxels_per_block(st, split_kernel, st->slim_smem, &st->split_vpb, &blocks);
+    if (status != TK_OK) return status;
+    st->split_blocks = blocks * sms;
+    const char *split = getenv("TK_FIXELS_CUDA_SPLIT");
+    st->split = st->split_vpb > 0 && split && strcmp(split, "1") == 0;
+    const char *wide = getenv("TK_FIXELS_SPLIT_WIDE");
+    st->split_wide = wide && strcmp(wide, "1") == 0;
     /* The samples kernel runs beside the other stream's segmentation where the SM's shared memory
      * is split as the segmentation kernel asks: the pull kernel's whole carveout; the slim kernel's
      * resident blocks and one samples block (the rest stays L1, which caches the samples the slim
@@ -199,9 +218,15 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
         const int percent = per_sm > 0 ? (int)((100 * need + (size_t)per_sm - 1) / (size_t)per_sm) : 100;
         carveout = percent < 100 ? percent : 100;
     }
-    if (st->slim)
+    if (st->slim) {
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(slim_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                            carveout));
+        /* the split form's segmentation kernel: the same shared memory a voxel (its blocks, at
+         * fewer registers, may be more: the carveout a hint) */
+        if (st->split_vpb)
+            TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute(split_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                               carveout));
+    }
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncSetAttribute((const void *)fixels_samples_kernel,
                                                        cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
     /* a developer's A/B switch: the fused kernel (fixels_warp.cuh) */
@@ -251,6 +276,7 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         size_t io = 4 * k + 1 + 4; /* sh, mask, the redo list */
         for (int i = 0; i < OUTS; ++i) io += out_bytes(i, S, N);
         if (st->vpb) io += sizeof(double) * fx_samples_stride((int)N); /* the samples */
+        if (st->split_vpb) io += fx_split_bytes((int)N); /* the split form's hand-off */
         const size_t share = free_bytes / 4 / 2;
         size_t redo = 0, chunk = 0;
         if (st->vpb) {
@@ -274,7 +300,10 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
                                        sizeof(float) * S * chunk, sizeof(float) * 3 * S * chunk,
                                        sizeof(float) * 3 * S * chunk, N * chunk,
                                        sizeof(unsigned) * (chunk + TK_FX_REDO_HEAD), st->work_bytes * st->redo_threads,
-                                       st->vpb ? sizeof(double) * fx_samples_stride((int)N) * chunk : 1};
+                                       st->vpb ? sizeof(double) * fx_samples_stride((int)N) * chunk : 1,
+                                       st->split_vpb ? sizeof(fx_split_voxel) * chunk : 1,
+                                       st->split_vpb ? sizeof(int16_t) * N * chunk : 1,
+                                       st->split_vpb ? sizeof(unsigned) * (TK_FX_WARP_LOBES + 1) * chunk : 1};
         for (int j = 0; j < 2; ++j) {
             fx_stream *s = &st->s[j];
             for (int i = 0; i < CHUNKS; ++i) TK_CUDA_TRY_GOTO(status, fail, TK_FX_WHO, tk_cuda_malloc(&s->buf[i], cbytes[i]));
@@ -352,13 +381,18 @@ static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t firs
                                                                        samples);
             TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaGetLastError());
             TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaEventRecord(s->ev[2], q));
-            const size_t vpb = (size_t)(st->slim ? st->slim_vpb : st->pull_vpb);
-            const size_t most = (size_t)(st->slim ? st->slim_blocks : st->pull_blocks);
+            const int split = st->slim && st->split;
+            const size_t vpb = (size_t)(split ? st->split_vpb : st->slim ? st->slim_vpb : st->pull_vpb);
+            const size_t most = (size_t)(split ? st->split_blocks : st->slim ? st->slim_blocks : st->pull_blocks);
             const size_t want = (n + vpb - 1) / vpb;
             const unsigned blocks = (unsigned)(want < most ? want : most);
+            unsigned *lists = (unsigned *)s->buf[C_SPLIT_LISTS];
+            const fx_split_io hand = {(fx_split_voxel *)s->buf[C_SPLIT_VOXELS], (int16_t *)s->buf[C_SPLIT_LABEL], lists,
+                                      lists + TK_FX_WARP_LOBES * n, redo + 2, st->split_wide};
             if (st->slim)
                 TK_CUDA_TRY_RETURN(TK_FX_WHO, st->slim_entry->launch(blocks, (unsigned)(32 * vpb), st->slim_smem * vpb, q,
-                                                                     st->view, n, samples, io, redo + 1));
+                                                                     st->view, n, samples, io, redo + 1,
+                                                                     split ? &hand : NULL));
             else
                 fixels_warp_pull_kernel<<<blocks, (unsigned)(32 * vpb), st->warp_smem * vpb, q>>>(st->view, n, samples,
                                                                                                    io, redo + 1);
@@ -449,7 +483,7 @@ done:
             fx_slim_r128.phases(cycles) == cudaSuccess) {
             for (int i = 0; i < TK_FX_PHASES; ++i) total += cycles[i];
             fprintf(stderr, "fixels warp phases (%s kernel, %zu voxels, cycles a voxel-warp):",
-                    st->fused ? "fused" : st->slim ? "slim" : "pull", num_voxels);
+                    st->fused ? "fused" : st->slim ? (st->split ? "slim split" : "slim") : "pull", num_voxels);
             for (int i = 0; i < TK_FX_PHASES; ++i)
                 fprintf(stderr, " %s %.0f (%.1f%%)", names[i], (double)cycles[i] / (double)(num_voxels ? num_voxels : 1),
                         total ? 100.0 * (double)cycles[i] / (double)total : 0.0);
@@ -475,6 +509,11 @@ void tk_fixels_cuda_set_fused(tk_fixels_cuda_state *st, int on)
 void tk_fixels_cuda_set_slim(tk_fixels_cuda_state *st, int on)
 {
     st->slim = on != 0 && st->slim_vpb > 0;
+}
+
+void tk_fixels_cuda_set_split(tk_fixels_cuda_state *st, int on)
+{
+    st->split = on != 0 && st->split_vpb > 0;
 }
 
 size_t tk_fixels_cuda_redone(const tk_fixels_cuda_state *st)

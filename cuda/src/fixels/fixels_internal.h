@@ -135,11 +135,12 @@ tk_status tk_fixels_cuda_execute(tk_fixels_cuda_state *state, size_t num_voxels,
                                  tk_fixels_output *out, double *kernel_ms);
 void tk_fixels_cuda_destroy(tk_fixels_cuda_state *state);
 /* The tests' hooks (tk_bench_hooks.h): every voxel by the one-thread kernel, the fused warp
- * kernel instead of the samples and pull kernels, the slim kernel or the pull kernel, and the voxels the last execute's warp kernel
+ * kernel instead of the samples and pull kernels, the slim kernel or the pull kernel, the slim kernel's split form, and the voxels the last execute's warp kernel
  * passed on to the one-thread kernel. */
 void tk_fixels_cuda_set_one_thread(tk_fixels_cuda_state *state, int on);
 void tk_fixels_cuda_set_fused(tk_fixels_cuda_state *state, int on);
 void tk_fixels_cuda_set_slim(tk_fixels_cuda_state *state, int on);
+void tk_fixels_cuda_set_split(tk_fixels_cuda_state *state, int on);
 size_t tk_fixels_cuda_redone(const tk_fixels_cuda_state *state);
 
 /* The host copies of the direction set of num_dirs directions (fixels_fmls.c); NULL for

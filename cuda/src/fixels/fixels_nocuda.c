@@ -23,6 +23,7 @@ void tk_fixels_cuda_set_one_thread(tk_fixels_cuda_state *state, int on) { (void)
 
 void tk_fixels_cuda_set_fused(tk_fixels_cuda_state *state, int on) { (void)state, (void)on; }
 void tk_fixels_cuda_set_slim(tk_fixels_cuda_state *state, int on) { (void)state, (void)on; }
+void tk_fixels_cuda_set_split(tk_fixels_cuda_state *state, int on) { (void)state, (void)on; }
 
 size_t tk_fixels_cuda_redone(const tk_fixels_cuda_state *state)
 {

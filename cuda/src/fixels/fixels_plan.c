@@ -150,6 +150,13 @@ tk_status tk_fixels_plan_set_slim(tk_fixels_plan *plan, int on)
     return TK_OK;
 }
 
+tk_status tk_fixels_plan_set_split(tk_fixels_plan *plan, int on)
+{
+    if (!plan || !plan->num_devices) return tk_set_error(TK_ERR_ARGUMENT, "not a cuda fixels plan");
+    for (int d = 0; d < plan->num_devices; ++d) tk_fixels_cuda_set_split(plan->cuda[d], on);
+    return TK_OK;
+}
+
 size_t tk_fixels_plan_redone(const tk_fixels_plan *plan)
 {
     size_t n = 0;

@@ -10,19 +10,22 @@
  * walk's (fetched a batch ahead) and the bridges', the rare merges' and the ties' (a few).
  *
  * Included by a unit that defines TK_FX_SLIM_REGISTERS (the register cap) and FX_SLIM_ENTRY (the
- * fx_slim_entry it defines); the device text of fixels_warp.cuh without its kernels. */
+ * fx_slim_entry it defines); the device text of fixels_warp.cuh without its kernels.  SPLIT (the
+ * split form, fixels_split.cuh): the lobes' climbs handed off to a kernel of their own. */
 #ifndef TK_FIXELS_SLIM_CUH
 #define TK_FIXELS_SLIM_CUH
 
 #define TK_FX_WARP_DEVICE_ONLY
 #include "fixels_warp.cuh"
 #include "fixels_slim.h"
+#include "fixels_split.cuh"
 
 /* A grid of as many blocks as fit the GPU at once, blockDim.x = 32 vpb, vpb *
  * fx_warp_slim_layout_for(n, k).bytes of dynamic shared memory. */
+template <bool SPLIT>
 static __global__ void __maxnreg__(TK_FX_SLIM_REGISTERS)
     fixels_warp_slim_kernel(tk_fixels_view view, size_t num_voxels, const double *samples, fx_warp_io io,
-                            unsigned *next)
+                            unsigned *next, fx_split_io split)
 {
     extern __shared__ __align__(16) unsigned char fx_smem[];
     __shared__ tk_fixels_view sview;
@@ -47,21 +50,37 @@ static __global__ void __maxnreg__(TK_FX_SLIM_REGISTERS)
             for (size_t b = (size_t)lane * 128u; b < stride * sizeof(double); b += 32u * 128u)
                 asm volatile("prefetch.global.L2 [%0];" ::"l"(row + b));
             FX_PHASE(0);
-            fx_warp_segment<true>(view, sview, lay, mine, samples + v * stride, v, io, lane);
+            fx_warp_segment<true, SPLIT>(view, sview, lay, mine, samples + v * stride, v, io, lane, split);
         }
         __syncwarp();
     }
 }
 
-static const void *fx_slim_kernel(void)
+static const void *fx_slim_kernel(int split)
 {
-    return (const void *)fixels_warp_slim_kernel;
+    return split ? (const void *)fixels_warp_slim_kernel<true> : (const void *)fixels_warp_slim_kernel<false>;
 }
 
 static cudaError_t fx_slim_launch(unsigned blocks, unsigned threads, size_t smem, cudaStream_t q, tk_fixels_view view,
-                                  size_t num_voxels, const double *samples, fx_warp_io io, unsigned *next)
+                                  size_t num_voxels, const double *samples, fx_warp_io io, unsigned *next,
+                                  const fx_split_io *split)
 {
-    fixels_warp_slim_kernel<<<blocks, threads, smem, q>>>(view, num_voxels, samples, io, next);
+    if (!split) {
+        fixels_warp_slim_kernel<false><<<blocks, threads, smem, q>>>(view, num_voxels, samples, io, next, fx_split_io());
+        return cudaGetLastError();
+    }
+    fixels_warp_slim_kernel<true><<<blocks, threads, smem, q>>>(view, num_voxels, samples, io, next, *split);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    /* grids for about four lobes a voxel and a warp a voxel; the kernels' strides take the rest */
+    const unsigned climbs = (unsigned)((4 * num_voxels + TK_FX_SPLIT_THREADS - 1) / TK_FX_SPLIT_THREADS);
+    const unsigned finish = (unsigned)((num_voxels + TK_FX_SPLIT_THREADS / 32 - 1) / (TK_FX_SPLIT_THREADS / 32));
+    if (split->wide)
+        fixels_split_climb_kernel<1><<<climbs, TK_FX_SPLIT_THREADS, 0, q>>>(view, *split);
+    else
+        fixels_split_climb_kernel<3><<<climbs, TK_FX_SPLIT_THREADS, 0, q>>>(view, *split);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    fixels_split_finish_kernel<<<finish, TK_FX_SPLIT_THREADS, 0, q>>>(view, *split, io);
     return cudaGetLastError();
 }
 

@@ -7,13 +7,16 @@
 
 #include <cuda_runtime.h>
 
-/* A unit's kernel (for the occupancy calculator and the attributes), its launch on stream q, and
- * its phase cycles (TK_FX_PHASE_TIMING) added into cycles[TK_FX_PHASES], then zeroed. */
+/* A unit's kernel (for the occupancy calculator and the attributes; split: the split form's
+ * segmentation kernel), its launch on stream q (split NULL: the one kernel; else the split form's
+ * three, fixels_split.cuh, on that hand-off), and its phase cycles (TK_FX_PHASE_TIMING) added into
+ * cycles[TK_FX_PHASES], then zeroed. */
 typedef struct {
     int registers;
-    const void *(*kernel)(void);
+    const void *(*kernel)(int split);
     cudaError_t (*launch)(unsigned blocks, unsigned threads, size_t smem, cudaStream_t q, tk_fixels_view view,
-                          size_t num_voxels, const double *samples, fx_warp_io io, unsigned *next);
+                          size_t num_voxels, const double *samples, fx_warp_io io, unsigned *next,
+                          const fx_split_io *split);
     cudaError_t (*phases)(unsigned long long *cycles);
 } fx_slim_entry;
 

@@ -258,17 +258,27 @@ __device__ static inline int fx_warp_walk(const tk_fixels_view *p, tk_fixels_wor
     return nl;
 }
 
-/* One lobe's peak revision (revise_peaks, its climbs) by one lane, on the voxel's tensor in
- * shared memory.  Not inlined: the climbs want more registers than the kernel's budget, and
- * their spills stay in here instead of reaching the walk's loop. */
-static __device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const double *sh, const tk_fixels_work *w, int l,
-                                            double *aniso, double *tensor, double (*rows)[6], double scale, double iso)
+/* One lobe's peak revision (revise_peaks, its climbs) by one thread, on the voxel's tensor (in
+ * shared memory, or the split form's record in global memory): the text of fx_revise_lobe below,
+ * inlined into the split form's climb kernel (fixels_split.cuh), whose body is the climbs alone. */
+static __device__ __forceinline__ void fx_revise_lobe_inline(const tk_fixels_view *p, const double *sh,
+                                                             const tk_fixels_work *w, int l, double *aniso,
+                                                             double *tensor, double (*rows)[6], double scale,
+                                                             double iso)
 {
     int list[TK_FX_WARP_LOBES];
     tk_fixels_work mine = *w;
     mine.list = list, mine.aniso = aniso, mine.tensor = tensor, mine.rows = rows;
     mine.tensor_ready = 1, mine.scale = scale, mine.iso = iso;
     revise_peaks(p, sh, &mine, l);
+}
+
+/* The same by one lane of a warp kernel.  Not inlined: the climbs want more registers than the
+ * kernel's budget, and their spills stay in here instead of reaching the walk's loop. */
+static __device__ __noinline__ void fx_revise_lobe(const tk_fixels_view *p, const double *sh, const tk_fixels_work *w, int l,
+                                            double *aniso, double *tensor, double (*rows)[6], double scale, double iso)
+{
+    fx_revise_lobe_inline(p, sh, w, l, aniso, tensor, rows, scale, iso);
 }
 
 /* Directions a thread of the sampling pass takes at once, and coefficients whose basis values it
@@ -361,6 +371,83 @@ typedef struct {
     unsigned *redo, *redo_count;
 } fx_warp_io;
 
+/* The split slim kernel's hand-off (fixels_split.cuh): what the climbs of a voxel's lobes need,
+ * written by the segmentation kernel to global scratch (one record and one row of labels a voxel
+ * of the chunk), so that the climb kernel takes them a thread a lobe and the finish kernel the
+ * voxels' outputs a warp a voxel.  Each record's tables are the shared ones' copies: the climbs
+ * read the same doubles, so their results are the one-lane climbs' bit for bit. */
+typedef struct {
+    double tensor[TK_FIXELS_K_MAX];
+    double rows[TK_TRACK_ROWS_MAX][6];
+    double scale, iso;
+    tk_fixels_lobe lobes[TK_FX_WARP_LOBES];
+    tk_fixels_peak peaks[TK_FX_WARP_LOBES];
+    int kept[TK_FX_WARP_LOBES];
+    int nl;
+} fx_split_voxel;
+
+/* voxels: a record per voxel of the chunk; label: n int16 a voxel; lobes: the lobes to climb
+ * (v * TK_FX_WARP_LOBES + l, counts[0] of them); finish: the voxels handed off (counts[1]); wide:
+ * the climb kernel at as many registers as it wants (fixels_split.cuh). */
+typedef struct {
+    fx_split_voxel *voxels;
+    int16_t *label;
+    unsigned *lobes, *finish, *counts;
+    int wide;
+} fx_split_io;
+
+/* A chunk's hand-off bytes a voxel (fixels_cuda.cu's chunk sizing): the record, n labels, its
+ * lobes' and its own list entries. */
+__host__ __device__ static inline size_t fx_split_bytes(int n)
+{
+    return sizeof(fx_split_voxel) + 2u * (size_t)n + sizeof(unsigned) * (TK_FX_WARP_LOBES + 1);
+}
+
+/* The kept lobes' output slots by a ballot prefix count (the host's running count) for lobes
+ * base .. base + 31 (lane l's lobe base + l; pass: it is alive, over the integral threshold and,
+ * revised, over the peak threshold): their outputs and w->kept entries written; returns the
+ * running count kept after them. */
+__device__ static inline int fx_warp_keep(const tk_fixels_view &view, const tk_fixels_work *w, int l, int nl,
+                                          bool pass, int kept, size_t v, const fx_warp_io &io, int lane)
+{
+    const unsigned full = 0xffffffffu;
+    const int S = view.slots;
+    const unsigned passing = __ballot_sync(full, pass);
+    const int at = kept + __popc(passing & fx_lanes_below(lane));
+    const bool keep = pass && !(view.max_fixels > 0 && at >= view.max_fixels);
+    if (l < nl) w->kept[l] = keep && at < S ? at : -1;
+    if (keep && at < S) {
+        const tk_fixels_lobe *lobe = &w->lobes[l];
+        const double nm = sqrt(fx_dot3(lobe->mean, lobe->mean));
+        const double *pd = w->peaks[lobe->peak_head].dir;
+        io.afd[v * S + at] = (float)lobe->integral;
+        io.amp[v * S + at] = (float)lobe->max_peak;
+        for (int i = 0; i < 3; ++i) {
+            io.mean[(v * S + at) * 3 + i] = (float)(lobe->mean[i] / nm);
+            io.peak[(v * S + at) * 3 + i] = (float)pd[i];
+        }
+    }
+    return kept + __popc(__ballot_sync(full, keep));
+}
+
+/* Voxel v's lobe mask (its labels, any_lobe 0: none) and count from the kept lobes (w->kept,
+ * kept of them), the truncated counted. */
+__device__ static inline void fx_warp_masks(const tk_fixels_view &view, tk_fixels_work *w, const int16_t *label,
+                                            bool any_lobe, int kept, size_t v, const fx_warp_io &io, int lane)
+{
+    const int n = view.n, S = view.slots;
+    if (io.lut)
+        for (int d = lane; d < n; d += 32) {
+            const int lab = any_lobe ? label[d] : -1;
+            const int out = lab < 0 ? -1 : w->kept[fx_find(w, lab)];
+            io.lut[v * n + d] = out < 0 ? TK_FIXELS_NO_LOBE : (uint8_t)out;
+        }
+    if (lane == 0) {
+        if (kept > S && view.max_fixels == 0) atomicAdd(&io.counters[1], 1ull);
+        io.count[v] = (uint8_t)(kept < S ? kept : S);
+    }
+}
+
 /* Voxel v's outputs' defaults, then whether it is one to segment (returned 1): in the mask, its
  * coefficients finite (else counted bad) and its mean positive (the host's first test; else no
  * lobes).  A voxel not to segment gets its empty lobe mask here.  shd: where the coefficients go
@@ -401,14 +488,17 @@ __device__ static inline int fx_warp_start(const tk_fixels_view view, size_t v, 
  * its lobes outgrow the shared table.  PULL (the pull and slim kernels'): the positive samples
  * sorted by fx_warp_sort16 where it fits the layout, the climb's anisotropic part by the lanes;
  * else (the fused kernel's, as it was: the A/B reference) fx_warp_sort and lane 0.  The samples
- * are only read (through a generic pointer: shared or global memory, the same code). */
-template <bool PULL>
+ * are only read (through a generic pointer: shared or global memory, the same code).  SPLIT (the
+ * split slim kernel's, fixels_split.cuh): a voxel with lobes hands them off after its climb tensor
+ * (split) instead of climbing them here. */
+template <bool PULL, bool SPLIT = false>
 __device__ static inline void fx_warp_segment(const tk_fixels_view view, const tk_fixels_view &sview,
                                               const fx_warp_layout lay, unsigned char *mine, const double *values,
-                                              size_t v, const fx_warp_io io, int lane)
+                                              size_t v, const fx_warp_io io, int lane,
+                                              const fx_split_io split = fx_split_io())
 {
     const unsigned full = 0xffffffffu;
-    const int n = view.n, k = view.k, S = view.slots;
+    const int n = view.n, k = view.k;
     FX_PHASE_START;
     /* the largest |sample|, the first of equals */
     double most = -1.0;
@@ -570,47 +660,49 @@ __device__ static inline void fx_warp_segment(const tk_fixels_view view, const t
         }
         __syncwarp();
         FX_PHASE(4);
-        /* the lobes' peak revision, one lobe a lane, and their output slots in lobe order */
-        for (int base = 0; base < nl; base += 32) {
-            const int l = base + lane;
-            bool pass = false;
-            if (l < nl) {
-                tk_fixels_lobe *lobe = &w.lobes[l];
-                if (lobe->alive && !(lobe->integral < view.integral_threshold)) {
-                    fx_revise_lobe(&sview, shd, &w, l, aniso, tensor, rows, scale, iso);
-                    pass = !(lobe->max_peak < view.peak_value_threshold);
-                }
+        if constexpr (SPLIT) {
+            /* the hand-off (fx_split_io): the voxel's climb tables, lobes, peaks and labels to its
+             * record, the lobes to climb and the voxel onto the lists; the climb and finish
+             * kernels do the rest */
+            fx_split_voxel *rec = split.voxels + v;
+            int16_t *lab = split.label + v * (size_t)n;
+            for (int j = lane; j < k; j += 32) rec->tensor[j] = tensor[j];
+            if (view.lmax <= TK_TRACK_ROWS_MAX_ORDER)
+                for (int i = lane; i < 6 * (view.lmax - 1) * view.lmax / 2; i += 32)
+                    rec->rows[i / 6][i % 6] = rows[i / 6][i % 6];
+            if (lane < nl) rec->lobes[lane] = w.lobes[lane], rec->peaks[lane] = w.peaks[lane];
+            for (int d = lane; d < n; d += 32) lab[d] = label[d];
+            const bool climbs = lane < nl && w.lobes[lane].alive && !(w.lobes[lane].integral < view.integral_threshold);
+            const unsigned todo = __ballot_sync(full, climbs);
+            unsigned at = 0;
+            if (lane == 0) {
+                rec->nl = nl, rec->scale = scale, rec->iso = iso;
+                at = atomicAdd(&split.counts[0], (unsigned)__popc(todo));
+                split.finish[atomicAdd(&split.counts[1], 1u)] = (unsigned)v;
             }
-            const unsigned passing = __ballot_sync(full, pass);
-            const int at = kept + __popc(passing & fx_lanes_below(lane));
-            const bool keep = pass && !(view.max_fixels > 0 && at >= view.max_fixels);
-            if (l < nl) w.kept[l] = keep && at < S ? at : -1;
-            if (keep && at < S) {
-                const tk_fixels_lobe *lobe = &w.lobes[l];
-                const double nm = sqrt(fx_dot3(lobe->mean, lobe->mean));
-                const double *pd = w.peaks[lobe->peak_head].dir;
-                io.afd[v * S + at] = (float)lobe->integral;
-                io.amp[v * S + at] = (float)lobe->max_peak;
-                for (int i = 0; i < 3; ++i) {
-                    io.mean[(v * S + at) * 3 + i] = (float)(lobe->mean[i] / nm);
-                    io.peak[(v * S + at) * 3 + i] = (float)pd[i];
+            at = __shfl_sync(full, at, 0);
+            if (climbs) split.lobes[at + __popc(todo & fx_lanes_below(lane))] = (unsigned)(v * TK_FX_WARP_LOBES + lane);
+            FX_PHASE(5);
+            return;
+        } else {
+            /* the lobes' peak revision, one lobe a lane, and their output slots in lobe order */
+            for (int base = 0; base < nl; base += 32) {
+                const int l = base + lane;
+                bool pass = false;
+                if (l < nl) {
+                    tk_fixels_lobe *lobe = &w.lobes[l];
+                    if (lobe->alive && !(lobe->integral < view.integral_threshold)) {
+                        fx_revise_lobe(&sview, shd, &w, l, aniso, tensor, rows, scale, iso);
+                        pass = !(lobe->max_peak < view.peak_value_threshold);
+                    }
                 }
+                kept = fx_warp_keep(view, &w, l, nl, pass, kept, v, io, lane);
             }
-            kept += __popc(__ballot_sync(full, keep));
+            __syncwarp();
+            FX_PHASE(5);
         }
-        __syncwarp();
-        FX_PHASE(5);
     }
-    if (io.lut)
-        for (int d = lane; d < n; d += 32) {
-            const int lab = any_lobe ? label[d] : -1;
-            const int out = lab < 0 ? -1 : w.kept[fx_find(&w, lab)];
-            io.lut[v * n + d] = out < 0 ? TK_FIXELS_NO_LOBE : (uint8_t)out;
-        }
-    if (lane == 0) {
-        if (kept > S && view.max_fixels == 0) atomicAdd(&io.counters[1], 1ull);
-        io.count[v] = (uint8_t)(kept < S ? kept : S);
-    }
+    fx_warp_masks(view, &w, label, any_lobe, kept, v, io, lane);
     FX_PHASE(6);
 }
 
