@@ -54,8 +54,8 @@ tk_status tk_fixels_plan_set_fused(tk_fixels_plan *plan, int on);
 tk_status tk_fixels_plan_set_slim(tk_fixels_plan *plan, int on);
 /* The slim kernel's split form (where the slim kernel runs): on (1), the lobes' climbs handed off
  * to a kernel of their own, a thread a lobe, and the voxels' outputs to a third, a warp a voxel
- * (also TK_FIXELS_CUDA_SPLIT=1 in the environment at the plan's creation); off (0, the default),
- * the slim kernel alone.  The same fixels bit for bit.  TK_ERR_ARGUMENT for a plan not on cuda. */
+ * (the default; TK_FIXELS_CUDA_SPLIT=0 in the environment at the plan's creation turns it off);
+ * off (0), the slim kernel alone.  The same fixels bit for bit.  TK_ERR_ARGUMENT for a plan not on cuda. */
 tk_status tk_fixels_plan_set_split(tk_fixels_plan *plan, int on);
 /* The voxels of the plan's last execute that the warp kernel passed on (0 on cpu/omp). */
 size_t tk_fixels_plan_redone(const tk_fixels_plan *plan);

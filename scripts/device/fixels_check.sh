@@ -49,16 +49,17 @@ fi
 # copied into shared memory), the slim kernel (the default), and the slim kernel with the whole
 # shared-memory carveout (TK_FIXELS_SLIM_CARVEOUT=max), alternating, three runs of each on the
 # same card.  (Its register caps 112 and 96 were measured no faster and slower, session 18.)
-# Then the slim kernel's split form (TK_FIXELS_CUDA_SPLIT=1: the climbs a thread a lobe in a
-# kernel of their own, at 168 registers; split255: TK_FIXELS_SPLIT_WIDE=1, at 255).
+# Then the slim kernel's split form (the default since session 18; slim128 and slim128max are the
+# slim kernel whole, TK_FIXELS_CUDA_SPLIT=0: the climbs a thread a lobe in a kernel of their own,
+# at 168 registers; split255: TK_FIXELS_SPLIT_WIDE=1, at 255).
 if [ -n "${AB_SLIM:-}" ]; then
   for r in 1 2 3; do
     for variant in pull slim128 slim128max split split255; do
       echo "# $variant (run $r)"
       case $variant in
         pull) vars=TK_FIXELS_CUDA_SLIM=0 ;;
-        slim128) vars=TK_FIXELS_CUDA_SLIM=1 ;;
-        slim128max) vars=TK_FIXELS_SLIM_CARVEOUT=max ;;
+        slim128) vars=TK_FIXELS_CUDA_SPLIT=0 ;;
+        slim128max) vars="TK_FIXELS_CUDA_SPLIT=0 TK_FIXELS_SLIM_CARVEOUT=max" ;;
         split) vars=TK_FIXELS_CUDA_SPLIT=1 ;;
         split255) vars="TK_FIXELS_CUDA_SPLIT=1 TK_FIXELS_SPLIT_WIDE=1" ;;
       esac

@@ -1,8 +1,9 @@
 /* The fixels' CUDA backend: the volume in chunks through two streams, each chunk's voxels
  * sampled by a matrix product (fixels_samples.cuh) and segmented by the warp-a-voxel kernel, its
  * warps pulling voxels from a counter (fixels_warp.cuh, the working set in shared memory; by
- * default the slim kernel, fixels_slim.cuh, whose samples stay in global memory; its split form,
- * TK_FIXELS_CUDA_SPLIT=1, hands the lobes' climbs to a kernel of their own, fixels_split.cuh), and
+ * default the slim kernel, fixels_slim.cuh, whose samples stay in global memory, in its split form,
+ * which hands the lobes' climbs to a kernel of their own, fixels_split.cuh; TK_FIXELS_CUDA_SPLIT=0
+ * keeps them in the slim kernel), and
  * the few voxels whose lobes outgrow its shared table by the one-thread kernel below (the
  * host's segmentation text, fixels_segment.h, with its scratch in global memory).  Both give
  * the host's fixels.  The chunks go through pinned staging buffers, two of everything, so that
@@ -190,14 +191,15 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
     st->slim_blocks = blocks * sms;
     const char *slim = getenv("TK_FIXELS_CUDA_SLIM");
     st->slim = st->slim_vpb > 0 && !(slim && strcmp(slim, "0") == 0);
-    /* its split form where TK_FIXELS_CUDA_SPLIT=1 (the climbs a thread a lobe in a kernel of their
-     * own; not measured yet, so not the default) */
+    /* its split form (the climbs a thread a lobe in a kernel of their own), the default since an
+     * H200 measured it 1.46x the slim kernel in one piece (session 18); TK_FIXELS_CUDA_SPLIT=0 runs
+     * the slim kernel whole for A/B */
     const void *split_kernel = st->slim_entry->kernel(1);
     status = pick_voxels_per_block(st, split_kernel, st->slim_smem, &st->split_vpb, &blocks);
     if (status != TK_OK) return status;
     st->split_blocks = blocks * sms;
     const char *split = getenv("TK_FIXELS_CUDA_SPLIT");
-    st->split = st->split_vpb > 0 && split && strcmp(split, "1") == 0;
+    st->split = st->split_vpb > 0 && !(split && strcmp(split, "0") == 0);
     const char *wide = getenv("TK_FIXELS_SPLIT_WIDE");
     st->split_wide = wide && strcmp(wide, "1") == 0;
     /* The samples kernel runs beside the other stream's segmentation where the SM's shared memory
