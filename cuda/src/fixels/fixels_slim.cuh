@@ -29,7 +29,6 @@ static __global__ void __maxnreg__(TK_FX_SLIM_REGISTERS)
 {
     extern __shared__ __align__(16) unsigned char fx_smem[];
     __shared__ tk_fixels_view sview;
-    const unsigned full = 0xffffffffu;
     const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
     const fx_warp_layout lay = fx_warp_slim_layout_for(view.n, view.k);
     unsigned char *mine = fx_smem + (size_t)warp * lay.bytes;
@@ -37,9 +36,7 @@ static __global__ void __maxnreg__(TK_FX_SLIM_REGISTERS)
     if (threadIdx.x == 0) sview = view;
     __syncthreads();
     for (;;) {
-        unsigned got = 0;
-        if (lane == 0) got = atomicAdd(next, 1u);
-        const size_t v = __shfl_sync(full, got, 0);
+        const size_t v = fx_warp_next_voxel(next, lane);
         if (v >= num_voxels) break;
         FX_PHASE_START;
         if (fx_warp_start(view, v, io, NULL, lane)) {

@@ -448,6 +448,15 @@ __device__ static inline void fx_warp_masks(const tk_fixels_view &view, tk_fixel
     }
 }
 
+/* The pull kernels' next voxel of the chunk: lane 0 takes it from the counter *next, every lane
+ * gets it (at or past the chunk's count: none left). */
+__device__ static inline size_t fx_warp_next_voxel(unsigned *next, int lane)
+{
+    unsigned got = 0;
+    if (lane == 0) got = atomicAdd(next, 1u);
+    return __shfl_sync(0xffffffffu, got, 0);
+}
+
 /* Voxel v's outputs' defaults, then whether it is one to segment (returned 1): in the mask, its
  * coefficients finite (else counted bad) and its mean positive (the host's first test; else no
  * lobes).  A voxel not to segment gets its empty lobe mask here.  shd: where the coefficients go
@@ -759,7 +768,6 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
 {
     extern __shared__ __align__(16) unsigned char fx_smem[];
     __shared__ tk_fixels_view sview;
-    const unsigned full = 0xffffffffu;
     const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
     const int n = view.n;
     const fx_warp_layout lay = fx_warp_layout_for(n, view.k);
@@ -770,9 +778,7 @@ __global__ void __maxnreg__(TK_FX_WARP_REGISTERS)
     if (threadIdx.x == 0) sview = view;
     __syncthreads();
     for (;;) {
-        unsigned got = 0;
-        if (lane == 0) got = atomicAdd(next, 1u);
-        const size_t v = __shfl_sync(full, got, 0);
+        const size_t v = fx_warp_next_voxel(next, lane);
         if (v >= num_voxels) break;
         FX_PHASE_START;
         if (fx_warp_start(view, v, io, NULL, lane)) {
