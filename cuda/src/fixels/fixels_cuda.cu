@@ -66,7 +66,8 @@ struct tk_fixels_cuda_state {
     int fused;                     /* the fused warp kernel instead of the samples and pull kernels */
     int slim;                      /* the slim kernel (fixels_slim.cuh) instead of the pull kernel */
     int slim_vpb, slim_blocks;     /* its warps a block, and its blocks (all resident) */
-    const fx_slim_entry *slim_entry; /* its register cap's unit */
+    const fx_slim_entry *slim_entry; /* the slim kernel whole: its register cap's unit */
+    const fx_slim_entry *split_entry; /* the split form's: its own cap's unit */
     int split;                     /* the slim kernel's split form (fixels_split.cuh), where slim */
     int split_vpb, split_blocks;   /* its segmentation kernel's warps a block and blocks */
     int split_wide;                /* its climb kernel at 255 registers (TK_FIXELS_SPLIT_WIDE=1), else 168 */
@@ -184,7 +185,17 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
     TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
     st->pull_blocks = blocks * sms;
     /* the slim kernel, unless TK_FIXELS_CUDA_SLIM=0 (the pull kernel) */
-    st->slim_entry = &fx_slim_r128;
+    /* Register caps (fixels_slim.h): the slim kernel whole at 128 (at 96 its climbs spill: 13%
+     * slower on an H200, session 18); the split form's segmentation kernel, which has no climbs,
+     * at 80 (24 warps an SM, not 16: 1.02x the 128 cap on an H100, each of three runs faster,
+     * session 19).  TK_FIXELS_SLIM_REGS=128, 96 or 80 runs both forms from that unit (A/B). */
+    st->slim_entry = &fx_slim_r128, st->split_entry = &fx_slim_r80;
+    const char *regs = getenv("TK_FIXELS_SLIM_REGS");
+    if (regs) {
+        const fx_slim_entry *const units[] = {&fx_slim_r128, &fx_slim_r96, &fx_slim_r80};
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; ++i)
+            if (atoi(regs) == units[i]->registers) st->slim_entry = st->split_entry = units[i];
+    }
     const void *slim_kernel = st->slim_entry->kernel(0);
     status = pick_voxels_per_block(st, slim_kernel, st->slim_smem, &st->slim_vpb, &blocks);
     if (status != TK_OK) return status;
@@ -194,7 +205,7 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
     /* its split form (the climbs a thread a lobe in a kernel of their own), the default since an
      * H200 measured it 1.46x the slim kernel in one piece (session 18); TK_FIXELS_CUDA_SPLIT=0 runs
      * the slim kernel whole for A/B */
-    const void *split_kernel = st->slim_entry->kernel(1);
+    const void *split_kernel = st->split_entry->kernel(1);
     status = pick_voxels_per_block(st, split_kernel, st->slim_smem, &st->split_vpb, &blocks);
     if (status != TK_OK) return status;
     st->split_blocks = blocks * sms;
@@ -212,11 +223,14 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
         int per_sm = 0;
         cudaFuncAttributes attr, gemm;
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, st->device));
-        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&attr, slim_kernel));
+        /* the kernel that runs: the split form's segmentation or the slim kernel whole */
+        const int split_runs = st->split && st->split_vpb > 0;
+        TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&attr, split_runs ? split_kernel : slim_kernel));
         TK_CUDA_TRY_RETURN(TK_FX_WHO, cudaFuncGetAttributes(&gemm, (const void *)fixels_samples_kernel));
+        const size_t vpb = (size_t)(split_runs ? st->split_vpb : st->slim_vpb);
+        const size_t resident = (size_t)(split_runs ? st->split_blocks : st->slim_blocks) / (size_t)sms;
         /* a block's shared memory and the 1 KB the SM reserves for each */
-        const size_t need = (size_t)blocks * (st->slim_smem * (size_t)st->slim_vpb + attr.sharedSizeBytes + 1024) +
-                            gemm.sharedSizeBytes + 1024;
+        const size_t need = resident * (st->slim_smem * vpb + attr.sharedSizeBytes + 1024) + gemm.sharedSizeBytes + 1024;
         const int percent = per_sm > 0 ? (int)((100 * need + (size_t)per_sm - 1) / (size_t)per_sm) : 100;
         carveout = percent < 100 ? percent : 100;
     }
@@ -288,7 +302,15 @@ tk_status tk_fixels_cuda_create(const tk_fixels_plan *plan, int device, tk_fixel
         } else {
             chunk = redo = share / (io + st->work_bytes);
         }
-        if (chunk > TK_FX_CHUNK) chunk = TK_FX_CHUNK;
+        /* a developer's A/B knob: TK_FIXELS_CUDA_CHUNK=V voxels a chunk at most (256 or more;
+         * memory still bounds it) */
+        size_t cap = TK_FX_CHUNK;
+        const char *cap_env = getenv("TK_FIXELS_CUDA_CHUNK");
+        if (cap_env) {
+            const unsigned long v = strtoul(cap_env, NULL, 10);
+            if (v >= 256) cap = (size_t)v;
+        }
+        if (chunk > cap) chunk = cap;
         if (redo > chunk) redo = chunk;
         /* whole blocks of the one-thread kernel: its thread t uses scratch block t */
         redo = redo / TK_FX_THREADS * TK_FX_THREADS;
@@ -391,10 +413,10 @@ static tk_status start_chunk(tk_fixels_cuda_state *st, fx_stream *s, size_t firs
             unsigned *lists = (unsigned *)s->buf[C_SPLIT_LISTS];
             const fx_split_io hand = {(fx_split_voxel *)s->buf[C_SPLIT_VOXELS], (int16_t *)s->buf[C_SPLIT_LABEL], lists,
                                       lists + TK_FX_WARP_LOBES * n, redo + 2, st->split_wide};
+            const fx_slim_entry *unit = split ? st->split_entry : st->slim_entry;
             if (st->slim)
-                TK_CUDA_TRY_RETURN(TK_FX_WHO, st->slim_entry->launch(blocks, (unsigned)(32 * vpb), st->slim_smem * vpb, q,
-                                                                     st->view, n, samples, io, redo + 1,
-                                                                     split ? &hand : NULL));
+                TK_CUDA_TRY_RETURN(TK_FX_WHO, unit->launch(blocks, (unsigned)(32 * vpb), st->slim_smem * vpb, q, st->view, n,
+                                                           samples, io, redo + 1, split ? &hand : NULL));
             else
                 fixels_warp_pull_kernel<<<blocks, (unsigned)(32 * vpb), st->warp_smem * vpb, q>>>(st->view, n, samples,
                                                                                                    io, redo + 1);
@@ -482,7 +504,8 @@ done:
         unsigned long long cycles[TK_FX_PHASES] = {0}, total = 0;
         /* the slim units' own counters added in (only the kernel that ran counted) */
         if (cudaMemcpyFromSymbol(cycles, fx_phase_cycles, sizeof cycles) == cudaSuccess &&
-            fx_slim_r128.phases(cycles) == cudaSuccess) {
+            st->slim_entry->phases(cycles) == cudaSuccess &&
+            (st->split_entry == st->slim_entry || st->split_entry->phases(cycles) == cudaSuccess)) {
             for (int i = 0; i < TK_FX_PHASES; ++i) total += cycles[i];
             fprintf(stderr, "fixels warp phases (%s kernel, %zu voxels, cycles a voxel-warp):",
                     st->fused ? "fused" : st->slim ? (st->split ? "slim split" : "slim") : "pull", num_voxels);

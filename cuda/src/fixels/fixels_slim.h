@@ -1,6 +1,9 @@
-/* The slim pull kernel's entry points (fixels_slim.cuh), built in a unit of its own at its register
- * cap (fixels_slim_r128.cu; 112 and 96 registers were measured no faster and slower on an H200,
- * session 18, and dropped: a cap is a #define and an entry of fixels_cuda.cu's caps[]).  Included by fixels_cuda.cu after
+/* The slim pull kernel's entry points (fixels_slim.cuh), built in a unit of its own at each
+ * register cap: fixels_slim_r128.cu (the default), r96 and r80 (TK_FIXELS_SLIM_REGS=96 or 80).
+ * Why several: the slim kernel whole was measured no faster at 112 and 13% slower at 96 on an
+ * H200 (session 18: its climbs spill), but the split form's segmentation kernel, without the
+ * climbs, spills 4 bytes at 96 and 140 at 80, where the fewer registers hold up to 21 and 24 warps
+ * an SM instead of 16.  Included by fixels_cuda.cu after
  * fixels_warp.cuh (fx_warp_io, tk_fixels_view). */
 #ifndef TK_FIXELS_SLIM_H
 #define TK_FIXELS_SLIM_H
@@ -20,6 +23,6 @@ typedef struct {
     cudaError_t (*phases)(unsigned long long *cycles);
 } fx_slim_entry;
 
-extern const fx_slim_entry fx_slim_r128;
+extern const fx_slim_entry fx_slim_r128, fx_slim_r96, fx_slim_r80;
 
 #endif
