@@ -188,11 +188,11 @@ static tk_status pick_blocks(tk_fixels_cuda_state *st)
     /* Register caps (fixels_slim.h): the slim kernel whole at 128 (at 96 its climbs spill: 13%
      * slower on an H200, session 18); the split form's segmentation kernel, which has no climbs,
      * at 80 (24 warps an SM, not 16: 1.02x the 128 cap on an H100, each of three runs faster,
-     * session 19).  TK_FIXELS_SLIM_REGS=128, 96 or 80 runs both forms from that unit (A/B). */
+     * session 19).  TK_FIXELS_SLIM_REGS=128 or 80 runs both forms from that unit (A/B). */
     st->slim_entry = &fx_slim_r128, st->split_entry = &fx_slim_r80;
     const char *regs = getenv("TK_FIXELS_SLIM_REGS");
     if (regs) {
-        const fx_slim_entry *const units[] = {&fx_slim_r128, &fx_slim_r96, &fx_slim_r80};
+        const fx_slim_entry *const units[] = {&fx_slim_r128, &fx_slim_r80};
         for (size_t i = 0; i < sizeof units / sizeof units[0]; ++i)
             if (atoi(regs) == units[i]->registers) st->slim_entry = st->split_entry = units[i];
     }

@@ -1,9 +1,10 @@
 /* The slim pull kernel's entry points (fixels_slim.cuh), built in a unit of its own at each
- * register cap: fixels_slim_r128.cu (the default), r96 and r80 (TK_FIXELS_SLIM_REGS=96 or 80).
+ * register cap: fixels_slim_r128.cu (the slim kernel whole's) and fixels_slim_r80.cu (the split
+ * form's; TK_FIXELS_SLIM_REGS=128 or 80 runs both forms from one unit for A/B).
  * Why several: the slim kernel whole was measured no faster at 112 and 13% slower at 96 on an
  * H200 (session 18: its climbs spill), but the split form's segmentation kernel, without the
- * climbs, spills 4 bytes at 96 and 140 at 80, where the fewer registers hold up to 21 and 24 warps
- * an SM instead of 16.  Included by fixels_cuda.cu after
+ * climbs, spills 140 bytes at 80, where the fewer registers hold 24 warps an SM instead of 16
+ * (at 96, measured in a unit since dropped: 4 bytes, up to 21 warps, no faster on an H100).  Included by fixels_cuda.cu after
  * fixels_warp.cuh (fx_warp_io, tk_fixels_view). */
 #ifndef TK_FIXELS_SLIM_H
 #define TK_FIXELS_SLIM_H
@@ -23,6 +24,6 @@ typedef struct {
     cudaError_t (*phases)(unsigned long long *cycles);
 } fx_slim_entry;
 
-extern const fx_slim_entry fx_slim_r128, fx_slim_r96, fx_slim_r80;
+extern const fx_slim_entry fx_slim_r128, fx_slim_r80;
 
 #endif
