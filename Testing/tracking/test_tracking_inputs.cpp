@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -218,6 +219,52 @@ TEST(TrackingRun, MaskSeedsAreUniformWithinTheirVoxel)
     }
 }
 
+// The cpu and omp backends may read a copy of the volume on huge pages (tracking_volume.c;
+// TK_TRACK_VOLUME_COPY=1 forces it at any size, 0 turns it off): the streamlines must be the
+// same bytes as the caller's volume gives, for both methods and backends, on a grid whose sides
+// are no multiple of anything (13 x 7 x 5), with a field that differs in every voxel (a voxel
+// read from the wrong place would bend a streamline), seeds in every voxel (the edges' and
+// corners' too, whose interpolation clamps), and streamlines that leave the grid or end at a
+// corner without support.
+TEST(TrackingRun, TheVolumesCopyGivesTheSameStreamlinesToTheByte)
+{
+    const Volume vol = make_volume(identity_grid(13, 7, 5), [](size_t i, size_t j, size_t k, const double *, double *c) {
+        if (i >= 10 && j >= 5) return; /* no support: streamlines end there */
+        const double d[3] = {1.0, 0.3 * std::sin(0.7 * (double)(i + 2 * j)), 0.2 * std::cos(0.9 * (double)(j + k))};
+        add_lobe(c, d, 1.0 + 0.05 * (double)((i * 7 + j * 3 + k) % 11));
+        add_lobe(c, kY, 0.3 + 0.04 * (double)k);
+    });
+    std::vector<uint8_t> mask(vol.voxels(), 1);
+    tk_tracking_seeds seeds{};
+    seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 1;
+    for (tk_tracking_algorithm algorithm : {TK_TRACK_SD_STREAM, TK_TRACK_IFOD1})
+        for (int threads : {0, 2}) {
+            tk_tracking_options o = default_options();
+            o.algorithm = algorithm, o.rng_seed = 11, o.min_length_mm = -1, o.max_angle_deg = 60;
+            if (threads) o.backend = TK_BACKEND_OMP, o.num_threads = threads;
+            TrackRun given, copied;
+            {
+                const ScopedEnv off("TK_TRACK_VOLUME_COPY", "0");
+                run_tracking(given, vol, o, seeds);
+            }
+            {
+                const ScopedEnv on("TK_TRACK_VOLUME_COPY", "1");
+                run_tracking(copied, vol, o, seeds);
+            }
+            ASSERT_EQ(given.status, TK_OK) << tk_last_error();
+            ASSERT_EQ(copied.status, TK_OK) << tk_last_error();
+            const std::string what = "algorithm " + std::to_string((int)algorithm) + ", threads " + std::to_string(threads);
+            ASSERT_GT(given.count(), 150u) << what;
+            EXPECT_GT(given.stats.ended_exit_image, 0u) << what;
+            const Flat a = flatten(given.result), b = flatten(copied.result);
+            EXPECT_EQ(a.counts, b.counts) << what;
+            EXPECT_EQ(a.index, b.index) << what;
+            ASSERT_EQ(a.points.size(), b.points.size()) << what;
+            EXPECT_EQ(std::memcmp(a.points.data(), b.points.data(), a.points.size() * sizeof(float)), 0) << what;
+            EXPECT_EQ(std::memcmp(&given.stats, &copied.stats, sizeof given.stats), 0) << what;
+        }
+}
+
 TEST(TrackingErrors, NonFiniteCoefficientsAreRefusedUnlessAllowed)
 {
     Volume vol = lobe_field(identity_grid(20, 5, 5), kX);
@@ -259,19 +306,21 @@ TEST(TrackingErrors, TheFirstNonFiniteCoefficientIsNamed)
     const float bad[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity()};
     for (size_t at : {size_t(0), size_t(2047), size_t(2048), size_t(4095), size_t(2 * 2048 + 17), n - 1})
-        for (float value : bad) {
-            Volume vol = clean;
-            vol.sh[at] = value;
-            if (at + 3000 < n) vol.sh[at + 3000] = bad[0];
-            tk_tracking_result result{};
-            EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
-            tk_tracking_result_free(&result);
-            const size_t v = at / kCoeffs;
-            const std::string want = "at voxel (" + std::to_string(v % 20) + ", " + std::to_string((v / 20) % 5) + ", " +
-                                     std::to_string(v / 100) + "), coefficient " + std::to_string(at % kCoeffs);
-            EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
-                << "value " << value << " at " << at << ": " << tk_last_error();
-        }
+        for (float value : bad)
+            for (const char *copy : {"0", "1"}) { /* the check alone, and as it copies (tracking_volume.c) */
+                const ScopedEnv env("TK_TRACK_VOLUME_COPY", copy);
+                Volume vol = clean;
+                vol.sh[at] = value;
+                if (at + 3000 < n) vol.sh[at + 3000] = bad[0];
+                tk_tracking_result result{};
+                EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
+                tk_tracking_result_free(&result);
+                const size_t v = at / kCoeffs;
+                const std::string want = "at voxel (" + std::to_string(v % 20) + ", " + std::to_string((v / 20) % 5) +
+                                         ", " + std::to_string(v / 100) + "), coefficient " + std::to_string(at % kCoeffs);
+                EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
+                    << "value " << value << " at " << at << ", copy " << copy << ": " << tk_last_error();
+            }
     tk_tracking_plan_destroy(plan);
 }
 
@@ -295,19 +344,22 @@ TEST(TrackingErrors, TheThreadsScanNamesTheFirstNonFiniteCoefficient)
         // (first, another after it or none)
         const std::pair<size_t, size_t> cases[] = {{0, n - 1},       {share - 1, share}, {share, n - 1},
                                                    {share + 17, 0},  {100, share + 5},   {n - 1, 0}};
-        for (const auto &c : cases) {
-            Volume vol = clean;
-            vol.sh[c.first] = std::numeric_limits<float>::infinity();
-            if (c.second > c.first) vol.sh[c.second] = std::numeric_limits<float>::quiet_NaN();
-            tk_tracking_result result{};
-            EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
-            tk_tracking_result_free(&result);
-            const size_t v = c.first / kCoeffs;
-            const std::string want = "at voxel (" + std::to_string(v % nx) + ", " + std::to_string((v / nx) % ny) + ", " +
-                                     std::to_string(v / (nx * ny)) + "), coefficient " + std::to_string(c.first % kCoeffs);
-            EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
-                << threads << " threads, first at " << c.first << ": " << tk_last_error();
-        }
+        for (const auto &c : cases)
+            for (const char *copy : {"0", "1"}) { /* the check alone, and as it copies (tracking_volume.c) */
+                const ScopedEnv env("TK_TRACK_VOLUME_COPY", copy);
+                Volume vol = clean;
+                vol.sh[c.first] = std::numeric_limits<float>::infinity();
+                if (c.second > c.first) vol.sh[c.second] = std::numeric_limits<float>::quiet_NaN();
+                tk_tracking_result result{};
+                EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
+                tk_tracking_result_free(&result);
+                const size_t v = c.first / kCoeffs;
+                const std::string want = "at voxel (" + std::to_string(v % nx) + ", " + std::to_string((v / nx) % ny) +
+                                         ", " + std::to_string(v / (nx * ny)) + "), coefficient " +
+                                         std::to_string(c.first % kCoeffs);
+                EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
+                    << threads << " threads, first at " << c.first << ", copy " << copy << ": " << tk_last_error();
+            }
         tk_tracking_plan_destroy(plan);
     }
 }
