@@ -219,14 +219,17 @@ TEST(TrackingRun, MaskSeedsAreUniformWithinTheirVoxel)
     }
 }
 
-// The cpu and omp backends may read a copy of the volume on huge pages (tracking_volume.c;
-// TK_TRACK_VOLUME_COPY=1 forces it at any size, 0 turns it off): the streamlines must be the
-// same bytes as the caller's volume gives, for both methods and backends, on a grid whose sides
-// are no multiple of anything (13 x 7 x 5), with a field that differs in every voxel (a voxel
-// read from the wrong place would bend a streamline), seeds in every voxel (the edges' and
-// corners' too, whose interpolation clamps), and streamlines that leave the grid or end at a
-// corner without support.
-TEST(TrackingRun, TheVolumesCopyGivesTheSameStreamlinesToTheByte)
+// Two ways the CPU runs read the volume faster must leave the streamlines the same bytes: a
+// copy of it on huge pages (tracking_volume.c; TK_TRACK_VOLUME_COPY=1 forces it at any size, 0
+// turns it off) and each chunk's seeds tracked in the spatial order of their voxels
+// (tk_tracking_seed_order; TK_TRACK_SEED_ORDER=0 keeps seed order).  Against a run with both
+// off: each on its own and both, for both methods and backends, on a grid whose sides are no
+// multiple of anything (13 x 7 x 5), with a field that differs in every voxel (a voxel read
+// from the wrong place would bend a streamline), seeds in every voxel (the edges' and corners'
+// too, whose interpolation clamps) and at points (some outside the grid), chunks of 37 seeds
+// (the order within each), and streamlines that leave the grid or end at a corner without
+// support.
+TEST(TrackingRun, TheVolumesCopyAndTheSeedOrderGiveTheSameStreamlinesToTheByte)
 {
     const Volume vol = make_volume(identity_grid(13, 7, 5), [](size_t i, size_t j, size_t k, const double *, double *c) {
         if (i >= 10 && j >= 5) return; /* no support: streamlines end there */
@@ -235,34 +238,48 @@ TEST(TrackingRun, TheVolumesCopyGivesTheSameStreamlinesToTheByte)
         add_lobe(c, kY, 0.3 + 0.04 * (double)k);
     });
     std::vector<uint8_t> mask(vol.voxels(), 1);
-    tk_tracking_seeds seeds{};
-    seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 1;
-    for (tk_tracking_algorithm algorithm : {TK_TRACK_SD_STREAM, TK_TRACK_IFOD1})
-        for (int threads : {0, 2}) {
-            tk_tracking_options o = default_options();
-            o.algorithm = algorithm, o.rng_seed = 11, o.min_length_mm = -1, o.max_angle_deg = 60;
-            if (threads) o.backend = TK_BACKEND_OMP, o.num_threads = threads;
-            TrackRun given, copied;
-            {
-                const ScopedEnv off("TK_TRACK_VOLUME_COPY", "0");
-                run_tracking(given, vol, o, seeds);
+    tk_tracking_seeds by_mask{};
+    by_mask.mask = mask.data(), by_mask.mask_voxels = mask.size(), by_mask.per_voxel = 1;
+    std::vector<double> points;
+    for (int s = 0; s < 300; ++s) /* a scatter over the grid and half a voxel beyond it */
+        for (int a = 0; a < 3; ++a) points.push_back(-0.6 + (double)vol.grid.dims[a] * 1.1 * std::fmod(0.618034 * (s * 3 + a + 1), 1.0));
+    const tk_tracking_seeds by_points = point_seeds(points);
+    const char *variants[][2] = {{"1", "0"}, {"0", "1"}, {"1", "1"}}; /* copy, order */
+    for (const tk_tracking_seeds *seeds : {static_cast<const tk_tracking_seeds *>(&by_mask), &by_points})
+        for (tk_tracking_algorithm algorithm : {TK_TRACK_SD_STREAM, TK_TRACK_IFOD1})
+            for (int threads : {0, 2}) {
+                tk_tracking_options o = default_options();
+                o.algorithm = algorithm, o.rng_seed = 11, o.min_length_mm = -1, o.max_angle_deg = 60;
+                o.chunk_seeds = 37, o.max_length_mm = 30;
+                if (threads) o.backend = TK_BACKEND_OMP, o.num_threads = threads;
+                const std::string what = std::string(seeds == &by_mask ? "mask" : "points") + " seeds, algorithm " +
+                                         std::to_string((int)algorithm) + ", threads " + std::to_string(threads);
+                TrackRun plain;
+                {
+                    const ScopedEnv copy("TK_TRACK_VOLUME_COPY", "0"), order("TK_TRACK_SEED_ORDER", "0");
+                    run_tracking(plain, vol, o, *seeds);
+                }
+                ASSERT_EQ(plain.status, TK_OK) << tk_last_error();
+                ASSERT_GT(plain.count(), 100u) << what;
+                EXPECT_GT(plain.stats.ended_exit_image, 0u) << what;
+                const Flat want = flatten(plain.result);
+                for (const auto &v : variants) {
+                    TrackRun run;
+                    {
+                        const ScopedEnv copy("TK_TRACK_VOLUME_COPY", v[0]), order("TK_TRACK_SEED_ORDER", v[1]);
+                        run_tracking(run, vol, o, *seeds);
+                    }
+                    ASSERT_EQ(run.status, TK_OK) << tk_last_error();
+                    const std::string which = what + ", copy " + v[0] + ", order " + v[1];
+                    const Flat got = flatten(run.result);
+                    EXPECT_EQ(got.counts, want.counts) << which;
+                    EXPECT_EQ(got.index, want.index) << which;
+                    ASSERT_EQ(got.points.size(), want.points.size()) << which;
+                    EXPECT_EQ(std::memcmp(got.points.data(), want.points.data(), want.points.size() * sizeof(float)), 0)
+                        << which;
+                    EXPECT_EQ(std::memcmp(&run.stats, &plain.stats, sizeof plain.stats), 0) << which;
+                }
             }
-            {
-                const ScopedEnv on("TK_TRACK_VOLUME_COPY", "1");
-                run_tracking(copied, vol, o, seeds);
-            }
-            ASSERT_EQ(given.status, TK_OK) << tk_last_error();
-            ASSERT_EQ(copied.status, TK_OK) << tk_last_error();
-            const std::string what = "algorithm " + std::to_string((int)algorithm) + ", threads " + std::to_string(threads);
-            ASSERT_GT(given.count(), 150u) << what;
-            EXPECT_GT(given.stats.ended_exit_image, 0u) << what;
-            const Flat a = flatten(given.result), b = flatten(copied.result);
-            EXPECT_EQ(a.counts, b.counts) << what;
-            EXPECT_EQ(a.index, b.index) << what;
-            ASSERT_EQ(a.points.size(), b.points.size()) << what;
-            EXPECT_EQ(std::memcmp(a.points.data(), b.points.data(), a.points.size() * sizeof(float)), 0) << what;
-            EXPECT_EQ(std::memcmp(&given.stats, &copied.stats, sizeof given.stats), 0) << what;
-        }
 }
 
 TEST(TrackingErrors, NonFiniteCoefficientsAreRefusedUnlessAllowed)

@@ -39,6 +39,14 @@ static int tk_tracking_use_avx2(void)
 #define tk_tracking_streamline_avx2 tk_tracking_streamline
 #endif
 
+/* Whether a CPU run tracks each chunk's seeds in the spatial order of tk_tracking_seed_order
+ * (the same output; TK_TRACK_SEED_ORDER=0: in seed order, for A/B runs on one binary). */
+static int tk_tracking_use_seed_order(void)
+{
+    const char *env = getenv("TK_TRACK_SEED_ORDER");
+    return !(env && strcmp(env, "0") == 0);
+}
+
 /* The threads an execute of plan runs on the CPU. */
 static int plan_threads(const tk_tracking_plan *plan)
 {
@@ -138,19 +146,24 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
     seed_slot *slots = malloc(chunk * sizeof *slots);
     size_t *out_counts = malloc(chunk * sizeof *out_counts);
     uint64_t *out_index = malloc(chunk * sizeof *out_index);
+    size_t *order = malloc(chunk * sizeof *order);
+    const int ordered = tk_tracking_use_seed_order();
     float *out_pts = NULL;
     size_t out_cap = 0;
-    if (!ts || !slots || !out_counts || !out_index) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
+    if (!ts || !slots || !out_counts || !out_index || !order) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
     for (int t = 0; s == TK_OK && t < threads; ++t) s = tk_tracking_work_init(&ts[t].work, plan, field.regions->num_include);
     tk_tracking_stats total = {0};
     const int avx2 = tk_tracking_use_avx2();
     for (uint64_t c0 = 0; s == TK_OK && c0 < set.total; c0 += chunk) {
         const size_t nc = (size_t)(set.total - c0 < chunk ? set.total - c0 : chunk);
         for (int t = 0; t < threads; ++t) ts[t].len = 0;
+        if (!ordered || !tk_tracking_seed_order(&set, plan, c0, nc, order))
+            for (size_t i = 0; i < nc; ++i) order[i] = i;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 8) if (threads > 1)
 #endif
-        for (size_t i = 0; i < nc; ++i) {
+        for (size_t j = 0; j < nc; ++j) {
+            const size_t i = order[j];
             int me = 0;
 #ifdef _OPENMP
             me = omp_get_thread_num();
@@ -221,7 +234,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
         free(ts[t].pts);
     }
     if (stats) *stats = total;
-    free(ts), free(slots), free(out_counts), free(out_index), free(out_pts);
+    free(ts), free(slots), free(out_counts), free(out_index), free(out_pts), free(order);
     tk_tracking_seed_set_free(&set);
     tk_tracking_volume_release(&vol);
     if (timing) timing->total_ms = timing->kernel_ms = tk_now_ms() - t0;

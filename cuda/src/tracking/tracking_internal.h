@@ -148,6 +148,13 @@ typedef struct tk_tracking_seed_set {
 tk_status tk_tracking_seed_set_init(tk_tracking_seed_set *set, const tk_tracking_plan *plan,
                                     const tk_tracking_seeds *seeds);
 void tk_tracking_seed_set_free(tk_tracking_seed_set *set);
+/* The seeds first .. first + count - 1 in the order a CPU run tracks them: order[j] = i for
+ * seed first + i, by the Morton code of the seed's voxel (ties by i), so that streamlines
+ * tracked one after another start near one another and find the volume's corners in the
+ * caches; each seed's streamline is a function of its index alone, and the sink still gets
+ * them in seed order, so the output is the same.  0: out of memory. */
+int tk_tracking_seed_order(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
+                           size_t *order);
 /* Seed `index`'s world position, drawing its position within the voxel from rng (mask
  * seeding: MRtrix3's Random_per_voxel, uniform over the voxel's cube in voxel coordinates). */
 void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index,

@@ -4,13 +4,15 @@
  *
  * Why the copy: the interpolation reads 8 corners of 45 floats a step at addresses that are a
  * row (y) and a slice (z) apart, all over a volume far larger than the data TLB reaches with
- * 4 KiB pages (tk-bench track's: 108 MB, 26,000 pages; the TLB holds a few thousand), so most
- * corners cost a page walk on top of the cache miss.  On 2 MiB pages (transparent huge pages,
- * madvise) the same volume is 52 pages.  Session 19's profile: the interpolation was 28% of a
- * single-thread SD_STREAM run, 65% of it on the first load of a corner; the copy made the run
- * 1.3x faster (Documentation/benchmarks.md, "CPU, session 19").  The copy rides on the
- * check's read of the whole volume, so it costs the writes (and the kernel's zeroing of the
- * new pages): about 28 ms for 108 MB on the 2-core machine, against 13 for the check alone. */
+ * 4 KiB pages (tk-bench track's: 108 MB, 26,000 pages; the TLB holds a few thousand), so a
+ * corner can cost a page walk on top of its cache miss (not counted: this machine's perf has no
+ * hardware counters).  On 2 MiB pages (transparent huge pages,
+ * madvise) the same volume is 52 pages.  Session 19's profiles (cpu-clock samples, SD_STREAM,
+ * one thread, 20,000 seeds): the interpolation's time against the step's arithmetic fell from
+ * 0.45 to 0.37 with the copy alone, and from 0.24 to 0.20 on top of the corners' prefetch and
+ * the spatial seed order (Documentation/benchmarks.md, "CPU, session 19").  The copy rides on
+ * the check's read of the whole volume, so it costs the writes and the kernel's zeroing of the
+ * new pages: about 30 ms for 108 MB on the 2-core machine, against 13 for the check alone. */
 #define _GNU_SOURCE /* madvise, MADV_HUGEPAGE */
 #include <math.h>
 #include <stdint.h>
@@ -33,12 +35,13 @@
 /* Volumes smaller than this are read as given: 4 KiB pages' TLB reach is a few MiB (2,048
  * entries on the machines measured), and below it the copy would cost more than it saves. */
 #define TK_TRACK_COPY_MIN_BYTES ((size_t)32 << 20)
-/* Nor is a volume copied for a run of fewer seeds than one per this many bytes of it: the copy
- * costs about 0.3 ms a MB (mostly the kernel zeroing the new pages), the huge pages save about
- * 4 us an SD_STREAM seed (26 steps; session 19, 2-core machine), so tk-bench's 108 MB pays from
- * about 7,000 seeds (16 KiB a seed: 6,600).  iFOD1's longer streamlines would pay sooner; one
- * rule for both keeps it simple, and TK_TRACK_VOLUME_COPY=1 forces the copy. */
-#define TK_TRACK_COPY_BYTES_PER_SEED ((size_t)16 << 10)
+/* Nor is a volume copied for a run of fewer seeds than one per this many bytes of it.  The copy
+ * costs about 0.3 ms a MB (mostly the kernel zeroing the new pages: 30 ms for tk-bench's 108 MB
+ * on the 2-core machine, under load up to twice that); with the corners prefetched and the seeds
+ * taken in spatial order (tracking_field.h, tracking_seeds.c), the huge pages then save about
+ * 3% of an SD_STREAM run, 1-2 us a seed (session 19's profiles), so tk-bench's volume pays from
+ * some 20,000 seeds (4 KiB a seed: 27,000).  TK_TRACK_VOLUME_COPY=1 forces the copy. */
+#define TK_TRACK_COPY_BYTES_PER_SEED ((size_t)4 << 10)
 #define TK_TRACK_HUGE_PAGE ((size_t)2 << 20)
 
 /* The first of v[0..n) that is NaN or infinite, or n; with copy, v[0..n) is copied there
