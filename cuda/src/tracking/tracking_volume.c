@@ -22,18 +22,14 @@
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "tracking_internal.h"
 
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 #define TK_TRACK_HUGE_COPY 1
 #endif
 
-/* Volumes smaller than this are read as given: 4 KiB pages' TLB reach is a few MiB (2,048
- * entries on the machines measured), and below it the copy would cost more than it saves. */
+/* Volumes smaller than this are read as given: 4 KiB pages' TLB reach is a few MiB (a few
+ * thousand entries on current x86 cores), and below it the copy would cost more than it saves. */
 #define TK_TRACK_COPY_MIN_BYTES ((size_t)32 << 20)
 /* Nor is a volume copied for a run of fewer seeds than one per this many bytes of it.  The copy
  * costs about 0.3 ms a MB (mostly the kernel zeroing the new pages: 30 ms for tk-bench's 108 MB
