@@ -94,7 +94,10 @@ static uint64_t seed_key(const tk_tracking_seed_set *set, const tk_tracking_plan
     if (s->points) {
         double v[3];
         tk_tracking_to_voxel(plan, s->points + 3 * index, v);
-        for (int a = 0; a < 3; ++a) ijk[a] = tk_tracking_clamp_index(floor(v[a] + 0.5), d[a]); /* NaN: 0 */
+        for (int a = 0; a < 3; ++a) { /* NaN (a point so far out that the affine overflows): 0 */
+            const double r = floor(v[a] + 0.5);
+            ijk[a] = r == r ? tk_tracking_clamp_index(r, d[a]) : 0;
+        }
     } else {
         const size_t voxel = set->voxels[index / s->per_voxel];
         ijk[0] = voxel % d[0], ijk[1] = (voxel / d[0]) % d[1], ijk[2] = voxel / (d[0] * d[1]);
