@@ -217,17 +217,19 @@ TEST(TrackingIFOD1, TheAvx2BuildGivesTheBaselineBuildsPoints)
     for (size_t i = 0; i < mask.size(); i += 5) mask[i] = 1;
     tk_tracking_seeds seeds{};
     seeds.mask = mask.data(), seeds.mask_voxels = mask.size(), seeds.per_voxel = 2;
-    const char *was = std::getenv("TK_TRACK_NO_AVX2");
-    const std::string saved = was ? was : "";
     for (int variant = 0; variant < 3; ++variant) {
         tk_tracking_options o = variant == 0 ? default_options() : ifod1();
         o.rng_seed = 7, o.min_length_mm = 1.0, o.max_angle_deg = 45.0;
         if (variant == 2) o.max_trials = 15, o.min_length_mm = -1;
         TrackRun base, avx2;
-        setenv("TK_TRACK_NO_AVX2", "1", 1);
-        run_tracking(base, vol, o, seeds);
-        setenv("TK_TRACK_NO_AVX2", "0", 1);
-        run_tracking(avx2, vol, o, seeds);
+        {
+            const ScopedEnv off("TK_TRACK_NO_AVX2", "1");
+            run_tracking(base, vol, o, seeds);
+        }
+        {
+            const ScopedEnv on("TK_TRACK_NO_AVX2", "0");
+            run_tracking(avx2, vol, o, seeds);
+        }
         ASSERT_EQ(base.status, TK_OK) << tk_last_error();
         ASSERT_EQ(avx2.status, TK_OK) << tk_last_error();
         ASSERT_GT(base.count(), 20u) << "variant " << variant;
@@ -235,11 +237,6 @@ TEST(TrackingIFOD1, TheAvx2BuildGivesTheBaselineBuildsPoints)
         if (variant == 2) {
             EXPECT_GT(base.stats.ended_model, 0u); // the short trials' tail was reached
         }
-    }
-    if (was) {
-        setenv("TK_TRACK_NO_AVX2", saved.c_str(), 1);
-    } else {
-        unsetenv("TK_TRACK_NO_AVX2");
     }
 }
 

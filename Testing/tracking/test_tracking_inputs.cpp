@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -218,6 +219,69 @@ TEST(TrackingRun, MaskSeedsAreUniformWithinTheirVoxel)
     }
 }
 
+// Two ways the CPU runs read the volume faster must leave the streamlines the same bytes: a
+// copy of it on huge pages (tracking_volume.c; TK_TRACK_VOLUME_COPY=1 forces it at any size, 0
+// turns it off) and each chunk's seeds tracked in the spatial order of their voxels
+// (tk_tracking_seed_order; TK_TRACK_SEED_ORDER=0 keeps seed order).  Against a run with both
+// off: each on its own and both, for both methods and backends, on a grid whose sides are no
+// multiple of anything (13 x 7 x 5), with a field that differs in every voxel (a voxel read
+// from the wrong place would bend a streamline), seeds in every voxel (the edges' and corners'
+// too, whose interpolation clamps) and at points (some outside the grid), chunks of 37 seeds
+// (the order within each), and streamlines that leave the grid or end at a corner without
+// support.
+TEST(TrackingRun, TheVolumesCopyAndTheSeedOrderGiveTheSameStreamlinesToTheByte)
+{
+    const Volume vol = make_volume(identity_grid(13, 7, 5), [](size_t i, size_t j, size_t k, const double *, double *c) {
+        if (i >= 10 && j >= 5) return; /* no support: streamlines end there */
+        const double d[3] = {1.0, 0.3 * std::sin(0.7 * (double)(i + 2 * j)), 0.2 * std::cos(0.9 * (double)(j + k))};
+        add_lobe(c, d, 1.0 + 0.05 * (double)((i * 7 + j * 3 + k) % 11));
+        add_lobe(c, kY, 0.3 + 0.04 * (double)k);
+    });
+    std::vector<uint8_t> mask(vol.voxels(), 1);
+    tk_tracking_seeds by_mask{};
+    by_mask.mask = mask.data(), by_mask.mask_voxels = mask.size(), by_mask.per_voxel = 1;
+    std::vector<double> points;
+    for (int s = 0; s < 300; ++s) /* a scatter over the grid and half a voxel beyond it */
+        for (int a = 0; a < 3; ++a) points.push_back(-0.6 + (double)vol.grid.dims[a] * 1.1 * std::fmod(0.618034 * (s * 3 + a + 1), 1.0));
+    const tk_tracking_seeds by_points = point_seeds(points);
+    const char *variants[][2] = {{"1", "0"}, {"0", "1"}, {"1", "1"}}; /* copy, order */
+    for (const tk_tracking_seeds *seeds : {static_cast<const tk_tracking_seeds *>(&by_mask), &by_points})
+        for (tk_tracking_algorithm algorithm : {TK_TRACK_SD_STREAM, TK_TRACK_IFOD1})
+            for (int threads : {0, 2}) {
+                tk_tracking_options o = default_options();
+                o.algorithm = algorithm, o.rng_seed = 11, o.min_length_mm = -1, o.max_angle_deg = 60;
+                o.chunk_seeds = 37, o.max_length_mm = 30;
+                if (threads) o.backend = TK_BACKEND_OMP, o.num_threads = threads;
+                const std::string what = std::string(seeds == &by_mask ? "mask" : "points") + " seeds, algorithm " +
+                                         std::to_string((int)algorithm) + ", threads " + std::to_string(threads);
+                TrackRun plain;
+                {
+                    const ScopedEnv copy("TK_TRACK_VOLUME_COPY", "0"), order("TK_TRACK_SEED_ORDER", "0");
+                    run_tracking(plain, vol, o, *seeds);
+                }
+                ASSERT_EQ(plain.status, TK_OK) << tk_last_error();
+                ASSERT_GT(plain.count(), 100u) << what;
+                EXPECT_GT(plain.stats.ended_exit_image, 0u) << what;
+                const Flat want = flatten(plain.result);
+                for (const auto &v : variants) {
+                    TrackRun run;
+                    {
+                        const ScopedEnv copy("TK_TRACK_VOLUME_COPY", v[0]), order("TK_TRACK_SEED_ORDER", v[1]);
+                        run_tracking(run, vol, o, *seeds);
+                    }
+                    ASSERT_EQ(run.status, TK_OK) << tk_last_error();
+                    const std::string which = what + ", copy " + v[0] + ", order " + v[1];
+                    const Flat got = flatten(run.result);
+                    EXPECT_EQ(got.counts, want.counts) << which;
+                    EXPECT_EQ(got.index, want.index) << which;
+                    ASSERT_EQ(got.points.size(), want.points.size()) << which;
+                    EXPECT_EQ(std::memcmp(got.points.data(), want.points.data(), want.points.size() * sizeof(float)), 0)
+                        << which;
+                    EXPECT_EQ(std::memcmp(&run.stats, &plain.stats, sizeof plain.stats), 0) << which;
+                }
+            }
+}
+
 TEST(TrackingErrors, NonFiniteCoefficientsAreRefusedUnlessAllowed)
 {
     Volume vol = lobe_field(identity_grid(20, 5, 5), kX);
@@ -235,13 +299,17 @@ TEST(TrackingErrors, NonFiniteCoefficientsAreRefusedUnlessAllowed)
     EXPECT_NE(std::string(tk_last_error()).find("(15, 0, 0)"), std::string::npos) << tk_last_error();
     tk_tracking_result_free(&result);
     tk_tracking_plan_destroy(plan);
-    // allowed: the NaN voxels end the streamline before them (the peak there is NaN)
+    // allowed: the NaN voxels end the streamline before them (the peak there is NaN); also
+    // from the volume's copy, which is then made without the check (tracking_volume.c)
     o.allow_nonfinite = 1;
     o.unidirectional = 1;
-    TrackRun run;
-    ASSERT_TRUE(tracks_one(run, vol, o, seed));
-    EXPECT_GT(run.last(0)[0], 13.9f);
-    EXPECT_LT(run.last(0)[0], 15.0f);
+    for (const char *copy : {"0", "1"}) {
+        const ScopedEnv env("TK_TRACK_VOLUME_COPY", copy);
+        TrackRun run;
+        ASSERT_TRUE(tracks_one(run, vol, o, seed)) << "copy " << copy;
+        EXPECT_GT(run.last(0)[0], 13.9f) << "copy " << copy;
+        EXPECT_LT(run.last(0)[0], 15.0f) << "copy " << copy;
+    }
 }
 
 // The volume's check names the first non-finite value, wherever it lies: at the start, on
@@ -259,19 +327,21 @@ TEST(TrackingErrors, TheFirstNonFiniteCoefficientIsNamed)
     const float bad[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity()};
     for (size_t at : {size_t(0), size_t(2047), size_t(2048), size_t(4095), size_t(2 * 2048 + 17), n - 1})
-        for (float value : bad) {
-            Volume vol = clean;
-            vol.sh[at] = value;
-            if (at + 3000 < n) vol.sh[at + 3000] = bad[0];
-            tk_tracking_result result{};
-            EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
-            tk_tracking_result_free(&result);
-            const size_t v = at / kCoeffs;
-            const std::string want = "at voxel (" + std::to_string(v % 20) + ", " + std::to_string((v / 20) % 5) + ", " +
-                                     std::to_string(v / 100) + "), coefficient " + std::to_string(at % kCoeffs);
-            EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
-                << "value " << value << " at " << at << ": " << tk_last_error();
-        }
+        for (float value : bad)
+            for (const char *copy : {"0", "1"}) { /* the check alone, and as it copies (tracking_volume.c) */
+                const ScopedEnv env("TK_TRACK_VOLUME_COPY", copy);
+                Volume vol = clean;
+                vol.sh[at] = value;
+                if (at + 3000 < n) vol.sh[at + 3000] = bad[0];
+                tk_tracking_result result{};
+                EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
+                tk_tracking_result_free(&result);
+                const size_t v = at / kCoeffs;
+                const std::string want = "at voxel (" + std::to_string(v % 20) + ", " + std::to_string((v / 20) % 5) +
+                                         ", " + std::to_string(v / 100) + "), coefficient " + std::to_string(at % kCoeffs);
+                EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
+                    << "value " << value << " at " << at << ", copy " << copy << ": " << tk_last_error();
+            }
     tk_tracking_plan_destroy(plan);
 }
 
@@ -295,19 +365,22 @@ TEST(TrackingErrors, TheThreadsScanNamesTheFirstNonFiniteCoefficient)
         // (first, another after it or none)
         const std::pair<size_t, size_t> cases[] = {{0, n - 1},       {share - 1, share}, {share, n - 1},
                                                    {share + 17, 0},  {100, share + 5},   {n - 1, 0}};
-        for (const auto &c : cases) {
-            Volume vol = clean;
-            vol.sh[c.first] = std::numeric_limits<float>::infinity();
-            if (c.second > c.first) vol.sh[c.second] = std::numeric_limits<float>::quiet_NaN();
-            tk_tracking_result result{};
-            EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
-            tk_tracking_result_free(&result);
-            const size_t v = c.first / kCoeffs;
-            const std::string want = "at voxel (" + std::to_string(v % nx) + ", " + std::to_string((v / nx) % ny) + ", " +
-                                     std::to_string(v / (nx * ny)) + "), coefficient " + std::to_string(c.first % kCoeffs);
-            EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
-                << threads << " threads, first at " << c.first << ": " << tk_last_error();
-        }
+        for (const auto &c : cases)
+            for (const char *copy : {"0", "1"}) { /* the check alone, and as it copies (tracking_volume.c) */
+                const ScopedEnv env("TK_TRACK_VOLUME_COPY", copy);
+                Volume vol = clean;
+                vol.sh[c.first] = std::numeric_limits<float>::infinity();
+                if (c.second > c.first) vol.sh[c.second] = std::numeric_limits<float>::quiet_NaN();
+                tk_tracking_result result{};
+                EXPECT_EQ(tk_tracking_collect(plan, vol.sh.data(), n, nullptr, &seeds, &result, nullptr), TK_ERR_DATA);
+                tk_tracking_result_free(&result);
+                const size_t v = c.first / kCoeffs;
+                const std::string want = "at voxel (" + std::to_string(v % nx) + ", " + std::to_string((v / nx) % ny) +
+                                         ", " + std::to_string(v / (nx * ny)) + "), coefficient " +
+                                         std::to_string(c.first % kCoeffs);
+                EXPECT_NE(std::string(tk_last_error()).find(want), std::string::npos)
+                    << threads << " threads, first at " << c.first << ", copy " << copy << ": " << tk_last_error();
+            }
         tk_tracking_plan_destroy(plan);
     }
 }

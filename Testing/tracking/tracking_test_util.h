@@ -113,7 +113,8 @@ inline void interpolate(const Volume &vol, const double *v, double *out)
 }
 
 // Sets an environment variable for a scope (value nullptr: unset), then restores it: the
-// tracker's TK_TRACK_SD_LANES knob, read at plan create.
+// tracker's knobs (TK_TRACK_SD_LANES, read at plan create; TK_TRACK_NO_AVX2 and
+// TK_TRACK_VOLUME_COPY, read at each execute).
 class ScopedEnv {
 public:
     ScopedEnv(const char *name, const char *value) : name_(name)

@@ -191,7 +191,10 @@ void tk_tracking_plan_point_limits(const tk_tracking_plan *plan, size_t *min_poi
  * sh_values floats, checked against the grid and lmax), regions and their masks on the same
  * grid (regions may be NULL), and hands the accepted streamlines to sink chunk by chunk in
  * seed order.  stats (may be NULL) counts what happened; timing (may be NULL): total_ms the
- * call, kernel_ms the tracking. */
+ * call, kernel_ms the tracking.  The cpu and omp backends may read a copy of sh on huge pages
+ * for the call's duration, holding as much memory again (Linux; a volume of at least 32 MiB
+ * and a seed per 4 KiB of it; TK_TRACK_VOLUME_COPY=0 never, 1 always: Documentation/tracking.md,
+ * "Speed on the CPU"); the streamlines are the same either way. */
 tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh, size_t sh_values,
                                    const tk_tracking_regions *regions,
                                    const tk_tracking_seeds *seeds, tk_tracking_sink sink, void *user,

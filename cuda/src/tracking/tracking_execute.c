@@ -15,11 +15,6 @@
 #include "tracking_run.h"
 #include "tracking_streamline.h"
 
-/* The first of v[0..n) that is NaN or infinite, or n.  Every cpu and omp execute checks the
- * whole SH volume (27M values in tk-bench track: 13 ms, 8% of a 4,000-seed CPU run, as a loop
- * that stops at the first hit, which the compiler keeps scalar; the cuda backend checks on the
- * GPU, tracking_cuda.cu); here blocks are tested with the exponent bits OR-ed together, which vectorises
- * (2-3x faster), and only a block that holds one is searched again. */
 #ifdef TK_TRACK_AVX2_TU
 int tk_tracking_streamline_avx2(const tk_tracking_field *f, const double *seed, tk_philox *rng, tk_tracking_work *w,
                                 size_t *n);
@@ -44,41 +39,12 @@ static int tk_tracking_use_avx2(void)
 #define tk_tracking_streamline_avx2 tk_tracking_streamline
 #endif
 
-static size_t first_nonfinite(const float *v, size_t n)
+/* Whether a CPU run tracks each chunk's seeds in the spatial order of tk_tracking_seed_order
+ * (the same output; TK_TRACK_SEED_ORDER=0: in seed order, for A/B runs on one binary). */
+static int tk_tracking_use_seed_order(void)
 {
-    enum { BLOCK = 2048 };
-    for (size_t start = 0; start < n; start += BLOCK) {
-        const size_t end = n - start < BLOCK ? n : start + BLOCK;
-        uint32_t hit = 0;
-        for (size_t i = start; i < end; ++i) {
-            uint32_t bits;
-            memcpy(&bits, v + i, sizeof bits);
-            hit |= (bits & 0x7f800000u) == 0x7f800000u; /* exponent all ones: NaN or infinity */
-        }
-        if (hit)
-            for (size_t i = start; i < end; ++i)
-                if (!isfinite(v[i])) return i;
-    }
-    return n;
-}
-
-/* first_nonfinite over the omp backend's threads, each a contiguous share (the first index
- * of the first share with a hit is the whole volume's first): the scan reads the whole
- * volume at every execute, 27M floats in tk-bench's, a tenth of a short omp run's time on one
- * thread. */
-static size_t first_nonfinite_threads(const float *v, size_t n, int threads)
-{
-    if (threads <= 1 || n < ((size_t)1 << 20)) return first_nonfinite(v, n);
-    size_t first = n;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : first)
-#endif
-    for (int t = 0; t < threads; ++t) {
-        const size_t a = n / (size_t)threads * (size_t)t, b = t == threads - 1 ? n : n / (size_t)threads * (size_t)(t + 1);
-        const size_t i = first_nonfinite(v + a, b - a);
-        if (i < b - a && a + i < first) first = a + i;
-    }
-    return first;
+    const char *env = getenv("TK_TRACK_SEED_ORDER");
+    return !(env && strcmp(env, "0") == 0);
 }
 
 /* The threads an execute of plan runs on the CPU. */
@@ -109,21 +75,10 @@ static tk_status check_inputs(const tk_tracking_plan *plan, const float *sh, siz
         if (!r->include[i]) return tk_set_error(TK_ERR_ARGUMENT, "include region %zu is missing", i);
     if (seeds && seeds->mask && seeds->mask_voxels != n)
         return tk_set_error(TK_ERR_ARGUMENT, "the seed mask holds %zu voxels, but the grid has %zu", seeds->mask_voxels, n);
-    /* the cuda backend checks the volume on the GPU once it is there (tracking_cuda.cu): the
-     * host's pass over it was, with the upload, the largest host cost of a GPU run */
-    if (!plan->opts.allow_nonfinite && plan->opts.backend != TK_BACKEND_CUDA) {
-        const size_t i = first_nonfinite_threads(sh, sh_values, plan_threads(plan));
-        if (i < sh_values) return tk_tracking_nonfinite_error(plan, sh, i);
-    }
+    /* the volume's own check (non-finite values) is the run's: tk_tracking_volume_prepare on
+     * the CPU, on the GPU once it is there for cuda (tracking_cuda.cu: the host's pass over it
+     * was, with the upload, the largest host cost of a GPU run) */
     return TK_OK;
-}
-
-tk_status tk_tracking_nonfinite_error(const tk_tracking_plan *plan, const float *sh, size_t i)
-{
-    const size_t *d = plan->grid.dims, v = i / (size_t)plan->k;
-    return tk_set_error(TK_ERR_DATA,
-                        "the SH volume has a non-finite coefficient (%g) at voxel (%zu, %zu, %zu), coefficient %zu",
-                        (double)sh[i], v % d[0], (v / d[0]) % d[1], v / (d[0] * d[1]), i % (size_t)plan->k);
 }
 
 /* A thread's output within a chunk: its kept streamlines' points, one after another. */
@@ -165,12 +120,19 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
     if (timing) memset(timing, 0, sizeof *timing);
     tk_status s = check_inputs(plan, sh, sh_values, regions, seeds, sink);
     if (s != TK_OK) return s;
-    const tk_tracking_regions none = {0};
-    const tk_tracking_field field = {.plan = plan, .sh = sh, .regions = regions ? regions : &none};
+    const int cuda = plan->opts.backend == TK_BACKEND_CUDA;
+    const int threads = plan_threads(plan);
     tk_tracking_seed_set set;
     s = tk_tracking_seed_set_init(&set, plan, seeds);
     if (s != TK_OK) return s;
-    if (plan->opts.backend == TK_BACKEND_CUDA) {
+    tk_tracking_volume vol = {.sh = sh};
+    if (!cuda && (s = tk_tracking_volume_prepare(plan, sh, sh_values, set.total, threads, &vol)) != TK_OK) {
+        tk_tracking_seed_set_free(&set);
+        return s;
+    }
+    const tk_tracking_regions none = {0};
+    const tk_tracking_field field = {.plan = plan, .sh = vol.sh, .regions = regions ? regions : &none};
+    if (cuda) {
         tk_tracking_stats total = {0};
         double kernel_ms = 0;
         s = tk_tracking_cuda_execute(plan, &field, &set, sink, user, &total, &kernel_ms);
@@ -179,25 +141,29 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
         if (timing) timing->total_ms = tk_now_ms() - t0, timing->kernel_ms = kernel_ms;
         return s;
     }
-    const int threads = plan_threads(plan);
     const size_t chunk = plan->opts.chunk_seeds < set.total ? plan->opts.chunk_seeds : (size_t)set.total;
     thread_state *ts = calloc((size_t)threads, sizeof *ts);
     seed_slot *slots = malloc(chunk * sizeof *slots);
     size_t *out_counts = malloc(chunk * sizeof *out_counts);
     uint64_t *out_index = malloc(chunk * sizeof *out_index);
+    size_t *order = malloc(chunk * sizeof *order);
+    const int ordered = tk_tracking_use_seed_order();
     float *out_pts = NULL;
     size_t out_cap = 0;
-    if (!ts || !slots || !out_counts || !out_index) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
+    if (!ts || !slots || !out_counts || !out_index || !order) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
     for (int t = 0; s == TK_OK && t < threads; ++t) s = tk_tracking_work_init(&ts[t].work, plan, field.regions->num_include);
     tk_tracking_stats total = {0};
     const int avx2 = tk_tracking_use_avx2();
     for (uint64_t c0 = 0; s == TK_OK && c0 < set.total; c0 += chunk) {
         const size_t nc = (size_t)(set.total - c0 < chunk ? set.total - c0 : chunk);
         for (int t = 0; t < threads; ++t) ts[t].len = 0;
+        if (!ordered || !tk_tracking_seed_order(&set, plan, c0, nc, order))
+            for (size_t i = 0; i < nc; ++i) order[i] = i;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 8) if (threads > 1)
 #endif
-        for (size_t i = 0; i < nc; ++i) {
+        for (size_t j = 0; j < nc; ++j) {
+            const size_t i = order[j];
             int me = 0;
 #ifdef _OPENMP
             me = omp_get_thread_num();
@@ -268,8 +234,9 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
         free(ts[t].pts);
     }
     if (stats) *stats = total;
-    free(ts), free(slots), free(out_counts), free(out_index), free(out_pts);
+    free(ts), free(slots), free(out_counts), free(out_index), free(out_pts), free(order);
     tk_tracking_seed_set_free(&set);
+    tk_tracking_volume_release(&vol);
     if (timing) timing->total_ms = timing->kernel_ms = tk_now_ms() - t0;
     return s;
 }

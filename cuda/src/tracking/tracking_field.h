@@ -108,6 +108,21 @@ TK_HD static inline int tk_tracking_corners(const tk_tracking_plan *plan, const 
     return 1;
 }
 
+#if !defined(__CUDA_ARCH__) && defined(__GNUC__)
+/* The CPU: asks for the cache lines of a corner's k floats.  The corners are the step's cache
+ * misses (the y and z neighbours far apart in the volume); the sum below takes them corner by
+ * corner, and its loads, behind the nearest voxel's support test, reached the memory a few at
+ * a time (perf: half the interpolation's samples on a corner's first load); asked for all at
+ * once, the 8 corners' misses overlap.  Only a hint: the values read are the same. */
+static inline void tk_tracking_prefetch_series(const float *s, int k)
+{
+    const char *b = (const char *)s;
+    const size_t bytes = (size_t)k * sizeof *s;
+    for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(b + at);
+    __builtin_prefetch(b + bytes - 1); /* the last line, where the series does not start on one */
+}
+#endif
+
 /* The SH series at world p, interpolated trilinearly (tk_tracking_corners); 0 where p is
  * outside, the nearest voxel's coefficients are all zero (Masked: the FOD's support being
  * where dwi2fod wrote something), or the result's first coefficient is NaN (MRtrix3's
@@ -118,6 +133,9 @@ TK_HD static inline int tk_tracking_interpolate(const tk_tracking_field *f, cons
     size_t nearest, offset[8];
     double weight[8];
     if (!tk_tracking_corners(f->plan, p, &nearest, offset, weight)) return 0;
+#if !defined(__CUDA_ARCH__) && defined(__GNUC__)
+    for (int corner = 0; corner < 8; ++corner) tk_tracking_prefetch_series(f->sh + offset[corner], k);
+#endif
     const float *c = f->sh + nearest * (size_t)k;
     int any = 0;
     for (int j = 0; j < k && !any; ++j) any = c[j] != 0.f;

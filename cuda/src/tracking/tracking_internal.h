@@ -148,17 +148,40 @@ typedef struct tk_tracking_seed_set {
 tk_status tk_tracking_seed_set_init(tk_tracking_seed_set *set, const tk_tracking_plan *plan,
                                     const tk_tracking_seeds *seeds);
 void tk_tracking_seed_set_free(tk_tracking_seed_set *set);
+/* The seeds first .. first + count - 1 in the order a CPU run tracks them: order[j] = i for
+ * seed first + i, by the Morton code of the seed's voxel (ties by i), so that streamlines
+ * tracked one after another start near one another and find the volume's corners in the
+ * caches; each seed's streamline is a function of its index alone, and the sink still gets
+ * them in seed order, so the output is the same.  0: out of memory. */
+int tk_tracking_seed_order(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
+                           size_t *order);
 /* Seed `index`'s world position, drawing its position within the voxel from rng (mask
  * seeding: MRtrix3's Random_per_voxel, uniform over the voxel's cube in voxel coordinates). */
 void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index,
                                tk_philox *rng, double *p);
 
-/* ---- the SH volume's check (tracking_execute.c) -------------------------------------- */
+/* ---- the SH volume's check and the CPU's copy (tracking_volume.c) ------------------- */
 
 /* TK_ERR_DATA naming sh[i], the volume's first non-finite value: its voxel and coefficient.
  * The cpu and omp backends find i on the host before tracking, the cuda backend on the GPU
  * after the upload. */
 tk_status tk_tracking_nonfinite_error(const tk_tracking_plan *plan, const float *sh, size_t i);
+
+/* The volume a CPU run reads: sh, the caller's or a copy of it on huge pages (map). */
+typedef struct {
+    const float *sh;
+    void *map;
+    size_t map_bytes;
+} tk_tracking_volume;
+
+/* Before a cpu or omp run of `seeds` seeds on `threads` threads: the caller's volume checked
+ * for non-finite values (unless the plan allows them: TK_ERR_DATA naming the first) and, where
+ * it pays, copied onto huge pages as it is read (TK_TRACK_VOLUME_COPY: 0 never, 1 always;
+ * tracking_volume.c says when and why).  vol->sh is what the run reads; release vol after it
+ * (on error it is released already). */
+tk_status tk_tracking_volume_prepare(const tk_tracking_plan *plan, const float *sh, size_t sh_values, uint64_t seeds,
+                                     int threads, tk_tracking_volume *vol);
+void tk_tracking_volume_release(tk_tracking_volume *vol);
 
 /* ---- the cuda backend (tracking_cuda.cu; tracking_nocuda.c without a CUDA compiler) -- */
 

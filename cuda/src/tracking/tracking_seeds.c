@@ -4,6 +4,7 @@
  * with k fastest; here i is fastest, as the volumes are stored; with reversed_axes (a C-order
  * array's grid, the Python package's) k is fastest, so that both number a mask x fastest. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "tracking_field.h"
@@ -70,4 +71,60 @@ void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_trackin
     const size_t *d = plan->grid.dims;
     const size_t ijk[3] = {voxel % d[0], (voxel / d[0]) % d[1], voxel / (d[0] * d[1])};
     tk_tracking_voxel_seed(plan, ijk, rng, p);
+}
+
+/* x's low 21 bits spread to every third bit (the Morton code's one axis). */
+static uint64_t spread3(uint64_t x)
+{
+    x &= 0x1fffffu;
+    x = (x | x << 32) & 0x1f00000000ffffu;
+    x = (x | x << 16) & 0x1f0000ff0000ffu;
+    x = (x | x << 8) & 0x100f00f00f00f00fu;
+    x = (x | x << 4) & 0x10c30c30c30c30c3u;
+    x = (x | x << 2) & 0x1249249249249249u;
+    return x;
+}
+
+/* The voxel of seed `index` (a point's nearest, clamped into the grid), as a Morton code. */
+static uint64_t seed_key(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index)
+{
+    const tk_tracking_seeds *s = set->seeds;
+    const size_t *d = plan->grid.dims;
+    size_t ijk[3];
+    if (s->points) {
+        double v[3];
+        tk_tracking_to_voxel(plan, s->points + 3 * index, v);
+        for (int a = 0; a < 3; ++a) { /* NaN (a point so far out that the affine overflows): 0 */
+            const double r = floor(v[a] + 0.5);
+            ijk[a] = r == r ? tk_tracking_clamp_index(r, d[a]) : 0;
+        }
+    } else {
+        const size_t voxel = set->voxels[index / s->per_voxel];
+        ijk[0] = voxel % d[0], ijk[1] = (voxel / d[0]) % d[1], ijk[2] = voxel / (d[0] * d[1]);
+    }
+    return spread3(ijk[0]) | spread3(ijk[1]) << 1 | spread3(ijk[2]) << 2;
+}
+
+typedef struct {
+    uint64_t key;
+    size_t at;
+} keyed_seed;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed_seed *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+int tk_tracking_seed_order(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
+                           size_t *order)
+{
+    keyed_seed *k = malloc(count * sizeof *k);
+    if (!k) return 0;
+    for (size_t i = 0; i < count; ++i) k[i].key = seed_key(set, plan, first + i), k[i].at = i;
+    qsort(k, count, sizeof *k, by_key);
+    for (size_t i = 0; i < count; ++i) order[i] = k[i].at;
+    free(k);
+    return 1;
 }
