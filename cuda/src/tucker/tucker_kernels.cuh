@@ -251,6 +251,21 @@ __global__ void solve_rows_kernel(float *A, const float *eq, uint32_t rows, int 
     }
 }
 
+/* atomicAdd on a double: native from sm_60; a compare-and-swap loop below it (CUDA 12 still
+ * builds sm_50 and sm_52 into "all"). */
+__device__ __forceinline__ void atomic_add_double(double *addr, double x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600
+    unsigned long long *word = reinterpret_cast<unsigned long long *>(addr), old = *word, seen;
+    do {
+        seen = old;
+        old = atomicCAS(word, seen, (unsigned long long)__double_as_longlong(__longlong_as_double((long long)seen) + x));
+    } while (seen != old);
+#else
+    atomicAdd(addr, x);
+#endif
+}
+
 /* Factor pass, exact row solves in double (the default ALS path): factor_als_kernel's gather
  * with the sums v v^T and x v in double (v = B q itself in float, as on the host), into p.eqd;
  * the slot's last word counts the row's entries (tucker_cpu.c's als_add and the count its
@@ -310,18 +325,18 @@ __global__ void __launch_bounds__(Policy::threads_per_block) als_gather_kernel(p
                 if (S == 1)
                     slot[(size_t)k * p.J + j] = m[jj][k];
                 else
-                    atomicAdd(slot + (size_t)k * p.J + j, m[jj][k]);
+                    atomic_add_double(slot + (size_t)k * p.J + j, m[jj][k]);
             }
             if (S == 1)
                 slot[(size_t)p.J * p.J + j] = rhs[jj];
             else
-                atomicAdd(slot + (size_t)p.J * p.J + j, rhs[jj]);
+                atomic_add_double(slot + (size_t)p.J * p.J + j, rhs[jj]);
         }
         if (lane == 0) {
             if (S == 1)
                 slot[(size_t)p.J * p.J + p.J] = (double)(hi - lo);
             else
-                atomicAdd(slot + (size_t)p.J * p.J + p.J, (double)(hi - lo));
+                atomic_add_double(slot + (size_t)p.J * p.J + p.J, (double)(hi - lo));
         }
     }
 }
