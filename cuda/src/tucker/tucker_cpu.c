@@ -42,9 +42,10 @@ static double als_row_loss(const double *M, const double *rhs, double ridge, con
 }
 
 /* One row's move: count entries gave M and rhs (count 0: the row's minimiser of f is 0).
- * (M + lambda_a I) y = rhs by Cholesky U^T U (U in U, M left intact); then a += omega (y - a), kept only where it does not raise the row's
- * loss (a safeguard: the solve is that loss's minimiser, so only a failed factorization or
- * round-off on a near-singular M can raise it), else a stays.  a: the row, in and out. */
+ * (M + lambda_a I) y = rhs by Cholesky U^T U (U in U, M left intact); then a += omega (y - a),
+ * kept only where it does not raise the row's loss (a safeguard: the solve is that loss's
+ * minimiser, so only round-off on a near-singular M can raise it), else a stays; a
+ * factorization that fails (lambda_a 0 and n < J) keeps a too.  a: the row, in and out. */
 static void als_solve(const double *M, const double *rhs, double count, int J, double lambda_a, double *U, double *a)
 {
     if (count == 0) {

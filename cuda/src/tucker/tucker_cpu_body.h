@@ -146,8 +146,9 @@ static void TK_SFX(normal_solve)(const double *M, const double *rhs, double coun
 static void TK_SFX(zero_rows)(tk_tucker_solver *s, int n, uint32_t lo, uint32_t hi)
 {
     if (hi <= lo) return;
-    memset((TK_REAL *)s->host.a[n] + (size_t)lo * (size_t)s->rank_j, 0, (size_t)(hi - lo) * (size_t)s->rank_j * sizeof(TK_REAL));
-    memset((TK_REAL *)s->host.c[n] + (size_t)lo * (size_t)s->rank_r, 0, (size_t)(hi - lo) * (size_t)s->rank_r * sizeof(TK_REAL));
+    const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r, rows = (size_t)(hi - lo);
+    memset((TK_REAL *)s->host.a[n] + (size_t)lo * J, 0, rows * J * sizeof(TK_REAL));
+    memset((TK_REAL *)s->host.c[n] + (size_t)lo * R, 0, rows * R * sizeof(TK_REAL));
 }
 
 /* Exact row solves of mode n over its B-CSF: every entry of a row, all its sub-slices, adds
@@ -241,7 +242,8 @@ static tk_status TK_SFX(factors_coo_als)(tk_tucker_solver *s, int n)
     tk_tucker_other_modes(s->order, n, others);
     const size_t rows = s->dims[n], stride = tk_tucker_eq_stride(J);
     double *eq = calloc(rows ? rows * stride : 1, sizeof(double));
-    if (!eq) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the normal equations of mode %d (%zu rows)", n + 1, rows);
+    if (!eq)
+        return tk_set_error(TK_ERR_MEMORY, "cannot allocate the normal equations of mode %d (%zu rows)", n + 1, rows);
     TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
     TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
     TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK], v[TK_TUCKER_MAX_RANK];

@@ -259,7 +259,8 @@ __device__ __forceinline__ void atomic_add_double(double *addr, double x)
     unsigned long long *word = reinterpret_cast<unsigned long long *>(addr), old = *word, seen;
     do {
         seen = old;
-        old = atomicCAS(word, seen, (unsigned long long)__double_as_longlong(__longlong_as_double((long long)seen) + x));
+        const double sum = __longlong_as_double((long long)seen) + x;
+        old = atomicCAS(word, seen, (unsigned long long)__double_as_longlong(sum));
     } while (seen != old);
 #else
     atomicAdd(addr, x);
@@ -346,9 +347,10 @@ __global__ void __launch_bounds__(Policy::threads_per_block) als_gather_kernel(p
  * U's diagonal, the solution and the right-hand side (J each). */
 __host__ __device__ inline size_t als_solve_shared_doubles(int J) { return (size_t)J * (size_t)J + 3 * (size_t)J; }
 
-/* Warp per row of [0, rows), in double: tucker_cpu.c's als_solve, operation for operation.  A row
- * without entries becomes 0 (its minimiser of f); otherwise Cholesky (M + lambda I) = U^T U, y = the solution, a + omega (y - a) kept only where it does
- * not raise the row's loss (a not positive definite M keeps the row too). */
+/* Warp per row of [0, rows), in double: tucker_cpu.c's als_solve, operation for operation.  A
+ * row without entries becomes 0 (its minimiser of f); otherwise Cholesky (M + lambda I) =
+ * U^T U, y = the solution, and a + omega (y - a) kept only where it does not raise the row's
+ * loss (a not positive definite M keeps the row too). */
 template <class Policy>
 __global__ void als_solve_kernel(float *A, const double *eq, uint32_t rows, int J, double lambda, double omega,
                                  int warps_per_block)
