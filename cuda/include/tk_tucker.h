@@ -15,8 +15,9 @@
  * One iteration = factor updates (for n = 1..N; v = B(n) q, q_r = prod_{k != n}
  * C(k)[i_k][r] for each entry), then core updates.  Factor updates, ALS (opt-in,
  * factor_update): each row a(n)_{i} moves to the exact minimiser of f over that row,
- * (sum v v^T + lambda_a I) a = sum x v over the row's entries (Cholesky;
- * alternating least squares).  SGD (the seed's, the default): each entry moves its row
+ * (sum v v^T + lambda_a I) a = sum x v over the row's entries (Cholesky; alternating least
+ * squares), summed and solved in double on every backend; a row without entries goes to 0
+ * (its minimiser), and a row keeps its value where the solve fails or would raise its loss.  SGD (the seed's, the default): each entry moves its row
  * by  s (e v - lambda_a a),  e = x - a . v: eqs. 10 and 9, with step s = lr_a,
  * capped at 1/|v|^2 where lr_a would overshoot the entry.  Then
  * core updates (for n = 1..N: B(n) += lr_b (G / |Omega| - lambda_b B(n)) with
@@ -216,8 +217,8 @@ typedef enum { TK_TUCKER_BCSF = 0, TK_TUCKER_COO = 1 } tk_tucker_storage;
  * size lr_a.  ALS: each row takes the exact minimiser of f over that row with everything else
  * fixed, (sum v v^T + lambda_a I) a = sum x v over the row's entries; no learning rate (use it
  * with lr_b 0).  ALS reaches a planted model's noise floor where SGD plateaus on the user
- * guide's example, but at the Netflix shape (J = 32) it fits the noise of rows with few
- * entries (Documentation/benchmarks.md, "Time to accuracy"). */
+ * guide's example, but on power-law data whose rows often have fewer entries than J it fits
+ * their noise (Documentation/benchmarks.md, "Time to accuracy"). */
 typedef enum { TK_TUCKER_FACTOR_ALS = 0, TK_TUCKER_FACTOR_SGD = 1 } tk_tucker_factor_update;
 
 typedef struct tk_tucker_options {

@@ -8,6 +8,80 @@
 
 #include "tucker_internal.h"
 
+/* ---- ALS row solves, in double whatever the solver's precision ------------------------------
+ * CUDA's als_gather_kernel and als_solve_kernel (tucker_kernels.cuh) do the same operations in
+ * the same order.  A row's normal equations sum v v^T over its entries: with the Netflix shape's
+ * most popular movie (about 370,000 entries) and the condition numbers a random core gives
+ * M, float sums and a float Cholesky returned solutions far from the minimiser (the H100's test
+ * RMSE 2.29, benchmarks.md "Time to accuracy"); double costs the CPU little (the entries'
+ * products stay in the solver's precision). */
+
+/* M (J x J, upper triangle) += v v^T, rhs += x v. */
+static void als_add(double *M, double *rhs, const double *v, double x, int J)
+{
+    for (int i = 0; i < J; ++i) {
+        const double vi = v[i];
+        double *mi = M + (size_t)i * (size_t)J;
+        for (int j = i; j < J; ++j) mi[j] += vi * v[j];
+        rhs[i] += x * vi;
+    }
+}
+
+/* The row's loss up to a constant, x^T (M + ridge I) x - 2 x . rhs (M: upper triangle). */
+static double als_row_loss(const double *M, const double *rhs, double ridge, const double *x, int J)
+{
+    double quad = 0, lin = 0;
+    for (int k = 0; k < J; ++k) {
+        const double *mk = M + (size_t)k * (size_t)J;
+        double s = 0;
+        for (int j = k + 1; j < J; ++j) s += mk[j] * x[j];
+        quad += x[k] * ((mk[k] + ridge) * x[k] + 2 * s);
+        lin += x[k] * rhs[k];
+    }
+    return quad - 2 * lin;
+}
+
+/* One row's move: count entries gave M and rhs (count 0: the row's minimiser of f is 0).
+ * (M + lambda_a I) y = rhs by Cholesky U^T U (U in U, M left intact); then a += omega (y - a),
+ * kept only where it does not raise the row's loss (a safeguard: the solve is that loss's
+ * minimiser, so only round-off on a near-singular M can raise it), else a stays; a
+ * factorization that fails (lambda_a 0 and n < J) keeps a too.  a: the row, in and out. */
+static void als_solve(const double *M, const double *rhs, double count, int J, double lambda_a, double *U, double *a)
+{
+    if (count == 0) {
+        for (int j = 0; j < J; ++j) a[j] = 0;
+        return;
+    }
+    const double ridge = lambda_a;
+    double y[TK_TUCKER_MAX_RANK], next[TK_TUCKER_MAX_RANK];
+    for (int k = 0; k < J; ++k) {
+        double d = M[(size_t)k * J + k] + ridge;
+        for (int t = 0; t < k; ++t) d -= U[(size_t)t * J + k] * U[(size_t)t * J + k];
+        if (!(d > 0)) return; /* not positive definite (lambda_a 0 and n < J): the row stays */
+        d = sqrt(d);
+        for (int j = k + 1; j < J; ++j) {
+            double s = M[(size_t)k * J + j];
+            for (int t = 0; t < k; ++t) s -= U[(size_t)t * J + k] * U[(size_t)t * J + j];
+            U[(size_t)k * J + j] = s / d;
+        }
+        U[(size_t)k * J + k] = d;
+    }
+    for (int k = 0; k < J; ++k) {
+        double s = rhs[k];
+        for (int t = 0; t < k; ++t) s -= U[(size_t)t * J + k] * y[t];
+        y[k] = s / U[(size_t)k * J + k];
+    }
+    for (int k = J - 1; k >= 0; --k) {
+        double s = y[k];
+        for (int j = k + 1; j < J; ++j) s -= U[(size_t)k * J + j] * y[j];
+        y[k] = s / U[(size_t)k * J + k];
+    }
+    for (int j = 0; j < J; ++j) next[j] = a[j] + TK_TUCKER_ALS_OMEGA * (y[j] - a[j]);
+    const double before = als_row_loss(M, rhs, ridge, a, J), after = als_row_loss(M, rhs, ridge, next, J);
+    if (!(after <= before)) return;
+    for (int j = 0; j < J; ++j) a[j] = next[j];
+}
+
 #include "common/precision_float.h"
 #include "tucker_cpu_body.h"
 #include "common/precision_end.h"

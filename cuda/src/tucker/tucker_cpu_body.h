@@ -124,52 +124,31 @@ static tk_status TK_SFX(factors_bcsf)(tk_tucker_solver *s, int n, int threads)
     return TK_OK;
 }
 
-/* The factor update's exact row solve (TK_TUCKER_FACTOR_ALS): the normal equations of
- * row a, (sum_e v_e v_e^T + lambda I) a = sum_e x_e v_e, gathered over the row's entries into
- * M (J x J, upper triangle used) and rhs, solved by Cholesky in place; a moves to the solution
- * relaxed by TK_TUCKER_ALS_OMEGA (1: the plain solve).  Returns 0 and leaves a alone where M is not positive
- * definite (lambda_a = 0 and fewer entries than J), so the row keeps its value instead of
- * taking a solve of noise. */
-static void TK_SFX(normal_add)(TK_REAL *M, TK_REAL *rhs, const TK_REAL *v, TK_REAL x, int J)
+/* ALS: the row's normal equations gain entry v, x (in double: tucker_cpu.c's als_add). */
+static void TK_SFX(normal_add)(double *M, double *rhs, const TK_REAL *v, TK_REAL x, int J)
 {
-    for (int i = 0; i < J; ++i) {
-        const TK_REAL vi = v[i];
-        TK_REAL *mi = M + (size_t)i * (size_t)J;
-        for (int j = i; j < J; ++j) mi[j] += vi * v[j];
-        rhs[i] += x * vi;
-    }
+    double vd[TK_TUCKER_MAX_RANK];
+    for (int j = 0; j < J; ++j) vd[j] = (double)v[j];
+    als_add(M, rhs, vd, (double)x, J);
 }
 
-
-static int TK_SFX(normal_solve)(TK_REAL *M, TK_REAL *rhs, int J, TK_REAL lambda, TK_REAL *a)
+/* ALS: row a moves by tucker_cpu.c's als_solve (count entries gave M, rhs). */
+static void TK_SFX(normal_solve)(const double *M, const double *rhs, double count, int J, double lambda, double *U,
+                                 TK_REAL *a)
 {
-    /* Cholesky M = U^T U, U in the upper triangle, the ridge on the diagonal. */
-    for (int k = 0; k < J; ++k) {
-        TK_REAL *mk = M + (size_t)k * (size_t)J;
-        TK_REAL d = mk[k] + lambda;
-        for (int i = 0; i < k; ++i) d -= M[(size_t)i * J + k] * M[(size_t)i * J + k];
-        if (!(d > 0)) return 0;
-        d = (TK_REAL)sqrt((double)d);
-        mk[k] = d;
-        for (int j = k + 1; j < J; ++j) {
-            TK_REAL s = mk[j];
-            for (int i = 0; i < k; ++i) s -= M[(size_t)i * J + k] * M[(size_t)i * J + j];
-            mk[j] = s / d;
-        }
-    }
-    /* U^T y = rhs, then U a = y. */
-    for (int k = 0; k < J; ++k) {
-        TK_REAL s = rhs[k];
-        for (int i = 0; i < k; ++i) s -= M[(size_t)i * J + k] * rhs[i];
-        rhs[k] = s / M[(size_t)k * J + k];
-    }
-    for (int k = J - 1; k >= 0; --k) {
-        TK_REAL s = rhs[k];
-        for (int j = k + 1; j < J; ++j) s -= M[(size_t)k * J + j] * rhs[j];
-        rhs[k] = s / M[(size_t)k * J + k];
-    }
-    for (int j = 0; j < J; ++j) a[j] += (TK_REAL)TK_TUCKER_ALS_OMEGA * (rhs[j] - a[j]);
-    return 1;
+    double ad[TK_TUCKER_MAX_RANK];
+    for (int j = 0; j < J; ++j) ad[j] = (double)a[j];
+    als_solve(M, rhs, count, J, lambda, U, ad);
+    for (int j = 0; j < J; ++j) a[j] = (TK_REAL)ad[j];
+}
+
+/* ALS: rows [lo, hi) of mode n have no entries; their minimiser of f is 0 (A and C rows). */
+static void TK_SFX(zero_rows)(tk_tucker_solver *s, int n, uint32_t lo, uint32_t hi)
+{
+    if (hi <= lo) return;
+    const size_t J = (size_t)s->rank_j, R = (size_t)s->rank_r, rows = (size_t)(hi - lo);
+    memset((TK_REAL *)s->host.a[n] + (size_t)lo * J, 0, rows * J * sizeof(TK_REAL));
+    memset((TK_REAL *)s->host.c[n] + (size_t)lo * R, 0, rows * R * sizeof(TK_REAL));
 }
 
 /* Exact row solves of mode n over its B-CSF: every entry of a row, all its sub-slices, adds
@@ -178,7 +157,7 @@ static tk_status TK_SFX(factors_bcsf_als)(tk_tucker_solver *s, int n, int thread
 {
     const tk_tucker_bcsf *b = &s->bcsf[n];
     int J = s->rank_j, R = s->rank_r, levels = s->order - 1;
-    TK_REAL lambda = (TK_REAL)s->opts.lambda_a;
+    const double lambda = s->opts.lambda_a;
     TK_REAL *A = (TK_REAL *)s->host.a[n];
     TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
     TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
@@ -188,13 +167,14 @@ static tk_status TK_SFX(factors_bcsf_als)(tk_tucker_solver *s, int n, int thread
 #pragma omp parallel num_threads(threads)
     {
         TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK], v[TK_TUCKER_MAX_RANK];
-        TK_REAL M[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK], rhs[TK_TUCKER_MAX_RANK];
+        double M[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK], U[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+        double rhs[TK_TUCKER_MAX_RANK];
 #pragma omp for schedule(dynamic, 64)
         for (long p = 0; p < parts; ++p) {
             if (p > 0 && b->part_row[p] == b->part_row[p - 1]) continue; /* not the row's first part */
             uint32_t i = b->part_row[p], S = b->part_count[p];
-            memset(M, 0, (size_t)J * (size_t)J * sizeof(TK_REAL));
-            memset(rhs, 0, (size_t)J * sizeof(TK_REAL));
+            memset(M, 0, (size_t)J * (size_t)J * sizeof(double));
+            memset(rhs, 0, (size_t)J * sizeof(double));
             for (uint32_t k = 0; k < S; ++k) {
                 const uint32_t *prev = NULL;
                 for (size_t e = b->part_ptr[p + k]; e < b->part_ptr[p + k + 1]; ++e) {
@@ -205,10 +185,19 @@ static tk_status TK_SFX(factors_bcsf_als)(tk_tucker_solver *s, int n, int thread
                     TK_SFX(normal_add)(M, rhs, v, (TK_REAL)b->val[e], J);
                 }
             }
-            TK_SFX(normal_solve)(M, rhs, J, lambda, A + (size_t)i * (size_t)J);
+            const double count = (double)(b->part_ptr[p + S] - b->part_ptr[p]);
+            TK_SFX(normal_solve)(M, rhs, count, J, lambda, U, A + (size_t)i * (size_t)J);
             TK_SFX(refresh_rows)(s, n, (long)i, (long)i + 1);
         }
     }
+    /* Rows without entries have no sub-slice: the gaps between the (ascending) slice rows. */
+    uint32_t next = 0;
+    for (long p = 0; p < parts; ++p) {
+        if (p > 0 && b->part_row[p] == b->part_row[p - 1]) continue;
+        TK_SFX(zero_rows)(s, n, next, b->part_row[p]);
+        next = b->part_row[p] + 1;
+    }
+    TK_SFX(zero_rows)(s, n, next, b->rows);
     return TK_OK;
 }
 
@@ -245,18 +234,16 @@ static tk_status TK_SFX(factors_coo)(tk_tucker_solver *s, int n)
 }
 
 /* Exact row solves entry by entry in COO order: every row's normal equations gathered in
- * one buffer (dims[n] rows of J x J + J), then solved (sequential reference). */
+ * one buffer (dims[n] rows of J x J + J doubles and the entry count), then solved
+ * (sequential reference). */
 static tk_status TK_SFX(factors_coo_als)(tk_tucker_solver *s, int n)
 {
     int J = s->rank_j, R = s->rank_r, others[TK_TUCKER_MAX_ORDER];
     tk_tucker_other_modes(s->order, n, others);
-    const size_t rows = s->dims[n], stride = (size_t)J * (size_t)J + (size_t)J;
-    TK_REAL *eq = calloc(rows * stride, sizeof(TK_REAL));
-    unsigned char *seen = calloc(rows ? rows : 1, 1);
-    if (!eq || !seen) {
-        free(eq), free(seen);
+    const size_t rows = s->dims[n], stride = tk_tucker_eq_stride(J);
+    double *eq = calloc(rows ? rows * stride : 1, sizeof(double));
+    if (!eq)
         return tk_set_error(TK_ERR_MEMORY, "cannot allocate the normal equations of mode %d (%zu rows)", n + 1, rows);
-    }
     TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
     TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
     TK_REAL pre[(TK_TUCKER_MAX_ORDER - 1) * TK_TUCKER_MAX_RANK], v[TK_TUCKER_MAX_RANK];
@@ -264,16 +251,18 @@ static tk_status TK_SFX(factors_coo_als)(tk_tucker_solver *s, int n)
         const uint32_t *full;
         const TK_REAL *q = TK_SFX(coo_product)(s, others, e, &full, pre);
         TK_SFX(core_times)(Bt, q, J, R, v);
-        TK_REAL *row = eq + (size_t)full[n] * stride;
+        double *row = eq + (size_t)full[n] * stride;
         TK_SFX(normal_add)(row, row + (size_t)J * (size_t)J, v, (TK_REAL)s->coo->val[e], J);
-        seen[full[n]] = 1;
+        row[(size_t)J * (size_t)J + (size_t)J] += 1;
     }
     TK_REAL *A = (TK_REAL *)s->host.a[n];
-    for (size_t i = 0; i < rows; ++i)
-        if (seen[i]) /* a row without entries keeps its value, as in B-CSF (it has no slice) */
-            TK_SFX(normal_solve)(eq + i * stride, eq + i * stride + (size_t)J * (size_t)J, J, (TK_REAL)s->opts.lambda_a,
-                                 A + i * (size_t)J);
-    free(eq), free(seen);
+    double U[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+    for (size_t i = 0; i < rows; ++i) {
+        const double *row = eq + i * stride;
+        TK_SFX(normal_solve)(row, row + (size_t)J * (size_t)J, row[(size_t)J * (size_t)J + (size_t)J], J,
+                             s->opts.lambda_a, U, A + i * (size_t)J);
+    }
+    free(eq);
     TK_SFX(refresh)(s, n, 1);
     return TK_OK;
 }

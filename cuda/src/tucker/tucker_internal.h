@@ -35,11 +35,15 @@ static inline void tk_tucker_other_modes(int order, int n, int *others)
  * "Time to accuracy"). */
 #define TK_TUCKER_ALS_OMEGA 1.0
 
-/* ALS on CUDA: one row's slot of normal equations, J x J, J, and the "had entries" flag. */
 #ifdef __CUDACC__
-__host__ __device__
+#define TK_TUCKER_HD __host__ __device__
+#else
+#define TK_TUCKER_HD
 #endif
-static inline size_t tk_tucker_eq_stride(int J) { return (size_t)J * (size_t)J + (size_t)J + 1; }
+
+/* ALS on CUDA: one row's slot of normal equations, J x J, J, and the row's entry count (the
+ * old float path, TK_TUCKER_ALS_FLOAT=1: a "had entries" flag of 1). */
+TK_TUCKER_HD static inline size_t tk_tucker_eq_stride(int J) { return (size_t)J * (size_t)J + (size_t)J + 1; }
 
 /* Host state of the cpu/omp backends, one precision (float or double arrays). */
 typedef struct tk_tucker_host {

@@ -1,8 +1,10 @@
 /* The FastTucker CUDA kernels (cuFasterTucker's design on B-CSF sub-slices), templated on a
  * policy type (tucker_tuning.h) for their block shape.
  *
- * Factor pass, exact row solves (ALS, the library's default): a warp a sub-slice gathers its
- * row's normal equations (factor_als_kernel), a warp a row solves them (solve_rows_kernel).
+ * Factor pass, exact row solves (ALS): a warp a sub-slice gathers its row's normal equations in
+ * double (als_gather_kernel), a warp a row solves them in double with the host's shrinkage and
+ * safeguard (als_solve_kernel); TK_TUCKER_ALS_FLOAT=1 selects the earlier float pair
+ * (factor_als_kernel, solve_rows_kernel) for A/B.
  * Factor pass, the seed's SGD, at J, R <= 32 (Netflix's 32 x 32 among them): a lane a sub-slice
  * (factor_lanes_kernel, below).  Otherwise, and for the core pass:
  * Work unit: one warp per B-CSF sub-slice, taken from a global counter so long
@@ -245,6 +247,182 @@ __global__ void solve_rows_kernel(float *A, const float *eq, uint32_t rows, int 
                 A[i * J + j] = a + omega * (y[j] - a);
             }
         }
+        __syncwarp(); /* M and y are the next row's */
+    }
+}
+
+/* atomicAdd on a double: native from sm_60; a compare-and-swap loop below it (CUDA 12 still
+ * builds sm_50 and sm_52 into "all"). */
+__device__ __forceinline__ void atomic_add_double(double *addr, double x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600
+    unsigned long long *word = reinterpret_cast<unsigned long long *>(addr), old = *word, seen;
+    do {
+        seen = old;
+        const double sum = __longlong_as_double((long long)seen) + x;
+        old = atomicCAS(word, seen, (unsigned long long)__double_as_longlong(sum));
+    } while (seen != old);
+#else
+    atomicAdd(addr, x);
+#endif
+}
+
+/* Factor pass, exact row solves in double (the default ALS path): factor_als_kernel's gather
+ * with the sums v v^T and x v in double (v = B q itself in float, as on the host), into p.eqd;
+ * the slot's last word counts the row's entries (tucker_cpu.c's als_add and the count its
+ * als_solve takes).  Double: a popular row sums hundreds of thousands of entries, and a float
+ * Cholesky of the resulting M lost the minimiser at the Netflix shape (benchmarks.md). */
+template <class Policy, int JPL, int MAXR>
+__global__ void __launch_bounds__(Policy::threads_per_block) als_gather_kernel(pass_args p)
+{
+    constexpr int MAXJ = 32 * JPL;
+    __shared__ __align__(16) float qs[Policy::warps_per_block][MAXR];
+    __shared__ __align__(16) float vs[Policy::warps_per_block][MAXJ];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const size_t stride = tk_tucker_eq_stride(p.J);
+    float breg[JPL][MAXR];
+    warp_load_core_rows<JPL, MAXR>(p, lane, breg);
+    const float4 *q4 = reinterpret_cast<const float4 *>(qs[warp]);
+    for (unsigned long long part = next_part(p.counter, lane); part < p.mode.parts; part = next_part(p.counter, lane)) {
+        const uint32_t i = p.mode.part_row[part], S = p.mode.part_count[part];
+        const unsigned long long lo = p.mode.part_ptr[part], hi = p.mode.part_ptr[part + 1];
+        double m[JPL][MAXJ], rhs[JPL];
+#pragma unroll
+        for (int jj = 0; jj < JPL; ++jj) {
+            rhs[jj] = 0.0;
+#pragma unroll
+            for (int k = 0; k < MAXJ; ++k) m[jj][k] = 0.0;
+        }
+        float pre[MAXR / 32], q[MAXR / 32];
+        for (unsigned long long e = lo; e < hi; ++e) {
+            fiber_product<MAXR / 32>(p, e, lo, lane, pre, q);
+#pragma unroll
+            for (int rr = 0; rr < MAXR / 32; ++rr) qs[warp][lane + 32 * rr] = q[rr];
+            __syncwarp();
+            float v[JPL];
+            warp_core_times<JPL, MAXR>(breg, q4, v);
+#pragma unroll
+            for (int jj = 0; jj < JPL; ++jj) vs[warp][lane + 32 * jj] = v[jj];
+            __syncwarp();
+            const double x = (double)__ldg(p.mode.val + e);
+#pragma unroll
+            for (int k = 0; k < MAXJ; ++k) {
+                const double vk = (double)vs[warp][k];
+#pragma unroll
+                for (int jj = 0; jj < JPL; ++jj) m[jj][k] = fma(vk, (double)v[jj], m[jj][k]);
+            }
+#pragma unroll
+            for (int jj = 0; jj < JPL; ++jj) rhs[jj] = fma(x, (double)v[jj], rhs[jj]);
+            __syncwarp(); /* qs and vs are rewritten by the next entry */
+        }
+        double *slot = p.eqd + (size_t)(i - p.row_lo) * stride;
+#pragma unroll
+        for (int jj = 0; jj < JPL; ++jj) {
+            int j = lane + 32 * jj;
+            if (j >= p.J) continue;
+#pragma unroll
+            for (int k = 0; k < MAXJ; ++k) {
+                if (k >= p.J) break;
+                if (S == 1)
+                    slot[(size_t)k * p.J + j] = m[jj][k];
+                else
+                    atomic_add_double(slot + (size_t)k * p.J + j, m[jj][k]);
+            }
+            if (S == 1)
+                slot[(size_t)p.J * p.J + j] = rhs[jj];
+            else
+                atomic_add_double(slot + (size_t)p.J * p.J + j, rhs[jj]);
+        }
+        if (lane == 0) {
+            if (S == 1)
+                slot[(size_t)p.J * p.J + p.J] = (double)(hi - lo);
+            else
+                atomic_add_double(slot + (size_t)p.J * p.J + p.J, (double)(hi - lo));
+        }
+    }
+}
+
+/* Doubles of shared memory one warp of als_solve_kernel takes: M (J x J; its upper triangle
+ * the normal equations, kept for the safeguard, its strict lower triangle U transposed), then
+ * U's diagonal, the solution and the right-hand side (J each). */
+__host__ __device__ inline size_t als_solve_shared_doubles(int J) { return (size_t)J * (size_t)J + 3 * (size_t)J; }
+
+/* Warp per row of [0, rows), in double: tucker_cpu.c's als_solve, operation for operation.  A
+ * row without entries becomes 0 (its minimiser of f); otherwise Cholesky (M + lambda I) =
+ * U^T U, y = the solution, and a + omega (y - a) kept only where it does not raise the row's
+ * loss (a not positive definite M keeps the row too). */
+template <class Policy>
+__global__ void als_solve_kernel(float *A, const double *eq, uint32_t rows, int J, double lambda, double omega,
+                                 int warps_per_block)
+{
+    extern __shared__ double smd[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const size_t stride = tk_tucker_eq_stride(J);
+    double *M = smd + (size_t)warp * als_solve_shared_doubles(J), *ud = M + (size_t)J * J, *y = ud + J, *rhs = y + J;
+    const size_t warps = (size_t)gridDim.x * (size_t)warps_per_block;
+    for (size_t i = (size_t)blockIdx.x * warps_per_block + warp; i < rows; i += warps) {
+        const double *slot = eq + i * stride;
+        const double count = slot[(size_t)J * J + J];
+        float *a = A + i * (size_t)J;
+        if (count == 0.0) { /* no entries: the row's minimiser of f is 0 */
+            for (int j = lane; j < J; j += 32) a[j] = 0.0f;
+            continue;
+        }
+        for (int k = lane; k < J * J; k += 32) M[k] = slot[k];
+        for (int k = lane; k < J; k += 32) rhs[k] = y[k] = slot[(size_t)J * J + k];
+        __syncwarp();
+        const double ridge = lambda;
+        bool ok = true;
+        for (int k = 0; k < J; ++k) {
+            double d = M[k * J + k] + ridge;
+            for (int t = 0; t < k; ++t) d -= M[k * J + t] * M[k * J + t]; /* U[t][k] at [k][t] */
+            ok = d > 0.0;
+            if (!ok) break;
+            d = sqrt(d);
+            for (int j = k + 1 + lane; j < J; j += 32) {
+                double s = M[k * J + j];
+                for (int t = 0; t < k; ++t) s -= M[k * J + t] * M[j * J + t];
+                M[j * J + k] = s / d; /* U[k][j] */
+            }
+            if (lane == 0) ud[k] = d;
+            __syncwarp();
+        }
+        if (ok && lane == 0) {
+            for (int k = 0; k < J; ++k) {
+                double s = y[k];
+                for (int t = 0; t < k; ++t) s -= M[k * J + t] * y[t];
+                y[k] = s / ud[k];
+            }
+            for (int k = J - 1; k >= 0; --k) {
+                double s = y[k];
+                for (int j = k + 1; j < J; ++j) s -= M[j * J + k] * y[j];
+                y[k] = s / ud[k];
+            }
+            /* The row's loss before and after, x^T (M + ridge I) x - 2 x . rhs (tucker_cpu.c's
+             * als_row_loss); y becomes the moved row. */
+            double qa = 0, la = 0, qn = 0, ln = 0;
+            for (int k = 0; k < J; ++k) {
+                const double ak = (double)a[k], nk = ak + omega * (y[k] - ak);
+                double sa = 0, sn = 0;
+                for (int j = k + 1; j < J; ++j) {
+                    const double aj = (double)a[j];
+                    sa += M[k * J + j] * aj;
+                    sn += M[k * J + j] * (aj + omega * (y[j] - aj));
+                }
+                qa += ak * ((M[k * J + k] + ridge) * ak + 2 * sa);
+                la += ak * rhs[k];
+                qn += nk * ((M[k * J + k] + ridge) * nk + 2 * sn);
+                ln += nk * rhs[k];
+            }
+            const bool keep = qn - 2 * ln <= qa - 2 * la;
+            for (int k = 0; k < J; ++k) {
+                const double ak = (double)a[k];
+                y[k] = keep ? ak + omega * (y[k] - ak) : ak;
+            }
+        }
+        __syncwarp();
+        if (ok)
+            for (int j = lane; j < J; j += 32) a[j] = (float)y[j];
         __syncwarp(); /* M and y are the next row's */
     }
 }
