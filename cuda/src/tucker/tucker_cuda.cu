@@ -65,20 +65,10 @@ struct part_range {
     size_t first, last;
 };
 
-/* ALS: the normal equations of `rows` rows (tk_tucker_eq_stride doubles a row; the float
- * path, TK_TUCKER_ALS_FLOAT=1, uses the first half). */
+/* ALS: the normal equations of `rows` rows (tk_tucker_eq_stride doubles a row). */
 static size_t eq_bytes(const tk_tucker_solver *s, size_t rows)
 {
     return dev_bytes<double>(rows * tk_tucker_eq_stride(s->rank_j));
-}
-
-/* TK_TUCKER_ALS_FLOAT=1: the ALS factor pass of before the double row solves (float normal
- * equations and Cholesky, no shrinkage, no safeguard, rows without entries kept), for A/B on
- * one build.  Not the host's algorithm: the GPU tests compare the default path. */
-static bool als_float_path()
-{
-    const char *e = getenv("TK_TUCKER_ALS_FLOAT");
-    return e && e[0] == '1';
 }
 
 /* The model (A, B, C of every mode) and the pass scratch, on every device alike. */
@@ -449,7 +439,6 @@ static pass_args make_args(const tk_tucker_solver *s, const dev_state *d, int n)
     p.cn = d->c[n];
     p.delta = d->delta;
     p.z = d->z;
-    p.eq = reinterpret_cast<float *>(d->eq);
     p.eqd = d->eq;
     p.row_lo = d->row_lo[n];
     p.counter = d->counter;
@@ -512,45 +501,10 @@ static tk_status factor_mode_sgd(const tk_tucker_solver *s, dev_state *d, int n)
     return refresh(s, d, n, d->row_lo[n], d->row_hi[n], true);
 }
 
-/* Device d's ALS factor updates of mode n, the float path of before (TK_TUCKER_ALS_FLOAT=1):
- * its sub-slices' normal equations into its rows' slots, one solve a row, then its C rows. */
-static tk_status factor_mode_als_float(const tk_tucker_solver *s, dev_state *d, int n)
-{
-    const uint32_t rows = d->row_hi[n] - d->row_lo[n];
-    if (!rows) return TK_OK;
-    const int J = s->rank_j;
-    pass_args p = make_args(s, d, n);
-    CK(cudaMemsetAsync(d->counter, 0, sizeof *d->counter));
-    CK(cudaMemsetAsync(p.eq, 0, (size_t)rows * tk_tucker_eq_stride(J) * sizeof(float)));
-    int blocks = pass_blocks(d, p.mode.parts), threads = policy::threads_per_block;
-    bool wide_j = J > 32, wide_r = s->rank_r > 32;
-    if (!wide_j && !wide_r)
-        factor_als_kernel<policy, 1, 32><<<blocks, threads>>>(p);
-    else if (!wide_j)
-        factor_als_kernel<policy, 1, 64><<<blocks, threads>>>(p);
-    else if (!wide_r)
-        factor_als_kernel<policy, 2, 32><<<blocks, threads>>>(p);
-    else
-        factor_als_kernel<policy, 2, 64><<<blocks, threads>>>(p);
-    CK(cudaGetLastError());
-    /* A warp a row, its J x J + J floats in shared memory: fewer warps a block at J > 32. */
-    const int solve_warps = J > 32 ? 2 : policy::warps_per_block;
-    const size_t shared = (size_t)solve_warps * (size_t)(J * J + J) * sizeof(float);
-    unsigned long long need = (rows + solve_warps - 1) / solve_warps;
-    unsigned long long cap = (unsigned long long)d->sms * (unsigned long long)d->tuning.refresh_blocks_per_sm;
-    const int solve_blocks = (int)(need < cap ? need : cap);
-    solve_rows_kernel<policy><<<solve_blocks, solve_warps * 32, shared>>>(
-        d->a[n] + (size_t)d->row_lo[n] * J, p.eq, rows, J, (float)s->opts.lambda_a, (float)TK_TUCKER_ALS_OMEGA,
-        solve_warps);
-    CK(cudaGetLastError());
-    return refresh(s, d, n, d->row_lo[n], d->row_hi[n], false);
-}
-
 /* Device d's ALS factor updates of mode n: its sub-slices' normal equations, in double, into
  * its rows' slots, one double solve a row (tucker_cpu.c's als_solve), then its C rows. */
 static tk_status factor_mode_als(const tk_tucker_solver *s, dev_state *d, int n)
 {
-    if (als_float_path()) return factor_mode_als_float(s, d, n);
     const uint32_t rows = d->row_hi[n] - d->row_lo[n];
     if (!rows) return TK_OK;
     const int J = s->rank_j;

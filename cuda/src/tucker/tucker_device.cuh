@@ -27,9 +27,8 @@ struct pass_args {
     const float *cn;  /* C(n) (core pass) */
     float *delta;     /* factor pass: changes of split rows */
     float *z;         /* core pass: z per row */
-    float *eq;        /* factor pass, ALS (TK_TUCKER_ALS_FLOAT=1): float normal equations per row, from row_lo
-                         (tk_tucker_eq_stride) */
-    double *eqd;      /* factor pass, ALS (the default): the same in double, the last word the entry count */
+    double *eqd;      /* factor pass, ALS: the normal equations per row, from row_lo (tk_tucker_eq_stride),
+                         the last word the entry count */
     uint32_t row_lo;  /* the first row of A(n) this device owns */
     float lr, lambda;
     unsigned long long *counter;

@@ -41,8 +41,7 @@ static inline void tk_tucker_other_modes(int order, int n, int *others)
 #define TK_TUCKER_HD
 #endif
 
-/* ALS on CUDA: one row's slot of normal equations, J x J, J, and the row's entry count (the
- * old float path, TK_TUCKER_ALS_FLOAT=1: a "had entries" flag of 1). */
+/* ALS on CUDA: one row's slot of normal equations, J x J, J, and the row's entry count. */
 TK_TUCKER_HD static inline size_t tk_tucker_eq_stride(int J) { return (size_t)J * (size_t)J + (size_t)J + 1; }
 
 /* Host state of the cpu/omp backends, one precision (float or double arrays). */

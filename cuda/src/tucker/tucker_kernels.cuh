@@ -2,9 +2,8 @@
  * policy type (tucker_tuning.h) for their block shape.
  *
  * Factor pass, exact row solves (ALS): a warp a sub-slice gathers its row's normal equations in
- * double (als_gather_kernel), a warp a row solves them in double with the host's shrinkage and
- * safeguard (als_solve_kernel); TK_TUCKER_ALS_FLOAT=1 selects the earlier float pair
- * (factor_als_kernel, solve_rows_kernel) for A/B.
+ * double (als_gather_kernel), a warp a row solves them in double with the host's safeguard
+ * (als_solve_kernel).
  * Factor pass, the seed's SGD, at J, R <= 32 (Netflix's 32 x 32 among them): a lane a sub-slice
  * (factor_lanes_kernel, below).  Otherwise, and for the core pass:
  * Work unit: one warp per B-CSF sub-slice, taken from a global counter so long
@@ -116,141 +115,6 @@ __global__ void __launch_bounds__(Policy::threads_per_block) factor_kernel(pass_
     }
 }
 
-/* Factor pass, exact row solves (TK_TUCKER_FACTOR_ALS): each sub-slice gathers its entries'
- * part of its row's normal equations, sum v v^T (lane j: column j) and sum x v (lane j:
- * element j), and adds it into the row's slot of p.eq (stored when the row has one
- * sub-slice); solve_rows_kernel then solves each row, as tucker_cpu_body.h's
- * factors_bcsf_als does on the host.  Slot layout: J x J (row-major), J, then a 1 that
- * says the row had entries. */
-template <class Policy, int JPL, int MAXR>
-__global__ void __launch_bounds__(Policy::threads_per_block) factor_als_kernel(pass_args p)
-{
-    constexpr int MAXJ = 32 * JPL;
-    __shared__ __align__(16) float qs[Policy::warps_per_block][MAXR];
-    __shared__ __align__(16) float vs[Policy::warps_per_block][MAXJ];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const size_t stride = tk_tucker_eq_stride(p.J);
-    float breg[JPL][MAXR];
-    warp_load_core_rows<JPL, MAXR>(p, lane, breg);
-    const float4 *q4 = reinterpret_cast<const float4 *>(qs[warp]);
-    const float4 *v4 = reinterpret_cast<const float4 *>(vs[warp]);
-    for (unsigned long long part = next_part(p.counter, lane); part < p.mode.parts; part = next_part(p.counter, lane)) {
-        const uint32_t i = p.mode.part_row[part], S = p.mode.part_count[part];
-        const unsigned long long lo = p.mode.part_ptr[part], hi = p.mode.part_ptr[part + 1];
-        float m[JPL][MAXJ], rhs[JPL];
-#pragma unroll
-        for (int jj = 0; jj < JPL; ++jj) {
-            rhs[jj] = 0.0f;
-#pragma unroll
-            for (int k = 0; k < MAXJ; ++k) m[jj][k] = 0.0f;
-        }
-        float pre[MAXR / 32], q[MAXR / 32];
-        for (unsigned long long e = lo; e < hi; ++e) {
-            fiber_product<MAXR / 32>(p, e, lo, lane, pre, q);
-#pragma unroll
-            for (int rr = 0; rr < MAXR / 32; ++rr) qs[warp][lane + 32 * rr] = q[rr];
-            __syncwarp();
-            float v[JPL];
-            warp_core_times<JPL, MAXR>(breg, q4, v);
-#pragma unroll
-            for (int jj = 0; jj < JPL; ++jj) vs[warp][lane + 32 * jj] = v[jj];
-            __syncwarp();
-            const float x = __ldg(p.mode.val + e);
-#pragma unroll
-            for (int k4 = 0; k4 < MAXJ / 4; ++k4) {
-                float4 vv = v4[k4];
-#pragma unroll
-                for (int jj = 0; jj < JPL; ++jj) {
-                    m[jj][4 * k4 + 0] = fmaf(vv.x, v[jj], m[jj][4 * k4 + 0]);
-                    m[jj][4 * k4 + 1] = fmaf(vv.y, v[jj], m[jj][4 * k4 + 1]);
-                    m[jj][4 * k4 + 2] = fmaf(vv.z, v[jj], m[jj][4 * k4 + 2]);
-                    m[jj][4 * k4 + 3] = fmaf(vv.w, v[jj], m[jj][4 * k4 + 3]);
-                }
-            }
-#pragma unroll
-            for (int jj = 0; jj < JPL; ++jj) rhs[jj] = fmaf(x, v[jj], rhs[jj]);
-            __syncwarp(); /* qs and vs are rewritten by the next entry */
-        }
-        float *slot = p.eq + (size_t)(i - p.row_lo) * stride;
-#pragma unroll
-        for (int jj = 0; jj < JPL; ++jj) {
-            int j = lane + 32 * jj;
-            if (j >= p.J) continue;
-#pragma unroll
-            for (int k = 0; k < MAXJ; ++k) {
-                /* column j of the k-th row: lanes write consecutive words */
-                if (k >= p.J) break;
-                if (S == 1)
-                    slot[(size_t)k * p.J + j] = m[jj][k];
-                else
-                    atomicAdd(slot + (size_t)k * p.J + j, m[jj][k]);
-            }
-            if (S == 1)
-                slot[(size_t)p.J * p.J + j] = rhs[jj];
-            else
-                atomicAdd(slot + (size_t)p.J * p.J + j, rhs[jj]);
-        }
-        if (lane == 0) slot[(size_t)p.J * p.J + p.J] = 1.0f;
-    }
-}
-
-/* Warp per row of [0, rows): the row's normal equations (factor_als_kernel) plus lambda on
- * the diagonal, Cholesky U^T U in shared memory (the host's operation order,
- * tucker_cpu_body.h's normal_solve), then a += omega (solution - a).  A row without entries,
- * or whose matrix is not positive definite, keeps its value. */
-template <class Policy>
-__global__ void solve_rows_kernel(float *A, const float *eq, uint32_t rows, int J, float lambda, float omega,
-                                  int warps_per_block)
-{
-    extern __shared__ float sm[];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const size_t stride = tk_tucker_eq_stride(J);
-    float *M = sm + (size_t)warp * (size_t)(J * J + J), *y = M + (size_t)J * J;
-    const size_t warps = (size_t)gridDim.x * (size_t)warps_per_block;
-    for (size_t i = (size_t)blockIdx.x * warps_per_block + warp; i < rows; i += warps) {
-        const float *slot = eq + i * stride;
-        if (slot[(size_t)J * J + J] == 0.0f) continue; /* no entries: the row stays */
-        for (int k = lane; k < J * J + J; k += 32) M[k] = slot[k];
-        __syncwarp();
-        bool ok = true;
-        for (int k = 0; k < J && ok; ++k) {
-            float d = M[k * J + k] + lambda;
-            for (int t = 0; t < k; ++t) d -= M[t * J + k] * M[t * J + k];
-            ok = d > 0.0f;
-            if (!ok) break;
-            d = sqrtf(d);
-            for (int j = k + 1 + lane; j < J; j += 32) {
-                float s = M[k * J + j];
-                for (int t = 0; t < k; ++t) s -= M[t * J + k] * M[t * J + j];
-                M[k * J + j] = s / d;
-            }
-            __syncwarp();
-            if (lane == 0) M[k * J + k] = d;
-            __syncwarp();
-        }
-        if (ok) {
-            if (lane == 0) {
-                for (int k = 0; k < J; ++k) {
-                    float s = y[k];
-                    for (int t = 0; t < k; ++t) s -= M[t * J + k] * y[t];
-                    y[k] = s / M[k * J + k];
-                }
-                for (int k = J - 1; k >= 0; --k) {
-                    float s = y[k];
-                    for (int j = k + 1; j < J; ++j) s -= M[k * J + j] * y[j];
-                    y[k] = s / M[k * J + k];
-                }
-            }
-            __syncwarp();
-            for (int j = lane; j < J; j += 32) {
-                float a = A[i * J + j];
-                A[i * J + j] = a + omega * (y[j] - a);
-            }
-        }
-        __syncwarp(); /* M and y are the next row's */
-    }
-}
-
 /* atomicAdd on a double: native from sm_60; a compare-and-swap loop below it (CUDA 12 still
  * builds sm_50 and sm_52 into "all"). */
 __device__ __forceinline__ void atomic_add_double(double *addr, double x)
@@ -267,11 +131,15 @@ __device__ __forceinline__ void atomic_add_double(double *addr, double x)
 #endif
 }
 
-/* Factor pass, exact row solves in double (the default ALS path): factor_als_kernel's gather
- * with the sums v v^T and x v in double (v = B q itself in float, as on the host), into p.eqd;
- * the slot's last word counts the row's entries (tucker_cpu.c's als_add and the count its
- * als_solve takes).  Double: a popular row sums hundreds of thousands of entries, and a float
- * Cholesky of the resulting M lost the minimiser at the Netflix shape (benchmarks.md). */
+/* Factor pass, exact row solves (TK_TUCKER_FACTOR_ALS): each sub-slice gathers its entries'
+ * part of its row's normal equations, sum v v^T (lane j: column j) and sum x v (lane j:
+ * element j), in double (v = B q itself in float, as on the host), and adds it into the row's
+ * slot of p.eqd (stored when the row has one sub-slice); the slot's last word counts the row's
+ * entries (tucker_cpu.c's als_add and the count its als_solve takes).  Double, as the host,
+ * whose rows tk_test_tucker_als_rows checks against LAPACK's dgels.  (A float gather and
+ * Cholesky, removed in session 19, ran 1.4x faster on the H100 at the Netflix shape and ended
+ * 20 iterations at the same test RMSE, 0.99258 against 0.99256: what fails there is not
+ * round-off; benchmarks.md.) */
 template <class Policy, int JPL, int MAXR>
 __global__ void __launch_bounds__(Policy::threads_per_block) als_gather_kernel(pass_args p)
 {
