@@ -114,13 +114,7 @@ TEST(Tucker, SgdStepsFollowTheLossGradient)
         auto o = opts(TK_BACKEND_CPU, lr, lr, 0);
         o.lambda_a = la, o.lambda_b = lb, o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
         Model after;
-        ASSERT_EQ(tk_tucker_model_copy(&after.m, &m.m), TK_OK);
-        {
-            Solver s;
-            ASSERT_EQ(tk_tucker_solver_create(&o, &t.t, &m.m, &s.s), TK_OK) << tk_last_error();
-            ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK);
-            ASSERT_EQ(tk_tucker_solver_model(s.s, &after.m), TK_OK);
-        }
+        ASSERT_NO_FATAL_FAILURE(factors_once(o, t.t, m.m, &after.m));
         for (int k = 0; k < 12; ++k) {
             double expect = k / 4 == 1 ? m.m.a[0][k] - lr / 2 * ga[0][k] : m.m.a[0][k];
             EXPECT_NEAR(after.m.a[0][k], expect, 1e-6) << k;
@@ -153,17 +147,9 @@ TEST(Tucker, CooAndBcsfGiveTheSameUpdates)
         Model bcsf, coo;
         // Factor pass alone: the same arithmetic in the same per-row order.
         {
-            Solver s;
-            ASSERT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_OK);
-            ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK);
-            ASSERT_EQ(tk_tucker_model_copy(&bcsf.m, &init.m), TK_OK);
-            ASSERT_EQ(tk_tucker_solver_model(s.s, &bcsf.m), TK_OK);
+            ASSERT_NO_FATAL_FAILURE(factors_once(o, t.t, init.m, &bcsf.m));
             o.storage = TK_TUCKER_COO;
-            Solver c;
-            ASSERT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &c.s), TK_OK);
-            ASSERT_EQ(tk_tucker_update_factors(c.s), TK_OK);
-            ASSERT_EQ(tk_tucker_model_copy(&coo.m, &init.m), TK_OK);
-            ASSERT_EQ(tk_tucker_solver_model(c.s, &coo.m), TK_OK);
+            ASSERT_NO_FATAL_FAILURE(factors_once(o, t.t, init.m, &coo.m));
             EXPECT_TRUE(models_identical(bcsf.m, coo.m)) << max_abs_diff(bcsf.m, coo.m);
             EXPECT_GT(max_abs_diff(bcsf.m, init.m), 1e-3);  // it did move
             o.storage = TK_TUCKER_BCSF;

@@ -56,13 +56,7 @@ TEST(TuckerAls, RowSolvesZeroTheLossGradientOfTheirRows)
         o.lambda_a = 0.03;
         o.fiber_threshold = 7;  // rows split into sub-slices: the solve sums them all
         o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
-        {
-            Solver s;
-            ASSERT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_OK) << tk_last_error();
-            ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK);
-            ASSERT_EQ(tk_tucker_model_copy(&after.m, &init.m), TK_OK);
-            ASSERT_EQ(tk_tucker_solver_model(s.s, &after.m), TK_OK);
-        }
+        ASSERT_NO_FATAL_FAILURE(factors_once(o, t.t, init.m, &after.m));
         const int last = 2, J = 4;
         const double omega = 1.0;  // TK_TUCKER_ALS_OMEGA (tucker_internal.h)
         const size_t na = (size_t)so.dims[last] * J;

@@ -76,22 +76,12 @@ TEST(TuckerAlsRows, RowSolvesMatchLapackLeastSquaresWithFewAndNoEntries)
     ASSERT_GT(none, 3);   // and rows without entries
     for (int dbl : {1, 0}) {
         for (auto storage : {TK_TUCKER_BCSF, TK_TUCKER_COO}) {
-            tk_tucker_options o;
-            tk_tucker_options_init(&o);
-            o.factor_update = TK_TUCKER_FACTOR_ALS;
-            o.lr_b = 0;
-            o.lambda_a = lambda;
+            tk_tucker_options o = als_options(lambda);
             o.storage = storage;
             o.fiber_threshold = 2;  // rows split into sub-slices
             o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
             Model after;
-            ASSERT_EQ(tk_tucker_model_copy(&after.m, &init.m), TK_OK);
-            {
-                Solver s;
-                ASSERT_EQ(tk_tucker_solver_create(&o, &t.t, &init.m, &s.s), TK_OK) << tk_last_error();
-                ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK);
-                ASSERT_EQ(tk_tucker_solver_model(s.s, &after.m), TK_OK);
-            }
+            ASSERT_NO_FATAL_FAILURE(factors_once(o, t.t, init.m, &after.m));
             double scale = 0, err = 0;
             for (size_t k = 0; k < want.size(); ++k) {
                 scale = std::fmax(scale, std::fabs(want[k]));
@@ -119,12 +109,7 @@ TEST(TuckerAlsRows, LossNeverRisesOnPowerLawRowsWithFewerEntriesThanJ)
     Model init;
     ASSERT_NO_FATAL_FAILURE(synth_with_start(so, J, J, 4, &t, &init));
     for (double lambda : {1e-3, 0.0}) {
-        tk_tucker_options o;
-        tk_tucker_options_init(&o);
-        o.factor_update = TK_TUCKER_FACTOR_ALS;
-        o.lr_b = 0;
-        o.lambda_a = lambda;
-        o.precision = TK_PRECISION_DOUBLE;
+        const tk_tucker_options o = als_options(lambda);
         Solver s;
         Model m;
         ASSERT_EQ(tk_tucker_model_copy(&m.m, &init.m), TK_OK);

@@ -158,6 +158,30 @@ inline void train_in(const tk_tucker_options &o, const tk_tucker_coo &t, const t
     ASSERT_EQ(tk_tucker_solver_model(s->s, out), TK_OK);
 }
 
+// One factor pass (no core pass) of a solver made with o from init; the model goes to out.
+inline void factors_once(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init,
+                         tk_tucker_model *out)
+{
+    Solver s;
+    tk_tucker_model_free(out);  // out may hold an earlier result
+    ASSERT_EQ(tk_tucker_model_copy(out, &init), TK_OK);
+    ASSERT_EQ(tk_tucker_solver_create(&o, &t, &init, &s.s), TK_OK) << tk_last_error();
+    ASSERT_EQ(tk_tucker_update_factors(s.s), TK_OK) << tk_last_error();
+    ASSERT_EQ(tk_tucker_solver_model(s.s, out), TK_OK);
+}
+
+// Exact row solves (ALS) with the core as it starts (lr_b 0) and ridge lambda_a, double.
+inline tk_tucker_options als_options(double lambda_a)
+{
+    tk_tucker_options o;
+    tk_tucker_options_init(&o);
+    o.factor_update = TK_TUCKER_FACTOR_ALS;
+    o.lr_b = 0;
+    o.lambda_a = lambda_a;
+    o.precision = TK_PRECISION_DOUBLE;
+    return o;
+}
+
 // Train a copy of init for iters iterations; the result goes to out.
 inline void train(const tk_tucker_options &o, const tk_tucker_coo &t, const tk_tucker_model &init, int iters,
                   tk_tucker_model *out)
