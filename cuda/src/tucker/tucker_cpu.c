@@ -10,11 +10,12 @@
 
 /* ---- ALS row solves, in double whatever the solver's precision ------------------------------
  * CUDA's als_gather_kernel and als_solve_kernel (tucker_kernels.cuh) do the same operations in
- * the same order.  A row's normal equations sum v v^T over its entries: with the Netflix shape's
- * most popular movie (about 370,000 entries) and the condition numbers a random core gives
- * M, float sums and a float Cholesky returned solutions far from the minimiser (the H100's test
- * RMSE 2.29, benchmarks.md "Time to accuracy"); double costs the CPU little (the entries'
- * products stay in the solver's precision). */
+ * the same order.  A row's normal equations sum v v^T over its entries (the Netflix shape's most
+ * popular movie: about 370,000), solved by Cholesky: in double, so that the rows are the
+ * least-squares solutions LAPACK's dgels gives (tk_test_tucker_als_rows), at little cost on the
+ * CPU (the entries' products stay in the solver's precision).  Double was first meant to cure
+ * the H100's divergence at the Netflix shape (test RMSE 2.29); the float pair ended 20
+ * iterations there at the same test RMSE (benchmarks.md "Time to accuracy"): not the cause. */
 
 /* M (J x J, upper triangle) += v v^T, rhs += x v. */
 static void als_add(double *M, double *rhs, const double *v, double x, int J)
@@ -25,20 +26,6 @@ static void als_add(double *M, double *rhs, const double *v, double x, int J)
         for (int j = i; j < J; ++j) mi[j] += vi * v[j];
         rhs[i] += x * vi;
     }
-}
-
-/* The row's loss up to a constant, x^T (M + ridge I) x - 2 x . rhs (M: upper triangle). */
-static double als_row_loss(const double *M, const double *rhs, double ridge, const double *x, int J)
-{
-    double quad = 0, lin = 0;
-    for (int k = 0; k < J; ++k) {
-        const double *mk = M + (size_t)k * (size_t)J;
-        double s = 0;
-        for (int j = k + 1; j < J; ++j) s += mk[j] * x[j];
-        quad += x[k] * ((mk[k] + ridge) * x[k] + 2 * s);
-        lin += x[k] * rhs[k];
-    }
-    return quad - 2 * lin;
 }
 
 /* One row's move: count entries gave M and rhs (count 0: the row's minimiser of f is 0).
@@ -77,7 +64,8 @@ static void als_solve(const double *M, const double *rhs, double count, int J, d
         y[k] = s / U[(size_t)k * J + k];
     }
     for (int j = 0; j < J; ++j) next[j] = a[j] + TK_TUCKER_ALS_OMEGA * (y[j] - a[j]);
-    const double before = als_row_loss(M, rhs, ridge, a, J), after = als_row_loss(M, rhs, ridge, next, J);
+    const double before = tk_tucker_als_row_loss(M, rhs, ridge, a, J),
+                 after = tk_tucker_als_row_loss(M, rhs, ridge, next, J);
     if (!(after <= before)) return;
     for (int j = 0; j < J; ++j) a[j] = next[j];
 }

@@ -3,6 +3,7 @@
 #define TK_TUCKER_INTERNAL_H
 
 #include "common/timer.h"
+#include "common/tk_hd.h"
 #include "tk_bench_hooks.h"
 #include "tk_tucker.h"
 
@@ -35,14 +36,25 @@ static inline void tk_tucker_other_modes(int order, int n, int *others)
  * "Time to accuracy"). */
 #define TK_TUCKER_ALS_OMEGA 1.0
 
-#ifdef __CUDACC__
-#define TK_TUCKER_HD __host__ __device__
-#else
-#define TK_TUCKER_HD
-#endif
-
 /* ALS on CUDA: one row's slot of normal equations, J x J, J, and the row's entry count. */
-TK_TUCKER_HD static inline size_t tk_tucker_eq_stride(int J) { return (size_t)J * (size_t)J + (size_t)J + 1; }
+TK_HD static inline size_t tk_tucker_eq_stride(int J) { return (size_t)J * (size_t)J + (size_t)J + 1; }
+
+/* ALS: a row's loss up to a constant, x^T (M + ridge I) x - 2 x . rhs, M's upper triangle
+ * read (the row's normal equations); the host's als_solve (tucker_cpu.c) and the GPU's
+ * als_solve_kernel compare it before and after a row's move (the safeguard). */
+TK_HD static inline double tk_tucker_als_row_loss(const double *M, const double *rhs, double ridge, const double *x,
+                                                  int J)
+{
+    double quad = 0, lin = 0;
+    for (int k = 0; k < J; ++k) {
+        const double *mk = M + (size_t)k * (size_t)J;
+        double s = 0;
+        for (int j = k + 1; j < J; ++j) s += mk[j] * x[j];
+        quad += x[k] * ((mk[k] + ridge) * x[k] + 2 * s);
+        lin += x[k] * rhs[k];
+    }
+    return quad - 2 * lin;
+}
 
 /* Host state of the cpu/omp backends, one precision (float or double arrays). */
 typedef struct tk_tucker_host {

@@ -266,27 +266,11 @@ __global__ void als_solve_kernel(float *A, const double *eq, uint32_t rows, int 
                 for (int j = k + 1; j < J; ++j) s -= M[j * J + k] * y[j];
                 y[k] = s / ud[k];
             }
-            /* The row's loss before and after, x^T (M + ridge I) x - 2 x . rhs (tucker_cpu.c's
-             * als_row_loss); y becomes the moved row. */
-            double qa = 0, la = 0, qn = 0, ln = 0;
-            for (int k = 0; k < J; ++k) {
-                const double ak = (double)a[k], nk = ak + omega * (y[k] - ak);
-                double sa = 0, sn = 0;
-                for (int j = k + 1; j < J; ++j) {
-                    const double aj = (double)a[j];
-                    sa += M[k * J + j] * aj;
-                    sn += M[k * J + j] * (aj + omega * (y[j] - aj));
-                }
-                qa += ak * ((M[k * J + k] + ridge) * ak + 2 * sa);
-                la += ak * rhs[k];
-                qn += nk * ((M[k * J + k] + ridge) * nk + 2 * sn);
-                ln += nk * rhs[k];
-            }
-            const bool keep = qn - 2 * ln <= qa - 2 * la;
-            for (int k = 0; k < J; ++k) {
-                const double ak = (double)a[k];
-                y[k] = keep ? ak + omega * (y[k] - ak) : ak;
-            }
+            /* the safeguard (tucker_cpu.c's als_solve): the move a + omega (y - a) kept only where
+             * it does not raise the row's loss; ud, done with, holds a in double */
+            for (int k = 0; k < J; ++k) ud[k] = (double)a[k], y[k] = ud[k] + omega * (y[k] - ud[k]);
+            if (!(tk_tucker_als_row_loss(M, rhs, ridge, y, J) <= tk_tucker_als_row_loss(M, rhs, ridge, ud, J)))
+                for (int k = 0; k < J; ++k) y[k] = ud[k];
         }
         __syncwarp();
         if (ok)
