@@ -59,6 +59,13 @@ void tk_tracking_seed_set_free(tk_tracking_seed_set *set)
     set->voxels = NULL;
 }
 
+/* A voxel's linear index (x fastest) as its (i, j, k). */
+static void voxel_ijk(const tk_tracking_plan *plan, size_t voxel, size_t *ijk)
+{
+    const size_t *d = plan->grid.dims;
+    ijk[0] = voxel % d[0], ijk[1] = (voxel / d[0]) % d[1], ijk[2] = voxel / (d[0] * d[1]);
+}
+
 void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index,
                                tk_philox *rng, double *p)
 {
@@ -67,9 +74,8 @@ void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_trackin
         for (int a = 0; a < 3; ++a) p[a] = s->points[3 * index + a];
         return;
     }
-    const size_t voxel = set->voxels[index / s->per_voxel];
-    const size_t *d = plan->grid.dims;
-    const size_t ijk[3] = {voxel % d[0], (voxel / d[0]) % d[1], voxel / (d[0] * d[1])};
+    size_t ijk[3];
+    voxel_ijk(plan, set->voxels[index / s->per_voxel], ijk);
     tk_tracking_voxel_seed(plan, ijk, rng, p);
 }
 
@@ -85,23 +91,21 @@ static uint64_t spread3(uint64_t x)
     return x;
 }
 
-/* The voxel of seed `index` (a point's nearest, clamped into the grid), as a Morton code. */
+/* The voxel of seed `index` (a point's nearest; voxel 0 for a point outside the grid: the key
+ * only orders the work), as a Morton code. */
 static uint64_t seed_key(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index)
 {
     const tk_tracking_seeds *s = set->seeds;
-    const size_t *d = plan->grid.dims;
-    size_t ijk[3];
+    size_t voxel = 0;
     if (s->points) {
         double v[3];
         tk_tracking_to_voxel(plan, s->points + 3 * index, v);
-        for (int a = 0; a < 3; ++a) { /* NaN (a point so far out that the affine overflows): 0 */
-            const double r = floor(v[a] + 0.5);
-            ijk[a] = r == r ? tk_tracking_clamp_index(r, d[a]) : 0;
-        }
+        if (!tk_tracking_nearest_voxel(plan, v, &voxel)) voxel = 0;
     } else {
-        const size_t voxel = set->voxels[index / s->per_voxel];
-        ijk[0] = voxel % d[0], ijk[1] = (voxel / d[0]) % d[1], ijk[2] = voxel / (d[0] * d[1]);
+        voxel = set->voxels[index / s->per_voxel];
     }
+    size_t ijk[3];
+    voxel_ijk(plan, voxel, ijk);
     return spread3(ijk[0]) | spread3(ijk[1]) << 1 | spread3(ijk[2]) << 2;
 }
 
