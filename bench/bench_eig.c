@@ -243,11 +243,63 @@ static void pause_ms(int ms)
     }
 }
 
+/* One timed run of a median-of-three (-1: it failed); kernel_ms, where given, its kernel time. */
+typedef double (*timed_run)(void *ctx, double *kernel_ms);
+
+/* The median of three runs, each after `pause` ms of quiet (-1 as soon as one fails), after
+ * `warmups` untimed ones; kernel_ms, where given, is the median run's.  The LAPACK, omp and
+ * host-to-host figures are each the median of three runs: on the lent GPU machine a single
+ * LAPACK run at n = 5 took anywhere from 203 to 332 ms from one benchmark run to the next. */
+static double median_of_three(timed_run run, void *ctx, int pause, int warmups, double *kernel_ms)
+{
+    double runs[3], kerns[3] = {0, 0, 0};
+    for (int w = 0; w < warmups; ++w)
+        if (run(ctx, NULL) < 0) return -1;
+    for (int r = 0; r < 3; ++r) {
+        if (pause) pause_ms(pause);
+        if ((runs[r] = run(ctx, &kerns[r])) < 0) return -1;
+    }
+    const int mid = bench_median_index(runs, 3);
+    if (kernel_ms) *kernel_ms = kerns[mid];
+    return runs[mid];
+}
+
+/* A one-shot solve's arguments (backend_ms), or a kept plan's execute's (plan set). */
+typedef struct {
+    const eig_bench_args *args;
+    int n;
+    size_t count;
+    const double *a;
+    double *values;
+    int8_t *status;
+    tk_backend backend;
+    long threads;
+    size_t *failed;
+    tk_eig_plan *plan;
+} eig_run;
+
+static double one_shot_run(void *ctx, double *kernel_ms)
+{
+    const eig_run *e = ctx;
+    return backend_ms(e->args, e->n, e->count, e->a, e->values, e->status, e->backend, e->threads, e->failed, kernel_ms);
+}
+
+static double plan_run(void *ctx, double *kernel_ms)
+{
+    const eig_run *e = ctx;
+    tk_eig_result r = {e->values, NULL, e->status};
+    tk_timing t;
+    if (tk_eig_plan_execute(e->plan, e->count, e->a, &r, &t, e->failed) != TK_OK) return -1;
+    if (kernel_ms) *kernel_ms = t.kernel_ms;
+    return t.total_ms;
+}
+
 /* The median of three executes of one kept plan (the caller that solves batch after batch,
- * as a cuFFT user keeps a plan), each after `pause` ms of quiet: the plan's device and pinned
- * buffers, streams and events are made once, so the figure is the copies and kernels of a
- * batch without the one-shot call's set-up and destroy (on some lent H100s 0.25-1.2 ms of a
- * 3 ms batch at n = 5).  -1 when the plan or an execute fails. */
+ * as a cuFFT user keeps a plan), each after `pause` ms of quiet, after a warm-up execute (the
+ * first touches the plan's buffers): the plan's device and pinned buffers, streams and events
+ * are made once, so the figure is the copies and kernels of a batch without the one-shot
+ * call's set-up and destroy (on some lent H100s 0.25-1.2 ms of a 3 ms batch at n = 5).  -1
+ * when the plan or an execute fails. */
 static double median_plan_ms(const eig_bench_args *args, int n, size_t count, const double *a, double *values,
                              int8_t *status, int pause, size_t *failed)
 {
@@ -256,39 +308,21 @@ static double median_plan_ms(const eig_bench_args *args, int n, size_t count, co
     o.backend = TK_BACKEND_CUDA;
     o.balance = args->balance;
     apply_cuda_flags(args, &o);
-    tk_eig_plan *plan = NULL;
-    if (tk_eig_plan_create(&o, count, &plan) != TK_OK) return -1;
-    tk_eig_result r = {values, NULL, status};
-    double runs[3];
-    int ok = 1;
-    for (int k = -1; k < 3 && ok; ++k) {
-        /* k = -1: a warm-up execute (the first touches the plan's buffers) */
-        tk_timing t;
-        if (pause && k >= 0) pause_ms(pause);
-        ok = tk_eig_plan_execute(plan, count, a, &r, &t, failed) == TK_OK;
-        if (k >= 0) runs[k] = t.total_ms;
-    }
-    tk_eig_plan_destroy(plan);
-    return ok ? runs[bench_median_index(runs, 3)] : -1;
+    eig_run e = {.args = args, .n = n, .count = count, .a = a, .values = values, .status = status, .failed = failed};
+    if (tk_eig_plan_create(&o, count, &e.plan) != TK_OK) return -1;
+    const double ms = median_of_three(plan_run, &e, pause, 1, NULL);
+    tk_eig_plan_destroy(e.plan);
+    return ms;
 }
 
-/* The median of three backend_ms runs, each after `pause` ms of quiet (-1 as soon as
- * one fails); kernel_ms, where given, is the median run's.  The LAPACK, omp and
- * host-to-host figures are each the median of three runs: on the lent GPU machine a single
- * LAPACK run at n = 5 took anywhere from 203 to 332 ms from one benchmark run to the next. */
+/* The median of three one-shot solves (median_of_three). */
 static double median_backend_ms(const eig_bench_args *args, int n, size_t count, const double *a, double *values,
                                 int8_t *status, tk_backend backend, long threads, int pause, size_t *failed,
                                 double *kernel_ms)
 {
-    double runs[3], kerns[3] = {0, 0, 0};
-    for (int r = 0; r < 3; ++r) {
-        if (pause) pause_ms(pause);
-        if ((runs[r] = backend_ms(args, n, count, a, values, status, backend, threads, failed, &kerns[r])) < 0)
-            return -1;
-    }
-    const int mid = bench_median_index(runs, 3);
-    if (kernel_ms) *kernel_ms = kerns[mid];
-    return runs[mid];
+    eig_run e = {.args = args, .n = n, .count = count, .a = a, .values = values, .status = status,
+                 .backend = backend, .threads = threads, .failed = failed};
+    return median_of_three(one_shot_run, &e, pause, 0, kernel_ms);
 }
 
 static int parse_sizes(const char *prog, const char *flag, const char *value, void *dest)
