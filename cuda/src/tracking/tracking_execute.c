@@ -148,16 +148,18 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
     uint64_t *out_index = malloc(chunk * sizeof *out_index);
     size_t *order = malloc(chunk * sizeof *order);
     const int ordered = tk_tracking_use_seed_order();
+    tk_tracking_seed_key *keys = ordered ? malloc(chunk * sizeof *keys) : NULL;
     float *out_pts = NULL;
     size_t out_cap = 0;
-    if (!ts || !slots || !out_counts || !out_index || !order) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
+    if (!ts || !slots || !out_counts || !out_index || !order || (ordered && !keys)) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
     for (int t = 0; s == TK_OK && t < threads; ++t) s = tk_tracking_work_init(&ts[t].work, plan, field.regions->num_include);
     tk_tracking_stats total = {0};
     const int avx2 = tk_tracking_use_avx2();
     for (uint64_t c0 = 0; s == TK_OK && c0 < set.total; c0 += chunk) {
         const size_t nc = (size_t)(set.total - c0 < chunk ? set.total - c0 : chunk);
         for (int t = 0; t < threads; ++t) ts[t].len = 0;
-        if (!ordered || !tk_tracking_seed_order(&set, plan, c0, nc, order))
+        if (ordered) tk_tracking_seed_order(&set, plan, c0, nc, keys, order);
+        else
             for (size_t i = 0; i < nc; ++i) order[i] = i;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 8) if (threads > 1)
@@ -234,7 +236,7 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
         free(ts[t].pts);
     }
     if (stats) *stats = total;
-    free(ts), free(slots), free(out_counts), free(out_index), free(out_pts), free(order);
+    free(ts), free(slots), free(out_counts), free(out_index), free(out_pts), free(order), free(keys);
     tk_tracking_seed_set_free(&set);
     tk_tracking_volume_release(&vol);
     if (timing) timing->total_ms = timing->kernel_ms = tk_now_ms() - t0;

@@ -148,13 +148,19 @@ typedef struct tk_tracking_seed_set {
 tk_status tk_tracking_seed_set_init(tk_tracking_seed_set *set, const tk_tracking_plan *plan,
                                     const tk_tracking_seeds *seeds);
 void tk_tracking_seed_set_free(tk_tracking_seed_set *set);
+/* A seed's sort key in tk_tracking_seed_order (the caller's scratch: one a seed of a chunk). */
+typedef struct {
+    uint64_t key;
+    size_t at;
+} tk_tracking_seed_key;
 /* The seeds first .. first + count - 1 in the order a CPU run tracks them: order[j] = i for
  * seed first + i, by the Morton code of the seed's voxel (ties by i), so that streamlines
  * tracked one after another start near one another and find the volume's corners in the
  * caches; each seed's streamline is a function of its index alone, and the sink still gets
- * them in seed order, so the output is the same.  0: out of memory. */
-int tk_tracking_seed_order(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
-                           size_t *order);
+ * them in seed order, so the output is the same.  keys: count entries of scratch, made once
+ * a run by the caller. */
+void tk_tracking_seed_order(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
+                            tk_tracking_seed_key *keys, size_t *order);
 /* Seed `index`'s world position, drawing its position within the voxel from rng (mask
  * seeding: MRtrix3's Random_per_voxel, uniform over the voxel's cube in voxel coordinates). */
 void tk_tracking_seed_position(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t index,

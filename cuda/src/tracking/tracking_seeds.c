@@ -109,26 +109,17 @@ static uint64_t seed_key(const tk_tracking_seed_set *set, const tk_tracking_plan
     return spread3(ijk[0]) | spread3(ijk[1]) << 1 | spread3(ijk[2]) << 2;
 }
 
-typedef struct {
-    uint64_t key;
-    size_t at;
-} keyed_seed;
-
 static int by_key(const void *a, const void *b)
 {
-    const keyed_seed *x = a, *y = b;
+    const tk_tracking_seed_key *x = a, *y = b;
     if (x->key != y->key) return x->key < y->key ? -1 : 1;
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
-int tk_tracking_seed_order(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
-                           size_t *order)
+void tk_tracking_seed_order(const tk_tracking_seed_set *set, const tk_tracking_plan *plan, uint64_t first, size_t count,
+                            tk_tracking_seed_key *keys, size_t *order)
 {
-    keyed_seed *k = malloc(count * sizeof *k);
-    if (!k) return 0;
-    for (size_t i = 0; i < count; ++i) k[i].key = seed_key(set, plan, first + i), k[i].at = i;
-    qsort(k, count, sizeof *k, by_key);
-    for (size_t i = 0; i < count; ++i) order[i] = k[i].at;
-    free(k);
-    return 1;
+    for (size_t i = 0; i < count; ++i) keys[i].key = seed_key(set, plan, first + i), keys[i].at = i;
+    qsort(keys, count, sizeof *keys, by_key);
+    for (size_t i = 0; i < count; ++i) order[i] = keys[i].at;
 }
