@@ -151,10 +151,10 @@ static const tk_option options[] = {
     BENCH_FLAG("als", ARG(als), "the per-iteration table's rows of exact row solves (ALS, core fixed)\n"
                                 "for every backend (default: cuda's only)"),
     BENCH_FLAG("to-accuracy", ARG(to_accuracy),
-               "instead of the per-iteration table: train with the library's default\nsettings (SGD) and with "
-               "ALS (core fixed), no rates (--lr-a, --lr-b,\n--lambda do not apply), until the test RMSE is "
-               "within 5% of --noise;\niterations and seconds (set-up included) beside cuFasterTucker COO's\n"
-               "time for as many iterations"),
+               "instead of the per-iteration table: train with the library's default\nsettings (als: ALS-WR, "
+               "core fixed) and with the seed's SGD (sgd), no\nrates (--lr-a, --lr-b, --lambda do not apply), "
+               "until the test RMSE is\nwithin 5% of --noise; iterations and seconds (set-up included) beside\n"
+               "cuFasterTucker COO's time for as many iterations"),
     BENCH_LONG("max-iters", "K", 1, 100000, ARG(max_iters), "with --to-accuracy: give up after K iterations "
                                                            "(default 200)"),
     BENCH_LONG("seed", "S", 1, 1e9, ARG(seed), "seed of the synthetic tensor; the start's is S + 2 (default 1)"),

@@ -20,7 +20,7 @@ typedef struct bench_tucker_accuracy {
 /* The table's heading (settings, target, anchor), printed once. */
 void bench_tucker_accuracy_header(const bench_tucker_accuracy *a);
 
-/* One backend's row (name: how the table calls it; als: row solves instead of the defaults),
+/* One backend's row (name: how the table calls it; als: the defaults (ALS-WR), else the seed's SGD),
  * printed and added to the JSON. */
 void bench_tucker_accuracy_row(const bench_tucker_accuracy *a, const char *name, int als, tk_backend backend,
                                tk_precision precision, const tk_tucker_coo *train, const tk_tucker_coo *test,

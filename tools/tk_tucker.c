@@ -64,13 +64,16 @@ typedef struct {
     const char *train, *test, *out;
     double test_fraction;
     long rank_j, rank_r, iters, every, fiber_threshold;
-    int resume, dbl, als;
+    int resume, dbl, als, factor_update;
     uint64_t seed;
     tk_tucker_options o;
     tk_standard_values std;
     int gpus, gpus_given; /* --gpus (tk_cli_resolve_gpus): data-parallel SGD over the GPUs, NCCL */
     char train_entries[48]; /* "NNZ:FINGERPRINT" of the training entries (tk_tucker_coo_fingerprint) */
 } train_args;
+
+static const tk_opt_choice factor_updates[] = {
+    {"als", TK_TUCKER_FACTOR_ALS, 0}, {"sgd", TK_TUCKER_FACTOR_SGD, 0}, {NULL, 0, 0}};
 
 #define TRAIN(member) offsetof(train_args, member)
 static const tk_option train_options[] = {
@@ -85,16 +88,19 @@ static const tk_option train_options[] = {
     {.name = "rank-r", .value_name = "R", .kind = TK_OPT_LONG, .min = TK_TUCKER_MIN_RANK, .max = TK_TUCKER_MAX_RANK,
      .offset = TRAIN(rank_r), .help = "core rank, 4..64 (default 32)"},
     {.name = "iters", .value_name = "K", .kind = TK_OPT_LONG, .min = 1, .max = 1000000, .offset = TRAIN(iters),
-     .help = "iterations (default 20)"},
+     .help = "iterations (default 40)"},
+    {.name = "factor-update", .value_name = "als|sgd", .kind = TK_OPT_CHOICE, .choices = factor_updates,
+     .offset = TRAIN(factor_update),
+     .help = "als (default): exact row solves with a ridge of lambda-a per entry\n(ALS-WR), the core as it "
+             "starts unless --lr-b is given; sgd: the\nseed's SGD steps (lr-a 0.05, lr-b 1, lambda-a 0.001)"},
     {.name = "als", .kind = TK_OPT_FLAG, .offset = TRAIN(als),
-     .help = "factor updates by exact row solves (alternating least squares, no\nrate) instead of the seed's SGD; "
-             "the core then stays as it starts\nunless --lr-b is given"},
+     .help = "the same as --factor-update als, the default (kept for older\nscripts)"},
     {.name = "lr-a", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lr_a),
-     .help = "factor learning rate (default 0.05; lower it for large values,\ne.g. 0.005 for 1..5; not with --als)"},
+     .help = "sgd's factor learning rate (default 0.05; lower it for large\nvalues, e.g. 0.005 for 1..5)"},
     {.name = "lr-b", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lr_b),
-     .help = "core learning rate (default 1, with --als 0; scales the mean core\ngradient)"},
+     .help = "core learning rate (default 0: the core as it starts; sgd 1; scales\nthe mean core gradient)"},
     {.name = "lambda-a", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lambda_a),
-     .help = "factor regularization (default 0.001)"},
+     .help = "factor regularization, per entry of a row (default 0.0003; sgd\n0.001)"},
     {.name = "lambda-b", .value_name = "X", .kind = TK_OPT_DOUBLE, .min = 0, .max = 1e6, .offset = TRAIN(o.lambda_b),
      .help = "core regularization (default 0.001)"},
     {.name = "fiber-threshold", .value_name = "T", .kind = TK_OPT_LONG, .min = 1, .max = (double)(1L << 40),
@@ -120,15 +126,16 @@ static const tk_command train_command = {
     .prog = "tk-tucker",
     .subcommand = "train",
     .usage = "tk-tucker train TRAIN.tns [--test TEST.tns | --test-fraction F] --out MODEL_DIR [options]",
-    .description = "Fits a FastTucker model to TRAIN.tns by the seed's SGD (--als: exact row solves of the\n"
-                   "factors).  Each iteration prints its update time,\n"
+    .description = "Fits a FastTucker model to TRAIN.tns by exact row solves of the factors (ALS-WR;\n"
+                   "--factor-update sgd: the seed's SGD).  Each iteration prints its update time,\n"
                    "train RMSE, test RMSE and test MAE.\n",
     .epilog = "MODEL_DIR: A1.npy..AN.npy (I_n x J), B1.npy..BN.npy (J x R), manifest.txt;\n"
               "replaced atomically at each save, so a killed run loses at most one interval.\n"
               "An existing model is replaced only with --force (or continued with --resume).\n"
               "With --seed, cpu and omp runs are reproducible (bit for bit, any thread count).\n"
-              "--gpus: the GPUs train one model by data-parallel SGD (NCCL; Documentation/scaling.md),\n"
-              "the same model as one GPU's to float rounding; a build without NCCL runs on one GPU.\n",
+              "--gpus: the GPUs train one model, each the rows of every mode it owns (NCCL;\n"
+              "Documentation/scaling.md), the same model as one GPU's to float rounding; a build\n"
+              "without NCCL runs on one GPU.\n",
     .groups = train_groups,
     .count = TK_OPT_COUNT(train_groups),
     .max_positional = 1,
@@ -140,7 +147,7 @@ static int parse_train(int argc, char **argv, train_args *a)
     memset(a, 0, sizeof *a);
     tk_tucker_options_init(&a->o);
     a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
-    a->iters = 20;
+    a->iters = 40; /* the user guide's example reaches its noise floor in 26 (benchmarks.md) */
     a->fiber_threshold = (long)a->o.fiber_threshold;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&train_command, argc, argv, 2, a, &parsed)) return 0;
@@ -150,13 +157,21 @@ static int parse_train(int argc, char **argv, train_args *a)
     a->o.num_threads = a->std.threads;
     a->o.cuda_device = a->std.device;
     if (a->dbl) a->o.precision = TK_PRECISION_DOUBLE;
-    if (a->als) {
-        a->o.factor_update = TK_TUCKER_FACTOR_ALS;
-        if (!tk_cli_given(&train_command, &parsed, "lr-b")) a->o.lr_b = 0; /* the core as it starts */
-        if (tk_cli_given(&train_command, &parsed, "lr-a")) {
-            tk_cli_error(prog, "--lr-a with --als: exact row solves take no factor rate; drop --lr-a, or --als");
-            return 0;
-        }
+    if (a->als && a->factor_update == TK_TUCKER_FACTOR_SGD) {
+        tk_cli_error(prog, "--als with --factor-update sgd: give one of them");
+        return 0;
+    }
+    a->o.factor_update = (tk_tucker_factor_update)a->factor_update;
+    if (a->o.factor_update == TK_TUCKER_FACTOR_SGD) {
+        /* the seed's settings, where not given (tk_tucker_options_init_sgd) */
+        tk_tucker_options sgd;
+        tk_tucker_options_init_sgd(&sgd);
+        if (!tk_cli_given(&train_command, &parsed, "lr-b")) a->o.lr_b = sgd.lr_b;
+        if (!tk_cli_given(&train_command, &parsed, "lambda-a")) a->o.lambda_a = sgd.lambda_a;
+    } else if (tk_cli_given(&train_command, &parsed, "lr-a")) {
+        tk_cli_error(prog, "--lr-a: exact row solves (the default, als) take no factor rate; drop --lr-a, or add "
+                           "--factor-update sgd");
+        return 0;
     }
     if (!a->train || !a->out) {
         tk_cli_error(prog, "train needs TRAIN.tns and --out MODEL_DIR; give both (see --help)");
@@ -183,10 +198,11 @@ static void settings_text(const train_args *a, char *out, size_t size)
 {
     snprintf(out, size,
              "seed = %llu\nlr_a = %.17g\nlr_b = %.17g\nlambda_a = %.17g\nlambda_b = %.17g\nfiber_threshold = %zu\n"
-             "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\ntrain_entries = %s\nfactor_update = %s\n",
+             "precision = %s\ntest_fraction = %.17g\ntrain_bytes = %ld\ntrain_entries = %s\nfactor_update = %s\n%s",
              (unsigned long long)a->seed, a->o.lr_a, a->o.lr_b, a->o.lambda_a, a->o.lambda_b, a->o.fiber_threshold,
              (a->o.precision == TK_PRECISION_DOUBLE) ? "double" : "float", a->test_fraction, file_size(a->train),
-             a->train_entries, a->o.factor_update == TK_TUCKER_FACTOR_SGD ? "sgd" : "als");
+             a->train_entries, a->o.factor_update == TK_TUCKER_FACTOR_SGD ? "sgd" : "als",
+             a->o.factor_update == TK_TUCKER_FACTOR_SGD ? "" : "als_ridge = per_entry\n");
 }
 
 static int check_resume(const train_args *a, const char *manifest, const tk_tucker_model *m, const tk_tucker_coo *train)
@@ -205,7 +221,16 @@ static int check_resume(const train_args *a, const char *manifest, const tk_tuck
     if (!tk_tucker_manifest_get(manifest, "factor_update", have, sizeof have)) snprintf(have, sizeof have, "sgd");
     if (strcmp(want, have)) {
         tk_cli_error(prog, "--resume: the factor updates are %s here but %s in the checkpoint in %s; %s, or train "
-                           "without --resume", want, have, a->out, strcmp(have, "sgd") ? "add --als" : "drop --als");
+                           "without --resume", want, have, a->out,
+                     strcmp(have, "sgd") ? "drop --factor-update sgd" : "add --factor-update sgd");
+        return 0;
+    }
+    /* an ALS checkpoint from before ALS-WR (no als_ridge line) had a flat ridge lambda_a: its f
+     * is not this one's, so it is not continued as if it were */
+    if (!strcmp(have, "als") && !tk_tucker_manifest_get(manifest, "als_ridge", want, sizeof want)) {
+        tk_cli_error(prog, "--resume: the checkpoint in %s was trained by row solves with the flat ridge of an older "
+                           "tk-tucker (no als_ridge line), this one's ridge is per entry; train without --resume",
+                     a->out);
         return 0;
     }
     const char *const *keys = by_entries ? with_entries : with_file;

@@ -72,7 +72,8 @@ TEST(TuckerCli, SynthTrainPredict)
     }
     EXPECT_NEAR(std::sqrt(sse / (double)data.size()), 0.1, 0.01);
 
-    r = tucker("train " + d + "/s.tns --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 12 --lr-a 0.1 --lr-b 5 "
+    r = tucker("train " + d + "/s.tns --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 12 --factor-update sgd "
+               "--lr-a 0.1 --lr-b 5 "
                    "--lambda-a 1e-4 --lambda-b 1e-4 --seed 1 --quiet --out " + d + "/m",
                d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -142,22 +143,43 @@ TEST(TuckerCli, BadInputGivesClearErrors)
     EXPECT_NE(r.err.find("query 2"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(d + "/o.tns"));
     // --resume with other settings than the checkpoint's.
-    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --lr-a 0.5 --resume --out " + d + "/m2", d);
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --lambda-a 0.5 --resume --out " + d + "/m2", d);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("lr_a"), std::string::npos) << r.err;
-    // ... or the other factor updates (the checkpoint's are the default SGD).
-    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --als --lr-b 1 --resume --out " + d + "/m2", d);
+    EXPECT_NE(r.err.find("lambda_a"), std::string::npos) << r.err;
+    // ... or the other factor updates (the checkpoint's are the default row solves).
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --factor-update sgd --resume --out " + d + "/m2",
+               d);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("factor updates are als here but sgd"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("factor updates are sgd here but als"), std::string::npos) << r.err;
+    // An ALS checkpoint of an older tk-tucker (a flat ridge: no als_ridge line) is not continued
+    // under this one's ridge per entry.
+    std::string manifest = slurp(d + "/m2/manifest.txt");
+    const size_t ridge_line = manifest.find("als_ridge = per_entry\n");
+    ASSERT_NE(ridge_line, std::string::npos) << manifest;
+    std::ofstream(d + "/m2/manifest.txt") << manifest.erase(ridge_line, std::string("als_ridge = per_entry\n").size());
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --resume --out " + d + "/m2", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("flat ridge"), std::string::npos) << r.err;
     // A factor rate with the row solves, which take none, is named, not ignored.
-    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --als --lr-a 0.5 --out " + d + "/m3", d);
+    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --lr-a 0.5 --out " + d + "/m3", d);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("--lr-a with --als"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--lr-a: exact row solves"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(d + "/m3"));
-    // --als trains (its manifest says so).
+    r = tucker("train " + d + "/ok.tns --iters 1 --rank-j 4 --rank-r 4 --als --factor-update sgd --out " + d + "/m3", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--als with --factor-update sgd"), std::string::npos) << r.err;
+    // --als (the default, kept for older scripts) trains by row solves (its manifest says so) ...
     r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --als --quiet --out " + d + "/m4", d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(manifest_value(d + "/m4", "factor_update"), "als");
+    EXPECT_EQ(manifest_value(d + "/m4", "lambda_a"), "0.00029999999999999997");
+    // ... and --factor-update sgd by the seed's steps and settings.
+    r = tucker("train " + d + "/ok.tns --iters 2 --rank-j 4 --rank-r 4 --factor-update sgd --quiet --out " + d + "/m5",
+               d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/m5", "factor_update"), "sgd");
+    EXPECT_EQ(manifest_value(d + "/m5", "lr_b"), "1");
+    EXPECT_EQ(manifest_value(d + "/m5", "lambda_a"), "0.001");
     EXPECT_EQ(manifest_value(d + "/m4", "lr_b"), "0");
 }
 

@@ -259,13 +259,11 @@ struct TuckerInput {
 inline TuckerInput tucker_input(tk_backend backend, uint64_t seed, size_t nnz = 30000)
 {
     TuckerInput in;
-    tk_tucker_options_init(&in.opts);
-    in.opts.backend = backend;
     // The seed's SGD (rates 0.05 and 1): the comparison is of parameters, which ALS leaves free
     // along directions that change no prediction (tucker_test_util.h), where the GPU's atomics
     // of another order move them.
-    in.opts.factor_update = TK_TUCKER_FACTOR_SGD;
-    in.opts.lr_a = 0.05, in.opts.lr_b = 1;
+    tk_tucker_options_init_sgd(&in.opts);
+    in.opts.backend = backend;
     in.opts.num_threads = 2;
     in.opts.fiber_threshold = 16;
     in.synth = synth_options(3, {120, 90, 40}, nnz, 6, 0.1, seed);

@@ -128,18 +128,18 @@ inline int usable_gpus()
 }
 
 // The cuda backend's options on `devices` GPUs, fiber threshold `threshold`, factor updates
-// `update` (SGD: the seed's rates 0.05 and 1; ALS: core fixed), the rest default.
+// `update` (SGD: the seed's settings, tk_tucker_options_init_sgd; ALS: the defaults).
 inline tk_tucker_options cuda_opts(int devices, size_t threshold,
                                    tk_tucker_factor_update update = TK_TUCKER_FACTOR_SGD)
 {
     tk_tucker_options o;
-    tk_tucker_options_init(&o);
+    if (update == TK_TUCKER_FACTOR_SGD)
+        tk_tucker_options_init_sgd(&o);
+    else
+        tk_tucker_options_init(&o);
     o.backend = TK_BACKEND_CUDA;
     o.cuda_device_count = devices;
     o.fiber_threshold = threshold;
-    o.factor_update = update;
-    o.lr_a = 0.05;
-    o.lr_b = update == TK_TUCKER_FACTOR_SGD ? 1.0 : 0.0;
     return o;
 }
 
@@ -170,16 +170,43 @@ inline void factors_once(const tk_tucker_options &o, const tk_tucker_coo &t, con
     ASSERT_EQ(tk_tucker_solver_model(s.s, out), TK_OK);
 }
 
-// Exact row solves (ALS) with the core as it starts (lr_b 0) and ridge lambda_a, double.
+// Exact row solves (ALS, the default) with the core as it starts (lr_b 0) and ridge lambda_a
+// per entry, double.
 inline tk_tucker_options als_options(double lambda_a)
 {
     tk_tucker_options o;
     tk_tucker_options_init(&o);
-    o.factor_update = TK_TUCKER_FACTOR_ALS;
-    o.lr_b = 0;
     o.lambda_a = lambda_a;
     o.precision = TK_PRECISION_DOUBLE;
     return o;
+}
+
+// Every mode's entry count a row of t (n_i: ALS-WR's ridge of row i is lambda_a n_i).
+inline std::vector<std::vector<int>> row_counts(const tk_tucker_coo &t)
+{
+    std::vector<std::vector<int>> count((size_t)t.order);
+    for (int n = 0; n < t.order; ++n) count[(size_t)n].assign(t.dims[n], 0);
+    for (size_t e = 0; e < t.nnz; ++e)
+        for (int n = 0; n < t.order; ++n) ++count[(size_t)n][t.idx[e * (size_t)t.order + (size_t)n]];
+    return count;
+}
+
+// f of ALS-WR, sum e^2 + lambda_a sum_n sum_i n_i |A(n) row i|^2 (the objective the SGD steps
+// descend too), in double: tk_tucker_evaluate's squared errors plus the ridge a row's entries
+// charge.
+inline double loss_per_entry(const tk_tucker_model &m, const tk_tucker_coo &t, double lambda_a)
+{
+    tk_tucker_metrics met;
+    EXPECT_EQ(tk_tucker_evaluate(&m, &t, 0, 0, &met), TK_OK);
+    const auto count = row_counts(t);
+    double ridge = 0;
+    for (int n = 0; n < m.order; ++n)
+        for (uint32_t i = 0; i < m.dims[n]; ++i)
+            for (int j = 0; j < m.rank_j; ++j) {
+                const double a = m.a[n][(size_t)i * (size_t)m.rank_j + (size_t)j];
+                ridge += count[(size_t)n][i] * a * a;
+            }
+    return met.sse + lambda_a * ridge;
 }
 
 // Train a copy of init for iters iterations; the result goes to out.

@@ -1,4 +1,4 @@
-/** TensorKernels: sparse FastTucker decomposition by SGD (one public header).
+/** TensorKernels: sparse FastTucker decomposition by ALS or SGD (one public header).
  *
  * Model (FastTucker, Li et al., cuFasterTucker).  An order-N tensor X (N = 3..10)
  * with observed entries Omega is approximated by factor matrices A(n) (I_n x J)
@@ -13,11 +13,15 @@
  *     f = sum_Omega (x - x^)^2 + lambda_a sum_n |A(n)|^2 + lambda_b sum_n |B(n)|^2
  *
  * One iteration = factor updates (for n = 1..N; v = B(n) q, q_r = prod_{k != n}
- * C(k)[i_k][r] for each entry), then core updates.  Factor updates, ALS (opt-in,
- * factor_update): each row a(n)_{i} moves to the exact minimiser of f over that row,
- * (sum v v^T + lambda_a I) a = sum x v over the row's entries (Cholesky; alternating least
+ * C(k)[i_k][r] for each entry), then core updates.  Factor updates, ALS (the default,
+ * factor_update): each row a(n)_{i} of n_i entries moves to the exact minimiser over that row
+ * of f with the ridge per entry (ALS-WR: lambda_a n_i |a|^2 in place of lambda_a |a|^2, the
+ * regularization the SGD steps below apply, once per entry),
+ * (sum v v^T + lambda_a n_i I) a = sum x v over the row's entries (Cholesky; alternating least
  * squares), summed and solved in double on every backend; a row without entries goes to 0
- * (its minimiser), and a row keeps its value where the solve fails or would raise its loss.  SGD (the seed's, the default): each entry moves its row
+ * (its minimiser), and a row keeps its value where the solve fails or would raise its loss;
+ * the solver first balances the core (tk_tucker_model_balance_core).  SGD (the seed's): each
+ * entry moves its row
  * by  s (e v - lambda_a a),  e = x - a . v: eqs. 10 and 9, with step s = lr_a,
  * capped at 1/|v|^2 where lr_a would overshoot the entry.  Then
  * core updates (for n = 1..N: B(n) += lr_b (G / |Omega| - lambda_b B(n)) with
@@ -76,6 +80,9 @@ TK_API_BEGIN
 #define TK_TUCKER_MAX_RANK 64
 #define TK_TUCKER_DEFAULT_RANK 32
 #define TK_TUCKER_DEFAULT_FIBER_THRESHOLD 128
+/** The default lambda_a of the ALS factor update: the ridge of a row of n entries is
+ * lambda_a n (ALS-WR), tk_tucker_options_init. */
+#define TK_TUCKER_DEFAULT_ALS_LAMBDA 3e-4
 #define TK_TUCKER_MAX_DEVICES 16 /**< GPUs one solver drives at most */
 
 /* ---- sparse tensors (COO) ----------------------------------------------------- */
@@ -144,6 +151,14 @@ tk_status tk_tucker_model_copy(tk_tucker_model *dst, const tk_tucker_model *src)
  * about 0.5. */
 tk_status tk_tucker_model_init(tk_tucker_model *m, uint64_t seed, double target_mean);
 /** The model's value at one 0-based index tuple (double accumulation). */
+/** The same model (to float rounding) with every core balanced: B(n) = sigma Q, Q's min(J, R)
+ * rows (J <= R) or columns (J > R) orthonormal and sigma keeping B(n)'s Frobenius norm; A(n)
+ * takes the rest, so A(n) B(n) stays.  The ALS solver starts from this form (it keeps the core
+ * fixed, and its ridge lambda_a |a|^2 then weighs every direction of a row's A(n) B(n) alike,
+ * where a random core's small singular values make the ridge pull hardest on the directions
+ * the fit needs).  A core already balanced (to 1e-5 of sigma^2) or of lower rank than
+ * min(J, R) is left bit for bit, so a resumed ALS run continues the same model. */
+void tk_tucker_model_balance_core(tk_tucker_model *m);
 double tk_tucker_model_value(const tk_tucker_model *m, const uint32_t *index);
 /** Values at every entry of t (indices only are used); out has t->nnz floats. */
 tk_status tk_tucker_predict(const tk_tucker_model *m, const tk_tucker_coo *t, float *out);
@@ -213,19 +228,22 @@ tk_status tk_tucker_synth(const tk_tucker_synth_options *o, tk_tucker_coo *out, 
 /* ---- training --------------------------------------------------------------------- */
 
 typedef enum { TK_TUCKER_BCSF = 0, TK_TUCKER_COO = 1 } tk_tucker_storage;
-/** How a factor pass moves the rows of A(n).  SGD (the default): the seed's per-entry steps of
- * size lr_a.  ALS: each row takes the exact minimiser of f over that row with everything else
- * fixed, (sum v v^T + lambda_a I) a = sum x v over the row's entries; no learning rate (use it
- * with lr_b 0).  ALS reaches a planted model's noise floor where SGD plateaus on the user
- * guide's example, but on power-law data whose rows often have fewer entries than J it fits
- * their noise (Documentation/benchmarks.md, "Time to accuracy"). */
+/** How a factor pass moves the rows of A(n).  ALS (the default): each row takes the exact
+ * minimiser of f over that row with everything else fixed, (sum v v^T + lambda_a n I) a =
+ * sum x v over the row's n entries: a ridge of lambda_a per entry (ALS-WR, Zhou et al. 2008),
+ * the regularization the SGD steps apply (one lambda_a a per entry); no learning rate (use it
+ * with lr_b 0, the core as it starts, which the solver first balances:
+ * tk_tucker_model_balance_core).  SGD: the seed's per-entry steps of size lr_a
+ * (tk_tucker_options_init_sgd).  ALS reaches a planted model's noise floor where SGD plateaus
+ * on the user guide's example; where rows have fewer entries than J it fits their noise
+ * (Documentation/benchmarks.md, "Time to accuracy"). */
 typedef enum { TK_TUCKER_FACTOR_ALS = 0, TK_TUCKER_FACTOR_SGD = 1 } tk_tucker_factor_update;
 
 typedef struct tk_tucker_options {
     tk_backend backend;
     tk_tucker_storage storage;  /**< COO: cpu backend only */
     tk_precision precision;     /**< single (default); double: cpu/omp only, the reference path */
-    tk_tucker_factor_update factor_update; /**< SGD (default; lr_a) or ALS */
+    tk_tucker_factor_update factor_update; /**< ALS (default) or SGD (lr_a) */
     double lr_a, lr_b, lambda_a, lambda_b;
     size_t fiber_threshold;     /**< B-CSF sub-slice size, >= 1 */
     int num_threads;            /**< omp: 0 = OpenMP default */
@@ -234,13 +252,17 @@ typedef struct tk_tucker_options {
                                      more than one needs a build with NCCL (data-parallel SGD, below) */
 } tk_tucker_options;
 
-/** Defaults: cpu, B-CSF, float, SGD factor updates, lr_a 0.05, lr_b 1 (it scales the mean
- * core gradient; 0 keeps the core as it starts and skips the core pass, which loses nothing
- * while J >= R), lambda_a = lambda_b = 0.001, fiber threshold 128 (the seed's).  The factor
- * step is stable while lr_a |v|^2 < 2, so scale lr_a down for data of larger magnitude
- * (ratings 1..5: try 0.005).  ALS with lr_b 0 is what reaches a planted model's noise floor
- * on the user guide's example (issue 26). */
+/** Defaults: cpu, B-CSF, float, ALS factor updates with lambda_a TK_TUCKER_DEFAULT_ALS_LAMBDA
+ * per entry, lr_b 0 (the core as it starts; the core pass is skipped, which loses nothing while
+ * J >= R), lambda_b 0.001, fiber threshold 128 (the seed's); lr_a 0.05 (SGD's, unused by ALS).
+ * They reach a planted model's noise floor on the user guide's example without tuning
+ * (issue 26). */
 void tk_tucker_options_init(tk_tucker_options *o);
+/** The seed's SGD settings (what the defaults were before ALS): SGD factor updates, lr_a 0.05,
+ * lr_b 1 (it scales the mean core gradient), lambda_a = lambda_b = 0.001, the rest as
+ * tk_tucker_options_init.  The factor step is stable while lr_a |v|^2 < 2, so scale lr_a down
+ * for data of larger magnitude (ratings 1..5: try 0.005). */
+void tk_tucker_options_init_sgd(tk_tucker_options *o);
 /** The most GPUs a solver of this build drives: TK_TUCKER_MAX_DEVICES where it was built with
  * NCCL, else 1 (several GPUs are then refused with that reason). */
 int tk_tucker_max_devices(void);

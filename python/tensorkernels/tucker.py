@@ -378,7 +378,9 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
           threads: int = 0, device: int = 0, gpus: int = 0, progress: Optional[ProgressCallback] = None,
           checkpoint_dir: Optional[Union[str, os.PathLike]] = None, checkpoint_every: int = 0,
           resume: bool = False) -> Model:
-    """Fits a FastTucker model to coo's entries by SGD, as `tk-tucker train` does.
+    """Fits a FastTucker model to coo's entries by the seed's SGD, as `tk-tucker train
+    --factor-update sgd` does (tk-tucker's default is now ALS-WR row solves, not offered here;
+    a checkpoint of either resumes in the other with SGD, `--factor-update sgd` there).
 
     rank_j, rank_r: factor and core ranks (4..64).  iterations: passes, each one factor update
     of every mode then one core update.  lr_a: factor step (stable while lr_a |v|^2 < 2: lower

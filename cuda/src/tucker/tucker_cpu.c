@@ -29,17 +29,19 @@ static void als_add(double *M, double *rhs, const double *v, double x, int J)
 }
 
 /* One row's move: count entries gave M and rhs (count 0: the row's minimiser of f is 0).
- * (M + lambda_a I) y = rhs by Cholesky U^T U (U in U, M left intact); then a += omega (y - a),
+ * (M + ridge I) y = rhs (ridge: tk_tucker_als_ridge of lambda_a, count and per_entry) by
+ * Cholesky U^T U (U in U, M left intact); then a += omega (y - a),
  * kept only where it does not raise the row's loss (a safeguard: the solve is that loss's
  * minimiser, so only round-off on a near-singular M can raise it), else a stays; a
  * factorization that fails (lambda_a 0 and n < J) keeps a too.  a: the row, in and out. */
-static void als_solve(const double *M, const double *rhs, double count, int J, double lambda_a, double *U, double *a)
+static void als_solve(const double *M, const double *rhs, double count, int J, double lambda_a, int per_entry,
+                      double *U, double *a)
 {
     if (count == 0) {
         for (int j = 0; j < J; ++j) a[j] = 0;
         return;
     }
-    const double ridge = lambda_a;
+    const double ridge = tk_tucker_als_ridge(lambda_a, count, per_entry);
     double y[TK_TUCKER_MAX_RANK], next[TK_TUCKER_MAX_RANK];
     for (int k = 0; k < J; ++k) {
         double d = M[(size_t)k * J + k] + ridge;

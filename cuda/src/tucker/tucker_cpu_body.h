@@ -133,12 +133,12 @@ static void TK_SFX(normal_add)(double *M, double *rhs, const TK_REAL *v, TK_REAL
 }
 
 /* ALS: row a moves by tucker_cpu.c's als_solve (count entries gave M, rhs). */
-static void TK_SFX(normal_solve)(const double *M, const double *rhs, double count, int J, double lambda, double *U,
-                                 TK_REAL *a)
+static void TK_SFX(normal_solve)(const tk_tucker_solver *s, const double *M, const double *rhs, double count, int J,
+                                 double *U, TK_REAL *a)
 {
     double ad[TK_TUCKER_MAX_RANK];
     for (int j = 0; j < J; ++j) ad[j] = (double)a[j];
-    als_solve(M, rhs, count, J, lambda, U, ad);
+    als_solve(M, rhs, count, J, s->opts.lambda_a, s->als_ridge_per_entry, U, ad);
     for (int j = 0; j < J; ++j) a[j] = (TK_REAL)ad[j];
 }
 
@@ -157,7 +157,6 @@ static tk_status TK_SFX(factors_bcsf_als)(tk_tucker_solver *s, int n, int thread
 {
     const tk_tucker_bcsf *b = &s->bcsf[n];
     int J = s->rank_j, R = s->rank_r, levels = s->order - 1;
-    const double lambda = s->opts.lambda_a;
     TK_REAL *A = (TK_REAL *)s->host.a[n];
     TK_REAL Bt[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
     TK_SFX(transpose)((const TK_REAL *)s->host.b[n], J, R, Bt);
@@ -186,7 +185,7 @@ static tk_status TK_SFX(factors_bcsf_als)(tk_tucker_solver *s, int n, int thread
                 }
             }
             const double count = (double)(b->part_ptr[p + S] - b->part_ptr[p]);
-            TK_SFX(normal_solve)(M, rhs, count, J, lambda, U, A + (size_t)i * (size_t)J);
+            TK_SFX(normal_solve)(s, M, rhs, count, J, U, A + (size_t)i * (size_t)J);
             TK_SFX(refresh_rows)(s, n, (long)i, (long)i + 1);
         }
     }
@@ -259,8 +258,8 @@ static tk_status TK_SFX(factors_coo_als)(tk_tucker_solver *s, int n)
     double U[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
     for (size_t i = 0; i < rows; ++i) {
         const double *row = eq + i * stride;
-        TK_SFX(normal_solve)(row, row + (size_t)J * (size_t)J, row[(size_t)J * (size_t)J + (size_t)J], J,
-                             s->opts.lambda_a, U, A + i * (size_t)J);
+        TK_SFX(normal_solve)(s, row, row + (size_t)J * (size_t)J, row[(size_t)J * (size_t)J + (size_t)J], J, U,
+                             A + i * (size_t)J);
     }
     free(eq);
     TK_SFX(refresh)(s, n, 1);

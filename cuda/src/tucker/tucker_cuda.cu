@@ -530,7 +530,8 @@ static tk_status factor_mode_als(const tk_tucker_solver *s, dev_state *d, int n)
     unsigned long long cap = (unsigned long long)d->sms * (unsigned long long)d->tuning.refresh_blocks_per_sm;
     const int solve_blocks = (int)(need < cap ? need : cap);
     als_solve_kernel<policy><<<solve_blocks, solve_warps * 32, shared>>>(
-        d->a[n] + (size_t)d->row_lo[n] * J, d->eq, rows, J, s->opts.lambda_a, TK_TUCKER_ALS_OMEGA, solve_warps);
+        d->a[n] + (size_t)d->row_lo[n] * J, d->eq, rows, J, s->opts.lambda_a, s->als_ridge_per_entry,
+        TK_TUCKER_ALS_OMEGA, solve_warps);
     CK(cudaGetLastError());
     return refresh(s, d, n, d->row_lo[n], d->row_hi[n], false);
 }

@@ -39,6 +39,17 @@ static inline void tk_tucker_other_modes(int order, int n, int *others)
 /* ALS on CUDA: one row's slot of normal equations, J x J, J, and the row's entry count. */
 TK_HD static inline size_t tk_tucker_eq_stride(int J) { return (size_t)J * (size_t)J + (size_t)J + 1; }
 
+/* ALS: the ridge of a row of count entries.  Per entry (ALS-WR, Zhou et al. 2008, the
+ * default): lambda_a x count, the ridge of the objective the SGD pass descends (its step
+ * s (e v - lambda_a a) charges lambda_a |a|^2 once per entry), so a row of many entries is
+ * shrunk as little, relative to its data, as one of few, and both factor updates fit one f.
+ * Flat (TK_TUCKER_ALS_RIDGE=flat, the ridge before; kept for A/B on one build): lambda_a.
+ * The host's als_solve and the GPU's als_solve_kernel both take it from here. */
+TK_HD static inline double tk_tucker_als_ridge(double lambda_a, double count, int per_entry)
+{
+    return per_entry ? lambda_a * count : lambda_a;
+}
+
 /* ALS: a row's loss up to a constant, x^T (M + ridge I) x - 2 x . rhs, M's upper triangle
  * read (the row's normal equations); the host's als_solve (tucker_cpu.c) and the GPU's
  * als_solve_kernel compare it before and after a row's move (the safeguard). */
@@ -70,6 +81,7 @@ struct tk_tucker_solver {
     const tk_tucker_coo *coo;              /* COO storage: the caller's entries */
     tk_tucker_bcsf bcsf[TK_TUCKER_MAX_ORDER]; /* B-CSF storage: one per mode */
     tk_tucker_host host;
+    int als_ridge_per_entry;                /* tk_tucker_als_ridge's weighting: 1 unless TK_TUCKER_ALS_RIDGE=flat */
     void *cuda;                             /* CUDA backend state */
     struct { double factor_ms, core_ms, setup_ms; } timing; /* tk_tucker_solver_timing */
     tk_tucker_setup_info setup;             /* where the set-up's time went (tk_bench_hooks.h) */

@@ -216,12 +216,12 @@ __global__ void __launch_bounds__(Policy::threads_per_block) als_gather_kernel(p
 __host__ __device__ inline size_t als_solve_shared_doubles(int J) { return (size_t)J * (size_t)J + 3 * (size_t)J; }
 
 /* Warp per row of [0, rows), in double: tucker_cpu.c's als_solve, operation for operation.  A
- * row without entries becomes 0 (its minimiser of f); otherwise Cholesky (M + lambda I) =
- * U^T U, y = the solution, and a + omega (y - a) kept only where it does not raise the row's
+ * row without entries becomes 0 (its minimiser of f); otherwise Cholesky (M + ridge I) =
+ * U^T U (ridge: tk_tucker_als_ridge of lambda, the row's count and per_entry, as the host), y = the solution, and a + omega (y - a) kept only where it does not raise the row's
  * loss (a not positive definite M keeps the row too). */
 template <class Policy>
-__global__ void als_solve_kernel(float *A, const double *eq, uint32_t rows, int J, double lambda, double omega,
-                                 int warps_per_block)
+__global__ void als_solve_kernel(float *A, const double *eq, uint32_t rows, int J, double lambda, int per_entry,
+                                 double omega, int warps_per_block)
 {
     extern __shared__ double smd[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -239,7 +239,7 @@ __global__ void als_solve_kernel(float *A, const double *eq, uint32_t rows, int 
         for (int k = lane; k < J * J; k += 32) M[k] = slot[k];
         for (int k = lane; k < J; k += 32) rhs[k] = y[k] = slot[(size_t)J * J + k];
         __syncwarp();
-        const double ridge = lambda;
+        const double ridge = tk_tucker_als_ridge(lambda, count, per_entry);
         bool ok = true;
         for (int k = 0; k < J; ++k) {
             double d = M[k * J + k] + ridge;

@@ -286,3 +286,76 @@ tk_status tk_tucker_gradient(const tk_tucker_model *m, const tk_tucker_coo *t, d
     free_intermediates(c, N);
     return TK_OK;
 }
+
+/* Mode n's core in balanced form (tk_tucker_model_balance_core): B = L Q with Q's min(J, R) rows
+ * (J <= R) or columns (J > R) orthonormal, by modified Gram-Schmidt in double; then
+ * B <- sigma Q and A <- A B Q^T / sigma (J > R) or A L / sigma (J <= R), the same A B. */
+static void balance_mode(float *A, float *B, size_t rows, int J, int R)
+{
+    const int rowwise = J <= R, k_count = rowwise ? J : R, len = rowwise ? R : J;
+    /* vector k of the orthogonalized set, element t: row k of B (rowwise) or column k */
+#define TK_BAL_AT(k, t) (rowwise ? (size_t)(k) * (size_t)R + (size_t)(t) : (size_t)(t) * (size_t)R + (size_t)(k))
+    double Q[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK], L[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+    double frob = 0, gram_err = 0;
+    for (int k = 0; k < J * R; ++k) frob += (double)B[k] * B[k];
+    const double sigma = sqrt(frob / k_count);
+    if (!(sigma > 0)) return;
+    /* already balanced (a resumed model, or a second solver): leave it bit for bit */
+    for (int k = 0; k < k_count; ++k)
+        for (int l = 0; l <= k; ++l) {
+            double g = 0;
+            for (int t = 0; t < len; ++t) g += (double)B[TK_BAL_AT(k, t)] * B[TK_BAL_AT(l, t)];
+            gram_err = fmax(gram_err, fabs(g - (k == l ? sigma * sigma : 0)));
+        }
+    if (gram_err <= 1e-5 * sigma * sigma) return;
+    memset(L, 0, sizeof L);
+    for (int k = 0; k < k_count; ++k) {
+        double *q = Q + (size_t)k * (size_t)len;
+        for (int t = 0; t < len; ++t) q[t] = B[TK_BAL_AT(k, t)];
+        for (int l = 0; l < k; ++l) {
+            const double *p = Q + (size_t)l * (size_t)len;
+            double d = 0;
+            for (int t = 0; t < len; ++t) d += q[t] * p[t];
+            L[k * k_count + l] = d;
+            for (int t = 0; t < len; ++t) q[t] -= d * p[t];
+        }
+        double nq = 0;
+        for (int t = 0; t < len; ++t) nq += q[t] * q[t];
+        nq = sqrt(nq);
+        if (!(nq > 1e-12 * sigma)) return; /* B of lower rank: no balanced form, keep it */
+        L[k * k_count + k] = nq;
+        for (int t = 0; t < len; ++t) q[t] /= nq;
+    }
+    double row[TK_TUCKER_MAX_RANK], c[TK_TUCKER_MAX_RANK];
+    for (size_t i = 0; i < rows; ++i) {
+        float *a = A + i * (size_t)J;
+        for (int j = 0; j < J; ++j) row[j] = a[j];
+        if (rowwise) { /* a' = a L / sigma: B's rows are sum_l L[k][l] q_l */
+            for (int l = 0; l < J; ++l) {
+                double s = 0;
+                for (int k = l; k < J; ++k) s += row[k] * L[k * J + l];
+                c[l] = s / sigma;
+            }
+            for (int j = 0; j < J; ++j) a[j] = (float)c[j];
+        } else { /* a' = (a B) Q^T / sigma, a B = a's model row in C */
+            for (int r = 0; r < R; ++r) {
+                double s = 0;
+                for (int j = 0; j < J; ++j) s += row[j] * B[(size_t)j * (size_t)R + (size_t)r];
+                c[r] = s;
+            }
+            for (int j = 0; j < J; ++j) {
+                double s = 0;
+                for (int r = 0; r < R; ++r) s += c[r] * Q[(size_t)r * (size_t)J + (size_t)j];
+                a[j] = (float)(s / sigma);
+            }
+        }
+    }
+    for (int k = 0; k < k_count; ++k)
+        for (int t = 0; t < len; ++t) B[TK_BAL_AT(k, t)] = (float)(sigma * Q[(size_t)k * (size_t)len + (size_t)t]);
+#undef TK_BAL_AT
+}
+
+void tk_tucker_model_balance_core(tk_tucker_model *m)
+{
+    for (int n = 0; n < m->order; ++n) balance_mode(m->a[n], m->b[n], m->dims[n], m->rank_j, m->rank_r);
+}

@@ -9,19 +9,29 @@
 
 
 /* The defaults, as data; every field not named is 0 (float precision, device 0, threads
- * of OpenMP's choice). */
+ * of OpenMP's choice).  ALS-WR with the core as it starts (lr_b 0): no rate to tune, and it
+ * reaches the user guide's noise floor where the seed's SGD plateaus; lambda_a is per entry of
+ * a row (tk_tucker_als_ridge), TK_TUCKER_DEFAULT_ALS_LAMBDA by benchmarks.md's "Time to
+ * accuracy" table.  lr_a is SGD's, unused by ALS. */
 static const tk_tucker_options tucker_defaults = {
     .backend = TK_BACKEND_CPU,
     .storage = TK_TUCKER_BCSF,
-    .factor_update = TK_TUCKER_FACTOR_SGD,
+    .factor_update = TK_TUCKER_FACTOR_ALS,
     .lr_a = 0.05,
-    .lr_b = 1.0,
-    .lambda_a = 0.001,
+    .lr_b = 0,
+    .lambda_a = TK_TUCKER_DEFAULT_ALS_LAMBDA,
     .lambda_b = 0.001,
     .fiber_threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD,
 };
 
 void tk_tucker_options_init(tk_tucker_options *o) { *o = tucker_defaults; }
+
+void tk_tucker_options_init_sgd(tk_tucker_options *o)
+{
+    *o = tucker_defaults;
+    o->factor_update = TK_TUCKER_FACTOR_SGD;
+    o->lr_a = 0.05, o->lr_b = 1.0, o->lambda_a = 0.001; /* the seed's */
+}
 
 int tk_tucker_max_devices(void)
 {
@@ -56,6 +66,8 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
     tk_tucker_solver *s = calloc(1, sizeof *s);
     if (!s) return tk_set_error(TK_ERR_MEMORY, "cannot allocate the solver");
     s->opts = *o;
+    const char *ridge = getenv("TK_TUCKER_ALS_RIDGE"); /* "flat": the ALS ridge before ALS-WR, for A/B */
+    s->als_ridge_per_entry = !(ridge && !strcmp(ridge, "flat"));
     s->order = model->order;
     s->rank_j = model->rank_j;
     s->rank_r = model->rank_r;
@@ -74,8 +86,20 @@ tk_status tk_tucker_solver_create(const tk_tucker_options *o, const tk_tucker_co
                                         s->bcsf);
         s->setup.build_ms = tk_now_ms() - b0;
     }
+    /* ALS starts from the same model with its core balanced (tk_tucker_model_balance_core);
+     * TK_TUCKER_ALS_CORE=asis: the core as given (A/B) */
+    tk_tucker_model balanced;
+    const tk_tucker_model *start = model;
+    const char *core = getenv("TK_TUCKER_ALS_CORE");
+    if (st == TK_OK && o->factor_update == TK_TUCKER_FACTOR_ALS && !(core && !strcmp(core, "asis"))) {
+        if ((st = tk_tucker_model_copy(&balanced, model)) == TK_OK) {
+            tk_tucker_model_balance_core(&balanced);
+            start = &balanced;
+        }
+    }
     if (st == TK_OK)
-        st = o->backend == TK_BACKEND_CUDA ? tk_tucker_cuda_create(s, model, &view) : tk_tucker_host_create(s, model);
+        st = o->backend == TK_BACKEND_CUDA ? tk_tucker_cuda_create(s, start, &view) : tk_tucker_host_create(s, start);
+    if (start == &balanced) tk_tucker_model_free(&balanced);
     if (st != TK_OK) {
         tk_tucker_solver_destroy(s);
         return st;
