@@ -150,7 +150,6 @@ tk_status tk_tucker_model_copy(tk_tucker_model *dst, const tk_tucker_model *src)
  * target_mean.  Otherwise entries uniform in [-s, s) with predictions of RMS
  * about 0.5. */
 tk_status tk_tucker_model_init(tk_tucker_model *m, uint64_t seed, double target_mean);
-/** The model's value at one 0-based index tuple (double accumulation). */
 /** The same model (to float rounding) with every core balanced: B(n) = sigma Q, Q's min(J, R)
  * rows (J <= R) or columns (J > R) orthonormal and sigma keeping B(n)'s Frobenius norm; A(n)
  * takes the rest, so A(n) B(n) stays.  The ALS solver starts from this form (it keeps the core
@@ -159,6 +158,7 @@ tk_status tk_tucker_model_init(tk_tucker_model *m, uint64_t seed, double target_
  * the fit needs).  A core already balanced (to 1e-5 of sigma^2) or of lower rank than
  * min(J, R) is left bit for bit, so a resumed ALS run continues the same model. */
 void tk_tucker_model_balance_core(tk_tucker_model *m);
+/** The model's value at one 0-based index tuple (double accumulation). */
 double tk_tucker_model_value(const tk_tucker_model *m, const uint32_t *index);
 /** Values at every entry of t (indices only are used); out has t->nnz floats. */
 tk_status tk_tucker_predict(const tk_tucker_model *m, const tk_tucker_coo *t, float *out);
