@@ -113,7 +113,8 @@ def plot_fibers(doc):
                       or ("cuda" in name and any(r["program"] == "cuda" for r in rows))):
             goal_line(speed, value, text)
     log_bars_axis(speed, names, "voxels/s (end to end)")
-    speed.set_title("throughput (grey: MRtrix3 sh2peaks, same volume)", fontsize=10)
+    anchor = any(r["program"] == "sh2peaks" for r in rows)  # not on a GPU machine without MRtrix3
+    speed.set_title("throughput" + (" (grey: MRtrix3 sh2peaks, same volume)" if anchor else ""), fontsize=10)
     acc = [r for r in rows if isinstance(r.get("median_deg"), (int, float))]
     # a median of exactly 0 does not show on a log axis: floor it at 1e-9 degrees
     bars = angle.bar(range(len(acc)), [max(r["median_deg"], 1e-9) for r in acc],
