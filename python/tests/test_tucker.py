@@ -239,8 +239,10 @@ def test_models_shared_with_tk_tucker(planted, tmp_path):
                    check=True, capture_output=True)
     np.testing.assert_allclose(np.loadtxt(tmp_path / "p.tns")[:, 3], T.predict(m, te.indices[:200]), rtol=1e-7)
     # and the other way: the tool's training (same seed, cpu) gives the Python one's model
+    # (Python's train is the seed's SGD: tk-tucker's since ALS became its default, --factor-update sgd)
     T.write_tns(tmp_path / "train.tns", tr)
-    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool_model"),
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--factor-update", "sgd",
+                    "--out", str(tmp_path / "tool_model"),
                     "--rank-j", "4", "--rank-r", "4", "--iters", "3", "--backend", "cpu", "--quiet"],
                    check=True, capture_output=True)
     theirs = T.load_model(tmp_path / "tool_model")
@@ -248,10 +250,12 @@ def test_models_shared_with_tk_tucker(planted, tmp_path):
     for x, y in zip(theirs.a + theirs.b, m.a + m.b):
         np.testing.assert_array_equal(x, y)
     # a tk-tucker checkpoint (2 iterations) resumed in Python to 4 = the tool's 4 straight
-    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool_ck"),
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--factor-update", "sgd",
+                    "--out", str(tmp_path / "tool_ck"),
                     "--rank-j", "4", "--rank-r", "4", "--iters", "2", "--backend", "cpu", "--quiet"],
                    check=True, capture_output=True)
-    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool_4"),
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--factor-update", "sgd",
+                    "--out", str(tmp_path / "tool_4"),
                     "--rank-j", "4", "--rank-r", "4", "--iters", "4", "--backend", "cpu", "--quiet"],
                    check=True, capture_output=True)
     resumed = T.train(T.read_tns(tmp_path / "train.tns"), rank_j=4, rank_r=4, iterations=4, backend="cpu",
@@ -263,7 +267,8 @@ def test_models_shared_with_tk_tucker(planted, tmp_path):
     # non-negative data (ratings): both start from a positive model at the data's mean
     ratings = T.Coo(tr.indices, (tr.values - tr.values.min() + 1).astype(np.float32), tr.dims)
     T.write_tns(tmp_path / "ratings.tns", ratings)
-    subprocess.run([tool, "train", str(tmp_path / "ratings.tns"), "--out", str(tmp_path / "tool_ratings"),
+    subprocess.run([tool, "train", str(tmp_path / "ratings.tns"), "--factor-update", "sgd",
+                    "--out", str(tmp_path / "tool_ratings"),
                     "--rank-j", "4", "--rank-r", "4", "--iters", "2", "--lr-a", "0.01", "--backend", "cpu",
                     "--seed", "9", "--quiet"], check=True, capture_output=True)
     ours = T.train(T.read_tns(tmp_path / "ratings.tns"), rank_j=4, rank_r=4, iterations=2, lr_a=0.01, seed=9,
@@ -284,7 +289,8 @@ def test_checkpoints_resume_in_either_program(planted, tmp_path):
     T.write_tns(data, tr)
 
     def run(*args):
-        return subprocess.run([tool, "train", str(data), "--rank-j", "4", "--rank-r", "4", "--backend", "cpu",
+        return subprocess.run([tool, "train", str(data), "--factor-update", "sgd",
+                               "--rank-j", "4", "--rank-r", "4", "--backend", "cpu",
                                "--seed", "5", "--quiet", *args], capture_output=True, text=True)
 
     def same(x, y):
@@ -315,7 +321,8 @@ def test_checkpoints_resume_in_either_program(planted, tmp_path):
                 resume=True)
     other = tmp_path / "other.tns"
     T.write_tns(other, T.Coo(np.ascontiguousarray(tr.indices[1:]), tr.values[1:].copy(), tr.dims))
-    r = subprocess.run([tool, "train", str(other), "--rank-j", "4", "--rank-r", "4", "--backend", "cpu", "--seed",
+    r = subprocess.run([tool, "train", str(other), "--factor-update", "sgd",
+                        "--rank-j", "4", "--rank-r", "4", "--backend", "cpu", "--seed",
                         "5", "--quiet", "--out", str(tmp_path / "straight"), "--iters", "6", "--resume"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "train_entries" in r.stderr, r.stderr
