@@ -147,7 +147,7 @@ static int parse_train(int argc, char **argv, train_args *a)
     memset(a, 0, sizeof *a);
     tk_tucker_options_init(&a->o);
     a->rank_j = a->rank_r = TK_TUCKER_DEFAULT_RANK;
-    a->iters = 40; /* the user guide's example reaches its noise floor in 26 (benchmarks.md) */
+    a->iters = TK_TUCKER_DEFAULT_ITERATIONS;
     a->fiber_threshold = (long)a->o.fiber_threshold;
     tk_parsed parsed;
     if (!tk_cli_parse_options(&train_command, argc, argv, 2, a, &parsed)) return 0;

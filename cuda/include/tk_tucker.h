@@ -83,6 +83,9 @@ TK_API_BEGIN
 /** The default lambda_a of the ALS factor update: the ridge of a row of n entries is
  * lambda_a n (ALS-WR), tk_tucker_options_init. */
 #define TK_TUCKER_DEFAULT_ALS_LAMBDA 3e-4
+/** Iterations `tk-tucker train` and tensorkernels.tucker.train run by default, with either
+ * factor update: the user guide's example reaches its noise floor by ALS in 26 (benchmarks.md). */
+#define TK_TUCKER_DEFAULT_ITERATIONS 40
 #define TK_TUCKER_MAX_DEVICES 16 /**< GPUs one solver drives at most */
 
 /* ---- sparse tensors (COO) ----------------------------------------------------- */

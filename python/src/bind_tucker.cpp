@@ -318,24 +318,48 @@ std::optional<std::string> manifest_get(const std::string &manifest, const std::
     return std::string(value);
 }
 
+// The C library's options of a factor update by name, as `tk-tucker train --factor-update`
+// starts from them: "als" tk_tucker_options_init, "sgd" tk_tucker_options_init_sgd.
+tk_tucker_options train_options(const std::string &factor_update) {
+    tk_tucker_options o;
+    if (factor_update == "als")
+        tk_tucker_options_init(&o);
+    else if (factor_update == "sgd")
+        tk_tucker_options_init_sgd(&o);
+    else
+        argument_error("factor_update", "must be 'als' or 'sgd', not '" + factor_update + "'");
+    return o;
+}
+
+// tensorkernels.tucker.train's defaults of a factor update, read from the C library (not
+// restated in Python): its rates and ridges, and the iterations of `tk-tucker train`.
+nb::dict train_defaults(const std::string &factor_update) {
+    const tk_tucker_options o = train_options(factor_update);
+    nb::dict d;
+    d["lr_a"] = o.lr_a;
+    d["lr_b"] = o.lr_b;
+    d["lambda_a"] = o.lambda_a;
+    d["lambda_b"] = o.lambda_b;
+    d["fiber_threshold"] = o.fiber_threshold;
+    d["iterations"] = TK_TUCKER_DEFAULT_ITERATIONS;
+    return d;
+}
+
 // The C solver: built once from the training entries and a start model (the core takes a copy
 // of it), then one GIL-free call per update.  It keeps the entries' arrays alive (COO storage
 // reads them at every update).
 class Solver {
   public:
     Solver(In<uint32_t> idx, In<float> val, const Dims &dims, Floats a, Floats b, int rank_j, int rank_r, int backend,
-           int storage, int dbl, double lr_a, double lr_b, double lambda_a, double lambda_b,
-           std::size_t fiber_threshold, int threads, int device, int gpus)
+           int storage, int dbl, const std::string &factor_update, double lr_a, double lr_b, double lambda_a,
+           double lambda_b, std::size_t fiber_threshold, int threads, int device, int gpus)
         : idx_(idx), val_(val) {
         tk_tucker_model m = model_view(a, b, rank_j, rank_r);
         tk_tucker_coo t = coo_view("train", idx_, &val_, dims, 3);
-        tk_tucker_options o;
-        tk_tucker_options_init(&o);
+        tk_tucker_options o = train_options(factor_update);
         o.backend = static_cast<tk_backend>(backend);
         o.storage = static_cast<tk_tucker_storage>(storage);
         o.precision = dbl ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
-        /* tensorkernels.tucker.train's settings are learning rates: the seed's SGD steps */
-        o.factor_update = TK_TUCKER_FACTOR_SGD;
         o.lr_a = lr_a;
         o.lr_b = lr_b;
         o.lambda_a = lambda_a;
@@ -444,13 +468,14 @@ void bind_tucker(nb::module_ &m) {
         return nb::make_tuple(TK_TUCKER_MAX_ORDER, TK_TUCKER_MIN_RANK, TK_TUCKER_MAX_RANK,
                               TK_TUCKER_DEFAULT_FIBER_THRESHOLD);
     });
+    m.def("tucker_train_defaults", &train_defaults, nb::arg("factor_update"));
     nb::class_<Solver>(m, "TuckerSolver")
-        .def(nb::init<In<uint32_t>, In<float>, const Dims &, Floats, Floats, int, int, int, int, int, double, double,
-                      double, double, std::size_t, int, int, int>(),
+        .def(nb::init<In<uint32_t>, In<float>, const Dims &, Floats, Floats, int, int, int, int, int,
+                      const std::string &, double, double, double, double, std::size_t, int, int, int>(),
              nb::arg("indices").noconvert(), nb::arg("values").noconvert(), nb::arg("dims"), nb::arg("a").noconvert(),
              nb::arg("b").noconvert(), nb::arg("rank_j"), nb::arg("rank_r"), nb::arg("backend"), nb::arg("storage"),
-             nb::arg("double"), nb::arg("lr_a"), nb::arg("lr_b"), nb::arg("lambda_a"), nb::arg("lambda_b"),
-             nb::arg("fiber_threshold"), nb::arg("threads"), nb::arg("device"), nb::arg("gpus"))
+             nb::arg("double"), nb::arg("factor_update"), nb::arg("lr_a"), nb::arg("lr_b"), nb::arg("lambda_a"),
+             nb::arg("lambda_b"), nb::arg("fiber_threshold"), nb::arg("threads"), nb::arg("device"), nb::arg("gpus"))
         .def("update_factors", &Solver::update_factors)
         .def("update_core", &Solver::update_core)
         .def("model", &Solver::model, nb::arg("a").noconvert(), nb::arg("b").noconvert())

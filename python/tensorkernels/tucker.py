@@ -1,4 +1,4 @@
-"""Sparse FastTucker decomposition by SGD (the core of `tk-tucker`; `tk_tucker.h`).
+"""Sparse FastTucker decomposition (the core of `tk-tucker`; `tk_tucker.h`).
 
 Model.  An order-N sparse tensor X (N = 3..10) is approximated by factor matrices A(n)
 (I_n x J) and core matrices B(n) (J x R):
@@ -6,8 +6,10 @@ Model.  An order-N sparse tensor X (N = 3..10) is approximated by factor matrice
     x^(i_1, ..., i_N) = sum_r prod_n (A(n)[i_n] @ B(n))[r]
 
 i.e. numpy.einsum over the rows A(n)[i_n] and the B(n).  Training minimises
-sum (x - x^)^2 + lambda_a sum |A(n)|^2 + lambda_b sum |B(n)|^2 over the observed entries
-(cuFasterTucker's updates: per-entry SGD on the factor rows, a mean-gradient step on the cores).
+sum (x - x^)^2 + lambda_a sum |A(n)|^2 + lambda_b sum |B(n)|^2 over the observed entries: by
+default each factor row moves to its exact minimiser with a ridge of lambda_a per entry of the
+row (ALS-WR, `tk-tucker train`'s default), or by cuFasterTucker's per-entry SGD steps
+(factor_update="sgd"); the cores by a mean-gradient step (lr_b; 0, the ALS default: kept).
 
 Indices are 0-based here, as NumPy's (the .tns files are 1-based: :func:`read_tns` and
 :func:`write_tns` convert, as `tk-tucker` does).  A sparse tensor is a :class:`Coo`: its
@@ -29,11 +31,25 @@ from . import _tensorkernels as _core
 from ._arrays import array, backend_code, output, resolve_gpus
 
 __all__ = ["Coo", "Model", "Metrics", "read_tns", "read_queries", "write_tns", "synth", "split", "init_model",
-           "train", "predict", "predict_dense", "evaluate", "save_model", "load_model", "MAX_ORDER", "MIN_RANK",
-           "MAX_RANK"]
+           "train", "train_defaults", "predict", "predict_dense", "evaluate", "save_model", "load_model", "MAX_ORDER",
+           "MIN_RANK", "MAX_RANK", "DEFAULT_ITERATIONS", "FACTOR_UPDATES"]
 
 MAX_ORDER, MIN_RANK, MAX_RANK, DEFAULT_FIBER_THRESHOLD = (int(v) for v in _core.tucker_limits())
 STORAGES = {"bcsf": 0, "coo": 1}
+FACTOR_UPDATES = ("als", "sgd")
+#: :func:`train`'s iterations by default, `tk-tucker train`'s (TK_TUCKER_DEFAULT_ITERATIONS)
+DEFAULT_ITERATIONS = int(_core.tucker_train_defaults("als")["iterations"])
+
+
+def train_defaults(factor_update: str = "als") -> Dict[str, float]:
+    """The settings :func:`train` takes where not given, for a factor update ("als" or "sgd"):
+    lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, iterations, as `tk-tucker train
+    --factor-update` takes them (read from the C library: tk_tucker_options_init and
+    tk_tucker_options_init_sgd).  lr_a of "als" is unused (the row solves take no rate) but
+    written to the manifest, as the tool writes it."""
+    if factor_update not in FACTOR_UPDATES:
+        raise ValueError(f"factor_update must be 'als' or 'sgd', not {factor_update!r}")
+    return dict(_core.tucker_train_defaults(factor_update))
 
 
 def _indices(name: str, indices, order: Optional[int] = None) -> np.ndarray:
@@ -337,25 +353,41 @@ def _train_entries(coo: Coo) -> str:
     return f"{coo.values.shape[0]}:{fp:016x}"
 
 
-def _settings(seed, lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, double, test_fraction,
+def _settings(seed, factor_update, lr_a, lr_b, lambda_a, lambda_b, fiber_threshold, double, test_fraction,
               train_entries) -> Dict[str, str]:
-    # The manifest lines tk-tucker writes (tools/tk_tucker.c settings_text), with %.17g values.
-    return {"seed": str(seed), "lr_a": f"{lr_a:.17g}", "lr_b": f"{lr_b:.17g}", "lambda_a": f"{lambda_a:.17g}",
-            "lambda_b": f"{lambda_b:.17g}", "fiber_threshold": str(fiber_threshold),
-            "precision": "double" if double else "float", "test_fraction": f"{test_fraction:.17g}",
-            "train_entries": train_entries}
+    # The manifest lines tk-tucker writes (tools/tk_tucker.c settings_text), with %.17g values;
+    # als_ridge = per_entry marks a ridge of lambda_a per entry of a row (ALS-WR), which row
+    # solves before it did not have (a flat lambda_a): their checkpoints are not continued.
+    settings = {"seed": str(seed), "lr_a": f"{lr_a:.17g}", "lr_b": f"{lr_b:.17g}", "lambda_a": f"{lambda_a:.17g}",
+                "lambda_b": f"{lambda_b:.17g}", "fiber_threshold": str(fiber_threshold),
+                "precision": "double" if double else "float", "test_fraction": f"{test_fraction:.17g}",
+                "train_entries": train_entries, "factor_update": factor_update}
+    if factor_update == "als":
+        settings["als_ridge"] = "per_entry"
+    return settings
 
 
 def _resume_from(directory: str, dims, rank_j, rank_r, settings) -> Tuple[Optional[Model], int]:
     if not os.path.exists(os.path.join(directory, "manifest.txt")):
         return None, 0
     model = load_model(directory)
+    # The factor updates first, as tk-tucker checks them: a checkpoint without a factor_update
+    # line (before ALS) was trained by SGD; one of row solves without als_ridge had the flat
+    # ridge of an older tk-tucker, whose objective is not this one's.
+    want, have = settings["factor_update"], model.manifest.get("factor_update", "sgd")
+    if want != have:
+        raise ValueError(f"resume: the factor updates are {want} here but {have} in the checkpoint in {directory}; "
+                         f"pass factor_update={have!r}, or train without resume")
+    if have == "als" and "als_ridge" not in model.manifest:
+        raise ValueError(f"resume: the checkpoint in {directory} was trained by row solves with the flat ridge of an "
+                         "older tk-tucker or tensorkernels (no als_ridge line), this one's ridge is per entry; train "
+                         "without resume")
     # The data: the training entries where the checkpoint names them (this package's and
     # tk-tucker's since train_entries; a split's fraction is then implied), else the split's
     # fraction alone (an older tk-tucker's checkpoint, whose file size a Coo cannot check).
     data_keys = ("train_entries",) if "train_entries" in model.manifest else ("test_fraction",)
     for key, want in settings.items():
-        if key in ("train_entries", "test_fraction") and key not in data_keys:
+        if key == "factor_update" or (key in ("train_entries", "test_fraction") and key not in data_keys):
             continue
         have = model.manifest.get(key)
         if have != want:
@@ -371,22 +403,30 @@ def _resume_from(directory: str, dims, rank_j, rank_r, settings) -> Tuple[Option
     return model, int(it)
 
 
-def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20, lr_a: float = 0.05,
-          lr_b: float = 1.0, lambda_a: float = 0.001, lambda_b: float = 0.001,
+def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEFAULT_ITERATIONS,
+          factor_update: str = "als", lr_a: Optional[float] = None, lr_b: Optional[float] = None,
+          lambda_a: Optional[float] = None, lambda_b: Optional[float] = None,
           fiber_threshold: int = DEFAULT_FIBER_THRESHOLD, storage: str = "bcsf", double: bool = False,
           seed: int = 0, test: Optional[Coo] = None, init: Optional[Model] = None, backend: str = "auto",
           threads: int = 0, device: int = 0, gpus: int = 0, progress: Optional[ProgressCallback] = None,
           checkpoint_dir: Optional[Union[str, os.PathLike]] = None, checkpoint_every: int = 0,
           resume: bool = False) -> Model:
-    """Fits a FastTucker model to coo's entries by the seed's SGD, as `tk-tucker train
-    --factor-update sgd` does (tk-tucker's default is now ALS-WR row solves, not offered here;
-    a checkpoint of either resumes in the other with SGD, `--factor-update sgd` there).
+    """Fits a FastTucker model to coo's entries as `tk-tucker train` does, with the same
+    defaults: the same settings and seed give the same model bit for bit (cpu, omp), and a
+    checkpoint of either resumes in the other.
 
     rank_j, rank_r: factor and core ranks (4..64).  iterations: passes, each one factor update
-    of every mode then one core update.  lr_a: factor step (stable while lr_a |v|^2 < 2: lower
-    it for values of larger magnitude, e.g. 0.005 for ratings 1..5); lr_b: core step (scales
-    the mean gradient); lambda_a, lambda_b: regularization.  fiber_threshold: B-CSF sub-slice
-    size.  storage: "bcsf" or "coo" (cpu only).  double: cpu/omp in double (the reference path).
+    of every mode then one core update (default 40, `tk-tucker train`'s).
+    factor_update: "als" (the default): each factor row moves to its exact minimiser with the
+    rest fixed, a ridge of lambda_a per entry of the row (ALS-WR; the core is balanced first);
+    no factor rate, so lr_a is refused (ValueError).  "sgd": the seed's per-entry SGD steps of
+    size lr_a (stable while lr_a |v|^2 < 2: lower it for values of larger magnitude, e.g. 0.005
+    for ratings 1..5).  lr_b: core step (scales the mean gradient; 0 keeps the core as it
+    starts).  lambda_a, lambda_b: regularization.  Where not given (None) lr_a, lr_b, lambda_a
+    and lambda_b are the C library's defaults of the chosen update (:func:`train_defaults`):
+    "als" lr_b 0, lambda_a 3e-4 per entry; "sgd" lr_a 0.05, lr_b 1, lambda_a 0.001; lambda_b
+    0.001 for both.  fiber_threshold: B-CSF sub-slice size.  storage: "bcsf" or "coo" (cpu
+    only).  double: cpu/omp in double (the reference path).
     seed: the random start (:func:`init_model`, at the data's mean when no value is negative),
     unless `init` gives one (not modified).  test: held-out entries, evaluated every iteration.
     backend: "auto" (CUDA where built and usable, else "omp"; "omp" with double), "cpu", "omp",
@@ -399,12 +439,23 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
     False stops training there (the model so far is returned and checkpointed).
     checkpoint_dir: the model directory (`tk-tucker`'s format) saved every `checkpoint_every`
     iterations (0: at the end only) and at the end, replaced atomically.  resume: continue from
-    the checkpoint in checkpoint_dir (same settings, checked) after its iteration.
+    the checkpoint in checkpoint_dir (same settings and factor update, checked; a checkpoint
+    without a factor_update line, from before ALS, resumes with factor_update="sgd"; one of row
+    solves with the older flat ridge, no als_ridge line, is refused) after its iteration.
 
     The GIL is released during every update; Ctrl-C raises KeyboardInterrupt between updates
     (the last checkpoint stays whole).  Returns the model, its `history` the metrics of every
     iteration run.  Raises ValueError when the model diverges (non-finite RMSE: lower lr_a/lr_b).
     """
+    if factor_update not in FACTOR_UPDATES:
+        raise ValueError(f"factor_update must be 'als' or 'sgd', not {factor_update!r}")
+    if factor_update == "als" and lr_a is not None:
+        raise ValueError("lr_a: exact row solves (factor_update='als', the default) take no factor rate; drop lr_a, "
+                         "or pass factor_update='sgd'")
+    # None: the C library's default of this update, as tk-tucker train takes it
+    defaults = train_defaults(factor_update)
+    lr_a, lr_b, lambda_a, lambda_b = (defaults[k] if v is None else float(v) for k, v in
+                                      (("lr_a", lr_a), ("lr_b", lr_b), ("lambda_a", lambda_a), ("lambda_b", lambda_b)))
     if not isinstance(coo, Coo):
         raise TypeError(f"coo: expected a tensorkernels.tucker.Coo, got {type(coo).__name__}")
     if coo.order < 3:
@@ -427,8 +478,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
         raise ValueError("double with backend 'cuda': cuda computes in float; use 'cpu' or 'omp', or drop double")
     code = backend_code("omp" if double and backend == "auto" else backend, device)
     dims = [max(a, b) for a, b in zip(coo.dims, test.dims if test is not None else coo.dims)]
-    settings = _settings(int(seed), lr_a, lr_b, lambda_a, lambda_b, int(fiber_threshold), bool(double), 0.0,
-                         _train_entries(coo))
+    settings = _settings(int(seed), factor_update, lr_a, lr_b, lambda_a, lambda_b, int(fiber_threshold),
+                         bool(double), 0.0, _train_entries(coo))
     ckpt = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
     start_model, start = (_resume_from(ckpt, dims, rank_j, rank_r, settings) if resume else (None, 0))
     if start_model is None:
@@ -446,7 +497,7 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
     if gpus == 0:  # "every visible GPU" as far as this build reaches, as tk-tucker's default (no NCCL: one)
         gpu_count = min(gpu_count, int(_core.tucker_max_devices()))
     solver = _core.TuckerSolver(coo.indices, coo.values, list(coo.dims), start_model.a, start_model.b, rank_j,
-                                rank_r, code, storage_code, int(bool(double)), float(lr_a), float(lr_b),
+                                rank_r, code, storage_code, int(bool(double)), factor_update, float(lr_a), float(lr_b),
                                 float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device),
                                 gpu_count)
     names = {0: "cpu", 1: "omp", 2: "cuda"}
@@ -460,7 +511,7 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = 20,
             te = evaluate(model, test) if test is not None and test.nnz else None
             if not math.isfinite(tr.rmse):
                 raise ValueError(f"tucker.train: iteration {it}: the model diverged (train RMSE {tr.rmse}): lower "
-                                 "lr_a / lr_b")
+                                 + ("lr_a / lr_b" if factor_update == "sgd" else "lr_b"))
             factor_ms, core_ms, _ = solver.timing()
             metrics = {"iteration": it, "train_rmse": tr.rmse, "train_loss": tr.loss,
                        "test_rmse": te.rmse if te else math.nan, "test_mae": te.mae if te else math.nan,
