@@ -50,7 +50,7 @@ typedef struct {
     tucker_ranks rank;
     double test_fraction, lr_a, lr_b, lambda, noise;
     tucker_shape shape;
-    int backends[B_COUNT], table_only, als, to_accuracy;
+    int backends[B_COUNT], table_only, als, to_accuracy, updates;
     long threshold, max_iters, seed;
     bench_tucker_scaling scaling; /* --gpus, --weak, --allreduce */
 } bench_args;
@@ -127,6 +127,11 @@ static int parse_gpus(const char *prog_name, const char *flag, const char *v, vo
     return 1;
 }
 
+/* --updates: which rows --to-accuracy trains (a run at the full shape spends minutes on each). */
+enum { UPDATES_BOTH, UPDATES_ALS, UPDATES_SGD };
+static const tk_opt_choice update_choices[] = {{"both", UPDATES_BOTH, 0}, {"als", UPDATES_ALS, 0}, {"sgd", UPDATES_SGD, 0},
+                                               {NULL, 0, 0}};
+
 #define ARG(member) offsetof(bench_args, member)
 static const tk_option options[] = {
     BENCH_LONG("nnz", "N", 1, 4000000000.0, ARG(nnz), "nonzeros of the synthetic tensor (default 99072112, Netflix's)"),
@@ -157,6 +162,8 @@ static const tk_option options[] = {
                "cuFasterTucker COO's time for as many iterations"),
     BENCH_LONG("max-iters", "K", 1, 100000, ARG(max_iters), "with --to-accuracy: give up after K iterations "
                                                            "(default 200)"),
+    BENCH_CHOICE("updates", "both|als|sgd", update_choices, ARG(updates),
+                 "with --to-accuracy: the rows to train, the defaults' (als), the\nseed's SGD (sgd) or both (default both)"),
     BENCH_LONG("seed", "S", 1, 1e9, ARG(seed), "seed of the synthetic tensor; the start's is S + 2 (default 1)"),
     BENCH_CUSTOM("gpus", "G1,G2,...", parse_gpus, ARG(scaling),
                  "after the table, strong scaling of cuda on these GPU counts (e.g. 1,2:\nthe first is the baseline; "
@@ -325,7 +332,8 @@ int tk_bench_tucker(int argc, char **argv)
             const tk_backend backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
             const tk_precision precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
             for (int als = 0; als < 2; ++als)
-                bench_tucker_accuracy_row(&acc, bname[b], als, backend, precision, &train, &test, &init);
+                if (a.updates == UPDATES_BOTH || (a.updates == UPDATES_ALS) == (als == 1))
+                    bench_tucker_accuracy_row(&acc, bname[b], als, backend, precision, &train, &test, &init);
         }
         tk_tucker_model_free(&init);
         tk_tucker_coo_free(&train);

@@ -1,7 +1,7 @@
 /* tk-bench tucker --to-accuracy: FastTucker's time to accuracy (issue 26).  Each backend
- * trains the suite's planted tensor with the library's default settings (the seed's SGD) and
- * with exact row solves (ALS, core fixed), no tuning flags, until the test RMSE is within 5%
- * of the noise the tensor was drawn with, and each row says
+ * trains the suite's planted tensor with the library's default settings (ALS-WR row solves,
+ * core fixed) and with the seed's SGD (`--updates` picks either), no tuning flags, until the
+ * test RMSE is within 5% of the noise the tensor was drawn with, and each row says
  * how many iterations and seconds (set-up included) that took, beside cuFasterTucker's COO
  * variant at its measured per-iteration time for the same count. */
 #ifndef TK_BENCH_TUCKER_ACCURACY_H
