@@ -281,6 +281,17 @@ static int out_dir_usable(const char *dir)
     return ok;
 }
 
+/* The held-out RMSE of the constant prediction a recommender is first judged against: the
+ * training entries' mean for every test entry (predicting 0 where the data are centred). */
+static double mean_baseline_rmse(const tk_tucker_coo *train, const tk_tucker_coo *test)
+{
+    double mean = 0, sse = 0;
+    for (size_t e = 0; e < train->nnz; ++e) mean += train->val[e];
+    mean /= (double)train->nnz;
+    for (size_t e = 0; e < test->nnz; ++e) sse += ((double)test->val[e] - mean) * ((double)test->val[e] - mean);
+    return sqrt(sse / (double)test->nnz);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     train_args a;
@@ -448,6 +459,19 @@ static int cmd_train(int argc, char **argv)
         tk_progress_advance(&bar, 1);
     }
     tk_progress_end(&bar);
+    /* A model that predicts held-out entries no better than their mean has learnt nothing a
+     * user can use (benchmarks.md, "Time to accuracy": tensors with too few entries for the
+     * ranks end there, or worse, with either update); say so rather than leave a table. */
+    if (test.nnz && train.nnz && a.iters > start && !a.std.quiet) {
+        const double base = mean_baseline_rmse(&train, &test);
+        if (!(mte.rmse < base))
+            fprintf(stderr,
+                    "%s: warning: the test RMSE after iteration %ld, %.6g, is not below %.6g, that of predicting the "
+                    "training entries' mean for every test entry: at J = %ld, R = %ld the model predicts held-out "
+                    "entries no better than a constant (too few entries a row for the ranks, or data no model of "
+                    "these ranks explains); try lower --rank-j / --rank-r\n",
+                    prog, a.iters, mte.rmse, base, a.rank_j, a.rank_r);
+    }
     rc = 0;
 done:
     tk_tucker_solver_destroy(solver);

@@ -96,6 +96,44 @@ TEST(TuckerCli, SynthTrainPredict)
     EXPECT_NE(q[1][3], 9.5);
 }
 
+// The warning when the trained model predicts held-out entries no better than their mean: none
+// on a planted model it learns, and one (exit 0: a result, not an error) where the noise is ten
+// times the signal, which a model of rank 4 fitted to 27,000 entries can only overfit.
+TEST(TuckerCli, WarnsWhereTheModelDoesNotBeatTheMean)
+{
+    std::string d = make_temp_dir("tk_tucker_cli_baseline");
+    for (const char *noise : {"0.1", "5"}) {
+        const std::string tns = d + "/s" + noise + ".tns";
+        auto r = tucker(std::string("synth --shape 120,80,60 --nnz 30000 --rank-j 4 --rank-r 4 --seed 2 --noise ") +
+                            noise + " " + tns,
+                        d);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        r = tucker("train " + tns + " --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 15 --threads 2 --out " + d +
+                       "/m" + noise,
+                   d);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const auto rows = read_rows(r.out);
+        ASSERT_EQ(rows.size(), 15u) << r.out;
+        const bool warned = r.err.find("warning: the test RMSE after iteration 15") != std::string::npos;
+        if (std::string(noise) == "0.1") {
+            EXPECT_LT(rows.back()[5], 0.2) << r.out;
+            EXPECT_FALSE(warned) << r.err;
+        } else {
+            EXPECT_TRUE(warned) << r.out << r.err;
+            EXPECT_NE(r.err.find("predicting the training entries' mean"), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find("--rank-j"), std::string::npos) << r.err;
+        }
+        // --quiet keeps stderr for errors
+        if (std::string(noise) == "5") {
+            r = tucker("train " + tns + " --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 2 --quiet --force --out " +
+                           d + "/q",
+                       d);
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+        }
+    }
+}
+
 TEST(TuckerCli, BadInputGivesClearErrors)
 {
     std::string d = make_temp_dir("tk_tucker_bad");

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -529,4 +530,21 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
                 break
     finally:
         solver.close()
+    # As tk-tucker train: a model no better on held-out entries than their training mean has
+    # learnt nothing usable (too few entries a row for the ranks); say so.
+    if test is not None and test.nnz and model.history:
+        last = model.history[-1]["test_rmse"]
+        base = _mean_baseline_rmse(coo, test)
+        if not last < base:
+            warnings.warn(f"tucker.train: the test RMSE after iteration {model.history[-1]['iteration']}, {last:.6g}, "
+                          f"is not below {base:.6g}, that of predicting the training entries' mean for every test "
+                          f"entry: at J = {rank_j}, R = {rank_r} the model predicts held-out entries no better than a "
+                          "constant (too few entries a row for the ranks, or data no model of these ranks explains); "
+                          "try lower rank_j / rank_r", RuntimeWarning, stacklevel=2)
     return model
+
+
+def _mean_baseline_rmse(train: Coo, test: Coo) -> float:
+    """The held-out RMSE of predicting the training entries' mean for every test entry."""
+    mean = _sequential_mean(train.values)
+    return float(np.sqrt(np.mean((test.values.astype(np.float64) - mean) ** 2)))

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -283,6 +284,22 @@ def test_default_reaches_the_noise_floor_where_sgd_does_not():
     assert len(als.history) == len(sgd.history) == 40
     assert als.history[-1]["test_rmse"] <= 1.05 * floor, (floor, als.history[-1])
     assert sgd.history[-1]["test_rmse"] > 1.2 * floor, (floor, sgd.history[-1])
+
+
+def test_warns_where_the_model_does_not_beat_the_mean():
+    """As tk-tucker train: no warning where the model learns the planted one, a RuntimeWarning
+    naming the baseline where the noise is ten times the signal (the model can only overfit)."""
+    for noise, expect in ((0.1, False), (5.0, True)):
+        c = T.synth((30, 40, 50), 20000, rank_j=4, rank_r=4, noise=noise, seed=1)
+        tr, te = T.split(c, 0.2, seed=3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m = T.train(tr, rank_j=4, rank_r=4, iterations=15, test=te, backend="omp", threads=2)
+        mean = float(np.mean(tr.values.astype(np.float64)))
+        base = float(np.sqrt(np.mean((te.values.astype(np.float64) - mean) ** 2)))
+        said = [w for w in caught if issubclass(w.category, RuntimeWarning) and "training entries' mean" in str(w.message)]
+        assert bool(said) == expect, (noise, m.history[-1], base, [str(w.message) for w in caught])
+        assert (m.history[-1]["test_rmse"] >= base) == expect
 
 
 def test_save_load_round_trip_and_refusals(tmp_path):
