@@ -217,8 +217,9 @@ __host__ __device__ inline size_t als_solve_shared_doubles(int J) { return (size
 
 /* Warp per row of [0, rows), in double: tucker_cpu.c's als_solve, operation for operation.  A
  * row without entries becomes 0 (its minimiser of f); otherwise Cholesky (M + ridge I) =
- * U^T U (ridge: tk_tucker_als_ridge of lambda, the row's count and per_entry, as the host), y = the solution, and a + omega (y - a) kept only where it does not raise the row's
- * loss (a not positive definite M keeps the row too). */
+ * U^T U (ridge: tk_tucker_als_ridge of lambda, the row's count and per_entry, as the host),
+ * y = the solution, and a + omega (y - a) kept only where it does not raise the row's loss (a
+ * not positive definite M keeps the row too). */
 template <class Policy>
 __global__ void als_solve_kernel(float *A, const double *eq, uint32_t rows, int J, double lambda, int per_entry,
                                  double omega, int warps_per_block)

@@ -30,7 +30,7 @@ void tk_tucker_options_init_sgd(tk_tucker_options *o)
 {
     *o = tucker_defaults;
     o->factor_update = TK_TUCKER_FACTOR_SGD;
-    o->lr_a = 0.05, o->lr_b = 1.0, o->lambda_a = 0.001; /* the seed's */
+    o->lr_b = 1.0, o->lambda_a = 0.001; /* the seed's core step and flat ridge (its lr_a is the table's) */
 }
 
 int tk_tucker_max_devices(void)
