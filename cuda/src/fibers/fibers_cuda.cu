@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +24,22 @@ typedef tk_fibers_policy Policy;
 
 typedef void (*fibers_kernel_fn)(FibArgs);
 typedef struct {
-    fibers_kernel_fn axial, grid, polish, shoulder, climb;
+    fibers_kernel_fn axial, grid, polish, bar, polish_b, shoulder, climb;
 } fibers_kernels;
 
 static fibers_kernels kernels_for(int lmax)
 {
-    fibers_kernels none = {NULL, NULL, NULL, NULL, NULL};
+    fibers_kernels none = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     switch (lmax) {
 #define TK_FIB_CASE(M)                                                                                            \
     case M: {                                                                                                     \
-        fibers_kernels k = {fibers_axial_kernel<Policy, M>, fibers_grid_kernel<Policy, M>,                        \
-                            fibers_climb_kernel<Policy, M, true>, fibers_shoulder_kernel<Policy, M>,              \
-                            fibers_climb_kernel<Policy, M, false>};                                               \
+        fibers_kernels k = {fibers_axial_kernel<Policy, M>,                                                       \
+                            fibers_grid_kernel<Policy, M>,                                                        \
+                            fibers_climb_kernel<Policy, M, FIB_PASS_1A>,                                          \
+                            fibers_bar_kernel<Policy, M>,                                                         \
+                            fibers_climb_kernel<Policy, M, FIB_PASS_1B>,                                          \
+                            fibers_shoulder_kernel<Policy, M>,                                                    \
+                            fibers_climb_kernel<Policy, M, FIB_PASS_SHOULDERS>};                                  \
         return k;                                                                                                 \
     }
         TK_FIB_CASE(2) TK_FIB_CASE(4) TK_FIB_CASE(6) TK_FIB_CASE(8)
@@ -46,12 +51,15 @@ static fibers_kernels kernels_for(int lmax)
 
 /* The tables on the device: the monomial map, the grid, its neighbours and fit stencils, and
  * the bad-voxel counter. */
-enum { TABLE_PT, TABLE_GRID, TABLE_NBR_START, TABLE_NBR, TABLE_NBR_NEAR, TABLE_FIT_NBR, TABLE_FIT_W, TABLE_BAD, TABLES };
+enum { TABLE_PT, TABLE_GRID, TABLE_NBR8, TABLE_FIT_NBR, TABLE_FIT_W, TABLE_BAD, TABLES };
 /* One stream's chunk buffers. */
 enum {
     CHUNK_SH, CHUNK_DIRS, CHUNK_AMPS, CHUNK_MASK, CHUNK_COEF, CHUNK_VOXEL_LIST, CHUNK_CAND_LIST, CHUNK_RES,
-    CHUNK_CAND_START, CHUNK_AXIAL_STATE, CHUNK_AXIAL_RES, CHUNK_BUFFERS
+    CHUNK_CAND_START, CHUNK_AXIAL_STATE, CHUNK_AXIAL_RES, CHUNK_BAR, CHUNK_BUFFERS
 };
+/* The chunk's counters after its voxels' first and count: candidates, pass-1a grid maxima,
+ * shoulder candidates, shoulder climbs, pass-1b grid maxima (FibArgs). */
+enum { COUNTERS = 5 };
 /* Each stream's events: its chunk's start, after the grid pass, after the polish, its end. */
 enum { EVENT_START, EVENT_GRID, EVENT_POLISH, EVENT_STOP, EVENTS };
 
@@ -59,7 +67,7 @@ struct tk_fibers_cuda_state {
     int device, lmax, k, num_peaks, timeline;
     fibers_kernels kernels;
     size_t smem;                 /* the grid kernel's dynamic shared memory */
-    int sm_count, grid_blocks_cap, polish_blocks, shoulder_blocks, axial_blocks, select_blocks;
+    int sm_count, grid_blocks_cap, polish_blocks, shoulder_blocks, axial_blocks, select_blocks, bar_blocks;
     size_t chunk;                /* voxels per chunk buffer (0: none yet) */
     size_t max_chunk_voxels;
     FibArgs base;                /* the tables' and options' part of every launch's arguments */
@@ -79,13 +87,13 @@ static cudaMemcpyKind caller_copy(const tk_fibers_cuda_state *st, cudaMemcpyKind
     return across;
 }
 
-/* One voxel's share of a chunk: SH in, peaks out, mask, coefficients, the axial answer, list
- * stretch, and room for TK_FIB_CAP2 candidates. */
+/* One voxel's share of a chunk: SH in, peaks out, mask, coefficients, the axial answer, the
+ * bar, list stretch, and room for TK_FIB_CAP2 candidates. */
 static size_t bytes_per_voxel(int k, int np)
 {
     return sizeof(float) * ((size_t)k + 4 * (size_t)np) + 1 + sizeof(double) * ((size_t)k + 2) + sizeof(int) +
-           4 * sizeof(double) + 2 * sizeof(int) +
-           (size_t)TK_FIB_CAP2 * (3 * sizeof(int) + 3 * sizeof(float) + 4 * sizeof(double));
+           8 * sizeof(double) + 2 * sizeof(int) +
+           (size_t)TK_FIB_CAP2 * (4 * sizeof(int) + 4 * sizeof(float) + 4 * sizeof(double));
 }
 
 /* The tables on the device. */
@@ -96,9 +104,7 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     tk_status status = TK_OK;
     tk_cuda_buffer bufs[TABLES] = {{&st->table[TABLE_PT], sizeof(double) * (size_t)k * k},
                                    {&st->table[TABLE_GRID], sizeof(float) * 3 * (size_t)G},
-                                   {&st->table[TABLE_NBR_START], sizeof(int) * ((size_t)G + 1)},
-                                   {&st->table[TABLE_NBR], sizeof(int) * (size_t)t->nbr_start[G] + sizeof(int)},
-                                   {&st->table[TABLE_NBR_NEAR], sizeof(int) * (size_t)G},
+                                   {&st->table[TABLE_NBR8], sizeof(uint4) * (size_t)G},
                                    {&st->table[TABLE_FIT_NBR], sizeof(int) * fit_entries},
                                    {&st->table[TABLE_FIT_W], sizeof(float) * 5 * fit_entries},
                                    {&st->table[TABLE_BAD], sizeof(unsigned long long)}};
@@ -113,24 +119,38 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     if (err != cudaSuccess) return tk_cuda_status(err, TK_FIB_WHO, "cudaMalloc");
     double *P = (double *)malloc(sizeof(double) * (size_t)k * k);
     float *h_grid = (float *)malloc(sizeof(float) * 3 * (size_t)G);
-    if (!P || !h_grid) {
+    uint16_t *nbr8 = (uint16_t *)malloc(sizeof(uint4) * (size_t)G);
+    if (!P || !h_grid || !nbr8) {
         status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
         goto done;
     }
     if ((status = tk_fibers_monomial_map(t, P)) != TK_OK) goto done;
     for (int d = 0; d < G; ++d)
         for (int i = 0; i < 3; ++i) h_grid[(size_t)i * G + d] = (float)t->dirs[(size_t)d * 3 + i];
+    for (int d = 0; d < G; ++d) {
+        /* the neighbour lists packed for one 16-byte load a direction (FibArgs::nbr8) */
+        const int first = t->nbr_start[d], count = t->nbr_start[d + 1] - first;
+        if (count > TK_FIB_NBR || G > 0xffff) {
+            status = tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend packs at most %d neighbours of at most "
+                                  "65,535 grid directions; lmax %d's grid has %d directions, one with %d",
+                                  TK_FIB_NBR, t->lmax, G, count);
+            goto done;
+        }
+        uint16_t *row = nbr8 + (size_t)d * 8;
+        for (int e = 0; e < TK_FIB_NBR; ++e) row[e] = (uint16_t)(e < count ? t->nbr[first + e] : d);
+        row[7] = (uint16_t)t->nbr_near[d];
+    }
     {
         /* host sources in the order of bufs (the counter: no source) */
-        const void *src[TABLES] = {P, h_grid, t->nbr_start, t->nbr, t->nbr_near, t->fit_nbr, t->fit_w, NULL};
-        const size_t bytes[TABLES] = {bufs[0].bytes, bufs[1].bytes, bufs[2].bytes, sizeof(int) * (size_t)t->nbr_start[G],
-                                      sizeof(int) * (size_t)G, bufs[5].bytes, bufs[6].bytes, 0};
+        const void *src[TABLES] = {P, h_grid, nbr8, t->fit_nbr, t->fit_w, NULL};
         for (int b = 0; b < TABLES; ++b)
-            if (src[b]) TK_CUDA_TRY_GOTO(status, done, TK_FIB_WHO, cudaMemcpy(st->table[b], src[b], bytes[b], cudaMemcpyHostToDevice));
+            if (src[b])
+                TK_CUDA_TRY_GOTO(status, done, TK_FIB_WHO, cudaMemcpy(st->table[b], src[b], bufs[b].bytes, cudaMemcpyHostToDevice));
     }
 done:
     free(P);
     free(h_grid);
+    free(nbr8);
     return status;
 }
 
@@ -144,12 +164,17 @@ static void base_args(tk_fibers_cuda_state *st, const tk_fibers_tables *t, const
     a.pt = (const double *)st->table[TABLE_PT];
     const float *grid = (const float *)st->table[TABLE_GRID];
     a.gx = grid, a.gy = grid + G, a.gz = grid + 2 * (size_t)G;
-    a.nbr_start = (const int *)st->table[TABLE_NBR_START], a.nbr = (const int *)st->table[TABLE_NBR];
-    a.nbr_near = (const int *)st->table[TABLE_NBR_NEAR];
+    a.nbr8 = (const uint4 *)st->table[TABLE_NBR8];
     a.fit_nbr = (const int *)st->table[TABLE_FIT_NBR], a.fit_w = (const float *)st->table[TABLE_FIT_W];
     a.spacing = sqrt(2.0 * 3.14159265358979323846 / G);
     a.cos_near = cos(TK_SHOULDER_GAP * a.spacing);
     a.grid = G, a.grid_padded = t->grid_padded, a.k = t->k, a.num_peaks = o->num_peaks;
+    /* The grid maxima climbed before the bar is known: the count's part of the bar needs
+     * num_peaks distinct maxima, and among a real FOD's largest grid maxima two often share
+     * one (on session 22's real voxels 58% found fewer than 3 in their first 3, 9% in their
+     * first 4): one more than num_peaks, so that pass 1b is short (real: 4 + 1.95 climbs a
+     * voxel instead of all 13.8 grid maxima; first 3: 3 + 7.3). */
+    a.first_climbs = o->num_peaks < TK_FIB_CAP ? o->num_peaks + 1 : TK_FIB_CAP;
     memcpy(a.axial_q, t->axial_q, sizeof a.axial_q);
     a.basis = t->basis, a.legacy = t->legacy, a.lmax = t->lmax;
     a.threshold = o->threshold, a.relative_threshold = o->relative_threshold;
@@ -182,12 +207,13 @@ static tk_status alloc_chunks(tk_fibers_cuda_state *st, size_t voxels)
             b[CHUNK_MASK] = {&slot[CHUNK_MASK], chunk};
             /* coefficients, then first/count/num_cands, then the candidate list and results */
             b[CHUNK_COEF] = {&slot[CHUNK_COEF], sizeof(double) * ((size_t)k + 2) * chunk};
-            b[CHUNK_VOXEL_LIST] = {&slot[CHUNK_VOXEL_LIST], sizeof(int) * (2 * chunk + 4)};
-            b[CHUNK_CAND_LIST] = {&slot[CHUNK_CAND_LIST], sizeof(int) * 3 * TK_FIB_CAP2 * chunk};
+            b[CHUNK_VOXEL_LIST] = {&slot[CHUNK_VOXEL_LIST], sizeof(int) * (2 * chunk + COUNTERS)};
+            b[CHUNK_CAND_LIST] = {&slot[CHUNK_CAND_LIST], sizeof(int) * 4 * TK_FIB_CAP2 * chunk};
             b[CHUNK_RES] = {&slot[CHUNK_RES], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};
-            b[CHUNK_CAND_START] = {&slot[CHUNK_CAND_START], sizeof(float) * 3 * TK_FIB_CAP2 * chunk};
+            b[CHUNK_CAND_START] = {&slot[CHUNK_CAND_START], sizeof(float) * 4 * TK_FIB_CAP2 * chunk};
             b[CHUNK_AXIAL_STATE] = {&slot[CHUNK_AXIAL_STATE], sizeof(int) * chunk};
             b[CHUNK_AXIAL_RES] = {&slot[CHUNK_AXIAL_RES], sizeof(double) * 4 * chunk};
+            b[CHUNK_BAR] = {&slot[CHUNK_BAR], sizeof(double) * 4 * chunk};
         }
         const cudaError_t err = tk_cuda_malloc_all(bufs, 2 * CHUNK_BUFFERS);
         if (err == cudaSuccess) break;
@@ -242,9 +268,11 @@ extern "C" tk_status tk_fibers_cuda_create(const tk_fibers_tables *t, const tk_f
                      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernels.grid, Policy::block_threads, st->smem));
     {
         /* the other kernels' resident blocks: their grid sizes */
-        const fibers_kernel_fn fn[4] = {kernels.polish, kernels.axial, kernels.shoulder, fibers_select_kernel<Policy>};
-        int *blocks[4] = {&st->polish_blocks, &st->axial_blocks, &st->shoulder_blocks, &st->select_blocks};
-        for (int i = 0; i < 4; ++i)
+        const fibers_kernel_fn fn[5] = {kernels.polish, kernels.axial, kernels.shoulder, fibers_select_kernel<Policy>,
+                                        kernels.bar};
+        int *blocks[5] = {&st->polish_blocks, &st->axial_blocks, &st->shoulder_blocks, &st->select_blocks,
+                          &st->bar_blocks};
+        for (int i = 0; i < 5; ++i)
             TK_CUDA_TRY_GOTO(status, fail, TK_FIB_WHO,
                              cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks[i], fn[i], Policy::block_threads, 0));
     }
@@ -295,12 +323,16 @@ static FibArgs chunk_args(const tk_fibers_cuda_state *st, int s, size_t todo, in
     args.first = voxel_list, args.count = voxel_list + chunk, args.num_cands = voxel_list + 2 * chunk;
     args.cand_voxel = cand_list, args.cand_dir = cand_list + (size_t)TK_FIB_CAP2 * chunk;
     args.cand_start = (float *)b[CHUNK_CAND_START];
+    args.cand_high = args.cand_start + (size_t)3 * TK_FIB_CAP2 * chunk;
+    args.cand_local = cand_list + (size_t)3 * TK_FIB_CAP2 * chunk;
     args.order = cand_list + (size_t)2 * TK_FIB_CAP2 * chunk, args.order_cap = (int)(TK_FIB_CAP2 * chunk);
     args.num_kind1 = args.num_cands + 1, args.num_kind2 = args.num_cands + 2;
     args.num_climbs = args.num_cands + 3;
+    args.num_kind1b = args.num_cands + 4;
     double *res = (double *)b[CHUNK_RES];
     args.res_dir = res, args.res_amp = res + (size_t)3 * TK_FIB_CAP2 * chunk;
     args.axial_state = (int *)b[CHUNK_AXIAL_STATE], args.axial_res = (double *)b[CHUNK_AXIAL_RES];
+    args.bar = (double *)b[CHUNK_BAR];
     args.num_voxels = todo;
     return args;
 }
@@ -324,7 +356,7 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, 
     size_t want = (todo + Policy::warps_per_block - 1) / Policy::warps_per_block;
     int blocks = want < (size_t)st->grid_blocks_cap ? (int)want : st->grid_blocks_cap;
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_START], stream));
-    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemsetAsync(args.num_cands, 0, 4 * sizeof(int), stream));
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemsetAsync(args.num_cands, 0, COUNTERS * sizeof(int), stream));
     {
         const size_t axial_want = (todo + threads - 1) / threads;
         const int axial_cap = st->sm_count * (st->axial_blocks > 0 ? st->axial_blocks : 1);
@@ -334,8 +366,17 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, 
     kernels.grid<<<blocks, threads, st->smem, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_GRID], stream));
-    /* the grid maxima's climbs, then the shoulder candidates (which read them) */
+    /* the grid maxima's climbs (the first of each voxel, its bar, the others that can still
+     * matter), then the shoulder candidates (which read them) */
     kernels.polish<<<st->sm_count * st->polish_blocks, threads, 0, stream>>>(args);
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
+    {
+        const size_t bar_want = (todo + threads - 1) / threads;
+        const int bar_cap = st->sm_count * (st->bar_blocks > 0 ? st->bar_blocks : 1);
+        kernels.bar<<<bar_want < (size_t)bar_cap ? (int)bar_want : bar_cap, threads, 0, stream>>>(args);
+        TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
+    }
+    kernels.polish_b<<<st->sm_count * st->polish_blocks, threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     kernels.shoulder<<<st->sm_count * st->shoulder_blocks, threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());

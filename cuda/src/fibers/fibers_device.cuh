@@ -88,6 +88,30 @@ template <int M> __device__ __forceinline__ float poly_value_f(const float *cf, 
     return p;
 }
 
+/* f at two grid directions at once, each exactly as poly_value_f: each coefficient read from
+ * shared memory once for both (the grid pass is issue-bound; the reads were a third of it). */
+template <int M>
+__device__ __forceinline__ void poly_value_f2(const float *cf, const float *a, const float *b, float *fa, float *fb)
+{
+    float pa[M + 1], pb[M + 1];
+    pa[0] = pb[0] = 1.f;
+#pragma unroll
+    for (int i = 1; i <= M; ++i) pa[i] = pa[i - 1] * a[1], pb[i] = pb[i - 1] * b[1];
+    float ra = 0.f, rb = 0.f;
+#pragma unroll
+    for (int c = M; c >= 0; --c) {
+        const int o = poly_offset(M, c);
+        float sa = cf[o], sb = sa;
+#pragma unroll
+        for (int k = 1; k <= M - c; ++k) {
+            const float ck = cf[o + k];
+            sa = fmaf(sa, a[0], ck * pa[k]), sb = fmaf(sb, b[0], ck * pb[k]);
+        }
+        ra = fmaf(ra, a[2], sa), rb = fmaf(rb, b[2], sb);
+    }
+    *fa = ra, *fb = rb;
+}
+
 #define TK_NEWTON_FN template <int M> static __device__
 #define TK_NEWTON_UTIL static __device__ __forceinline__
 #define TK_NEWTON_CTX Poly<M>

@@ -7,7 +7,15 @@
  * the grid directions not below any neighbour as candidates, and appends them to one
  * candidate list; a thread per candidate then polishes it with the CPU's Newton code in double
  * (fibers_newton.h), and a thread per voxel merges, sorts and selects (fibers_select.h)
- * exactly as the CPU does. */
+ * exactly as the CPU does.
+ *
+ * As on the CPU, only the climbs that can change the output are made: a voxel's grid maxima
+ * are listed largest first, its first num_peaks + 1 climbed (pass 1a), and what a further
+ * maximum must then exceed (tk_fibers_output_bar, "the bar") is worked out a thread per voxel;
+ * its other grid maxima climb (pass 1b) only where their hill can rise above the bar and they
+ * are not next to a maximum found, and every later climb stops once its maximum provably stays
+ * below it (nt_polish's cutoff).  The CPU's bar rises after every climb, so it is never below
+ * this one: the GPU climbs a superset of what the CPU climbs. */
 #ifndef TK_FIBERS_KERNELS_CUH
 #define TK_FIBERS_KERNELS_CUH
 
@@ -19,11 +27,13 @@
  * voxel has up to two lists (grid maxima, then shoulder candidates). */
 #define TK_FIB_CAP TK_FIBERS_MAX_CANDIDATES
 #define TK_FIB_CAP2 (2 * TK_FIB_CAP)
+/* Neighbours a grid direction has at most (the tables' lattice: 7 up to lmax 16) */
+#define TK_FIB_NBR 7
 
-/* Three kernels per chunk, so that each runs at the occupancy its work wants: the grid
- * pass (light, float, a warp per voxel) compacts its candidates into one list; the polish
- * (heavy, double) runs a thread per candidate, every lane busy; the merge runs a thread
- * per voxel over that voxel's stretch of the list. */
+/* Kernels by kind of work, so that each runs at the occupancy its work wants: the grid pass
+ * (light, float, a warp per voxel) compacts its candidates into one list; the climbs (heavy,
+ * double) run a thread per candidate, every lane busy; the bar and the merge run a thread per
+ * voxel over that voxel's stretch of the list. */
 struct FibArgs {
     const float *sh;      /* chunk voxels x k */
     const uint8_t *mask;  /* chunk voxels, or NULL */
@@ -31,7 +41,9 @@ struct FibArgs {
     unsigned long long *bad;
     const double *pt;     /* monomial map, column-major: pt[col * k + row] */
     const float *gx, *gy, *gz;
-    const int *nbr_start, *nbr, *nbr_near;
+    const uint4 *nbr8;    /* per direction its neighbours (tables' nbr lists, in order), padded to
+                           * TK_FIB_NBR with the direction itself (a step of 0 changes no test
+                           * below), then how many are the nearest (nbr_near): 8 uint16 */
     const int *fit_nbr;   /* the plan's fit stencils (fibers_fit.c), grid_padded-strided */
     const float *fit_w;
     double *coef;         /* chunk voxels x (k + 2): the monomial coefficients of the series'
@@ -41,12 +53,19 @@ struct FibArgs {
     int *num_cands;       /* length of the candidate list */
     int *num_kind1, *num_kind2; /* how many of them are grid maxima / shoulder candidates */
     int *num_climbs;      /* how many shoulder candidates the shoulder kernel keeps for a climb */
+    int *num_kind1b;      /* how many grid maxima the bar kernel lists for pass 1b */
+    int first_climbs;     /* a voxel's grid maxima climbed before its bar is known (pass 1a) */
     int *order;           /* the polish kernel's work order: grid maxima from the front, shoulder
                            * candidates from the back (order_cap entries), so that a warp's
                            * threads mostly do the same work: a whole climb, or one Newton step
                            * that most shoulder candidates fail */
     int order_cap;
     int *cand_voxel, *cand_dir;
+    int *cand_local;      /* per grid maximum: 1 where a shoulder candidate next to it is on its hill
+                           * (its climb stayed within the leash, or it was not climbed), as
+                           * try_candidate's answer on the CPU */
+    float *cand_high;     /* per candidate: the highest grid value on or around it (the CPU's
+                           * grid_mark high) */
     float *cand_start;    /* per candidate: a grid maximum's model maximum to start its climb
                            * at (x, y, z), or NaN in x to start at the grid direction */
     double *res_dir, *res_amp; /* per candidate: the polished maximum (amplitude NaN if none) */
@@ -54,6 +73,8 @@ struct FibArgs {
     double axial_q[5][9];  /* the plan's l = 2 quadratic forms (tk_fibers_axial_axis) */
     int *axial_state;      /* chunk voxels: the axial kernel's answer (-1: the grid pass decides) */
     double *axial_res;     /* chunk voxels x 4: its axis and unit-scaled amplitude */
+    double *bar;           /* chunk voxels x 4: the bar after pass 1a, the bounds m2 and m3 (the
+                            * climbs' cutoff) and the value margin (tk_fibers_value_margin) */
     tk_sh_basis basis;
     int legacy, lmax;
     int grid, grid_padded, k, num_peaks;
@@ -65,6 +86,16 @@ __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
 {
     size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP2);
     return (bytes + 15) / 16 * 16;
+}
+
+/* Grid direction d's neighbours (FibArgs::nbr8) and how many of them are the nearest. */
+__device__ __forceinline__ void grid_neighbours(const FibArgs &p, int d, int *n, int *near)
+{
+    const uint4 q = __ldg(p.nbr8 + d);
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int e = 0; e < TK_FIB_NBR; ++e) n[e] = (int)((w[e >> 1] >> (16 * (e & 1))) & 0xffffu);
+    *near = (int)(q.w >> 16);
 }
 
 /* Grid direction d's quadratic model from its fit stencil (fibers_fit.c) over the warp's
@@ -92,7 +123,8 @@ __device__ static void tk_fibers_fit_start_model(const FibArgs &p, const float *
 
 /* 1: not below any neighbour; 2: a shoulder candidate, not below the nearest ones (within
  * 1.05 spacings: they come first), or below one only and by less than TK_RIDGE_RISE of the
- * steepest fall to another; 0: neither.  As grid_local_maxima on the CPU. */
+ * steepest fall to another, still to be fitted (shoulder_fits); 0: neither.  As
+ * grid_local_maxima on the CPU. */
 /* floor: where v0 + rise (the highest grid value on or around d) is below it, d's hill cannot
  * rise above the threshold: no candidate (the CPU's output bound, in the part that depends on
  * nothing found: maxima_from_grid). */
@@ -102,22 +134,46 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
     bool ok_near = true;
     int higher = 0;
     float rise = 0.f, fall = 0.f;
-    const int first = __ldg(p.nbr_start + d), end = __ldg(p.nbr_start + d + 1), near = __ldg(p.nbr_near + d);
-    for (int e = first; e < end; ++e) {
-        const float step = vals[__ldg(p.nbr + e)] - v0;
+    int n[TK_FIB_NBR], near;
+    grid_neighbours(p, d, n, &near);
+#pragma unroll
+    for (int e = 0; e < TK_FIB_NBR; ++e) {
+        const float step = vals[n[e]] - v0;
         const bool not_below = step <= 0.f;
         higher += !not_below;
-        ok_near &= not_below | (e - first >= near);
+        ok_near &= not_below | (e >= near);
         rise = fmaxf(rise, step), fall = fmaxf(fall, -step);
     }
     if (v0 + rise < floor) return 0;
     if (higher == 0) return 1;
-    if (!(ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall))) return 0;
-    /* a shoulder candidate whose neighbours' quadratic model has no maximum within reach
-     * is none (as shoulder_fit_reaches on the CPU) */
-    float th[5];
-    grid_fit_model(p, vals, d, th);
-    return tk_fibers_fit_reaches(th, (float)p.spacing) ? 2 : 0;
+    return ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall) ? 2 : 0;
+}
+
+/* A shoulder candidate whose neighbours' quadratic model has no maximum within reach is none
+ * (as shoulder_fit_reaches on the CPU): fitted here a lane each over the warp's queue of n
+ * of them (their directions), and the kind bits of those that fail cleared by the lane that
+ * holds them.  (Fitted where grid_candidate_kind finds them, the few per cent of directions
+ * that need a fit, scattered, held most of the warp's iterations over the grid.) */
+template <int KIND_WORDS>
+__device__ __forceinline__ void shoulder_fits(const FibArgs &p, const float *vals, int *queue, int n, int lane,
+                                              unsigned long long *kind2)
+{
+    __syncwarp();
+    for (int q = lane; q < n; q += 32) {
+        float th[5];
+        grid_fit_model(p, vals, queue[q], th);
+        if (!tk_fibers_fit_reaches(th, (float)p.spacing)) queue[q] = -queue[q] - 1;
+    }
+    __syncwarp();
+    for (int q = 0; q < n; ++q) {
+        const int e = queue[q], d = -e - 1, b = d >> 5;
+        if (e < 0 && (d & 31) == lane) {
+#pragma unroll
+            for (int w = 0; w < KIND_WORDS; ++w)
+                if (w == b >> 6) kind2[w] &= ~(1ull << (b & 63));
+        }
+    }
+    __syncwarp();
 }
 
 /* The axial test (fibers_internal.h; the CPU's axial_maxima), a thread per voxel, before the
@@ -224,19 +280,38 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
             cf[i] = (float)s;
         }
         __syncwarp();
-        for (int d = lane; d < G; d += 32) vals[d] = poly_value_f<M>(cf, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
+        {
+            /* two directions a lane at a time (poly_value_f2), then the odd block left */
+            int d = lane;
+            for (; d + 32 < G; d += 64) {
+                const float a[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)};
+                const float b[3] = {__ldg(p.gx + d + 32), __ldg(p.gy + d + 32), __ldg(p.gz + d + 32)};
+                poly_value_f2<M>(cf, a, b, vals + d, vals + d + 32);
+            }
+            if (d < G) vals[d] = poly_value_f<M>(cf, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
+        }
         __syncwarp();
 
         /* each direction's kind once, as bits: lane l's bit b is direction 32 b + l */
         unsigned long long kind1[KIND_WORDS], kind2[KIND_WORDS];
 #pragma unroll
         for (int w = 0; w < KIND_WORDS; ++w) kind1[w] = kind2[w] = 0;
+        /* the shoulder candidates' fits, a lane each, queued in the warp's (still unused)
+         * candidate room whenever another 32 might not fit */
+        int queued = 0;
         for (int first = 0, b = 0; first < G; first += 32, ++b) {
             const int d = first + lane, kd = d < G ? grid_candidate_kind(p, vals, d, floor) : 0;
             const unsigned long long bit = 1ull << (b & 63);
 #pragma unroll
             for (int w = 0; w < KIND_WORDS; ++w)
                 if (w == b >> 6) kind1[w] |= kd == 1 ? bit : 0, kind2[w] |= kd == 2 ? bit : 0;
+            const unsigned ballot = __ballot_sync(TK_WARP_ALL_LANES, kd == 2);
+            if (kd == 2) cand[queued + __popc(ballot & ((1u << lane) - 1u))] = d;
+            queued += __popc(ballot);
+            if (queued > TK_FIB_CAP2 - 32 || (first + 32 >= G && queued)) {
+                shoulder_fits<KIND_WORDS>(p, vals, cand, queued, lane, kind2);
+                queued = 0;
+            }
         }
 
         /* candidates: grid directions not below any neighbour, then shoulder candidates
@@ -294,6 +369,26 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
                 n = TK_FIB_CAP;
                 __syncwarp();
             }
+            if (kind == 1 && n > 1 && n <= TK_FIB_CAP) {
+                /* largest grid value first, ties in index order, as the CPU lists them
+                 * (insert_by_value; the capped path above already yields that order): each
+                 * lane places its entries by their rank, through the shoulders' still empty
+                 * room */
+                int *sorted = list + n;
+                for (int c = lane; c < n; c += 32) {
+                    const int d = list[c];
+                    const float vd = vals[d];
+                    int rank = 0;
+                    for (int e = 0; e < n; ++e) {
+                        const float ve = vals[list[e]];
+                        rank += ve > vd || (ve == vd && e < c);
+                    }
+                    sorted[rank] = d;
+                }
+                __syncwarp();
+                for (int c = lane; c < n; c += 32) list[c] = sorted[c];
+                __syncwarp();
+            }
             if (kind == 2)
                 for (int c = lane; c < n; c += 32) list[c] = -(list[c] + 1);
             count += n;
@@ -303,12 +398,24 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
         int first = 0, first1 = 0, first2 = 0;
         if (lane == 0) {
             first = atomicAdd(p.num_cands, count), p.first[v] = first, p.count[v] = count;
-            first1 = atomicAdd(p.num_kind1, count1), first2 = atomicAdd(p.num_kind2, count - count1);
+            first1 = atomicAdd(p.num_kind1, min(count1, p.first_climbs));
+            first2 = atomicAdd(p.num_kind2, count - count1);
         }
         first = __shfl_sync(TK_WARP_ALL_LANES, first, 0);
         first1 = __shfl_sync(TK_WARP_ALL_LANES, first1, 0), first2 = __shfl_sync(TK_WARP_ALL_LANES, first2, 0);
         for (int c = lane; c < count; c += 32) {
             p.cand_voxel[first + c] = (int)v, p.cand_dir[first + c] = cand[c];
+            {
+                /* the highest grid value on or around it, as the CPU's grid_marks */
+                const int d = cand[c] >= 0 ? cand[c] : -cand[c] - 1;
+                const float v0 = vals[d];
+                int n[TK_FIB_NBR], near;
+                grid_neighbours(p, d, n, &near);
+                float rise = 0.f;
+#pragma unroll
+                for (int e = 0; e < TK_FIB_NBR; ++e) rise = fmaxf(rise, vals[n[e]] - v0);
+                p.cand_high[first + c] = v0 + rise;
+            }
             /* a grid maximum's climb starts at its model's maximum where that is uphill (as
              * on the CPU; the polish kernel falls back to the grid direction) */
             float *start = p.cand_start + (size_t)(first + c) * 3;
@@ -323,8 +430,10 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
                     poly_value_f<M>(cf, (float)x[0], (float)x[1], (float)x[2]) >= vals[d])
                     start[0] = (float)x[0], start[1] = (float)x[1], start[2] = (float)x[2];
             }
-            if (c < count1) p.order[first1 + c] = first + c;
-            else p.order[p.order_cap - 1 - (first2 + c - count1)] = first + c;
+            /* pass 1a's work: the voxel's first grid maxima (the bar kernel lists the others
+             * that can still matter); the shoulder candidates from the back */
+            if (c >= count1) p.order[p.order_cap - 1 - (first2 + c - count1)] = first + c;
+            else if (c < p.first_climbs) p.order[first1 + c] = first + c;
         }
         __syncwarp();
     }
@@ -360,65 +469,142 @@ template <int M> __device__ __forceinline__ Poly<M> candidate_start(const FibArg
     return poly;
 }
 
-/* A grid maximum's climb (pass 1): from its model's maximum, else from itself, as on the CPU
- * (try_candidate); x: its grid direction, then the maximum reached. */
+/* A grid maximum's climb (passes 1a and 1b): from its model's maximum, else from itself, as on
+ * the CPU (try_candidate); x: its grid direction, then where the climb ended.  cutoff: NULL or
+ * {bar, m2, m3} (nt_polish). */
 template <int M>
-__device__ __forceinline__ int climb_grid_maximum(const FibArgs &p, int i, const Poly<M> *poly, double *x, double *amp)
+__device__ __forceinline__ int climb_grid_maximum(const FibArgs &p, int i, const Poly<M> *poly, double *x, double *amp,
+                                                  const double *cutoff)
 {
     int good = -1;
     const float *start = p.cand_start + (size_t)i * 3;
     if (!isnan(start[0])) {
         double y[3] = {start[0], start[1], start[2]};
         nt_normalize3_gpu(y);
-        good = nt_polish_gpu<M>(poly, y, amp, NULL, 0.25 * p.spacing, 0, 0, NULL);
-        if (good >= 0) x[0] = y[0], x[1] = y[1], x[2] = y[2];
+        good = nt_polish_gpu<M>(poly, y, amp, NULL, 0.25 * p.spacing, 0, 0, cutoff);
+        if (good >= 0 || good == -2) x[0] = y[0], x[1] = y[1], x[2] = y[2];
     }
-    if (good < 0) good = nt_polish_gpu<M>(poly, x, amp, NULL, 0, 0, 0, NULL);
+    if (good == -1) good = nt_polish_gpu<M>(poly, x, amp, NULL, 0, 0, 0, cutoff);
     return good;
 }
 
-/* Passes 1 and 3, a thread per candidate of the work order's front: the grid maxima's climbs
- * (GridMaxima), or the climbs on the leash of the shoulder candidates pass 2 kept. */
-template <class Policy, int M, bool GridMaxima>
+/* The climbing passes, a thread per entry of the work order: the first grid maxima of each
+ * voxel (pass 1a, no cutoff: the bar is not known yet), the others the bar kernel kept (1b),
+ * or the shoulder candidates the shoulder kernel kept (pass 3, on the leash).  A grid
+ * maximum's answer for the shoulder kernel (cand_local): whether its climb reached a maximum,
+ * or stopped below the bar, within the leash of its grid direction. */
+enum fibers_pass { FIB_PASS_1A, FIB_PASS_1B, FIB_PASS_SHOULDERS };
+template <class Policy, int M, int Pass>
 __global__ void __launch_bounds__(Policy::block_threads, Policy::climb_min_blocks) fibers_climb_kernel(FibArgs p)
 {
-    const int total = GridMaxima ? *p.num_kind1 : *p.num_climbs;
+    const int offset = Pass == FIB_PASS_1B ? *p.num_kind1 : 0;
+    const int total = Pass == FIB_PASS_1A ? *p.num_kind1 : Pass == FIB_PASS_1B ? *p.num_kind1b : *p.num_climbs;
     for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const int i = p.order[t];
+        const int i = p.order[offset + t];
         double x[3], amp = 0;
         const Poly<M> poly = candidate_start<M>(p, i, x);
+        double cutoff[3] = {0, 0, 0};
+        if (Pass != FIB_PASS_1A)
+            for (int j = 0; j < 3; ++j) cutoff[j] = p.bar[(size_t)p.cand_voxel[i] * 4 + j];
         int good;
-        if constexpr (GridMaxima) good = climb_grid_maximum<M>(p, i, &poly, x, &amp);
-        else good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0, NULL);
+        if constexpr (Pass == FIB_PASS_SHOULDERS) {
+            good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0, cutoff);
+        } else {
+            const double g[3] = {x[0], x[1], x[2]};
+            good = climb_grid_maximum<M>(p, i, &poly, x, &amp, Pass == FIB_PASS_1B ? cutoff : NULL);
+            p.cand_local[i] = (good > 0 || good == -2) &&
+                              x[0] * g[0] + x[1] * g[1] + x[2] * g[2] >= cos(TK_CLIMB_LEASH * p.spacing);
+        }
         put_result(p, i, good, x, amp);
     }
 }
 
-/* Pass 2, a thread per shoulder candidate, light: a shoulder next to a grid maximum of its
- * voxel whose climb (pass 1's) stayed on its own hill, within the leash, is on that hill too;
- * one whose Newton step puts its hill's maximum beyond the leash is a larger lobe's
- * (nt_shoulder_reaches).  The others are listed from the front of the work order (pass 1's
- * part of it is done; the shoulders, at most TK_FIB_CAP a voxel, half the order's room, are
- * read from its back) for pass 3, so that its warps only climb.  The voxel's grid maxima come
- * first in its stretch. */
+/* After pass 1a, a thread per voxel: its bar (tk_fibers_output_bar over the maxima pass 1a
+ * found, merged as the CPU's add_maximum does), the bounds its later climbs' cutoff needs, and
+ * the work order's pass-1b part: its other grid maxima, but for those whose hill cannot rise
+ * above the bar (high + margin below it) and those within 1.5 spacings of a maximum found (the
+ * same hill: try_candidate's tests), which are answered here as not climbed. */
+template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_threads) fibers_bar_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < p.num_voxels; v += (size_t)gridDim.x * blockDim.x) {
+        const int count = p.count[v], first = p.first[v];
+        if (count == 0 || p.axial_state[v] >= 0) continue;
+        int n1 = 0;
+        while (n1 < count && p.cand_dir[first + n1] >= 0) ++n1;
+        /* the unit-scaled series in double, as the CPU's tk_fibers_anisotropic_part, for the
+         * CPU's bounds to the last bit */
+        const double scale = p.coef[v * (K + 2) + K], iso = p.coef[v * (K + 2) + K + 1];
+        double aniso[K], sup, m2, m3;
+        aniso[0] = 0;
+        for (int j = 1; j < K; ++j) aniso[j] = (double)__ldg(p.sh + v * K + j) / scale;
+        tk_fibers_derivative_bounds_d(M, aniso, 1.0, &sup, &m2, &m3);
+        const double margin = tk_fibers_value_margin(sup, m2, TK_FIBERS_COVER * p.spacing);
+        double dir[TK_FIB_CAP][3], amp[TK_FIB_CAP], out[TK_FIB_CAP];
+        int kept[TK_FIB_CAP], found = 0;
+        const int climbed = n1 < p.first_climbs ? n1 : p.first_climbs;
+        for (int c = first; c < first + climbed; ++c) {
+            const double a = p.res_amp[c], *x = p.res_dir + (size_t)c * 3;
+            if (isnan(a)) continue;
+            bool dup = false;
+            for (int f = 0; f < found && !dup; ++f)
+                dup = fabs(dir[f][0] * x[0] + dir[f][1] * x[1] + dir[f][2] * x[2]) > 1.0 - 1e-10;
+            if (dup) continue;
+            int pos = found++;
+            while (pos > 0 && amp[pos - 1] < a) {
+                amp[pos] = amp[pos - 1];
+                for (int j = 0; j < 3; ++j) dir[pos][j] = dir[pos - 1][j];
+                --pos;
+            }
+            amp[pos] = a;
+            for (int j = 0; j < 3; ++j) dir[pos][j] = x[j];
+        }
+        const double bar = tk_fibers_output_bar(p.num_peaks, p.threshold, p.relative_threshold, p.min_separation_deg,
+                                                scale, iso, found, dir[0], amp, out, kept);
+        double *b = p.bar + v * 4;
+        b[0] = bar, b[1] = m2, b[2] = m3, b[3] = margin;
+        for (int c = first + climbed; c < first + n1; ++c) {
+            bool skip = (double)p.cand_high[c] + margin < bar;
+            if (!skip) {
+                double x[3];
+                grid_direction(p, c, x);
+                for (int f = 0; f < found && !skip; ++f)
+                    skip = fabs(dir[f][0] * x[0] + dir[f][1] * x[1] + dir[f][2] * x[2]) > p.cos_near;
+            }
+            if (skip) {
+                const double none[3] = {0, 0, 0};
+                p.cand_local[c] = 1;
+                put_result(p, c, 0, none, 0);
+                continue;
+            }
+            p.order[*p.num_kind1 + atomicAdd(p.num_kind1b, 1)] = c;
+        }
+    }
+}
+
+/* Pass 2, a thread per shoulder candidate, light: one whose hill cannot rise above its voxel's
+ * bar is none; a shoulder next to a grid maximum of its voxel whose climb stayed on its own
+ * hill (or that was not climbed: cand_local) is on that hill too; one whose Newton step puts
+ * its hill's maximum beyond the leash is a larger lobe's (nt_shoulder_reaches).  The others
+ * are listed from the front of the work order (pass 1's part of it is done; the shoulders, at
+ * most TK_FIB_CAP a voxel, half the order's room, are read from its back) for pass 3, so that
+ * its warps only climb.  The voxel's grid maxima come first in its stretch. */
 template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_threads) fibers_shoulder_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
     const int total = *p.num_kind2;
-    const double leash = TK_CLIMB_LEASH * p.spacing, cos_leash = cos(leash);
+    const double leash = TK_CLIMB_LEASH * p.spacing;
     for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         const int i = p.order[p.order_cap - 1 - t], v = p.cand_voxel[i], end = p.first[v] + p.count[v];
         double x[3];
         grid_direction(p, i, x);
-        bool by_max = false;
+        const double *b = p.bar + (size_t)v * 4;
+        bool by_max = (double)p.cand_high[i] + b[3] < b[0];
         for (int c = p.first[v]; c < end && !by_max; ++c) {
             const int e = p.cand_dir[c];
             if (e < 0) break;
             const double ge[3] = {__ldg(p.gx + e), __ldg(p.gy + e), __ldg(p.gz + e)};
-            const double *r = p.res_dir + (size_t)c * 3;
-            by_max = fabs(x[0] * ge[0] + x[1] * ge[1] + x[2] * ge[2]) > p.cos_near && !isnan(p.res_amp[c]) &&
-                     fabs(r[0] * ge[0] + r[1] * ge[1] + r[2] * ge[2]) >=
-                         cos_leash * sqrt(ge[0] * ge[0] + ge[1] * ge[1] + ge[2] * ge[2]);
+            by_max = p.cand_local[c] && fabs(x[0] * ge[0] + x[1] * ge[1] + x[2] * ge[2]) > p.cos_near;
         }
         const Poly<M> poly = {p.coef + (size_t)v * (K + 2)};
         if (by_max || !nt_shoulder_reaches_gpu<M>(&poly, x, leash)) {

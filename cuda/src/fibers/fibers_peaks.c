@@ -363,29 +363,14 @@ typedef struct {
     double cos_sep, scale, iso;
 } output_rule;
 
-/* The unit-scaled amplitude a further maximum must exceed to change the voxel's output, given
- * the found maxima (sorted descending): the threshold, the relative threshold of the largest
- * so far (the largest can only grow), and, once num_peaks are kept, the smallest kept (as
- * tk_fibers_select keeps them; a smaller maximum found later is not kept, whatever else is
- * found, unless a separation lets a larger later one drop a kept one: then this part is off). */
+/* What a further maximum must exceed to change the voxel's output (tk_fibers_output_bar). */
 static double output_bar(const output_rule *r, int found, const double (*dir)[3], const double *amp)
 {
     const tk_fibers_options *o = r->o;
-    double bar = (o->threshold - r->iso) / r->scale;
-    if (found && o->relative_threshold > 0) {
-        const double top = amp[0] * r->scale + r->iso;
-        const double rel = (o->relative_threshold * top - r->iso) / r->scale;
-        if (top > 0 && rel > bar) bar = rel;
-    }
-    if (found >= o->num_peaks && o->min_separation_deg == 0) {
-        double out[TK_MAX_CANDIDATES];
-        int kept[TK_MAX_CANDIDATES];
-        for (int f = 0; f < found; ++f) out[f] = amp[f] * r->scale + r->iso;
-        const int n = tk_fibers_select(o->num_peaks, o->threshold, o->relative_threshold, 0, 1, found, dir[0], out, kept,
-                                       NULL, NULL);
-        if (n > 0 && n == o->num_peaks && amp[kept[n - 1]] > bar) bar = amp[kept[n - 1]];
-    }
-    return bar;
+    double out[TK_MAX_CANDIDATES];
+    int kept[TK_MAX_CANDIDATES];
+    return tk_fibers_output_bar(o->num_peaks, o->threshold, o->relative_threshold, o->min_separation_deg, r->scale, r->iso,
+                                found, dir[0], amp, out, kept);
 }
 
 /* One voxel's search in progress: its grid values and evaluator, the maxima found so far

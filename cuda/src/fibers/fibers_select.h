@@ -39,4 +39,29 @@ TK_HD static inline int tk_fibers_select(int num_peaks, double threshold, double
     return kept;
 }
 
+/* The unit-scaled amplitude a further maximum must exceed to change a voxel's output (its
+ * amplitudes are scale * unit-scaled + iso), given the maxima found so far (sorted
+ * descending, unit-scaled): the threshold, the relative threshold of the largest so far (the
+ * largest can only grow), and, once num_peaks are kept, the smallest kept (as
+ * tk_fibers_select keeps them; a smaller maximum found later is not kept, whatever else is
+ * found, unless a separation lets a larger later one drop a kept one: then this part is off).
+ * out, kept: scratch of found entries.  Both backends prune their climbs with it. */
+TK_HD static inline double tk_fibers_output_bar(int num_peaks, double threshold, double relative_threshold,
+                                                double min_separation_deg, double scale, double iso, int found,
+                                                const double *dirs, const double *amps, double *out, int *kept)
+{
+    double bar = (threshold - iso) / scale;
+    if (found && relative_threshold > 0) {
+        const double top = amps[0] * scale + iso;
+        const double rel = (relative_threshold * top - iso) / scale;
+        if (top > 0 && rel > bar) bar = rel;
+    }
+    if (found >= num_peaks && min_separation_deg == 0) {
+        for (int f = 0; f < found; ++f) out[f] = amps[f] * scale + iso;
+        const int n = tk_fibers_select(num_peaks, threshold, relative_threshold, 0, 1, found, dirs, out, kept, NULL, NULL);
+        if (n > 0 && n == num_peaks && amps[kept[n - 1]] > bar) bar = amps[kept[n - 1]];
+    }
+    return bar;
+}
+
 #endif
