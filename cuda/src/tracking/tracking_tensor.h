@@ -85,8 +85,38 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
 /* Four doubles of GCC's vector extension, loadable from any double's address. */
 typedef double tk_tracking_v4u __attribute__((vector_size(32), aligned(8)));
 
+#ifdef TK_TRACK_HOST_V4
+/* lmax 8 (k = 45): all 45 sums in one pass over the columns, rows 0-43 as eleven four-lane
+ * vectors and row 44 as a scalar, each row's products and additions those of the scalar loop in
+ * its order (0.0, then column `first` to 44), so the values are the same to the bit.  The
+ * blocks of eight below had two chains of dependent additions a column (three cycles each on
+ * the EPYC: the product's time was their latency, 15% of SD_STREAM's run in perf); twelve
+ * independent chains keep the vector adders busy instead, and the map is read once a step. */
+static inline void tk_tracking_map_times_45(const double *map, int first, const double *v, double *out)
+{
+    enum { K = 45, NV = 11 };
+    tk_tracking_v4u acc[NV];
+    for (int i = 0; i < NV; ++i) acc[i] = (tk_tracking_v4u){0.0, 0.0, 0.0, 0.0};
+    double last = 0.0;
+    for (int c = first; c < K; ++c) {
+        const double a = v[c], *col = map + (size_t)c * K;
+        for (int i = 0; i < NV; ++i) acc[i] += *(const tk_tracking_v4u *)(col + 4 * i) * a;
+        last += col[K - 1] * a;
+    }
+    for (int i = 0; i < NV; ++i)
+        for (int j = 0; j < 4; ++j) out[4 * i + j] = acc[i][j];
+    out[K - 1] = last;
+}
+#endif
+
 static inline void tk_tracking_map_times(const double *map, int k, int first, const double *v, double *out)
 {
+#ifdef TK_TRACK_HOST_V4
+    if (k == 45) {
+        tk_tracking_map_times_45(map, first, v, out);
+        return;
+    }
+#endif
     int r0 = 0;
     /* the eight sums as two explicit four-lane vectors, each lane's products and additions
      * those of the scalar loop (GCC's own vectorisation of the scalar loop, at a k it does not
