@@ -39,20 +39,6 @@ static int tk_tracking_use_avx2(void)
 #define tk_tracking_streamline_avx2 tk_tracking_streamline
 #endif
 
-/* Whether the CPU threads grow several SD_STREAM streamlines at once (tracking_streamline_avx2.c:
- * the same bits; AVX2 build only, TK_TRACK_HOST_LANES=0: one at a time, for A/B runs). */
-static int tk_tracking_use_lanes(const tk_tracking_plan *plan, int avx2)
-{
-#ifdef TK_TRACK_AVX2_TU
-    if (!avx2 || plan->opts.algorithm != TK_TRACK_SD_STREAM) return 0;
-    const char *env = getenv("TK_TRACK_HOST_LANES");
-    return !(env && strcmp(env, "0") == 0);
-#else
-    (void)plan, (void)avx2;
-    return 0;
-#endif
-}
-
 /* Whether a CPU run tracks each chunk's seeds in the spatial order of tk_tracking_seed_order
  * (the same output; TK_TRACK_SEED_ORDER=0: in seed order, for A/B runs on one binary). */
 static int tk_tracking_use_seed_order(void)
@@ -98,7 +84,6 @@ static tk_status check_inputs(const tk_tracking_plan *plan, const float *sh, siz
 /* A thread's output within a chunk: its kept streamlines' points, one after another. */
 typedef struct {
     tk_tracking_work work;
-    tk_tracking_work lanes[TK_TRACK_HOST_LANES]; /* the lanes' scratch, where they run */
     float *pts;
     size_t len, cap; /* points */
     tk_tracking_stats stats;
@@ -124,53 +109,6 @@ typedef struct {
     int thread;
     size_t offset, count;
 } seed_slot;
-
-/* A seed's streamline grown: counted, and its points appended where it is kept; 0 where the
- * thread ran out of memory (outcome -1: the streamline's own scratch). */
-static int keep_outcome(thread_state *t, int me, seed_slot *slot, int outcome, const double *pts, size_t n)
-{
-    if (outcome < 0) return t->failed = 1, 0;
-    tk_tracking_tally_seed(&t->stats, outcome);
-    if (outcome != TK_TRACK_KEPT) return 1;
-    slot->offset = t->len;
-    if (!append_points(t, pts, n)) return t->failed = 1, 0;
-    slot->thread = me, slot->count = n;
-    return 1;
-}
-
-/* The seeds of a chunk a thread's lanes take: order[at..end) (tk_tracking_streamlines_lanes_avx2). */
-typedef struct {
-    thread_state *t;
-    int me;
-    const tk_tracking_seed_set *set;
-    const tk_tracking_plan *plan;
-    uint64_t c0;
-    const size_t *order;
-    size_t at, end;
-    seed_slot *slots;
-} lane_feed_ctx;
-
-/* Seeds a block of this many a time on the lanes (the threads take blocks dynamically). */
-#define TK_TRACK_LANE_BLOCK 64
-
-static int lane_feed(void *user, uint64_t *id, tk_philox *rng, double *seed)
-{
-    lane_feed_ctx *cx = user;
-    if (cx->at >= cx->end || cx->t->failed) return 0;
-    const size_t i = cx->order[cx->at++];
-    seed_slot *slot = &cx->slots[i];
-    slot->thread = -1, slot->count = 0;
-    tk_philox_init(rng, cx->plan->opts.rng_seed, cx->c0 + i);
-    tk_tracking_seed_position(cx->set, cx->plan, cx->c0 + i, rng, seed);
-    *id = i;
-    return 1;
-}
-
-static int lane_done(void *user, uint64_t id, int outcome, const tk_tracking_work *w, size_t n)
-{
-    lane_feed_ctx *cx = user;
-    return keep_outcome(cx->t, cx->me, &cx->slots[id], outcome, w->pts, n);
-}
 
 tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh, size_t sh_values,
                                    const tk_tracking_regions *regions, const tk_tracking_seeds *seeds,
@@ -214,41 +152,19 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
     float *out_pts = NULL;
     size_t out_cap = 0;
     if (!ts || !slots || !out_counts || !out_index || !order || (ordered && !keys)) s = tk_set_error(TK_ERR_MEMORY, "out of memory for a tracking chunk");
-    const int avx2 = tk_tracking_use_avx2(), lanes = tk_tracking_use_lanes(plan, avx2);
-    for (int t = 0; s == TK_OK && t < threads; ++t) {
-        s = tk_tracking_work_init(&ts[t].work, plan, field.regions->num_include);
-        for (int l = 0; s == TK_OK && lanes && l < TK_TRACK_HOST_LANES; ++l)
-            s = tk_tracking_work_init(&ts[t].lanes[l], plan, field.regions->num_include);
-    }
+    for (int t = 0; s == TK_OK && t < threads; ++t) s = tk_tracking_work_init(&ts[t].work, plan, field.regions->num_include);
     tk_tracking_stats total = {0};
+    const int avx2 = tk_tracking_use_avx2();
     for (uint64_t c0 = 0; s == TK_OK && c0 < set.total; c0 += chunk) {
         const size_t nc = (size_t)(set.total - c0 < chunk ? set.total - c0 : chunk);
         for (int t = 0; t < threads; ++t) ts[t].len = 0;
         if (ordered) tk_tracking_seed_order(&set, plan, c0, nc, keys, order);
         else
             for (size_t i = 0; i < nc; ++i) order[i] = i;
-#ifdef TK_TRACK_AVX2_TU
-        const size_t blocks = lanes ? (nc + TK_TRACK_LANE_BLOCK - 1) / TK_TRACK_LANE_BLOCK : 0;
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 8) if (threads > 1)
 #endif
-        for (size_t b = 0; b < blocks; ++b) {
-            int me = 0;
-#ifdef _OPENMP
-            me = omp_get_thread_num();
-#endif
-            const size_t end = (b + 1) * TK_TRACK_LANE_BLOCK < nc ? (b + 1) * TK_TRACK_LANE_BLOCK : nc;
-            lane_feed_ctx cx = {.t = &ts[me], .me = me, .set = &set, .plan = plan, .c0 = c0, .order = order,
-                                .at = b * TK_TRACK_LANE_BLOCK, .end = end, .slots = slots};
-            for (size_t j = cx.at; j < end; ++j) slots[order[j]].thread = -1, slots[order[j]].count = 0;
-            if (!ts[me].failed && tk_tracking_streamlines_lanes_avx2(&field, ts[me].lanes, lane_feed, lane_done, &cx) < 0)
-                ts[me].failed = 1;
-        }
-#endif
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 8) if (threads > 1 && !lanes)
-#endif
-        for (size_t j = 0; j < (lanes ? 0 : nc); ++j) {
+        for (size_t j = 0; j < nc; ++j) {
             const size_t i = order[j];
             int me = 0;
 #ifdef _OPENMP
@@ -265,7 +181,18 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
             size_t n = 0;
             const int outcome = avx2 ? tk_tracking_streamline_avx2(&field, seed, &rng, &t->work, &n)
                                      : tk_tracking_streamline(&field, seed, &rng, &t->work, &n);
-            keep_outcome(t, me, slot, outcome, t->work.pts, n);
+            if (outcome < 0) {
+                t->failed = 1;
+                continue;
+            }
+            tk_tracking_tally_seed(&t->stats, outcome);
+            if (outcome != TK_TRACK_KEPT) continue;
+            slot->offset = t->len;
+            if (!append_points(t, t->work.pts, n)) {
+                t->failed = 1;
+                continue;
+            }
+            slot->thread = me, slot->count = n;
         }
         size_t kept = 0, points = 0;
         for (int t = 0; t < threads; ++t) {
@@ -306,10 +233,6 @@ tk_status tk_tracking_plan_execute(const tk_tracking_plan *plan, const float *sh
         total.rejected_exclude += a->rejected_exclude, total.rejected_missed_include += a->rejected_missed_include;
         tk_tracking_tally_ends(&total, ts[t].work.ends);
         tk_tracking_work_free(&ts[t].work);
-        for (int l = 0; lanes && l < TK_TRACK_HOST_LANES; ++l) {
-            tk_tracking_tally_ends(&total, ts[t].lanes[l].ends);
-            tk_tracking_work_free(&ts[t].lanes[l]);
-        }
         free(ts[t].pts);
     }
     if (stats) *stats = total;

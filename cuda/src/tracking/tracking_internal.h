@@ -128,22 +128,6 @@ typedef struct tk_tracking_work {
 tk_status tk_tracking_work_init(tk_tracking_work *w, const tk_tracking_plan *plan, size_t num_include);
 void tk_tracking_work_free(tk_tracking_work *w);
 
-#ifndef __CUDACC__
-/* SD_STREAM on the host, several streamlines a thread (tracking_streamline_avx2.c, session 22):
- * this many in flight, their steps and climbs in turn (TK_TRACK_HOST_LANES=0 in the environment:
- * one at a time, tk_tracking_streamline, for A/B runs). */
-#define TK_TRACK_HOST_LANES 4
-/* The next seed (its number, stream and world point), or 0 where there is none. */
-typedef int (*tk_tracking_lane_feed)(void *user, uint64_t *id, tk_philox *rng, double *seed);
-/* Seed id's outcome (TK_TRACK_*, or -1 out of room) with its n points in w->pts; 0 stops the run. */
-typedef int (*tk_tracking_lane_done)(void *user, uint64_t id, int outcome, const tk_tracking_work *w, size_t n);
-/* Grows the streamlines of the seeds feed gives, on the scratches works[TK_TRACK_HOST_LANES],
- * each as tk_tracking_streamline would (the same points to the bit), handing each to done as it
- * ends (not in feed's order); 0, or -1 where done stopped it or a streamline ran out of room. */
-int tk_tracking_streamlines_lanes_avx2(const tk_tracking_field *f, tk_tracking_work *works, tk_tracking_lane_feed feed,
-                                       tk_tracking_lane_done done, void *user);
-#endif
-
 /* One streamline (tk_tracking_streamline, tracking_streamline.h) and its methods, MRtrix3's
  * MethodBase: init() with the series at the seed in w->values and dir the given first
  * direction where `given`, else to be chosen (1: the seed is good, dir its first direction);

@@ -78,19 +78,14 @@ TK_HD static inline double tk_tracking_peak_found(int strict, double iso, double
     return amplitude;
 }
 
-/* The peak search's set-up at series sh and start dir: the anisotropic part, its tensor and
- * (lmax <= 8) the tensor's rows into work, the climb's evaluator into *t and its start, dir
- * normalised, into x; 0 where there is no peak to climb to (a constant or non-finite series,
- * or no direction), else 1 with *iso and *scale the amplitude's terms (tk_tracking_peak_found).
- * tk_tracking_peak climbs from there; the host's lanes (tracking_streamline_avx2.c) too, a few
- * streamlines' climbs in turn. */
-TK_HD static inline int tk_tracking_peak_setup(const tk_tracking_plan *plan, const double *sh, const double *dir,
-                                               tk_tracking_peak_work *work, track_tensor *t, double *x, double *iso,
-                                               double *scale)
+/* tk_tracking_plan_peak with caller scratch. */
+TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const double *sh, double *dir,
+                                            tk_tracking_peak_work *work)
 {
     const int k = plan->k;
-    *scale = tk_fibers_anisotropic_part(k, sh, work->aniso, iso);
-    if (!(*scale > 0)) return 0; /* constant on the sphere (or not finite): no peak */
+    double iso;
+    const double scale = tk_fibers_anisotropic_part(k, sh, work->aniso, &iso);
+    if (!(scale > 0)) return 0; /* constant on the sphere (or not finite): no peak */
     /* tensor = map aniso, column by column: each entry still sums its products in column
      * order from 0 (the row-by-row dot product's rounding, bit for bit), but the k entries'
      * sums are independent, so the host runs them side by side instead of waiting on one
@@ -107,23 +102,14 @@ TK_HD static inline int tk_tracking_peak_setup(const tk_tracking_plan *plan, con
 #endif
     double n = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
     if (!(n > 0) || !isfinite(n)) return 0;
-    x[0] = dir[0] / n, x[1] = dir[1] / n, x[2] = dir[2] / n;
-    t->m = plan->opts.lmax, t->a = work->tensor, t->has_last = 0, t->rows = NULL, t->lanes = plan->sd_lanes;
-    if (t->m <= TK_TRACK_ROWS_MAX_ORDER) {
-        tk_tracking_rows_build(t->m, (const int(*)[6])plan->rows_src, (const double(*)[6])plan->rows_weight,
-                               work->tensor, work->rows);
-        t->rows = (const double(*)[6])work->rows;
-    }
-    return 1;
-}
-
-/* tk_tracking_plan_peak with caller scratch. */
-TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const double *sh, double *dir,
-                                            tk_tracking_peak_work *work)
-{
-    double iso, scale, x[3], value = 0;
+    double x[3] = {dir[0] / n, dir[1] / n, dir[2] / n}, value = 0;
     track_tensor t;
-    if (!tk_tracking_peak_setup(plan, sh, dir, work, &t, x, &iso, &scale)) return 0;
+    t.m = plan->opts.lmax, t.a = work->tensor, t.has_last = 0, t.rows = NULL, t.lanes = plan->sd_lanes;
+    if (t.m <= TK_TRACK_ROWS_MAX_ORDER) {
+        tk_tracking_rows_build(t.m, (const int(*)[6])plan->rows_src, (const double(*)[6])plan->rows_weight,
+                               work->tensor, work->rows);
+        t.rows = (const double(*)[6])work->rows;
+    }
     int strict = 0;
     for (int climb = 0; climb < TK_TRACK_PEAK_CLIMBS; ++climb) {
         int iterations = 0;

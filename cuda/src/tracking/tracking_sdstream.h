@@ -13,28 +13,12 @@
 #include "tracking_internal.h"
 #include "tracking_peak.h"
 
-/* Whether a peak of amplitude amp is one to follow (find_peak(): FOD < threshold, or none,
- * counts as 0). */
-TK_HD static inline int tk_tracking_sd_peak_holds(const tk_tracking_plan *plan, double amp)
-{
-    return isfinite(amp) && amp >= plan->opts.cutoff && amp != 0.0;
-}
-
 /* The peak nearest dir at the interpolated series w->values, dir moved onto it; 0 where its
- * amplitude is not above the cutoff. */
+ * amplitude is not above the cutoff (find_peak(): FOD < threshold, or none, counts as 0). */
 TK_HD static inline int tk_tracking_sd_find_peak(const tk_tracking_field *f, tk_tracking_work *w, double *dir)
 {
-    return tk_tracking_sd_peak_holds(f->plan, tk_tracking_peak(f->plan, w->values, dir, &w->peak));
-}
-
-/* The rest of a step once the peak is found (amp: its amplitude, dir moved onto it; prev the
- * direction before): the curvature test and the move; -1 where it goes on. */
-TK_HD static inline int tk_tracking_sd_stream_move(const tk_tracking_plan *plan, const double *prev, double *pos,
-                                                   const double *dir)
-{
-    if (prev[0] * dir[0] + prev[1] * dir[1] + prev[2] * dir[2] < plan->cos_max_angle) return TK_END_CURVATURE;
-    for (int a = 0; a < 3; ++a) pos[a] += dir[a] * plan->opts.step_mm;
-    return -1;
+    const double amp = tk_tracking_peak(f->plan, w->values, dir, &w->peak);
+    return isfinite(amp) && amp >= f->plan->opts.cutoff && amp != 0.0;
 }
 
 TK_HD static inline int tk_tracking_sd_stream_init(const tk_tracking_field *f, tk_tracking_work *w, double *dir, int given, tk_philox *rng)
@@ -49,7 +33,9 @@ TK_HD static inline int tk_tracking_sd_stream_next(const tk_tracking_field *f, t
     if (!tk_tracking_interpolate(f, pos, w->values)) return TK_END_EXIT_IMAGE;
     const double prev[3] = {dir[0], dir[1], dir[2]};
     if (!tk_tracking_sd_find_peak(f, w, dir)) return TK_END_MODEL;
-    return tk_tracking_sd_stream_move(plan, prev, pos, dir);
+    if (prev[0] * dir[0] + prev[1] * dir[1] + prev[2] * dir[2] < plan->cos_max_angle) return TK_END_CURVATURE;
+    for (int a = 0; a < 3; ++a) pos[a] += dir[a] * plan->opts.step_mm;
+    return -1;
 }
 
 #endif
