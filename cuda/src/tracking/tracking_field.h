@@ -123,6 +123,42 @@ static inline void tk_tracking_prefetch_series(const float *s, int k)
 }
 #endif
 
+#ifdef TK_TRACK_HOST_V4
+typedef double tk_field_v4d __attribute__((vector_size(32), aligned(8)));
+typedef float tk_field_v4f __attribute__((vector_size(16), aligned(4)));
+typedef int tk_field_v4i __attribute__((vector_size(16), aligned(4)));
+
+/* tk_tracking_interpolate's support test and sum at lmax 8 (k = 45), host AVX2 build only:
+ * the nearest voxel's coefficients tested four at a time (any nonzero, NaN included, as the
+ * scalar loop's c[j] != 0), and the 45 sums held in eleven four-lane vectors and a scalar
+ * across the 8 corners, where the generic loop loaded and stored them at every corner.  Each
+ * coefficient's sum is the scalar loop's: 0.0, then corner by corner weight * (double)value,
+ * so the series is the same to the bit. */
+static inline int tk_tracking_interpolate_45(const float *sh, size_t nearest, const size_t *offset,
+                                             const double *weight, double *out)
+{
+    enum { K = 45, NV = 11 };
+    const float *c = sh + nearest * (size_t)K;
+    tk_field_v4i nz = {0, 0, 0, 0};
+    for (int i = 0; i < NV; ++i) nz |= *(const tk_field_v4f *)(c + 4 * i) != (tk_field_v4f){0.f, 0.f, 0.f, 0.f};
+    if (!(nz[0] | nz[1] | nz[2] | nz[3]) && !(c[K - 1] != 0.f)) return 0;
+    tk_field_v4d acc[NV];
+    for (int i = 0; i < NV; ++i) acc[i] = (tk_field_v4d){0.0, 0.0, 0.0, 0.0};
+    double last = 0.0;
+    for (int corner = 0; corner < 8; ++corner) {
+        const float *s = sh + offset[corner];
+        const double w = weight[corner];
+        for (int i = 0; i < NV; ++i)
+            acc[i] += w * __builtin_convertvector(*(const tk_field_v4f *)(s + 4 * i), tk_field_v4d);
+        last += w * (double)s[K - 1];
+    }
+    for (int i = 0; i < NV; ++i)
+        for (int j = 0; j < 4; ++j) out[4 * i + j] = acc[i][j];
+    out[K - 1] = last;
+    return !isnan(out[0]);
+}
+#endif
+
 /* The SH series at world p, interpolated trilinearly (tk_tracking_corners); 0 where p is
  * outside, the nearest voxel's coefficients are all zero (Masked: the FOD's support being
  * where dwi2fod wrote something), or the result's first coefficient is NaN (MRtrix3's
@@ -135,6 +171,9 @@ TK_HD static inline int tk_tracking_interpolate(const tk_tracking_field *f, cons
     if (!tk_tracking_corners(f->plan, p, &nearest, offset, weight)) return 0;
 #if !defined(__CUDA_ARCH__) && defined(__GNUC__)
     for (int corner = 0; corner < 8; ++corner) tk_tracking_prefetch_series(f->sh + offset[corner], k);
+#endif
+#ifdef TK_TRACK_HOST_V4
+    if (k == 45) return tk_tracking_interpolate_45(f->sh, nearest, offset, weight, out);
 #endif
     const float *c = f->sh + nearest * (size_t)k;
     int any = 0;

@@ -85,8 +85,38 @@ TK_HD static inline void tk_tracking_rows_build(int order, const int (*src)[6], 
 /* Four doubles of GCC's vector extension, loadable from any double's address. */
 typedef double tk_tracking_v4u __attribute__((vector_size(32), aligned(8)));
 
+#ifdef TK_TRACK_HOST_V4
+/* lmax 8 (k = 45): all 45 sums in one pass over the columns, rows 0-43 as eleven four-lane
+ * vectors and row 44 as a scalar, each row's products and additions those of the scalar loop in
+ * its order (0.0, then column `first` to 44), so the values are the same to the bit.  The
+ * blocks of eight below had two chains of dependent additions a column (three cycles each on
+ * the EPYC: the product's time was their latency, 15% of SD_STREAM's run in perf); twelve
+ * independent chains keep the vector adders busy instead, and the map is read once a step. */
+static inline void tk_tracking_map_times_45(const double *map, int first, const double *v, double *out)
+{
+    enum { K = 45, NV = 11 };
+    tk_tracking_v4u acc[NV];
+    for (int i = 0; i < NV; ++i) acc[i] = (tk_tracking_v4u){0.0, 0.0, 0.0, 0.0};
+    double last = 0.0;
+    for (int c = first; c < K; ++c) {
+        const double a = v[c], *col = map + (size_t)c * K;
+        for (int i = 0; i < NV; ++i) acc[i] += *(const tk_tracking_v4u *)(col + 4 * i) * a;
+        last += col[K - 1] * a;
+    }
+    for (int i = 0; i < NV; ++i)
+        for (int j = 0; j < 4; ++j) out[4 * i + j] = acc[i][j];
+    out[K - 1] = last;
+}
+#endif
+
 static inline void tk_tracking_map_times(const double *map, int k, int first, const double *v, double *out)
 {
+#ifdef TK_TRACK_HOST_V4
+    if (k == 45) {
+        tk_tracking_map_times_45(map, first, v, out);
+        return;
+    }
+#endif
     int r0 = 0;
     /* the eight sums as two explicit four-lane vectors, each lane's products and additions
      * those of the scalar loop (GCC's own vectorisation of the scalar loop, at a k it does not
@@ -191,26 +221,36 @@ TK_HD static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_d(int d, int lan
 typedef double tk_rows_v4 __attribute__((vector_size(32), aligned(8)));
 typedef double tk_rows_v2 __attribute__((vector_size(16), aligned(8)));
 
-static inline void tk_tracking_rows_axm2_6x8_host(const double (*rows)[6], const double *x, double *h)
+static inline TK_ALWAYS_INLINE void tk_tracking_rows_axm2_6x8_host(const double (*rows)[6], const double *x, double *h)
 {
     enum { D = 6, LANES = 8, NROWS = (D + 1) * (D + 2) / 2 };
     double p0[D + 1], p1[D + 1], p2[D + 1], mono[NROWS];
     p0[0] = p1[0] = p2[0] = 1.0;
     for (int e = 1; e <= D; ++e) p0[e] = p0[e - 1] * x[0], p1[e] = p1[e - 1] * x[1], p2[e] = p2[e - 1] * x[2];
+    /* every loop unrolled (session 22): GCC kept the triangular monomial loop and the lanes'
+     * loops rolled, with their indices computed at run time and the powers on the stack (the
+     * rows' sum was a fifth of SD_STREAM's run in perf); unrolled, every index is a constant
+     * and the powers and monomials stay in registers.  The same operations in the same order. */
     int r = 0;
+#pragma GCC unroll 8
     for (int a = D; a >= 0; --a)
+#pragma GCC unroll 8
         for (int b = D - a; b >= 0; --b, ++r) mono[r] = tk_tracking_row_monomial(D, a, b, p0, p1, p2);
     tk_rows_v4 lo[LANES];
     tk_rows_v2 hi[LANES];
+#pragma GCC unroll 8
     for (int l = 0; l < LANES; ++l) {
         lo[l] = *(const tk_rows_v4 *)rows[l] * mono[l];
         hi[l] = *(const tk_rows_v2 *)(rows[l] + 4) * mono[l];
+#pragma GCC unroll 4
         for (r = l + LANES; r < NROWS; r += LANES) {
             lo[l] = lo[l] + *(const tk_rows_v4 *)rows[r] * mono[r];
             hi[l] = hi[l] + *(const tk_rows_v2 *)(rows[r] + 4) * mono[r];
         }
     }
+#pragma GCC unroll 4
     for (int off = LANES / 2; off >= 1; off /= 2)
+#pragma GCC unroll 4
         for (int i = 0; i < off; ++i) lo[i] = lo[i] + lo[i + off], hi[i] = hi[i] + hi[i + off];
     h[0] = lo[0][0], h[1] = h[3] = lo[0][1], h[2] = h[6] = lo[0][2];
     h[4] = lo[0][3], h[5] = h[7] = hi[0][0], h[8] = hi[0][1];
