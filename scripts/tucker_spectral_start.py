@@ -13,8 +13,14 @@ iteration with two sparse products a step, never forming the Gram; A(n) = those 
 sqrt(I_n) (entries of unit mean square); the cores B(n) by alternating exact least squares over
 the data with the A(n) fixed; that model written into OUT_PREFIX_spectral/ as a tk-tucker
 checkpoint (the manifest of a one-iteration run, its iteration set back to 0), and
-`tk-tucker train --resume` continues it with the library's defaults (ALS-WR).  The same training
-from tk-tucker's own random start (OUT_PREFIX_random/) is the control.  Needs /usr/bin/python3 with
+`tk-tucker train --resume` continues it with the library's defaults (ALS-WR) for ITERS iterations.
+Then --rounds K (default 1) rounds of deflation, each from the model ALS converged to: each mode
+keeps the directions of its C(n) = A(n) B(n) (weighted by the other modes' column norms) whose
+singular values are above a tenth of the largest (ALS-WR leaves those it could not fit at about
+0), the rest of its J columns are the top eigenvectors of the residual's off-diagonal Gram (the
+components the first Gram's noise hid), the cores are fitted again, and ALS runs ITERS more
+(OUT_PREFIX_deflated1/, ...).  The same training from tk-tucker's own random start
+(OUT_PREFIX_random/) is the control.  Needs /usr/bin/python3 with
 numpy, scipy and pandas.
 """
 import argparse
@@ -98,6 +104,22 @@ def fit_cores(A, idx, val, R, sweeps=20, seed=0, chunk=200000):
     return B, C
 
 
+def deflated_factors(A, B, idx, val, dims, J, keep_fraction=0.1):
+    """Each mode's strong directions of the model, then the residual's spectral vectors."""
+    C = [a @ b for a, b in zip(A, B)]
+    res = val - predict(C, idx)
+    out = []
+    for n in range(len(A)):
+        weight = np.prod([np.linalg.norm(C[k], axis=0) for k in range(len(A)) if k != n], axis=0)
+        Uc, sv, _ = np.linalg.svd(C[n] * weight, full_matrices=False)
+        keep = int(min(J - 1, max(1, (sv > keep_fraction * sv[0]).sum())))
+        u, _ = spectral_mode(unfolding(idx, res, dims, n), J - keep)
+        out.append(np.linalg.qr(np.hstack([Uc[:, :keep], u]))[0] * np.sqrt(dims[n]))
+        print(f'  mode {n + 1}: kept {keep} of the model\'s directions (singular values / the largest '
+              f'{np.round(sv / sv[0], 3)}), {J - keep} from the residual')
+    return out
+
+
 def write_tns(path, idx, val):
     pd.DataFrame({'i': idx[:, 0] + 1, 'j': idx[:, 1] + 1, 'k': idx[:, 2] + 1, 'v': val.astype(np.float32)}).to_csv(
         path, sep=' ', header=False, index=False, float_format='%.9g')
@@ -112,6 +134,7 @@ def main():
     p.add_argument('iters', type=int, nargs='?', default=30)
     p.add_argument('--tk', default='build/bin/tk-tucker')
     p.add_argument('--threads', default='2')
+    p.add_argument('--rounds', type=int, default=1, help='deflation rounds after the first ALS (default 1)')
     a = p.parse_args()
     J = R = a.rank
     df = pd.read_csv(a.data, sep=' ', header=None, comment='#')
@@ -149,14 +172,30 @@ def main():
         r = subprocess.run(cmd + (['--resume'] if resume else []), capture_output=True, text=True, check=True)
         return r.stdout + r.stderr
 
+    def start_from(out, A, B):
+        train(out, 1)  # a checkpoint whose manifest names these entries and settings
+        for n in range(3):
+            np.save(f'{out}/A{n + 1}.npy', A[n].astype(np.float32))
+            np.save(f'{out}/B{n + 1}.npy', B[n].astype(np.float32))
+        m = open(f'{out}/manifest.txt').read().replace('iteration = 1\n', 'iteration = 0\n')
+        open(f'{out}/manifest.txt', 'w').write(m)
+        return train(out, a.iters, resume=True)
+
     out = f'{a.prefix}_spectral'
-    train(out, 1)  # a checkpoint whose manifest names these entries and settings
-    for n in range(3):
-        np.save(f'{out}/A{n + 1}.npy', U[n].astype(np.float32))
-        np.save(f'{out}/B{n + 1}.npy', B[n].astype(np.float32))
-    m = open(f'{out}/manifest.txt').read().replace('iteration = 1\n', 'iteration = 0\n')
-    open(f'{out}/manifest.txt', 'w').write(m)
-    print('tk-tucker train from the spectral start:\n' + train(out, a.iters, resume=True), flush=True)
+    print('tk-tucker train from the spectral start:\n' + start_from(out, U, B), flush=True)
+    for k in range(a.rounds):
+        A = [np.load(f'{out}/A{n + 1}.npy').astype(float) for n in range(3)]
+        B = [np.load(f'{out}/B{n + 1}.npy').astype(float) for n in range(3)]
+        print(f'deflation round {k + 1}:')
+        A = deflated_factors(A, B, tr_i, tr_v, dims, J)
+        for n in range(3):
+            sines = np.round(subspace_sines(A[n], At[n]), 3)
+            print(f'  mode {n + 1}: sines to the planted A({n + 1}) {sines}')
+        B, C = fit_cores(A, tr_i, tr_v, R)
+        print(f'  cores fitted again: train RMSE {rmse(C, tr_i, tr_v):.4f}, test {rmse(C, te_i, te_v):.4f}',
+              flush=True)
+        out = f'{a.prefix}_deflated{k + 1}'
+        print(f'tk-tucker train after deflation round {k + 1}:\n' + start_from(out, A, B), flush=True)
     print('tk-tucker train from its random start:\n' + train(f'{a.prefix}_random', a.iters))
 
 
