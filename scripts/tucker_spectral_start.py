@@ -16,12 +16,12 @@ checkpoint (the manifest of a one-iteration run, its iteration set back to 0), a
 `tk-tucker train --resume` continues it with the library's defaults (ALS-WR) for ITERS iterations.
 Then --rounds K (default 1) rounds of deflation, each from the model ALS converged to: each mode
 keeps the directions of its C(n) = A(n) B(n) (weighted by the other modes' column norms) whose
-singular values are above a tenth of the largest (ALS-WR leaves those it could not fit at about
-0), the rest of its J columns are the top eigenvectors of the residual's off-diagonal Gram (the
-components the first Gram's noise hid), the cores are fitted again, and ALS runs ITERS more
-(OUT_PREFIX_deflated1/, ...).  The same training from tk-tucker's own random start
-(OUT_PREFIX_random/) is the control.  Needs /usr/bin/python3 with
-numpy, scipy and pandas.
+singular values are above --keep (default 0.03) of the largest (ALS-WR leaves those it could not
+fit at about 0; a tenth cut a direction in use at J = 8), the rest of its J columns are the top
+eigenvectors of the residual's off-diagonal Gram (the components the first Gram's noise hid), the
+cores are fitted again, and ALS runs ITERS more (OUT_PREFIX_deflated1/, ...).  The same training
+from tk-tucker's own random start (OUT_PREFIX_random/) is the control.  Needs /usr/bin/python3
+with numpy, scipy and pandas.
 """
 import argparse
 import subprocess
@@ -104,7 +104,7 @@ def fit_cores(A, idx, val, R, sweeps=20, seed=0, chunk=200000):
     return B, C
 
 
-def deflated_factors(A, B, idx, val, dims, J, keep_fraction=0.1):
+def deflated_factors(A, B, idx, val, dims, J, keep_fraction):
     """Each mode's strong directions of the model, then the residual's spectral vectors."""
     C = [a @ b for a, b in zip(A, B)]
     res = val - predict(C, idx)
@@ -135,6 +135,8 @@ def main():
     p.add_argument('--tk', default='build/bin/tk-tucker')
     p.add_argument('--threads', default='2')
     p.add_argument('--rounds', type=int, default=1, help='deflation rounds after the first ALS (default 1)')
+    p.add_argument('--keep', type=float, default=0.03,
+                   help="a deflation keeps a mode's directions above this fraction of the largest (default 0.03)")
     a = p.parse_args()
     J = R = a.rank
     df = pd.read_csv(a.data, sep=' ', header=None, comment='#')
@@ -187,7 +189,7 @@ def main():
         A = [np.load(f'{out}/A{n + 1}.npy').astype(float) for n in range(3)]
         B = [np.load(f'{out}/B{n + 1}.npy').astype(float) for n in range(3)]
         print(f'deflation round {k + 1}:')
-        A = deflated_factors(A, B, tr_i, tr_v, dims, J)
+        A = deflated_factors(A, B, tr_i, tr_v, dims, J, a.keep)
         for n in range(3):
             sines = np.round(subspace_sines(A[n], At[n]), 3)
             print(f'  mode {n + 1}: sines to the planted A({n + 1}) {sines}')
