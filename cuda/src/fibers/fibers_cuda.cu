@@ -338,6 +338,16 @@ static FibArgs chunk_args(const tk_fibers_cuda_state *st, int s, size_t todo, in
 }
 
 /* Copies chunk `first`'s SH (and mask) in and queues its kernels on stream s. */
+/* Blocks for a kernel that runs a thread per voxel over a chunk of todo voxels: enough for one
+ * pass, at most per_sm (the plan's occupancy figure for that kernel; at least 1) an SM, the
+ * rest taken by the kernels' grid-stride loops. */
+static int voxel_blocks(const tk_fibers_cuda_state *st, size_t todo, int per_sm)
+{
+    const size_t want = (todo + Policy::block_threads - 1) / Policy::block_threads;
+    const int cap = st->sm_count * (per_sm > 0 ? per_sm : 1);
+    return want < (size_t)cap ? (int)want : cap;
+}
+
 static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, const uint8_t *mask, size_t first,
                               size_t todo)
 {
@@ -353,16 +363,13 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, 
         TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpyAsync(st->buf[s][CHUNK_MASK], mask + first, todo,
                                                        caller_copy(st, cudaMemcpyHostToDevice, todo), stream));
     const int threads = Policy::block_threads;
-    size_t want = (todo + Policy::warps_per_block - 1) / Policy::warps_per_block;
-    int blocks = want < (size_t)st->grid_blocks_cap ? (int)want : st->grid_blocks_cap;
+    /* the grid pass runs a warp per voxel */
+    const size_t want = (todo + Policy::warps_per_block - 1) / Policy::warps_per_block;
+    const int blocks = want < (size_t)st->grid_blocks_cap ? (int)want : st->grid_blocks_cap;
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_START], stream));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemsetAsync(args.num_cands, 0, COUNTERS * sizeof(int), stream));
-    {
-        const size_t axial_want = (todo + threads - 1) / threads;
-        const int axial_cap = st->sm_count * (st->axial_blocks > 0 ? st->axial_blocks : 1);
-        kernels.axial<<<axial_want < (size_t)axial_cap ? (int)axial_want : axial_cap, threads, 0, stream>>>(args);
-        TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
-    }
+    kernels.axial<<<voxel_blocks(st, todo, st->axial_blocks), threads, 0, stream>>>(args);
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     kernels.grid<<<blocks, threads, st->smem, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_GRID], stream));
@@ -370,12 +377,8 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, 
      * matter), then the shoulder candidates (which read them) */
     kernels.polish<<<st->sm_count * st->polish_blocks, threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
-    {
-        const size_t bar_want = (todo + threads - 1) / threads;
-        const int bar_cap = st->sm_count * (st->bar_blocks > 0 ? st->bar_blocks : 1);
-        kernels.bar<<<bar_want < (size_t)bar_cap ? (int)bar_want : bar_cap, threads, 0, stream>>>(args);
-        TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
-    }
+    kernels.bar<<<voxel_blocks(st, todo, st->bar_blocks), threads, 0, stream>>>(args);
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     kernels.polish_b<<<st->sm_count * st->polish_blocks, threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     kernels.shoulder<<<st->sm_count * st->shoulder_blocks, threads, 0, stream>>>(args);
@@ -383,10 +386,7 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, 
     kernels.climb<<<st->sm_count * st->polish_blocks, threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_POLISH], stream));
-    want = (todo + threads - 1) / threads;
-    const int select_cap = st->sm_count * st->select_blocks;
-    blocks = want < (size_t)select_cap ? (int)want : select_cap;
-    fibers_select_kernel<Policy><<<blocks, threads, 0, stream>>>(args);
+    fibers_select_kernel<Policy><<<voxel_blocks(st, todo, st->select_blocks), threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_STOP], stream));
     return TK_OK;

@@ -281,14 +281,23 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
         }
         __syncwarp();
         {
+            /* the coefficients in registers: read from shared memory at every direction they
+             * were half the pass's instructions */
+            float creg[K <= 45 ? K : 1];
+            const float *cv = cf;
+            if constexpr (K <= 45) { /* (above lmax 8 they no longer fit) */
+#pragma unroll
+                for (int i = 0; i < K; ++i) creg[i] = cf[i];
+                cv = creg;
+            }
             /* two directions a lane at a time (poly_value_f2), then the odd block left */
             int d = lane;
             for (; d + 32 < G; d += 64) {
                 const float a[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)};
                 const float b[3] = {__ldg(p.gx + d + 32), __ldg(p.gy + d + 32), __ldg(p.gz + d + 32)};
-                poly_value_f2<M>(cf, a, b, vals + d, vals + d + 32);
+                poly_value_f2<M>(cv, a, b, vals + d, vals + d + 32);
             }
-            if (d < G) vals[d] = poly_value_f<M>(cf, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
+            if (d < G) vals[d] = poly_value_f<M>(cv, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
         }
         __syncwarp();
 
@@ -541,24 +550,15 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
         tk_fibers_derivative_bounds_d(M, aniso, 1.0, &sup, &m2, &m3);
         const double margin = tk_fibers_value_margin(sup, m2, TK_FIBERS_COVER * p.spacing);
         double dir[TK_FIB_CAP][3], amp[TK_FIB_CAP], out[TK_FIB_CAP];
-        int kept[TK_FIB_CAP], found = 0;
+        int kept[TK_FIB_CAP];
         const int climbed = n1 < p.first_climbs ? n1 : p.first_climbs;
-        for (int c = first; c < first + climbed; ++c) {
-            const double a = p.res_amp[c], *x = p.res_dir + (size_t)c * 3;
-            if (isnan(a)) continue;
-            bool dup = false;
-            for (int f = 0; f < found && !dup; ++f)
-                dup = fabs(dir[f][0] * x[0] + dir[f][1] * x[1] + dir[f][2] * x[2]) > 1.0 - 1e-10;
-            if (dup) continue;
-            int pos = found++;
-            while (pos > 0 && amp[pos - 1] < a) {
-                amp[pos] = amp[pos - 1];
-                for (int j = 0; j < 3; ++j) dir[pos][j] = dir[pos - 1][j];
-                --pos;
-            }
-            amp[pos] = a;
-            for (int j = 0; j < 3; ++j) dir[pos][j] = x[j];
+        /* pass 1a's maxima merged as the select kernel merges them (the CPU's add_maximum),
+         * from local copies: the list keeps its results for the select kernel */
+        for (int c = 0; c < climbed; ++c) {
+            amp[c] = p.res_amp[first + c];
+            for (int j = 0; j < 3; ++j) dir[c][j] = p.res_dir[(size_t)(first + c) * 3 + j];
         }
+        const int found = merge_maxima(dir[0], amp, climbed);
         const double bar = tk_fibers_output_bar(p.num_peaks, p.threshold, p.relative_threshold, p.min_separation_deg,
                                                 scale, iso, found, dir[0], amp, out, kept);
         double *b = p.bar + v * 4;
