@@ -130,10 +130,10 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     for (int d = 0; d < G; ++d) {
         /* the neighbour lists packed for one 16-byte load a direction (FibArgs::nbr8) */
         const int first = t->nbr_start[d], count = t->nbr_start[d + 1] - first;
-        if (count > TK_FIB_NBR || G > 0xffff) {
-            status = tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend packs at most %d neighbours of at most "
-                                  "65,535 grid directions; lmax %d's grid has %d directions, one with %d",
-                                  TK_FIB_NBR, t->lmax, G, count);
+        if (count > fib_max_neighbours(t->lmax) || G > 0xffff) {
+            status = tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend takes at most %d neighbours of at most "
+                                  "65,535 grid directions at lmax %d; its grid has %d directions, one with %d",
+                                  fib_max_neighbours(t->lmax), t->lmax, G, count);
             goto done;
         }
         uint16_t *row = nbr8 + (size_t)d * 8;

@@ -27,8 +27,12 @@
  * voxel has up to two lists (grid maxima, then shoulder candidates). */
 #define TK_FIB_CAP TK_FIBERS_MAX_CANDIDATES
 #define TK_FIB_CAP2 (2 * TK_FIB_CAP)
-/* Neighbours a grid direction has at most (the tables' lattice: 7 up to lmax 16) */
+/* Neighbours a grid direction has at most (the tables' lattice: 7 up to lmax 16): the packed
+ * lists' room (FibArgs::nbr8) */
 #define TK_FIB_NBR 7
+/* ... and at lmax m: 7 at lmax 2, 4 and 12, 6 at the others (upload_tables checks it), so that
+ * the grid pass's loops over the neighbours take no padding step at lmax 8 */
+__host__ __device__ constexpr int fib_max_neighbours(int m) { return m == 2 || m == 4 || m == 12 ? 7 : 6; }
 
 /* Kernels by kind of work, so that each runs at the occupancy its work wants: the grid pass
  * (light, float, a warp per voxel) compacts its candidates into one list; the climbs (heavy,
@@ -84,7 +88,8 @@ struct FibArgs {
 /* One warp's shared memory in the grid pass. */
 __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
 {
-    size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP2);
+    /* grid values, coefficients (float), SH coefficients, candidate room, two kind masks */
+    size_t bytes = 4 * ((size_t)grid_padded + 2 * (size_t)k + TK_FIB_CAP2 + 2 * ((size_t)grid_padded / 32));
     return (bytes + 15) / 16 * 16;
 }
 
@@ -123,12 +128,12 @@ __device__ static void tk_fibers_fit_start_model(const FibArgs &p, const float *
 
 /* 1: not below any neighbour; 2: a shoulder candidate, not below the nearest ones (within
  * 1.05 spacings: they come first), or below one only and by less than TK_RIDGE_RISE of the
- * steepest fall to another, still to be fitted (shoulder_fits); 0: neither.  As
+ * steepest fall to another, still to be fitted (shoulder_tests); 0: neither.  As
  * grid_local_maxima on the CPU. */
 /* floor: where v0 + rise (the highest grid value on or around d) is below it, d's hill cannot
  * rise above the threshold: no candidate (the CPU's output bound, in the part that depends on
  * nothing found: maxima_from_grid). */
-__device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, int d, float floor)
+template <int NB> __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, int d, float floor)
 {
     const float v0 = vals[d];
     bool ok_near = true;
@@ -137,7 +142,7 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
     int n[TK_FIB_NBR], near;
     grid_neighbours(p, d, n, &near);
 #pragma unroll
-    for (int e = 0; e < TK_FIB_NBR; ++e) {
+    for (int e = 0; e < NB; ++e) {
         const float step = vals[n[e]] - v0;
         const bool not_below = step <= 0.f;
         higher += !not_below;
@@ -149,31 +154,89 @@ __device__ static int grid_candidate_kind(const FibArgs &p, const float *vals, i
     return ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall) ? 2 : 0;
 }
 
-/* A shoulder candidate whose neighbours' quadratic model has no maximum within reach is none
- * (as shoulder_fit_reaches on the CPU): fitted here a lane each over the warp's queue of n
- * of them (their directions), and the kind bits of those that fail cleared by the lane that
- * holds them.  (Fitted where grid_candidate_kind finds them, the few per cent of directions
- * that need a fit, scattered, held most of the warp's iterations over the grid.) */
-template <int KIND_WORDS>
-__device__ __forceinline__ void shoulder_fits(const FibArgs &p, const float *vals, int *queue, int n, int lane,
-                                              unsigned long long *kind2)
+/* The grid pass's first look at direction d, counting only higher neighbours: 1 where none is
+ * higher (a grid maximum, as grid_candidate_kind: its hill's highest value is its own), 3 where
+ * it might be a shoulder candidate (one higher, or none of the nearest: grid_candidate_kind
+ * decides), 0 where it is neither.  (a > b is a - b > 0 for finite floats, the full test's.) */
+template <int NB> __device__ __forceinline__ int grid_quick_kind(const FibArgs &p, const float *vals, int d, float floor)
+{
+    const float v0 = vals[d];
+    int higher = 0, higher_near = 0;
+    int n[TK_FIB_NBR], near;
+    grid_neighbours(p, d, n, &near);
+#pragma unroll
+    for (int e = 0; e < NB; ++e) {
+        const int up = vals[n[e]] > v0;
+        higher += up, higher_near += e < near ? up : 0;
+    }
+    if (higher == 0) return v0 < floor ? 0 : 1;
+    return higher == 1 || higher_near == 0 ? 3 : 0;
+}
+
+/* The queued directions of the grid pass (grid_quick_kind's 3s), a lane each: a shoulder
+ * candidate (grid_candidate_kind's 2) whose neighbours' quadratic model has a maximum within
+ * reach (as shoulder_fit_reaches on the CPU) gets its bit in mask2.  Queued, since they are
+ * few and scattered: tested where found, they held most of the warp's iterations over the grid. */
+template <int NB>
+__device__ __forceinline__ void shoulder_tests(const FibArgs &p, const float *vals, const int *queue, int n, int lane,
+                                               float floor, unsigned *mask2)
 {
     __syncwarp();
     for (int q = lane; q < n; q += 32) {
+        const int d = queue[q];
+        if (grid_candidate_kind<NB>(p, vals, d, floor) != 2) continue;
         float th[5];
-        grid_fit_model(p, vals, queue[q], th);
-        if (!tk_fibers_fit_reaches(th, (float)p.spacing)) queue[q] = -queue[q] - 1;
+        grid_fit_model(p, vals, d, th);
+        if (tk_fibers_fit_reaches(th, (float)p.spacing)) atomicOr(mask2 + (d >> 5), 1u << (d & 31));
     }
     __syncwarp();
-    for (int q = 0; q < n; ++q) {
-        const int e = queue[q], d = -e - 1, b = d >> 5;
-        if (e < 0 && (d & 31) == lane) {
+}
+
+/* The directions whose bits are set in mask (words of 32 directions), in index order, into
+ * list (at most TK_FIB_CAP of them); returns how many are set. */
+__device__ __forceinline__ int list_from_bits(const unsigned *mask, int words, int lane, int *list)
+{
+    int n = 0;
+    for (int w0 = 0; w0 < words; w0 += 32) {
+        const int w = w0 + lane;
+        const unsigned bits = w < words ? mask[w] : 0u;
+        const int c = __popc(bits);
+        int upto = c; /* inclusive prefix sum over the lanes */
 #pragma unroll
-            for (int w = 0; w < KIND_WORDS; ++w)
-                if (w == b >> 6) kind2[w] &= ~(1ull << (b & 63));
+        for (int o = 1; o < 32; o <<= 1) {
+            const int t = __shfl_up_sync(TK_WARP_ALL_LANES, upto, o);
+            if (lane >= o) upto += t;
         }
+        int pos = n + upto - c;
+        for (unsigned rest = bits; rest; rest &= rest - 1, ++pos)
+            if (pos < TK_FIB_CAP) list[pos] = 32 * w + __ffs((int)rest) - 1;
+        n += __shfl_sync(TK_WARP_ALL_LANES, upto, 31);
     }
-    __syncwarp();
+    return n;
+}
+
+/* The TK_FIB_CAP largest grid values among the directions set in mask, largest first, ties to
+ * the lower direction (the CPU's insert_by_value keeps the same), into list, taken one at a
+ * time by a warp-wide arg-max; their bits are cleared. */
+__device__ static void take_largest(const float *vals, unsigned *mask, int words, int lane, int *list)
+{
+    for (int c = 0; c < TK_FIB_CAP; ++c) {
+        float best = -INFINITY;
+        int best_d = 0x7fffffff;
+        for (int w = lane; w < words; w += 32)
+            for (unsigned rest = mask[w]; rest; rest &= rest - 1) {
+                const int d = 32 * w + __ffs((int)rest) - 1;
+                if (vals[d] > best || (vals[d] == best && d < best_d)) best = vals[d], best_d = d;
+            }
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(TK_WARP_ALL_LANES, best, o);
+            const int od = __shfl_xor_sync(TK_WARP_ALL_LANES, best_d, o);
+            if (ov > best || (ov == best && od < best_d)) best = ov, best_d = od;
+        }
+        __syncwarp();
+        if (lane == 0) list[c] = best_d, mask[best_d >> 5] &= ~(1u << (best_d & 31));
+        __syncwarp();
+    }
 }
 
 /* The axial test (fibers_internal.h; the CPU's axial_maxima), a thread per voxel, before the
@@ -213,14 +276,13 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
 
 template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_threads) fibers_grid_kernel(FibArgs p)
 {
-    constexpr int K = (M + 1) * (M + 2) / 2;
-    /* 64-bit words of kind bits a lane needs for the plan's grid */
-    constexpr int KIND_WORDS = (TK_FIBERS_GRID_SIZE(M) + 32 * 64 - 1) / (32 * 64);
+    constexpr int K = (M + 1) * (M + 2) / 2, NB = fib_max_neighbours(M);
     extern __shared__ float fsmem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *vals = (float *)((char *)fsmem + warp_shared_bytes(K, p.grid_padded) * warp);
     float *cf = vals + p.grid_padded, *shv = cf + K;
     int *cand = (int *)(shv + K);
+    unsigned *mask1 = (unsigned *)(cand + TK_FIB_CAP2), *mask2 = mask1 + p.grid_padded / 32;
     const int G = p.grid;
 
     constexpr int WARPS = Policy::warps_per_block;
@@ -301,83 +363,42 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
         }
         __syncwarp();
 
-        /* each direction's kind once, as bits: lane l's bit b is direction 32 b + l */
-        unsigned long long kind1[KIND_WORDS], kind2[KIND_WORDS];
-#pragma unroll
-        for (int w = 0; w < KIND_WORDS; ++w) kind1[w] = kind2[w] = 0;
-        /* the shoulder candidates' fits, a lane each, queued in the warp's (still unused)
-         * candidate room whenever another 32 might not fit */
+        /* Each direction's kind once, as one bit a direction (mask1: grid maxima, mask2: shoulder
+         * candidates; word b holds directions 32 b .. 32 b + 31).  The pass over the grid only
+         * counts higher neighbours (grid_quick_kind); the few directions that might be shoulder
+         * candidates are queued in the warp's (still unused) candidate room and tested in full,
+         * a lane each, whenever another 32 might not fit (shoulder_tests). */
+        const int blocks = (G + 31) / 32;
         int queued = 0;
         for (int first = 0, b = 0; first < G; first += 32, ++b) {
-            const int d = first + lane, kd = d < G ? grid_candidate_kind(p, vals, d, floor) : 0;
-            const unsigned long long bit = 1ull << (b & 63);
-#pragma unroll
-            for (int w = 0; w < KIND_WORDS; ++w)
-                if (w == b >> 6) kind1[w] |= kd == 1 ? bit : 0, kind2[w] |= kd == 2 ? bit : 0;
-            const unsigned ballot = __ballot_sync(TK_WARP_ALL_LANES, kd == 2);
-            if (kd == 2) cand[queued + __popc(ballot & ((1u << lane) - 1u))] = d;
-            queued += __popc(ballot);
+            const int d = first + lane, kq = d < G ? grid_quick_kind<NB>(p, vals, d, floor) : 0;
+            const unsigned top = __ballot_sync(TK_WARP_ALL_LANES, kq == 1), maybe = __ballot_sync(TK_WARP_ALL_LANES, kq == 3);
+            if (lane == 0) mask1[b] = top, mask2[b] = 0u;
+            if (kq == 3) cand[queued + __popc(maybe & ((1u << lane) - 1u))] = d;
+            queued += __popc(maybe);
             if (queued > TK_FIB_CAP2 - 32 || (first + 32 >= G && queued)) {
-                shoulder_fits<KIND_WORDS>(p, vals, cand, queued, lane, kind2);
+                shoulder_tests<NB>(p, vals, cand, queued, lane, floor, mask2);
                 queued = 0;
             }
         }
+        __syncwarp();
 
         /* candidates: grid directions not below any neighbour, then shoulder candidates
          * (encoded -(d + 1) for the polish kernel's test); each list in index order */
         int count = 0, count1 = 0;
         for (int kind = 1; kind <= 2; ++kind) {
-            int *list = cand + count, n = 0;
-            unsigned long long hits[KIND_WORDS]; /* this lane's hits, as the kind bits */
-#pragma unroll
-            for (int w = 0; w < KIND_WORDS; ++w) hits[w] = 0;
-            for (int first = 0, b = 0; first < G; first += 32, ++b) {
-                const int d = first + lane;
-                unsigned long long word = 0;
-#pragma unroll
-                for (int w = 0; w < KIND_WORDS; ++w)
-                    if (w == b >> 6) word = kind == 1 ? kind1[w] : kind2[w];
-                /* (a shoulder candidate next to a grid maximum whose climb stays on its hill is
-                 * on that hill: the polish kernel's second pass decides, as the CPU does) */
-                bool hit = d < G && ((word >> (b & 63)) & 1ull);
-#pragma unroll
-                for (int w = 0; w < KIND_WORDS; ++w)
-                    if (w == b >> 6 && hit) hits[w] |= 1ull << (b & 63);
-                const unsigned ballot = __ballot_sync(TK_WARP_ALL_LANES, hit);
-                const int pos = n + __popc(ballot & ((1u << lane) - 1u));
-                if (hit && pos < TK_FIB_CAP) list[pos] = d;
-                n += __popc(ballot);
-            }
+            int *list = cand + count;
+            unsigned *mask = kind == 1 ? mask1 : mask2;
+            /* (a shoulder candidate next to a grid maximum whose climb stays on its hill is on
+             * that hill: the polish kernel's second pass decides, as the CPU does) */
+            const int n = list_from_bits(mask, blocks, lane, list);
             __syncwarp();
             if (n > TK_FIB_CAP) {
                 /* Rare but for noise-free phantoms' rings: keep the CAP largest, as the CPU does,
-                 * largest first, taken one at a time by a warp-wide arg-max over the hit bits
-                 * (ties to the lower direction). */
-                for (int c = 0; c < TK_FIB_CAP; ++c) {
-                    float best = -INFINITY;
-                    int best_d = 0x7fffffff;
-#pragma unroll
-                    for (int w = 0; w < KIND_WORDS; ++w)
-                        for (unsigned long long rest = hits[w]; rest; rest &= rest - 1) {
-                            const int d = (w * 64 + __ffsll((long long)rest) - 1) * 32 + lane;
-                            if (vals[d] > best || (vals[d] == best && d < best_d)) best = vals[d], best_d = d;
-                        }
-                    for (int o = 16; o > 0; o >>= 1) {
-                        const float ov = __shfl_xor_sync(TK_WARP_ALL_LANES, best, o);
-                        const int od = __shfl_xor_sync(TK_WARP_ALL_LANES, best_d, o);
-                        if (ov > best || (ov == best && od < best_d)) best = ov, best_d = od;
-                    }
-                    if ((best_d & 31) == lane) {
-                        const int bit = best_d >> 5;
-#pragma unroll
-                        for (int w = 0; w < KIND_WORDS; ++w)
-                            if (w == bit >> 6) hits[w] &= ~(1ull << (bit & 63));
-                    }
-                    if (lane == 0) list[c] = best_d;
-                }
-                n = TK_FIB_CAP;
-                __syncwarp();
+                 * largest first (take_largest) */
+                take_largest(vals, mask, blocks, lane, list);
             }
+            const int kept = n < TK_FIB_CAP ? n : TK_FIB_CAP;
             if (kind == 1 && n > 1 && n <= TK_FIB_CAP) {
                 /* largest grid value first, ties in index order, as the CPU lists them
                  * (insert_by_value; the capped path above already yields that order): each
@@ -399,9 +420,9 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
                 __syncwarp();
             }
             if (kind == 2)
-                for (int c = lane; c < n; c += 32) list[c] = -(list[c] + 1);
-            count += n;
-            if (kind == 1) count1 = n;
+                for (int c = lane; c < kept; c += 32) list[c] = -(list[c] + 1);
+            count += kept;
+            if (kind == 1) count1 = kept;
             __syncwarp();
         }
         int first = 0, first1 = 0, first2 = 0;
@@ -422,7 +443,7 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
                 grid_neighbours(p, d, n, &near);
                 float rise = 0.f;
 #pragma unroll
-                for (int e = 0; e < TK_FIB_NBR; ++e) rise = fmaxf(rise, vals[n[e]] - v0);
+                for (int e = 0; e < NB; ++e) rise = fmaxf(rise, vals[n[e]] - v0);
                 p.cand_high[first + c] = v0 + rise;
             }
             /* a grid maximum's climb starts at its model's maximum where that is uphill (as
