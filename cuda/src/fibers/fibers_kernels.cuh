@@ -93,14 +93,20 @@ __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
     return (bytes + 15) / 16 * 16;
 }
 
-/* Grid direction d's neighbours (FibArgs::nbr8) and how many of them are the nearest. */
-__device__ __forceinline__ void grid_neighbours(const FibArgs &p, int d, int *n, int *near)
+/* A direction's packed neighbour list (FibArgs::nbr8) unpacked: the neighbours and how many of
+ * them are the nearest. */
+__device__ __forceinline__ void unpack_neighbours(const uint4 q, int *n, int *near)
 {
-    const uint4 q = __ldg(p.nbr8 + d);
     const unsigned w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int e = 0; e < TK_FIB_NBR; ++e) n[e] = (int)((w[e >> 1] >> (16 * (e & 1))) & 0xffffu);
     *near = (int)(q.w >> 16);
+}
+
+/* Grid direction d's neighbours and how many of them are the nearest. */
+__device__ __forceinline__ void grid_neighbours(const FibArgs &p, int d, int *n, int *near)
+{
+    unpack_neighbours(__ldg(p.nbr8 + d), n, near);
 }
 
 /* Grid direction d's quadratic model from its fit stencil (fibers_fit.c) over the warp's
@@ -157,13 +163,14 @@ template <int NB> __device__ static int grid_candidate_kind(const FibArgs &p, co
 /* The grid pass's first look at direction d, counting only higher neighbours: 1 where none is
  * higher (a grid maximum, as grid_candidate_kind: its hill's highest value is its own), 3 where
  * it might be a shoulder candidate (one higher, or none of the nearest: grid_candidate_kind
- * decides), 0 where it is neither.  (a > b is a - b > 0 for finite floats, the full test's.) */
-template <int NB> __device__ __forceinline__ int grid_quick_kind(const FibArgs &p, const float *vals, int d, float floor)
+ * decides), 0 where it is neither.  (a > b is a - b > 0 for finite floats, the full test's.)
+ * nbr: d's packed neighbour list. */
+template <int NB> __device__ __forceinline__ int grid_quick_kind(const uint4 nbr, const float *vals, int d, float floor)
 {
     const float v0 = vals[d];
     int higher = 0, higher_near = 0;
     int n[TK_FIB_NBR], near;
-    grid_neighbours(p, d, n, &near);
+    unpack_neighbours(nbr, n, &near);
 #pragma unroll
     for (int e = 0; e < NB; ++e) {
         const int up = vals[n[e]] > v0;
@@ -370,8 +377,14 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
          * a lane each, whenever another 32 might not fit (shoulder_tests). */
         const int blocks = (G + 31) / 32;
         int queued = 0;
+        /* each block's neighbour lists are loaded one block ahead: waiting on them was the pass's
+         * largest stall (ncu) */
+        uint4 nbr = __ldg(p.nbr8 + (lane < G ? lane : 0));
         for (int first = 0, b = 0; first < G; first += 32, ++b) {
-            const int d = first + lane, kq = d < G ? grid_quick_kind<NB>(p, vals, d, floor) : 0;
+            const int d = first + lane;
+            const uint4 next = d + 32 < G ? __ldg(p.nbr8 + d + 32) : nbr;
+            const int kq = d < G ? grid_quick_kind<NB>(nbr, vals, d, floor) : 0;
+            nbr = next;
             const unsigned top = __ballot_sync(TK_WARP_ALL_LANES, kq == 1), maybe = __ballot_sync(TK_WARP_ALL_LANES, kq == 3);
             if (lane == 0) mask1[b] = top, mask2[b] = 0u;
             if (kq == 3) cand[queued + __popc(maybe & ((1u << lane) - 1u))] = d;
