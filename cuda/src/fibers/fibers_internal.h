@@ -36,8 +36,7 @@ extern "C" {
 #endif
 
 /* Directions on the hemisphere grid: its density grows with lmax like the number of lobes the
- * function can hold, about 1,500 (3.7 degree spacing) at lmax 8.  A macro so that the CUDA
- * grid kernel sizes its per-lane kind bits from it at compile time. */
+ * function can hold, about 1,500 (3.7 degree spacing) at lmax 8. */
 #define TK_FIBERS_GRID_SIZE(lmax) (24 * (lmax) * (lmax) > 200 ? 24 * (lmax) * (lmax) : 200)
 
 /* A shoulder candidate goes on to the exact (double, Newton-step) test only where the
