@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tk_bench_hooks.h"
@@ -320,6 +321,11 @@ TEST(TuckerSpectral, RefusesBadArguments)
     ASSERT_EQ(tk_tucker_model_alloc(&m.m, 3, t.t.dims, 4, 4), TK_OK);
     o.core_sweeps = -1;
     EXPECT_EQ(tk_tucker_spectral_start(&t.t, &o, &m.m), TK_ERR_ARGUMENT);
+    tk_tucker_spectral_options_init(&o);
+    tk_tucker_coo empty = t.t;
+    empty.nnz = 0;
+    EXPECT_EQ(tk_tucker_spectral_start(&empty, &o, &m.m), TK_ERR_ARGUMENT);
+    EXPECT_NE(std::string(tk_last_error()).find("no training entries"), std::string::npos) << tk_last_error();
     // a mode (3) smaller than J: its fourth column stays 0, the rest is a model
     tk_tucker_spectral_options_init(&o);
     ASSERT_EQ(tk_tucker_spectral_start(&t.t, &o, &m.m), TK_OK) << tk_last_error();

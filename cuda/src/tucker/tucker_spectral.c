@@ -391,8 +391,9 @@ static tk_status spectral_iterate(const unfolding *u, int J, const tk_tucker_spe
     return TK_OK;
 }
 
-static tk_status check_options(const tk_tucker_spectral_options *o)
+static tk_status check_options(const tk_tucker_spectral_options *o, const tk_tucker_coo *t)
 {
+    if (!t || t->nnz == 0) return tk_set_error(TK_ERR_ARGUMENT, "spectral start: no training entries");
     if (!o || o->subspace_iterations < 0 || o->core_sweeps < 0 || o->num_threads < 0)
         return tk_set_error(TK_ERR_ARGUMENT, "spectral start: subspace_iterations, core_sweeps and num_threads must be "
                                              ">= 0 (tk_tucker_spectral_options_init gives the defaults)");
@@ -402,7 +403,7 @@ static tk_status check_options(const tk_tucker_spectral_options *o)
 tk_status tk_tucker_spectral_vectors(const tk_tucker_coo *t, const uint32_t *dims, int mode, int J,
                                      const tk_tucker_spectral_options *o, double *V, double *eigenvalues)
 {
-    tk_status st = check_options(o);
+    tk_status st = check_options(o, t);
     if (st != TK_OK) return st;
     if (mode < 0 || mode >= t->order || J < 1 || J > TK_TUCKER_MAX_RANK || (uint32_t)J > dims[mode])
         return tk_set_error(TK_ERR_ARGUMENT, "spectral vectors: mode %d of %d, J = %d (1..%d, at most the mode's size)",
@@ -594,7 +595,7 @@ tk_status tk_tucker_spectral_fit_cores(const tk_tucker_coo *t, int order, const 
                                        const double *const *A, const tk_tucker_spectral_options *o,
                                        double ridge_fraction, int start_given, double *const *B)
 {
-    tk_status st = check_options(o);
+    tk_status st = check_options(o, t);
     if (st != TK_OK) return st;
     if (order != t->order || J < 1 || J > TK_TUCKER_MAX_RANK || R < 1 || R > TK_TUCKER_MAX_RANK)
         return tk_set_error(TK_ERR_ARGUMENT, "spectral cores: order %d (the data's %d), J = %d, R = %d (1..%d)", order,
@@ -657,13 +658,12 @@ tk_status tk_tucker_spectral_fit_cores(const tk_tucker_coo *t, int order, const 
 tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_spectral_options *o,
                                    tk_tucker_model *m)
 {
-    tk_status st = check_options(o);
+    tk_status st = check_options(o, train);
     if (st != TK_OK) return st;
     if (!m || !m->a[0] || (st = tk_tucker_check_shape(m, train)) != TK_OK)
         return m && m->a[0] ? st
                             : tk_set_error(TK_ERR_ARGUMENT, "spectral start: allocate the model first "
                                                             "(tk_tucker_model_alloc)");
-    if (train->nnz == 0) return tk_set_error(TK_ERR_ARGUMENT, "spectral start: no training entries");
     const int N = m->order, J = m->rank_j, R = m->rank_r;
     double *A[TK_TUCKER_MAX_ORDER] = {0}, *B[TK_TUCKER_MAX_ORDER] = {0};
     for (int n = 0; n < N && st == TK_OK; ++n) {
