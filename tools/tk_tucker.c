@@ -64,8 +64,9 @@ typedef struct {
     const char *train, *test, *out;
     double test_fraction;
     long rank_j, rank_r, iters, every, fiber_threshold;
-    int resume, dbl, als, factor_update;
+    int resume, dbl, als, factor_update, init;
     uint64_t seed;
+    char init_line[32]; /* the manifest's "init" value: this run's start, or a resumed checkpoint's */
     tk_tucker_options o;
     tk_standard_values std;
     int gpus, gpus_given; /* --gpus (tk_cli_resolve_gpus): data-parallel SGD over the GPUs, NCCL */
@@ -74,6 +75,8 @@ typedef struct {
 
 static const tk_opt_choice factor_updates[] = {
     {"als", TK_TUCKER_FACTOR_ALS, 0}, {"sgd", TK_TUCKER_FACTOR_SGD, 0}, {NULL, 0, 0}};
+enum { INIT_RANDOM = 0, INIT_SPECTRAL = 1 };
+static const tk_opt_choice inits[] = {{"random", INIT_RANDOM, 0}, {"spectral", INIT_SPECTRAL, 0}, {NULL, 0, 0}};
 
 #define TRAIN(member) offsetof(train_args, member)
 static const tk_option train_options[] = {
@@ -113,6 +116,10 @@ static const tk_option train_options[] = {
      .offset = TRAIN(every), .help = "save the model every K iterations (default: at the end only)"},
     {.name = "resume", .kind = TK_OPT_FLAG, .offset = TRAIN(resume),
      .help = "continue from the model saved in MODEL_DIR (no --force needed)"},
+    {.name = "init", .value_name = "random|spectral", .kind = TK_OPT_CHOICE, .choices = inits, .offset = TRAIN(init),
+     .help = "the start: random (default), or spectral: each mode's top-J\neigenvectors of X(n)X(n)^T less its "
+             "diagonal, the cores by\nleast squares (for sparse tensors a random start does not learn;\n"
+             "benchmarks.md \"A spectral start\"); not with --resume"},
 };
 #undef TRAIN
 
@@ -181,6 +188,12 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "--test and --test-fraction were both given; give one of them, not both");
         return 0;
     }
+    if (a->init == INIT_SPECTRAL && a->resume) {
+        tk_cli_error(prog, "--init spectral with --resume: a resumed run continues the checkpoint's model (its start "
+                           "is recorded in its manifest); drop --init, or train without --resume");
+        return 0;
+    }
+    snprintf(a->init_line, sizeof a->init_line, "%s", a->init == INIT_SPECTRAL ? "spectral" : "random");
     if (a->o.precision == TK_PRECISION_DOUBLE && a->std.backend == TK_BACKEND_CUDA) {
         tk_cli_error(prog, "--double with --backend cuda: cuda computes in float; use --backend cpu or omp, or drop "
                            "--double");
@@ -258,9 +271,10 @@ static tk_status save(const train_args *a, const tk_tucker_model *m, long iterat
     char extra[4096], settings[2048];
     settings_text(a, settings, sizeof settings);
     snprintf(extra, sizeof extra,
-             "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\n%s"
+             "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\ninit = %s\n%s"
              "train_rmse = %.9g\ntest_rmse = %.9g\ntest_mae = %.9g\n",
-             iteration, a->iters, tk_backend_name(a->o.backend), a->train, a->test ? a->test : "", settings,
+             iteration, a->iters, tk_backend_name(a->o.backend), a->train, a->test ? a->test : "", a->init_line,
+             settings,
              tr->rmse, te->count ? te->rmse : NAN, te->count ? te->mae : NAN);
     return tk_tucker_model_save(a->out, m, extra);
 }
@@ -290,6 +304,23 @@ static double mean_baseline_rmse(const tk_tucker_coo *train, const tk_tucker_coo
     mean /= (double)train->nnz;
     for (size_t e = 0; e < test->nnz; ++e) sse += ((double)test->val[e] - mean) * ((double)test->val[e] - mean);
     return sqrt(sse / (double)test->nnz);
+}
+
+/* The spectral start (tk_tucker_spectral_start) with --seed and --threads, its time on stderr. */
+static int start_spectral(const train_args *a, const tk_tucker_coo *train, tk_tucker_model *model)
+{
+    tk_tucker_spectral_options so;
+    tk_tucker_spectral_options_init(&so);
+    so.seed = a->seed;
+    so.num_threads = a->std.threads;
+    const double t0 = tk_cli_now_ms();
+    tk_status s = tk_tucker_spectral_start(train, &so, model);
+    if (s != TK_OK) {
+        tk_cli_error(prog, "--init spectral: %s", tk_last_error());
+        return 0;
+    }
+    if (!a->std.quiet) fprintf(stderr, "%s: spectral start: %.1f s\n", prog, (tk_cli_now_ms() - t0) / 1e3);
+    return 1;
 }
 
 static int cmd_train(int argc, char **argv)
@@ -393,6 +424,9 @@ static int cmd_train(int argc, char **argv)
                 goto done;
             }
         }
+        /* the checkpoint's start stays its record (a checkpoint from before --init: random) */
+        if (!tk_tucker_manifest_get(manifest, "init", a.init_line, sizeof a.init_line))
+            snprintf(a.init_line, sizeof a.init_line, "random");
         fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
     } else {
         if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
@@ -414,7 +448,11 @@ static int cmd_train(int argc, char **argv)
         double mean = 0, lo = INFINITY;
         for (size_t e = 0; e < train.nnz; ++e) mean += train.val[e], lo = fmin(lo, train.val[e]);
         mean /= (double)train.nnz;
-        tk_tucker_model_init(&model, a.seed, lo >= 0 ? mean : 0);
+        if (a.init == INIT_SPECTRAL) {
+            if (!start_spectral(&a, &train, &model)) goto done;
+        } else {
+            tk_tucker_model_init(&model, a.seed, lo >= 0 ? mean : 0);
+        }
     }
     if ((s = tk_tucker_solver_create(&a.o, &train, &model, &solver)) != TK_OK) {
         tk_cli_error(prog, "%s", tk_last_error());

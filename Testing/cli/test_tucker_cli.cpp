@@ -134,6 +134,42 @@ TEST(TuckerCli, WarnsWhereTheModelDoesNotBeatTheMean)
     }
 }
 
+// --init spectral: a start (tk_tucker_spectral_start) that ALS trains from and the manifest
+// records, kept by a resumed run; refused with --resume and for an unknown start.
+TEST(TuckerCli, SpectralInit)
+{
+    std::string d = make_temp_dir("tk_tucker_spectral");
+    auto r = tucker("synth --shape 1500,300,50 --nnz 40000 --rank-j 4 --rank-r 4 --seed 1 --allow-duplicates " + d +
+                        "/s.tns",
+                    d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string train = "train " + d + "/s.tns --test-fraction 0.05 --rank-j 4 --rank-r 4 --threads 1 --out " + d;
+    r = tucker(train + "/m --iters 3 --init spectral", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("spectral start"), std::string::npos) << r.err;
+    EXPECT_TRUE(exists(d + "/m/A1.npy"));
+    EXPECT_EQ(manifest_value(d + "/m", "init"), "spectral");
+    auto rows = read_rows(r.out);
+    ASSERT_EQ(rows.size(), 3u) << r.out;
+    EXPECT_LT(rows.back()[5], 0.25) << r.out; // test RMSE: the random start's is above 0.8 here
+    r = tucker(train + "/m --iters 5 --resume", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/m", "iteration"), "5");
+    EXPECT_EQ(manifest_value(d + "/m", "init"), "spectral");
+    r = tucker(train + "/r --iters 1", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/r", "init"), "random");
+    r = tucker(train + "/m --iters 7 --resume --init spectral", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--init spectral"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+    EXPECT_EQ(manifest_value(d + "/m", "iteration"), "5");
+    r = tucker(train + "/b --iters 1 --init bogus", d);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--init"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(d + "/b"));
+}
+
 TEST(TuckerCli, BadInputGivesClearErrors)
 {
     std::string d = make_temp_dir("tk_tucker_bad");

@@ -93,6 +93,23 @@ typedef struct tk_eig_cuda_profile {
 tk_status tk_eig_cuda_measure(const tk_eig_options *opts, size_t count, const void *matrices,
                               tk_eig_cuda_profile *profile);
 
+/* ---- FastTucker's spectral start (tucker_spectral.c) ------------------------------------ */
+
+/* The spectral vectors of one mode as tk_tucker_spectral_start computes them: V (dims[mode] x
+ * J, row-major) gets orthonormal columns, the Ritz vectors of X(mode) X(mode)^T less its
+ * diagonal for its J eigenvalues of largest magnitude (subspace iteration's), by descending
+ * eigenvalue; eigenvalues (may be NULL) those J values.  J <= dims[mode]. */
+tk_status tk_tucker_spectral_vectors(const tk_tucker_coo *t, const uint32_t *dims, int mode, int J,
+                                     const tk_tucker_spectral_options *o, double *V, double *eigenvalues);
+/* The start's core fit with the factors given: A[n] (dims[n] x J) fixed, B[n] (J x R, written)
+ * by o->core_sweeps sweeps of alternating least squares with the ridge ridge_fraction x the
+ * normal equations' mean diagonal (the start uses TK_TUCKER_SPECTRAL_RIDGE, 1e-6), from a
+ * random start scaled to the data's RMS, or (start_given) from the B[n] passed in. */
+tk_status tk_tucker_spectral_fit_cores(const tk_tucker_coo *t, int order, const uint32_t *dims, int J, int R,
+                                       const double *const *A, const tk_tucker_spectral_options *o,
+                                       double ridge_fraction, int start_given, double *const *B);
+#define TK_TUCKER_SPECTRAL_RIDGE 1e-6
+
 /* ---- FastTucker on several GPUs ------------------------------------------------------ */
 
 /* The copy of the model that GPU `index` of the solver (0 .. cuda_device_count - 1) holds;

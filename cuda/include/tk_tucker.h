@@ -186,6 +186,37 @@ tk_status tk_tucker_evaluate(const tk_tucker_model *m, const tk_tucker_coo *t, d
 tk_status tk_tucker_gradient(const tk_tucker_model *m, const tk_tucker_coo *t, double lambda_a, double lambda_b,
                              double *const *grad_a, double *const *grad_b);
 
+/** Options of the spectral start (tk_tucker_spectral_start). */
+typedef struct tk_tucker_spectral_options {
+    int subspace_iterations; /**< steps of subspace iteration per mode (default 40) */
+    int core_sweeps;         /**< sweeps of the cores' alternating least squares (default 20) */
+    uint64_t seed;           /**< the iteration's random basis and the cores' random start (default 0) */
+    int num_threads;         /**< OpenMP threads; 0: OpenMP's default.  The model does not depend on it */
+} tk_tucker_spectral_options;
+
+/** Defaults: 40 subspace iterations, 20 core sweeps, seed 0, OpenMP's threads. */
+void tk_tucker_spectral_options_init(tk_tucker_spectral_options *o);
+/** A spectral start for m (allocated by tk_tucker_model_alloc with the data's order, dims at
+ * least train's and the ranks; its values are overwritten), on the host in double, then
+ * stored as float; any backend trains from it.  For each mode n, the eigenvectors of the J
+ * eigenvalues of largest magnitude of X(n) X(n)^T with its diagonal removed (Montanari and
+ * Sun's unfolding estimator: the diagonal holds each entry's own square, noise that points
+ * the vectors at the busiest rows; duplicate entries are summed first), found by subspace
+ * iteration that never forms the Gram (each step O(nnz J)), then ordered by descending
+ * eigenvalue (the Ritz step); A(n) = those vectors x sqrt(I_n)
+ * (entries of unit mean square; a mode smaller than J keeps its other columns 0).  Then the
+ * cores B(n) by alternating exact least squares over the entries with the A(n) fixed: from a
+ * random start scaled to the data's RMS, each B(n) the J R-unknown normal equations' solution
+ * with a ridge of 1e-6 of their mean diagonal.  On a planted tensor where ALS from the random
+ * start (tk_tucker_model_init) learns nothing it carries the signal into ALS
+ * (Documentation/benchmarks.md, "A spectral start"); elsewhere it can be slower than the
+ * random start, which stays the default.  The same model for any thread count.  Errors:
+ * TK_ERR_ARGUMENT (m not allocated or of another shape, no entries, negative options),
+ * TK_ERR_MEMORY (O(nnz) index and value arrays per mode, (J R)^2 doubles); m's values are
+ * then unspecified.  Workspace is allocated and freed inside. */
+tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_spectral_options *o,
+                                   tk_tucker_model *m);
+
 /* ---- model directories ------------------------------------------------------------ */
 
 /** A model directory holds A1.npy..AN.npy (float32, I_n x J), B1.npy..BN.npy

@@ -1,0 +1,703 @@
+/* FastTucker's spectral start (tk_tucker_spectral_start): the C form of the numpy prototype
+ * scripts/tucker_spectral_start.py, whose results are in Documentation/benchmarks.md ("A spectral
+ * start").  Host only, double precision; any backend then trains from the model it writes.
+ *
+ * Determinism: every sum runs in an order fixed by the data (columns, rows, blocks of entries),
+ * never by the thread count, so a seed gives the same model bit for bit on any number of
+ * threads, as the solvers do. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tucker_internal.h"
+
+void tk_tucker_spectral_options_init(tk_tucker_spectral_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->subspace_iterations = 40;
+    o->core_sweeps = 20;
+    o->seed = 0;
+    o->num_threads = 0;
+}
+
+/* Threads for work over nnz entries: one below SPECTRAL_PARALLEL_MIN, where a parallel
+ * region's start-up and barriers cost more than the work (and much more on a loaded host:
+ * 2.4 s against 0.2 s for 60,000 entries on two busy cores). */
+#define SPECTRAL_PARALLEL_MIN 200000
+static int thread_count(const tk_tucker_spectral_options *o, size_t nnz)
+{
+#ifdef _OPENMP
+    if (nnz < SPECTRAL_PARALLEL_MIN) return 1;
+    return o->num_threads > 0 ? o->num_threads : omp_get_max_threads();
+#else
+    (void)o;
+    (void)nnz;
+    return 1;
+#endif
+}
+
+/* ---- random numbers ------------------------------------------------------------------- */
+
+/* A standard normal from a 64-bit key (Box-Muller on two hashes): the start's random matrices
+ * are then a function of (seed, stream, element), whatever the thread count. */
+static double gauss(uint64_t seed, uint64_t stream, uint64_t element)
+{
+    const uint64_t h1 = tk_tucker_mix(tk_tucker_mix(seed ^ 0x5EC7A15EC7A1ull) + stream * 0x100000001B3ull + element);
+    const uint64_t h2 = tk_tucker_mix(h1);
+    const double u1 = ((double)(h1 >> 11) + 1.0) * (1.0 / 9007199254740992.0); /* (0, 1]: log is finite */
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * tk_tucker_unit(h2));
+}
+
+/* ---- small dense linear algebra (double, row-major) --------------------------------------
+ * The library has no LAPACK dependency (LAPACKE is only the tests' oracle), and the matrices
+ * here are tall I x J panels and J x J or JR x JR squares with J, R <= 64: these textbook
+ * algorithms are enough and keep the library's link line as it was. */
+
+/* Orthonormalize the columns 0..cols-1 of V (rows x ld, row-major) by modified Gram-Schmidt,
+ * each column twice ("twice is enough": orthogonal to round-off even when V is nearly rank
+ * deficient).  A column that collapses (the product lost a direction: a mode with fewer rows
+ * of entries than J) is replaced by a random one and orthonormalized in turn, so the basis
+ * always has full width. */
+static void orthonormalize(double *V, size_t rows, int cols, int ld, uint64_t seed, uint64_t stream)
+{
+    for (int k = 0; k < cols; ++k) {
+        for (int attempt = 0;; ++attempt) {
+            double before = 0;
+            for (size_t i = 0; i < rows; ++i) before += V[i * ld + k] * V[i * ld + k];
+            for (int pass = 0; pass < 2; ++pass)
+                for (int l = 0; l < k; ++l) {
+                    double d = 0;
+                    for (size_t i = 0; i < rows; ++i) d += V[i * ld + l] * V[i * ld + k];
+                    for (size_t i = 0; i < rows; ++i) V[i * ld + k] -= d * V[i * ld + l];
+                }
+            double norm = 0;
+            for (size_t i = 0; i < rows; ++i) norm += V[i * ld + k] * V[i * ld + k];
+            if (norm > 1e-20 * before && norm > 1e-300) {
+                const double s = 1.0 / sqrt(norm);
+                for (size_t i = 0; i < rows; ++i) V[i * ld + k] *= s;
+                break;
+            }
+            if (attempt == 8) { /* rows < cols: no further direction exists; the caller keeps cols <= rows */
+                for (size_t i = 0; i < rows; ++i) V[i * ld + k] = 0;
+                break;
+            }
+            for (size_t i = 0; i < rows; ++i)
+                V[i * ld + k] = gauss(seed, stream, ((uint64_t)attempt << 48) ^ ((uint64_t)k << 40) ^ (uint64_t)i);
+        }
+    }
+}
+
+/* Eigenvalues (w, descending) and eigenvectors (the columns of Q) of the symmetric n x n H
+ * (destroyed) by cyclic Jacobi rotations: accurate to round-off for the J x J Ritz matrices. */
+static void symmetric_eigen(double *H, int n, double *w, double *Q)
+{
+    for (int i = 0; i < n * n; ++i) Q[i] = 0;
+    for (int i = 0; i < n; ++i) Q[i * n + i] = 1;
+    for (int sweep = 0; sweep < 100; ++sweep) {
+        double off = 0, total = 0;
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) {
+                total += H[i * n + j] * H[i * n + j];
+                if (i != j) off += H[i * n + j] * H[i * n + j];
+            }
+        if (!(off > 1e-30 * total)) break;
+        for (int p = 0; p < n - 1; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                const double hpq = H[p * n + q];
+                if (hpq == 0) continue;
+                /* the rotation that zeroes H[p][q] (the smaller angle, for stability) */
+                const double theta = (H[q * n + q] - H[p * n + p]) / (2 * hpq);
+                const double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
+                const double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; ++k) { /* H <- H G (columns p, q) */
+                    const double hkp = H[k * n + p], hkq = H[k * n + q];
+                    H[k * n + p] = c * hkp - s * hkq;
+                    H[k * n + q] = s * hkp + c * hkq;
+                }
+                for (int k = 0; k < n; ++k) { /* H <- G^T H (rows p, q) */
+                    const double hpk = H[p * n + k], hqk = H[q * n + k];
+                    H[p * n + k] = c * hpk - s * hqk;
+                    H[q * n + k] = s * hpk + c * hqk;
+                }
+                for (int k = 0; k < n; ++k) {
+                    const double qkp = Q[k * n + p], qkq = Q[k * n + q];
+                    Q[k * n + p] = c * qkp - s * qkq;
+                    Q[k * n + q] = s * qkp + c * qkq;
+                }
+            }
+    }
+    for (int i = 0; i < n; ++i) w[i] = H[i * n + i];
+    /* sort descending (selection sort on n <= 64), the columns of Q with them */
+    for (int i = 0; i < n; ++i) {
+        int best = i;
+        for (int j = i + 1; j < n; ++j)
+            if (w[j] > w[best]) best = j;
+        if (best == i) continue;
+        const double tw = w[i];
+        w[i] = w[best];
+        w[best] = tw;
+        for (int k = 0; k < n; ++k) {
+            const double tq = Q[k * n + i];
+            Q[k * n + i] = Q[k * n + best];
+            Q[k * n + best] = tq;
+        }
+    }
+}
+
+/* Solve (G + ridge I) x = h for the symmetric positive semi-definite n x n G (upper triangle
+ * read, G kept) by Cholesky into L (n x n scratch).  0 where the factorization fails. */
+static int cholesky_solve(const double *G, double ridge, const double *h, int n, double *L, double *x)
+{
+    for (int j = 0; j < n; ++j) {
+        double d = G[(size_t)j * n + j] + ridge;
+        for (int k = 0; k < j; ++k) d -= L[(size_t)j * n + k] * L[(size_t)j * n + k];
+        if (!(d > 0)) return 0;
+        d = sqrt(d);
+        L[(size_t)j * n + j] = d;
+        for (int i = j + 1; i < n; ++i) {
+            double s = G[(size_t)j * n + i]; /* G[i][j] = G[j][i]: the upper triangle */
+            const double *li = L + (size_t)i * n, *lj = L + (size_t)j * n;
+            for (int k = 0; k < j; ++k) s -= li[k] * lj[k];
+            L[(size_t)i * n + j] = s / d;
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        double s = h[i];
+        for (int k = 0; k < i; ++k) s -= L[(size_t)i * n + k] * x[k];
+        x[i] = s / L[(size_t)i * n + i];
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        double s = x[i];
+        for (int k = i + 1; k < n; ++k) s -= L[(size_t)k * n + i] * x[k];
+        x[i] = s / L[(size_t)i * n + i];
+    }
+    return 1;
+}
+
+/* ---- the entries grouped ---------------------------------------------------------------- */
+
+/* perm <- the entries in stable order of the index columns keys[0..nkeys-1], the first the most
+ * significant (LSD counting sorts, one a key: O(nnz + dims) each). */
+static tk_status sort_entries(const tk_tucker_coo *t, const uint32_t *dims, const int *keys, int nkeys, size_t *perm)
+{
+    uint32_t max_dim = 0;
+    for (int k = 0; k < nkeys; ++k) max_dim = dims[keys[k]] > max_dim ? dims[keys[k]] : max_dim;
+    size_t *count = malloc(((size_t)max_dim + 1) * sizeof *count), *next = malloc(t->nnz * sizeof *next);
+    if (!count || !next) {
+        free(count);
+        free(next);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory sorting %zu entries", t->nnz);
+    }
+    for (size_t e = 0; e < t->nnz; ++e) perm[e] = e;
+    const int N = t->order;
+    for (int k = nkeys - 1; k >= 0; --k) {
+        const int mode = keys[k];
+        memset(count, 0, ((size_t)dims[mode] + 1) * sizeof *count);
+        for (size_t e = 0; e < t->nnz; ++e) ++count[t->idx[perm[e] * N + mode] + 1];
+        for (uint32_t i = 0; i < dims[mode]; ++i) count[i + 1] += count[i];
+        for (size_t e = 0; e < t->nnz; ++e) next[count[t->idx[perm[e] * N + mode]]++] = perm[e];
+        memcpy(perm, next, t->nnz * sizeof *perm);
+    }
+    free(count);
+    free(next);
+    return TK_OK;
+}
+
+/* X(n) restricted to its observed columns (the distinct tuples of the other modes' indices),
+ * duplicates summed, as the prototype's scipy matrix holds it: by columns (for X^T V) and by
+ * rows (for X W), so that each product runs over its own outputs without races. */
+typedef struct unfolding {
+    uint32_t rows;
+    size_t cols, nnz;
+    size_t *col_ptr, *col_of; /* by columns: cols + 1 offsets; by rows: each entry's column */
+    uint32_t *row_of;         /* by columns: each entry's row */
+    double *col_val;
+    size_t *row_ptr;          /* by rows: rows + 1 offsets */
+    double *row_val;
+    double *diag;             /* rows: the diagonal of X X^T, each row's sum of squares */
+} unfolding;
+
+static void unfolding_free(unfolding *u)
+{
+    free(u->col_ptr);
+    free(u->col_of);
+    free(u->row_of);
+    free(u->col_val);
+    free(u->row_ptr);
+    free(u->row_val);
+    free(u->diag);
+    memset(u, 0, sizeof *u);
+}
+
+static int same_others(const tk_tucker_coo *t, const int *others, size_t e, size_t f)
+{
+    for (int k = 0; k < t->order - 1; ++k)
+        if (t->idx[e * t->order + others[k]] != t->idx[f * t->order + others[k]]) return 0;
+    return 1;
+}
+
+/* By rows, from the by-columns arrays (a stable counting sort on the row). */
+static tk_status unfolding_rows(unfolding *u)
+{
+    size_t *fill = malloc(((size_t)u->rows + 1) * sizeof *fill);
+    if (!fill) return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for an unfolding's rows");
+    memset(u->row_ptr, 0, ((size_t)u->rows + 1) * sizeof *u->row_ptr);
+    for (size_t p = 0; p < u->nnz; ++p) ++u->row_ptr[u->row_of[p] + 1];
+    for (uint32_t i = 0; i < u->rows; ++i) u->row_ptr[i + 1] += u->row_ptr[i];
+    memcpy(fill, u->row_ptr, ((size_t)u->rows + 1) * sizeof *fill);
+    for (size_t c = 0; c < u->cols; ++c)
+        for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
+            const size_t q = fill[u->row_of[p]]++;
+            u->col_of[q] = c;
+            u->row_val[q] = u->col_val[p];
+        }
+    free(fill);
+    for (uint32_t i = 0; i < u->rows; ++i) {
+        double d = 0;
+        for (size_t q = u->row_ptr[i]; q < u->row_ptr[i + 1]; ++q) d += u->row_val[q] * u->row_val[q];
+        u->diag[i] = d;
+    }
+    return TK_OK;
+}
+
+static tk_status unfolding_build(const tk_tucker_coo *t, const uint32_t *dims, int n, unfolding *u)
+{
+    memset(u, 0, sizeof *u);
+    const int N = t->order;
+    int keys[TK_TUCKER_MAX_ORDER];
+    tk_tucker_other_modes(N, n, keys);
+    keys[N - 1] = n; /* within a column by row, so that duplicates are adjacent */
+    size_t *perm = malloc(t->nnz * sizeof *perm);
+    u->rows = dims[n];
+    u->col_ptr = malloc((t->nnz + 1) * sizeof *u->col_ptr);
+    u->col_of = malloc(t->nnz * sizeof *u->col_of);
+    u->row_of = malloc(t->nnz * sizeof *u->row_of);
+    u->col_val = malloc(t->nnz * sizeof *u->col_val);
+    u->row_ptr = malloc(((size_t)dims[n] + 1) * sizeof *u->row_ptr);
+    u->row_val = malloc(t->nnz * sizeof *u->row_val);
+    u->diag = malloc((size_t)dims[n] * sizeof *u->diag);
+    if (!perm || !u->col_ptr || !u->col_of || !u->row_of || !u->col_val || !u->row_ptr || !u->row_val || !u->diag) {
+        free(perm);
+        unfolding_free(u);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for mode %d's unfolding (%zu entries)",
+                            n + 1, t->nnz);
+    }
+    tk_status st = sort_entries(t, dims, keys, N, perm);
+    if (st != TK_OK) {
+        free(perm);
+        unfolding_free(u);
+        return st;
+    }
+    size_t p = 0;
+    for (size_t s = 0; s < t->nnz; ++s) {
+        const size_t e = perm[s];
+        const uint32_t row = t->idx[e * N + n];
+        const int new_col = s == 0 || !same_others(t, keys, e, perm[s - 1]);
+        if (new_col) u->col_ptr[u->cols++] = p;
+        if (!new_col && u->row_of[p - 1] == row) { /* a duplicate: X holds the sum */
+            u->col_val[p - 1] += t->val[e];
+            continue;
+        }
+        u->row_of[p] = row;
+        u->col_val[p++] = t->val[e];
+    }
+    u->col_ptr[u->cols] = p;
+    u->nnz = p;
+    free(perm);
+    if ((st = unfolding_rows(u)) != TK_OK) unfolding_free(u);
+    return st;
+}
+
+/* Y = X X^T V - diag(X X^T) V (V, Y: rows x J): W = X^T V by columns, then X W by rows. */
+static void gram_product(const unfolding *u, const double *V, int J, double *W, double *Y, int threads)
+{
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long c = 0; c < (long)u->cols; ++c) {
+        double *w = W + (size_t)c * J;
+        for (int j = 0; j < J; ++j) w[j] = 0;
+        for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
+            const double x = u->col_val[p];
+            const double *v = V + (size_t)u->row_of[p] * J;
+            for (int j = 0; j < J; ++j) w[j] += x * v[j];
+        }
+    }
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+    for (long i = 0; i < (long)u->rows; ++i) {
+        double *y = Y + (size_t)i * J;
+        const double *v = V + (size_t)i * J;
+        for (int j = 0; j < J; ++j) y[j] = -u->diag[i] * v[j];
+        for (size_t q = u->row_ptr[i]; q < u->row_ptr[i + 1]; ++q) {
+            const double x = u->row_val[q];
+            const double *w = W + u->col_of[q] * J;
+            for (int j = 0; j < J; ++j) y[j] += x * w[j];
+        }
+    }
+}
+
+/* ---- the spectral vectors --------------------------------------------------------------- */
+
+/* Subspace iteration on M = X X^T - diag, then the Ritz step: V <- V Q, Q the eigenvectors of
+ * V^T M V, by descending eigenvalue (the prototype's spectral_mode).  Like the prototype's, the
+ * iteration converges to the J eigenvalues of largest magnitude: M has negative eigenvalues
+ * (its trace is 0), and one of the J can be one of them (benchmarks.md: mode 1's 608, 455,
+ * 247, -163). */
+static tk_status spectral_iterate(const unfolding *u, int J, const tk_tucker_spectral_options *o, int n, double *V,
+                                  double *eigenvalues)
+{
+    const int threads = thread_count(o, u->nnz);
+    const size_t rows = u->rows;
+    double *W = malloc((u->cols ? u->cols : 1) * (size_t)J * sizeof *W), *Y = malloc(rows * (size_t)J * sizeof *Y);
+    if (!W || !Y) {
+        free(W);
+        free(Y);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for mode %d's products", n + 1);
+    }
+    const uint64_t stream = 2 * (uint64_t)n; /* mode n's random start; 2n + 1 its fresh columns */
+    for (size_t i = 0; i < rows; ++i)
+        for (int j = 0; j < J; ++j) V[i * J + j] = gauss(o->seed, stream, i * (uint64_t)J + (uint64_t)j);
+    orthonormalize(V, rows, J, J, o->seed, stream + 1);
+    for (int it = 0; it < o->subspace_iterations; ++it) {
+        gram_product(u, V, J, W, Y, threads);
+        memcpy(V, Y, rows * (size_t)J * sizeof *V);
+        orthonormalize(V, rows, J, J, o->seed, stream + 1);
+    }
+    gram_product(u, V, J, W, Y, threads);
+    double H[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK], Q[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK],
+        w[TK_TUCKER_MAX_RANK], row[TK_TUCKER_MAX_RANK];
+    for (int a = 0; a < J; ++a)
+        for (int b = 0; b < J; ++b) {
+            double s = 0;
+            for (size_t i = 0; i < rows; ++i) s += V[i * J + a] * Y[i * J + b];
+            H[a * J + b] = s;
+        }
+    for (int a = 0; a < J; ++a) /* (H + H^T) / 2: round-off leaves V^T M V a little asymmetric */
+        for (int b = a + 1; b < J; ++b) H[a * J + b] = H[b * J + a] = 0.5 * (H[a * J + b] + H[b * J + a]);
+    symmetric_eigen(H, J, w, Q);
+    for (size_t i = 0; i < rows; ++i) {
+        for (int b = 0; b < J; ++b) {
+            double s = 0;
+            for (int a = 0; a < J; ++a) s += V[i * J + a] * Q[a * J + b];
+            row[b] = s;
+        }
+        memcpy(V + i * J, row, (size_t)J * sizeof *row);
+    }
+    if (eigenvalues) memcpy(eigenvalues, w, (size_t)J * sizeof *w);
+    free(W);
+    free(Y);
+    return TK_OK;
+}
+
+static tk_status check_options(const tk_tucker_spectral_options *o, const tk_tucker_coo *t)
+{
+    if (!t || t->nnz == 0) return tk_set_error(TK_ERR_ARGUMENT, "spectral start: no training entries");
+    if (!o || o->subspace_iterations < 0 || o->core_sweeps < 0 || o->num_threads < 0)
+        return tk_set_error(TK_ERR_ARGUMENT, "spectral start: subspace_iterations, core_sweeps and num_threads must be "
+                                             ">= 0 (tk_tucker_spectral_options_init gives the defaults)");
+    return TK_OK;
+}
+
+tk_status tk_tucker_spectral_vectors(const tk_tucker_coo *t, const uint32_t *dims, int mode, int J,
+                                     const tk_tucker_spectral_options *o, double *V, double *eigenvalues)
+{
+    tk_status st = check_options(o, t);
+    if (st != TK_OK) return st;
+    if (mode < 0 || mode >= t->order || J < 1 || J > TK_TUCKER_MAX_RANK || (uint32_t)J > dims[mode])
+        return tk_set_error(TK_ERR_ARGUMENT, "spectral vectors: mode %d of %d, J = %d (1..%d, at most the mode's size)",
+                            mode + 1, t->order, J, TK_TUCKER_MAX_RANK);
+    unfolding u;
+    if ((st = unfolding_build(t, dims, mode, &u)) != TK_OK) return st;
+    st = spectral_iterate(&u, J, o, mode, V, eigenvalues);
+    unfolding_free(&u);
+    return st;
+}
+
+/* ---- the cores ---------------------------------------------------------------------------- */
+
+/* The entries of t copied in order of mode n's index, row i's at row_ptr[i] .. row_ptr[i + 1]:
+ * the other modes' indices (others[], order - 1 an entry) and the values.  A copy rather than a
+ * permutation: the core fit visits every entry 3 x 20 times, and gathering them through a
+ * permutation missed the cache on each (two thirds of the start's time at 3.9M entries). */
+typedef struct rows_of_mode {
+    int others[TK_TUCKER_MAX_ORDER - 1];
+    size_t *row_ptr;
+    uint32_t *idx;
+    float *val;
+} rows_of_mode;
+
+static tk_status rows_build(const tk_tucker_coo *t, const uint32_t *dims, int n, rows_of_mode *r)
+{
+    const int N = t->order, K = N - 1;
+    const size_t nnz = t->nnz ? t->nnz : 1;
+    size_t *order = malloc(nnz * sizeof *order);
+    r->row_ptr = calloc((size_t)dims[n] + 1, sizeof *r->row_ptr);
+    r->idx = malloc(nnz * (size_t)K * sizeof *r->idx);
+    r->val = malloc(nnz * sizeof *r->val);
+    tk_status st = order && r->row_ptr && r->idx && r->val
+                       ? sort_entries(t, dims, &n, 1, order)
+                       : tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory grouping entries");
+    if (st == TK_OK) {
+        tk_tucker_other_modes(N, n, r->others);
+        for (size_t e = 0; e < t->nnz; ++e) ++r->row_ptr[t->idx[e * N + n] + 1];
+        for (uint32_t i = 0; i < dims[n]; ++i) r->row_ptr[i + 1] += r->row_ptr[i];
+        for (size_t p = 0; p < t->nnz; ++p) {
+            for (int k = 0; k < K; ++k) r->idx[p * K + k] = t->idx[order[p] * N + r->others[k]];
+            r->val[p] = t->val[order[p]];
+        }
+    }
+    free(order);
+    return st;
+}
+
+static void rows_free(rows_of_mode *r)
+{
+    free(r->row_ptr);
+    free(r->idx);
+    free(r->val);
+}
+
+/* q_r = prod_{k != n} C(k)[i_k][r] for entry e of t (n = -1: over every mode). */
+static void entry_q(const tk_tucker_coo *t, double *const *C, int n, int R, size_t e, double *q)
+{
+    for (int r = 0; r < R; ++r) q[r] = 1;
+    for (int k = 0; k < t->order; ++k) {
+        if (k == n) continue;
+        const double *c = C[k] + (size_t)t->idx[e * t->order + k] * R;
+        for (int r = 0; r < R; ++r) q[r] *= c[r];
+    }
+}
+
+/* The same for entry p of a rows_of_mode copy. */
+static void row_entry_q(const rows_of_mode *rm, int K, double *const *C, int R, size_t p, double *q)
+{
+    const uint32_t *ix = rm->idx + p * (size_t)K;
+    const double *c = C[rm->others[0]] + (size_t)ix[0] * R;
+    for (int r = 0; r < R; ++r) q[r] = c[r];
+    for (int k = 1; k < K; ++k) {
+        c = C[rm->others[k]] + (size_t)ix[k] * R;
+        for (int r = 0; r < R; ++r) q[r] *= c[r];
+    }
+}
+
+/* C = A B for one mode (rows x J times J x R). */
+static void refresh_c(const double *A, const double *B, size_t rows, int J, int R, double *C)
+{
+    for (size_t i = 0; i < rows; ++i)
+        for (int r = 0; r < R; ++r) {
+            double s = 0;
+            for (int j = 0; j < J; ++j) s += A[i * J + j] * B[j * R + r];
+            C[i * R + r] = s;
+        }
+}
+
+/* sum over the entries of x^2 and of the model's prediction^2, in blocks summed in order (the
+ * same result on any thread count). */
+#define SPECTRAL_BLOCK 65536
+static void prediction_norms(const tk_tucker_coo *t, double *const *C, int R, int threads, double *data2,
+                             double *model2)
+{
+    const size_t blocks = (t->nnz + SPECTRAL_BLOCK - 1) / SPECTRAL_BLOCK;
+    double *part = calloc(2 * (blocks ? blocks : 1), sizeof *part);
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long b = 0; b < (long)blocks; ++b) {
+        double q[TK_TUCKER_MAX_RANK], sx = 0, sp = 0;
+        const size_t end = ((size_t)b + 1) * SPECTRAL_BLOCK < t->nnz ? ((size_t)b + 1) * SPECTRAL_BLOCK : t->nnz;
+        for (size_t e = (size_t)b * SPECTRAL_BLOCK; e < end; ++e) {
+            entry_q(t, C, -1, R, e, q); /* n = -1: the product over every mode */
+            double p = 0;
+            for (int r = 0; r < R; ++r) p += q[r];
+            sx += (double)t->val[e] * t->val[e];
+            sp += p * p;
+        }
+        part[2 * b] = sx;
+        part[2 * b + 1] = sp;
+    }
+    *data2 = *model2 = 0;
+    for (size_t b = 0; b < blocks; ++b) *data2 += part[2 * b], *model2 += part[2 * b + 1];
+    free(part);
+}
+
+/* Scratch of one core solve: JR x JR normal equations, and a block of rows' R x R sums. */
+typedef struct core_work {
+    double *G, *h, *L, *x, *S, *T;
+} core_work;
+#define SPECTRAL_ROW_BLOCK 1024
+
+/* G += sum_i (a_i a_i^T) kron S_i and h += sum_i a_i kron t_i over rows lo..hi-1, with S_i =
+ * sum q q^T and t_i = sum x q over row i's entries: the normal equations of B(n) (unknowns
+ * (j, r) at j R + r), in O(entries R^2 + rows J^2 R^2), not O(entries J^2 R^2). */
+static void core_rows(const tk_tucker_coo *t, const rows_of_mode *rm, double *const *C, const double *A, int J,
+                      int R, uint32_t lo, uint32_t hi, int threads, core_work *w)
+{
+    const int P = J * R;
+    (void)threads;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+    for (long i = lo; i < (long)hi; ++i) {
+        double *S = w->S + (size_t)(i - lo) * R * R, *T = w->T + (size_t)(i - lo) * R, q[TK_TUCKER_MAX_RANK];
+        memset(S, 0, (size_t)R * R * sizeof *S);
+        memset(T, 0, (size_t)R * sizeof *T);
+        for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
+            row_entry_q(rm, t->order - 1, C, R, p, q);
+            const double x = rm->val[p];
+            for (int r = 0; r < R; ++r) {
+                for (int s = r; s < R; ++s) S[r * R + s] += q[r] * q[s];
+                T[r] += x * q[r];
+            }
+        }
+    }
+    /* block (j, k), j <= k, of G: one thread each, the rows in order */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int jk = 0; jk < J * J; ++jk) {
+        const int j = jk / J, k = jk % J;
+        if (k < j) continue;
+        for (uint32_t i = lo; i < hi; ++i) {
+            const double ajk = A[(size_t)i * J + j] * A[(size_t)i * J + k];
+            if (ajk == 0) continue;
+            const double *S = w->S + (size_t)(i - lo) * R * R;
+            for (int r = 0; r < R; ++r)
+                for (int s = 0; s < R; ++s) /* S's upper triangle holds S[min][max] */
+                    w->G[(size_t)(j * R + r) * P + (k * R + s)] += ajk * S[r <= s ? r * R + s : s * R + r];
+        }
+        if (j == k)
+            for (uint32_t i = lo; i < hi; ++i) {
+                const double a = A[(size_t)i * J + j];
+                const double *T = w->T + (size_t)(i - lo) * R;
+                for (int r = 0; r < R; ++r) w->h[j * R + r] += a * T[r];
+            }
+    }
+}
+
+/* B(n) <- the least-squares core with every A and the other C fixed (the prototype's inner
+ * step), with its whisker of ridge (1e-6 of G's mean diagonal: G may be singular, e.g. where a
+ * mode's A has zero columns).  A failed solve leaves B(n). */
+static void core_solve(const tk_tucker_coo *t, const rows_of_mode *rm, double *const *C, const double *A,
+                       uint32_t rows, int J, int R, double ridge_fraction, int threads, core_work *w, double *B)
+{
+    const int P = J * R;
+    memset(w->G, 0, (size_t)P * P * sizeof *w->G);
+    memset(w->h, 0, (size_t)P * sizeof *w->h);
+    for (uint32_t lo = 0; lo < rows; lo += SPECTRAL_ROW_BLOCK) {
+        const uint32_t hi = rows - lo > SPECTRAL_ROW_BLOCK ? lo + SPECTRAL_ROW_BLOCK : rows;
+        core_rows(t, rm, C, A, J, R, lo, hi, threads, w);
+    }
+    double trace = 0;
+    for (int p = 0; p < P; ++p) trace += w->G[(size_t)p * P + p];
+    if (!(trace > 0)) return;
+    if (cholesky_solve(w->G, ridge_fraction * trace / P, w->h, P, w->L, w->x))
+        memcpy(B, w->x, (size_t)P * sizeof *B);
+}
+
+tk_status tk_tucker_spectral_fit_cores(const tk_tucker_coo *t, int order, const uint32_t *dims, int J, int R,
+                                       const double *const *A, const tk_tucker_spectral_options *o,
+                                       double ridge_fraction, int start_given, double *const *B)
+{
+    tk_status st = check_options(o, t);
+    if (st != TK_OK) return st;
+    if (order != t->order || J < 1 || J > TK_TUCKER_MAX_RANK || R < 1 || R > TK_TUCKER_MAX_RANK)
+        return tk_set_error(TK_ERR_ARGUMENT, "spectral cores: order %d (the data's %d), J = %d, R = %d (1..%d)", order,
+                            t->order, J, R, TK_TUCKER_MAX_RANK);
+    const int threads = thread_count(o, t->nnz), P = J * R;
+    rows_of_mode rm[TK_TUCKER_MAX_ORDER];
+    memset(rm, 0, sizeof rm);
+    double *C[TK_TUCKER_MAX_ORDER] = {0};
+    core_work w = {0};
+    w.G = malloc((size_t)P * P * sizeof *w.G);
+    w.L = malloc((size_t)P * P * sizeof *w.L);
+    w.h = malloc((size_t)P * sizeof *w.h);
+    w.x = malloc((size_t)P * sizeof *w.x);
+    w.S = malloc((size_t)SPECTRAL_ROW_BLOCK * R * R * sizeof *w.S);
+    w.T = malloc((size_t)SPECTRAL_ROW_BLOCK * R * sizeof *w.T);
+    st = w.G && w.L && w.h && w.x && w.S && w.T ? TK_OK
+                                                : tk_set_error(TK_ERR_MEMORY, "spectral cores: out of memory (J R = %d)", P);
+    for (int n = 0; n < order && st == TK_OK; ++n) {
+        if (!(C[n] = malloc((size_t)dims[n] * R * sizeof *C[n])))
+            st = tk_set_error(TK_ERR_MEMORY, "spectral cores: out of memory for C(%d)", n + 1);
+        else
+            st = rows_build(t, dims, n, &rm[n]);
+    }
+    if (st == TK_OK) {
+        /* a random start (the prototype's), scaled so that its predictions have the data's RMS */
+        for (int n = 0; n < order; ++n) {
+            for (int p = 0; p < P && !start_given; ++p) B[n][p] = gauss(o->seed, 1000 + (uint64_t)n, (uint64_t)p);
+            refresh_c(A[n], B[n], dims[n], J, R, C[n]);
+        }
+        if (!start_given) {
+            double data2, model2;
+            prediction_norms(t, C, R, threads, &data2, &model2);
+            const double scale = pow(sqrt(data2) / fmax(sqrt(model2), 1e-30), 1.0 / order);
+            for (int n = 0; n < order; ++n) {
+                for (int p = 0; p < P; ++p) B[n][p] *= scale;
+                refresh_c(A[n], B[n], dims[n], J, R, C[n]);
+            }
+        }
+        for (int sweep = 0; sweep < o->core_sweeps; ++sweep)
+            for (int n = 0; n < order; ++n) {
+                core_solve(t, &rm[n], C, A[n], dims[n], J, R, ridge_fraction, threads, &w, B[n]);
+                refresh_c(A[n], B[n], dims[n], J, R, C[n]);
+            }
+    }
+    for (int n = 0; n < order; ++n) {
+        free(C[n]);
+        rows_free(&rm[n]);
+    }
+    free(w.G);
+    free(w.L);
+    free(w.h);
+    free(w.x);
+    free(w.S);
+    free(w.T);
+    return st;
+}
+
+/* ---- the whole start -------------------------------------------------------------------------- */
+
+tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_spectral_options *o,
+                                   tk_tucker_model *m)
+{
+    tk_status st = check_options(o, train);
+    if (st != TK_OK) return st;
+    if (!m || !m->a[0] || (st = tk_tucker_check_shape(m, train)) != TK_OK)
+        return m && m->a[0] ? st
+                            : tk_set_error(TK_ERR_ARGUMENT, "spectral start: allocate the model first "
+                                                            "(tk_tucker_model_alloc)");
+    const int N = m->order, J = m->rank_j, R = m->rank_r;
+    double *A[TK_TUCKER_MAX_ORDER] = {0}, *B[TK_TUCKER_MAX_ORDER] = {0};
+    for (int n = 0; n < N && st == TK_OK; ++n) {
+        A[n] = calloc((size_t)m->dims[n] * J, sizeof *A[n]);
+        B[n] = calloc((size_t)J * R, sizeof *B[n]);
+        if (!A[n] || !B[n]) st = tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for mode %d", n + 1);
+    }
+    for (int n = 0; n < N && st == TK_OK; ++n) {
+        /* a mode smaller than J has at most its size of directions: the rest of A(n) stays 0 */
+        const int width = (uint32_t)J < m->dims[n] ? J : (int)m->dims[n];
+        double *V = malloc((size_t)m->dims[n] * width * sizeof *V);
+        if (!V) {
+            st = tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for mode %d", n + 1);
+            break;
+        }
+        st = tk_tucker_spectral_vectors(train, m->dims, n, width, o, V, NULL);
+        /* A(n) = V sqrt(I_n): entries of unit mean square, the scale ALS's ridge expects; kept
+         * as the float the model stores, so the cores are fitted to the A(n) it will hold */
+        const double s = sqrt((double)m->dims[n]);
+        for (size_t i = 0; st == TK_OK && i < m->dims[n]; ++i)
+            for (int j = 0; j < width; ++j) {
+                m->a[n][i * J + j] = (float)(V[i * width + j] * s);
+                A[n][i * J + j] = m->a[n][i * J + j];
+            }
+        free(V);
+    }
+    if (st == TK_OK)
+        st = tk_tucker_spectral_fit_cores(train, N, m->dims, J, R, (const double *const *)A, o,
+                                          TK_TUCKER_SPECTRAL_RIDGE, 0, B);
+    for (int n = 0; n < N && st == TK_OK; ++n)
+        for (int p = 0; p < J * R; ++p) m->b[n][p] = (float)B[n][p];
+    for (int n = 0; n < N; ++n) {
+        free(A[n]);
+        free(B[n]);
+    }
+    return st;
+}
