@@ -413,6 +413,10 @@ def tucker_train_cases():
         Case("--resume with --out holding other files", base("s.tns") + ["--resume"],
              both(g, files(("model", mkdir), ("model/notes.txt", lambda p: write(p, b"mine\n")))), names="model",
              says=r"not a tk-tucker model"),
+        Case("--init: an unknown start", base("s.tns") + ["--init", "bogus"], g, code=2, names="--init",
+             says=r"random or spectral"),
+        Case("--init spectral with --resume", base("s.tns") + ["--init", "spectral", "--resume"], g, code=2,
+             names="--resume", says=r"--init spectral with --resume"),
     ]
     rows += flag_cases(base("s.tns"), g, missing_value="--lr-a", bad_value=("--rank-j", "3"),
                        conflict=(["--test", "s.tns", "--test-fraction", "0.1"], "--test", r"not both"))
