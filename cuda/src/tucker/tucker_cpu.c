@@ -43,28 +43,8 @@ static void als_solve(const double *M, const double *rhs, double count, int J, d
     }
     const double ridge = tk_tucker_als_ridge(lambda_a, count, per_entry);
     double y[TK_TUCKER_MAX_RANK], next[TK_TUCKER_MAX_RANK];
-    for (int k = 0; k < J; ++k) {
-        double d = M[(size_t)k * J + k] + ridge;
-        for (int t = 0; t < k; ++t) d -= U[(size_t)t * J + k] * U[(size_t)t * J + k];
-        if (!(d > 0)) return; /* not positive definite (lambda_a 0 and n < J): the row stays */
-        d = sqrt(d);
-        for (int j = k + 1; j < J; ++j) {
-            double s = M[(size_t)k * J + j];
-            for (int t = 0; t < k; ++t) s -= U[(size_t)t * J + k] * U[(size_t)t * J + j];
-            U[(size_t)k * J + j] = s / d;
-        }
-        U[(size_t)k * J + k] = d;
-    }
-    for (int k = 0; k < J; ++k) {
-        double s = rhs[k];
-        for (int t = 0; t < k; ++t) s -= U[(size_t)t * J + k] * y[t];
-        y[k] = s / U[(size_t)k * J + k];
-    }
-    for (int k = J - 1; k >= 0; --k) {
-        double s = y[k];
-        for (int j = k + 1; j < J; ++j) s -= U[(size_t)k * J + j] * y[j];
-        y[k] = s / U[(size_t)k * J + k];
-    }
+    /* not positive definite (lambda_a 0 and n < J): the row stays */
+    if (!tk_tucker_cholesky_solve(M, ridge, rhs, J, U, y)) return;
     for (int j = 0; j < J; ++j) next[j] = a[j] + TK_TUCKER_ALS_OMEGA * (y[j] - a[j]);
     const double before = tk_tucker_als_row_loss(M, rhs, ridge, a, J),
                  after = tk_tucker_als_row_loss(M, rhs, ridge, next, J);

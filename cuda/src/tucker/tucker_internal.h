@@ -2,6 +2,8 @@
 #ifndef TK_TUCKER_INTERNAL_H
 #define TK_TUCKER_INTERNAL_H
 
+#include <math.h>
+
 #include "common/timer.h"
 #include "common/tk_hd.h"
 #include "tk_bench_hooks.h"
@@ -65,6 +67,38 @@ TK_HD static inline double tk_tucker_als_row_loss(const double *M, const double 
         lin += x[k] * rhs[k];
     }
     return quad - 2 * lin;
+}
+
+/* Solve (M + ridge I) y = rhs for the symmetric n x n M (upper triangle read, M kept) by
+ * Cholesky U^T U (U: n x n scratch, its upper triangle written): the ALS row solves' and the
+ * spectral start's core solves (tucker_cpu.c, tucker_spectral.c).  0 where M + ridge I is not
+ * positive definite (y then unspecified). */
+static inline int tk_tucker_cholesky_solve(const double *M, double ridge, const double *rhs, int n, double *U,
+                                           double *y)
+{
+    for (int k = 0; k < n; ++k) {
+        double d = M[(size_t)k * n + k] + ridge;
+        for (int t = 0; t < k; ++t) d -= U[(size_t)t * n + k] * U[(size_t)t * n + k];
+        if (!(d > 0)) return 0;
+        d = sqrt(d);
+        for (int j = k + 1; j < n; ++j) {
+            double s = M[(size_t)k * n + j];
+            for (int t = 0; t < k; ++t) s -= U[(size_t)t * n + k] * U[(size_t)t * n + j];
+            U[(size_t)k * n + j] = s / d;
+        }
+        U[(size_t)k * n + k] = d;
+    }
+    for (int k = 0; k < n; ++k) {
+        double s = rhs[k];
+        for (int t = 0; t < k; ++t) s -= U[(size_t)t * n + k] * y[t];
+        y[k] = s / U[(size_t)k * n + k];
+    }
+    for (int k = n - 1; k >= 0; --k) {
+        double s = y[k];
+        for (int j = k + 1; j < n; ++j) s -= U[(size_t)k * n + j] * y[j];
+        y[k] = s / U[(size_t)k * n + k];
+    }
+    return 1;
 }
 
 /* Host state of the cpu/omp backends, one precision (float or double arrays). */

@@ -147,36 +147,6 @@ static void symmetric_eigen(double *H, int n, double *w, double *Q)
     }
 }
 
-/* Solve (G + ridge I) x = h for the symmetric positive semi-definite n x n G (upper triangle
- * read, G kept) by Cholesky into L (n x n scratch).  0 where the factorization fails. */
-static int cholesky_solve(const double *G, double ridge, const double *h, int n, double *L, double *x)
-{
-    for (int j = 0; j < n; ++j) {
-        double d = G[(size_t)j * n + j] + ridge;
-        for (int k = 0; k < j; ++k) d -= L[(size_t)j * n + k] * L[(size_t)j * n + k];
-        if (!(d > 0)) return 0;
-        d = sqrt(d);
-        L[(size_t)j * n + j] = d;
-        for (int i = j + 1; i < n; ++i) {
-            double s = G[(size_t)j * n + i]; /* G[i][j] = G[j][i]: the upper triangle */
-            const double *li = L + (size_t)i * n, *lj = L + (size_t)j * n;
-            for (int k = 0; k < j; ++k) s -= li[k] * lj[k];
-            L[(size_t)i * n + j] = s / d;
-        }
-    }
-    for (int i = 0; i < n; ++i) {
-        double s = h[i];
-        for (int k = 0; k < i; ++k) s -= L[(size_t)i * n + k] * x[k];
-        x[i] = s / L[(size_t)i * n + i];
-    }
-    for (int i = n - 1; i >= 0; --i) {
-        double s = x[i];
-        for (int k = i + 1; k < n; ++k) s -= L[(size_t)k * n + i] * x[k];
-        x[i] = s / L[(size_t)i * n + i];
-    }
-    return 1;
-}
-
 /* ---- the entries grouped ---------------------------------------------------------------- */
 
 /* perm <- the entries in stable order of the index columns keys[0..nkeys-1], the first the most
@@ -587,7 +557,7 @@ static void core_solve(const tk_tucker_coo *t, const rows_of_mode *rm, double *c
     double trace = 0;
     for (int p = 0; p < P; ++p) trace += w->G[(size_t)p * P + p];
     if (!(trace > 0)) return;
-    if (cholesky_solve(w->G, ridge_fraction * trace / P, w->h, P, w->L, w->x))
+    if (tk_tucker_cholesky_solve(w->G, ridge_fraction * trace / P, w->h, P, w->L, w->x))
         memcpy(B, w->x, (size_t)P * sizeof *B);
 }
 
