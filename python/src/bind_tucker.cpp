@@ -241,6 +241,22 @@ void model_init(FloatsOut a, FloatsOut b, int rank_j, int rank_r, uint64_t seed,
     check(st, "tucker.init_model");
 }
 
+void spectral_start(In<uint32_t> idx, In<float> val, const Dims &dims, FloatsOut a, FloatsOut b, int rank_j,
+                    int rank_r, uint64_t seed, int threads) {
+    tk_tucker_model m = model_view(a, b, rank_j, rank_r);
+    tk_tucker_coo t = coo_view("coo", idx, &val, dims, 3);
+    tk_tucker_spectral_options o;
+    tk_tucker_spectral_options_init(&o);
+    o.seed = seed;
+    o.num_threads = threads;
+    tk_status st;
+    {
+        nb::gil_scoped_release unlocked;
+        st = tk_tucker_spectral_start(&t, &o, &m);
+    }
+    check(st, "tucker.spectral_start");
+}
+
 void predict(Floats a, Floats b, int rank_j, int rank_r, In<uint32_t> idx, Out<float> out) {
     tk_tucker_model m = model_view(a, b, rank_j, rank_r);
     tk_tucker_coo q = coo_view("indices", idx, nullptr, Dims(m.dims, m.dims + m.order));
@@ -452,6 +468,9 @@ void bind_tucker(nb::module_ &m) {
           nb::arg("truth"));
     m.def("tucker_model_init", &model_init, nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"),
           nb::arg("rank_r"), nb::arg("seed"), nb::arg("target_mean"));
+    m.def("tucker_spectral_start", &spectral_start, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
+          nb::arg("dims"), nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"), nb::arg("rank_r"),
+          nb::arg("seed"), nb::arg("threads"));
     m.def("tucker_predict", &predict, nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"),
           nb::arg("rank_r"), nb::arg("indices").noconvert(), nb::arg("out").noconvert());
     m.def("tucker_predict_dense", &predict_dense, nb::arg("a").noconvert(), nb::arg("b").noconvert(),

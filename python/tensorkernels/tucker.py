@@ -32,8 +32,8 @@ from . import _tensorkernels as _core
 from ._arrays import array, backend_code, output, resolve_gpus
 
 __all__ = ["Coo", "Model", "Metrics", "read_tns", "read_queries", "write_tns", "synth", "split", "init_model",
-           "train", "train_defaults", "predict", "predict_dense", "evaluate", "save_model", "load_model", "MAX_ORDER",
-           "MIN_RANK", "MAX_RANK", "DEFAULT_ITERATIONS", "FACTOR_UPDATES"]
+           "spectral_start", "train", "train_defaults", "predict", "predict_dense", "evaluate", "save_model",
+           "load_model", "MAX_ORDER", "MIN_RANK", "MAX_RANK", "DEFAULT_ITERATIONS", "FACTOR_UPDATES"]
 
 MAX_ORDER, MIN_RANK, MAX_RANK, DEFAULT_FIBER_THRESHOLD = (int(v) for v in _core.tucker_limits())
 STORAGES = {"bcsf": 0, "coo": 1}
@@ -253,6 +253,33 @@ def init_model(dims: Sequence[int], rank_j: int = 32, rank_r: int = 32, *, seed:
                   [np.empty((rank_j, rank_r), np.float32) for _ in dims])
     _core.tucker_model_init(model.a, model.b, model.rank_j, model.rank_r, int(seed) & (2 ** 64 - 1),
                             float(target_mean))
+    return model
+
+
+def spectral_start(coo: Coo, rank_j: int = 32, rank_r: int = 32, *, dims: Optional[Sequence[int]] = None,
+                   seed: int = 0, threads: int = 0) -> Model:
+    """The spectral start of `tk-tucker train --init spectral` (tk_tucker_spectral_start): for
+    each mode the eigenvectors of the rank_j eigenvalues of largest magnitude of X(n) X(n)^T less
+    its diagonal, by subspace iteration, scaled by sqrt(I_n); the cores by alternating least
+    squares over coo's entries.  Pass it to :func:`train` as `init`: where a random start learns
+    nothing (sparse tensors: few entries a column of the unfoldings) ALS learns the strong
+    components from it; elsewhere it can be slower than the random start, the default
+    (Documentation/benchmarks.md, "A spectral start").  dims: the model's sizes, at least coo's
+    (default coo's; give the larger of train's and test's, as train does).  The same model for
+    any `threads`; `seed` draws the iteration's and the cores' random starts."""
+    if not isinstance(coo, Coo):
+        raise TypeError(f"coo: expected a tensorkernels.tucker.Coo, got {type(coo).__name__}")
+    if coo.order < 3:
+        raise ValueError(f"coo: FastTucker needs order 3..{MAX_ORDER}, got {coo.order}")
+    if coo.nnz == 0:
+        raise ValueError("coo: no training entries")
+    dims = list(coo.dims) if dims is None else [int(d) for d in dims]
+    if len(dims) != coo.order or any(d < c for d, c in zip(dims, coo.dims)):
+        raise ValueError(f"dims: expected {coo.order} sizes at least coo's {tuple(coo.dims)}, got {tuple(dims)}")
+    model = Model([np.empty((d, rank_j), np.float32) for d in dims],
+                  [np.empty((rank_j, rank_r), np.float32) for _ in dims])
+    _core.tucker_spectral_start(coo.indices, coo.values, list(coo.dims), model.a, model.b, model.rank_j, model.rank_r,
+                                int(seed) & (2 ** 64 - 1), int(threads))
     return model
 
 

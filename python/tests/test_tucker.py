@@ -319,6 +319,59 @@ def test_save_load_round_trip_and_refusals(tmp_path):
         T.load_model(tmp_path / "m")
 
 
+def sparse_planted():
+    """A sparse planted tensor on which ALS from the random start learns nothing (about 2.7
+    entries a column of X(1)) and from the spectral start learns the strong components."""
+    c = T.synth((1500, 300, 50), 40000, rank_j=4, rank_r=4, seed=1, unique=False)
+    return T.split(c, 0.05, seed=0)
+
+
+def test_spectral_start_carries_signal_where_the_random_start_does_not():
+    tr, te = sparse_planted()
+    zero = float(np.sqrt(np.mean(te.values.astype(np.float64) ** 2)))  # predicting 0
+    start = T.spectral_start(tr, 4, 4, seed=0)
+    assert start.dims == tr.dims and start.rank_j == 4 and start.rank_r == 4
+    # A(n) = orthonormal vectors x sqrt(I_n): unit mean square columns, orthogonal to each other
+    for n, a in enumerate(start.a):
+        g = a.astype(np.float64).T @ a.astype(np.float64) / a.shape[0]
+        np.testing.assert_allclose(g, np.eye(4), atol=1e-5, err_msg=f"A{n + 1}")
+    spectral = T.train(tr, rank_j=4, rank_r=4, iterations=10, test=te, init=start, backend="omp")
+    random = T.train(tr, rank_j=4, rank_r=4, iterations=10, test=te, backend="omp")
+    s, r = spectral.history[-1]["test_rmse"], random.history[-1]["test_rmse"]
+    assert s < 0.5 * zero and s < 0.5 * r, (s, r, zero)  # about 0.12 against 0.81, zero 0.37
+    # the same model whatever the threads
+    again = T.spectral_start(tr, 4, 4, seed=0, threads=2)
+    for x, y in zip(start.a + start.b, again.a + again.b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_spectral_start_refusals():
+    tr, _ = sparse_planted()
+    with pytest.raises(TypeError, match="Coo"):
+        T.spectral_start(tr.values, 4, 4)
+    with pytest.raises(ValueError, match="dims"):
+        T.spectral_start(tr, 4, 4, dims=(10, 10, 10))
+    with pytest.raises(ValueError, match="no training entries"):
+        T.spectral_start(T.Coo(np.zeros((0, 3), np.uint32), np.zeros(0, np.float32), (4, 4, 4)), 4, 4)
+
+
+@pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
+def test_spectral_start_is_tk_tucker_init_spectral(tmp_path):
+    tool = built_tool("tk-tucker")
+    tr, _ = sparse_planted()
+    T.write_tns(tmp_path / "train.tns", tr)
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool"), "--init", "spectral",
+                    "--rank-j", "4", "--rank-r", "4", "--iters", "3", "--seed", "5", "--backend", "cpu", "--quiet"],
+                   check=True, capture_output=True)
+    theirs = T.load_model(tmp_path / "tool")
+    assert theirs.manifest["init"] == "spectral"
+    data = T.read_tns(tmp_path / "train.tns")
+    ours = T.train(data, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu",
+                   init=T.spectral_start(data, 4, 4, seed=5))
+    for x, y in zip(theirs.a + theirs.b, ours.a + ours.b):
+        np.testing.assert_array_equal(x, y)
+
+
 @pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
 def test_models_shared_with_tk_tucker(planted, tmp_path):
     tool = built_tool("tk-tucker")
