@@ -243,14 +243,29 @@ def split(coo: Coo, test_fraction: float, seed: int = 0) -> Tuple[Coo, Coo]:
     return Coo._from_core(train), Coo._from_core(test)
 
 
+def _check_training(coo) -> None:
+    """The training entries train and spectral_start take: a Coo of order 3.. with entries."""
+    if not isinstance(coo, Coo):
+        raise TypeError(f"coo: expected a tensorkernels.tucker.Coo, got {type(coo).__name__}")
+    if coo.order < 3:
+        raise ValueError(f"coo: FastTucker needs order 3..{MAX_ORDER}, got {coo.order}")
+    if coo.nnz == 0:
+        raise ValueError("coo: no training entries")
+
+
+def _empty_model(dims: Sequence[int], rank_j: int, rank_r: int) -> Model:
+    """A model of these sizes and ranks whose values the core fills (init_model, spectral_start)."""
+    return Model([np.empty((d, rank_j), np.float32) for d in dims],
+                 [np.empty((rank_j, rank_r), np.float32) for _ in dims])
+
+
 def init_model(dims: Sequence[int], rank_j: int = 32, rank_r: int = 32, *, seed: int = 0,
                target_mean: float = 0.0) -> Model:
     """The random start `tk-tucker train` uses: target_mean > 0 (non-negative data such as
     ratings: their mean) gives entries in [0, s) with predictions of about that mean; otherwise
     entries in [-s, s) with predictions of RMS about 0.5."""
     dims = [int(d) for d in dims]
-    model = Model([np.empty((d, rank_j), np.float32) for d in dims],
-                  [np.empty((rank_j, rank_r), np.float32) for _ in dims])
+    model = _empty_model(dims, rank_j, rank_r)
     _core.tucker_model_init(model.a, model.b, model.rank_j, model.rank_r, int(seed) & (2 ** 64 - 1),
                             float(target_mean))
     return model
@@ -267,17 +282,11 @@ def spectral_start(coo: Coo, rank_j: int = 32, rank_r: int = 32, *, dims: Option
     (Documentation/benchmarks.md, "A spectral start").  dims: the model's sizes, at least coo's
     (default coo's; give the larger of train's and test's, as train does).  The same model for
     any `threads`; `seed` draws the iteration's and the cores' random starts."""
-    if not isinstance(coo, Coo):
-        raise TypeError(f"coo: expected a tensorkernels.tucker.Coo, got {type(coo).__name__}")
-    if coo.order < 3:
-        raise ValueError(f"coo: FastTucker needs order 3..{MAX_ORDER}, got {coo.order}")
-    if coo.nnz == 0:
-        raise ValueError("coo: no training entries")
+    _check_training(coo)
     dims = list(coo.dims) if dims is None else [int(d) for d in dims]
     if len(dims) != coo.order or any(d < c for d, c in zip(dims, coo.dims)):
         raise ValueError(f"dims: expected {coo.order} sizes at least coo's {tuple(coo.dims)}, got {tuple(dims)}")
-    model = Model([np.empty((d, rank_j), np.float32) for d in dims],
-                  [np.empty((rank_j, rank_r), np.float32) for _ in dims])
+    model = _empty_model(dims, rank_j, rank_r)
     _core.tucker_spectral_start(coo.indices, coo.values, list(coo.dims), model.a, model.b, model.rank_j, model.rank_r,
                                 int(seed) & (2 ** 64 - 1), int(threads))
     return model
@@ -484,12 +493,7 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
     defaults = train_defaults(factor_update)
     lr_a, lr_b, lambda_a, lambda_b = (defaults[k] if v is None else float(v) for k, v in
                                       (("lr_a", lr_a), ("lr_b", lr_b), ("lambda_a", lambda_a), ("lambda_b", lambda_b)))
-    if not isinstance(coo, Coo):
-        raise TypeError(f"coo: expected a tensorkernels.tucker.Coo, got {type(coo).__name__}")
-    if coo.order < 3:
-        raise ValueError(f"coo: FastTucker needs order 3..{MAX_ORDER}, got {coo.order}")
-    if coo.nnz == 0:
-        raise ValueError("coo: no training entries")
+    _check_training(coo)
     if test is not None and (not isinstance(test, Coo) or test.order != coo.order):
         raise ValueError("test: expected a Coo of the training tensor's order")
     if not isinstance(iterations, int) or iterations < 1:
