@@ -337,7 +337,6 @@ static FibArgs chunk_args(const tk_fibers_cuda_state *st, int s, size_t todo, in
     return args;
 }
 
-/* Copies chunk `first`'s SH (and mask) in and queues its kernels on stream s. */
 /* Blocks for a kernel that runs a thread per voxel over a chunk of todo voxels: enough for one
  * pass, at most per_sm (the plan's occupancy figure for that kernel; at least 1) an SM, the
  * rest taken by the kernels' grid-stride loops. */
@@ -348,6 +347,7 @@ static int voxel_blocks(const tk_fibers_cuda_state *st, size_t todo, int per_sm)
     return want < (size_t)cap ? (int)want : cap;
 }
 
+/* Copies chunk `first`'s SH (and mask) in and queues its kernels on stream s. */
 static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, const float *sh, const uint8_t *mask, size_t first,
                               size_t todo)
 {
