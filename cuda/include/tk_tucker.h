@@ -217,6 +217,43 @@ void tk_tucker_spectral_options_init(tk_tucker_spectral_options *o);
 tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_spectral_options *o,
                                    tk_tucker_model *m);
 
+/** Options of a deflation round (tk_tucker_spectral_deflate). */
+typedef struct tk_tucker_deflate_options {
+    double keep_fraction;    /**< a mode keeps its model's directions above this fraction of the largest (default 0.03) */
+    int subspace_iterations; /**< steps of subspace iteration on each residual Gram (default 40) */
+    int core_sweeps;         /**< sweeps of the cores' alternating least squares (default 20) */
+    uint64_t seed;           /**< the iteration's random basis and the cores' random start (default 0) */
+    int num_threads;         /**< OpenMP threads; 0: OpenMP's default.  The model does not depend on it */
+} tk_tucker_deflate_options;
+
+/** Defaults: keep_fraction 0.03, 40 subspace iterations, 20 core sweeps, seed 0, OpenMP's threads. */
+void tk_tucker_deflate_options_init(tk_tucker_deflate_options *o);
+/** One deflation round on a trained model m (typically ALS's from tk_tucker_spectral_start),
+ * on the host in double, then stored as float: the weak directions ALS could not find, taken
+ * from what the model leaves unexplained (Documentation/benchmarks.md, "Deflation").  For each
+ * mode n: C(n) = A(n) B(n), each column r weighted by the product over the other modes of
+ * their C(k) column r's norm; its SVD; the mode keeps the left singular vectors of the
+ * singular values above keep_fraction x the largest, at least 1 and at most J - 1 (ALS leaves
+ * the directions it could not fit at about 0; a mode whose C(n) is 0 keeps none), and the rest
+ * of its J columns are the top eigenvectors of the residual's off-diagonal Gram: the residual
+ * r = x - m's prediction at the training entries (double) in place of the data, the start's
+ * subspace iteration and Ritz step (eigenvalues of largest magnitude, duplicates summed).
+ * A(n) = the orthonormalized [kept vectors, the residual's] (the first columns span the kept
+ * directions) x sqrt(I_n); a mode smaller than J keeps its other columns 0, and one whose size
+ * is at most the kept count takes none from the residual.  Then the cores are fitted again from
+ * a random start as tk_tucker_spectral_start fits them.  kept (may be NULL; m->order ints) gets
+ * each mode's count of kept directions.  J = 1 (a model not from tk_tucker_model_alloc, whose
+ * ranks are at least 4): nothing to keep beside the residual's column, so m is left as it is
+ * and kept[n] = 1.  A zero model keeps nothing: the round is then the spectral start (to
+ * round-off).  Train m again afterwards (ALS); the round is the prototype's deflated_factors
+ * and fit_cores (scripts/tucker_spectral_start.py).  The same model for any thread count.
+ * Errors: TK_ERR_ARGUMENT (m not allocated or of another shape than train, no entries,
+ * keep_fraction outside [0, 1), negative options), TK_ERR_MEMORY (nnz doubles of residuals,
+ * an unfolding of O(nnz) per mode, (J R)^2 doubles); m's values are then unspecified.
+ * Workspace is allocated and freed inside. */
+tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker_deflate_options *o,
+                                     tk_tucker_model *m, int *kept);
+
 /* ---- model directories ------------------------------------------------------------ */
 
 /** A model directory holds A1.npy..AN.npy (float32, I_n x J), B1.npy..BN.npy

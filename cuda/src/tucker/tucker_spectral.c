@@ -233,7 +233,9 @@ static tk_status unfolding_rows(unfolding *u)
     return TK_OK;
 }
 
-static tk_status unfolding_build(const tk_tucker_coo *t, const uint32_t *dims, int n, unfolding *u)
+/* values: one a t entry in place of t->val (the deflation's residual, in double), or NULL. */
+static tk_status unfolding_build(const tk_tucker_coo *t, const double *values, const uint32_t *dims, int n,
+                                 unfolding *u)
 {
     memset(u, 0, sizeof *u);
     const int N = t->order;
@@ -267,12 +269,13 @@ static tk_status unfolding_build(const tk_tucker_coo *t, const uint32_t *dims, i
         const uint32_t row = t->idx[e * N + n];
         const int new_col = s == 0 || !same_others(t, keys, e, perm[s - 1]);
         if (new_col) u->col_ptr[u->cols++] = p;
+        const double x = values ? values[e] : (double)t->val[e];
         if (!new_col && u->row_of[p - 1] == row) { /* a duplicate: X holds the sum */
-            u->col_val[p - 1] += t->val[e];
+            u->col_val[p - 1] += x;
             continue;
         }
         u->row_of[p] = row;
-        u->col_val[p++] = t->val[e];
+        u->col_val[p++] = x;
     }
     u->col_ptr[u->cols] = p;
     u->nnz = p;
@@ -379,7 +382,7 @@ tk_status tk_tucker_spectral_vectors(const tk_tucker_coo *t, const uint32_t *dim
         return tk_set_error(TK_ERR_ARGUMENT, "spectral vectors: mode %d of %d, J = %d (1..%d, at most the mode's size)",
                             mode + 1, t->order, J, TK_TUCKER_MAX_RANK);
     unfolding u;
-    if ((st = unfolding_build(t, dims, mode, &u)) != TK_OK) return st;
+    if ((st = unfolding_build(t, NULL, dims, mode, &u)) != TK_OK) return st;
     st = spectral_iterate(&u, J, o, mode, V, eigenvalues);
     unfolding_free(&u);
     return st;
@@ -669,5 +672,175 @@ tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_s
         free(A[n]);
         free(B[n]);
     }
+    return st;
+}
+
+/* ---- the deflation round ---------------------------------------------------------------------- */
+
+void tk_tucker_deflate_options_init(tk_tucker_deflate_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->keep_fraction = 0.03;
+    o->subspace_iterations = 40;
+    o->core_sweeps = 20;
+    o->seed = 0;
+    o->num_threads = 0;
+}
+
+/* x - the model's prediction at every entry of t (double; each entry on its own, so the same
+ * values on any thread count). */
+static void residual_values(const tk_tucker_coo *t, double *const *C, int R, int threads, double *res)
+{
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long e = 0; e < (long)t->nnz; ++e) {
+        double q[TK_TUCKER_MAX_RANK], p = 0;
+        entry_q(t, C, -1, R, (size_t)e, q);
+        for (int r = 0; r < R; ++r) p += q[r];
+        res[e] = (double)t->val[e] - p;
+    }
+}
+
+/* The singular values of Cw (rows x R; sv, descending) and its right singular vectors (the
+ * columns of Q, R x R), from the eigenvectors of the Gram Cw^T Cw (Jacobi); the caller forms a
+ * left one as Cw Q(:, j) / sv[j].  Squaring the singular values costs accuracy only below ~1e-8
+ * of the largest; the deflation keeps those above keep_fraction (0.03) of it and
+ * orthonormalizes the kept columns again anyway. */
+static void weighted_svd(const double *Cw, size_t rows, int R, double *sv, double *Q)
+{
+    double G[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+    for (int a = 0; a < R; ++a)
+        for (int b = a; b < R; ++b) {
+            double s = 0;
+            for (size_t i = 0; i < rows; ++i) s += Cw[i * R + a] * Cw[i * R + b];
+            G[a * R + b] = G[b * R + a] = s;
+        }
+    symmetric_eigen(G, R, sv, Q);
+    for (int r = 0; r < R; ++r) sv[r] = sv[r] > 0 ? sqrt(sv[r]) : 0;
+}
+
+tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker_deflate_options *o,
+                                     tk_tucker_model *m, int *kept)
+{
+    if (!train || train->nnz == 0) return tk_set_error(TK_ERR_ARGUMENT, "deflation: no training entries");
+    if (!o || !(o->keep_fraction >= 0 && o->keep_fraction < 1) || o->subspace_iterations < 0 || o->core_sweeps < 0 ||
+        o->num_threads < 0)
+        return tk_set_error(TK_ERR_ARGUMENT, "deflation: keep_fraction must be in [0, 1), subspace_iterations, "
+                                             "core_sweeps and num_threads >= 0 (tk_tucker_deflate_options_init gives "
+                                             "the defaults)");
+    tk_status st;
+    if (!m || !m->a[0] || (st = tk_tucker_check_shape(m, train)) != TK_OK)
+        return m && m->a[0] ? st : tk_set_error(TK_ERR_ARGUMENT, "deflation: no model (tk_tucker_model_alloc, then "
+                                                                 "train it)");
+    const int N = m->order, J = m->rank_j, R = m->rank_r;
+    if (J < 2) { /* one column: nothing to keep beside the residual's; the model stays */
+        for (int n = 0; kept && n < N; ++n) kept[n] = J;
+        return TK_OK;
+    }
+    tk_tucker_spectral_options so; /* the start's pieces, with the round's settings */
+    tk_tucker_spectral_options_init(&so);
+    so.subspace_iterations = o->subspace_iterations;
+    so.core_sweeps = o->core_sweeps;
+    so.seed = o->seed;
+    so.num_threads = o->num_threads;
+    const int threads = thread_count(&so, train->nnz);
+    double *C[TK_TUCKER_MAX_ORDER] = {0}, *A[TK_TUCKER_MAX_ORDER] = {0}, *B[TK_TUCKER_MAX_ORDER] = {0};
+    double norms[TK_TUCKER_MAX_ORDER][TK_TUCKER_MAX_RANK];
+    double *res = malloc(train->nnz * sizeof *res);
+    st = res ? TK_OK : tk_set_error(TK_ERR_MEMORY, "deflation: out of memory for %zu residuals", train->nnz);
+    for (int n = 0; n < N && st == TK_OK; ++n) {
+        C[n] = malloc((size_t)m->dims[n] * R * sizeof *C[n]);
+        A[n] = calloc((size_t)m->dims[n] * J, sizeof *A[n]);
+        B[n] = calloc((size_t)J * R, sizeof *B[n]);
+        if (!C[n] || !A[n] || !B[n]) {
+            st = tk_set_error(TK_ERR_MEMORY, "deflation: out of memory for mode %d", n + 1);
+            break;
+        }
+        /* C(n) = A(n) B(n) of the model as it is, and its column norms */
+        for (size_t i = 0; i < (size_t)m->dims[n] * J; ++i) A[n][i] = m->a[n][i];
+        for (int p = 0; p < J * R; ++p) B[n][p] = m->b[n][p];
+        refresh_c(A[n], B[n], m->dims[n], J, R, C[n]);
+        for (int r = 0; r < R; ++r) {
+            double s = 0;
+            for (size_t i = 0; i < m->dims[n]; ++i) s += C[n][i * R + r] * C[n][i * R + r];
+            norms[n][r] = sqrt(s);
+        }
+    }
+    if (st == TK_OK) residual_values(train, C, R, threads, res);
+    for (int n = 0; n < N && st == TK_OK; ++n) {
+        const size_t rows = m->dims[n];
+        /* a mode smaller than J has at most its size of directions (the start's rule) */
+        const int width = (uint32_t)J < m->dims[n] ? J : (int)m->dims[n];
+        double *Cw = malloc(rows * R * sizeof *Cw), *V = malloc(rows * J * sizeof *V);
+        if (!Cw || !V) {
+            free(Cw);
+            free(V);
+            st = tk_set_error(TK_ERR_MEMORY, "deflation: out of memory for mode %d", n + 1);
+            break;
+        }
+        /* C(n)'s column r weighted by the other modes' C(k) column norms: component r's share
+         * of the model's predictions, so that the SVD ranks the directions by what they carry */
+        double weight[TK_TUCKER_MAX_RANK], sv[TK_TUCKER_MAX_RANK], Q[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK];
+        for (int r = 0; r < R; ++r) {
+            weight[r] = 1;
+            for (int k = 0; k < N; ++k)
+                if (k != n) weight[r] *= norms[k][r];
+        }
+        for (size_t i = 0; i < rows; ++i)
+            for (int r = 0; r < R; ++r) Cw[i * R + r] = C[n][i * R + r] * weight[r];
+        /* keep the directions above keep_fraction of the largest, at least one and at most J - 1
+         * (the prototype's rule: one column always comes from the residual); none of a zero C(n) */
+        int count = 0;
+        weighted_svd(Cw, rows, R, sv, Q);
+        for (int r = 0; r < R; ++r) count += sv[r] > o->keep_fraction * sv[0] && sv[r] > 0;
+        int keep = count < J - 1 ? count : J - 1;
+        keep = keep < width ? keep : width;
+        for (size_t i = 0; i < rows; ++i)
+            for (int j = 0; j < J; ++j) {
+                double s = 0; /* U_c(i, j) = (Cw Q)(i, j) / sv[j], sv[j] > 0 for j < keep */
+                for (int r = 0; j < keep && r < R; ++r) s += Cw[i * R + r] * Q[r * R + j];
+                V[i * J + j] = j < keep ? s / sv[j] : 0;
+            }
+        /* the rest of the width: the top eigenvectors of the residual's off-diagonal Gram */
+        const int fresh = width - keep;
+        if (fresh > 0) {
+            unfolding u;
+            double *F = malloc(rows * fresh * sizeof *F);
+            st = F ? unfolding_build(train, res, m->dims, n, &u)
+                   : tk_set_error(TK_ERR_MEMORY, "deflation: out of memory for mode %d", n + 1);
+            if (st == TK_OK) {
+                st = spectral_iterate(&u, fresh, &so, n, F, NULL);
+                unfolding_free(&u);
+            }
+            for (size_t i = 0; st == TK_OK && i < rows; ++i)
+                for (int j = 0; j < fresh; ++j) V[i * J + keep + j] = F[i * fresh + j];
+            free(F);
+        }
+        if (st == TK_OK) {
+            /* [U_c(:, :keep), the residual's vectors] orthonormalized (the prototype's QR: the
+             * first keep columns span the kept directions), x sqrt(I_n) as the start's A(n), kept
+             * as the float the model stores so the cores are fitted to the A(n) it will hold */
+            orthonormalize(V, rows, width, J, so.seed, 2 * (uint64_t)n + 1);
+            const double s = sqrt((double)rows);
+            for (size_t i = 0; i < rows; ++i)
+                for (int j = 0; j < J; ++j) A[n][i * J + j] = (float)(V[i * J + j] * s);
+            if (kept) kept[n] = keep;
+        }
+        free(Cw);
+        free(V);
+    }
+    if (st == TK_OK)
+        st = tk_tucker_spectral_fit_cores(train, N, m->dims, J, R, (const double *const *)A, &so,
+                                          TK_TUCKER_SPECTRAL_RIDGE, 0, B);
+    for (int n = 0; n < N && st == TK_OK; ++n) {
+        for (size_t i = 0; i < (size_t)m->dims[n] * J; ++i) m->a[n][i] = (float)A[n][i];
+        for (int p = 0; p < J * R; ++p) m->b[n][p] = (float)B[n][p];
+    }
+    for (int n = 0; n < N; ++n) {
+        free(C[n]);
+        free(A[n]);
+        free(B[n]);
+    }
+    free(res);
     return st;
 }
