@@ -9,6 +9,13 @@
 //   X(1)), where ALS from the random start ends worse than predicting 0, ALS from the spectral
 //   start must end far below both (benchmarks.md, "A spectral start");
 // - the same model bit for bit on 1 and 2 threads.
+// Its deflation round (tk_tucker_spectral_deflate):
+// - each mode's kept count and directions against LAPACKE_dgesvd of the weighted C(n);
+// - the residual's vectors against LAPACKE_dsyev of the residual's dense off-diagonal Gram
+//   (where its top vectors have a gap), and that they find a planted model's missing components;
+// - end to end: where ALS from the spectral start stalls with directions missing, one round and
+//   the same ALS reach about the noise;
+// - the same model on 1 and 2 threads, a zero model deflated to the start, the refusals.
 #include <gtest/gtest.h>
 
 #include <lapacke.h>

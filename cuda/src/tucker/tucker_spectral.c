@@ -1,6 +1,8 @@
-/* FastTucker's spectral start (tk_tucker_spectral_start): the C form of the numpy prototype
+/* FastTucker's spectral start (tk_tucker_spectral_start) and its deflation round
+ * (tk_tucker_spectral_deflate): the C form of the numpy prototype
  * scripts/tucker_spectral_start.py, whose results are in Documentation/benchmarks.md ("A spectral
- * start").  Host only, double precision; any backend then trains from the model it writes.
+ * start", "Deflation").  Host only, double precision; any backend then trains from the model it
+ * writes.
  *
  * Determinism: every sum runs in an order fixed by the data (columns, rows, blocks of entries),
  * never by the thread count, so a seed gives the same model bit for bit on any number of
