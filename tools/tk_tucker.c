@@ -63,10 +63,11 @@ static void drop_cache(const char *tns)
 typedef struct {
     const char *train, *test, *out;
     double test_fraction;
-    long rank_j, rank_r, iters, every, fiber_threshold;
+    long rank_j, rank_r, iters, every, fiber_threshold, deflate;
     int resume, dbl, als, factor_update, init;
     uint64_t seed;
     char init_line[32]; /* the manifest's "init" value: this run's start, or a resumed checkpoint's */
+    char deflate_line[32]; /* the manifest's "deflate" value: this run's rounds, or a resumed checkpoint's */
     tk_tucker_options o;
     tk_standard_values std;
     int gpus, gpus_given; /* --gpus (tk_cli_resolve_gpus): data-parallel SGD over the GPUs, NCCL */
@@ -120,6 +121,13 @@ static const tk_option train_options[] = {
      .help = "the start: random (default), or spectral: each mode's top-J\neigenvectors of X(n)X(n)^T less its "
              "diagonal, the cores by\nleast squares (for sparse tensors a random start does not learn;\n"
              "benchmarks.md \"A spectral start\"); not with --resume"},
+    {.name = "deflate", .value_name = "K", .kind = TK_OPT_LONG, .min = 0, .max = 1000, .offset = TRAIN(deflate),
+     .help = "after --iters iterations from --init spectral's start, K rounds of\n"
+             "{deflation, --iters more}: each mode keeps its model's strong\n"
+             "directions, takes the weak ones from the residual's spectral\n"
+             "vectors, the cores fitted again (benchmarks.md \"Deflation\");\n"
+             "--iters x (K + 1) iterations in all (default 0); needs --init\n"
+             "spectral; not with --resume"},
 };
 #undef TRAIN
 
@@ -188,12 +196,24 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "--test and --test-fraction were both given; give one of them, not both");
         return 0;
     }
+    if (tk_cli_given(&train_command, &parsed, "deflate") && a->init != INIT_SPECTRAL) {
+        tk_cli_error(prog, "--deflate without --init spectral: the deflation rounds continue a spectral start; add "
+                           "--init spectral, or drop --deflate");
+        return 0;
+    }
+    if (tk_cli_given(&train_command, &parsed, "deflate") && a->resume) {
+        tk_cli_error(prog, "--deflate with --resume: the rounds run in one training from --init spectral's start; "
+                           "drop --deflate (a resumed run continues the checkpoint's model by ALS), or train without "
+                           "--resume");
+        return 0;
+    }
     if (a->init == INIT_SPECTRAL && a->resume) {
         tk_cli_error(prog, "--init spectral with --resume: a resumed run continues the checkpoint's model (its start "
                            "is recorded in its manifest); drop --init, or train without --resume");
         return 0;
     }
     snprintf(a->init_line, sizeof a->init_line, "%s", a->init == INIT_SPECTRAL ? "spectral" : "random");
+    snprintf(a->deflate_line, sizeof a->deflate_line, "%ld", a->deflate);
     if (a->o.precision == TK_PRECISION_DOUBLE && a->std.backend == TK_BACKEND_CUDA) {
         tk_cli_error(prog, "--double with --backend cuda: cuda computes in float; use --backend cpu or omp, or drop "
                            "--double");
@@ -265,16 +285,19 @@ static int check_resume(const train_args *a, const char *manifest, const tk_tuck
     return 1;
 }
 
+/* The run's iterations in all: --iters from the start, then --iters after each deflation round. */
+static long total_iterations(const train_args *a) { return a->iters * (a->deflate + 1); }
+
 static tk_status save(const train_args *a, const tk_tucker_model *m, long iteration, const tk_tucker_metrics *tr,
                       const tk_tucker_metrics *te)
 {
     char extra[4096], settings[2048];
     settings_text(a, settings, sizeof settings);
     snprintf(extra, sizeof extra,
-             "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\ninit = %s\n%s"
+             "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\ninit = %s\ndeflate = %s\n%s"
              "train_rmse = %.9g\ntest_rmse = %.9g\ntest_mae = %.9g\n",
-             iteration, a->iters, tk_backend_name(a->o.backend), a->train, a->test ? a->test : "", a->init_line,
-             settings,
+             iteration, total_iterations(a), tk_backend_name(a->o.backend), a->train, a->test ? a->test : "",
+             a->init_line, a->deflate_line, settings,
              tr->rmse, te->count ? te->rmse : NAN, te->count ? te->mae : NAN);
     return tk_tucker_model_save(a->out, m, extra);
 }
@@ -320,6 +343,29 @@ static int start_spectral(const train_args *a, const tk_tucker_coo *train, tk_tu
         return 0;
     }
     if (!a->std.quiet) fprintf(stderr, "%s: spectral start: %.1f s\n", prog, (tk_cli_now_ms() - t0) / 1e3);
+    return 1;
+}
+
+/* Deflation round `round` (tk_tucker_spectral_deflate) on the model trained so far, with --seed
+ * and --threads, what each mode kept and its time on stderr. */
+static int deflate_round(const train_args *a, const tk_tucker_coo *train, long round, tk_tucker_model *model)
+{
+    tk_tucker_deflate_options d;
+    tk_tucker_deflate_options_init(&d);
+    d.seed = a->seed;
+    d.num_threads = a->std.threads;
+    int kept[TK_TUCKER_MAX_ORDER];
+    const double t0 = tk_cli_now_ms();
+    if (tk_tucker_spectral_deflate(train, &d, model, kept) != TK_OK) {
+        tk_cli_error(prog, "--deflate: round %ld: %s", round, tk_last_error());
+        return 0;
+    }
+    if (!a->std.quiet) {
+        fprintf(stderr, "%s: deflation round %ld: kept", prog, round);
+        for (int n = 0; n < model->order; ++n) fprintf(stderr, "%s%d", n ? ", " : " ", kept[n]);
+        fprintf(stderr, " of J = %d directions a mode, the rest from the residual: %.1f s\n", model->rank_j,
+                (tk_cli_now_ms() - t0) / 1e3);
+    }
     return 1;
 }
 
@@ -427,6 +473,8 @@ static int cmd_train(int argc, char **argv)
         /* the checkpoint's start stays its record (a checkpoint from before --init: random) */
         if (!tk_tucker_manifest_get(manifest, "init", a.init_line, sizeof a.init_line))
             snprintf(a.init_line, sizeof a.init_line, "random");
+        if (!tk_tucker_manifest_get(manifest, "deflate", a.deflate_line, sizeof a.deflate_line))
+            snprintf(a.deflate_line, sizeof a.deflate_line, "0");
         fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
     } else {
         if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
@@ -462,9 +510,23 @@ static int cmd_train(int argc, char **argv)
     printf("iter  update_s  factor_s    core_s  train_rmse   test_rmse    test_mae\n");
     fflush(stdout);
     tk_progress bar;
-    tk_progress_begin(&bar, "tk-tucker train", (size_t)(a.iters > start ? a.iters - start : 0), a.std.quiet);
+    const long total = total_iterations(&a);
+    tk_progress_begin(&bar, "tk-tucker train", (size_t)(total > start ? total - start : 0), a.std.quiet);
     tk_tucker_metrics mtr = {0}, mte = {0};
-    for (long it = start + 1; it <= a.iters; ++it) {
+    for (long it = start + 1; it <= total; ++it) {
+        if (a.deflate && it > 1 && (it - 1) % a.iters == 0) {
+            /* a deflation round on the model after the last iteration (model holds it), then
+             * ALS again from the round's model: a new solver, as from a start */
+            tk_progress_end(&bar);
+            tk_tucker_solver_destroy(solver);
+            solver = NULL;
+            if (!deflate_round(&a, &train, (it - 1) / a.iters, &model)) goto done;
+            if ((s = tk_tucker_solver_create(&a.o, &train, &model, &solver)) != TK_OK) {
+                tk_cli_error(prog, "%s", tk_last_error());
+                rc = exit_code(s);
+                goto done;
+            }
+        }
         if ((s = tk_tucker_update_factors(solver)) != TK_OK || (s = tk_tucker_update_core(solver)) != TK_OK ||
             (s = tk_tucker_solver_model(solver, &model)) != TK_OK ||
             (s = tk_tucker_evaluate(&model, &train, a.o.lambda_a, a.o.lambda_b, &mtr)) != TK_OK ||
@@ -488,7 +550,7 @@ static int cmd_train(int argc, char **argv)
             printf("%4ld %9.4f %9.4f %9.4f %11.6f %11s %11s\n", it, (tf.kernel_ms + tc.kernel_ms) / 1e3, tf.kernel_ms / 1e3,
                    tc.kernel_ms / 1e3, mtr.rmse, "-", "-");
         fflush(stdout);
-        if ((a.every && it % a.every == 0) || it == a.iters) {
+        if ((a.every && it % a.every == 0) || it == total) {
             if ((s = save(&a, &model, it, &mtr, &mte)) != TK_OK) {
                 tk_cli_error(prog, "%s", tk_last_error());
                 goto done;
@@ -500,7 +562,7 @@ static int cmd_train(int argc, char **argv)
     /* A model that predicts held-out entries no better than their mean has learnt nothing a
      * user can use (benchmarks.md, "Time to accuracy": tensors with too few entries for the
      * ranks end there, or worse, with either update); say so rather than leave a table. */
-    if (test.nnz && train.nnz && a.iters > start && !a.std.quiet) {
+    if (test.nnz && train.nnz && total > start && !a.std.quiet) {
         const double base = mean_baseline_rmse(&train, &test);
         if (!(mte.rmse < base))
             fprintf(stderr,
@@ -508,7 +570,7 @@ static int cmd_train(int argc, char **argv)
                     "training entries' mean for every test entry: at J = %ld, R = %ld the model predicts held-out "
                     "entries no better than a constant (too few entries a row for the ranks, or data no model of "
                     "these ranks explains); try lower --rank-j / --rank-r\n",
-                    prog, a.iters, mte.rmse, base, a.rank_j, a.rank_r);
+                    prog, total, mte.rmse, base, a.rank_j, a.rank_r);
     }
     rc = 0;
 done:

@@ -417,6 +417,12 @@ def tucker_train_cases():
              says=r"random or spectral"),
         Case("--init spectral with --resume", base("s.tns") + ["--init", "spectral", "--resume"], g, code=2,
              names="--resume", says=r"--init spectral with --resume"),
+        Case("--deflate without --init spectral", base("s.tns") + ["--deflate", "1"], g, code=2,
+             names="--deflate", says=r"without --init spectral"),
+        Case("--deflate: negative rounds", base("s.tns") + ["--init", "spectral", "--deflate", "-1"], g, code=2,
+             names="--deflate", says=r"-1"),
+        Case("--deflate with --resume", base("s.tns") + ["--init", "spectral", "--deflate", "1", "--resume"], g,
+             code=2, names="--deflate", says=r"--deflate with --resume"),
     ]
     rows += flag_cases(base("s.tns"), g, missing_value="--lr-a", bad_value=("--rank-j", "3"),
                        conflict=(["--test", "s.tns", "--test-fraction", "0.1"], "--test", r"not both"))

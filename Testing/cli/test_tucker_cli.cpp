@@ -170,6 +170,49 @@ TEST(TuckerCli, SpectralInit)
     EXPECT_FALSE(exists(d + "/b"));
 }
 
+// --init spectral --deflate 1: --iters from the start, a deflation round, --iters more, one
+// table of iterations 1 .. 2 x --iters; on this planted tensor ALS from the start stalls (test
+// RMSE 0.21) and the round takes it to about the noise (0.12; the library's test of the same
+// set-up: test_tucker_spectral.cpp).  The manifest records the rounds, a resumed run keeps them;
+// refused without --init spectral, negative, and with --resume.
+TEST(TuckerCli, SpectralDeflate)
+{
+    std::string d = make_temp_dir("tk_tucker_deflate");
+    auto r = tucker("synth --shape 4000,300,50 --nnz 120000 --rank-j 4 --rank-r 4 --seed 3 --allow-duplicates " + d +
+                        "/s.tns",
+                    d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string train =
+        "train " + d + "/s.tns --test-fraction 0.05 --rank-j 4 --rank-r 4 --threads 2 --seed 1 --out " + d;
+    r = tucker(train + "/m --iters 15 --init spectral --deflate 1 --checkpoint-every 10", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("deflation round 1: kept"), std::string::npos) << r.err;
+    auto rows = read_rows(r.out);
+    ASSERT_EQ(rows.size(), 30u) << r.out;
+    for (size_t k = 0; k < rows.size(); ++k) EXPECT_EQ(rows[k][0], (double)(k + 1)) << r.out;
+    EXPECT_GT(rows[14][5], 0.18) << r.out; // stalled after the first 15
+    EXPECT_LT(rows[29][5], 0.13) << r.out;
+    EXPECT_LT(rows[29][4], rows[14][4]) << r.out; // train RMSE
+    EXPECT_EQ(manifest_value(d + "/m", "deflate"), "1");
+    EXPECT_EQ(manifest_value(d + "/m", "iters"), "30");
+    EXPECT_EQ(manifest_value(d + "/m", "iteration"), "30");
+    EXPECT_EQ(manifest_value(d + "/m", "init"), "spectral");
+    r = tucker(train + "/m --iters 32 --resume", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/m", "iteration"), "32");
+    EXPECT_EQ(manifest_value(d + "/m", "deflate"), "1");
+    r = tucker(train + "/r --iters 1 --init spectral", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/r", "deflate"), "0");
+    for (const std::string bad : {"--deflate 1", "--init random --deflate 1", "--init spectral --deflate -1",
+                                  "--init spectral --deflate 1 --resume"}) {
+        r = tucker(train + "/b --iters 1 " + bad, d);
+        EXPECT_EQ(r.exit_code, 2) << bad;
+        EXPECT_NE(r.err.find("--deflate"), std::string::npos) << bad << ": " << r.err;
+        EXPECT_FALSE(exists(d + "/b")) << bad;
+    }
+}
+
 TEST(TuckerCli, BadInputGivesClearErrors)
 {
     std::string d = make_temp_dir("tk_tucker_bad");
