@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Prototype (numpy/scipy; not part of the library): a spectral start for sparse FastTucker, tried
 on planted tensors where ALS-WR from a random start learns nothing (issue 26; the results are in
-Documentation/benchmarks.md, "A spectral start").
+Documentation/benchmarks.md, "A spectral start").  The library has both since: the start
+(session 23, `tk-tucker train --init spectral`) and the deflation round (session 24, `--deflate K`).
 
   scripts/tucker_spectral_start.py DATA.tns TRUTH_DIR RANK OUT_PREFIX [ITERS] [--tk build/bin/tk-tucker]
 
