@@ -569,8 +569,11 @@ static int cmd_train(int argc, char **argv)
                     "%s: warning: the test RMSE after iteration %ld, %.6g, is not below %.6g, that of predicting the "
                     "training entries' mean for every test entry: at J = %ld, R = %ld the model predicts held-out "
                     "entries no better than a constant (too few entries a row for the ranks, or data no model of "
-                    "these ranks explains); try lower --rank-j / --rank-r\n",
-                    prog, total, mte.rmse, base, a.rank_j, a.rank_r);
+                    "these ranks explains); try lower --rank-j / --rank-r%s\n",
+                    prog, total, mte.rmse, base, a.rank_j, a.rank_r,
+                    a.init == INIT_SPECTRAL ? ""
+                                            : ", or, on a sparse tensor (a few entries a column of its unfoldings), "
+                                              "--init spectral --deflate 1 (benchmarks.md, \"Deflation\")");
     }
     rc = 0;
 done:

@@ -257,6 +257,26 @@ void spectral_start(In<uint32_t> idx, In<float> val, const Dims &dims, FloatsOut
     check(st, "tucker.spectral_start");
 }
 
+// One deflation round on the model in a and b, in place; each mode's kept count returned.
+std::vector<int> spectral_deflate(In<uint32_t> idx, In<float> val, const Dims &dims, FloatsOut a, FloatsOut b,
+                                  int rank_j, int rank_r, double keep_fraction, uint64_t seed, int threads) {
+    tk_tucker_model m = model_view(a, b, rank_j, rank_r);
+    tk_tucker_coo t = coo_view("coo", idx, &val, dims, 3);
+    tk_tucker_deflate_options o;
+    tk_tucker_deflate_options_init(&o);
+    o.keep_fraction = keep_fraction;
+    o.seed = seed;
+    o.num_threads = threads;
+    std::vector<int> kept((size_t)m.order, 0);
+    tk_status st;
+    {
+        nb::gil_scoped_release unlocked;
+        st = tk_tucker_spectral_deflate(&t, &o, &m, kept.data());
+    }
+    check(st, "tucker.spectral_deflate");
+    return kept;
+}
+
 void predict(Floats a, Floats b, int rank_j, int rank_r, In<uint32_t> idx, Out<float> out) {
     tk_tucker_model m = model_view(a, b, rank_j, rank_r);
     tk_tucker_coo q = coo_view("indices", idx, nullptr, Dims(m.dims, m.dims + m.order));
@@ -471,6 +491,9 @@ void bind_tucker(nb::module_ &m) {
     m.def("tucker_spectral_start", &spectral_start, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
           nb::arg("dims"), nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"), nb::arg("rank_r"),
           nb::arg("seed"), nb::arg("threads"));
+    m.def("tucker_spectral_deflate", &spectral_deflate, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
+          nb::arg("dims"), nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"), nb::arg("rank_r"),
+          nb::arg("keep_fraction"), nb::arg("seed"), nb::arg("threads"));
     m.def("tucker_predict", &predict, nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"),
           nb::arg("rank_r"), nb::arg("indices").noconvert(), nb::arg("out").noconvert());
     m.def("tucker_predict_dense", &predict_dense, nb::arg("a").noconvert(), nb::arg("b").noconvert(),

@@ -65,6 +65,9 @@ def tucker_model_init(a: Sequence[NDArray[np.float32]], b: Sequence[NDArray[np.f
 def tucker_spectral_start(indices: NDArray[np.uint32], values: NDArray[np.float32], dims: Sequence[int],
                           a: Sequence[NDArray[np.float32]], b: Sequence[NDArray[np.float32]], rank_j: int,
                           rank_r: int, seed: int, threads: int) -> None: ...
+def tucker_spectral_deflate(indices: NDArray[np.uint32], values: NDArray[np.float32], dims: Sequence[int],
+                            a: Sequence[NDArray[np.float32]], b: Sequence[NDArray[np.float32]], rank_j: int,
+                            rank_r: int, keep_fraction: float, seed: int, threads: int) -> List[int]: ...
 def tucker_predict(a: Sequence[NDArray[np.float32]], b: Sequence[NDArray[np.float32]], rank_j: int, rank_r: int,
                    indices: NDArray[np.uint32], out: NDArray[np.float32]) -> None: ...
 def tucker_predict_dense(a: Sequence[NDArray[np.float32]], b: Sequence[NDArray[np.float32]], rank_j: int,

@@ -32,7 +32,7 @@ from . import _tensorkernels as _core
 from ._arrays import array, backend_code, output, resolve_gpus
 
 __all__ = ["Coo", "Model", "Metrics", "read_tns", "read_queries", "write_tns", "synth", "split", "init_model",
-           "spectral_start", "train", "train_defaults", "predict", "predict_dense", "evaluate", "save_model",
+           "spectral_start", "spectral_deflate", "train", "train_defaults", "predict", "predict_dense", "evaluate", "save_model",
            "load_model", "MAX_ORDER", "MIN_RANK", "MAX_RANK", "DEFAULT_ITERATIONS", "FACTOR_UPDATES"]
 
 MAX_ORDER, MIN_RANK, MAX_RANK, DEFAULT_FIBER_THRESHOLD = (int(v) for v in _core.tucker_limits())
@@ -290,6 +290,32 @@ def spectral_start(coo: Coo, rank_j: int = 32, rank_r: int = 32, *, dims: Option
     _core.tucker_spectral_start(coo.indices, coo.values, list(coo.dims), model.a, model.b, model.rank_j, model.rank_r,
                                 int(seed) & (2 ** 64 - 1), int(threads))
     return model
+
+
+def spectral_deflate(coo: Coo, model: Model, *, keep_fraction: float = 0.03, seed: int = 0,
+                     threads: int = 0) -> Tuple[Model, List[int]]:
+    """One deflation round of `tk-tucker train --init spectral --deflate K`
+    (tk_tucker_spectral_deflate) on a trained model, typically ALS's from :func:`spectral_start`:
+    each mode keeps the directions of its C(n) = A(n) B(n) (columns weighted by the other modes'
+    column norms) whose singular values are above keep_fraction of the largest, takes the rest
+    of its rank_j columns from the leading eigenvectors of the residual's off-diagonal Gram
+    (the weak components the first start's noise hid), and the cores are fitted again.  Train
+    the result again (`train(coo, ..., init=deflated)`): on sparse planted tensors ALS from it
+    reaches what ALS from the spectral start alone does not (Documentation/benchmarks.md,
+    "Deflation").  Returns a new model (`model` is left as it is) and each mode's count of kept
+    directions.  The same model for any `threads`; `seed` draws the iteration's and the cores'
+    random starts (the tool passes its --seed)."""
+    _check_training(coo)
+    if not isinstance(model, Model):
+        raise TypeError(f"model: expected a tensorkernels.tucker.Model, got {type(model).__name__}")
+    if model.order != coo.order or any(d < c for d, c in zip(model.dims, coo.dims)):
+        raise ValueError(f"model: sizes {model.dims} do not cover coo's {tuple(coo.dims)} (order {coo.order})")
+    if not 0.0 <= keep_fraction < 1.0:
+        raise ValueError(f"keep_fraction must be in [0, 1), got {keep_fraction}")
+    out = Model([a.copy() for a in model.a], [b.copy() for b in model.b])
+    kept = _core.tucker_spectral_deflate(coo.indices, coo.values, list(coo.dims), out.a, out.b, out.rank_j,
+                                         out.rank_r, float(keep_fraction), int(seed) & (2 ** 64 - 1), int(threads))
+    return out, [int(k) for k in kept]
 
 
 def _query_indices(model: Model, indices) -> np.ndarray:
@@ -571,7 +597,10 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
                           f"is not below {base:.6g}, that of predicting the training entries' mean for every test "
                           f"entry: at J = {rank_j}, R = {rank_r} the model predicts held-out entries no better than a "
                           "constant (too few entries a row for the ranks, or data no model of these ranks explains); "
-                          "try lower rank_j / rank_r", RuntimeWarning, stacklevel=2)
+                          "try lower rank_j / rank_r" + ("" if init is not None else
+                          ", or, on a sparse tensor (a few entries a column of its unfoldings), init= a "
+                          "spectral_start trained and then spectral_deflate'd (Documentation/python.md)"),
+                          RuntimeWarning, stacklevel=2)
     return model
 
 

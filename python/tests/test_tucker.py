@@ -373,6 +373,59 @@ def test_spectral_start_is_tk_tucker_init_spectral(tmp_path):
         np.testing.assert_array_equal(x, y)
 
 
+def test_spectral_deflate_keeps_the_strong_directions():
+    tr, te = sparse_planted()
+    trained = T.train(tr, rank_j=4, rank_r=4, iterations=10, test=te, backend="omp",
+                      init=T.spectral_start(tr, 4, 4, seed=0))
+    before = [x.copy() for x in trained.a + trained.b]
+    deflated, kept = T.spectral_deflate(tr, trained, seed=0)
+    for x, y in zip(before, trained.a + trained.b):  # the given model is left as it was
+        np.testing.assert_array_equal(x, y)
+    assert len(kept) == 3 and all(1 <= k <= 3 for k in kept), kept
+    for n, (a_old, a_new, b_old) in enumerate(zip(trained.a, deflated.a, trained.b)):
+        a_new = a_new.astype(np.float64)
+        # A(n) orthonormal columns x sqrt(I_n), as the start's
+        np.testing.assert_allclose(a_new.T @ a_new / a_new.shape[0], np.eye(4), atol=1e-5, err_msg=f"A{n + 1}")
+        # its first kept columns span the model's strongest direction: C(n)'s leading left
+        # singular vector (numpy's SVD, an oracle apart from the library's LAPACK call)
+        u = np.linalg.svd(a_old.astype(np.float64) @ b_old.astype(np.float64), full_matrices=False)[0][:, 0]
+        q = np.linalg.qr(a_new[:, :kept[n]])[0]
+        assert np.linalg.norm(q.T @ u) > 0.99, (n, kept[n])
+    # ALS from the round does no worse than the model it came from
+    again = T.train(tr, rank_j=4, rank_r=4, iterations=10, test=te, backend="omp", init=deflated)
+    assert again.history[-1]["test_rmse"] <= trained.history[-1]["test_rmse"] * 1.02
+    # the same round whatever the threads
+    other, kept2 = T.spectral_deflate(tr, trained, seed=0, threads=2)
+    assert kept2 == kept
+    for x, y in zip(deflated.a + deflated.b, other.a + other.b):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(TypeError, match="Model"):
+        T.spectral_deflate(tr, trained.a)
+    with pytest.raises(ValueError, match="keep_fraction"):
+        T.spectral_deflate(tr, trained, keep_fraction=1.0)
+    with pytest.raises(ValueError, match="sizes"):
+        T.spectral_deflate(tr, T.init_model((10, 10, 10), 4, 4))
+
+
+@pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
+def test_spectral_deflate_is_tk_tucker_deflate(tmp_path):
+    tool = built_tool("tk-tucker")
+    tr, _ = sparse_planted()
+    T.write_tns(tmp_path / "train.tns", tr)
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool"), "--init", "spectral",
+                    "--deflate", "1", "--rank-j", "4", "--rank-r", "4", "--iters", "3", "--seed", "5", "--backend",
+                    "cpu", "--quiet"], check=True, capture_output=True)
+    theirs = T.load_model(tmp_path / "tool")
+    assert theirs.manifest["deflate"] == "1"
+    data = T.read_tns(tmp_path / "train.tns")
+    first = T.train(data, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu",
+                    init=T.spectral_start(data, 4, 4, seed=5))
+    deflated, _ = T.spectral_deflate(data, first, seed=5)
+    ours = T.train(data, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu", init=deflated)
+    for x, y in zip(theirs.a + theirs.b, ours.a + ours.b):
+        np.testing.assert_array_equal(x, y)
+
+
 @pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
 def test_models_shared_with_tk_tucker(planted, tmp_path):
     tool = built_tool("tk-tucker")
