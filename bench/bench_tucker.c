@@ -50,8 +50,8 @@ typedef struct {
     tucker_ranks rank;
     double test_fraction, lr_a, lr_b, lambda, noise;
     tucker_shape shape;
-    int backends[B_COUNT], table_only, als, to_accuracy, updates;
-    long threshold, max_iters, seed;
+    int backends[B_COUNT], table_only, als, to_accuracy, updates, init;
+    long threshold, max_iters, seed, deflate, round_iters;
     bench_tucker_scaling scaling; /* --gpus, --weak, --allreduce */
 } bench_args;
 
@@ -132,6 +132,10 @@ enum { UPDATES_BOTH, UPDATES_ALS, UPDATES_SGD };
 static const tk_opt_choice update_choices[] = {{"both", UPDATES_BOTH, 0}, {"als", UPDATES_ALS, 0}, {"sgd", UPDATES_SGD, 0},
                                                {NULL, 0, 0}};
 
+/* --init: the --to-accuracy rows' start (tk-tucker train's choices). */
+enum { INIT_RANDOM, INIT_SPECTRAL };
+static const tk_opt_choice init_choices[] = {{"random", INIT_RANDOM, 0}, {"spectral", INIT_SPECTRAL, 0}, {NULL, 0, 0}};
+
 #define ARG(member) offsetof(bench_args, member)
 static const tk_option options[] = {
     BENCH_LONG("nnz", "N", 1, 4000000000.0, ARG(nnz), "nonzeros of the synthetic tensor (default 99072112, Netflix's)"),
@@ -164,6 +168,14 @@ static const tk_option options[] = {
                                                            "(default 200)"),
     BENCH_CHOICE("updates", "both|als|sgd", update_choices, ARG(updates),
                  "with --to-accuracy: the rows to train, the defaults' (als), the\nseed's SGD (sgd) or both (default both)"),
+    BENCH_CHOICE("init", "random|spectral", init_choices, ARG(init),
+                 "with --to-accuracy: the rows' start, random (default: the\nlibrary's) or spectral (tk-tucker "
+                 "train --init spectral's, seeded\nby the start's seed; its seconds are in train_s)"),
+    BENCH_LONG("deflate", "K", 0, 1000, ARG(deflate),
+               "with --init spectral: up to K deflation rounds where --round-iters\nALS iterations leave the target "
+               "unmet (default 1)"),
+    BENCH_LONG("round-iters", "N", 1, 100000, ARG(round_iters),
+               "with --deflate: ALS iterations before each round (default 30,\ntk-tucker train --iters' role)"),
     BENCH_LONG("seed", "S", 1, 1e9, ARG(seed), "seed of the synthetic tensor; the start's is S + 2 (default 1)"),
     BENCH_CUSTOM("gpus", "G1,G2,...", parse_gpus, ARG(scaling),
                  "after the table, strong scaling of cuda on these GPU counts (e.g. 1,2:\nthe first is the baseline; "
@@ -206,11 +218,29 @@ static int parse(int argc, char **argv, bench_args *a)
     a->noise = 0.1;
     a->threshold = TK_TUCKER_DEFAULT_FIBER_THRESHOLD;
     a->max_iters = 200;
+    a->deflate = 1;
+    a->round_iters = 30;
     a->seed = 1;
     a->shape.order = 3;
     a->shape.dims[0] = 480189, a->shape.dims[1] = 17770, a->shape.dims[2] = 2182;
     a->backends[B_CUDA] = a->backends[B_OMP_DOUBLE] = 1;
-    return bench_parse_suite(&suite, argc, argv, a, NULL);
+    tk_parsed parsed;
+    if (!bench_parse_suite(&suite, argc, argv, a, &parsed)) return 0;
+    /* the spectral rows' flags mean nothing elsewhere: say so rather than ignore them */
+    if (a->init == INIT_SPECTRAL && !a->to_accuracy) {
+        tk_cli_error(prog, "--init spectral without --to-accuracy: the start is the time-to-accuracy rows'; add "
+                                "--to-accuracy, or drop --init");
+        return 0;
+    }
+    static const char *const spectral_only[] = {"deflate", "round-iters"};
+    for (size_t k = 0; k < sizeof spectral_only / sizeof spectral_only[0]; ++k)
+        if (bench_given(&suite, &parsed, spectral_only[k]) && a->init != INIT_SPECTRAL) {
+            tk_cli_error(prog, "--%s without --init spectral: the deflation rounds continue a spectral start; "
+                               "add --to-accuracy --init spectral, or drop --%s",
+                         spectral_only[k], spectral_only[k]);
+            return 0;
+        }
+    return 1;
 }
 
 static void run_backend(const bench_args *a, int b, int als, const tk_tucker_coo *train, const tk_tucker_coo *test,
@@ -320,7 +350,9 @@ int tk_bench_tucker(int argc, char **argv)
         printf("# fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.threshold, a.noise, rms);
     if (a.to_accuracy) {
         const bench_tucker_accuracy acc = {.max_iters = a.max_iters, .noise = a.noise, .truth_rmse = truth_test.rmse,
-                                           .threads = (int)a.threads, .threshold = (size_t)a.threshold};
+                                           .threads = (int)a.threads, .threshold = (size_t)a.threshold,
+                                           .spectral = a.init == INIT_SPECTRAL, .deflate = a.deflate,
+                                           .round_iters = a.round_iters, .start_seed = (uint64_t)a.seed + 2};
         tk_bench_json_setting_num("order", a.shape.order), tk_bench_json_setting_num("train_nnz", (double)train.nnz);
         tk_bench_json_setting_num("test_nnz", (double)test.nnz), tk_bench_json_setting_num("rank_j", a.rank.j);
         tk_bench_json_setting_num("rank_r", a.rank.r), tk_bench_json_setting_num("max_iterations", a.max_iters);

@@ -15,12 +15,21 @@ typedef struct bench_tucker_accuracy {
     double truth_rmse;  /* the planted model's own test RMSE (the floor on this test set) */
     int threads;        /* cpu backends: 0 = all cores */
     size_t threshold;   /* B-CSF sub-slice size */
+    /* --init spectral: the rows start from tk_tucker_spectral_start (seeded by start_seed) instead
+     * of the random start, and where round_iters ALS iterations leave the target unmet, up to
+     * `deflate` rounds of tk_tucker_spectral_deflate, each followed by round_iters more (the last
+     * round's ALS runs on to max_iters): tk-tucker train --init spectral --deflate K's schedule,
+     * stopped at the target */
+    int spectral;
+    long deflate, round_iters;
+    uint64_t start_seed;
 } bench_tucker_accuracy;
 
 /* The table's heading (settings, target, anchor), printed once. */
 void bench_tucker_accuracy_header(const bench_tucker_accuracy *a);
 
-/* One backend's row (name: how the table calls it; als: the defaults (ALS-WR), else the seed's SGD),
+/* One backend's row (name: how the table calls it; als: the defaults (ALS-WR), else the seed's SGD;
+ * init: the random start, or with a->spectral the model whose shape the spectral start fills),
  * printed and added to the JSON. */
 void bench_tucker_accuracy_row(const bench_tucker_accuracy *a, const char *name, int als, tk_backend backend,
                                tk_precision precision, const tk_tucker_coo *train, const tk_tucker_coo *test,

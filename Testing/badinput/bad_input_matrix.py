@@ -1430,6 +1430,12 @@ def bench_cases():
              says=r"expects"),
         Case("--backends with an unknown backend", ["eig", "--backends", "cpu,gpu"], code=2, names="gpu",
              says=r"expects"),
+        Case("tucker --init spectral without --to-accuracy", ["tucker", "--init", "spectral"], code=2,
+             names="--init spectral", says=r"without --to-accuracy"),
+        Case("tucker --deflate without --init spectral", ["tucker", "--to-accuracy", "--deflate", "2"], code=2,
+             names="--deflate", says=r"without --init spectral"),
+        Case("tucker --round-iters without --init spectral", ["tucker", "--round-iters", "5"], code=2,
+             names="--round-iters", says=r"without --init spectral"),
     ]
     rows += output_cases(lambda o: eig + ["--json", o], None, "--json", "r.json")
     fibers_rows = npy_input_cases("fibers --input: ", fib, "sh.npy", sh, sh.astype(np.int32), sh[:, :14],
