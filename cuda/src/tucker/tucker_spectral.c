@@ -730,10 +730,10 @@ tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker
         return tk_set_error(TK_ERR_ARGUMENT, "deflation: keep_fraction must be in [0, 1), subspace_iterations, "
                                              "core_sweeps and num_threads >= 0 (tk_tucker_deflate_options_init gives "
                                              "the defaults)");
-    tk_status st;
-    if (!m || !m->a[0] || (st = tk_tucker_check_shape(m, train)) != TK_OK)
-        return m && m->a[0] ? st : tk_set_error(TK_ERR_ARGUMENT, "deflation: no model (tk_tucker_model_alloc, then "
-                                                                 "train it)");
+    if (!m || !m->a[0])
+        return tk_set_error(TK_ERR_ARGUMENT, "deflation: no model (tk_tucker_model_alloc, then train it)");
+    tk_status st = tk_tucker_check_shape(m, train);
+    if (st != TK_OK) return st;
     const int N = m->order, J = m->rank_j, R = m->rank_r;
     if (J < 2) { /* one column: nothing to keep beside the residual's; the model stays */
         for (int n = 0; kept && n < N; ++n) kept[n] = J;
