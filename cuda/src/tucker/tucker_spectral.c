@@ -300,11 +300,20 @@ static tk_status sort_entries(const tk_tucker_coo *t, const uint32_t *dims, cons
 
 /* X(n) restricted to its observed columns (the distinct tuples of the other modes' indices),
  * duplicates summed, as the prototype's scipy matrix holds it: by columns (for X^T V) and by
- * rows (for X W), so that each product runs over its own outputs without races. */
+ * rows (for X W), so that each product runs over its own outputs without races.
+ *
+ * W = X^T V is kept only for the columns of two or more entries (multi_cols): a column of one
+ * entry x in row i has W = 0 + x V(i, :), which X W's row i forms from its own V row rather than
+ * reading it back from a random place of a cols x J array (most columns of a sparse tensor's
+ * unfolding hold one entry: Netflix's mode 3 nearly all).  The same operations on the same
+ * values: the products are unchanged to the bit. */
+#define SPECTRAL_SINGLE ((size_t)-1)
 typedef struct unfolding {
     uint32_t rows;
     size_t cols, nnz;
-    size_t *col_ptr, *col_of; /* by columns: cols + 1 offsets; by rows: each entry's column */
+    size_t *col_ptr, *col_of; /* by columns: cols + 1 offsets; by rows: the entry's column's row of
+                                 W (its rank among multi_cols), SPECTRAL_SINGLE for a column of one */
+    size_t multi, *multi_cols; /* the columns of two or more entries, ascending */
     uint32_t *row_of;         /* by columns: each entry's row */
     double *col_val;
     size_t *row_ptr;          /* by rows: rows + 1 offsets */
@@ -316,6 +325,7 @@ static void unfolding_free(unfolding *u)
 {
     free(u->col_ptr);
     free(u->col_of);
+    free(u->multi_cols);
     free(u->row_of);
     free(u->col_val);
     free(u->row_ptr);
@@ -356,25 +366,46 @@ static tk_status unfolding_rows(unfolding *u, int threads)
         first_col[c] = c == chunks ? u->cols : lo;
     }
     (void)threads;
+    size_t *multi_before = calloc((size_t)chunks + 1, sizeof *multi_before); /* multi columns before a piece */
+    if (!multi_before) {
+        free(hist);
+        free(first_col);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for an unfolding's rows");
+    }
 #pragma omp parallel for schedule(static, 1) num_threads(threads)
     for (int c = 0; c < chunks; ++c) {
-        size_t *h = hist + (size_t)c * D;
+        size_t *h = hist + (size_t)c * D, multi = 0;
         memset(h, 0, D * sizeof *h);
         for (size_t p = u->col_ptr[first_col[c]]; p < u->col_ptr[first_col[c + 1]]; ++p) ++h[u->row_of[p]];
+        for (size_t col = first_col[c]; col < first_col[c + 1]; ++col) multi += u->col_ptr[col + 1] - u->col_ptr[col] > 1;
+        multi_before[c + 1] = multi;
+    }
+    for (int c = 0; c < chunks; ++c) multi_before[c + 1] += multi_before[c];
+    u->multi = multi_before[chunks];
+    u->multi_cols = malloc((u->multi ? u->multi : 1) * sizeof *u->multi_cols);
+    if (!u->multi_cols) {
+        free(hist);
+        free(first_col);
+        free(multi_before);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for an unfolding's rows");
     }
     counts_to_offsets(hist, chunks, D, threads, u->row_ptr);
 #pragma omp parallel for schedule(static, 1) num_threads(threads)
     for (int c = 0; c < chunks; ++c) {
-        size_t *h = hist + (size_t)c * D;
-        for (size_t col = first_col[c]; col < first_col[c + 1]; ++col)
+        size_t *h = hist + (size_t)c * D, k = multi_before[c];
+        for (size_t col = first_col[c]; col < first_col[c + 1]; ++col) {
+            const size_t wrow = u->col_ptr[col + 1] - u->col_ptr[col] > 1 ? k++ : SPECTRAL_SINGLE;
+            if (wrow != SPECTRAL_SINGLE) u->multi_cols[wrow] = col;
             for (size_t p = u->col_ptr[col]; p < u->col_ptr[col + 1]; ++p) {
                 const size_t q = h[u->row_of[p]]++;
-                u->col_of[q] = col;
+                u->col_of[q] = wrow;
                 u->row_val[q] = u->col_val[p];
             }
+        }
     }
     free(hist);
     free(first_col);
+    free(multi_before);
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long i = 0; i < (long)u->rows; ++i) {
         double d = 0;
@@ -479,13 +510,19 @@ static tk_status unfolding_build(const tk_tucker_coo *t, const double *values, c
     return st;
 }
 
-/* Y = X X^T V - diag(X X^T) V (V, Y: rows x J): W = X^T V by columns, then X W by rows. */
+/* Entries ahead whose W row X W prefetches: its reads of W are at random places of an array far
+ * larger than the caches, one a entry; asking for them early overlaps the misses. */
+#define SPECTRAL_PREFETCH 16
+
+/* Y = X X^T V - diag(X X^T) V (V, Y: rows x J): W = X^T V by columns (those of two or more
+ * entries), then X W by rows. */
 static void gram_product(const unfolding *u, const double *V, int J, double *W, double *Y, int threads)
 {
     (void)threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (long c = 0; c < (long)u->cols; ++c) {
-        double *w = W + (size_t)c * J;
+    for (long k = 0; k < (long)u->multi; ++k) {
+        const size_t c = u->multi_cols[k];
+        double *w = W + (size_t)k * J;
         for (int j = 0; j < J; ++j) w[j] = 0;
         for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
             const double x = u->col_val[p];
@@ -498,8 +535,19 @@ static void gram_product(const unfolding *u, const double *V, int J, double *W, 
         double *y = Y + (size_t)i * J;
         const double *v = V + (size_t)i * J;
         for (int j = 0; j < J; ++j) y[j] = -u->diag[i] * v[j];
-        for (size_t q = u->row_ptr[i]; q < u->row_ptr[i + 1]; ++q) {
+        const size_t end = u->row_ptr[i + 1];
+        for (size_t q = u->row_ptr[i]; q < end; ++q) {
+            if (q + SPECTRAL_PREFETCH < u->nnz && u->col_of[q + SPECTRAL_PREFETCH] != SPECTRAL_SINGLE)
+                __builtin_prefetch(W + u->col_of[q + SPECTRAL_PREFETCH] * J);
             const double x = u->row_val[q];
+            if (u->col_of[q] == SPECTRAL_SINGLE) { /* W's row, formed as the column pass would */
+                for (int j = 0; j < J; ++j) {
+                    double w = 0;
+                    w += x * v[j];
+                    y[j] += x * w;
+                }
+                continue;
+            }
             const double *w = W + u->col_of[q] * J;
             for (int j = 0; j < J; ++j) y[j] += x * w[j];
         }
@@ -518,7 +566,7 @@ static tk_status spectral_iterate(const unfolding *u, int J, const tk_tucker_spe
 {
     const int threads = thread_count(o, u->nnz);
     const size_t rows = u->rows;
-    double *W = malloc((u->cols ? u->cols : 1) * (size_t)J * sizeof *W), *Y = malloc(rows * (size_t)J * sizeof *Y);
+    double *W = malloc((u->multi ? u->multi : 1) * (size_t)J * sizeof *W), *Y = malloc(rows * (size_t)J * sizeof *Y);
     if (!W || !Y) {
         free(W);
         free(Y);
