@@ -525,6 +525,7 @@ static void gram_product(const unfolding *u, const double *V, int J, double *W, 
         double *w = W + (size_t)k * J;
         for (int j = 0; j < J; ++j) w[j] = 0;
         for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
+            if (p + SPECTRAL_PREFETCH < u->nnz) __builtin_prefetch(V + (size_t)u->row_of[p + SPECTRAL_PREFETCH] * J);
             const double x = u->col_val[p];
             const double *v = V + (size_t)u->row_of[p] * J;
             for (int j = 0; j < J; ++j) w[j] += x * v[j];
@@ -756,7 +757,8 @@ typedef struct core_work {
 static void core_rows(const tk_tucker_coo *t, const rows_of_mode *rm, double *const *C, const double *A, int J,
                       int R, uint32_t lo, uint32_t hi, int threads, core_work *w)
 {
-    const int P = J * R;
+    const int P = J * R, K = t->order - 1;
+    const size_t nnz = t->nnz;
     (void)threads;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
     for (long i = lo; i < (long)hi; ++i) {
@@ -764,7 +766,10 @@ static void core_rows(const tk_tucker_coo *t, const rows_of_mode *rm, double *co
         memset(S, 0, (size_t)R * R * sizeof *S);
         memset(T, 0, (size_t)R * sizeof *T);
         for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
-            row_entry_q(rm, t->order - 1, C, R, p, q);
+            if (p + SPECTRAL_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
+                for (int k = 0; k < K; ++k)
+                    __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + SPECTRAL_PREFETCH) * K + k] * R);
+            row_entry_q(rm, K, C, R, p, q);
             const double x = rm->val[p];
             for (int r = 0; r < R; ++r) {
                 for (int s = r; s < R; ++s) S[r * R + s] += q[r] * q[s];
