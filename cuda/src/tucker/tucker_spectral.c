@@ -464,7 +464,11 @@ static tk_status unfolding_build(const tk_tucker_coo *t, const double *values, c
     /* Each block of sorted positions counts its new entries and columns; a block's entries then
      * start after the blocks before it.  A run of duplicates is summed by the block of its first
      * entry, in sorted order (the stable sort keeps the data's order), past its block's end if
-     * it runs on: the sums of the serial loop, to the bit. */
+     * it runs on: the sums of the serial loop, to the bit.  The first pass gathers each sorted
+     * entry's row and value (into col_of and row_val, unfolding_rows' arrays, not yet in use),
+     * so that the second reads them in order rather than through perm again. */
+    size_t *sorted_row = u->col_of;
+    double *sorted_val = u->row_val;
     (void)threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long b = 0; b < (long)blocks; ++b) {
@@ -473,6 +477,8 @@ static tk_status unfolding_build(const tk_tucker_coo *t, const double *values, c
         for (size_t s = lo; s < hi; ++s) {
             const unsigned char f = entry_flags(t, perm, keys, n, s);
             flags[s] = f;
+            sorted_row[s] = t->idx[perm[s] * N + n];
+            sorted_val[s] = values ? values[perm[s]] : (double)t->val[perm[s]];
             entries += f >> 1;
             cols += f & 1;
         }
@@ -492,10 +498,9 @@ static tk_status unfolding_build(const tk_tucker_coo *t, const double *values, c
             const unsigned char f = flags[s];
             if (!(f & 2)) continue; /* a duplicate: summed with its run's first entry */
             if (f & 1) u->col_ptr[col++] = p;
-            const size_t e = perm[s];
-            double x = values ? values[e] : (double)t->val[e];
-            for (size_t d = s + 1; d < nnz && !(flags[d] & 2); ++d) x += values ? values[perm[d]] : (double)t->val[perm[d]];
-            u->row_of[p] = t->idx[e * N + n];
+            double x = sorted_val[s];
+            for (size_t d = s + 1; d < nnz && !(flags[d] & 2); ++d) x += sorted_val[d];
+            u->row_of[p] = (uint32_t)sorted_row[s];
             u->col_val[p++] = x;
         }
     }
