@@ -753,8 +753,17 @@ static void prediction_norms(const tk_tucker_coo *t, double *const *C, int R, in
 /* Scratch of one core solve: JR x JR normal equations, and a block of rows' R x R sums. */
 typedef struct core_work {
     double *G, *h, *L, *x, *S, *T;
+    uint32_t row_block; /* rows a block: S and T hold one block's */
 } core_work;
-#define SPECTRAL_ROW_BLOCK 1024
+/* Rows a block of the core fit: as many as 4M doubles of S hold, at least 1024 (R = 64).  G sums
+ * the rows in ascending order whatever the block, so the size sets only how many parallel
+ * regions a solve opens (Netflix's 480,189 users: 469 blocks of 1024, two regions each, on each
+ * of 20 sweeps; 2 of 262,144 at R = 4), not a bit of the result. */
+static uint32_t core_row_block(int R)
+{
+    const size_t rows = ((size_t)4 << 20) / ((size_t)R * R);
+    return rows > 1024 ? (uint32_t)rows : 1024;
+}
 
 /* G += sum_i (a_i a_i^T) kron S_i and h += sum_i a_i kron t_i over rows lo..hi-1, with S_i =
  * sum q q^T and t_i = sum x q over row i's entries: the normal equations of B(n) (unknowns
@@ -813,8 +822,8 @@ static void core_solve(const tk_tucker_coo *t, const rows_of_mode *rm, double *c
     const int P = J * R;
     memset(w->G, 0, (size_t)P * P * sizeof *w->G);
     memset(w->h, 0, (size_t)P * sizeof *w->h);
-    for (uint32_t lo = 0; lo < rows; lo += SPECTRAL_ROW_BLOCK) {
-        const uint32_t hi = rows - lo > SPECTRAL_ROW_BLOCK ? lo + SPECTRAL_ROW_BLOCK : rows;
+    for (uint32_t lo = 0; lo < rows; lo += w->row_block) {
+        const uint32_t hi = rows - lo > w->row_block ? lo + w->row_block : rows;
         core_rows(t, rm, C, A, J, R, lo, hi, threads, w);
     }
     double trace = 0;
@@ -842,8 +851,11 @@ tk_status tk_tucker_spectral_fit_cores(const tk_tucker_coo *t, int order, const 
     w.L = malloc((size_t)P * P * sizeof *w.L);
     w.h = malloc((size_t)P * sizeof *w.h);
     w.x = malloc((size_t)P * sizeof *w.x);
-    w.S = malloc((size_t)SPECTRAL_ROW_BLOCK * R * R * sizeof *w.S);
-    w.T = malloc((size_t)SPECTRAL_ROW_BLOCK * R * sizeof *w.T);
+    uint32_t max_rows = 1;
+    for (int n = 0; n < order; ++n) max_rows = dims[n] > max_rows ? dims[n] : max_rows;
+    w.row_block = core_row_block(R) < max_rows ? core_row_block(R) : max_rows;
+    w.S = malloc((size_t)w.row_block * R * R * sizeof *w.S);
+    w.T = malloc((size_t)w.row_block * R * sizeof *w.T);
     st = w.G && w.L && w.h && w.x && w.S && w.T ? TK_OK
                                                 : tk_set_error(TK_ERR_MEMORY, "spectral cores: out of memory (J R = %d)", P);
     for (int n = 0; n < order && st == TK_OK; ++n) {
