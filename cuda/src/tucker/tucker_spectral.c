@@ -202,9 +202,8 @@ static void counts_to_offsets(size_t *hist, int chunks, size_t buckets, int thre
 {
     enum { SPAN = 4096 };
     const size_t spans = (buckets + SPAN - 1) / SPAN;
-    size_t *span_total = malloc((spans ? spans : 1) * sizeof *span_total), stack_total[64];
-    size_t *total = span_total ? span_total : stack_total;
-    if (!span_total) threads = 1; /* no scratch: one span of everything, serially */
+    size_t *span_total = malloc((spans ? spans : 1) * sizeof *span_total), one_total;
+    size_t *total = span_total ? span_total : &one_total; /* no scratch: one span of everything */
     const size_t span = span_total ? SPAN : buckets, nspans = span_total ? spans : 1;
     (void)threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
