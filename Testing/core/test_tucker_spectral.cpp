@@ -197,6 +197,50 @@ TEST(TuckerSpectral, VectorsMatchLapackEigenvectorsOfTheOffDiagonalGram)
     }
 }
 
+// Many duplicates of few cells, more entries than the start runs in parallel from: the
+// unfolding's runs of duplicates cross the dedup pass's blocks of 65,536 sorted entries and the
+// sorts' pieces, and its columns all hold several entries.  The vectors are the same bit for bit
+// on 1 and 3 threads, and the eigenvalues LAPACK's of the dense off-diagonal Gram.
+TEST(TuckerSpectral, DuplicatesAcrossBlocksMatchLapackOnAnyThreadCount)
+{
+    const int J = 3;
+    const uint32_t dims[3] = {30, 20, 12};
+    Coo t;
+    ASSERT_EQ(tk_tucker_coo_alloc(&t.t, 3, dims, 250000), TK_OK);
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<double> a(30), b(20), c(12);
+    for (double &x : a) x = u(rng);
+    for (double &x : b) x = u(rng);
+    for (double &x : c) x = u(rng);
+    for (size_t e = 0; e < t.t.nnz; ++e) {
+        const uint32_t i = (uint32_t)(rng() % 30), j = (uint32_t)(rng() % 20), k = (uint32_t)(rng() % 12);
+        t.t.idx[e * 3] = i;
+        t.t.idx[e * 3 + 1] = j;
+        t.t.idx[e * 3 + 2] = k;
+        t.t.val[e] = (float)(2 * a[i] * b[j] * c[k] + a[i] * c[k] + 0.3 * u(rng));
+    }
+    tk_tucker_spectral_options o;
+    tk_tucker_spectral_options_init(&o);
+    o.subspace_iterations = 300;
+    for (int n = 0; n < 3; ++n) {
+        const size_t rows = dims[n];
+        std::vector<double> M = dense_offdiagonal_gram(t.t, n), w(rows);
+        ASSERT_EQ(LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', (lapack_int)rows, M.data(), (lapack_int)rows, w.data()), 0);
+        std::vector<double> top(w);
+        std::sort(top.begin(), top.end(), [](double x, double y) { return std::fabs(x) > std::fabs(y); });
+        ASSERT_LT(std::fabs(top[J]) / std::fabs(top[J - 1]), 0.95) << "mode " << n + 1 << ": no eigengap to test against";
+        std::sort(top.begin(), top.begin() + J, [](double x, double y) { return x > y; });
+        std::vector<double> one(rows * J), three(rows * J), ev(J);
+        o.num_threads = 1;
+        ASSERT_EQ(tk_tucker_spectral_vectors(&t.t, dims, n, J, &o, one.data(), ev.data()), TK_OK) << tk_last_error();
+        o.num_threads = 3;
+        ASSERT_EQ(tk_tucker_spectral_vectors(&t.t, dims, n, J, &o, three.data(), nullptr), TK_OK) << tk_last_error();
+        EXPECT_EQ(0, std::memcmp(one.data(), three.data(), one.size() * sizeof(double))) << "mode " << n + 1;
+        for (int j = 0; j < J; ++j) EXPECT_NEAR(ev[j], top[j], 1e-9 * std::fabs(top[0])) << "mode " << n + 1 << " j " << j;
+    }
+}
+
 TEST(TuckerSpectral, CoreFitReproducesNoiseFreeEntriesWithThePlantedFactors)
 {
     const int J = 4, R = 4;

@@ -8,8 +8,10 @@
  * never by the thread count, so a seed gives the same model bit for bit on any number of
  * threads, as the solvers do. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -29,6 +31,8 @@ void tk_tucker_spectral_options_init(tk_tucker_spectral_options *o)
  * region's start-up and barriers cost more than the work (and much more on a loaded host:
  * 2.4 s against 0.2 s for 60,000 entries on two busy cores). */
 #define SPECTRAL_PARALLEL_MIN 200000
+/* Entries a block where work over entries is cut in fixed blocks (sums in block order). */
+#define SPECTRAL_BLOCK 65536
 static int thread_count(const tk_tucker_spectral_options *o, size_t nnz)
 {
 #ifdef _OPENMP
@@ -39,6 +43,39 @@ static int thread_count(const tk_tucker_spectral_options *o, size_t nnz)
     (void)nnz;
     return 1;
 #endif
+}
+
+/* ---- phase times (TK_TUCKER_SPECTRAL_TIMES=1) ----------------------------------------------
+ * A diagnostic: with TK_TUCKER_SPECTRAL_TIMES=1 in the environment, the start and the round print
+ * each phase's wall seconds to stderr (benchmarks.md's per-phase figures).  Process-wide sums: meant
+ * for one start or round at a time, as tk-tucker runs them. */
+enum { PH_SORT, PH_UNFOLD, PH_UNFOLD_ROWS, PH_PRODUCTS, PH_ORTHO, PH_RITZ, PH_GROUP, PH_CORES, PH_RESIDUAL,
+       PH_COUNT };
+static const char *const phase_names[PH_COUNT] = {
+    "sorts", "unfolding build (after its sort)", "unfolding by rows", "subspace products X X^T V",
+    "orthonormalize", "Ritz step", "core fit grouping (after its sort)", "core fit sweeps", "residuals"};
+static double phase_seconds[PH_COUNT];
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+/* t0 <- now, after adding the time since t0 to phase ph */
+static void phase_add(int ph, double *t0)
+{
+    const double t = now_seconds();
+    phase_seconds[ph] += t - *t0;
+    *t0 = t;
+}
+static void phases_report(const char *what, double total)
+{
+    const char *env = getenv("TK_TUCKER_SPECTRAL_TIMES");
+    if (env && env[0] == '1') {
+        fprintf(stderr, "tk_tucker %s: %.2f s\n", what, total);
+        for (int i = 0; i < PH_COUNT; ++i) fprintf(stderr, "  %-36s %8.2f s\n", phase_names[i], phase_seconds[i]);
+    }
+    memset(phase_seconds, 0, sizeof phase_seconds);
 }
 
 /* ---- random numbers ------------------------------------------------------------------- */
@@ -151,40 +188,131 @@ static void symmetric_eigen(double *H, int n, double *w, double *Q)
 
 /* ---- the entries grouped ---------------------------------------------------------------- */
 
-/* perm <- the entries in stable order of the index columns keys[0..nkeys-1], the first the most
- * significant (LSD counting sorts, one a key: O(nnz + dims) each). */
-static tk_status sort_entries(const tk_tucker_coo *t, const uint32_t *dims, const int *keys, int nkeys, size_t *perm)
+/* ---- stable counting sorts on threads ---------------------------------------------------
+ * A stable sort has one result, so splitting its work among threads changes nothing in it: the
+ * input is cut into `chunks` contiguous pieces, each counts its keys (hist: chunk c's counts at
+ * c * buckets), the counts become offsets in bucket-major, chunk-minor order, and each piece
+ * scatters its entries in its own order.  At Netflix's 98M entries the serial sorts and
+ * unfolding builds were most of the start that did not scale with threads. */
+
+/* hist (chunks x buckets counts) <- each chunk's first position of each bucket; bucket_start
+ * (buckets + 1, or NULL) <- each bucket's first position.  The prefix runs over blocks of
+ * buckets on the threads: the sums of counts are exact, so any split gives the same offsets. */
+static void counts_to_offsets(size_t *hist, int chunks, size_t buckets, int threads, size_t *bucket_start)
 {
+    enum { SPAN = 4096 };
+    const size_t spans = (buckets + SPAN - 1) / SPAN;
+    size_t *span_total = malloc((spans ? spans : 1) * sizeof *span_total), one_total;
+    size_t *total = span_total ? span_total : &one_total; /* no scratch: one span of everything */
+    const size_t span = span_total ? SPAN : buckets, nspans = span_total ? spans : 1;
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long sp = 0; sp < (long)nspans; ++sp) {
+        size_t sum = 0;
+        const size_t end = ((size_t)sp + 1) * span < buckets ? ((size_t)sp + 1) * span : buckets;
+        for (size_t b = (size_t)sp * span; b < end; ++b)
+            for (int c = 0; c < chunks; ++c) sum += hist[(size_t)c * buckets + b];
+        total[sp] = sum;
+    }
+    size_t run = 0;
+    for (size_t sp = 0; sp < nspans; ++sp) {
+        const size_t c = total[sp];
+        total[sp] = run;
+        run += c;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long sp = 0; sp < (long)nspans; ++sp) {
+        size_t sum = total[sp];
+        const size_t end = ((size_t)sp + 1) * span < buckets ? ((size_t)sp + 1) * span : buckets;
+        for (size_t b = (size_t)sp * span; b < end; ++b) {
+            if (bucket_start) bucket_start[b] = sum;
+            for (int c = 0; c < chunks; ++c) {
+                const size_t k = hist[(size_t)c * buckets + b];
+                hist[(size_t)c * buckets + b] = sum;
+                sum += k;
+            }
+        }
+    }
+    if (bucket_start) bucket_start[buckets] = run;
+    free(span_total);
+}
+
+/* Pieces for `threads` threads over n items: one below SPECTRAL_PARALLEL_MIN items. */
+static int chunk_count(size_t n, int threads)
+{
+    return n < SPECTRAL_PARALLEL_MIN || threads < 1 ? 1 : threads;
+}
+
+/* perm <- the entries in stable order of the index columns keys[0..nkeys-1], the first the most
+ * significant (LSD counting sorts, one a key: O(nnz + dims) each); first_start (dims[keys[0]] +
+ * 1, or NULL) <- where each value of the first key starts. */
+static tk_status sort_entries(const tk_tucker_coo *t, const uint32_t *dims, const int *keys, int nkeys, int threads,
+                              size_t *perm, size_t *first_start)
+{
+    double t0 = now_seconds();
     uint32_t max_dim = 0;
     for (int k = 0; k < nkeys; ++k) max_dim = dims[keys[k]] > max_dim ? dims[keys[k]] : max_dim;
-    size_t *count = malloc(((size_t)max_dim + 1) * sizeof *count), *next = malloc(t->nnz * sizeof *next);
-    if (!count || !next) {
-        free(count);
+    const size_t nnz = t->nnz;
+    const int chunks = chunk_count(nnz, threads);
+    size_t *hist = malloc((size_t)chunks * ((size_t)max_dim + 1) * sizeof *hist);
+    size_t *next = nkeys > 1 ? malloc(nnz * sizeof *next) : NULL;
+    if (!hist || (nkeys > 1 && !next)) {
+        free(hist);
         free(next);
-        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory sorting %zu entries", t->nnz);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory sorting %zu entries", nnz);
     }
-    for (size_t e = 0; e < t->nnz; ++e) perm[e] = e;
     const int N = t->order;
+    const size_t *src = NULL; /* the first pass reads the entries in their order */
     for (int k = nkeys - 1; k >= 0; --k) {
+        /* the passes alternate between next and perm, the last one writing perm */
+        size_t *dst = (k % 2 == 0) ? perm : next;
         const int mode = keys[k];
-        memset(count, 0, ((size_t)dims[mode] + 1) * sizeof *count);
-        for (size_t e = 0; e < t->nnz; ++e) ++count[t->idx[perm[e] * N + mode] + 1];
-        for (uint32_t i = 0; i < dims[mode]; ++i) count[i + 1] += count[i];
-        for (size_t e = 0; e < t->nnz; ++e) next[count[t->idx[perm[e] * N + mode]]++] = perm[e];
-        memcpy(perm, next, t->nnz * sizeof *perm);
+        const size_t D = dims[mode];
+        (void)threads;
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+        for (int c = 0; c < chunks; ++c) {
+            size_t *h = hist + (size_t)c * D;
+            const size_t lo = nnz * (size_t)c / (size_t)chunks, hi = nnz * ((size_t)c + 1) / (size_t)chunks;
+            memset(h, 0, D * sizeof *h);
+            if (src)
+                for (size_t e = lo; e < hi; ++e) ++h[t->idx[src[e] * N + mode]];
+            else
+                for (size_t e = lo; e < hi; ++e) ++h[t->idx[e * N + mode]];
+        }
+        counts_to_offsets(hist, chunks, D, threads, k == 0 ? first_start : NULL);
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+        for (int c = 0; c < chunks; ++c) {
+            size_t *h = hist + (size_t)c * D;
+            const size_t lo = nnz * (size_t)c / (size_t)chunks, hi = nnz * ((size_t)c + 1) / (size_t)chunks;
+            if (src)
+                for (size_t e = lo; e < hi; ++e) dst[h[t->idx[src[e] * N + mode]]++] = src[e];
+            else
+                for (size_t e = lo; e < hi; ++e) dst[h[t->idx[e * N + mode]]++] = e;
+        }
+        src = dst;
     }
-    free(count);
+    free(hist);
     free(next);
+    phase_add(PH_SORT, &t0);
     return TK_OK;
 }
 
 /* X(n) restricted to its observed columns (the distinct tuples of the other modes' indices),
  * duplicates summed, as the prototype's scipy matrix holds it: by columns (for X^T V) and by
- * rows (for X W), so that each product runs over its own outputs without races. */
+ * rows (for X W), so that each product runs over its own outputs without races.
+ *
+ * W = X^T V is kept only for the columns of two or more entries (multi_cols): a column of one
+ * entry x in row i has W = 0 + x V(i, :), which X W's row i forms from its own V row rather than
+ * reading it back from a random place of a cols x J array (most columns of a sparse tensor's
+ * unfolding hold one entry: Netflix's mode 3 nearly all).  The same operations on the same
+ * values: the products are unchanged to the bit. */
+#define SPECTRAL_SINGLE ((size_t)-1)
 typedef struct unfolding {
     uint32_t rows;
     size_t cols, nnz;
-    size_t *col_ptr, *col_of; /* by columns: cols + 1 offsets; by rows: each entry's column */
+    size_t *col_ptr, *col_of; /* by columns: cols + 1 offsets; by rows: the entry's column's row of
+                                 W (its rank among multi_cols), SPECTRAL_SINGLE for a column of one */
+    size_t multi, *multi_cols; /* the columns of two or more entries, ascending */
     uint32_t *row_of;         /* by columns: each entry's row */
     double *col_val;
     size_t *row_ptr;          /* by rows: rows + 1 offsets */
@@ -196,6 +324,7 @@ static void unfolding_free(unfolding *u)
 {
     free(u->col_ptr);
     free(u->col_of);
+    free(u->multi_cols);
     free(u->row_of);
     free(u->col_val);
     free(u->row_ptr);
@@ -211,102 +340,230 @@ static int same_others(const tk_tucker_coo *t, const int *others, size_t e, size
     return 1;
 }
 
-/* By rows, from the by-columns arrays (a stable counting sort on the row). */
-static tk_status unfolding_rows(unfolding *u)
+/* By rows, from the by-columns arrays (a stable counting sort on the row, the pieces ranges of
+ * columns of about equal entries). */
+static tk_status unfolding_rows(unfolding *u, int threads)
 {
-    size_t *fill = malloc(((size_t)u->rows + 1) * sizeof *fill);
-    if (!fill) return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for an unfolding's rows");
-    memset(u->row_ptr, 0, ((size_t)u->rows + 1) * sizeof *u->row_ptr);
-    for (size_t p = 0; p < u->nnz; ++p) ++u->row_ptr[u->row_of[p] + 1];
-    for (uint32_t i = 0; i < u->rows; ++i) u->row_ptr[i + 1] += u->row_ptr[i];
-    memcpy(fill, u->row_ptr, ((size_t)u->rows + 1) * sizeof *fill);
-    for (size_t c = 0; c < u->cols; ++c)
-        for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
-            const size_t q = fill[u->row_of[p]]++;
-            u->col_of[q] = c;
-            u->row_val[q] = u->col_val[p];
+    double t0 = now_seconds();
+    const int chunks = chunk_count(u->nnz, threads);
+    const size_t D = u->rows;
+    size_t *hist = malloc((size_t)chunks * (D ? D : 1) * sizeof *hist),
+           *first_col = malloc(((size_t)chunks + 1) * sizeof *first_col);
+    if (!hist || !first_col) {
+        free(hist);
+        free(first_col);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for an unfolding's rows");
+    }
+    for (int c = 0; c <= chunks; ++c) { /* the first column whose entries start at or after c nnz / chunks */
+        const size_t target = u->nnz * (size_t)c / (size_t)chunks;
+        size_t lo = 0, hi = u->cols;
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if (u->col_ptr[mid] < target) lo = mid + 1;
+            else hi = mid;
         }
-    free(fill);
-    for (uint32_t i = 0; i < u->rows; ++i) {
+        first_col[c] = c == chunks ? u->cols : lo;
+    }
+    (void)threads;
+    size_t *multi_before = calloc((size_t)chunks + 1, sizeof *multi_before); /* multi columns before a piece */
+    if (!multi_before) {
+        free(hist);
+        free(first_col);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for an unfolding's rows");
+    }
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+    for (int c = 0; c < chunks; ++c) {
+        size_t *h = hist + (size_t)c * D, multi = 0;
+        memset(h, 0, D * sizeof *h);
+        for (size_t p = u->col_ptr[first_col[c]]; p < u->col_ptr[first_col[c + 1]]; ++p) ++h[u->row_of[p]];
+        for (size_t col = first_col[c]; col < first_col[c + 1]; ++col) multi += u->col_ptr[col + 1] - u->col_ptr[col] > 1;
+        multi_before[c + 1] = multi;
+    }
+    for (int c = 0; c < chunks; ++c) multi_before[c + 1] += multi_before[c];
+    u->multi = multi_before[chunks];
+    u->multi_cols = malloc((u->multi ? u->multi : 1) * sizeof *u->multi_cols);
+    if (!u->multi_cols) {
+        free(hist);
+        free(first_col);
+        free(multi_before);
+        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for an unfolding's rows");
+    }
+    counts_to_offsets(hist, chunks, D, threads, u->row_ptr);
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+    for (int c = 0; c < chunks; ++c) {
+        size_t *h = hist + (size_t)c * D, k = multi_before[c];
+        for (size_t col = first_col[c]; col < first_col[c + 1]; ++col) {
+            const size_t wrow = u->col_ptr[col + 1] - u->col_ptr[col] > 1 ? k++ : SPECTRAL_SINGLE;
+            if (wrow != SPECTRAL_SINGLE) u->multi_cols[wrow] = col;
+            for (size_t p = u->col_ptr[col]; p < u->col_ptr[col + 1]; ++p) {
+                const size_t q = h[u->row_of[p]]++;
+                u->col_of[q] = wrow;
+                u->row_val[q] = u->col_val[p];
+            }
+        }
+    }
+    free(hist);
+    free(first_col);
+    free(multi_before);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long i = 0; i < (long)u->rows; ++i) {
         double d = 0;
         for (size_t q = u->row_ptr[i]; q < u->row_ptr[i + 1]; ++q) d += u->row_val[q] * u->row_val[q];
         u->diag[i] = d;
     }
+    phase_add(PH_UNFOLD_ROWS, &t0);
     return TK_OK;
+}
+
+/* The entry at sorted position s (perm) opens a new column of X(n) (bit 1), a new entry of it
+ * (bit 2: a new column, or another row than s - 1's; otherwise a duplicate of s - 1). */
+static unsigned char entry_flags(const tk_tucker_coo *t, const size_t *perm, const int *others, int n, size_t s)
+{
+    if (s == 0) return 3;
+    if (!same_others(t, others, perm[s], perm[s - 1])) return 3;
+    return t->idx[perm[s] * t->order + n] != t->idx[perm[s - 1] * t->order + n] ? 2 : 0;
 }
 
 /* values: one a t entry in place of t->val (the deflation's residual, in double), or NULL. */
 static tk_status unfolding_build(const tk_tucker_coo *t, const double *values, const uint32_t *dims, int n,
-                                 unfolding *u)
+                                 int threads, unfolding *u)
 {
     memset(u, 0, sizeof *u);
     const int N = t->order;
+    const size_t nnz = t->nnz;
     int keys[TK_TUCKER_MAX_ORDER];
     tk_tucker_other_modes(N, n, keys);
     keys[N - 1] = n; /* within a column by row, so that duplicates are adjacent */
-    size_t *perm = malloc(t->nnz * sizeof *perm);
+    size_t *perm = malloc(nnz * sizeof *perm);
+    const size_t blocks = (nnz + SPECTRAL_BLOCK - 1) / SPECTRAL_BLOCK;
+    size_t *block_start = malloc(2 * (blocks + 1) * sizeof *block_start); /* entries, columns before block */
+    unsigned char *flags = malloc(nnz ? nnz : 1);
     u->rows = dims[n];
-    u->col_ptr = malloc((t->nnz + 1) * sizeof *u->col_ptr);
-    u->col_of = malloc(t->nnz * sizeof *u->col_of);
-    u->row_of = malloc(t->nnz * sizeof *u->row_of);
-    u->col_val = malloc(t->nnz * sizeof *u->col_val);
+    u->col_ptr = malloc((nnz + 1) * sizeof *u->col_ptr);
+    u->col_of = malloc(nnz * sizeof *u->col_of);
+    u->row_of = malloc(nnz * sizeof *u->row_of);
+    u->col_val = malloc(nnz * sizeof *u->col_val);
     u->row_ptr = malloc(((size_t)dims[n] + 1) * sizeof *u->row_ptr);
-    u->row_val = malloc(t->nnz * sizeof *u->row_val);
+    u->row_val = malloc(nnz * sizeof *u->row_val);
     u->diag = malloc((size_t)dims[n] * sizeof *u->diag);
-    if (!perm || !u->col_ptr || !u->col_of || !u->row_of || !u->col_val || !u->row_ptr || !u->row_val || !u->diag) {
-        free(perm);
-        unfolding_free(u);
-        return tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for mode %d's unfolding (%zu entries)",
-                            n + 1, t->nnz);
-    }
-    tk_status st = sort_entries(t, dims, keys, N, perm);
+    tk_status st = TK_OK;
+    if (!perm || !block_start || !flags || !u->col_ptr || !u->col_of || !u->row_of || !u->col_val || !u->row_ptr ||
+        !u->row_val || !u->diag)
+        st = tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory for mode %d's unfolding (%zu entries)", n + 1,
+                          nnz);
+    if (st == TK_OK) st = sort_entries(t, dims, keys, N, threads, perm, NULL);
     if (st != TK_OK) {
         free(perm);
+        free(block_start);
+        free(flags);
         unfolding_free(u);
         return st;
     }
-    size_t p = 0;
-    for (size_t s = 0; s < t->nnz; ++s) {
-        const size_t e = perm[s];
-        const uint32_t row = t->idx[e * N + n];
-        const int new_col = s == 0 || !same_others(t, keys, e, perm[s - 1]);
-        if (new_col) u->col_ptr[u->cols++] = p;
-        const double x = values ? values[e] : (double)t->val[e];
-        if (!new_col && u->row_of[p - 1] == row) { /* a duplicate: X holds the sum */
-            u->col_val[p - 1] += x;
-            continue;
+    double t0 = now_seconds();
+    /* Each block of sorted positions counts its new entries and columns; a block's entries then
+     * start after the blocks before it.  A run of duplicates is summed by the block of its first
+     * entry, in sorted order (the stable sort keeps the data's order), past its block's end if
+     * it runs on: the sums of the serial loop, to the bit.  The first pass gathers each sorted
+     * entry's row and value (into col_of and row_val, unfolding_rows' arrays, not yet in use),
+     * so that the second reads them in order rather than through perm again. */
+    size_t *sorted_row = u->col_of;
+    double *sorted_val = u->row_val;
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long b = 0; b < (long)blocks; ++b) {
+        const size_t lo = (size_t)b * SPECTRAL_BLOCK, hi = lo + SPECTRAL_BLOCK < nnz ? lo + SPECTRAL_BLOCK : nnz;
+        size_t entries = 0, cols = 0;
+        for (size_t s = lo; s < hi; ++s) {
+            const unsigned char f = entry_flags(t, perm, keys, n, s);
+            flags[s] = f;
+            sorted_row[s] = t->idx[perm[s] * N + n];
+            sorted_val[s] = values ? values[perm[s]] : (double)t->val[perm[s]];
+            entries += f >> 1;
+            cols += f & 1;
         }
-        u->row_of[p] = row;
-        u->col_val[p++] = x;
+        block_start[2 * b + 2] = entries;
+        block_start[2 * b + 3] = cols;
     }
-    u->col_ptr[u->cols] = p;
-    u->nnz = p;
+    block_start[0] = block_start[1] = 0;
+    for (size_t b = 0; b < blocks; ++b) {
+        block_start[2 * b + 2] += block_start[2 * b];
+        block_start[2 * b + 3] += block_start[2 * b + 1];
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long b = 0; b < (long)blocks; ++b) {
+        const size_t lo = (size_t)b * SPECTRAL_BLOCK, hi = lo + SPECTRAL_BLOCK < nnz ? lo + SPECTRAL_BLOCK : nnz;
+        size_t p = block_start[2 * b], col = block_start[2 * b + 1];
+        for (size_t s = lo; s < hi; ++s) {
+            const unsigned char f = flags[s];
+            if (!(f & 2)) continue; /* a duplicate: summed with its run's first entry */
+            if (f & 1) u->col_ptr[col++] = p;
+            double x = sorted_val[s];
+            for (size_t d = s + 1; d < nnz && !(flags[d] & 2); ++d) x += sorted_val[d];
+            u->row_of[p] = (uint32_t)sorted_row[s];
+            u->col_val[p++] = x;
+        }
+    }
+    u->cols = block_start[2 * blocks + 1];
+    u->nnz = block_start[2 * blocks];
+    u->col_ptr[u->cols] = u->nnz;
     free(perm);
-    if ((st = unfolding_rows(u)) != TK_OK) unfolding_free(u);
+    free(block_start);
+    free(flags);
+    phase_add(PH_UNFOLD, &t0);
+    if ((st = unfolding_rows(u, threads)) != TK_OK) unfolding_free(u);
     return st;
 }
 
-/* Y = X X^T V - diag(X X^T) V (V, Y: rows x J): W = X^T V by columns, then X W by rows. */
+/* Rows a dynamic chunk over a mode's rows: few where the rows are few.  Their entries follow a
+ * power law (Netflix's 2182 days: chunks of 256 would give 9 chunks to 16 threads, one of them
+ * most of the entries); each row's sums are its own, so the chunk changes no result. */
+static int row_chunk(size_t rows, int threads, int most)
+{
+    const size_t c = rows / ((size_t)(threads > 0 ? threads : 1) * 64);
+    return c < 1 ? 1 : c > (size_t)most ? most : (int)c;
+}
+
+/* Entries ahead whose W row X W prefetches: its reads of W are at random places of an array far
+ * larger than the caches, one a entry; asking for them early overlaps the misses. */
+#define SPECTRAL_PREFETCH 16
+
+/* Y = X X^T V - diag(X X^T) V (V, Y: rows x J): W = X^T V by columns (those of two or more
+ * entries), then X W by rows. */
 static void gram_product(const unfolding *u, const double *V, int J, double *W, double *Y, int threads)
 {
     (void)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (long c = 0; c < (long)u->cols; ++c) {
-        double *w = W + (size_t)c * J;
+    const int chunk = row_chunk(u->rows, threads, 256);
+    /* dynamic: the columns' entries too follow the other modes' popularity */
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(threads)
+    for (long k = 0; k < (long)u->multi; ++k) {
+        const size_t c = u->multi_cols[k];
+        double *w = W + (size_t)k * J;
         for (int j = 0; j < J; ++j) w[j] = 0;
         for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
+            if (p + SPECTRAL_PREFETCH < u->nnz) __builtin_prefetch(V + (size_t)u->row_of[p + SPECTRAL_PREFETCH] * J);
             const double x = u->col_val[p];
             const double *v = V + (size_t)u->row_of[p] * J;
             for (int j = 0; j < J; ++j) w[j] += x * v[j];
         }
     }
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (long i = 0; i < (long)u->rows; ++i) {
         double *y = Y + (size_t)i * J;
         const double *v = V + (size_t)i * J;
         for (int j = 0; j < J; ++j) y[j] = -u->diag[i] * v[j];
-        for (size_t q = u->row_ptr[i]; q < u->row_ptr[i + 1]; ++q) {
+        const size_t end = u->row_ptr[i + 1];
+        for (size_t q = u->row_ptr[i]; q < end; ++q) {
+            if (q + SPECTRAL_PREFETCH < u->nnz && u->col_of[q + SPECTRAL_PREFETCH] != SPECTRAL_SINGLE)
+                __builtin_prefetch(W + u->col_of[q + SPECTRAL_PREFETCH] * J);
             const double x = u->row_val[q];
+            if (u->col_of[q] == SPECTRAL_SINGLE) { /* W's row, formed as the column pass would */
+                for (int j = 0; j < J; ++j) {
+                    double w = 0;
+                    w += x * v[j];
+                    y[j] += x * w;
+                }
+                continue;
+            }
             const double *w = W + u->col_of[q] * J;
             for (int j = 0; j < J; ++j) y[j] += x * w[j];
         }
@@ -325,7 +582,7 @@ static tk_status spectral_iterate(const unfolding *u, int J, const tk_tucker_spe
 {
     const int threads = thread_count(o, u->nnz);
     const size_t rows = u->rows;
-    double *W = malloc((u->cols ? u->cols : 1) * (size_t)J * sizeof *W), *Y = malloc(rows * (size_t)J * sizeof *Y);
+    double *W = malloc((u->multi ? u->multi : 1) * (size_t)J * sizeof *W), *Y = malloc(rows * (size_t)J * sizeof *Y);
     if (!W || !Y) {
         free(W);
         free(Y);
@@ -334,13 +591,18 @@ static tk_status spectral_iterate(const unfolding *u, int J, const tk_tucker_spe
     const uint64_t stream = 2 * (uint64_t)n; /* mode n's random start; 2n + 1 its fresh columns */
     for (size_t i = 0; i < rows; ++i)
         for (int j = 0; j < J; ++j) V[i * J + j] = gauss(o->seed, stream, i * (uint64_t)J + (uint64_t)j);
+    double t0 = now_seconds();
     orthonormalize(V, rows, J, J, o->seed, stream + 1);
+    phase_add(PH_ORTHO, &t0);
     for (int it = 0; it < o->subspace_iterations; ++it) {
         gram_product(u, V, J, W, Y, threads);
+        phase_add(PH_PRODUCTS, &t0);
         memcpy(V, Y, rows * (size_t)J * sizeof *V);
         orthonormalize(V, rows, J, J, o->seed, stream + 1);
+        phase_add(PH_ORTHO, &t0);
     }
     gram_product(u, V, J, W, Y, threads);
+    phase_add(PH_PRODUCTS, &t0);
     double H[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK], Q[TK_TUCKER_MAX_RANK * TK_TUCKER_MAX_RANK],
         w[TK_TUCKER_MAX_RANK], row[TK_TUCKER_MAX_RANK];
     for (int a = 0; a < J; ++a)
@@ -361,6 +623,7 @@ static tk_status spectral_iterate(const unfolding *u, int J, const tk_tucker_spe
         memcpy(V + i * J, row, (size_t)J * sizeof *row);
     }
     if (eigenvalues) memcpy(eigenvalues, w, (size_t)J * sizeof *w);
+    phase_add(PH_RITZ, &t0);
     free(W);
     free(Y);
     return TK_OK;
@@ -384,7 +647,7 @@ tk_status tk_tucker_spectral_vectors(const tk_tucker_coo *t, const uint32_t *dim
         return tk_set_error(TK_ERR_ARGUMENT, "spectral vectors: mode %d of %d, J = %d (1..%d, at most the mode's size)",
                             mode + 1, t->order, J, TK_TUCKER_MAX_RANK);
     unfolding u;
-    if ((st = unfolding_build(t, NULL, dims, mode, &u)) != TK_OK) return st;
+    if ((st = unfolding_build(t, NULL, dims, mode, thread_count(o, t->nnz), &u)) != TK_OK) return st;
     st = spectral_iterate(&u, J, o, mode, V, eigenvalues);
     unfolding_free(&u);
     return st;
@@ -403,27 +666,29 @@ typedef struct rows_of_mode {
     float *val;
 } rows_of_mode;
 
-static tk_status rows_build(const tk_tucker_coo *t, const uint32_t *dims, int n, rows_of_mode *r)
+static tk_status rows_build(const tk_tucker_coo *t, const uint32_t *dims, int n, int threads, rows_of_mode *r)
 {
     const int N = t->order, K = N - 1;
     const size_t nnz = t->nnz ? t->nnz : 1;
     size_t *order = malloc(nnz * sizeof *order);
-    r->row_ptr = calloc((size_t)dims[n] + 1, sizeof *r->row_ptr);
+    r->row_ptr = malloc(((size_t)dims[n] + 1) * sizeof *r->row_ptr);
     r->idx = malloc(nnz * (size_t)K * sizeof *r->idx);
     r->val = malloc(nnz * sizeof *r->val);
     tk_status st = order && r->row_ptr && r->idx && r->val
-                       ? sort_entries(t, dims, &n, 1, order)
+                       ? sort_entries(t, dims, &n, 1, threads, order, r->row_ptr)
                        : tk_set_error(TK_ERR_MEMORY, "spectral start: out of memory grouping entries");
+    double t0 = now_seconds();
     if (st == TK_OK) {
         tk_tucker_other_modes(N, n, r->others);
-        for (size_t e = 0; e < t->nnz; ++e) ++r->row_ptr[t->idx[e * N + n] + 1];
-        for (uint32_t i = 0; i < dims[n]; ++i) r->row_ptr[i + 1] += r->row_ptr[i];
-        for (size_t p = 0; p < t->nnz; ++p) {
-            for (int k = 0; k < K; ++k) r->idx[p * K + k] = t->idx[order[p] * N + r->others[k]];
+        (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (long p = 0; p < (long)t->nnz; ++p) {
+            for (int k = 0; k < K; ++k) r->idx[(size_t)p * K + k] = t->idx[order[p] * N + r->others[k]];
             r->val[p] = t->val[order[p]];
         }
     }
     free(order);
+    phase_add(PH_GROUP, &t0);
     return st;
 }
 
@@ -470,7 +735,6 @@ static void refresh_c(const double *A, const double *B, size_t rows, int J, int 
 
 /* sum over the entries of x^2 and of the model's prediction^2, in blocks summed in order (the
  * same result on any thread count). */
-#define SPECTRAL_BLOCK 65536
 static void prediction_norms(const tk_tucker_coo *t, double *const *C, int R, int threads, double *data2,
                              double *model2)
 {
@@ -499,8 +763,17 @@ static void prediction_norms(const tk_tucker_coo *t, double *const *C, int R, in
 /* Scratch of one core solve: JR x JR normal equations, and a block of rows' R x R sums. */
 typedef struct core_work {
     double *G, *h, *L, *x, *S, *T;
+    uint32_t row_block; /* rows a block: S and T hold one block's */
 } core_work;
-#define SPECTRAL_ROW_BLOCK 1024
+/* Rows a block of the core fit: as many as 4M doubles of S hold, at least 1024 (R = 64).  G sums
+ * the rows in ascending order whatever the block, so the size sets only how many parallel
+ * regions a solve opens (Netflix's 480,189 users: 469 blocks of 1024, two regions each, on each
+ * of 20 sweeps; 2 of 262,144 at R = 4), not a bit of the result. */
+static uint32_t core_row_block(int R)
+{
+    const size_t rows = ((size_t)4 << 20) / ((size_t)R * R);
+    return rows > 1024 ? (uint32_t)rows : 1024;
+}
 
 /* G += sum_i (a_i a_i^T) kron S_i and h += sum_i a_i kron t_i over rows lo..hi-1, with S_i =
  * sum q q^T and t_i = sum x q over row i's entries: the normal equations of B(n) (unknowns
@@ -508,15 +781,20 @@ typedef struct core_work {
 static void core_rows(const tk_tucker_coo *t, const rows_of_mode *rm, double *const *C, const double *A, int J,
                       int R, uint32_t lo, uint32_t hi, int threads, core_work *w)
 {
-    const int P = J * R;
+    const int P = J * R, K = t->order - 1;
+    const size_t nnz = t->nnz;
+    const int chunk = row_chunk(hi - lo, threads, 16);
     (void)threads;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (long i = lo; i < (long)hi; ++i) {
         double *S = w->S + (size_t)(i - lo) * R * R, *T = w->T + (size_t)(i - lo) * R, q[TK_TUCKER_MAX_RANK];
         memset(S, 0, (size_t)R * R * sizeof *S);
         memset(T, 0, (size_t)R * sizeof *T);
         for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
-            row_entry_q(rm, t->order - 1, C, R, p, q);
+            if (p + SPECTRAL_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
+                for (int k = 0; k < K; ++k)
+                    __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + SPECTRAL_PREFETCH) * K + k] * R);
+            row_entry_q(rm, K, C, R, p, q);
             const double x = rm->val[p];
             for (int r = 0; r < R; ++r) {
                 for (int s = r; s < R; ++s) S[r * R + s] += q[r] * q[s];
@@ -555,8 +833,8 @@ static void core_solve(const tk_tucker_coo *t, const rows_of_mode *rm, double *c
     const int P = J * R;
     memset(w->G, 0, (size_t)P * P * sizeof *w->G);
     memset(w->h, 0, (size_t)P * sizeof *w->h);
-    for (uint32_t lo = 0; lo < rows; lo += SPECTRAL_ROW_BLOCK) {
-        const uint32_t hi = rows - lo > SPECTRAL_ROW_BLOCK ? lo + SPECTRAL_ROW_BLOCK : rows;
+    for (uint32_t lo = 0; lo < rows; lo += w->row_block) {
+        const uint32_t hi = rows - lo > w->row_block ? lo + w->row_block : rows;
         core_rows(t, rm, C, A, J, R, lo, hi, threads, w);
     }
     double trace = 0;
@@ -584,15 +862,18 @@ tk_status tk_tucker_spectral_fit_cores(const tk_tucker_coo *t, int order, const 
     w.L = malloc((size_t)P * P * sizeof *w.L);
     w.h = malloc((size_t)P * sizeof *w.h);
     w.x = malloc((size_t)P * sizeof *w.x);
-    w.S = malloc((size_t)SPECTRAL_ROW_BLOCK * R * R * sizeof *w.S);
-    w.T = malloc((size_t)SPECTRAL_ROW_BLOCK * R * sizeof *w.T);
+    uint32_t max_rows = 1;
+    for (int n = 0; n < order; ++n) max_rows = dims[n] > max_rows ? dims[n] : max_rows;
+    w.row_block = core_row_block(R) < max_rows ? core_row_block(R) : max_rows;
+    w.S = malloc((size_t)w.row_block * R * R * sizeof *w.S);
+    w.T = malloc((size_t)w.row_block * R * sizeof *w.T);
     st = w.G && w.L && w.h && w.x && w.S && w.T ? TK_OK
                                                 : tk_set_error(TK_ERR_MEMORY, "spectral cores: out of memory (J R = %d)", P);
     for (int n = 0; n < order && st == TK_OK; ++n) {
         if (!(C[n] = malloc((size_t)dims[n] * R * sizeof *C[n])))
             st = tk_set_error(TK_ERR_MEMORY, "spectral cores: out of memory for C(%d)", n + 1);
         else
-            st = rows_build(t, dims, n, &rm[n]);
+            st = rows_build(t, dims, n, threads, &rm[n]);
     }
     if (st == TK_OK) {
         /* a random start (the prototype's), scaled so that its predictions have the data's RMS */
@@ -609,11 +890,13 @@ tk_status tk_tucker_spectral_fit_cores(const tk_tucker_coo *t, int order, const 
                 refresh_c(A[n], B[n], dims[n], J, R, C[n]);
             }
         }
+        double t0 = now_seconds();
         for (int sweep = 0; sweep < o->core_sweeps; ++sweep)
             for (int n = 0; n < order; ++n) {
                 core_solve(t, &rm[n], C, A[n], dims[n], J, R, ridge_fraction, threads, &w, B[n]);
                 refresh_c(A[n], B[n], dims[n], J, R, C[n]);
             }
+        phase_add(PH_CORES, &t0);
     }
     for (int n = 0; n < order; ++n) {
         free(C[n]);
@@ -640,6 +923,7 @@ tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_s
                             : tk_set_error(TK_ERR_ARGUMENT, "spectral start: allocate the model first "
                                                             "(tk_tucker_model_alloc)");
     const int N = m->order, J = m->rank_j, R = m->rank_r;
+    const double start_time = now_seconds();
     double *A[TK_TUCKER_MAX_ORDER] = {0}, *B[TK_TUCKER_MAX_ORDER] = {0};
     for (int n = 0; n < N && st == TK_OK; ++n) {
         A[n] = calloc((size_t)m->dims[n] * J, sizeof *A[n]);
@@ -674,6 +958,7 @@ tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_s
         free(A[n]);
         free(B[n]);
     }
+    phases_report("spectral start", now_seconds() - start_time);
     return st;
 }
 
@@ -746,6 +1031,7 @@ tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker
     so.seed = o->seed;
     so.num_threads = o->num_threads;
     const int threads = thread_count(&so, train->nnz);
+    const double start_time = now_seconds();
     double *C[TK_TUCKER_MAX_ORDER] = {0}, *A[TK_TUCKER_MAX_ORDER] = {0}, *B[TK_TUCKER_MAX_ORDER] = {0};
     double norms[TK_TUCKER_MAX_ORDER][TK_TUCKER_MAX_RANK];
     double *res = malloc(train->nnz * sizeof *res);
@@ -768,7 +1054,11 @@ tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker
             norms[n][r] = sqrt(s);
         }
     }
-    if (st == TK_OK) residual_values(train, C, R, threads, res);
+    if (st == TK_OK) {
+        double t0 = now_seconds();
+        residual_values(train, C, R, threads, res);
+        phase_add(PH_RESIDUAL, &t0);
+    }
     for (int n = 0; n < N && st == TK_OK; ++n) {
         const size_t rows = m->dims[n];
         /* a mode smaller than J has at most its size of directions (the start's rule) */
@@ -808,7 +1098,7 @@ tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker
         if (fresh > 0) {
             unfolding u;
             double *F = malloc(rows * fresh * sizeof *F);
-            st = F ? unfolding_build(train, res, m->dims, n, &u)
+            st = F ? unfolding_build(train, res, m->dims, n, threads, &u)
                    : tk_set_error(TK_ERR_MEMORY, "deflation: out of memory for mode %d", n + 1);
             if (st == TK_OK) {
                 st = spectral_iterate(&u, fresh, &so, n, F, NULL);
@@ -844,5 +1134,6 @@ tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker
         free(B[n]);
     }
     free(res);
+    phases_report("deflation round", now_seconds() - start_time);
     return st;
 }
