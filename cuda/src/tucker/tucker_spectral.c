@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "common/timer.h"
 #include "tucker_internal.h"
 
 void tk_tucker_spectral_options_init(tk_tucker_spectral_options *o)
@@ -47,20 +47,17 @@ static int thread_count(const tk_tucker_spectral_options *o, size_t nnz)
 
 /* ---- phase times (TK_TUCKER_SPECTRAL_TIMES=1) ----------------------------------------------
  * A diagnostic: with TK_TUCKER_SPECTRAL_TIMES=1 in the environment, the start and the round print
- * each phase's wall seconds to stderr (benchmarks.md's per-phase figures).  Process-wide sums: meant
- * for one start or round at a time, as tk-tucker runs them. */
+ * each phase's wall seconds to stderr (benchmarks.md's per-phase figures), summed per calling
+ * thread. */
 enum { PH_SORT, PH_UNFOLD, PH_UNFOLD_ROWS, PH_PRODUCTS, PH_ORTHO, PH_RITZ, PH_GROUP, PH_CORES, PH_RESIDUAL,
        PH_COUNT };
 static const char *const phase_names[PH_COUNT] = {
     "sorts", "unfolding build (after its sort)", "unfolding by rows", "subspace products X X^T V",
     "orthonormalize", "Ritz step", "core fit grouping (after its sort)", "core fit sweeps", "residuals"};
-static double phase_seconds[PH_COUNT];
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+/* per calling thread: two host threads may each run a start (the library's concurrency rule);
+ * the phases are summed at the caller's level, outside the parallel regions */
+static _Thread_local double phase_seconds[PH_COUNT];
+static double now_seconds(void) { return tk_now_ms() / 1e3; }
 /* t0 <- now, after adding the time since t0 to phase ph */
 static void phase_add(int ph, double *t0)
 {
