@@ -963,12 +963,15 @@ tk_status tk_tucker_spectral_start(const tk_tucker_coo *train, const tk_tucker_s
 
 void tk_tucker_deflate_options_init(tk_tucker_deflate_options *o)
 {
+    /* the round runs the start's subspace iteration and core fit: the same steps and sweeps */
+    tk_tucker_spectral_options start;
+    tk_tucker_spectral_options_init(&start);
     memset(o, 0, sizeof *o);
     o->keep_fraction = 0.03;
-    o->subspace_iterations = 40;
-    o->core_sweeps = 20;
-    o->seed = 0;
-    o->num_threads = 0;
+    o->subspace_iterations = start.subspace_iterations;
+    o->core_sweeps = start.core_sweeps;
+    o->seed = start.seed;
+    o->num_threads = start.num_threads;
 }
 
 /* x - the model's prediction at every entry of t (double; each entry on its own, so the same
