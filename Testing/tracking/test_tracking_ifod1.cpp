@@ -156,6 +156,49 @@ TEST(TrackingIFOD1, FirstStepsAreDistributedAsTheFODOverTheCone)
     EXPECT_GT(mean_lobe, std::cos(t) * (1 + std::cos(t)) / 2 + 0.01);
 }
 
+// The cone's sampler alone: where the FOD is the same in every direction each trial is taken
+// with the same probability, so the first steps are the sampler's draws, uniform on the cap
+// of half angle A about the given direction u.  The oracle is that distribution's own law: the
+// cosine to u uniform on [cos A, 1] (Archimedes: a cap's area grows linearly with its height)
+// and the azimuth about u uniform, each checked over 10 bins by a chi-square test.
+TEST(TrackingIFOD1, OnAnIsotropicFodTheStepsAreUniformOnTheCone)
+{
+    Volume vol = make_volume(identity_grid(8, 8, 8), [](size_t, size_t, size_t, const double *, double *c) { c[0] = 1.0; });
+    const double u[3] = {0.6, 0.0, 0.8}, v[3] = {0.8, 0.0, -0.6}, w[3] = {0.0, 1.0, 0.0}; // u, and two axes across it
+    const int n = 20000, bins = 10;
+    std::vector<double> points;
+    for (int s = 0; s < n; ++s) points.insert(points.end(), {3.5, 3.5, 3.5});
+    for (double angle : {15.0, 45.0, 90.0}) {
+        tk_tracking_options o = ifod1();
+        o.unidirectional = 1, o.min_length_mm = -1, o.max_length_mm = 0.1, o.max_angle_deg = angle, o.rng_seed = 7;
+        for (int a = 0; a < 3; ++a) o.seed_direction[a] = u[a];
+        TrackRun run;
+        run_tracking(run, vol, o, point_seeds(points));
+        ASSERT_EQ(run.count(), (size_t)n) << angle << " degrees";
+        const double cos_a = std::cos(angle * kPi / 180);
+        std::vector<double> by_height(bins, 0), by_azimuth(bins, 0);
+        for (size_t s = 0; s < run.count(); ++s) {
+            double d[3];
+            step(run, s, 0, d);
+            const double len = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            const double cu = (d[0] * u[0] + d[1] * u[1] + d[2] * u[2]) / len;
+            const double cv = d[0] * v[0] + d[1] * v[1] + d[2] * v[2], cw = d[0] * w[0] + d[1] * w[1] + d[2] * w[2];
+            // float points: the cosine known to about 1e-5, so clamp into the cap's range
+            const double h = std::min(std::max((cu - cos_a) / (1 - cos_a), 0.0), 1 - 1e-12);
+            ASSERT_GT(cu, cos_a - 1e-4) << "a step outside the " << angle << "-degree cone";
+            by_height[(size_t)(h * bins)] += 1;
+            by_azimuth[std::min((size_t)((std::atan2(cw, cv) + kPi) / (2 * kPi) * bins), (size_t)bins - 1)] += 1;
+        }
+        // chi-square with 9 degrees of freedom: 33.7 is its 0.9999 quantile (a fixed seed, so
+        // this either passes every time or never)
+        double chi_h = 0, chi_a = 0;
+        const double e = (double)n / bins;
+        for (int b = 0; b < bins; ++b) chi_h += (by_height[b] - e) * (by_height[b] - e) / e, chi_a += (by_azimuth[b] - e) * (by_azimuth[b] - e) / e;
+        EXPECT_LT(chi_h, 33.7) << angle << " degrees: the cosines to u are not uniform on [cos A, 1]";
+        EXPECT_LT(chi_a, 33.7) << angle << " degrees: the azimuths about u are not uniform";
+    }
+}
+
 TEST(TrackingIFOD1, MeanDirectionOnASingleLobeFieldIsTheLobe)
 {
     const double lobe[3] = {2 / 3.0, 2 / 3.0, 1 / 3.0};

@@ -1,6 +1,7 @@
 /* Internal: random directions and the rotation that carries a direction drawn about +z to
  * one about a reference, as MRtrix3's MethodBase defines them (tracking/method.cpp:
- * random_direction(), random_direction(max_angle, sin_max_angle), rotate_direction()). */
+ * random_direction(), rotate_direction()), and a
+ * uniform direction on a cone drawn without sines (tk_tracking_random_cone). */
 #ifndef TK_TRACKING_DIRECTIONS_H
 #define TK_TRACKING_DIRECTIONS_H
 
@@ -21,34 +22,72 @@ TK_HD static inline void tk_tracking_random_direction(tk_philox *rng, double *d)
     for (int a = 0; a < 3; ++a) d[a] /= n;
 }
 
-/* Uniform on the cap of half angle max_angle about +z: the azimuth uniform, the polar angle
- * by rejection with density proportional to its sine. */
-TK_HD static inline void tk_tracking_random_cone(tk_philox *rng, double max_angle, double sin_max_angle, double *d)
+/* Uniform on the cap of half angle max_angle about +z, with no trigonometric function: a point
+ * (a, b) uniform on the disc of radius cone_radius = 2 sin(max_angle / 2) (by rejection from its
+ * square: the two coordinates drawn in turn, 32 bits each, and the point kept where
+ * a^2 + b^2 <= cone_radius2, the radius squared as the plan holds it) taken to the sphere by
+ * the inverse of Lambert's azimuthal equal-area projection, which keeps areas, so that the
+ * direction is uniform on the cap: r^2 = a^2 + b^2 goes to (a s, b s, 1 - r^2 / 2),
+ * s = sqrt(1 - r^2 / 4), a unit vector at polar angle 2 asin(r / 2).  Why not MRtrix3's azimuth
+ * and polar angle by rejection (method.cpp random_direction (max_angle, sin_max_angle)): its
+ * sines and cosines were a third of iFOD1's time on the CPU, and libm's and CUDA's differ in
+ * their last bits, where additions, products and square roots are correctly rounded on both,
+ * so the CPU and the GPU draw the same directions to the bit.  The same distribution; other
+ * draws. */
+TK_HD static inline void tk_tracking_random_cone(tk_philox *rng, double cone_radius, double cone_radius2, double *d)
 {
-    const double phi = 2.0 * 3.14159265358979323846 * tk_philox_uniform(rng);
-    double theta;
+    double a, b, r2;
     do {
-        theta = max_angle * tk_philox_uniform(rng);
-    } while (sin_max_angle * tk_philox_uniform(rng) > sin(theta));
-    d[0] = sin(theta) * cos(phi), d[1] = sin(theta) * sin(phi), d[2] = cos(theta);
+        a = cone_radius * (2.0 * tk_philox_uniform32(rng) - 1.0);
+        b = cone_radius * (2.0 * tk_philox_uniform32(rng) - 1.0);
+        r2 = a * a + b * b;
+    } while (r2 > cone_radius2);
+    const double s = sqrt(1.0 - 0.25 * r2);
+    d[0] = a * s, d[1] = b * s, d[2] = 1.0 - 0.5 * r2;
 }
 
-/* The rotation in the plane of +z and unit ref that takes +z to ref, applied to d: with m
- * the unit projection of ref on the xy plane, d = a z + b m + c (z x m) goes to
- * a ref + b m' + c (z x m), m' = (ref_z m_x, ref_z m_y, -|ref_xy|) the image of m.  Where ref
- * is +-z: d, or -d. */
-TK_HD static inline void tk_tracking_rotate_from_z(const double *ref, const double *d, double *out)
+/* The rotation in the plane of +z and unit ref that takes +z to ref: with m the unit
+ * projection of ref on the xy plane, d = a z + b m + c (z x m) goes to a ref + b m' + c (z x m),
+ * m' = (ref_z m_x, ref_z m_y, -|ref_xy|) the image of m.  Where ref is +-z: d, or -d.  Made
+ * once for a step's reference (its square root and divisions), applied to each of the step's
+ * calibration directions and trials: the same operations on the same values as making it
+ * for each, so the same bits. */
+typedef struct tk_tracking_rotation {
+    double ref[3], m[3], mp[3];
+    double flip; /* 0: the general case; +-1: ref is +-z */
+} tk_tracking_rotation;
+
+TK_HD static inline void tk_tracking_rotation_to(const double *ref, tk_tracking_rotation *r)
 {
     const double n = sqrt(ref[0] * ref[0] + ref[1] * ref[1]);
+    for (int a = 0; a < 3; ++a) r->ref[a] = ref[a], r->m[a] = 0.0, r->mp[a] = 0.0; /* the flip uses neither */
     if (n == 0.0) {
-        const double s = ref[2] < 0 ? -1.0 : 1.0;
-        for (int a = 0; a < 3; ++a) out[a] = s * d[a];
+        r->flip = ref[2] < 0 ? -1.0 : 1.0;
         return;
     }
-    const double m[3] = {ref[0] / n, ref[1] / n, 0.0}, mp[3] = {ref[2] * m[0], ref[2] * m[1], -n};
-    const double alpha = d[2], beta = d[0] * m[0] + d[1] * m[1];
+    r->flip = 0.0;
+    r->m[0] = ref[0] / n, r->m[1] = ref[1] / n, r->m[2] = 0.0;
+    r->mp[0] = ref[2] * r->m[0], r->mp[1] = ref[2] * r->m[1], r->mp[2] = -n;
+}
+
+TK_HD static inline void tk_tracking_rotate(const tk_tracking_rotation *r, const double *d, double *out)
+{
+    if (r->flip != 0.0) {
+        for (int a = 0; a < 3; ++a) out[a] = r->flip * d[a];
+        return;
+    }
+    const double alpha = d[2], beta = d[0] * r->m[0] + d[1] * r->m[1];
     /* d less its z and m parts, plus their images */
-    for (int a = 0; a < 3; ++a) out[a] = d[a] - alpha * (a == 2) - beta * m[a] + alpha * ref[a] + beta * mp[a];
+    for (int a = 0; a < 3; ++a) out[a] = d[a] - alpha * (a == 2) - beta * r->m[a] + alpha * r->ref[a] + beta * r->mp[a];
+}
+
+/* The rotation made and applied at once (the GPU's warp: a rotation kept across a step's
+ * trials would hold ten more doubles a lane in registers). */
+TK_HD static inline void tk_tracking_rotate_from_z(const double *ref, const double *d, double *out)
+{
+    tk_tracking_rotation r;
+    tk_tracking_rotation_to(ref, &r);
+    tk_tracking_rotate(&r, d, out);
 }
 
 #endif

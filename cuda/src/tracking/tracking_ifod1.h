@@ -56,12 +56,12 @@ TK_HD static inline double tk_tracking_fod_pow(double v, double power)
  * own stream (tk_philox_trial: the step's trials do not depend on one another, so a GPU warp
  * draws 32 at once and takes the first accepted, as the CPU does drawing them in turn). */
 TK_HD static inline void tk_tracking_ifod1_candidate(const tk_tracking_plan *plan, const tk_philox *rng, uint32_t step,
-                                                    int n, const double *dir, tk_philox *trial, double *d)
+                                                    int n, const tk_tracking_rotation *rot, tk_philox *trial, double *d)
 {
     double cone[3];
     tk_philox_trial(trial, rng, step, (uint32_t)n);
-    tk_tracking_random_cone(trial, plan->max_angle_rad, plan->sin_max_angle, cone);
-    tk_tracking_rotate_from_z(dir, cone, d);
+    tk_tracking_random_cone(trial, plan->cone_radius, plan->cone_radius2, cone);
+    tk_tracking_rotate(rot, cone, d);
 }
 
 /* Whether the trial whose FOD value is v is taken: above the cutoff, then with probability
@@ -70,7 +70,7 @@ TK_HD static inline int tk_tracking_ifod1_accept(const tk_tracking_plan *plan, t
 {
     if (!(v > plan->opts.cutoff)) return 0;
     v = tk_tracking_fod_pow(v, plan->opts.fod_power);
-    return tk_philox_uniform(trial) < v / bound;
+    return tk_philox_uniform32(trial) < v / bound;
 }
 
 /* The step along accepted direction d. */
@@ -92,11 +92,13 @@ static inline int tk_tracking_ifod1_next_poly4(const tk_tracking_plan *plan, tk_
 {
     const tk_tracking_options *o = &plan->opts;
     double bound = 0.0, d[12], v[4], *coef = w->peak.tensor;
+    tk_tracking_rotation rot;
+    tk_tracking_rotation_to(dir, &rot);
     tk_tracking_map_times(plan->map, plan->k, 0, w->values, coef); /* tk_tracking_poly_coeffs's sums */
     for (int r = 0; r < plan->k; ++r) coef[r] *= plan->poly_mult[r];
     for (size_t i0 = 0; i0 < plan->num_calib; i0 += 4) {
         const int cnt = plan->num_calib - i0 < 4 ? (int)(plan->num_calib - i0) : 4;
-        for (int l = 0; l < 4; ++l) tk_tracking_rotate_from_z(dir, plan->calib_dirs + 3 * (i0 + (l < cnt ? l : 0)), d + 3 * l);
+        for (int l = 0; l < 4; ++l) tk_tracking_rotate(&rot, plan->calib_dirs + 3 * (i0 + (l < cnt ? l : 0)), d + 3 * l);
         tk_tracking_poly_value4(plan, coef, d, v);
         for (int l = 0; l < cnt; ++l) {
             if (isnan(v[l])) return TK_END_EXIT_IMAGE;
@@ -111,15 +113,15 @@ static inline int tk_tracking_ifod1_next_poly4(const tk_tracking_plan *plan, tk_
         tk_trial_pre_init4(trial, rng, step, (uint32_t)n0);
         for (int l = 0; l < cnt; ++l) {
             double cone[3];
-            tk_trial_pre_cone(&trial[l], plan->max_angle_rad, plan->sin_max_angle, cone);
-            tk_tracking_rotate_from_z(dir, cone, d + 3 * l);
+            tk_trial_pre_cone(&trial[l], plan->cone_radius, plan->cone_radius2, cone);
+            tk_tracking_rotate(&rot, cone, d + 3 * l);
         }
         for (int l = cnt; l < 4; ++l) memcpy(d + 3 * l, d, 3 * sizeof *d); /* a valid direction, unused */
         tk_tracking_poly_value4(plan, coef, d, v);
         for (int l = 0; l < cnt; ++l) {
             /* tk_tracking_ifod1_accept on the trial's stream */
             if (!(v[l] > o->cutoff)) continue;
-            if (tk_trial_pre_uniform(&trial[l]) < tk_tracking_fod_pow(v[l], o->fod_power) / bound) {
+            if (tk_trial_pre_uniform32(&trial[l]) < tk_tracking_fod_pow(v[l], o->fod_power) / bound) {
                 tk_tracking_ifod1_move(plan, d + 3 * l, pos, dir);
                 return -1;
             }
@@ -139,9 +141,11 @@ TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tr
     if (tk_tracking_poly_used(plan)) return tk_tracking_ifod1_next_poly4(plan, w, pos, dir, rng, step);
 #endif
     double bound = 0.0, d[3], *coef = w->peak.tensor;
+    tk_tracking_rotation rot;
+    tk_tracking_rotation_to(dir, &rot);
     if (tk_tracking_poly_used(plan)) tk_tracking_poly_coeffs(plan, w->values, coef);
     for (size_t i = 0; i < plan->num_calib; ++i) {
-        tk_tracking_rotate_from_z(dir, plan->calib_dirs + 3 * i, d);
+        tk_tracking_rotate(&rot, plan->calib_dirs + 3 * i, d);
         const double v = tk_tracking_fod_value(plan, w->values, coef, d);
         if (isnan(v)) return TK_END_EXIT_IMAGE;
         if (v > bound) bound = v;
@@ -150,7 +154,7 @@ TK_HD static inline int tk_tracking_ifod1_next(const tk_tracking_field *f, tk_tr
     bound = tk_tracking_fod_pow(bound, o->fod_power) * plan->calib_ratio;
     for (int n = 0; n < o->max_trials; ++n) {
         tk_philox trial;
-        tk_tracking_ifod1_candidate(plan, rng, step, n, dir, &trial, d);
+        tk_tracking_ifod1_candidate(plan, rng, step, n, &rot, &trial, d);
         if (tk_tracking_ifod1_accept(plan, &trial, tk_tracking_fod_value(plan, w->values, coef, d), bound)) {
             tk_tracking_ifod1_move(plan, d, pos, dir);
             return -1;

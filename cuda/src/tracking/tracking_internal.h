@@ -55,10 +55,11 @@ struct tk_tracking_plan {
     size_t min_points, max_points; /* MRtrix3's min_num_points_preds and max_num_points_preds */
     /* iFOD1's rejection sampling (tracking_calibrate.c): directions about +z whose largest FOD
      * value, rotated to the current direction and times calib_ratio, bounds the FOD over the
-     * cone; the cone's half angle and its sine */
+     * cone; the cone's half angle, and the radius (2 sin(half angle / 2)) of the disc that
+     * tk_tracking_random_cone draws its directions from, and that radius squared */
     double *calib_dirs;
     size_t num_calib;
-    double calib_ratio, max_angle_rad, sin_max_angle;
+    double calib_ratio, max_angle_rad, cone_radius, cone_radius2;
     /* the cuda backend's device state (tracking_cuda.cu; NULL on the CPU backends) */
     struct tk_tracking_cuda_state *cuda;
 };

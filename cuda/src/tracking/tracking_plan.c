@@ -164,7 +164,8 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
         return s;
     }
     p->max_angle_rad = o->max_angle_deg * (3.14159265358979323846 / 180.0);
-    p->cos_max_angle = cos(p->max_angle_rad), p->sin_max_angle = sin(p->max_angle_rad);
+    p->cos_max_angle = cos(p->max_angle_rad);
+    p->cone_radius = 2.0 * sin(0.5 * p->max_angle_rad), p->cone_radius2 = p->cone_radius * p->cone_radius;
     /* set_num_points() without downsampling (SD_STREAM's ratio 1): the minimum radius's
      * chord is the step, so max_num_points_preds = 3 + ceil(max_dist / step) and
      * min_num_points_preds = 1 + ceil(min_dist / step) */

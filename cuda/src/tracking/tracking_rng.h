@@ -60,8 +60,8 @@ TK_HD static inline uint32_t tk_philox_next32(tk_philox *r)
     return r->out[r->used++];
 }
 
-/* The blocks one iFOD1 trial's stream holds: 2^12, 8,192 uniforms, where a trial draws
- * about five (tracking_ifod1.h); one that drew more would run on into the next trial's. */
+/* The blocks one iFOD1 trial's stream holds: 2^12, 16,384 words, where a trial draws about
+ * four (tracking_ifod1.h); one that drew more would run on into the next trial's. */
 #define TK_PHILOX_TRIAL_BLOCK_BITS 12
 /* The most trials a step may draw from streams of its own: 2^(32 - TK_PHILOX_TRIAL_BLOCK_BITS). */
 #define TK_PHILOX_MAX_TRIALS (1u << (32 - TK_PHILOX_TRIAL_BLOCK_BITS))
@@ -83,6 +83,16 @@ TK_HD static inline double tk_philox_uniform(tk_philox *r)
 {
     const uint64_t hi = tk_philox_next32(r) >> 5, lo = tk_philox_next32(r) >> 6; /* 27 + 26 bits */
     return (double)(hi * 67108864u + lo) * (1.0 / 9007199254740992.0);
+}
+
+/* Uniform in [0, 1) with 32 random bits (one word): iFOD1's trials (a point of the cone's
+ * disc, the acceptance test), where a step draws some twenty trials and the draws' Philox
+ * blocks were the largest part of the CPU's step; 2^-32 is far below what a direction in
+ * float or a rejection test against a float-accurate FOD can resolve (MRtrix3 draws these in
+ * float, 24 bits). */
+TK_HD static inline double tk_philox_uniform32(tk_philox *r)
+{
+    return (double)tk_philox_next32(r) * (1.0 / 4294967296.0);
 }
 
 #endif

@@ -1,13 +1,14 @@
 /* Internal, host only: iFOD1's trials four at a time, their first Philox blocks computed in
  * vector lanes.
  *
- * Why: a trial draws about ten 32-bit words (the azimuth, one to a few polar angles by
- * rejection, the acceptance test: tracking_directions.h, tracking_ifod1.h), two to three
- * Philox blocks of ten rounds each, and at about 22 trials a step on tk-bench's volume the
- * scalar blocks were the largest part of the step after sin and cos.  The four trials of a
+ * Why: a trial draws about four 32-bit words (the cone's point on its disc by rejection,
+ * 4/pi tries of two words on average, and the acceptance test's word: tracking_directions.h,
+ * tracking_ifod1.h), one to two Philox blocks of ten rounds each, and at about 22 trials a
+ * step on tk-bench's volume the scalar blocks were the largest part of the step.  Two blocks
+ * (eight words) cover the 99% of trials that take at most three tries.  The four trials of a
  * group differ only in their counter's low word (tk_philox_trial), so their blocks 0..2 run
  * as four lanes of GCC's vector extension (AVX2 in tracking_streamline_avx2.c); a trial that
- * draws past its twelfth word goes on with tk_philox_next32 from block 3.
+ * draws past its eighth word goes on with tk_philox_next32 from block 3.
  *
  * The same draws to the bit: integer arithmetic is exact in any lane width, the words are
  * handed out in tk_philox_next32's order, and the conversions and the cone's rejection loop
@@ -22,7 +23,7 @@
 
 #include "tracking_rng.h"
 
-#define TK_TRIAL_PRE_BLOCKS 3
+#define TK_TRIAL_PRE_BLOCKS 2
 #define TK_TRIAL_PRE_WORDS (4 * TK_TRIAL_PRE_BLOCKS)
 
 /* A trial's stream with its first blocks' words at hand. */
@@ -70,22 +71,23 @@ static inline uint32_t tk_trial_pre_next32(tk_trial_pre *t)
     return t->i < TK_TRIAL_PRE_WORDS ? t->w[t->i++] : tk_philox_next32(&t->rest);
 }
 
-/* tk_philox_uniform's conversion. */
-static inline double tk_trial_pre_uniform(tk_trial_pre *t)
+/* tk_philox_uniform32's conversion. */
+static inline double tk_trial_pre_uniform32(tk_trial_pre *t)
 {
-    const uint64_t hi = tk_trial_pre_next32(t) >> 5, lo = tk_trial_pre_next32(t) >> 6;
-    return (double)(hi * 67108864u + lo) * (1.0 / 9007199254740992.0);
+    return (double)tk_trial_pre_next32(t) * (1.0 / 4294967296.0);
 }
 
 /* tk_tracking_random_cone's draws and arithmetic. */
-static inline void tk_trial_pre_cone(tk_trial_pre *t, double max_angle, double sin_max_angle, double *d)
+static inline void tk_trial_pre_cone(tk_trial_pre *t, double cone_radius, double cone_radius2, double *d)
 {
-    const double phi = 2.0 * 3.14159265358979323846 * tk_trial_pre_uniform(t);
-    double theta;
+    double a, b, r2;
     do {
-        theta = max_angle * tk_trial_pre_uniform(t);
-    } while (sin_max_angle * tk_trial_pre_uniform(t) > sin(theta));
-    d[0] = sin(theta) * cos(phi), d[1] = sin(theta) * sin(phi), d[2] = cos(theta);
+        a = cone_radius * (2.0 * tk_trial_pre_uniform32(t) - 1.0);
+        b = cone_radius * (2.0 * tk_trial_pre_uniform32(t) - 1.0);
+        r2 = a * a + b * b;
+    } while (r2 > cone_radius2);
+    const double s = sqrt(1.0 - 0.25 * r2);
+    d[0] = a * s, d[1] = b * s, d[2] = 1.0 - 0.5 * r2;
 }
 
 #endif

@@ -333,7 +333,9 @@ __device__ static TK_WARP_CALL int tk_warp_ifod1_next(const tk_tracking_field *f
         int taken = 0;
         if (n < o->max_trials) {
             tk_philox trial;
-            tk_tracking_ifod1_candidate(plan, rng, step, n, dir, &trial, d);
+            tk_tracking_rotation rot; /* made for each trial: tk_tracking_rotate_from_z's note */
+            tk_tracking_rotation_to(dir, &rot);
+            tk_tracking_ifod1_candidate(plan, rng, step, n, &rot, &trial, d);
             taken = tk_tracking_ifod1_accept(plan, &trial, tk_warp_poly_value(plan, wp, d), bound);
         }
         const unsigned int ballot = __ballot_sync(TK_WARP_FULL, taken);
