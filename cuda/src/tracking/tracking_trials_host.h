@@ -4,11 +4,12 @@
  * Why: a trial draws about four 32-bit words (the cone's point on its disc by rejection,
  * 4/pi tries of two words on average, and the acceptance test's word: tracking_directions.h,
  * tracking_ifod1.h), one to two Philox blocks of ten rounds each, and at about 22 trials a
- * step on tk-bench's volume the scalar blocks were the largest part of the step.  Two blocks
- * (eight words) cover the 99% of trials that take at most three tries.  The four trials of a
- * group differ only in their counter's low word (tk_philox_trial), so their blocks 0..2 run
- * as four lanes of GCC's vector extension (AVX2 in tracking_streamline_avx2.c); a trial that
- * draws past its eighth word goes on with tk_philox_next32 from block 3.
+ * step on tk-bench's volume the scalar blocks were the largest part of the step.  One block
+ * (four words) covers the trials that take one try (pi/4 of them) and more; two blocks, which
+ * cover 99%, cost 10% more CPU time a run (the second block is wasted on most trials).  The
+ * four trials of a group differ only in their counter's low word (tk_philox_trial), so their
+ * first blocks run as four lanes of GCC's vector extension (AVX2 in tracking_streamline_avx2.c); a trial that
+ * draws past its fourth word goes on with tk_philox_next32 from its next block.
  *
  * The same draws to the bit: integer arithmetic is exact in any lane width, the words are
  * handed out in tk_philox_next32's order, and the conversions and the cone's rejection loop
@@ -23,7 +24,7 @@
 
 #include "tracking_rng.h"
 
-#define TK_TRIAL_PRE_BLOCKS 2
+#define TK_TRIAL_PRE_BLOCKS 1
 #define TK_TRIAL_PRE_WORDS (4 * TK_TRIAL_PRE_BLOCKS)
 
 /* A trial's stream with its first blocks' words at hand. */
