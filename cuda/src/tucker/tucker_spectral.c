@@ -524,8 +524,58 @@ static int row_chunk(size_t rows, int threads, int most)
  * larger than the caches, one a entry; asking for them early overlaps the misses. */
 #define SPECTRAL_PREFETCH 16
 
+/* The largest rank whose products and core sums run with the rank a constant (gram_column,
+ * gram_row, core_row_fixed): J and R of 4 and 8. */
+#define SPECTRAL_FIXED_MAX 8
+
+/* Column k of W = X^T V (k of the columns of two or more entries), its J sums in entry order.
+ * Inlined with J a constant where the caller knows it: the sums then stay in registers (W and V
+ * are both double *, so the generic loop stores and reloads w[] at every entry), the same
+ * operations in the same order, so the same bits. */
+static inline __attribute__((always_inline)) void gram_column(const unfolding *u, const double *V, int J, size_t k,
+                                                              double *W)
+{
+    const size_t c = u->multi_cols[k];
+    double w[SPECTRAL_FIXED_MAX];
+    for (int j = 0; j < J; ++j) w[j] = 0;
+    for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
+        if (p + SPECTRAL_PREFETCH < u->nnz) __builtin_prefetch(V + (size_t)u->row_of[p + SPECTRAL_PREFETCH] * J);
+        const double x = u->col_val[p];
+        const double *v = V + (size_t)u->row_of[p] * J;
+        for (int j = 0; j < J; ++j) w[j] += x * v[j];
+    }
+    for (int j = 0; j < J; ++j) W[k * J + j] = w[j];
+}
+
+/* Row i of Y = X W less diag(X X^T) V: as gram_column, its J sums in registers. */
+static inline __attribute__((always_inline)) void gram_row(const unfolding *u, const double *V, int J, size_t i,
+                                                           const double *W, double *Y)
+{
+    const double *v = V + i * J;
+    double y[SPECTRAL_FIXED_MAX];
+    for (int j = 0; j < J; ++j) y[j] = -u->diag[i] * v[j];
+    const size_t end = u->row_ptr[i + 1];
+    for (size_t q = u->row_ptr[i]; q < end; ++q) {
+        if (q + SPECTRAL_PREFETCH < u->nnz && u->col_of[q + SPECTRAL_PREFETCH] != SPECTRAL_SINGLE)
+            __builtin_prefetch(W + u->col_of[q + SPECTRAL_PREFETCH] * J);
+        const double x = u->row_val[q];
+        if (u->col_of[q] == SPECTRAL_SINGLE) { /* W's row, formed as the column pass would */
+            for (int j = 0; j < J; ++j) {
+                double w = 0;
+                w += x * v[j];
+                y[j] += x * w;
+            }
+            continue;
+        }
+        const double *w = W + u->col_of[q] * J;
+        for (int j = 0; j < J; ++j) y[j] += x * w[j];
+    }
+    for (int j = 0; j < J; ++j) Y[i * J + j] = y[j];
+}
+
 /* Y = X X^T V - diag(X X^T) V (V, Y: rows x J): W = X^T V by columns (those of two or more
- * entries), then X W by rows. */
+ * entries), then X W by rows.  J = 4 and 8 (the ranks the time to accuracy is reached at) run
+ * the loops with J a constant; the rest with J as given, in memory as before. */
 static void gram_product(const unfolding *u, const double *V, int J, double *W, double *Y, int threads)
 {
     (void)threads;
@@ -533,18 +583,30 @@ static void gram_product(const unfolding *u, const double *V, int J, double *W, 
     /* dynamic: the columns' entries too follow the other modes' popularity */
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(threads)
     for (long k = 0; k < (long)u->multi; ++k) {
-        const size_t c = u->multi_cols[k];
-        double *w = W + (size_t)k * J;
-        for (int j = 0; j < J; ++j) w[j] = 0;
-        for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
-            if (p + SPECTRAL_PREFETCH < u->nnz) __builtin_prefetch(V + (size_t)u->row_of[p + SPECTRAL_PREFETCH] * J);
-            const double x = u->col_val[p];
-            const double *v = V + (size_t)u->row_of[p] * J;
-            for (int j = 0; j < J; ++j) w[j] += x * v[j];
+        if (J == 4) gram_column(u, V, 4, (size_t)k, W);
+        else if (J == 8) gram_column(u, V, 8, (size_t)k, W);
+        else {
+            const size_t c = u->multi_cols[k];
+            double *w = W + (size_t)k * J;
+            for (int j = 0; j < J; ++j) w[j] = 0;
+            for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
+                if (p + SPECTRAL_PREFETCH < u->nnz) __builtin_prefetch(V + (size_t)u->row_of[p + SPECTRAL_PREFETCH] * J);
+                const double x = u->col_val[p];
+                const double *v = V + (size_t)u->row_of[p] * J;
+                for (int j = 0; j < J; ++j) w[j] += x * v[j];
+            }
         }
     }
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (long i = 0; i < (long)u->rows; ++i) {
+        if (J == 4) {
+            gram_row(u, V, 4, (size_t)i, W, Y);
+            continue;
+        }
+        if (J == 8) {
+            gram_row(u, V, 8, (size_t)i, W, Y);
+            continue;
+        }
         double *y = Y + (size_t)i * J;
         const double *v = V + (size_t)i * J;
         for (int j = 0; j < J; ++j) y[j] = -u->diag[i] * v[j];
@@ -772,6 +834,37 @@ static uint32_t core_row_block(int R)
     return rows > 1024 ? (uint32_t)rows : 1024;
 }
 
+/* Row i's S_i = sum q q^T (its upper triangle; the rest 0) and t_i = sum x q, the sums in entry
+ * order: core_rows's loop for one row with R a constant (4 or 8), so that the R(R+1)/2 + R sums
+ * and q stay in registers (S and the C rows are both double *: the generic loop stores and
+ * reloads every sum at every entry).  The same operations in the same order: the same bits. */
+static inline __attribute__((always_inline)) void core_row_fixed(const rows_of_mode *rm, int K, double *const *C,
+                                                                 int R, size_t nnz, size_t i, double *S, double *T)
+{
+    double s[SPECTRAL_FIXED_MAX * SPECTRAL_FIXED_MAX], t[SPECTRAL_FIXED_MAX], q[SPECTRAL_FIXED_MAX];
+    for (int a = 0; a < R * R; ++a) s[a] = 0;
+    for (int r = 0; r < R; ++r) t[r] = 0;
+    for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
+        if (p + SPECTRAL_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
+            for (int k = 0; k < K; ++k)
+                __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + SPECTRAL_PREFETCH) * K + k] * R);
+        const uint32_t *ix = rm->idx + p * (size_t)K; /* row_entry_q */
+        const double *c = C[rm->others[0]] + (size_t)ix[0] * R;
+        for (int r = 0; r < R; ++r) q[r] = c[r];
+        for (int k = 1; k < K; ++k) {
+            c = C[rm->others[k]] + (size_t)ix[k] * R;
+            for (int r = 0; r < R; ++r) q[r] *= c[r];
+        }
+        const double x = rm->val[p];
+        for (int r = 0; r < R; ++r) {
+            for (int u = r; u < R; ++u) s[r * R + u] += q[r] * q[u];
+            t[r] += x * q[r];
+        }
+    }
+    for (int a = 0; a < R * R; ++a) S[a] = s[a];
+    for (int r = 0; r < R; ++r) T[r] = t[r];
+}
+
 /* G += sum_i (a_i a_i^T) kron S_i and h += sum_i a_i kron t_i over rows lo..hi-1, with S_i =
  * sum q q^T and t_i = sum x q over row i's entries: the normal equations of B(n) (unknowns
  * (j, r) at j R + r), in O(entries R^2 + rows J^2 R^2), not O(entries J^2 R^2). */
@@ -785,6 +878,14 @@ static void core_rows(const tk_tucker_coo *t, const rows_of_mode *rm, double *co
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (long i = lo; i < (long)hi; ++i) {
         double *S = w->S + (size_t)(i - lo) * R * R, *T = w->T + (size_t)(i - lo) * R, q[TK_TUCKER_MAX_RANK];
+        if (R == 4) {
+            core_row_fixed(rm, K, C, 4, nnz, (size_t)i, S, T);
+            continue;
+        }
+        if (R == 8) {
+            core_row_fixed(rm, K, C, 8, nnz, (size_t)i, S, T);
+            continue;
+        }
         memset(S, 0, (size_t)R * R * sizeof *S);
         memset(T, 0, (size_t)R * sizeof *T);
         for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
