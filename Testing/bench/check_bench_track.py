@@ -43,5 +43,12 @@ for alg in ("sd_stream", "ifod1"):
     p, q = cpu["streamlines"] / seeds, ref["streamlines"] / seeds
     sigma = math.sqrt(max(p * (1 - p), 0.01) * 2 / seeds)
     assert abs(p - q) <= 4 * sigma, "%s: ours keep %.3f of the seeds, tckgen %.3f" % (alg, p, q)
-    assert "vs_tckgen_tracking" in omp and isinstance(omp["goal_met"], bool), omp
+    # tckgen's tracking time is its run less a 1-seed run's; on a loaded machine the 1-seed
+    # run can take as long as the 400-seed one (CI saw it), and then the bench prints no
+    # tracking ratio and no verdict rather than a meaningless one: both cases are checked
+    assert omp["vs_tckgen_whole"] > 0, omp
+    if ref["tracking_streamlines_per_s"] > 0:
+        assert "vs_tckgen_tracking" in omp and isinstance(omp["goal_met"], bool), omp
+    else:
+        assert "vs_tckgen_tracking" not in omp and "goal_met" not in omp, omp
 print("ok" if have_tckgen else "ok, without the tckgen comparison: no tckgen on PATH (Debian: mrtrix3)")
