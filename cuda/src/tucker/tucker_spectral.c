@@ -546,19 +546,18 @@ static int row_chunk(size_t rows, int threads, int most)
  * larger than the caches, one a entry; asking for them early overlaps the misses. */
 #define SPECTRAL_PREFETCH 16
 
-/* The largest rank whose products and core sums run with the rank a constant (gram_column,
- * gram_row, core_row_fixed): J and R of 4 and 8. */
+/* The largest rank whose core sums run with the rank a constant (core_row_fixed): R of 4 and 8. */
 #define SPECTRAL_FIXED_MAX 8
 
-/* Column k of W = X^T V (k of the columns of two or more entries), its J sums in entry order.
- * Inlined with J a constant where the caller knows it: the sums then stay in registers (W and V
- * are both double *, so the generic loop stores and reloads w[] at every entry), the same
- * operations in the same order, so the same bits. */
+/* Column k of W = X^T V (k of the columns of two or more entries), its J sums in entry order,
+ * held in locals: W and V are both double *, so sums kept in W were stored and reloaded at every
+ * entry.  Inlined with J a constant where the caller knows it (4, 8), the sums then stay in
+ * registers.  The same operations in the same order as in W, so the same bits. */
 static inline __attribute__((always_inline)) void gram_column(const unfolding *u, const double *V, int J, size_t k,
                                                               double *W)
 {
     const size_t c = u->multi_cols[k];
-    double w[SPECTRAL_FIXED_MAX];
+    double w[TK_TUCKER_MAX_RANK];
     for (int j = 0; j < J; ++j) w[j] = 0;
     for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
         if (p + SPECTRAL_PREFETCH < u->nnz) __builtin_prefetch(V + (size_t)u->row_of[p + SPECTRAL_PREFETCH] * J);
@@ -574,7 +573,7 @@ static inline __attribute__((always_inline)) void gram_row(const unfolding *u, c
                                                            const double *W, double *Y)
 {
     const double *v = V + i * J;
-    double y[SPECTRAL_FIXED_MAX];
+    double y[TK_TUCKER_MAX_RANK];
     for (int j = 0; j < J; ++j) y[j] = -u->diag[i] * v[j];
     const size_t end = u->row_ptr[i + 1];
     for (size_t q = u->row_ptr[i]; q < end; ++q) {
@@ -597,7 +596,7 @@ static inline __attribute__((always_inline)) void gram_row(const unfolding *u, c
 
 /* Y = X X^T V - diag(X X^T) V (V, Y: rows x J): W = X^T V by columns (those of two or more
  * entries), then X W by rows.  J = 4 and 8 (the ranks the time to accuracy is reached at) run
- * the loops with J a constant; the rest with J as given, in memory as before. */
+ * the loops with J a constant; the rest with J as given. */
 static void gram_product(const unfolding *u, const double *V, int J, double *W, double *Y, int threads)
 {
     (void)threads;
@@ -607,47 +606,13 @@ static void gram_product(const unfolding *u, const double *V, int J, double *W, 
     for (long k = 0; k < (long)u->multi; ++k) {
         if (J == 4) gram_column(u, V, 4, (size_t)k, W);
         else if (J == 8) gram_column(u, V, 8, (size_t)k, W);
-        else {
-            const size_t c = u->multi_cols[k];
-            double *w = W + (size_t)k * J;
-            for (int j = 0; j < J; ++j) w[j] = 0;
-            for (size_t p = u->col_ptr[c]; p < u->col_ptr[c + 1]; ++p) {
-                if (p + SPECTRAL_PREFETCH < u->nnz) __builtin_prefetch(V + (size_t)u->row_of[p + SPECTRAL_PREFETCH] * J);
-                const double x = u->col_val[p];
-                const double *v = V + (size_t)u->row_of[p] * J;
-                for (int j = 0; j < J; ++j) w[j] += x * v[j];
-            }
-        }
+        else gram_column(u, V, J, (size_t)k, W);
     }
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (long i = 0; i < (long)u->rows; ++i) {
-        if (J == 4) {
-            gram_row(u, V, 4, (size_t)i, W, Y);
-            continue;
-        }
-        if (J == 8) {
-            gram_row(u, V, 8, (size_t)i, W, Y);
-            continue;
-        }
-        double *y = Y + (size_t)i * J;
-        const double *v = V + (size_t)i * J;
-        for (int j = 0; j < J; ++j) y[j] = -u->diag[i] * v[j];
-        const size_t end = u->row_ptr[i + 1];
-        for (size_t q = u->row_ptr[i]; q < end; ++q) {
-            if (q + SPECTRAL_PREFETCH < u->nnz && u->col_of[q + SPECTRAL_PREFETCH] != SPECTRAL_SINGLE)
-                __builtin_prefetch(W + u->col_of[q + SPECTRAL_PREFETCH] * J);
-            const double x = u->row_val[q];
-            if (u->col_of[q] == SPECTRAL_SINGLE) { /* W's row, formed as the column pass would */
-                for (int j = 0; j < J; ++j) {
-                    double w = 0;
-                    w += x * v[j];
-                    y[j] += x * w;
-                }
-                continue;
-            }
-            const double *w = W + u->col_of[q] * J;
-            for (int j = 0; j < J; ++j) y[j] += x * w[j];
-        }
+        if (J == 4) gram_row(u, V, 4, (size_t)i, W, Y);
+        else if (J == 8) gram_row(u, V, 8, (size_t)i, W, Y);
+        else gram_row(u, V, J, (size_t)i, W, Y);
     }
 }
 
