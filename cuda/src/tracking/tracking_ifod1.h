@@ -111,12 +111,7 @@ static inline int tk_tracking_ifod1_next_poly4(const tk_tracking_plan *plan, tk_
         const int cnt = o->max_trials - n0 < 4 ? o->max_trials - n0 : 4;
         tk_trial_pre trial[4]; /* tk_tracking_ifod1_candidate's streams, their first blocks at once */
         tk_trial_pre_init4(trial, rng, step, (uint32_t)n0);
-        for (int l = 0; l < cnt; ++l) {
-            double cone[3];
-            tk_trial_pre_cone(&trial[l], plan->cone_radius, plan->cone_radius2, cone);
-            tk_tracking_rotate(&rot, cone, d + 3 * l);
-        }
-        for (int l = cnt; l < 4; ++l) memcpy(d + 3 * l, d, 3 * sizeof *d); /* a valid direction, unused */
+        tk_trial_pre_cones4(trial, cnt, &rot, plan->cone_radius, plan->cone_radius2, d);
         tk_tracking_poly_value4(plan, coef, d, v);
         for (int l = 0; l < cnt; ++l) {
             /* tk_tracking_ifod1_accept on the trial's stream */

@@ -19,9 +19,11 @@
 #ifndef TK_TRACKING_TRIALS_HOST_H
 #define TK_TRACKING_TRIALS_HOST_H
 
+#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 
+#include "tracking_directions.h"
 #include "tracking_rng.h"
 
 #define TK_TRIAL_PRE_BLOCKS 1
@@ -89,6 +91,50 @@ static inline void tk_trial_pre_cone(tk_trial_pre *t, double cone_radius, double
     } while (r2 > cone_radius2);
     const double s = sqrt(1.0 - 0.25 * r2);
     d[0] = a * s, d[1] = b * s, d[2] = 1.0 - 0.5 * r2;
+}
+
+typedef double tk_trial_v4 __attribute__((vector_size(32)));
+
+/* tk_trial_pre_cone then tk_tracking_rotate for trials 0..cnt-1 of a group (directions to
+ * d[3 l ..]), the four in vector lanes: each lane's first try on the disc from its first two
+ * words, a lane whose try falls outside retried in turn as tk_trial_pre_cone would, then the
+ * square roots and the rotation in lanes.  Every lane's operations are the scalar ones in
+ * their order, so the same directions to the bit.  Lanes cnt..3 get +z rotated, unused. */
+static inline void tk_trial_pre_cones4(tk_trial_pre *t, int cnt, const tk_tracking_rotation *rot, double cone_radius,
+                                       double cone_radius2, double *d)
+{
+    tk_trial_v4 a, b;
+    for (int l = 0; l < 4; ++l) { /* tk_trial_pre_uniform32 of words 0 and 1 */
+        a[l] = (double)t[l].w[0] * (1.0 / 4294967296.0);
+        b[l] = (double)t[l].w[1] * (1.0 / 4294967296.0);
+    }
+    a = cone_radius * (2.0 * a - 1.0), b = cone_radius * (2.0 * b - 1.0);
+    tk_trial_v4 r2 = a * a + b * b;
+    for (int l = 0; l < 4; ++l) {
+        t[l].i = 2;
+        if (l >= cnt) {
+            a[l] = b[l] = r2[l] = 0.0;
+            continue;
+        }
+        while (r2[l] > cone_radius2) {
+            a[l] = cone_radius * (2.0 * tk_trial_pre_uniform32(&t[l]) - 1.0);
+            b[l] = cone_radius * (2.0 * tk_trial_pre_uniform32(&t[l]) - 1.0);
+            r2[l] = a[l] * a[l] + b[l] * b[l];
+        }
+    }
+    const tk_trial_v4 one = {1.0, 1.0, 1.0, 1.0};
+    const tk_trial_v4 root = (tk_trial_v4)_mm256_sqrt_pd((__m256d)(one - 0.25 * r2));
+    const tk_trial_v4 x = a * root, y = b * root, z = one - 0.5 * r2;
+    if (rot->flip != 0.0) {
+        for (int l = 0; l < 4; ++l) d[3 * l] = rot->flip * x[l], d[3 * l + 1] = rot->flip * y[l], d[3 * l + 2] = rot->flip * z[l];
+        return;
+    }
+    /* tk_tracking_rotate: out[c] = d[c] - alpha * (c == 2) - beta * m[c] + alpha * ref[c] + beta * mp[c] */
+    const tk_trial_v4 alpha = z, beta = x * rot->m[0] + y * rot->m[1];
+    const tk_trial_v4 o0 = x - alpha * 0.0 - beta * rot->m[0] + alpha * rot->ref[0] + beta * rot->mp[0];
+    const tk_trial_v4 o1 = y - alpha * 0.0 - beta * rot->m[1] + alpha * rot->ref[1] + beta * rot->mp[1];
+    const tk_trial_v4 o2 = z - alpha * 1.0 - beta * rot->m[2] + alpha * rot->ref[2] + beta * rot->mp[2];
+    for (int l = 0; l < 4; ++l) d[3 * l] = o0[l], d[3 * l + 1] = o1[l], d[3 * l + 2] = o2[l];
 }
 
 #endif
