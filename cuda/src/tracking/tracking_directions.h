@@ -22,6 +22,25 @@ TK_HD static inline void tk_tracking_random_direction(tk_philox *rng, double *d)
     for (int a = 0; a < 3; ++a) d[a] /= n;
 }
 
+/* One try of tk_tracking_random_cone's point on its disc, from two uniforms in [0, 1): the
+ * point of the square of half side cone_radius, and its squared radius (kept where at most
+ * cone_radius2).  One text for every copy of the draw (the host's four lanes retry with it),
+ * so that their operations, and bits, stay the same. */
+TK_HD static inline double tk_tracking_disc_try(double u0, double u1, double cone_radius, double *a, double *b)
+{
+    *a = cone_radius * (2.0 * u0 - 1.0);
+    *b = cone_radius * (2.0 * u1 - 1.0);
+    return *a * *a + *b * *b;
+}
+
+/* The disc's point (a, b), r2 = a^2 + b^2, taken to the cap: the inverse of Lambert's
+ * azimuthal equal-area projection. */
+TK_HD static inline void tk_tracking_disc_to_cap(double a, double b, double r2, double *d)
+{
+    const double s = sqrt(1.0 - 0.25 * r2);
+    d[0] = a * s, d[1] = b * s, d[2] = 1.0 - 0.5 * r2;
+}
+
 /* Uniform on the cap of half angle max_angle about +z, with no trigonometric function: a point
  * (a, b) uniform on the disc of radius cone_radius = 2 sin(max_angle / 2) (by rejection from its
  * square: the two coordinates drawn in turn, 32 bits each, and the point kept where
@@ -38,12 +57,10 @@ TK_HD static inline void tk_tracking_random_cone(tk_philox *rng, double cone_rad
 {
     double a, b, r2;
     do {
-        a = cone_radius * (2.0 * tk_philox_uniform32(rng) - 1.0);
-        b = cone_radius * (2.0 * tk_philox_uniform32(rng) - 1.0);
-        r2 = a * a + b * b;
+        const double u0 = tk_philox_uniform32(rng), u1 = tk_philox_uniform32(rng); /* in this order */
+        r2 = tk_tracking_disc_try(u0, u1, cone_radius, &a, &b);
     } while (r2 > cone_radius2);
-    const double s = sqrt(1.0 - 0.25 * r2);
-    d[0] = a * s, d[1] = b * s, d[2] = 1.0 - 0.5 * r2;
+    tk_tracking_disc_to_cap(a, b, r2, d);
 }
 
 /* The rotation in the plane of +z and unit ref that takes +z to ref: with m the unit

@@ -13,9 +13,9 @@
  *
  * The same draws to the bit: integer arithmetic is exact in any lane width, the words are
  * handed out in tk_philox_next32's order, and the conversions and the cone's rejection loop
- * below are tracking_rng.h's and tracking_directions.h's operations in their order (kept
- * here rather than shared so that the device's text stays as it was measured; the host's
- * byte-identity checks cover both: Documentation/tracking.md, "Speed on the CPU"). */
+ * below are tracking_rng.h's and tracking_directions.h's operations in their order (the
+ * conversion copied for the pre-computed words; the host's byte-identity checks cover it:
+ * Documentation/tracking.md, "Speed on the CPU"). */
 #ifndef TK_TRACKING_TRIALS_HOST_H
 #define TK_TRACKING_TRIALS_HOST_H
 
@@ -80,26 +80,15 @@ static inline double tk_trial_pre_uniform32(tk_trial_pre *t)
     return (double)tk_trial_pre_next32(t) * (1.0 / 4294967296.0);
 }
 
-/* tk_tracking_random_cone's draws and arithmetic. */
-static inline void tk_trial_pre_cone(tk_trial_pre *t, double cone_radius, double cone_radius2, double *d)
-{
-    double a, b, r2;
-    do {
-        a = cone_radius * (2.0 * tk_trial_pre_uniform32(t) - 1.0);
-        b = cone_radius * (2.0 * tk_trial_pre_uniform32(t) - 1.0);
-        r2 = a * a + b * b;
-    } while (r2 > cone_radius2);
-    const double s = sqrt(1.0 - 0.25 * r2);
-    d[0] = a * s, d[1] = b * s, d[2] = 1.0 - 0.5 * r2;
-}
-
 typedef double tk_trial_v4 __attribute__((vector_size(32)));
 
-/* tk_trial_pre_cone then tk_tracking_rotate for trials 0..cnt-1 of a group (directions to
- * d[3 l ..]), the four in vector lanes: each lane's first try on the disc from its first two
- * words, a lane whose try falls outside retried in turn as tk_trial_pre_cone would, then the
- * square roots and the rotation in lanes.  Every lane's operations are the scalar ones in
- * their order, so the same directions to the bit.  Lanes cnt..3 get +z rotated, unused. */
+/* tk_tracking_random_cone on each trial's stream, then tk_tracking_rotate, for trials
+ * 0..cnt-1 of a group (directions to d[3 l ..]), the four in vector lanes: each lane's first
+ * try on the disc (tk_tracking_disc_try's operations) from its first two words, a lane whose
+ * try falls outside retried in turn by tk_tracking_disc_try itself, then the square roots and
+ * the rotation (tk_tracking_disc_to_cap's and tk_tracking_rotate's operations) in lanes.  Every
+ * lane's operations are the scalar ones in their order, so the same directions to the bit.
+ * Lanes cnt..3 get +z rotated, unused. */
 static inline void tk_trial_pre_cones4(tk_trial_pre *t, int cnt, const tk_tracking_rotation *rot, double cone_radius,
                                        double cone_radius2, double *d)
 {
@@ -117,16 +106,17 @@ static inline void tk_trial_pre_cones4(tk_trial_pre *t, int cnt, const tk_tracki
             continue;
         }
         while (r2[l] > cone_radius2) {
-            a[l] = cone_radius * (2.0 * tk_trial_pre_uniform32(&t[l]) - 1.0);
-            b[l] = cone_radius * (2.0 * tk_trial_pre_uniform32(&t[l]) - 1.0);
-            r2[l] = a[l] * a[l] + b[l] * b[l];
+            const double u0 = tk_trial_pre_uniform32(&t[l]), u1 = tk_trial_pre_uniform32(&t[l]); /* in this order */
+            double al, bl;
+            r2[l] = tk_tracking_disc_try(u0, u1, cone_radius, &al, &bl);
+            a[l] = al, b[l] = bl;
         }
     }
     const tk_trial_v4 one = {1.0, 1.0, 1.0, 1.0};
     const tk_trial_v4 root = (tk_trial_v4)_mm256_sqrt_pd((__m256d)(one - 0.25 * r2));
     const tk_trial_v4 x = a * root, y = b * root, z = one - 0.5 * r2;
-    if (rot->flip != 0.0) {
-        for (int l = 0; l < 4; ++l) d[3 * l] = rot->flip * x[l], d[3 * l + 1] = rot->flip * y[l], d[3 * l + 2] = rot->flip * z[l];
+    if (rot->flip != 0.0) { /* the reference is +-z: rare, lane by lane */
+        for (int l = 0; l < 4; ++l) tk_tracking_rotate(rot, (const double[3]){x[l], y[l], z[l]}, d + 3 * l);
         return;
     }
     /* tk_tracking_rotate: out[c] = d[c] - alpha * (c == 2) - beta * m[c] + alpha * ref[c] + beta * mp[c] */
