@@ -821,33 +821,36 @@ static uint32_t core_row_block(int R)
     return rows > 1024 ? (uint32_t)rows : 1024;
 }
 
-/* Row i's S_i = sum q q^T (its upper triangle; the rest 0) and t_i = sum x q, the sums in entry
- * order: core_rows's loop for one row with R a constant (4 or 8), so that the R(R+1)/2 + R sums
- * and q stay in registers (S and the C rows are both double *: the generic loop stores and
- * reloads every sum at every entry).  The same operations in the same order: the same bits. */
-static inline __attribute__((always_inline)) void core_row_fixed(const rows_of_mode *rm, int K, double *const *C,
-                                                                 int R, size_t nnz, size_t i, double *S, double *T)
+/* Row i's S_i = sum q q^T (its upper triangle; the rest 0) and t_i = sum x q into s and t, the
+ * sums in entry order.  Inlined with R a constant and s, t locals (core_row_fixed), the
+ * R(R+1)/2 + R sums and q stay in registers; with S and T themselves (any R), they are stored
+ * and reloaded at every entry, since S and the C rows are both double *.  The same operations
+ * in the same order either way, so the same bits. */
+static inline __attribute__((always_inline)) void core_row_sums(const rows_of_mode *rm, int K, double *const *C,
+                                                                int R, size_t nnz, size_t i, double *s, double *t)
 {
-    double s[SPECTRAL_FIXED_MAX * SPECTRAL_FIXED_MAX], t[SPECTRAL_FIXED_MAX], q[SPECTRAL_FIXED_MAX];
+    double q[TK_TUCKER_MAX_RANK];
     for (int a = 0; a < R * R; ++a) s[a] = 0;
     for (int r = 0; r < R; ++r) t[r] = 0;
     for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
         if (p + SPECTRAL_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
             for (int k = 0; k < K; ++k)
                 __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + SPECTRAL_PREFETCH) * K + k] * R);
-        const uint32_t *ix = rm->idx + p * (size_t)K; /* row_entry_q */
-        const double *c = C[rm->others[0]] + (size_t)ix[0] * R;
-        for (int r = 0; r < R; ++r) q[r] = c[r];
-        for (int k = 1; k < K; ++k) {
-            c = C[rm->others[k]] + (size_t)ix[k] * R;
-            for (int r = 0; r < R; ++r) q[r] *= c[r];
-        }
+        row_entry_q(rm, K, C, R, p, q);
         const double x = rm->val[p];
         for (int r = 0; r < R; ++r) {
             for (int u = r; u < R; ++u) s[r * R + u] += q[r] * q[u];
             t[r] += x * q[r];
         }
     }
+}
+
+/* core_row_sums with R = 4 or 8 a constant and the sums in locals, copied to S and T. */
+static inline __attribute__((always_inline)) void core_row_fixed(const rows_of_mode *rm, int K, double *const *C,
+                                                                 int R, size_t nnz, size_t i, double *S, double *T)
+{
+    double s[SPECTRAL_FIXED_MAX * SPECTRAL_FIXED_MAX], t[SPECTRAL_FIXED_MAX];
+    core_row_sums(rm, K, C, R, nnz, i, s, t);
     for (int a = 0; a < R * R; ++a) S[a] = s[a];
     for (int r = 0; r < R; ++r) T[r] = t[r];
 }
@@ -864,28 +867,10 @@ static void core_rows(const tk_tucker_coo *t, const rows_of_mode *rm, double *co
     (void)threads;
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (long i = lo; i < (long)hi; ++i) {
-        double *S = w->S + (size_t)(i - lo) * R * R, *T = w->T + (size_t)(i - lo) * R, q[TK_TUCKER_MAX_RANK];
-        if (R == 4) {
-            core_row_fixed(rm, K, C, 4, nnz, (size_t)i, S, T);
-            continue;
-        }
-        if (R == 8) {
-            core_row_fixed(rm, K, C, 8, nnz, (size_t)i, S, T);
-            continue;
-        }
-        memset(S, 0, (size_t)R * R * sizeof *S);
-        memset(T, 0, (size_t)R * sizeof *T);
-        for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
-            if (p + SPECTRAL_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
-                for (int k = 0; k < K; ++k)
-                    __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + SPECTRAL_PREFETCH) * K + k] * R);
-            row_entry_q(rm, K, C, R, p, q);
-            const double x = rm->val[p];
-            for (int r = 0; r < R; ++r) {
-                for (int s = r; s < R; ++s) S[r * R + s] += q[r] * q[s];
-                T[r] += x * q[r];
-            }
-        }
+        double *S = w->S + (size_t)(i - lo) * R * R, *T = w->T + (size_t)(i - lo) * R;
+        if (R == 4) core_row_fixed(rm, K, C, 4, nnz, (size_t)i, S, T);
+        else if (R == 8) core_row_fixed(rm, K, C, 8, nnz, (size_t)i, S, T);
+        else core_row_sums(rm, K, C, R, nnz, (size_t)i, S, T);
     }
     /* block (j, k), j <= k, of G: one thread each, the rows in order */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
