@@ -171,18 +171,29 @@ void expect_same_stats(const tk_tracking_stats &a, const tk_tracking_stats &b)
                   b.ended_calibrator);
 }
 
+// o run on the GPU, then on the CPU (omp): skipped without a GPU, and both must succeed with
+// more than at_least streamlines on the CPU.  The caller goes on only where
+// ran_both() says so (a skip or a fatal failure here returns from this function alone).
+void track_both(const Volume &vol, const tk_tracking_options &o, const tk_tracking_seeds &seeds,
+                const tk_tracking_regions *regions, size_t at_least, TrackOnce &gpu, TrackOnce &cpu)
+{
+    track(gpu, vol, o, TK_BACKEND_CUDA, seeds, regions);
+    TK_SKIP_IF_NO_GPU(gpu.status);
+    ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
+    track(cpu, vol, o, TK_BACKEND_OMP, seeds, regions);
+    ASSERT_EQ(cpu.status, TK_OK) << cpu.error;
+    ASSERT_GT(cpu.result.num_streamlines, at_least) << "the field must give streamlines to compare";
+}
+
+bool ran_both() { return !::testing::Test::IsSkipped() && !::testing::Test::HasFatalFailure(); }
+
 // Runs o on the CPU (omp) and the GPU and compares them by the rule at the top.
 void cpu_vs_gpu(const Volume &vol, const tk_tracking_options &o, const std::vector<double> &points,
                 const tk_tracking_seeds &seeds, const tk_tracking_regions *regions, bool exact_stats)
 {
-    TrackOnce gpu;
-    track(gpu, vol, o, TK_BACKEND_CUDA, seeds, regions);
-    TK_SKIP_IF_NO_GPU(gpu.status);
-    ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
-    TrackOnce cpu;
-    track(cpu, vol, o, TK_BACKEND_OMP, seeds, regions);
-    ASSERT_EQ(cpu.status, TK_OK) << cpu.error;
-    ASSERT_GT(cpu.result.num_streamlines, 10u) << "the field must give streamlines to compare";
+    TrackOnce gpu, cpu;
+    track_both(vol, o, seeds, regions, 10, gpu, cpu);
+    if (!ran_both()) return;
     const Comparison c = compare(cpu, gpu, points);
     std::printf("CPU vs GPU: %zu streamlines, %zu differ in length; farthest points %.3g mm\n", c.streamlines,
                 c.length_differs, c.worst);
@@ -260,14 +271,9 @@ struct BitForBitSetUp {
     {
         const tk_tracking_seeds seeds = masked ? mask_seeds : point_seeds(points);
         const tk_tracking_regions *r = masked ? &regions : nullptr;
-        TrackOnce gpu;
-        track(gpu, vol, o, TK_BACKEND_CUDA, seeds, r);
-        TK_SKIP_IF_NO_GPU(gpu.status);
-        ASSERT_EQ(gpu.status, TK_OK) << gpu.error;
-        TrackOnce cpu;
-        track(cpu, vol, o, TK_BACKEND_OMP, seeds, r);
-        ASSERT_EQ(cpu.status, TK_OK) << cpu.error;
-        ASSERT_GT(cpu.result.num_streamlines, 50u) << "the field must give streamlines to compare";
+        TrackOnce gpu, cpu;
+        track_both(vol, o, seeds, r, 50, gpu, cpu);
+        if (!ran_both()) return;
         const Flat a = flatten(cpu.result), b = flatten(gpu.result);
         EXPECT_EQ(a.counts, b.counts) << label;
         EXPECT_EQ(a.index, b.index) << label;
