@@ -132,9 +132,11 @@ enum { UPDATES_BOTH, UPDATES_ALS, UPDATES_SGD };
 static const tk_opt_choice update_choices[] = {{"both", UPDATES_BOTH, 0}, {"als", UPDATES_ALS, 0}, {"sgd", UPDATES_SGD, 0},
                                                {NULL, 0, 0}};
 
-/* --init: the --to-accuracy rows' start (tk-tucker train's choices). */
-enum { INIT_RANDOM, INIT_SPECTRAL };
-static const tk_opt_choice init_choices[] = {{"random", INIT_RANDOM, 0}, {"spectral", INIT_SPECTRAL, 0}, {NULL, 0, 0}};
+/* --init: the --to-accuracy rows' start (tk-tucker train's choices; auto, the default, resolved
+ * once the tensor is drawn). */
+enum { INIT_AUTO, INIT_RANDOM, INIT_SPECTRAL };
+static const tk_opt_choice init_choices[] = {
+    {"auto", INIT_AUTO, 0}, {"random", INIT_RANDOM, 0}, {"spectral", INIT_SPECTRAL, 0}, {NULL, 0, 0}};
 
 #define ARG(member) offsetof(bench_args, member)
 static const tk_option options[] = {
@@ -168,14 +170,16 @@ static const tk_option options[] = {
                                                            "(default 200)"),
     BENCH_CHOICE("updates", "both|als|sgd", update_choices, ARG(updates),
                  "with --to-accuracy: the rows to train, the defaults' (als), the\nseed's SGD (sgd) or both (default both)"),
-    BENCH_CHOICE("init", "random|spectral", init_choices, ARG(init),
-                 "with --to-accuracy: the rows' start, random (default: the\nlibrary's) or spectral (tk-tucker "
-                 "train --init spectral's, seeded\nby the start's seed; its seconds are in train_s)"),
+    BENCH_CHOICE("init", "auto|random|spectral", init_choices, ARG(init),
+                 "with --to-accuracy: the rows' start, random, spectral (tk-tucker\ntrain --init spectral's, seeded "
+                 "by the start's seed; its seconds\nare in train_s) or auto (default: tk-tucker train's, spectral "
+                 "where\nthe best-sampled unfolding has fewer than 8 entries a column or the\nlargest mode fewer than 32 J a row)"),
     BENCH_LONG("deflate", "K", 0, 1000, ARG(deflate),
-               "with --init spectral: up to K deflation rounds where --round-iters\nALS iterations leave the target "
-               "unmet (default 1)"),
+               "with a spectral start: up to K deflation rounds where --round-iters\nALS iterations leave the target "
+               "unmet (default 1; makes the start\nspectral)"),
     BENCH_LONG("round-iters", "N", 1, 100000, ARG(round_iters),
-               "with --deflate: ALS iterations before each round (default 30,\ntk-tucker train --iters' role)"),
+               "with a spectral start: ALS iterations before each round (default\n30, tk-tucker train --iters' role; "
+               "makes the start spectral)"),
     BENCH_LONG("seed", "S", 1, 1e9, ARG(seed), "seed of the synthetic tensor; the start's is S + 2 (default 1)"),
     BENCH_CUSTOM("gpus", "G1,G2,...", parse_gpus, ARG(scaling),
                  "after the table, strong scaling of cuda on these GPU counts (e.g. 1,2:\nthe first is the baseline; "
@@ -227,19 +231,29 @@ static int parse(int argc, char **argv, bench_args *a)
     tk_parsed parsed;
     if (!bench_parse_suite(&suite, argc, argv, a, &parsed)) return 0;
     /* the spectral rows' flags mean nothing elsewhere: say so rather than ignore them */
-    if (a->init == INIT_SPECTRAL && !a->to_accuracy) {
-        tk_cli_error(prog, "--init spectral without --to-accuracy: the start is the time-to-accuracy rows'; add "
-                                "--to-accuracy, or drop --init");
+    if (a->init != INIT_AUTO && !a->to_accuracy) {
+        tk_cli_error(prog, "--init %s without --to-accuracy: the start is the time-to-accuracy rows'; add "
+                           "--to-accuracy, or drop --init",
+                     a->init == INIT_SPECTRAL ? "spectral" : "random");
         return 0;
     }
     static const char *const spectral_only[] = {"deflate", "round-iters"};
-    for (size_t k = 0; k < sizeof spectral_only / sizeof spectral_only[0]; ++k)
-        if (bench_given(&suite, &parsed, spectral_only[k]) && a->init != INIT_SPECTRAL) {
-            tk_cli_error(prog, "--%s without --init spectral: the deflation rounds continue a spectral start; "
-                               "add --to-accuracy --init spectral, or drop --%s",
+    for (size_t k = 0; k < sizeof spectral_only / sizeof spectral_only[0]; ++k) {
+        if (!bench_given(&suite, &parsed, spectral_only[k])) continue;
+        if (!a->to_accuracy) {
+            tk_cli_error(prog, "--%s without --to-accuracy: the deflation rounds are the time-to-accuracy rows'; "
+                               "add --to-accuracy, or drop --%s",
                          spectral_only[k], spectral_only[k]);
             return 0;
         }
+        if (a->init == INIT_RANDOM) {
+            tk_cli_error(prog, "--%s with --init random: the deflation rounds continue a spectral start; drop --init "
+                               "random (or give --init spectral), or drop --%s",
+                         spectral_only[k], spectral_only[k]);
+            return 0;
+        }
+        a->init = INIT_SPECTRAL; /* rounds asked for: the start they continue */
+    }
     return 1;
 }
 
@@ -349,10 +363,16 @@ int tk_bench_tucker(int argc, char **argv)
     else
         printf("# fiber threshold %ld, noise %g (test RMS %.4f: predicting 0)\n", a.threshold, a.noise, rms);
     if (a.to_accuracy) {
+        /* --init auto: tk-tucker train's choice, from the training entries */
+        const int spectral = a.init == INIT_SPECTRAL || (a.init == INIT_AUTO && tk_tucker_prefers_spectral(&train, (int)a.rank.j));
+        tk_tucker_sampling sampling;
+        tk_tucker_sampling_of(&train, &sampling);
         const bench_tucker_accuracy acc = {.max_iters = a.max_iters, .noise = a.noise, .truth_rmse = truth_test.rmse,
                                            .threads = (int)a.threads, .threshold = (size_t)a.threshold,
-                                           .spectral = a.init == INIT_SPECTRAL, .deflate = a.deflate,
-                                           .round_iters = a.round_iters, .start_seed = (uint64_t)a.seed + 2};
+                                           .spectral = spectral, .deflate = a.deflate,
+                                           .round_iters = a.round_iters, .start_seed = (uint64_t)a.seed + 2,
+                                           .auto_start = a.init == INIT_AUTO,
+                                           .sampling = sampling, .rank_j = (int)a.rank.j};
         tk_bench_json_setting_num("order", a.shape.order), tk_bench_json_setting_num("train_nnz", (double)train.nnz);
         tk_bench_json_setting_num("test_nnz", (double)test.nnz), tk_bench_json_setting_num("rank_j", a.rank.j);
         tk_bench_json_setting_num("rank_r", a.rank.r), tk_bench_json_setting_num("max_iterations", a.max_iters);
@@ -364,8 +384,12 @@ int tk_bench_tucker(int argc, char **argv)
             const tk_backend backend = b == B_CUDA ? TK_BACKEND_CUDA : b == B_CPU ? TK_BACKEND_CPU : TK_BACKEND_OMP;
             const tk_precision precision = b == B_OMP_DOUBLE ? TK_PRECISION_DOUBLE : TK_PRECISION_SINGLE;
             for (int als = 0; als < 2; ++als)
-                if (a.updates == UPDATES_BOTH || (a.updates == UPDATES_ALS) == (als == 1))
-                    bench_tucker_accuracy_row(&acc, bname[b], als, backend, precision, &train, &test, &init);
+                if (a.updates == UPDATES_BOTH || (a.updates == UPDATES_ALS) == (als == 1)) {
+                    /* auto: the seed's SGD from the seed's random start, as tk-tucker train */
+                    bench_tucker_accuracy row = acc;
+                    if (!als && a.init == INIT_AUTO) row.spectral = 0;
+                    bench_tucker_accuracy_row(&row, bname[b], als, backend, precision, &train, &test, &init);
+                }
         }
         tk_tucker_model_free(&init);
         tk_tucker_coo_free(&train);

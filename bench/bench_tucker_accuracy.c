@@ -27,6 +27,14 @@ void bench_tucker_accuracy_header(const bench_tucker_accuracy *a)
            "# iterations, not a measurement (its algorithm is the sgd rows')\n",
            TK_TUCKER_DEFAULT_ALS_LAMBDA, TARGET_FACTOR, a->noise, TARGET_FACTOR * a->noise, a->truth_rmse, a->max_iters,
            SEED_COO_H100_ITER_S);
+    tk_bench_json_setting_num("column_entries", a->sampling.column_entries);
+    tk_bench_json_setting_num("row_entries", a->sampling.row_entries);
+    printf("# --init %s: %.3g entries a column of the best-sampled unfolding, %.3g a row of the largest mode (auto: "
+           "spectral\n# where fewer than %g or %g = 32 J): the %s start%s\n",
+           a->auto_start ? "auto" : a->spectral ? "spectral" : "random", a->sampling.column_entries,
+           a->sampling.row_entries, TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES,
+           TK_TUCKER_SPECTRAL_BELOW_ROW_ENTRIES_PER_RANK * a->rank_j,
+           a->spectral ? "spectral" : "random", a->auto_start && a->spectral ? " (the sgd rows: random, the seed's)" : "");
     if (a->spectral)
         printf("# start: spectral (tk_tucker_spectral_start, seed %llu; the host's, in the row's train_s), then up to "
                "%ld deflation\n# round(s) (tk_tucker_spectral_deflate) where %ld ALS iterations leave the target "

@@ -23,6 +23,9 @@ typedef struct bench_tucker_accuracy {
     int spectral;
     long deflate, round_iters;
     uint64_t start_seed;
+    int auto_start;             /* --init auto chose `spectral` from sampling (tk_tucker_prefers_spectral) */
+    tk_tucker_sampling sampling; /* the training entries' */
+    int rank_j;                  /* the rows' factor rank (the rule's row line is per rank) */
 } bench_tucker_accuracy;
 
 /* The table's heading (settings, target, anchor), printed once. */

@@ -64,7 +64,8 @@ typedef struct {
     const char *train, *test, *out;
     double test_fraction;
     long rank_j, rank_r, iters, every, fiber_threshold, deflate;
-    int resume, dbl, als, factor_update, init;
+    int resume, dbl, als, factor_update, init, deflate_given;
+    long rounds_done; /* a resumed checkpoint's deflation rounds already run */
     uint64_t seed;
     char init_line[32]; /* the manifest's "init" value: this run's start, or a resumed checkpoint's */
     char deflate_line[32]; /* the manifest's "deflate" value: this run's rounds, or a resumed checkpoint's */
@@ -76,8 +77,10 @@ typedef struct {
 
 static const tk_opt_choice factor_updates[] = {
     {"als", TK_TUCKER_FACTOR_ALS, 0}, {"sgd", TK_TUCKER_FACTOR_SGD, 0}, {NULL, 0, 0}};
-enum { INIT_RANDOM = 0, INIT_SPECTRAL = 1 };
-static const tk_opt_choice inits[] = {{"random", INIT_RANDOM, 0}, {"spectral", INIT_SPECTRAL, 0}, {NULL, 0, 0}};
+/* auto (0, the default) is resolved to one of the others once the training entries are read */
+enum { INIT_AUTO = 0, INIT_RANDOM = 1, INIT_SPECTRAL = 2 };
+static const tk_opt_choice inits[] = {
+    {"auto", INIT_AUTO, 0}, {"random", INIT_RANDOM, 0}, {"spectral", INIT_SPECTRAL, 0}, {NULL, 0, 0}};
 
 #define TRAIN(member) offsetof(train_args, member)
 static const tk_option train_options[] = {
@@ -117,17 +120,21 @@ static const tk_option train_options[] = {
      .offset = TRAIN(every), .help = "save the model every K iterations (default: at the end only)"},
     {.name = "resume", .kind = TK_OPT_FLAG, .offset = TRAIN(resume),
      .help = "continue from the model saved in MODEL_DIR (no --force needed)"},
-    {.name = "init", .value_name = "random|spectral", .kind = TK_OPT_CHOICE, .choices = inits, .offset = TRAIN(init),
-     .help = "the start: random (default), or spectral: each mode's top-J\neigenvectors of X(n)X(n)^T less its "
-             "diagonal, the cores by\nleast squares (for sparse tensors a random start does not learn;\n"
-             "benchmarks.md \"A spectral start\"); not with --resume"},
+    {.name = "init", .value_name = "auto|random|spectral", .kind = TK_OPT_CHOICE, .choices = inits,
+     .offset = TRAIN(init),
+     .help = "the start: random; spectral: each mode's top-J eigenvectors of\nX(n)X(n)^T less its diagonal, the "
+             "cores by least squares (for\nsparse tensors a random start does not learn; benchmarks.md \"A\n"
+             "spectral start\"); auto (default): spectral with --deflate 1 where\nthe best-sampled unfolding has "
+             "fewer than 8 entries a column or\nthe largest mode fewer than 32 J a row, else random (always random\n"
+             "with sgd; benchmarks.md \"The default start\"); spectral not with\n--resume"},
     {.name = "deflate", .value_name = "K", .kind = TK_OPT_LONG, .min = 0, .max = 1000, .offset = TRAIN(deflate),
-     .help = "after --iters iterations from --init spectral's start, K rounds of\n"
+     .help = "after --iters iterations from the spectral start, K rounds of\n"
              "{deflation, --iters more}: each mode keeps its model's strong\n"
              "directions, takes the weak ones from the residual's spectral\n"
              "vectors, the cores fitted again (benchmarks.md \"Deflation\");\n"
-             "--iters x (K + 1) iterations in all (default 0); needs --init\n"
-             "spectral; not with --resume"},
+             "--iters x (K + 1) iterations in all (default 0; 1 where --init\n"
+             "auto chooses spectral); the start is then spectral: not with\n"
+             "--init random, nor with --resume"},
 };
 #undef TRAIN
 
@@ -156,6 +163,16 @@ static const tk_command train_command = {
     .max_positional = 1,
     .positional_hint = "give one TRAIN.tns",
 };
+
+/* The run's start and rounds, and the manifest lines that record them. */
+static void set_start(train_args *a, int init, long deflate)
+{
+    a->init = init;
+    a->deflate = deflate;
+    snprintf(a->init_line, sizeof a->init_line, "%s",
+             init == INIT_SPECTRAL ? "spectral" : init == INIT_RANDOM ? "random" : "auto");
+    snprintf(a->deflate_line, sizeof a->deflate_line, "%ld", deflate);
+}
 
 static int parse_train(int argc, char **argv, train_args *a)
 {
@@ -196,15 +213,18 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "--test and --test-fraction were both given; give one of them, not both");
         return 0;
     }
-    if (tk_cli_given(&train_command, &parsed, "deflate") && a->init != INIT_SPECTRAL) {
-        tk_cli_error(prog, "--deflate without --init spectral: the deflation rounds continue a spectral start; add "
-                           "--init spectral, or drop --deflate");
+    a->deflate_given = tk_cli_given(&train_command, &parsed, "deflate");
+    if (a->deflate_given && a->init == INIT_RANDOM) {
+        tk_cli_error(prog, "--deflate with --init random: the deflation rounds continue a spectral start; drop --init "
+                           "random (or give --init spectral), or drop --deflate");
         return 0;
     }
+    /* rounds asked for: the start they continue */
+    if (a->deflate_given && a->init == INIT_AUTO) a->init = INIT_SPECTRAL;
     if (tk_cli_given(&train_command, &parsed, "deflate") && a->resume) {
         tk_cli_error(prog, "--deflate with --resume: the rounds run in one training from --init spectral's start; "
-                           "drop --deflate (a resumed run continues the checkpoint's model by ALS), or train without "
-                           "--resume");
+                           "drop --deflate (a resumed run continues the checkpoint's schedule, its rounds included), or "
+                           "train without --resume");
         return 0;
     }
     if (a->init == INIT_SPECTRAL && a->resume) {
@@ -212,14 +232,39 @@ static int parse_train(int argc, char **argv, train_args *a)
                            "is recorded in its manifest); drop --init, or train without --resume");
         return 0;
     }
-    snprintf(a->init_line, sizeof a->init_line, "%s", a->init == INIT_SPECTRAL ? "spectral" : "random");
-    snprintf(a->deflate_line, sizeof a->deflate_line, "%ld", a->deflate);
+    set_start(a, a->init, a->deflate);
     if (a->o.precision == TK_PRECISION_DOUBLE && a->std.backend == TK_BACKEND_CUDA) {
         tk_cli_error(prog, "--double with --backend cuda: cuda computes in float; use --backend cpu or omp, or drop "
                            "--double");
         return 0;
     }
     return 1;
+}
+
+/* --init auto, once the training entries are known: the spectral start with one deflation round
+ * where the data samples even its best unfolding thinly (tk_tucker_prefers_spectral), else the
+ * random start; which, and why, on stderr.  With --factor-update sgd always the random start:
+ * the seed's algorithm from the seed's start (the rule was measured with the row solves). */
+static void resolve_auto_start(train_args *a, const tk_tucker_coo *train)
+{
+    if (a->init != INIT_AUTO) return;
+    if (a->o.factor_update == TK_TUCKER_FACTOR_SGD) {
+        set_start(a, INIT_RANDOM, 0);
+        if (!a->std.quiet) fprintf(stderr, "%s: start: random (--init auto with --factor-update sgd)\n", prog);
+        return;
+    }
+    const int spectral = tk_tucker_prefers_spectral(train, (int)a->rank_j);
+    set_start(a, spectral ? INIT_SPECTRAL : INIT_RANDOM, spectral ? 1 : 0);
+    if (!a->std.quiet) {
+        tk_tucker_sampling s;
+        tk_tucker_sampling_of(train, &s);
+        fprintf(stderr,
+                "%s: start: %s (--init auto: %.3g entries a column of the best-sampled unfolding, mode %d's, and %.3g "
+                "a row of the largest mode, mode %d; the spectral start where fewer than %g or %g = 32 J)\n",
+                prog, spectral ? "spectral, then 1 deflation round after --iters" : "random", s.column_entries,
+                s.column_mode + 1, s.row_entries, s.row_mode + 1, TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES,
+                TK_TUCKER_SPECTRAL_BELOW_ROW_ENTRIES_PER_RANK * (double)a->rank_j);
+    }
 }
 
 /* The settings a resumed run must share with the checkpoint, as manifest lines.  train_entries
@@ -294,12 +339,49 @@ static tk_status save(const train_args *a, const tk_tucker_model *m, long iterat
     char extra[4096], settings[2048];
     settings_text(a, settings, sizeof settings);
     snprintf(extra, sizeof extra,
-             "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\ninit = %s\ndeflate = %s\n%s"
+             "iteration = %ld\niters = %ld\nbackend = %s\ntrain = %s\ntest = %s\ninit = %s\ndeflate = %s\n"
+             "round_iters = %ld\n%s"
              "train_rmse = %.9g\ntest_rmse = %.9g\ntest_mae = %.9g\n",
              iteration, total_iterations(a), tk_backend_name(a->o.backend), a->train, a->test ? a->test : "",
-             a->init_line, a->deflate_line, settings,
+             a->init_line, a->deflate_line, a->iters, settings,
              tr->rmse, te->count ? te->rmse : NAN, te->count ? te->mae : NAN);
     return tk_tucker_model_save(a->out, m, extra);
+}
+
+/* A manifest value that must be a whole number in [lo, hi]; 0 after saying the checkpoint is damaged. */
+static int manifest_long(const train_args *a, const char *manifest, const char *key, long lo, long hi, long *out)
+{
+    char v[64];
+    if (!tk_tucker_manifest_get(manifest, key, v, sizeof v)) return 1; /* absent: *out keeps its default */
+    char *end = NULL;
+    errno = 0;
+    const long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi) {
+        tk_cli_error(prog, "--resume: %s/manifest.txt: %s '%s' is not a whole number from %ld to %ld (the checkpoint "
+                           "is damaged); fix that line, or train without --resume", a->out, key, v, lo, hi);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+/* A resumed run continues its checkpoint's schedule: the same deflation rounds, those not run by
+ * iteration `start` after each --iters as in the first run, so that the same command resumed
+ * after a crash gives the model of a run never interrupted.  The rounds already run are counted
+ * with the checkpoint's own phase (round_iters, or for a checkpoint from before that line its
+ * iterations in all / (rounds + 1)). */
+static int resume_schedule(train_args *a, const char *manifest, long start)
+{
+    long rounds = 0, total = 0, phase = 0;
+    if (!manifest_long(a, manifest, "deflate", 0, 1000, &rounds) ||
+        !manifest_long(a, manifest, "iters", 0, 1000000L * 1001, &total) ||
+        !manifest_long(a, manifest, "round_iters", 1, 1000000, &phase))
+        return 0;
+    if (!phase) phase = total / (rounds + 1) > 0 ? total / (rounds + 1) : 1;
+    a->deflate = rounds;
+    a->rounds_done = start >= 1 ? (start - 1) / phase : 0;
+    if (a->rounds_done > rounds) a->rounds_done = rounds;
+    return 1;
 }
 
 /* Fail before training, not after it, when MODEL_DIR cannot take a model. */
@@ -475,6 +557,10 @@ static int cmd_train(int argc, char **argv)
             snprintf(a.init_line, sizeof a.init_line, "random");
         if (!tk_tucker_manifest_get(manifest, "deflate", a.deflate_line, sizeof a.deflate_line))
             snprintf(a.deflate_line, sizeof a.deflate_line, "0");
+        if (!resume_schedule(&a, manifest, start)) {
+            rc = TK_EXIT_FAILURE;
+            goto done;
+        }
         fprintf(stderr, "%s: resuming %s after iteration %ld\n", prog, a.out, start);
     } else {
         if (a.resume) fprintf(stderr, "%s: no checkpoint in %s: starting from iteration 0\n", prog, a.out);
@@ -496,6 +582,7 @@ static int cmd_train(int argc, char **argv)
         double mean = 0, lo = INFINITY;
         for (size_t e = 0; e < train.nnz; ++e) mean += train.val[e], lo = fmin(lo, train.val[e]);
         mean /= (double)train.nnz;
+        resolve_auto_start(&a, &train);
         if (a.init == INIT_SPECTRAL) {
             if (!start_spectral(&a, &train, &model)) goto done;
         } else {
@@ -514,7 +601,7 @@ static int cmd_train(int argc, char **argv)
     tk_progress_begin(&bar, "tk-tucker train", (size_t)(total > start ? total - start : 0), a.std.quiet);
     tk_tucker_metrics mtr = {0}, mte = {0};
     for (long it = start + 1; it <= total; ++it) {
-        if (a.deflate && it > 1 && (it - 1) % a.iters == 0) {
+        if (a.deflate && it > 1 && (it - 1) % a.iters == 0 && (it - 1) / a.iters > a.rounds_done) {
             /* a deflation round on the model after the last iteration (model holds it), then
              * ALS again from the round's model: a new solver, as from a start */
             tk_progress_end(&bar);

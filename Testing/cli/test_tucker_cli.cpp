@@ -108,8 +108,8 @@ TEST(TuckerCli, WarnsWhereTheModelDoesNotBeatTheMean)
                             noise + " " + tns,
                         d);
         ASSERT_EQ(r.exit_code, 0) << r.err;
-        r = tucker("train " + tns + " --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 15 --threads 2 --out " + d +
-                       "/m" + noise,
+        r = tucker("train " + tns + " --test-fraction 0.1 --rank-j 4 --rank-r 4 --iters 15 --threads 2 --init random --out " +
+                       d + "/m" + noise,
                    d);
         ASSERT_EQ(r.exit_code, 0) << r.err;
         const auto rows = read_rows(r.out);
@@ -156,7 +156,7 @@ TEST(TuckerCli, SpectralInit)
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(manifest_value(d + "/m", "iteration"), "5");
     EXPECT_EQ(manifest_value(d + "/m", "init"), "spectral");
-    r = tucker(train + "/r --iters 1", d);
+    r = tucker(train + "/r --iters 1 --init random", d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(manifest_value(d + "/r", "init"), "random");
     r = tucker(train + "/m --iters 7 --resume --init spectral", d);
@@ -174,7 +174,7 @@ TEST(TuckerCli, SpectralInit)
 // table of iterations 1 .. 2 x --iters; on this planted tensor ALS from the start stalls (test
 // RMSE 0.21) and the round takes it to about the noise (0.12; the library's test of the same
 // set-up: test_tucker_spectral.cpp).  The manifest records the rounds, a resumed run keeps them;
-// refused without --init spectral, negative, and with --resume.
+// refused with --init random, negative, and with --resume.
 TEST(TuckerCli, SpectralDeflate)
 {
     std::string d = make_temp_dir("tk_tucker_deflate");
@@ -197,20 +197,76 @@ TEST(TuckerCli, SpectralDeflate)
     EXPECT_EQ(manifest_value(d + "/m", "iters"), "30");
     EXPECT_EQ(manifest_value(d + "/m", "iteration"), "30");
     EXPECT_EQ(manifest_value(d + "/m", "init"), "spectral");
-    r = tucker(train + "/m --iters 32 --resume", d);
+    // resumed with --iters 16: 16 x (1 + 1) in all, the round already run not run again
+    r = tucker(train + "/m --iters 16 --resume", d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("deflation round"), std::string::npos) << r.err;
+    EXPECT_EQ(read_rows(r.out).size(), 2u) << r.out;
     EXPECT_EQ(manifest_value(d + "/m", "iteration"), "32");
     EXPECT_EQ(manifest_value(d + "/m", "deflate"), "1");
     r = tucker(train + "/r --iters 1 --init spectral", d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(manifest_value(d + "/r", "deflate"), "0");
-    for (const std::string bad : {"--deflate 1", "--init random --deflate 1", "--init spectral --deflate -1",
+    // --deflate alone: the start it continues is the spectral one
+    r = tucker(train + "/a --iters 2 --deflate 1", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/a", "init"), "spectral");
+    EXPECT_EQ(manifest_value(d + "/a", "deflate"), "1");
+    EXPECT_EQ(read_rows(r.out).size(), 4u) << r.out;
+    for (const std::string bad : {"--init random --deflate 1", "--init spectral --deflate -1",
                                   "--init spectral --deflate 1 --resume"}) {
         r = tucker(train + "/b --iters 1 " + bad, d);
         EXPECT_EQ(r.exit_code, 2) << bad;
         EXPECT_NE(r.err.find("--deflate"), std::string::npos) << bad << ": " << r.err;
         EXPECT_FALSE(exists(d + "/b")) << bad;
     }
+}
+
+// --init auto, the default: on a tensor whose best unfolding has 2.5 entries a column (a random
+// start ends above predicting 0 there: SpectralInit) the run is --init spectral --deflate 1's, the
+// same model byte for byte, and says why on stderr; on one with 15 a column and 500 a row it is
+// the random start's; with --factor-update sgd always the random start.
+TEST(TuckerCli, TheDefaultStartFollowsTheSampling)
+{
+    std::string d = make_temp_dir("tk_tucker_auto");
+    auto r = tucker("synth --shape 1500,300,50 --nnz 40000 --rank-j 4 --rank-r 4 --seed 1 --allow-duplicates " + d +
+                        "/sparse.tns",
+                    d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = tucker("synth --shape 60,50,40 --nnz 30000 --rank-j 4 --rank-r 4 --seed 1 " + d + "/dense.tns", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string opts = " --test-fraction 0.05 --rank-j 4 --rank-r 4 --threads 1 --iters 3 --out " + d;
+    r = tucker("train " + d + "/sparse.tns" + opts + "/auto", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("start: spectral, then 1 deflation round"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--init auto"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("deflation round 1"), std::string::npos) << r.err;
+    EXPECT_EQ(read_rows(r.out).size(), 6u) << r.out;
+    EXPECT_EQ(manifest_value(d + "/auto", "init"), "spectral");
+    EXPECT_EQ(manifest_value(d + "/auto", "deflate"), "1");
+    r = tucker("train " + d + "/sparse.tns" + opts + "/explicit --init spectral --deflate 1", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("--init auto"), std::string::npos) << r.err;
+    for (const char *f : {"A1.npy", "A2.npy", "A3.npy", "B1.npy", "B2.npy", "B3.npy"})
+        EXPECT_EQ(slurp(d + "/auto/" + f), slurp(d + "/explicit/" + f)) << f;
+    r = tucker("train " + d + "/sparse.tns" + opts + "/sgd --factor-update sgd", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(manifest_value(d + "/sgd", "init"), "random");
+    EXPECT_EQ(read_rows(r.out).size(), 3u) << r.out;
+    r = tucker("train " + d + "/dense.tns" + opts + "/dense", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("start: random (--init auto"), std::string::npos) << r.err;
+    EXPECT_EQ(manifest_value(d + "/dense", "init"), "random");
+    EXPECT_EQ(manifest_value(d + "/dense", "deflate"), "0");
+    EXPECT_EQ(read_rows(r.out).size(), 3u) << r.out;
+    r = tucker("train " + d + "/dense.tns" + opts + "/dense_random --init random", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char *f : {"A1.npy", "B1.npy"})
+        EXPECT_EQ(slurp(d + "/dense/" + f), slurp(d + "/dense_random/" + f)) << f;
+    // --quiet: no word of the choice
+    r = tucker("train " + d + "/dense.tns" + opts + "/q --quiet", d);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("start:"), std::string::npos) << r.err;
 }
 
 TEST(TuckerCli, BadInputGivesClearErrors)
@@ -301,16 +357,20 @@ TEST(TuckerCli, BadInputGivesClearErrors)
 }
 
 // Kill -9 in the middle of training, resume, and get exactly the model of a run
-// that was never interrupted (cpu, fixed seed).
+// that was never interrupted (cpu, fixed seed), the deflation round that the kill came before
+// included.
 TEST(TuckerCli, SigkillThenResumeEqualsUninterrupted)
 {
     std::string d = make_temp_dir("tk_tucker_kill");
     auto r = tucker("synth --shape 400,300,200 --nnz 150000 --rank-j 8 --rank-r 8 --seed 4 " + d + "/s.tns", d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    // the default start here (2.5 entries a column) is the spectral one with a deflation round
+    // after iteration 10, which the resumed run must run as the whole one did
     const std::string common = "train " + d + "/s.tns --test-fraction 0.05 --rank-j 16 --rank-r 16 --iters 10 "
                                "--backend cpu --seed 7 --checkpoint-every 1 --quiet --out ";
     r = tucker(common + d + "/whole", d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(manifest_value(d + "/whole", "deflate"), "1");
 
     std::string killed = d + "/killed";
     pid_t pid = fork();
@@ -337,7 +397,8 @@ TEST(TuckerCli, SigkillThenResumeEqualsUninterrupted)
     r = tucker(common + killed + " --resume", d);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("resuming"), std::string::npos) << r.err;
-    EXPECT_EQ(read_rows(r.out).size(), (size_t)(10 - at_kill));
+    EXPECT_EQ(read_rows(r.out).size(), (size_t)(20 - at_kill));
+    EXPECT_EQ(manifest_value(killed, "iteration"), "20");
     for (const char *f : {"A1.npy", "A2.npy", "A3.npy", "B1.npy", "B2.npy", "B3.npy"})
         EXPECT_EQ(slurp(d + "/whole/" + f), slurp(killed + "/" + f)) << f;
     EXPECT_EQ(manifest_value(killed, "test_rmse"), manifest_value(d + "/whole", "test_rmse"));

@@ -721,3 +721,77 @@ TEST(TuckerSpectralDeflate, RefusesBadArgumentsAndHandlesSmallModes)
     ASSERT_EQ(tk_tucker_evaluate(&m.m, &t.t, 0, 0, &mt), TK_OK);
     EXPECT_TRUE(std::isfinite(mt.rmse));
 }
+
+// The default start's rule (tk_tucker_sampling_of, tk_tucker_prefers_spectral) against the
+// arithmetic done by hand: nnz over the product of the other modes' sizes, the largest over the
+// modes; nnz over the largest mode's size; and the two lines, each on its own, the rows' at
+// 32 x J (J = 4 unless said).
+TEST(TuckerSpectral, DefaultStartFollowsTheSampling)
+{
+    tk_tucker_coo t{};
+    tk_tucker_sampling s;
+    t.order = 3;
+    const uint32_t netflix[3] = {480189, 17770, 2182};
+    std::memcpy(t.dims, netflix, sizeof netflix);
+    t.nnz = 98080677;
+    tk_tucker_sampling_of(&t, &s);
+    EXPECT_NEAR(s.column_entries, 98080677.0 / (17770.0 * 2182.0), 1e-9);
+    EXPECT_EQ(s.column_mode, 0); // the users' unfolding: its columns are the (movie, day) pairs
+    EXPECT_NEAR(s.row_entries, 98080677.0 / 480189.0, 1e-9);
+    EXPECT_EQ(s.row_mode, 0);
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 1);
+    // the user guide's tensor (500 x 400 x 50, 200,000 entries: 10 a column, 400 a row) starts at
+    // random at its J = 8, not at J = 16 (512 a row needed)
+    const uint32_t guide[3] = {500, 400, 50};
+    std::memcpy(t.dims, guide, sizeof guide);
+    t.nnz = 200000;
+    tk_tucker_sampling_of(&t, &s);
+    EXPECT_DOUBLE_EQ(s.column_entries, 10.0);
+    EXPECT_DOUBLE_EQ(s.row_entries, 400.0);
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 8), 0);
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 16), 1);
+    // exactly on the columns' line, the best unfolding the last mode's (also the largest mode,
+    // whose rows are then few: the rows' line decides)
+    const uint32_t later[3] = {4, 5, 100};
+    std::memcpy(t.dims, later, sizeof later);
+    t.nnz = (size_t)(TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES * 20); // 160 entries, 1.6 a row of mode 3
+    tk_tucker_sampling_of(&t, &s);
+    EXPECT_DOUBLE_EQ(s.column_entries, TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES);
+    EXPECT_EQ(s.column_mode, 2);
+    EXPECT_EQ(s.row_mode, 2);
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 1); // the rows' line: 1.6 < 32 x 4
+    const uint32_t wide[3] = {64, 64, 2}; // 128 columns of mode 1 or 2, rows of the largest, mode 1
+    std::memcpy(t.dims, wide, sizeof wide);
+    t.nnz = 128 * 64; // 64 a column, exactly 128 a row of mode 1 (the first of equals)
+    tk_tucker_sampling_of(&t, &s);
+    EXPECT_DOUBLE_EQ(s.column_entries, 64.0);
+    EXPECT_EQ(s.column_mode, 0);
+    EXPECT_DOUBLE_EQ(s.row_entries, TK_TUCKER_SPECTRAL_BELOW_ROW_ENTRIES_PER_RANK * 4);
+    EXPECT_EQ(s.row_mode, 0);
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 0); // both lines met: random
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 8), 1); // at J = 8 the rows' line is 256
+    t.nnz -= 1;
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 1); // one entry short of the rows' line
+    const uint32_t dense_rows[3] = {10, 10, 10}; // 100 columns an unfolding
+    std::memcpy(t.dims, dense_rows, sizeof dense_rows);
+    t.nnz = (size_t)(TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES * 100); // 8 a column, 80 a row
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 1);
+    t.nnz = 1280; // 12.8 a column, 128 a row
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 0);
+    // ten modes of 2^32 - 1: the product of nine sizes in double, no overflow
+    t.order = 10;
+    for (int n = 0; n < 10; ++n) t.dims[n] = 4294967295u;
+    t.nnz = 1000;
+    tk_tucker_sampling_of(&t, &s);
+    EXPECT_GT(s.column_entries, 0.0);
+    EXPECT_LT(s.column_entries, 1e-80);
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 1);
+    t.nnz = 0;
+    tk_tucker_sampling_of(&t, &s);
+    EXPECT_EQ(s.column_entries, 0.0);
+    EXPECT_EQ(s.row_entries, 0.0);
+    EXPECT_EQ(tk_tucker_prefers_spectral(&t, 4), 0);
+    tk_tucker_sampling_of(nullptr, &s);
+    EXPECT_EQ(s.column_entries, 0.0);
+    EXPECT_EQ(tk_tucker_prefers_spectral(nullptr, 4), 0);
+}

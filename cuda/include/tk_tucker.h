@@ -210,7 +210,7 @@ void tk_tucker_spectral_options_init(tk_tucker_spectral_options *o);
  * with a ridge of 1e-6 of their mean diagonal.  On a planted tensor where ALS from the random
  * start (tk_tucker_model_init) learns nothing it carries the signal into ALS
  * (Documentation/benchmarks.md, "A spectral start"); elsewhere it can be slower than the
- * random start, which stays the default.  The same model for any thread count.  Errors:
+ * random start (the tools' default start picks between them: tk_tucker_prefers_spectral).  The same model for any thread count.  Errors:
  * TK_ERR_ARGUMENT (m not allocated or of another shape, no entries, negative options),
  * TK_ERR_MEMORY (O(nnz) index and value arrays per mode, (J R)^2 doubles); m's values are
  * then unspecified.  Workspace is allocated and freed inside. */
@@ -253,6 +253,34 @@ void tk_tucker_deflate_options_init(tk_tucker_deflate_options *o);
  * Workspace is allocated and freed inside. */
 tk_status tk_tucker_spectral_deflate(const tk_tucker_coo *train, const tk_tucker_deflate_options *o,
                                      tk_tucker_model *m, int *kept);
+
+/** Where the default start ("auto": tk-tucker train and tk-bench tucker --to-accuracy without
+ * --init, Python's tucker.train(init="auto"), all with the row solves) is the spectral start with
+ * one deflation round rather than the random start: where the best-sampled unfolding has fewer
+ * than TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES entries a column, or the largest mode fewer than
+ * TK_TUCKER_SPECTRAL_BELOW_ROW_ENTRIES_PER_RANK x J a row (a row solve has J unknowns).  A rule
+ * of thumb measured on planted tensors (Documentation/benchmarks.md, "The default start"), not a
+ * theorem: where a random start failed it often ended above predicting 0, where the spectral
+ * start with a round missed the target it missed by little, so the lines sit where the random
+ * start was seen to fail. */
+#define TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES 8.0
+#define TK_TUCKER_SPECTRAL_BELOW_ROW_ENTRIES_PER_RANK 32.0
+
+/** How densely a sparse tensor samples what the models fit (tk_tucker_sampling_of). */
+typedef struct tk_tucker_sampling {
+    double column_entries; /**< entries a column of the best-sampled unfolding: the largest over
+                                the modes n of nnz / (the product of the other modes' sizes) */
+    int column_mode;       /**< that n (0-based; the first of equals) */
+    double row_entries;    /**< entries a row of the largest mode: nnz / its size */
+    int row_mode;          /**< that mode (0-based; the first of equals) */
+} tk_tucker_sampling;
+
+/** t's sampling, duplicates counted; all 0 for NULL or a tensor of no entries. */
+void tk_tucker_sampling_of(const tk_tucker_coo *t, tk_tucker_sampling *s);
+/** 1 where the default start for training t at factor rank rank_j is the spectral start with
+ * one deflation round (the lines above), 0 where it is the random start (tk_tucker_model_init),
+ * and for NULL or a tensor of no entries. */
+int tk_tucker_prefers_spectral(const tk_tucker_coo *t, int rank_j);
 
 /* ---- model directories ------------------------------------------------------------ */
 

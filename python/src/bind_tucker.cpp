@@ -257,6 +257,17 @@ void spectral_start(In<uint32_t> idx, In<float> val, const Dims &dims, FloatsOut
     check(st, "tucker.spectral_start");
 }
 
+// The default start's rule (tk_tucker_sampling_of, tk_tucker_prefers_spectral): (entries a
+// column of the best-sampled unfolding, its mode, entries a row of the largest mode, that mode
+// (0-based), spectral?).
+nb::tuple start_choice(In<uint32_t> idx, In<float> val, const Dims &dims, int rank_j) {
+    const tk_tucker_coo t = coo_view("coo", idx, &val, dims);
+    tk_tucker_sampling s;
+    tk_tucker_sampling_of(&t, &s);
+    return nb::make_tuple(s.column_entries, s.column_mode, s.row_entries, s.row_mode,
+                          tk_tucker_prefers_spectral(&t, rank_j) != 0);
+}
+
 // One deflation round on the model in a and b, in place; each mode's kept count returned.
 std::vector<int> spectral_deflate(In<uint32_t> idx, In<float> val, const Dims &dims, FloatsOut a, FloatsOut b,
                                   int rank_j, int rank_r, double keep_fraction, uint64_t seed, int threads) {
@@ -491,6 +502,11 @@ void bind_tucker(nb::module_ &m) {
     m.def("tucker_spectral_start", &spectral_start, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
           nb::arg("dims"), nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"), nb::arg("rank_r"),
           nb::arg("seed"), nb::arg("threads"));
+    m.def("tucker_start_choice", &start_choice, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
+          nb::arg("dims"), nb::arg("rank_j"));
+    m.def("tucker_spectral_below", [] {
+        return nb::make_tuple(TK_TUCKER_SPECTRAL_BELOW_COLUMN_ENTRIES, TK_TUCKER_SPECTRAL_BELOW_ROW_ENTRIES_PER_RANK);
+    });
     m.def("tucker_spectral_deflate", &spectral_deflate, nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
           nb::arg("dims"), nb::arg("a").noconvert(), nb::arg("b").noconvert(), nb::arg("rank_j"), nb::arg("rank_r"),
           nb::arg("keep_fraction"), nb::arg("seed"), nb::arg("threads"));

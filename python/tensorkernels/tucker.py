@@ -32,14 +32,18 @@ from . import _tensorkernels as _core
 from ._arrays import array, backend_code, output, resolve_gpus
 
 __all__ = ["Coo", "Model", "Metrics", "read_tns", "read_queries", "write_tns", "synth", "split", "init_model",
-           "spectral_start", "spectral_deflate", "train", "train_defaults", "predict", "predict_dense", "evaluate", "save_model",
-           "load_model", "MAX_ORDER", "MIN_RANK", "MAX_RANK", "DEFAULT_ITERATIONS", "FACTOR_UPDATES"]
+           "spectral_start", "spectral_deflate", "start_choice", "train", "train_defaults", "predict",
+           "predict_dense", "evaluate", "save_model", "load_model", "MAX_ORDER", "MIN_RANK", "MAX_RANK",
+           "DEFAULT_ITERATIONS", "FACTOR_UPDATES", "SPECTRAL_BELOW"]
 
 MAX_ORDER, MIN_RANK, MAX_RANK, DEFAULT_FIBER_THRESHOLD = (int(v) for v in _core.tucker_limits())
 STORAGES = {"bcsf": 0, "coo": 1}
 FACTOR_UPDATES = ("als", "sgd")
 #: :func:`train`'s iterations by default, `tk-tucker train`'s (TK_TUCKER_DEFAULT_ITERATIONS)
 DEFAULT_ITERATIONS = int(_core.tucker_train_defaults("als")["iterations"])
+# auto's lines: (entries a column of the best-sampled unfolding, entries a row of the largest mode
+# per unit of rank_j)
+SPECTRAL_BELOW = tuple(float(v) for v in _core.tucker_spectral_below())
 
 
 def train_defaults(factor_update: str = "als") -> Dict[str, float]:
@@ -430,6 +434,41 @@ def _settings(seed, factor_update, lr_a, lr_b, lambda_a, lambda_b, fiber_thresho
     return settings
 
 
+INITS = ("auto", "random", "spectral")
+
+
+def start_choice(coo: Coo, rank_j: int = 32) -> Dict[str, object]:
+    """The default start's rule (`init="auto"`, `tk-tucker train --init auto`,
+    tk_tucker_prefers_spectral): a dict of column_entries (entries a column of coo's
+    best-sampled unfolding) and column_mode, row_entries (entries a row of its largest mode)
+    and row_mode (modes 0-based), and spectral: whether the default start at factor rank rank_j
+    (with the row solves) is the spectral start with one deflation round, i.e. fewer than
+    SPECTRAL_BELOW[0] entries a column or SPECTRAL_BELOW[1] x rank_j a row, where random starts
+    were seen to fail on planted tensors (Documentation/benchmarks.md, "The default start")."""
+    _check_training(coo)
+    col, col_mode, row, row_mode, spectral = _core.tucker_start_choice(coo.indices, coo.values, list(coo.dims),
+                                                                       int(rank_j))
+    return {"column_entries": float(col), "column_mode": int(col_mode), "row_entries": float(row),
+            "row_mode": int(row_mode), "spectral": bool(spectral)}
+
+
+def _resumed_rounds(directory: str, manifest: Dict[str, str], start: int) -> Tuple[int, int]:
+    """A checkpoint's deflation rounds and how many of them ran by iteration `start`, counted
+    with its own phase (round_iters, or its iterations in all / (rounds + 1)), as tk-tucker
+    train resumes them: the same call resumed gives the model of a run never interrupted."""
+    def whole(key, default):
+        v = manifest.get(key)
+        if v is None:
+            return default
+        if not v.isdigit():
+            raise ValueError(f"resume: {directory}/manifest.txt: {key} '{v}' is not a whole number (the checkpoint is "
+                             "damaged); fix that line, or train without resume")
+        return int(v)
+    rounds = whole("deflate", 0)
+    phase = whole("round_iters", 0) or max(whole("iters", 0) // (rounds + 1), 1)
+    return rounds, min(rounds, (start - 1) // phase if start >= 1 else 0)
+
+
 def _resume_from(directory: str, dims, rank_j, rank_r, settings) -> Tuple[Optional[Model], int]:
     if not os.path.exists(os.path.join(directory, "manifest.txt")):
         return None, 0
@@ -470,7 +509,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
           factor_update: str = "als", lr_a: Optional[float] = None, lr_b: Optional[float] = None,
           lambda_a: Optional[float] = None, lambda_b: Optional[float] = None,
           fiber_threshold: int = DEFAULT_FIBER_THRESHOLD, storage: str = "bcsf", double: bool = False,
-          seed: int = 0, test: Optional[Coo] = None, init: Optional[Model] = None, backend: str = "auto",
+          seed: int = 0, test: Optional[Coo] = None, init: Union[None, str, Model] = None,
+          deflate: Optional[int] = None, backend: str = "auto",
           threads: int = 0, device: int = 0, gpus: int = 0, progress: Optional[ProgressCallback] = None,
           checkpoint_dir: Optional[Union[str, os.PathLike]] = None, checkpoint_every: int = 0,
           resume: bool = False) -> Model:
@@ -490,8 +530,17 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
     "als" lr_b 0, lambda_a 3e-4 per entry; "sgd" lr_a 0.05, lr_b 1, lambda_a 0.001; lambda_b
     0.001 for both.  fiber_threshold: B-CSF sub-slice size.  storage: "bcsf" or "coo" (cpu
     only).  double: cpu/omp in double (the reference path).
-    seed: the random start (:func:`init_model`, at the data's mean when no value is negative),
-    unless `init` gives one (not modified).  test: held-out entries, evaluated every iteration.
+    init: the start, as `tk-tucker train --init`: "random" (:func:`init_model` seeded by `seed`,
+    at the data's mean when no value is negative), "spectral" (:func:`spectral_start` with
+    `seed` and `threads`), "auto" or None (the default): spectral with one deflation round
+    where the best-sampled unfolding has fewer than 8 entries a column or the largest mode
+    fewer than 32 x rank_j a row (:func:`start_choice`) and factor_update is "als", else
+    random; or a Model to start from (not modified).  deflate: after `iterations` from a
+    spectral start, this many rounds of {:func:`spectral_deflate`, `iterations` more}, so
+    iterations x (deflate + 1) in all (default: 1 where "auto" chose spectral, else 0; given with
+    "auto" it makes the start spectral; refused with "random", a Model and resume).
+    seed: the random start's, the spectral start's and the rounds'.  test: held-out entries,
+    evaluated every iteration.
     backend: "auto" (CUDA where built and usable, else "omp"; "omp" with double), "cpu", "omp",
     "cuda"; with the same seed, cpu and omp give the same model bit for bit for any `threads`.
     device, gpus: the first CUDA device and how many from it on train together (`tk-tucker train
@@ -528,6 +577,20 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
         raise ValueError(f"checkpoint_every must be >= 0, got {checkpoint_every}")
     if resume and checkpoint_dir is None:
         raise ValueError("resume needs checkpoint_dir (the model directory to continue)")
+    if deflate is not None:
+        if not isinstance(deflate, int) or deflate < 0:
+            raise ValueError(f"deflate must be a whole number >= 0, got {deflate!r}")
+        if resume:
+            raise ValueError("deflate with resume: the rounds run in one training from the spectral start; drop "
+                             "deflate (a resumed run continues the checkpoint's model by ALS), or drop resume")
+        if init is not None and not (isinstance(init, str) and init in ("auto", "spectral")):
+            raise ValueError("deflate: the deflation rounds continue a spectral start; pass init='spectral' or "
+                             "'auto' (or none), or drop deflate")
+    if isinstance(init, str) and init not in INITS:
+        raise ValueError(f"init must be 'auto', 'random', 'spectral' or a Model, not {init!r}")
+    if init is not None and not isinstance(init, (str, Model)):
+        raise TypeError(f"init: expected 'auto', 'random', 'spectral' or a tensorkernels.tucker.Model, got "
+                        f"{type(init).__name__}")
     try:
         storage_code = STORAGES[storage]
     except KeyError:
@@ -540,28 +603,55 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
                          bool(double), 0.0, _train_entries(coo))
     ckpt = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
     start_model, start = (_resume_from(ckpt, dims, rank_j, rank_r, settings) if resume else (None, 0))
-    if start_model is None:
-        if init is not None:
-            start_model = init
+    rounds, done, start_line = 0, 0, None
+    if start_model is not None:  # resumed: the checkpoint's schedule goes on (tk-tucker train's resume_schedule)
+        rounds, done = _resumed_rounds(ckpt, start_model.manifest, start)
+        start_line = start_model.manifest.get("init", "random")
+    else:
+        if isinstance(init, Model):
+            start_model, start_line = init, "model"
             if list(init.dims) != dims or init.rank_j != rank_j or init.rank_r != rank_r:
                 raise ValueError(f"init: the model has dims {init.dims}, J={init.rank_j}, R={init.rank_r}, but the "
                                  f"data need dims {tuple(dims)}, J={rank_j}, R={rank_r}")
         else:
-            lo = float(coo.values.min())
-            start_model = init_model(dims, rank_j, rank_r, seed=seed,
-                                     target_mean=_sequential_mean(coo.values) if lo >= 0 else 0.0)
+            kind = "auto" if init is None else init
+            if kind == "auto":
+                # sgd: the seed's start for the seed's algorithm (the rule was measured with ALS)
+                thin = factor_update == "als" and start_choice(coo, rank_j)["spectral"]
+                kind = "spectral" if deflate is not None or thin else "random"
+                rounds = 1 if deflate is None and kind == "spectral" else (deflate or 0)
+            else:
+                rounds = deflate or 0
+            start_line = kind
+            if kind == "spectral":
+                start_model = spectral_start(coo, rank_j, rank_r, dims=dims, seed=seed, threads=threads)
+            else:
+                lo = float(coo.values.min())
+                start_model = init_model(dims, rank_j, rank_r, seed=seed,
+                                         target_mean=_sequential_mean(coo.values) if lo >= 0 else 0.0)
+    total = iterations * (rounds + 1)
     model = Model([np.empty_like(a) for a in start_model.a], [np.empty_like(b) for b in start_model.b])
     gpu_count = resolve_gpus(gpus, backend, code, int(device))
     if gpus == 0:  # "every visible GPU" as far as this build reaches, as tk-tucker's default (no NCCL: one)
         gpu_count = min(gpu_count, int(_core.tucker_max_devices()))
-    solver = _core.TuckerSolver(coo.indices, coo.values, list(coo.dims), start_model.a, start_model.b, rank_j,
-                                rank_r, code, storage_code, int(bool(double)), factor_update, float(lr_a), float(lr_b),
-                                float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device),
-                                gpu_count)
+
+    def solver_from(m: Model):
+        return _core.TuckerSolver(coo.indices, coo.values, list(coo.dims), m.a, m.b, rank_j, rank_r, code,
+                                  storage_code, int(bool(double)), factor_update, float(lr_a), float(lr_b),
+                                  float(lambda_a), float(lambda_b), int(fiber_threshold), int(threads), int(device),
+                                  gpu_count)
+
+    solver = solver_from(start_model)
     names = {0: "cpu", 1: "omp", 2: "cuda"}
     try:
         solver.model(model.a, model.b)  # the start, should no iteration run (resumed at the end)
-        for it in range(start + 1, iterations + 1):
+        for it in range(start + 1, total + 1):
+            if rounds and it > 1 and (it - 1) % iterations == 0 and (it - 1) // iterations > done:
+                # a deflation round on the model after the last iteration, then ALS again from
+                # the round's model with a new solver, as tk-tucker train does
+                solver.close()
+                deflated, _ = spectral_deflate(coo, model, seed=seed, threads=threads)
+                solver = solver_from(deflated)
             solver.update_factors()
             solver.update_core()
             solver.model(model.a, model.b)
@@ -576,9 +666,10 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
                        "factor_s": factor_ms / 1e3, "core_s": core_ms / 1e3}
             model.history.append(metrics)
             stop = progress is not None and progress(it, dict(metrics)) is False
-            if ckpt is not None and ((checkpoint_every and it % checkpoint_every == 0) or it == iterations or stop):
-                model.manifest = {"iteration": str(it), "iters": str(iterations), "backend": names[code],
-                                  "train": "(tensorkernels.tucker.train)", "test": "", **settings,
+            if ckpt is not None and ((checkpoint_every and it % checkpoint_every == 0) or it == total or stop):
+                record = {"init": start_line, "deflate": str(rounds), "round_iters": str(iterations)}
+                model.manifest = {"iteration": str(it), "iters": str(total), "backend": names[code],
+                                  "train": "(tensorkernels.tucker.train)", "test": "", **record, **settings,
                                   "train_rmse": f"{tr.rmse:.9g}",
                                   "test_rmse": f"{te.rmse:.9g}" if te else "nan",
                                   "test_mae": f"{te.mae:.9g}" if te else "nan"}
@@ -597,9 +688,9 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
                           f"is not below {base:.6g}, that of predicting the training entries' mean for every test "
                           f"entry: at J = {rank_j}, R = {rank_r} the model predicts held-out entries no better than a "
                           "constant (too few entries a row for the ranks, or data no model of these ranks explains); "
-                          "try lower rank_j / rank_r" + ("" if init is not None else
-                          ", or, on a sparse tensor (a few entries a column of its unfoldings), init= a "
-                          "spectral_start trained and then spectral_deflate'd (Documentation/python.md)"),
+                          "try lower rank_j / rank_r" + ("" if start_line in ("spectral", "model") else
+                          ", or, on a sparse tensor (a few entries a column of its unfoldings), init='spectral' "
+                          "with deflate=1 (Documentation/python.md)"),
                           RuntimeWarning, stacklevel=2)
     return model
 

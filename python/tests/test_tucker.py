@@ -337,7 +337,7 @@ def test_spectral_start_carries_signal_where_the_random_start_does_not():
         np.testing.assert_allclose(g, np.eye(4), atol=1e-5, err_msg=f"A{n + 1}")
     spectral = T.train(tr, rank_j=4, rank_r=4, iterations=10, test=te, init=start, backend="omp")
     with pytest.warns(RuntimeWarning, match="not below"):  # the library says the random start did not learn
-        random = T.train(tr, rank_j=4, rank_r=4, iterations=10, test=te, backend="omp")
+        random = T.train(tr, rank_j=4, rank_r=4, iterations=10, test=te, backend="omp", init="random")
     s, r = spectral.history[-1]["test_rmse"], random.history[-1]["test_rmse"]
     assert s < 0.5 * zero and s < 0.5 * r, (s, r, zero)  # about 0.12 against 0.81, zero 0.37
     # the same model whatever the threads
@@ -354,6 +354,65 @@ def test_spectral_start_refusals():
         T.spectral_start(tr, 4, 4, dims=(10, 10, 10))
     with pytest.raises(ValueError, match="no training entries"):
         T.spectral_start(T.Coo(np.zeros((0, 3), np.uint32), np.zeros(0, np.float32), (4, 4, 4)), 4, 4)
+
+
+def test_the_default_start_follows_the_sampling_and_resumes_its_round(tmp_path):
+    tr, _ = sparse_planted()
+    choice = T.start_choice(tr, 4)
+    assert choice["spectral"] and choice["column_mode"] == 0 and choice["row_mode"] == 0
+    assert choice["column_entries"] == pytest.approx(tr.nnz / (300 * 50))
+    assert choice["row_entries"] == pytest.approx(tr.nnz / 1500)
+    assert T.SPECTRAL_BELOW == (8.0, 32.0)
+    assert T.start_choice(T.synth((100, 50, 40), 20000, rank_j=4, rank_r=4, seed=1), 4)["spectral"] is False
+    assert T.start_choice(T.synth((100, 50, 40), 20000, rank_j=4, rank_r=4, seed=1), 8)["spectral"] is True  # 200 a row
+    # auto: the spectral start, 3 iterations, a round, 3 more: init="spectral", deflate=1's model
+    auto = T.train(tr, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu")
+    assert [h["iteration"] for h in auto.history] == [1, 2, 3, 4, 5, 6]
+    explicit = T.train(tr, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu", init="spectral", deflate=1)
+    for x, y in zip(auto.a + auto.b, explicit.a + explicit.b):
+        np.testing.assert_array_equal(x, y)
+    # stopped after iteration 2 and resumed: the round after iteration 3 still runs, the same model
+    ck = tmp_path / "ck"
+    T.train(tr, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu", checkpoint_dir=ck,
+            progress=lambda it, _: it < 2)
+    assert T.load_model(ck).manifest["deflate"] == "1" and T.load_model(ck).manifest["init"] == "spectral"
+    resumed = T.train(tr, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu", checkpoint_dir=ck, resume=True)
+    assert [h["iteration"] for h in resumed.history] == [3, 4, 5, 6]
+    for x, y in zip(auto.a + auto.b, resumed.a + resumed.b):
+        np.testing.assert_array_equal(x, y)
+    # sgd keeps the seed's random start; a tensor sampled densely enough starts at random too
+    sgd = T.train(tr, rank_j=4, rank_r=4, iterations=2, seed=5, backend="cpu", factor_update="sgd")
+    assert len(sgd.history) == 2
+    dense = T.synth((60, 50, 40), 30000, rank_j=4, rank_r=4, seed=1)
+    assert not T.start_choice(dense, 4)["spectral"]
+    a = T.train(dense, rank_j=4, rank_r=4, iterations=2, seed=5, backend="cpu")
+    b = T.train(dense, rank_j=4, rank_r=4, iterations=2, seed=5, backend="cpu", init="random")
+    for x, y in zip(a.a + a.b, b.a + b.b):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match="init must be"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=1, init="bogus")
+    with pytest.raises(ValueError, match="deflate"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=1, init="random", deflate=1)
+    with pytest.raises(ValueError, match="deflate"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=1, deflate=-1)
+    with pytest.raises(ValueError, match="deflate with resume"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=1, deflate=1, checkpoint_dir=ck, resume=True)
+
+
+@pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
+def test_the_default_start_is_tk_tuckers(tmp_path):
+    tool = built_tool("tk-tucker")
+    tr, _ = sparse_planted()
+    T.write_tns(tmp_path / "train.tns", tr)
+    subprocess.run([tool, "train", str(tmp_path / "train.tns"), "--out", str(tmp_path / "tool"),
+                    "--rank-j", "4", "--rank-r", "4", "--iters", "3", "--seed", "5", "--backend", "cpu", "--quiet"],
+                   check=True, capture_output=True)
+    theirs = T.load_model(tmp_path / "tool")
+    assert theirs.manifest["init"] == "spectral" and theirs.manifest["deflate"] == "1"
+    assert theirs.manifest["iteration"] == "6"
+    ours = T.train(T.read_tns(tmp_path / "train.tns"), rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu")
+    for x, y in zip(theirs.a + theirs.b, ours.a + ours.b):
+        np.testing.assert_array_equal(x, y)
 
 
 @pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
@@ -547,7 +606,8 @@ def test_checkpoints_resume_in_either_program(planted, tmp_path, factor_update):
 
 def test_training_releases_the_gil_and_stops_on_ctrl_c(tmp_path):
     c = T.synth((200, 200, 200), 200000, rank_j=16, rank_r=16, seed=3)
-    seconds, _ = releases_gil(lambda: T.train(c, rank_j=16, rank_r=16, iterations=2, backend="cpu"))
+    # the random start (the default would be the spectral one here: 5 entries a column)
+    seconds, _ = releases_gil(lambda: T.train(c, rank_j=16, rank_r=16, iterations=2, backend="cpu", init="random"))
     # SIGINT while training (once a checkpoint is written, half an iteration later: most likely
     # inside an update, the GIL released): KeyboardInterrupt at the update's end, the checkpoint whole
     per_iter = seconds / 2
@@ -563,7 +623,8 @@ def test_training_releases_the_gil_and_stops_on_ctrl_c(tmp_path):
     killer = threading.Thread(target=interrupt)
     killer.start()
     with pytest.raises(KeyboardInterrupt):
-        T.train(c, rank_j=16, rank_r=16, iterations=1000, backend="cpu", checkpoint_dir=ck, checkpoint_every=1)
+        T.train(c, rank_j=16, rank_r=16, iterations=1000, backend="cpu", checkpoint_dir=ck, checkpoint_every=1,
+                init="random")
     stopped = time.perf_counter()
     killer.join()
     assert stopped - sent["at"] < 2 * per_iter + 1.0
