@@ -66,9 +66,8 @@ def test_tracking_cuda_gives_the_cpu_streamlines(algorithm):
                 if int(i) in same and same[int(i)].shape == s.shape and np.array_equal(same[int(i)], s))
     if algorithm == "sd_stream":  # no transcendental function on its path: bit for bit
         assert len(gpu.streamlines) == len(cpu.streamlines) == equal
-    else:  # bit for bit too in the C tests (Ifod1IsTheCpusBitForBit: no sine in its draws since
-        # session 25); this bound is from before and has not been run against the change on a GPU
-        assert equal >= 0.99 * len(cpu.streamlines)
+    else:  # bit for bit in the C test's set-ups (Ifod1IsTheCpusBitForBit), not always: below
+        assert len(gpu.streamlines) == len(cpu.streamlines) and equal >= 0.99 * len(cpu.streamlines)
 
 
 @pytest.mark.parametrize("algorithm", ["sd_stream", "ifod1"])
@@ -90,5 +89,7 @@ def test_tracking_cuda_seeds_a_mask_as_the_cpu(algorithm):
                 if int(i) in same and same[int(i)].shape == s.shape and np.array_equal(same[int(i)], s))
     if algorithm == "sd_stream":
         assert len(gpu.streamlines) == len(cpu.streamlines) == equal
-    else:
-        assert equal >= 0.99 * len(cpu.streamlines)
+    else:  # measured on an H200 (session 26): the same 449 streamlines, 448 equal to the bit; in
+        # the other (seed 351) one point of 100 is a float ulp apart (x 1.4216060 against the
+        # CPU's 1.4216059), the points before and after it equal (Documentation/tracking.md)
+        assert len(gpu.streamlines) == len(cpu.streamlines) and equal >= 0.99 * len(cpu.streamlines)
