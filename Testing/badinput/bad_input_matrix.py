@@ -1538,17 +1538,21 @@ def tucker_train_write_cases(exe):
     rows_ok = small_tns_rows()
     base = ["train", "s.tns", "--out", "model", "--iters", "2", "--rank-j", "4", "--rank-r", "4", "--quiet"]
 
-    def checkpoint(iteration):
+    def checkpoint(iteration, key=b"iteration"):
         def setup(folder):
             tns(os.path.join(folder, "s.tns"), rows_ok)
             subprocess.run([exe] + base, cwd=folder, check=True, stdout=subprocess.DEVNULL)
             m = os.path.join(folder, "model", "manifest.txt")
-            text = re.sub(rb"iteration = \d+", b"iteration = " + iteration, open(m, "rb").read())
+            text = re.sub(key + rb" = \d+", key + b" = " + iteration, open(m, "rb").read())
             write(m, text)
         return setup
     return [
         Case("--resume from a checkpoint with iteration -5", base + ["--resume"], checkpoint(b"-5"),
              names="manifest.txt", says=r"iteration '-5'", allow_new=("s.tns.tkc",)),
+        Case("--resume from a checkpoint with deflate 'many'", base + ["--resume"], checkpoint(b"many", b"deflate"),
+             names="manifest.txt", says=r"deflate 'many' is not a whole number", allow_new=("s.tns.tkc",)),
+        Case("--resume from a checkpoint with round_iters 0", base + ["--resume"], checkpoint(b"0", b"round_iters"),
+             names="manifest.txt", says=r"round_iters '0' is not a whole number from 1", allow_new=("s.tns.tkc",)),
         Case("write: an existing model without --force or --resume (kept)", base, checkpoint(b"2"), code=2,
              names="model", says=r"exists already.*--force", allow_new=("s.tns.tkc",)),
     ]

@@ -397,6 +397,10 @@ def test_the_default_start_follows_the_sampling_and_resumes_its_round(tmp_path):
         T.train(tr, rank_j=4, rank_r=4, iterations=1, deflate=-1)
     with pytest.raises(ValueError, match="deflate with resume"):
         T.train(tr, rank_j=4, rank_r=4, iterations=1, deflate=1, checkpoint_dir=ck, resume=True)
+    manifest = ck / "manifest.txt"
+    manifest.write_text(manifest.read_text().replace("deflate = 1", "deflate = x"))
+    with pytest.raises(ValueError, match="deflate 'x' is not a whole number"):
+        T.train(tr, rank_j=4, rank_r=4, iterations=3, seed=5, backend="cpu", checkpoint_dir=ck, resume=True)
 
 
 @pytest.mark.skipif(built_tool("tk-tucker") is None, reason="tk-tucker not built (TK_BUILD_DIR/bin)")
