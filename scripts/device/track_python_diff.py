@@ -11,7 +11,7 @@ sh = (0.03 * rng.standard_normal((12, 10, 14, 15))).astype(np.float32)
 sh[..., 0], sh[..., 3] = 1.0, 0.8  # l = 0, and l = 2, m = 0: a lobe along z (MRtrix3's basis)
 aff = np.array([[2.0, 0, 0, -11], [0, 2.5, 0, 3], [0, 0, 1.5, 7], [0, 0, 0, 1]])
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-vox = np.random.default_rng(7).uniform(1, 1, (n, 3)) * 0 + np.random.default_rng(7).uniform(0, 1, (n, 3)) * (np.array(sh.shape[:3]) - 1)
+vox = np.random.default_rng(7).uniform(0, 1, (n, 3)) * (np.array(sh.shape[:3]) - 1)
 seeds = np.ascontiguousarray(vox @ aff[:3, :3].T + aff[:3, 3])
 for algorithm in ("sd_stream", "ifod1"):
     kw = dict(seed_points=seeds, rng_seed=5, algorithm=algorithm)
