@@ -16,6 +16,7 @@
 #endif
 
 #include "common/timer.h"
+#include "tucker_core_rows.h"
 #include "tucker_internal.h"
 
 void tk_tucker_spectral_options_init(tk_tucker_spectral_options *o)
@@ -701,17 +702,7 @@ tk_status tk_tucker_spectral_vectors(const tk_tucker_coo *t, const uint32_t *dim
 
 /* ---- the cores ---------------------------------------------------------------------------- */
 
-/* The entries of t copied in order of mode n's index, row i's at row_ptr[i] .. row_ptr[i + 1]:
- * the other modes' indices (others[], order - 1 an entry) and the values.  A copy rather than a
- * permutation: the core fit visits every entry 3 x 20 times, and gathering them through a
- * permutation missed the cache on each (two thirds of the start's time at 3.9M entries). */
-typedef struct rows_of_mode {
-    int others[TK_TUCKER_MAX_ORDER - 1];
-    size_t *row_ptr;
-    uint32_t *idx;
-    float *val;
-} rows_of_mode;
-
+/* The entries of t copied in order of mode n's index: rows_of_mode (tucker_core_rows.h). */
 static tk_status rows_build(const tk_tucker_coo *t, const uint32_t *dims, int n, int threads, rows_of_mode *r)
 {
     const int N = t->order, K = N - 1;
@@ -833,9 +824,9 @@ static inline __attribute__((always_inline)) void core_row_sums(const rows_of_mo
     for (int a = 0; a < R * R; ++a) s[a] = 0;
     for (int r = 0; r < R; ++r) t[r] = 0;
     for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
-        if (p + SPECTRAL_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
+        if (p + TK_TUCKER_CORE_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
             for (int k = 0; k < K; ++k)
-                __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + SPECTRAL_PREFETCH) * K + k] * R);
+                __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + TK_TUCKER_CORE_PREFETCH) * K + k] * R);
         row_entry_q(rm, K, C, R, p, q);
         const double x = rm->val[p];
         for (int r = 0; r < R; ++r) {
@@ -855,6 +846,24 @@ static inline __attribute__((always_inline)) void core_row_fixed(const rows_of_m
     for (int r = 0; r < R; ++r) T[r] = t[r];
 }
 
+/* Whether the row sums take their AVX2 copy (tucker_core_rows_avx2.c, the same bits): R of 4 or
+ * 8, a build and a CPU that have it, and TK_TUCKER_NO_AVX2 unset or 0 (the portable text, for
+ * A/B runs on one binary). */
+static int core_rows_avx2(int R)
+{
+#ifdef TK_TUCKER_AVX2_TU
+    static int on = -1;
+    if (on < 0) {
+        const char *off = getenv("TK_TUCKER_NO_AVX2");
+        on = tk_tucker_core_rows_avx2_usable() && !(off && *off && strcmp(off, "0") != 0);
+    }
+    return on && (R == 4 || R == 8);
+#else
+    (void)R;
+    return 0;
+#endif
+}
+
 /* G += sum_i (a_i a_i^T) kron S_i and h += sum_i a_i kron t_i over rows lo..hi-1, with S_i =
  * sum q q^T and t_i = sum x q over row i's entries: the normal equations of B(n) (unknowns
  * (j, r) at j R + r), in O(entries R^2 + rows J^2 R^2), not O(entries J^2 R^2). */
@@ -863,11 +872,16 @@ static void core_rows(const tk_tucker_coo *t, const rows_of_mode *rm, double *co
 {
     const int P = J * R, K = t->order - 1;
     const size_t nnz = t->nnz;
-    const int chunk = row_chunk(hi - lo, threads, 16);
+    const int chunk = row_chunk(hi - lo, threads, 16), avx2 = core_rows_avx2(R);
     (void)threads;
+    (void)avx2;
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (long i = lo; i < (long)hi; ++i) {
         double *S = w->S + (size_t)(i - lo) * R * R, *T = w->T + (size_t)(i - lo) * R;
+#ifdef TK_TUCKER_AVX2_TU
+        if (avx2) tk_tucker_core_row_sums_avx2(rm, K, C, R, nnz, (size_t)i, S, T);
+        else
+#endif
         if (R == 4) core_row_fixed(rm, K, C, 4, nnz, (size_t)i, S, T);
         else if (R == 8) core_row_fixed(rm, K, C, 8, nnz, (size_t)i, S, T);
         else core_row_sums(rm, K, C, R, nnz, (size_t)i, S, T);
