@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ typedef struct {
     const char *train, *test, *out;
     double test_fraction;
     long rank_j, rank_r, iters, every, fiber_threshold, deflate;
-    int resume, dbl, als, factor_update, init, deflate_given;
+    int resume, dbl, als, factor_update, init;
     long rounds_done; /* a resumed checkpoint's deflation rounds already run */
     uint64_t seed;
     char init_line[32]; /* the manifest's "init" value: this run's start, or a resumed checkpoint's */
@@ -213,15 +214,15 @@ static int parse_train(int argc, char **argv, train_args *a)
         tk_cli_error(prog, "--test and --test-fraction were both given; give one of them, not both");
         return 0;
     }
-    a->deflate_given = tk_cli_given(&train_command, &parsed, "deflate");
-    if (a->deflate_given && a->init == INIT_RANDOM) {
+    const int deflate_given = tk_cli_given(&train_command, &parsed, "deflate");
+    if (deflate_given && a->init == INIT_RANDOM) {
         tk_cli_error(prog, "--deflate with --init random: the deflation rounds continue a spectral start; drop --init "
                            "random (or give --init spectral), or drop --deflate");
         return 0;
     }
     /* rounds asked for: the start they continue */
-    if (a->deflate_given && a->init == INIT_AUTO) a->init = INIT_SPECTRAL;
-    if (tk_cli_given(&train_command, &parsed, "deflate") && a->resume) {
+    if (deflate_given && a->init == INIT_AUTO) a->init = INIT_SPECTRAL;
+    if (deflate_given && a->resume) {
         tk_cli_error(prog, "--deflate with --resume: the rounds run in one training from --init spectral's start; "
                            "drop --deflate (a resumed run continues the checkpoint's schedule, its rounds included), or "
                            "train without --resume");
@@ -348,7 +349,8 @@ static tk_status save(const train_args *a, const tk_tucker_model *m, long iterat
     return tk_tucker_model_save(a->out, m, extra);
 }
 
-/* A manifest value that must be a whole number in [lo, hi]; 0 after saying the checkpoint is damaged. */
+/* A manifest value that must be a whole number in [lo, hi] (hi LONG_MAX: no upper bound); 0 after
+ * saying the checkpoint is damaged. */
 static int manifest_long(const train_args *a, const char *manifest, const char *key, long lo, long hi, long *out)
 {
     char v[64];
@@ -357,8 +359,11 @@ static int manifest_long(const train_args *a, const char *manifest, const char *
     errno = 0;
     const long x = strtol(v, &end, 10);
     if (end == v || *end || errno || x < lo || x > hi) {
-        tk_cli_error(prog, "--resume: %s/manifest.txt: %s '%s' is not a whole number from %ld to %ld (the checkpoint "
-                           "is damaged); fix that line, or train without --resume", a->out, key, v, lo, hi);
+        char range[64];
+        if (hi == LONG_MAX) snprintf(range, sizeof range, ">= %ld", lo);
+        else snprintf(range, sizeof range, "from %ld to %ld", lo, hi);
+        tk_cli_error(prog, "--resume: %s/manifest.txt: %s '%s' is not a whole number %s (the checkpoint is damaged); "
+                           "fix that line, or train without --resume", a->out, key, v, range);
         return 0;
     }
     *out = x;
@@ -522,7 +527,6 @@ static int cmd_train(int argc, char **argv)
     for (int n = 0; n < train.order; ++n) dims[n] = train.dims[n] > test.dims[n] ? train.dims[n] : test.dims[n];
     long start = 0;
     if (a.resume && file_size(a.out) >= 0) {
-        char v[64];
         if ((s = tk_tucker_model_load(a.out, &model, &manifest)) != TK_OK) {
             tk_cli_error(prog, "--resume: %s", tk_last_error());
             goto done;
@@ -538,19 +542,12 @@ static int cmd_train(int argc, char **argv)
                              model.dims[n], dims[n]);
                 goto done;
             }
+        /* the whole value, >= 0: a damaged or hand-edited checkpoint is refused, not resumed
+         * from a negative iteration */
         start = 0;
-        if (tk_tucker_manifest_get(manifest, "iteration", v, sizeof v)) {
-            /* the whole value, >= 0: a damaged or hand-edited checkpoint is refused, not
-             * resumed from a negative iteration */
-            char *end = NULL;
-            errno = 0;
-            start = strtol(v, &end, 10);
-            if (end == v || *end || errno || start < 0) {
-                tk_cli_error(prog, "--resume: %s/manifest.txt: iteration '%s' is not a whole number >= 0 (the "
-                                   "checkpoint is damaged); fix that line, or train without --resume", a.out, v);
-                rc = TK_EXIT_FAILURE;
-                goto done;
-            }
+        if (!manifest_long(&a, manifest, "iteration", 0, LONG_MAX, &start)) {
+            rc = TK_EXIT_FAILURE;
+            goto done;
         }
         /* the checkpoint's start stays its record (a checkpoint from before --init: random) */
         if (!tk_tucker_manifest_get(manifest, "init", a.init_line, sizeof a.init_line))
