@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "common/avx2_copy.h"
 #include "common/timer.h"
 #include "tracking_internal.h"
 #include "tracking_run.h"
@@ -26,9 +27,7 @@ int tk_tracking_streamline_avx2(const tk_tracking_field *f, const double *seed, 
 static int tk_tracking_use_avx2(void)
 {
 #ifdef TK_TRACK_AVX2_TU
-    const char *off = getenv("TK_TRACK_NO_AVX2");
-    if (off && *off && strcmp(off, "0") != 0) return 0;
-    return __builtin_cpu_supports("avx2");
+    return tk_avx2_copy_enabled("TK_TRACK_NO_AVX2");
 #else
     return 0;
 #endif

@@ -23,9 +23,15 @@ typedef struct rows_of_mode {
 /* Entries ahead whose C rows the row sums prefetch (random reads in a large mode's C). */
 #define TK_TUCKER_CORE_PREFETCH 16
 
-/* Whether tk_tucker_core_row_sums_avx2 may run here: built for x86-64 (TK_TUCKER_AVX2_TU) and
- * the CPU has AVX2. */
-int tk_tucker_core_rows_avx2_usable(void);
+/* The C rows of the entry TK_TUCKER_CORE_PREFETCH after p asked for early, so that their misses
+ * overlap the sums of the entries before it. */
+static inline void tk_tucker_core_prefetch(const rows_of_mode *rm, int K, double *const *C, int R, size_t p,
+                                           size_t nnz)
+{
+    if (p + TK_TUCKER_CORE_PREFETCH < nnz)
+        for (int k = 0; k < K; ++k)
+            __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + TK_TUCKER_CORE_PREFETCH) * K + k] * R);
+}
 
 /* Row i's S_i = sum q q^T (upper triangle; the rest 0) into S and t_i = sum x q into T, R = 4 or
  * 8, K = order - 1 other modes, with AVX2's four-lane products and sums (no FMA, no

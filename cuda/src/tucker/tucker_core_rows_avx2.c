@@ -1,19 +1,13 @@
 /* The core fit's row sums (tucker_core_rows.h) with AVX2, at R = 4 and 8: compiled with -mavx2
- * -mno-fma -ffp-contract=off (cuda/src/tucker/CMakeLists.txt), picked at run time where the CPU
- * has AVX2.  Each sum S_i[r][u] (u >= r) and t_i[r] is its own chain over the row's entries in
- * order, a product then a sum as in the portable text; the lanes only run several chains at
- * once, so the bits are the portable text's.  Four lanes hold four columns of a row r of S_i:
- * those left of the diagonal sum products too, which are dropped (set to 0) at the end. */
+ * -mno-fma -ffp-contract=off (cmake's tk_core_avx2_copy), picked at run time where the CPU has
+ * AVX2 (tucker_spectral.c's core_rows_avx2).  Each sum S_i[r][u] (u >= r) and t_i[r] is its own
+ * chain over the row's entries in order, a product then a sum as in the portable text; the
+ * lanes only run several chains at once, so the bits are the portable text's.  Four lanes hold
+ * four columns of a row r of S_i: those left of the diagonal sum products too, which are
+ * dropped (set to 0) at the end. */
 #include <immintrin.h>
 
 #include "tucker_core_rows.h"
-
-int tk_tucker_core_rows_avx2_usable(void)
-{
-    static int usable = -1;
-    if (usable < 0) usable = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return usable;
-}
 
 /* q = the product of the entry's other modes' C rows, in mode order (row_entry_q). */
 static inline void entry_q4(const rows_of_mode *rm, int K, double *const *C, int R, size_t p, __m256d *q)
@@ -25,13 +19,6 @@ static inline void entry_q4(const rows_of_mode *rm, int K, double *const *C, int
         c = C[rm->others[k]] + (size_t)ix[k] * R;
         for (int h = 0; h < R / 4; ++h) q[h] = _mm256_mul_pd(q[h], _mm256_loadu_pd(c + 4 * h));
     }
-}
-
-static inline void prefetch_ahead(const rows_of_mode *rm, int K, double *const *C, int R, size_t p, size_t nnz)
-{
-    if (p + TK_TUCKER_CORE_PREFETCH < nnz)
-        for (int k = 0; k < K; ++k)
-            __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + TK_TUCKER_CORE_PREFETCH) * K + k] * R);
 }
 
 /* The sums with R (4 or 8) a constant where inlined: acc[r][h] holds S_i's row r, columns 4h to
@@ -47,7 +34,7 @@ static inline __attribute__((always_inline)) void row_sums(const rows_of_mode *r
         for (int r = 0; r < R; ++r) acc[r][h] = _mm256_setzero_pd();
     }
     for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
-        prefetch_ahead(rm, K, C, R, p, nnz);
+        tk_tucker_core_prefetch(rm, K, C, R, p, nnz);
         entry_q4(rm, K, C, R, p, q);
         double qs[8];
         for (int h = 0; h < H; ++h) _mm256_storeu_pd(qs + 4 * h, q[h]);

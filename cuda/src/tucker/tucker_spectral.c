@@ -15,6 +15,7 @@
 #include <omp.h>
 #endif
 
+#include "common/avx2_copy.h"
 #include "common/timer.h"
 #include "tucker_core_rows.h"
 #include "tucker_internal.h"
@@ -824,9 +825,7 @@ static inline __attribute__((always_inline)) void core_row_sums(const rows_of_mo
     for (int a = 0; a < R * R; ++a) s[a] = 0;
     for (int r = 0; r < R; ++r) t[r] = 0;
     for (size_t p = rm->row_ptr[i]; p < rm->row_ptr[i + 1]; ++p) {
-        if (p + TK_TUCKER_CORE_PREFETCH < nnz) /* the C rows of an entry ahead: random reads in a large mode's C */
-            for (int k = 0; k < K; ++k)
-                __builtin_prefetch(C[rm->others[k]] + (size_t)rm->idx[(p + TK_TUCKER_CORE_PREFETCH) * K + k] * R);
+        tk_tucker_core_prefetch(rm, K, C, R, p, nnz);
         row_entry_q(rm, K, C, R, p, q);
         const double x = rm->val[p];
         for (int r = 0; r < R; ++r) {
@@ -852,12 +851,7 @@ static inline __attribute__((always_inline)) void core_row_fixed(const rows_of_m
 static int core_rows_avx2(int R)
 {
 #ifdef TK_TUCKER_AVX2_TU
-    static int on = -1;
-    if (on < 0) {
-        const char *off = getenv("TK_TUCKER_NO_AVX2");
-        on = tk_tucker_core_rows_avx2_usable() && !(off && *off && strcmp(off, "0") != 0);
-    }
-    return on && (R == 4 || R == 8);
+    return (R == 4 || R == 8) && tk_avx2_copy_enabled("TK_TUCKER_NO_AVX2");
 #else
     (void)R;
     return 0;
