@@ -582,7 +582,8 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
             raise ValueError(f"deflate must be a whole number >= 0, got {deflate!r}")
         if resume:
             raise ValueError("deflate with resume: the rounds run in one training from the spectral start; drop "
-                             "deflate (a resumed run continues the checkpoint's model by ALS), or drop resume")
+                             "deflate (a resumed run continues the checkpoint's schedule, its rounds included), or "
+                             "drop resume")
         if init is not None and not (isinstance(init, str) and init in ("auto", "spectral")):
             raise ValueError("deflate: the deflation rounds continue a spectral start; pass init='spectral' or "
                              "'auto' (or none), or drop deflate")
@@ -614,14 +615,13 @@ def train(coo: Coo, *, rank_j: int = 32, rank_r: int = 32, iterations: int = DEF
                 raise ValueError(f"init: the model has dims {init.dims}, J={init.rank_j}, R={init.rank_r}, but the "
                                  f"data need dims {tuple(dims)}, J={rank_j}, R={rank_r}")
         else:
-            kind = "auto" if init is None else init
-            if kind == "auto":
-                # sgd: the seed's start for the seed's algorithm (the rule was measured with ALS)
+            picked = init is None or init == "auto"
+            kind = init
+            if picked:  # sgd: the seed's start for the seed's algorithm (the rule was measured with ALS)
                 thin = factor_update == "als" and start_choice(coo, rank_j)["spectral"]
                 kind = "spectral" if deflate is not None or thin else "random"
-                rounds = 1 if deflate is None and kind == "spectral" else (deflate or 0)
-            else:
-                rounds = deflate or 0
+            # rounds: as given, else the one round auto adds to its spectral start
+            rounds = deflate if deflate is not None else int(picked and kind == "spectral")
             start_line = kind
             if kind == "spectral":
                 start_model = spectral_start(coo, rank_j, rank_r, dims=dims, seed=seed, threads=threads)
