@@ -153,6 +153,63 @@ TEST(DeviceArraysCuda, FibersWaitForTheCallersStream)
     tk_fibers_plan_destroy(plan);
 }
 
+// A page-locked host array of the test's own.
+template <typename T> struct PinnedArray {
+    T *ptr = nullptr;
+    size_t n = 0;
+    explicit PinnedArray(const std::vector<T> &from) : n(from.size())
+    {
+        EXPECT_EQ(cudaMallocHost(&ptr, n * sizeof(T)), cudaSuccess);
+        std::memcpy(ptr, from.data(), n * sizeof(T));
+    }
+    ~PinnedArray() { cudaFreeHost(ptr); }
+    PinnedArray(const PinnedArray &) = delete;
+    PinnedArray &operator=(const PinnedArray &) = delete;
+    std::vector<T> values() const { return std::vector<T>(ptr, ptr + n); }
+};
+
+TEST(DeviceArraysCuda, FibersPinnedAndPageableArraysGiveTheSameBits)
+{
+    // Pageable arrays go through the plan's pinned staging, pinned ones are copied directly, a
+    // mix (pinned SH, pageable outputs) is staged: the same peaks to the bit, the same bytes
+    // across, over several chunks (the plan's buffers are smaller than the batch).
+    FibersCase c = fibers_case(5000);
+    tk_fibers_plan *plan = nullptr;
+    tk_status s = tk_fibers_plan_create(&c.o, 1500, &plan);
+    TK_SKIP_IF_NO_GPU(s);
+    ASSERT_EQ(s, TK_OK) << tk_last_error();
+    const size_t np = (size_t)c.o.num_peaks;
+    std::vector<float> dirs(c.voxels * np * 3, -7.f), amps(c.voxels * np, -7.f);
+    size_t bad_pageable = 0, bad_pinned = 0, bad_mixed = 0;
+    unsigned long long before = tk_test_array_transfer_bytes();
+    ASSERT_EQ(tk_fibers_plan_execute(plan, c.voxels, c.sh.data(), c.mask.data(), dirs.data(), amps.data(),
+                                     &bad_pageable, nullptr),
+              TK_OK)
+        << tk_last_error();
+    const unsigned long long pageable_bytes = tk_test_array_transfer_bytes() - before;
+    PinnedArray<float> p_sh(c.sh), p_dirs(std::vector<float>(dirs.size(), -7.f)),
+        p_amps(std::vector<float>(amps.size(), -7.f));
+    PinnedArray<uint8_t> p_mask(c.mask);
+    before = tk_test_array_transfer_bytes();
+    ASSERT_EQ(tk_fibers_plan_execute(plan, c.voxels, p_sh.ptr, p_mask.ptr, p_dirs.ptr, p_amps.ptr, &bad_pinned,
+                                     nullptr),
+              TK_OK)
+        << tk_last_error();
+    EXPECT_EQ(tk_test_array_transfer_bytes() - before, pageable_bytes);
+    EXPECT_TRUE(same_bits(p_dirs.values(), dirs));
+    EXPECT_TRUE(same_bits(p_amps.values(), amps));
+    std::vector<float> mixed_dirs(dirs.size(), -7.f), mixed_amps(amps.size(), -7.f);
+    ASSERT_EQ(tk_fibers_plan_execute(plan, c.voxels, p_sh.ptr, c.mask.data(), mixed_dirs.data(), mixed_amps.data(),
+                                     &bad_mixed, nullptr),
+              TK_OK)
+        << tk_last_error();
+    EXPECT_TRUE(same_bits(mixed_dirs, dirs));
+    EXPECT_TRUE(same_bits(mixed_amps, amps));
+    EXPECT_EQ(bad_pinned, bad_pageable);
+    EXPECT_EQ(bad_mixed, bad_pageable);
+    tk_fibers_plan_destroy(plan);
+}
+
 TEST(DeviceArraysCuda, FibersRefuseHostPointersAndCpuPlans)
 {
     FibersCase c = fibers_case(16);

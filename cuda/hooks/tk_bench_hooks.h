@@ -148,6 +148,13 @@ tk_status tk_tucker_solver_device_bcsf(const tk_tucker_solver *s, int index, int
  * bandwidth" 2 (count - 1) / count x bytes / time (GB/s), what nccl-tests print. */
 tk_status tk_nccl_allreduce_measure(int count, size_t bytes, int repeat, double *ms, double *bus_gbps);
 
+/* ---- host copies (cuda/src/common/host_copy.c) ------------------------------------- */
+
+/* memcpy(dst, src, bytes) split over up to 4 OpenMP threads from 1 MiB on: the CUDA cores'
+ * staging of pageable caller arrays into pinned buffers (common/host_copy.h says why).  The
+ * arrays must not overlap. */
+void tk_host_copy(void *dst, const void *src, size_t bytes);
+
 /* ---- one batch over several GPUs (cuda/src/common/multi_device.c) ----------------- */
 
 /* Range `index` of `count` items cut into `parts` contiguous ranges in order, equal shares

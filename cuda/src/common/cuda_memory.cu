@@ -160,6 +160,17 @@ extern "C" tk_status tk_cuda_memory_info(int device, size_t *free_bytes, size_t 
     return st;
 }
 
+extern "C" int tk_cuda_is_pinned(const void *ptr)
+{
+    if (!ptr) return 1;
+    cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky-free error of an unknown pointer */
+        return 0;
+    }
+    return attr.type == cudaMemoryTypeHost;
+}
+
 extern "C" size_t tk_cuda_budget(size_t free_bytes)
 {
     size_t headroom = free_bytes / 8;

@@ -35,6 +35,12 @@ typedef struct tk_cuda_buffer {
 cudaError_t tk_cuda_malloc_all(tk_cuda_buffer *buffers, int count);
 void tk_cuda_free_all(tk_cuda_buffer *buffers, int count);
 
+/* Whether host pointer ptr is in page-locked memory the device can copy from or to directly
+ * (cudaMallocHost, cudaHostRegister); NULL counts as pinned (nothing to stage).  The cores
+ * stage pageable caller arrays through pinned buffers of their own: a pageable copy runs at
+ * a tenth of the bus's rate and holds the host thread (Documentation/benchmarks.md). */
+int tk_cuda_is_pinned(const void *ptr);
+
 /* Free and total memory of the current device, the limit applied. */
 tk_status tk_cuda_memory_get(size_t *free_bytes, size_t *total_bytes);
 

@@ -96,17 +96,6 @@ static cudaError_t launch_any(int dbl, const eig_layout &p, int n, size_t count,
     return err;
 }
 
-static int is_pinned(const void *ptr)
-{
-    if (!ptr) return 1;
-    cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-        cudaGetLastError(); /* clear the sticky-free error of an unknown pointer */
-        return 0;
-    }
-    return attr.type == cudaMemoryTypeHost;
-}
-
 /* The streamed pipeline.  A chunk holds one of the plan's slots, device buffers (its
  * matrices, results and the lockstep kernels' scratch; with pageable caller arrays also
  * a pinned staging buffer) from its H2D copy until its results are back on the host.
@@ -386,7 +375,8 @@ static tk_status run_pipeline(tk_eig_cuda *cu, size_t count, const void *matrice
     const int balance = o->balance != 0, max_iter = tk_eig_max_iter(o);
     /* device arrays are copied device to device, as pinned ones are copied in and out directly */
     const int on_device = cu->device_arrays;
-    const int direct = on_device || (is_pinned(matrices) && is_pinned(values) && is_pinned(vectors) && is_pinned(status));
+    const int direct = on_device || (tk_cuda_is_pinned(matrices) && tk_cuda_is_pinned(values) &&
+                                     tk_cuda_is_pinned(vectors) && tk_cuda_is_pinned(status));
     const cudaMemcpyKind in_kind = on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
     const cudaMemcpyKind out_kind = on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
     const size_t chunk = cu->chunk < count ? cu->chunk : count;
@@ -537,7 +527,7 @@ extern "C" void *tk_eig_host_alloc(size_t bytes)
 extern "C" void tk_eig_host_free(void *ptr)
 {
     if (!ptr) return;
-    if (is_pinned(ptr)) cudaFreeHost(ptr);
+    if (tk_cuda_is_pinned(ptr)) cudaFreeHost(ptr);
     else free(ptr);
 }
 
@@ -591,7 +581,7 @@ extern "C" tk_status tk_eig_cuda_measure(const tk_eig_options *o, size_t count, 
     }
     TK_CUDA_TRY_GOTO(st, cleanup, TK_WHO " (measure)", prepare_kernel<double>(p));
     TK_CUDA_TRY_GOTO(st, cleanup, TK_WHO " (measure)", prepare_kernel<float>(p));
-    if (is_pinned(matrices)) {
+    if (tk_cuda_is_pinned(matrices)) {
         src = matrices; /* the caller's pinned array: no second copy of a large batch */
     } else {
         TK_CUDA_TRY_GOTO(st, cleanup, TK_WHO " (measure)", cudaMallocHost(&h_in, in_b));

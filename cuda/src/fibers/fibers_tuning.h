@@ -28,7 +28,10 @@ typedef struct tk_fibers_tuning {
 } tk_fibers_tuning;
 
 static const tk_fibers_tuning tk_fibers_tuning_table[] = {
-    {70, 8, (size_t)1 << 18},
+    /* 2^17 voxels a chunk (from 2^18, session 27): with the pinned staging, smaller chunks let
+     * the copies hide behind the kernels (the first chunk is a quarter of this: fibers_cuda.cu's
+     * ramp); 2^16 and 2^17 measured alike on a lent H200, 2^15 slower on the whole-brain input */
+    {70, 8, (size_t)1 << 17},
 };
 
 /* The row for an architecture: the last whose min_arch it reaches (the first row below all). */
