@@ -199,6 +199,49 @@ TEST(ShBasis, TensorMapReproducesTheSeriesEverywhere)
             }
 }
 
+// The map's zeros are exact, and they are the parity rule's: entry (monomial x^a y^b z^c, basis
+// function j) is zero exactly where the function is not a combination of monomials with a's,
+// b's and c's parities (read from the function's values at x mirrored: f(-x, y, z) = +-f).
+TEST(ShBasis, TensorMapZerosAreExactAndThoseOfTheParities)
+{
+    for (int lmax = 2; lmax <= 16; lmax += 2)
+        for (auto b : {TK_SH_TOURNIER, TK_SH_DESCOTEAUX})
+            for (int legacy : {0, 1}) {
+                const int k = (int)tk_sh_num_coeffs(lmax);
+                std::vector<double> map((size_t)k * k), at(k), mirrored(k);
+                ASSERT_EQ(tk_sh_to_tensor_map(b, legacy, lmax, map.data()), TK_OK);
+                // each function's parity in x and in y from its values at a generic direction
+                const double d[3] = {0.48, 0.36, 0.8};
+                std::vector<int> odd_x(k), odd_y(k);
+                ASSERT_EQ(tk_sh_eval(b, legacy, lmax, d, at.data()), TK_OK);
+                for (int axis = 0; axis < 2; ++axis) {
+                    double m[3] = {d[0], d[1], d[2]};
+                    m[axis] = -m[axis];
+                    ASSERT_EQ(tk_sh_eval(b, legacy, lmax, m, mirrored.data()), TK_OK);
+                    for (int j = 0; j < k; ++j)
+                        (axis ? odd_y : odd_x)[j] = std::fabs(mirrored[j] + at[j]) < std::fabs(mirrored[j] - at[j]);
+                }
+                // the packed entries' exponents, in tk_sym_index order
+                std::vector<int> index(lmax);
+                tk_sym_index_first(lmax, index.data());
+                int r = 0, wrong = 0, zeros = 0;
+                do {
+                    int e[3] = {0, 0, 0};
+                    for (int q = 0; q < lmax; ++q) ++e[index[q]];
+                    for (int j = 0; j < k; ++j) {
+                        const double v = map[(size_t)r * k + j];
+                        const bool allowed = (e[0] % 2 == odd_x[j]) && (e[1] % 2 == odd_y[j]);
+                        zeros += v == 0.0;
+                        if (!allowed && v != 0.0) ++wrong;
+                    }
+                    ++r;
+                } while (tk_sym_index_next(lmax, 3, index.data()));
+                EXPECT_EQ(r, k);
+                EXPECT_EQ(wrong, 0) << "lmax " << lmax << ": entries the parities forbid are not exactly zero";
+                EXPECT_GT(zeros, k * k / 2) << "lmax " << lmax;
+            }
+}
+
 TEST(Fibers, SingleFiberPeakIsExact)
 {
     std::mt19937_64 rng(5);

@@ -227,6 +227,7 @@ static tk_status create_device(const tk_tracking_plan *plan, int device, trackin
         /* the plan as the device reads it: the same values, its tables' device copies */
         tk_tracking_plan copy = *plan;
         copy.map = (double *)st->map, copy.calib_dirs = (double *)st->calib, copy.cuda = NULL;
+        copy.map_classes = NULL; /* the host's (its four-lane product): the device runs the dense one */
         TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaMemcpy(st->plan, &copy, sizeof copy, cudaMemcpyHostToDevice));
         TK_CUDA_TRY_GOTO(status, fail, TK_TRACK_WHO, cudaMemcpy(st->map, plan->map, map_bytes, cudaMemcpyHostToDevice));
         if (calib_bytes)

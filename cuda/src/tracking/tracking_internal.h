@@ -34,6 +34,21 @@ extern "C" {
 #define TK_TRACK_HOST_V4 1
 #endif
 
+/* The SH-to-tensor product's sparse form at lmax 8, for the host's four-lane code
+ * (tracking_tensor.h tk_tracking_map_times_classes).  The map's nonzero entries (exact zeros
+ * elsewhere: tk_sh_to_tensor_map) fall in four classes by the parities of the monomials'
+ * exponents, each basis function in one: each class's rows get slots of their own, in runs of
+ * four (a vector), and each column its class's slots' entries, so a column costs its class's
+ * 3-4 vectors where the dense product costs 12. */
+#define TK_TRACK_MAP_CLASSES 4
+#define TK_TRACK_MAP_CLASS_VECTORS 4 /* the most vectors of a class: 15 rows at lmax 8 */
+typedef struct tk_tracking_map_classes {
+    int ncols[TK_TRACK_MAP_CLASSES], cols[TK_TRACK_MAP_CLASSES][45]; /* each class's columns, ascending */
+    int nvec[TK_TRACK_MAP_CLASSES];                                   /* each class's vectors (3 or 4) */
+    int slot_row[TK_TRACK_MAP_CLASSES][4 * TK_TRACK_MAP_CLASS_VECTORS]; /* each slot's row, -1: padding */
+    double col[45][4 * TK_TRACK_MAP_CLASS_VECTORS]; /* column c's entries in its class's slots, 0 padded */
+} tk_tracking_map_classes;
+
 struct tk_tracking_plan {
     tk_tracking_options opts; /* checked, defaults resolved */
     tk_tracking_grid grid;
@@ -62,7 +77,15 @@ struct tk_tracking_plan {
     double calib_ratio, max_angle_rad, cone_radius, cone_radius2;
     /* the cuda backend's device state (tracking_cuda.cu; NULL on the CPU backends) */
     struct tk_tracking_cuda_state *cuda;
+    /* the product's sparse form (lmax 8 where the map has the classes' pattern; else NULL),
+     * host memory read by the host's four-lane code only */
+    tk_tracking_map_classes *map_classes;
 };
+
+/* The map's classes (tracking_plan.c), or NULL where lmax is not 8 or a column's nonzeros
+ * span two classes (then the dense product runs); the plan's map column-major and poly_exp
+ * set. */
+tk_tracking_map_classes *tk_tracking_map_classes_make(const tk_tracking_plan *plan);
 
 /* iFOD1's calibration for the plan's lmax, angle and power (MRtrix3's calibrate()). */
 tk_status tk_tracking_calibrate(tk_tracking_plan *plan);

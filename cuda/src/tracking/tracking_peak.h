@@ -92,7 +92,12 @@ TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const 
      * chain of k dependent additions per entry (the step's longest wait after the climb);
      * the plan keeps the map column-major for it */
 #ifndef __CUDA_ARCH__
-    tk_tracking_map_times(plan->map, k, 1, work->aniso, work->tensor); /* the same sums, in registers */
+#ifdef TK_TRACK_HOST_V4
+    if (plan->map_classes)
+        tk_tracking_map_times_classes(plan->map_classes, 1, work->aniso, work->tensor); /* the same sums, fewer */
+    else
+#endif
+        tk_tracking_map_times(plan->map, k, 1, work->aniso, work->tensor); /* the same sums, in registers */
 #else
     for (int r = 0; r < k; ++r) work->tensor[r] = 0.0;
     for (int c = 1; c < k; ++c) {

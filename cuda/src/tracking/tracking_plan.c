@@ -193,10 +193,49 @@ tk_status tk_tracking_plan_create(const tk_tracking_options *opts, const tk_trac
         if (s == TK_OK && !tk_tracking_poly_order_matches(o->lmax, (const unsigned char(*)[3])p->poly_exp))
             s = tk_set_error(TK_ERR_UNSUPPORTED, "iFOD1's monomial table is not in the evaluator's order (a bug)");
     }
+    /* TK_TRACK_DENSE_PRODUCT=1 keeps the dense product (A/B runs: the same points) */
+    const char *dense = getenv("TK_TRACK_DENSE_PRODUCT");
+    if (s == TK_OK && !(dense && dense[0] == '1')) p->map_classes = tk_tracking_map_classes_make(p);
     if (s == TK_OK && ifod1) s = tk_tracking_calibrate(p);
     /* the GPU's copy of the plan, once its tables are final */
     if (s == TK_OK && o->backend == TK_BACKEND_CUDA) s = tk_tracking_cuda_create(p, &p->cuda);
     return TK_PLAN_HAND_OUT(s, p, tk_tracking_plan_destroy, plan);
+}
+
+tk_tracking_map_classes *tk_tracking_map_classes_make(const tk_tracking_plan *plan)
+{
+    if (plan->k != 45 || plan->opts.lmax != 8) return NULL;
+    tk_tracking_map_classes *m = calloc(1, sizeof *m);
+    if (!m) return NULL; /* the dense product runs: slower, the same sums */
+    /* each row's class from its monomial's parities in x0 and x1 (x2's follows: degree 8) */
+    int row_class[45], slot_of[45], used[TK_TRACK_MAP_CLASSES] = {0, 0, 0, 0};
+    for (int r = 0; r < 45; ++r) {
+        row_class[r] = 2 * (plan->poly_exp[r][0] & 1) + (plan->poly_exp[r][1] & 1);
+        slot_of[r] = used[row_class[r]]++;
+    }
+    for (int g = 0; g < TK_TRACK_MAP_CLASSES; ++g) {
+        m->nvec[g] = (used[g] + 3) / 4;
+        if (m->nvec[g] > TK_TRACK_MAP_CLASS_VECTORS) goto dense;
+        for (int q = 0; q < 4 * TK_TRACK_MAP_CLASS_VECTORS; ++q) m->slot_row[g][q] = -1;
+    }
+    for (int r = 0; r < 45; ++r) m->slot_row[row_class[r]][slot_of[r]] = r;
+    for (int c = 0; c < 45; ++c) {
+        const double *col = plan->map + (size_t)c * 45;
+        int g = -1;
+        for (int r = 0; r < 45; ++r) {
+            if (col[r] == 0.0) continue;
+            if (g >= 0 && row_class[r] != g) goto dense; /* two classes: not the pattern */
+            g = row_class[r];
+        }
+        if (g < 0) g = 0; /* an all-zero column: any class (its products add nothing) */
+        m->cols[g][m->ncols[g]++] = c;
+        for (int r = 0; r < 45; ++r)
+            if (row_class[r] == g) m->col[c][slot_of[r]] = col[r];
+    }
+    return m;
+dense:
+    free(m);
+    return NULL;
 }
 
 void tk_tracking_plan_destroy(tk_tracking_plan *plan)
@@ -204,6 +243,7 @@ void tk_tracking_plan_destroy(tk_tracking_plan *plan)
     if (!plan) return;
     tk_tracking_cuda_destroy(plan->cuda);
     free(plan->map);
+    free(plan->map_classes);
     free(plan->calib_dirs);
     free(plan);
 }
