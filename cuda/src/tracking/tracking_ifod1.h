@@ -94,10 +94,7 @@ static inline int tk_tracking_ifod1_next_poly4(const tk_tracking_plan *plan, tk_
     double bound = 0.0, d[12], v[4], *coef = w->peak.tensor;
     tk_tracking_rotation rot;
     tk_tracking_rotation_to(dir, &rot);
-    if (plan->map_classes)
-        tk_tracking_map_times_classes(plan->map_classes, 0, w->values, coef); /* the same sums, fewer */
-    else
-        tk_tracking_map_times(plan->map, plan->k, 0, w->values, coef); /* tk_tracking_poly_coeffs's sums */
+    tk_tracking_plan_map_times(plan, 0, w->values, coef); /* tk_tracking_poly_coeffs's sums */
     for (int r = 0; r < plan->k; ++r) coef[r] *= plan->poly_mult[r];
     for (size_t i0 = 0; i0 < plan->num_calib; i0 += 4) {
         const int cnt = plan->num_calib - i0 < 4 ? (int)(plan->num_calib - i0) : 4;

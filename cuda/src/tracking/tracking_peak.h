@@ -92,12 +92,7 @@ TK_HD static inline double tk_tracking_peak(const tk_tracking_plan *plan, const 
      * chain of k dependent additions per entry (the step's longest wait after the climb);
      * the plan keeps the map column-major for it */
 #ifndef __CUDA_ARCH__
-#ifdef TK_TRACK_HOST_V4
-    if (plan->map_classes)
-        tk_tracking_map_times_classes(plan->map_classes, 1, work->aniso, work->tensor); /* the same sums, fewer */
-    else
-#endif
-        tk_tracking_map_times(plan->map, k, 1, work->aniso, work->tensor); /* the same sums, in registers */
+    tk_tracking_plan_map_times(plan, 1, work->aniso, work->tensor); /* the same sums, in registers */
 #else
     for (int r = 0; r < k; ++r) work->tensor[r] = 0.0;
     for (int c = 1; c < k; ++c) {

@@ -215,7 +215,8 @@ tk_tracking_map_classes *tk_tracking_map_classes_make(const tk_tracking_plan *pl
     }
     for (int g = 0; g < TK_TRACK_MAP_CLASSES; ++g) {
         m->nvec[g] = (used[g] + 3) / 4;
-        if (m->nvec[g] > TK_TRACK_MAP_CLASS_VECTORS) goto dense;
+        /* 4, 3, 3, 3 at lmax 8: the product's two cases (tk_tracking_map_times_classes) */
+        if (m->nvec[g] < 3 || m->nvec[g] > TK_TRACK_MAP_CLASS_VECTORS) goto dense;
         for (int q = 0; q < 4 * TK_TRACK_MAP_CLASS_VECTORS; ++q) m->slot_row[g][q] = -1;
     }
     for (int r = 0; r < 45; ++r) m->slot_row[row_class[r]][slot_of[r]] = r;

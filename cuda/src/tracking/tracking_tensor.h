@@ -138,15 +138,13 @@ static inline __attribute__((always_inline)) void tk_tracking_map_class_sum(cons
 static inline void tk_tracking_map_times_classes(const tk_tracking_map_classes *m, int first, const double *v,
                                                  double *out)
 {
+    /* constant vector counts (3 or 4: tk_tracking_map_classes_make), so that the sums stay in
+     * registers */
     for (int g = 0; g < TK_TRACK_MAP_CLASSES; ++g) {
-        /* constant vector counts, so that the sums stay in registers */
         if (m->nvec[g] == 4)
             tk_tracking_map_class_sum(m, g, 4, first, v, out);
-        else if (m->nvec[g] == 3)
-            tk_tracking_map_class_sum(m, g, 3, first, v, out);
         else
-            for (int n = 1; n <= 2; ++n)
-                if (m->nvec[g] == n) tk_tracking_map_class_sum(m, g, n, first, v, out);
+            tk_tracking_map_class_sum(m, g, 3, first, v, out);
     }
 }
 #endif
@@ -195,6 +193,19 @@ static inline void tk_tracking_map_times(const double *map, int k, int first, co
         for (int c = first; c < k; ++c) acc += map[(size_t)c * k + r0] * v[c];
         out[r0] = acc;
     }
+}
+
+/* The host's SH-to-tensor product for the plan, columns from `first`: on the map's classes
+ * where the plan has them (the AVX2 build), else the dense loops; the same sums either way. */
+static inline void tk_tracking_plan_map_times(const tk_tracking_plan *plan, int first, const double *v, double *out)
+{
+#ifdef TK_TRACK_HOST_V4
+    if (plan->map_classes) {
+        tk_tracking_map_times_classes(plan->map_classes, first, v, out);
+        return;
+    }
+#endif
+    tk_tracking_map_times(plan->map, plan->k, first, v, out);
 }
 #endif
 
