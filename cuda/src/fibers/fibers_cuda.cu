@@ -28,16 +28,17 @@ typedef tk_fibers_policy Policy;
 
 typedef void (*fibers_kernel_fn)(FibArgs);
 typedef struct {
-    fibers_kernel_fn axial, grid, polish, bar, polish_b, shoulder, climb;
+    fibers_kernel_fn axial_look, axial, grid, polish, bar, polish_b, shoulder, climb;
 } fibers_kernels;
 
 static fibers_kernels kernels_for(int lmax)
 {
-    fibers_kernels none = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    fibers_kernels none = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     switch (lmax) {
 #define TK_FIB_CASE(M)                                                                                            \
     case M: {                                                                                                     \
-        fibers_kernels k = {fibers_axial_kernel<Policy, M>,                                                       \
+        fibers_kernels k = {fibers_axial_look_kernel<Policy, M>,                                                  \
+                            fibers_axial_kernel<Policy, M>,                                                       \
                             fibers_grid_kernel<Policy, M>,                                                        \
                             fibers_climb_kernel<Policy, M, FIB_PASS_1A>,                                          \
                             fibers_bar_kernel<Policy, M>,                                                         \
@@ -62,16 +63,18 @@ enum {
     CHUNK_CAND_START, CHUNK_AXIAL_STATE, CHUNK_AXIAL_RES, CHUNK_BAR, CHUNK_BUFFERS
 };
 /* The chunk's counters after its voxels' first and count: candidates, pass-1a grid maxima,
- * shoulder candidates, shoulder climbs, pass-1b grid maxima (FibArgs). */
-enum { COUNTERS = 5 };
+ * shoulder candidates, shoulder climbs, pass-1b grid maxima, the climbs taken in each
+ * climbing pass, the voxels listed for the axial kernel (FibArgs). */
+enum { COUNTERS = 9 };
 /* Each stream's events: its chunk's start, after the grid pass, after the polish, its end. */
 enum { EVENT_START, EVENT_GRID, EVENT_POLISH, EVENT_STOP, EVENTS };
 
 struct tk_fibers_cuda_state {
     int device, lmax, k, num_peaks, timeline;
+    int pt_nz;                   /* the monomial map's nonzeros a row at most (upload_tables) */
     fibers_kernels kernels;
     size_t smem;                 /* the grid kernel's dynamic shared memory */
-    int sm_count, grid_blocks_cap, polish_blocks, shoulder_blocks, axial_blocks, select_blocks, bar_blocks;
+    int sm_count, grid_blocks_cap, polish_blocks, shoulder_blocks, axial_blocks, select_blocks, bar_blocks, look_blocks;
     size_t chunk;                /* voxels per chunk buffer (0: none yet) */
     size_t max_chunk_voxels;
     FibArgs base;                /* the tables' and options' part of every launch's arguments */
@@ -130,7 +133,23 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     const int k = t->k, G = t->grid;
     const size_t fit_entries = (size_t)TK_FIBERS_FIT_WIDTH * t->grid_padded;
     tk_status status = TK_OK;
-    tk_cuda_buffer bufs[TABLES] = {{&st->table[TABLE_PT], sizeof(double) * (size_t)k * k},
+    /* the monomial map's nonzeros a row at most (past column 0: the kernels take the series'
+     * anisotropic part), from the map itself: its entries that are 0 by parity are exactly 0 */
+    double *P = (double *)malloc(sizeof(double) * (size_t)k * k);
+    if (!P) return tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
+    if ((status = tk_fibers_monomial_map(t, P)) != TK_OK) {
+        free(P);
+        return status;
+    }
+    int nz = 1;
+    for (int row = 0; row < k; ++row) {
+        int n = 0;
+        for (int col = 1; col < k; ++col) n += P[(size_t)col * k + row] != 0.0;
+        if (n > nz) nz = n;
+    }
+    st->pt_nz = nz;
+    const size_t pt_bytes = (sizeof(double) + sizeof(int)) * (size_t)nz * k;
+    tk_cuda_buffer bufs[TABLES] = {{&st->table[TABLE_PT], pt_bytes},
                                    {&st->table[TABLE_GRID], sizeof(float) * 3 * (size_t)G},
                                    {&st->table[TABLE_NBR8], sizeof(uint4) * (size_t)G},
                                    {&st->table[TABLE_FIT_NBR], sizeof(int) * fit_entries},
@@ -144,15 +163,29 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
         snprintf(what, sizeof what, "the peak finder's plan for lmax %d", t->lmax);
         return tk_cuda_out_of_memory("Fibers on CUDA", what, bytes);
     }
-    if (err != cudaSuccess) return tk_cuda_status(err, TK_FIB_WHO, "cudaMalloc");
-    double *P = (double *)malloc(sizeof(double) * (size_t)k * k);
+    if (err != cudaSuccess) {
+        free(P);
+        return tk_cuda_status(err, TK_FIB_WHO, "cudaMalloc");
+    }
     float *h_grid = (float *)malloc(sizeof(float) * 3 * (size_t)G);
     uint16_t *nbr8 = (uint16_t *)malloc(sizeof(uint4) * (size_t)G);
-    if (!P || !h_grid || !nbr8) {
+    unsigned char *pt = (unsigned char *)calloc(1, pt_bytes);
+    if (!h_grid || !nbr8 || !pt) {
         status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
         goto done;
     }
-    if ((status = tk_fibers_monomial_map(t, P)) != TK_OK) goto done;
+    {
+        /* each row's nonzeros in column order (the dense product's order), padded with 0 x column 1 */
+        double *val = (double *)pt;
+        int *cols = (int *)(val + (size_t)nz * k);
+        for (int row = 0; row < k; ++row) {
+            int e = 0;
+            for (int col = 1; col < k; ++col)
+                if (P[(size_t)col * k + row] != 0.0)
+                    val[(size_t)e * k + row] = P[(size_t)col * k + row], cols[(size_t)e++ * k + row] = col;
+            for (; e < nz; ++e) cols[(size_t)e * k + row] = 1;
+        }
+    }
     for (int d = 0; d < G; ++d)
         for (int i = 0; i < 3; ++i) h_grid[(size_t)i * G + d] = (float)t->dirs[(size_t)d * 3 + i];
     for (int d = 0; d < G; ++d) {
@@ -170,13 +203,14 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     }
     {
         /* host sources in the order of bufs (the counter: no source) */
-        const void *src[TABLES] = {P, h_grid, nbr8, t->fit_nbr, t->fit_w, NULL};
+        const void *src[TABLES] = {pt, h_grid, nbr8, t->fit_nbr, t->fit_w, NULL};
         for (int b = 0; b < TABLES; ++b)
             if (src[b])
                 TK_CUDA_TRY_GOTO(status, done, TK_FIB_WHO, cudaMemcpy(st->table[b], src[b], bufs[b].bytes, cudaMemcpyHostToDevice));
     }
 done:
     free(P);
+    free(pt);
     free(h_grid);
     free(nbr8);
     return status;
@@ -189,7 +223,9 @@ static void base_args(tk_fibers_cuda_state *st, const tk_fibers_tables *t, const
     const int G = t->grid;
     memset(&a, 0, sizeof a);
     a.bad = (unsigned long long *)st->table[TABLE_BAD];
-    a.pt = (const double *)st->table[TABLE_PT];
+    a.pt_val = (const double *)st->table[TABLE_PT];
+    a.pt_col = (const int *)(a.pt_val + (size_t)st->pt_nz * t->k);
+    a.pt_nz = st->pt_nz;
     const float *grid = (const float *)st->table[TABLE_GRID];
     a.gx = grid, a.gy = grid + G, a.gz = grid + 2 * (size_t)G;
     a.nbr8 = (const uint4 *)st->table[TABLE_NBR8];
@@ -239,7 +275,7 @@ static tk_status alloc_chunks(tk_fibers_cuda_state *st, size_t voxels)
             b[CHUNK_CAND_LIST] = {&slot[CHUNK_CAND_LIST], sizeof(int) * 4 * TK_FIB_CAP2 * chunk};
             b[CHUNK_RES] = {&slot[CHUNK_RES], sizeof(double) * 4 * TK_FIB_CAP2 * chunk};
             b[CHUNK_CAND_START] = {&slot[CHUNK_CAND_START], sizeof(float) * 4 * TK_FIB_CAP2 * chunk};
-            b[CHUNK_AXIAL_STATE] = {&slot[CHUNK_AXIAL_STATE], sizeof(int) * chunk};
+            b[CHUNK_AXIAL_STATE] = {&slot[CHUNK_AXIAL_STATE], sizeof(int) * 2 * chunk}; /* state, then list */
             b[CHUNK_AXIAL_RES] = {&slot[CHUNK_AXIAL_RES], sizeof(double) * 4 * chunk};
             b[CHUNK_BAR] = {&slot[CHUNK_BAR], sizeof(double) * 4 * chunk};
         }
@@ -297,11 +333,11 @@ extern "C" tk_status tk_fibers_cuda_create(const tk_fibers_tables *t, const tk_f
                      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernels.grid, Policy::block_threads, st->smem));
     {
         /* the other kernels' resident blocks: their grid sizes */
-        const fibers_kernel_fn fn[5] = {kernels.polish, kernels.axial, kernels.shoulder, fibers_select_kernel<Policy>,
-                                        kernels.bar};
-        int *blocks[5] = {&st->polish_blocks, &st->axial_blocks, &st->shoulder_blocks, &st->select_blocks,
-                          &st->bar_blocks};
-        for (int i = 0; i < 5; ++i)
+        const fibers_kernel_fn fn[6] = {kernels.polish, kernels.axial, kernels.shoulder, fibers_select_kernel<Policy>,
+                                        kernels.bar, kernels.axial_look};
+        int *blocks[6] = {&st->polish_blocks, &st->axial_blocks, &st->shoulder_blocks, &st->select_blocks,
+                          &st->bar_blocks, &st->look_blocks};
+        for (int i = 0; i < 6; ++i)
             TK_CUDA_TRY_GOTO(status, fail, TK_FIB_WHO,
                              cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks[i], fn[i], Policy::block_threads, 0));
     }
@@ -381,9 +417,12 @@ static FibArgs chunk_args(const tk_fibers_cuda_state *st, int s, size_t todo, in
     args.num_kind1 = args.num_cands + 1, args.num_kind2 = args.num_cands + 2;
     args.num_climbs = args.num_cands + 3;
     args.num_kind1b = args.num_cands + 4;
+    args.climbs_taken = args.num_cands + 5;
+    args.num_axial = args.num_cands + 8;
     double *res = (double *)b[CHUNK_RES];
     args.res_dir = res, args.res_amp = res + (size_t)3 * TK_FIB_CAP2 * chunk;
     args.axial_state = (int *)b[CHUNK_AXIAL_STATE], args.axial_res = (double *)b[CHUNK_AXIAL_RES];
+    args.axial_list = args.axial_state + chunk;
     args.bar = (double *)b[CHUNK_BAR];
     args.num_voxels = todo;
     return args;
@@ -427,13 +466,17 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, int staged, const
     /* the grid pass runs a warp per voxel */
     const size_t want = (todo + Policy::warps_per_block - 1) / Policy::warps_per_block;
     const int blocks = want < (size_t)st->grid_blocks_cap ? (int)want : st->grid_blocks_cap;
-    /* The chunk's kernels after the other stream's (its last chunk's end): only the copies
-     * overlap kernels.  The two chunks' kernels running at once took 26.5 ms for 600,000 real
-     * voxels where one after the other took 23.0 (a lent H200; the grid pass and the double
-     * climbs slow each other down on a shared SM). */
-    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaStreamWaitEvent(stream, st->event[s ^ 1][EVENT_STOP], 0));
+    /* The chunk's kernels after the other stream's climbs: only the copies and that chunk's
+     * select kernel (a thread per voxel, latency-bound) overlap kernels.  The two chunks'
+     * kernels running at once took 26.5 ms for 600,000 real voxels where one after the other
+     * took 23.0 (a lent H200; the grid pass and the double climbs slow each other down on a
+     * shared SM); letting the select kernel run beside the next grid pass gained 1-2% on the
+     * phantom (session 28). */
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaStreamWaitEvent(stream, st->event[s ^ 1][EVENT_POLISH], 0));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_START], stream));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemsetAsync(args.num_cands, 0, COUNTERS * sizeof(int), stream));
+    kernels.axial_look<<<voxel_blocks(st, todo, st->look_blocks), threads, 0, stream>>>(args);
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     kernels.axial<<<voxel_blocks(st, todo, st->axial_blocks), threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     kernels.grid<<<blocks, threads, st->smem, stream>>>(args);
@@ -485,13 +528,14 @@ static tk_status finish_chunk(tk_fibers_cuda_state *st, int s, int staged, size_
     *kernel_ms += ms;
     if (!st->timeline) return TK_OK;
     float grid_ms = 0, polish_ms = 0;
-    int cands = 0;
+    int counts[5] = {0}; /* candidates, pass-1a climbs, shoulder candidates, their climbs, pass-1b climbs */
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&grid_ms, ev[EVENT_START], ev[EVENT_GRID]));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&polish_ms, ev[EVENT_GRID], ev[EVENT_POLISH]));
-    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpy(&cands, (int *)st->buf[s][CHUNK_VOXEL_LIST] + 2 * st->chunk, sizeof cands,
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpy(counts, (int *)st->buf[s][CHUNK_VOXEL_LIST] + 2 * st->chunk, sizeof counts,
                                               cudaMemcpyDeviceToHost));
-    fprintf(stderr, "fibers chunk %zu: %zu voxels, grid %.3f ms, polish %.3f ms (%d candidates, %.1f a voxel), "
-            "select %.3f ms\n", j, todo, grid_ms, polish_ms, cands, (double)cands / todo, ms - grid_ms - polish_ms);
+    fprintf(stderr, "fibers chunk %zu: %zu voxels, grid %.3f ms, polish %.3f ms (%d candidates, %.1f a voxel; climbs "
+            "1a %d, 1b %d, shoulders %d of %d), select %.3f ms\n", j, todo, grid_ms, polish_ms, counts[0],
+            (double)counts[0] / todo, counts[1], counts[4], counts[3], counts[2], ms - grid_ms - polish_ms);
     return TK_OK;
 }
 

@@ -153,14 +153,11 @@ TK_HD static inline void tk_fibers_fit_start(const float *th, double spacing, do
  * are asymmetric by 1e-2 and more): ring "bumps" below that are rounding, not fibers. */
 #define TK_FIBERS_AXIAL_TOL 1e-6
 
-/* u: the axis of the l = 2 band of the unit-scaled series aniso, where that band is the
- * quadratic form of an axially symmetric function (eigenvalues a, -a/2, -a/2) within a loose
- * 1e-4; 0 where it is not (nearly every voxel of a real FOD: one comparison of eigenvalues),
- * or where the band is (nearly) zero. */
-TK_HD static inline int tk_fibers_axial_axis(const double (*q)[9], int k, const double *aniso, double *u)
+/* tk_fibers_axial_axis (below) given the squared norm of aniso[1 ..] (norm2): it reads
+ * aniso[1 .. 5] only (the CUDA finder's first look at every voxel keeps no more). */
+TK_HD static inline int tk_fibers_axial_band_axis(const double (*q)[9], double norm2, const double *aniso, double *u)
 {
-    double Q[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, norm2 = 0, band2 = 0;
-    for (int j = 1; j < k; ++j) norm2 += aniso[j] * aniso[j];
+    double Q[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, band2 = 0;
     for (int m = 0; m < 5; ++m) {
         band2 += aniso[1 + m] * aniso[1 + m];
         for (int e = 0; e < 9; ++e) Q[e] += aniso[1 + m] * q[m][e];
@@ -185,6 +182,17 @@ TK_HD static inline int tk_fibers_axial_axis(const double (*q)[9], int k, const 
             off += d * d, qq += Q[i * 3 + j] * Q[i * 3 + j];
         }
     return off <= 1e-8 * qq;
+}
+
+/* u: the axis of the l = 2 band of the unit-scaled series aniso, where that band is the
+ * quadratic form of an axially symmetric function (eigenvalues a, -a/2, -a/2) within a loose
+ * 1e-4; 0 where it is not (nearly every voxel of a real FOD: one comparison of eigenvalues),
+ * or where the band is (nearly) zero. */
+TK_HD static inline int tk_fibers_axial_axis(const double (*q)[9], int k, const double *aniso, double *u)
+{
+    double norm2 = 0;
+    for (int j = 1; j < k; ++j) norm2 += aniso[j] * aniso[j];
+    return tk_fibers_axial_band_axis(q, norm2, aniso, u);
 }
 
 /* 1 where the unit-scaled series aniso (lmax, basis, legacy) is axially symmetric about

@@ -5,9 +5,11 @@
  * degree-lmax polynomial (one small matrix-vector product), evaluates the polynomial on the
  * tables' hemisphere grid (homogeneous Horner in float: the grid only ranks directions), keeps
  * the grid directions not below any neighbour as candidates, and appends them to one
- * candidate list; a thread per candidate then polishes it with the CPU's Newton code in double
- * (fibers_newton.h), and a thread per voxel merges, sorts and selects (fibers_select.h)
- * exactly as the CPU does.
+ * candidate list; a lane per candidate then polishes it with the CPU's Newton code in double
+ * (fibers_newton.h), an iteration at a time, taking the next candidate when its climb ends,
+ * and a thread per voxel merges, sorts and selects (fibers_select.h) exactly as the CPU does.
+ * Axially symmetric voxels (noise-free single fibers) are answered before the grid pass by
+ * their axis (fibers_axial_look_kernel lists them, fibers_axial_kernel answers them).
  *
  * As on the CPU, only the climbs that can change the output are made: a voxel's grid maxima
  * are listed largest first, its first num_peaks + 1 climbed (pass 1a), and what a further
@@ -43,7 +45,10 @@ struct FibArgs {
     const uint8_t *mask;  /* chunk voxels, or NULL */
     float *dirs, *amps;   /* chunk voxels x num_peaks x 3, x num_peaks */
     unsigned long long *bad;
-    const double *pt;     /* monomial map, column-major: pt[col * k + row] */
+    const double *pt_val; /* the monomial map's nonzeros (parities: 79% of it is 0 at lmax 8), a row's
+                           * pt_nz in column order, entry e of row i at [e * k + i] (padded with 0s) */
+    const int *pt_col;    /* ... and their columns, laid out alike */
+    int pt_nz;
     const float *gx, *gy, *gz;
     const uint4 *nbr8;    /* per direction its neighbours (tables' nbr lists, in order), padded to
                            * TK_FIB_NBR with the direction itself (a step of 0 changes no test
@@ -58,6 +63,7 @@ struct FibArgs {
     int *num_kind1, *num_kind2; /* how many of them are grid maxima / shoulder candidates */
     int *num_climbs;      /* how many shoulder candidates the shoulder kernel keeps for a climb */
     int *num_kind1b;      /* how many grid maxima the bar kernel lists for pass 1b */
+    int *climbs_taken;    /* per climbing pass (fibers_pass): how many of its climbs lanes have taken */
     int first_climbs;     /* a voxel's grid maxima climbed before its bar is known (pass 1a) */
     int *order;           /* the polish kernel's work order: grid maxima from the front, shoulder
                            * candidates from the back (order_cap entries), so that a warp's
@@ -76,6 +82,8 @@ struct FibArgs {
     size_t num_voxels;
     double axial_q[5][9];  /* the plan's l = 2 quadratic forms (tk_fibers_axial_axis) */
     int *axial_state;      /* chunk voxels: the axial kernel's answer (-1: the grid pass decides) */
+    int *axial_list;       /* the voxels the axial kernel tests (fibers_axial_look_kernel) ... */
+    int *num_axial;        /* ... and how many */
     double *axial_res;     /* chunk voxels x 4: its axis and unit-scaled amplitude */
     double *bar;           /* chunk voxels x 4: the bar after pass 1a, the bounds m2 and m3 (the
                             * climbs' cutoff) and the value margin (tk_fibers_value_margin) */
@@ -246,26 +254,71 @@ __device__ static void take_largest(const float *vals, unsigned *mask, int words
     }
 }
 
-/* The axial test (fibers_internal.h; the CPU's axial_maxima), a thread per voxel, before the
- * grid pass: axial_state[v] = -1 where the voxel goes to the grid pass (not finite, masked,
- * constant: the grid kernel says so; or no axially symmetric series), else 1 with its axis
- * and amplitude (unit-scaled) in axial_res[4 v ...] where that axis is a strict maximum, or 0.
- * A kernel of its own so that the grid kernel's registers stay those of its float pass. */
+/* The axial test (fibers_internal.h; the CPU's axial_maxima) in two kernels before the grid
+ * pass.  The first look, a thread per voxel: axial_state[v] = -1 (the grid pass decides) for
+ * every voxel, and the voxels whose l = 2 band is that of an axially symmetric series
+ * (tk_fibers_axial_band_axis: a third of the noise-free phantom's voxels, next to none of a
+ * real FOD's) listed for the axial kernel.  Listed, so that the axial kernel's lanes all do its
+ * heavy double work: a thread per voxel, it had every warp with one such voxel wait for it. */
+template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_threads) fibers_axial_look_kernel(FibArgs p)
+{
+    constexpr int K = (M + 1) * (M + 2) / 2;
+    const int lane = threadIdx.x & 31;
+    /* whole warps run each round (the list's places are taken a warp at a time) */
+    for (size_t first = (size_t)blockIdx.x * blockDim.x; first < p.num_voxels; first += (size_t)gridDim.x * blockDim.x) {
+        const size_t v = first + threadIdx.x;
+        bool listed = false;
+        if (v < p.num_voxels) {
+            p.axial_state[v] = -1;
+            bool ok = !p.mask || p.mask[v];
+            float sh[K];
+            for (int j = 0; j < K && ok; ++j) ok = isfinite(sh[j] = __ldg(p.sh + v * K + j));
+            /* tk_fibers_anisotropic_part's scale and tk_fibers_axial_axis's norm, the same
+             * doubles, keeping aniso[1 .. 5] only */
+            double scale = 0;
+            for (int j = 1; j < K && ok; ++j) scale = fabs((double)sh[j]) > scale ? fabs((double)sh[j]) : scale;
+            if (ok && scale >= TK_FLT_MIN) {
+                double band[6] = {0, 0, 0, 0, 0, 0}, norm2 = 0, u[3];
+                for (int j = 1; j < K; ++j) {
+                    const double a = (double)sh[j] / scale;
+                    norm2 += a * a;
+                    if (j < 6) band[j] = a;
+                }
+                listed = tk_fibers_axial_band_axis(p.axial_q, norm2, band, u);
+            }
+        }
+        const unsigned take = __ballot_sync(TK_WARP_ALL_LANES, listed);
+        if (!take) continue;
+        const int leader = __ffs((int)take) - 1;
+        int at = 0;
+        if (lane == leader) at = atomicAdd(p.num_axial, __popc(take));
+        at = __shfl_sync(TK_WARP_ALL_LANES, at, leader);
+        if (listed) p.axial_list[at + __popc(take & ((1u << lane) - 1u))] = (int)v;
+    }
+}
+
+/* The axial kernel, a thread per listed voxel (fibers_axial_look_kernel): axial_state[v] = 1
+ * with its axis and amplitude (unit-scaled) in axial_res[4 v ...] where that axis is a strict
+ * maximum, 0 where it is none, and -1 (the grid pass decides) where the series is not
+ * axially symmetric after all.  A kernel of its own so that the grid kernel's registers stay
+ * those of its float pass. */
 template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_threads) fibers_axial_kernel(FibArgs p)
 {
     constexpr int K = (M + 1) * (M + 2) / 2;
-    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < p.num_voxels; v += (size_t)gridDim.x * blockDim.x) {
+    const int listed = *p.num_axial;
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < listed; t += gridDim.x * blockDim.x) {
+        const size_t v = (size_t)p.axial_list[t];
         int state = -1;
         double sh[K], aniso[K], x[3], amp = 0;
-        bool ok = !p.mask || p.mask[v];
-        for (int j = 0; j < K && ok; ++j) ok = isfinite(sh[j] = (double)__ldg(p.sh + v * K + j));
-        double big = 0, iso = 0;
-        if (ok) big = tk_fibers_anisotropic_part(K, sh, aniso, &iso);
+        for (int j = 0; j < K; ++j) sh[j] = (double)__ldg(p.sh + v * K + j);
+        double iso = 0;
+        const double big = tk_fibers_anisotropic_part(K, sh, aniso, &iso);
         if (big > 0 && tk_fibers_axial_axis(p.axial_q, K, aniso, x)) {
             double coef[K]; /* the unit-scaled polynomial, as the grid kernel makes it */
             for (int i = 0; i < K; ++i) {
                 double c = 0;
-                for (int j = 1; j < K; ++j) c = fma(__ldg(p.pt + (size_t)j * K + i), aniso[j], c);
+                for (int e = 0; e < p.pt_nz; ++e)
+                    c = fma(__ldg(p.pt_val + (size_t)e * K + i), aniso[__ldg(p.pt_col + (size_t)e * K + i)], c);
                 coef[i] = c;
             }
             const Poly<M> poly = {coef};
@@ -342,9 +395,12 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
         }
         __syncwarp();
         const double inv = 1.0 / (double)big;
+        /* the product over the map's nonzeros only: a partial sum from +0.0 is never -0.0, so the
+         * terms 0 x finite left out change no bit of it */
         for (int i = lane; i < K; i += 32) {
             double s = 0;
-            for (int j = 1; j < K; ++j) s = fma(__ldg(p.pt + (size_t)j * K + i), (double)shv[j] * inv, s);
+            for (int e = 0; e < p.pt_nz; ++e)
+                s = fma(__ldg(p.pt_val + (size_t)e * K + i), (double)shv[__ldg(p.pt_col + (size_t)e * K + i)] * inv, s);
             coef[i] = s;
             cf[i] = (float)s;
         }
@@ -503,62 +559,76 @@ __device__ static void grid_direction(const FibArgs &p, int i, double *x)
     nt_normalize3_gpu(x);
 }
 
-/* The climbing passes' start: candidate i's voxel's polynomial, and its grid direction in x. */
-template <int M> __device__ __forceinline__ Poly<M> candidate_start(const FibArgs &p, int i, double *x)
-{
-    constexpr int K = (M + 1) * (M + 2) / 2;
-    const Poly<M> poly = {p.coef + (size_t)p.cand_voxel[i] * (K + 2)};
-    grid_direction(p, i, x);
-    return poly;
-}
-
-/* A grid maximum's climb (passes 1a and 1b): from its model's maximum, else from itself, as on
- * the CPU (try_candidate); x: its grid direction, then where the climb ended.  cutoff: NULL or
- * {bar, m2, m3} (nt_polish). */
-template <int M>
-__device__ __forceinline__ int climb_grid_maximum(const FibArgs &p, int i, const Poly<M> *poly, double *x, double *amp,
-                                                  const double *cutoff)
-{
-    int good = -1;
-    const float *start = p.cand_start + (size_t)i * 3;
-    if (!isnan(start[0])) {
-        double y[3] = {start[0], start[1], start[2]};
-        nt_normalize3_gpu(y);
-        good = nt_polish_gpu<M>(poly, y, amp, NULL, 0.25 * p.spacing, 0, 0, cutoff);
-        if (good >= 0 || good == -2) x[0] = y[0], x[1] = y[1], x[2] = y[2];
-    }
-    if (good == -1) good = nt_polish_gpu<M>(poly, x, amp, NULL, 0, 0, 0, cutoff);
-    return good;
-}
-
-/* The climbing passes, a thread per entry of the work order: the first grid maxima of each
- * voxel (pass 1a, no cutoff: the bar is not known yet), the others the bar kernel kept (1b),
- * or the shoulder candidates the shoulder kernel kept (pass 3, on the leash).  A grid
- * maximum's answer for the shoulder kernel (cand_local): whether its climb reached a maximum,
- * or stopped below the bar, within the leash of its grid direction. */
+/* The climbing passes, a lane per climb: the first grid maxima of each voxel (pass 1a, no
+ * cutoff: the bar is not known yet), the others the bar kernel kept (1b), or the shoulder
+ * candidates the shoulder kernel kept (pass 3, on the leash), taken from the work order in
+ * turn.  Climbs take 1 to 25 iterations (the phantom's ring maxima the most), so a warp that
+ * climbed 32 candidates to their ends waited for its longest: each lane runs its climb an
+ * iteration at a time (nt_climb_step, the CPU's climb to the bit) and takes the next
+ * candidate as soon as its climb ends.  A grid maximum's climb starts at its model's maximum
+ * where that is uphill, else (or where that start proves wrong) at the grid direction, as on
+ * the CPU (try_candidate); its answer for the shoulder kernel (cand_local): whether it reached
+ * a maximum, or stopped below the bar, within the leash of its grid direction. */
 enum fibers_pass { FIB_PASS_1A, FIB_PASS_1B, FIB_PASS_SHOULDERS };
 template <class Policy, int M, int Pass>
 __global__ void __launch_bounds__(Policy::block_threads, Policy::climb_min_blocks) fibers_climb_kernel(FibArgs p)
 {
+    constexpr int K = (M + 1) * (M + 2) / 2;
     const int offset = Pass == FIB_PASS_1B ? *p.num_kind1 : 0;
     const int total = Pass == FIB_PASS_1A ? *p.num_kind1 : Pass == FIB_PASS_1B ? *p.num_kind1b : *p.num_climbs;
-    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const int i = p.order[offset + t];
-        double x[3], amp = 0;
-        const Poly<M> poly = candidate_start<M>(p, i, x);
-        double cutoff[3] = {0, 0, 0};
-        if (Pass != FIB_PASS_1A)
-            for (int j = 0; j < 3; ++j) cutoff[j] = p.bar[(size_t)p.cand_voxel[i] * 4 + j];
-        int good;
-        if constexpr (Pass == FIB_PASS_SHOULDERS) {
-            good = nt_polish_gpu<M>(&poly, x, &amp, NULL, 0, TK_CLIMB_LEASH * p.spacing, 0, cutoff);
-        } else {
-            const double g[3] = {x[0], x[1], x[2]};
-            good = climb_grid_maximum<M>(p, i, &poly, x, &amp, Pass == FIB_PASS_1B ? cutoff : NULL);
-            p.cand_local[i] = (good > 0 || good == -2) &&
-                              x[0] * g[0] + x[1] * g[1] + x[2] * g[2] >= cos(TK_CLIMB_LEASH * p.spacing);
+    const int lane = threadIdx.x & 31;
+    const double leash = TK_CLIMB_LEASH * p.spacing;
+    int i = -1;        /* this lane's candidate; -1: none yet, -2: none left */
+    int from_grid = 0; /* its climb starts at its grid direction (not at its model's maximum) */
+    tk_newton_climb climb;
+    double grid[3] = {0, 0, 0}, cutoff[3] = {0, 0, 0}, amp = 0;
+    Poly<M> poly = {NULL};
+    for (;;) {
+        /* the lanes without a climb take the next candidates, one atomic a warp */
+        const unsigned want = __ballot_sync(TK_WARP_ALL_LANES, i == -1);
+        if (want) {
+            const int leader = __ffs((int)want) - 1;
+            int first = 0;
+            if (lane == leader) first = atomicAdd(p.climbs_taken + Pass, __popc(want));
+            first = __shfl_sync(TK_WARP_ALL_LANES, first, leader);
+            if (i == -1) {
+                const int t = first + __popc(want & ((1u << lane) - 1u));
+                i = t < total ? p.order[offset + t] : -2;
+                if (i >= 0) {
+                    const int v = p.cand_voxel[i];
+                    poly.c = p.coef + (size_t)v * (K + 2);
+                    grid_direction(p, i, grid);
+                    if (Pass != FIB_PASS_1A)
+                        for (int j = 0; j < 3; ++j) cutoff[j] = p.bar[(size_t)v * 4 + j];
+                    amp = 0;
+                    const float *start = p.cand_start + (size_t)i * 3;
+                    from_grid = Pass == FIB_PASS_SHOULDERS || isnan(start[0]);
+                    if (from_grid) {
+                        nt_climb_begin_gpu(&climb, grid, 0, Pass == FIB_PASS_SHOULDERS ? leash : 0, 0);
+                    } else {
+                        double y[3] = {start[0], start[1], start[2]};
+                        nt_normalize3_gpu(y);
+                        nt_climb_begin_gpu(&climb, y, 0.25 * p.spacing, 0, 0);
+                    }
+                }
+            }
         }
+        if (__all_sync(TK_WARP_ALL_LANES, i == -2)) break;
+        if (i < 0) continue;
+        int good = nt_climb_step_gpu<M>(&poly, &climb, &amp, NULL, Pass == FIB_PASS_1A ? NULL : cutoff);
+        if (good == TK_NEWTON_CLIMBING) continue;
+        if (good == TK_NEWTON_ENDED) good = nt_climb_end_gpu<M>(&poly, &climb, &amp, NULL);
+        if (good == -1 && !from_grid) {
+            /* the model's maximum was no start near a maximum: again from the grid direction */
+            nt_climb_begin_gpu(&climb, grid, 0, 0, 0);
+            from_grid = 1;
+            continue;
+        }
+        const double *x = climb.x;
+        if (Pass != FIB_PASS_SHOULDERS)
+            p.cand_local[i] = (good > 0 || good == -2) && x[0] * grid[0] + x[1] * grid[1] + x[2] * grid[2] >= cos(leash);
         put_result(p, i, good, x, amp);
+        i = -1;
     }
 }
 

@@ -76,6 +76,128 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
 #define TK_NEWTON_CONVERGED 1e-5
 #endif
 
+/* nt_polish's loop, an iteration at a time: a climb's state between iterations, so that a
+ * caller can run many climbs side by side and start a new one wherever one ends (the CUDA
+ * finder's climbing kernels give a lane whose climb ended the next candidate while the
+ * other lanes of its warp climb on: climbs take 1 to 25 iterations, and a warp that climbs
+ * 32 at once otherwise waits for its longest).  Each step is the loop body of the one-piece
+ * climb, the same arithmetic in the same order, so the answers are the same to the bit. */
+#ifndef TK_NEWTON_CLIMB_STATE
+#define TK_NEWTON_CLIMB_STATE
+typedef struct {
+    double x[3], start[3];                    /* where the climb is, and where it began */
+    double cos_leash, max_step, first_reach;  /* nt_polish's arguments */
+    double lambda, g[2], h[3];                /* A x^m and the tangent derivatives at x, where fresh */
+    int halvings, it, flat, fresh;
+} tk_newton_climb;
+/* nt_climb_step's answers but nt_polish's (1, 0, -1, -2): the climb goes on; its loop ended
+ * and nt_climb_end gives its answer (one place for that test, as in the one-piece loop) */
+#define TK_NEWTON_CLIMBING 2
+#define TK_NEWTON_ENDED 3
+#endif
+
+/* A climb from x (nt_polish's arguments) set up for nt_climb_step. */
+TK_NEWTON_UTIL void TK_NEWTON_SFX(nt_climb_begin)(tk_newton_climb *c, const double *x, double first_reach,
+                                                 double leash, double max_step)
+{
+    for (int i = 0; i < 3; ++i) c->x[i] = c->start[i] = x[i];
+    c->cos_leash = leash > 0 ? cos(leash) : -2.0;
+    c->max_step = max_step > 0 ? max_step : 0.1;
+    c->first_reach = first_reach;
+    c->lambda = 0, c->g[0] = c->g[1] = 0, c->h[0] = c->h[1] = c->h[2] = 0;
+    c->halvings = c->it = c->flat = c->fresh = 0;
+}
+
+/* The climb's answer where its loop ended (nt_climb_step's TK_NEWTON_ENDED: flat, at the top,
+ * no rise, or out of iterations): the strictness test at x. */
+TK_NEWTON_FN int TK_NEWTON_SFX(nt_climb_end)(const TK_NEWTON_CTX *t, tk_newton_climb *c, double *amplitude,
+                                            int *iterations)
+{
+    if (iterations) *iterations = c->it;
+    /* the derivatives at x, unless the loop's last ones are (a flat or no-rise stop) */
+    if (!c->fresh) {
+        double u[3], w[3];
+        TK_NEWTON_SFX(nt_tangent_basis)(c->x, u, w);
+        c->lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, c->x, u, w, c->g, c->h);
+    }
+    const double *g = c->g, *h = c->h;
+    double scale = fabs(c->lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
+    double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
+    *amplitude = c->lambda;
+    /* a strict maximum: gradient zero and Hessian negative definite (beyond rounding) */
+    return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && mean + rad < -1e-6 * scale;
+}
+
+/* One iteration of the climb: TK_NEWTON_CLIMBING while it goes on, TK_NEWTON_ENDED where
+ * nt_climb_end answers, else nt_polish's answer (c->x where it ended, *amplitude and
+ * *iterations as nt_polish sets them). */
+TK_NEWTON_FN int TK_NEWTON_SFX(nt_climb_step)(const TK_NEWTON_CTX *t, tk_newton_climb *c, double *amplitude,
+                                             int *iterations, const double *cutoff)
+{
+    const int m_order = TK_NEWTON_ORDER(t);
+    double *x = c->x, *g = c->g, *h = c->h, u[3], w[3];
+    TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
+    const double lambda = c->lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
+    c->fresh = 1;
+    double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
+    /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
+    double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
+    double top = mean + rad, shift = top > -1e-6 * scale ? top + 0.1 * scale : 0.0;
+    /* a curvature of zero to 1e-6 twice running: a ring or ridge of equal maxima (an
+     * axially symmetric lobe's), where the shifted steps would crawl along for the whole
+     * budget towards a point the strictness test below rejects anyway */
+    c->flat = fabs(top) < 1e-6 * scale ? c->flat + 1 : 0;
+    if (c->flat == 2) return TK_NEWTON_ENDED;
+    double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
+    double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
+    double len = sqrt(s0 * s0 + s1 * s1), xn[3];
+    const double max_step = c->max_step;
+    const int pure_newton = shift == 0.0 && len <= max_step;
+    /* a start predicted near a maximum that is no such place: the caller starts again */
+    if (c->it == 0 && c->first_reach > 0 && !(shift == 0.0 && len <= c->first_reach)) {
+        if (iterations) *iterations = 1;
+        return -1;
+    }
+    if (cutoff && pure_newton && 8.0 * cutoff[2] * len <= -(double)m_order * top &&
+        lambda + 2.0 * cutoff[1] * len * len < cutoff[0]) {
+        if (iterations) *iterations = c->it + 1;
+        *amplitude = lambda;
+        return -2;
+    }
+    if (!(len > 1e-13)) return TK_NEWTON_ENDED; /* at the maximum (or a NaN step: keep x) */
+    if (len > max_step) s0 *= max_step / len, s1 *= max_step / len, len = max_step;
+    int half = 0, rose = 0;
+    double value = lambda;
+    for (;;) {
+        for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
+        TK_NEWTON_SFX(nt_normalize3)(xn);
+        value = TK_NEWTON_VALUE(t, xn);
+        if (value >= lambda - 1e-15 * scale) {
+            rose = 1;
+            break;
+        }
+        if (len < 1e-13 || c->halvings >= TK_NEWTON_MAX_HALVINGS) break;
+        s0 *= 0.5, s1 *= 0.5, len *= 0.5, ++half, ++c->halvings;
+    }
+    if (!rose) return TK_NEWTON_ENDED;
+    x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];
+    c->fresh = 0;
+    if (TK_NEWTON_SFX(nt_dot3)(x, c->start) < c->cos_leash) {
+        if (iterations) *iterations = c->it + 1;
+        return -1;
+    }
+    if (pure_newton && half == 0 && len < TK_NEWTON_CONVERGED) {
+        if (iterations) *iterations = c->it + 1;
+        *amplitude = value;
+        return 1;
+    }
+    if (len < 1e-13) {
+        ++c->it;
+        return TK_NEWTON_ENDED;
+    }
+    return ++c->it < TK_NEWTON_MAX_ITERATIONS ? TK_NEWTON_CLIMBING : TK_NEWTON_ENDED;
+}
+
 /* Climb from x to the local maximum; 1 if it ends at a strict local maximum.  Newton on the
  * sphere, with the Hessian shifted to negative definite where it is not (Levenberg-
  * Marquardt), steps of at most max_step (0.1 rad), and backtracking so that A x^m never falls.  The
@@ -105,87 +227,19 @@ TK_NEWTON_FN double TK_NEWTON_SFX(nt_sphere_derivatives)(const TK_NEWTON_CTX *t,
  * maximum this climb converges to within 2 len of x, so its value is at most A x^m +
  * m2 (2 len)^2 / 2; where that is below bar the climb stops there and returns -2 (*amplitude
  * the value at x): a maximum that cannot reach what the caller needs is not worth the
- * iterations that would place it to 1e-9 rad. */
+ * iterations that would place it to 1e-9 rad.
+ * The iterations are nt_climb_step's, in turn. */
 TK_NEWTON_FN int TK_NEWTON_SFX(nt_polish)(const TK_NEWTON_CTX *t, double *x, double *amplitude, int *iterations,
                                          double first_reach, double leash, double max_step, const double *cutoff)
 {
-    if (!(max_step > 0)) max_step = 0.1;
-    const int m_order = TK_NEWTON_ORDER(t);
-    const double start[3] = {x[0], x[1], x[2]}, cos_leash = leash > 0 ? cos(leash) : -2.0;
-    double u[3], w[3], g[2], h[3], lambda = 0;
-    int halvings = 0, it = 0, flat = 0;
-    int fresh = 0; /* u, w, lambda, g, h are those of x (no step taken since) */
-    for (; it < TK_NEWTON_MAX_ITERATIONS; ++it) {
-        TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
-        lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
-        fresh = 1;
-        double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
-        /* largest eigenvalue of the 2 x 2 Hessian; shift it below zero if needed */
-        double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
-        double top = mean + rad, shift = top > -1e-6 * scale ? top + 0.1 * scale : 0.0;
-        /* a curvature of zero to 1e-6 twice running: a ring or ridge of equal maxima (an
-         * axially symmetric lobe's), where the shifted steps would crawl along for the whole
-         * budget towards a point the strictness test below rejects anyway */
-        flat = fabs(top) < 1e-6 * scale ? flat + 1 : 0;
-        if (flat == 2) break;
-        double h0 = h[0] - shift, h2 = h[2] - shift, det = h0 * h2 - h[1] * h[1];
-        double s0 = -(h2 * g[0] - h[1] * g[1]) / det, s1 = -(h0 * g[1] - h[1] * g[0]) / det;
-        double len = sqrt(s0 * s0 + s1 * s1), xn[3];
-        const int pure_newton = shift == 0.0 && len <= max_step;
-        /* a start predicted near a maximum that is no such place: the caller starts again */
-        if (it == 0 && first_reach > 0 && !(shift == 0.0 && len <= first_reach)) {
-            if (iterations) *iterations = 1;
-            return -1;
-        }
-        if (cutoff && pure_newton && 8.0 * cutoff[2] * len <= -(double)m_order * top &&
-            lambda + 2.0 * cutoff[1] * len * len < cutoff[0]) {
-            if (iterations) *iterations = it + 1;
-            *amplitude = lambda;
-            return -2;
-        }
-        if (!(len > 1e-13)) break; /* at the maximum (or a NaN step: keep x) */
-        if (len > max_step) s0 *= max_step / len, s1 *= max_step / len, len = max_step;
-        int half = 0, rose = 0;
-        double value = lambda;
-        for (;;) {
-            for (int i = 0; i < 3; ++i) xn[i] = x[i] + s0 * u[i] + s1 * w[i];
-            TK_NEWTON_SFX(nt_normalize3)(xn);
-            value = TK_NEWTON_VALUE(t, xn);
-            if (value >= lambda - 1e-15 * scale) {
-                rose = 1;
-                break;
-            }
-            if (len < 1e-13 || halvings >= TK_NEWTON_MAX_HALVINGS) break;
-            s0 *= 0.5, s1 *= 0.5, len *= 0.5, ++half, ++halvings;
-        }
-        if (!rose) break;
-        x[0] = xn[0], x[1] = xn[1], x[2] = xn[2];
-        fresh = 0;
-        if (TK_NEWTON_SFX(nt_dot3)(x, start) < cos_leash) {
-            if (iterations) *iterations = it + 1;
-            return -1;
-        }
-        if (pure_newton && half == 0 && len < TK_NEWTON_CONVERGED) {
-            if (iterations) *iterations = it + 1;
-            *amplitude = value;
-            return 1;
-        }
-        if (len < 1e-13) {
-            ++it;
-            break;
-        }
+    tk_newton_climb c;
+    TK_NEWTON_SFX(nt_climb_begin)(&c, x, first_reach, leash, max_step);
+    int answer;
+    while ((answer = TK_NEWTON_SFX(nt_climb_step)(t, &c, amplitude, iterations, cutoff)) == TK_NEWTON_CLIMBING) {
     }
-    if (iterations) *iterations = it;
-    /* the derivatives at x, unless the loop's last ones are (a flat or no-rise stop) */
-    if (!fresh) {
-        TK_NEWTON_SFX(nt_tangent_basis)(x, u, w);
-        lambda = TK_NEWTON_SFX(nt_sphere_derivatives)(t, x, u, w, g, h);
-    }
-    double scale = fabs(lambda) + fabs(h[0]) + fabs(h[2]) + 1e-300;
-    double mean = 0.5 * (h[0] + h[2]), rad = sqrt(0.25 * (h[0] - h[2]) * (h[0] - h[2]) + h[1] * h[1]);
-    *amplitude = lambda;
-    /* a strict maximum: gradient zero and Hessian negative definite (beyond rounding) */
-    return sqrt(g[0] * g[0] + g[1] * g[1]) < 1e-8 * scale && mean + rad < -1e-6 * scale;
+    if (answer == TK_NEWTON_ENDED) answer = TK_NEWTON_SFX(nt_climb_end)(t, &c, amplitude, iterations);
+    x[0] = c.x[0], x[1] = c.x[1], x[2] = c.x[2];
+    return answer;
 }
 
 /* Whether a shoulder candidate at x (a grid direction) is worth its climb on a leash: where
