@@ -20,12 +20,16 @@ fi
 . "$(dirname "$0")/build_dev.sh" ${TARGETS:-tk_test_fibers tk_test_fibers_cuda tk-bench $fibers_cli ${TESTS:-}} || exit 1
 wait
 tail -3 "$OUT/base_build.txt" 2>/dev/null
+# the verdicts also go to $OUT/summary.txt, printed again at the end: a call returns only the
+# last 12,000 characters of its output, which the benches fill
+summary="$OUT/summary.txt"; : > "$summary"
 for t in tk_test_fibers_cuda ${TESTS:-}; do
   timeout ${TEST_TIMEOUT:-120} build-dev/bin/$t > "$OUT/test_$t.log" 2>&1
-  echo "$t rc=$?: $(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/test_$t.log" | tr '\n' ' ')"
+  echo "$t rc=$?: $(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/test_$t.log" | tr '\n' ' ')" | tee -a "$summary"
   grep -E "^\[  FAILED  \]|differ" "$OUT/test_$t.log" | head -10
 done
-timeout ${TEST_TIMEOUT:-120} build-dev/bin/tk_test_fibers > "$OUT/test_fibers.log" 2>&1; tail -1 "$OUT/test_fibers.log"
+timeout ${TEST_TIMEOUT:-120} build-dev/bin/tk_test_fibers > "$OUT/test_fibers.log" 2>&1
+echo "tk_test_fibers: $(tail -1 "$OUT/test_fibers.log")" | tee -a "$summary"
 if [ "${SAME_BITS:-0}" = 1 ] && [ -n "$fibers_cli" ] && [ -x /tmp/base/build-dev/bin/tk-fibers ]; then
   same=0 all=0
   for f in Data/fibers/phantom_sh.nii.gz Data/fibers/small_101D_fod.nii.gz Data/fibers/small_64D_fod_mrtrix.nii.gz; do
@@ -40,7 +44,7 @@ if [ "${SAME_BITS:-0}" = 1 ] && [ -n "$fibers_cli" ] && [ -x /tmp/base/build-dev
         echo "differs: $f $opts"
     done
   done
-  echo "tk-fibers --backend cuda: $same of $all outputs the same bits as the base's"
+  echo "tk-fibers --backend cuda: $same of $all outputs the same bits as the base's" | tee -a "$summary"
 fi
 for r in $(seq ${REPEAT:-2}); do
   for b in base:/tmp/base/build-dev main:build-dev; do
@@ -68,3 +72,4 @@ for tool in ${SAN_TOOLS:-}; do
 done
 wait
 grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$OUT"/san_*.log 2>/dev/null
+echo "== summary"; cat "$summary"
