@@ -118,11 +118,11 @@ static cudaMemcpyKind caller_copy(const tk_fibers_cuda_state *st, cudaMemcpyKind
     return across;
 }
 
-/* One voxel's share of a chunk: SH in, peaks out, mask, coefficients, the axial answer, the
- * bar, list stretch, and room for TK_FIB_CAP2 candidates. */
+/* One voxel's share of a chunk: SH in, peaks out, mask, coefficients, the axial answer and
+ * list place, the bar, list stretch, and room for TK_FIB_CAP2 candidates. */
 static size_t bytes_per_voxel(int k, int np)
 {
-    return sizeof(float) * ((size_t)k + 4 * (size_t)np) + 1 + sizeof(double) * ((size_t)k + 2) + sizeof(int) +
+    return sizeof(float) * ((size_t)k + 4 * (size_t)np) + 1 + sizeof(double) * ((size_t)k + 2) + 2 * sizeof(int) +
            8 * sizeof(double) + 2 * sizeof(int) +
            (size_t)TK_FIB_CAP2 * (4 * sizeof(int) + 4 * sizeof(float) + 4 * sizeof(double));
 }
@@ -161,6 +161,7 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
         for (int b = 0; b < TABLES; ++b) bytes += bufs[b].bytes;
         char what[96];
         snprintf(what, sizeof what, "the peak finder's plan for lmax %d", t->lmax);
+        free(P);
         return tk_cuda_out_of_memory("Fibers on CUDA", what, bytes);
     }
     if (err != cudaSuccess) {
