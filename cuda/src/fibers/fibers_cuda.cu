@@ -56,7 +56,7 @@ static fibers_kernels kernels_for(int lmax)
 
 /* The tables on the device: the monomial map, the grid, its neighbours and fit stencils, and
  * the bad-voxel counter. */
-enum { TABLE_PT, TABLE_GRID, TABLE_NBR8, TABLE_FIT_NBR, TABLE_FIT_W, TABLE_BAD, TABLES };
+enum { TABLE_PT, TABLE_GRID, TABLE_EVAL, TABLE_NBR8, TABLE_FIT_NBR, TABLE_FIT_W, TABLE_BAD, TABLES };
 /* One stream's chunk buffers. */
 enum {
     CHUNK_SH, CHUNK_DIRS, CHUNK_AMPS, CHUNK_MASK, CHUNK_COEF, CHUNK_VOXEL_LIST, CHUNK_CAND_LIST, CHUNK_RES,
@@ -72,6 +72,7 @@ enum { EVENT_START, EVENT_GRID, EVENT_POLISH, EVENT_STOP, EVENTS };
 struct tk_fibers_cuda_state {
     int device, lmax, k, num_peaks, timeline;
     int pt_nz;                   /* the monomial map's nonzeros a row at most (upload_tables) */
+    int eval_slots, eval_start[3]; /* the grid pass's evaluation order (FibArgs::grid_eval) */
     fibers_kernels kernels;
     size_t smem;                 /* the grid kernel's dynamic shared memory */
     int sm_count, grid_blocks_cap, polish_blocks, shoulder_blocks, axial_blocks, select_blocks, bar_blocks, look_blocks;
@@ -127,6 +128,39 @@ static size_t bytes_per_voxel(int k, int np)
            (size_t)TK_FIB_CAP2 * (4 * sizeof(int) + 4 * sizeof(float) + 4 * sizeof(double));
 }
 
+/* The grid pass's evaluation order (FibArgs::grid_eval) into eval (G + 3 x 31 slots of four
+ * floats at most): each direction by its largest coordinate in magnitude (the pivot, the first
+ * of equals), x pivots first, then y, then z, each group in index order and padded to a whole
+ * warp, so that a warp's lanes take one branch; start: where each group starts; returns the
+ * slots.  The ratios and the pivot's power are worked out in double, then rounded once. */
+static int grid_eval_order(const tk_fibers_tables *t, float *eval, int *start)
+{
+    int slot = 0;
+    for (int piv = 0; piv < 3; ++piv) {
+        start[piv] = slot;
+        for (int d = 0; d < t->grid; ++d) {
+            const double *x = t->dirs + (size_t)d * 3;
+            int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+            if (fabs(x[2]) > fabs(x[big])) big = 2;
+            if (big != piv) continue;
+            const int a = piv == 0 ? 1 : 0, b = piv == 2 ? 1 : 2;
+            double pm = 1;
+            for (int i = 0; i < t->lmax; ++i) pm *= x[piv];
+            float *e = eval + (size_t)slot++ * 4;
+            e[0] = (float)(x[a] / x[piv]), e[1] = (float)(x[b] / x[piv]), e[2] = (float)pm;
+            const int32_t dir = d;
+            memcpy(e + 3, &dir, sizeof dir);
+        }
+        for (; slot % 32; ++slot) {
+            float *e = eval + (size_t)slot * 4;
+            const int32_t none = -1;
+            e[0] = e[1] = e[2] = 0.f;
+            memcpy(e + 3, &none, sizeof none);
+        }
+    }
+    return slot;
+}
+
 /* The tables on the device. */
 static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables *t)
 {
@@ -149,8 +183,10 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     }
     st->pt_nz = nz;
     const size_t pt_bytes = (sizeof(double) + sizeof(int)) * (size_t)nz * k;
+    const size_t eval_bytes = sizeof(float) * 4 * ((size_t)G + 3 * 31);
     tk_cuda_buffer bufs[TABLES] = {{&st->table[TABLE_PT], pt_bytes},
                                    {&st->table[TABLE_GRID], sizeof(float) * 3 * (size_t)G},
+                                   {&st->table[TABLE_EVAL], eval_bytes},
                                    {&st->table[TABLE_NBR8], sizeof(uint4) * (size_t)G},
                                    {&st->table[TABLE_FIT_NBR], sizeof(int) * fit_entries},
                                    {&st->table[TABLE_FIT_W], sizeof(float) * 5 * fit_entries},
@@ -169,9 +205,10 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
         return tk_cuda_status(err, TK_FIB_WHO, "cudaMalloc");
     }
     float *h_grid = (float *)malloc(sizeof(float) * 3 * (size_t)G);
+    float *h_eval = (float *)calloc(1, eval_bytes);
     uint16_t *nbr8 = (uint16_t *)malloc(sizeof(uint4) * (size_t)G);
     unsigned char *pt = (unsigned char *)calloc(1, pt_bytes);
-    if (!h_grid || !nbr8 || !pt) {
+    if (!h_grid || !h_eval || !nbr8 || !pt) {
         status = tk_set_error(TK_ERR_MEMORY, "out of host memory for the CUDA fiber plan");
         goto done;
     }
@@ -189,6 +226,7 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     }
     for (int d = 0; d < G; ++d)
         for (int i = 0; i < 3; ++i) h_grid[(size_t)i * G + d] = (float)t->dirs[(size_t)d * 3 + i];
+    st->eval_slots = grid_eval_order(t, h_eval, st->eval_start);
     for (int d = 0; d < G; ++d) {
         /* the neighbour lists packed for one 16-byte load a direction (FibArgs::nbr8) */
         const int first = t->nbr_start[d], count = t->nbr_start[d + 1] - first;
@@ -204,7 +242,7 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     }
     {
         /* host sources in the order of bufs (the counter: no source) */
-        const void *src[TABLES] = {pt, h_grid, nbr8, t->fit_nbr, t->fit_w, NULL};
+        const void *src[TABLES] = {pt, h_grid, h_eval, nbr8, t->fit_nbr, t->fit_w, NULL};
         for (int b = 0; b < TABLES; ++b)
             if (src[b])
                 TK_CUDA_TRY_GOTO(status, done, TK_FIB_WHO, cudaMemcpy(st->table[b], src[b], bufs[b].bytes, cudaMemcpyHostToDevice));
@@ -213,6 +251,7 @@ done:
     free(P);
     free(pt);
     free(h_grid);
+    free(h_eval);
     free(nbr8);
     return status;
 }
@@ -229,6 +268,8 @@ static void base_args(tk_fibers_cuda_state *st, const tk_fibers_tables *t, const
     a.pt_nz = st->pt_nz;
     const float *grid = (const float *)st->table[TABLE_GRID];
     a.gx = grid, a.gy = grid + G, a.gz = grid + 2 * (size_t)G;
+    a.grid_eval = (const float4 *)st->table[TABLE_EVAL];
+    a.eval_slots = st->eval_slots, a.eval_y = st->eval_start[1], a.eval_z = st->eval_start[2];
     a.nbr8 = (const uint4 *)st->table[TABLE_NBR8];
     a.fit_nbr = (const int *)st->table[TABLE_FIT_NBR], a.fit_w = (const float *)st->table[TABLE_FIT_W];
     a.spacing = sqrt(2.0 * 3.14159265358979323846 / G);

@@ -68,8 +68,8 @@ template <int M> __device__ __noinline__ double poly_value(const Poly<M> *t, con
     return p;
 }
 
-/* f at a grid direction, in float: Horner in x with y powers inside each z power, then
- * Horner in z. */
+/* f at any direction, in float (a climb's start, against its grid value): Horner in x with y
+ * powers inside each z power, then Horner in z. */
 template <int M> __device__ __forceinline__ float poly_value_f(const float *cf, float x, float y, float z)
 {
     float py[M + 1];
@@ -88,28 +88,30 @@ template <int M> __device__ __forceinline__ float poly_value_f(const float *cf, 
     return p;
 }
 
-/* f at two grid directions at once, each exactly as poly_value_f: each coefficient read from
- * shared memory once for both (the grid pass is issue-bound; the reads were a third of it). */
-template <int M>
-__device__ __forceinline__ void poly_value_f2(const float *cf, const float *a, const float *b, float *fa, float *fb)
+/* The monomial index (the order above) of t^r u^q times the pivot's (M - r - q)th power, where
+ * the pivot is coordinate Piv (0 x, 1 y, 2 z) and t, u are the other two in order. */
+template <int M, int Piv> __host__ __device__ constexpr int pivot_monomial(int r, int q)
 {
-    float pa[M + 1], pb[M + 1];
-    pa[0] = pb[0] = 1.f;
+    return Piv == 0 ? poly_offset(M, q) + r : Piv == 1 ? poly_offset(M, q) + (M - r - q) : poly_offset(M, M - r - q) + q;
+}
+
+/* f at a grid direction divided through by its largest coordinate p (the pivot, coordinate
+ * Piv), in float: f(x) = p^M R(t, u) with t, u the other coordinates over p, both in [-1, 1],
+ * and R a polynomial of degree M in them, one multiply-add a coefficient (Horner in t inside
+ * Horner in u) where the homogeneous Horner takes a multiply and a multiply-add; pm = p^M.
+ * Its float rounding matches the homogeneous Horner's (scripts/fibers_horner_rounding.py: at
+ * lmax 4 to 16, largest errors 3e-7 to 1e-6 of the largest value against 2e-7 to 7e-7). */
+template <int M, int Piv> __device__ __forceinline__ float poly_value_pivot(const float *cf, float t, float u, float pm)
+{
+    float acc = 0.f;
 #pragma unroll
-    for (int i = 1; i <= M; ++i) pa[i] = pa[i - 1] * a[1], pb[i] = pb[i - 1] * b[1];
-    float ra = 0.f, rb = 0.f;
+    for (int q = M; q >= 0; --q) {
+        float s = cf[pivot_monomial<M, Piv>(M - q, q)];
 #pragma unroll
-    for (int c = M; c >= 0; --c) {
-        const int o = poly_offset(M, c);
-        float sa = cf[o], sb = sa;
-#pragma unroll
-        for (int k = 1; k <= M - c; ++k) {
-            const float ck = cf[o + k];
-            sa = fmaf(sa, a[0], ck * pa[k]), sb = fmaf(sb, b[0], ck * pb[k]);
-        }
-        ra = fmaf(ra, a[2], sa), rb = fmaf(rb, b[2], sb);
+        for (int r = M - q - 1; r >= 0; --r) s = fmaf(s, t, cf[pivot_monomial<M, Piv>(r, q)]);
+        acc = q == M ? s : fmaf(acc, u, s);
     }
-    *fa = ra, *fb = rb;
+    return acc * pm;
 }
 
 #define TK_NEWTON_FN template <int M> static __device__

@@ -3,7 +3,8 @@
  *
  * A warp per voxel turns the voxel's SH coefficients into the monomial coefficients of its
  * degree-lmax polynomial (one small matrix-vector product), evaluates the polynomial on the
- * tables' hemisphere grid (homogeneous Horner in float: the grid only ranks directions), keeps
+ * tables' hemisphere grid (in float, divided through by each direction's largest coordinate:
+ * poly_value_pivot; the grid only ranks directions), keeps
  * the grid directions not below any neighbour as candidates, and appends them to one
  * candidate list; a lane per candidate then polishes it with the CPU's Newton code in double
  * (fibers_newton.h), an iteration at a time, taking the next candidate when its climb ends,
@@ -50,6 +51,10 @@ struct FibArgs {
     const int *pt_col;    /* ... and their columns, laid out alike */
     int pt_nz;
     const float *gx, *gy, *gz;
+    const float4 *grid_eval; /* the grid as the grid pass evaluates it (poly_value_pivot), grouped by
+                              * pivot (x, y, z), each group padded to whole warps: per slot t, u,
+                              * the pivot's M-th power and the direction (as int bits; -1: padding) */
+    int eval_slots, eval_y, eval_z; /* slots, and where the y and the z pivots' groups start */
     const uint4 *nbr8;    /* per direction its neighbours (tables' nbr lists, in order), padded to
                            * TK_FIB_NBR with the direction itself (a step of 0 changes no test
                            * below), then how many are the nearest (nbr_near): 8 uint16 */
@@ -415,14 +420,20 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
                 for (int i = 0; i < K; ++i) creg[i] = cf[i];
                 cv = creg;
             }
-            /* two directions a lane at a time (poly_value_f2), then the odd block left */
-            int d = lane;
-            for (; d + 32 < G; d += 64) {
-                const float a[3] = {__ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d)};
-                const float b[3] = {__ldg(p.gx + d + 32), __ldg(p.gy + d + 32), __ldg(p.gz + d + 32)};
-                poly_value_f2<M>(cv, a, b, vals + d, vals + d + 32);
+            /* a direction a lane, in the pivots' groups (each warp-uniform), each entry loaded
+             * one round ahead */
+            float4 e = __ldg(p.grid_eval + lane);
+            for (int s = lane; s < p.eval_slots; s += 32) {
+                const float4 next = s + 32 < p.eval_slots ? __ldg(p.grid_eval + s + 32) : e;
+                const int group_first = s - lane;
+                float value;
+                if (group_first >= p.eval_z) value = poly_value_pivot<M, 2>(cv, e.x, e.y, e.z);
+                else if (group_first >= p.eval_y) value = poly_value_pivot<M, 1>(cv, e.x, e.y, e.z);
+                else value = poly_value_pivot<M, 0>(cv, e.x, e.y, e.z);
+                const int d = __float_as_int(e.w);
+                if (d >= 0) vals[d] = value;
+                e = next;
             }
-            if (d < G) vals[d] = poly_value_f<M>(cv, __ldg(p.gx + d), __ldg(p.gy + d), __ldg(p.gz + d));
         }
         __syncwarp();
 
