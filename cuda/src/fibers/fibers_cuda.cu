@@ -230,15 +230,16 @@ static tk_status upload_tables(tk_fibers_cuda_state *st, const tk_fibers_tables 
     for (int d = 0; d < G; ++d) {
         /* the neighbour lists packed for one 16-byte load a direction (FibArgs::nbr8) */
         const int first = t->nbr_start[d], count = t->nbr_start[d + 1] - first;
-        if (count > fib_max_neighbours(t->lmax) || G > 0xffff) {
+        if (count > fib_max_neighbours(t->lmax) || G > 0x4000) {
             status = tk_set_error(TK_ERR_UNSUPPORTED, "the CUDA fiber backend takes at most %d neighbours of at most "
-                                  "65,535 grid directions at lmax %d; its grid has %d directions, one with %d",
+                                  "16,384 grid directions at lmax %d; its grid has %d directions, one with %d",
                                   fib_max_neighbours(t->lmax), t->lmax, G, count);
             goto done;
         }
+        /* byte offsets (4 x index: at most 16,384 directions in 16 bits), the nearest as a mask */
         uint16_t *row = nbr8 + (size_t)d * 8;
-        for (int e = 0; e < TK_FIB_NBR; ++e) row[e] = (uint16_t)(e < count ? t->nbr[first + e] : d);
-        row[7] = (uint16_t)t->nbr_near[d];
+        for (int e = 0; e < TK_FIB_NBR; ++e) row[e] = (uint16_t)(4 * (e < count ? t->nbr[first + e] : d));
+        row[7] = (uint16_t)((1u << t->nbr_near[d]) - 1u);
     }
     {
         /* host sources in the order of bufs (the counter: no source) */

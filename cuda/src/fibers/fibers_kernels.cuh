@@ -55,9 +55,10 @@ struct FibArgs {
                               * pivot (x, y, z), each group padded to whole warps: per slot t, u,
                               * the pivot's M-th power and the direction (as int bits; -1: padding) */
     int eval_slots, eval_y, eval_z; /* slots, and where the y and the z pivots' groups start */
-    const uint4 *nbr8;    /* per direction its neighbours (tables' nbr lists, in order), padded to
-                           * TK_FIB_NBR with the direction itself (a step of 0 changes no test
-                           * below), then how many are the nearest (nbr_near): 8 uint16 */
+    const uint4 *nbr8;    /* per direction its neighbours (tables' nbr lists, in order) as byte
+                           * offsets into the grid values (4 x index: no shift to unpack), padded
+                           * to TK_FIB_NBR with the direction itself (a step of 0 changes no test
+                           * below), then a mask of the nearest ones (nbr_near of them): 8 uint16 */
     const int *fit_nbr;   /* the plan's fit stencils (fibers_fit.c), grid_padded-strided */
     const float *fit_w;
     double *coef;         /* chunk voxels x (k + 2): the monomial coefficients of the series'
@@ -106,20 +107,26 @@ __host__ __device__ static size_t warp_shared_bytes(int k, int grid_padded)
     return (bytes + 15) / 16 * 16;
 }
 
-/* A direction's packed neighbour list (FibArgs::nbr8) unpacked: the neighbours and how many of
- * them are the nearest. */
-__device__ __forceinline__ void unpack_neighbours(const uint4 q, int *n, int *near)
+/* A direction's packed neighbour list (FibArgs::nbr8) unpacked: the neighbours' byte offsets
+ * into the grid values and the mask of the nearest ones (bit e: neighbour e is). */
+__device__ __forceinline__ void unpack_neighbours(const uint4 q, unsigned *off, unsigned *near)
 {
     const unsigned w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-    for (int e = 0; e < TK_FIB_NBR; ++e) n[e] = (int)((w[e >> 1] >> (16 * (e & 1))) & 0xffffu);
-    *near = (int)(q.w >> 16);
+    for (int e = 0; e < TK_FIB_NBR; ++e) off[e] = e & 1 ? w[e >> 1] >> 16 : w[e >> 1] & 0xffffu;
+    *near = q.w >> 16;
 }
 
-/* Grid direction d's neighbours and how many of them are the nearest. */
-__device__ __forceinline__ void grid_neighbours(const FibArgs &p, int d, int *n, int *near)
+/* Grid direction d's neighbours (byte offsets) and the mask of the nearest ones. */
+__device__ __forceinline__ void grid_neighbours(const FibArgs &p, int d, unsigned *off, unsigned *near)
 {
-    unpack_neighbours(__ldg(p.nbr8 + d), n, near);
+    unpack_neighbours(__ldg(p.nbr8 + d), off, near);
+}
+
+/* The grid value at a byte offset (a neighbour's, unpack_neighbours). */
+__device__ __forceinline__ float value_at(const float *vals, unsigned off)
+{
+    return *(const float *)((const char *)vals + off);
 }
 
 /* Grid direction d's quadratic model from its fit stencil (fibers_fit.c) over the warp's
@@ -158,14 +165,14 @@ template <int NB> __device__ static int grid_candidate_kind(const FibArgs &p, co
     bool ok_near = true;
     int higher = 0;
     float rise = 0.f, fall = 0.f;
-    int n[TK_FIB_NBR], near;
+    unsigned n[TK_FIB_NBR], near;
     grid_neighbours(p, d, n, &near);
 #pragma unroll
     for (int e = 0; e < NB; ++e) {
-        const float step = vals[n[e]] - v0;
+        const float step = value_at(vals, n[e]) - v0;
         const bool not_below = step <= 0.f;
         higher += !not_below;
-        ok_near &= not_below | (e >= near);
+        ok_near &= not_below | !((near >> e) & 1u);
         rise = fmaxf(rise, step), fall = fmaxf(fall, -step);
     }
     if (v0 + rise < floor) return 0;
@@ -173,24 +180,22 @@ template <int NB> __device__ static int grid_candidate_kind(const FibArgs &p, co
     return ok_near || (higher == 1 && rise < TK_RIDGE_RISE * fall) ? 2 : 0;
 }
 
-/* The grid pass's first look at direction d, counting only higher neighbours: 1 where none is
+/* The grid pass's first look at direction d, marking only higher neighbours: 1 where none is
  * higher (a grid maximum, as grid_candidate_kind: its hill's highest value is its own), 3 where
  * it might be a shoulder candidate (one higher, or none of the nearest: grid_candidate_kind
  * decides), 0 where it is neither.  (a > b is a - b > 0 for finite floats, the full test's.)
- * nbr: d's packed neighbour list. */
+ * nbr: d's packed neighbour list.  The higher neighbours as bits, a compare and an or each,
+ * where two counts took more (this loop is a third of the grid pass's instructions). */
 template <int NB> __device__ __forceinline__ int grid_quick_kind(const uint4 nbr, const float *vals, int d, float floor)
 {
     const float v0 = vals[d];
-    int higher = 0, higher_near = 0;
-    int n[TK_FIB_NBR], near;
+    unsigned up = 0u;
+    unsigned n[TK_FIB_NBR], near;
     unpack_neighbours(nbr, n, &near);
 #pragma unroll
-    for (int e = 0; e < NB; ++e) {
-        const int up = vals[n[e]] > v0;
-        higher += up, higher_near += e < near ? up : 0;
-    }
-    if (higher == 0) return v0 < floor ? 0 : 1;
-    return higher == 1 || higher_near == 0 ? 3 : 0;
+    for (int e = 0; e < NB; ++e) up |= (value_at(vals, n[e]) > v0 ? 1u : 0u) << e;
+    if (up == 0u) return v0 < floor ? 0 : 1;
+    return (up & (up - 1u)) == 0u || (up & near) == 0u ? 3 : 0;
 }
 
 /* The queued directions of the grid pass (grid_quick_kind's 3s), a lane each: a shoulder
@@ -519,11 +524,11 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
                 /* the highest grid value on or around it, as the CPU's grid_marks */
                 const int d = cand[c] >= 0 ? cand[c] : -cand[c] - 1;
                 const float v0 = vals[d];
-                int n[TK_FIB_NBR], near;
+                unsigned n[TK_FIB_NBR], near;
                 grid_neighbours(p, d, n, &near);
                 float rise = 0.f;
 #pragma unroll
-                for (int e = 0; e < NB; ++e) rise = fmaxf(rise, vals[n[e]] - v0);
+                for (int e = 0; e < NB; ++e) rise = fmaxf(rise, value_at(vals, n[e]) - v0);
                 p.cand_high[first + c] = v0 + rise;
             }
             /* a grid maximum's climb starts at its model's maximum where that is uphill (as
