@@ -67,7 +67,9 @@ enum {
  * climbing pass, the voxels listed for the axial kernel (FibArgs). */
 enum { COUNTERS = 9 };
 /* Each stream's events: its chunk's start, after the grid pass, after the polish, its end. */
-enum { EVENT_START, EVENT_GRID, EVENT_POLISH, EVENT_STOP, EVENTS };
+/* a chunk's events: its start, its axial kernels' end, the start of its grid pass (after the
+ * other stream's climbs), the grid pass's end, the climbs' end, its end */
+enum { EVENT_START, EVENT_AXIAL, EVENT_RUN, EVENT_GRID, EVENT_POLISH, EVENT_STOP, EVENTS };
 
 struct tk_fibers_cuda_state {
     int device, lmax, k, num_peaks, timeline;
@@ -509,19 +511,25 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, int staged, const
     /* the grid pass runs a warp per voxel */
     const size_t want = (todo + Policy::warps_per_block - 1) / Policy::warps_per_block;
     const int blocks = want < (size_t)st->grid_blocks_cap ? (int)want : st->grid_blocks_cap;
-    /* The chunk's kernels after the other stream's climbs: only the copies and that chunk's
-     * select kernel (a thread per voxel, latency-bound) overlap kernels.  The two chunks'
+    /* The chunk's grid pass and climbs after the other stream's climbs: only the copies, that
+     * chunk's select kernel and this chunk's axial kernels (each a thread per voxel,
+     * latency-bound) overlap kernels.  The two chunks'
      * kernels running at once took 26.5 ms for 600,000 real voxels where one after the other
      * took 23.0 (a lent H200; the grid pass and the double climbs slow each other down on a
      * shared SM); letting the select kernel run beside the next grid pass gained 1-2% on the
      * phantom (session 28). */
-    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaStreamWaitEvent(stream, st->event[s ^ 1][EVENT_POLISH], 0));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_START], stream));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemsetAsync(args.num_cands, 0, COUNTERS * sizeof(int), stream));
     kernels.axial_look<<<voxel_blocks(st, todo, st->look_blocks), threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     kernels.axial<<<voxel_blocks(st, todo, st->axial_blocks), threads, 0, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
+    /* the axial kernels, a few warps an SM (the axial kernel's 242 registers, a thread per
+     * listed voxel: latency-bound), run beside the other stream's climbs: +3% on the phantom
+     * (a third of its voxels are listed), +2% on the whole-brain input (session 29) */
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_AXIAL], stream));
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaStreamWaitEvent(stream, st->event[s ^ 1][EVENT_POLISH], 0));
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_RUN], stream));
     kernels.grid<<<blocks, threads, st->smem, stream>>>(args);
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaGetLastError());
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_GRID], stream));
@@ -566,18 +574,20 @@ static tk_status finish_chunk(tk_fibers_cuda_state *st, int s, int staged, size_
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaStreamSynchronize(stream));
     if (staged && directions) tk_host_copy(directions + first * np * 3, g.dirs, dir_bytes);
     if (staged && amplitudes) tk_host_copy(amplitudes + first * np, g.amps, amp_bytes);
-    float ms = 0;
-    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&ms, ev[EVENT_START], ev[EVENT_STOP]));
-    *kernel_ms += ms;
+    /* the chunk's kernels' time, less its wait for the other stream's climbs */
+    float axial_ms = 0, ms = 0;
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&axial_ms, ev[EVENT_START], ev[EVENT_AXIAL]));
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&ms, ev[EVENT_RUN], ev[EVENT_STOP]));
+    *kernel_ms += axial_ms + ms;
     if (!st->timeline) return TK_OK;
     float grid_ms = 0, polish_ms = 0;
     int counts[5] = {0}; /* candidates, pass-1a climbs, shoulder candidates, their climbs, pass-1b climbs */
-    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&grid_ms, ev[EVENT_START], ev[EVENT_GRID]));
+    TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&grid_ms, ev[EVENT_RUN], ev[EVENT_GRID]));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventElapsedTime(&polish_ms, ev[EVENT_GRID], ev[EVENT_POLISH]));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemcpy(counts, (int *)st->buf[s][CHUNK_VOXEL_LIST] + 2 * st->chunk, sizeof counts,
                                               cudaMemcpyDeviceToHost));
-    fprintf(stderr, "fibers chunk %zu: %zu voxels, grid %.3f ms, polish %.3f ms (%d candidates, %.1f a voxel; climbs "
-            "1a %d, 1b %d, shoulders %d of %d), select %.3f ms\n", j, todo, grid_ms, polish_ms, counts[0],
+    fprintf(stderr, "fibers chunk %zu: %zu voxels, axial %.3f ms, grid %.3f ms, polish %.3f ms (%d candidates, %.1f a "
+            "voxel; climbs 1a %d, 1b %d, shoulders %d of %d), select %.3f ms\n", j, todo, axial_ms, grid_ms, polish_ms, counts[0],
             (double)counts[0] / todo, counts[1], counts[4], counts[3], counts[2], ms - grid_ms - polish_ms);
     return TK_OK;
 }

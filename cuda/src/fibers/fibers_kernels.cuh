@@ -659,8 +659,10 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
     for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < p.num_voxels; v += (size_t)gridDim.x * blockDim.x) {
         const int count = p.count[v], first = p.first[v];
         if (count == 0 || p.axial_state[v] >= 0) continue;
+        /* its grid maxima (listed before its shoulder candidates): counted with loads that do
+         * not wait on each other (a loop to the first shoulder candidate waited on each) */
         int n1 = 0;
-        while (n1 < count && p.cand_dir[first + n1] >= 0) ++n1;
+        for (int c = 0; c < count; ++c) n1 += p.cand_dir[first + c] >= 0;
         /* the unit-scaled series in double, as the CPU's tk_fibers_anisotropic_part, for the
          * CPU's bounds to the last bit */
         const double scale = p.coef[v * (K + 2) + K], iso = p.coef[v * (K + 2) + K + 1];
