@@ -1,19 +1,22 @@
 #!/usr/bin/python3
 """The float rounding of two ways to evaluate the degree-8 polynomial on the fiber finder's grid
-(Documentation/benchmarks.md, "Fiber directions", session 27): the homogeneous Horner of the
-CUDA grid pass (fibers_device.cuh poly_value_f: a multiply and an add a coefficient) against a
-dehomogenized Horner (divide by the largest coordinate, then one multiply-add a coefficient in
-the two ratios, times the pivot's 8th power), in IEEE single precision step by step (numpy
-float32, no fused multiply-add in either), on 40 FOD-like series (1-3 spikes of (d.x)^8 plus
-coefficient noise, unit-scaled as the kernel scales them) at the 1,536 directions of the lmax-8
-grid (the upper half of a 3,072-point Fibonacci lattice, fibers_tables.c).  Prints the median
-and largest error against double, relative to the series' largest value on the grid.
+(Documentation/benchmarks.md, "Fiber directions", sessions 27 and 29): the homogeneous Horner
+(fibers_device.cuh poly_value_f: a multiply and an add a coefficient; the CUDA grid pass's
+until session 29) against the dehomogenized Horner of the grid pass since (poly_value_pivot:
+divide by the largest coordinate, then one multiply-add a coefficient in the two ratios, times
+the pivot's M-th power), in IEEE single precision step by step (numpy float32, no fused
+multiply-add in either), on 40 FOD-like series (1-3 spikes of (d.x)^M plus coefficient noise,
+unit-scaled as the kernel scales them) at the directions of the lmax-M grid (the upper half of
+a Fibonacci lattice of twice GRID points, fibers_tables.c: GRID = 24 M^2, at least 200).
+Prints the median and largest error against double, relative to the series' largest value on
+the grid.
 
-    /usr/bin/python3 scripts/fibers_horner_rounding.py
+    /usr/bin/python3 scripts/fibers_horner_rounding.py [M [GRID]]     (default 8 1536)
 """
 import numpy as np, math, itertools
 rng=np.random.default_rng(1)
-M=8
+import sys
+M=int(sys.argv[1]) if len(sys.argv)>1 else 8
 # monomials x^a y^b z^c, a+b+c=M, ordered by c descending groups like poly_offset: c then k (power of y)
 def coeffs_from_spikes(dirs, w):
     C={}
@@ -21,7 +24,7 @@ def coeffs_from_spikes(dirs, w):
         mult=math.factorial(M)/(math.factorial(a)*math.factorial(b)*math.factorial(c))
         C[(a,b,c)]=sum(wi*mult*d[0]**a*d[1]**b*d[2]**c for d,wi in zip(dirs,w))
     return C
-g=1536
+g=int(sys.argv[2]) if len(sys.argv)>2 else max(24*M*M, 200)
 i=np.arange(g); z=1-(2*i+1)/(2*g); rho=np.sqrt(1-z*z); ang=i*math.pi*(3-math.sqrt(5))
 X=np.stack([rho*np.cos(ang),rho*np.sin(ang),z],1)
 f32=np.float32
@@ -53,8 +56,7 @@ def dehom(C,X):
                 e=[0,0,0]; e[pv]=M-a-b; e[o[0]]=a; e[o[1]]=b
                 s=(s*t+f32(C[tuple(e)])).astype(f32)
             r=(r*u+s).astype(f32)
-        pm=P.copy()
-        pm=(P*P).astype(f32); pm=(pm*pm).astype(f32); pm=(pm*pm).astype(f32)
+        pm=(P.astype(np.float64)**M).astype(f32)  # the plan's p^M: worked out in double, rounded once
         out[sel]=(r*pm).astype(f32)
     return out
 def exact(C,X):
