@@ -2,7 +2,8 @@
 # Where the CUDA fiber finder's time goes, input by input, on the lent GPU in one call: the
 # bench's chunk timeline (kernel times and climb counts, --cuda-timeline 1), then Nsight
 # Compute's per-kernel duration, instructions, occupancy and issue activity over one bench run
-# of CUDA_VOXELS voxels (default 131072), then (SOURCE_KERNEL, a regex) one kernel's SASS with
+# of CUDA_VOXELS voxels (default 131072; printed a line per kernel, ncu_kernel_table.py), then
+# (SOURCE_KERNEL, a regex) one kernel's SASS with
 # instruction counts and stall samples on SOURCE_INPUT.  INPUTS: the bench's inputs (default
 # real phantom wholebrain).  Needs .deps/ carried (scripts/device/make_deps.sh).  Logs in $OUT
 # (more files than a device call brings back, 8: what matters is also printed).
@@ -18,6 +19,7 @@ for inp in ${INPUTS:-real phantom wholebrain}; do
   timeout 150 ncu --kernel-name regex:fibers_ --launch-count ${LAUNCHES:-40} --metrics $metrics --csv \
     "${bench[@]}" --inputs $inp --accuracy-voxels 10 --repeat 1 \
     --cuda-voxels ${CUDA_VOXELS:-131072} > "$OUT/ncu_$inp.csv" 2> "$OUT/ncu_$inp.err" || tail -3 "$OUT/ncu_$inp.err"
+  python3 "$(dirname "$0")/ncu_kernel_table.py" "$OUT/ncu_$inp.csv"
 done
 if [ -n "${SOURCE_KERNEL:-}" ]; then
   timeout 200 ncu --kernel-name regex:"$SOURCE_KERNEL" --launch-skip ${SOURCE_SKIP:-2} --launch-count 1 --set full \
