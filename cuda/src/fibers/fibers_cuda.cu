@@ -54,8 +54,8 @@ static fibers_kernels kernels_for(int lmax)
     }
 }
 
-/* The tables on the device: the monomial map, the grid, its neighbours and fit stencils, and
- * the bad-voxel counter. */
+/* The tables on the device: the monomial map, the grid and its evaluation order, its neighbours
+ * and fit stencils, and the bad-voxel counter. */
 enum { TABLE_PT, TABLE_GRID, TABLE_EVAL, TABLE_NBR8, TABLE_FIT_NBR, TABLE_FIT_W, TABLE_BAD, TABLES };
 /* One stream's chunk buffers. */
 enum {
@@ -66,9 +66,8 @@ enum {
  * shoulder candidates, shoulder climbs, pass-1b grid maxima, the climbs taken in each
  * climbing pass, the voxels listed for the axial kernel (FibArgs). */
 enum { COUNTERS = 9 };
-/* Each stream's events: its chunk's start, after the grid pass, after the polish, its end. */
-/* a chunk's events: its start, its axial kernels' end, the start of its grid pass (after the
- * other stream's climbs), the grid pass's end, the climbs' end, its end */
+/* Each stream's events: its chunk's start, its axial kernels' end, the start of its grid pass
+ * (after the other stream's climbs), the grid pass's end, the climbs' end, its end. */
 enum { EVENT_START, EVENT_AXIAL, EVENT_RUN, EVENT_GRID, EVENT_POLISH, EVENT_STOP, EVENTS };
 
 struct tk_fibers_cuda_state {
@@ -513,11 +512,10 @@ static tk_status launch_chunk(tk_fibers_cuda_state *st, int s, int staged, const
     const int blocks = want < (size_t)st->grid_blocks_cap ? (int)want : st->grid_blocks_cap;
     /* The chunk's grid pass and climbs after the other stream's climbs: only the copies, that
      * chunk's select kernel and this chunk's axial kernels (each a thread per voxel,
-     * latency-bound) overlap kernels.  The two chunks'
-     * kernels running at once took 26.5 ms for 600,000 real voxels where one after the other
-     * took 23.0 (a lent H200; the grid pass and the double climbs slow each other down on a
-     * shared SM); letting the select kernel run beside the next grid pass gained 1-2% on the
-     * phantom (session 28). */
+     * latency-bound) overlap kernels.  The two chunks' kernels running at once took 26.5 ms for
+     * 600,000 real voxels where one after the other took 23.0 (a lent H200; the grid pass and
+     * the double climbs slow each other down on a shared SM); letting the select kernel run
+     * beside the next grid pass gained 1-2% on the phantom (session 28). */
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaEventRecord(ev[EVENT_START], stream));
     TK_CUDA_TRY_RETURN(TK_FIB_WHO, cudaMemsetAsync(args.num_cands, 0, COUNTERS * sizeof(int), stream));
     kernels.axial_look<<<voxel_blocks(st, todo, st->look_blocks), threads, 0, stream>>>(args);
