@@ -9,7 +9,9 @@
 # both builds' tk-fibers --backend cuda on Data/fibers' inputs under several option sets,
 # their outputs compared byte for byte.  JSON=1: this tree's last bench run also as
 # $OUT/0_fibers_bench.json (named to sort first among the files that come back; the plots'
-# input).  Needs .deps/ carried (scripts/device/make_deps.sh).  Logs under $OUT.
+# input).  Needs .deps/ carried (scripts/device/make_deps.sh).  Back from the call: $OUT/summary.txt
+# (tests, same bits, sanitizers), $OUT/0_bench.txt (every bench line), the JSON, and the logs in
+# $OUT/logs.tar.gz.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 [ -d .deps/itk ] && fibers_cli=tk-fibers || fibers_cli=""
@@ -49,10 +51,10 @@ fi
 for r in $(seq ${REPEAT:-2}); do
   for b in base:/tmp/base/build-dev main:build-dev; do
     [ -x ${b#*:}/bin/tk-bench ] || continue
-    echo "== ${b%%:*} run $r"
+    echo "== ${b%%:*} run $r" | tee -a "$OUT/0_bench.txt"
     json=""; [ "${JSON:-0}" = 1 ] && [ $r = ${REPEAT:-2} ] && [ ${b%%:*} = main ] && json="--json $OUT/0_fibers_bench.json"
     timeout 200 ${b#*:}/bin/tk-bench fibers --backends cuda --sh2peaks off --tk-fibers off ${BENCH_ARGS:-} $json 2>&1 |
-      grep -E "^(cuda|omp)|^## " | tee -a "$OUT/bench_${b%%:*}_$r.txt"
+      grep -E "^(cuda|omp)|^## " | tee -a "$OUT/0_bench.txt"
   done
 done
 IFS=';' read -ra other <<< "${OTHER_BENCH:-}"
@@ -71,5 +73,9 @@ for tool in ${SAN_TOOLS:-}; do
       > "$OUT/san_$tool.log" 2>&1; echo "$tool rc=$?" ) &
 done
 wait
-grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$OUT"/san_*.log 2>/dev/null
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$OUT"/san_*.log 2>/dev/null | tee -a "$summary"
+# A call brings back at most 8 files from $OUT (nested ones count): the logs go into one
+# archive, beside the summary, the bench lines (0_bench.txt) and the JSON.
+( cd "$OUT" && find . -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name '0_*' ! -name logs.tar.gz -printf '%P\0' |
+    tar --null -czf logs.tar.gz --remove-files -T - ) 2>/dev/null
 echo "== summary"; cat "$summary"
