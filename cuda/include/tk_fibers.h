@@ -104,8 +104,8 @@ typedef struct tk_fibers_options {
                                  *   each, results bit for bit those of one device; 0 or 1
                                  *   (default): one device.  More than exist: TK_ERR_ARGUMENT.
                                  *   Ignored on cpu and omp (Documentation/multi_gpu.md) */
-    int cuda_timeline;          /**< cuda: 1 prints each chunk's grid, polish and select kernel times
-                                 *   and its candidate count on stderr (default 0) */
+    int cuda_timeline;          /**< cuda: 1 prints each chunk's axial, grid, polish and select kernel
+                                 *   times and its candidate and climb counts on stderr (default 0) */
 } tk_fibers_options;
 
 /** sh2peaks' defaults for lmax: 3 peaks, no thresholds, the cpu backend, tournier. */
