@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The float rounding of two ways to evaluate the degree-8 polynomial on the fiber finder's grid
+"""The float rounding of two ways to evaluate the degree-M polynomial on the fiber finder's grid
 (Documentation/benchmarks.md, "Fiber directions", sessions 27 and 29): the homogeneous Horner
 (fibers_device.cuh poly_value_f: a multiply and an add a coefficient; the CUDA grid pass's
 until session 29) against the dehomogenized Horner of the grid pass since (poly_value_pivot:

@@ -141,9 +141,7 @@ static int grid_eval_order(const tk_fibers_tables *t, float *eval, int *start)
         start[piv] = slot;
         for (int d = 0; d < t->grid; ++d) {
             const double *x = t->dirs + (size_t)d * 3;
-            int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
-            if (fabs(x[2]) > fabs(x[big])) big = 2;
-            if (big != piv) continue;
+            if (tk_fibers_largest_axis(x) != piv) continue;
             const int a = piv == 0 ? 1 : 0, b = piv == 2 ? 1 : 2;
             double pm = 1;
             for (int i = 0; i < t->lmax; ++i) pm *= x[piv];

@@ -127,9 +127,7 @@ template <int M, int Piv> __device__ __forceinline__ float poly_value_pivot(cons
  * the CPU. */
 __device__ __forceinline__ double fiber_sign(const double *x)
 {
-    int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
-    if (fabs(x[2]) > fabs(x[big])) big = 2;
-    return x[big] < 0 ? -1.0 : 1.0;
+    return x[tk_fibers_largest_axis(x)] < 0 ? -1.0 : 1.0;
 }
 
 /* Merge duplicates and sort by amplitude, in place over one voxel's candidates; returns

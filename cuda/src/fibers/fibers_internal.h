@@ -112,6 +112,15 @@ TK_HD static inline int tk_fibers_fit_reaches(const float *th, float spacing)
     return s1 * s1 + s2 * s2 <= reach * reach;
 }
 
+/* The axis of a 3-vector's largest-magnitude entry, the first of equals: the entry a fiber's
+ * sign makes positive (fiber_sign), the pivot the CUDA grid pass divides by (grid_eval_order). */
+TK_HD static inline int tk_fibers_largest_axis(const double *x)
+{
+    int big = fabs(x[1]) > fabs(x[0]) ? 1 : 0;
+    if (fabs(x[2]) > fabs(x[big])) big = 2;
+    return big;
+}
+
 /* u, w: an orthonormal basis of the plane orthogonal to unit x, from the coordinate axis x
  * leans on least; the Newton climb, the fit stencils and the fitted starts share it, so that
  * a model's coordinates mean the same in each. */
