@@ -13,7 +13,6 @@ TK_HD static inline void TK_SFX(tk_fibers_derivative_bounds)(int lmax, const TK_
     for (int l = 2; l <= lmax; l += 2) {
         double cc = 0; /* band l: coefficients l(l+1)/2 - l .. l(l+1)/2 + l */
         for (int j = l * (l - 1) / 2; j <= l * (l + 3) / 2; ++j) cc += (double)c[j] * c[j];
-        const double band = sqrt((2.0 * l + 1.0) / (4.0 * 3.14159265358979323846) * cc) / divisor;
-        *sup += band, *m2 += (double)(l * l) * band, *m3 += (double)(l * l * l) * band;
+        tk_fibers_band_bound_add(l, cc, divisor, sup, m2, m3);
     }
 }

@@ -64,8 +64,9 @@ enum {
 };
 /* The chunk's counters after its voxels' first and count: candidates, pass-1a grid maxima,
  * shoulder candidates, shoulder climbs, pass-1b grid maxima, the climbs taken in each
- * climbing pass, the voxels listed for the axial kernel (FibArgs). */
-enum { COUNTERS = 9 };
+ * climbing pass, the voxels listed for the axial kernel, the voxels the grid pass has taken
+ * (FibArgs). */
+enum { COUNTERS = 10 };
 /* Each stream's events: its chunk's start, its axial kernels' end, the start of its grid pass
  * (after the other stream's climbs), the grid pass's end, the climbs' end, its end. */
 enum { EVENT_START, EVENT_AXIAL, EVENT_RUN, EVENT_GRID, EVENT_POLISH, EVENT_STOP, EVENTS };
@@ -461,6 +462,7 @@ static FibArgs chunk_args(const tk_fibers_cuda_state *st, int s, size_t todo, in
     args.num_kind1b = args.num_cands + 4;
     args.climbs_taken = args.num_cands + 5;
     args.num_axial = args.num_cands + 8;
+    args.grid_taken = args.num_cands + 9;
     double *res = (double *)b[CHUNK_RES];
     args.res_dir = res, args.res_amp = res + (size_t)3 * TK_FIB_CAP2 * chunk;
     args.axial_state = (int *)b[CHUNK_AXIAL_STATE], args.axial_res = (double *)b[CHUNK_AXIAL_RES];

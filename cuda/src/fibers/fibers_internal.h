@@ -227,6 +227,16 @@ TK_HD static inline int tk_fibers_axial_residual_ok(tk_sh_basis basis, int legac
     return off <= TK_FIBERS_AXIAL_TOL * TK_FIBERS_AXIAL_TOL * all;
 }
 
+/* Band l's share of the bounds below, given the sum cc of its squared coefficients: its
+ * largest value on any great circle (over divisor) into *sup, times l^2 into *m2 and l^3 into
+ * *m3.  Apart from the loop over the coefficients so that the CUDA bar kernel can sum them as
+ * it reads them (no array of the series in its registers) with the same arithmetic. */
+TK_HD static inline void tk_fibers_band_bound_add(int l, double cc, double divisor, double *sup, double *m2, double *m3)
+{
+    const double band = sqrt((2.0 * l + 1.0) / (4.0 * 3.14159265358979323846) * cc) / divisor;
+    *sup += band, *m2 += (double)(l * l) * band, *m3 += (double)(l * l * l) * band;
+}
+
 /* tk_fibers_derivative_bounds_d (CPU) and _f (CUDA): fibers_band_bounds.h */
 #include "common/precision_double.h"
 #include "fibers_band_bounds.h"

@@ -70,6 +70,7 @@ struct FibArgs {
     int *num_climbs;      /* how many shoulder candidates the shoulder kernel keeps for a climb */
     int *num_kind1b;      /* how many grid maxima the bar kernel lists for pass 1b */
     int *climbs_taken;    /* per climbing pass (fibers_pass): how many of its climbs lanes have taken */
+    int *grid_taken;      /* how many voxels the grid pass's warps have taken */
     int first_climbs;     /* a voxel's grid maxima climbed before its bar is known (pass 1a) */
     int *order;           /* the polish kernel's work order: grid maxima from the front, shoulder
                            * candidates from the back (order_cap entries), so that a warp's
@@ -355,8 +356,16 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
     unsigned *mask1 = (unsigned *)(cand + TK_FIB_CAP2), *mask2 = mask1 + p.grid_padded / 32;
     const int G = p.grid;
 
-    constexpr int WARPS = Policy::warps_per_block;
-    for (size_t v = (size_t)blockIdx.x * WARPS + warp; v < p.num_voxels; v += (size_t)gridDim.x * WARPS) {
+    /* Each warp takes the next voxel when it is done with one (one atomic a voxel, asked for a
+     * voxel ahead): voxels differ in work by more than ten times (an axial one, answered
+     * already, against a crossing with rings of grid maxima), and with voxels dealt out in a
+     * fixed stride a block's warps waited for its slowest: 26% of the SM's warps were active
+     * on the phantom where 44% fit (ncu). */
+    int next = 0;
+    if (lane == 0) next = atomicAdd(p.grid_taken, 1);
+    for (size_t v = (size_t)__shfl_sync(TK_WARP_ALL_LANES, next, 0); v < p.num_voxels;
+         v = (size_t)__shfl_sync(TK_WARP_ALL_LANES, next, 0)) {
+        if (lane == 0) next = atomicAdd(p.grid_taken, 1);
         bool ok = !p.mask || p.mask[v], finite = true;
         if (ok)
             for (int j = lane; j < K; j += 32) {
@@ -663,13 +672,20 @@ template <class Policy, int M> __global__ void __launch_bounds__(Policy::block_t
          * not wait on each other (a loop to the first shoulder candidate waited on each) */
         int n1 = 0;
         for (int c = 0; c < count; ++c) n1 += p.cand_dir[first + c] >= 0;
-        /* the unit-scaled series in double, as the CPU's tk_fibers_anisotropic_part, for the
-         * CPU's bounds to the last bit */
+        /* the CPU's bounds to the last bit (tk_fibers_derivative_bounds_d over the unit-scaled
+         * series in double, tk_fibers_anisotropic_part's), each coefficient scaled as it is
+         * summed: the series as an array of doubles took 44 registers (125 in all) */
         const double scale = p.coef[v * (K + 2) + K], iso = p.coef[v * (K + 2) + K + 1];
-        double aniso[K], sup, m2, m3;
-        aniso[0] = 0;
-        for (int j = 1; j < K; ++j) aniso[j] = (double)__ldg(p.sh + v * K + j) / scale;
-        tk_fibers_derivative_bounds_d(M, aniso, 1.0, &sup, &m2, &m3);
+        const float *sh = p.sh + v * K;
+        double sup = 0, m2 = 0, m3 = 0;
+        for (int l = 2; l <= M; l += 2) {
+            double cc = 0;
+            for (int j = l * (l - 1) / 2; j <= l * (l + 3) / 2; ++j) {
+                const double a = (double)__ldg(sh + j) / scale;
+                cc += a * a;
+            }
+            tk_fibers_band_bound_add(l, cc, 1.0, &sup, &m2, &m3);
+        }
         const double margin = tk_fibers_value_margin(sup, m2, TK_FIBERS_COVER * p.spacing);
         double dir[TK_FIB_CAP][3], amp[TK_FIB_CAP], out[TK_FIB_CAP];
         int kept[TK_FIB_CAP];

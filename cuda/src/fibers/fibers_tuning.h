@@ -23,7 +23,9 @@ typedef tk_fibers_policy_sm70 tk_fibers_policy;
 /* The host's sizes, per architecture (compute capability major * 10 + minor and up). */
 typedef struct tk_fibers_tuning {
     int min_arch;
-    int grid_waves;          /* the grid pass's blocks: at most this many times those resident at once */
+    int grid_waves;          /* the grid pass's blocks: at most this many times those resident at once (its
+                              * warps take voxels from a counter, so blocks past the resident ones find
+                              * it spent: one wave measured as eight, session 30) */
     size_t max_chunk_voxels; /* voxels per chunk (one per stream) at most */
 } tk_fibers_tuning;
 
