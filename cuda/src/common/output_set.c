@@ -99,10 +99,15 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER; /* sets made o
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
 
 /* The handler only reads entries fully built (published by nentries), and only calls unlink,
- * rmdir, signal and raise, which are async-signal-safe. */
+ * rmdir, signal and raise, which are async-signal-safe.  The folder being made (pending_*) is
+ * read before the entries: its maker publishes the entry before it clears the name, so a name
+ * read as NULL here means that its entry, if any, is counted in nentries below.  Read the other
+ * way round, a folder published between the two reads was missed (the bad-input matrix's SIGINT
+ * row under ASan, with the handler on an OpenBLAS thread). */
 static void remove_temporaries_unsafe(tk_outset *s)
 {
-    const int n = __atomic_load_n(&s->nentries, __ATOMIC_ACQUIRE);
+    const char *pn = LOAD(s->pending_newdir), *pt = LOAD(s->pending_tmpdir);
+    const int n = LOAD(s->nentries);
     for (int i = 0; i < n; ++i) {
         entry_t *e = &s->entries[i];
         if (!e->tmpdir) continue;
@@ -111,7 +116,6 @@ static void remove_temporaries_unsafe(tk_outset *s)
         if (e->newdir) rmdir(e->newdir);
         rmdir(e->tmpdir);
     }
-    const char *pn = LOAD(s->pending_newdir), *pt = LOAD(s->pending_tmpdir);
     if (pn) rmdir(pn);
     if (pt) rmdir(pt);
 }
@@ -481,6 +485,16 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
     int err = 0;
     __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
     for (int tries = 0;; ++tries) {
+        /* As tk_outset_probe: no folder once a handler has begun.  The check after mkdir alone
+         * left one behind where the handler had already looked (`making` still 0) and the
+         * process ended between this thread's mkdir and its rmdir (the bad-input matrix's
+         * SIGINT row under ASan: 6 runs in 600 on a loaded machine, the handler on an OpenBLAS
+         * thread while this one made the next output's folder). */
+        while (LOAD(handling)) {
+            __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+            wait_for_handler(); /* it ends the process, or gave up (a commit on another thread) */
+            __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+        }
         err = 0;
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
@@ -508,11 +522,14 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
         __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
     }
     /* past the check: the names stay in pending_* until the entry is published, where a
-     * handler that starts from now on finds them */
-    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+     * handler that starts from now on finds them; on failure they are cleared first, so that
+     * a handler (it reads them only once `making` is 0) never reads a name being freed */
     if (err) {
         STORE(s->pending_tmpdir, NULL);
         STORE(s->pending_newdir, NULL);
+    }
+    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    if (err) {
         free(t);
         free(n);
         return fail(s, 1, "%s: cannot create a file in the folder %s: %s; %s", label(flag, path, a, sizeof a), where,
