@@ -743,7 +743,22 @@ int tk_outset_open(tk_outset *s, int idx, int companion)
     const char *t = tk_outset_temp(s, idx, companion);
     char a[1024];
     if (!t) return fail(s, 1, "output %d: no such output; report this as a bug", idx), -1;
+    /* The handshake of make_tmpdir and tk_outset_probe: a handler on another thread either
+     * waits for this open (`making`) and then removes the file, or began first, and then no
+     * file is made that the process could end with after the handler looked. */
+    sigset_t old;
+    block(&old);
+    __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    while (LOAD(handling)) {
+        __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+        wait_for_handler(); /* it ends the process, or gave up (a commit on another thread) */
+        __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    }
     int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    const int err = errno;
+    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    unblock(&old);
+    errno = err;
     if (fd < 0)
         fail(s, 1, "%s: cannot create: %s; check the folder, or write elsewhere",
              label(s->entries[idx].flag, s->entries[idx].files[companion].final, a, sizeof a), strerror(errno));
