@@ -153,6 +153,31 @@ static void wait_for_handler(void)
     }
 }
 
+/* The makers' side (a temporary folder, a temporary file, a probe): with this thread counted in
+ * `making`, until no handler is ending the process, so that nothing is made once one has
+ * begun.  A handler either saw the count and waits for the maker to finish (and then removes
+ * what it made), or began first, and then the maker waits here, uncounted, for the process to
+ * end (or for the handler to give up, finding a commit).  A check after the making alone is too
+ * late: the handler may already have looked, and the process can end before the maker takes
+ * back what it made (the bad-input matrix's SIGINT row under ASan, a handler on an OpenBLAS
+ * thread while the main one made the next output's folder). */
+static void hold_off_handlers(void)
+{
+    while (LOAD(handling)) {
+        __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+        wait_for_handler();
+        __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+static void begin_making(void)
+{
+    __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    hold_off_handlers();
+}
+
+static void end_making(void) { __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST); }
+
 /* The commit's side of the flags above. */
 static void begin_commit(void)
 {
@@ -483,18 +508,9 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
     static unsigned counter;
     const size_t x = strlen(t) - 6;
     int err = 0;
-    __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    begin_making();
     for (int tries = 0;; ++tries) {
-        /* As tk_outset_probe: no folder once a handler has begun.  The check after mkdir alone
-         * left one behind where the handler had already looked (`making` still 0) and the
-         * process ended between this thread's mkdir and its rmdir (the bad-input matrix's
-         * SIGINT row under ASan: 6 runs in 600 on a loaded machine, the handler on an OpenBLAS
-         * thread while this one made the next output's folder). */
-        while (LOAD(handling)) {
-            __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
-            wait_for_handler(); /* it ends the process, or gave up (a commit on another thread) */
-            __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
-        }
+        hold_off_handlers(); /* (again at each try: after a handler gave up, or a name taken) */
         err = 0;
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
@@ -515,11 +531,8 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
             break;
         }
         if (!LOAD(handling)) break;
-        rmdir(n); /* a handler is ending the process, and may have looked before the name was there */
-        rmdir(t);
-        __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
-        wait_for_handler(); /* it ends the process, or gave up (a commit on another thread): try again */
-        __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
+        rmdir(n); /* a handler began meanwhile, and may have looked before the name was there: */
+        rmdir(t); /* the next try waits for it to end the process, or to give up */
     }
     /* past the check: the names stay in pending_* until the entry is published, where a
      * handler that starts from now on finds them; on failure they are cleared first, so that
@@ -528,7 +541,7 @@ static int make_tmpdir(tk_outset *s, const char *flag, const char *path, const c
         STORE(s->pending_tmpdir, NULL);
         STORE(s->pending_newdir, NULL);
     }
-    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    end_making();
     if (err) {
         free(t);
         free(n);
@@ -748,15 +761,10 @@ int tk_outset_open(tk_outset *s, int idx, int companion)
      * file is made that the process could end with after the handler looked. */
     sigset_t old;
     block(&old);
-    __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
-    while (LOAD(handling)) {
-        __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
-        wait_for_handler(); /* it ends the process, or gave up (a commit on another thread) */
-        __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
-    }
+    begin_making();
     int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     const int err = errno;
-    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    end_making();
     unblock(&old);
     errno = err;
     if (fd < 0)
@@ -1589,12 +1597,7 @@ int tk_outset_probe(const char *path)
      * (handling), and then no probe is made: the same handshake as make_tmpdir's. */
     sigset_t old;
     block(&old);
-    __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
-    while (LOAD(handling)) {
-        __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
-        wait_for_handler(); /* it ends the process, or gave up (a commit on another thread) */
-        __atomic_add_fetch(&making, 1, __ATOMIC_SEQ_CST);
-    }
+    begin_making();
     STORE(pending_probe, probe);
     int err = 0;
     const int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -1604,7 +1607,7 @@ int tk_outset_probe(const char *path)
         unlink(probe);
     }
     STORE(pending_probe, NULL);
-    __atomic_sub_fetch(&making, 1, __ATOMIC_SEQ_CST);
+    end_making();
     unblock(&old); /* a signal that came meanwhile is delivered now, with nothing to leave behind */
     free(probe);
     return err;
